@@ -1,0 +1,244 @@
+"""What torch is, for the analyzer: qualified names, signatures, defaults and
+the mask convention of every argument.  This module never imports torch; it
+is a description of torch 2.13's public API, checked against the installed
+torch by ``tests/test_torch_api.py`` when torch is available."""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Dict, Mapping, Optional, Tuple
+
+# Mask conventions of an argument: what a bool True means there.
+IGNORE = "ignore"  # True = do not attend (nn.MultiheadAttention, Transformer layers)
+ATTEND = "attend"  # True = attend (scaled_dot_product_attention)
+
+_NO_DEFAULT = object()
+
+
+@dataclass(frozen=True)
+class Signature:
+    """Parameters in positional order with their defaults."""
+
+    params: Tuple[Tuple[str, object], ...]
+
+    @property
+    def names(self) -> Tuple[str, ...]:
+        return tuple(name for name, _ in self.params)
+
+    def default(self, name: str) -> object:
+        for pname, default in self.params:
+            if pname == name:
+                return default
+        raise KeyError(name)
+
+    def has_default(self, name: str) -> bool:
+        return self.default(name) is not _NO_DEFAULT
+
+
+def _sig(*params: object) -> Signature:
+    out = []
+    for p in params:
+        if isinstance(p, tuple):
+            out.append(p)
+        else:
+            out.append((p, _NO_DEFAULT))
+    return Signature(tuple(out))
+
+
+@dataclass(frozen=True)
+class CausalPair:
+    """An ``*_is_causal`` flag and the mask argument it must come with."""
+
+    flag: str
+    mask: str
+
+
+@dataclass(frozen=True)
+class ModuleSpec:
+    name: str  # short class name, e.g. "MultiheadAttention"
+    init: Signature
+    forward: Signature
+    embed_param: Optional[str]  # "embed_dim" / "d_model"
+    heads_param: Optional[str]  # "num_heads" / "nhead"
+    has_batch_first: bool
+    # forward mask arguments and their convention (all IGNORE for modules)
+    mask_args: Tuple[str, ...] = ()
+    padding_mask_args: Tuple[str, ...] = ()
+    causal_pairs: Tuple[CausalPair, ...] = ()
+    dropout_param: Optional[str] = "dropout"
+    extra: Mapping[str, object] = field(default_factory=dict)
+
+    @property
+    def qualname(self) -> str:
+        return "torch.nn." + self.name
+
+
+MULTIHEAD_ATTENTION = ModuleSpec(
+    name="MultiheadAttention",
+    init=_sig(
+        "embed_dim", "num_heads", ("dropout", 0.0), ("bias", True),
+        ("add_bias_kv", False), ("add_zero_attn", False), ("kdim", None),
+        ("vdim", None), ("batch_first", False), ("device", None), ("dtype", None),
+    ),
+    forward=_sig(
+        "query", "key", "value", ("key_padding_mask", None), ("need_weights", True),
+        ("attn_mask", None), ("average_attn_weights", True), ("is_causal", False),
+    ),
+    embed_param="embed_dim",
+    heads_param="num_heads",
+    has_batch_first=True,
+    mask_args=("key_padding_mask", "attn_mask"),
+    padding_mask_args=("key_padding_mask",),
+    causal_pairs=(CausalPair("is_causal", "attn_mask"),),
+)
+
+_LAYER_INIT_TAIL = (
+    ("dim_feedforward", 2048), ("dropout", 0.1), ("activation", "relu"),
+    ("layer_norm_eps", 1e-5), ("batch_first", False), ("norm_first", False),
+    ("bias", True), ("device", None), ("dtype", None),
+)
+
+TRANSFORMER_ENCODER_LAYER = ModuleSpec(
+    name="TransformerEncoderLayer",
+    init=_sig("d_model", "nhead", *_LAYER_INIT_TAIL),
+    forward=_sig("src", ("src_mask", None), ("src_key_padding_mask", None), ("is_causal", False)),
+    embed_param="d_model",
+    heads_param="nhead",
+    has_batch_first=True,
+    mask_args=("src_mask", "src_key_padding_mask"),
+    padding_mask_args=("src_key_padding_mask",),
+    causal_pairs=(CausalPair("is_causal", "src_mask"),),
+)
+
+_DECODER_FORWARD = _sig(
+    "tgt", "memory", ("tgt_mask", None), ("memory_mask", None),
+    ("tgt_key_padding_mask", None), ("memory_key_padding_mask", None),
+    ("tgt_is_causal", False), ("memory_is_causal", False),
+)
+_DECODER_MASKS = ("tgt_mask", "memory_mask", "tgt_key_padding_mask", "memory_key_padding_mask")
+_DECODER_PADDING = ("tgt_key_padding_mask", "memory_key_padding_mask")
+_DECODER_CAUSAL = (CausalPair("tgt_is_causal", "tgt_mask"), CausalPair("memory_is_causal", "memory_mask"))
+
+TRANSFORMER_DECODER_LAYER = ModuleSpec(
+    name="TransformerDecoderLayer",
+    init=_sig("d_model", "nhead", *_LAYER_INIT_TAIL),
+    forward=_DECODER_FORWARD,
+    embed_param="d_model",
+    heads_param="nhead",
+    has_batch_first=True,
+    mask_args=_DECODER_MASKS,
+    padding_mask_args=_DECODER_PADDING,
+    causal_pairs=_DECODER_CAUSAL,
+)
+
+TRANSFORMER_ENCODER = ModuleSpec(
+    name="TransformerEncoder",
+    init=_sig("encoder_layer", "num_layers", ("norm", None), ("enable_nested_tensor", True),
+              ("mask_check", True)),
+    forward=_sig("src", ("mask", None), ("src_key_padding_mask", None), ("is_causal", None)),
+    embed_param=None,
+    heads_param=None,
+    has_batch_first=False,
+    mask_args=("mask", "src_key_padding_mask"),
+    padding_mask_args=("src_key_padding_mask",),
+    causal_pairs=(CausalPair("is_causal", "mask"),),
+    dropout_param=None,
+)
+
+TRANSFORMER_DECODER = ModuleSpec(
+    name="TransformerDecoder",
+    init=_sig("decoder_layer", "num_layers", ("norm", None)),
+    forward=_sig(
+        "tgt", "memory", ("tgt_mask", None), ("memory_mask", None),
+        ("tgt_key_padding_mask", None), ("memory_key_padding_mask", None),
+        ("tgt_is_causal", None), ("memory_is_causal", False),
+    ),
+    embed_param=None,
+    heads_param=None,
+    has_batch_first=False,
+    mask_args=_DECODER_MASKS,
+    padding_mask_args=_DECODER_PADDING,
+    causal_pairs=_DECODER_CAUSAL,
+    dropout_param=None,
+)
+
+TRANSFORMER = ModuleSpec(
+    name="Transformer",
+    init=_sig(
+        ("d_model", 512), ("nhead", 8), ("num_encoder_layers", 6), ("num_decoder_layers", 6),
+        ("dim_feedforward", 2048), ("dropout", 0.1), ("activation", "relu"),
+        ("custom_encoder", None), ("custom_decoder", None), ("layer_norm_eps", 1e-5),
+        ("batch_first", False), ("norm_first", False), ("bias", True), ("device", None),
+        ("dtype", None),
+    ),
+    forward=_sig(
+        "src", "tgt", ("src_mask", None), ("tgt_mask", None), ("memory_mask", None),
+        ("src_key_padding_mask", None), ("tgt_key_padding_mask", None),
+        ("memory_key_padding_mask", None), ("src_is_causal", None), ("tgt_is_causal", None),
+        ("memory_is_causal", False),
+    ),
+    embed_param="d_model",
+    heads_param="nhead",
+    has_batch_first=True,
+    mask_args=("src_mask", "tgt_mask", "memory_mask", "src_key_padding_mask",
+               "tgt_key_padding_mask", "memory_key_padding_mask"),
+    padding_mask_args=("src_key_padding_mask", "tgt_key_padding_mask", "memory_key_padding_mask"),
+    causal_pairs=(CausalPair("src_is_causal", "src_mask"),) + _DECODER_CAUSAL,
+)
+
+MODULES: Dict[str, ModuleSpec] = {
+    spec.qualname: spec
+    for spec in (
+        MULTIHEAD_ATTENTION, TRANSFORMER_ENCODER_LAYER, TRANSFORMER_DECODER_LAYER,
+        TRANSFORMER_ENCODER, TRANSFORMER_DECODER, TRANSFORMER,
+    )
+}
+
+SDPA_QUALNAME = "torch.nn.functional.scaled_dot_product_attention"
+SDPA_SIGNATURE = _sig(
+    "query", "key", "value", ("attn_mask", None), ("dropout_p", 0.0), ("is_causal", False),
+    ("scale", None), ("enable_gqa", False),
+)
+
+GENERATE_SQUARE_SUBSEQUENT_MASK = "torch.nn.Transformer.generate_square_subsequent_mask"
+MODULE_LIST = "torch.nn.ModuleList"
+MODULE = "torch.nn.Module"
+DROPOUT = "torch.nn.Dropout"
+
+# Other public paths that name the same objects.
+_ALIASES = {
+    "torch.nn.modules.activation.MultiheadAttention": "torch.nn.MultiheadAttention",
+    "torch.nn.modules.MultiheadAttention": "torch.nn.MultiheadAttention",
+    "torch.nn.modules.container.ModuleList": MODULE_LIST,
+    "torch.nn.modules.ModuleList": MODULE_LIST,
+    "torch.nn.modules.module.Module": MODULE,
+    "torch.nn.modules.Module": MODULE,
+    "torch.nn.modules.dropout.Dropout": DROPOUT,
+    "torch.nn.modules.Dropout": DROPOUT,
+    "torch._C._nn.scaled_dot_product_attention": SDPA_QUALNAME,
+}
+for _spec in list(MODULES.values()):
+    _ALIASES["torch.nn.modules.transformer." + _spec.name] = _spec.qualname
+    _ALIASES["torch.nn.modules." + _spec.name] = _spec.qualname
+    _ALIASES["torch.nn.modules.transformer.Transformer.generate_square_subsequent_mask"] = (
+        GENERATE_SQUARE_SUBSEQUENT_MASK
+    )
+
+
+def canonical(qualname: Optional[str]) -> Optional[str]:
+    """Map any public spelling of a torch object to its canonical name."""
+    if qualname is None:
+        return None
+    return _ALIASES.get(qualname, qualname)
+
+
+def module_spec(qualname: Optional[str]) -> Optional[ModuleSpec]:
+    return MODULES.get(canonical(qualname) or "")
+
+
+# Words that must occur in a file for any rule to have something to say.
+# The pre-filter in engine.py skips a file that has none of them.
+TRIGGER_WORDS = (
+    "MultiheadAttention",
+    "Transformer",  # TransformerEncoderLayer, ... and nn.Transformer
+    "scaled_dot_product_attention",
+)
