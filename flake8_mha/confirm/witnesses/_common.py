@@ -1,0 +1,276 @@
+"""Helpers shared by the witnesses.
+
+Nothing here imports torch at module import time: the functions that need it
+import it when called (inside the worker process).
+"""
+from __future__ import annotations
+
+import math
+import statistics
+import time
+from typing import Any, Callable, Dict, Iterable, List, Optional, Sequence, Tuple
+
+from . import CONFIRMED, NOT_REPRODUCED, SKIPPED
+
+MHA = "MultiheadAttention"
+ENC_LAYER = "TransformerEncoderLayer"
+DEC_LAYER = "TransformerDecoderLayer"
+ENCODER = "TransformerEncoder"
+DECODER = "TransformerDecoder"
+TRANSFORMER = "Transformer"
+SDPA = "scaled_dot_product_attention"
+MODULE_KINDS = (MHA, ENC_LAYER, DEC_LAYER, ENCODER, DECODER, TRANSFORMER)
+
+# Safe defaults when the call site's values are unknown (the seed articles' sizes).
+DEFAULT_E = 64
+DEFAULT_H = 8
+# Correctness witnesses do not depend on width: a wider call site is run at
+# this width at most, to stay fast.
+MAX_E = 512
+
+# Ops that show the inference fastpath ran (torch.profiler key names).
+FASTPATH_OPS = ("aten::_transformer_encoder_layer_fwd", "aten::_native_multi_head_attention")
+
+
+class Params:
+    """Reads evidence, remembering each safe default it had to use."""
+
+    def __init__(self, evidence: Dict[str, Any]):
+        self.evidence = evidence
+        self.assumed: List[str] = []
+
+    def get(self, key: str, default: Any) -> Any:
+        value = self.evidence.get(key)
+        if value is None:
+            self.assumed.append(f"{key} unknown: used {default!r}")
+            return default
+        return value
+
+    def note(self, text: str) -> None:
+        self.assumed.append(text)
+
+    def mask(self) -> Dict[str, Any]:
+        mask = self.evidence.get("mask")
+        return mask if isinstance(mask, dict) else {}
+
+    def module_kind(self, default: str = MHA, allowed: Sequence[str] = MODULE_KINDS) -> str:
+        raw = self.evidence.get("module")
+        name = str(raw).rsplit(".", 1)[-1] if raw else None
+        if name in allowed:
+            return name
+        if raw:
+            self.note(f"module {raw!r} has no witness form here: used {default}")
+        else:
+            self.note(f"module unknown: used {default}")
+        return default
+
+    def dims(self, default_e: int = DEFAULT_E, default_h: int = DEFAULT_H,
+             max_e: int = MAX_E) -> Tuple[int, int]:
+        """embed_dim and num_heads of the call site, or safe defaults."""
+        e, h = self.evidence.get("embed_dim"), self.evidence.get("num_heads")
+        if not _is_int(e) or not _is_int(h):
+            missing = [k for k, v in (("embed_dim", e), ("num_heads", h)) if not _is_int(v)]
+            self.note(f"{' and '.join(missing)} unknown: used embed_dim={default_e}, "
+                      f"num_heads={default_h}")
+            return default_e, default_h
+        if h <= 0 or e <= 0 or e % h:
+            self.note(f"embed_dim={e}, num_heads={h} cannot be built (MHA008's finding): "
+                      f"used embed_dim={default_e}, num_heads={default_h}")
+            return default_e, default_h
+        if e > max_e:
+            head_dim = e // h
+            if h * 8 <= max_e:
+                e2 = h * min(head_dim, max_e // h)
+                self.note(f"embed_dim={e} run at {e2} (same {h} heads) to stay small")
+                return e2, h
+            self.note(f"embed_dim={e}, num_heads={h} too large for a quick witness: "
+                      f"used embed_dim={default_e}, num_heads={default_h}")
+            return default_e, default_h
+        return int(e), int(h)
+
+
+def _is_int(value: Any) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool)
+
+
+def result(verdict: str, witness: str, damage: str, measured: Optional[Dict[str, Any]] = None,
+           params: Optional[Params] = None, reason: Optional[str] = None) -> Dict[str, Any]:
+    out: Dict[str, Any] = {
+        "verdict": verdict,
+        "witness": witness,
+        "damage": damage,
+        "measured": dict(measured or {}),
+        "assumed": list(params.assumed) if params else [],
+    }
+    if reason:
+        out["reason"] = reason
+    return out
+
+
+def skipped(reason: str, witness: str = "", params: Optional[Params] = None) -> Dict[str, Any]:
+    return result(SKIPPED, witness, "", params=params, reason=reason)
+
+
+def verdict(confirmed: bool) -> str:
+    return CONFIRMED if confirmed else NOT_REPRODUCED
+
+
+def fmt(value: float) -> str:
+    """A measured number the way the seed articles print it: 4.804e-01."""
+    if value is None:
+        return "n/a"
+    if isinstance(value, float) and math.isnan(value):
+        return "nan"
+    return f"{value:.3e}"
+
+
+def exc_text(exc: BaseException) -> str:
+    """``Type: message`` with the message's first line (torch appends C++ context)."""
+    lines = str(exc).strip().splitlines()
+    return f"{type(exc).__name__}: {lines[0] if lines else ''}".rstrip(": ")
+
+
+def catch(fn: Callable[[], Any]) -> Tuple[Any, Optional[str]]:
+    """Run ``fn``; return (value, None) or (None, "Type: message")."""
+    try:
+        return fn(), None
+    except Exception as exc:  # the witness reports it: that is the point
+        return None, exc_text(exc)
+
+
+# ---------------------------------------------------------------- torch side
+
+def compare(reference: Any, output: Any) -> Dict[str, Any]:
+    """Max abs error over positions where both are finite, and NaN facts."""
+    import torch
+
+    diff = (reference - output).abs()
+    finite = torch.isfinite(diff)
+    max_err = diff[finite].max().item() if bool(finite.any()) else float("nan")
+    return {"max_error": max_err, "nan": bool(torch.isnan(output).any())}
+
+
+def nan_samples(output: Any, batch_dim: int = 0) -> List[int]:
+    """Indices of samples whose output is entirely NaN."""
+    import torch
+
+    out = output.movedim(batch_dim, 0)
+    return [i for i in range(out.shape[0]) if bool(torch.isnan(out[i]).all())]
+
+
+def module_text(kind: str, e: int, h: int, **kwargs: Any) -> str:
+    args = ", ".join(f"{k}={v!r}" for k, v in kwargs.items())
+    sep = ", " if args else ""
+    if kind == MHA:
+        return f"nn.MultiheadAttention({e}, {h}{sep}{args})"
+    if kind in (ENCODER, DECODER):
+        layer = ENC_LAYER if kind == ENCODER else DEC_LAYER
+        return f"nn.{kind}(nn.{layer}({e}, {h}{sep}{args}), num_layers=2)"
+    return f"nn.{kind}({e}, {h}{sep}{args})"
+
+
+def build(kind: str, e: int, h: int, *, seed: int, batch_first: bool = True,
+          **mha_kwargs: Any) -> Any:
+    """The module kind at width e with h heads, dropout 0, eval mode, seeded.
+
+    Feed-forward width 2*e and 2 layers for the stacks keep it small."""
+    import torch
+    from torch import nn
+
+    torch.manual_seed(seed)
+    ff = 2 * e
+    if kind == MHA:
+        module = nn.MultiheadAttention(e, h, dropout=0.0, batch_first=batch_first, **mha_kwargs)
+    elif kind == ENC_LAYER:
+        module = nn.TransformerEncoderLayer(e, h, ff, dropout=0.0, batch_first=batch_first)
+    elif kind == DEC_LAYER:
+        module = nn.TransformerDecoderLayer(e, h, ff, dropout=0.0, batch_first=batch_first)
+    elif kind == ENCODER:
+        layer = nn.TransformerEncoderLayer(e, h, ff, dropout=0.0, batch_first=batch_first)
+        module = nn.TransformerEncoder(layer, num_layers=2)
+    elif kind == DECODER:
+        layer = nn.TransformerDecoderLayer(e, h, ff, dropout=0.0, batch_first=batch_first)
+        module = nn.TransformerDecoder(layer, num_layers=2)
+    elif kind == TRANSFORMER:
+        module = nn.Transformer(e, h, num_encoder_layers=1, num_decoder_layers=1,
+                                dim_feedforward=ff, dropout=0.0, batch_first=batch_first)
+    else:
+        raise ValueError(f"no module kind {kind!r}")
+    return module.eval()
+
+
+# Forward arguments of each kind, for self-attention on one input x (the
+# decoders and nn.Transformer get x as both target and memory/source).
+FORWARD_ARGS = {
+    MHA: ("attn_mask", "key_padding_mask", "is_causal", "need_weights"),
+    ENC_LAYER: ("src_mask", "src_key_padding_mask", "is_causal"),
+    ENCODER: ("mask", "src_key_padding_mask", "is_causal"),
+    DEC_LAYER: ("tgt_mask", "memory_mask", "tgt_key_padding_mask", "memory_key_padding_mask",
+                "tgt_is_causal", "memory_is_causal"),
+    DECODER: ("tgt_mask", "memory_mask", "tgt_key_padding_mask", "memory_key_padding_mask",
+              "tgt_is_causal", "memory_is_causal"),
+    TRANSFORMER: ("src_mask", "tgt_mask", "memory_mask", "src_key_padding_mask",
+                  "tgt_key_padding_mask", "memory_key_padding_mask", "src_is_causal",
+                  "tgt_is_causal", "memory_is_causal"),
+}
+
+
+def forward(kind: str, module: Any, x: Any, **kwargs: Any) -> Any:
+    """Call the module on x the way a user's self-attention call would; the
+    output tensor (MHA's weights are dropped)."""
+    if kind == MHA:
+        return module(x, x, x, **kwargs)[0]
+    if kind in (ENC_LAYER, ENCODER):
+        return module(x, **kwargs)
+    return module(x, x, **kwargs)  # decoders: (tgt, memory); Transformer: (src, tgt)
+
+
+def forward_text(kind: str, **kwargs: Any) -> str:
+    args = "".join(f", {k}={v}" for k, v in kwargs.items())
+    if kind == MHA:
+        return f"m(x, x, x{args})"
+    if kind in (ENC_LAYER, ENCODER):
+        return f"m(x{args})"
+    return f"m(x, x{args})"
+
+
+def kernels(fn: Callable[[], Any]) -> List[str]:
+    """aten op names that ran in ``fn`` (torch.profiler, CPU)."""
+    import torch
+
+    with torch.profiler.profile(activities=[torch.profiler.ProfilerActivity.CPU]) as prof:
+        fn()
+    return sorted({event.key for event in prof.key_averages()})
+
+
+def path_name(ops: Iterable[str]) -> str:
+    """Which attention path the op names show, in words."""
+    ops = set(ops)
+    if "aten::_transformer_encoder_layer_fwd" in ops:
+        return "fastpath (aten::_transformer_encoder_layer_fwd)"
+    if "aten::_native_multi_head_attention" in ops:
+        return "fastpath (aten::_native_multi_head_attention)"
+    if "aten::scaled_dot_product_attention" in ops:
+        fused = sorted(o for o in ops if o.startswith("aten::_scaled_dot_product"))
+        return "SDPA path (" + (fused[0] if fused else "aten::scaled_dot_product_attention") + ")"
+    if "aten::softmax" in ops or "aten::_softmax" in ops:
+        return "math path (bmm + aten::softmax)"
+    return "unknown path"
+
+
+def took_fastpath(ops: Iterable[str]) -> bool:
+    return any(op in FASTPATH_OPS for op in ops)
+
+
+def interleaved_medians(fns: Sequence[Callable[[], Any]], reps: int) -> List[float]:
+    """Median seconds of each function, runs interleaved (a, b, a, b, ...)
+    after one warm-up each, so drift in machine load hits all alike."""
+    for fn in fns:
+        fn()
+    times: List[List[float]] = [[] for _ in fns]
+    for _ in range(reps):
+        for i, fn in enumerate(fns):
+            start = time.perf_counter()
+            fn()
+            times[i].append(time.perf_counter() - start)
+    return [statistics.median(t) for t in times]

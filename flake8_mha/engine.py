@@ -1,0 +1,250 @@
+"""The analysis core: pre-filter, one LibCST parse, one flow pass, every rule.
+
+Never imports torch.  ``analyze_source`` is what the flake8 adapter and the
+CLI call; ``check_paths`` walks files and directories for the CLI and the
+confirmer.
+"""
+from __future__ import annotations
+
+import ast
+import io
+import os
+import sys
+import tokenize
+from typing import Dict, Iterable, Iterator, List, Optional, Sequence
+
+import libcst as cst
+from libcst.metadata import MetadataWrapper, PositionProvider
+
+from . import torch_api
+from .events import Construction, ModuleCall, SdpaCall, classify
+from .findings import Finding
+from .flow import CallSite, FlowPass, Scope
+from .resolve import Resolver
+from .rules.base import Report, all_rules
+from .values import value_of
+
+MAX_BYTES = 8 * 1024 * 1024
+_HANDLERS = {Construction: "on_construction", ModuleCall: "on_module_call", SdpaCall: "on_sdpa_call"}
+DEFAULT_EXCLUDES = (".git", ".hg", ".svn", ".tox", ".nox", ".venv", "venv", "env", "__pycache__",
+                    "build", "dist", ".eggs", "node_modules", ".mypy_cache", ".pytest_cache")
+
+
+class SourceSyntaxError(Exception):
+    """The file is not valid Python (flake8 reports E999; the CLI says so)."""
+
+    def __init__(self, message: str, line: int = 1, col: int = 1):
+        super().__init__(message)
+        self.line = line
+        self.col = col
+
+
+def prefilter(source: str) -> bool:
+    """Cheap text test: can this file contain an attention API at all?"""
+    return any(word in source for word in torch_api.TRIGGER_WORDS)
+
+
+def default_codes() -> List[str]:
+    return [rule.CODE for rule in all_rules() if rule.DEFAULT_ENABLED and rule.CODE != "MHA000"]
+
+
+class Context:
+    """What rules may ask about the file being analyzed."""
+
+    def __init__(self, module: cst.Module, flow: FlowPass, resolver: Resolver):
+        self.module = module
+        self.flow = flow
+        self.resolver = resolver
+        self.events: List[object] = []
+        self._calls_by_ctor: Optional[Dict[int, List[ModuleCall]]] = None
+
+    def value(self, node: cst.CSTNode, site: CallSite):
+        return value_of(node, site.env, site.scope)
+
+    def name_read(self, name: str, site: CallSite) -> bool:
+        """Whether ``name`` is read anywhere in the function around ``site`` (or its closures)."""
+        scope = site.scope
+        while scope is not None and scope.kind != "function" and scope.parent is not None:
+            scope = scope.parent
+        if name in scope.loads:
+            return True
+        for inner in self.flow.functions.values():
+            parent = inner.parent
+            while parent is not None:
+                if parent is scope:
+                    if name in inner.loads:
+                        return True
+                    break
+                parent = parent.parent
+        return False
+
+    def module_calls_of(self, ev: Construction) -> List[ModuleCall]:
+        if self._calls_by_ctor is None:
+            index: Dict[int, List[ModuleCall]] = {}
+            for other in self.events:
+                if isinstance(other, ModuleCall):
+                    for inst in other.instances:
+                        if inst.ctor is not None:
+                            index.setdefault(id(inst.ctor.node), []).append(other)
+            self._calls_by_ctor = index
+        return self._calls_by_ctor.get(id(ev.site.node), [])
+
+    def used_for_self_attention(self, ev: Construction) -> bool:
+        for call in self.module_calls_of(ev):
+            q, k, v = (call.args.get(n) for n in ("query", "key", "value"))
+            if q is not None and k is not None and v is not None and q.deep_equals(k) and k.deep_equals(v):
+                return True
+        return False
+
+
+def analyze_module(module: cst.Module, codes: Optional[Iterable[str]] = None,
+                   path: str = "") -> List[Finding]:
+    flow = FlowPass()
+    flow.run(module)
+    resolver = Resolver(flow)
+    ctx = Context(module, flow, resolver)
+    wanted = set(codes) if codes is not None else set(default_codes())
+    rules = [rule(ctx) for rule in all_rules() if rule.CODE in wanted]
+    if not rules:
+        return []
+    for site in flow.calls:
+        ev = classify(site, resolver)
+        if ev is not None:
+            ctx.events.append(ev)
+    reports: List[tuple] = []
+    for ev in ctx.events:
+        handler = _HANDLERS[type(ev)]
+        for rule in rules:
+            method = getattr(rule, handler, None)
+            if method is not None:
+                for rep in method(ev):
+                    reports.append((rule.CODE, rep))
+    if not reports:
+        return []
+    positions = MetadataWrapper(module, unsafe_skip_copy=True).resolve(PositionProvider)
+    findings = set()
+    for code, rep in reports:
+        pos = positions[rep.node].start
+        findings.add(Finding(code, pos.line, pos.column + 1, rep.message, path, rep.evidence))
+    return sorted(findings, key=lambda f: (f.line, f.col, f.code))
+
+
+def analyze_source(source: str, path: str = "<string>", codes: Optional[Iterable[str]] = None,
+                   use_prefilter: bool = True) -> List[Finding]:
+    """Findings for one file's text.  Raises ``SourceSyntaxError`` for a file
+    that is not valid Python; every other failure becomes one MHA000."""
+    try:
+        if use_prefilter and not prefilter(source):
+            return []
+        if len(source) > MAX_BYTES:
+            return [_internal(path, f"file larger than {MAX_BYTES // (1024 * 1024)} MiB, not analyzed")]
+        try:
+            module = cst.parse_module(source)
+        except cst.ParserSyntaxError as exc:
+            _raise_if_invalid_python(source, exc)
+            return [_internal(path, f"LibCST cannot parse this file ({_first_line(exc)})")]
+        return analyze_module(module, codes, path)
+    except SourceSyntaxError:
+        raise
+    except RecursionError:
+        return [_internal(path, "nesting too deep to analyze")]
+    except MemoryError:
+        return [_internal(path, "out of memory while analyzing")]
+    except Exception as exc:  # never let one file stop the run
+        return [_internal(path, f"internal error {type(exc).__name__}: {exc}; please report it")]
+
+
+def _raise_if_invalid_python(source: str, exc: Exception) -> None:
+    try:
+        ast.parse(source)
+    except SyntaxError as err:
+        raise SourceSyntaxError(f"syntax error: {err.msg}", err.lineno or 1, (err.offset or 1)) from None
+    except (ValueError, RecursionError, MemoryError):
+        pass
+
+
+def _first_line(exc: Exception) -> str:
+    text = str(exc).strip().splitlines()
+    return text[0] if text else type(exc).__name__
+
+
+def _internal(path: str, reason: str) -> Finding:
+    return Finding("MHA000", 1, 1, f"flake8-mha could not analyze this file: {reason}", path,
+                   {"reason": reason})
+
+
+def decode_source(data: bytes) -> str:
+    """Decode as Python does (BOM, coding cookie, UTF-8 default)."""
+    encoding, _ = tokenize.detect_encoding(io.BytesIO(data).readline)
+    text = data.decode(encoding)
+    if text.startswith("\ufeff"):
+        text = text[1:]
+    return text
+
+
+def analyze_file(path: str, codes: Optional[Iterable[str]] = None,
+                 use_prefilter: bool = True) -> List[Finding]:
+    """Findings for a file on disk.  Raises OSError and SourceSyntaxError."""
+    with open(path, "rb") as fh:
+        data = fh.read()
+    if use_prefilter and not any(w.encode() in data for w in torch_api.TRIGGER_WORDS):
+        # UTF-16/32 files would hide the words: they start with a BOM or NULs
+        if not data.startswith((b"\xff\xfe", b"\xfe\xff")) and b"\x00" not in data[:4]:
+            return []
+    try:
+        source = decode_source(data)
+    except (SyntaxError, UnicodeDecodeError, LookupError) as exc:
+        return [_internal(path, f"cannot decode the file ({_first_line(exc)})")]
+    return analyze_source(source, path, codes, use_prefilter)
+
+
+def iter_python_files(paths: Sequence[str], excludes: Sequence[str] = DEFAULT_EXCLUDES) -> Iterator[str]:
+    """Files to lint: each named file, and ``*.py`` below each directory."""
+    seen = set()
+    for path in paths:
+        if os.path.isdir(path):
+            for root, dirs, files in os.walk(path):
+                dirs[:] = sorted(d for d in dirs if d not in excludes and not d.endswith(".egg-info"))
+                for name in sorted(files):
+                    if name.endswith(".py"):
+                        full = os.path.join(root, name)
+                        real = os.path.realpath(full)
+                        if real not in seen:
+                            seen.add(real)
+                            yield full
+        else:
+            yield path
+
+
+def select_codes(select: Optional[Sequence[str]] = None,
+                 ignore: Optional[Sequence[str]] = None) -> List[str]:
+    """Codes enabled by prefix lists, flake8-style: default codes unless selected."""
+    codes = [r.CODE for r in all_rules() if r.CODE != "MHA000"]
+    if select:
+        chosen = [c for c in codes if any(c.startswith(p) for p in select)]
+    else:
+        chosen = default_codes()
+    if ignore:
+        chosen = [c for c in chosen if not any(c.startswith(p) for p in ignore)]
+    return chosen
+
+
+def check_paths(paths: Sequence[str], select: Optional[Sequence[str]] = None,
+                ignore: Optional[Sequence[str]] = None) -> List[Finding]:
+    """Lint files and directories; unreadable or invalid files become MHA000."""
+    codes = select_codes(select, ignore)
+    out: List[Finding] = []
+    for path in iter_python_files(paths):
+        try:
+            out.extend(analyze_file(path, codes))
+        except SourceSyntaxError as exc:
+            out.append(Finding("MHA000", exc.line, exc.col,
+                               f"flake8-mha could not analyze this file: {exc}", path,
+                               {"reason": str(exc)}))
+        except OSError as exc:
+            out.append(_internal(path, f"cannot read the file ({exc.strerror or exc})"))
+    return out
+
+
+if sys.version_info < (3, 9):  # pragma: no cover
+    raise ImportError("flake8-mha needs Python 3.9+")

@@ -1,0 +1,577 @@
+"""Scopes, reaching definitions and the one pass over a file.
+
+The pass walks every statement once, in order, keeping for each scope an
+environment ``name -> tuple of Def`` (the definitions that reach this point;
+branches join, loops are walked twice).  Every call it meets is recorded as a
+``CallSite`` together with the environment, the enclosing ``if`` conditions and
+the chain of parent nodes: the rules and the evaluators in ``resolve.py``,
+``values.py`` and ``masks.py`` read those lazily, so a file pays only for the
+calls that concern attention.
+"""
+from __future__ import annotations
+
+from typing import Dict, Iterator, List, Optional, Sequence, Tuple
+
+import libcst as cst
+
+Env = Dict[str, Tuple["Def", ...]]
+
+
+class Def:
+    """One definition of a name (or of ``self.<attr>``).
+
+    kind is one of: assign (node = value), unpack (node = value, index = path
+    into it), param (node = cst.Param), self (the first parameter of a method;
+    extra = ClassInfo), for (node = iterable, index = path into one element),
+    with (node = context expression), import (extra = qualified name), star
+    (extra = module of a ``from m import *``), def (node = FunctionDef), class
+    (node = ClassDef, extra = ClassInfo), augassign (node = AugAssign, extra =
+    the definitions it updates), unknown.
+    """
+
+    __slots__ = ("kind", "node", "env", "scope", "index", "extra")
+
+    def __init__(self, kind, node=None, env=None, scope=None, index=(), extra=None):
+        self.kind = kind
+        self.node = node
+        self.env = env
+        self.scope = scope
+        self.index = index
+        self.extra = extra
+
+    def __repr__(self) -> str:  # pragma: no cover - debugging aid
+        return f"Def({self.kind}, {type(self.node).__name__}, {self.index})"
+
+
+class Scope:
+    """A module, class or function body."""
+
+    __slots__ = ("kind", "node", "parent", "final_env", "cls", "returns", "loads",
+                 "globals", "mutated_globals", "appends")
+
+    def __init__(self, kind, node, parent, cls=None):
+        self.kind = kind  # "module" | "class" | "function"
+        self.node = node
+        self.parent = parent
+        self.final_env: Env = {}
+        self.cls = cls  # ClassInfo for a class body or a method body
+        self.returns: List[Tuple[cst.BaseExpression, Env]] = []
+        self.loads: set = set()  # names read anywhere in this function
+        self.globals: set = set()  # names this function declares global/nonlocal
+        self.mutated_globals: set = set()  # module scope: names some function rebinds
+        self.appends: Dict[str, List[Def]] = {}  # local list -> what .append() added
+
+
+class ClassInfo:
+    __slots__ = ("name", "node", "scope", "base_exprs", "methods", "attrs", "env", "appends")
+
+    def __init__(self, name, node, scope, env):
+        self.name = name
+        self.node = node
+        self.scope = scope  # the scope the class statement stands in
+        self.env = env  # environment at the class statement (to resolve bases)
+        self.base_exprs = [arg.value for arg in node.bases if arg.keyword is None and not arg.star]
+        self.methods: Dict[str, cst.FunctionDef] = {}
+        self.attrs: Dict[str, List[Def]] = {}
+        self.appends: Dict[str, List[Def]] = {}  # self.<attr>.append(x) / .extend([...])
+
+    def add_attr(self, name: str, d: Def) -> None:
+        self.attrs.setdefault(name, []).append(d)
+
+
+class CallSite:
+    """A call met by the pass, with everything needed to evaluate it later."""
+
+    __slots__ = ("node", "env", "scope", "conds", "parents", "stmt")
+
+    def __init__(self, node, env, scope, conds, parents, stmt):
+        self.node: cst.Call = node
+        self.env: Env = env
+        self.scope: Scope = scope
+        self.conds: Tuple[Tuple[cst.BaseExpression, bool, Env], ...] = conds
+        self.parents: Tuple[cst.CSTNode, ...] = parents  # enclosing expressions, outermost first
+        self.stmt = stmt  # the small statement (Assign, Expr, Return, ...) or compound header
+
+    @property
+    def cls(self) -> Optional[ClassInfo]:
+        return self.scope.cls
+
+    @property
+    def function(self) -> Optional[cst.FunctionDef]:
+        scope = self.scope
+        while scope is not None and scope.kind != "function":
+            scope = scope.parent
+        return scope.node if scope is not None else None
+
+
+def lookup(name: str, env: Env, scope: Optional[Scope]) -> Tuple[Def, ...]:
+    """The definitions of ``name`` visible from ``env`` in ``scope``."""
+    defs = env.get(name)
+    if defs is not None:
+        return defs
+    parent = scope.parent if scope is not None else None
+    while parent is not None:
+        if parent.kind != "class":  # class bodies are not enclosing scopes
+            defs = parent.final_env.get(name)
+            if defs is not None:
+                return defs
+            star = parent.final_env.get("*")
+            if star is not None and parent.kind == "module":
+                return tuple(Def("import", extra=d.extra + "." + name) for d in star)
+        parent = parent.parent
+    return ()
+
+
+# --- generic child iteration -------------------------------------------------
+
+_SKIP_TYPES = (
+    cst.BaseParenthesizableWhitespace, cst.TrailingWhitespace, cst.EmptyLine, cst.Newline,
+    cst.Comment, cst.LeftParen, cst.RightParen, cst.LeftSquareBracket, cst.RightSquareBracket,
+    cst.LeftCurlyBrace, cst.RightCurlyBrace, cst.Comma, cst.Dot, cst.Semicolon, cst.Colon,
+    cst.AssignEqual, cst.BaseBinaryOp, cst.BaseUnaryOp, cst.BaseBooleanOp, cst.BaseCompOp,
+    cst.BaseAugOp, cst.ImportStar, cst.Asynchronous,
+)
+_FIELDS: Dict[type, Tuple[str, ...]] = {}
+
+
+def _fields(t: type) -> Tuple[str, ...]:
+    names = _FIELDS.get(t)
+    if names is None:
+        import dataclasses
+
+        names = tuple(
+            f.name for f in dataclasses.fields(t)
+            if not f.name.startswith("whitespace") and f.name not in ("lpar", "rpar", "comma")
+        )
+        _FIELDS[t] = names
+    return names
+
+
+def children(node: cst.CSTNode) -> Iterator[cst.CSTNode]:
+    for name in _fields(type(node)):
+        value = getattr(node, name)
+        if isinstance(value, cst.CSTNode):
+            if not isinstance(value, _SKIP_TYPES):
+                yield value
+        elif isinstance(value, (tuple, list)):
+            for item in value:
+                if isinstance(item, cst.CSTNode) and not isinstance(item, _SKIP_TYPES):
+                    yield item
+
+
+# --- the pass ----------------------------------------------------------------
+
+_COMPREHENSIONS = (cst.ListComp, cst.SetComp, cst.GeneratorExp, cst.DictComp)
+
+
+class FlowPass:
+    """Walks a module once; fills scopes, classes and call sites."""
+
+    def __init__(self) -> None:
+        self.calls: List[CallSite] = []
+        self.classes: Dict[int, ClassInfo] = {}  # id(ClassDef) -> info
+        self.functions: Dict[int, Scope] = {}  # id(FunctionDef) -> its scope
+        self._deferred: List[Tuple[cst.FunctionDef, Scope, Env]] = []
+        self._conds: Tuple = ()
+        self._parents: List[cst.CSTNode] = []
+        self._pending: List[Tuple[str, Def]] = []  # walrus bindings
+        self._stmt: Optional[cst.CSTNode] = None
+
+    # entry point
+    def run(self, module: cst.Module) -> Scope:
+        scope = Scope("module", module, None)
+        self.module_scope = scope
+        scope.final_env = self.block(module.body, {}, scope)
+        # function bodies run after the module body, so that they see every
+        # module-level name (as Python does at call time)
+        while self._deferred:
+            func, scope_, env = self._deferred.pop(0)
+            self._function(func, scope_, env)
+        for fscope in self.functions.values():
+            scope.mutated_globals |= fscope.globals
+        return scope
+
+    # statements
+    def block(self, stmts: Sequence[cst.CSTNode], env: Env, scope: Scope) -> Env:
+        for stmt in stmts:
+            env = self.stmt(stmt, env, scope)
+        return env
+
+    def body(self, suite, env: Env, scope: Scope) -> Env:
+        if isinstance(suite, cst.IndentedBlock):
+            return self.block(suite.body, env, scope)
+        return self.block(suite.body, env, scope)  # SimpleStatementSuite: small statements
+
+    def stmt(self, node: cst.CSTNode, env: Env, scope: Scope) -> Env:
+        t = type(node)
+        self._stmt = node
+        if t is cst.SimpleStatementLine:
+            for small in node.body:
+                env = self.stmt(small, env, scope)
+            return env
+        if t is cst.Assign:
+            self.expr(node.value, env, scope)
+            env = self._flush(env)
+            for target in node.targets:
+                env = self.bind(target.target, Def("assign", node.value, env, scope), env, scope)
+            return env
+        if t is cst.AnnAssign:
+            if node.value is not None:
+                self.expr(node.value, env, scope)
+                env = self._flush(env)
+                env = self.bind(node.target, Def("assign", node.value, env, scope), env, scope)
+            return env
+        if t is cst.AugAssign:
+            self.expr(node.value, env, scope)
+            self.expr(node.target, env, scope)
+            prev = ()
+            if isinstance(node.target, cst.Name):
+                prev = lookup(node.target.value, env, scope)
+            return self.bind(node.target, Def("augassign", node, env, scope, extra=prev), env, scope)
+        if t is cst.Expr:
+            self.expr(node.value, env, scope)
+            return self._flush(env)
+        if t is cst.Return:
+            if node.value is not None:
+                self.expr(node.value, env, scope)
+                scope.returns.append((node.value, env))
+            return self._flush(env)
+        if t in (cst.Raise, cst.Assert, cst.Del):
+            for child in children(node):
+                self.expr(child, env, scope)
+            return self._flush(env)
+        if t is cst.Import:
+            env = dict(env)
+            for alias in node.names:
+                dotted = _dotted(alias.name)
+                if alias.asname is not None:
+                    name = _asname(alias)
+                    if name:
+                        env[name] = (Def("import", node, extra=dotted),)
+                else:
+                    top = dotted.split(".")[0]
+                    env[top] = (Def("import", node, extra=top),)
+            return env
+        if t is cst.ImportFrom:
+            if node.module is None or node.relative:
+                base = "." * len(node.relative) + (_dotted(node.module) if node.module else "")
+            else:
+                base = _dotted(node.module)
+            env = dict(env)
+            if isinstance(node.names, cst.ImportStar):
+                env["*"] = env.get("*", ()) + (Def("star", node, extra=base),)
+                return env
+            for alias in node.names:
+                name = _asname(alias) if alias.asname is not None else _dotted(alias.name)
+                if name:
+                    env[name] = (Def("import", node, extra=base + "." + _dotted(alias.name)),)
+            return env
+        if t is cst.Global or t is cst.Nonlocal:
+            for item in node.names:
+                scope.globals.add(item.name.value)
+            return env
+        if t is cst.If:
+            self.expr(node.test, env, scope)
+            env = self._flush(env)
+            saved = self._conds
+            self._conds = saved + ((node.test, True, env),)
+            then_env = self.body(node.body, env, scope)
+            self._conds = saved + ((node.test, False, env),)
+            if node.orelse is None:
+                else_env = env
+            elif isinstance(node.orelse, cst.If):
+                else_env = self.stmt(node.orelse, env, scope)
+            else:
+                else_env = self.body(node.orelse.body, env, scope)
+            self._conds = saved
+            return join(then_env, else_env)
+        if t is cst.For:
+            self.expr(node.iter, env, scope)
+            env = self._flush(env)
+            first = self.bind(node.target, Def("for", node.iter, env, scope), env, scope)
+            loop_env = self.body(node.body, first, scope)
+            again = self.bind(node.target, Def("for", node.iter, env, scope), join(env, loop_env), scope)
+            loop_env = self.body(node.body, again, scope)
+            out = join(env, loop_env)
+            if node.orelse is not None:
+                out = self.body(node.orelse.body, out, scope)
+            return out
+        if t is cst.While:
+            self.expr(node.test, env, scope)
+            env = self._flush(env)
+            loop_env = self.body(node.body, env, scope)
+            loop_env = self.body(node.body, join(env, loop_env), scope)
+            out = join(env, loop_env)
+            if node.orelse is not None:
+                out = self.body(node.orelse.body, out, scope)
+            return out
+        if t is cst.Try or t is getattr(cst, "TryStar", None):
+            body_env = self.body(node.body, env, scope)
+            outs = [body_env]
+            handler_in = join(env, body_env)
+            for handler in node.handlers:
+                h_env = handler_in
+                if handler.type is not None:
+                    self.expr(handler.type, h_env, scope)
+                if handler.name is not None:
+                    h_env = self.bind(handler.name.name, Def("unknown"), h_env, scope)
+                outs.append(self.body(handler.body, h_env, scope))
+            if node.orelse is not None:
+                outs[0] = self.body(node.orelse.body, body_env, scope)
+            out = outs[0]
+            for other in outs[1:]:
+                out = join(out, other)
+            if node.finalbody is not None:
+                out = self.body(node.finalbody.body, out, scope)
+            return out
+        if t is cst.With:
+            for item in node.items:
+                self.expr(item.item, env, scope)
+                env = self._flush(env)
+                if item.asname is not None:
+                    env = self.bind(item.asname.name, Def("with", item.item, env, scope), env, scope)
+            return self.body(node.body, env, scope)
+        if t is cst.FunctionDef:
+            for dec in node.decorators:
+                self.expr(dec.decorator, env, scope)
+            self._defaults(node.params, env, scope)
+            env = self._flush(env)
+            if scope.kind == "class" and scope.cls is not None:
+                scope.cls.methods.setdefault(node.name.value, node)
+            self._deferred.append((node, scope, env))
+            return self.bind(node.name, Def("def", node, env, scope), env, scope)
+        if t is cst.ClassDef:
+            for dec in node.decorators:
+                self.expr(dec.decorator, env, scope)
+            for arg in node.bases:
+                self.expr(arg.value, env, scope)
+            for arg in node.keywords:
+                self.expr(arg.value, env, scope)
+            info = ClassInfo(node.name.value, node, scope, env)
+            self.classes[id(node)] = info
+            cscope = Scope("class", node, scope, cls=info)
+            cenv = self.body(node.body, {}, cscope)
+            cscope.final_env = cenv
+            for name, defs in cenv.items():
+                for d in defs:
+                    if d.kind == "assign":
+                        info.add_attr(name, d)
+            return self.bind(node.name, Def("class", node, env, scope, extra=info), env, scope)
+        if t is getattr(cst, "Match", None):
+            self.expr(node.subject, env, scope)
+            env = self._flush(env)
+            out = env
+            for case in node.cases:
+                c_env = env
+                for name in _pattern_names(case.pattern):
+                    c_env = dict(c_env)
+                    c_env[name] = (Def("unknown"),)
+                if case.guard is not None:
+                    self.expr(case.guard, c_env, scope)
+                out = join(out, self.body(case.body, c_env, scope))
+            return out
+        # Pass, Break, Continue, TypeAlias and anything newer: read expressions only
+        for child in children(node):
+            if isinstance(child, cst.BaseExpression):
+                self.expr(child, env, scope)
+        return self._flush(env)
+
+    def _defaults(self, params: cst.Parameters, env: Env, scope: Scope) -> None:
+        for p in _all_params(params):
+            if p.default is not None:
+                self.expr(p.default, env, scope)
+
+    def _function(self, node: cst.FunctionDef, outer: Scope, env_at_def: Env) -> None:
+        cls = outer.cls if outer.kind == "class" else None
+        fscope = Scope("function", node, outer if outer.kind != "class" else outer, cls=cls)
+        if outer.kind == "class":
+            # a method sees the module (and enclosing functions), not the class body
+            fscope.parent = outer
+        elif outer.kind == "function":
+            fscope.cls = outer.cls
+        self.functions[id(node)] = fscope
+        env: Env = {}
+        params = _all_params(node.params)
+        is_static = any(
+            isinstance(d.decorator, cst.Name) and d.decorator.value == "staticmethod"
+            for d in node.decorators
+        )
+        for i, p in enumerate(params):
+            name = p.name.value
+            if i == 0 and cls is not None and not is_static and outer.kind == "class":
+                env[name] = (Def("self", p, env, fscope, extra=cls),)
+            else:
+                env[name] = (Def("param", p, env, fscope, extra=node),)
+        saved_conds, saved_parents = self._conds, self._parents
+        self._conds, self._parents = (), []
+        fscope.final_env = self.body(node.body, env, fscope)
+        self._conds, self._parents = saved_conds, saved_parents
+
+    # binding
+    def bind(self, target: cst.CSTNode, d: Def, env: Env, scope: Scope, index=()) -> Env:
+        t = type(target)
+        if t is cst.Name:
+            env = dict(env)
+            if index:
+                d = Def("unpack" if d.kind == "assign" else d.kind, d.node, d.env, d.scope,
+                        d.index + index, d.extra)
+            env[target.value] = (d,)
+            return env
+        if t in (cst.Tuple, cst.List):
+            for i, el in enumerate(target.elements):
+                if isinstance(el, cst.StarredElement):
+                    env = self.bind(el.value, Def("unknown"), env, scope)
+                else:
+                    env = self.bind(el.value, d, env, scope, index + (i,))
+            return env
+        if t is cst.Attribute:
+            self.expr(target.value, env, scope)
+            if isinstance(target.value, cst.Name):
+                for owner in lookup(target.value.value, env, scope):
+                    if owner.kind == "self":
+                        if index:
+                            d = Def("unpack" if d.kind == "assign" else d.kind, d.node, d.env,
+                                    d.scope, d.index + index, d.extra)
+                        owner.extra.add_attr(target.attr.value, d)
+            return env
+        if t is cst.Subscript:
+            self.expr(target, env, scope)
+            return env
+        if t is cst.StarredElement:
+            return self.bind(target.value, Def("unknown"), env, scope)
+        return env
+
+    def _flush(self, env: Env) -> Env:
+        if self._pending:
+            env = dict(env)
+            for name, d in self._pending:
+                env[name] = (d,)
+            self._pending = []
+        return env
+
+    # expressions
+    def expr(self, node: cst.CSTNode, env: Env, scope: Scope) -> None:
+        t = type(node)
+        if t is cst.Name:
+            scope.loads.add(node.value)
+            return
+        if t in (cst.Integer, cst.Float, cst.SimpleString, cst.Imaginary):
+            return
+        parents = self._parents
+        if t is cst.Call:
+            self.calls.append(CallSite(node, env, scope, self._conds, tuple(parents), self._stmt))
+            self._register_buffer(node, env, scope)
+        elif t is cst.Lambda:
+            lenv = dict(env)
+            for p in _all_params(node.params):
+                if p.default is not None:
+                    self.expr(p.default, env, scope)
+                lenv[p.name.value] = (Def("param", p, lenv, scope, extra=node),)
+            parents.append(node)
+            self.expr(node.body, lenv, scope)
+            parents.pop()
+            return
+        elif t in _COMPREHENSIONS:
+            cenv = env
+            comp = node.for_in
+            parents.append(node)
+            while comp is not None:
+                self.expr(comp.iter, cenv, scope)
+                cenv = self.bind(comp.target, Def("for", comp.iter, cenv, scope), cenv, scope)
+                for cond in comp.ifs:
+                    self.expr(cond.test, cenv, scope)
+                comp = comp.inner_for_in
+            if t is cst.DictComp:
+                self.expr(node.key, cenv, scope)
+                self.expr(node.value, cenv, scope)
+            else:
+                self.expr(node.elt, cenv, scope)
+            parents.pop()
+            return
+        elif t is cst.NamedExpr:
+            self.expr(node.value, env, scope)
+            if isinstance(node.target, cst.Name):
+                self._pending.append((node.target.value, Def("assign", node.value, env, scope)))
+            return
+        parents.append(node)
+        for child in children(node):
+            self.expr(child, env, scope)
+        parents.pop()
+
+    def _register_buffer(self, node: cst.Call, env: Env, scope: Scope) -> None:
+        func = node.func
+        if (isinstance(func, cst.Attribute) and func.attr.value in ("append", "extend", "insert")
+                and node.args):
+            self._append(func, node, env, scope)
+            return
+        if not (isinstance(func, cst.Attribute) and func.attr.value in ("register_buffer", "register_parameter")):
+            return
+        if not isinstance(func.value, cst.Name) or len(node.args) < 2:
+            return
+        name_arg = node.args[0].value
+        if not isinstance(name_arg, cst.SimpleString) or node.args[0].keyword is not None:
+            return
+        for owner in lookup(func.value.value, env, scope):
+            if owner.kind == "self":
+                owner.extra.add_attr(name_arg.evaluated_value, Def("assign", node.args[1].value, env, scope))
+
+
+    def _append(self, func: cst.Attribute, node: cst.Call, env: Env, scope: Scope) -> None:
+        kind = "for" if func.attr.value == "extend" else "assign"
+        d = Def(kind, node.args[-1].value, env, scope)
+        owner = func.value
+        if isinstance(owner, cst.Name):
+            scope.appends.setdefault(owner.value, []).append(d)
+        elif isinstance(owner, cst.Attribute) and isinstance(owner.value, cst.Name):
+            for o in lookup(owner.value.value, env, scope):
+                if o.kind == "self":
+                    o.extra.appends.setdefault(owner.attr.value, []).append(d)
+
+
+def join(a: Env, b: Env) -> Env:
+    if a is b:
+        return a
+    out = dict(a)
+    for name, defs in b.items():
+        mine = out.get(name)
+        if mine is None:
+            out[name] = defs
+        elif mine is not defs:
+            merged = list(mine)
+            for d in defs:
+                if d not in merged:
+                    merged.append(d)
+            out[name] = tuple(merged)
+    return out
+
+
+def _all_params(params: cst.Parameters) -> List[cst.Param]:
+    out = list(params.posonly_params) + list(params.params)
+    if isinstance(params.star_arg, cst.Param):
+        out.append(params.star_arg)
+    out.extend(params.kwonly_params)
+    if params.star_kwarg is not None:
+        out.append(params.star_kwarg)
+    return out
+
+
+def _dotted(node: cst.CSTNode) -> str:
+    if isinstance(node, cst.Name):
+        return node.value
+    if isinstance(node, cst.Attribute):
+        return _dotted(node.value) + "." + node.attr.value
+    return ""
+
+
+def _asname(alias: cst.ImportAlias) -> str:
+    asname = alias.asname.name if alias.asname is not None else None
+    return asname.value if isinstance(asname, cst.Name) else ""
+
+
+def _pattern_names(pattern: cst.CSTNode) -> Iterator[str]:
+    stack = [pattern]
+    while stack:
+        node = stack.pop()
+        if isinstance(node, cst.Name):
+            yield node.value
+        stack.extend(children(node))

@@ -1,0 +1,305 @@
+"""Which expressions are torch's: qualified names through every import
+spelling, torch module classes (and the file's subclasses of them), and the
+module instance an expression holds (``self.attn``, ``self.layers[i]``, a loop
+variable over a ``ModuleList``, a local)."""
+from __future__ import annotations
+
+from typing import Dict, List, Optional, Tuple
+
+import libcst as cst
+
+from . import torch_api
+from .flow import CallSite, ClassInfo, Def, Env, FlowPass, Scope, lookup
+from .torch_api import ModuleSpec, Signature
+
+MAX_DEPTH = 16
+_CONTAINERS = {torch_api.MODULE_LIST, "builtins.list", "builtins.tuple"}
+
+
+class Bound:
+    """A call's arguments bound to a torch signature."""
+
+    __slots__ = ("args", "star", "double_star", "positional_count")
+
+    def __init__(self, call: cst.Call, sig: Signature, skip: int = 0):
+        self.args: Dict[str, cst.BaseExpression] = {}
+        self.star = False
+        self.double_star = False
+        names = sig.names[skip:]
+        i = 0
+        for arg in call.args:
+            if arg.star == "*":
+                self.star = True
+            elif arg.star == "**":
+                self.double_star = True
+            elif arg.keyword is not None:
+                self.args[arg.keyword.value] = arg.value
+            else:
+                if i < len(names):
+                    self.args[names[i]] = arg.value
+                i += 1
+        self.positional_count = i
+
+    def get(self, name: str) -> Optional[cst.BaseExpression]:
+        return self.args.get(name)
+
+    def given(self, name: str) -> bool:
+        return name in self.args
+
+    def maybe_given(self, name: str) -> bool:
+        """Given, or a ``*args``/``**kwargs`` splat could be carrying it."""
+        return name in self.args or self.star or self.double_star
+
+
+class Instance:
+    """A torch module object an expression is known to hold."""
+
+    __slots__ = ("spec", "ctor", "subclass", "overrides_forward")
+
+    def __init__(self, spec: ModuleSpec, ctor: Optional[CallSite], subclass: Optional[ClassInfo],
+                 overrides_forward: bool):
+        self.spec = spec
+        self.ctor = ctor  # the construction call whose arguments follow torch's signature
+        self.subclass = subclass
+        self.overrides_forward = overrides_forward
+
+    def init_args(self) -> Optional[Bound]:
+        if self.ctor is None:
+            return None
+        return Bound(self.ctor.node, self.spec.init)
+
+
+class Resolver:
+    def __init__(self, flow: FlowPass):
+        self.flow = flow
+        self.site_of: Dict[int, CallSite] = {id(site.node): site for site in flow.calls}
+        self._class_spec: Dict[int, Optional[Tuple[ModuleSpec, bool, bool]]] = {}
+
+    # qualified names -----------------------------------------------------------
+    def qualname(self, node: cst.CSTNode, env: Env, scope: Optional[Scope], depth: int = 0) -> Optional[str]:
+        if depth > MAX_DEPTH:
+            return None
+        if isinstance(node, cst.Name):
+            defs = lookup(node.value, env, scope)
+            found = None
+            for d in defs:
+                if d.kind == "import":
+                    qn = d.extra
+                elif d.kind == "assign" and isinstance(d.node, (cst.Name, cst.Attribute)):
+                    if isinstance(d.node, cst.Name) and d.node.value == "None":
+                        continue  # ``try: from torch... except ImportError: X = None``
+                    qn = self.qualname(d.node, d.env, d.scope, depth + 1)
+                else:
+                    return None
+                if qn is None or (found is not None and qn != found):
+                    return None
+                found = qn
+            if found is None and not defs and node.value in _BUILTINS:
+                return "builtins." + node.value
+            return torch_api.canonical(found)
+        if isinstance(node, cst.Attribute):
+            base = self.qualname(node.value, env, scope, depth + 1)
+            if base is None:
+                return None
+            return torch_api.canonical(base + "." + node.attr.value)
+        return None
+
+    def local_class(self, node: cst.CSTNode, env: Env, scope: Optional[Scope]) -> Optional[ClassInfo]:
+        if isinstance(node, cst.Name):
+            defs = lookup(node.value, env, scope)
+            if len(defs) == 1 and defs[0].kind == "class":
+                return defs[0].extra
+        return None
+
+    def class_spec(self, info: ClassInfo, depth: int = 0) -> Optional[Tuple[ModuleSpec, bool, bool]]:
+        """(torch spec, has its own __init__, overrides forward) for a subclass of a torch module."""
+        key = id(info.node)
+        if key in self._class_spec:
+            return self._class_spec[key]
+        self._class_spec[key] = None  # cycle guard
+        result = None
+        if depth <= MAX_DEPTH:
+            for base in info.base_exprs:
+                spec = torch_api.module_spec(self.qualname(base, info.env, info.scope))
+                if spec is not None:
+                    result = (spec, "__init__" in info.methods, "forward" in info.methods)
+                    break
+                parent = self.local_class(base, info.env, info.scope)
+                if parent is not None:
+                    inherited = self.class_spec(parent, depth + 1)
+                    if inherited is not None:
+                        spec, own_init, own_fwd = inherited
+                        result = (spec, own_init or "__init__" in info.methods,
+                                  own_fwd or "forward" in info.methods)
+                        break
+        self._class_spec[key] = result
+        return result
+
+    def base_classes(self, info: ClassInfo, depth: int = 0) -> List[ClassInfo]:
+        """The class and its base classes defined in this file."""
+        out = [info]
+        if depth < MAX_DEPTH:
+            for base in info.base_exprs:
+                parent = self.local_class(base, info.env, info.scope)
+                if parent is not None and parent is not info:
+                    out.extend(self.base_classes(parent, depth + 1))
+        return out
+
+    def attr_defs(self, info: ClassInfo, attr: str) -> List[Def]:
+        defs: List[Def] = []
+        for cls in self.base_classes(info):
+            defs.extend(cls.attrs.get(attr, ()))
+        return defs
+
+    # module instances ----------------------------------------------------------
+    def instances(self, node: cst.CSTNode, env: Env, scope: Optional[Scope], depth: int = 0) -> Optional[List[Instance]]:
+        """The torch modules ``node`` may hold, or None when not known to be one."""
+        if depth > MAX_DEPTH:
+            return None
+        t = type(node)
+        if t is cst.Call:
+            func = node.func
+            spec = torch_api.module_spec(self.qualname(func, env, scope))
+            site = self.site_of.get(id(node))
+            if spec is not None:
+                return [Instance(spec, site, None, False)]
+            info = self.local_class(func, env, scope)
+            if info is not None:
+                found = self.class_spec(info)
+                if found is None:
+                    return None
+                spec, own_init, own_fwd = found
+                return [Instance(spec, None if own_init else site, info, own_fwd)]
+            if self.qualname(func, env, scope) == "copy.deepcopy" and node.args:
+                return self.instances(node.args[0].value, env, scope, depth + 1)
+            return None
+        if t is cst.Name:
+            return self._from_defs(lookup(node.value, env, scope), depth)
+        if t is cst.Attribute:
+            defs = self._self_attr(node, env, scope)
+            if defs is not None:
+                return self._from_defs(tuple(defs), depth)
+            return None
+        if t is cst.Subscript:
+            return self.elements(node.value, env, scope, depth + 1)
+        return None
+
+    def _self_attr(self, node: cst.Attribute, env: Env, scope) -> Optional[List[Def]]:
+        if not isinstance(node.value, cst.Name):
+            return None
+        owners = lookup(node.value.value, env, scope)
+        if len(owners) != 1 or owners[0].kind != "self":
+            return None
+        defs = self.attr_defs(owners[0].extra, node.attr.value)
+        return defs or None
+
+    def _from_defs(self, defs, depth: int) -> Optional[List[Instance]]:
+        if not defs:
+            return None
+        out: List[Instance] = []
+        for d in defs:
+            if d.kind == "assign":
+                got = self.instances(d.node, d.env, d.scope, depth + 1)
+            elif d.kind == "for" and not d.index:
+                got = self.elements(d.node, d.env, d.scope, depth + 1)
+            elif d.kind == "for" and d.index == (1,) and _is_enumerate(d.node):
+                got = self.elements(d.node.args[0].value, d.env, d.scope, depth + 1)
+            elif d.kind == "unpack":
+                from .values import unpacked
+
+                el = unpacked(d)
+                got = self.instances(el, d.env, d.scope, depth + 1) if el is not None else None
+            else:
+                got = None
+            if not got:
+                return None
+            out.extend(got)
+        return out
+
+    def elements(self, node: cst.CSTNode, env: Env, scope: Optional[Scope], depth: int = 0) -> Optional[List[Instance]]:
+        """The torch modules held by the container ``node`` (ModuleList, list, ...)."""
+        if depth > MAX_DEPTH:
+            return None
+        t = type(node)
+        if t is cst.Call:
+            qn = self.qualname(node.func, env, scope)
+            if qn in _CONTAINERS:
+                if not node.args:
+                    return []  # filled by .append(): the caller adds those
+                if len(node.args) == 1 and not node.args[0].star:
+                    return self.elements(node.args[0].value, env, scope, depth + 1)
+            return None
+        if t in (cst.List, cst.Tuple):
+            out: List[Instance] = []
+            for el in node.elements:
+                if isinstance(el, cst.StarredElement):
+                    got = self.elements(el.value, env, scope, depth + 1)
+                else:
+                    got = self.instances(el.value, env, scope, depth + 1)
+                if not got:
+                    return None
+                out.extend(got)
+            return out
+        if t in (cst.ListComp, cst.GeneratorExp):
+            return self.instances(node.elt, env, scope, depth + 1)
+        if t is cst.Name:
+            defs = lookup(node.value, env, scope)
+            appended = _scope_appends(scope, node.value)
+            return self._elements_from_defs(defs, appended, depth)
+        if t is cst.Attribute:
+            defs = self._self_attr(node, env, scope)
+            if defs is None:
+                return None
+            owner = lookup(node.value.value, env, scope)[0].extra
+            appended: List[Def] = []
+            for cls in self.base_classes(owner):
+                appended.extend(cls.appends.get(node.attr.value, ()))
+            return self._elements_from_defs(defs, appended, depth)
+        return None
+
+    def _elements_from_defs(self, defs, appended, depth) -> Optional[List[Instance]]:
+        if not defs:
+            return None
+        out: List[Instance] = []
+        for d in defs:
+            if d.kind != "assign":
+                return None
+            got = self.elements(d.node, d.env, d.scope, depth + 1)
+            if got is None:
+                return None
+            out.extend(got)
+        for d in appended:
+            if d.kind == "for":
+                got = self.elements(d.node, d.env, d.scope, depth + 1)
+            else:
+                got = self.instances(d.node, d.env, d.scope, depth + 1)
+            if not got:
+                return None
+            out.extend(got)
+        return out or None
+
+    # a single torch spec for a set of instances --------------------------------
+    @staticmethod
+    def common_spec(instances: Optional[List[Instance]]) -> Optional[ModuleSpec]:
+        if not instances:
+            return None
+        spec = instances[0].spec
+        if any(i.spec is not spec or i.overrides_forward for i in instances):
+            return None
+        return spec
+
+
+_BUILTINS = {"list", "tuple"}
+
+
+def _is_enumerate(node: cst.CSTNode) -> bool:
+    return (isinstance(node, cst.Call) and isinstance(node.func, cst.Name)
+            and node.func.value == "enumerate" and len(node.args) >= 1)
+
+
+def _scope_appends(scope: Optional[Scope], name: str) -> List[Def]:
+    while scope is not None:
+        if name in scope.appends:
+            return scope.appends[name]
+        scope = scope.parent
+    return []

@@ -1,0 +1,169 @@
+"""Static values: what an expression is known to equal, or UNKNOWN.
+
+Known: literals, names whose every reaching definition is known (module
+constants, locals assigned once), ``self.<attr>`` set to the same known value
+everywhere in its class, and arithmetic on those.  Parameters, config objects
+and anything from another file are unknown; unknown never fires a rule.
+"""
+from __future__ import annotations
+
+import operator
+from typing import Callable, Dict, Optional
+
+import libcst as cst
+
+from .flow import Def, Env, Scope, lookup
+
+
+class _Unknown:
+    __slots__ = ()
+
+    def __repr__(self) -> str:
+        return "UNKNOWN"
+
+    def __bool__(self) -> bool:  # guard against accidental truth tests
+        raise TypeError("UNKNOWN has no truth value")
+
+
+UNKNOWN = _Unknown()
+MAX_DEPTH = 24
+
+_BINOPS: Dict[type, Callable] = {
+    cst.Add: operator.add, cst.Subtract: operator.sub, cst.Multiply: operator.mul,
+    cst.FloorDivide: operator.floordiv, cst.Divide: operator.truediv, cst.Modulo: operator.mod,
+    cst.Power: operator.pow,
+}
+_NUMBER = (int, float)
+
+
+def literal(node: cst.CSTNode):
+    """The value of a literal node, else UNKNOWN (no name lookups)."""
+    t = type(node)
+    if t is cst.Integer or t is cst.Float:
+        return node.evaluated_value
+    if t is cst.Name:
+        return {"True": True, "False": False, "None": None}.get(node.value, UNKNOWN)
+    if t is cst.SimpleString:
+        try:
+            return node.evaluated_value
+        except Exception:
+            return UNKNOWN
+    if t is cst.UnaryOperation and isinstance(node.operator, cst.Minus):
+        inner = literal(node.expression)
+        if isinstance(inner, _NUMBER) and not isinstance(inner, bool):
+            return -inner
+    return UNKNOWN
+
+
+def value_of(node: cst.CSTNode, env: Env, scope: Optional[Scope], depth: int = 0):
+    """The static value of ``node`` evaluated at a point with ``env``."""
+    if depth > MAX_DEPTH:
+        return UNKNOWN
+    t = type(node)
+    if t is cst.Name:
+        if node.value in ("True", "False", "None"):
+            return literal(node)
+        return _defs_value(lookup(node.value, env, scope), scope, node.value, depth)
+    if t in (cst.Integer, cst.Float, cst.SimpleString):
+        return literal(node)
+    if t is cst.UnaryOperation:
+        inner = value_of(node.expression, env, scope, depth + 1)
+        if inner is UNKNOWN:
+            return UNKNOWN
+        op = type(node.operator)
+        if op is cst.Minus and isinstance(inner, _NUMBER):
+            return -inner
+        if op is cst.Plus and isinstance(inner, _NUMBER):
+            return +inner
+        if op is cst.Not:
+            return not inner
+        return UNKNOWN
+    if t is cst.BinaryOperation:
+        fn = _BINOPS.get(type(node.operator))
+        if fn is None:
+            return UNKNOWN
+        left = value_of(node.left, env, scope, depth + 1)
+        if not isinstance(left, _NUMBER):
+            return UNKNOWN
+        right = value_of(node.right, env, scope, depth + 1)
+        if not isinstance(right, _NUMBER):
+            return UNKNOWN
+        try:
+            result = fn(left, right)
+        except (ArithmeticError, ValueError, OverflowError):
+            return UNKNOWN
+        if isinstance(result, (int, float)) and abs(result) < 1e18:
+            return result
+        return UNKNOWN
+    if t is cst.Attribute and isinstance(node.value, cst.Name):
+        owners = lookup(node.value.value, env, scope)
+        if owners and all(d.kind == "self" for d in owners):
+            cls = owners[0].extra
+            defs = cls.attrs.get(node.attr.value)
+            if defs:
+                return _defs_value(tuple(defs), scope, None, depth)
+    return UNKNOWN
+
+
+def _defs_value(defs, scope, name: Optional[str], depth: int):
+    if not defs:
+        return UNKNOWN
+    if name is not None and _rebound_elsewhere(name, scope):
+        return UNKNOWN
+    result = UNKNOWN
+    for d in defs:
+        if d.kind == "assign":
+            node = d.node
+        elif d.kind == "unpack":
+            node = unpacked(d)
+        else:
+            return UNKNOWN
+        if node is None:
+            return UNKNOWN
+        v = value_of(node, d.env, d.scope, depth + 1)
+        if v is UNKNOWN:
+            return UNKNOWN
+        if result is not UNKNOWN and (type(v) is not type(result) or v != result):
+            return UNKNOWN
+        result = v
+    return result
+
+
+def _rebound_elsewhere(name: str, scope: Optional[Scope]) -> bool:
+    """A module name that some function declares ``global`` may change at run time."""
+    module = scope
+    while module is not None and module.kind != "module":
+        module = module.parent
+    return module is not None and name in module.mutated_globals
+
+
+def is_known(v) -> bool:
+    return v is not UNKNOWN
+
+
+def definitely(node: Optional[cst.CSTNode], env: Env, scope: Optional[Scope], expected) -> bool:
+    """True when ``node`` statically equals ``expected`` (None/True/False/0)."""
+    if node is None:
+        return False
+    v = value_of(node, env, scope)
+    if v is UNKNOWN:
+        return False
+    if expected is None:
+        return v is None
+    if isinstance(expected, bool):
+        return isinstance(v, (bool, int, float)) and bool(v) is expected and v is not None
+    return v == expected
+
+
+def unpacked(d: Def):
+    """For an ``unpack`` definition whose value is a literal tuple, the element node."""
+    node = d.node
+    for i in d.index:
+        if isinstance(node, (cst.Tuple, cst.List)) and i < len(node.elements):
+            el = node.elements[i]
+            if isinstance(el, cst.StarredElement):
+                return None
+            node = el.value
+        else:
+            return None
+    return node
