@@ -112,6 +112,13 @@ def analyze_module(module: cst.Module, codes: Optional[Iterable[str]] = None,
         if ev is not None:
             ctx.events.append(ev)
     reports: List[tuple] = []
+    # rules that look at every call (mask sinks such as masked_fill) get the raw sites
+    for rule in rules:
+        method = getattr(rule, "on_call", None)
+        if method is not None:
+            for site in flow.calls:
+                for rep in method(site):
+                    reports.append((rule.CODE, rep))
     for ev in ctx.events:
         handler = _HANDLERS[type(ev)]
         for rule in rules:

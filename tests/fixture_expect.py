@@ -1,0 +1,37 @@
+"""Reading the expectations written inline in ``fixtures/*.py``.
+
+A line that must produce a finding ends with a comment naming the code and
+the 1-based column flake8 prints, e.g. ``# MHA001:21``; several findings on
+one line: ``# MHA005:17 MHA102:17``.  A fixture may open with
+``# select: MHA901,MHA902`` to enable off-by-default codes for itself.
+"""
+from __future__ import annotations
+
+import pathlib
+import re
+from typing import List, Optional, Set, Tuple
+
+ROOT = pathlib.Path(__file__).resolve().parent.parent
+FIXTURES = ROOT / "fixtures"
+_EXPECT = re.compile(r"\b(MHA\d{3}):(\d+)\b")
+_SELECT = re.compile(r"^#\s*select:\s*([A-Z0-9, ]+)$", re.M)
+
+
+def fixture_files() -> List[pathlib.Path]:
+    return sorted(FIXTURES.glob("**/*.py"))
+
+
+def expected(path: pathlib.Path) -> Set[Tuple[int, int, str]]:
+    out = set()
+    for lineno, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1):
+        if "#" not in line:
+            continue
+        comment = line[line.index("#"):]
+        for code, col in _EXPECT.findall(comment):
+            out.add((lineno, int(col), code))
+    return out
+
+
+def selected(path: pathlib.Path) -> Optional[List[str]]:
+    m = _SELECT.search(path.read_text(encoding="utf-8"))
+    return [c.strip() for c in m.group(1).split(",") if c.strip()] if m else None
