@@ -3,15 +3,20 @@
 flake8 calls ``MHAChecker(tree, lines, filename)`` once per file; ``run()``
 yields ``(line, col0, "MHA001 message", type)`` with a 0-based column.
 Asking for ``tree`` means flake8 does not call us on a file with a syntax
-error: it reports E999 itself.
+error: it reports E999 itself.  This module imports neither torch nor, for
+files that cannot concern attention, libcst.
 """
 from __future__ import annotations
 
 from typing import Iterator, Tuple
 
 from . import __version__
+from .torch_api import TRIGGER_WORDS
 
-_OFF_BY_DEFAULT = ("MHA9",)
+# Opinionated codes: registered, but reported only when selected
+# (--select/--extend-select MHA9, or --enable-extensions MHA9).
+# tests/test_plugin.py checks this list against the rule registry.
+OFF_BY_DEFAULT = ("MHA901", "MHA902")
 
 
 class MHAChecker:
@@ -24,21 +29,48 @@ class MHAChecker:
 
     @classmethod
     def add_options(cls, option_manager) -> None:
-        # opinionated codes are registered but off unless selected
-        option_manager.extend_default_ignore(list(_OFF_BY_DEFAULT))
+        option_manager.extend_default_ignore(list(OFF_BY_DEFAULT))
 
     def run(self) -> Iterator[Tuple[int, int, str, type]]:
         try:
+            source = "".join(self.lines)
+            if not any(word in source for word in TRIGGER_WORDS):
+                return
             from .engine import SourceSyntaxError, analyze_source, select_codes
 
-            source = "".join(self.lines)
             try:
                 # every code runs; flake8's own select/ignore decides what is shown
                 findings = analyze_source(source, self.filename, codes=select_codes(["MHA"]))
             except SourceSyntaxError:
                 return  # flake8 reports E999
         except Exception as exc:  # pragma: no cover - last line of defence
-            yield (1, 0, f"MHA000 flake8-mha could not analyze this file: internal error {exc!r}", type(self))
+            yield (1, 0, f"MHA000 flake8-mha could not analyze this file: internal error {exc!r}",
+                   type(self))
             return
         for f in findings:
             yield (f.line, f.col - 1, f"{f.code} {f.message}", type(self))
+
+
+class MHAOptIn:
+    """``--enable-extensions MHA9``: turns the opt-in codes on.
+
+    flake8 runs an ``off_by_default`` plugin only when its entry-point name is
+    given to ``--enable-extensions``; when it runs, it lifts the default ignore
+    that ``MHAChecker`` placed on the opt-in codes.  The findings themselves
+    still come from ``MHAChecker``.
+    """
+
+    name = "flake8-mha-opt-in"
+    version = __version__
+    off_by_default = True
+
+    def __init__(self, tree) -> None:
+        pass
+
+    @classmethod
+    def parse_options(cls, options) -> None:
+        ignore = list(getattr(options, "extended_default_ignore", None) or [])
+        options.extended_default_ignore = [c for c in ignore if c not in OFF_BY_DEFAULT]
+
+    def run(self) -> Iterator[Tuple[int, int, str, type]]:
+        return iter(())
