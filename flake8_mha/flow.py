@@ -109,6 +109,8 @@ def lookup(name: str, env: Env, scope: Optional[Scope]) -> Tuple[Def, ...]:
     defs = env.get(name)
     if defs is not None:
         return defs
+    if scope is not None and scope.kind == "module" and "*" in env:
+        return tuple(Def("import", extra=d.extra + "." + name) for d in env["*"])
     parent = scope.parent if scope is not None else None
     while parent is not None:
         if parent.kind != "class":  # class bodies are not enclosing scopes

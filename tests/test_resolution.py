@@ -1,0 +1,207 @@
+"""Name resolution and instance tracking, seen through the rules' findings."""
+from __future__ import annotations
+
+import textwrap
+
+import pytest
+
+from flake8_mha.engine import analyze_source
+
+
+def codes_at(src, codes=None):
+    src = textwrap.dedent(src)
+    return [(f.line, f.col, f.code) for f in analyze_source(src, codes=codes or ["MHA001", "MHA102", "MHA005", "MHA006"])]
+
+
+@pytest.mark.parametrize("header,ctor", [
+    ("import torch", "torch.nn.MultiheadAttention"),
+    ("import torch.nn as nn", "nn.MultiheadAttention"),
+    ("from torch import nn", "nn.MultiheadAttention"),
+    ("import torch.nn", "torch.nn.MultiheadAttention"),
+    ("from torch.nn import MultiheadAttention as MHA", "MHA"),
+    ("from torch.nn import MultiheadAttention", "MultiheadAttention"),
+    ("from torch.nn import *", "MultiheadAttention"),
+    ("import torch as th", "th.nn.MultiheadAttention"),
+    ("import torch.nn.modules.activation as act", "act.MultiheadAttention"),
+    ("from torch.nn.modules.activation import MultiheadAttention as M", "M"),
+    ("import torch", "torch.nn.modules.activation.MultiheadAttention"),
+    ("import torch.nn as nn\nAttn = nn.MultiheadAttention", "Attn"),
+])
+def test_every_import_spelling_of_the_module(header, ctor):
+    src = f"{header}\nattn = {ctor}(64, 8)\n"
+    assert codes_at(src) == [(header.count("\n") + 2, 8, "MHA001")]
+
+
+@pytest.mark.parametrize("header,func", [
+    ("import torch", "torch.nn.functional.scaled_dot_product_attention"),
+    ("import torch.nn.functional as F", "F.scaled_dot_product_attention"),
+    ("from torch.nn import functional as F", "F.scaled_dot_product_attention"),
+    ("from torch.nn.functional import scaled_dot_product_attention as sdpa", "sdpa"),
+    ("from torch.nn.functional import scaled_dot_product_attention", "scaled_dot_product_attention"),
+])
+def test_every_import_spelling_of_sdpa(header, func):
+    src = f"{header}\ndef f(q, k, v, m):\n    return {func}(q, k, v, attn_mask=m, is_causal=True)\n"
+    assert codes_at(src) == [(header.count("\n") + 3, 12, "MHA006")]
+
+
+@pytest.mark.parametrize("src", [
+    # defined in the file
+    "class MultiheadAttention:\n    def __init__(self, *a): pass\nattn = MultiheadAttention(64, 8)\n",
+    # imported from another package
+    "from fairseq.modules import MultiheadAttention\nattn = MultiheadAttention(64, 8)\n",
+    "import mindspore.nn as nn\nattn = nn.MultiheadAttention(64, 8)\n",
+    # shadowed after the import
+    "from torch.nn import MultiheadAttention\nfrom mylib import MultiheadAttention\nattn = MultiheadAttention(64, 8)\n",
+    # a local function named like torch's
+    "def scaled_dot_product_attention(q, k, v, attn_mask=None, is_causal=False):\n    return q\n"
+    "def f(q, k, v, m):\n    return scaled_dot_product_attention(q, k, v, attn_mask=m, is_causal=True)\n",
+    # no import at all
+    "attn = nn.MultiheadAttention(64, 8)\n",
+])
+def test_lookalikes_are_not_torch(src):
+    assert codes_at(src) == []
+
+
+def test_instance_in_self_attribute_is_known_in_another_method():
+    src = """
+    import torch.nn as nn
+    class M(nn.Module):
+        def build(self):
+            self.attn = nn.MultiheadAttention(64, 8, batch_first=True)
+        def forward(self, x):
+            out, _ = self.attn(x, x, x)
+            return out
+    """
+    assert codes_at(src) == [(7, 18, "MHA102")]
+
+
+@pytest.mark.parametrize("container", [
+    "nn.ModuleList([nn.MultiheadAttention(64, 8, batch_first=True) for _ in range(3)])",
+    "nn.ModuleList(nn.MultiheadAttention(64, 8, batch_first=True) for _ in range(3))",
+    "nn.ModuleList([nn.MultiheadAttention(64, 8, batch_first=True), nn.MultiheadAttention(64, 4, batch_first=True)])",
+    "[nn.MultiheadAttention(64, 8, batch_first=True)]",
+])
+@pytest.mark.parametrize("use,col", [
+    ("for layer in self.layers:\n                x = layer(x, x, x)[0]", 17),
+    ("for i, layer in enumerate(self.layers):\n                x = layer(x, x, x)[0]", 17),
+    ("x = self.layers[0](x, x, x)[0]", 13),
+])
+def test_module_list_items_are_known(container, use, col):
+    src = f"""\
+    import torch.nn as nn
+    class M(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.layers = {container}
+        def forward(self, x):
+            {use}
+            return x
+    """
+    line = 7 if use.startswith("x") else 8
+    assert codes_at(src) == [(line, col, "MHA102")]
+
+
+def test_module_list_filled_by_append():
+    src = """
+    import torch.nn as nn
+    class M(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.layers = nn.ModuleList()
+            for _ in range(2):
+                self.layers.append(nn.MultiheadAttention(64, 8, batch_first=True))
+        def forward(self, x):
+            for layer in self.layers:
+                x = layer(x, x, x)[0]
+            return x
+    """
+    assert codes_at(src) == [(11, 17, "MHA102")]
+
+
+def test_mixed_module_list_is_unknown():
+    src = """
+    import torch.nn as nn
+    class M(nn.Module):
+        def __init__(self, block):
+            super().__init__()
+            self.layers = nn.ModuleList([nn.MultiheadAttention(64, 8, batch_first=True), block])
+        def forward(self, x):
+            for layer in self.layers:
+                x = layer(x, x, x)[0]
+            return x
+    """
+    assert codes_at(src) == []
+
+
+def test_local_variable_instance():
+    src = """
+    import torch.nn as nn
+    def run(x):
+        attn = nn.MultiheadAttention(64, 8, batch_first=True)
+        return attn(x, x, x, is_causal=True)
+    """
+    assert codes_at(src) == [(5, 12, "MHA005")]
+
+
+def test_subclass_without_forward_override_is_tracked_and_with_override_is_not():
+    src = """
+    import torch.nn as nn
+    class Plain(nn.MultiheadAttention):
+        pass
+    class Custom(nn.MultiheadAttention):
+        def forward(self, q, k, v, **kw):
+            return super().forward(q, k, v, need_weights=False, **kw)
+    a = Plain(64, 8, batch_first=True)
+    b = Custom(64, 8, batch_first=True)
+    def f(x):
+        return a(x, x, x)[0] + b(x, x, x)[0]
+    """
+    assert codes_at(src) == [(11, 12, "MHA102")]
+
+
+def test_reassigned_attribute_with_another_module_is_unknown():
+    src = """
+    import torch.nn as nn
+    class M(nn.Module):
+        def __init__(self, fast, attn_impl):
+            super().__init__()
+            if fast:
+                self.attn = attn_impl
+            else:
+                self.attn = nn.MultiheadAttention(64, 8, batch_first=True)
+        def forward(self, x):
+            return self.attn(x, x, x)[0]
+    """
+    assert codes_at(src) == []
+
+
+def test_module_constants_and_arithmetic():
+    src = """
+    import torch.nn as nn
+    BASE = 32
+    HEADS = 3
+    WIDTH = BASE * 2 + 1
+    attn = nn.MultiheadAttention(WIDTH, HEADS - 1, batch_first=True)
+    """
+    assert codes_at(src, ["MHA008", "MHA101"]) == [(6, 8, "MHA008")]
+
+
+def test_constant_rebound_through_global_is_unknown():
+    src = """
+    import torch.nn as nn
+    HEADS = 3
+    def configure(h):
+        global HEADS
+        HEADS = h
+    attn = nn.MultiheadAttention(64, HEADS, batch_first=True)
+    """
+    assert codes_at(src, ["MHA008", "MHA101"]) == []
+
+
+def test_parameters_and_config_values_are_unknown():
+    src = """
+    import torch.nn as nn
+    def build(cfg, heads=3):
+        return nn.MultiheadAttention(cfg.d, heads, batch_first=True), nn.MultiheadAttention(cfg.d, cfg.h, batch_first=True)
+    """
+    assert codes_at(src, ["MHA008", "MHA101"]) == []
