@@ -46,6 +46,14 @@ class Params:
             return default
         return value
 
+    def number(self, key: str, default: float) -> float:
+        """A float from the evidence, or the default (noted) when unknown."""
+        value = self.evidence.get(key)
+        if isinstance(value, (int, float)) and not isinstance(value, bool):
+            return float(value)
+        self.note(f"{key} {'unknown' if value is None else repr(value)}: used {default}")
+        return default
+
     def note(self, text: str) -> None:
         self.assumed.append(text)
 
@@ -170,33 +178,29 @@ def module_text(kind: str, e: int, h: int, **kwargs: Any) -> str:
 
 
 def build(kind: str, e: int, h: int, *, seed: int, batch_first: bool = True,
-          **mha_kwargs: Any) -> Any:
+          **kwargs: Any) -> Any:
     """The module kind at width e with h heads, dropout 0, eval mode, seeded.
 
-    Feed-forward width 2*e and 2 layers for the stacks keep it small."""
+    Feed-forward width 2*e and 2 layers for the stacks keep it small; extra
+    keywords (bias=False, add_bias_kv=True, ...) go to the constructor of
+    the module, or of the layer for the stacks."""
     import torch
     from torch import nn
 
     torch.manual_seed(seed)
-    ff = 2 * e
+    common = dict(dropout=0.0, batch_first=batch_first, **kwargs)
     if kind == MHA:
-        module = nn.MultiheadAttention(e, h, dropout=0.0, batch_first=batch_first, **mha_kwargs)
-    elif kind == ENC_LAYER:
-        module = nn.TransformerEncoderLayer(e, h, ff, dropout=0.0, batch_first=batch_first)
-    elif kind == DEC_LAYER:
-        module = nn.TransformerDecoderLayer(e, h, ff, dropout=0.0, batch_first=batch_first)
-    elif kind == ENCODER:
-        layer = nn.TransformerEncoderLayer(e, h, ff, dropout=0.0, batch_first=batch_first)
-        module = nn.TransformerEncoder(layer, num_layers=2)
-    elif kind == DECODER:
-        layer = nn.TransformerDecoderLayer(e, h, ff, dropout=0.0, batch_first=batch_first)
-        module = nn.TransformerDecoder(layer, num_layers=2)
-    elif kind == TRANSFORMER:
-        module = nn.Transformer(e, h, num_encoder_layers=1, num_decoder_layers=1,
-                                dim_feedforward=ff, dropout=0.0, batch_first=batch_first)
-    else:
+        return nn.MultiheadAttention(e, h, **common).eval()
+    if kind == TRANSFORMER:
+        return nn.Transformer(e, h, num_encoder_layers=1, num_decoder_layers=1,
+                              dim_feedforward=2 * e, **common).eval()
+    layer_kind = {ENCODER: ENC_LAYER, DECODER: DEC_LAYER}.get(kind, kind)
+    if layer_kind not in (ENC_LAYER, DEC_LAYER):
         raise ValueError(f"no module kind {kind!r}")
-    return module.eval()
+    layer = getattr(nn, layer_kind)(e, h, dim_feedforward=2 * e, **common)
+    if kind == layer_kind:
+        return layer.eval()
+    return getattr(nn, kind)(layer, num_layers=2).eval()
 
 
 # Forward arguments of each kind, for self-attention on one input x (the

@@ -117,10 +117,12 @@ def _expand_for(host: str, pad: Any, h: int) -> Any:
     return pad[:, None, None, :].expand(n, h, s, s).reshape(n * h, s, s)
 
 
-def _nan_words(samples: List[int], n: int) -> str:
-    if not samples:
-        return "no sample all NaN"
-    return f"sample(s) {samples} of {n} all NaN"
+def _nan_words(samples: List[int], rows: int) -> str:
+    if samples:
+        return f"sample(s) {samples} of {N} entirely NaN"
+    if rows:
+        return f"{rows} query row(s) NaN (every key masked there)"
+    return "no NaN"
 
 
 # ------------------------------------------------------------------ MHA002
@@ -130,7 +132,7 @@ def run_mha002(evidence: Dict[str, Any]) -> Dict[str, Any]:
 
     p = Params(evidence)
     e, h = p.dims()
-    shape = _shape(p, "attn_mask")
+    shape = _shape(p, None)  # unknown: the seed's padding experiment
     mha, x = _setup(e, h)
     with torch.no_grad():
         if shape == "padding":
@@ -203,10 +205,11 @@ def run_mha003(evidence: Dict[str, Any]) -> Dict[str, Any]:
                  f"{forward_text(host, **{arg: 'mask'})}")
     diff = compare(reference, wrong)
     samples = nan_samples(wrong)
-    measured = {"max_error": diff["max_error"], "nan": diff["nan"], "nan_samples": samples}
+    rows = int(torch.isnan(wrong).all(dim=-1).sum())
+    measured = {"max_error": diff["max_error"], "nan": diff["nan"], "nan_samples": samples,
+                "nan_rows": rows}
     damage = (f"max error {fmt(diff['max_error'])} against the correct ignore-mask "
-              f"(finite positions); {_nan_words(samples, N)}"
-              + ("" if samples or not diff["nan"] else "; NaN in some rows"))
+              f"(finite positions); {_nan_words(samples, rows)}")
     witness = f"{where}, x of shape ({N}, {L}, {e}), mask = the {made}, vs the inverted mask"
     return result(verdict(diff["max_error"] > ERROR_THRESHOLD or diff["nan"]),
                   witness, damage, measured, p)

@@ -1,0 +1,265 @@
+"""Performance witnesses: MHA101 (odd head count), MHA102 (weights computed
+and thrown away), MHA901 (fastpath blockers).
+
+Times are ratios of medians of interleaved runs (a, b, a, b, ...), at sizes
+where the attention matrix dominates. The fastpath codes are CONFIRMED by the
+profiler (which kernel ran), not by the time: on this CPU the fastpath is
+*slower* than the SDPA path (TORCH_FACTS, "Speed"), and the report says so.
+"""
+from __future__ import annotations
+
+import ast
+import math
+from typing import Any, Callable, Dict, List, Optional, Tuple
+
+from . import Witness
+from ._common import (
+    MHA, MODULE_KINDS, Params, build, forward, kernels, interleaved_medians, path_name, result,
+    skipped, took_fastpath, verdict,
+)
+
+SEED = 0
+N = 2
+REPS = 5
+# need_weights=True must cost at least this much more than False (ratio of
+# medians) to confirm MHA102; measured 1.7-4.3x at the sizes below.
+WEIGHTS_RATIO_THRESHOLD = 1.2
+MAX_WIDTH = 1024
+
+
+def _length(e: int) -> int:
+    """Sequence length: long enough that the L x L weights dominate."""
+    return 512 if e <= 256 else 256
+
+
+def _ms(seconds: float) -> str:
+    return f"{seconds * 1e3:.1f} ms"
+
+
+def _inputs(e: int, length: int) -> Any:
+    import torch
+
+    torch.manual_seed(SEED)
+    return torch.randn(N, length, e)
+
+
+# ------------------------------------------------------------------ MHA101
+
+def _widths_for(p: Params, h: int, even: int) -> Optional[int]:
+    """An embed_dim divisible by both head counts: the call site's if it is,
+    else the smallest multiple of lcm(h, even) that is at least 96."""
+    e = p.evidence.get("embed_dim")
+    if isinstance(e, int) and 0 < e <= 512 and e % h == 0 and e % even == 0:
+        return e
+    base = h * even // math.gcd(h, even)
+    if base > MAX_WIDTH:
+        return None
+    width = base * max(1, math.ceil(96 / base))
+    p.note(f"embed_dim={width} (divisible by {h} and {even} heads)"
+           + (f" instead of {e}" if e is not None else ""))
+    return width
+
+
+def run_mha101(evidence: Dict[str, Any]) -> Dict[str, Any]:
+    import torch
+
+    p = Params(evidence)
+    kind = p.module_kind()
+    h = p.get("num_heads", 7)
+    if not isinstance(h, int) or h <= 0:
+        return skipped(f"num_heads={h!r} is not a positive int", params=p)
+    even = h + 1 if h % 2 else h
+    e = _widths_for(p, h, even)
+    if e is None:
+        return skipped(f"no embed_dim divisible by both {h} and {even} heads is small enough "
+                       f"for a quick witness", params=p)
+    length = _length(e)
+    x = _inputs(e, length)
+    odd_m = build(kind, e, h, seed=SEED, batch_first=True)
+    even_m = build(kind, e, even, seed=SEED, batch_first=True)
+    calls: List[Tuple[str, Callable[[], Any], Callable[[], Any]]] = [
+        ("default call", lambda: forward(kind, odd_m, x), lambda: forward(kind, even_m, x))]
+    if kind == MHA:
+        calls.append(("need_weights=False",
+                      lambda: forward(kind, odd_m, x, need_weights=False),
+                      lambda: forward(kind, even_m, x, need_weights=False)))
+    measured: Dict[str, Any] = {}
+    words: List[str] = []
+    with torch.no_grad():
+        fns = [fn for _, odd_fn, even_fn in calls for fn in (odd_fn, even_fn)]
+        times = interleaved_medians(fns, REPS)
+        confirmed = False
+        for i, (label, odd_fn, even_fn) in enumerate(calls):
+            odd_ops, even_ops = kernels(odd_fn), kernels(even_fn)
+            t_odd, t_even = times[2 * i], times[2 * i + 1]
+            key = label.replace(" ", "_").replace("=", "_")
+            measured[f"path_odd_{key}"] = path_name(odd_ops)
+            measured[f"path_even_{key}"] = path_name(even_ops)
+            measured[f"ms_odd_{key}"] = t_odd * 1e3
+            measured[f"ms_even_{key}"] = t_even * 1e3
+            measured[f"ratio_{key}"] = t_odd / t_even
+            if i == 0:
+                confirmed = took_fastpath(even_ops) and not took_fastpath(odd_ops)
+            words.append(f"{label}: {h} heads ran the {path_name(odd_ops)} in {_ms(t_odd)}, "
+                         f"{even} heads the {path_name(even_ops)} in {_ms(t_even)} "
+                         f"(odd/even {t_odd / t_even:.2f}x)")
+    witness = (f"nn.{kind} with {h} heads vs {even} heads at embed_dim={e}, batch_first=True, "
+               f"eval, no_grad, x of shape ({N}, {length}, {e}); torch.profiler op names, "
+               f"median of {REPS} interleaved runs")
+    return result(verdict(confirmed), witness, "; ".join(words), measured, p)
+
+
+# ------------------------------------------------------------------ MHA102
+
+def run_mha102(evidence: Dict[str, Any]) -> Dict[str, Any]:
+    import torch
+
+    p = Params(evidence)
+    e, h = p.dims(default_e=256, default_h=8, max_e=MAX_WIDTH)
+    length = _length(e)
+    x = _inputs(e, length)
+    module = build(MHA, e, h, seed=SEED, batch_first=True)  # eval; parameters require grad
+
+    def with_weights() -> Any:
+        return module(x, x, x, need_weights=True)
+
+    def without_weights() -> Any:
+        return module(x, x, x, need_weights=False)
+
+    t_true, t_false = interleaved_medians([with_weights, without_weights], REPS)
+    path_true, path_false = path_name(kernels(with_weights)), path_name(kernels(without_weights))
+    ratio = t_true / t_false
+    measured = {"ms_need_weights_true": t_true * 1e3, "ms_need_weights_false": t_false * 1e3,
+                "ratio": ratio, "path_need_weights_true": path_true,
+                "path_need_weights_false": path_false}
+    damage = (f"need_weights=True {_ms(t_true)} ({path_true}) vs False {_ms(t_false)} "
+              f"({path_false}): {ratio:.2f}x")
+    witness = (f"nn.MultiheadAttention({e}, {h}, batch_first=True) in eval with grad on (off "
+               f"the fastpath), x of shape ({N}, {length}, {e}), need_weights True vs False, "
+               f"median of {REPS} interleaved runs")
+    return result(verdict(ratio >= WEIGHTS_RATIO_THRESHOLD), witness, damage, measured, p)
+
+
+# ------------------------------------------------------------------ MHA901
+
+BLOCKER_KEYS = ("bias", "add_bias_kv", "add_zero_attn", "kdim", "vdim")
+BLOCKING_VALUE = {"bias": False, "add_bias_kv": True, "add_zero_attn": True}
+
+
+def _blockers(p: Params, e: int) -> Dict[str, Any]:
+    """Constructor keywords that block the fastpath, from evidence["blockers"]
+    (strings such as "bias=False") or the evidence's own keys."""
+    found: Dict[str, Any] = {}
+    items = p.evidence.get("blockers") or []
+    for item in items if isinstance(items, list) else []:
+        name, _, text = str(item).partition("=")
+        name = name.strip()
+        if name not in BLOCKER_KEYS:
+            p.note(f"blocker {item!r} has no witness form: left out")
+            continue
+        try:
+            value = ast.literal_eval(text.strip())
+        except (ValueError, SyntaxError):
+            value = None
+        if name in ("kdim", "vdim") and not (isinstance(value, int) and value != e):
+            p.note(f"{name} value {text.strip() or 'unknown'}: used {e // 2}")
+            value = e // 2
+        elif name in BLOCKING_VALUE and value is not BLOCKING_VALUE[name]:
+            value = BLOCKING_VALUE[name]
+        found[name] = value
+    if not found:
+        for name in BLOCKER_KEYS:
+            value = p.evidence.get(name)
+            if name in BLOCKING_VALUE and value is BLOCKING_VALUE[name]:
+                found[name] = value
+            elif name in ("kdim", "vdim") and isinstance(value, int) and value != e:
+                found[name] = value
+    if "kdim" in found or "vdim" in found:  # nn.MultiheadAttention needs both
+        found.setdefault("kdim", e)
+        found.setdefault("vdim", e)
+    return found
+
+
+def run_mha901(evidence: Dict[str, Any]) -> Dict[str, Any]:
+    import torch
+
+    p = Params(evidence)
+    e, h = p.dims(default_e=256, default_h=8, max_e=512)
+    blockers = _blockers(p, e)
+    if not blockers:
+        return skipped("no blocker in the evidence (expected e.g. blockers=['bias=False'])",
+                       params=p)
+    kind = p.module_kind(allowed=MODULE_KINDS)
+    if kind != MHA and set(blockers) != {"bias"}:
+        p.note(f"{kind} takes only bias among these: used nn.MultiheadAttention")
+        kind = MHA
+    length = _length(e)
+    x = _inputs(e, length)
+    blocked = build(kind, e, h, seed=SEED, batch_first=True, **blockers)
+    plain = build(kind, e, h, seed=SEED, batch_first=True)
+    if "kdim" in blockers:  # key/value of another width: cross-attention by construction
+        key = torch.randn(N, length, blockers["kdim"])
+        value = torch.randn(N, length, blockers["vdim"])
+        call_blocked: Callable[[], Any] = lambda: blocked(x, key, value)
+    else:
+        call_blocked = lambda: forward(kind, blocked, x)
+    call_plain: Callable[[], Any] = lambda: forward(kind, plain, x)
+    with torch.no_grad():
+        t_blocked, t_plain = interleaved_medians([call_blocked, call_plain], REPS)
+        ops_blocked, ops_plain = kernels(call_blocked), kernels(call_plain)
+    ratio = t_blocked / t_plain
+    text = ", ".join(f"{k}={v!r}" for k, v in blockers.items())
+    measured = {"path_blocked": path_name(ops_blocked), "path_plain": path_name(ops_plain),
+                "ms_blocked": t_blocked * 1e3, "ms_plain": t_plain * 1e3, "ratio": ratio}
+    damage = (f"with {text}: {path_name(ops_blocked)}, {_ms(t_blocked)}; without: "
+              f"{path_name(ops_plain)}, {_ms(t_plain)} (blocked/plain {ratio:.2f}x)")
+    witness = (f"nn.{kind}({e}, {h}, batch_first=True, {text}) vs the same without them, eval, "
+               f"no_grad, default call on x of shape ({N}, {length}, {e}); torch.profiler op "
+               f"names, median of {REPS} interleaved runs")
+    confirmed = took_fastpath(ops_plain) and not took_fastpath(ops_blocked)
+    return result(verdict(confirmed), witness, damage, measured, p)
+
+
+WITNESSES = [
+    Witness(
+        code="MHA101",
+        summary=("Runs the module with the odd head count and with the next even one at a "
+                 "width divisible by both (eval, no_grad, batch_first): which kernel ran "
+                 "(torch.profiler) and the time of each."),
+        threshold_text="""\
+CONFIRMED when the even head count runs the fastpath kernel
+(`aten::_native_multi_head_attention` or `aten::_transformer_encoder_layer_fwd`)
+and the odd one does not. The time is reported, not judged: on torch 2.13 CPU
+(7 vs 8 heads, E=224, N=4, L=512) the default call (need_weights=True) took
+about 1.0-1.3x the even time on the math path, while with need_weights=False the
+odd count's SDPA path was *faster* (0.5-0.7x) than the fastpath.""",
+        func=run_mha101,
+        timing=True,
+    ),
+    Witness(
+        code="MHA102",
+        summary=("Times nn.MultiheadAttention in eval with grad on (off the fastpath) with "
+                 "need_weights=True vs False: ratio of medians of interleaved runs."),
+        threshold_text=f"""\
+CONFIRMED when need_weights=True takes at least {WEIGHTS_RATIO_THRESHOLD}x the time of
+need_weights=False. Measured on torch 2.13 CPU (E=256, H=8, N=4, L=512, 2
+threads): 1.7x-2.4x (math path vs SDPA flash kernel); TORCH_FACTS: 2.2x at
+N=4, L=1024, E=448. For one or a few queries the cost is below timing noise.""",
+        func=run_mha102,
+        timing=True,
+    ),
+    Witness(
+        code="MHA901",
+        summary=("Runs nn.MultiheadAttention with the finding's fastpath blockers and "
+                 "without (eval, no_grad, batch_first): which kernel ran and the time of each."),
+        threshold_text="""\
+CONFIRMED when the module without the blockers runs the fastpath kernel and the
+one with them does not. The time is reported, not judged: on torch 2.13 CPU
+(E=256, H=8, N=4, L=512) bias=False, add_bias_kv=True and add_zero_attn=True
+each took 1.4-1.6x the time on the default call (math path vs fastpath), but
+with need_weights=False the blocked module's SDPA path is faster than the
+fastpath (about 0.6x).""",
+        func=run_mha901,
+        timing=True,
+    ),
+]
