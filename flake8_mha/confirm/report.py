@@ -1,0 +1,117 @@
+"""What a confirm run prints: the table, the summary line, the JSON report."""
+from __future__ import annotations
+
+import math
+import shutil
+import textwrap
+from collections import Counter
+from typing import Any, Dict, List, Optional, Sequence
+
+from .runner import VERDICTS, Outcome
+from .witnesses import WITNESSES
+
+JSON_VERSION = 1
+HEADERS = ("LOCATION", "CODE", "VERDICT", "WITNESS", "DAMAGE")
+
+
+def location(outcome: Outcome) -> str:
+    f = outcome.finding
+    return f"{f.path}:{f.line}:{f.col}"
+
+
+def witness_cell(outcome: Outcome) -> str:
+    text = outcome.witness or "-"
+    if outcome.assumed:
+        text += " [defaults: " + "; ".join(outcome.assumed) + "]"
+    return text
+
+
+def damage_cell(outcome: Outcome) -> str:
+    if outcome.reason and not outcome.damage:
+        return outcome.reason
+    if outcome.reason:
+        return f"{outcome.damage} ({outcome.reason})"
+    return outcome.damage or "-"
+
+
+def render_table(outcomes: Sequence[Outcome], width: Optional[int] = None) -> str:
+    """One row per finding; the witness and damage cells wrap in their columns."""
+    if width is None:
+        width = max(100, shutil.get_terminal_size((140, 24)).columns)
+    rows = [(location(o), o.finding.code, o.verdict, witness_cell(o), damage_cell(o))
+            for o in outcomes]
+    fixed = [max(len(HEADERS[i]), *(len(r[i]) for r in rows)) if rows else len(HEADERS[i])
+             for i in range(3)]
+    rest = max(40, width - sum(fixed) - 4 * 2)
+    wrap_w = [rest // 2, rest - rest // 2]
+    out = []
+
+    def emit(cells: Sequence[str]) -> None:
+        wrapped = [textwrap.wrap(c, wrap_w[i], break_on_hyphens=False) or [""]
+                   for i, c in enumerate(cells[3:])]
+        for n in range(max(len(w) for w in wrapped)):
+            head = [c.ljust(fixed[i]) if n == 0 else " " * fixed[i]
+                    for i, c in enumerate(cells[:3])]
+            tail = [w[n].ljust(wrap_w[i]) if n < len(w) else " " * wrap_w[i]
+                    for i, w in enumerate(wrapped)]
+            out.append("  ".join(head + tail).rstrip())
+
+    emit(HEADERS)
+    out.append("  ".join("-" * w for w in fixed + wrap_w))
+    for row in rows:
+        emit(row)
+    return "\n".join(out)
+
+
+def counts(outcomes: Sequence[Outcome]) -> Dict[str, int]:
+    seen = Counter(o.verdict for o in outcomes)
+    return {verdict: seen.get(verdict, 0) for verdict in VERDICTS}
+
+
+def summary_line(outcomes: Sequence[Outcome], seconds: float) -> str:
+    n = len(outcomes)
+    parts = [f"{count} {verdict.lower()}" for verdict, count in counts(outcomes).items()
+             if count or verdict in ("CONFIRMED", "NOT REPRODUCED")]
+    noun = "finding" if n == 1 else "findings"
+    return f"{n} {noun}: {', '.join(parts)} ({seconds:.1f} s)"
+
+
+def _plain(value: Any) -> Any:
+    """JSON-safe: non-finite floats become the strings "nan", "inf", "-inf"."""
+    if isinstance(value, float) and not math.isfinite(value):
+        return "nan" if math.isnan(value) else ("inf" if value > 0 else "-inf")
+    if isinstance(value, dict):
+        return {str(k): _plain(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_plain(v) for v in value]
+    return value
+
+
+def to_json(outcomes: Sequence[Outcome], *, paths: Sequence[str], settings: Dict[str, Any],
+            torch_version: Optional[str], seconds: float, exit_status: int) -> Dict[str, Any]:
+    """The document ``--json FILE`` writes (schema: docs/confirm.md)."""
+    from .. import __version__
+
+    codes = sorted({o.finding.code for o in outcomes if o.finding.code in WITNESSES})
+    results: List[Dict[str, Any]] = []
+    for o in outcomes:
+        entry = o.finding.to_dict()
+        entry.update(verdict=o.verdict, witness=o.witness, damage=o.damage,
+                     measured=o.measured, assumed=o.assumed, reason=o.reason,
+                     seconds=round(o.seconds, 4), warnings=o.warnings)
+        results.append(entry)
+    summary: Dict[str, Any] = {"findings": len(outcomes), **counts(outcomes),
+                               "seconds": round(seconds, 3)}
+    return _plain({
+        "version": JSON_VERSION,
+        "tool": "flake8-mha confirm",
+        "flake8_mha": __version__,
+        "torch": torch_version,
+        "paths": list(paths),
+        "settings": settings,
+        "summary": summary,
+        "exit_status": exit_status,
+        "witnesses": {code: {"summary": WITNESSES[code].summary,
+                             "threshold": WITNESSES[code].threshold_text} for code in codes},
+        "results": results,
+    })
