@@ -121,12 +121,17 @@ class SdpaMaskAndCausal(Rule):
           that path: literals, locals, `is_causal=attn_mask is None` (also inside
           an `and`), `attn_mask=None if is_causal else mask`, and calls inside
           `if mask is None:` / `if not is_causal:` branches.
-        - A mask and a flag that are both plain parameters are reported: the
-          function accepts both, and a caller that passes both gets the failure.
+        - A wrapper that passes its own `is_causal` parameter, and a mask made
+          from its own parameters, straight to SDPA (the signature of SDPA,
+          forwarded) is not reported: its caller makes the choice, as with SDPA
+          itself. A literal `is_causal=True`, or a flag from `self`/a config, with
+          a mask that can be non-None, is reported.
         """
     VALID = [
         "import torch.nn.functional as F\ndef f(q, k, v, m):\n"
         "    return F.scaled_dot_product_attention(q, k, v, attn_mask=m, is_causal=m is None)\n",
+        "import torch.nn.functional as F\ndef attend(q, k, v, attn_mask=None, is_causal=False):\n"
+        "    return F.scaled_dot_product_attention(q, k, v, attn_mask=attn_mask, is_causal=is_causal)\n",
         "import torch.nn.functional as F\ndef f(q, k, v):\n"
         "    return F.scaled_dot_product_attention(q, k, v, attn_mask=None, is_causal=True)\n",
     ]
@@ -149,7 +154,7 @@ class SdpaMaskAndCausal(Rule):
             return
         if _implies_none(causal, mask, site) or _none_when(mask, causal, site):
             return
-        if _path_excludes(site, mask, causal):
+        if _path_excludes(site, mask, causal) or _forwarded(causal, mask, site):
             return
         dropout = ev.args.get("dropout_p")
         dv = self.ctx.value(dropout, site) if dropout is not None else 0.0
@@ -217,6 +222,36 @@ def _none_when(mask: cst.CSTNode, causal: cst.CSTNode, site: CallSite) -> bool:
     if (is_none(expr.orelse) and isinstance(test, cst.UnaryOperation)
             and isinstance(test.operator, cst.Not) and _same(test.expression, causal)):
         return True
+    return False
+
+
+def _param_names(site: CallSite) -> set:
+    func = site.function
+    if func is None:
+        return set()
+    from ..flow import _all_params
+
+    return {p.name.value for p in _all_params(func.params)}
+
+
+def _forwarded(causal: cst.CSTNode, mask: cst.CSTNode, site: CallSite) -> bool:
+    """A wrapper that hands its own ``is_causal`` parameter and a mask made from
+    its own parameters straight to SDPA: the caller decides, as with SDPA."""
+    params = _param_names(site)
+    flag = _resolve_local(causal, site)
+    if not (isinstance(flag, cst.Name) and flag.value in params):
+        return False
+    defs = lookup(flag.value, site.env, site.scope)
+    if not defs or any(d.kind != "param" for d in defs):
+        return False
+    from ..flow import children
+
+    stack = [_resolve_local(mask, site)]
+    while stack:
+        node = stack.pop()
+        if isinstance(node, cst.Name) and node.value in params:
+            return all(d.kind == "param" for d in lookup(node.value, site.env, site.scope))
+        stack.extend(children(node))
     return False
 
 
