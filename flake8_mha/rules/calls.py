@@ -152,9 +152,9 @@ class SdpaMaskAndCausal(Rule):
         env, scope = site.env, site.scope
         if definitely(mask, env, scope, None) or definitely(causal, env, scope, False):
             return
-        if _implies_none(causal, mask, site) or _none_when(mask, causal, site):
+        if _none_when(mask, causal, site) or _path_excludes(site, mask, causal):
             return
-        if _path_excludes(site, mask, causal) or _forwarded(causal, mask, site):
+        if _flag_safe(causal, mask, env, scope, site, 0) or _handled_in_function(site, mask, causal):
             return
         dropout = ev.args.get("dropout_p")
         dv = self.ctx.value(dropout, site) if dropout is not None else 0.0
@@ -194,19 +194,107 @@ def _is_none_test(node: cst.CSTNode, mask: cst.CSTNode, negated: bool = False) -
     return False
 
 
-def _implies_none(causal: cst.CSTNode, mask: cst.CSTNode, site: CallSite) -> bool:
-    """Whether ``causal`` being true implies ``mask is None``."""
-    for expr in {id(causal): causal, id(_resolve_local(causal, site)): _resolve_local(causal, site)}.values():
-        if _conj_has_none_test(expr, mask):
-            return True
+def _flag_safe(expr: cst.CSTNode, mask: cst.CSTNode, env, scope, site: CallSite, depth: int) -> bool:
+    """Whether ``expr`` can be true only while the mask is None (``attn_mask is
+    None``, inside an ``and``, through ``True if ... else False`` and locals),
+    or is the function's own parameter forwarded with a mask made from its
+    own parameters."""
+    if depth > 8:
+        return False
+    if definitely(expr, env, scope, False):
+        return True
+    if _is_none_test(expr, mask):
+        return True
+    t = type(expr)
+    if t is cst.BooleanOperation and isinstance(expr.operator, cst.And):
+        return (_flag_safe(expr.left, mask, env, scope, site, depth + 1)
+                or _flag_safe(expr.right, mask, env, scope, site, depth + 1))
+    if t is cst.IfExp:
+        body_ok = (_flag_safe(expr.body, mask, env, scope, site, depth + 1)
+                   or _flag_safe(expr.test, mask, env, scope, site, depth + 1))
+        else_ok = (_flag_safe(expr.orelse, mask, env, scope, site, depth + 1)
+                   or _is_none_test(expr.test, mask, negated=True))
+        return body_ok and else_ok
+    if (t is cst.Call and isinstance(expr.func, cst.Name) and expr.func.value == "bool"
+            and len(expr.args) == 1):
+        return _flag_safe(expr.args[0].value, mask, env, scope, site, depth + 1)
+    if (t is cst.Call and isinstance(expr.func, cst.Attribute) and not expr.args
+            and expr.func.attr.value in ("item", "bool")):
+        return _flag_safe(expr.func.value, mask, env, scope, site, depth + 1)
+    if t is cst.Name:
+        defs = lookup(expr.value, env, scope)
+        if not defs:
+            return False
+        for d in defs:
+            if d.kind == "assign":
+                ok = _flag_safe(d.node, mask, d.env, d.scope, site, depth + 1)
+            elif d.kind == "param":
+                ok = _mask_from_params(mask, site)
+            else:
+                ok = False
+            if not ok:
+                return False
+        return True
     return False
 
 
-def _conj_has_none_test(expr: cst.CSTNode, mask: cst.CSTNode) -> bool:
-    if _is_none_test(expr, mask):
-        return True
-    if isinstance(expr, cst.BooleanOperation) and isinstance(expr.operator, cst.And):
-        return _conj_has_none_test(expr.left, mask) or _conj_has_none_test(expr.right, mask)
+def _mask_from_params(mask: cst.CSTNode, site: CallSite) -> bool:
+    """Whether the mask is made from parameters of the enclosing function."""
+    from ..flow import children
+
+    stack = [(mask, site.env, site.scope, 0)]
+    while stack:
+        node, env, scope, depth = stack.pop()
+        if isinstance(node, cst.Name):
+            defs = lookup(node.value, env, scope)
+            if defs and any(d.kind == "param" and d.scope is site.scope for d in defs):
+                return True
+            if depth < 6:
+                stack.extend((d.node, d.env, d.scope, depth + 1) for d in defs
+                             if d.kind in ("assign", "augassign") and d.node is not None)
+            continue
+        stack.extend((child, env, scope, depth) for child in children(node))
+    return False
+
+
+def _refs(node: cst.CSTNode) -> set:
+    """Dotted names read in ``node`` (``mask``, ``self.is_causal``)."""
+    from ..flow import children
+
+    out = set()
+    stack = [node]
+    while stack:
+        n = stack.pop()
+        if isinstance(n, (cst.Name, cst.Attribute)):
+            text = _dotted(n)
+            if "?" not in text:
+                out.add(text)
+                if isinstance(n, cst.Attribute):
+                    continue
+        stack.extend(children(n))
+    return out
+
+
+def _handled_in_function(site: CallSite, mask: cst.CSTNode, causal: cst.CSTNode) -> bool:
+    """The function tests the mask and the flag together somewhere (``if
+    exists(mask) and causal: ... causal = False``): it handles the combination."""
+    from ..flow import children
+
+    func = site.function
+    if func is None:
+        return False
+    mask_refs = _refs(mask) - {"None"}
+    flag_refs = _refs(causal) - {"True", "False", "None"}
+    if not mask_refs or not flag_refs:
+        return False
+    stack = [func.body]
+    while stack:
+        n = stack.pop()
+        if isinstance(n, (cst.If, cst.IfExp, cst.While)):
+            refs = _refs(n.test)
+            if refs & mask_refs and refs & flag_refs:
+                return True
+        stack.extend(children(n))
     return False
 
 
@@ -222,36 +310,6 @@ def _none_when(mask: cst.CSTNode, causal: cst.CSTNode, site: CallSite) -> bool:
     if (is_none(expr.orelse) and isinstance(test, cst.UnaryOperation)
             and isinstance(test.operator, cst.Not) and _same(test.expression, causal)):
         return True
-    return False
-
-
-def _param_names(site: CallSite) -> set:
-    func = site.function
-    if func is None:
-        return set()
-    from ..flow import _all_params
-
-    return {p.name.value for p in _all_params(func.params)}
-
-
-def _forwarded(causal: cst.CSTNode, mask: cst.CSTNode, site: CallSite) -> bool:
-    """A wrapper that hands its own ``is_causal`` parameter and a mask made from
-    its own parameters straight to SDPA: the caller decides, as with SDPA."""
-    params = _param_names(site)
-    flag = _resolve_local(causal, site)
-    if not (isinstance(flag, cst.Name) and flag.value in params):
-        return False
-    defs = lookup(flag.value, site.env, site.scope)
-    if not defs or any(d.kind != "param" for d in defs):
-        return False
-    from ..flow import children
-
-    stack = [_resolve_local(mask, site)]
-    while stack:
-        node = stack.pop()
-        if isinstance(node, cst.Name) and node.value in params:
-            return all(d.kind == "param" for d in lookup(node.value, site.env, site.scope))
-        stack.extend(children(node))
     return False
 
 
