@@ -1,0 +1,274 @@
+"""Report formats for ``flake8-mha check``: text, json, sarif, github.
+
+Every format is a pure function of the run's items and problems, so the
+output is the same whatever ``-j`` was.  The JSON schema is versioned
+(``"version": 1``) and documented in docs/cli.md; SARIF follows the 2.1.0
+schema that GitHub code scanning accepts.
+"""
+from __future__ import annotations
+
+import json
+import os
+import re
+import textwrap
+from dataclasses import dataclass
+from typing import Dict, List, Optional, Sequence
+from urllib.parse import quote
+
+from . import __version__
+from .findings import Finding
+
+JSON_SCHEMA_VERSION = 1
+SARIF_SCHEMA = "https://json.schemastore.org/sarif-2.1.0.json"
+INFORMATION_URI = "https://github.com/flake8-mha/flake8-mha"
+LEVELS = {"correctness": "error", "internal": "error", "performance": "warning",
+          "opinionated": "note"}
+
+
+@dataclass(frozen=True)
+class Item:
+    """A finding as the CLI reports it, with where it sits in a notebook."""
+
+    finding: Finding
+    cell: Optional[int] = None  # 1-based number among the notebook's code cells
+    cell_index: Optional[int] = None  # 0-based index into the notebook's "cells"
+    file_line: Optional[int] = None  # the line in the file on disk, when known
+    fixable: bool = False
+
+    @property
+    def code(self) -> str:
+        return self.finding.code
+
+    def location(self) -> str:
+        f = self.finding
+        if self.cell is not None:
+            return f"{f.path}:cell_{self.cell}:{f.line}:{f.col}"
+        return f"{f.path}:{f.line}:{f.col}"
+
+    def text(self) -> str:
+        return f"{self.location()}: {self.code} {self.finding.message}"
+
+
+@dataclass(frozen=True)
+class Problem:
+    """A file that could not be checked: a syntax error, unreadable bytes."""
+
+    path: str
+    message: str
+    line: Optional[int] = None
+    col: Optional[int] = None
+    cell: Optional[int] = None
+    cell_index: Optional[int] = None
+    file_line: Optional[int] = None
+
+    def text(self) -> str:
+        if self.line is None:
+            return f"{self.path}: error: {self.message}"
+        cell = f"cell_{self.cell}:" if self.cell is not None else ""
+        return f"{self.path}:{cell}{self.line}:{self.col or 1}: E999 {self.message}"
+
+
+def statistics(items: Sequence[Item]) -> Dict[str, int]:
+    counts: Dict[str, int] = {}
+    for item in items:
+        counts[item.code] = counts.get(item.code, 0) + 1
+    return dict(sorted(counts.items()))
+
+
+def statistics_lines(items: Sequence[Item]) -> List[str]:
+    """flake8's ``--statistics``: count, code, and the first message (by file) for it."""
+    first: Dict[str, str] = {}
+    for item in sorted(items, key=lambda i: i.finding.path):
+        first.setdefault(item.code, item.finding.message)
+    return [f"{count:<5} {code} {first[code]}" for code, count in statistics(items).items()]
+
+
+def render(fmt: str, items: Sequence[Item], problems: Sequence[Problem], codes: Sequence[str],
+           show_statistics: bool = False, root: Optional[str] = None) -> str:
+    if fmt == "json":
+        return render_json(items, problems) + "\n"
+    if fmt == "sarif":
+        return render_sarif(items, problems, codes, root) + "\n"
+    if fmt == "github":
+        lines = [github_line(i) for i in items] + [github_problem(p) for p in problems]
+    else:
+        lines = [i.text() for i in items]
+    if show_statistics:
+        lines += statistics_lines(items)
+    return "".join(line + "\n" for line in lines)
+
+
+# -- json ---------------------------------------------------------------------
+
+def render_json(items: Sequence[Item], problems: Sequence[Problem]) -> str:
+    from .rules.base import REGISTRY
+
+    doc = {
+        "version": JSON_SCHEMA_VERSION,
+        "tool": {"name": "flake8-mha", "version": __version__},
+        "findings": [{
+            "path": i.finding.path,
+            "line": i.finding.line,
+            "col": i.finding.col,
+            "cell": i.cell,
+            "cell_index": i.cell_index,
+            "code": i.code,
+            "name": getattr(REGISTRY.get(i.code), "NAME", ""),
+            "message": i.finding.message,
+            "fixable": i.fixable,
+            "evidence": dict(i.finding.evidence),
+        } for i in items],
+        "errors": [{
+            "path": p.path,
+            "line": p.line,
+            "col": p.col,
+            "cell": p.cell,
+            "cell_index": p.cell_index,
+            "message": p.message,
+        } for p in problems],
+        "statistics": statistics(items),
+    }
+    return json.dumps(doc, indent=2, sort_keys=False, default=str)
+
+
+# -- github workflow commands -------------------------------------------------
+
+def _gh_data(text: str) -> str:
+    return text.replace("%", "%25").replace("\r", "%0D").replace("\n", "%0A")
+
+
+def _gh_prop(text: str) -> str:
+    return _gh_data(text).replace(":", "%3A").replace(",", "%2C")
+
+
+def github_line(item: Item) -> str:
+    f = item.finding
+    if item.cell is not None:
+        line = item.file_line or 1
+        props = f"file={_gh_prop(f.path)},line={line},title={_gh_prop(f.code)}"
+        message = f"cell_{item.cell}:{f.line}:{f.col}: {f.message}"
+    else:
+        props = f"file={_gh_prop(f.path)},line={f.line},col={f.col},title={_gh_prop(f.code)}"
+        message = f.message
+    return f"::error {props}::{_gh_data(message)}"
+
+
+def github_problem(p: Problem) -> str:
+    props = f"file={_gh_prop(p.path)}"
+    line = p.file_line if p.cell is not None else p.line
+    if line is not None:
+        props += f",line={line}"
+        if p.cell is None and p.col is not None:
+            props += f",col={p.col}"
+    props += ",title=E999"
+    return f"::error {props}::{_gh_data(p.text())}"
+
+
+# -- sarif ----------------------------------------------------------------------
+
+def _flat(text: str) -> str:
+    return re.sub(r"\s+", " ", textwrap.dedent(text or "")).strip()
+
+
+def _first_sentence(text: str) -> str:
+    flat = _flat(text)
+    m = re.match(r"(.+?[.:])(\s|$)", flat)
+    return m.group(1) if m else flat
+
+
+def sarif_rule(rule) -> dict:
+    from .rules.base import DOCS_URL
+
+    category = getattr(rule, "CATEGORY", "correctness")
+    short = _first_sentence(rule.WHAT) or rule.NAME
+    full = " ".join(part for part in (_flat(rule.WHAT), _flat(rule.WHY)) if part) or short
+    docs = rule.docs_markdown()
+    level = LEVELS.get(category, "warning")
+    return {
+        "id": rule.CODE,
+        "name": rule.NAME,
+        "shortDescription": {"text": short},
+        "fullDescription": {"text": full},
+        "help": {"text": docs, "markdown": docs},
+        "helpUri": DOCS_URL.format(code=rule.CODE),
+        "defaultConfiguration": {"level": level, "enabled": bool(rule.DEFAULT_ENABLED)},
+        "properties": {"tags": [category],
+                       "problem.severity": {"error": "error", "warning": "warning"}.get(
+                           level, "recommendation")},
+    }
+
+
+def artifact_uri(path: str, root: Optional[str] = None) -> str:
+    """Relative to ``root`` (default: the current directory), forward slashes, URI-escaped."""
+    root = os.path.abspath(root or os.getcwd())
+    rel = os.path.relpath(os.path.abspath(path), root)
+    rel = rel.replace(os.sep, "/")
+    return quote(rel, safe="/-_.~")
+
+
+def render_sarif(items: Sequence[Item], problems: Sequence[Problem], codes: Sequence[str],
+                 root: Optional[str] = None) -> str:
+    from .rules.base import REGISTRY, all_rules
+
+    all_rules()
+    wanted = sorted(set(codes) | {i.code for i in items})
+    rules = [REGISTRY[c] for c in wanted if c in REGISTRY]
+    index = {r.CODE: n for n, r in enumerate(rules)}
+    results = []
+    for item in items:
+        f = item.finding
+        rule = REGISTRY.get(f.code)
+        level = LEVELS.get(getattr(rule, "CATEGORY", "correctness"), "warning")
+        physical: dict = {"artifactLocation": {"uri": artifact_uri(f.path, root),
+                                               "uriBaseId": "%SRCROOT%"}}
+        props: dict = {}
+        if item.cell is not None:
+            if item.file_line is not None:
+                physical["region"] = {"startLine": item.file_line}
+            props = {"cell": item.cell, "cellIndex": item.cell_index,
+                     "cellLine": f.line, "cellColumn": f.col}
+        else:
+            physical["region"] = {"startLine": f.line, "startColumn": f.col}
+        result = {
+            "ruleId": f.code,
+            "level": level,
+            "message": {"text": f.message if item.cell is None
+                        else f"cell_{item.cell}:{f.line}:{f.col}: {f.message}"},
+            "locations": [{"physicalLocation": physical}],
+        }
+        if f.code in index:
+            result["ruleIndex"] = index[f.code]
+        if props:
+            result["properties"] = props
+        results.append(result)
+    notifications = []
+    for p in problems:
+        note: dict = {"level": "error", "message": {"text": p.text()},
+                      "descriptor": {"id": "E999"}}
+        physical = {"artifactLocation": {"uri": artifact_uri(p.path, root), "uriBaseId": "%SRCROOT%"}}
+        line = p.file_line if p.cell is not None else p.line
+        if line is not None:
+            physical["region"] = {"startLine": line}
+            if p.cell is None and p.col is not None:
+                physical["region"]["startColumn"] = p.col
+        note["locations"] = [{"physicalLocation": physical}]
+        notifications.append(note)
+    root_uri = "file://" + quote(os.path.abspath(root or os.getcwd()).replace(os.sep, "/"), safe="/:")
+    if not root_uri.endswith("/"):
+        root_uri += "/"
+    run = {
+        "tool": {"driver": {
+            "name": "flake8-mha",
+            "version": __version__,
+            "semanticVersion": __version__,
+            "informationUri": INFORMATION_URI,
+            "rules": [sarif_rule(r) for r in rules],
+        }},
+        "invocations": [{"executionSuccessful": not problems,
+                         "toolExecutionNotifications": notifications}],
+        "originalUriBaseIds": {"%SRCROOT%": {"uri": root_uri}},
+        "columnKind": "unicodeCodePoints",
+        "results": results,
+    }
+    doc = {"$schema": SARIF_SCHEMA, "version": "2.1.0", "runs": [run]}
+    return json.dumps(doc, indent=2)
