@@ -149,12 +149,25 @@ def add_keyword(call: cst.Call, name: str, value: cst.BaseExpression) -> cst.Cal
     if not args:
         return call.with_changes(args=[new])
     last = args[-1]
-    if isinstance(last.comma, cst.Comma):
-        # trailing comma (often one argument per line): the new argument takes
-        # the last one's comma, the last one takes its neighbour's separator
-        sep = args[-2].comma if len(args) >= 2 and isinstance(args[-2].comma, cst.Comma) else \
-            cst.Comma(whitespace_after=cst.SimpleWhitespace(" "))
-        args[-1] = last.with_changes(comma=sep)
+    if isinstance(last.comma, cst.Comma) and \
+            isinstance(last.comma.whitespace_after, cst.ParenthesizedWhitespace):
+        # one argument per line: the last argument keeps its comment and goes
+        # on to a new line indented like the others; the new argument ends
+        # the way the last one did (a comma, then the closing bracket's line)
+        closing = last.comma.whitespace_after
+        indent = closing.last_line
+        before = args[-2].comma.whitespace_after if len(args) >= 2 and \
+            isinstance(args[-2].comma, cst.Comma) else call.whitespace_before_args
+        if isinstance(before, cst.ParenthesizedWhitespace):
+            indent = before.last_line
+        args[-1] = last.with_changes(comma=last.comma.with_changes(
+            whitespace_after=closing.with_changes(empty_lines=[], last_line=indent)))
+        args.append(new.with_changes(comma=last.comma.with_changes(
+            whitespace_after=closing.with_changes(
+                first_line=cst.TrailingWhitespace(newline=closing.first_line.newline)))))
+    elif isinstance(last.comma, cst.Comma):
+        # f(a, b,): keep the trailing comma after the new argument
+        args[-1] = last.with_changes(comma=cst.Comma(whitespace_after=cst.SimpleWhitespace(" ")))
         args.append(new.with_changes(comma=last.comma))
     else:
         args[-1] = last.with_changes(comma=cst.Comma(whitespace_after=cst.SimpleWhitespace(" ")))
