@@ -49,6 +49,12 @@ CASES = {
     "mha002_causal": ("MHA002", {"sink": "attn_mask",
                                  "mask": {"meaning": "ignore", "kind": "bool",
                                           "shape": "square", "source": "triu(..., 1).bool()"}}),
+    "mha002_where": ("MHA002", {"sink": "where", "module": "where",
+                                "call": "torch.where(mask, x, -inf)",
+                                "mask": {"meaning": "ignore", "shape": "padding"}}),
+    "mha003_where": ("MHA003", {"sink": "where", "module": "where",
+                                "call": "torch.where(mask, -inf, x)",
+                                "mask": {"meaning": "keep", "shape": "padding"}}),
     "mha003_kpm": ("MHA003", {"sink": "key_padding_mask", "module": "MultiheadAttention",
                               "mask": {"meaning": "keep", "kind": "bool", "shape": "padding",
                                        "source": "attention_mask.bool()"}}),
@@ -91,6 +97,8 @@ CASES = {
     "mha007": ("MHA007", {"dropout_p": 0.1, "dropout_is_module": False}),
     "mha007_unknown_p": ("MHA007", {}),
     "mha007_zero": ("MHA007", {"dropout_p": 0.0}),
+    "mha007_module": ("MHA007", {"module": "scaled_dot_product_attention", "dropout_p": None,
+                                 "dropout_is_module": True}),
     "mha008_divide": ("MHA008", {"module": "MultiheadAttention", "embed_dim": 10,
                                  "num_heads": 3}),
     "mha008_zero": ("MHA008", {"module": "Transformer", "embed_dim": 10, "num_heads": 0}),
@@ -186,6 +194,14 @@ def test_mha002_causal_triu_to_sdpa(outcomes):
     assert "triu" in o.witness
 
 
+def test_mha002_ignore_mask_to_torch_where_nans_the_unpadded_sample(outcomes):
+    o = outcomes["mha002_where"]
+    assert o.verdict == CONFIRMED
+    assert o.measured["max_error"] == pytest.approx(1.35, abs=0.01)
+    assert o.measured["nan"] is True  # unlike SDPA, softmax over all -inf is NaN
+    assert "torch.where(mask, scores, -inf)" in o.witness
+
+
 def test_mha003_keep_mask_as_key_padding_mask(outcomes):
     o = outcomes["mha003_kpm"]
     assert o.verdict == CONFIRMED
@@ -194,7 +210,7 @@ def test_mha003_keep_mask_as_key_padding_mask(outcomes):
     assert "NaN" in o.damage
 
 
-@pytest.mark.parametrize("name", ["mha003_src_kpm", "mha003_fill"])
+@pytest.mark.parametrize("name", ["mha003_src_kpm", "mha003_fill", "mha003_where"])
 def test_mha003_other_ignore_sinks_nan_the_unpadded_sample(outcomes, name):
     o = outcomes[name]
     assert o.verdict == CONFIRMED
@@ -224,7 +240,8 @@ def test_mha004_float_masks_are_added_not_applied(outcomes, name):
 @pytest.mark.parametrize("name, message", [
     ("mha004_int_kpm",
      "AssertionError: only bool and floating types of key_padding_mask are supported"),
-    ("mha004_uint8_attn", "AssertionError: only bool and floating types of attn_mask are supported"),
+    ("mha004_uint8_attn",
+     "AssertionError: only bool and floating types of attn_mask are supported"),
     ("mha004_double_kpm",
      "RuntimeError: Input dtypes must be the same, got: input double, batch1: float, "
      "batch2: float"),
@@ -302,6 +319,15 @@ def test_mha007_two_eval_calls_differ(outcomes, name):
     assert o.verdict == CONFIRMED
     assert o.measured["max_diff"] == pytest.approx(1.5, abs=0.5)
     assert o.measured["dropout_p"] == 0.1
+
+
+def test_mha007_dropout_module_as_dropout_p_raises(outcomes):
+    o = outcomes["mha007_module"]
+    assert o.verdict == CONFIRMED
+    assert o.measured["exception"] == (
+        "TypeError: scaled_dot_product_attention(): argument 'dropout_p' must be float, "
+        "not Dropout")
+    assert o.measured["max_diff"] > 0.5  # and its .p, ungated, still fires in eval
 
 
 def test_mha007_with_zero_dropout_is_honestly_not_reproduced(outcomes):

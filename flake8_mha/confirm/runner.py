@@ -153,9 +153,10 @@ class Worker:
         """The last line the worker wrote to stderr (Python's fault reports)."""
         try:
             self._stderr.seek(0)
-            lines = [ln.strip() for ln in self._stderr.read().decode("utf-8", "replace").splitlines()]
+            text = self._stderr.read().decode("utf-8", "replace")
         except (OSError, ValueError):
             return ""
+        lines = [ln.strip() for ln in text.splitlines()]
         lines = [ln for ln in lines if ln and not ln.startswith("USDT:")]
         return lines[-1][:300] if lines else ""
 

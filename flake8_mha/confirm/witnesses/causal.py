@@ -112,7 +112,8 @@ def run_mha006(evidence: Dict[str, Any]) -> Dict[str, Any]:
         combined = F.scaled_dot_product_attention(q, k, v, attn_mask=mask & tril)
         with sdpa_kernel(SDPBackend.MATH):
             _, math_error = catch(lambda: sdpa(is_causal=True))
-    measured: Dict[str, Any] = {"exception_dropout": drop_error, "exception_math_kernel": math_error}
+    measured: Dict[str, Any] = {"exception_dropout": drop_error,
+                                "exception_math_kernel": math_error}
     words = [f"dropout_p={dropout_p}: raised {drop_error}" if drop_error
              else f"dropout_p={dropout_p}: ran"]
     silent = 0.0

@@ -19,7 +19,8 @@ def _construct(kind: str, e: int, h: int) -> None:
     from torch import nn
 
     if kind == TRANSFORMER:
-        nn.Transformer(e, h, num_encoder_layers=1, num_decoder_layers=1, device="meta")
+        nn.Transformer(e, h, num_encoder_layers=1, num_decoder_layers=1, batch_first=True,
+                       device="meta")
     else:
         getattr(nn, kind)(e, h, device="meta")
 

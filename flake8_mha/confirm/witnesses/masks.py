@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from typing import Any, Dict, List, Optional, Tuple
 
-from . import CONFIRMED, NOT_REPRODUCED, Witness
+from . import Witness
 from ._common import (
     DEC_LAYER, ENC_LAYER, ENCODER, FORWARD_ARGS, MHA, MODULE_KINDS, SDPA, Params, build,
     catch, compare, fmt, forward, forward_text, module_text, nan_samples, result, verdict,
@@ -26,7 +26,8 @@ ERROR_THRESHOLD = 1e-3
 PADDING_SINKS = ("key_padding_mask", "src_key_padding_mask", "tgt_key_padding_mask",
                  "memory_key_padding_mask")
 SQUARE_SINKS = ("attn_mask", "src_mask", "tgt_mask", "memory_mask", "mask")
-FILL_SINKS = ("masked_fill", "masked_fill_", "torch.masked_fill", "Tensor.masked_fill")
+# Hand-written attention: the evidence names the function as the sink.
+FILL_SINKS = ("masked_fill", "masked_fill_", "where")
 # The module a sink belongs to when the evidence does not name one.
 SINK_HOST = {
     "key_padding_mask": MHA, "attn_mask": MHA,
@@ -74,8 +75,10 @@ def _sdpa_with(mha: Any, x: Any, attn_mask: Any, **kwargs: Any) -> Any:
     return mha.out_proj(o.transpose(1, 2).reshape(n, length, e))
 
 
-def _manual_fill(mha: Any, x: Any, mask: Any) -> Any:
-    """Hand-written attention: scores.masked_fill(mask, -inf), softmax, @ v."""
+def _manual(mha: Any, x: Any, mask: Any, keep_door: bool) -> Any:
+    """Hand-written attention on mha's projections: the scores go through
+    ``torch.where(mask, scores, -inf)`` (keep door: True = attend) or
+    ``scores.masked_fill(mask, -inf)`` (ignore door), then softmax and @ v."""
     import torch
     import torch.nn.functional as F
 
@@ -84,8 +87,20 @@ def _manual_fill(mha: Any, x: Any, mask: Any) -> Any:
     q, k, v = (t.view(n, length, h, e // h).transpose(1, 2)
                for t in F.linear(x, mha.in_proj_weight, mha.in_proj_bias).chunk(3, dim=-1))
     scores = q @ k.transpose(-2, -1) / (e // h) ** 0.5
-    weights = torch.softmax(scores.masked_fill(mask, float("-inf")), dim=-1)
+    if keep_door:
+        scores = torch.where(mask, scores, float("-inf"))
+    else:
+        scores = scores.masked_fill(mask, float("-inf"))
+    weights = torch.softmax(scores, dim=-1)
     return mha.out_proj((weights @ v).transpose(1, 2).reshape(n, length, e))
+
+
+def _fill_text(sink: str, keep_door: bool) -> str:
+    if keep_door:
+        return "torch.where(mask, scores, -inf)"
+    if sink == "where":
+        return "torch.where(mask, -inf, scores)"
+    return "scores.masked_fill(mask, -inf)"
 
 
 def _shape(p: Params, sink: Optional[str]) -> str:
@@ -111,7 +126,7 @@ def _host(p: Params, sink: Optional[str]) -> str:
     return host
 
 
-def _expand_for(host: str, pad: Any, h: int) -> Any:
+def _expand(pad: Any, h: int) -> Any:
     """An (N, S) padding mask as the (N*H, L, S) attention mask a module takes."""
     n, s = pad.shape
     return pad[:, None, None, :].expand(n, h, s, s).reshape(n * h, s, s)
@@ -121,7 +136,7 @@ def _nan_words(samples: List[int], rows: int) -> str:
     if samples:
         return f"sample(s) {samples} of {N} entirely NaN"
     if rows:
-        return f"{rows} query row(s) NaN (every key masked there)"
+        return f"{rows} of {N * L} query rows NaN (every key masked there)"
     return "no NaN"
 
 
@@ -132,34 +147,45 @@ def run_mha002(evidence: Dict[str, Any]) -> Dict[str, Any]:
 
     p = Params(evidence)
     e, h = p.dims()
+    sink = evidence.get("sink")
     shape = _shape(p, None)  # unknown: the seed's padding experiment
     mha, x = _setup(e, h)
+    if shape == "padding":
+        ignore = _pad()
+        made = "MHA-convention padding mask pad (True = ignore; sample 0 padded, sample 1 not)"
+        rows_words = f"sample(s) {[i for i in range(N) if bool(ignore[i].logical_not().all())]} " \
+                     "had every key masked"
+        module_kwargs = {"key_padding_mask": ignore}
+        shaped = ignore[:, None, None, :]
+    else:
+        ignore = _triu()
+        made = "MHA-convention causal mask triu(ones(L, L), 1).bool() (True = ignore)"
+        rows_words = "the last query row had every key masked"
+        module_kwargs = {"attn_mask": ignore}
+        shaped = ignore
+    if sink in FILL_SINKS:
+        def attend(mask: Any) -> Any:
+            return _manual(mha, x, mask, keep_door=True)
+        where = (f"hand-written attention {_fill_text(sink, True)} on the projections of "
+                 f"{module_text(MHA, e, h, batch_first=True)}")
+        zero_rows = "softmax over all -inf gives NaN there"
+    else:
+        def attend(mask: Any) -> Any:
+            return _sdpa_with(mha, x, mask)
+        where = (f"F.scaled_dot_product_attention on the projections of "
+                 f"{module_text(MHA, e, h, batch_first=True)}")
+        zero_rows = "SDPA returns zeros for rows with every key masked"
     with torch.no_grad():
-        if shape == "padding":
-            pad = _pad()
-            reference = mha(x, x, x, key_padding_mask=pad)[0]
-            as_is = _sdpa_with(mha, x, pad[:, None, None, :])
-            inverted = _sdpa_with(mha, x, ~pad[:, None, None, :])
-            made = "MHA-convention padding mask pad (True = ignore; sample 0 padded, sample 1 not)"
-            full_rows = [i for i in range(N) if bool((~pad[i]).all())]
-            rows_words = f"sample(s) {full_rows} had every key masked"
-        else:
-            mask = _triu()
-            reference = mha(x, x, x, attn_mask=mask)[0]
-            as_is = _sdpa_with(mha, x, mask)
-            inverted = _sdpa_with(mha, x, ~mask)
-            made = "MHA-convention causal mask triu(ones(L, L), 1).bool() (True = ignore)"
-            rows_words = "the last query row had every key masked"
+        reference = mha(x, x, x, **module_kwargs)[0]
+        as_is, inverted = attend(shaped), attend(~shaped)
     wrong, right = compare(reference, as_is), compare(reference, inverted)
     measured = {"max_error": wrong["max_error"], "max_error_inverted": right["max_error"],
                 "nan": wrong["nan"]}
-    nan_words = ("NaN in the output" if wrong["nan"] else
-                 "no NaN: SDPA returns zeros for rows with every key masked")
+    nan_words = f"NaN in the output ({zero_rows})" if wrong["nan"] else f"no NaN ({zero_rows})"
     damage = (f"max error {fmt(wrong['max_error'])} against nn.MultiheadAttention with the same "
               f"mask (inverted with ~: {fmt(right['max_error'])}); {rows_words}; {nan_words}")
-    witness = (f"F.scaled_dot_product_attention on the projections of "
-               f"{module_text(MHA, e, h, batch_first=True)} (seed {SEED}, x of shape "
-               f"({N}, {L}, {e})), attn_mask = the {made} as is, vs ~mask, vs the module itself")
+    witness = (f"{where} (seed {SEED}, x of shape ({N}, {L}, {e})), mask = the {made} as is, "
+               f"vs ~mask, vs the module itself")
     return result(verdict(wrong["max_error"] > ERROR_THRESHOLD or wrong["nan"]),
                   witness, damage, measured, p)
 
@@ -185,10 +211,10 @@ def run_mha003(evidence: Dict[str, Any]) -> Dict[str, Any]:
     if sink in FILL_SINKS:
         fill_mask = (lambda m: m[:, None, None, :]) if shape == "padding" else (lambda m: m)
         with torch.no_grad():
-            reference = _manual_fill(mha, x, fill_mask(correct))
-            wrong = _manual_fill(mha, x, fill_mask(keep))
-        where = "scores.masked_fill(mask, -inf) before softmax (hand-written attention on " \
-                f"the projections of {module_text(MHA, e, h)}, seed {SEED})"
+            reference = _manual(mha, x, fill_mask(correct), keep_door=False)
+            wrong = _manual(mha, x, fill_mask(keep), keep_door=False)
+        where = (f"hand-written attention {_fill_text(sink, False)} before softmax on the "
+                 f"projections of {module_text(MHA, e, h)} (seed {SEED})")
     else:
         host = _host(p, sink)
         arg = sink if sink in FORWARD_ARGS[host] else (
@@ -196,7 +222,7 @@ def run_mha003(evidence: Dict[str, Any]) -> Dict[str, Any]:
         if host != MHA:
             mha = build(host, e, h, seed=SEED, batch_first=True)
         if arg in SQUARE_SINKS and shape == "padding":
-            correct, keep = _expand_for(host, correct, h), _expand_for(host, keep, h)
+            correct, keep = _expand(correct, h), _expand(keep, h)
             made += f", expanded to ({N}*{h}, {L}, {L})"
         with torch.no_grad():
             reference = forward(host, mha, x, **{arg: correct})
@@ -263,7 +289,7 @@ def run_mha004(evidence: Dict[str, Any]) -> Dict[str, Any]:
             "key_padding_mask" if shape == "padding" else "attn_mask")
         good = _pad() if shape == "padding" else _triu()
         if arg in SQUARE_SINKS and shape == "padding":
-            good = _expand_for(host, good, h)
+            good = _expand(good, h)
         numeric = good.to(dtype)
         module_obj = mha if host == MHA else build(host, e, h, seed=SEED, batch_first=True)
         # Slow path (training mode, dropout 0) and inference (eval + no_grad,
@@ -317,7 +343,8 @@ def _mha009_case(n: int, length: int, h: int, d: int) -> Tuple[Any, Any, Any]:
 
     torch.manual_seed(SEED)
     q, k, v = (torch.randn(n, h, length, d) for _ in range(3))
-    keep = torch.arange(length)[None, :] < torch.arange(length, length - n, -1).clamp(min=1)[:, None]
+    kept = torch.arange(length, length - n, -1).clamp(min=1)  # sample i keeps L - i keys
+    keep = torch.arange(length)[None, :] < kept[:, None]
     right = F.scaled_dot_product_attention(q, k, v, attn_mask=keep[:, None, None, :])
     return keep, right, lambda: F.scaled_dot_product_attention(q, k, v, attn_mask=keep)
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import ast
 import math
-from typing import Any, Callable, Dict, List, Optional, Tuple
+from typing import Any, Callable, Dict, List, Optional
 
 from . import Witness
 from ._common import (
@@ -121,8 +121,6 @@ def run_mha101(evidence: Dict[str, Any]) -> Dict[str, Any]:
 # ------------------------------------------------------------------ MHA102
 
 def run_mha102(evidence: Dict[str, Any]) -> Dict[str, Any]:
-    import torch
-
     p = Params(evidence)
     e, h = p.dims(default_e=256, default_h=8, max_e=MAX_WIDTH)
     length = _length(e)
