@@ -212,6 +212,13 @@ def test_json_is_strict_and_versioned():
     assert "threshold" in back["witnesses"]["MHA003"]
 
 
+def test_docs_thresholds_table_is_current():
+    from flake8_mha.confirm.docs import DOC, with_table
+
+    text = DOC.read_text(encoding="utf-8")
+    assert text == with_table(text), "run: python -m flake8_mha.confirm.docs"
+
+
 def test_select_and_ignore_are_prefixes():
     f = Finding("MHA901", 1, 1, "m", "a.py")
     assert _keep(f, None, None)

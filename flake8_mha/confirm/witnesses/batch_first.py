@@ -18,10 +18,10 @@ CONFIRMED when sample 0's output moves by more than {LEAK_THRESHOLD:g} (max abs)
 although only sample 1 changed (`x2[1] += 1`). Measured on torch 2.13 CPU
 (E=64, H=8, N=4, L=10, input seed 0, module seed 1, eval, no_grad):
 `nn.MultiheadAttention` 4.804e-01 (weights come back (10, 4, 4) instead of
-(4, 10, 10)), `TransformerEncoderLayer` 4.537e-01, `TransformerDecoderLayer`
-6.789e-01, `TransformerEncoder` (2 layers) 3.961e-01, `TransformerDecoder`
-(2 layers) 9.042e-01, `nn.Transformer` 6.745e-01. With `batch_first=True`:
-exactly 0 for every kind."""
+(4, 10, 10)); with feed-forward width 2E: `TransformerEncoderLayer` 4.166e-01,
+`TransformerDecoderLayer` 6.396e-01, `TransformerEncoder` (2 layers) 3.774e-01,
+`TransformerDecoder` (2 layers) 8.852e-01, `nn.Transformer` (1+1 layers)
+8.228e-01. With `batch_first=True`: exactly 0 for every kind."""
 
 
 def _leak(kind: str, e: int, h: int, batch_first: bool) -> Dict[str, Any]:

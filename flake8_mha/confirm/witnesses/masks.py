@@ -377,15 +377,16 @@ def run_mha009(evidence: Dict[str, Any]) -> Dict[str, Any]:
 WITNESSES = [
     Witness(
         code="MHA002",
-        summary=("Gives SDPA an MHA-convention mask (True = ignore) as is and inverted, on the "
-                 "projections of a seeded nn.MultiheadAttention, and compares both with the "
-                 "module itself."),
+        summary=("Gives SDPA (or torch.where(mask, scores, -inf)) an MHA-convention mask "
+                 "(True = ignore) as is and inverted, on a seeded nn.MultiheadAttention's "
+                 "projections, and compares both with the module itself."),
         threshold_text=f"""\
 CONFIRMED when the as-is mask's output differs from the module's by more than
 {ERROR_THRESHOLD:g} (max abs), or has NaN. Measured on torch 2.13 CPU (E=64, H=8,
 N=2, L=5, seed 0; sample 0 padded at keys 3-4): padding mask as is 1.347e+00,
 inverted 1.788e-07; sample 1 (no padding) gets every key masked and SDPA returns
-zeros there (no NaN). Causal `triu(..., 1).bool()` as is: 1.391e+00 (the last row
+zeros there (no NaN); through `torch.where(mask, scores, -inf)` the same 1.347e+00
+and sample 1 all NaN. Causal `triu(..., 1).bool()` as is: 1.391e+00 (the last row
 has every key masked).""",
         func=run_mha002,
     ),
@@ -400,6 +401,8 @@ more than {ERROR_THRESHOLD:g} (max abs over finite positions), or has NaN.
 Measured on torch 2.13 CPU (E=64, H=8, N=2, L=5, seed 0):
 `key_padding_mask=attention_mask.bool()` 1.347e+00 off for the padded sample and
 the unpadded sample 1 all NaN (eval, train and need_weights=False alike);
+`src_key_padding_mask` of `TransformerEncoderLayer` (fastpath) 1.180e+00 and
+sample 1 all NaN; `masked_fill(keep, -inf)` 1.347e+00, sample 1 all NaN;
 `attn_mask=tril(...).bool()` 1.391e+00 off, the last query row NaN.""",
         func=run_mha003,
     ),
@@ -412,7 +415,9 @@ CONFIRMED when the numeric mask raises, or its output differs from the bool
 mask's by more than {ERROR_THRESHOLD:g} (max abs). Measured on torch 2.13 CPU (E=64,
 H=8, N=2, L=5, seed 0): float32 `key_padding_mask` 9.082e-01, float32
 `triu(ones(L, L), 1)` as attn_mask 1.133e+00 (added to the logits: nothing
-masked); int64/int32/uint8: `AssertionError: only bool and floating types of
+masked); SDPA: float keep-mask 3.147e-01, float `tril` 7.047e-01;
+`TransformerEncoderLayer`: 8.044e-01 in training (added) but 0 on the eval
+fastpath, which reads the float mask as bool; int64/int32/uint8: `AssertionError: only bool and floating types of
 key_padding_mask are supported` (`... of attn_mask ...`); float64/float16 to a
 module: `RuntimeError: Input dtypes must be the same, got: input double, batch1:
 float, batch2: float`; any integer or float64 mask to SDPA: `RuntimeError:
@@ -426,7 +431,7 @@ Expected attn_mask dtype to be bool or float or to match query dtype, ...`.""",
         threshold_text=f"""\
 CONFIRMED when the L == N call differs from the (N, 1, 1, S) mask by more than
 {ERROR_THRESHOLD:g} (max abs) or the L != N call raises. Measured on torch 2.13 CPU
-(H=8, d=8, seed 0): L == N == 4: 1.524e+00, silently; N=2, L=3: `RuntimeError: The
+(H=8, d=8, seed 0): L == N == 4: 3.586e+00, silently; N=2, L=3: `RuntimeError: The
 size of tensor a (3) must match the size of tensor b (2) at non-singleton
 dimension 2`.""",
         func=run_mha009,

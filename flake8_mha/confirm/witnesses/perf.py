@@ -21,7 +21,7 @@ from ._common import (
 SEED = 0
 N = 2
 REPS = 5          # MHA102: its ratio is the verdict
-INFO_REPS = 3     # MHA101/MHA901: the profiler is the verdict, the time is information
+INFO_REPS = 5     # MHA101/MHA901: the profiler is the verdict, the time is information
 INFO_LENGTH = 256
 PROFILE_LENGTH = 16  # the kernel choice does not depend on the length: profile a short call
 # need_weights=True must cost at least this much more than False (ratio of
@@ -242,9 +242,10 @@ WITNESSES = [
 CONFIRMED when the even head count runs the fastpath kernel
 (`aten::_native_multi_head_attention` or `aten::_transformer_encoder_layer_fwd`)
 and the odd one does not. The time is reported, not judged: on torch 2.13 CPU
-(7 vs 8 heads, E=224, N=4, L=512) the default call (need_weights=True) took
-about 1.0-1.3x the even time on the math path, while with need_weights=False the
-odd count's SDPA path was *faster* (0.5-0.7x) than the fastpath.""",
+(1 thread, 7 vs 8 heads, E=112, N=2, L=256, four runs on a busy machine) the
+default call (need_weights=True, math path vs fastpath) took 0.9-1.4x the even
+time, with need_weights=False the odd count's SDPA path 0.6-0.8x (*faster*
+than the fastpath), and for `TransformerEncoderLayer` 0.6-0.9x.""",
         func=run_mha101,
         timing=True,
     ),
@@ -254,23 +255,25 @@ odd count's SDPA path was *faster* (0.5-0.7x) than the fastpath.""",
                  "need_weights=True vs False: ratio of medians of interleaved runs."),
         threshold_text=f"""\
 CONFIRMED when need_weights=True takes at least {WEIGHTS_RATIO_THRESHOLD}x the time of
-need_weights=False. Measured on torch 2.13 CPU (E=256, H=8, N=4, L=512, 2
-threads): 1.7x-2.4x (math path vs SDPA flash kernel); TORCH_FACTS: 2.2x at
-N=4, L=1024, E=448. For one or a few queries the cost is below timing noise.""",
+need_weights=False. Measured on torch 2.13 CPU (E=256, H=8, N=2, L=512, 1
+thread, four runs on a busy machine): 1.4x-2.0x (math path vs SDPA flash
+kernel); TORCH_FACTS: 2.2x at N=4, L=1024, E=448, 2 threads. For one or a few
+queries the cost is below timing noise.""",
         func=run_mha102,
         timing=True,
     ),
     Witness(
         code="MHA901",
-        summary=("Runs nn.MultiheadAttention with the finding's fastpath blockers and "
-                 "without (eval, no_grad, batch_first): which kernel ran and the time of each."),
+        summary=("Runs the module with the finding's fastpath blockers and without (eval, "
+                 "no_grad, batch_first): which kernel ran and the time of each."),
         threshold_text="""\
 CONFIRMED when the module without the blockers runs the fastpath kernel and the
 one with them does not. The time is reported, not judged: on torch 2.13 CPU
-(E=256, H=8, N=4, L=512) bias=False, add_bias_kv=True and add_zero_attn=True
-each took 1.4-1.6x the time on the default call (math path vs fastpath), but
-with need_weights=False the blocked module's SDPA path is faster than the
-fastpath (about 0.6x).""",
+(1 thread, E=256, H=8, N=2, L=256, four runs on a busy machine) the default
+call with `bias=False` took 1.0-1.3x and with `add_zero_attn=True` 0.9-1.4x
+the plain module's time (math path vs fastpath): below what a user would
+notice at this size. With need_weights=False the blocked module runs the SDPA
+path, which on this CPU is faster than the fastpath (TORCH_FACTS, "Speed").""",
         func=run_mha901,
         timing=True,
     ),
