@@ -153,6 +153,7 @@ def test_pylsp_publishes_mha_diagnostics_at_the_right_place(tmp_path):
     assert first["source"] == "flake8"
     assert first["message"].startswith("MHA001 MultiheadAttention built without batch_first")
     assert first["range"]["end"]["line"] == 9
+    assert first["severity"] == 2  # Warning: what docs/editors.md says pylsp shows
     # flake8's own checks come along (E501 here); pylsp's separate pycodestyle and
     # pyflakes plugins are off, so nothing is reported twice
     assert [d["code"] for d in diagnostics if d["code"] == "E501"] == ["E501"]
