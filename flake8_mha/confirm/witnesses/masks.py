@@ -6,7 +6,8 @@ Transformer layers read bool True as *ignore*; SDPA reads True as *attend*.
 """
 from __future__ import annotations
 
-from typing import Any, Dict, List, Optional, Tuple
+import math
+from typing import Any, Callable, Dict, List, Optional, Tuple
 
 from . import Witness
 from ._common import (
@@ -23,8 +24,6 @@ PAD_ROWS = ((False, False, False, True, True), (False, False, False, False, Fals
 # A wrong mask must move the output by more than float32 noise (~1e-7).
 ERROR_THRESHOLD = 1e-3
 
-PADDING_SINKS = ("key_padding_mask", "src_key_padding_mask", "tgt_key_padding_mask",
-                 "memory_key_padding_mask")
 SQUARE_SINKS = ("attn_mask", "src_mask", "tgt_mask", "memory_mask", "mask")
 # Hand-written attention: the evidence names the function as the sink.
 FILL_SINKS = ("masked_fill", "masked_fill_", "where")
@@ -39,12 +38,12 @@ SINK_HOST = {
 
 # --------------------------------------------------------------- set-ups
 
-def _setup(e: int, h: int, n: int = N, length: int = L) -> Tuple[Any, Any]:
+def _setup(e: int, h: int) -> Tuple[Any, Any]:
     """The seed recipe: torch.manual_seed(0), the module, then x."""
     import torch
 
     mha = build(MHA, e, h, seed=SEED, batch_first=True)
-    x = torch.randn(n, length, e)
+    x = torch.randn(N, L, e)
     return mha, x
 
 
@@ -56,43 +55,48 @@ def _pad() -> Any:
     return torch.tensor(PAD_ROWS)
 
 
-def _triu(length: int = L) -> Any:
+def _triu() -> Any:
     """MHA-convention causal mask: True above the diagonal = ignore."""
     import torch
 
-    return torch.triu(torch.ones(length, length, dtype=torch.bool), diagonal=1)
+    return torch.triu(torch.ones(L, L, dtype=torch.bool), diagonal=1)
 
 
-def _sdpa_with(mha: Any, x: Any, attn_mask: Any, **kwargs: Any) -> Any:
-    """SDPA on mha's own projections: the hand-written MHA of seed 000."""
+def _attention_on(mha: Any, x: Any, attend: Callable[[Any, Any, Any], Any]) -> Any:
+    """The hand-written MHA of seed 000: mha's own projections split into
+    heads, ``attend(q, k, v)``, heads merged, mha's out_proj."""
     import torch.nn.functional as F
 
     n, length, e = x.shape
     h = mha.num_heads
     q, k, v = (t.view(n, length, h, e // h).transpose(1, 2)
                for t in F.linear(x, mha.in_proj_weight, mha.in_proj_bias).chunk(3, dim=-1))
-    o = F.scaled_dot_product_attention(q, k, v, attn_mask=attn_mask, **kwargs)
-    return mha.out_proj(o.transpose(1, 2).reshape(n, length, e))
+    return mha.out_proj(attend(q, k, v).transpose(1, 2).reshape(n, length, e))
+
+
+def _sdpa_with(mha: Any, x: Any, attn_mask: Any) -> Any:
+    """SDPA on mha's projections."""
+    import torch.nn.functional as F
+
+    return _attention_on(mha, x, lambda q, k, v: F.scaled_dot_product_attention(
+        q, k, v, attn_mask=attn_mask))
 
 
 def _manual(mha: Any, x: Any, mask: Any, keep_door: bool) -> Any:
-    """Hand-written attention on mha's projections: the scores go through
+    """Softmax attention on mha's projections, the scores going through
     ``torch.where(mask, scores, -inf)`` (keep door: True = attend) or
-    ``scores.masked_fill(mask, -inf)`` (ignore door), then softmax and @ v."""
+    ``scores.masked_fill(mask, -inf)`` (ignore door)."""
     import torch
-    import torch.nn.functional as F
 
-    n, length, e = x.shape
-    h = mha.num_heads
-    q, k, v = (t.view(n, length, h, e // h).transpose(1, 2)
-               for t in F.linear(x, mha.in_proj_weight, mha.in_proj_bias).chunk(3, dim=-1))
-    scores = q @ k.transpose(-2, -1) / (e // h) ** 0.5
-    if keep_door:
-        scores = torch.where(mask, scores, float("-inf"))
-    else:
-        scores = scores.masked_fill(mask, float("-inf"))
-    weights = torch.softmax(scores, dim=-1)
-    return mha.out_proj((weights @ v).transpose(1, 2).reshape(n, length, e))
+    def attend(q: Any, k: Any, v: Any) -> Any:
+        scores = q @ k.transpose(-2, -1) / q.shape[-1] ** 0.5
+        if keep_door:
+            scores = torch.where(mask, scores, float("-inf"))
+        else:
+            scores = scores.masked_fill(mask, float("-inf"))
+        return torch.softmax(scores, dim=-1) @ v
+
+    return _attention_on(mha, x, attend)
 
 
 def _fill_text(sink: str, keep_door: bool) -> str:
@@ -114,22 +118,27 @@ def _shape(p: Params, sink: Optional[str]) -> str:
     return "padding"
 
 
-def _host(p: Params, sink: Optional[str]) -> str:
-    """The module whose argument receives the mask."""
+def _target(p: Params, sink: Optional[str], shape: str) -> Tuple[str, str]:
+    """The module and the forward argument that receive the mask."""
     raw = p.evidence.get("module")
     name = str(raw).rsplit(".", 1)[-1] if raw else None
-    if name in MODULE_KINDS and (sink is None or sink in FORWARD_ARGS[name]):
-        return name
+    if name in MODULE_KINDS and sink in FORWARD_ARGS[name]:
+        return name, sink
     host = SINK_HOST.get(sink or "", MHA)
-    if sink is None:
-        p.note(f"sink unknown: used {host}'s key_padding_mask")
-    return host
+    if sink in FORWARD_ARGS[host]:
+        return host, sink
+    arg = "key_padding_mask" if shape == "padding" else "attn_mask"
+    p.note(f"sink {'unknown' if sink is None else repr(sink)}: used {host}'s {arg}")
+    return host, arg
 
 
-def _expand(pad: Any, h: int) -> Any:
-    """An (N, S) padding mask as the (N*H, L, S) attention mask a module takes."""
-    n, s = pad.shape
-    return pad[:, None, None, :].expand(n, h, s, s).reshape(n * h, s, s)
+def _as_arg(mask: Any, arg: str, h: int) -> Any:
+    """The mask shaped for the argument: an (N, S) padding mask given to an
+    attention-mask argument becomes the (N*H, L, S) mask it takes."""
+    if arg not in SQUARE_SINKS or mask.dim() != 2 or mask.shape[0] != N:
+        return mask
+    n, s = mask.shape
+    return mask[:, None, None, :].expand(n, h, s, s).reshape(n * h, s, s)
 
 
 def _nan_words(samples: List[int], rows: int) -> str:
@@ -216,13 +225,11 @@ def run_mha003(evidence: Dict[str, Any]) -> Dict[str, Any]:
         where = (f"hand-written attention {_fill_text(sink, False)} before softmax on the "
                  f"projections of {module_text(MHA, e, h)} (seed {SEED})")
     else:
-        host = _host(p, sink)
-        arg = sink if sink in FORWARD_ARGS[host] else (
-            "key_padding_mask" if shape == "padding" else "attn_mask")
+        host, arg = _target(p, sink, shape)
         if host != MHA:
             mha = build(host, e, h, seed=SEED, batch_first=True)
         if arg in SQUARE_SINKS and shape == "padding":
-            correct, keep = _expand(correct, h), _expand(keep, h)
+            correct, keep = _as_arg(correct, arg, h), _as_arg(keep, arg, h)
             made += f", expanded to ({N}*{h}, {L}, {L})"
         with torch.no_grad():
             reference = forward(host, mha, x, **{arg: correct})
@@ -234,8 +241,12 @@ def run_mha003(evidence: Dict[str, Any]) -> Dict[str, Any]:
     rows = int(torch.isnan(wrong).all(dim=-1).sum())
     measured = {"max_error": diff["max_error"], "nan": diff["nan"], "nan_samples": samples,
                 "nan_rows": rows}
-    damage = (f"max error {fmt(diff['max_error'])} against the correct ignore-mask "
-              f"(finite positions); {_nan_words(samples, rows)}")
+    if math.isnan(diff["max_error"]):
+        error_words = "no finite output left to compare with the correct ignore-mask"
+    else:
+        error_words = (f"max error {fmt(diff['max_error'])} against the correct ignore-mask "
+                       "(finite positions)")
+    damage = f"{error_words}; {_nan_words(samples, rows)}"
     witness = f"{where}, x of shape ({N}, {L}, {e}), mask = the {made}, vs the inverted mask"
     return result(verdict(diff["max_error"] > ERROR_THRESHOLD or diff["nan"]),
                   witness, damage, measured, p)
@@ -284,13 +295,10 @@ def run_mha004(evidence: Dict[str, Any]) -> Dict[str, Any]:
         made = ("keep-mask (1 = attend) of shape (N, 1, 1, S)" if shape == "padding"
                 else "tril(ones(L, L)) (1 = attend)")
     else:
-        host = _host(p, sink)
-        arg = sink if sink in FORWARD_ARGS[host] else (
-            "key_padding_mask" if shape == "padding" else "attn_mask")
-        good = _pad() if shape == "padding" else _triu()
-        if arg in SQUARE_SINKS and shape == "padding":
-            good = _expand(good, h)
+        host, arg = _target(p, sink, shape)
+        good = _as_arg(_pad() if shape == "padding" else _triu(), arg, h)
         numeric = good.to(dtype)
+        expanded = f", expanded to ({N}*{h}, {L}, {L})" if good.dim() == 3 else ""
         module_obj = mha if host == MHA else build(host, e, h, seed=SEED, batch_first=True)
         # Slow path (training mode, dropout 0) and inference (eval + no_grad,
         # where TransformerEncoderLayer's fastpath reads float masks as bool).
@@ -302,7 +310,7 @@ def run_mha004(evidence: Dict[str, Any]) -> Dict[str, Any]:
             legs.append((label, lambda f=run_with: f(numeric), lambda f=run_with: f(good)))
         where = f"{module_text(host, e, h, batch_first=True)} (seed {SEED}), " \
                 f"{forward_text(host, **{arg: 'mask'})}"
-        made = ("padding mask (1 = ignore)" if shape == "padding"
+        made = ("padding mask (1 = ignore)" + expanded if shape == "padding"
                 else "triu(ones(L, L), 1) (1 = ignore)")
 
     measured: Dict[str, Any] = {"dtype": dtype_name}
@@ -417,11 +425,12 @@ H=8, N=2, L=5, seed 0): float32 `key_padding_mask` 9.082e-01, float32
 `triu(ones(L, L), 1)` as attn_mask 1.133e+00 (added to the logits: nothing
 masked); SDPA: float keep-mask 3.147e-01, float `tril` 7.047e-01;
 `TransformerEncoderLayer`: 8.044e-01 in training (added) but 0 on the eval
-fastpath, which reads the float mask as bool; int64/int32/uint8: `AssertionError: only bool and floating types of
-key_padding_mask are supported` (`... of attn_mask ...`); float64/float16 to a
-module: `RuntimeError: Input dtypes must be the same, got: input double, batch1:
-float, batch2: float`; any integer or float64 mask to SDPA: `RuntimeError:
-Expected attn_mask dtype to be bool or float or to match query dtype, ...`.""",
+fastpath, which reads the float mask as bool; int64/int32/uint8:
+`AssertionError: only bool and floating types of key_padding_mask are supported`
+(`... of attn_mask ...`); float64/float16 to a module: `RuntimeError: Input
+dtypes must be the same, got: input double, batch1: float, batch2: float`; any
+integer or float64 mask to SDPA: `RuntimeError: Expected attn_mask dtype to be
+bool or float or to match query dtype, ...`.""",
         func=run_mha004,
     ),
     Witness(
