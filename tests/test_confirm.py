@@ -107,6 +107,9 @@ CASES = {
     "mha008_fine": ("MHA008", {"embed_dim": 12, "num_heads": 3}),
     "mha008_unknown": ("MHA008", {"embed_dim": None, "num_heads": 3}),
     "mha009": ("MHA009", {"sink": "attn_mask", "mask": {"meaning": "keep", "shape": "padding"}}),
+    "mha009_additive": ("MHA009", {"sink": "attn_mask",
+                                   "mask": {"meaning": "additive", "kind": "additive",
+                                            "shape": "padding"}}),
     "mha101": ("MHA101", {"module": "MultiheadAttention", "embed_dim": 112, "num_heads": 7}),
     "mha101_layer": ("MHA101", {"module": "TransformerEncoderLayer", "num_heads": 3}),
     "mha102": ("MHA102", {"module": "MultiheadAttention", "embed_dim": 256, "num_heads": 8}),
@@ -263,8 +266,9 @@ def test_mha004_encoder_layer_float_mask_differs_between_train_and_eval(outcomes
     assert m["max_error (eval + no_grad)"] < 1e-5
 
 
-def test_mha009_silent_when_l_equals_n_and_a_shape_error_otherwise(outcomes):
-    o = outcomes["mha009"]
+@pytest.mark.parametrize("name", ["mha009", "mha009_additive"])
+def test_mha009_silent_when_l_equals_n_and_a_shape_error_otherwise(outcomes, name):
+    o = outcomes[name]
     assert o.verdict == CONFIRMED
     assert o.measured["max_error_L_equals_N"] > 0.5
     assert o.measured["exception_L_not_N"] == (

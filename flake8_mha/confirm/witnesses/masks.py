@@ -333,8 +333,9 @@ def run_mha004(evidence: Dict[str, Any]) -> Dict[str, Any]:
     if raised:
         measured["exception"] = raised
     measured["max_error"] = worst
-    witness = (f"{where} = a {dtype_name} 0/1 {made} vs the same mask as bool; "
-               f"x of shape ({N}, {L}, {e})")
+    witness = (f"{where} = a {dtype_name} 0/1 {made} vs the same mask as bool (in the "
+               f"argument's own convention, so a wrong polarity, MHA002/MHA003, is not part "
+               f"of this number); x of shape ({N}, {L}, {e})")
     confirmed = bool(raised) or worst > ERROR_THRESHOLD
     return result(verdict(confirmed), witness, "; ".join(words), measured, p)
 
@@ -345,16 +346,19 @@ MHA009_SILENT = (4, 4)   # N == L: the (N, S) mask broadcasts as (L, S) silently
 MHA009_RAISES = (2, 3)   # N != L: a shape error
 
 
-def _mha009_case(n: int, length: int, h: int, d: int) -> Tuple[Any, Any, Any]:
+def _mha009_case(n: int, length: int, h: int, d: int, additive: bool) -> Tuple[Any, Any]:
+    """(output with mask[:, None, None, :], call with the 2-D mask as is)."""
     import torch
     import torch.nn.functional as F
 
     torch.manual_seed(SEED)
     q, k, v = (torch.randn(n, h, length, d) for _ in range(3))
     kept = torch.arange(length, length - n, -1).clamp(min=1)  # sample i keeps L - i keys
-    keep = torch.arange(length)[None, :] < kept[:, None]
-    right = F.scaled_dot_product_attention(q, k, v, attn_mask=keep[:, None, None, :])
-    return keep, right, lambda: F.scaled_dot_product_attention(q, k, v, attn_mask=keep)
+    mask = torch.arange(length)[None, :] < kept[:, None]
+    if additive:  # 0 where kept, -inf elsewhere
+        mask = torch.zeros(mask.shape).masked_fill(~mask, float("-inf"))
+    right = F.scaled_dot_product_attention(q, k, v, attn_mask=mask[:, None, None, :])
+    return right, lambda: F.scaled_dot_product_attention(q, k, v, attn_mask=mask)
 
 
 def run_mha009(evidence: Dict[str, Any]) -> Dict[str, Any]:
@@ -363,21 +367,23 @@ def run_mha009(evidence: Dict[str, Any]) -> Dict[str, Any]:
     p = Params(evidence)
     e, h = p.dims()
     d = e // h
+    additive = p.mask().get("kind") == "additive" or p.mask().get("meaning") == "additive"
     with torch.no_grad():
         n, length = MHA009_SILENT
-        _, right, wrong_call = _mha009_case(n, length, h, d)
-        wrong = wrong_call()
-        silent = compare(right, wrong)
+        right, wrong_call = _mha009_case(n, length, h, d, additive)
+        silent = compare(right, wrong_call())
         n2, length2 = MHA009_RAISES
-        _, _, raising_call = _mha009_case(n2, length2, h, d)
+        _, raising_call = _mha009_case(n2, length2, h, d, additive)
         _, error = catch(raising_call)
     measured = {"max_error_L_equals_N": silent["max_error"], "exception_L_not_N": error}
     damage = (f"with L == N == {n}: runs silently, max error {fmt(silent['max_error'])} against "
               f"mask[:, None, None, :]; with N={n2}, L={length2}: "
               + (f"raised {error}" if error else "ran (no error)"))
-    witness = (f"F.scaled_dot_product_attention(q, k, v, attn_mask=keep) with q, k, v of shape "
-               f"(N, {h}, L, {d}) (seed {SEED}) and a 2-D (N, S) keep-mask (sample i keeps "
-               f"its first L - i keys), once with L == N = {n}, once with N={n2}, L={length2}")
+    made = ("additive float mask (0 = keep, -inf = padding)" if additive
+            else "bool keep-mask (True = attend)")
+    witness = (f"F.scaled_dot_product_attention(q, k, v, attn_mask=mask) with q, k, v of shape "
+               f"(N, {h}, L, {d}) (seed {SEED}) and a 2-D (N, S) {made}, sample i keeping "
+               f"its first L - i keys; once with L == N = {n}, once with N={n2}, L={length2}")
     confirmed = silent["max_error"] > ERROR_THRESHOLD or error is not None
     return result(verdict(confirmed), witness, damage, measured, p)
 
