@@ -9,6 +9,7 @@ is started for the remaining witnesses.
 """
 from __future__ import annotations
 
+import dataclasses
 import json
 import os
 import queue
@@ -33,6 +34,7 @@ DEFAULT_TIMEOUT = 30.0       # seconds per witness
 DEFAULT_BUDGET = 300.0       # seconds for all witnesses of a run
 STARTUP_TIMEOUT = 120.0      # seconds for a worker to import torch and say ready
 INSTALL_HINT = "pip install 'flake8-mha[confirm]'"
+_BUDGET_REASON = "time budget used up (raise it with --budget)"
 
 _PACKAGE_ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
@@ -240,11 +242,8 @@ class Runner:
             if self.progress:
                 self.progress(index, len(findings), finding)
             key = _key(finding)
-            if key in done:
-                twin = done[key]
-                outcomes.append(Outcome(finding, twin.verdict, twin.witness, twin.damage,
-                                        twin.measured, twin.assumed, twin.reason, 0.0,
-                                        twin.warnings))
+            if key in done:  # the same witness with the same evidence: share its outcome
+                outcomes.append(dataclasses.replace(done[key], finding=finding, seconds=0.0))
                 continue
             outcome = self._confirm(finding, start)
             if outcome.reason != _BUDGET_REASON:
@@ -282,6 +281,3 @@ class Runner:
             result.get("damage", ""), result.get("measured", {}), result.get("assumed", []),
             result.get("reason", ""), reply.get("seconds", 0.0), reply.get("warnings", []),
         )
-
-
-_BUDGET_REASON = "time budget used up (raise it with --budget)"
