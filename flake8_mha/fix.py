@@ -377,20 +377,38 @@ register(Fix(
 ))
 
 
+def _invert_ignore_mask(call: cst.Call, ctx: FixContext) -> Optional[cst.Call]:
+    mask = ctx.finding.evidence.get("mask") or {}
+    if mask.get("kind") != "bool":
+        return None  # ~ on a float 0/1 mask raises, on an integer one gives -1/-2: no fix
+    names = ctx.qualnames(ctx.original.func)
+    if any(n.endswith("scaled_dot_product_attention") for n in names):
+        return rewrite_argument("attn_mask", invert)(call, ctx)
+    if "torch.where" in names:  # torch.where(mask, scores, -inf) keeps where True, like SDPA
+        return rewrite_argument("condition", invert, position=0)(call, ctx)
+    return None
+
+
+MHA002_FIX = Fix(
+    "MHA002", "Invert the mask where it is used: `attn_mask=~mask`",
+    "The mask's True means ignore; SDPA's bool attn_mask (and torch.where's condition) keeps "
+    "where True. `~` at the sink flips exactly that argument and nothing upstream, so other "
+    "users of the mask are untouched. Only for a bool mask (`~` on a float or integer 0/1 "
+    "mask is wrong: that is MHA004's business); a mask already written `~m` at the sink is "
+    "left alone.",
+    _invert_ignore_mask,
+)
+
+
 def _load_optional_fixes() -> None:
-    """MHA002 once the mask rules exist: invert the ignore-mask where SDPA gets it."""
+    """MHA002's fix is declared once the mask rules (rules/masks.py) are present."""
     if "MHA002" in FIXES:
         return
     from .rules.base import REGISTRY, all_rules
 
     all_rules()
     if "MHA002" in REGISTRY:
-        register(Fix(
-            "MHA002", "Invert the mask where SDPA receives it: `attn_mask=~mask`",
-            "The mask's True meant ignore; SDPA's bool attn_mask True means attend. `~` at "
-            "the sink flips exactly that argument and nothing upstream.",
-            rewrite_argument("attn_mask", invert),
-        ))
+        register(MHA002_FIX)
 
 
 # -- applying -----------------------------------------------------------------------

@@ -77,24 +77,41 @@ def test_mha001_is_never_fixed():
         register(Fix("MHA001", "x", "y", lambda call, ctx: None))
 
 
-def test_mha002_fix_is_declared_when_the_mask_rules_exist():
+def _need_mha002():
     all_rules()
     if "MHA002" not in REGISTRY:
         pytest.skip("MHA002 (rules/masks.py) is not in this tree yet")
+
+
+def test_mha002_fix_inverts_the_rules_invalid_examples_at_the_sink():
+    _need_mha002()
     assert "MHA002" in fixable_codes()
+    expected = ["attn_mask=~pad[:, None, None, :])", "(q, k, v, ~future)"]
+    examples = REGISTRY["MHA002"].INVALID
+    assert len(examples) >= 2
+    for example, want in zip(examples, expected):
+        findings = analyze_source(example.source, "ex.py", codes=["MHA002"])
+        new, fixed = fix_source(example.source, findings)
+        assert [f.code for f in fixed] == ["MHA002"]
+        changed = [line for line in new.splitlines() if line not in example.source.splitlines()]
+        assert len(changed) == 1 and changed[0].endswith(want)
+        assert analyze_source(new, "ex.py", codes=["MHA002"]) == []
+
+
+def test_mha002_fix_leaves_a_numeric_mask_alone():
+    _need_mha002()
     src = textwrap.dedent("""\
+        import torch
         import torch.nn.functional as F
 
-        def attend(q, k, v, tokens, pad_id):
-            pad = tokens == pad_id
-            return F.scaled_dot_product_attention(q, k, v, attn_mask=pad[:, None, None, :])
+        def attend(q, k, v, L):
+            future = torch.triu(torch.ones(L, L), diagonal=1)
+            return F.scaled_dot_product_attention(q, k, v, attn_mask=future)
         """)
-    findings = [f for f in analyze_source(src, "t.py", codes=["MHA002"])]
-    if not findings:
-        pytest.skip("MHA002 does not fire on this example in this tree")
-    new, fixed = fix_source(src, findings)
-    assert "attn_mask=~pad[:, None, None, :]" in new
-    assert analyze_source(new, "t.py", codes=["MHA002"]) == []
+    findings = analyze_source(src, "t.py", codes=["MHA002"])
+    for f in findings:
+        assert f.evidence.get("mask", {}).get("kind") != "bool"
+    assert fix_source(src, findings) == (src, [])
 
 
 # -- MHA102 ------------------------------------------------------------------------------------
