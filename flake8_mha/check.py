@@ -135,14 +135,16 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--output-file", metavar="FILE", help="write the report to FILE")
     p.add_argument("--statistics", action="store_true", default=None,
                    help="count findings per code (text and github formats)")
-    p.add_argument("-j", "--jobs", metavar="N", help="check files in N processes ('auto': one per CPU)")
+    p.add_argument("-j", "--jobs", metavar="N",
+                   help="check files in N processes ('auto': one per CPU)")
     p.add_argument("--disable-noqa", action="store_true", default=None,
                    help="report findings even on lines with # noqa")
     mode = p.add_mutually_exclusive_group()
     mode.add_argument("--fix", action="store_true", help="apply the safe fixes to the files")
     mode.add_argument("--diff", action="store_true",
                       help="print the safe fixes as a unified diff; change nothing")
-    p.add_argument("--config", metavar="FILE", help="read settings from this pyproject.toml or setup.cfg")
+    p.add_argument("--config", metavar="FILE",
+                   help="read settings from this pyproject.toml or setup.cfg")
     p.add_argument("--isolated", action="store_true", help="ignore configuration files")
     return p
 

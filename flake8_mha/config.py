@@ -24,7 +24,8 @@ from typing import Any, Dict, List, Optional, Sequence, Tuple
 # too, as flake8 does).  Any directory holding a ``pyvenv.cfg`` is a
 # virtualenv, whatever its name, and is skipped as well.
 DEFAULT_EXCLUDES: Tuple[str, ...] = (
-    ".git", ".hg", ".svn", ".bzr", "CVS", ".tox", ".nox", ".venv", "venv", "__pycache__", "__pypackages__", "build", "dist", ".eggs", "*.egg",
+    ".git", ".hg", ".svn", ".bzr", "CVS", ".tox", ".nox", ".venv", "venv", "__pycache__",
+    "__pypackages__", "build", "dist", ".eggs", "*.egg",
     "*.egg-info", "node_modules", ".mypy_cache", ".pytest_cache", ".ruff_cache",
     ".ipynb_checkpoints", "site-packages",
 )
@@ -82,8 +83,9 @@ class Decider:
         if opts.ignore is not None:
             self.ignored = _sorted([*opts.ignore, *opts.extend_ignore])
         else:
+            enabled = opts.enable_extensions
             defaults = [c for c in default_ignore()
-                        if not any(c.startswith(e) or e.startswith(c) for e in opts.enable_extensions)]
+                        if not any(c.startswith(e) or e.startswith(c) for e in enabled)]
             self.ignored = _sorted([*defaults, *opts.extend_ignore])
 
     def __call__(self, code: str) -> bool:

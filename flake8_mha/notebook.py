@@ -100,7 +100,8 @@ def load(raw: str) -> dict:
 
 def is_python(nb: dict) -> bool:
     meta = nb.get("metadata") or {}
-    lang = (meta.get("language_info") or {}).get("name") or (meta.get("kernelspec") or {}).get("language")
+    lang = (meta.get("language_info") or {}).get("name") or \
+        (meta.get("kernelspec") or {}).get("language")
     return lang is None or str(lang).lower() in ("python", "python3", "ipython", "python 3")
 
 

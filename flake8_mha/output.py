@@ -245,7 +245,8 @@ def render_sarif(items: Sequence[Item], problems: Sequence[Problem], codes: Sequ
     for p in problems:
         note: dict = {"level": "error", "message": {"text": p.text()},
                       "descriptor": {"id": "E999"}}
-        physical = {"artifactLocation": {"uri": artifact_uri(p.path, root), "uriBaseId": "%SRCROOT%"}}
+        physical = {"artifactLocation": {"uri": artifact_uri(p.path, root),
+                                         "uriBaseId": "%SRCROOT%"}}
         line = p.file_line if p.cell is not None else p.line
         if line is not None:
             physical["region"] = {"startLine": line}
@@ -253,7 +254,9 @@ def render_sarif(items: Sequence[Item], problems: Sequence[Problem], codes: Sequ
                 physical["region"]["startColumn"] = p.col
         note["locations"] = [{"physicalLocation": physical}]
         notifications.append(note)
-    root_uri = "file://" + quote(os.path.abspath(root or os.getcwd()).replace(os.sep, "/"), safe="/:")
+    root_path = os.path.abspath(root or os.getcwd()).replace(os.sep, "/")
+    root_uri = "file://" + quote(root_path if root_path.startswith("/") else "/" + root_path,
+                                 safe="/:")
     if not root_uri.endswith("/"):
         root_uri += "/"
     run = {

@@ -206,11 +206,15 @@ def test_parallel_jobs_give_the_same_output_in_the_same_order(tmp_path):
     shutil.copy(DATA / "bad_model.py", tmp_path / "fixtures" / "bad_model.py")
     serial = run("check", "--isolated", "--select", "MHA", "fixtures", cwd=tmp_path)
     for jobs in ("2", "3", "auto"):
-        parallel = run("check", "--isolated", "--select", "MHA", "-j", jobs, "fixtures", cwd=tmp_path)
+        parallel = run("check", "--isolated", "--select", "MHA", "-j", jobs, "fixtures",
+                       cwd=tmp_path)
         assert (parallel.returncode, parallel.stdout) == (serial.returncode, serial.stdout)
-    assert serial.stdout.splitlines() == sorted(
-        serial.stdout.splitlines(), key=lambda l: (l.split(":")[0], int(l.split(":")[1]),
-                                                   int(l.split(":")[2]), l.split()[1]))
+
+    def key(line):
+        path, row, col = line.split(":")[:3]
+        return path, int(row), int(col), line.split()[1]
+
+    assert serial.stdout.splitlines() == sorted(serial.stdout.splitlines(), key=key)
 
 
 # -- errors and usage ---------------------------------------------------------------

@@ -37,7 +37,8 @@ def _flake8_executable() -> str:
         return str(here)
     found = shutil.which("flake8")
     if found is None:
-        pytest.skip("no flake8 executable next to this Python or on PATH: pylsp runs flake8 as a program")
+        pytest.skip("no flake8 executable next to this Python or on PATH: "
+                    "pylsp runs flake8 as a program")
     return found
 
 

@@ -281,7 +281,8 @@ def test_diff_shows_the_fix_and_changes_nothing(work):
         "-        y = F.scaled_dot_product_attention(q, k, v, attn_mask=causal, is_causal=True)",
         "-        z = F.scaled_dot_product_attention(q, k, v, dropout_p=self.p)",
         "+        y = F.scaled_dot_product_attention(q, k, v, attn_mask=causal)",
-        "+        z = F.scaled_dot_product_attention(q, k, v, dropout_p=self.p if self.training else 0.0)",
+        "+        z = F.scaled_dot_product_attention(q, k, v, dropout_p=self.p if self.training "
+        "else 0.0)",
         "         return out, y, z",
     ]
     clean = run("check", "--diff", "good_model.py", cwd=work)

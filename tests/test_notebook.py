@@ -131,7 +131,8 @@ def test_not_a_notebook(tmp_path):
     (tmp_path / "broken.ipynb").write_text("{not json", encoding="utf-8")
     proc = run("check", "broken.ipynb", cwd=tmp_path)
     assert proc.returncode == 2
-    assert proc.stderr.splitlines() == ["broken.ipynb: error: not a notebook: invalid JSON at line 1"]
+    assert proc.stderr.splitlines() == [
+        "broken.ipynb: error: not a notebook: invalid JSON at line 1"]
 
 
 def test_other_languages_are_skipped(tmp_path):

@@ -114,7 +114,8 @@ def test_sarif_is_valid_and_complete(work):
         assert driver["rules"][r["ruleIndex"]]["id"] == r["ruleId"]
     loc = results[0]["locations"][0]["physicalLocation"]
     # relative, forward slashes, URI-escaped: what GitHub code scanning maps to the repository
-    assert loc["artifactLocation"] == {"uri": "src/my%20models/bad_model.py", "uriBaseId": "%SRCROOT%"}
+    assert loc["artifactLocation"] == {"uri": "src/my%20models/bad_model.py",
+                                       "uriBaseId": "%SRCROOT%"}
     assert loc["region"] == {"startLine": 10, "startColumn": 21}
     assert results[0]["message"]["text"].startswith("MultiheadAttention built without batch_first")
     assert sarif_run["invocations"][0]["executionSuccessful"] is True
