@@ -2,6 +2,7 @@
 promise that the user's code is never imported."""
 from __future__ import annotations
 
+import importlib.util
 import io
 import json
 import os
@@ -56,6 +57,11 @@ def _confirm(args, cwd, env=None):
                           env=env or _env(), capture_output=True, text=True, timeout=120)
 
 
+def _needs_torch():
+    if importlib.util.find_spec("torch") is None:
+        pytest.skip("torch is not installed (pip install 'flake8-mha[confirm]')")
+
+
 def _needs_engine():
     try:
         from flake8_mha.engine import check_paths  # noqa: F401
@@ -78,7 +84,7 @@ def _canaries(directory: pathlib.Path):
 
 def test_confirms_without_ever_importing_the_users_code(project):
     _needs_engine()
-    pytest.importorskip("torch")
+    _needs_torch()
     out = project / "report.json"
     proc = _confirm([".", "--select", "MHA00", "--json", str(out)], cwd=project)
     assert proc.returncode == 1, proc.stderr
@@ -110,7 +116,7 @@ def test_confirms_without_ever_importing_the_users_code(project):
 
 def test_fail_on_none_and_ignore(project):
     _needs_engine()
-    pytest.importorskip("torch")
+    _needs_torch()
     proc = _confirm([".", "--select", "MHA0", "--ignore", "MHA008,MHA1", "--fail-on", "none",
                      "--no-progress"], cwd=project)
     assert proc.returncode == 0, proc.stderr
@@ -122,7 +128,7 @@ def test_fail_on_none_and_ignore(project):
 
 def test_nothing_to_confirm_exits_zero(tmp_path):
     _needs_engine()
-    pytest.importorskip("torch")
+    _needs_torch()
     (tmp_path / "clean.py").write_text(CLEAN)
     proc = _confirm(["clean.py"], cwd=tmp_path)
     assert proc.returncode == 0, proc.stderr
