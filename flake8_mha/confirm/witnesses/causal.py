@@ -47,6 +47,8 @@ def run_mha005(evidence: Dict[str, Any]) -> Dict[str, Any]:
             p.note(f"flag unknown: used {DEFAULT_FLAG[kind]}")
         flag = DEFAULT_FLAG[kind]
     mask_arg = MASK_FOR_FLAG.get((kind, flag)) or MASK_FOR_FLAG[flag]
+    if evidence.get("mask_arg") not in (None, mask_arg):
+        p.note(f"mask_arg {evidence['mask_arg']!r} does not go with {flag}: used {mask_arg}")
     batch_first = evidence.get("batch_first")
     if batch_first is None:
         batch_first = True
