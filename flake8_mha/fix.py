@@ -8,8 +8,8 @@ LibCST keeps formatting and comments.
 
 Adding a fix is one declaration, for example::
 
-    register(Fix("MHA002", "Invert the mask where SDPA receives it: `~mask`",
-                 "...", rewrite_argument("attn_mask", invert)))
+    register(Fix("MHA0XX", "Invert the mask where SDPA receives it: `~mask`",
+                 "when it is safe, and why", rewrite_argument("attn_mask", invert)))
 
 MHA001 is never fixed: adding ``batch_first=True`` changes how the caller's
 tensors are read, and only the author knows their layout.
@@ -99,7 +99,6 @@ def register(fix: Fix) -> Fix:
 
 
 def fixable_codes() -> FrozenSet[str]:
-    _load_optional_fixes()
     return frozenset(FIXES)
 
 
@@ -389,7 +388,7 @@ def _invert_ignore_mask(call: cst.Call, ctx: FixContext) -> Optional[cst.Call]:
     return None
 
 
-MHA002_FIX = Fix(
+MHA002_FIX = register(Fix(
     "MHA002", "Invert the mask where it is used: `attn_mask=~mask`",
     "The mask's True means ignore; SDPA's bool attn_mask (and torch.where's condition) keeps "
     "where True. `~` at the sink flips exactly that argument and nothing upstream, so other "
@@ -397,18 +396,7 @@ MHA002_FIX = Fix(
     "mask is wrong: that is MHA004's business); a mask already written `~m` at the sink is "
     "left alone.",
     _invert_ignore_mask,
-)
-
-
-def _load_optional_fixes() -> None:
-    """MHA002's fix is declared once the mask rules (rules/masks.py) are present."""
-    if "MHA002" in FIXES:
-        return
-    from .rules.base import REGISTRY, all_rules
-
-    all_rules()
-    if "MHA002" in REGISTRY:
-        register(MHA002_FIX)
+))
 
 
 # -- applying -----------------------------------------------------------------------
@@ -449,7 +437,6 @@ def fix_source(source: str, findings: Sequence[Finding], path: str = "<string>"
 
     A result that does not parse is thrown away whole (the source comes back
     unchanged)."""
-    _load_optional_fixes()
     wanted = [f for f in findings if f.code in FIXES]
     if not wanted:
         return source, []
