@@ -91,6 +91,8 @@ class IsCausalWithoutMask(Rule):
 class SdpaMaskAndCausal(Rule):
     CODE = "MHA006"
     NAME = "sdpa-mask-and-causal"
+    FIX_TITLE = ("Drop `is_causal=True` when `attn_mask` already is the causal mask (only then; "
+                 "`flake8-mha check --fix`)")
     MESSAGE = (
         "scaled_dot_product_attention given attn_mask together with is_causal: it raises "
         "with dropout and silently applies both masks otherwise"
