@@ -40,17 +40,24 @@ def _encoding(data: bytes) -> str:
     return encoding
 
 
+def read_bytes(path: str, out: FileOutcome) -> Optional[bytes]:
+    """The file's bytes, or None with the reason recorded on ``out``."""
+    try:
+        with open(path, "rb") as fh:
+            return fh.read()
+    except OSError as exc:
+        out.problems.append(Problem(path, f"cannot read the file: {exc.strerror or exc}"))
+        return None
+
+
 def check_python(path: str, codes: Sequence[str], disable_noqa: bool = False,
                  mode: str = "check") -> FileOutcome:
     from .engine import SourceSyntaxError, decode_source
     from .fix import fixable_codes, lint_text
 
     out = FileOutcome(path)
-    try:
-        with open(path, "rb") as fh:
-            data = fh.read()
-    except OSError as exc:
-        out.problems.append(Problem(path, f"cannot read the file: {exc.strerror or exc}"))
+    data = read_bytes(path, out)
+    if data is None:
         return out
     try:
         text = decode_source(data)

@@ -242,16 +242,13 @@ def dump_like(nb: dict, raw: str) -> str:
 
 def check_notebook(path: str, codes: Sequence[str], disable_noqa: bool = False,
                    mode: str = "check"):
-    from .check import FileOutcome
+    from .check import FileOutcome, read_bytes
     from .engine import SourceSyntaxError
     from .fix import fix_source, fixable_codes, lint_text
 
     out = FileOutcome(path)
-    try:
-        with open(path, "rb") as fh:
-            data = fh.read()
-    except OSError as exc:
-        out.problems.append(Problem(path, f"cannot read the file: {exc.strerror or exc}"))
+    data = read_bytes(path, out)
+    if data is None:
         return out
     try:
         raw = data.decode("utf-8-sig")
