@@ -77,6 +77,7 @@ class Mask:
     kind_origin: Optional[Origin] = None
     shape_origin: Optional[Origin] = None
     none: bool = False  # the value None: no mask at all
+    causal: bool = False  # the meaning comes from a triangle (positions against positions)
 
     @property
     def shape(self) -> Optional[str]:
@@ -166,6 +167,7 @@ def join(a: Mask, b: Mask) -> Mask:
         origin=(a.origin or b.origin) if meaning is not None else None,
         kind_origin=(a.kind_origin or b.kind_origin) if kind is not None else None,
         shape_origin=(a.shape_origin or b.shape_origin) if layout is not None else None,
+        causal=(a.causal or b.causal) if meaning is not None else False,
     )
 
 
@@ -219,7 +221,8 @@ def combine(a: Mask, b: Mask, node: cst.CSTNode, text: str, op: str) -> Mask:
     return Mask(meaning=a.meaning, kind=kind, layout=layout,
                 dtype=a.dtype if a.dtype == b.dtype else None, origin=origin,
                 kind_origin=(a.kind_origin or b.kind_origin) if kind else None,
-                shape_origin=Origin(node, text) if layout else None)
+                shape_origin=Origin(node, text) if layout else None,
+                causal=a.causal or b.causal)
 
 
 # --------------------------------------------------------------------------- torch names
@@ -448,6 +451,7 @@ class MaskEvaluator:
         self._callers: Optional[Dict[int, List[Tuple[CallSite, int]]]] = None
         self._positions = None
         self._caller_depth = 0
+        self._mutation_cache: Dict[int, set] = {}
 
     # ----------------------------------------------------------------- helpers
     def text(self, node: cst.CSTNode) -> str:
@@ -545,6 +549,9 @@ class MaskEvaluator:
         defs = lookup(node.value, env, scope)
         if not defs:
             return UNKNOWN_MASK
+        for d in defs:
+            if d.scope is not None and node.value in self._mutations(d.scope):
+                return UNKNOWN_MASK  # changed in place: x.fill_(v), x.triu_(1), x[i] = v
         return join_all([self._def(d, frame, depth) for d in defs])
 
     def _def(self, d: Def, frame: Optional[Frame], depth: int) -> Mask:
@@ -637,9 +644,11 @@ class MaskEvaluator:
         if low in IGNORE_PARAM_NAMES:
             origin = Origin(p, f"parameter {name}", by_name=True)
             return Mask(meaning=IGNORE, kind=BOOL, dtype="bool", origin=origin, kind_origin=origin)
-        if low in KEEP_PARAM_NAMES:
-            # a tokenizer's mask, or one the caller already converted: the
-            # meaning is the common one (1 = real token), the dtype is not known
+        if low in KEEP_PARAM_NAMES and any(
+                is_token_name(cst.Name(q.name.value)) for q in _params(func) + list(func.params.kwonly_params)):
+            # beside the token ids it is the tokenizer's mask (1 = real token);
+            # alone (an attention layer's parameter) it is whatever the model
+            # made of it: additive, or True = ignore (transformers does both)
             return Mask(meaning=KEEP, origin=Origin(p, f"parameter {name}", by_name=True))
         return None
 
@@ -673,6 +682,14 @@ class MaskEvaluator:
             if not v.none and v.meaning is None and v.kind is None:
                 return UNKNOWN_MASK
         return join_all(values)
+
+    def _mutations(self, scope: Scope) -> set:
+        key = id(scope)
+        found = self._mutation_cache.get(key)
+        if found is None:
+            found = _mutated_names(scope.node)
+            self._mutation_cache[key] = found
+        return found
 
     # ----------------------------------------------------------------- callers
     def callers(self) -> Dict[int, List[Tuple[CallSite, int]]]:
@@ -902,7 +919,7 @@ class MaskEvaluator:
                     dtype="bool" if new_kind == BOOL else inner.dtype, tri=tri,
                     origin=origin if meaning else None,
                     kind_origin=inner.kind_origin if new_kind == inner.kind else Origin(node, self.text(node)),
-                    shape_origin=inner.shape_origin)
+                    shape_origin=inner.shape_origin, causal=inner.causal or inner.tri is not None)
 
     def _binop(self, node: cst.BinaryOperation, env, scope, frame, depth) -> Mask:
         op = type(node.operator)
@@ -1156,7 +1173,7 @@ class MaskEvaluator:
             out = self._flip(inner, node, kind=BOOL)
             return replace(out, dtype="bool", kind_origin=origin_kind)
         origin = Origin(node, text, by_name=bool(inner.origin and inner.origin.by_name))
-        return Mask(meaning=which, origin=origin, **base)
+        return Mask(meaning=which, origin=origin, causal=inner.causal, **base)
 
     def _pad_compare(self, tokens, op: str, node, text, env, scope, frame) -> Mask:
         meaning = {"==": IGNORE, "!=": KEEP}.get(op)
@@ -1202,7 +1219,7 @@ class MaskEvaluator:
                 return UNKNOWN_MASK
             origin = Origin(node, text)
             return Mask(meaning=meaning, kind=BOOL, dtype="bool", layout=("L", "S"), origin=origin,
-                        kind_origin=origin, shape_origin=origin)
+                        kind_origin=origin, shape_origin=origin, causal=True)
         if la is not None:
             axis, other, o = la, right, op
         else:
@@ -1399,6 +1416,9 @@ class MaskEvaluator:
         elif like is None:
             if what in ("ones", "zeros", "empty"):
                 kind, dtype = FLOAT01, "float32"
+        # a constant tensor is not a 0/1 mask yet: its kind is decided by what is made of it
+        fresh_kind = kind
+        kind = None
         fill = what
         if what == "full":
             neg = self._neg(fill_value, env, scope, frame, depth) if fill_value is not None else None
@@ -1407,8 +1427,8 @@ class MaskEvaluator:
             else:
                 v = self._number(fill_value, env, scope, frame) if fill_value is not None else None
                 fill = "ones" if v in (1, True) else "zeros" if v in (0, False) and v is not None else None
-                if kind is None and isinstance(v, bool):
-                    kind, dtype = BOOL, "bool"
+                if fresh_kind is None and isinstance(v, bool):
+                    fresh_kind, dtype = BOOL, "bool"
         layout = None
         shape_origin = None
         if like is not None:
@@ -1423,8 +1443,10 @@ class MaskEvaluator:
             elif len(dims) == 4:
                 layout = tuple("1" if self._number(d, env, scope, frame) == 1 else "?" for d in dims[:2]) \
                     + ("L", "S")
-        return Mask(kind=kind if fill != "neg" else None, dtype=dtype, layout=layout, fill=fill,
-                    kind_origin=self.origin(node) if kind else None, shape_origin=shape_origin)
+        if fresh_kind is not None and dtype is None:
+            dtype = {FLOAT01: "float", INT: "int"}.get(fresh_kind)  # a floating dtype not named
+        return Mask(dtype=dtype if fill != "neg" else None, layout=layout, fill=fill,
+                    shape_origin=shape_origin)
 
     def _dtype_of(self, node, env, scope, frame) -> Tuple[Optional[str], Optional[str]]:
         through = self._through_frame(node, env, scope, frame)
@@ -1506,7 +1528,7 @@ class MaskEvaluator:
         if qn in _GENERATE:
             origin = self.origin(node)
             return Mask(meaning=ADDITIVE, kind=ADDITIVE, layout=("L", "S"), dtype="float32",
-                        origin=origin, kind_origin=origin, shape_origin=origin)
+                        origin=origin, kind_origin=origin, shape_origin=origin, causal=True)
         if qn in ("torch.logical_not", "torch.bitwise_not"):
             src = _arg(node, 0, "input")
             if src is None:
@@ -1570,10 +1592,11 @@ class MaskEvaluator:
         meaning = tri_meaning(tri)
         origin = self.origin(node)
         layout = base.layout or ("L", "S")
-        return Mask(meaning=meaning, kind=base.kind, dtype=base.dtype, layout=layout, tri=tri,
-                    origin=origin if meaning else None,
-                    kind_origin=(origin if base.fill == "ones" else base.kind_origin) if base.kind else None,
-                    shape_origin=origin)
+        kind = base.kind or _kind_of_dtype(base.dtype)
+        dtype = base.dtype if base.dtype in _KNOWN_DTYPE_NAMES else None
+        return Mask(meaning=meaning, kind=kind, dtype=dtype, layout=layout, tri=tri,
+                    causal=True, origin=origin if meaning else None,
+                    kind_origin=origin if kind else None, shape_origin=origin)
 
     def _where(self, cond, a, b, node, env, scope, frame, depth) -> Mask:
         """``torch.where(m, 0, -inf)`` makes an additive mask from a keep mask."""
@@ -1795,6 +1818,63 @@ class MaskEvaluator:
                             origin=origin, kind_origin=origin, shape_origin=origin)
             return None
         return None
+
+
+_KNOWN_DTYPE_NAMES = {dt for _, dt in _DTYPES.values()}
+
+
+def _kind_of_dtype(dtype: Optional[str]) -> Optional[str]:
+    if dtype is None:
+        return None
+    if dtype == "bool":
+        return BOOL
+    if dtype.startswith(("float", "bfloat")):
+        return FLOAT01
+    if dtype.startswith(("int", "uint")):
+        return INT
+    return None
+
+
+_HARMLESS_INPLACE = {"requires_grad_", "share_memory_", "retain_grad"}
+
+
+def _mutated_names(root: cst.CSTNode) -> set:
+    """Names changed in place in a function (or module) body, not counting
+    nested functions and classes: ``x.fill_(v)``, ``x.masked_fill_(m, v)``,
+    ``x[i] = v``, ``x[i] += v``."""
+    from .flow import children
+
+    out: set = set()
+    stack = list(children(root.body)) if isinstance(root, cst.FunctionDef) else list(children(root))
+    while stack:
+        n = stack.pop()
+        if isinstance(n, (cst.FunctionDef, cst.ClassDef, cst.Lambda)):
+            continue
+        if isinstance(n, cst.Call) and isinstance(n.func, cst.Attribute):
+            attr = n.func.attr.value
+            if attr.endswith("_") and not attr.endswith("__") and attr not in _HARMLESS_INPLACE:
+                base = _root_of(n.func.value)
+                if base is not None:
+                    out.add(base)
+        elif isinstance(n, cst.Assign):
+            for t in n.targets:
+                if isinstance(t.target, cst.Subscript):
+                    base = _root_of(t.target.value)
+                    if base is not None:
+                        out.add(base)
+        elif isinstance(n, cst.AugAssign) and isinstance(n.target, cst.Subscript):
+            base = _root_of(n.target.value)
+            if base is not None:
+                out.add(base)
+        stack.extend(children(n))
+    return out
+
+
+def _root_of(node: cst.CSTNode) -> Optional[str]:
+    """``m`` for ``m``, ``m[...]``, ``m.view(...)``-free chains of subscripts."""
+    while isinstance(node, cst.Subscript):
+        node = node.value
+    return node.value if isinstance(node, cst.Name) else None
 
 
 def _index_layout(layout: Optional[Layout], elements) -> Optional[Layout]:

@@ -186,7 +186,6 @@ def test_unknown_diagonals_stay_unknown():
 @pytest.mark.parametrize("expr,meaning,kind", [
     ('batch["attention_mask"]', KEEP, INT),
     ("inputs.attention_mask", KEEP, INT),
-    ("attention_mask", KEEP, None),
     ("key_padding_mask", IGNORE, BOOL),
     ("padding_mask", IGNORE, BOOL),
     ("pad_mask", IGNORE, BOOL),
@@ -196,7 +195,7 @@ def test_unknown_diagonals_stay_unknown():
 ])
 def test_name_sources(expr, meaning, kind):
     m = only_value(f"""
-        def f(q, k, v, batch, inputs, attention_mask, key_padding_mask, padding_mask, pad_mask,
+        def f(q, k, v, batch, inputs, key_padding_mask, padding_mask, pad_mask,
               src_key_padding_mask, mask, attn_mask):
             return F.scaled_dot_product_attention(q, k, v, attn_mask={expr})
         """)
@@ -204,6 +203,22 @@ def test_name_sources(expr, meaning, kind):
     assert m.shape is None
     if meaning is not None:
         assert m.origin.by_name
+
+
+def test_attention_mask_parameter_counts_only_beside_token_ids():
+    """Inside attention layers transformers passes additive and True = ignore
+    masks under the name attention_mask; beside the token ids it is the
+    tokenizer's (1 = real token)."""
+    entry = only_value("""
+        def f(q, k, v, input_ids, attention_mask):
+            return F.scaled_dot_product_attention(q, k, v, attn_mask=attention_mask)
+        """)
+    assert (entry.meaning, entry.kind) == (KEEP, None) and entry.origin.by_name
+    layer = only_value("""
+        def f(q, k, v, hidden_states, attention_mask):
+            return F.scaled_dot_product_attention(q, k, v, attn_mask=attention_mask)
+        """)
+    assert layer.meaning is None
 
 
 # ----------------------------------------------------------------------------- transfers
@@ -355,12 +370,26 @@ def test_buffer_crosses_methods():
                 T = q.size(-2)
                 att = q @ k.transpose(-2, -1)
                 good = att.masked_fill(self.causal[:, :, :T, :T] == 0, float("-inf"))
-                bad = att.masked_fill(self.causal[:, :, :T, :T].bool(), float("-inf"))
                 y1 = F.scaled_dot_product_attention(q, k, v, attn_mask=self.future[:T, :T])
                 y2 = F.scaled_dot_product_attention(q, k, v, attn_mask=~self.future[:T, :T])
-                return good, bad, y1, y2
+                y3 = F.scaled_dot_product_attention(q, k, v, attn_mask=self.causal[:, :, :T, :T] == 1)
+                return good, y1, y2, y3
         """
-    assert got(src) == {(12, 15, "MHA003"), (13, 14, "MHA002")}
+    assert got(src) == {(12, 14, "MHA002")}
+    values = [v for _, v in sink_values(src)]
+    assert [v.meaning for v in values] == [IGNORE, IGNORE, KEEP, KEEP]
+
+
+def test_triangles_are_not_judged_at_masked_fill():
+    """Masking a triangle of pairwise scores is a legitimate constraint outside
+    causal attention (span scoring, reading order): only attention sinks judge it."""
+    src = """
+        def pair_logits(q, k, L):  # not attention: a pairwise ordering head
+            logits = q @ k.transpose(-2, -1)
+            lower = torch.tril(torch.ones(L, L, device=q.device)).bool()
+            return logits.masked_fill(lower.unsqueeze(0), -1e4)
+        """
+    assert got(src) == set()
 
 
 def test_helpers_are_summarised_with_bound_arguments():
@@ -529,6 +558,34 @@ def test_square_masks_are_never_mha009():
             return a, b
         """
     assert got(src) == set()
+
+
+def test_in_place_mutation_makes_a_name_unknown():
+    """open_clip/CLIP build causal masks in place: the definition alone is stale."""
+    src = """
+        def f(q, k, v, L, tokens, pad_id):
+            mask = torch.empty(L, L)
+            mask.fill_(float("-inf"))
+            mask.triu_(1)
+            a = F.scaled_dot_product_attention(q, k, v, attn_mask=mask)
+            pad = tokens == pad_id
+            pad[:, 0] = False
+            b = F.scaled_dot_product_attention(q, k, v, attn_mask=pad[:, None, None, :])
+            full = torch.zeros(L, L)
+            full[:4, :4] = float("-inf")
+            c = F.scaled_dot_product_attention(q, k, v, attn_mask=full)
+            return a, b, c
+        """
+    assert [v.known for _, v in sink_values(src)] == [False, False, False]
+    assert got(src) == set()
+
+
+def test_constant_tensors_are_not_01_masks():
+    m = only_value("""
+        def f(q, k, v, L):
+            return F.scaled_dot_product_attention(q, k, v, attn_mask=torch.zeros(L, L))
+        """)
+    assert (m.meaning, m.kind) == (None, None)
 
 
 def test_unknown_never_fires():

@@ -77,7 +77,8 @@ class IgnoreMaskToSdpa(_MaskRule):
           more (no call of that function in the file passes a mask whose meaning
           is known).
         - `torch.where(mask, scores, -inf)` keeps the scores where the mask is
-          True, the same door as SDPA: an ignore-mask there is reported too.
+          True, the same door as SDPA: an ignore-mask there is reported too, unless
+          its meaning comes from a triangle (see MHA003).
         - A float or integer 0/1 ignore-mask reports MHA004 as well.
         - Branches join: a mask that is an ignore-mask on one path and unknown or
           a keep-mask on another is not reported; `None` on a path does not count.
@@ -124,7 +125,7 @@ class IgnoreMaskToSdpa(_MaskRule):
         if sink is None or sink.door != KEEP:
             return
         mask = a.value(sink)
-        if mask.meaning == IGNORE and mask.kind in (BOOL, None):
+        if mask.meaning == IGNORE and mask.kind in (BOOL, None) and not mask.causal:
             yield self._message(sink, mask)
 
     def _message(self, sink: Sink, mask: Mask) -> Report:
@@ -164,11 +165,18 @@ class KeepMaskAsIgnoreMask(_MaskRule):
         """
     DECISIONS = """
         - A tokenizer's mask is recognised by `batch["attention_mask"]` and
-          `inputs.attention_mask` (integer, 1 = real token), and a parameter named
-          `attention_mask` (1 = real token; its dtype is not assumed, as many
-          models convert it before passing it on). Names count only where the code
-          of this file says nothing better, e.g. when the function's callers in
-          the file pass a mask of known meaning, that meaning wins.
+          `inputs.attention_mask` (integer, 1 = real token), and by a parameter
+          named `attention_mask` of a function that also takes the token ids
+          (`input_ids`, `tokens`, `src`, ...); its dtype is then not assumed. An
+          `attention_mask` parameter of an attention layer is *not* evidence:
+          transformers passes additive and True = ignore masks under that name.
+          Names count only where the code of this file says nothing better: when
+          the function's callers in the file pass a mask of known meaning, that
+          meaning wins.
+        - A triangle (`tril`, `triu`, positions against positions) is judged only
+          at attention arguments (the modules', SDPA's). At `masked_fill` and
+          `torch.where` masking a triangle of pairwise scores is a legitimate
+          constraint outside causal attention (span scoring, reading-order heads).
         - `masked_fill` and `torch.where` are sinks only with a fill of -inf,
           `torch.finfo(...).min`, or a constant at or below -1000 (also through a
           name or a helper); a fill of 0 says nothing about the mask.
@@ -217,7 +225,7 @@ class KeepMaskAsIgnoreMask(_MaskRule):
         if sink is None or sink.door != IGNORE:
             return
         mask = a.value(sink)
-        if mask.meaning == KEEP and mask.kind in (BOOL, None):
+        if mask.meaning == KEEP and mask.kind in (BOOL, None) and not mask.causal:
             yield self._message(sink, mask, None)
 
     def _message(self, sink: Sink, mask: Mask, module_ev) -> Report:
