@@ -947,6 +947,8 @@ class MaskEvaluator:
                     inner = self.eval(mask_side, env, scope, frame, depth)
                     if inner.meaning == IGNORE:
                         return self._additive(node, inner.layout, inner.shape_origin)
+                    if inner.fill == "ones" and inner.meaning is None:
+                        return Mask(fill="neg", layout=inner.layout)  # ones(L, L) * -inf
                     return UNKNOWN_MASK
             a = self.eval(node.left, env, scope, frame, depth)
             b = self.eval(node.right, env, scope, frame, depth)
@@ -1129,7 +1131,7 @@ class MaskEvaluator:
             return got
         # a token tensor against a pad id
         for tokens, pad, o in ((left, right, op), (right, left, _MIRROR[op])):
-            if (is_pad_name(pad) and not is_pad_name(tokens)
+            if (is_pad_name(pad) and not is_pad_name(tokens) and not _is_mask_or_length(tokens)
                     and self._number(tokens, env, scope, frame) is None
                     and self.eval(pad, env, scope, frame, depth).meaning is None):
                 return self._pad_compare(tokens, o, node, text, env, scope, frame)
@@ -1923,6 +1925,14 @@ def _sign(v) -> Optional[str]:
     return None
 
 
+def _is_mask_or_length(node: cst.CSTNode) -> bool:
+    name = _last_name(node)
+    if name is None and isinstance(node, cst.Subscript):
+        name = _string_key(node)
+    low = (name or "").lower()
+    return "mask" in low or "len" in low
+
+
 def _is_length_name(name: str) -> bool:
     low = name.lower()
     return "len" in low and "max" not in low or low in ("lens", "ilens", "olens", "sizes")
@@ -2019,12 +2029,22 @@ class MaskAnalysis:
         self.evaluator = MaskEvaluator(ctx)
         self._values: Dict[int, Mask] = {}
         self._fill_sinks: Dict[int, Optional[Sink]] = {}
+        self._walks: Optional[Dict[int, List[CallSite]]] = None
 
     def value(self, sink: Sink) -> Mask:
+        """The mask reaching the sink, joined over every walk of its call (the
+        flow pass walks a loop body twice: the second walk sees the values the
+        loop carries round)."""
         key = id(sink.expr)
         got = self._values.get(key)
         if got is None:
-            got = self.evaluator.at(sink.expr, sink.site)
+            if self._walks is None:
+                walks: Dict[int, List[CallSite]] = {}
+                for site in self.ctx.flow.calls:
+                    walks.setdefault(id(site.node), []).append(site)
+                self._walks = walks
+            sites = self._walks.get(id(sink.site.node)) or [sink.site]
+            got = join_all([self.evaluator.at(sink.expr, site) for site in sites])
             self._values[key] = got
         return got
 

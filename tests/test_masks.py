@@ -164,6 +164,8 @@ def test_padding_sources(expr, meaning):
     ("torch.arange(L)[:, None] >= torch.arange(L)[None, :]", KEEP, BOOL),
     ("nn.Transformer.generate_square_subsequent_mask(L)", ADDITIVE, ADDITIVE),
     ("torch.triu(torch.full((L, L), float('-inf')), diagonal=1)", ADDITIVE, ADDITIVE),
+    ("torch.triu(torch.ones(L, L) * float('-inf'), diagonal=1)", ADDITIVE, ADDITIVE),
+    ("torch.empty(L, L).fill_(float('-inf')).triu_(1)", ADDITIVE, ADDITIVE),
 ])
 def test_causal_sources(expr, meaning, kind):
     m = only_value(f"""
@@ -173,6 +175,16 @@ def test_causal_sources(expr, meaning, kind):
         """)
     assert (m.meaning, m.kind) == (meaning, kind)
     assert m.shape == "square"
+
+
+def test_pad_comparison_needs_a_token_tensor():
+    src = """
+        def f(q, k, v, lengths, pad_len, attn_mask, pad_value):
+            a = F.scaled_dot_product_attention(q, k, v, attn_mask=lengths == pad_len)
+            b = F.scaled_dot_product_attention(q, k, v, attn_mask=attn_mask == pad_value)
+            return a, b
+        """
+    assert [v.meaning for _, v in sink_values(src)] == [None, None]
 
 
 def test_unknown_diagonals_stay_unknown():
@@ -356,6 +368,22 @@ def test_branches_join():
             return a, b, c
         """
     assert got(src) == {(7, 9, "MHA002"), (16, 9, "MHA002")}
+
+
+def test_loops_join_what_the_loop_carries():
+    src = """
+        layer = nn.TransformerEncoderLayer(64, 8, batch_first=True)
+        def f(x, tokens, pad_id, n):
+            pad = tokens == pad_id
+            for _ in range(n):
+                x = layer(x, src_key_padding_mask=pad)
+                pad = ~pad
+            keep = tokens != pad_id
+            for _ in range(n):
+                x = layer(x, src_key_padding_mask=keep)
+            return x
+        """
+    assert got(src) == {(10, 13, "MHA003")}
 
 
 def test_buffer_crosses_methods():
