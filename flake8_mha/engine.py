@@ -13,6 +13,7 @@ import io
 import os
 import re
 import sys
+import threading
 import tokenize
 from typing import Dict, Iterable, Iterator, List, Optional, Sequence, Tuple
 
@@ -233,16 +234,20 @@ else:
 
 
 def analyze_source(source: str, path: str = "<string>", codes: Optional[Iterable[str]] = None,
-                   use_prefilter: bool = True) -> List[Finding]:
+                   use_prefilter: bool = True, tree: Optional[ast.AST] = None) -> List[Finding]:
     """Findings for one file's text.  Raises ``SourceSyntaxError`` for a file
-    that is not valid Python; every other failure becomes one MHA000."""
+    that is not valid Python; every other failure becomes one MHA000.
+
+    ``tree``: the file's ``ast`` when the caller has it (flake8 does); it
+    proves that Python parsed the file, which spares a check (see
+    ``_nesting_guard``)."""
     try:
         if use_prefilter and not prefilter(source):
             return []
         if len(source) > MAX_BYTES:
             return [_internal(path, f"file larger than {MAX_BYTES // (1024 * 1024)} MiB, not analyzed")]
         with _gc_paused():
-            return _parse_and_analyze(source, path, codes)
+            return _on_deep_stack(_parse_and_analyze, source, path, codes, tree is not None)
     except SourceSyntaxError:
         raise
     except RecursionError:
@@ -253,14 +258,60 @@ def analyze_source(source: str, path: str = "<string>", codes: Optional[Iterable
         return [_internal(path, f"internal error {type(exc).__name__}: {exc}; please report it")]
 
 
-def _parse_and_analyze(source: str, path: str, codes: Optional[Iterable[str]]) -> List[Finding]:
+def _parse_and_analyze(source: str, path: str, codes: Optional[Iterable[str]],
+                       python_parsed: bool) -> List[Finding]:
     # a function of its own so that the tree is unreachable once it returns
+    if not python_parsed:
+        refused = _nesting_guard(source, path)
+        if refused is not None:
+            return [refused]
     try:
         module = cst.parse_module(source)
     except cst.ParserSyntaxError as exc:
         _raise_if_invalid_python(source, exc)
         return [_internal(path, f"LibCST cannot parse this file ({_first_line(exc)})")]
     return analyze_module(module, codes, path)
+
+
+# LibCST's native parser recurses on the C stack once per nesting level (a
+# 10,000-term ``a and b and ...`` is 10,000 levels, though Python's own ast
+# keeps it flat): on the 8 MiB main-thread stack that is a segmentation
+# fault that kills flake8.  A thread with a large stack (address space,
+# touched only as deep as the file goes) parses it, and has room for a
+# recursion limit that lets the flow pass walk what LibCST could parse.
+STACK_BYTES = 512 * 1024 * 1024
+RECURSION_LIMIT = 50_000
+
+
+def _on_deep_stack(fn, *args):
+    result: Dict[str, object] = {}
+
+    def target() -> None:
+        try:
+            result["value"] = fn(*args)
+        except BaseException as exc:  # re-raised in the caller's thread
+            result["error"] = exc
+
+    old_limit = sys.getrecursionlimit()
+    try:
+        old_size = threading.stack_size(STACK_BYTES)
+    except (ValueError, RuntimeError):  # pragma: no cover - platform without it
+        return fn(*args)
+    try:
+        thread = threading.Thread(target=target, name="flake8-mha", daemon=True)
+        thread.start()
+    except RuntimeError:  # pragma: no cover - no thread to be had: do it here
+        return fn(*args)
+    finally:
+        threading.stack_size(old_size)
+    sys.setrecursionlimit(max(old_limit, RECURSION_LIMIT))
+    try:
+        thread.join()
+    finally:
+        sys.setrecursionlimit(old_limit)
+    if "error" in result:
+        raise result["error"]  # type: ignore[misc]
+    return result["value"]
 
 
 @contextlib.contextmanager
@@ -282,6 +333,51 @@ def _gc_paused():
     finally:
         gc.enable()
         gc.collect(0)
+
+
+# CPython's own limits; each is far below the nesting at which LibCST's native
+# parser overflows its stack and kills the process (about 2,000 brackets,
+# 6,000 chained attributes or lambdas, measured with LibCST 1.9).
+MAX_BRACKETS = 200
+_NESTING_ERRORS = ("too many nested parentheses", "too many levels of indentation",
+                   "too many statically nested blocks")
+_BRACKETS = re.compile(r"[][(){}]")
+
+
+def _nesting_guard(source: str, path: str) -> Optional[Finding]:
+    """Keep from LibCST what could crash it: a file nested deeper than Python
+    itself accepts.  Python's parser fails cleanly on those (SyntaxError,
+    RecursionError, MemoryError); LibCST's native parser would take the whole
+    process down with a stack overflow, or take minutes (its cost grows with
+    the square of the depth).  Returns MHA000, raises SourceSyntaxError, or
+    returns None to go on."""
+    try:
+        ast.parse(source)
+    except SyntaxError as err:
+        msg = err.msg or ""
+        if any(text in msg for text in _NESTING_ERRORS):
+            raise SourceSyntaxError(f"syntax error: {msg}", err.lineno or 1, err.offset or 1) from None
+        # newer syntax than this Python knows, or invalid: LibCST decides,
+        # unless brackets nest deeper than any Python accepts
+        if _bracket_depth(source) > MAX_BRACKETS:
+            return _internal(path, f"nesting too deep to analyze (more than {MAX_BRACKETS} brackets)")
+    except (RecursionError, MemoryError):
+        return _internal(path, "nesting too deep to analyze (Python's own parser gives up on it)")
+    except ValueError:  # null bytes: LibCST reports them
+        pass
+    return None
+
+
+def _bracket_depth(source: str) -> int:
+    depth = deepest = 0
+    for ch in _BRACKETS.findall(source):
+        if ch in "([{":
+            depth += 1
+            if depth > deepest:
+                deepest = depth
+        elif depth:
+            depth -= 1
+    return deepest
 
 
 def _raise_if_invalid_python(source: str, exc: Exception) -> None:
