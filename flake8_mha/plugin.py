@@ -24,6 +24,7 @@ class MHAChecker:
     version = __version__
 
     def __init__(self, tree, lines, filename: str = "<unknown>") -> None:
+        self.tree = tree
         self.lines = lines
         self.filename = filename
 
@@ -40,7 +41,8 @@ class MHAChecker:
 
             try:
                 # every code runs; flake8's own select/ignore decides what is shown
-                findings = analyze_source(source, self.filename, codes=select_codes(["MHA"]))
+                findings = analyze_source(source, self.filename, codes=select_codes(["MHA"]),
+                                          tree=self.tree)
             except SourceSyntaxError:
                 return  # flake8 reports E999
         except Exception as exc:  # pragma: no cover - last line of defence
