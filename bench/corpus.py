@@ -12,12 +12,12 @@ an sdist a tarball.  Nothing is imported or installed: the analyzer only
 reads the ``.py`` files.  The review of what this prints is
 ``docs/corpus_review.md``.
 """
+
 from __future__ import annotations
 
 import argparse
 import collections
 import json
-import os
 import pathlib
 import subprocess
 import sys
@@ -58,8 +58,19 @@ def fetch(name: str, version: str) -> pathlib.Path:
     dl.mkdir(parents=True, exist_ok=True)
     archives = [p for p in dl.iterdir() if p.suffix in (".whl", ".gz", ".zip")]
     if not archives:
-        cmd = [sys.executable, "-m", "pip", "download", "--no-deps", "--no-binary", ":none:",
-               f"{name}=={version}", "-d", str(dl), "--quiet"]
+        cmd = [
+            sys.executable,
+            "-m",
+            "pip",
+            "download",
+            "--no-deps",
+            "--no-binary",
+            ":none:",
+            f"{name}=={version}",
+            "-d",
+            str(dl),
+            "--quiet",
+        ]
         subprocess.run(cmd, check=True)
         archives = [p for p in dl.iterdir() if p.suffix in (".whl", ".gz", ".zip")]
     if not archives:
@@ -108,8 +119,11 @@ def analyze(projects, codes: Optional[List[str]]):
             for f in found:
                 out.append((rel, f))
             n_findings += len(found)
-        stats[f"{name}=={version}"] = {"files": len(files), "findings": n_findings,
-                                        "seconds": round(time.perf_counter() - start, 1)}
+        stats[f"{name}=={version}"] = {
+            "files": len(files),
+            "findings": n_findings,
+            "seconds": round(time.perf_counter() - start, 1),
+        }
     return out, stats
 
 
@@ -158,9 +172,11 @@ def sink_census(projects) -> int:
                     table[(kind, sink.door, meaning)] += 1
                     if m.meaning is not None or m.kind is not None or m.shape is not None:
                         line = a.evaluator.line(site.node)
-                        known.append(f"{rel}:{line}: {sink.module}.{sink.arg} (door {sink.door}): "
-                                     f"meaning={m.meaning} kind={m.kind} shape={m.shape} "
-                                     f"causal={m.causal} from {a.evaluator.source_text(m.origin)}")
+                        known.append(
+                            f"{rel}:{line}: {sink.module}.{sink.arg} (door {sink.door}): "
+                            f"meaning={m.meaning} kind={m.kind} shape={m.shape} "
+                            f"causal={m.causal} from {a.evaluator.source_text(m.origin)}"
+                        )
     print("## sinks by (sink, door: what True means there, meaning found)")
     for key, n in sorted(table.items()):
         print(f"{key[0]:12} door={key[1]:7} meaning={key[2]:9} {n}")
@@ -175,8 +191,9 @@ def main(argv=None) -> int:
     parser.add_argument("--codes", help="comma-separated codes (default: every MHA code)")
     parser.add_argument("--only", help="comma-separated project names")
     parser.add_argument("--json", help="write every finding to this file")
-    parser.add_argument("--sinks", action="store_true",
-                        help="print every mask sink and the mask value found there")
+    parser.add_argument(
+        "--sinks", action="store_true", help="print every mask sink and the mask value found there"
+    )
     args = parser.parse_args(argv)
     sys.path.insert(0, str(ROOT))
     projects = PROJECTS
@@ -204,8 +221,7 @@ def main(argv=None) -> int:
     for code in sorted(by_code):
         print(f"  {code}: {len(by_code[code])}")
     if args.json:
-        data = {"projects": stats,
-                "findings": [dict(f.to_dict(), path=rel) for rel, f in found]}
+        data = {"projects": stats, "findings": [dict(f.to_dict(), path=rel) for rel, f in found]}
         pathlib.Path(args.json).write_text(json.dumps(data, indent=1, default=str))
     return 0
 

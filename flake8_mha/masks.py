@@ -21,6 +21,7 @@ reshapes, slicing, ``masked_fill`` with -inf, ``&``/``|``, helper functions of
 the same file, ``self.<attr>`` buffers, branches).  Anything else is unknown,
 and an unknown part never makes a rule fire.
 """
+
 from __future__ import annotations
 
 import weakref
@@ -217,52 +218,125 @@ def combine(a: Mask, b: Mask, node: cst.CSTNode, text: str, op: str) -> Mask:
     else:
         kind = a.kind if a.kind == b.kind else None
     layout = broadcast(a.layout, b.layout)
-    origin = Origin(node, text, by_name=bool(a.origin and a.origin.by_name and b.origin and b.origin.by_name))
-    return Mask(meaning=a.meaning, kind=kind, layout=layout,
-                dtype=a.dtype if a.dtype == b.dtype else None, origin=origin,
-                kind_origin=(a.kind_origin or b.kind_origin) if kind else None,
-                shape_origin=Origin(node, text) if layout else None,
-                causal=a.causal or b.causal)
+    origin = Origin(
+        node, text, by_name=bool(a.origin and a.origin.by_name and b.origin and b.origin.by_name)
+    )
+    return Mask(
+        meaning=a.meaning,
+        kind=kind,
+        layout=layout,
+        dtype=a.dtype if a.dtype == b.dtype else None,
+        origin=origin,
+        kind_origin=(a.kind_origin or b.kind_origin) if kind else None,
+        shape_origin=Origin(node, text) if layout else None,
+        causal=a.causal or b.causal,
+    )
 
 
 # --------------------------------------------------------------------------- torch names
 
 _DTYPES = {
     "torch.bool": (BOOL, "bool"),
-    "torch.float": (FLOAT01, "float32"), "torch.float32": (FLOAT01, "float32"),
-    "torch.half": (FLOAT01, "float16"), "torch.float16": (FLOAT01, "float16"),
-    "torch.double": (FLOAT01, "float64"), "torch.float64": (FLOAT01, "float64"),
+    "torch.float": (FLOAT01, "float32"),
+    "torch.float32": (FLOAT01, "float32"),
+    "torch.half": (FLOAT01, "float16"),
+    "torch.float16": (FLOAT01, "float16"),
+    "torch.double": (FLOAT01, "float64"),
+    "torch.float64": (FLOAT01, "float64"),
     "torch.bfloat16": (FLOAT01, "bfloat16"),
-    "torch.long": (INT, "int64"), "torch.int64": (INT, "int64"),
-    "torch.int": (INT, "int32"), "torch.int32": (INT, "int32"),
-    "torch.short": (INT, "int16"), "torch.int16": (INT, "int16"),
-    "torch.int8": (INT, "int8"), "torch.uint8": (INT, "uint8"),
-    "torch.FloatTensor": (FLOAT01, "float32"), "torch.LongTensor": (INT, "int64"),
-    "torch.BoolTensor": (BOOL, "bool"), "torch.ByteTensor": (INT, "uint8"),
-    "torch.cuda.FloatTensor": (FLOAT01, "float32"), "torch.cuda.BoolTensor": (BOOL, "bool"),
+    "torch.long": (INT, "int64"),
+    "torch.int64": (INT, "int64"),
+    "torch.int": (INT, "int32"),
+    "torch.int32": (INT, "int32"),
+    "torch.short": (INT, "int16"),
+    "torch.int16": (INT, "int16"),
+    "torch.int8": (INT, "int8"),
+    "torch.uint8": (INT, "uint8"),
+    "torch.FloatTensor": (FLOAT01, "float32"),
+    "torch.LongTensor": (INT, "int64"),
+    "torch.BoolTensor": (BOOL, "bool"),
+    "torch.ByteTensor": (INT, "uint8"),
+    "torch.cuda.FloatTensor": (FLOAT01, "float32"),
+    "torch.cuda.BoolTensor": (BOOL, "bool"),
 }
 _METHOD_DTYPES = {
-    "bool": (BOOL, "bool"), "float": (FLOAT01, "float32"), "half": (FLOAT01, "float16"),
-    "double": (FLOAT01, "float64"), "bfloat16": (FLOAT01, "bfloat16"),
-    "long": (INT, "int64"), "int": (INT, "int32"), "short": (INT, "int16"),
-    "byte": (INT, "uint8"), "char": (INT, "int8"),
+    "bool": (BOOL, "bool"),
+    "float": (FLOAT01, "float32"),
+    "half": (FLOAT01, "float16"),
+    "double": (FLOAT01, "float64"),
+    "bfloat16": (FLOAT01, "bfloat16"),
+    "long": (INT, "int64"),
+    "int": (INT, "int32"),
+    "short": (INT, "int16"),
+    "byte": (INT, "uint8"),
+    "char": (INT, "int8"),
 }
-_SAME = {"clone", "contiguous", "detach", "cuda", "cpu", "pin_memory", "requires_grad_",
-         "detach_", "share_memory_", "coalesce", "to_dense"}
+_SAME = {
+    "clone",
+    "contiguous",
+    "detach",
+    "cuda",
+    "cpu",
+    "pin_memory",
+    "requires_grad_",
+    "detach_",
+    "share_memory_",
+    "coalesce",
+    "to_dense",
+}
 _FLIPS = {"logical_not", "logical_not_", "bitwise_not", "bitwise_not_"}
-_COMBINE = {"logical_and": "and", "logical_or": "or", "bitwise_and": "and", "bitwise_or": "or",
-            "logical_and_": "and", "logical_or_": "or", "__and__": "and", "__or__": "or",
-            "mul": "mul", "mul_": "mul"}
-_COMPARE_METHODS = {"eq": "==", "ne": "!=", "lt": "<", "le": "<=", "gt": ">", "ge": ">=",
-                    "eq_": "==", "ne_": "!=", "less": "<", "greater": ">",
-                    "less_equal": "<=", "greater_equal": ">=", "not_equal": "!="}
-_COMPARE_OPS = {cst.Equal: "==", cst.NotEqual: "!=", cst.LessThan: "<", cst.LessThanEqual: "<=",
-                cst.GreaterThan: ">", cst.GreaterThanEqual: ">="}
+_COMBINE = {
+    "logical_and": "and",
+    "logical_or": "or",
+    "bitwise_and": "and",
+    "bitwise_or": "or",
+    "logical_and_": "and",
+    "logical_or_": "or",
+    "__and__": "and",
+    "__or__": "or",
+    "mul": "mul",
+    "mul_": "mul",
+}
+_COMPARE_METHODS = {
+    "eq": "==",
+    "ne": "!=",
+    "lt": "<",
+    "le": "<=",
+    "gt": ">",
+    "ge": ">=",
+    "eq_": "==",
+    "ne_": "!=",
+    "less": "<",
+    "greater": ">",
+    "less_equal": "<=",
+    "greater_equal": ">=",
+    "not_equal": "!=",
+}
+_COMPARE_OPS = {
+    cst.Equal: "==",
+    cst.NotEqual: "!=",
+    cst.LessThan: "<",
+    cst.LessThanEqual: "<=",
+    cst.GreaterThan: ">",
+    cst.GreaterThanEqual: ">=",
+}
 _MIRROR = {"==": "==", "!=": "!=", "<": ">", "<=": ">=", ">": "<", ">=": "<="}
-_FRESH = {"torch.ones": "ones", "torch.ones_like": "ones", "torch.zeros": "zeros",
-          "torch.zeros_like": "zeros", "torch.full": "full", "torch.full_like": "full",
-          "torch.empty": "empty", "torch.empty_like": "empty"}
-_FRESH_METHODS = {"new_ones": "ones", "new_zeros": "zeros", "new_full": "full", "new_empty": "empty"}
+_FRESH = {
+    "torch.ones": "ones",
+    "torch.ones_like": "ones",
+    "torch.zeros": "zeros",
+    "torch.zeros_like": "zeros",
+    "torch.full": "full",
+    "torch.full_like": "full",
+    "torch.empty": "empty",
+    "torch.empty_like": "empty",
+}
+_FRESH_METHODS = {
+    "new_ones": "ones",
+    "new_zeros": "zeros",
+    "new_full": "full",
+    "new_empty": "empty",
+}
 _LIKE = {"torch.ones_like", "torch.zeros_like", "torch.full_like", "torch.empty_like"}
 _GENERATE = {
     torch_api.GENERATE_SQUARE_SUBSEQUENT_MASK,
@@ -270,13 +344,33 @@ _GENERATE = {
 }
 
 # names: weaker evidence than code, used only where the code says nothing
-IGNORE_PARAM_NAMES = {"key_padding_mask", "src_key_padding_mask", "tgt_key_padding_mask",
-                      "memory_key_padding_mask", "padding_mask", "pad_mask"}
+IGNORE_PARAM_NAMES = {
+    "key_padding_mask",
+    "src_key_padding_mask",
+    "tgt_key_padding_mask",
+    "memory_key_padding_mask",
+    "padding_mask",
+    "pad_mask",
+}
 KEEP_PARAM_NAMES = {"attention_mask"}
 TOKENIZER_KEYS = {"attention_mask"}
 _TOKEN_WORDS = ("ids", "token", "tok")
-_TOKEN_NAMES = {"src", "tgt", "input", "inputs", "text", "texts", "captions", "seq", "seqs",
-                "source", "target", "targets", "sentences", "words"}
+_TOKEN_NAMES = {
+    "src",
+    "tgt",
+    "input",
+    "inputs",
+    "text",
+    "texts",
+    "captions",
+    "seq",
+    "seqs",
+    "source",
+    "target",
+    "targets",
+    "sentences",
+    "words",
+}
 
 
 def _last_name(node: cst.CSTNode) -> Optional[str]:
@@ -302,7 +396,11 @@ def is_token_name(node: cst.CSTNode) -> bool:
     if name is None:
         if isinstance(node, cst.Subscript):
             key = _string_key(node)
-            return key is not None and is_token_name(cst.Name(key)) if key and key.isidentifier() else False
+            return (
+                key is not None and is_token_name(cst.Name(key))
+                if key and key.isidentifier()
+                else False
+            )
         return False
     low = name.lower()
     if "mask" in low or "len" in low or "pos" in low:
@@ -397,8 +495,9 @@ def _params(func: cst.FunctionDef) -> List[cst.Param]:
     return list(p.posonly_params) + list(p.params)
 
 
-def bind_call(func: cst.FunctionDef, call: cst.Call, skip: int
-              ) -> Dict[str, Optional[cst.BaseExpression]]:
+def bind_call(
+    func: cst.FunctionDef, call: cst.Call, skip: int
+) -> Dict[str, Optional[cst.BaseExpression]]:
     """Parameter name -> argument expression; None when a splat may carry it.
     A parameter the call does not pass is absent (its default applies)."""
     positional = [p.name.value for p in _params(func)][skip:]
@@ -473,7 +572,9 @@ class MaskEvaluator:
         if self._positions is None:
             from libcst.metadata import MetadataWrapper, PositionProvider
 
-            self._positions = MetadataWrapper(self.module, unsafe_skip_copy=True).resolve(PositionProvider)
+            self._positions = MetadataWrapper(self.module, unsafe_skip_copy=True).resolve(
+                PositionProvider
+            )
         pos = self._positions.get(node)
         return pos.start.line if pos is not None else None
 
@@ -501,8 +602,14 @@ class MaskEvaluator:
         """The value of ``expr`` as the call at ``site`` receives it."""
         return self.eval(expr, site.env, site.scope, None, 0)
 
-    def eval(self, node: cst.CSTNode, env: Env, scope: Optional[Scope],
-             frame: Optional[Frame], depth: int) -> Mask:
+    def eval(
+        self,
+        node: cst.CSTNode,
+        env: Env,
+        scope: Optional[Scope],
+        frame: Optional[Frame],
+        depth: int,
+    ) -> Mask:
         if depth > MAX_DEPTH:
             return UNKNOWN_MASK
         try:
@@ -538,8 +645,10 @@ class MaskEvaluator:
         if t is cst.BinaryOperation:
             return self._binop(node, env, scope, frame, depth)
         if t is cst.IfExp:
-            return join(self.eval(node.body, env, scope, frame, depth),
-                        self.eval(node.orelse, env, scope, frame, depth))
+            return join(
+                self.eval(node.body, env, scope, frame, depth),
+                self.eval(node.orelse, env, scope, frame, depth),
+            )
         if t is cst.NamedExpr:
             return self.eval(node.value, env, scope, frame, depth)
         return UNKNOWN_MASK
@@ -598,8 +707,13 @@ class MaskEvaluator:
         if op is cst.MultiplyAssign:
             return combine(prev, other, node, text, "mul")
         if op is cst.AddAssign and prev.meaning == ADDITIVE and other.meaning == ADDITIVE:
-            return Mask(meaning=ADDITIVE, kind=ADDITIVE, origin=prev.origin,
-                        kind_origin=prev.kind_origin, layout=broadcast(prev.layout, other.layout))
+            return Mask(
+                meaning=ADDITIVE,
+                kind=ADDITIVE,
+                origin=prev.origin,
+                kind_origin=prev.kind_origin,
+                layout=broadcast(prev.layout, other.layout),
+            )
         return UNKNOWN_MASK
 
     def _param(self, d: Def, frame: Optional[Frame], depth: int) -> Mask:
@@ -645,15 +759,18 @@ class MaskEvaluator:
             origin = Origin(p, f"parameter {name}", by_name=True)
             return Mask(meaning=IGNORE, kind=BOOL, dtype="bool", origin=origin, kind_origin=origin)
         if low in KEEP_PARAM_NAMES and any(
-                is_token_name(cst.Name(q.name.value)) for q in _params(func) + list(func.params.kwonly_params)):
+            is_token_name(cst.Name(q.name.value))
+            for q in _params(func) + list(func.params.kwonly_params)
+        ):
             # beside the token ids it is the tokenizer's mask (1 = real token);
             # alone (an attention layer's parameter) it is whatever the model
             # made of it: additive, or True = ignore (transformers does both)
             return Mask(meaning=KEEP, origin=Origin(p, f"parameter {name}", by_name=True))
         return None
 
-    def _from_callers(self, func: cst.FunctionDef, name: str, p: cst.Param, d: Def,
-                      depth: int) -> Mask:
+    def _from_callers(
+        self, func: cst.FunctionDef, name: str, p: cst.Param, d: Def, depth: int
+    ) -> Mask:
         """The join of what every call of ``func`` in this file passes as ``name``."""
         callers = self.callers().get(id(func), [])
         if not callers or self._caller_depth >= MAX_CALLER_DEPTH:
@@ -672,8 +789,11 @@ class MaskEvaluator:
                     if _is_none(p.default):
                         values.append(NONE_MASK)
                     else:
-                        values.append(self.eval(p.default, {}, d.scope.parent if d.scope else None,
-                                                None, depth))
+                        values.append(
+                            self.eval(
+                                p.default, {}, d.scope.parent if d.scope else None, None, depth
+                            )
+                        )
                 else:
                     return UNKNOWN_MASK
         finally:
@@ -770,9 +890,14 @@ class MaskEvaluator:
                 got = self._instance_classes(d.node, d.env, d.scope, depth + 1)
             elif d.kind == "for" and not d.index:
                 got = self._element_classes(d.node, d.env, d.scope, depth + 1)
-            elif (d.kind == "for" and d.index == (1,) and isinstance(d.node, cst.Call)
-                  and isinstance(d.node.func, cst.Name) and d.node.func.value == "enumerate"
-                  and d.node.args):
+            elif (
+                d.kind == "for"
+                and d.index == (1,)
+                and isinstance(d.node, cst.Call)
+                and isinstance(d.node.func, cst.Name)
+                and d.node.func.value == "enumerate"
+                and d.node.args
+            ):
                 got = self._element_classes(d.node.args[0].value, d.env, d.scope, depth + 1)
             else:
                 got = None
@@ -786,7 +911,12 @@ class MaskEvaluator:
             return None
         if isinstance(node, cst.Call):
             qn = self.qualname(node.func, env, scope)
-            if qn in (torch_api.MODULE_LIST, "builtins.list", "builtins.tuple", "torch.nn.Sequential"):
+            if qn in (
+                torch_api.MODULE_LIST,
+                "builtins.list",
+                "builtins.tuple",
+                "torch.nn.Sequential",
+            ):
                 if len(node.args) == 1 and not node.args[0].star:
                     return self._element_classes(node.args[0].value, env, scope, depth + 1)
                 if not node.args:
@@ -829,7 +959,8 @@ class MaskEvaluator:
             for cls in self.resolver.base_classes(owner) if owner else ():
                 for d in cls.appends.get(node.attr.value, ()):
                     got = (self._element_classes if d.kind == "for" else self._instance_classes)(
-                        d.node, d.env, d.scope, depth + 1)
+                        d.node, d.env, d.scope, depth + 1
+                    )
                     if not got:
                         return None
                     out.extend(got)
@@ -885,14 +1016,19 @@ class MaskEvaluator:
         if inner.none or not inner.known:
             return UNKNOWN_MASK
         layout = _index_layout(inner.layout, node.slice)
-        return replace(inner, layout=layout, fill=None,
-                       shape_origin=self._shape_origin(inner, layout, node))
+        return replace(
+            inner, layout=layout, fill=None, shape_origin=self._shape_origin(inner, layout, node)
+        )
 
     def _is_kwargs(self, node, env, scope) -> bool:
         if not isinstance(node, cst.Name):
             return False
         for d in lookup(node.value, env, scope):
-            if d.kind == "param" and isinstance(d.extra, cst.FunctionDef) and d.node is d.extra.params.star_kwarg:
+            if (
+                d.kind == "param"
+                and isinstance(d.extra, cst.FunctionDef)
+                and d.node is d.extra.params.star_kwarg
+            ):
                 return True
         return False
 
@@ -915,11 +1051,19 @@ class MaskEvaluator:
         meaning = tri_meaning(tri) if inner.tri is not None else flip_meaning(inner.meaning)
         new_kind = kind if kind is not None else inner.kind
         origin = Origin(node, self.text(node), by_name=bool(inner.origin and inner.origin.by_name))
-        return Mask(meaning=meaning, kind=new_kind, layout=inner.layout,
-                    dtype="bool" if new_kind == BOOL else inner.dtype, tri=tri,
-                    origin=origin if meaning else None,
-                    kind_origin=inner.kind_origin if new_kind == inner.kind else Origin(node, self.text(node)),
-                    shape_origin=inner.shape_origin, causal=inner.causal or inner.tri is not None)
+        return Mask(
+            meaning=meaning,
+            kind=new_kind,
+            layout=inner.layout,
+            dtype="bool" if new_kind == BOOL else inner.dtype,
+            tri=tri,
+            origin=origin if meaning else None,
+            kind_origin=(
+                inner.kind_origin if new_kind == inner.kind else Origin(node, self.text(node))
+            ),
+            shape_origin=inner.shape_origin,
+            causal=inner.causal or inner.tri is not None,
+        )
 
     def _binop(self, node: cst.BinaryOperation, env, scope, frame, depth) -> Mask:
         op = type(node.operator)
@@ -932,8 +1076,11 @@ class MaskEvaluator:
             one = self._number(node.left, env, scope, frame)
             if one in (1, 1.0) and one is not True:
                 inner = self.eval(node.right, env, scope, frame, depth)
-                if inner.kind in (FLOAT01, INT) or (inner.kind is None and inner.meaning in (KEEP, IGNORE)
-                                                    and inner.origin is not None):
+                if inner.kind in (FLOAT01, INT) or (
+                    inner.kind is None
+                    and inner.meaning in (KEEP, IGNORE)
+                    and inner.origin is not None
+                ):
                     is_float = isinstance(one, float) and not isinstance(one, bool)
                     kind = FLOAT01 if is_float or inner.kind == FLOAT01 else inner.kind
                     out = self._flip(inner, node, kind=kind)
@@ -956,17 +1103,27 @@ class MaskEvaluator:
         if op is cst.Add:
             a = self.eval(node.left, env, scope, frame, depth)
             b = self.eval(node.right, env, scope, frame, depth)
-            if ADDITIVE in (a.meaning, b.meaning) and (a.meaning in (ADDITIVE, None) and not a.none) \
-                    and (b.meaning in (ADDITIVE, None) and not b.none) and a.kind in (ADDITIVE, None) \
-                    and b.kind in (ADDITIVE, None):
+            if (
+                ADDITIVE in (a.meaning, b.meaning)
+                and (a.meaning in (ADDITIVE, None) and not a.none)
+                and (b.meaning in (ADDITIVE, None) and not b.none)
+                and a.kind in (ADDITIVE, None)
+                and b.kind in (ADDITIVE, None)
+            ):
                 return self._additive(node, broadcast(a.layout, b.layout), None)
             return UNKNOWN_MASK
         return UNKNOWN_MASK
 
     def _additive(self, node, layout, shape_origin) -> Mask:
         origin = self.origin(node)
-        return Mask(meaning=ADDITIVE, kind=ADDITIVE, layout=layout, origin=origin, kind_origin=origin,
-                    shape_origin=shape_origin if layout else None)
+        return Mask(
+            meaning=ADDITIVE,
+            kind=ADDITIVE,
+            layout=layout,
+            origin=origin,
+            kind_origin=origin,
+            shape_origin=shape_origin if layout else None,
+        )
 
     # ----------------------------------------------------------------- numbers
     def _number(self, node, env, scope, frame):
@@ -1026,7 +1183,7 @@ class MaskEvaluator:
         return self._neg(node, env, scope, frame, depth) == "neg"
 
     def _neg(self, node, env, scope, frame, depth) -> Optional[str]:
-        """"neg" for a big negative, "pos" for a big positive (inf, finfo.max)."""
+        """ "neg" for a big negative, "pos" for a big positive (inf, finfo.max)."""
         if depth > MAX_DEPTH:
             return None
         depth += 1
@@ -1043,8 +1200,17 @@ class MaskEvaluator:
             if f is not None:
                 return _sign(f)
             qn = self.qualname(node.func, env, scope)
-            if qn in ("torch.tensor", "torch.as_tensor", "torch.scalar_tensor", "numpy.array",
-                      "builtins.float") and node.args:
+            if (
+                qn
+                in (
+                    "torch.tensor",
+                    "torch.as_tensor",
+                    "torch.scalar_tensor",
+                    "numpy.array",
+                    "builtins.float",
+                )
+                and node.args
+            ):
                 return self._neg(node.args[0].value, env, scope, frame, depth)
             if qn in ("torch.full", "torch.full_like"):
                 value = _arg(node, 1, "fill_value")
@@ -1056,7 +1222,16 @@ class MaskEvaluator:
                 if attr == "new_full":
                     value = _arg(node, 1, "fill_value")
                     return self._neg(value, env, scope, frame, depth) if value is not None else None
-                if attr in ("to", "type_as", "item", "float", "half", "to_dense", "detach", "clone"):
+                if attr in (
+                    "to",
+                    "type_as",
+                    "item",
+                    "float",
+                    "half",
+                    "to_dense",
+                    "detach",
+                    "clone",
+                ):
                     return self._neg(node.func.value, env, scope, frame, depth)
             if isinstance(node.func, cst.Name) and node.func.value == "float" and node.args:
                 return self._neg(node.args[0].value, env, scope, frame, depth)
@@ -1067,7 +1242,9 @@ class MaskEvaluator:
                 if fscope is None or not fscope.returns:
                     return None
                 inner = Frame(func, fscope, bind_call(func, node, skip), env, scope, frame)
-                results = {self._neg(expr, renv, fscope, inner, depth) for expr, renv in fscope.returns}
+                results = {
+                    self._neg(expr, renv, fscope, inner, depth) for expr, renv in fscope.returns
+                }
                 return results.pop() if len(results) == 1 else None
             return None
         if t is cst.Attribute:
@@ -1131,9 +1308,13 @@ class MaskEvaluator:
             return got
         # a token tensor against a pad id
         for tokens, pad, o in ((left, right, op), (right, left, _MIRROR[op])):
-            if (is_pad_name(pad) and not is_pad_name(tokens) and not _is_mask_or_length(tokens)
-                    and self._number(tokens, env, scope, frame) is None
-                    and self.eval(pad, env, scope, frame, depth).meaning is None):
+            if (
+                is_pad_name(pad)
+                and not is_pad_name(tokens)
+                and not _is_mask_or_length(tokens)
+                and self._number(tokens, env, scope, frame) is None
+                and self.eval(pad, env, scope, frame, depth).meaning is None
+            ):
                 return self._pad_compare(tokens, o, node, text, env, scope, frame)
         # a mask against a constant: m == 0 flips it, m != 0 keeps it
         for mask_side, const_side, o in ((left, right, op), (right, left, _MIRROR[op])):
@@ -1146,8 +1327,13 @@ class MaskEvaluator:
             inner = self.eval(mask_side, env, scope, frame, depth)
             if inner.meaning is not None or inner.tri is not None:
                 return self._threshold(inner, o, float(c), node, text)
-            if (isinstance(c, int) and not isinstance(c, bool) and c >= 0
-                    and is_token_name(mask_side) and self._plain_tokens(mask_side, env, scope, frame)):
+            if (
+                isinstance(c, int)
+                and not isinstance(c, bool)
+                and c >= 0
+                and is_token_name(mask_side)
+                and self._plain_tokens(mask_side, env, scope, frame)
+            ):
                 return self._pad_compare(mask_side, o, node, text, env, scope, frame)
             return UNKNOWN_MASK
         return UNKNOWN_MASK
@@ -1167,8 +1353,13 @@ class MaskEvaluator:
             return UNKNOWN_MASK
         which = values[true_set.pop()]
         origin_kind = self.origin(node)
-        base = dict(kind=BOOL, dtype="bool", layout=inner.layout, shape_origin=inner.shape_origin,
-                    kind_origin=origin_kind)
+        base = dict(
+            kind=BOOL,
+            dtype="bool",
+            layout=inner.layout,
+            shape_origin=inner.shape_origin,
+            kind_origin=origin_kind,
+        )
         if which == "same":
             return replace(inner, **base, fill=None)
         if which == "flip":
@@ -1183,8 +1374,15 @@ class MaskEvaluator:
             return UNKNOWN_MASK
         origin = Origin(node, text)
         layout = ("N", "S") if self._plain_tokens(tokens, env, scope, frame) else None
-        return Mask(meaning=meaning, kind=BOOL, dtype="bool", layout=layout, origin=origin,
-                    kind_origin=origin, shape_origin=origin if layout else None)
+        return Mask(
+            meaning=meaning,
+            kind=BOOL,
+            dtype="bool",
+            layout=layout,
+            origin=origin,
+            kind_origin=origin,
+            shape_origin=origin if layout else None,
+        )
 
     def _plain_tokens(self, node, env, scope, frame, hops: int = 0) -> bool:
         """A batch of token ids as it came (no index that drops or adds an axis)."""
@@ -1206,7 +1404,9 @@ class MaskEvaluator:
             return self._plain_tokens(node.value, env, scope, frame, hops + 1)
         return False
 
-    def _arange_compare(self, left, op, right, node, text, env, scope, frame, depth) -> Optional[Mask]:
+    def _arange_compare(
+        self, left, op, right, node, text, env, scope, frame, depth
+    ) -> Optional[Mask]:
         la = self._arange_axis(left, env, scope, frame, 0)
         ra = self._arange_axis(right, env, scope, frame, 0)
         if la is None and ra is None:
@@ -1220,8 +1420,16 @@ class MaskEvaluator:
             if meaning is None:
                 return UNKNOWN_MASK
             origin = Origin(node, text)
-            return Mask(meaning=meaning, kind=BOOL, dtype="bool", layout=("L", "S"), origin=origin,
-                        kind_origin=origin, shape_origin=origin, causal=True)
+            return Mask(
+                meaning=meaning,
+                kind=BOOL,
+                dtype="bool",
+                layout=("L", "S"),
+                origin=origin,
+                kind_origin=origin,
+                shape_origin=origin,
+                causal=True,
+            )
         if la is not None:
             axis, other, o = la, right, op
         else:
@@ -1235,18 +1443,29 @@ class MaskEvaluator:
             return UNKNOWN_MASK
         origin = Origin(node, text)
         layout = ("N", "S") if axis in ("row", "vec") and lens == "col" else None
-        return Mask(meaning=meaning, kind=BOOL, dtype="bool", layout=layout, origin=origin,
-                    kind_origin=origin, shape_origin=origin if layout else None)
+        return Mask(
+            meaning=meaning,
+            kind=BOOL,
+            dtype="bool",
+            layout=layout,
+            origin=origin,
+            kind_origin=origin,
+            shape_origin=origin if layout else None,
+        )
 
     def _arange_axis(self, node, env, scope, frame, depth) -> Optional[str]:
-        """"vec" for ``arange(S)``, "row" for it as (1, S), "col" as (S, 1)."""
+        """ "vec" for ``arange(S)``, "row" for it as (1, S), "col" as (S, 1)."""
         if depth > 10:
             return None
         depth += 1
         if isinstance(node, cst.Call):
             func = node.func
-            qn = self.qualname(func, env, scope) if not isinstance(func, cst.Attribute) or \
-                not isinstance(func.value, (cst.Call, cst.Subscript)) else None
+            qn = (
+                self.qualname(func, env, scope)
+                if not isinstance(func, cst.Attribute)
+                or not isinstance(func.value, (cst.Call, cst.Subscript))
+                else None
+            )
             if qn == "torch.arange":
                 return "vec"
             if isinstance(func, cst.Attribute):
@@ -1254,12 +1473,27 @@ class MaskEvaluator:
                 if base is None:
                     return None
                 attr = func.attr.value
-                if attr in ("to", "type_as", "long", "int", "float", "cuda", "cpu", "clone",
-                            "detach", "contiguous", "type"):
+                if attr in (
+                    "to",
+                    "type_as",
+                    "long",
+                    "int",
+                    "float",
+                    "cuda",
+                    "cpu",
+                    "clone",
+                    "detach",
+                    "contiguous",
+                    "type",
+                ):
                     return base
                 if attr == "unsqueeze" and base == "vec":
                     d = self._number(_arg(node, 0, "dim"), env, scope, frame) if node.args else None
-                    return {0: "row", -2: "row", 1: "col", -1: "col"}.get(d) if isinstance(d, int) else None
+                    return (
+                        {0: "row", -2: "row", 1: "col", -1: "col"}.get(d)
+                        if isinstance(d, int)
+                        else None
+                    )
                 if attr in ("expand", "repeat", "expand_as") and base == "row":
                     return "row"
                 if attr in ("view", "reshape") and base == "vec":
@@ -1296,7 +1530,7 @@ class MaskEvaluator:
         return None
 
     def _lengths_axis(self, node, env, scope, frame, depth) -> Optional[str]:
-        """"col" for ``lengths[:, None]``-like, "scalar" for a plain lengths
+        """ "col" for ``lengths[:, None]``-like, "scalar" for a plain lengths
         name, None when the other side is not visibly a length."""
         if depth > 10:
             return None
@@ -1337,7 +1571,17 @@ class MaskEvaluator:
                 if pos and len(pos) == 2 and self._number(pos[1], env, scope, frame) == 1:
                     return "col"
                 return None
-            if attr in ("to", "type_as", "long", "int", "float", "cuda", "cpu", "expand", "expand_as"):
+            if attr in (
+                "to",
+                "type_as",
+                "long",
+                "int",
+                "float",
+                "cuda",
+                "cpu",
+                "expand",
+                "expand_as",
+            ):
                 return base
             return None
         if isinstance(node, cst.Call) and len(node.args) >= 1:
@@ -1350,7 +1594,10 @@ class MaskEvaluator:
     def _call(self, node: cst.Call, env, scope, frame, depth) -> Mask:
         func = node.func
         qn = None
-        if not (isinstance(func, cst.Attribute) and not isinstance(func.value, (cst.Name, cst.Attribute))):
+        if not (
+            isinstance(func, cst.Attribute)
+            and not isinstance(func.value, (cst.Name, cst.Attribute))
+        ):
             qn = self.qualname(func, env, scope)
         if qn is not None and qn.startswith("torch."):
             return self._torch_call(qn, node, env, scope, frame, depth)
@@ -1404,12 +1651,28 @@ class MaskEvaluator:
         if isinstance(node, cst.Name):
             defs = lookup(node.value, env, scope)
             if defs and all(d.kind == "assign" for d in defs):
-                return join_all([self._indexed(d.node, index, d.env, d.scope, _frame_for(d.scope, frame), depth)
-                                 for d in defs])
+                return join_all(
+                    [
+                        self._indexed(
+                            d.node, index, d.env, d.scope, _frame_for(d.scope, frame), depth
+                        )
+                        for d in defs
+                    ]
+                )
         return UNKNOWN_MASK
 
-    def _fresh(self, what: str, node: cst.Call, env, scope, frame, depth, like=None,
-               shape_args: Optional[Sequence[cst.BaseExpression]] = None, fill_value=None) -> Mask:
+    def _fresh(
+        self,
+        what: str,
+        node: cst.Call,
+        env,
+        scope,
+        frame,
+        depth,
+        like=None,
+        shape_args: Optional[Sequence[cst.BaseExpression]] = None,
+        fill_value=None,
+    ) -> Mask:
         """A constant tensor: ones/zeros/full(-inf).  Its kind follows ``dtype=``."""
         kind, dtype = None, None
         dt = _kw(node, "dtype")
@@ -1423,12 +1686,18 @@ class MaskEvaluator:
         kind = None
         fill = what
         if what == "full":
-            neg = self._neg(fill_value, env, scope, frame, depth) if fill_value is not None else None
+            neg = (
+                self._neg(fill_value, env, scope, frame, depth) if fill_value is not None else None
+            )
             if neg == "neg":
                 fill = "neg"
             else:
                 v = self._number(fill_value, env, scope, frame) if fill_value is not None else None
-                fill = "ones" if v in (1, True) else "zeros" if v in (0, False) and v is not None else None
+                fill = (
+                    "ones"
+                    if v in (1, True)
+                    else "zeros" if v in (0, False) and v is not None else None
+                )
                 if fresh_kind is None and isinstance(v, bool):
                     fresh_kind, dtype = BOOL, "bool"
         layout = None
@@ -1439,16 +1708,23 @@ class MaskEvaluator:
         elif shape_args is not None:
             dims = list(shape_args)
             if len(dims) == 1 and isinstance(dims[0], (cst.Tuple, cst.List)):
-                dims = [el.value for el in dims[0].elements if not isinstance(el, cst.StarredElement)]
+                dims = [
+                    el.value for el in dims[0].elements if not isinstance(el, cst.StarredElement)
+                ]
             if len(dims) == 2:
                 layout = ("L", "S")
             elif len(dims) == 4:
-                layout = tuple("1" if self._number(d, env, scope, frame) == 1 else "?" for d in dims[:2]) \
-                    + ("L", "S")
+                layout = tuple(
+                    "1" if self._number(d, env, scope, frame) == 1 else "?" for d in dims[:2]
+                ) + ("L", "S")
         if fresh_kind is not None and dtype is None:
             dtype = {FLOAT01: "float", INT: "int"}.get(fresh_kind)  # a floating dtype not named
-        return Mask(dtype=dtype if fill != "neg" else None, layout=layout, fill=fill,
-                    shape_origin=shape_origin)
+        return Mask(
+            dtype=dtype if fill != "neg" else None,
+            layout=layout,
+            fill=fill,
+            shape_origin=shape_origin,
+        )
 
     def _dtype_of(self, node, env, scope, frame) -> Tuple[Optional[str], Optional[str]]:
         through = self._through_frame(node, env, scope, frame)
@@ -1483,7 +1759,9 @@ class MaskEvaluator:
         if isinstance(node, cst.SimpleString):
             return True
         name = _last_name(node)
-        if name is not None and ("device" in name.lower() or name.lower() in ("dev", "gpu", "cuda", "cpu")):
+        if name is not None and (
+            "device" in name.lower() or name.lower() in ("dev", "gpu", "cuda", "cpu")
+        ):
             return True
         if isinstance(node, cst.Call):
             qn = self.qualname(node.func, env, scope)
@@ -1519,18 +1797,35 @@ class MaskEvaluator:
             if qn in _LIKE:
                 like = _arg(node, 0, "input")
                 fill_value = _arg(node, 1, "fill_value") if what == "full" else None
-                return self._fresh(what, node, env, scope, frame, depth, like=like, fill_value=fill_value)
+                return self._fresh(
+                    what, node, env, scope, frame, depth, like=like, fill_value=fill_value
+                )
             pos = _positional(node) or []
             if what == "full":
                 size = _arg(node, 0, "size")
-                return self._fresh(what, node, env, scope, frame, depth,
-                                   shape_args=[size] if size is not None else None,
-                                   fill_value=_arg(node, 1, "fill_value"))
+                return self._fresh(
+                    what,
+                    node,
+                    env,
+                    scope,
+                    frame,
+                    depth,
+                    shape_args=[size] if size is not None else None,
+                    fill_value=_arg(node, 1, "fill_value"),
+                )
             return self._fresh(what, node, env, scope, frame, depth, shape_args=pos or None)
         if qn in _GENERATE:
             origin = self.origin(node)
-            return Mask(meaning=ADDITIVE, kind=ADDITIVE, layout=("L", "S"), dtype="float32",
-                        origin=origin, kind_origin=origin, shape_origin=origin, causal=True)
+            return Mask(
+                meaning=ADDITIVE,
+                kind=ADDITIVE,
+                layout=("L", "S"),
+                dtype="float32",
+                origin=origin,
+                kind_origin=origin,
+                shape_origin=origin,
+                causal=True,
+            )
         if qn in ("torch.logical_not", "torch.bitwise_not"):
             src = _arg(node, 0, "input")
             if src is None:
@@ -1539,14 +1834,25 @@ class MaskEvaluator:
             if qn == "torch.bitwise_not":
                 return self._flip(inner, node, bitwise=True)
             return self._flip(inner, node, kind=BOOL)
-        if qn in ("torch.logical_and", "torch.logical_or", "torch.bitwise_and", "torch.bitwise_or", "torch.mul"):
+        if qn in (
+            "torch.logical_and",
+            "torch.logical_or",
+            "torch.bitwise_and",
+            "torch.bitwise_or",
+            "torch.mul",
+        ):
             a, b = _arg(node, 0, "input"), _arg(node, 1, "other")
             if a is None or b is None:
                 return UNKNOWN_MASK
             op = "mul" if qn == "torch.mul" else ("and" if qn.endswith("_and") else "or")
-            return combine(self.eval(a, env, scope, frame, depth), self.eval(b, env, scope, frame, depth),
-                           node, self.text(node), op)
-        name = qn[len("torch."):]
+            return combine(
+                self.eval(a, env, scope, frame, depth),
+                self.eval(b, env, scope, frame, depth),
+                node,
+                self.text(node),
+                op,
+            )
+        name = qn[len("torch.") :]
         if name in _COMPARE_METHODS:
             a, b = _arg(node, 0, "input"), _arg(node, 1, "other")
             if a is None or b is None:
@@ -1568,13 +1874,19 @@ class MaskEvaluator:
             if inner.none or inner.meaning not in (KEEP, IGNORE, ADDITIVE):
                 return UNKNOWN_MASK
             return replace(inner, tri=None, fill=None)
-        if qn in ("torch.unsqueeze", "torch.squeeze", "torch.reshape", "torch.transpose", "torch.t"):
+        if qn in (
+            "torch.unsqueeze",
+            "torch.squeeze",
+            "torch.reshape",
+            "torch.transpose",
+            "torch.t",
+        ):
             src = _arg(node, 0, "input")
             if src is None:
                 return UNKNOWN_MASK
             inner = self.eval(src, env, scope, frame, depth)
             rest = node.with_changes(args=node.args[1:])
-            return self._reshape(qn[len("torch."):], inner, rest, node, env, scope, frame)
+            return self._reshape(qn[len("torch.") :], inner, rest, node, env, scope, frame)
         return UNKNOWN_MASK
 
     def _triangle(self, base: Mask, lower: bool, diag_node, node, env, scope, frame) -> Mask:
@@ -1596,9 +1908,17 @@ class MaskEvaluator:
         layout = base.layout or ("L", "S")
         kind = base.kind or _kind_of_dtype(base.dtype)
         dtype = base.dtype if base.dtype in _KNOWN_DTYPE_NAMES else None
-        return Mask(meaning=meaning, kind=kind, dtype=dtype, layout=layout, tri=tri,
-                    causal=True, origin=origin if meaning else None,
-                    kind_origin=origin if kind else None, shape_origin=origin)
+        return Mask(
+            meaning=meaning,
+            kind=kind,
+            dtype=dtype,
+            layout=layout,
+            tri=tri,
+            causal=True,
+            origin=origin if meaning else None,
+            kind_origin=origin if kind else None,
+            shape_origin=origin,
+        )
 
     def _where(self, cond, a, b, node, env, scope, frame, depth) -> Mask:
         """``torch.where(m, 0, -inf)`` makes an additive mask from a keep mask."""
@@ -1659,7 +1979,7 @@ class MaskEvaluator:
             if layout is not None and isinstance(d, int) and not isinstance(d, bool):
                 i = d if d >= 0 else len(layout) + d
                 if 0 <= i < len(layout):
-                    new_layout = layout[:i] + layout[i + 1:] if layout[i] == "1" else layout
+                    new_layout = layout[:i] + layout[i + 1 :] if layout[i] == "1" else layout
         elif attr in ("view", "reshape"):
             if pos is not None and len(pos) == 1 and isinstance(pos[0], (cst.Tuple, cst.List)):
                 pos = [el.value for el in pos[0].elements if not isinstance(el, cst.StarredElement)]
@@ -1683,8 +2003,11 @@ class MaskEvaluator:
                     new_layout = layout
         elif attr in ("expand", "expand_as", "repeat", "broadcast_to"):
             if layout is not None and pos is not None and len(pos) == len(layout):
-                new_layout = tuple("?" if lab == "1" else lab for lab in layout) \
-                    if shape_class(layout) == BROADCAST else layout
+                new_layout = (
+                    tuple("?" if lab == "1" else lab for lab in layout)
+                    if shape_class(layout) == BROADCAST
+                    else layout
+                )
             elif layout is not None and attr == "expand_as":
                 new_layout = None
         elif attr == "repeat_interleave":
@@ -1697,7 +2020,9 @@ class MaskEvaluator:
             return replace(inner, layout=None, shape_origin=None)
         elif attr in ("transpose", "transpose_", "swapaxes"):
             dims = [self._number(p, env, scope, frame) for p in (pos or [])]
-            if len(dims) != 2 or not all(isinstance(d, int) and not isinstance(d, bool) for d in dims):
+            if len(dims) != 2 or not all(
+                isinstance(d, int) and not isinstance(d, bool) for d in dims
+            ):
                 return UNKNOWN_MASK
             a, b = dims
             if layout is None:
@@ -1713,8 +2038,12 @@ class MaskEvaluator:
             lab = list(layout)
             lab[a], lab[b] = lab[b], lab[a]
             return replace(inner, layout=tuple(lab), shape_origin=self.origin(node))
-        return replace(inner, layout=new_layout, tri=tri,
-                       shape_origin=self._shape_origin(inner, new_layout, node))
+        return replace(
+            inner,
+            layout=new_layout,
+            tri=tri,
+            shape_origin=self._shape_origin(inner, new_layout, node),
+        )
 
     def _transpose(self, inner: Mask, node, two_d: bool) -> Mask:
         """Swap the last two axes: a lower triangle becomes an upper one."""
@@ -1729,14 +2058,21 @@ class MaskEvaluator:
         if layout is not None and len(layout) >= 2:
             if layout[-2:] == ("L", "S") or inner.meaning == ADDITIVE and layout[-2:] != ("N", "S"):
                 # a transposed square mask: which way round it now reads is not known
-                return replace(inner, meaning=None, origin=None) if inner.meaning != ADDITIVE else inner
-            return replace(inner, layout=layout[:-2] + (layout[-1], layout[-2]),
-                           shape_origin=self.origin(node))
+                return (
+                    replace(inner, meaning=None, origin=None)
+                    if inner.meaning != ADDITIVE
+                    else inner
+                )
+            return replace(
+                inner, layout=layout[:-2] + (layout[-1], layout[-2]), shape_origin=self.origin(node)
+            )
         if inner.meaning in (KEEP, IGNORE):
             return replace(inner, layout=None, shape_origin=None)
         return inner
 
-    def _method_call(self, attr: str, receiver, node: cst.Call, env, scope, frame, depth) -> Optional[Mask]:
+    def _method_call(
+        self, attr: str, receiver, node: cst.Call, env, scope, frame, depth
+    ) -> Optional[Mask]:
         """A method on a tensor expression; None when the method is not one we know."""
         if attr in _METHOD_DTYPES:
             if node.args:
@@ -1746,7 +2082,9 @@ class MaskEvaluator:
         if attr in ("to", "type"):
             inner = self.eval(receiver, env, scope, frame, depth)
             dt = _kw(node, "dtype")
-            candidates = [dt] if dt is not None else [a.value for a in node.args if a.keyword is None]
+            candidates = (
+                [dt] if dt is not None else [a.value for a in node.args if a.keyword is None]
+            )
             for cand in candidates:
                 if self._is_device(cand, env, scope):
                     continue
@@ -1763,8 +2101,12 @@ class MaskEvaluator:
             return UNKNOWN_MASK if inner.none else inner
         if attr in _FLIPS:
             inner = self.eval(receiver, env, scope, frame, depth)
-            return self._flip(inner, node, bitwise=attr.startswith("bitwise"),
-                              kind=None if attr.startswith("bitwise") else BOOL)
+            return self._flip(
+                inner,
+                node,
+                bitwise=attr.startswith("bitwise"),
+                kind=None if attr.startswith("bitwise") else BOOL,
+            )
         if attr in _COMBINE:
             other = _arg(node, 0, "other")
             if other is None:
@@ -1776,11 +2118,14 @@ class MaskEvaluator:
             other = _arg(node, 0, "other")
             if other is None:
                 return UNKNOWN_MASK
-            return self._compare(receiver, _COMPARE_METHODS[attr], other, node, env, scope, frame, depth)
+            return self._compare(
+                receiver, _COMPARE_METHODS[attr], other, node, env, scope, frame, depth
+            )
         if attr in ("tril", "triu", "tril_", "triu_"):
             base = self.eval(receiver, env, scope, frame, depth)
-            return self._triangle(base, attr.startswith("tril"), _arg(node, 0, "diagonal"), node,
-                                  env, scope, frame)
+            return self._triangle(
+                base, attr.startswith("tril"), _arg(node, 0, "diagonal"), node, env, scope, frame
+            )
         if attr in ("masked_fill", "masked_fill_"):
             m, v = _arg(node, 0, "mask"), _arg(node, 1, "value")
             if m is None or v is None:
@@ -1801,23 +2146,53 @@ class MaskEvaluator:
             what = _FRESH_METHODS[attr]
             pos = _positional(node) or []
             if what == "full":
-                return self._fresh(what, node, env, scope, frame, depth, shape_args=pos[:1] or None,
-                                   fill_value=_arg(node, 1, "fill_value"))
+                return self._fresh(
+                    what,
+                    node,
+                    env,
+                    scope,
+                    frame,
+                    depth,
+                    shape_args=pos[:1] or None,
+                    fill_value=_arg(node, 1, "fill_value"),
+                )
             out = self._fresh(what, node, env, scope, frame, depth, shape_args=pos or None)
             if _kw(node, "dtype") is None:
                 out = replace(out, kind=None, dtype=None, kind_origin=None)  # the receiver's dtype
             return out
-        if attr in ("unsqueeze", "unsqueeze_", "squeeze", "squeeze_", "view", "reshape", "expand",
-                    "expand_as", "repeat", "broadcast_to", "transpose", "transpose_", "swapaxes", "t",
-                    "permute", "repeat_interleave"):
+        if attr in (
+            "unsqueeze",
+            "unsqueeze_",
+            "squeeze",
+            "squeeze_",
+            "view",
+            "reshape",
+            "expand",
+            "expand_as",
+            "repeat",
+            "broadcast_to",
+            "transpose",
+            "transpose_",
+            "swapaxes",
+            "t",
+            "permute",
+            "repeat_interleave",
+        ):
             inner = self.eval(receiver, env, scope, frame, depth)
             return self._reshape(attr, inner, node, node, env, scope, frame)
         if attr == "generate_square_subsequent_mask":
             insts = self.resolver.instances(receiver, env, scope)
             if insts and all(i.spec is torch_api.TRANSFORMER for i in insts):
                 origin = self.origin(node)
-                return Mask(meaning=ADDITIVE, kind=ADDITIVE, layout=("L", "S"), dtype="float32",
-                            origin=origin, kind_origin=origin, shape_origin=origin)
+                return Mask(
+                    meaning=ADDITIVE,
+                    kind=ADDITIVE,
+                    layout=("L", "S"),
+                    dtype="float32",
+                    origin=origin,
+                    kind_origin=origin,
+                    shape_origin=origin,
+                )
             return None
         return None
 
@@ -1886,9 +2261,14 @@ def _index_layout(layout: Optional[Layout], elements) -> Optional[Layout]:
         return None
     out: List[str] = []
     els = list(elements)
-    consumed = sum(1 for el in els if not (isinstance(el.slice, cst.Index)
-                                           and (_is_none(el.slice.value)
-                                                or isinstance(el.slice.value, cst.Ellipsis))))
+    consumed = sum(
+        1
+        for el in els
+        if not (
+            isinstance(el.slice, cst.Index)
+            and (_is_none(el.slice.value) or isinstance(el.slice.value, cst.Ellipsis))
+        )
+    )
     if consumed > len(layout):
         return None
     i = 0
@@ -1901,7 +2281,7 @@ def _index_layout(layout: Optional[Layout], elements) -> Optional[Layout]:
             out.append("1")
         elif isinstance(s, cst.Index) and isinstance(s.value, cst.Ellipsis):
             rest = len(layout) - consumed
-            out.extend(layout[i:i + rest])
+            out.extend(layout[i : i + rest])
             i += rest
         elif isinstance(s, cst.Index) and isinstance(s.value, (cst.Integer, cst.UnaryOperation)):
             i += 1
@@ -1957,7 +2337,8 @@ def _falls_off_end(func: cst.FunctionDef) -> bool:
     if isinstance(body, cst.IndentedBlock) and body.body:
         last = body.body[-1]
         if isinstance(last, cst.SimpleStatementLine) and any(
-                isinstance(s, (cst.Return, cst.Raise)) for s in last.body):
+            isinstance(s, (cst.Return, cst.Raise)) for s in last.body
+        ):
             return False
         if isinstance(last, cst.If) and _all_paths_return(last):
             return False
@@ -2078,14 +2459,21 @@ class MaskAnalysis:
         func = call.func
         ev = self.evaluator
         env, scope = site.env, site.scope
-        name = func.attr.value if isinstance(func, cst.Attribute) else (
-            func.value if isinstance(func, cst.Name) else None)
+        name = (
+            func.attr.value
+            if isinstance(func, cst.Attribute)
+            else (func.value if isinstance(func, cst.Name) else None)
+        )
         if name not in ("masked_fill", "masked_fill_", "where"):
             return None
         qn = ev.qualname(func, env, scope)
         if name == "where":
             if qn == "torch.where":
-                cond, a, b = _arg(call, 0, "condition"), _arg(call, 1, "input"), _arg(call, 2, "other")
+                cond, a, b = (
+                    _arg(call, 0, "condition"),
+                    _arg(call, 1, "input"),
+                    _arg(call, 2, "other"),
+                )
             elif qn is None and isinstance(func, cst.Attribute):
                 cond, a, b = _arg(call, 0, "condition"), func.value, _arg(call, 1, "other")
             else:
@@ -2126,6 +2514,7 @@ class MaskAnalysis:
         if sink.module in ("masked_fill", "where"):
             out["call"] = sink.call_text
         data = mask.evidence(self.evaluator.source_text)
+        data["line"] = self.evaluator.line(mask.origin.node) if mask.origin is not None else None
         data["by_name"] = bool(mask.origin and mask.origin.by_name)
         data["kind_source"] = self.evaluator.source_text(mask.kind_origin)
         data["shape_source"] = self.evaluator.source_text(mask.shape_origin)

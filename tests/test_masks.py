@@ -1,6 +1,7 @@
 """Mask conventions: the domain, the evaluator, the four rules (MHA002,
 MHA003, MHA004, MHA009) through the engine, and the fixtures through a real
 flake8 process."""
+
 from __future__ import annotations
 
 import json
@@ -17,9 +18,26 @@ from fixture_expect import FIXTURES, ROOT, expected
 from flake8_mha.engine import Context, analyze_source
 from flake8_mha.events import ModuleCall, SdpaCall, classify
 from flake8_mha.flow import FlowPass
-from flake8_mha.masks import (ADDITIVE, BOOL, FLOAT01, IGNORE, INT, KEEP, NONE_MASK, UNKNOWN_MASK,
-                              Mask, Origin, analysis_for, broadcast, combine, join, shape_class,
-                              tri_complement, tri_meaning, tri_transpose)
+from flake8_mha.masks import (
+    ADDITIVE,
+    BOOL,
+    FLOAT01,
+    IGNORE,
+    INT,
+    KEEP,
+    NONE_MASK,
+    UNKNOWN_MASK,
+    Mask,
+    Origin,
+    analysis_for,
+    broadcast,
+    combine,
+    join,
+    shape_class,
+    tri_complement,
+    tri_meaning,
+    tri_transpose,
+)
 from flake8_mha.resolve import Resolver
 
 CODES = ["MHA002", "MHA003", "MHA004", "MHA009"]
@@ -67,6 +85,7 @@ def only_value(src: str) -> Mask:
 
 
 # ----------------------------------------------------------------------------- the domain
+
 
 def _o(text="x"):
     return Origin(cst.Name("x"), text)
@@ -124,19 +143,23 @@ def test_triangles():
 
 # ----------------------------------------------------------------------------- sources
 
-@pytest.mark.parametrize("expr,meaning", [
-    ("tokens == pad_id", IGNORE),
-    ("tokens != pad_id", KEEP),
-    ("tokens.eq(self.padding_idx)", IGNORE),
-    ("tokens.ne(self.padding_idx)", KEEP),
-    ("torch.eq(tokens, pad_id)", IGNORE),
-    ("pad_id == tokens", IGNORE),
-    ("input_ids == 0", IGNORE),
-    ("torch.arange(S)[None, :] >= lengths[:, None]", IGNORE),
-    ("torch.arange(S)[None, :] < lengths[:, None]", KEEP),
-    ("lengths[:, None] > torch.arange(S)[None, :]", KEEP),
-    ("lengths.unsqueeze(1) <= torch.arange(S).unsqueeze(0)", IGNORE),
-])
+
+@pytest.mark.parametrize(
+    "expr,meaning",
+    [
+        ("tokens == pad_id", IGNORE),
+        ("tokens != pad_id", KEEP),
+        ("tokens.eq(self.padding_idx)", IGNORE),
+        ("tokens.ne(self.padding_idx)", KEEP),
+        ("torch.eq(tokens, pad_id)", IGNORE),
+        ("pad_id == tokens", IGNORE),
+        ("input_ids == 0", IGNORE),
+        ("torch.arange(S)[None, :] >= lengths[:, None]", IGNORE),
+        ("torch.arange(S)[None, :] < lengths[:, None]", KEEP),
+        ("lengths[:, None] > torch.arange(S)[None, :]", KEEP),
+        ("lengths.unsqueeze(1) <= torch.arange(S).unsqueeze(0)", IGNORE),
+    ],
+)
 def test_padding_sources(expr, meaning):
     m = only_value(f"""
         class A(nn.Module):
@@ -149,24 +172,27 @@ def test_padding_sources(expr, meaning):
     assert m.shape == "padding"
 
 
-@pytest.mark.parametrize("expr,meaning,kind", [
-    ("torch.tril(torch.ones(L, L))", KEEP, FLOAT01),
-    ("torch.tril(torch.ones(L, L, dtype=torch.bool))", KEEP, BOOL),
-    ("torch.tril(torch.ones(L, L)).bool()", KEEP, BOOL),
-    ("torch.ones(L, L).tril()", KEEP, FLOAT01),
-    ("torch.ones(L, L, dtype=torch.bool).tril(diagonal=0)", KEEP, BOOL),
-    ("torch.triu(torch.ones(L, L), diagonal=1)", IGNORE, FLOAT01),
-    ("torch.triu(torch.ones(L, L), 1).bool()", IGNORE, BOOL),
-    ("torch.ones(L, L, dtype=torch.bool).triu(1)", IGNORE, BOOL),
-    ("(torch.triu(torch.ones(L, L)) == 1).transpose(0, 1)", KEEP, BOOL),
-    ("torch.tril(torch.ones(L, L)) == 0", IGNORE, BOOL),
-    ("torch.arange(L)[None, :] > torch.arange(L)[:, None]", IGNORE, BOOL),
-    ("torch.arange(L)[:, None] >= torch.arange(L)[None, :]", KEEP, BOOL),
-    ("nn.Transformer.generate_square_subsequent_mask(L)", ADDITIVE, ADDITIVE),
-    ("torch.triu(torch.full((L, L), float('-inf')), diagonal=1)", ADDITIVE, ADDITIVE),
-    ("torch.triu(torch.ones(L, L) * float('-inf'), diagonal=1)", ADDITIVE, ADDITIVE),
-    ("torch.empty(L, L).fill_(float('-inf')).triu_(1)", ADDITIVE, ADDITIVE),
-])
+@pytest.mark.parametrize(
+    "expr,meaning,kind",
+    [
+        ("torch.tril(torch.ones(L, L))", KEEP, FLOAT01),
+        ("torch.tril(torch.ones(L, L, dtype=torch.bool))", KEEP, BOOL),
+        ("torch.tril(torch.ones(L, L)).bool()", KEEP, BOOL),
+        ("torch.ones(L, L).tril()", KEEP, FLOAT01),
+        ("torch.ones(L, L, dtype=torch.bool).tril(diagonal=0)", KEEP, BOOL),
+        ("torch.triu(torch.ones(L, L), diagonal=1)", IGNORE, FLOAT01),
+        ("torch.triu(torch.ones(L, L), 1).bool()", IGNORE, BOOL),
+        ("torch.ones(L, L, dtype=torch.bool).triu(1)", IGNORE, BOOL),
+        ("(torch.triu(torch.ones(L, L)) == 1).transpose(0, 1)", KEEP, BOOL),
+        ("torch.tril(torch.ones(L, L)) == 0", IGNORE, BOOL),
+        ("torch.arange(L)[None, :] > torch.arange(L)[:, None]", IGNORE, BOOL),
+        ("torch.arange(L)[:, None] >= torch.arange(L)[None, :]", KEEP, BOOL),
+        ("nn.Transformer.generate_square_subsequent_mask(L)", ADDITIVE, ADDITIVE),
+        ("torch.triu(torch.full((L, L), float('-inf')), diagonal=1)", ADDITIVE, ADDITIVE),
+        ("torch.triu(torch.ones(L, L) * float('-inf'), diagonal=1)", ADDITIVE, ADDITIVE),
+        ("torch.empty(L, L).fill_(float('-inf')).triu_(1)", ADDITIVE, ADDITIVE),
+    ],
+)
 def test_causal_sources(expr, meaning, kind):
     m = only_value(f"""
         def f(q, k, v, L):
@@ -190,21 +216,25 @@ def test_pad_comparison_needs_a_token_tensor():
 def test_unknown_diagonals_stay_unknown():
     m = only_value("""
         def f(q, k, v, L, d):
-            return F.scaled_dot_product_attention(q, k, v, attn_mask=torch.triu(torch.ones(L, L), d).bool())
+            m = torch.triu(torch.ones(L, L), d).bool()
+            return F.scaled_dot_product_attention(q, k, v, attn_mask=m)
         """)
     assert m.meaning is None
 
 
-@pytest.mark.parametrize("expr,meaning,kind", [
-    ('batch["attention_mask"]', KEEP, INT),
-    ("inputs.attention_mask", KEEP, INT),
-    ("key_padding_mask", IGNORE, BOOL),
-    ("padding_mask", IGNORE, BOOL),
-    ("pad_mask", IGNORE, BOOL),
-    ("src_key_padding_mask", IGNORE, BOOL),
-    ("mask", None, None),
-    ("attn_mask", None, None),
-])
+@pytest.mark.parametrize(
+    "expr,meaning,kind",
+    [
+        ('batch["attention_mask"]', KEEP, INT),
+        ("inputs.attention_mask", KEEP, INT),
+        ("key_padding_mask", IGNORE, BOOL),
+        ("padding_mask", IGNORE, BOOL),
+        ("pad_mask", IGNORE, BOOL),
+        ("src_key_padding_mask", IGNORE, BOOL),
+        ("mask", None, None),
+        ("attn_mask", None, None),
+    ],
+)
 def test_name_sources(expr, meaning, kind):
     m = only_value(f"""
         def f(q, k, v, batch, inputs, key_padding_mask, padding_mask, pad_mask,
@@ -235,36 +265,40 @@ def test_attention_mask_parameter_counts_only_beside_token_ids():
 
 # ----------------------------------------------------------------------------- transfers
 
-@pytest.mark.parametrize("expr,meaning,kind,dtype", [
-    ("~pad", KEEP, BOOL, "bool"),
-    ("pad.logical_not()", KEEP, BOOL, "bool"),
-    ("torch.logical_not(pad)", KEEP, BOOL, "bool"),
-    ("pad == 0", KEEP, BOOL, "bool"),
-    ("pad.eq(0)", KEEP, BOOL, "bool"),
-    ("pad == False", KEEP, BOOL, "bool"),
-    ("pad != 0", IGNORE, BOOL, "bool"),
-    ("pad.float()", IGNORE, FLOAT01, "float32"),
-    ("pad.half()", IGNORE, FLOAT01, "float16"),
-    ("pad.to(torch.float16)", IGNORE, FLOAT01, "float16"),
-    ("pad.to(q.dtype)", IGNORE, FLOAT01, None),
-    ("pad.to(dtype=q.dtype)", IGNORE, FLOAT01, None),
-    ("pad.type_as(q)", IGNORE, FLOAT01, None),
-    ("pad.long()", IGNORE, INT, "int64"),
-    ("pad.int()", IGNORE, INT, "int32"),
-    ("pad.to(torch.uint8)", IGNORE, INT, "uint8"),
-    ("pad.long().bool()", IGNORE, BOOL, "bool"),
-    ("pad.float().to(torch.bool)", IGNORE, BOOL, "bool"),
-    ("1 - pad.long()", KEEP, INT, "int64"),
-    ("1.0 - pad.float()", KEEP, FLOAT01, "float32"),
-    ("1.0 - pad.long()", KEEP, FLOAT01, "float32"),
-    ("pad.to(q.device)", IGNORE, BOOL, "bool"),
-    ("pad.to(device)", IGNORE, BOOL, "bool"),
-    ("pad.clone().detach().contiguous()", IGNORE, BOOL, "bool"),
-    ("pad.cuda()", IGNORE, BOOL, "bool"),
-    ("~(~pad)", IGNORE, BOOL, "bool"),
-    ("pad if flag else None", IGNORE, BOOL, "bool"),
-    ("pad if flag else ~pad", None, BOOL, "bool"),
-])
+
+@pytest.mark.parametrize(
+    "expr,meaning,kind,dtype",
+    [
+        ("~pad", KEEP, BOOL, "bool"),
+        ("pad.logical_not()", KEEP, BOOL, "bool"),
+        ("torch.logical_not(pad)", KEEP, BOOL, "bool"),
+        ("pad == 0", KEEP, BOOL, "bool"),
+        ("pad.eq(0)", KEEP, BOOL, "bool"),
+        ("pad == False", KEEP, BOOL, "bool"),
+        ("pad != 0", IGNORE, BOOL, "bool"),
+        ("pad.float()", IGNORE, FLOAT01, "float32"),
+        ("pad.half()", IGNORE, FLOAT01, "float16"),
+        ("pad.to(torch.float16)", IGNORE, FLOAT01, "float16"),
+        ("pad.to(q.dtype)", IGNORE, FLOAT01, None),
+        ("pad.to(dtype=q.dtype)", IGNORE, FLOAT01, None),
+        ("pad.type_as(q)", IGNORE, FLOAT01, None),
+        ("pad.long()", IGNORE, INT, "int64"),
+        ("pad.int()", IGNORE, INT, "int32"),
+        ("pad.to(torch.uint8)", IGNORE, INT, "uint8"),
+        ("pad.long().bool()", IGNORE, BOOL, "bool"),
+        ("pad.float().to(torch.bool)", IGNORE, BOOL, "bool"),
+        ("1 - pad.long()", KEEP, INT, "int64"),
+        ("1.0 - pad.float()", KEEP, FLOAT01, "float32"),
+        ("1.0 - pad.long()", KEEP, FLOAT01, "float32"),
+        ("pad.to(q.device)", IGNORE, BOOL, "bool"),
+        ("pad.to(device)", IGNORE, BOOL, "bool"),
+        ("pad.clone().detach().contiguous()", IGNORE, BOOL, "bool"),
+        ("pad.cuda()", IGNORE, BOOL, "bool"),
+        ("~(~pad)", IGNORE, BOOL, "bool"),
+        ("pad if flag else None", IGNORE, BOOL, "bool"),
+        ("pad if flag else ~pad", None, BOOL, "bool"),
+    ],
+)
 def test_transfers(expr, meaning, kind, dtype):
     m = only_value(f"""
         def f(q, k, v, tokens, pad_id, flag, device):
@@ -274,20 +308,23 @@ def test_transfers(expr, meaning, kind, dtype):
     assert (m.meaning, m.kind, m.dtype) == (meaning, kind, dtype)
 
 
-@pytest.mark.parametrize("expr", [
-    "pad.masked_fill(pad, float('-inf'))",
-    "torch.zeros_like(pad, dtype=q.dtype).masked_fill(pad, float('-inf'))",
-    "torch.zeros_like(pad, dtype=q.dtype).masked_fill(pad, torch.finfo(q.dtype).min)",
-    "torch.zeros_like(pad, dtype=q.dtype).masked_fill_(pad, -1e9)",
-    "pad.float() * -10000.0",
-    "(1.0 - keep.float()) * -10000.0",
-    "(1 - keep.long()) * torch.finfo(q.dtype).min",
-    "-1e9 * (1.0 - keep.float())",
-    "torch.where(keep, 0.0, float('-inf'))",
-    "torch.where(pad, float('-inf'), 0.0)",
-    "torch.zeros(L, L).masked_fill(pad, NEG)",
-    "bias + torch.where(keep, 0.0, float('-inf'))",
-])
+@pytest.mark.parametrize(
+    "expr",
+    [
+        "pad.masked_fill(pad, float('-inf'))",
+        "torch.zeros_like(pad, dtype=q.dtype).masked_fill(pad, float('-inf'))",
+        "torch.zeros_like(pad, dtype=q.dtype).masked_fill(pad, torch.finfo(q.dtype).min)",
+        "torch.zeros_like(pad, dtype=q.dtype).masked_fill_(pad, -1e9)",
+        "pad.float() * -10000.0",
+        "(1.0 - keep.float()) * -10000.0",
+        "(1 - keep.long()) * torch.finfo(q.dtype).min",
+        "-1e9 * (1.0 - keep.float())",
+        "torch.where(keep, 0.0, float('-inf'))",
+        "torch.where(pad, float('-inf'), 0.0)",
+        "torch.zeros(L, L).masked_fill(pad, NEG)",
+        "bias + torch.where(keep, 0.0, float('-inf'))",
+    ],
+)
 def test_additive(expr):
     m = only_value(f"""
         NEG = -1e9
@@ -299,24 +336,27 @@ def test_additive(expr):
     assert (m.meaning, m.kind) == (ADDITIVE, ADDITIVE)
 
 
-@pytest.mark.parametrize("expr,shape", [
-    ("pad", "padding"),
-    ("pad[:, None, None, :]", "broadcast"),
-    ("pad.unsqueeze(1).unsqueeze(2)", "broadcast"),
-    ("pad.unsqueeze(1).unsqueeze(1)", "broadcast"),
-    ("pad.view(N, 1, 1, S)", "broadcast"),
-    ("pad.reshape(N, 1, 1, -1)", "broadcast"),
-    ("pad[:, None, None, :].expand(N, H, L, S)", "broadcast"),
-    ("pad[:, None, :]", None),
-    ("pad.unsqueeze(1)", None),
-    ("pad[:, :S]", "padding"),
-    ("pad[..., :S]", "padding"),
-    ("pad[0]", None),
-    ("pad.transpose(0, 1)", None),
-    ("pad.float()", "padding"),
-    ("pad & pad2", "padding"),
-    ("pad[:, None, None, :] | causal", "broadcast"),
-])
+@pytest.mark.parametrize(
+    "expr,shape",
+    [
+        ("pad", "padding"),
+        ("pad[:, None, None, :]", "broadcast"),
+        ("pad.unsqueeze(1).unsqueeze(2)", "broadcast"),
+        ("pad.unsqueeze(1).unsqueeze(1)", "broadcast"),
+        ("pad.view(N, 1, 1, S)", "broadcast"),
+        ("pad.reshape(N, 1, 1, -1)", "broadcast"),
+        ("pad[:, None, None, :].expand(N, H, L, S)", "broadcast"),
+        ("pad[:, None, :]", None),
+        ("pad.unsqueeze(1)", None),
+        ("pad[:, :S]", "padding"),
+        ("pad[..., :S]", "padding"),
+        ("pad[0]", None),
+        ("pad.transpose(0, 1)", None),
+        ("pad.float()", "padding"),
+        ("pad & pad2", "padding"),
+        ("pad[:, None, None, :] | causal", "broadcast"),
+    ],
+)
 def test_shapes(expr, shape):
     m = only_value(f"""
         def f(q, k, v, tokens, pad_id, N, H, L, S):
@@ -336,7 +376,7 @@ def test_combinations_and_de_morgan():
             causal = torch.tril(torch.ones(L, L, dtype=torch.bool))
             future = torch.triu(torch.ones(L, L, dtype=torch.bool), 1)
             a = F.scaled_dot_product_attention(q, k, v, attn_mask=keep[:, None, None, :] & causal)
-            b = F.scaled_dot_product_attention(q, k, v, attn_mask=~(~keep[:, None, None, :] | future))
+            b = F.scaled_dot_product_attention(q, k, v, attn_mask=~(~keep[:, None] | future))
             c = F.scaled_dot_product_attention(q, k, v, attn_mask=keep[:, None, None, :] & future)
             d = F.scaled_dot_product_attention(q, k, v, attn_mask=~keep[:, None, None, :] | future)
             return a, b, c, d
@@ -347,6 +387,7 @@ def test_combinations_and_de_morgan():
 
 
 # ----------------------------------------------------------------------------- flow
+
 
 def test_branches_join():
     src = """
@@ -400,7 +441,7 @@ def test_buffer_crosses_methods():
                 good = att.masked_fill(self.causal[:, :, :T, :T] == 0, float("-inf"))
                 y1 = F.scaled_dot_product_attention(q, k, v, attn_mask=self.future[:T, :T])
                 y2 = F.scaled_dot_product_attention(q, k, v, attn_mask=~self.future[:T, :T])
-                y3 = F.scaled_dot_product_attention(q, k, v, attn_mask=self.causal[:, :, :T, :T] == 1)
+                y3 = F.scaled_dot_product_attention(q, k, v, self.causal[..., :T, :T] == 1)
                 return good, y1, y2, y3
         """
     assert got(src) == {(12, 14, "MHA002")}
@@ -434,10 +475,10 @@ def test_helpers_are_summarised_with_bound_arguments():
 
             def forward(self, q, k, v, tokens):
                 L = tokens.size(1)
-                a = F.scaled_dot_product_attention(q, k, v, attn_mask=make_pad_mask(tokens, self.pad_id))
+                a = F.scaled_dot_product_attention(q, k, v, make_pad_mask(tokens, self.pad_id))
                 b = F.scaled_dot_product_attention(q, k, v, attn_mask=causal_mask(L))
                 c = F.scaled_dot_product_attention(q, k, v, attn_mask=~causal_mask(L))
-                d = F.scaled_dot_product_attention(q, k, v, attn_mask=self.keep_mask(tokens)[:, None, None, :])
+                d = F.scaled_dot_product_attention(q, k, v, self.keep_mask(tokens)[:, None, None])
                 e = F.scaled_dot_product_attention(q, k, v, attn_mask=causal_mask(L, 0))
                 return a, b, c, d, e
         """
@@ -512,6 +553,7 @@ def test_code_evidence_beats_a_parameter_name():
 
 # ----------------------------------------------------------------------------- sinks
 
+
 def test_module_sinks_keyword_and_positional():
     src = """
         attn = nn.MultiheadAttention(64, 8, batch_first=True)
@@ -557,8 +599,13 @@ def test_fill_sinks():
             j = scores.masked_fill(keep == 0, -10000.0)
             return a, b, c, d, e, f, g, h, i, j
         """
-    assert got(src) == {(5, 9, "MHA003"), (7, 9, "MHA003"), (8, 9, "MHA003"), (9, 9, "MHA002"),
-                        (11, 9, "MHA003")}
+    assert got(src) == {
+        (5, 9, "MHA003"),
+        (7, 9, "MHA003"),
+        (8, 9, "MHA003"),
+        (9, 9, "MHA002"),
+        (11, 9, "MHA003"),
+    }
 
 
 def test_numeric_masks_report_both_codes():
@@ -574,15 +621,25 @@ def test_numeric_masks_report_both_codes():
             f = attn(x, x, x, attn_mask=torch.triu(torch.ones(L, L), 1), need_weights=False)
             return a, b, c, d, e, f
         """
-    assert got(src) == {(5, 9, "MHA004"), (6, 9, "MHA004"), (6, 9, "MHA003"), (7, 9, "MHA004"),
-                        (7, 9, "MHA002"), (8, 9, "MHA004"), (9, 9, "MHA004"), (10, 9, "MHA004")}
+    assert got(src) == {
+        (5, 9, "MHA004"),
+        (6, 9, "MHA004"),
+        (6, 9, "MHA003"),
+        (7, 9, "MHA004"),
+        (7, 9, "MHA002"),
+        (8, 9, "MHA004"),
+        (9, 9, "MHA004"),
+        (10, 9, "MHA004"),
+    }
 
 
 def test_square_masks_are_never_mha009():
     src = """
         def f(q, k, v, L):
-            a = F.scaled_dot_product_attention(q, k, v, attn_mask=torch.tril(torch.ones(L, L, dtype=torch.bool)))
-            b = F.scaled_dot_product_attention(q, k, v, attn_mask=nn.Transformer.generate_square_subsequent_mask(L))
+            causal = torch.tril(torch.ones(L, L, dtype=torch.bool))
+            a = F.scaled_dot_product_attention(q, k, v, causal)
+            additive = nn.Transformer.generate_square_subsequent_mask(L)
+            b = F.scaled_dot_product_attention(q, k, v, additive)
             return a, b
         """
     assert got(src) == set()
@@ -651,7 +708,8 @@ def test_evidence_is_complete_and_json():
         assert ev["mask"]["kind"] == "int"
         assert ev["mask"]["dtype"] == "int64"
         assert ev["mask"]["shape"] is None
-        assert ev["mask"]["source"] == "line 7: batch[\"attention_mask\"]"
+        assert ev["mask"]["source"] == 'line 7: batch["attention_mask"]'
+        assert ev["mask"]["line"] == 7 and ev["mask"]["by_name"] is True
     msg = {f.code: f.message for f in fs}
     assert msg["MHA003"].startswith('mask from line 7 (batch["attention_mask"]) means 1 = keep')
     assert "int64" in msg["MHA004"]
@@ -664,8 +722,10 @@ def test_message_names_the_source_line():
             return F.scaled_dot_product_attention(q, k, v, attn_mask=pad[:, None, None, :])
         """
     (f,) = findings(src)
-    assert f.message.startswith("mask from line 6 (x == pad_id) means True = ignore; "
-                                "scaled_dot_product_attention treats True as attend")
+    assert f.message.startswith(
+        "mask from line 6 (x == pad_id) means True = ignore; "
+        "scaled_dot_product_attention treats True as attend"
+    )
     assert f.evidence["module"] == "scaled_dot_product_attention"
     assert f.evidence["sink"] == "attn_mask"
     assert f.evidence["mask"]["shape"] == "broadcast"
@@ -690,14 +750,22 @@ _FLAKE8_LINE = re.compile(r"^(?P<path>.+?):(?P<line>\d+):(?P<col>\d+): (?P<code>
 def test_fixtures_through_real_flake8():
     assert MASK_FIXTURES, "no mask fixtures"
     rel = [str(p.relative_to(ROOT)) for p in MASK_FIXTURES]
-    proc = subprocess.run([sys.executable, "-m", "flake8", "--isolated", "--select", "MHA", *rel],
-                          cwd=ROOT, capture_output=True, text=True, timeout=300)
+    proc = subprocess.run(
+        [sys.executable, "-m", "flake8", "--isolated", "--select", "MHA", *rel],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     assert proc.returncode in (0, 1), proc.stderr
     got_lines = set()
     for line in proc.stdout.splitlines():
         m = _FLAKE8_LINE.match(line)
         assert m, line
         got_lines.add((os.path.normpath(m["path"]), int(m["line"]), int(m["col"]), m["code"]))
-    want = {(os.path.normpath(r), line, col, code)
-            for r, p in zip(rel, MASK_FIXTURES) for (line, col, code) in expected(p)}
+    want = {
+        (os.path.normpath(r), line, col, code)
+        for r, p in zip(rel, MASK_FIXTURES)
+        for (line, col, code) in expected(p)
+    }
     assert got_lines == want

@@ -5,14 +5,26 @@ module's mask argument, SDPA's ``attn_mask``, ``masked_fill`` with -inf,
 ``torch.where`` against -inf) and fires only on a part of the mask value the
 analysis knows; an unknown mask never fires.
 """
+
 from __future__ import annotations
 
 from typing import Iterator
 
 from ..events import ModuleCall, SdpaCall
 from ..flow import CallSite
-from ..masks import (ADDITIVE, BOOL, FLOAT01, IGNORE, INT, KEEP, PADDING, Mask, MaskAnalysis, Sink,
-                     analysis_for)
+from ..masks import (
+    ADDITIVE,
+    BOOL,
+    FLOAT01,
+    IGNORE,
+    INT,
+    KEEP,
+    PADDING,
+    Mask,
+    MaskAnalysis,
+    Sink,
+    analysis_for,
+)
 from .base import Example, Report, Rule
 
 _SDPA = "scaled_dot_product_attention"
@@ -99,14 +111,16 @@ class IgnoreMaskToSdpa(_MaskRule):
             "def attend(q, k, v, tokens, pad_id):\n"
             "    pad = tokens == pad_id\n"
             "    return F.scaled_dot_product_attention(q, k, v, attn_mask=pad[:, None, None, :])\n",
-            4, 12,
+            4,
+            12,
         ),
         Example(
             "import torch\nimport torch.nn.functional as F\n"
             "def attend(q, k, v, L):\n"
             "    future = torch.triu(torch.ones(L, L, dtype=torch.bool), diagonal=1)\n"
             "    return F.scaled_dot_product_attention(q, k, v, future)\n",
-            5, 12,
+            5,
+            12,
         ),
     ]
 
@@ -130,15 +144,23 @@ class IgnoreMaskToSdpa(_MaskRule):
 
     def _message(self, sink: Sink, mask: Mask) -> Report:
         a = self.analysis()
-        return self._report(sink, mask, None, self.MESSAGE,
-                            mask=a.evaluator.describe(mask.origin), what=_what(mask),
-                            sink=_sink_text(sink))
+        return self._report(
+            sink,
+            mask,
+            None,
+            self.MESSAGE,
+            mask=a.evaluator.describe(mask.origin),
+            what=_what(mask),
+            sink=_sink_text(sink),
+        )
 
 
 class KeepMaskAsIgnoreMask(_MaskRule):
     CODE = "MHA003"
     NAME = "keep-mask-as-ignore-mask"
-    MESSAGE = "{mask} means {what} = keep; {sink} treats True as ignore (invert it: ~mask or mask == 0)"
+    MESSAGE = (
+        "{mask} means {what} = keep; {sink} treats True as ignore (invert it: ~mask or mask == 0)"
+    )
     WHAT = """
         Flags a mask whose True/1 means *keep* (a tokenizer `attention_mask`,
         `tokens != pad_id`, `tril(ones(L, L))`, `arange(S) < lengths[:, None]`)
@@ -201,14 +223,16 @@ class KeepMaskAsIgnoreMask(_MaskRule):
             "def f(x, batch):\n"
             "    keep = batch['attention_mask'].bool()\n"
             "    return attn(x, x, x, key_padding_mask=keep, need_weights=False)[0]\n",
-            5, 12,
+            5,
+            12,
         ),
         Example(
             "import torch\n"
             "def scores_for(scores, tokens, pad_id):\n"
             "    keep = tokens != pad_id\n"
             "    return scores.masked_fill(keep[:, None, None, :], float('-inf'))  # Transformer\n",
-            4, 12,
+            4,
+            12,
         ),
     ]
 
@@ -230,9 +254,15 @@ class KeepMaskAsIgnoreMask(_MaskRule):
 
     def _message(self, sink: Sink, mask: Mask, module_ev) -> Report:
         a = self.analysis()
-        return self._report(sink, mask, module_ev, self.MESSAGE,
-                            mask=a.evaluator.describe(mask.origin), what=_what(mask),
-                            sink=_sink_text(sink))
+        return self._report(
+            sink,
+            mask,
+            module_ev,
+            self.MESSAGE,
+            mask=a.evaluator.describe(mask.origin),
+            what=_what(mask),
+            sink=_sink_text(sink),
+        )
 
 
 class NumericZeroOneMask(_MaskRule):
@@ -282,7 +312,8 @@ class NumericZeroOneMask(_MaskRule):
     VALID = [
         "import torch\nimport torch.nn.functional as F\n"
         "def attend(q, k, v, keep):\n"
-        "    bias = torch.zeros(keep.shape, dtype=q.dtype).masked_fill(~keep.bool(), float('-inf'))\n"
+        "    bias = torch.zeros(keep.shape, dtype=q.dtype)\n"
+        "    bias = bias.masked_fill(~keep.bool(), float('-inf'))\n"
         "    return F.scaled_dot_product_attention(q, k, v, attn_mask=bias)\n",
         "import torch\nimport torch.nn as nn\n"
         "layer = nn.TransformerEncoderLayer(64, 8, batch_first=True)\n"
@@ -295,7 +326,8 @@ class NumericZeroOneMask(_MaskRule):
             "layer = nn.TransformerEncoderLayer(64, 8, batch_first=True)\n"
             "def f(x, L):\n"
             "    return layer(x, src_mask=torch.triu(torch.ones(L, L), 1))\n",
-            5, 12,
+            5,
+            12,
         ),
     ]
 
@@ -321,10 +353,16 @@ class NumericZeroOneMask(_MaskRule):
             dtype = mask.dtype or "integer"
             consequence = self.MESSAGE_INT
         article = "an" if dtype.startswith("int") else "a"
-        yield self._report(sink, mask, module_ev, self.MESSAGE,
-                           mask=a.evaluator.describe(mask.kind_origin or mask.origin),
-                           dtype=f"{article} {dtype}",
-                           sink=_sink_text(sink), consequence=consequence)
+        yield self._report(
+            sink,
+            mask,
+            module_ev,
+            self.MESSAGE,
+            mask=a.evaluator.describe(mask.kind_origin or mask.origin),
+            dtype=f"{article} {dtype}",
+            sink=_sink_text(sink),
+            consequence=consequence,
+        )
 
 
 class PaddingMaskNotBroadcast(_MaskRule):
@@ -376,7 +414,8 @@ class PaddingMaskNotBroadcast(_MaskRule):
         "import torch.nn.functional as F\n"
         "def attend(q, k, v, tokens, pad_id):\n"
         "    keep = tokens != pad_id\n"
-        "    return F.scaled_dot_product_attention(q, k, v, attn_mask=keep.unsqueeze(1).unsqueeze(2))\n",
+        "    keep = keep.unsqueeze(1).unsqueeze(2)\n"
+        "    return F.scaled_dot_product_attention(q, k, v, attn_mask=keep)\n",
     ]
     INVALID = [
         Example(
@@ -384,7 +423,8 @@ class PaddingMaskNotBroadcast(_MaskRule):
             "def attend(q, k, v, tokens, pad_id):\n"
             "    keep = tokens != pad_id\n"
             "    return F.scaled_dot_product_attention(q, k, v, attn_mask=keep)\n",
-            4, 12,
+            4,
+            12,
         ),
     ]
 
@@ -396,5 +436,10 @@ class PaddingMaskNotBroadcast(_MaskRule):
         mask = a.value(sink)
         if mask.shape != PADDING or mask.meaning not in (KEEP, IGNORE, ADDITIVE):
             return
-        yield self._report(sink, mask, None, self.MESSAGE,
-                           mask=a.evaluator.describe(mask.shape_origin or mask.origin))
+        yield self._report(
+            sink,
+            mask,
+            None,
+            self.MESSAGE,
+            mask=a.evaluator.describe(mask.shape_origin or mask.origin),
+        )
