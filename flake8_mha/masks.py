@@ -544,8 +544,9 @@ class MaskEvaluator:
         self.flow = ctx.flow
         self.resolver = ctx.resolver
         self.module = ctx.module
-        self._def_cache: Dict[int, Mask] = {}
-        self._param_cache: Dict[int, Mask] = {}
+        # values are cached per caller depth: deeper, fewer callers may be followed
+        self._def_cache: Dict[Tuple[int, int], Mask] = {}
+        self._param_cache: Dict[Tuple[int, int], Mask] = {}
         self._active: set = set()
         self._callers: Optional[Dict[int, List[Tuple[CallSite, int]]]] = None
         self._positions = None
@@ -665,11 +666,11 @@ class MaskEvaluator:
 
     def _def(self, d: Def, frame: Optional[Frame], depth: int) -> Mask:
         frame = _frame_for(d.scope, frame)
-        cacheable = frame is None and self._caller_depth == 0
-        key = id(d)
+        cacheable = frame is None
+        key = (id(d), self._caller_depth)
         if cacheable and key in self._def_cache:
             return self._def_cache[key]
-        guard = (key, id(frame))
+        guard = (id(d), id(frame))
         if guard in self._active:
             return UNKNOWN_MASK
         self._active.add(guard)
@@ -731,13 +732,12 @@ class MaskEvaluator:
             return UNKNOWN_MASK
         if not isinstance(func, cst.FunctionDef):
             return UNKNOWN_MASK  # a lambda's parameter
-        key = id(p)
+        key = (id(p), self._caller_depth)
         if key in self._param_cache:
             return self._param_cache[key]
-        guard = ("param", key)
+        guard = ("param", id(p))
         if guard in self._active:
             return UNKNOWN_MASK
-        cacheable = self._caller_depth == 0
         self._active.add(guard)
         try:
             value = self._from_callers(func, name, p, d, depth)
@@ -747,8 +747,7 @@ class MaskEvaluator:
             named = self._by_name(p, name, func)
             if named is not None:
                 value = named
-        if cacheable:
-            self._param_cache[key] = value
+        self._param_cache[key] = value
         return value
 
     def _by_name(self, p: cst.Param, name: str, func) -> Optional[Mask]:
