@@ -14,7 +14,96 @@ from typing import Dict, Iterator, List, Optional, Sequence, Tuple
 
 import libcst as cst
 
-Env = Dict[str, Tuple["Def", ...]]
+
+
+class Env:
+    """An immutable map ``name -> tuple of Def``: the definitions reaching one
+    point of the program.
+
+    Every binding makes a new environment and the old one stays (definitions
+    and call sites keep the environment they saw).  A dict copied per binding
+    made that quadratic: a module of 50,000 assignments took tens of GB.  This
+    is a hash trie with path copying: up to 32 names it is one small dict
+    (copied per binding, as before); beyond, a binding copies one 32-slot node
+    per level and one small leaf.  Joins share every subtree the two sides
+    have in common.
+    """
+
+    __slots__ = ("_root",)
+
+    def __init__(self, root=None) -> None:
+        self._root = {} if root is None else root
+
+    def get(self, name: str, default=None):
+        node = self._root
+        if type(node) is dict:
+            return node.get(name, default)
+        h = hash(name)
+        while type(node) is tuple:
+            node = node[h & 31]
+            if node is None:
+                return default
+            h >>= 5
+        return node.get(name, default)
+
+    def __contains__(self, name: str) -> bool:
+        return self.get(name, _MISSING) is not _MISSING
+
+    def __getitem__(self, name: str):
+        got = self.get(name, _MISSING)
+        if got is _MISSING:
+            raise KeyError(name)
+        return got
+
+    def items(self) -> Iterator[Tuple[str, Tuple["Def", ...]]]:
+        stack = [self._root]
+        while stack:
+            node = stack.pop()
+            if type(node) is dict:
+                yield from node.items()
+            elif node is not None:
+                stack.extend(reversed(node))
+
+    def __iter__(self) -> Iterator[str]:
+        return (name for name, _ in self.items())
+
+    def __len__(self) -> int:
+        return sum(1 for _ in self.items())
+
+    def set(self, name: str, defs: Tuple["Def", ...]) -> "Env":
+        return Env(_trie_set(self._root, hash(name), 0, name, defs))
+
+    def __repr__(self) -> str:  # pragma: no cover - debugging aid
+        return f"Env({dict(self.items())!r})"
+
+
+_MISSING = object()
+_LEAF_MAX = 32
+_MAX_SHIFT = 60  # past this, hashes are spent: leaves just grow
+
+
+def _trie_set(node, h: int, shift: int, name: str, value):
+    if node is None:
+        return {name: value}
+    if type(node) is dict:
+        if name in node or len(node) < _LEAF_MAX or shift >= _MAX_SHIFT:
+            leaf = dict(node)
+            leaf[name] = value
+            return leaf
+        slots: List = [None] * 32
+        for key, val in node.items():
+            i = (hash(key) >> shift) & 31
+            if slots[i] is None:
+                slots[i] = {}
+            slots[i][key] = val
+        node = tuple(slots)
+    i = (h >> shift) & 31
+    slots = list(node)
+    slots[i] = _trie_set(node[i], h, shift + 5, name, value)
+    return tuple(slots)
+
+
+EMPTY_ENV = Env()
 
 
 class Def:
@@ -53,7 +142,7 @@ class Scope:
         self.kind = kind  # "module" | "class" | "function"
         self.node = node
         self.parent = parent
-        self.final_env: Env = {}
+        self.final_env: Env = EMPTY_ENV
         self.cls = cls  # ClassInfo for a class body or a method body
         self.returns: List[Tuple[cst.BaseExpression, Env]] = []
         self.loads: set = set()  # names read anywhere in this function
@@ -183,7 +272,7 @@ class FlowPass:
     def run(self, module: cst.Module) -> Scope:
         scope = Scope("module", module, None)
         self.module_scope = scope
-        scope.final_env = self.block(module.body, {}, scope)
+        scope.final_env = self.block(module.body, EMPTY_ENV, scope)
         # function bodies run after the module body, so that they see every
         # module-level name (as Python does at call time)
         while self._deferred:
@@ -243,30 +332,27 @@ class FlowPass:
                 self.expr(child, env, scope)
             return self._flush(env)
         if t is cst.Import:
-            env = dict(env)
             for alias in node.names:
                 dotted = _dotted(alias.name)
                 if alias.asname is not None:
                     name = _asname(alias)
                     if name:
-                        env[name] = (Def("import", node, extra=dotted),)
+                        env = env.set(name, (Def("import", node, extra=dotted),))
                 else:
                     top = dotted.split(".")[0]
-                    env[top] = (Def("import", node, extra=top),)
+                    env = env.set(top, (Def("import", node, extra=top),))
             return env
         if t is cst.ImportFrom:
             if node.module is None or node.relative:
                 base = "." * len(node.relative) + (_dotted(node.module) if node.module else "")
             else:
                 base = _dotted(node.module)
-            env = dict(env)
             if isinstance(node.names, cst.ImportStar):
-                env["*"] = env.get("*", ()) + (Def("star", node, extra=base),)
-                return env
+                return env.set("*", env.get("*", ()) + (Def("star", node, extra=base),))
             for alias in node.names:
                 name = _asname(alias) if alias.asname is not None else _dotted(alias.name)
                 if name:
-                    env[name] = (Def("import", node, extra=base + "." + _dotted(alias.name)),)
+                    env = env.set(name, (Def("import", node, extra=base + "." + _dotted(alias.name)),))
             return env
         if t is cst.Global or t is cst.Nonlocal:
             for item in node.names:
@@ -352,7 +438,7 @@ class FlowPass:
             info = ClassInfo(node.name.value, node, scope, env)
             self.classes[id(node)] = info
             cscope = Scope("class", node, scope, cls=info)
-            cenv = self.body(node.body, {}, cscope)
+            cenv = self.body(node.body, EMPTY_ENV, cscope)
             cscope.final_env = cenv
             for name, defs in cenv.items():
                 for d in defs:
@@ -366,8 +452,7 @@ class FlowPass:
             for case in node.cases:
                 c_env = env
                 for name in _pattern_names(case.pattern):
-                    c_env = dict(c_env)
-                    c_env[name] = (Def("unknown"),)
+                    c_env = c_env.set(name, (Def("unknown"),))
                 if case.guard is not None:
                     self.expr(case.guard, c_env, scope)
                 out = join(out, self.body(case.body, c_env, scope))
@@ -392,18 +477,23 @@ class FlowPass:
         elif outer.kind == "function":
             fscope.cls = outer.cls
         self.functions[id(node)] = fscope
-        env: Env = {}
+        env: Env = EMPTY_ENV
         params = _all_params(node.params)
         is_static = any(
             isinstance(d.decorator, cst.Name) and d.decorator.value == "staticmethod"
             for d in node.decorators
         )
+        made = []
         for i, p in enumerate(params):
             name = p.name.value
             if i == 0 and cls is not None and not is_static and outer.kind == "class":
-                env[name] = (Def("self", p, env, fscope, extra=cls),)
+                d = Def("self", p, None, fscope, extra=cls)
             else:
-                env[name] = (Def("param", p, env, fscope, extra=node),)
+                d = Def("param", p, None, fscope, extra=node)
+            made.append(d)
+            env = env.set(name, (d,))
+        for d in made:  # each parameter sees all of them, as Python binds them at once
+            d.env = env
         saved_conds, saved_parents = self._conds, self._parents
         self._conds, self._parents = (), []
         fscope.final_env = self.body(node.body, env, fscope)
@@ -413,12 +503,10 @@ class FlowPass:
     def bind(self, target: cst.CSTNode, d: Def, env: Env, scope: Scope, index=()) -> Env:
         t = type(target)
         if t is cst.Name:
-            env = dict(env)
             if index:
                 d = Def("unpack" if d.kind == "assign" else d.kind, d.node, d.env, d.scope,
                         d.index + index, d.extra)
-            env[target.value] = (d,)
-            return env
+            return env.set(target.value, (d,))
         if t in (cst.Tuple, cst.List):
             for i, el in enumerate(target.elements):
                 if isinstance(el, cst.StarredElement):
@@ -445,9 +533,8 @@ class FlowPass:
 
     def _flush(self, env: Env) -> Env:
         if self._pending:
-            env = dict(env)
             for name, d in self._pending:
-                env[name] = (d,)
+                env = env.set(name, (d,))
             self._pending = []
         return env
 
@@ -464,11 +551,16 @@ class FlowPass:
             self.calls.append(CallSite(node, env, scope, self._conds, tuple(parents), self._stmt))
             self._register_buffer(node, env, scope)
         elif t is cst.Lambda:
-            lenv = dict(env)
+            lenv = env
+            made = []
             for p in _all_params(node.params):
                 if p.default is not None:
                     self.expr(p.default, env, scope)
-                lenv[p.name.value] = (Def("param", p, lenv, scope, extra=node),)
+                d = Def("param", p, None, scope, extra=node)
+                made.append(d)
+                lenv = lenv.set(p.name.value, (d,))
+            for d in made:
+                d.env = lenv
             parents.append(node)
             self.expr(node.body, lenv, scope)
             parents.pop()
@@ -531,20 +623,56 @@ class FlowPass:
 
 
 def join(a: Env, b: Env) -> Env:
+    """Definitions reaching a point from either side (a's first)."""
     if a is b:
         return a
-    out = dict(a)
-    for name, defs in b.items():
-        mine = out.get(name)
-        if mine is None:
-            out[name] = defs
-        elif mine is not defs:
-            merged = list(mine)
-            for d in defs:
-                if d not in merged:
-                    merged.append(d)
-            out[name] = tuple(merged)
+    return Env(_trie_join(a._root, b._root, 0))
+
+
+def _merge_defs(mine, defs):
+    if mine is None:
+        return defs
+    if mine is defs:
+        return mine
+    merged = list(mine)
+    for d in defs:
+        if d not in merged:
+            merged.append(d)
+    return tuple(merged)
+
+
+def _trie_join(x, y, shift: int):
+    if x is y or y is None:
+        return x
+    if x is None:
+        return y
+    if type(x) is tuple and type(y) is tuple:
+        slots = [_trie_join(a, b, shift + 5) for a, b in zip(x, y)]
+        if all(s is a for s, a in zip(slots, x)):
+            return x
+        return tuple(slots)
+    if type(x) is dict and type(y) is dict:
+        out = dict(x)
+        for name, defs in y.items():
+            out[name] = _merge_defs(out.get(name), defs)
+        if len(out) <= _LEAF_MAX or shift >= _MAX_SHIFT:
+            return out
+        x, y = {}, out  # too big for a leaf: insert one by one below
+    out = x  # a leaf against a node: y's names go into x one by one
+    for name, defs in Env(y).items():
+        h = hash(name)
+        out = _trie_set(out, h, shift, name, _merge_defs(_trie_get(out, h, shift, name), defs))
     return out
+
+
+def _trie_get(node, h: int, shift: int, name: str):
+    h >>= shift
+    while type(node) is tuple:
+        node = node[h & 31]
+        if node is None:
+            return None
+        h >>= 5
+    return node.get(name) if node is not None else None
 
 
 def _all_params(params: cst.Parameters) -> List[cst.Param]:
