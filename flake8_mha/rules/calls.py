@@ -126,8 +126,10 @@ class SdpaMaskAndCausal(Rule):
         - A wrapper that passes its own `is_causal` parameter, and a mask made
           from its own parameters, straight to SDPA (the signature of SDPA,
           forwarded) is not reported: its caller makes the choice, as with SDPA
-          itself. A literal `is_causal=True`, or a flag from `self`/a config, with
-          a mask that can be non-None, is reported.
+          itself. So is a pair saved together on one parameter object and
+          replayed (`attn_mask=ctx.attn_mask, is_causal=ctx.is_causal` in an
+          autograd backward). A literal `is_causal=True`, or a flag from
+          `self`/a config, with a mask that can be non-None, is reported.
         """
     VALID = [
         "import torch.nn.functional as F\ndef f(q, k, v, m):\n"
@@ -157,6 +159,8 @@ class SdpaMaskAndCausal(Rule):
         if _none_when(mask, causal, site) or _path_excludes(site, mask, causal):
             return
         if _flag_safe(causal, mask, env, scope, site, 0) or _handled_in_function(site, mask, causal):
+            return
+        if _saved_pair(mask, causal, site):
             return
         dropout = ev.args.get("dropout_p")
         dv = self.ctx.value(dropout, site) if dropout is not None else 0.0
@@ -257,6 +261,20 @@ def _mask_from_params(mask: cst.CSTNode, site: CallSite) -> bool:
             continue
         stack.extend((child, env, scope, depth) for child in children(node))
     return False
+
+
+def _saved_pair(mask: cst.CSTNode, causal: cst.CSTNode, site: CallSite) -> bool:
+    """``attn_mask=ctx.attn_mask, is_causal=ctx.is_causal``: a pair saved together
+    on one parameter object (an autograd ctx, a params record) and replayed, as
+    forwarding a caller's pair is."""
+    if not (isinstance(mask, cst.Attribute) and isinstance(causal, cst.Attribute)):
+        return False
+    owner_m, owner_c = mask.value, causal.value
+    if not (isinstance(owner_m, cst.Name) and isinstance(owner_c, cst.Name)
+            and owner_m.value == owner_c.value):
+        return False
+    defs = lookup(owner_m.value, site.env, site.scope)
+    return bool(defs) and all(d.kind == "param" for d in defs)
 
 
 def _refs(node: cst.CSTNode) -> set:
