@@ -15,6 +15,7 @@ import re
 import sys
 import threading
 import tokenize
+import warnings
 from typing import Dict, Iterable, Iterator, List, Optional, Sequence, Tuple
 
 import libcst as cst
@@ -352,7 +353,7 @@ def _nesting_guard(source: str, path: str) -> Optional[Finding]:
     the square of the depth).  Returns MHA000, raises SourceSyntaxError, or
     returns None to go on."""
     try:
-        ast.parse(source)
+        _quiet_ast_parse(source)
     except SyntaxError as err:
         msg = err.msg or ""
         if any(text in msg for text in _NESTING_ERRORS):
@@ -380,9 +381,17 @@ def _bracket_depth(source: str) -> int:
     return deepest
 
 
+def _quiet_ast_parse(source: str) -> ast.AST:
+    # without the SyntaxWarnings ("'int' object is not callable") Python's
+    # compiler prints for odd but valid code: they are not ours to report
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        return ast.parse(source)
+
+
 def _raise_if_invalid_python(source: str, exc: Exception) -> None:
     try:
-        ast.parse(source)
+        _quiet_ast_parse(source)
     except SyntaxError as err:
         raise SourceSyntaxError(f"syntax error: {err.msg}", err.lineno or 1, (err.offset or 1)) from None
     except (ValueError, RecursionError, MemoryError):
