@@ -241,4 +241,5 @@ TRIGGER_WORDS = (
     "MultiheadAttention",
     "Transformer",  # TransformerEncoderLayer, ... and nn.Transformer
     "scaled_dot_product_attention",
+    "masked_fill",  # hand-written attention: a mask applied with -inf (MHA003)
 )
