@@ -376,10 +376,24 @@ register(Fix(
 ))
 
 
+def _decided_here(line: Optional[int], ctx: FixContext) -> bool:
+    """Whether the line that decided the mask's meaning is inside the function
+    (or module code) that holds the sink."""
+    if not isinstance(line, int):
+        return False
+    func = ctx.enclosing_function()
+    if func is None:
+        return True
+    span = ctx._t.get_metadata(PositionProvider, func)
+    return span.start.line <= line <= span.end.line
+
+
 def _invert_ignore_mask(call: cst.Call, ctx: FixContext) -> Optional[cst.Call]:
     mask = ctx.finding.evidence.get("mask") or {}
     if mask.get("kind") != "bool":
         return None  # ~ on a float 0/1 mask raises, on an integer one gives -1/-2: no fix
+    if not _decided_here(mask.get("line"), ctx):
+        return None  # the meaning came from one caller: others may pass the other kind
     names = ctx.qualnames(ctx.original.func)
     if any(n.endswith("scaled_dot_product_attention") for n in names):
         return rewrite_argument("attn_mask", invert)(call, ctx)
@@ -394,7 +408,8 @@ MHA002_FIX = register(Fix(
     "where True. `~` at the sink flips exactly that argument and nothing upstream, so other "
     "users of the mask are untouched. Only for a bool mask (`~` on a float or integer 0/1 "
     "mask is wrong: that is MHA004's business); a mask already written `~m` at the sink is "
-    "left alone.",
+    "left alone; a mask whose meaning was decided in a caller (the sink's function receives it "
+    "as a parameter) is left alone too, since other callers may pass the other convention.",
     _invert_ignore_mask,
 ))
 

@@ -113,6 +113,24 @@ def test_mha002_fix_leaves_a_numeric_mask_alone():
     assert fix_source(src, findings) == (src, [])
 
 
+def test_mha002_fix_leaves_a_mask_decided_by_a_caller_alone():
+    _need_mha002()
+    src = textwrap.dedent("""\
+        import torch.nn.functional as F
+
+        def attend(q, k, v, mask):
+            return F.scaled_dot_product_attention(q, k, v, attn_mask=mask)
+
+        def model(q, k, v, tokens, pad_id):
+            return attend(q, k, v, (tokens == pad_id)[:, None, None, :])
+        """)
+    findings = analyze_source(src, "t.py", codes=["MHA002"])
+    assert [(f.code, f.line) for f in findings] == [("MHA002", 4)]
+    assert findings[0].evidence["mask"]["line"] == 7
+    # inverting inside attend() would flip the mask for every other caller of it
+    assert fix_source(src, findings) == (src, [])
+
+
 # -- MHA102 ------------------------------------------------------------------------------------
 
 def test_mha102_keeps_a_multi_line_call_layout_and_its_comments():
