@@ -104,10 +104,38 @@ class Context:
 
 def analyze_module(module: cst.Module, codes: Optional[Iterable[str]] = None,
                    path: str = "") -> List[Finding]:
+    contexts: List[Context] = []
+    try:
+        return _analyze_module(module, codes, path, contexts)
+    finally:
+        for ctx in contexts:
+            _forget(ctx)
+
+
+def _forget(ctx: Context) -> None:
+    """Drop what rule families cached for this file.
+
+    masks.py keeps one MaskAnalysis per Context in a WeakKeyDictionary whose
+    value holds the Context: the entry never dies, and with it every file's
+    tree (flake8 over transformers ran out of memory).  Until that cache
+    lives on the Context itself, the engine ends the file's entry here;
+    tests/test_robust_memory.py checks that no tree outlives its file.
+    """
+    cache = getattr(sys.modules.get(__package__ + ".masks"), "_analyses", None)
+    if cache is not None:
+        try:
+            del cache[ctx]
+        except (KeyError, TypeError):
+            pass
+
+
+def _analyze_module(module: cst.Module, codes: Optional[Iterable[str]], path: str,
+                    contexts: List["Context"]) -> List[Finding]:
     flow = FlowPass()
     flow.run(module)
     resolver = Resolver(flow)
     ctx = Context(module, flow, resolver)
+    contexts.append(ctx)
     wanted = set(codes) if codes is not None else set(default_codes())
     rules = [rule(ctx) for rule in all_rules() if rule.CODE in wanted]
     if not rules:
