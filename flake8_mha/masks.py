@@ -850,7 +850,7 @@ class MaskEvaluator:
         return None
 
     def _forward_of(self, node, env, scope) -> Optional[Tuple[cst.FunctionDef, int]]:
-        classes = self._instance_classes(node, env, scope, 0)
+        classes = self.resolver.instance_classes(node, env, scope)
         if not classes:
             return None
         methods = {id(m): m for m in (self._method(c, "forward") for c in classes) if m is not None}
@@ -864,115 +864,8 @@ class MaskEvaluator:
                 return c.methods[name]
         return None
 
-    def _instance_classes(self, node, env, scope, depth) -> Optional[List[ClassInfo]]:
-        """The classes of this file an expression holds an instance of."""
-        if depth > 12:
-            return None
-        if isinstance(node, cst.Call):
-            info = self.resolver.local_class(node.func, env, scope)
-            return [info] if info is not None else None
-        if isinstance(node, cst.Name):
-            return self._classes_from_defs(lookup(node.value, env, scope), depth)
-        if isinstance(node, cst.Attribute):
-            defs = self._self_attr_defs(node, env, scope)
-            return self._classes_from_defs(defs, depth) if defs else None
-        if isinstance(node, cst.Subscript):
-            return self._element_classes(node.value, env, scope, depth + 1)
-        return None
-
-    def _classes_from_defs(self, defs, depth) -> Optional[List[ClassInfo]]:
-        if not defs:
-            return None
-        out: List[ClassInfo] = []
-        for d in defs:
-            if d.kind == "assign":
-                got = self._instance_classes(d.node, d.env, d.scope, depth + 1)
-            elif d.kind == "for" and not d.index:
-                got = self._element_classes(d.node, d.env, d.scope, depth + 1)
-            elif (
-                d.kind == "for"
-                and d.index == (1,)
-                and isinstance(d.node, cst.Call)
-                and isinstance(d.node.func, cst.Name)
-                and d.node.func.value == "enumerate"
-                and d.node.args
-            ):
-                got = self._element_classes(d.node.args[0].value, d.env, d.scope, depth + 1)
-            else:
-                got = None
-            if not got:
-                return None
-            out.extend(got)
-        return out
-
-    def _element_classes(self, node, env, scope, depth) -> Optional[List[ClassInfo]]:
-        if depth > 12:
-            return None
-        if isinstance(node, cst.Call):
-            qn = self.qualname(node.func, env, scope)
-            if qn in (
-                torch_api.MODULE_LIST,
-                "builtins.list",
-                "builtins.tuple",
-                "torch.nn.Sequential",
-            ):
-                if len(node.args) == 1 and not node.args[0].star:
-                    return self._element_classes(node.args[0].value, env, scope, depth + 1)
-                if not node.args:
-                    return []
-            return None
-        if isinstance(node, (cst.List, cst.Tuple)):
-            out: List[ClassInfo] = []
-            for el in node.elements:
-                if isinstance(el, cst.StarredElement):
-                    return None
-                got = self._instance_classes(el.value, env, scope, depth + 1)
-                if not got:
-                    return None
-                out.extend(got)
-            return out
-        if isinstance(node, (cst.ListComp, cst.GeneratorExp)):
-            return self._instance_classes(node.elt, env, scope, depth + 1)
-        if isinstance(node, cst.Name):
-            defs = lookup(node.value, env, scope)
-            if not defs or any(d.kind != "assign" for d in defs):
-                return None
-            out = []
-            for d in defs:
-                got = self._element_classes(d.node, d.env, d.scope, depth + 1)
-                if got is None:
-                    return None
-                out.extend(got)
-            return out or None
-        if isinstance(node, cst.Attribute):
-            defs = self._self_attr_defs(node, env, scope)
-            if not defs or any(d.kind != "assign" for d in defs):
-                return None
-            out = []
-            for d in defs:
-                got = self._element_classes(d.node, d.env, d.scope, depth + 1)
-                if got is None:
-                    return None
-                out.extend(got)
-            owner = self._self_class(node, env, scope)
-            for cls in self.resolver.base_classes(owner) if owner else ():
-                for d in cls.appends.get(node.attr.value, ()):
-                    got = (self._element_classes if d.kind == "for" else self._instance_classes)(
-                        d.node, d.env, d.scope, depth + 1
-                    )
-                    if not got:
-                        return None
-                    out.extend(got)
-            return out or None
-        return None
-
     def _self_class(self, node: cst.Attribute, env, scope) -> Optional[ClassInfo]:
-        if not isinstance(node.value, cst.Name):
-            return None
-        owners = lookup(node.value.value, env, scope)
-        if len(owners) != 1 or owners[0].kind != "self":
-            return None
-        return owners[0].extra
+        return self.resolver.self_class(node, env, scope)
 
     def _self_attr_defs(self, node: cst.Attribute, env, scope) -> Optional[List[Def]]:
         cls = self._self_class(node, env, scope)

@@ -4,7 +4,7 @@ module instance an expression holds (``self.attn``, ``self.layers[i]``, a loop
 variable over a ``ModuleList``, a local)."""
 from __future__ import annotations
 
-from typing import Dict, List, Optional, Tuple
+from typing import Callable, Dict, List, Optional, Tuple
 
 import libcst as cst
 
@@ -13,7 +13,8 @@ from .flow import CallSite, ClassInfo, Def, Env, FlowPass, Scope, lookup
 from .torch_api import ModuleSpec, Signature
 
 MAX_DEPTH = 16
-_CONTAINERS = {torch_api.MODULE_LIST, "builtins.list", "builtins.tuple"}
+_CONTAINERS = {torch_api.MODULE_LIST, "torch.nn.Sequential", "builtins.list", "builtins.tuple"}
+Leaf = Callable[[cst.Call, Env, Optional[Scope]], Optional[list]]
 
 
 class Bound:
@@ -151,64 +152,62 @@ class Resolver:
             defs.extend(cls.attrs.get(attr, ()))
         return defs
 
-    # module instances ----------------------------------------------------------
-    def instances(self, node: cst.CSTNode, env: Env, scope: Optional[Scope], depth: int = 0) -> Optional[List[Instance]]:
-        """The torch modules ``node`` may hold, or None when not known to be one."""
+    # what an expression holds -------------------------------------------------
+    # ``held`` follows a value through locals, ``self.<attr>`` (with base
+    # classes), loop variables over containers, ``enumerate``, tuple unpacking,
+    # subscripts and ``copy.deepcopy`` down to the calls that built it; ``leaf``
+    # says what such a call builds (a list of objects) or None when unknown.
+    # One unknown path makes the whole answer unknown.
+
+    def held(self, node: cst.CSTNode, env: Env, scope: Optional[Scope], leaf: Leaf,
+             depth: int = 0) -> Optional[list]:
         if depth > MAX_DEPTH:
             return None
         t = type(node)
         if t is cst.Call:
-            func = node.func
-            spec = torch_api.module_spec(self.qualname(func, env, scope))
-            site = self.site_of.get(id(node))
-            if spec is not None:
-                return [Instance(spec, site, None, False)]
-            info = self.local_class(func, env, scope)
-            if info is not None:
-                found = self.class_spec(info)
-                if found is None:
-                    return None
-                spec, own_init, own_fwd = found
-                return [Instance(spec, None if own_init else site, info, own_fwd)]
-            if self.qualname(func, env, scope) == "copy.deepcopy" and node.args:
-                return self.instances(node.args[0].value, env, scope, depth + 1)
-            return None
+            if self.qualname(node.func, env, scope) == "copy.deepcopy" and node.args:
+                return self.held(node.args[0].value, env, scope, leaf, depth + 1)
+            return leaf(node, env, scope)
         if t is cst.Name:
-            return self._from_defs(lookup(node.value, env, scope), depth)
+            return self._held_from_defs(lookup(node.value, env, scope), leaf, depth)
         if t is cst.Attribute:
             defs = self._self_attr(node, env, scope)
-            if defs is not None:
-                return self._from_defs(tuple(defs), depth)
-            return None
+            return self._held_from_defs(tuple(defs), leaf, depth) if defs is not None else None
         if t is cst.Subscript:
-            return self.elements(node.value, env, scope, depth + 1)
+            return self.held_elements(node.value, env, scope, leaf, depth + 1)
         return None
 
     def _self_attr(self, node: cst.Attribute, env: Env, scope) -> Optional[List[Def]]:
+        owner = self.self_class(node, env, scope)
+        if owner is None:
+            return None
+        return self.attr_defs(owner, node.attr.value) or None
+
+    def self_class(self, node: cst.Attribute, env: Env, scope) -> Optional[ClassInfo]:
+        """The class of ``self`` in ``self.<attr>``."""
         if not isinstance(node.value, cst.Name):
             return None
         owners = lookup(node.value.value, env, scope)
         if len(owners) != 1 or owners[0].kind != "self":
             return None
-        defs = self.attr_defs(owners[0].extra, node.attr.value)
-        return defs or None
+        return owners[0].extra
 
-    def _from_defs(self, defs, depth: int) -> Optional[List[Instance]]:
+    def _held_from_defs(self, defs, leaf: Leaf, depth: int) -> Optional[list]:
         if not defs:
             return None
-        out: List[Instance] = []
+        out: list = []
         for d in defs:
             if d.kind == "assign":
-                got = self.instances(d.node, d.env, d.scope, depth + 1)
+                got = self.held(d.node, d.env, d.scope, leaf, depth + 1)
             elif d.kind == "for" and not d.index:
-                got = self.elements(d.node, d.env, d.scope, depth + 1)
+                got = self.held_elements(d.node, d.env, d.scope, leaf, depth + 1)
             elif d.kind == "for" and d.index == (1,) and _is_enumerate(d.node):
-                got = self.elements(d.node.args[0].value, d.env, d.scope, depth + 1)
+                got = self.held_elements(d.node.args[0].value, d.env, d.scope, leaf, depth + 1)
             elif d.kind == "unpack":
                 from .values import unpacked
 
                 el = unpacked(d)
-                got = self.instances(el, d.env, d.scope, depth + 1) if el is not None else None
+                got = self.held(el, d.env, d.scope, leaf, depth + 1) if el is not None else None
             else:
                 got = None
             if not got:
@@ -216,8 +215,9 @@ class Resolver:
             out.extend(got)
         return out
 
-    def elements(self, node: cst.CSTNode, env: Env, scope: Optional[Scope], depth: int = 0) -> Optional[List[Instance]]:
-        """The torch modules held by the container ``node`` (ModuleList, list, ...)."""
+    def held_elements(self, node: cst.CSTNode, env: Env, scope: Optional[Scope], leaf: Leaf,
+                      depth: int = 0) -> Optional[list]:
+        """What the container ``node`` (ModuleList, Sequential, list, ...) holds."""
         if depth > MAX_DEPTH:
             return None
         t = type(node)
@@ -227,56 +227,86 @@ class Resolver:
                 if not node.args:
                     return []  # filled by .append(): the caller adds those
                 if len(node.args) == 1 and not node.args[0].star:
-                    return self.elements(node.args[0].value, env, scope, depth + 1)
+                    return self.held_elements(node.args[0].value, env, scope, leaf, depth + 1)
             return None
         if t in (cst.List, cst.Tuple):
-            out: List[Instance] = []
+            out: list = []
             for el in node.elements:
                 if isinstance(el, cst.StarredElement):
-                    got = self.elements(el.value, env, scope, depth + 1)
+                    got = self.held_elements(el.value, env, scope, leaf, depth + 1)
                 else:
-                    got = self.instances(el.value, env, scope, depth + 1)
+                    got = self.held(el.value, env, scope, leaf, depth + 1)
                 if not got:
                     return None
                 out.extend(got)
             return out
         if t in (cst.ListComp, cst.GeneratorExp):
-            return self.instances(node.elt, env, scope, depth + 1)
+            return self.held(node.elt, env, scope, leaf, depth + 1)
         if t is cst.Name:
             defs = lookup(node.value, env, scope)
-            appended = _scope_appends(scope, node.value)
-            return self._elements_from_defs(defs, appended, depth)
+            return self._elements_from_defs(defs, _scope_appends(scope, node.value), leaf, depth)
         if t is cst.Attribute:
+            owner = self.self_class(node, env, scope)
             defs = self._self_attr(node, env, scope)
-            if defs is None:
+            if owner is None or defs is None:
                 return None
-            owner = lookup(node.value.value, env, scope)[0].extra
             appended: List[Def] = []
             for cls in self.base_classes(owner):
                 appended.extend(cls.appends.get(node.attr.value, ()))
-            return self._elements_from_defs(defs, appended, depth)
+            return self._elements_from_defs(defs, appended, leaf, depth)
         return None
 
-    def _elements_from_defs(self, defs, appended, depth) -> Optional[List[Instance]]:
+    def _elements_from_defs(self, defs, appended, leaf: Leaf, depth: int) -> Optional[list]:
         if not defs:
             return None
-        out: List[Instance] = []
+        out: list = []
         for d in defs:
             if d.kind != "assign":
                 return None
-            got = self.elements(d.node, d.env, d.scope, depth + 1)
+            got = self.held_elements(d.node, d.env, d.scope, leaf, depth + 1)
             if got is None:
                 return None
             out.extend(got)
         for d in appended:
             if d.kind == "for":
-                got = self.elements(d.node, d.env, d.scope, depth + 1)
+                got = self.held_elements(d.node, d.env, d.scope, leaf, depth + 1)
             else:
-                got = self.instances(d.node, d.env, d.scope, depth + 1)
+                got = self.held(d.node, d.env, d.scope, leaf, depth + 1)
             if not got:
                 return None
             out.extend(got)
         return out or None
+
+    # torch module instances ----------------------------------------------------
+    def _torch_leaf(self, call: cst.Call, env: Env, scope: Optional[Scope]) -> Optional[List[Instance]]:
+        site = self.site_of.get(id(call))
+        spec = torch_api.module_spec(self.qualname(call.func, env, scope))
+        if spec is not None:
+            return [Instance(spec, site, None, False)]
+        info = self.local_class(call.func, env, scope)
+        if info is None:
+            return None
+        found = self.class_spec(info)
+        if found is None:
+            return None
+        spec, own_init, own_fwd = found
+        return [Instance(spec, None if own_init else site, info, own_fwd)]
+
+    def instances(self, node: cst.CSTNode, env: Env, scope: Optional[Scope]) -> Optional[List[Instance]]:
+        """The torch modules ``node`` may hold, or None when not known to be one."""
+        return self.held(node, env, scope, self._torch_leaf)
+
+    def elements(self, node: cst.CSTNode, env: Env, scope: Optional[Scope]) -> Optional[List[Instance]]:
+        """The torch modules held by the container ``node``."""
+        return self.held_elements(node, env, scope, self._torch_leaf)
+
+    def _class_leaf(self, call: cst.Call, env: Env, scope: Optional[Scope]) -> Optional[List[ClassInfo]]:
+        info = self.local_class(call.func, env, scope)
+        return [info] if info is not None else None
+
+    def instance_classes(self, node: cst.CSTNode, env: Env, scope: Optional[Scope]) -> Optional[List[ClassInfo]]:
+        """The classes of this file whose instance ``node`` may hold."""
+        return self.held(node, env, scope, self._class_leaf)
 
     # a single torch spec for a set of instances --------------------------------
     @staticmethod
