@@ -16,7 +16,6 @@ from __future__ import annotations
 import argparse
 import collections
 import multiprocessing
-import os
 import pathlib
 import resource
 import sys

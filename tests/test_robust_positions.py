@@ -62,7 +62,8 @@ def test_fixtures_and_package_sources():
 
 
 def test_early_stop_gives_the_same_start_for_a_few_nodes():
-    source = "import torch\n" + "x = 1\n" * 50 + "y = torch.nn.functional.scaled_dot_product_attention(q, k, v)\n" + "z = 2\n" * 50
+    call = "y = torch.nn.functional.scaled_dot_product_attention(q, k, v)\n"
+    source = "import torch\n" + "x = 1\n" * 50 + call + "z = 2\n" * 50
     module = cst.parse_module(source)
     call = module.body[51].body[0].value
     assert isinstance(call, cst.Call)
