@@ -35,7 +35,7 @@ VENV_PACKAGES: Dict[str, List[str]] = {
 def torch_root() -> pathlib.Path:
     spec = importlib.util.find_spec("torch")
     if spec is None or not spec.submodule_search_locations:
-        raise SystemExit("torch is not installed: the benchmark lints the torch package's own files")
+        raise SystemExit("torch is not installed: the benchmark lints torch's own files")
     return pathlib.Path(list(spec.submodule_search_locations)[0])
 
 
@@ -97,14 +97,16 @@ _MEASURE = textwrap.dedent("""
     wall = time.perf_counter() - t
     ru = resource.getrusage(resource.RUSAGE_CHILDREN)
     print(json.dumps({"wall": wall, "cpu": ru.ru_utime + ru.ru_stime, "rss_mb": ru.ru_maxrss / 1024,
-                      "rc": proc.returncode, "stdout": proc.stdout.decode("utf-8", "replace")[-20000:],
+                      "rc": proc.returncode,
+                      "stdout": proc.stdout.decode("utf-8", "replace")[-20000:],
                       "stderr": proc.stderr.decode("utf-8", "replace")[-4000:]}))
 """)
 
 
 def measure(argv: Sequence[str], cwd: Optional[pathlib.Path] = None) -> dict:
     res = subprocess.run([sys.executable, "-c", _MEASURE, json.dumps([str(a) for a in argv])],
-                         capture_output=True, text=True, check=True, cwd=cwd or tempfile.gettempdir())
+                         capture_output=True, text=True, check=True,
+                         cwd=cwd or tempfile.gettempdir())
     return json.loads(res.stdout)
 
 

@@ -90,7 +90,8 @@ def part1(torch: pathlib.Path, files, reps: int, jobs: int, log) -> dict:
             log(f"  rep {rep + 1}/{reps} {name}: {r['wall']:.1f} s wall, {r['cpu']:.1f} s CPU, "
                 f"{r['rss_mb']:.0f} MB")
     base, mha = (runs[n] for n in names)
-    med = {n: {k: median([r[k] for r in runs[n]]) for k in ("wall", "cpu", "rss_mb")} for n in names}
+    med = {n: {k: median([r[k] for r in runs[n]]) for k in ("wall", "cpu", "rss_mb")}
+           for n in names}
     return {
         "files": len(files), "jobs": jobs, "reps": reps, "median": med,
         "ratio": {k: med[names[1]][k] / med[names[0]][k] for k in ("wall", "cpu", "rss_mb")},
@@ -128,7 +129,8 @@ def part2(dense, reps: int, log) -> dict:
             log(f"  rep {rep + 1}/{reps} {name}: {res[name][-1]['time']:.2f} s, "
                 f"{res[name][-1]['rss_mb']:.0f} MB, {res[name][-1]['found']} findings")
     listing.unlink()
-    med = {n: {"time": median([r["time"] for r in res[n]]), "rss_mb": median([r["rss_mb"] for r in res[n]]),
+    med = {n: {"time": median([r["time"] for r in res[n]]),
+               "rss_mb": median([r["rss_mb"] for r in res[n]]),
                "found": res[n][0]["found"]} for n in names}
     parse, ours, tfix = (med[n]["time"] for n in list(inproc_variants))
     base, f_mha, f_tor = (med[n]["time"] for n in list(flake8_variants))
@@ -163,7 +165,8 @@ def table(p1, p2, versions) -> str:
         out.append(f"| **ratio** (target 1.10 / - / 1.20) | **{r['wall']:.3f}** | {r['cpu']:.3f} | "
                    f"**{r['rss_mb']:.2f}** |")
         out += ["", "Commands:", ""] + [f"    {c}" for c in p1["commands"].values()]
-        out += ["", f"flake8's output identical with and without the plugin: {p1['same_output']}", ""]
+        out += ["", "flake8's output identical with and without the plugin: "
+                f"{p1['same_output']}", ""]
     if p2:
         m = p2["median"]
         out += [f"### 2. The attention-dense subset ({p2['files']} files), median of {p2['reps']} "
@@ -179,12 +182,14 @@ def table(p1, p2, versions) -> str:
                 f"- TorchFix / flake8-mha, in process: **{p2['torchfix_over_ours']:.2f}x** "
                 f"(target at least 5x)",
                 f"- plugin cost inside flake8 (run minus flake8 alone): flake8-mha "
-                f"{p2['plugin_cost']['flake8-mha']:.2f} s, TorchFix {p2['plugin_cost']['TorchFix']:.2f} s"
+                f"{p2['plugin_cost']['flake8-mha']:.2f} s, "
+                f"TorchFix {p2['plugin_cost']['TorchFix']:.2f} s"
                 + (f" ({tf:.2f}x)" if tf else ""),
                 "", "Commands (each over the same file list):", ""]
         out += [f"    {c}" for c in p2["commands"].values()]
         out += ["", "In process: `python -c` in each virtualenv timing, per file, "
-                "`libcst.parse_module(text)`, `flake8_mha.engine.analyze_source(text, path, all codes)` "
+                "`libcst.parse_module(text)`, "
+                "`flake8_mha.engine.analyze_source(text, path, all codes)` "
                 "and `list(torchfix.torchfix.TorchChecker(None, lines).run())`.", ""]
     out += ["Versions: " + "; ".join(f"{v}: " + ", ".join(f"{k} {x}" for k, x in d.items())
                                      for v, d in versions.items()), ""]
@@ -228,7 +233,8 @@ def main(argv=None) -> int:
         update_results("bench.py", f"## Issue 2 benchmark ({started}; {machine()})\n\n"
                                    f"Command: `{cmd}`\n\n{text}")
         (BENCH / ".cache").mkdir(exist_ok=True)
-        (BENCH / ".cache" / "bench-last.json").write_text(json.dumps({"p1": p1, "p2": p2}, indent=1))
+        last = BENCH / ".cache" / "bench-last.json"
+        last.write_text(json.dumps({"p1": p1, "p2": p2}, indent=1))
     return 0
 
 

@@ -111,7 +111,8 @@ def main(argv=None) -> int:
     results = []
     ctx = multiprocessing.get_context("fork")
     with ctx.Pool(args.jobs, initializer=_init) as pool:
-        for i, res in enumerate(pool.imap_unordered(_one, [f for _, f in all_files], chunksize=8), 1):
+        todo = [f for _, f in all_files]
+        for i, res in enumerate(pool.imap_unordered(_one, todo, chunksize=8), 1):
             results.append(res)
             if i % 2000 == 0:
                 log(f"  {i}/{len(all_files)} files, {time.perf_counter() - t0:.0f} s")
@@ -147,13 +148,15 @@ def main(argv=None) -> int:
                     bad000.append((path, message))
     slowest = sorted(results, key=lambda r: -r[3])[:10]
     lines = [f"## Real code at scale ({started}; {machine()})", "",
-             f"Command: `python bench/scale.py {' '.join(argv if argv is not None else sys.argv[1:])}`", "",
+             f"Command: `python bench/scale.py {' '.join(sys.argv[1:] if argv is None else argv)}`",
+             "",
              f"- files: **{len(results)}** in {len(sets)} sets; every code enabled; "
              f"{args.jobs} worker processes",
              f"- wall {wall:.0f} s: **{len(results) / wall:.0f} files/s**; CPU {cpu:.0f} s "
              f"({len(results) / max(cpu, 1e-9):.0f} files per CPU second)",
              f"- peak RSS of the largest worker: **{peak_mb:.0f} MB**",
-             f"- exceptions: **{len(crashes)}**; MHA000 other than syntax/decoding: **{len(bad000)}**",
+             f"- exceptions: **{len(crashes)}**; "
+             f"MHA000 other than syntax/decoding: **{len(bad000)}**",
              f"- syntax errors (E999, true): {len(syntax)}; undecodable: {len(undecodable)}; "
              f"unreadable: {len(oserrors)}", "",
              "| set | files | with findings | " + " | ".join(sorted(per_code)) + " |",
@@ -162,7 +165,8 @@ def main(argv=None) -> int:
         c = per_set[label]
         lines.append(f"| {label} | {c['files']} | {c['with findings']} | "
                      + " | ".join(str(c[code]) for code in sorted(per_code)) + " |")
-    lines.append(f"| **all** | {len(results)} | {sum(c['with findings'] for c in per_set.values())} | "
+    with_findings = sum(c["with findings"] for c in per_set.values())
+    lines.append(f"| **all** | {len(results)} | {with_findings} | "
                  + " | ".join(f"**{per_code[code]}**" for code in sorted(per_code)) + " |")
     lines += ["", "Slowest files (s):", ""]
     lines += [f"- {secs:.2f} {path}" for path, _, _, secs in slowest]

@@ -47,7 +47,8 @@ def part1(reps: int, sample: int):
     for k in sorted({1, 2, len(codes) // 2, len(codes)}):
         chosen = codes[:k]
         on = timed(lambda: [analyze_source(t, "f.py", chosen) for t in texts], reps)
-        off = timed(lambda: [analyze_source(t, "f.py", chosen, use_prefilter=False) for t in few], 1)
+        off = timed(lambda: [analyze_source(t, "f.py", chosen, use_prefilter=False)
+                             for t in few], 1)
         rows.append((k, on / len(texts) * 1e6, off / len(few) * 1e3))
     return len(texts), len(few), rows
 
@@ -84,7 +85,8 @@ def main(argv=None) -> int:
     out += [f"| {k} | {on:.1f} | {off:.1f} |" for k, on, off in rows1]
     out += ["", f"### 2. Attention-dense code: `{base.relative_to(ROOT)}` repeated "
             f"(median of {args.reps})", "",
-            "| copies | lines | findings | seconds | µs per line |", "| ---: | ---: | ---: | ---: | ---: |"]
+            "| copies | lines | findings | seconds | µs per line |",
+            "| ---: | ---: | ---: | ---: | ---: |"]
     out += [f"| {c} | {lines} | {f} | {s:.3f} | {per:.0f} |" for c, lines, f, s, per in rows2]
     grow = rows2[-1][4] / rows2[0][4]
     out += ["", f"Cost per line at 16x / at 1x: **{grow:.2f}** (1.0 = linear).", ""]

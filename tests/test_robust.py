@@ -286,7 +286,8 @@ def _broken_tree(tmp_path: pathlib.Path) -> pathlib.Path:
     (root / "b_syntax.py").write_text("import torch  # nn.Transformer\ndef broken(:\n")
     (root / "c_latin1.py").write_bytes(b"import torch  # nn.Transformer\ns = '\xe9'\n")
     # Python parses it, LibCST's parser refuses it: the one file flake8-mha cannot analyze
-    (root / "d_libcst.py").write_text("import torch  # nn.Transformer\nx = " + " ".join(["'a'"] * 10_000) + "\n")
+    strings = " ".join(["'a'"] * 10_000)
+    (root / "d_libcst.py").write_text(f"import torch  # nn.Transformer\nx = {strings}\n")
     (root / "e_good.py").write_text(GOOD)
     return root
 
@@ -310,5 +311,6 @@ def test_flake8_goes_on_past_broken_files(tmp_path):
     assert any("a_good.py:5:12: MHA006" in line for line in lines), res.stdout
     assert any("e_good.py:5:12: MHA006" in line for line in lines), res.stdout
     assert any("b_syntax.py" in line and "E999" in line for line in lines), res.stdout
-    assert any("d_libcst.py:1:1: MHA000" in line and "LibCST cannot parse" in line for line in lines), \
+    assert any("d_libcst.py:1:1: MHA000" in line and "LibCST cannot parse" in line
+               for line in lines), \
         res.stdout

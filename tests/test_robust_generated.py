@@ -32,7 +32,8 @@ ATTENTION = (
     "def f(q, k, v, m):\n"
     "    m = m.float()\n"
     "    out, w = attn(q, k, v, key_padding_mask=m)\n"
-    "    return F.scaled_dot_product_attention(q, k, v, attn_mask=m, is_causal=True, dropout_p=0.1)\n"
+    "    return F.scaled_dot_product_attention(q, k, v, attn_mask=m, is_causal=True,\n"
+    "                                          dropout_p=0.1)\n"
 )
 
 
@@ -96,7 +97,8 @@ def _mutate(data: bytes, rng: random.Random) -> bytes:
         elif op == 1:
             del out[i:i + rng.randint(1, 40)]
         elif op == 2:
-            out[i:i] = bytes(rng.choice(b"()[]{}:,.=\n\t\r\\'\"#@ ") for _ in range(rng.randint(1, 3)))
+            punct = b"()[]{}:,.=\n\t\r\\'\"#@ "
+            out[i:i] = bytes(rng.choice(punct) for _ in range(rng.randint(1, 3)))
         elif op == 3:
             j = rng.randrange(len(out))
             out[i:i] = out[j:j + rng.randint(1, 60)]  # duplicate a slice elsewhere

@@ -76,7 +76,8 @@ def test_a_large_real_module():
     spec = importlib.util.find_spec("torch")
     if spec is None or not spec.submodule_search_locations:
         pytest.skip("torch is not installed: no large real module at hand")
-    path = pathlib.Path(list(spec.submodule_search_locations)[0]) / "nn" / "modules" / "activation.py"
+    root = pathlib.Path(list(spec.submodule_search_locations)[0])
+    path = root / "nn" / "modules" / "activation.py"
     if not path.exists():
         pytest.skip(f"{path} not found")
     assert _compare(path.read_text(encoding="utf-8")) > 10000
