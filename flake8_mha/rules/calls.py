@@ -1,7 +1,7 @@
 """Rules on how attention is called: MHA005, MHA006, MHA007, MHA102."""
 from __future__ import annotations
 
-from typing import Iterator, Optional
+from typing import Iterator, Optional, Tuple
 
 import libcst as cst
 
@@ -156,9 +156,10 @@ class SdpaMaskAndCausal(Rule):
         env, scope = site.env, site.scope
         if definitely(mask, env, scope, None) or definitely(causal, env, scope, False):
             return
-        if _none_when(mask, causal, site) or _path_excludes(site, mask, causal):
+        masks = _none_aliases(mask, site)
+        if _none_when(mask, causal, site) or _path_excludes(site, masks, causal):
             return
-        if _flag_safe(causal, mask, env, scope, site, 0) or _handled_in_function(site, mask, causal):
+        if _flag_safe(causal, masks, env, scope, site, 0) or _handled_in_function(site, mask, causal):
             return
         if _saved_pair(mask, causal, site):
             return
@@ -184,8 +185,46 @@ def _resolve_local(node: cst.CSTNode, site: CallSite, depth: int = 0) -> cst.CST
     return node
 
 
-def _is_none_test(node: cst.CSTNode, mask: cst.CSTNode, negated: bool = False) -> bool:
-    """``mask is None`` (or ``mask is not None`` when negated)."""
+def _none_aliases(mask: cst.CSTNode, site: CallSite) -> Tuple[cst.CSTNode, ...]:
+    """The mask and the names that are None exactly when it is: in
+    ``causal_mask = attention_mask; if attention_mask is not None: causal_mask =
+    causal_mask[..., :k]`` testing ``attention_mask is None`` tests the mask."""
+    out = [mask]
+    if not isinstance(mask, cst.Name):
+        return tuple(out)
+    names = {mask.value}
+    frontier = [mask]
+    while frontier and len(names) < 8:
+        node = frontier.pop()
+        defs = lookup(node.value, site.env, site.scope)
+        if node is not mask and (not defs or any(d.kind != "assign" for d in defs)):
+            continue  # a parameter or the like: the alias itself, nothing more
+        if not defs:
+            return (mask,)
+        for d in defs:
+            if d.kind != "assign":
+                return (mask,)
+            value = d.node
+            if isinstance(value, cst.Name):
+                if value.value not in names:
+                    names.add(value.value)
+                    out.append(value)
+                    frontier.append(value)
+                continue
+            root = value
+            while isinstance(root, (cst.Subscript, cst.Attribute, cst.Call)):
+                root = root.value if not isinstance(root, cst.Call) else root.func
+            # a slice or method of an alias raises on None: it ran on a non-None mask
+            if not (isinstance(root, cst.Name) and root.value in names and root is not value):
+                return (mask,)
+    return tuple(out)
+
+
+def _is_none_test(node: cst.CSTNode, mask, negated: bool = False) -> bool:
+    """``mask is None`` (or ``mask is not None`` when negated); ``mask`` may be
+    a tuple of expressions that are None together."""
+    if isinstance(mask, tuple):
+        return any(_is_none_test(node, m, negated) for m in mask)
     if not isinstance(node, cst.Comparison) or len(node.comparisons) != 1:
         return False
     comp = node.comparisons[0]
@@ -235,7 +274,7 @@ def _flag_safe(expr: cst.CSTNode, mask: cst.CSTNode, env, scope, site: CallSite,
             if d.kind == "assign":
                 ok = _flag_safe(d.node, mask, d.env, d.scope, site, depth + 1)
             elif d.kind == "param":
-                ok = _mask_from_params(mask, site)
+                ok = _mask_from_params(mask[0] if isinstance(mask, tuple) else mask, site)
             else:
                 ok = False
             if not ok:
