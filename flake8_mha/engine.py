@@ -24,6 +24,7 @@ from libcst.metadata import MetadataWrapper, PositionProvider
 from . import torch_api
 from .events import Construction, ModuleCall, SdpaCall, classify
 from .findings import Finding
+from .focus import focus
 from .flow import CallSite, FlowPass, Scope
 from .resolve import Resolver
 from .rules.base import Report, all_rules
@@ -276,7 +277,7 @@ def analyze_source(source: str, path: str = "<string>", codes: Optional[Iterable
         if len(source) > MAX_BYTES:
             return [_internal(path, f"file larger than {MAX_BYTES // (1024 * 1024)} MiB, not analyzed")]
         with _gc_paused():
-            return _on_deep_stack(_parse_and_analyze, source, path, codes, tree is not None)
+            return _on_deep_stack(_parse_and_analyze, source, path, codes, tree)
     except SourceSyntaxError:
         raise
     except RecursionError:
@@ -288,14 +289,15 @@ def analyze_source(source: str, path: str = "<string>", codes: Optional[Iterable
 
 
 def _parse_and_analyze(source: str, path: str, codes: Optional[Iterable[str]],
-                       python_parsed: bool) -> List[Finding]:
+                       tree: Optional[ast.AST]) -> List[Finding]:
     # a function of its own so that the tree is unreachable once it returns
-    if not python_parsed:
+    if tree is None:
         refused = _nesting_guard(source, path)
         if refused is not None:
             return [refused]
     try:
-        module = cst.parse_module(source)
+        # a large file keeps only its relevant definitions (same lines and columns)
+        module = cst.parse_module(focus(source, tree if isinstance(tree, ast.Module) else None))
     except cst.ParserSyntaxError as exc:
         _raise_if_invalid_python(source, exc)
         return [_internal(path, f"LibCST cannot parse this file ({_first_line(exc)})")]
