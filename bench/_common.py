@@ -119,4 +119,4 @@ def median(values: Sequence[float]) -> float:
 def machine() -> str:
     load = os.getloadavg()
     return (f"{os.cpu_count()} cores, Python {sys.version.split()[0]}, "
-            f"load average at start {load[0]:.1f}")
+            f"1-minute load average {load[0]:.1f} when written")
