@@ -181,7 +181,10 @@ def main(argv=None) -> int:
     text = "\n".join(lines) + "\n"
     print(text)
     if args.write:
-        (BENCH / "SCALE.md").write_text("# flake8-mha at scale\n\n" + text)
+        out = BENCH / "SCALE.md"
+        old = out.read_text() if out.exists() else ""
+        notes = old[old.index("## Notes"):] if "## Notes" in old else ""  # kept: written by hand
+        out.write_text("# flake8-mha at scale\n\n" + text + ("\n" + notes if notes else ""))
     return 1 if crashes or bad000 else 0
 
 
