@@ -1553,6 +1553,13 @@ class MaskEvaluator:
                 )
         return UNKNOWN_MASK
 
+    def _subsequent_mask(self, node: cst.Call) -> Mask:
+        """``nn.Transformer.generate_square_subsequent_mask(L)`` (on the class or
+        an instance): a square float mask, 0 on and below the diagonal, -inf above."""
+        origin = self.origin(node)
+        return Mask(meaning=ADDITIVE, kind=ADDITIVE, layout=("L", "S"), dtype="float32",
+                    origin=origin, kind_origin=origin, shape_origin=origin, causal=True)
+
     def _fresh(
         self,
         what: str,
@@ -1707,17 +1714,7 @@ class MaskEvaluator:
                 )
             return self._fresh(what, node, env, scope, frame, depth, shape_args=pos or None)
         if qn in _GENERATE:
-            origin = self.origin(node)
-            return Mask(
-                meaning=ADDITIVE,
-                kind=ADDITIVE,
-                layout=("L", "S"),
-                dtype="float32",
-                origin=origin,
-                kind_origin=origin,
-                shape_origin=origin,
-                causal=True,
-            )
+            return self._subsequent_mask(node)
         if qn in ("torch.logical_not", "torch.bitwise_not"):
             src = _arg(node, 0, "input")
             if src is None:
@@ -2075,16 +2072,7 @@ class MaskEvaluator:
         if attr == "generate_square_subsequent_mask":
             insts = self.resolver.instances(receiver, env, scope)
             if insts and all(i.spec is torch_api.TRANSFORMER for i in insts):
-                origin = self.origin(node)
-                return Mask(
-                    meaning=ADDITIVE,
-                    kind=ADDITIVE,
-                    layout=("L", "S"),
-                    dtype="float32",
-                    origin=origin,
-                    kind_origin=origin,
-                    shape_origin=origin,
-                )
+                return self._subsequent_mask(node)
             return None
         return None
 
