@@ -156,7 +156,7 @@ def test_deep_nesting_never_crashes(expr, expect):
 
 @pytest.mark.parametrize("elifs, expect", [
     (900, "MHA001 "),  # deeper than the default recursion limit: analyzed
-    (3_000, "MHA000 flake8-mha could not analyze this file: nesting too deep to analyze"),
+    (3_000, "MHA001 "),  # deeper than Python's own parser goes: analyzed all the same
 ])
 def test_deep_else_if_chain_in_a_subprocess(elifs, expect):
     src = "import torch\nif a:\n    pass\n" + "elif a:\n    pass\n" * elifs
