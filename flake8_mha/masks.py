@@ -1264,17 +1264,8 @@ class MaskEvaluator:
         meaning = {"==": IGNORE, "!=": KEEP}.get(op)
         if meaning is None:
             return UNKNOWN_MASK
-        origin = Origin(node, text)
         layout = ("N", "S") if self._plain_tokens(tokens, env, scope, frame) else None
-        return Mask(
-            meaning=meaning,
-            kind=BOOL,
-            dtype="bool",
-            layout=layout,
-            origin=origin,
-            kind_origin=origin,
-            shape_origin=origin if layout else None,
-        )
+        return _comparison(meaning, layout, Origin(node, text))
 
     def _plain_tokens(self, node, env, scope, frame, hops: int = 0) -> bool:
         """A batch of token ids as it came (no index that drops or adds an axis)."""
@@ -1333,17 +1324,8 @@ class MaskEvaluator:
         meaning = {">=": IGNORE, ">": IGNORE, "<": KEEP, "<=": KEEP}.get(o)
         if meaning is None:
             return UNKNOWN_MASK
-        origin = Origin(node, text)
         layout = ("N", "S") if axis in ("row", "vec") and lens == "col" else None
-        return Mask(
-            meaning=meaning,
-            kind=BOOL,
-            dtype="bool",
-            layout=layout,
-            origin=origin,
-            kind_origin=origin,
-            shape_origin=origin if layout else None,
-        )
+        return _comparison(meaning, layout, Origin(node, text))
 
     def _arange_axis(self, node, env, scope, frame, depth) -> Optional[str]:
         """ "vec" for ``arange(S)``, "row" for it as (1, S), "col" as (S, 1)."""
@@ -2400,3 +2382,10 @@ class MaskAnalysis:
         data["shape_source"] = self.evaluator.source_text(mask.shape_origin)
         out["mask"] = data
         return out
+
+
+def _comparison(meaning: str, layout, origin: "Origin") -> "Mask":
+    """A bool mask made by a comparison (pad id, arange against lengths): its
+    meaning, kind and (when known) shape all come from that one expression."""
+    return Mask(meaning=meaning, kind=BOOL, dtype="bool", layout=layout, origin=origin,
+                kind_origin=origin, shape_origin=origin if layout else None)
