@@ -30,9 +30,9 @@ from typing import Dict, List, Optional, Sequence, Tuple
 
 import libcst as cst
 
-from . import torch_api
-from .flow import CallSite, ClassInfo, Def, Env, Scope, lookup
-from .values import UNKNOWN, unpacked, value_of
+from .. import torch_api
+from ..flow import CallSite, ClassInfo, Def, Env, Scope, lookup
+from ..values import UNKNOWN, unpacked, value_of
 
 KEEP = "keep"
 IGNORE = "ignore"
@@ -2081,7 +2081,7 @@ def _mutated_names(root: cst.CSTNode) -> set:
     """Names changed in place in a function (or module) body, not counting
     nested functions and classes: ``x.fill_(v)``, ``x.masked_fill_(m, v)``,
     ``x[i] = v``, ``x[i] += v``."""
-    from .flow import children
+    from ..flow import children
 
     out: set = set()
     stack = list(children(root.body)) if isinstance(root, cst.FunctionDef) else list(children(root))
@@ -2181,7 +2181,7 @@ def _is_length_name(name: str) -> bool:
 
 
 def _is_generator(func: cst.FunctionDef) -> bool:
-    from .flow import children
+    from ..flow import children
 
     stack = list(children(func.body))
     while stack:
@@ -2363,7 +2363,7 @@ class MaskAnalysis:
     def evidence(self, sink: Sink, mask: Mask, module_ev=None) -> Dict[str, object]:
         out: Dict[str, object] = {}
         if module_ev is not None:
-            from .rules.construction import construction_evidence
+            from ..rules.construction import construction_evidence
 
             ctor = module_ev.single_ctor()
             if ctor is not None:
