@@ -63,6 +63,9 @@ class Context:
         self.resolver = resolver
         self.events: List[object] = []
         self._calls_by_ctor: Optional[Dict[int, List[ModuleCall]]] = None
+        # analyses made lazily for this file (``masks.analysis_for`` keeps its
+        # MaskAnalysis here): they live and die with the file's Context
+        self.analyses: Dict[str, object] = {}
 
     def value(self, node: cst.CSTNode, site: CallSite):
         return value_of(node, site.env, site.scope)
@@ -114,20 +117,14 @@ def analyze_module(module: cst.Module, codes: Optional[Iterable[str]] = None,
 
 
 def _forget(ctx: Context) -> None:
-    """Drop what rule families cached for this file.
+    """Drop what analyses cached for this file.
 
-    masks.py keeps one MaskAnalysis per Context in a WeakKeyDictionary whose
-    value holds the Context: the entry never dies, and with it every file's
-    tree (flake8 over transformers ran out of memory).  Until that cache
-    lives on the Context itself, the engine ends the file's entry here;
-    tests/test_robust_memory.py checks that no tree outlives its file.
+    A MaskAnalysis holds its Context, so the pair is a cycle that only a
+    garbage collection frees, and the engine pauses collection while a file
+    is analyzed.  Clearing the store ends it at once; tests/test_robust_memory.py
+    checks that no tree outlives its file.
     """
-    cache = getattr(sys.modules.get(__package__ + ".masks"), "_analyses", None)
-    if cache is not None:
-        try:
-            del cache[ctx]
-        except (KeyError, TypeError):
-            pass
+    ctx.analyses.clear()
 
 
 def _analyze_module(module: cst.Module, codes: Optional[Iterable[str]], path: str,

@@ -769,3 +769,125 @@ def test_fixtures_through_real_flake8():
         for (line, col, code) in expected(p)
     }
     assert got_lines == want
+
+
+# ----------------------------------------------------------------------------- the package
+
+
+@pytest.mark.parametrize(
+    "function,method",
+    [
+        ("torch.tril(torch.ones(L, L))", "torch.ones(L, L).tril()"),
+        ("torch.triu(input=torch.ones(L, L), diagonal=1)", "torch.ones(L, L).triu_(diagonal=1)"),
+        ("torch.logical_not(tokens == pad_id)", "(tokens == pad_id).logical_not()"),
+        ("torch.bitwise_not(tokens == pad_id)", "(tokens == pad_id).bitwise_not()"),
+        ("torch.logical_and(tokens != pad_id, tokens != 0)",
+         "(tokens != pad_id).logical_and(tokens != 0)"),
+        ("torch.mul((tokens != pad_id).float(), (tokens != 0).float())",
+         "(tokens != pad_id).float().mul((tokens != 0).float())"),
+        ("torch.eq(tokens, pad_id)", "tokens.eq(pad_id)"),
+        ("torch.ne(input=tokens, other=pad_id)", "tokens.ne(other=pad_id)"),
+        ("torch.where(tokens != pad_id, 0.0, float('-inf'))",
+         "torch.zeros(L, L).where(tokens != pad_id, float('-inf'))"),
+        ("torch.masked_fill(torch.zeros(L, L), tokens == pad_id, float('-inf'))",
+         "torch.zeros(L, L).masked_fill(tokens == pad_id, float('-inf'))"),
+        ("torch.unsqueeze(tokens == pad_id, 1)", "(tokens == pad_id).unsqueeze(1)"),
+        ("torch.transpose(torch.tril(torch.ones(L, L), -1), 0, 1)",
+         "torch.tril(torch.ones(L, L), -1).transpose(0, 1)"),
+    ],
+)
+def test_one_table_serves_both_call_forms(function, method):
+    """``torch.f(x, ...)`` and ``x.f(...)`` read the same row of ``masks.ops.OPS``."""
+    values = []
+    for expr in (function, method):
+        m = only_value(f"""
+            def f(q, k, v, L, tokens, pad_id):
+                m = {expr}
+                return F.scaled_dot_product_attention(q, k, v, attn_mask=m)
+            """)
+        values.append((m.meaning, m.kind, m.layout, m.dtype, m.tri))
+    assert values[0] == values[1]
+    assert values[0][0] is not None, values
+
+
+def test_every_operation_has_its_handler():
+    from flake8_mha.masks import MaskEvaluator
+    from flake8_mha.masks.ops import FUNCTIONS, METHODS, OPS
+
+    for op in OPS:
+        assert callable(getattr(MaskEvaluator, "_op_" + op.handler, None)), op.handler
+        assert op.functions or op.methods, op.handler
+    # the function form and the method form of the same operation share one row
+    assert FUNCTIONS["torch.where"] is METHODS["where"]
+    assert FUNCTIONS["torch.tril"] is METHODS["tril_"]
+    assert FUNCTIONS["torch.eq"] is METHODS["eq"]
+
+
+def test_meaning_and_kind_are_typed_and_read_as_their_text():
+    from flake8_mha.masks import Kind, Meaning, Shape
+
+    m = only_value("""
+        def f(q, k, v, tokens, pad_id):
+            m = (tokens == pad_id)[:, None, None, :]
+            return F.scaled_dot_product_attention(q, k, v, attn_mask=m)
+        """)
+    assert m.meaning is Meaning.IGNORE and m.kind is Kind.BOOL and m.shape is Shape.BROADCAST
+    assert (m.meaning, m.kind, m.shape) == ("ignore", "bool", "broadcast")
+    assert f"{KEEP}/{FLOAT01}/{ADDITIVE}" == "keep/float01/additive"
+    assert json.dumps([IGNORE, INT]) == '["ignore", "int"]'
+    ev = m.evidence(lambda o: o.text)
+    assert [type(ev[k]) for k in ("meaning", "kind", "shape")] == [str, str, str]
+
+
+def test_the_analysis_lives_in_the_file_context():
+    import gc
+
+    from flake8_mha.masks import MaskAnalysis
+
+    module = cst.parse_module(HEAD + "m = 1\n")
+    flow = FlowPass()
+    flow.run(module)
+    ctx = Context(module, flow, Resolver(flow))
+    a = analysis_for(ctx)
+    assert analysis_for(ctx) is a and ctx.analyses == {"masks": a}
+    other = Context(module, flow, Resolver(flow))
+    assert analysis_for(other) is not a
+    del a, ctx, other
+    # through the engine: nothing keeps a file's analysis once the file is done
+    assert findings("""
+        def f(q, k, v, tokens, pad_id):
+            return F.scaled_dot_product_attention(q, k, v, attn_mask=tokens == pad_id)
+        """)
+    gc.collect()
+    assert [o for o in gc.get_objects() if isinstance(o, MaskAnalysis)] == []
+
+
+def _imports(path):
+    import ast
+
+    tree = ast.parse(path.read_text(encoding="utf-8"))
+    for node in ast.walk(tree):  # inside functions too
+        if isinstance(node, ast.ImportFrom):
+            yield "." * node.level + (node.module or "")
+        elif isinstance(node, ast.Import):
+            yield from (a.name for a in node.names)
+
+
+def test_the_mask_package_imports_nothing_above_the_analysis():
+    package = ROOT / "flake8_mha" / "masks"
+    for path in sorted(package.glob("*.py")):
+        for name in _imports(path):
+            assert not re.match(r"(\.\.|flake8_mha\.)(rules|engine|check|cli|plugin|confirm)\b",
+                                name), (path.name, name)
+            assert name.split(".")[0] != "torch", (path.name, name)
+
+
+def test_the_mask_package_reads_in_screens():
+    import ast
+
+    for path in sorted((ROOT / "flake8_mha" / "masks").glob("*.py")):
+        text = path.read_text(encoding="utf-8")
+        assert text.count("\n") <= 800, path.name
+        for node in ast.walk(ast.parse(text)):
+            if isinstance(node, ast.ClassDef):
+                assert node.end_lineno - node.lineno + 1 <= 400, (path.name, node.name)

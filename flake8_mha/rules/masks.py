@@ -26,6 +26,7 @@ from ..masks import (
     analysis_for,
 )
 from .base import Example, Report, Rule
+from .construction import construction_evidence
 
 _SDPA = "scaled_dot_product_attention"
 
@@ -49,7 +50,7 @@ class _MaskRule(Rule):
         return analysis_for(self.ctx)
 
     def _report(self, where: Sink, value: Mask, module_ev, message: str, **fmt) -> Report:
-        evidence = self.analysis().evidence(where, value, module_ev)
+        evidence = self.analysis().evidence(where, value, module_ev, construction_evidence)
         return self.report(where.site.node, evidence, message, **fmt)
 
 

@@ -1,0 +1,287 @@
+"""Comparisons that make masks: token ids against a pad id, positions
+against lengths (padding) or against positions (causal), and a mask against
+a constant (``m == 0`` flips it, ``m != 0`` keeps it)."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+from typing import Optional
+
+import libcst as cst
+
+from ..flow import lookup
+from .calls import At, arg, positional
+from .domain import (ADDITIVE, BOOL, IGNORE, KEEP, UNKNOWN_MASK, Mask, Meaning, Origin,
+                     comparison)
+from .names import is_length_name, is_mask_or_length, is_pad_name, is_token_name, last_name, \
+    string_key
+from .numbers import holds
+from .shapes import index_layout
+
+COMPARE_OPS = {
+    cst.Equal: "==",
+    cst.NotEqual: "!=",
+    cst.LessThan: "<",
+    cst.LessThanEqual: "<=",
+    cst.GreaterThan: ">",
+    cst.GreaterThanEqual: ">=",
+}
+MIRROR = {"==": "==", "!=": "!=", "<": ">", "<=": ">=", ">": "<", ">=": "<="}
+_AXIS_HOPS = 10
+_TOKEN_HOPS = 6
+# methods that keep what an arange or a lengths tensor is (dtype, device, copies)
+_ARANGE_KEEPS = ("to", "type_as", "long", "int", "float", "cuda", "cpu", "clone", "detach",
+                 "contiguous", "type")
+_LENGTHS_KEEPS = ("to", "type_as", "long", "int", "float", "cuda", "cpu", "expand", "expand_as")
+
+
+class Comparisons:
+    """The part of ``MaskEvaluator`` that reads comparisons."""
+
+    def _compare(self, left, op: str, right, node, at: At) -> Mask:
+        text = self.text(node)
+        # arange against lengths (padding), or arange against arange (causal)
+        got = self._arange_compare(left, op, right, node, text, at)
+        if got is not None:
+            return got
+        # a token tensor against a pad id
+        for tokens, pad, o in ((left, right, op), (right, left, MIRROR[op])):
+            if (
+                is_pad_name(pad)
+                and not is_pad_name(tokens)
+                and not is_mask_or_length(tokens)
+                and self._number(tokens, at) is None
+                and self.eval(pad, at).meaning is None
+            ):
+                return self._pad_compare(tokens, o, node, text, at)
+        # a mask against a constant: m == 0 flips it, m != 0 keeps it
+        for mask_side, const_side, o in ((left, right, op), (right, left, MIRROR[op])):
+            c = self._number(const_side, at)
+            if c is None:
+                neg = self._neg(const_side, at)
+                c = float("-inf") if neg == "neg" else None
+            if c is None:
+                continue
+            inner = self.eval(mask_side, at)
+            if inner.meaning is not None or inner.tri is not None:
+                return self._threshold(inner, o, float(c), node, text)
+            if (
+                isinstance(c, int)
+                and not isinstance(c, bool)
+                and c >= 0
+                and is_token_name(mask_side)
+                and self._plain_tokens(mask_side, at)
+            ):
+                return self._pad_compare(mask_side, o, node, text, at)
+            return UNKNOWN_MASK
+        return UNKNOWN_MASK
+
+    def _threshold(self, inner: Mask, op: str, c: float, node, text) -> Mask:
+        """``mask <op> c``: which of the mask's values compare True."""
+        if inner.none:
+            return UNKNOWN_MASK
+        if inner.meaning == ADDITIVE:
+            values = {0.0: KEEP, float("-inf"): IGNORE}
+        elif inner.meaning in (KEEP, IGNORE) or inner.tri is not None:
+            values = {1.0: "same", 0.0: "flip"}
+        else:
+            return UNKNOWN_MASK
+        true_set = {v for v in values if holds(v, op, c)}
+        if len(true_set) != 1:
+            return UNKNOWN_MASK
+        which = values[true_set.pop()]
+        origin_kind = self.origin(node)
+        base = dict(
+            kind=BOOL,
+            dtype="bool",
+            layout=inner.layout,
+            shape_origin=inner.shape_origin,
+            kind_origin=origin_kind,
+        )
+        if which == "same":
+            return replace(inner, **base, fill=None)
+        if which == "flip":
+            out = self._flip(inner, node, kind=BOOL)
+            return replace(out, dtype="bool", kind_origin=origin_kind)
+        origin = Origin(node, text, by_name=bool(inner.origin and inner.origin.by_name))
+        return Mask(meaning=which, origin=origin, causal=inner.causal, **base)
+
+    def _pad_compare(self, tokens, op: str, node, text, at: At) -> Mask:
+        meaning = {"==": IGNORE, "!=": KEEP}.get(op)
+        if meaning is None:
+            return UNKNOWN_MASK
+        layout = ("N", "S") if self._plain_tokens(tokens, at) else None
+        return comparison(meaning, layout, Origin(node, text))
+
+    def _plain_tokens(self, node, at: At, hops: int = 0) -> bool:
+        """A batch of token ids as it came (no index that drops or adds an axis)."""
+        if hops > _TOKEN_HOPS:
+            return False
+        if isinstance(node, cst.Name):
+            through = self._through_frame(node, at)
+            if through is not None and through[0] is not node:
+                return self._plain_tokens(through[0], through[1], hops + 1)
+            return True
+        if isinstance(node, cst.Attribute):
+            return node.attr.value not in ("T", "mT")
+        if isinstance(node, cst.Subscript):
+            if string_key(node) is not None:
+                return True
+            for el in node.slice:
+                if not isinstance(el.slice, cst.Slice):
+                    return False
+            return self._plain_tokens(node.value, at, hops + 1)
+        return False
+
+    def _arange_compare(self, left, op, right, node, text, at: At) -> Optional[Mask]:
+        la = self._arange_axis(left, at)
+        ra = self._arange_axis(right, at)
+        if la is None and ra is None:
+            return None
+        if la is not None and ra is not None:
+            # positions against positions: j (key, a row vector) against i (query, a column)
+            if {la, ra} != {"row", "col"}:
+                return UNKNOWN_MASK
+            o = op if la == "row" else MIRROR[op]  # now "j <o> i"
+            meaning = {">": IGNORE, "<=": KEEP}.get(o)
+            if meaning is None:
+                return UNKNOWN_MASK
+            origin = Origin(node, text)
+            return Mask(
+                meaning=meaning,
+                kind=BOOL,
+                dtype="bool",
+                layout=("L", "S"),
+                origin=origin,
+                kind_origin=origin,
+                shape_origin=origin,
+                causal=True,
+            )
+        if la is not None:
+            axis, other, o = la, right, op
+        else:
+            axis, other, o = ra, left, MIRROR[op]
+        # now "arange <o> other"
+        lens = self._lengths_axis(other, at)
+        if lens is None:
+            return UNKNOWN_MASK
+        meaning: Optional[Meaning] = {">=": IGNORE, ">": IGNORE, "<": KEEP, "<=": KEEP}.get(o)
+        if meaning is None:
+            return UNKNOWN_MASK
+        layout = ("N", "S") if axis in ("row", "vec") and lens == "col" else None
+        return comparison(meaning, layout, Origin(node, text))
+
+    def _arange_axis(self, node, at: At, hops: int = 0) -> Optional[str]:
+        """ "vec" for ``arange(S)``, "row" for it as (1, S), "col" as (S, 1)."""
+        if hops > _AXIS_HOPS:
+            return None
+        hops += 1
+        if isinstance(node, cst.Call):
+            func = node.func
+            qn = (
+                self.qualname(func, at.env, at.scope)
+                if not isinstance(func, cst.Attribute)
+                or not isinstance(func.value, (cst.Call, cst.Subscript))
+                else None
+            )
+            if qn == "torch.arange":
+                return "vec"
+            if isinstance(func, cst.Attribute):
+                base = self._arange_axis(func.value, at, hops)
+                if base is None:
+                    return None
+                attr = func.attr.value
+                if attr in _ARANGE_KEEPS:
+                    return base
+                if attr == "unsqueeze" and base == "vec":
+                    d = self._number(arg(node, 0, "dim"), at) if node.args else None
+                    return (
+                        {0: "row", -2: "row", 1: "col", -1: "col"}.get(d)
+                        if isinstance(d, int)
+                        else None
+                    )
+                if attr in ("expand", "repeat", "expand_as") and base == "row":
+                    return "row"
+                if attr in ("view", "reshape") and base == "vec":
+                    pos = positional(node)
+                    if pos and len(pos) == 2:
+                        a, b = (self._number(p, at) for p in pos)
+                        if a == 1:
+                            return "row"
+                        if b == 1:
+                            return "col"
+                return None
+            return None
+        if isinstance(node, cst.Subscript):
+            base = self._arange_axis(node.value, at, hops)
+            if base != "vec":
+                return None
+            layout = index_layout(("S",), node.slice)
+            if layout == ("1", "S"):
+                return "row"
+            if layout == ("S", "1"):
+                return "col"
+            if layout == ("S",):
+                return "vec"
+            return None
+        if isinstance(node, cst.Name):
+            through = self._through_frame(node, at)
+            if through is not None and through[0] is not node:
+                return self._arange_axis(through[0], through[1], hops)
+            defs = lookup(node.value, at.env, at.scope)
+            if not defs or any(d.kind != "assign" for d in defs):
+                return None
+            axes = {self._arange_axis(d.node, at.of(d, None), hops) for d in defs}
+            return axes.pop() if len(axes) == 1 else None
+        return None
+
+    def _lengths_axis(self, node, at: At, hops: int = 0) -> Optional[str]:
+        """ "col" for ``lengths[:, None]``-like, "scalar" for a plain lengths
+        name, None when the other side is not visibly a length."""
+        if hops > _AXIS_HOPS:
+            return None
+        hops += 1
+        if isinstance(node, (cst.Name, cst.Attribute)):
+            name = last_name(node) or ""
+            if isinstance(node, cst.Name):
+                through = self._through_frame(node, at)
+                if through is not None and through[0] is not node:
+                    got = self._lengths_axis(through[0], through[1], hops)
+                    if got is not None:
+                        return got
+                defs = lookup(node.value, at.env, at.scope)
+                if defs and all(d.kind == "assign" for d in defs):
+                    axes = {self._lengths_axis(d.node, at.of(d, None), hops) for d in defs}
+                    if len(axes) == 1 and None not in axes:
+                        return axes.pop()
+            return "scalar" if is_length_name(name) else None
+        if isinstance(node, cst.Subscript):
+            base = self._lengths_axis(node.value, at, hops)
+            if base is None:
+                return None
+            layout = index_layout(("N",), node.slice)
+            return "col" if layout == ("N", "1") else None
+        if isinstance(node, cst.Call) and isinstance(node.func, cst.Attribute):
+            attr = node.func.attr.value
+            if attr in ("new", "new_tensor") and len(node.args) == 1:
+                # seq_range.new(lengths): the lengths are the argument
+                return self._lengths_axis(node.args[0].value, at, hops)
+            base = self._lengths_axis(node.func.value, at, hops)
+            if base is None:
+                return None
+            if attr == "unsqueeze":
+                d = self._number(arg(node, 0, "dim"), at) if node.args else None
+                return "col" if d in (1, -1) and base == "scalar" else None
+            if attr in ("view", "reshape"):
+                pos = positional(node)
+                if pos and len(pos) == 2 and self._number(pos[1], at) == 1:
+                    return "col"
+                return None
+            if attr in _LENGTHS_KEEPS:
+                return base
+            return None
+        if isinstance(node, cst.Call) and len(node.args) >= 1:
+            qn = self.qualname(node.func, at.env, at.scope)
+            if qn in ("torch.tensor", "torch.as_tensor", "torch.LongTensor"):
+                return self._lengths_axis(node.args[0].value, at, hops)
+        return None

@@ -1,0 +1,131 @@
+"""Name conventions: what a name says about a mask where the code says nothing.
+
+Names are weaker evidence than code: the evaluator asks them only where the
+code is silent (a parameter nobody in the file calls with a known mask, a
+tokenizer's ``attention_mask``), and a comparison with a pad id.
+"""
+
+from __future__ import annotations
+
+from typing import Optional
+
+import libcst as cst
+
+from .domain import BOOL, IGNORE, KEEP, Mask, Origin
+
+IGNORE_PARAM_NAMES = {
+    "key_padding_mask",
+    "src_key_padding_mask",
+    "tgt_key_padding_mask",
+    "memory_key_padding_mask",
+    "padding_mask",
+    "pad_mask",
+}
+KEEP_PARAM_NAMES = {"attention_mask"}
+TOKENIZER_KEYS = {"attention_mask"}
+_TOKEN_WORDS = ("ids", "token", "tok")
+_TOKEN_NAMES = {
+    "src",
+    "tgt",
+    "input",
+    "inputs",
+    "text",
+    "texts",
+    "captions",
+    "seq",
+    "seqs",
+    "source",
+    "target",
+    "targets",
+    "sentences",
+    "words",
+}
+
+
+def last_name(node: cst.CSTNode) -> Optional[str]:
+    if isinstance(node, cst.Name):
+        return node.value
+    if isinstance(node, cst.Attribute):
+        return node.attr.value
+    return None
+
+
+def string_key(node: cst.Subscript) -> Optional[str]:
+    """``"attention_mask"`` of ``batch["attention_mask"]``."""
+    if len(node.slice) != 1:
+        return None
+    el = node.slice[0].slice
+    if isinstance(el, cst.Index) and isinstance(el.value, cst.SimpleString):
+        try:
+            key = el.value.evaluated_value
+        except Exception:  # pragma: no cover - odd string prefixes
+            return None
+        return key if isinstance(key, str) else None
+    return None
+
+
+def is_pad_name(node: cst.CSTNode) -> bool:
+    """``pad_id``, ``PAD_IDX``, ``self.padding_idx``, ``tokenizer.pad_token_id``."""
+    name = last_name(node)
+    if name is None:
+        return False
+    low = name.lower()
+    return "pad" in low and "mask" not in low and "len" not in low
+
+
+def is_token_name(node: cst.CSTNode) -> bool:
+    """Names that hold token ids: ``input_ids``, ``tokens``, ``src``."""
+    name = last_name(node)
+    if name is None:
+        if isinstance(node, cst.Subscript):
+            key = string_key(node)
+            return (
+                key is not None and is_token_name(cst.Name(key))
+                if key and key.isidentifier()
+                else False
+            )
+        return False
+    low = name.lower()
+    if "mask" in low or "len" in low or "pos" in low:
+        return False
+    return any(w in low for w in _TOKEN_WORDS) or low in _TOKEN_NAMES
+
+
+def is_mask_or_length(node: cst.CSTNode) -> bool:
+    name = last_name(node)
+    if name is None and isinstance(node, cst.Subscript):
+        name = string_key(node)
+    low = (name or "").lower()
+    return "mask" in low or "len" in low
+
+
+def is_length_name(name: str) -> bool:
+    low = name.lower()
+    return "len" in low and "max" not in low or low in ("lens", "ilens", "olens", "sizes")
+
+
+def is_device_name(name: Optional[str]) -> bool:
+    """``device``, ``self.dev``, ``"cuda"``-like names passed to ``.to(...)``."""
+    return name is not None and (
+        "device" in name.lower() or name.lower() in ("dev", "gpu", "cuda", "cpu")
+    )
+
+
+def parameter_by_name(p: cst.Param, name: str, func: cst.FunctionDef) -> Optional[Mask]:
+    """The mask a parameter's name promises (``key_padding_mask``: True =
+    ignore), or None when the name says nothing sure."""
+    if p is func.params.star_kwarg or p is func.params.star_arg:
+        return None
+    low = name.lower()
+    if low in IGNORE_PARAM_NAMES:
+        origin = Origin(p, f"parameter {name}", by_name=True)
+        return Mask(meaning=IGNORE, kind=BOOL, dtype="bool", origin=origin, kind_origin=origin)
+    params = list(func.params.posonly_params) + list(func.params.params)
+    if low in KEEP_PARAM_NAMES and any(
+        is_token_name(cst.Name(q.name.value)) for q in params + list(func.params.kwonly_params)
+    ):
+        # beside the token ids it is the tokenizer's mask (1 = real token);
+        # alone (an attention layer's parameter) it is whatever the model
+        # made of it: additive, or True = ignore (transformers does both)
+        return Mask(meaning=KEEP, origin=Origin(p, f"parameter {name}", by_name=True))
+    return None
