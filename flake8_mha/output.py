@@ -1,5 +1,8 @@
 """Report formats for ``flake8-mha check``: text, json, sarif, github.
 
+``Item`` and ``Problem`` (what a run found) are the lint pipeline's; they are
+imported here for the formats, and kept importable from here.
+
 Every format is a pure function of the run's items and problems, so the
 output is the same whatever ``-j`` was.  The JSON schema is versioned
 (``"version": 1``) and documented in docs/cli.md; SARIF follows the 2.1.0
@@ -11,61 +14,17 @@ import json
 import os
 import re
 import textwrap
-from dataclasses import dataclass
 from typing import Dict, List, Optional, Sequence
 from urllib.parse import quote
 
 from . import __version__
-from .findings import Finding
+from .pipeline import Item, Problem
 
 JSON_SCHEMA_VERSION = 1
 SARIF_SCHEMA = "https://json.schemastore.org/sarif-2.1.0.json"
 INFORMATION_URI = "https://github.com/flake8-mha/flake8-mha"
 LEVELS = {"correctness": "error", "internal": "error", "performance": "warning",
           "opinionated": "note"}
-
-
-@dataclass(frozen=True)
-class Item:
-    """A finding as the CLI reports it, with where it sits in a notebook."""
-
-    finding: Finding
-    cell: Optional[int] = None  # 1-based number among the notebook's code cells
-    cell_index: Optional[int] = None  # 0-based index into the notebook's "cells"
-    file_line: Optional[int] = None  # the line in the file on disk, when known
-    fixable: bool = False
-
-    @property
-    def code(self) -> str:
-        return self.finding.code
-
-    def location(self) -> str:
-        f = self.finding
-        if self.cell is not None:
-            return f"{f.path}:cell_{self.cell}:{f.line}:{f.col}"
-        return f"{f.path}:{f.line}:{f.col}"
-
-    def text(self) -> str:
-        return f"{self.location()}: {self.code} {self.finding.message}"
-
-
-@dataclass(frozen=True)
-class Problem:
-    """A file that could not be checked: a syntax error, unreadable bytes."""
-
-    path: str
-    message: str
-    line: Optional[int] = None
-    col: Optional[int] = None
-    cell: Optional[int] = None
-    cell_index: Optional[int] = None
-    file_line: Optional[int] = None
-
-    def text(self) -> str:
-        if self.line is None:
-            return f"{self.path}: error: {self.message}"
-        cell = f"cell_{self.cell}:" if self.cell is not None else ""
-        return f"{self.path}:{cell}{self.line}:{self.col or 1}: E999 {self.message}"
 
 
 def statistics(items: Sequence[Item]) -> Dict[str, int]:

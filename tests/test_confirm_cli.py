@@ -12,7 +12,7 @@ import sys
 
 import pytest
 
-from flake8_mha.confirm.cli import _keep, _Progress, main
+from flake8_mha.confirm.cli import _Progress, main
 from flake8_mha.confirm.report import render_table, summary_line, to_json
 from flake8_mha.confirm.runner import INSTALL_HINT, Outcome
 from flake8_mha.findings import Finding
@@ -64,9 +64,9 @@ def _needs_torch():
 
 def _needs_engine():
     try:
-        from flake8_mha.engine import check_paths  # noqa: F401
+        from flake8_mha.pipeline import lint_paths  # noqa: F401
     except ImportError as exc:
-        pytest.skip(f"flake8_mha.engine.check_paths is not available yet ({exc})")
+        pytest.skip(f"flake8_mha.pipeline.lint_paths is not available yet ({exc})")
 
 
 @pytest.fixture()
@@ -225,12 +225,21 @@ def test_docs_thresholds_table_is_current():
     assert text == with_table(text), "run: python -m flake8_mha.confirm.docs"
 
 
-def test_select_and_ignore_are_prefixes():
-    f = Finding("MHA901", 1, 1, "m", "a.py")
-    assert _keep(f, None, None)
-    assert _keep(f, ["MHA9"], None)
-    assert not _keep(f, ["MHA0"], None)
-    assert not _keep(f, None, ["MHA90"])
+def test_select_and_ignore_are_the_pipelines_prefixes():
+    from flake8_mha.confirm.cli import build_parser
+    from flake8_mha.pipeline import options_from_args
+
+    def codes(*argv):
+        args = build_parser().parse_args([*argv, "."])
+        return options_from_args(args).codes()
+
+    assert "MHA901" not in codes("--isolated")  # opt-in, as in check
+    assert "MHA901" in codes("--isolated", "--select", "MHA9")
+    assert "MHA901" in codes("--isolated", "--enable-extensions", "MHA9")
+    assert "MHA001" not in codes("--isolated", "--select", "MHA9")
+    assert "MHA901" not in codes("--isolated", "--select", "MHA", "--ignore", "MHA90")
+    # repeatable, as before
+    assert codes("--isolated", "--select", "MHA001", "--select", "MHA008") == ["MHA001", "MHA008"]
 
 
 def test_progress_rewrites_one_line():
