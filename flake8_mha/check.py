@@ -73,8 +73,7 @@ def main(argv: Sequence[str]) -> int:
     if mode == "diff":
         report = "".join(o.diff for o in outcomes)
         changed = any(o.diff for o in outcomes)
-        _emit(report, opts.output_file)
-        if problems:
+        if not _emit(report, opts.output_file) or problems:
             return 2
         return 1 if changed else 0
 
@@ -98,21 +97,27 @@ def main(argv: Sequence[str]) -> int:
                   f"file{'s' if files_fixed != 1 else ''}", file=sys.stderr)
 
     report = render(opts.format, items, problems, codes, opts.statistics)
-    _emit(report, opts.output_file)
-    if problems:
+    if not _emit(report, opts.output_file) or problems:
         return 2
     return 1 if items else 0
 
 
-def _emit(report: str, output_file: Optional[str]) -> None:
+def _emit(report: str, output_file: Optional[str]) -> bool:
+    """Write the report; False (with one line on stderr) if the file cannot be written."""
     if output_file:
-        directory = os.path.dirname(os.path.abspath(output_file))
-        os.makedirs(directory, exist_ok=True)
-        with open(output_file, "w", encoding="utf-8", newline="\n") as fh:
-            fh.write(report)
+        try:
+            directory = os.path.dirname(os.path.abspath(output_file))
+            os.makedirs(directory, exist_ok=True)
+            with open(output_file, "w", encoding="utf-8", newline="\n") as fh:
+                fh.write(report)
+        except OSError as exc:
+            print(f"flake8-mha check: error: cannot write {output_file}: {exc.strerror or exc}",
+                  file=sys.stderr)
+            return False
     elif report:
         sys.stdout.write(report)
         sys.stdout.flush()
+    return True
 
 
 def explain(argv: Sequence[str]) -> int:

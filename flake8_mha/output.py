@@ -234,3 +234,41 @@ def render_sarif(items: Sequence[Item], problems: Sequence[Problem], codes: Sequ
     }
     doc = {"$schema": SARIF_SCHEMA, "version": "2.1.0", "runs": [run]}
     return json.dumps(doc, indent=2)
+
+
+# -- ending a run -------------------------------------------------------------------
+
+EXIT_INTERRUPTED = 130  # 128 + SIGINT, what a shell reports for Ctrl-C
+EXIT_BROKEN_PIPE = 141  # 128 + SIGPIPE, what a shell reports for a closed pipe
+
+
+def guarded(prog: str, main, argv) -> int:
+    """``main(argv)``, ended quietly when the reader of our output goes away
+    (``| head``) or the user presses Ctrl-C: one line of message, no traceback."""
+    import sys
+
+    try:
+        return main(argv)
+    except KeyboardInterrupt:
+        try:
+            sys.stderr.write(f"\n{prog}: interrupted\n")
+            sys.stderr.flush()
+        except (OSError, ValueError):
+            pass
+        return EXIT_INTERRUPTED
+    except BrokenPipeError:
+        _silence_stdout()
+        return EXIT_BROKEN_PIPE
+
+
+def _silence_stdout() -> None:
+    """Point stdout at /dev/null, so the interpreter's last flush of what is
+    still buffered does not fail again on the closed pipe."""
+    import sys
+
+    try:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        os.close(devnull)
+    except (OSError, ValueError, AttributeError):
+        pass

@@ -394,9 +394,17 @@ def run_files(files: Sequence[str], codes: Sequence[str], disable_noqa: bool, mo
 
     methods = multiprocessing.get_all_start_methods()
     ctx = multiprocessing.get_context("fork" if "fork" in methods else "spawn")
-    with ctx.Pool(min(jobs, len(tasks))) as pool:
+    with ctx.Pool(min(jobs, len(tasks)), initializer=_leave_ctrl_c_to_the_parent) as pool:
         # imap keeps the input order: output does not depend on -j
         return list(pool.imap(lint_file, tasks, chunksize=1))
+
+
+def _leave_ctrl_c_to_the_parent() -> None:
+    """In a ``-j`` worker: Ctrl-C reaches the whole process group; the parent
+    alone handles it (one line of message), and ends the pool."""
+    import signal
+
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
 
 
 @dataclass

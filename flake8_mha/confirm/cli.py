@@ -81,12 +81,18 @@ def _error(message: str) -> int:
 
 
 def main(argv: Optional[Sequence[str]] = None) -> int:
+    from ..output import guarded
+
+    return guarded(PROG, _main, list(sys.argv[1:] if argv is None else argv))
+
+
+def _main(argv: Sequence[str]) -> int:
     from ..config import UsageError
     from ..pipeline import lint_paths, options_from_args
 
     parser = build_parser()
     try:
-        args = parser.parse_args(list(sys.argv[1:] if argv is None else argv))
+        args = parser.parse_args(list(argv))
     except SystemExit as exc:  # --help (0) or a usage error (2, already printed)
         return int(exc.code or 0)
     try:
