@@ -121,16 +121,18 @@ def _emit(report: str, output_file: Optional[str]) -> bool:
 
 
 def explain(argv: Sequence[str]) -> int:
+    """Print a code's page: a static rule's, or a runtime-only code's (MHA011)."""
     from .rules.base import REGISTRY, all_rules
+    from .rules.runtime import RUNTIME
 
     all_rules()
     if len(argv) != 1 or argv[0].startswith("-"):
         print("usage: flake8-mha explain CODE", file=sys.stderr)
         return 2
     code = argv[0].upper()
-    rule = REGISTRY.get(code)
+    rule = REGISTRY.get(code) or RUNTIME.get(code)
     if rule is None:
-        known = ", ".join(sorted(REGISTRY))
+        known = ", ".join(sorted({*REGISTRY, *RUNTIME}))
         print(f"flake8-mha explain: unknown code {argv[0]!r} (known: {known})", file=sys.stderr)
         return 2
     sys.stdout.write(rule.docs_markdown().rstrip("\n") + "\n")

@@ -100,6 +100,21 @@ def _gh_prop(text: str) -> str:
     return _gh_data(text).replace(":", "%3A").replace(",", "%2C")
 
 
+def github_level(code: str) -> str:
+    """The annotation level of a code: ``notice`` for an opt-in code (MHA9xx),
+    ``warning`` for a performance code (MHA1xx), ``error`` for the rest
+    (correctness, and MHA000: a file the analyzer could not read)."""
+    from .rules.base import REGISTRY, all_rules
+
+    all_rules()
+    rule = REGISTRY.get(code)
+    if rule is None:
+        return "error"
+    if not rule.DEFAULT_ENABLED:
+        return "notice"
+    return "warning" if rule.CATEGORY == "performance" else "error"
+
+
 def github_line(item: Item) -> str:
     f = item.finding
     if item.cell is not None:
@@ -109,7 +124,7 @@ def github_line(item: Item) -> str:
     else:
         props = f"file={_gh_prop(f.path)},line={f.line},col={f.col},title={_gh_prop(f.code)}"
         message = f.message
-    return f"::error {props}::{_gh_data(message)}"
+    return f"::{github_level(f.code)} {props}::{_gh_data(message)}"
 
 
 def github_problem(p: Problem) -> str:
