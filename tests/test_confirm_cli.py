@@ -248,3 +248,50 @@ def test_progress_rewrites_one_line():
     progress(0, 2, Finding("MHA001", 4, 2, "m", "a.py"))
     progress(2, 2, None)
     assert stream.getvalue() == "\r\033[K[1/2] MHA001 a.py:4:2\r\033[K"
+
+
+# ---------------------------------------------------------------- the lint pipeline
+
+def test_bad_code_selection_is_a_usage_error_as_in_check(tmp_path):
+    (tmp_path / "m.py").write_text(CLEAN)
+    for command in ([sys.executable, "-m", "flake8_mha.confirm"],
+                    [sys.executable, "-m", "flake8_mha.cli", "check"]):
+        proc = subprocess.run([*command, "--select", "NOPE", "m.py"], cwd=tmp_path, env=_env(),
+                              capture_output=True, text=True, timeout=120)
+        assert proc.returncode == 2
+        assert proc.stderr.splitlines()[-1].endswith(
+            "error: --select: 'NOPE' is not a code prefix such as MHA, MHA0 or MHA001")
+        assert "Traceback" not in proc.stderr and proc.stdout == ""
+
+
+def _notebook(*sources):
+    cells = [{"cell_type": "code", "execution_count": None, "metadata": {}, "outputs": [],
+              "source": src.splitlines(keepends=True)} for src in sources]
+    return json.dumps({"cells": cells, "metadata": {"language_info": {"name": "python"}},
+                       "nbformat": 4, "nbformat_minor": 5}, indent=1) + "\n"
+
+
+def test_confirm_reads_notebooks_and_reports_a_broken_one(tmp_path):
+    _needs_torch()
+    (tmp_path / "nb.ipynb").write_text(_notebook(
+        "import torch.nn as nn", "%matplotlib inline\nbad = nn.MultiheadAttention(10, 3, batch_first=True)"))
+    (tmp_path / "broken.ipynb").write_text("{not json")
+    out = tmp_path / "r.json"
+    proc = _confirm(["--select", "MHA008", "--json", str(out), "nb.ipynb", "broken.ipynb"],
+                    cwd=tmp_path)
+    assert proc.returncode == 2, proc.stdout + proc.stderr
+    rows = [ln.split()[:3] for ln in proc.stdout.splitlines() if ln.startswith(("nb", "broken"))]
+    assert rows == [["nb.ipynb:cell_2:2:7", "MHA008", "CONFIRMED"],
+                    ["broken.ipynb", "-", "UNCHECKED"]]
+    assert "not a notebook: invalid JSON at line 1" in proc.stdout
+    assert proc.stderr.splitlines() == ["broken.ipynb: error: not a notebook: invalid JSON at line 1"]
+    assert proc.stdout.splitlines()[-1].startswith(
+        "1 finding: 1 confirmed, 0 not reproduced; 1 file not checked (")
+    doc = json.loads(out.read_text())
+    (result,) = doc["results"]
+    assert (result["path"], result["cell"], result["cell_index"], result["line"], result["col"]) == (
+        "nb.ipynb", 2, 1, 2, 7)
+    assert doc["errors"] == [{"path": "broken.ipynb", "line": None, "col": None, "cell": None,
+                              "cell_index": None,
+                              "message": "not a notebook: invalid JSON at line 1"}]
+    assert doc["exit_status"] == 2
