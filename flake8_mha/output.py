@@ -270,10 +270,32 @@ def guarded(prog: str, main, argv) -> int:
             sys.stderr.flush()
         except (OSError, ValueError):
             pass
+        _end_now_if_threads_run()
         return EXIT_INTERRUPTED
     except BrokenPipeError:
         _silence_stdout()
         return EXIT_BROKEN_PIPE
+
+
+def _end_now_if_threads_run() -> None:
+    """Exit 130 at once when another thread still runs.
+
+    The engine analyzes on a daemon thread with a large stack; Ctrl-C reaches
+    the main thread while that thread may be inside LibCST's native parser.
+    Normal interpreter shutdown would stop it mid-native-frame, which aborts
+    the process (SIGABRT) instead of exiting 130.  Nothing is left to write:
+    the report was not printed, and stdio is flushed first."""
+    import sys
+    import threading
+
+    if threading.active_count() <= 1:
+        return
+    for stream in (sys.stdout, sys.stderr):
+        try:
+            stream.flush()
+        except (OSError, ValueError, AttributeError):
+            pass
+    os._exit(EXIT_INTERRUPTED)
 
 
 def _silence_stdout() -> None:

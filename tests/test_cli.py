@@ -307,7 +307,7 @@ def test_setup_cfg_configuration(tmp_path):
     shutil.copy(DATA / "bad_model.py", tmp_path / "bad_model.py")
     proc = run("check", "bad_model.py", cwd=tmp_path)
     assert proc.stdout.splitlines() == [
-        f"::error file=bad_model.py,line=14,col=18,title=MHA102::{MSG_102}",
+        f"::warning file=bad_model.py,line=14,col=18,title=MHA102::{MSG_102}",
         f"::error file=bad_model.py,line=18,col=13,title=MHA007::{MSG_007}",
     ]
 
