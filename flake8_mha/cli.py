@@ -6,7 +6,12 @@ from typing import List, Optional
 
 
 def main(argv: Optional[List[str]] = None) -> int:
-    argv = list(sys.argv[1:] if argv is None else argv)
+    from .output import guarded
+
+    return guarded("flake8-mha", _main, list(sys.argv[1:] if argv is None else argv))
+
+
+def _main(argv: List[str]) -> int:
     from .check import main as check_main
 
     if not argv or argv[0] in ("-h", "--help"):
@@ -41,10 +46,6 @@ commands:
   check PATH...      lint files and directories (same findings as the flake8 plugin)
   confirm PATH...    lint, then prove each finding with a measured witness (needs torch)
   explain CODE       print a rule's documentation"""
-
-
-def entry() -> None:  # pragma: no cover
-    sys.exit(main())
 
 
 if __name__ == "__main__":  # pragma: no cover

@@ -1,14 +1,12 @@
-"""Options for ``flake8-mha check``: defaults, configuration files, and which
+"""Options for ``flake8-mha check`` and ``confirm``: defaults, configuration files, and which
 codes a run reports.
 
 Configuration comes from ``[tool.flake8-mha]`` in ``pyproject.toml`` or
 ``[flake8-mha]`` in ``setup.cfg``, found in the current directory or the
 nearest parent that has one; the command line wins key by key.
 
-Which codes are reported follows flake8's own decision rules exactly, so
-``flake8-mha check`` and ``flake8 --select MHA`` agree: an explicit
-``--select`` beats a default ignore, an explicit ``--ignore`` beats a default
-select, and when a code is matched by both lists the longer prefix wins.
+Which codes are reported is decided in ``selection.py`` (flake8's own
+decision rules); which files are linted, in ``pipeline.py``.
 """
 from __future__ import annotations
 
@@ -17,31 +15,16 @@ import os
 import re
 import sys
 from dataclasses import dataclass, field
-from fnmatch import fnmatch
-from typing import Any, Dict, List, Optional, Sequence, Tuple
+from typing import Any, Dict, List, Optional, Tuple
 
-# Never walked into (a file named on the command line inside one is skipped
-# too, as flake8 does).  Any directory holding a ``pyvenv.cfg`` is a
-# virtualenv, whatever its name, and is skipped as well.
-DEFAULT_EXCLUDES: Tuple[str, ...] = (
-    ".git", ".hg", ".svn", ".bzr", "CVS", ".tox", ".nox", ".venv", "venv", "__pycache__",
-    "__pypackages__", "build", "dist", ".eggs", "*.egg",
-    "*.egg-info", "node_modules", ".mypy_cache", ".pytest_cache", ".ruff_cache",
-    ".ipynb_checkpoints", "site-packages",
-)
-DEFAULT_SELECT: Tuple[str, ...] = ("MHA",)
+from . import selection
+from .selection import Decider
+
 FORMATS = ("text", "json", "sarif", "github")
-_CODE_PREFIX = re.compile(r"^[A-Z]{1,3}[0-9]{0,3}$")
 
 
 class UsageError(Exception):
     """A bad command line or configuration value: one line, exit status 2."""
-
-
-def default_ignore() -> Tuple[str, ...]:
-    from .plugin import OFF_BY_DEFAULT
-
-    return tuple(OFF_BY_DEFAULT)
 
 
 @dataclass
@@ -60,65 +43,14 @@ class Options:
     disable_noqa: bool = False
     fix: bool = False
     diff: bool = False
-    config_file: Optional[str] = None  # the file the settings came from, if any
 
     def codes(self) -> List[str]:
         """Every rule code this run reports."""
-        from .rules.base import all_rules
+        return selection.codes(self.decider())
 
-        decide = Decider(self)
-        return [r.CODE for r in all_rules() if decide(r.CODE)]
-
-
-class Decider:
-    """flake8's DecisionEngine, restated for our codes (flake8 7.x semantics)."""
-
-    def __init__(self, opts: Options) -> None:
-        self.selected_explicitly = _sorted([*(opts.select or []), *opts.extend_select])
-        self.ignored_explicitly = _sorted([*(opts.ignore or []), *opts.extend_ignore])
-        if opts.select is not None:
-            self.selected = _sorted([*opts.select, *opts.extend_select])
-        else:
-            self.selected = _sorted([*DEFAULT_SELECT, *opts.extend_select])
-        if opts.ignore is not None:
-            self.ignored = _sorted([*opts.ignore, *opts.extend_ignore])
-        else:
-            enabled = opts.enable_extensions
-            defaults = [c for c in default_ignore()
-                        if not any(c.startswith(e) or e.startswith(c) for e in enabled)]
-            self.ignored = _sorted([*defaults, *opts.extend_ignore])
-
-    def __call__(self, code: str) -> bool:
-        if code.startswith(self.selected_explicitly):
-            sel = "explicit"
-        elif code.startswith(self.selected):
-            sel = "implicit"
-        else:
-            sel = None
-        if code.startswith(self.ignored_explicitly):
-            ign = "explicit"
-        elif code.startswith(self.ignored):
-            ign = "implicit"
-        else:
-            ign = None
-        if sel is not None and ign is None:
-            return True
-        if sel is None and ign is not None:
-            return False
-        if sel is None and ign is None:
-            return False
-        if sel == "explicit" and ign != "explicit":
-            return True
-        if sel != "explicit" and ign == "explicit":
-            return False
-        # in both lists with the same strength: the longest prefix wins
-        select = next(s for s in self.selected if code.startswith(s))
-        ignore = next(s for s in self.ignored if code.startswith(s))
-        return len(select) > len(ignore)
-
-
-def _sorted(codes: Sequence[str]) -> Tuple[str, ...]:
-    return tuple(sorted(codes, reverse=True))
+    def decider(self) -> Decider:
+        return Decider(self.select, self.ignore, self.extend_select, self.extend_ignore,
+                       self.enable_extensions)
 
 
 # -- parsing values ----------------------------------------------------------
@@ -135,11 +67,10 @@ def split_list(value: Any, key: str) -> List[str]:
 
 
 def code_list(value: Any, key: str) -> List[str]:
-    codes = [c.upper() for c in split_list(value, key)]
-    for code in codes:
-        if not _CODE_PREFIX.match(code):
-            raise UsageError(f"{key}: {code!r} is not a code prefix such as MHA, MHA0 or MHA001")
-    return codes
+    try:
+        return selection.check_prefixes(split_list(value, key), key)
+    except selection.SelectionError as exc:
+        raise UsageError(str(exc)) from None
 
 
 def exclude_patterns(value: Any, key: str, base: str) -> List[str]:
@@ -260,50 +191,3 @@ def apply_config(opts: Options, settings: Dict[str, Any], path: str) -> None:
             opts.output_file = os.path.join(base, value)
         else:
             setattr(opts, key.replace("-", "_"), bool_value(value, where))
-    opts.config_file = path
-
-
-# -- files to lint ------------------------------------------------------------
-
-def is_excluded(path: str, patterns: Sequence[str]) -> bool:
-    """flake8's rule: a pattern matches the base name, or the absolute path."""
-    if not patterns:
-        return False
-    base = os.path.basename(path.rstrip("/\\") or path)
-    if base not in (".", "..") and any(fnmatch(base, p) for p in patterns):
-        return True
-    absolute = os.path.abspath(path)
-    return any(fnmatch(absolute, p) for p in patterns)
-
-
-def lintable(name: str) -> bool:
-    return name.endswith((".py", ".pyi", ".ipynb"))
-
-
-def discover(paths: Sequence[str], extra_excludes: Sequence[str] = ()) -> List[str]:
-    """Files to lint, in a stable order: each named file as given (unless
-    excluded), and ``*.py``/``*.pyi``/``*.ipynb`` below each directory, sorted."""
-    patterns = list(DEFAULT_EXCLUDES) + list(extra_excludes)
-    out: List[str] = []
-    seen = set()
-
-    def add(path: str) -> None:
-        real = os.path.realpath(path)
-        if real not in seen:
-            seen.add(real)
-            out.append(path)
-
-    for arg in paths:
-        if is_excluded(arg, patterns) and arg not in (".", ".."):
-            continue
-        if os.path.isdir(arg):
-            for root, dirs, files in os.walk(arg):
-                dirs[:] = sorted(d for d in dirs if not is_excluded(os.path.join(root, d), patterns)
-                                 and not os.path.isfile(os.path.join(root, d, "pyvenv.cfg")))
-                for name in sorted(files):
-                    full = os.path.join(root, name)
-                    if lintable(name) and not is_excluded(full, patterns):
-                        add(full)
-        else:
-            add(arg)
-    return out

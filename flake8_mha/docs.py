@@ -10,12 +10,13 @@ import sys
 from typing import Dict
 
 from .rules.base import all_rules
+from .rules.runtime import runtime_rules
 
 DOCS = pathlib.Path(__file__).resolve().parent.parent / "docs" / "rules"
 
 
 def pages() -> Dict[str, str]:
-    return {rule.CODE: rule.docs_markdown() for rule in all_rules()}
+    return {rule.CODE: rule.docs_markdown() for rule in [*all_rules(), *runtime_rules()]}
 
 
 def rule_table() -> str:

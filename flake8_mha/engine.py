@@ -1,8 +1,8 @@
 """The analysis core: pre-filter, one LibCST parse, one flow pass, every rule.
 
 Never imports torch.  ``analyze_source`` is what the flake8 adapter and the
-CLI call; ``check_paths`` walks files and directories for the CLI and the
-confirmer.
+CLI call (through the lint pipeline, ``pipeline.py``, which walks, reads and
+decodes files for every entry point).
 """
 from __future__ import annotations
 
@@ -10,13 +10,12 @@ import ast
 import contextlib
 import gc
 import io
-import os
 import re
 import sys
 import threading
 import tokenize
 import warnings
-from typing import Dict, Iterable, Iterator, List, Optional, Sequence, Tuple
+from typing import Dict, Iterable, List, Optional, Sequence, Tuple
 
 import libcst as cst
 from libcst.metadata import MetadataWrapper, PositionProvider
@@ -32,8 +31,6 @@ from .values import value_of
 
 MAX_BYTES = 8 * 1024 * 1024
 _HANDLERS = {Construction: "on_construction", ModuleCall: "on_module_call", SdpaCall: "on_sdpa_call"}
-DEFAULT_EXCLUDES = (".git", ".hg", ".svn", ".tox", ".nox", ".venv", "venv", "env", "__pycache__",
-                    "build", "dist", ".eggs", "node_modules", ".mypy_cache", ".pytest_cache")
 
 
 class SourceSyntaxError(Exception):
@@ -483,52 +480,15 @@ def analyze_file(path: str, codes: Optional[Iterable[str]] = None,
     return analyze_source(source, path, codes, use_prefilter)
 
 
-def iter_python_files(paths: Sequence[str], excludes: Sequence[str] = DEFAULT_EXCLUDES) -> Iterator[str]:
-    """Files to lint: each named file, and ``*.py`` below each directory."""
-    seen = set()
-    for path in paths:
-        if os.path.isdir(path):
-            for root, dirs, files in os.walk(path):
-                dirs[:] = sorted(d for d in dirs if d not in excludes and not d.endswith(".egg-info"))
-                for name in sorted(files):
-                    if name.endswith(".py"):
-                        full = os.path.join(root, name)
-                        real = os.path.realpath(full)
-                        if real not in seen:
-                            seen.add(real)
-                            yield full
-        else:
-            yield path
-
-
 def select_codes(select: Optional[Sequence[str]] = None,
                  ignore: Optional[Sequence[str]] = None) -> List[str]:
-    """Codes enabled by prefix lists, flake8-style: default codes unless selected."""
-    codes = [r.CODE for r in all_rules() if r.CODE != "MHA000"]
-    if select:
-        chosen = [c for c in codes if any(c.startswith(p) for p in select)]
-    else:
-        chosen = default_codes()
-    if ignore:
-        chosen = [c for c in chosen if not any(c.startswith(p) for p in ignore)]
-    return chosen
+    """Static codes enabled by prefix lists, by flake8's decision rules
+    (``selection.Decider``): the default codes unless selected.  MHA000 is left out."""
+    from .selection import Decider, codes
 
-
-def check_paths(paths: Sequence[str], select: Optional[Sequence[str]] = None,
-                ignore: Optional[Sequence[str]] = None) -> List[Finding]:
-    """Lint files and directories; unreadable or invalid files become MHA000."""
-    codes = select_codes(select, ignore)
-    out: List[Finding] = []
-    for path in iter_python_files(paths):
-        try:
-            out.extend(analyze_file(path, codes))
-        except SourceSyntaxError as exc:
-            out.append(Finding("MHA000", exc.line, exc.col,
-                               f"flake8-mha could not analyze this file: {exc}", path,
-                               {"reason": str(exc)}))
-        except OSError as exc:
-            out.append(_internal(path, f"cannot read the file ({exc.strerror or exc})"))
-    return out
+    decide = Decider(select=list(select) if select else None,
+                     ignore=list(ignore) if ignore else None)
+    return [code for code in codes(decide) if code != "MHA000"]
 
 
 if sys.version_info < (3, 9):  # pragma: no cover

@@ -13,16 +13,18 @@ program), with IPython-only lines made inert first:
 
 Findings are reported as ``nb.ipynb:cell_N:LINE:COL``: N counts code cells
 from 1 (as nbQA does), LINE and COL are inside that cell.
+
+This module only translates (notebook -> Python text -> cell positions, and a
+fixed text back into the notebook); reading, linting, ``# noqa`` and fixing
+are the lint pipeline's (``pipeline.lint_notebook``).
 """
 from __future__ import annotations
 
-import difflib
+import copy
 import json
 import re
 from dataclasses import dataclass, field
 from typing import Dict, List, Optional, Sequence, Tuple
-
-from .output import Item, Problem
 
 PYTHON_BODY_CELL_MAGICS = frozenset({
     "time", "timeit", "capture", "prun", "debug", "python", "python3", "pypy", "ipython",
@@ -240,85 +242,47 @@ def dump_like(nb: dict, raw: str) -> str:
     return text + ("\n" if raw.endswith("\n") else "")
 
 
-def check_notebook(path: str, codes: Sequence[str], disable_noqa: bool = False,
-                   mode: str = "check"):
-    from .check import FileOutcome, read_bytes
-    from .engine import SourceSyntaxError
-    from .fix import fix_source, fixable_codes, lint_text
+@dataclass
+class Source:
+    """A Python notebook as one module: the joined text, and the way back from a
+    line of it to a cell, a line in that cell and a line of the file on disk."""
 
-    out = FileOutcome(path)
-    data = read_bytes(path, out)
-    if data is None:
-        return out
-    try:
-        raw = data.decode("utf-8-sig")
-        nb = load(raw)
-    except UnicodeDecodeError:
-        out.problems.append(Problem(path, "cannot decode the file: a notebook is UTF-8 JSON"))
-        return out
-    except NotebookError as exc:
-        out.problems.append(Problem(path, str(exc)))
-        return out
-    if not is_python(nb):
-        return out
-    cells = code_cells(nb)
-    if not cells:
-        return out
-    joined = join(cells)
-    raw_map = source_line_map(raw)
+    nb: dict
+    raw: str
+    cells: List[Cell]
+    joined: str
+    raw_map: Dict[int, List[int]]
 
-    def lint(text: str):
-        try:
-            return lint_text(text, path, codes, disable_noqa), None
-        except SourceSyntaxError as exc:
-            cell, line = locate(cells, exc.line)
-            if cell is None:
-                return [], Problem(path, str(exc), exc.line, exc.col)
-            return [], Problem(path, str(exc), line, exc.col, cell.number, cell.index,
-                               file_line(nb, raw_map, cell.index, line))
+    @classmethod
+    def of(cls, nb: dict, raw: str) -> Optional["Source"]:
+        """None when the notebook has no code cell to lint."""
+        cells = code_cells(nb)
+        if not cells:
+            return None
+        return cls(nb, raw, cells, join(cells), source_line_map(raw))
 
-    findings, problem = lint(joined)
-    if problem is not None:
-        out.problems.append(problem)
-        return out
-    fixable = fixable_codes()
-    if mode != "check" and any(f.code in fixable for f in findings):
-        new_joined, fixed = fix_source(joined, findings, path)
-        if fixed:
-            texts = split(new_joined, cells)
-            old_texts = split(joined, cells)
-            changed = False
-            for cell in cells:
-                new_text = texts.get(cell.index)
-                if new_text is None or new_text == old_texts.get(cell.index):
-                    continue
-                original = nb["cells"][cell.index].get("source", "")
-                if not cell_source(nb["cells"][cell.index]).endswith("\n"):
-                    new_text = new_text[:-1] if new_text.endswith("\n") else new_text
-                nb["cells"][cell.index]["source"] = _as_source(original, new_text)
-                changed = True
-            if changed:
-                new_raw = dump_like(nb, raw)
-                out.fixed = len(fixed)
-                out.new_data = new_raw.encode("utf-8")
-                out.diff = "".join(difflib.unified_diff(
-                    raw.splitlines(keepends=True), new_raw.splitlines(keepends=True),
-                    fromfile=path, tofile=path))
-                nb = load(new_raw)
-                raw = new_raw
-                raw_map = source_line_map(raw)
-                cells = code_cells(nb)
-                joined = join(cells)
-                findings, problem = lint(joined)
-                if problem is not None:  # pragma: no cover - fix_source checks its result parses
-                    out.problems.append(problem)
-                    return out
-    for f in findings:
-        cell, line = locate(cells, f.line)
+    def place(self, line: int) -> Tuple[Optional[Cell], int, Optional[int]]:
+        """The cell a line of ``joined`` is in, the line in that cell, and the
+        line in the file on disk (when known)."""
+        cell, cell_line = locate(self.cells, line)
         if cell is None:
-            continue
-        moved = type(f)(f.code, line, f.col, f.message, f.path, f.evidence)
-        out.items.append(Item(moved, cell.number, cell.index,
-                              file_line(nb, raw_map, cell.index, line), f.code in fixable))
-    out.items.sort(key=lambda i: (i.cell or 0, i.finding.line, i.finding.col, i.code))
-    return out
+            return None, line, None
+        return cell, cell_line, file_line(self.nb, self.raw_map, cell.index, cell_line)
+
+    def rewritten(self, new_joined: str) -> Optional[str]:
+        """The notebook file with ``new_joined`` cut back into its cells (IPython
+        lines restored, written the way the file was), or None if no cell changed."""
+        nb = copy.deepcopy(self.nb)
+        texts = split(new_joined, self.cells)
+        old_texts = split(self.joined, self.cells)
+        changed = False
+        for cell in self.cells:
+            new_text = texts.get(cell.index)
+            if new_text is None or new_text == old_texts.get(cell.index):
+                continue
+            original = nb["cells"][cell.index].get("source", "")
+            if not cell_source(nb["cells"][cell.index]).endswith("\n"):
+                new_text = new_text[:-1] if new_text.endswith("\n") else new_text
+            nb["cells"][cell.index]["source"] = _as_source(original, new_text)
+            changed = True
+        return dump_like(nb, self.raw) if changed else None

@@ -1,5 +1,8 @@
 """Report formats for ``flake8-mha check``: text, json, sarif, github.
 
+``Item`` and ``Problem`` (what a run found) are the lint pipeline's; they are
+imported here for the formats, and kept importable from here.
+
 Every format is a pure function of the run's items and problems, so the
 output is the same whatever ``-j`` was.  The JSON schema is versioned
 (``"version": 1``) and documented in docs/cli.md; SARIF follows the 2.1.0
@@ -11,61 +14,17 @@ import json
 import os
 import re
 import textwrap
-from dataclasses import dataclass
 from typing import Dict, List, Optional, Sequence
 from urllib.parse import quote
 
 from . import __version__
-from .findings import Finding
+from .pipeline import Item, Problem
 
 JSON_SCHEMA_VERSION = 1
 SARIF_SCHEMA = "https://json.schemastore.org/sarif-2.1.0.json"
 INFORMATION_URI = "https://github.com/flake8-mha/flake8-mha"
 LEVELS = {"correctness": "error", "internal": "error", "performance": "warning",
           "opinionated": "note"}
-
-
-@dataclass(frozen=True)
-class Item:
-    """A finding as the CLI reports it, with where it sits in a notebook."""
-
-    finding: Finding
-    cell: Optional[int] = None  # 1-based number among the notebook's code cells
-    cell_index: Optional[int] = None  # 0-based index into the notebook's "cells"
-    file_line: Optional[int] = None  # the line in the file on disk, when known
-    fixable: bool = False
-
-    @property
-    def code(self) -> str:
-        return self.finding.code
-
-    def location(self) -> str:
-        f = self.finding
-        if self.cell is not None:
-            return f"{f.path}:cell_{self.cell}:{f.line}:{f.col}"
-        return f"{f.path}:{f.line}:{f.col}"
-
-    def text(self) -> str:
-        return f"{self.location()}: {self.code} {self.finding.message}"
-
-
-@dataclass(frozen=True)
-class Problem:
-    """A file that could not be checked: a syntax error, unreadable bytes."""
-
-    path: str
-    message: str
-    line: Optional[int] = None
-    col: Optional[int] = None
-    cell: Optional[int] = None
-    cell_index: Optional[int] = None
-    file_line: Optional[int] = None
-
-    def text(self) -> str:
-        if self.line is None:
-            return f"{self.path}: error: {self.message}"
-        cell = f"cell_{self.cell}:" if self.cell is not None else ""
-        return f"{self.path}:{cell}{self.line}:{self.col or 1}: E999 {self.message}"
 
 
 def statistics(items: Sequence[Item]) -> Dict[str, int]:
@@ -141,6 +100,21 @@ def _gh_prop(text: str) -> str:
     return _gh_data(text).replace(":", "%3A").replace(",", "%2C")
 
 
+def github_level(code: str) -> str:
+    """The annotation level of a code: ``notice`` for an opt-in code (MHA9xx),
+    ``warning`` for a performance code (MHA1xx), ``error`` for the rest
+    (correctness, and MHA000: a file the analyzer could not read)."""
+    from .rules.base import REGISTRY, all_rules
+
+    all_rules()
+    rule = REGISTRY.get(code)
+    if rule is None:
+        return "error"
+    if not rule.DEFAULT_ENABLED:
+        return "notice"
+    return "warning" if rule.CATEGORY == "performance" else "error"
+
+
 def github_line(item: Item) -> str:
     f = item.finding
     if item.cell is not None:
@@ -150,7 +124,7 @@ def github_line(item: Item) -> str:
     else:
         props = f"file={_gh_prop(f.path)},line={f.line},col={f.col},title={_gh_prop(f.code)}"
         message = f.message
-    return f"::error {props}::{_gh_data(message)}"
+    return f"::{github_level(f.code)} {props}::{_gh_data(message)}"
 
 
 def github_problem(p: Problem) -> str:
@@ -275,3 +249,63 @@ def render_sarif(items: Sequence[Item], problems: Sequence[Problem], codes: Sequ
     }
     doc = {"$schema": SARIF_SCHEMA, "version": "2.1.0", "runs": [run]}
     return json.dumps(doc, indent=2)
+
+
+# -- ending a run -------------------------------------------------------------------
+
+EXIT_INTERRUPTED = 130  # 128 + SIGINT, what a shell reports for Ctrl-C
+EXIT_BROKEN_PIPE = 141  # 128 + SIGPIPE, what a shell reports for a closed pipe
+
+
+def guarded(prog: str, main, argv) -> int:
+    """``main(argv)``, ended quietly when the reader of our output goes away
+    (``| head``) or the user presses Ctrl-C: one line of message, no traceback."""
+    import sys
+
+    try:
+        return main(argv)
+    except KeyboardInterrupt:
+        try:
+            sys.stderr.write(f"\n{prog}: interrupted\n")
+            sys.stderr.flush()
+        except (OSError, ValueError):
+            pass
+        _end_now_if_threads_run()
+        return EXIT_INTERRUPTED
+    except BrokenPipeError:
+        _silence_stdout()
+        return EXIT_BROKEN_PIPE
+
+
+def _end_now_if_threads_run() -> None:
+    """Exit 130 at once when another thread still runs.
+
+    The engine analyzes on a daemon thread with a large stack; Ctrl-C reaches
+    the main thread while that thread may be inside LibCST's native parser.
+    Normal interpreter shutdown would stop it mid-native-frame, which aborts
+    the process (SIGABRT) instead of exiting 130.  Nothing is left to write:
+    the report was not printed, and stdio is flushed first."""
+    import sys
+    import threading
+
+    if threading.active_count() <= 1:
+        return
+    for stream in (sys.stdout, sys.stderr):
+        try:
+            stream.flush()
+        except (OSError, ValueError, AttributeError):
+            pass
+    os._exit(EXIT_INTERRUPTED)
+
+
+def _silence_stdout() -> None:
+    """Point stdout at /dev/null, so the interpreter's last flush of what is
+    still buffered does not fail again on the closed pipe."""
+    import sys
+
+    try:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        os.close(devnull)
+    except (OSError, ValueError, AttributeError):
+        pass

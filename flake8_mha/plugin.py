@@ -1,4 +1,5 @@
-"""The flake8 adapter: options and ``run()``; all analysis is in engine.py.
+"""The flake8 adapter: options and ``run()``; a thin layer over the lint
+pipeline (``pipeline.analyze_for_flake8``), all analysis is in engine.py.
 
 flake8 calls ``MHAChecker(tree, lines, filename)`` once per file; ``run()``
 yields ``(line, col0, "MHA001 message", type)`` with a 0-based column.
@@ -11,12 +12,10 @@ from __future__ import annotations
 from typing import Iterator, Tuple
 
 from . import __version__
+from .selection import OFF_BY_DEFAULT
 from .torch_api import TRIGGER_WORDS
 
-# Opinionated codes: registered, but reported only when selected
-# (--select/--extend-select MHA9, or --enable-extensions MHA9).
-# tests/test_plugin.py checks this list against the rule registry.
-OFF_BY_DEFAULT = ("MHA901", "MHA902")
+__all__ = ["MHAChecker", "MHAOptIn", "OFF_BY_DEFAULT"]
 
 
 class MHAChecker:
@@ -37,12 +36,12 @@ class MHAChecker:
             source = "".join(self.lines)
             if not any(word in source for word in TRIGGER_WORDS):
                 return
-            from .engine import SourceSyntaxError, analyze_source, select_codes
+            from .engine import SourceSyntaxError
+            from .pipeline import analyze_for_flake8
 
             try:
-                # every code runs; flake8's own select/ignore decides what is shown
-                findings = analyze_source(source, self.filename, codes=select_codes(["MHA"]),
-                                          tree=self.tree)
+                # every code runs; flake8's own select/ignore and noqa decide what is shown
+                findings = analyze_for_flake8(source, self.filename, self.tree)
             except SourceSyntaxError:
                 return  # flake8 reports E999
         except Exception as exc:  # pragma: no cover - last line of defence

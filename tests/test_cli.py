@@ -307,7 +307,7 @@ def test_setup_cfg_configuration(tmp_path):
     shutil.copy(DATA / "bad_model.py", tmp_path / "bad_model.py")
     proc = run("check", "bad_model.py", cwd=tmp_path)
     assert proc.stdout.splitlines() == [
-        f"::error file=bad_model.py,line=14,col=18,title=MHA102::{MSG_102}",
+        f"::warning file=bad_model.py,line=14,col=18,title=MHA102::{MSG_102}",
         f"::error file=bad_model.py,line=18,col=13,title=MHA007::{MSG_007}",
     ]
 
@@ -346,10 +346,12 @@ def test_output_file_takes_the_report(work):
 # -- explain ---------------------------------------------------------------------------------
 
 def _codes():
+    """Every code the project can emit: the static rules and the runtime-only codes."""
     from flake8_mha.rules.base import REGISTRY, all_rules
+    from flake8_mha.rules.runtime import RUNTIME
 
     all_rules()
-    return sorted(REGISTRY)
+    return sorted({*REGISTRY, *RUNTIME})
 
 
 @pytest.mark.parametrize("code", _codes())
@@ -370,6 +372,36 @@ def test_explain_mha002():
     proc = run("explain", "MHA002")
     assert proc.returncode == 0
     assert proc.stdout.startswith("# MHA002: ignore-mask-to-sdpa")
+
+
+def test_every_code_the_sanitizer_emits_has_a_page_and_explain():
+    import re
+
+    sanitizer = (ROOT / "flake8_mha" / "sanitizer.py").read_text(encoding="utf-8")
+    emitted = set(re.findall(r'_emit\(\s*"(MHA\d{3})"', sanitizer))
+    assert "MHA011" in emitted
+    for code in sorted(emitted):
+        assert (ROOT / "docs" / "rules" / f"{code}.md").exists(), code
+        assert code in _codes(), code
+    proc = run("explain", "MHA011")
+    assert proc.returncode == 0
+    assert proc.stdout.startswith("# MHA011: fully-masked-rows\n")
+    assert "runtime only: reported by the sanitizer" in proc.stdout
+
+
+def test_runtime_only_codes_are_no_static_codes(tmp_path):
+    from flake8_mha.engine import select_codes
+    from flake8_mha.pipeline import all_codes
+    from flake8_mha.plugin import OFF_BY_DEFAULT
+
+    assert "MHA011" not in all_codes() and "MHA011" not in select_codes(["MHA"])
+    assert "MHA011" not in OFF_BY_DEFAULT
+    (tmp_path / "m.py").write_text("import torch.nn as nn\n\nnn.MultiheadAttention(64, 8)\n")
+    proc = run("check", "--select", "MHA", "--format", "sarif", "m.py", cwd=tmp_path)
+    import json
+
+    rules = [r["id"] for r in json.loads(proc.stdout)["runs"][0]["tool"]["driver"]["rules"]]
+    assert "MHA011" not in rules and "MHA001" in rules
 
 
 def test_explain_unknown_code_lists_the_known_ones():

@@ -12,7 +12,7 @@ import sys
 
 import pytest
 
-from flake8_mha.confirm.cli import _keep, _Progress, main
+from flake8_mha.confirm.cli import _Progress, main
 from flake8_mha.confirm.report import render_table, summary_line, to_json
 from flake8_mha.confirm.runner import INSTALL_HINT, Outcome
 from flake8_mha.findings import Finding
@@ -64,9 +64,9 @@ def _needs_torch():
 
 def _needs_engine():
     try:
-        from flake8_mha.engine import check_paths  # noqa: F401
+        from flake8_mha.pipeline import lint_paths  # noqa: F401
     except ImportError as exc:
-        pytest.skip(f"flake8_mha.engine.check_paths is not available yet ({exc})")
+        pytest.skip(f"flake8_mha.pipeline.lint_paths is not available yet ({exc})")
 
 
 @pytest.fixture()
@@ -225,12 +225,21 @@ def test_docs_thresholds_table_is_current():
     assert text == with_table(text), "run: python -m flake8_mha.confirm.docs"
 
 
-def test_select_and_ignore_are_prefixes():
-    f = Finding("MHA901", 1, 1, "m", "a.py")
-    assert _keep(f, None, None)
-    assert _keep(f, ["MHA9"], None)
-    assert not _keep(f, ["MHA0"], None)
-    assert not _keep(f, None, ["MHA90"])
+def test_select_and_ignore_are_the_pipelines_prefixes():
+    from flake8_mha.confirm.cli import build_parser
+    from flake8_mha.pipeline import options_from_args
+
+    def codes(*argv):
+        args = build_parser().parse_args([*argv, "."])
+        return options_from_args(args).codes()
+
+    assert "MHA901" not in codes("--isolated")  # opt-in, as in check
+    assert "MHA901" in codes("--isolated", "--select", "MHA9")
+    assert "MHA901" in codes("--isolated", "--enable-extensions", "MHA9")
+    assert "MHA001" not in codes("--isolated", "--select", "MHA9")
+    assert "MHA901" not in codes("--isolated", "--select", "MHA", "--ignore", "MHA90")
+    # repeatable, as before
+    assert codes("--isolated", "--select", "MHA001", "--select", "MHA008") == ["MHA001", "MHA008"]
 
 
 def test_progress_rewrites_one_line():
@@ -239,3 +248,50 @@ def test_progress_rewrites_one_line():
     progress(0, 2, Finding("MHA001", 4, 2, "m", "a.py"))
     progress(2, 2, None)
     assert stream.getvalue() == "\r\033[K[1/2] MHA001 a.py:4:2\r\033[K"
+
+
+# ---------------------------------------------------------------- the lint pipeline
+
+def test_bad_code_selection_is_a_usage_error_as_in_check(tmp_path):
+    (tmp_path / "m.py").write_text(CLEAN)
+    for command in ([sys.executable, "-m", "flake8_mha.confirm"],
+                    [sys.executable, "-m", "flake8_mha.cli", "check"]):
+        proc = subprocess.run([*command, "--select", "NOPE", "m.py"], cwd=tmp_path, env=_env(),
+                              capture_output=True, text=True, timeout=120)
+        assert proc.returncode == 2
+        assert proc.stderr.splitlines()[-1].endswith(
+            "error: --select: 'NOPE' is not a code prefix such as MHA, MHA0 or MHA001")
+        assert "Traceback" not in proc.stderr and proc.stdout == ""
+
+
+def _notebook(*sources):
+    cells = [{"cell_type": "code", "execution_count": None, "metadata": {}, "outputs": [],
+              "source": src.splitlines(keepends=True)} for src in sources]
+    return json.dumps({"cells": cells, "metadata": {"language_info": {"name": "python"}},
+                       "nbformat": 4, "nbformat_minor": 5}, indent=1) + "\n"
+
+
+def test_confirm_reads_notebooks_and_reports_a_broken_one(tmp_path):
+    _needs_torch()
+    (tmp_path / "nb.ipynb").write_text(_notebook(
+        "import torch.nn as nn", "%matplotlib inline\nbad = nn.MultiheadAttention(10, 3, batch_first=True)"))
+    (tmp_path / "broken.ipynb").write_text("{not json")
+    out = tmp_path / "r.json"
+    proc = _confirm(["--select", "MHA008", "--json", str(out), "nb.ipynb", "broken.ipynb"],
+                    cwd=tmp_path)
+    assert proc.returncode == 2, proc.stdout + proc.stderr
+    rows = [ln.split()[:3] for ln in proc.stdout.splitlines() if ln.startswith(("nb", "broken"))]
+    assert rows == [["nb.ipynb:cell_2:2:7", "MHA008", "CONFIRMED"],
+                    ["broken.ipynb", "-", "UNCHECKED"]]
+    assert "not a notebook: invalid JSON at line 1" in proc.stdout
+    assert proc.stderr.splitlines() == ["broken.ipynb: error: not a notebook: invalid JSON at line 1"]
+    assert proc.stdout.splitlines()[-1].startswith(
+        "1 finding: 1 confirmed, 0 not reproduced; 1 file not checked (")
+    doc = json.loads(out.read_text())
+    (result,) = doc["results"]
+    assert (result["path"], result["cell"], result["cell_index"], result["line"], result["col"]) == (
+        "nb.ipynb", 2, 1, 2, 7)
+    assert doc["errors"] == [{"path": "broken.ipynb", "line": None, "col": None, "cell": None,
+                              "cell_index": None,
+                              "message": "not a notebook: invalid JSON at line 1"}]
+    assert doc["exit_status"] == 2

@@ -92,7 +92,7 @@ def test_json_and_sarif_carry_the_cell(nb_dir):
     region = result["locations"][0]["physicalLocation"]["region"]
     assert raw[region["startLine"] - 1].strip().startswith('"    out, _ = attn(x, x, x)')
     github = run("check", "--format", "github", "demo.ipynb", cwd=nb_dir).stdout.splitlines()
-    assert github[0] == f"::error file=demo.ipynb,line={region['startLine']},title=MHA102::" \
+    assert github[0] == f"::warning file=demo.ipynb,line={region['startLine']},title=MHA102::" \
                         f"cell_4:5:14: {MSG_102}"
 
 

@@ -161,7 +161,21 @@ def test_github_workflow_commands(work):
         "::error file=src/my models/bad_model.py,line=10,col=21,title=MHA001::"
         "MultiheadAttention built without batch_first: (N, L, E) input silently mixes samples "
         "across the batch")
-    assert len(lines) == 4 and all(line.startswith("::error file=") for line in lines)
+    # the level follows the rule's severity: MHA102 is a performance rule
+    assert [line.split(" ", 1)[0] + " " + line.split("title=")[1][:6] for line in lines] == [
+        "::error MHA001", "::warning MHA102", "::error MHA006", "::error MHA007"]
+
+
+def test_github_levels_follow_each_rules_severity(tmp_path):
+    (tmp_path / "m.py").write_text(
+        "import torch.nn as nn\n\n"
+        "a = nn.MultiheadAttention(64, 8)\n"
+        "b = nn.MultiheadAttention(64, 3, batch_first=False)\n")
+    proc = run("check", "--format", "github", "--select", "MHA", "m.py", cwd=tmp_path)
+    levels = [(line.split(" ", 1)[0], line.split("title=")[1][:6])
+              for line in proc.stdout.splitlines()]
+    assert levels == [("::error", "MHA001"), ("::error", "MHA008"), ("::warning", "MHA101"),
+                      ("::notice", "MHA902")]
 
 
 def test_github_escapes_properties_and_data():

@@ -13,8 +13,17 @@ import time
 import libcst as cst
 import pytest
 
-from flake8_mha.engine import (SourceSyntaxError, analyze_file, analyze_source, check_paths,
-                               iter_python_files)
+from flake8_mha.config import Options
+from flake8_mha.engine import SourceSyntaxError, analyze_file, analyze_source
+from flake8_mha.pipeline import discover, lint_paths
+
+
+def check_paths(paths):
+    """What the lint pipeline reports for ``paths``: the findings, and a file
+    it could not check as ``("E999" or "ERROR", line, message)``."""
+    run = lint_paths(Options(paths=list(paths)))
+    return [i.finding for i in run.items], [(p.code or "ERROR", p.line, p.message)
+                                            for p in run.problems]
 
 # one MHA006 at 5:11 (SDPA given attn_mask together with is_causal=True)
 GOOD = textwrap.dedent("""\
@@ -49,9 +58,9 @@ def test_syntax_error_is_raised_with_its_position(tmp_path):
     assert err.value.line == 6 and "syntax error" in str(err.value)
     path = tmp_path / "bad.py"
     path.write_text(bad)
-    (found,) = check_paths([str(path)])
-    assert (found.code, found.line) == ("MHA000", 6)
-    assert "could not analyze this file: syntax error" in found.message
+    found, (problem,) = check_paths([str(path)])
+    assert found == [] and problem[:2] == ("E999", 6)
+    assert "syntax error" in problem[2]
 
 
 def test_undecodable_bytes_are_one_mha000(tmp_path):
@@ -196,14 +205,14 @@ def test_a_directory_named_like_a_file_is_walked(tmp_path):
     d = tmp_path / "pkg.py"
     d.mkdir()
     (d / "inner.py").write_text(GOOD)
-    assert spots(check_paths([str(d)])) == GOOD_AT
+    assert spots(check_paths([str(d)])[0]) == GOOD_AT
     with pytest.raises(OSError):
         analyze_file(str(d))
 
 
 def test_missing_path_is_an_mha000(tmp_path):
-    (found,) = check_paths([str(tmp_path / "nope.py")])
-    assert found.code == "MHA000" and "cannot read the file" in found.message
+    found, (problem,) = check_paths([str(tmp_path / "nope.py")])
+    assert found == [] and problem[0] == "ERROR" and "cannot read the file" in problem[2]
 
 
 def test_symlink_loop_is_an_mha000_and_the_walk_goes_on(tmp_path):
@@ -212,11 +221,12 @@ def test_symlink_loop_is_an_mha000_and_the_walk_goes_on(tmp_path):
     (tmp_path / "sub").mkdir()
     (tmp_path / "sub" / "up").symlink_to(tmp_path, target_is_directory=True)  # a directory loop
     (tmp_path / "good.py").write_text(GOOD)
-    found = check_paths([str(tmp_path)])
-    assert sorted(f.code for f in found) == ["MHA000", "MHA000", "MHA006"]
-    for f in found:
-        if f.code == "MHA000":
-            assert "cannot read the file" in f.message and "symbolic links" in f.message
+    found, problems = check_paths([str(tmp_path)])
+    assert [f.code for f in found] == ["MHA006"]
+    assert len(problems) == 2
+    for code, _, message in problems:
+        assert code == "ERROR"
+        assert "cannot read the file" in message and "symbolic links" in message
 
 
 def _socket_file(path: pathlib.Path) -> socket.socket:
@@ -230,9 +240,9 @@ def test_unreadable_file_even_for_root(tmp_path):
     sock = _socket_file(tmp_path / "sock.py")
     try:
         (tmp_path / "good.py").write_text(GOOD)
-        found = check_paths([str(tmp_path)])
-        assert sorted(f.code for f in found) == ["MHA000", "MHA006"]
-        (bad,) = [f for f in found if f.code == "MHA000"]
+        run = lint_paths(Options(paths=[str(tmp_path)]))
+        assert [i.code for i in run.items] == ["MHA006"]
+        (bad,) = run.problems
         assert bad.path.endswith("sock.py") and "cannot read the file" in bad.message
     finally:
         sock.close()
@@ -244,14 +254,14 @@ def test_permission_denied(tmp_path):
     path = tmp_path / "secret.py"
     path.write_text(GOOD)
     path.chmod(0)
-    (found,) = check_paths([str(path)])
-    assert found.code == "MHA000" and "Permission denied" in found.message
+    found, (problem,) = check_paths([str(path)])
+    assert found == [] and "Permission denied" in problem[2]
 
 
 def test_walk_skips_nothing_it_should_not(tmp_path):
     (tmp_path / "a.py").write_text("x = 1\n")
     (tmp_path / "b.txt").write_text("x = 1\n")
-    assert [pathlib.Path(p).name for p in iter_python_files([str(tmp_path)])] == ["a.py"]
+    assert [pathlib.Path(p).name for p in discover([str(tmp_path)])] == ["a.py"]
 
 
 # --- the command line and flake8, as a user runs them -----------------------------------------

@@ -1,4 +1,9 @@
-"""``flake8-mha confirm PATH...``: lint, then confirm every finding at runtime."""
+"""``flake8-mha confirm PATH...``: lint, then confirm every finding at runtime.
+
+The linting is ``flake8-mha check``'s (``pipeline.lint_paths``): the same
+files, configuration, ``# noqa``, notebooks and code selection, and a file
+that cannot be checked is reported with its reason and makes the run exit 2.
+"""
 from __future__ import annotations
 
 import argparse
@@ -6,7 +11,7 @@ import json
 import os
 import sys
 import time
-from typing import IO, List, Optional, Sequence
+from typing import IO, Optional, Sequence
 
 from ..findings import Finding
 from .runner import (
@@ -19,19 +24,19 @@ EXIT_CLEAN, EXIT_CONFIRMED, EXIT_USAGE = 0, 1, 2
 
 
 def build_parser() -> argparse.ArgumentParser:
+    from ..pipeline import add_lint_arguments
+
     parser = argparse.ArgumentParser(
         prog=PROG,
         description=("Lint PATHs with flake8-mha, then confirm every finding by running a small "
                      "torch experiment (a witness) built from the finding's evidence. The "
-                     "user's code is never imported or executed."),
+                     "user's code is never imported or executed. Files, configuration, "
+                     "# noqa and code selection are those of flake8-mha check."),
         epilog=("Exit status: 0 when nothing is confirmed (or --fail-on none), 1 when a "
-                "finding is confirmed, 2 on usage errors or when torch is missing."),
+                "finding is confirmed, 2 on usage errors, when torch is missing, or when a "
+                "file could not be checked."),
     )
-    parser.add_argument("paths", nargs="+", metavar="PATH", help="files or directories to lint")
-    parser.add_argument("--select", action="append", default=[], metavar="CODES",
-                        help="comma-separated code prefixes to report (e.g. MHA0,MHA901)")
-    parser.add_argument("--ignore", action="append", default=[], metavar="CODES",
-                        help="comma-separated code prefixes to leave out")
+    add_lint_arguments(parser, repeatable=True)
     parser.add_argument("--json", metavar="FILE", help="also write the results as JSON to FILE")
     parser.add_argument("--fail-on", choices=("confirmed", "none"), default="confirmed",
                         help="exit 1 when a finding is confirmed (default), or never")
@@ -55,17 +60,6 @@ def _positive(text: str) -> float:
     return value
 
 
-def _codes(values: Sequence[str]) -> Optional[List[str]]:
-    codes = [c.strip().upper() for v in values for c in v.split(",") if c.strip()]
-    return codes or None
-
-
-def _keep(finding: Finding, select: Optional[List[str]], ignore: Optional[List[str]]) -> bool:
-    if select and not any(finding.code.startswith(s) for s in select):
-        return False
-    return not (ignore and any(finding.code.startswith(i) for i in ignore))
-
-
 class _Progress:
     """``[3/12] MHA101 model.py:14:5`` rewritten in place on a terminal."""
 
@@ -87,19 +81,26 @@ def _error(message: str) -> int:
 
 
 def main(argv: Optional[Sequence[str]] = None) -> int:
+    from ..output import guarded
+
+    return guarded(PROG, _main, list(sys.argv[1:] if argv is None else argv))
+
+
+def _main(argv: Sequence[str]) -> int:
+    from ..config import UsageError
+    from ..pipeline import lint_paths, options_from_args
+
     parser = build_parser()
     try:
-        args = parser.parse_args(list(sys.argv[1:] if argv is None else argv))
+        args = parser.parse_args(list(argv))
     except SystemExit as exc:  # --help (0) or a usage error (2, already printed)
         return int(exc.code or 0)
-    missing = [p for p in args.paths if not os.path.exists(p)]
-    if missing:
-        return _error(f"no such file or directory: {', '.join(missing)}")
-    select, ignore = _codes(args.select), _codes(args.ignore)
     try:
-        from ..engine import check_paths
-    except ImportError as exc:
-        return _error(f"the analyzer is not available ({exc})")
+        opts = options_from_args(args)
+    except UsageError as exc:
+        return _error(str(exc))
+    if args.json and os.path.isdir(args.json):
+        return _error(f"--json is a directory: {args.json}")
 
     started = time.monotonic()
     show_progress = not args.no_progress and sys.stderr.isatty()
@@ -107,8 +108,8 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
                     progress=_Progress(sys.stderr) if show_progress else None)
     try:
         runner.start()  # torch imports in the worker while we lint
-        findings = [f for f in check_paths(list(args.paths), select=select, ignore=ignore)
-                    if _keep(f, select, ignore)]
+        run = lint_paths(opts)
+        items, problems = run.items, run.problems
         try:
             runner.ready()
         except TorchUnavailable as exc:
@@ -117,28 +118,34 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
             return EXIT_USAGE
         except WorkerFailed as exc:
             return _error(str(exc))
-        outcomes = runner.run(findings)
+        outcomes = runner.run([item.finding for item in items])
     finally:
         runner.close()
     seconds = time.monotonic() - started
 
     from .report import render_table, summary_line, to_json
 
-    if outcomes:
-        print(render_table(outcomes))
-    print(summary_line(outcomes, seconds))
+    for problem in problems:  # as check prints them
+        print(problem.text(), file=sys.stderr)
+    if outcomes or problems:
+        print(render_table(outcomes, items=items, problems=problems))
+    print(summary_line(outcomes, seconds, problems=problems))
     confirmed = any(o.verdict == CONFIRMED for o in outcomes)
     status = EXIT_CONFIRMED if confirmed and args.fail_on == "confirmed" else EXIT_CLEAN
+    if problems:
+        status = EXIT_USAGE  # a file could not be checked: check exits 2 for it too
     if args.json:
-        settings = {"select": select, "ignore": ignore, "fail_on": args.fail_on,
-                    "timeout": args.timeout, "budget": args.budget}
+        settings = {"select": opts.select, "ignore": opts.ignore,
+                    "extend_select": opts.extend_select or None,
+                    "extend_ignore": opts.extend_ignore or None,
+                    "fail_on": args.fail_on, "timeout": args.timeout, "budget": args.budget}
         document = to_json(outcomes, paths=args.paths, settings=settings,
                            torch_version=runner.torch_version, seconds=seconds,
-                           exit_status=status)
+                           exit_status=status, items=items, problems=problems)
         try:
             with open(args.json, "w", encoding="utf-8") as handle:
                 json.dump(document, handle, indent=2)
                 handle.write("\n")
         except OSError as exc:
-            return _error(f"cannot write {args.json}: {exc}")
+            return _error(f"cannot write {args.json}: {exc.strerror or exc}")
     return status

@@ -14,7 +14,14 @@ JSON_VERSION = 1
 HEADERS = ("LOCATION", "CODE", "VERDICT", "WITNESS", "DAMAGE")
 
 
-def location(outcome: Outcome) -> str:
+NOT_CHECKED = "UNCHECKED"  # the verdict cell of a file that could not be checked
+
+
+def location(outcome: Outcome, item: Any = None) -> str:
+    """``path:line:col``; for a notebook finding (``item`` knows its cell)
+    ``path:cell_N:line:col``, as check writes it."""
+    if item is not None:
+        return item.location()
     f = outcome.finding
     return f"{f.path}:{f.line}:{f.col}"
 
@@ -34,12 +41,20 @@ def damage_cell(outcome: Outcome) -> str:
     return outcome.damage or "-"
 
 
-def render_table(outcomes: Sequence[Outcome], width: Optional[int] = None) -> str:
-    """One row per finding; the witness and damage cells wrap in their columns."""
+def render_table(outcomes: Sequence[Outcome], width: Optional[int] = None,
+                 items: Optional[Sequence[Any]] = None, problems: Sequence[Any] = ()) -> str:
+    """One row per finding, then one per file that could not be checked (its
+    reason in the damage column); the witness and damage cells wrap.
+
+    ``items`` are the pipeline's items the outcomes were confirmed for, in the
+    same order (they know a notebook finding's cell); ``problems`` are the
+    pipeline's reasons a file could not be checked."""
     if width is None:
         width = max(100, shutil.get_terminal_size((140, 24)).columns)
-    rows = [(location(o), o.finding.code, o.verdict, witness_cell(o), damage_cell(o))
-            for o in outcomes]
+    places = list(items) if items is not None else [None] * len(outcomes)
+    rows = [(location(o, i), o.finding.code, o.verdict, witness_cell(o), damage_cell(o))
+            for o, i in zip(outcomes, places)]
+    rows += [(p.location(), p.code or "-", NOT_CHECKED, "-", p.message) for p in problems]
     fixed = [max(len(HEADERS[i]), *(len(r[i]) for r in rows)) if rows else len(HEADERS[i])
              for i in range(3)]
     rest = max(40, width - sum(fixed) - 4 * 2)
@@ -68,12 +83,17 @@ def counts(outcomes: Sequence[Outcome]) -> Dict[str, int]:
     return {verdict: seen.get(verdict, 0) for verdict in VERDICTS}
 
 
-def summary_line(outcomes: Sequence[Outcome], seconds: float) -> str:
+def summary_line(outcomes: Sequence[Outcome], seconds: float, problems: Sequence[Any] = ()
+                 ) -> str:
     n = len(outcomes)
     parts = [f"{count} {verdict.lower()}" for verdict, count in counts(outcomes).items()
              if count or verdict in ("CONFIRMED", "NOT REPRODUCED")]
     noun = "finding" if n == 1 else "findings"
-    return f"{n} {noun}: {', '.join(parts)} ({seconds:.1f} s)"
+    unchecked = ""
+    if problems:
+        files = len({p.path for p in problems})
+        unchecked = f"; {files} file{'s' if files != 1 else ''} not checked"
+    return f"{n} {noun}: {', '.join(parts)}{unchecked} ({seconds:.1f} s)"
 
 
 def _plain(value: Any) -> Any:
@@ -88,14 +108,19 @@ def _plain(value: Any) -> Any:
 
 
 def to_json(outcomes: Sequence[Outcome], *, paths: Sequence[str], settings: Dict[str, Any],
-            torch_version: Optional[str], seconds: float, exit_status: int) -> Dict[str, Any]:
-    """The document ``--json FILE`` writes (schema: docs/confirm.md)."""
+            torch_version: Optional[str], seconds: float, exit_status: int,
+            items: Optional[Sequence[Any]] = None, problems: Sequence[Any] = ()
+            ) -> Dict[str, Any]:
+    """The document ``--json FILE`` writes (schema: docs/confirm.md).  ``items``
+    and ``problems`` as for ``render_table``."""
     from .. import __version__
 
     codes = sorted({o.finding.code for o in outcomes if o.finding.code in WITNESSES})
     results: List[Dict[str, Any]] = []
-    for o in outcomes:
+    places = list(items) if items is not None else [None] * len(outcomes)
+    for o, item in zip(outcomes, places):
         entry = o.finding.to_dict()
+        entry.update(cell=getattr(item, "cell", None), cell_index=getattr(item, "cell_index", None))
         entry.update(verdict=o.verdict, witness=o.witness, damage=o.damage,
                      measured=o.measured, assumed=o.assumed, reason=o.reason,
                      seconds=round(o.seconds, 4), warnings=o.warnings)
@@ -114,4 +139,6 @@ def to_json(outcomes: Sequence[Outcome], *, paths: Sequence[str], settings: Dict
         "witnesses": {code: {"summary": WITNESSES[code].summary,
                              "threshold": WITNESSES[code].threshold_text} for code in codes},
         "results": results,
+        "errors": [{"path": p.path, "line": p.line, "col": p.col, "cell": p.cell,
+                    "cell_index": p.cell_index, "message": p.message} for p in problems],
     })

@@ -1,0 +1,432 @@
+"""The one lint pipeline: every entry point lints through it.
+
+    options (command line + configuration)  ->  files  ->  bytes  ->  text
+    ->  findings (engine.analyze_source)  ->  # noqa  ->  selection  ->  fixes
+
+``flake8-mha check`` and ``flake8-mha confirm`` call ``options_from_args``
+and ``lint_paths``; the flake8 adapter calls ``analyze_for_flake8`` (flake8
+itself has walked, read and parsed the file, and applies ``# noqa`` and the
+selection).  Notebooks go through the same steps: ``notebook.py`` only turns a
+notebook into Python text and findings back into cell positions.
+
+What a file produced is a ``FileOutcome``: the findings (``Item``s, with their
+notebook cell) and the reasons it could not be checked (``Problem``s: a
+syntax error, unreadable or undecodable bytes).  An outcome is built in a
+worker process for ``-j N``, so it is picklable.
+
+This module imports neither libcst nor the analyzer at import time.
+"""
+from __future__ import annotations
+
+import argparse
+import difflib
+import io
+import os
+import tokenize
+from dataclasses import dataclass, field
+from fnmatch import fnmatch
+from typing import List, Optional, Sequence, Tuple
+
+from .config import (Options, UsageError, apply_config, code_list, exclude_patterns,
+                     find_config, jobs_value, read_config_file)
+from .findings import Finding
+from .selection import Decider, codes as selected_codes
+
+# Never walked into (a file named on the command line inside one is skipped
+# too, as flake8 does).  Any directory holding a ``pyvenv.cfg`` is a
+# virtualenv, whatever its name, and is skipped as well.
+DEFAULT_EXCLUDES: Tuple[str, ...] = (
+    ".git", ".hg", ".svn", ".bzr", "CVS", ".tox", ".nox", ".venv", "venv", "__pycache__",
+    "__pypackages__", "build", "dist", ".eggs", "*.egg",
+    "*.egg-info", "node_modules", ".mypy_cache", ".pytest_cache", ".ruff_cache",
+    ".ipynb_checkpoints", "site-packages",
+)
+SUFFIXES = (".py", ".pyi", ".ipynb")
+MODES = ("check", "fix", "diff")
+
+
+@dataclass(frozen=True)
+class Item:
+    """A finding as the CLI reports it, with where it sits in a notebook."""
+
+    finding: Finding
+    cell: Optional[int] = None  # 1-based number among the notebook's code cells
+    cell_index: Optional[int] = None  # 0-based index into the notebook's "cells"
+    file_line: Optional[int] = None  # the line in the file on disk, when known
+    fixable: bool = False
+
+    @property
+    def code(self) -> str:
+        return self.finding.code
+
+    def location(self) -> str:
+        f = self.finding
+        if self.cell is not None:
+            return f"{f.path}:cell_{self.cell}:{f.line}:{f.col}"
+        return f"{f.path}:{f.line}:{f.col}"
+
+    def text(self) -> str:
+        return f"{self.location()}: {self.code} {self.finding.message}"
+
+
+@dataclass(frozen=True)
+class Problem:
+    """A file that could not be checked: a syntax error, unreadable bytes."""
+
+    path: str
+    message: str
+    line: Optional[int] = None
+    col: Optional[int] = None
+    cell: Optional[int] = None
+    cell_index: Optional[int] = None
+    file_line: Optional[int] = None
+
+    @property
+    def code(self) -> str:
+        """E999 for text that is not Python; empty for a file that could not be read."""
+        return "E999" if self.line is not None else ""
+
+    def location(self) -> str:
+        if self.line is None:
+            return self.path
+        cell = f"cell_{self.cell}:" if self.cell is not None else ""
+        return f"{self.path}:{cell}{self.line}:{self.col or 1}"
+
+    def text(self) -> str:
+        if self.line is None:
+            return f"{self.path}: error: {self.message}"
+        return f"{self.location()}: E999 {self.message}"
+
+
+@dataclass
+class FileOutcome:
+    """What checking one file produced; built in a worker process, so picklable."""
+
+    path: str
+    items: List[Item] = field(default_factory=list)
+    problems: List[Problem] = field(default_factory=list)
+    new_data: Optional[bytes] = None  # the rewritten file (--fix/--diff), if anything changed
+    diff: str = ""
+    fixed: int = 0
+
+
+# -- options -----------------------------------------------------------------------
+
+def add_lint_arguments(parser: argparse.ArgumentParser, repeatable: bool = False) -> None:
+    """The options every linting command takes.  ``repeatable``: a code list
+    option given twice adds up (confirm's historical behaviour); otherwise the
+    last one wins (check's, as flake8's)."""
+    codes = {"action": "append"} if repeatable else {}
+    parser.add_argument("paths", nargs="+", metavar="PATH",
+                        help="files and directories (*.py, *.pyi, *.ipynb below directories)")
+    parser.add_argument("--select", metavar="CODES", **codes,
+                        help="comma-separated code prefixes to report (replaces the default: "
+                             "MHA)")
+    parser.add_argument("--ignore", metavar="CODES", **codes,
+                        help="comma-separated code prefixes not to report (replaces the "
+                             "default: MHA901,MHA902)")
+    parser.add_argument("--extend-select", metavar="CODES", **codes, help="add to --select")
+    parser.add_argument("--extend-ignore", metavar="CODES", **codes, help="add to --ignore")
+    parser.add_argument("--enable-extensions", metavar="CODES", **codes,
+                        help="turn on off-by-default codes, as flake8's option does (MHA9)")
+    parser.add_argument("--exclude", metavar="PATTERNS",
+                        help="comma-separated glob patterns to skip, added to the defaults "
+                             "(.git, virtualenvs, build, dist, ...)")
+    parser.add_argument("-j", "--jobs", metavar="N",
+                        help="check files in N processes ('auto': one per CPU)")
+    parser.add_argument("--disable-noqa", action="store_true", default=None,
+                        help="report findings even on lines with # noqa")
+    parser.add_argument("--config", metavar="FILE",
+                        help="read settings from this pyproject.toml or setup.cfg")
+    parser.add_argument("--isolated", action="store_true", help="ignore configuration files")
+
+
+def options_from_args(args: argparse.Namespace, cwd: Optional[str] = None) -> Options:
+    """Defaults, then the configuration file, then the command line, key by key.
+    Raises UsageError."""
+    opts = Options()
+    cwd = cwd or os.getcwd()
+    if args.config and args.isolated:
+        raise UsageError("--config and --isolated cannot be used together")
+    if args.config:
+        if not os.path.isfile(args.config):
+            raise UsageError(f"no such configuration file: {args.config}")
+        settings = read_config_file(args.config)
+        if settings is not None:
+            apply_config(opts, settings, args.config)
+    elif not args.isolated:
+        found = find_config(cwd)
+        if found is not None:
+            apply_config(opts, found[1], found[0])
+    if args.select is not None:
+        opts.select = code_list(args.select, "--select")
+    if args.ignore is not None:
+        opts.ignore = code_list(args.ignore, "--ignore")
+    if args.extend_select is not None:
+        opts.extend_select = code_list(args.extend_select, "--extend-select")
+    if args.extend_ignore is not None:
+        opts.extend_ignore = code_list(args.extend_ignore, "--extend-ignore")
+    if args.enable_extensions is not None:
+        opts.enable_extensions = code_list(args.enable_extensions, "--enable-extensions")
+    if args.exclude is not None:
+        opts.exclude = exclude_patterns(args.exclude, "--exclude", cwd)
+    if args.jobs is not None:
+        opts.jobs = jobs_value(args.jobs, "--jobs")
+    if args.disable_noqa:
+        opts.disable_noqa = True
+    opts.paths = list(args.paths)
+    for path in opts.paths:
+        if not os.path.exists(path):
+            raise UsageError(f"no such file or directory: {path}")
+    return opts
+
+
+def all_codes() -> List[str]:
+    """Every static code, opt-in ones included (what ``--select MHA`` reports)."""
+    return selected_codes(Decider(select=["MHA"]))
+
+
+# -- files ---------------------------------------------------------------------------
+
+def is_excluded(path: str, patterns: Sequence[str]) -> bool:
+    """flake8's rule: a pattern matches the base name, or the absolute path."""
+    if not patterns:
+        return False
+    base = os.path.basename(path.rstrip("/\\") or path)
+    if base not in (".", "..") and any(fnmatch(base, p) for p in patterns):
+        return True
+    absolute = os.path.abspath(path)
+    return any(fnmatch(absolute, p) for p in patterns)
+
+
+def lintable(name: str) -> bool:
+    return name.endswith(SUFFIXES)
+
+
+def is_virtualenv(directory: str) -> bool:
+    return os.path.isfile(os.path.join(directory, "pyvenv.cfg"))
+
+
+def discover(paths: Sequence[str], extra_excludes: Sequence[str] = ()) -> List[str]:
+    """Files to lint, in a stable order: each named file as given (unless
+    excluded), and ``*.py``/``*.pyi``/``*.ipynb`` below each directory, sorted."""
+    patterns = list(DEFAULT_EXCLUDES) + list(extra_excludes)
+    out: List[str] = []
+    seen = set()
+
+    def add(path: str) -> None:
+        real = os.path.realpath(path)
+        if real not in seen:
+            seen.add(real)
+            out.append(path)
+
+    for arg in paths:
+        if is_excluded(arg, patterns) and arg not in (".", ".."):
+            continue
+        if os.path.isdir(arg):
+            for root, dirs, files in os.walk(arg):
+                dirs[:] = sorted(d for d in dirs if not is_excluded(os.path.join(root, d), patterns)
+                                 and not is_virtualenv(os.path.join(root, d)))
+                for name in sorted(files):
+                    full = os.path.join(root, name)
+                    if lintable(name) and not is_excluded(full, patterns):
+                        add(full)
+        else:
+            add(arg)
+    return out
+
+
+def read_bytes(path: str, out: FileOutcome) -> Optional[bytes]:
+    """The file's bytes, or None with the reason recorded on ``out``."""
+    try:
+        with open(path, "rb") as fh:
+            return fh.read()
+    except OSError as exc:
+        out.problems.append(Problem(path, f"cannot read the file: {exc.strerror or exc}"))
+        return None
+
+
+def _encoding(data: bytes) -> str:
+    encoding, _ = tokenize.detect_encoding(io.BytesIO(data).readline)
+    return encoding
+
+
+# -- one text ----------------------------------------------------------------------
+
+def lint_text(text: str, path: str, codes: Sequence[str], disable_noqa: bool = False
+              ) -> List[Finding]:
+    """Findings for one text, with ``# noqa`` applied unless disabled.  Raises
+    ``engine.SourceSyntaxError``."""
+    from .engine import analyze_source
+    from .noqa import apply_noqa
+
+    findings = analyze_source(text, path, codes=list(codes))
+    if disable_noqa or not findings:
+        return findings
+    return apply_noqa(findings, text.splitlines(keepends=True))
+
+
+def analyze_for_flake8(source: str, path: str, tree) -> List[Finding]:
+    """What the flake8 adapter reports: every static code, no ``# noqa`` (flake8
+    applies both itself).  Raises ``engine.SourceSyntaxError``."""
+    from .engine import analyze_source
+
+    return analyze_source(source, path, codes=all_codes(), tree=tree)
+
+
+# -- one file ------------------------------------------------------------------------
+
+def lint_python(path: str, codes: Sequence[str], disable_noqa: bool = False,
+                mode: str = "check") -> FileOutcome:
+    from .engine import SourceSyntaxError, decode_source
+    from .fix import fix_source, fixable_codes
+
+    out = FileOutcome(path)
+    data = read_bytes(path, out)
+    if data is None:
+        return out
+    try:
+        text = decode_source(data)
+    except (SyntaxError, UnicodeDecodeError, LookupError) as exc:
+        reason = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
+        out.problems.append(Problem(path, f"cannot decode the file: {reason}"))
+        return out
+    try:
+        findings = lint_text(text, path, codes, disable_noqa)
+    except SourceSyntaxError as exc:
+        out.problems.append(Problem(path, str(exc), exc.line, exc.col))
+        return out
+    fixable = fixable_codes()
+    if mode != "check" and any(f.code in fixable for f in findings):
+        new_text, fixed = fix_source(text, findings, path)
+        if fixed and new_text != text:
+            out.fixed = len(fixed)
+            out.new_data = new_text.encode(_encoding(data))
+            out.diff = "".join(difflib.unified_diff(
+                text.splitlines(keepends=True), new_text.splitlines(keepends=True),
+                fromfile=path, tofile=path))
+            findings = lint_text(new_text, path, codes, disable_noqa)
+    out.items = [Item(f, fixable=f.code in fixable) for f in findings]
+    return out
+
+
+def lint_notebook(path: str, codes: Sequence[str], disable_noqa: bool = False,
+                  mode: str = "check") -> FileOutcome:
+    from . import notebook as nbk
+    from .engine import SourceSyntaxError
+    from .fix import fix_source, fixable_codes
+
+    out = FileOutcome(path)
+    data = read_bytes(path, out)
+    if data is None:
+        return out
+    try:
+        raw = data.decode("utf-8-sig")
+        nb = nbk.load(raw)
+    except UnicodeDecodeError:
+        out.problems.append(Problem(path, "cannot decode the file: a notebook is UTF-8 JSON"))
+        return out
+    except nbk.NotebookError as exc:
+        out.problems.append(Problem(path, str(exc)))
+        return out
+    if not nbk.is_python(nb):
+        return out
+    source = nbk.Source.of(nb, raw)
+    if source is None:
+        return out
+
+    def lint(src: "nbk.Source"):
+        try:
+            return lint_text(src.joined, path, codes, disable_noqa), None
+        except SourceSyntaxError as exc:
+            cell, line, file_line = src.place(exc.line)
+            if cell is None:
+                return [], Problem(path, str(exc), exc.line, exc.col)
+            return [], Problem(path, str(exc), line, exc.col, cell.number, cell.index, file_line)
+
+    findings, problem = lint(source)
+    if problem is not None:
+        out.problems.append(problem)
+        return out
+    fixable = fixable_codes()
+    if mode != "check" and any(f.code in fixable for f in findings):
+        new_joined, fixed = fix_source(source.joined, findings, path)
+        new_raw = source.rewritten(new_joined) if fixed else None
+        if new_raw is not None:
+            out.fixed = len(fixed)
+            out.new_data = new_raw.encode("utf-8")
+            out.diff = "".join(difflib.unified_diff(
+                raw.splitlines(keepends=True), new_raw.splitlines(keepends=True),
+                fromfile=path, tofile=path))
+            source = nbk.Source.of(nbk.load(new_raw), new_raw)
+            findings, problem = lint(source) if source is not None else ([], None)
+            if problem is not None:  # pragma: no cover - fix_source checks its result parses
+                out.problems.append(problem)
+                return out
+    for f in findings:
+        cell, line, file_line = source.place(f.line)
+        if cell is None:
+            continue
+        moved = type(f)(f.code, line, f.col, f.message, f.path, f.evidence)
+        out.items.append(Item(moved, cell.number, cell.index, file_line, f.code in fixable))
+    out.items.sort(key=lambda i: (i.cell or 0, i.finding.line, i.finding.col, i.code))
+    return out
+
+
+def lint_file(task: Tuple[str, Tuple[str, ...], bool, str]) -> FileOutcome:
+    """One file, dispatched on its suffix; never raises (a worker process runs it)."""
+    path, codes, disable_noqa, mode = task
+    try:
+        if path.endswith(".ipynb"):
+            return lint_notebook(path, codes, disable_noqa, mode)
+        return lint_python(path, codes, disable_noqa, mode)
+    except Exception as exc:  # never lose the whole run to one file
+        return FileOutcome(path, problems=[Problem(
+            path, f"internal error {type(exc).__name__}: {exc}; please report it")])
+
+
+def run_files(files: Sequence[str], codes: Sequence[str], disable_noqa: bool, mode: str,
+              jobs: int) -> List[FileOutcome]:
+    tasks = [(path, tuple(codes), disable_noqa, mode) for path in files]
+    if jobs <= 1 or len(tasks) <= 1:
+        return [lint_file(t) for t in tasks]
+    import multiprocessing
+
+    methods = multiprocessing.get_all_start_methods()
+    ctx = multiprocessing.get_context("fork" if "fork" in methods else "spawn")
+    with ctx.Pool(min(jobs, len(tasks)), initializer=_leave_ctrl_c_to_the_parent) as pool:
+        # imap keeps the input order: output does not depend on -j
+        return list(pool.imap(lint_file, tasks, chunksize=1))
+
+
+def _leave_ctrl_c_to_the_parent() -> None:
+    """In a ``-j`` worker: Ctrl-C reaches the whole process group; the parent
+    alone handles it (one line of message), and ends the pool."""
+    import signal
+
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+
+
+@dataclass
+class Run:
+    """A whole lint run: the codes it reported and what each file produced."""
+
+    codes: List[str]
+    outcomes: List[FileOutcome]
+
+    @property
+    def items(self) -> List[Item]:
+        return [i for o in self.outcomes for i in o.items]
+
+    @property
+    def problems(self) -> List[Problem]:
+        return [p for o in self.outcomes for p in o.problems]
+
+
+def lint_paths(opts: Options, mode: str = "check") -> Run:
+    """Discover, read, analyze, silence, select (and fix, for mode fix/diff)."""
+    if mode not in MODES:
+        raise ValueError(f"unknown mode {mode!r}")
+    codes = opts.codes()
+    files = discover(opts.paths, opts.exclude)
+    return Run(codes, run_files(files, codes, opts.disable_noqa, mode, opts.jobs))
