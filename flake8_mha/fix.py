@@ -1,7 +1,7 @@
 """Applying the rules' autofixes: ``flake8-mha check --fix`` / ``--diff``.
 
 Each rule module declares its own fix beside the rule (see
-``flake8_mha.rules._autofix`` for what a fix is made of).  Here the fixes are
+``flake8_mha.rules.autofix`` for what a fix is made of).  Here the fixes are
 applied: the ``cst.Call`` a finding points at is found again by its start
 position (LibCST's PositionProvider) and handed to the fix of its code.
 Everything else in the file is left byte for byte: LibCST keeps formatting
@@ -16,7 +16,7 @@ from libcst.metadata import (MetadataWrapper, ParentNodeProvider, PositionProvid
                              QualifiedNameProvider, ScopeProvider)
 
 from .findings import Finding
-from .rules._autofix import FIXES, NEVER_FIXED, Fix, FixContext, fixable_codes, register
+from .rules.autofix import FIXES, NEVER_FIXED, Fix, FixContext, fixable_codes, register
 
 __all__ = ["FIXES", "NEVER_FIXED", "Fix", "FixContext", "fixable_codes", "register",
            "fix_source", "lint_text"]

@@ -7,9 +7,10 @@ events it cares about by defining ``on_construction``, ``on_module_call``,
 
 Rules live one per module (or one module per pair of tightly coupled
 rules) in this package, each module with its autofix beside it
-(``FIX = register(Fix(...))``, see ``flake8_mha.fix``).  :func:`all_rules`
+(``FIX = register(Fix(...))``, see ``rules/autofix.py``).  :func:`all_rules`
 finds them: every module of the package whose name does not start with an
-underscore, except this one.  A module that fails to import stops the run
+underscore (helpers shared by rule modules), except this one and
+``autofix``.  A module that fails to import stops the run
 with one line naming it (:class:`RuleLoadError`): a rule that vanished
 silently would report a clean file that is not.  docs/adding-a-rule.md has
 the steps.
@@ -96,12 +97,15 @@ class RuleLoadError(SystemExit):
                          f"{type(exc).__name__}: {first}".rstrip(": "))
 
 
+NOT_RULES = ("base", "autofix")  # modules of this package that hold no rule
+
+
 def rule_modules() -> List[str]:
     """The importable names of the rule modules of this package, sorted."""
     from . import __path__ as path, __name__ as package
 
     return sorted(f"{package}.{info.name}" for info in pkgutil.iter_modules(path)
-                  if not info.name.startswith("_") and info.name != "base")
+                  if not info.name.startswith("_") and info.name not in NOT_RULES)
 
 
 def all_rules() -> List[type]:

@@ -9,7 +9,7 @@ from .. import torch_api
 from ..events import SdpaCall
 from ..flow import CallSite
 from ..masks import ADDITIVE, BOOL, IGNORE, KEEP, Mask, Sink
-from ._autofix import Fix, FixContext, invert, register, rewrite_argument
+from .autofix import Fix, FixContext, invert, register, rewrite_argument
 from ._mask_rule import MaskRule, sink_text, true_word
 from .base import Example, Report
 

@@ -10,7 +10,7 @@ from .. import torch_api
 from ..events import SdpaCall
 from ..flow import CallSite, DefKind, lookup, walk
 from ..values import UNKNOWN, definitely
-from ._autofix import Fix, FixContext, find_arg, register, remove_arg
+from .autofix import Fix, FixContext, find_arg, register, remove_arg
 from ._syntax import dotted, same
 from .base import Example, Report, Rule
 

@@ -9,7 +9,7 @@ from .. import torch_api
 from ..events import SdpaCall, is_module_class, self_name
 from ..flow import CallSite, DefKind, lookup, walk
 from ..values import UNKNOWN
-from ._autofix import Fix, FixContext, atom, parenthesize, register, rewrite_argument
+from .autofix import Fix, FixContext, atom, parenthesize, register, rewrite_argument
 from ._syntax import dotted, root_name
 from .base import Example, Report, Rule
 

@@ -7,7 +7,7 @@ import libcst as cst
 
 from ..events import ModuleCall
 from ..flow import CallSite
-from ._autofix import Fix, FixContext, add_keyword, find_arg, register
+from .autofix import Fix, FixContext, add_keyword, find_arg, register
 from ._evidence import module_call_evidence
 from .base import Example, Report, Rule
 
