@@ -9,7 +9,7 @@ from typing import Callable, Dict, List, Optional, Tuple
 import libcst as cst
 
 from . import torch_api
-from .flow import CallSite, ClassInfo, Def, Env, FlowPass, Scope, lookup
+from .flow import CallSite, ClassInfo, Def, DefKind, Env, FlowPass, Scope, lookup
 from .torch_api import Argument, ModuleSpec, Signature
 
 MAX_DEPTH = 16
@@ -79,9 +79,9 @@ class Resolver:
             defs = lookup(node.value, env, scope)
             found = None
             for d in defs:
-                if d.kind == "import":
+                if d.kind == DefKind.IMPORT:
                     qn = d.extra
-                elif d.kind == "assign" and isinstance(d.node, (cst.Name, cst.Attribute)):
+                elif d.kind == DefKind.ASSIGN and isinstance(d.node, (cst.Name, cst.Attribute)):
                     if isinstance(d.node, cst.Name) and d.node.value == "None":
                         continue  # ``try: from torch... except ImportError: X = None``
                     qn = self.qualname(d.node, d.env, d.scope, depth + 1)
@@ -103,7 +103,7 @@ class Resolver:
     def local_class(self, node: cst.CSTNode, env: Env, scope: Optional[Scope]) -> Optional[ClassInfo]:
         if isinstance(node, cst.Name):
             defs = lookup(node.value, env, scope)
-            if len(defs) == 1 and defs[0].kind == "class":
+            if len(defs) == 1 and defs[0].kind == DefKind.CLASS:
                 return defs[0].extra
         return None
 
@@ -183,7 +183,7 @@ class Resolver:
         if not isinstance(node.value, cst.Name):
             return None
         owners = lookup(node.value.value, env, scope)
-        if len(owners) != 1 or owners[0].kind != "self":
+        if len(owners) != 1 or owners[0].kind != DefKind.SELF:
             return None
         return owners[0].extra
 
@@ -192,13 +192,13 @@ class Resolver:
             return None
         out: list = []
         for d in defs:
-            if d.kind == "assign":
+            if d.kind == DefKind.ASSIGN:
                 got = self.held(d.node, d.env, d.scope, leaf, depth + 1)
-            elif d.kind == "for" and not d.index:
+            elif d.kind == DefKind.FOR and not d.index:
                 got = self.held_elements(d.node, d.env, d.scope, leaf, depth + 1)
-            elif d.kind == "for" and d.index == (1,) and _is_enumerate(d.node):
+            elif d.kind == DefKind.FOR and d.index == (1,) and _is_enumerate(d.node):
                 got = self.held_elements(d.node.args[0].value, d.env, d.scope, leaf, depth + 1)
-            elif d.kind == "unpack":
+            elif d.kind == DefKind.UNPACK:
                 from .values import unpacked
 
                 el = unpacked(d)
@@ -256,14 +256,14 @@ class Resolver:
             return None
         out: list = []
         for d in defs:
-            if d.kind != "assign":
+            if d.kind != DefKind.ASSIGN:
                 return None
             got = self.held_elements(d.node, d.env, d.scope, leaf, depth + 1)
             if got is None:
                 return None
             out.extend(got)
         for d in appended:
-            if d.kind == "for":
+            if d.kind == DefKind.FOR:
                 got = self.held_elements(d.node, d.env, d.scope, leaf, depth + 1)
             else:
                 got = self.held(d.node, d.env, d.scope, leaf, depth + 1)

@@ -440,9 +440,6 @@ def _check_module_after(name: str, module, values: Dict[str, Any]) -> None:
 # ``pytest -p flake8_mha.sanitizer`` loads this module as a plugin; the
 # ``--mha-sanitize`` option comes from flake8_mha.pytest_plugin (an entry point).
 
-_PYTEST_SESSION: Optional[sanitize] = None
-
-
 def pytest_configure(config) -> None:
     config.pluginmanager.register(_PytestSanitizer(config), "flake8_mha_sanitizer_active")
 

@@ -1,7 +1,7 @@
 """MHA007: SDPA dropout not gated on self.training, and its fix (gate it)."""
 from __future__ import annotations
 
-from typing import Iterator, Optional
+from typing import Iterator, Literal, Optional, Tuple
 
 import libcst as cst
 
@@ -12,6 +12,11 @@ from ..values import UNKNOWN
 from .autofix import Fix, FixContext, atom, parenthesize, register, rewrite_argument
 from ._syntax import dotted, root_name
 from .base import Example, Report, Rule
+
+
+# Where a dropout_p comes from: a number (None when not known statically), or
+# an nn.Dropout module (its dotted name, e.g. "self.drop").
+Source = Tuple[Literal["value", "module"], object]
 
 
 def _mentions_self_training(node: cst.CSTNode, self_var: str) -> bool:
@@ -104,7 +109,8 @@ class SdpaDropoutInEval(Rule):
         evidence["dropout_p"] = attr if isinstance(attr, (int, float)) else None
         yield self.report(site.node, evidence)
 
-    def _source(self, expr: cst.CSTNode, site: CallSite, self_var: str, depth: int):
+    def _source(self, expr: cst.CSTNode, site: CallSite, self_var: str, depth: int
+                ) -> Optional[Source]:
         """('value', number|None) or ('module', text) when dropout_p comes from
         the module or a constant and is not zero; None when unsure or gated."""
         if depth > 8:
