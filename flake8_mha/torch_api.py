@@ -307,6 +307,18 @@ BY_NAME: Dict[str, ModuleSpec] = {spec.name: spec for spec in MODULES.values()}
 MODULE_NAMES: Tuple[str, ...] = tuple(BY_NAME)
 
 
+def _union(parts) -> Tuple[str, ...]:
+    out: Dict[str, None] = {}
+    for part in parts:
+        out.update(dict.fromkeys(part))
+    return tuple(out)
+
+
+# Every (L, S)-style mask argument name, and every key padding mask name, of the modules.
+ATTN_MASK_ARGS: Tuple[str, ...] = _union(spec.attn_mask_args for spec in MODULES.values())
+PADDING_MASK_ARGS: Tuple[str, ...] = _union(spec.padding_mask_args for spec in MODULES.values())
+
+
 def forward_options(spec: ModuleSpec) -> Tuple[str, ...]:
     """A module's forward parameters beyond its input tensors (those with a default)."""
     return tuple(name for name in spec.forward.names if spec.forward.has_default(name))
