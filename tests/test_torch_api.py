@@ -68,7 +68,7 @@ def test_mask_conventions_match_torch():
 
     torch.manual_seed(0)
     q, k, v = (torch.randn(1, 1, 3, 4) for _ in range(3))
-    only_first = torch.tensor([True, False, False])
+    only_first = torch.tensor([True, False, False]).expand(3, 3)  # (L, S)
     out = F.scaled_dot_product_attention(q, k, v, attn_mask=only_first)
     assert torch_api.SDPA_MASK_CONVENTION is torch_api.MaskConvention.ATTEND
     assert torch.allclose(out, v[..., :1, :].expand_as(out), atol=1e-6)
