@@ -12,10 +12,11 @@ from __future__ import annotations
 from typing import Dict, Iterable, List, Sequence, Tuple
 
 import libcst as cst
-from libcst.metadata import (MetadataWrapper, ParentNodeProvider, PositionProvider,
-                             QualifiedNameProvider, ScopeProvider)
+from libcst.metadata import MetadataWrapper, PositionProvider
 
 from .findings import Finding
+from .flow import FlowPass
+from .resolve import Resolver
 from .rules.autofix import FIXES, NEVER_FIXED, Fix, FixContext, fixable_codes, register
 
 __all__ = ["FIXES", "NEVER_FIXED", "Fix", "FixContext", "fixable_codes", "register",
@@ -23,12 +24,14 @@ __all__ = ["FIXES", "NEVER_FIXED", "Fix", "FixContext", "fixable_codes", "regist
 
 
 class _FixTransformer(cst.CSTTransformer):
-    METADATA_DEPENDENCIES = (PositionProvider, ParentNodeProvider, QualifiedNameProvider,
-                             ScopeProvider)
+    METADATA_DEPENDENCIES = (PositionProvider,)
 
-    def __init__(self, by_position: Dict[Tuple[int, int], List[Finding]]):
+    def __init__(self, by_position: Dict[Tuple[int, int], List[Finding]], flow: FlowPass):
         super().__init__()
         self.by_position = by_position
+        # the analyzer's view of the same tree: each call's site (environment,
+        # scope, enclosing function) and the resolver the rules use
+        self.resolver = Resolver(flow)
         self.fixed: List[Finding] = []
         self.claimed: set = set()
 
@@ -42,7 +45,9 @@ class _FixTransformer(cst.CSTTransformer):
             if fix is None:
                 continue
             try:
-                result = fix.apply(node, FixContext(self, original, finding))
+                site = self.resolver.site_of.get(id(original))
+                ctx = FixContext(self, original, finding, site, self.resolver)
+                result = fix.apply(node, ctx)
             except Exception:  # a fix that cannot cope leaves the code as it was
                 result = None
             if result is not None and not result.deep_equals(node):
@@ -69,8 +74,14 @@ def fix_source(source: str, findings: Sequence[Finding], path: str = "<string>"
     by_position: Dict[Tuple[int, int], List[Finding]] = {}
     for f in sorted(wanted, key=lambda f: f.code):
         by_position.setdefault((f.line, f.col), []).append(f)
-    transformer = _FixTransformer(by_position)
-    new_module = MetadataWrapper(module).visit(transformer)
+    flow = FlowPass()
+    try:
+        flow.run(module)
+    except RecursionError:  # pragma: no cover - the engine analyzed it on a deeper stack
+        return source, []
+    transformer = _FixTransformer(by_position, flow)
+    # no copy: the flow pass's sites are keyed by these very nodes
+    new_module = MetadataWrapper(module, unsafe_skip_copy=True).visit(transformer)
     new_source = new_module.code
     if not transformer.fixed or new_source == source:
         return source, []

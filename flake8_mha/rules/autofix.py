@@ -21,10 +21,12 @@ from dataclasses import dataclass
 from typing import Any, Callable, Dict, FrozenSet, Optional, Tuple
 
 import libcst as cst
-from libcst.metadata import ParentNodeProvider, PositionProvider, QualifiedNameProvider, ScopeProvider
+from libcst.metadata import PositionProvider
 
+from ..events import self_name
 from ..findings import Finding
-from ..resolve import call_arguments
+from ..flow import CallSite, DefKind, Env, Scope, lookup
+from ..resolve import Resolver, call_arguments
 from ..torch_api import Signature
 
 NEVER_FIXED = {"MHA001": "adding batch_first=True changes how the caller's tensors are read; "
@@ -32,57 +34,54 @@ NEVER_FIXED = {"MHA001": "adding batch_first=True changes how the caller's tenso
 
 
 class FixContext:
-    """What a fix may ask about the call it rewrites."""
+    """What a fix may ask about the call it rewrites, answered by the analyzer
+    the rules use (the flow pass's reaching definitions and the resolver's
+    qualified names), at the call's own site or, after ``single_assignment``,
+    at the definition followed."""
 
-    def __init__(self, transformer: Any, original: cst.Call, finding: Finding):
-        # transformer: the LibCST transformer applying the fixes (it answers get_metadata)
-        self._t = transformer
+    def __init__(self, positions: Any, original: cst.Call, finding: Finding,
+                 site: Optional[CallSite], resolver: Optional[Resolver],
+                 env: Optional[Env] = None, scope: Optional[Scope] = None):
+        # positions: answers get_metadata(PositionProvider, node) for the file being fixed
+        self._positions = positions
         self.original = original
         self.finding = finding
-
-    def parent(self, node: cst.CSTNode) -> Optional[cst.CSTNode]:
-        return self._t.get_metadata(ParentNodeProvider, node, None)
+        self.site = site
+        self.resolver = resolver
+        self.env = env if env is not None else (site.env if site is not None else None)
+        self.scope = scope if scope is not None else (site.scope if site is not None else None)
 
     def enclosing_function(self) -> Optional[cst.FunctionDef]:
-        node = self.parent(self.original)
-        while node is not None and not isinstance(node, cst.FunctionDef):
-            node = self.parent(node)
-        return node
+        return self.site.function if self.site is not None else None
 
     def self_name(self) -> Optional[str]:
-        """The first parameter of the enclosing method (normally ``self``)."""
-        func = self.enclosing_function()
-        if func is None or not isinstance(self.parent(self.parent(func) or func), cst.ClassDef):
-            return None
-        params = func.params.posonly_params or func.params.params
-        return params[0].name.value if params else None
+        """The name of ``self`` in the enclosing method (its first parameter)."""
+        return self_name(self.site) if self.site is not None else None
 
     def lines(self, node: cst.CSTNode) -> Tuple[int, int]:
         """First and last line of ``node`` in the file being fixed."""
-        span = self._t.get_metadata(PositionProvider, node)
+        span = self._positions.get_metadata(PositionProvider, node)
         return span.start.line, span.end.line
 
     def qualnames(self, node: cst.CSTNode) -> FrozenSet[str]:
-        found = self._t.get_metadata(QualifiedNameProvider, node, set()) or set()
-        return frozenset(q.name for q in found)
+        """The qualified name ``node`` has here (``torch.ones``), as a set: empty when unknown."""
+        if self.resolver is None or self.env is None:
+            return frozenset()
+        qualname = self.resolver.qualname(node, self.env, self.scope)
+        return frozenset((qualname,)) if qualname is not None else frozenset()
 
-    def single_assignment(self, name: cst.Name) -> Optional[cst.BaseExpression]:
-        """The value of the one ``name = value`` that defines ``name`` here, if that is all."""
-        scope = self._t.get_metadata(ScopeProvider, name, None)
-        if scope is None:
+    def single_assignment(self, name: cst.Name
+                          ) -> Optional[Tuple[cst.BaseExpression, "FixContext"]]:
+        """The value of the one ``name = value`` that reaches ``name`` here, if that
+        is all, and the context to read that value in."""
+        if self.env is None:
             return None
-        assignments = list(scope[name.value])
-        if len(assignments) != 1:
+        defs = lookup(name.value, self.env, self.scope)
+        if len(defs) != 1 or defs[0].kind != DefKind.ASSIGN or defs[0].node is None:
             return None
-        target = getattr(assignments[0], "node", None)
-        holder = self.parent(target) if target is not None else None
-        if isinstance(holder, cst.AssignTarget):
-            assign = self.parent(holder)
-            if isinstance(assign, cst.Assign) and len(assign.targets) == 1:
-                return assign.value
-        if isinstance(holder, cst.AnnAssign) and holder.value is not None:
-            return holder.value
-        return None
+        d = defs[0]
+        return d.node, FixContext(self._positions, self.original, self.finding, self.site,
+                                  self.resolver, d.env, d.scope)
 
 
 Apply = Callable[[cst.Call, FixContext], Optional[cst.Call]]

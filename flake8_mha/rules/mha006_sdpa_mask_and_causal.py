@@ -345,8 +345,8 @@ def is_causal_mask(node: cst.BaseExpression, ctx: FixContext, depth: int = 0) ->
     if depth > 4:
         return False
     if isinstance(node, cst.Name):
-        value = ctx.single_assignment(node)
-        return value is not None and is_causal_mask(value, ctx, depth + 1)
+        found = ctx.single_assignment(node)
+        return found is not None and is_causal_mask(found[0], found[1], depth + 1)
     if not isinstance(node, cst.Call):
         return False
     func = node.func
