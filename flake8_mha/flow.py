@@ -748,9 +748,4 @@ def _asname(alias: cst.ImportAlias) -> str:
 
 
 def _pattern_names(pattern: cst.CSTNode) -> Iterator[str]:
-    stack = [pattern]
-    while stack:
-        node = stack.pop()
-        if isinstance(node, cst.Name):
-            yield node.value
-        stack.extend(children(node))
+    return (node.value for node in walk(pattern) if isinstance(node, cst.Name))
