@@ -11,7 +11,6 @@ from collections import Counter
 import pytest
 
 from flake8_mha.fix import FIXES, fixable_codes
-from flake8_mha.rules import base
 from flake8_mha.rules.base import REGISTRY, RuleLoadError, all_rules, rule_modules
 
 RULES = all_rules()

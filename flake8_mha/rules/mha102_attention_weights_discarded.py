@@ -113,7 +113,6 @@ def _need_weights_false(call: cst.Call, ctx: FixContext) -> Optional[cst.Call]:
     return add_keyword(call, "need_weights", cst.Name("False"))
 
 
-
 FIX = register(Fix(
     "MHA102", "Add `need_weights=False` to the call",
     "Only the discarded second result changes (it becomes None); the attention output is "
