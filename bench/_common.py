@@ -32,6 +32,30 @@ VENV_PACKAGES: Dict[str, List[str]] = {
 }
 
 
+def shown(path) -> str:
+    """A path as a committed file may name it: relative to the repository
+    (``bench/.venvs/mha/bin/flake8``), or ``<site-packages>/torch/...`` for an
+    installed package; never this machine's absolute path."""
+    p = pathlib.Path(str(path))
+    if not p.is_absolute():
+        return p.as_posix()
+    try:
+        return p.resolve().relative_to(ROOT.resolve()).as_posix()
+    except ValueError:
+        pass
+    parts = p.parts
+    if "site-packages" in parts:
+        return "<site-packages>/" + "/".join(parts[parts.index("site-packages") + 1:])
+    return f"<{p.name}>"
+
+
+def shown_command(argv: Sequence[str]) -> str:
+    """A command line, for reading, with every absolute path in it made ``shown``."""
+    import shlex
+
+    return " ".join(shown(a) if os.path.isabs(str(a)) else shlex.quote(str(a)) for a in argv)
+
+
 def torch_root() -> pathlib.Path:
     spec = importlib.util.find_spec("torch")
     if spec is None or not spec.submodule_search_locations:

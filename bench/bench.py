@@ -30,7 +30,7 @@ import time
 
 sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent))
 from _common import (BENCH, dense_files, ensure_venv, machine, measure, median,  # noqa: E402
-                     py_files, torch_root, venv_python, venv_versions)
+                     py_files, shown_command, torch_root, venv_python, venv_versions)
 
 # per-file timing inside one process; prints JSON
 _INPROC = textwrap.dedent("""
@@ -95,7 +95,7 @@ def part1(torch: pathlib.Path, files, reps: int, jobs: int, log) -> dict:
     return {
         "files": len(files), "jobs": jobs, "reps": reps, "median": med,
         "ratio": {k: med[names[1]][k] / med[names[0]][k] for k in ("wall", "cpu", "rss_mb")},
-        "commands": {n: " ".join(shlex.quote(a) for a in v) for n, v in variants.items()},
+        "commands": {n: shown_command(v) for n, v in variants.items()},
         "same_output": base[0]["stdout"] == mha[0]["stdout"],
     }
 
@@ -148,7 +148,7 @@ def part2(dense, reps: int, log) -> dict:
         "torchfix_over_ours": tfix / ours,
         "plugin_cost": {"flake8-mha": f_mha - base, "TorchFix": f_tor - base},
         "torchfix_over_ours_in_flake8": (f_tor - base) / (f_mha - base) if f_mha > base else None,
-        "commands": {n: " ".join(shlex.quote(a) for a in v[:4]) + f" <{len(dense)} files>"
+        "commands": {n: shown_command(v[:4]) + f" <{len(dense)} files>"
                      for n, v in flake8_variants.items()},
     }
 

@@ -23,7 +23,7 @@ import time
 import traceback
 
 sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent))
-from _common import BENCH, machine, py_files, torch_root  # noqa: E402
+from _common import BENCH, machine, py_files, shown, torch_root  # noqa: E402
 
 _CODES = None
 
@@ -169,13 +169,13 @@ def main(argv=None) -> int:
     lines.append(f"| **all** | {len(results)} | {with_findings} | "
                  + " | ".join(f"**{per_code[code]}**" for code in sorted(per_code)) + " |")
     lines += ["", "Slowest files (s):", ""]
-    lines += [f"- {secs:.2f} {path}" for path, _, _, secs in slowest]
+    lines += [f"- {secs:.2f} {shown(path)}" for path, _, _, secs in slowest]
     for title, items in (("Exceptions", crashes), ("Unexpected MHA000", bad000),
                          ("Syntax errors", syntax), ("Undecodable", undecodable),
                          ("Unreadable", oserrors)):
         if items:
             lines += ["", f"{title}:", ""]
-            lines += [f"- `{p}`: {m.splitlines()[0] if m else ''}" for p, m in items[:40]]
+            lines += [f"- `{shown(p)}`: {m.splitlines()[0] if m else ''}" for p, m in items[:40]]
             if len(items) > 40:
                 lines.append(f"- ... and {len(items) - 40} more")
     text = "\n".join(lines) + "\n"

@@ -135,5 +135,7 @@ def explain(argv: Sequence[str]) -> int:
         known = ", ".join(sorted({*REGISTRY, *RUNTIME}))
         print(f"flake8-mha explain: unknown code {argv[0]!r} (known: {known})", file=sys.stderr)
         return 2
-    sys.stdout.write(rule.docs_markdown().rstrip("\n") + "\n")
+    from .docs import page
+
+    sys.stdout.write(page(rule).rstrip("\n") + "\n")
     return 0

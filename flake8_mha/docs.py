@@ -7,16 +7,56 @@ from __future__ import annotations
 
 import pathlib
 import sys
+import textwrap
 from typing import Dict
 
+from .confirm.witnesses import WITNESSES  # no torch at import time
+from .fix import FIXES, fixable_codes
 from .rules.base import all_rules
 from .rules.runtime import runtime_rules
 
 DOCS = pathlib.Path(__file__).resolve().parent.parent / "docs" / "rules"
 
 
+def page(rule) -> str:
+    """A rule's page (``docs/rules/<CODE>.md``, ``flake8-mha explain CODE``):
+    ruff's sections from the rule class, what the confirmer's witness measures
+    (from the witness), and a Fix section whenever the rule module declares a
+    fix (from the fix registry)."""
+
+    def block(code: str) -> str:
+        return "```python\n" + textwrap.dedent(code).strip("\n") + "\n```"
+
+    parts = [f"# {rule.CODE}: {rule.NAME}", ""]
+    state = "on by default" if rule.DEFAULT_ENABLED else (
+        "off by default: enable with `--select MHA9` or `--enable-extensions "
+        f"{rule.CODE}`")
+    if getattr(rule, "RUNTIME_ONLY", False):
+        state = ("runtime only: reported by the sanitizer (`flake8_mha.sanitizer`), "
+                 "never by `flake8-mha check` or flake8")
+    parts += [f"Category: {rule.CATEGORY}; {state}.", "",
+              f"Message: `{rule.CODE} {rule.MESSAGE}`", ""]
+    parts += ["## What it does", "", textwrap.dedent(rule.WHAT).strip(), ""]
+    parts += ["## Why is this bad?", "", textwrap.dedent(rule.WHY).strip(), ""]
+    parts += ["## Example", "", block(rule.EXAMPLE), ""]
+    parts += ["## Use instead", "", block(rule.USE_INSTEAD), ""]
+    if rule.DECISIONS:
+        parts += ["## Scope decisions", "", textwrap.dedent(rule.DECISIONS).strip(), ""]
+    witness = WITNESSES.get(rule.CODE)
+    if witness is not None:
+        parts += ["## What the confirmer measures", "", witness.summary.strip(), "",
+                  textwrap.dedent(witness.threshold_text).strip(), ""]
+    fix = FIXES.get(rule.CODE) if rule.CODE in fixable_codes() else None
+    if fix is not None:
+        parts += ["## Fix", "", f"{fix.title} (`flake8-mha check --fix`, or `--diff` to see it).",
+                  "", "Fix safety: " + " ".join(fix.safety.split()), ""]
+    if rule.REFERENCES:
+        parts += ["## References", ""] + [f"- {ref}" for ref in rule.REFERENCES] + [""]
+    return "\n".join(parts)
+
+
 def pages() -> Dict[str, str]:
-    return {rule.CODE: rule.docs_markdown() for rule in [*all_rules(), *runtime_rules()]}
+    return {rule.CODE: page(rule) for rule in [*all_rules(), *runtime_rules()]}
 
 
 def rule_table() -> str:

@@ -5,14 +5,19 @@ receives only the events it declares (``on_construction``, ``on_module_call``,
 ``on_sdpa_call``, ``on_call``)."""
 from __future__ import annotations
 
-from typing import Dict, List, Optional
+from typing import List, Literal, Optional
 
 import libcst as cst
 
 from . import torch_api
-from .flow import CallSite, ClassInfo, lookup
+from .flow import CallSite, ClassInfo, DefKind, lookup
 from .resolve import Bound, Instance, Resolver
 from .torch_api import ModuleSpec
+
+
+# How a construction was reached: a direct call of the torch class, a call of
+# a subclass without its own __init__, or super().__init__ in a subclass.
+Via = Literal["call", "subclass", "super"]
 
 
 class Construction:
@@ -21,12 +26,12 @@ class Construction:
 
     __slots__ = ("site", "spec", "args", "via", "cls")
 
-    def __init__(self, site: CallSite, spec: ModuleSpec, args: Bound, via: str,
+    def __init__(self, site: CallSite, spec: ModuleSpec, args: Bound, via: Via,
                  cls: Optional[ClassInfo]):
         self.site = site
         self.spec = spec
         self.args = args
-        self.via = via  # "call" | "subclass" | "super"
+        self.via = via
         self.cls = cls
 
 
@@ -158,15 +163,13 @@ def self_name(site: CallSite) -> Optional[str]:
         return None
     for name in ("self",):
         defs = lookup(name, site.env, site.scope)
-        if defs and all(d.kind == "self" for d in defs):
+        if defs and all(d.kind == DefKind.SELF for d in defs):
             return name
     params = func.params.params
     if params:
         first = params[0].name.value
         defs = lookup(first, site.env, site.scope)
-        if defs and all(d.kind == "self" for d in defs):
+        if defs and all(d.kind == DefKind.SELF for d in defs):
             return first
     return None
 
-
-EventMap = Dict[str, list]

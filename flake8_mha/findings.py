@@ -35,11 +35,3 @@ class Finding:
             "message": self.message,
             "evidence": dict(self.evidence),
         }
-
-    @classmethod
-    def from_dict(cls, data: Dict[str, Any]) -> "Finding":
-        return cls(
-            code=data["code"], line=int(data["line"]), col=int(data["col"]),
-            message=data["message"], path=data.get("path", ""),
-            evidence=dict(data.get("evidence") or {}),
-        )

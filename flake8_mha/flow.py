@@ -10,7 +10,9 @@ calls that concern attention.
 """
 from __future__ import annotations
 
-from typing import Dict, Iterator, List, Optional, Sequence, Tuple
+import enum
+
+from typing import Callable, Dict, Iterator, List, Optional, Sequence, Tuple
 
 import libcst as cst
 
@@ -106,6 +108,40 @@ def _trie_set(node, h: int, shift: int, name: str, value):
 EMPTY_ENV = Env()
 
 
+class DefKind(str, enum.Enum):
+    """What kind of definition a ``Def`` is (see ``Def``).  A ``str`` enum,
+    so code that still compares with the plain words keeps working."""
+
+    ASSIGN = "assign"
+    UNPACK = "unpack"
+    PARAM = "param"
+    SELF = "self"
+    FOR = "for"
+    WITH = "with"
+    IMPORT = "import"
+    STAR = "star"
+    DEF = "def"
+    CLASS = "class"
+    AUGASSIGN = "augassign"
+    UNKNOWN = "unknown"
+
+    def __str__(self) -> str:
+        return self.value
+
+    __format__ = str.__format__
+
+
+class ScopeKind(str, enum.Enum):
+    MODULE = "module"
+    CLASS = "class"
+    FUNCTION = "function"
+
+    def __str__(self) -> str:
+        return self.value
+
+    __format__ = str.__format__
+
+
 class Def:
     """One definition of a name (or of ``self.<attr>``).
 
@@ -120,7 +156,7 @@ class Def:
 
     __slots__ = ("kind", "node", "env", "scope", "index", "extra")
 
-    def __init__(self, kind, node=None, env=None, scope=None, index=(), extra=None):
+    def __init__(self, kind: DefKind, node=None, env=None, scope=None, index=(), extra=None):
         self.kind = kind
         self.node = node
         self.env = env
@@ -139,7 +175,7 @@ class Scope:
                  "globals", "mutated_globals", "appends")
 
     def __init__(self, kind, node, parent, cls=None):
-        self.kind = kind  # "module" | "class" | "function"
+        self.kind: ScopeKind = kind
         self.node = node
         self.parent = parent
         self.final_env: Env = EMPTY_ENV
@@ -188,7 +224,7 @@ class CallSite:
     @property
     def function(self) -> Optional[cst.FunctionDef]:
         scope = self.scope
-        while scope is not None and scope.kind != "function":
+        while scope is not None and scope.kind != ScopeKind.FUNCTION:
             scope = scope.parent
         return scope.node if scope is not None else None
 
@@ -198,17 +234,17 @@ def lookup(name: str, env: Env, scope: Optional[Scope]) -> Tuple[Def, ...]:
     defs = env.get(name)
     if defs is not None:
         return defs
-    if scope is not None and scope.kind == "module" and "*" in env:
-        return tuple(Def("import", extra=d.extra + "." + name) for d in env["*"])
+    if scope is not None and scope.kind == ScopeKind.MODULE and "*" in env:
+        return tuple(Def(DefKind.IMPORT, extra=d.extra + "." + name) for d in env["*"])
     parent = scope.parent if scope is not None else None
     while parent is not None:
-        if parent.kind != "class":  # class bodies are not enclosing scopes
+        if parent.kind != ScopeKind.CLASS:  # class bodies are not enclosing scopes
             defs = parent.final_env.get(name)
             if defs is not None:
                 return defs
             star = parent.final_env.get("*")
-            if star is not None and parent.kind == "module":
-                return tuple(Def("import", extra=d.extra + "." + name) for d in star)
+            if star is not None and parent.kind == ScopeKind.MODULE:
+                return tuple(Def(DefKind.IMPORT, extra=d.extra + "." + name) for d in star)
         parent = parent.parent
     return ()
 
@@ -250,6 +286,19 @@ def children(node: cst.CSTNode) -> Iterator[cst.CSTNode]:
                     yield item
 
 
+def walk(node: cst.CSTNode, prune: Optional[Callable[[cst.CSTNode], bool]] = None
+         ) -> Iterator[cst.CSTNode]:
+    """``node`` and every node under it (syntax only: no whitespace, brackets
+    or operators), without recursion.  Below a node for which ``prune``
+    returns true the walk does not descend (the node itself is yielded)."""
+    stack = [node]
+    while stack:
+        n = stack.pop()
+        yield n
+        if prune is None or not prune(n):
+            stack.extend(children(n))
+
+
 # --- the pass ----------------------------------------------------------------
 
 _COMPREHENSIONS = (cst.ListComp, cst.SetComp, cst.GeneratorExp, cst.DictComp)
@@ -270,7 +319,7 @@ class FlowPass:
 
     # entry point
     def run(self, module: cst.Module) -> Scope:
-        scope = Scope("module", module, None)
+        scope = Scope(ScopeKind.MODULE, module, None)
         self.module_scope = scope
         scope.final_env = self.block(module.body, EMPTY_ENV, scope)
         # function bodies run after the module body, so that they see every
@@ -304,13 +353,13 @@ class FlowPass:
             self.expr(node.value, env, scope)
             env = self._flush(env)
             for target in node.targets:
-                env = self.bind(target.target, Def("assign", node.value, env, scope), env, scope)
+                env = self.bind(target.target, Def(DefKind.ASSIGN, node.value, env, scope), env, scope)
             return env
         if t is cst.AnnAssign:
             if node.value is not None:
                 self.expr(node.value, env, scope)
                 env = self._flush(env)
-                env = self.bind(node.target, Def("assign", node.value, env, scope), env, scope)
+                env = self.bind(node.target, Def(DefKind.ASSIGN, node.value, env, scope), env, scope)
             return env
         if t is cst.AugAssign:
             self.expr(node.value, env, scope)
@@ -318,7 +367,7 @@ class FlowPass:
             prev = ()
             if isinstance(node.target, cst.Name):
                 prev = lookup(node.target.value, env, scope)
-            return self.bind(node.target, Def("augassign", node, env, scope, extra=prev), env, scope)
+            return self.bind(node.target, Def(DefKind.AUGASSIGN, node, env, scope, extra=prev), env, scope)
         if t is cst.Expr:
             self.expr(node.value, env, scope)
             return self._flush(env)
@@ -337,10 +386,10 @@ class FlowPass:
                 if alias.asname is not None:
                     name = _asname(alias)
                     if name:
-                        env = env.set(name, (Def("import", node, extra=dotted),))
+                        env = env.set(name, (Def(DefKind.IMPORT, node, extra=dotted),))
                 else:
                     top = dotted.split(".")[0]
-                    env = env.set(top, (Def("import", node, extra=top),))
+                    env = env.set(top, (Def(DefKind.IMPORT, node, extra=top),))
             return env
         if t is cst.ImportFrom:
             if node.module is None or node.relative:
@@ -348,11 +397,11 @@ class FlowPass:
             else:
                 base = _dotted(node.module)
             if isinstance(node.names, cst.ImportStar):
-                return env.set("*", env.get("*", ()) + (Def("star", node, extra=base),))
+                return env.set("*", env.get("*", ()) + (Def(DefKind.STAR, node, extra=base),))
             for alias in node.names:
                 name = _asname(alias) if alias.asname is not None else _dotted(alias.name)
                 if name:
-                    env = env.set(name, (Def("import", node, extra=base + "." + _dotted(alias.name)),))
+                    env = env.set(name, (Def(DefKind.IMPORT, node, extra=base + "." + _dotted(alias.name)),))
             return env
         if t is cst.Global or t is cst.Nonlocal:
             for item in node.names:
@@ -376,9 +425,9 @@ class FlowPass:
         if t is cst.For:
             self.expr(node.iter, env, scope)
             env = self._flush(env)
-            first = self.bind(node.target, Def("for", node.iter, env, scope), env, scope)
+            first = self.bind(node.target, Def(DefKind.FOR, node.iter, env, scope), env, scope)
             loop_env = self.body(node.body, first, scope)
-            again = self.bind(node.target, Def("for", node.iter, env, scope), join(env, loop_env), scope)
+            again = self.bind(node.target, Def(DefKind.FOR, node.iter, env, scope), join(env, loop_env), scope)
             loop_env = self.body(node.body, again, scope)
             out = join(env, loop_env)
             if node.orelse is not None:
@@ -402,7 +451,7 @@ class FlowPass:
                 if handler.type is not None:
                     self.expr(handler.type, h_env, scope)
                 if handler.name is not None:
-                    h_env = self.bind(handler.name.name, Def("unknown"), h_env, scope)
+                    h_env = self.bind(handler.name.name, Def(DefKind.UNKNOWN), h_env, scope)
                 outs.append(self.body(handler.body, h_env, scope))
             if node.orelse is not None:
                 outs[0] = self.body(node.orelse.body, body_env, scope)
@@ -417,17 +466,17 @@ class FlowPass:
                 self.expr(item.item, env, scope)
                 env = self._flush(env)
                 if item.asname is not None:
-                    env = self.bind(item.asname.name, Def("with", item.item, env, scope), env, scope)
+                    env = self.bind(item.asname.name, Def(DefKind.WITH, item.item, env, scope), env, scope)
             return self.body(node.body, env, scope)
         if t is cst.FunctionDef:
             for dec in node.decorators:
                 self.expr(dec.decorator, env, scope)
             self._defaults(node.params, env, scope)
             env = self._flush(env)
-            if scope.kind == "class" and scope.cls is not None:
+            if scope.kind == ScopeKind.CLASS and scope.cls is not None:
                 scope.cls.methods.setdefault(node.name.value, node)
             self._deferred.append((node, scope, env))
-            return self.bind(node.name, Def("def", node, env, scope), env, scope)
+            return self.bind(node.name, Def(DefKind.DEF, node, env, scope), env, scope)
         if t is cst.ClassDef:
             for dec in node.decorators:
                 self.expr(dec.decorator, env, scope)
@@ -437,14 +486,14 @@ class FlowPass:
                 self.expr(arg.value, env, scope)
             info = ClassInfo(node.name.value, node, scope, env)
             self.classes[id(node)] = info
-            cscope = Scope("class", node, scope, cls=info)
+            cscope = Scope(ScopeKind.CLASS, node, scope, cls=info)
             cenv = self.body(node.body, EMPTY_ENV, cscope)
             cscope.final_env = cenv
             for name, defs in cenv.items():
                 for d in defs:
-                    if d.kind == "assign":
+                    if d.kind == DefKind.ASSIGN:
                         info.add_attr(name, d)
-            return self.bind(node.name, Def("class", node, env, scope, extra=info), env, scope)
+            return self.bind(node.name, Def(DefKind.CLASS, node, env, scope, extra=info), env, scope)
         if t is getattr(cst, "Match", None):
             self.expr(node.subject, env, scope)
             env = self._flush(env)
@@ -452,7 +501,7 @@ class FlowPass:
             for case in node.cases:
                 c_env = env
                 for name in _pattern_names(case.pattern):
-                    c_env = c_env.set(name, (Def("unknown"),))
+                    c_env = c_env.set(name, (Def(DefKind.UNKNOWN),))
                 if case.guard is not None:
                     self.expr(case.guard, c_env, scope)
                 out = join(out, self.body(case.body, c_env, scope))
@@ -469,12 +518,12 @@ class FlowPass:
                 self.expr(p.default, env, scope)
 
     def _function(self, node: cst.FunctionDef, outer: Scope, env_at_def: Env) -> None:
-        cls = outer.cls if outer.kind == "class" else None
-        fscope = Scope("function", node, outer if outer.kind != "class" else outer, cls=cls)
-        if outer.kind == "class":
+        cls = outer.cls if outer.kind == ScopeKind.CLASS else None
+        fscope = Scope(ScopeKind.FUNCTION, node, outer if outer.kind != ScopeKind.CLASS else outer, cls=cls)
+        if outer.kind == ScopeKind.CLASS:
             # a method sees the module (and enclosing functions), not the class body
             fscope.parent = outer
-        elif outer.kind == "function":
+        elif outer.kind == ScopeKind.FUNCTION:
             fscope.cls = outer.cls
         self.functions[id(node)] = fscope
         env: Env = EMPTY_ENV
@@ -486,10 +535,10 @@ class FlowPass:
         made = []
         for i, p in enumerate(params):
             name = p.name.value
-            if i == 0 and cls is not None and not is_static and outer.kind == "class":
-                d = Def("self", p, None, fscope, extra=cls)
+            if i == 0 and cls is not None and not is_static and outer.kind == ScopeKind.CLASS:
+                d = Def(DefKind.SELF, p, None, fscope, extra=cls)
             else:
-                d = Def("param", p, None, fscope, extra=node)
+                d = Def(DefKind.PARAM, p, None, fscope, extra=node)
             made.append(d)
             env = env.set(name, (d,))
         for d in made:  # each parameter sees all of them, as Python binds them at once
@@ -504,13 +553,13 @@ class FlowPass:
         t = type(target)
         if t is cst.Name:
             if index:
-                d = Def("unpack" if d.kind == "assign" else d.kind, d.node, d.env, d.scope,
+                d = Def(DefKind.UNPACK if d.kind == DefKind.ASSIGN else d.kind, d.node, d.env, d.scope,
                         d.index + index, d.extra)
             return env.set(target.value, (d,))
         if t in (cst.Tuple, cst.List):
             for i, el in enumerate(target.elements):
                 if isinstance(el, cst.StarredElement):
-                    env = self.bind(el.value, Def("unknown"), env, scope)
+                    env = self.bind(el.value, Def(DefKind.UNKNOWN), env, scope)
                 else:
                     env = self.bind(el.value, d, env, scope, index + (i,))
             return env
@@ -518,9 +567,9 @@ class FlowPass:
             self.expr(target.value, env, scope)
             if isinstance(target.value, cst.Name):
                 for owner in lookup(target.value.value, env, scope):
-                    if owner.kind == "self":
+                    if owner.kind == DefKind.SELF:
                         if index:
-                            d = Def("unpack" if d.kind == "assign" else d.kind, d.node, d.env,
+                            d = Def(DefKind.UNPACK if d.kind == DefKind.ASSIGN else d.kind, d.node, d.env,
                                     d.scope, d.index + index, d.extra)
                         owner.extra.add_attr(target.attr.value, d)
             return env
@@ -528,7 +577,7 @@ class FlowPass:
             self.expr(target, env, scope)
             return env
         if t is cst.StarredElement:
-            return self.bind(target.value, Def("unknown"), env, scope)
+            return self.bind(target.value, Def(DefKind.UNKNOWN), env, scope)
         return env
 
     def _flush(self, env: Env) -> Env:
@@ -556,7 +605,7 @@ class FlowPass:
             for p in _all_params(node.params):
                 if p.default is not None:
                     self.expr(p.default, env, scope)
-                d = Def("param", p, None, scope, extra=node)
+                d = Def(DefKind.PARAM, p, None, scope, extra=node)
                 made.append(d)
                 lenv = lenv.set(p.name.value, (d,))
             for d in made:
@@ -571,7 +620,7 @@ class FlowPass:
             parents.append(node)
             while comp is not None:
                 self.expr(comp.iter, cenv, scope)
-                cenv = self.bind(comp.target, Def("for", comp.iter, cenv, scope), cenv, scope)
+                cenv = self.bind(comp.target, Def(DefKind.FOR, comp.iter, cenv, scope), cenv, scope)
                 for cond in comp.ifs:
                     self.expr(cond.test, cenv, scope)
                 comp = comp.inner_for_in
@@ -585,7 +634,7 @@ class FlowPass:
         elif t is cst.NamedExpr:
             self.expr(node.value, env, scope)
             if isinstance(node.target, cst.Name):
-                self._pending.append((node.target.value, Def("assign", node.value, env, scope)))
+                self._pending.append((node.target.value, Def(DefKind.ASSIGN, node.value, env, scope)))
             return
         parents.append(node)
         for child in children(node):
@@ -606,19 +655,19 @@ class FlowPass:
         if not isinstance(name_arg, cst.SimpleString) or node.args[0].keyword is not None:
             return
         for owner in lookup(func.value.value, env, scope):
-            if owner.kind == "self":
-                owner.extra.add_attr(name_arg.evaluated_value, Def("assign", node.args[1].value, env, scope))
+            if owner.kind == DefKind.SELF:
+                owner.extra.add_attr(name_arg.evaluated_value, Def(DefKind.ASSIGN, node.args[1].value, env, scope))
 
 
     def _append(self, func: cst.Attribute, node: cst.Call, env: Env, scope: Scope) -> None:
-        kind = "for" if func.attr.value == "extend" else "assign"
+        kind = DefKind.FOR if func.attr.value == "extend" else DefKind.ASSIGN
         d = Def(kind, node.args[-1].value, env, scope)
         owner = func.value
         if isinstance(owner, cst.Name):
             scope.appends.setdefault(owner.value, []).append(d)
         elif isinstance(owner, cst.Attribute) and isinstance(owner.value, cst.Name):
             for o in lookup(owner.value.value, env, scope):
-                if o.kind == "self":
+                if o.kind == DefKind.SELF:
                     o.extra.appends.setdefault(owner.attr.value, []).append(d)
 
 
@@ -699,9 +748,4 @@ def _asname(alias: cst.ImportAlias) -> str:
 
 
 def _pattern_names(pattern: cst.CSTNode) -> Iterator[str]:
-    stack = [pattern]
-    while stack:
-        node = stack.pop()
-        if isinstance(node, cst.Name):
-            yield node.value
-        stack.extend(children(node))
+    return (node.value for node in walk(pattern) if isinstance(node, cst.Name))

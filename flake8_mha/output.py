@@ -156,7 +156,9 @@ def sarif_rule(rule) -> dict:
     category = getattr(rule, "CATEGORY", "correctness")
     short = _first_sentence(rule.WHAT) or rule.NAME
     full = " ".join(part for part in (_flat(rule.WHAT), _flat(rule.WHY)) if part) or short
-    docs = rule.docs_markdown()
+    from .docs import page
+
+    docs = page(rule)
     level = LEVELS.get(category, "warning")
     return {
         "id": rule.CODE,

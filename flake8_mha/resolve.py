@@ -9,8 +9,8 @@ from typing import Callable, Dict, List, Optional, Tuple
 import libcst as cst
 
 from . import torch_api
-from .flow import CallSite, ClassInfo, Def, Env, FlowPass, Scope, lookup
-from .torch_api import ModuleSpec, Signature
+from .flow import CallSite, ClassInfo, Def, DefKind, Env, FlowPass, Scope, lookup
+from .torch_api import Argument, ModuleSpec, Signature
 
 MAX_DEPTH = 16
 _CONTAINERS = {torch_api.MODULE_LIST, "torch.nn.Sequential", "builtins.list", "builtins.tuple"}
@@ -18,28 +18,17 @@ Leaf = Callable[[cst.Call, Env, Optional[Scope]], Optional[list]]
 
 
 class Bound:
-    """A call's arguments bound to a torch signature."""
+    """A call's arguments bound to a torch signature (``Signature.bind``)."""
 
     __slots__ = ("args", "star", "double_star", "positional_count")
 
     def __init__(self, call: cst.Call, sig: Signature, skip: int = 0):
-        self.args: Dict[str, cst.BaseExpression] = {}
-        self.star = False
-        self.double_star = False
-        names = sig.names[skip:]
-        i = 0
-        for arg in call.args:
-            if arg.star == "*":
-                self.star = True
-            elif arg.star == "**":
-                self.double_star = True
-            elif arg.keyword is not None:
-                self.args[arg.keyword.value] = arg.value
-            else:
-                if i < len(names):
-                    self.args[names[i]] = arg.value
-                i += 1
-        self.positional_count = i
+        binding = sig.bind(call_arguments(call), skip)
+        self.args: Dict[str, cst.BaseExpression] = {
+            name: call.args[index].value for name, index in binding.slots.items()}
+        self.star = binding.star
+        self.double_star = binding.double_star
+        self.positional_count = binding.positional_count
 
     def get(self, name: str) -> Optional[cst.BaseExpression]:
         return self.args.get(name)
@@ -50,6 +39,12 @@ class Bound:
     def maybe_given(self, name: str) -> bool:
         """Given, or a ``*args``/``**kwargs`` splat could be carrying it."""
         return name in self.args or self.star or self.double_star
+
+
+def call_arguments(call: cst.Call) -> List[Argument]:
+    """A LibCST call's arguments as the binder reads them: (keyword, star)."""
+    return [(arg.keyword.value if arg.keyword is not None else None, arg.star)
+            for arg in call.args]
 
 
 class Instance:
@@ -84,9 +79,9 @@ class Resolver:
             defs = lookup(node.value, env, scope)
             found = None
             for d in defs:
-                if d.kind == "import":
+                if d.kind == DefKind.IMPORT:
                     qn = d.extra
-                elif d.kind == "assign" and isinstance(d.node, (cst.Name, cst.Attribute)):
+                elif d.kind == DefKind.ASSIGN and isinstance(d.node, (cst.Name, cst.Attribute)):
                     if isinstance(d.node, cst.Name) and d.node.value == "None":
                         continue  # ``try: from torch... except ImportError: X = None``
                     qn = self.qualname(d.node, d.env, d.scope, depth + 1)
@@ -108,7 +103,7 @@ class Resolver:
     def local_class(self, node: cst.CSTNode, env: Env, scope: Optional[Scope]) -> Optional[ClassInfo]:
         if isinstance(node, cst.Name):
             defs = lookup(node.value, env, scope)
-            if len(defs) == 1 and defs[0].kind == "class":
+            if len(defs) == 1 and defs[0].kind == DefKind.CLASS:
                 return defs[0].extra
         return None
 
@@ -188,7 +183,7 @@ class Resolver:
         if not isinstance(node.value, cst.Name):
             return None
         owners = lookup(node.value.value, env, scope)
-        if len(owners) != 1 or owners[0].kind != "self":
+        if len(owners) != 1 or owners[0].kind != DefKind.SELF:
             return None
         return owners[0].extra
 
@@ -197,13 +192,13 @@ class Resolver:
             return None
         out: list = []
         for d in defs:
-            if d.kind == "assign":
+            if d.kind == DefKind.ASSIGN:
                 got = self.held(d.node, d.env, d.scope, leaf, depth + 1)
-            elif d.kind == "for" and not d.index:
+            elif d.kind == DefKind.FOR and not d.index:
                 got = self.held_elements(d.node, d.env, d.scope, leaf, depth + 1)
-            elif d.kind == "for" and d.index == (1,) and _is_enumerate(d.node):
+            elif d.kind == DefKind.FOR and d.index == (1,) and _is_enumerate(d.node):
                 got = self.held_elements(d.node.args[0].value, d.env, d.scope, leaf, depth + 1)
-            elif d.kind == "unpack":
+            elif d.kind == DefKind.UNPACK:
                 from .values import unpacked
 
                 el = unpacked(d)
@@ -261,14 +256,14 @@ class Resolver:
             return None
         out: list = []
         for d in defs:
-            if d.kind != "assign":
+            if d.kind != DefKind.ASSIGN:
                 return None
             got = self.held_elements(d.node, d.env, d.scope, leaf, depth + 1)
             if got is None:
                 return None
             out.extend(got)
         for d in appended:
-            if d.kind == "for":
+            if d.kind == DefKind.FOR:
                 got = self.held_elements(d.node, d.env, d.scope, leaf, depth + 1)
             else:
                 got = self.held(d.node, d.env, d.scope, leaf, depth + 1)
@@ -295,10 +290,6 @@ class Resolver:
     def instances(self, node: cst.CSTNode, env: Env, scope: Optional[Scope]) -> Optional[List[Instance]]:
         """The torch modules ``node`` may hold, or None when not known to be one."""
         return self.held(node, env, scope, self._torch_leaf)
-
-    def elements(self, node: cst.CSTNode, env: Env, scope: Optional[Scope]) -> Optional[List[Instance]]:
-        """The torch modules held by the container ``node``."""
-        return self.held_elements(node, env, scope, self._torch_leaf)
 
     def _class_leaf(self, call: cst.Call, env: Env, scope: Optional[Scope]) -> Optional[List[ClassInfo]]:
         info = self.local_class(call.func, env, scope)

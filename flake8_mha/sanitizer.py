@@ -34,6 +34,9 @@ import threading
 from dataclasses import dataclass, field
 from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
 
+from . import torch_api
+from .torch_api import MaskConvention
+
 __all__ = ["sanitize", "SanitizerReport", "SanitizerError"]
 
 _LOCK = threading.RLock()
@@ -42,21 +45,10 @@ _ORIGINALS: Dict[Tuple[Any, str], Callable] = {}
 _LOCAL = threading.local()
 _HERE = os.path.dirname(os.path.abspath(__file__))
 
-MODULE_CLASSES = ("MultiheadAttention", "TransformerEncoderLayer", "TransformerDecoderLayer",
-                  "TransformerEncoder", "TransformerDecoder", "Transformer")
-# forward argument -> (mask convention, role) for the module classes
-_CAUSAL_PAIRS = {
-    "MultiheadAttention": (("is_causal", "attn_mask"),),
-    "TransformerEncoderLayer": (("is_causal", "src_mask"),),
-    "TransformerEncoder": (("is_causal", "mask"),),
-    "TransformerDecoderLayer": (("tgt_is_causal", "tgt_mask"), ("memory_is_causal", "memory_mask")),
-    "TransformerDecoder": (("tgt_is_causal", "tgt_mask"), ("memory_is_causal", "memory_mask")),
-    "Transformer": (("src_is_causal", "src_mask"), ("tgt_is_causal", "tgt_mask"),
-                    ("memory_is_causal", "memory_mask")),
-}
-_PADDING_ARGS = ("key_padding_mask", "src_key_padding_mask", "tgt_key_padding_mask",
-                 "memory_key_padding_mask")
-_ATTN_ARGS = ("attn_mask", "src_mask", "mask", "tgt_mask", "memory_mask")
+# What is wrapped, each forward's mask arguments, their conventions and the
+# causal flags: all from torch_api, the project's one description of torch.
+MODULE_CLASSES = torch_api.MODULE_NAMES
+SDPA = torch_api.SDPA_NAME
 
 
 @dataclass(frozen=True)
@@ -151,9 +143,9 @@ def _install() -> None:
         original = cls.forward
         _ORIGINALS[(cls, "forward")] = original
         cls.forward = _module_wrapper(name, original)
-    original = F.scaled_dot_product_attention
-    _ORIGINALS[(F, "scaled_dot_product_attention")] = original
-    F.scaled_dot_product_attention = _sdpa_wrapper(original)
+    original = getattr(F, SDPA)
+    _ORIGINALS[(F, SDPA)] = original
+    setattr(F, SDPA, _sdpa_wrapper(original))
 
 
 def _uninstall() -> None:
@@ -219,15 +211,15 @@ def _module_wrapper(name: str, original: Callable) -> Callable:
 
 
 def _sdpa_wrapper(original: Callable) -> Callable:
-    names = ("query", "key", "value", "attn_mask", "dropout_p", "is_causal")
+    signature = torch_api.SDPA_SIGNATURE
 
     @functools.wraps(original)
     def sdpa(*args, **kwargs):
         with _Depth() as outermost:
             if outermost and _SESSIONS:
-                values = dict(zip(names, args))
-                values.update(kwargs)
-                _check_sdpa(values)
+                given = list(args) + list(kwargs.values())
+                binding = signature.bind([(None, "")] * len(args) + [(k, "") for k in kwargs])
+                _check_sdpa({name: given[i] for name, i in binding.slots.items()})
             return original(*args, **kwargs)
 
     sdpa.__flake8_mha_wrapped__ = True
@@ -263,7 +255,7 @@ def _rows(mask):
     return mask.reshape(-1, mask.shape[-1])
 
 
-def _polarity(api: str, arg: str, mask, sdpa: bool) -> None:
+def _polarity(api: str, arg: str, mask, convention: MaskConvention) -> None:
     """MHA002/MHA003 heuristic on a bool padding-like mask."""
     import torch
 
@@ -273,7 +265,7 @@ def _polarity(api: str, arg: str, mask, sdpa: bool) -> None:
     if rows.shape[0] > 4096:
         rows = rows[:4096]
     diff = rows[:, 1:] - rows[:, :-1]
-    if sdpa:
+    if convention is MaskConvention.ATTEND:
         # every row F..F T..T, one row without True (the unpadded sample) and some True
         if bool((diff >= 0).all()) and bool((rows.sum(-1) == 0).any()) and bool(rows.any()):
             idx = int((rows.sum(-1) > 0).nonzero()[0])
@@ -292,14 +284,14 @@ def _polarity(api: str, arg: str, mask, sdpa: bool) -> None:
                   "argument ignores where True: pass ~mask", arg=arg, row=idx, false_suffix=k)
 
 
-def _masked_positions(mask, sdpa: bool):
+def _masked_positions(mask, convention: MaskConvention):
     """A bool tensor True where a key is masked out, or None."""
     import torch
 
     if not _is_tensor(mask):
         return None
     if mask.dtype == torch.bool:
-        return ~mask if sdpa else mask
+        return ~mask if convention is MaskConvention.ATTEND else mask
     if mask.is_floating_point():
         return torch.isneginf(mask)
     return None
@@ -326,11 +318,12 @@ def _fully_masked(api: str, masked, what: str, batch_dim: bool) -> None:
 def _check_sdpa(values: Dict[str, Any]) -> None:
     import torch
 
-    api = "scaled_dot_product_attention"
+    api = SDPA
+    convention = torch_api.SDPA_MASK_CONVENTION
     mask = values.get("attn_mask")
     _numeric_mask(api, "attn_mask", mask)
-    _polarity(api, "attn_mask", mask, sdpa=True)
-    masked = _masked_positions(mask, sdpa=True)
+    _polarity(api, "attn_mask", mask, convention)
+    masked = _masked_positions(mask, convention)
     if masked is not None:
         _fully_masked(api, masked, "scaled_dot_product_attention returns zeros for that query",
                       batch_dim=masked.dim() >= 3)
@@ -377,14 +370,15 @@ def _batch_first(module) -> bool:
 
 def _check_module_before(name: str, module, values: Dict[str, Any]) -> None:
     api = f"nn.{name}"
-    first = next((values[k] for k in ("query", "src", "tgt") if k in values), None)
-    for arg in _PADDING_ARGS + _ATTN_ARGS:
+    spec = torch_api.BY_NAME[name]
+    first = values.get(spec.forward.names[0])  # query, src or tgt: the input sequence
+    for arg in spec.padding_mask_args + spec.attn_mask_args:
         mask = values.get(arg)
         if mask is None or not _is_tensor(mask):
             continue
         _numeric_mask(api, arg, mask)
-        if arg in _PADDING_ARGS or mask.dim() == 2:
-            _polarity(api, arg, mask, sdpa=False)
+        if arg in spec.padding_mask_args or mask.dim() == 2:
+            _polarity(api, arg, mask, spec.mask_convention)
     _fully_masked_module(name, api, module, values, first)
     # MHA001: a sequence-first module whose padding mask matches the first dimension
     kpm = values.get("key_padding_mask", values.get("src_key_padding_mask"))
@@ -398,16 +392,17 @@ def _check_module_before(name: str, module, values: Dict[str, Any]) -> None:
 
 
 def _fully_masked_module(name: str, api: str, module, values, first) -> None:
-    import torch
-
     if not _is_tensor(first) or first.dim() != 3:
         return
+    spec = torch_api.BY_NAME[name]
     bf = _batch_first(module)
     N = first.shape[0] if bf else first.shape[1]
-    kpm_name = next((k for k in _PADDING_ARGS if k in values and k != "memory_key_padding_mask"), None)
-    att_name = next((k for k in _ATTN_ARGS if k in values and k != "memory_mask"), None)
-    kpm = _masked_positions(values.get(kpm_name), sdpa=False) if kpm_name else None
-    att = _masked_positions(values.get(att_name), sdpa=False) if att_name else None
+    # the self-attention masks: the memory's belong to cross-attention
+    kpm_name = next((k for k in spec.padding_mask_args if k in values
+                     and k != "memory_key_padding_mask"), None)
+    att_name = next((k for k in spec.attn_mask_args if k in values and k != "memory_mask"), None)
+    kpm = _masked_positions(values.get(kpm_name), spec.mask_convention) if kpm_name else None
+    att = _masked_positions(values.get(att_name), spec.mask_convention) if att_name else None
     if kpm is None and att is None:
         return
     try:
@@ -430,7 +425,8 @@ def _fully_masked_module(name: str, api: str, module, values, first) -> None:
 def _check_module_after(name: str, module, values: Dict[str, Any]) -> None:
     # the call returned: on every path but the inference fastpath, a causal
     # hint without its mask raises; so here the hint was silently ignored
-    for flag, mask_arg in _CAUSAL_PAIRS[name]:
+    for pair in torch_api.BY_NAME[name].causal_pairs:
+        flag, mask_arg = pair.flag, pair.mask
         if values.get(flag) is True and values.get(mask_arg) is None:
             _emit("MHA005", f"nn.{name}", f"{flag}=True without {mask_arg} ran on the inference "
                   "fastpath, which ignores the hint: the output is not causal", flag=flag)
@@ -439,9 +435,6 @@ def _check_module_after(name: str, module, values: Dict[str, Any]) -> None:
 # --- pytest ----------------------------------------------------------------------
 # ``pytest -p flake8_mha.sanitizer`` loads this module as a plugin; the
 # ``--mha-sanitize`` option comes from flake8_mha.pytest_plugin (an entry point).
-
-_PYTEST_SESSION: Optional[sanitize] = None
-
 
 def pytest_configure(config) -> None:
     config.pluginmanager.register(_PytestSanitizer(config), "flake8_mha_sanitizer_active")

@@ -1,17 +1,48 @@
-"""What torch is, for the analyzer: qualified names, signatures, defaults and
-the mask convention of every argument.  This module never imports torch; it
-is a description of torch 2.13's public API, checked against the installed
-torch by ``tests/test_torch_api.py`` when torch is available."""
+"""What torch is: qualified names, signatures (positional orders), defaults
+and the mask convention of every argument.
+
+The one description of torch 2.13's public attention API in this project:
+the analyzer, the fixes, the confirmer's witnesses and the runtime sanitizer
+all read it from here.  This module never imports torch (nor LibCST); it is
+checked against the installed torch by ``tests/test_torch_api.py`` when
+torch is available."""
 from __future__ import annotations
 
-from dataclasses import dataclass, field
-from typing import Dict, Mapping, Optional, Tuple
-
-# Mask conventions of an argument: what a bool True means there.
-IGNORE = "ignore"  # True = do not attend (nn.MultiheadAttention, Transformer layers)
-ATTEND = "attend"  # True = attend (scaled_dot_product_attention)
+import enum
+from dataclasses import dataclass
+from typing import Dict, Mapping, Optional, Sequence, Tuple
 
 _NO_DEFAULT = object()
+
+
+class MaskConvention(enum.Enum):
+    """What a bool ``True`` means in a mask argument."""
+
+    IGNORE = "ignore"  # True = do not attend (nn.MultiheadAttention, the Transformer modules)
+    ATTEND = "attend"  # True = attend (scaled_dot_product_attention)
+
+
+# One argument of a call, as the binder sees it: its keyword (None when
+# positional) and its star ("" for a plain argument, "*" or "**").
+Argument = Tuple[Optional[str], str]
+
+
+@dataclass(frozen=True)
+class Binding:
+    """Which argument of a call each parameter received.
+
+    ``slots`` maps a parameter name to the index of its argument in the
+    call.  Positional arguments after a ``*args`` splat are not bound (their
+    positions are unknown); ``star``/``double_star`` say whether a splat
+    could be carrying any parameter not bound."""
+
+    slots: Mapping[str, int]
+    star: bool
+    double_star: bool
+    positional_count: int
+
+    def maybe_given(self, name: str) -> bool:
+        return name in self.slots or self.star or self.double_star
 
 
 @dataclass(frozen=True)
@@ -24,6 +55,10 @@ class Signature:
     def names(self) -> Tuple[str, ...]:
         return tuple(name for name, _ in self.params)
 
+    def position(self, name: str) -> int:
+        """The 0-based positional index of parameter ``name``."""
+        return self.names.index(name)
+
     def default(self, name: str) -> object:
         for pname, default in self.params:
             if pname == name:
@@ -32,6 +67,30 @@ class Signature:
 
     def has_default(self, name: str) -> bool:
         return self.default(name) is not _NO_DEFAULT
+
+    def defaults(self) -> Dict[str, object]:
+        """Every parameter that has a default, with it."""
+        return {name: d for name, d in self.params if d is not _NO_DEFAULT}
+
+    def bind(self, arguments: Sequence[Argument], skip: int = 0) -> Binding:
+        """The one argument binder: bind a call's arguments (keyword, star) to
+        this signature, leaving out its first ``skip`` parameters (``self``)."""
+        names = self.names[skip:]
+        slots: Dict[str, int] = {}
+        star = double_star = False
+        positional = 0
+        for index, (keyword, splat) in enumerate(arguments):
+            if splat == "*":
+                star = True
+            elif splat == "**":
+                double_star = True
+            elif keyword is not None:
+                slots[keyword] = index
+            else:
+                if not star and positional < len(names):
+                    slots.setdefault(names[positional], index)
+                positional += 1
+        return Binding(slots, star, double_star, positional)
 
 
 def _sig(*params: object) -> Signature:
@@ -60,16 +119,20 @@ class ModuleSpec:
     embed_param: Optional[str]  # "embed_dim" / "d_model"
     heads_param: Optional[str]  # "num_heads" / "nhead"
     has_batch_first: bool
-    # forward mask arguments and their convention (all IGNORE for modules)
+    # forward mask arguments, in signature order, all read in ``mask_convention``
     mask_args: Tuple[str, ...] = ()
-    padding_mask_args: Tuple[str, ...] = ()
+    padding_mask_args: Tuple[str, ...] = ()  # the (N, S) key padding masks among mask_args
     causal_pairs: Tuple[CausalPair, ...] = ()
-    dropout_param: Optional[str] = "dropout"
-    extra: Mapping[str, object] = field(default_factory=dict)
+    mask_convention: MaskConvention = MaskConvention.IGNORE
 
     @property
     def qualname(self) -> str:
         return "torch.nn." + self.name
+
+    @property
+    def attn_mask_args(self) -> Tuple[str, ...]:
+        """The mask arguments that are not key padding masks, in signature order."""
+        return tuple(a for a in self.mask_args if a not in self.padding_mask_args)
 
 
 MULTIHEAD_ATTENTION = ModuleSpec(
@@ -141,7 +204,6 @@ TRANSFORMER_ENCODER = ModuleSpec(
     mask_args=("mask", "src_key_padding_mask"),
     padding_mask_args=("src_key_padding_mask",),
     causal_pairs=(CausalPair("is_causal", "mask"),),
-    dropout_param=None,
 )
 
 TRANSFORMER_DECODER = ModuleSpec(
@@ -158,7 +220,6 @@ TRANSFORMER_DECODER = ModuleSpec(
     mask_args=_DECODER_MASKS,
     padding_mask_args=_DECODER_PADDING,
     causal_pairs=_DECODER_CAUSAL,
-    dropout_param=None,
 )
 
 TRANSFORMER = ModuleSpec(
@@ -198,6 +259,11 @@ SDPA_SIGNATURE = _sig(
     "query", "key", "value", ("attn_mask", None), ("dropout_p", 0.0), ("is_causal", False),
     ("scale", None), ("enable_gqa", False),
 )
+SDPA_NAME = "scaled_dot_product_attention"
+# torch.where(condition, input, other): keeps ``input`` where condition is True
+WHERE_QUALNAME = "torch.where"
+WHERE_SIGNATURE = _sig("condition", "input", "other")
+SDPA_MASK_CONVENTION = MaskConvention.ATTEND  # a bool attn_mask keeps where True
 
 GENERATE_SQUARE_SUBSEQUENT_MASK = "torch.nn.Transformer.generate_square_subsequent_mask"
 MODULE_LIST = "torch.nn.ModuleList"
@@ -233,6 +299,29 @@ def canonical(qualname: Optional[str]) -> Optional[str]:
 
 def module_spec(qualname: Optional[str]) -> Optional[ModuleSpec]:
     return MODULES.get(canonical(qualname) or "")
+
+
+# Short class names (``"MultiheadAttention"``) -> spec, for the runtime side
+# (the witnesses and the sanitizer know classes, not qualified names).
+BY_NAME: Dict[str, ModuleSpec] = {spec.name: spec for spec in MODULES.values()}
+MODULE_NAMES: Tuple[str, ...] = tuple(BY_NAME)
+
+
+def _union(parts) -> Tuple[str, ...]:
+    out: Dict[str, None] = {}
+    for part in parts:
+        out.update(dict.fromkeys(part))
+    return tuple(out)
+
+
+# Every (L, S)-style mask argument name, and every key padding mask name, of the modules.
+ATTN_MASK_ARGS: Tuple[str, ...] = _union(spec.attn_mask_args for spec in MODULES.values())
+PADDING_MASK_ARGS: Tuple[str, ...] = _union(spec.padding_mask_args for spec in MODULES.values())
+
+
+def forward_options(spec: ModuleSpec) -> Tuple[str, ...]:
+    """A module's forward parameters beyond its input tensors (those with a default)."""
+    return tuple(name for name in spec.forward.names if spec.forward.has_default(name))
 
 
 # Words that must occur in a file for any rule to have something to say.

@@ -12,7 +12,7 @@ from typing import Callable, Dict, Optional
 
 import libcst as cst
 
-from .flow import Def, Env, Scope, lookup
+from .flow import Def, DefKind, Env, Scope, ScopeKind, lookup
 
 
 class _Unknown:
@@ -97,7 +97,7 @@ def value_of(node: cst.CSTNode, env: Env, scope: Optional[Scope], depth: int = 0
         return UNKNOWN
     if t is cst.Attribute and isinstance(node.value, cst.Name):
         owners = lookup(node.value.value, env, scope)
-        if owners and all(d.kind == "self" for d in owners):
+        if owners and all(d.kind == DefKind.SELF for d in owners):
             cls = owners[0].extra
             defs = cls.attrs.get(node.attr.value)
             if defs:
@@ -112,9 +112,9 @@ def _defs_value(defs, scope, name: Optional[str], depth: int):
         return UNKNOWN
     result = UNKNOWN
     for d in defs:
-        if d.kind == "assign":
+        if d.kind == DefKind.ASSIGN:
             node = d.node
-        elif d.kind == "unpack":
+        elif d.kind == DefKind.UNPACK:
             node = unpacked(d)
         else:
             return UNKNOWN
@@ -132,13 +132,9 @@ def _defs_value(defs, scope, name: Optional[str], depth: int):
 def _rebound_elsewhere(name: str, scope: Optional[Scope]) -> bool:
     """A module name that some function declares ``global`` may change at run time."""
     module = scope
-    while module is not None and module.kind != "module":
+    while module is not None and module.kind != ScopeKind.MODULE:
         module = module.parent
     return module is not None and name in module.mutated_globals
-
-
-def is_known(v) -> bool:
-    return v is not UNKNOWN
 
 
 def definitely(node: Optional[cst.CSTNode], env: Env, scope: Optional[Scope], expected) -> bool:

@@ -59,3 +59,26 @@ def test_aliases_name_the_same_object(alias, canonical):
 
     assert torch_api.canonical(alias) == canonical
     assert resolve(alias) is resolve(canonical)
+
+
+def test_mask_conventions_match_torch():
+    """What torch_api says a bool True means, measured: SDPA attends where True,
+    nn.MultiheadAttention ignores where True."""
+    import torch.nn.functional as F
+
+    torch.manual_seed(0)
+    q, k, v = (torch.randn(1, 1, 3, 4) for _ in range(3))
+    only_first = torch.tensor([True, False, False]).expand(3, 3)  # (L, S)
+    out = F.scaled_dot_product_attention(q, k, v, attn_mask=only_first)
+    assert torch_api.SDPA_MASK_CONVENTION is torch_api.MaskConvention.ATTEND
+    assert torch.allclose(out, v[..., :1, :].expand_as(out), atol=1e-6)
+
+    mha = torch.nn.MultiheadAttention(4, 1, batch_first=True).eval()
+    x = torch.randn(1, 3, 4)
+    spec = torch_api.MULTIHEAD_ATTENTION
+    assert spec.mask_convention is torch_api.MaskConvention.IGNORE
+    with torch.no_grad():
+        masked = mha(x, x, x, key_padding_mask=torch.tensor([[False, True, True]]),
+                     need_weights=False)[0]
+        first_key_only = mha(x, x[:, :1], x[:, :1], need_weights=False)[0]
+    assert torch.allclose(masked, first_key_only, atol=1e-6)

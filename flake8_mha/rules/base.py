@@ -2,19 +2,32 @@
 
 A rule holds its code, name, message, documentation (ruff's sections) and
 its VALID/INVALID examples together with its logic.  It subscribes to the
-events it cares about by defining ``on_construction``, ``on_module_call`` or
-``on_sdpa_call``; each yields ``Report``s.
+events it cares about by defining ``on_construction``, ``on_module_call``,
+``on_sdpa_call`` or ``on_call``; each yields ``Report``s.
+
+Rules live one per module (or one module per pair of tightly coupled
+rules) in this package, each module with its autofix beside it
+(``FIX = register(Fix(...))``, see ``rules/autofix.py``).  :func:`all_rules`
+finds them: every module of the package whose name does not start with an
+underscore (helpers shared by rule modules), except this one and
+``autofix``.  A module that fails to import stops the run
+with one line naming it (:class:`RuleLoadError`): a rule that vanished
+silently would report a clean file that is not.  docs/adding-a-rule.md has
+the steps.
 """
 from __future__ import annotations
 
-import textwrap
+import importlib
+import pkgutil
 from dataclasses import dataclass, field
-from typing import Any, ClassVar, Dict, Iterator, List, Optional, Tuple
+from typing import Any, ClassVar, Dict, List, Literal, Optional, Tuple, get_args
 
 import libcst as cst
 
 REGISTRY: Dict[str, type] = {}
 DOCS_URL = "https://github.com/flake8-mha/flake8-mha/blob/main/docs/rules/{code}.md"
+Category = Literal["correctness", "performance", "opinionated", "internal"]
+CATEGORIES: Tuple[str, ...] = get_args(Category)
 
 
 @dataclass(frozen=True)
@@ -38,9 +51,8 @@ class Rule:
     CODE: ClassVar[str] = ""
     NAME: ClassVar[str] = ""
     MESSAGE: ClassVar[str] = ""  # one sentence: the problem and its consequence
-    FIX_TITLE: ClassVar[str] = ""
     DEFAULT_ENABLED: ClassVar[bool] = True
-    CATEGORY: ClassVar[str] = "correctness"
+    CATEGORY: ClassVar[Category] = "correctness"
     WHAT: ClassVar[str] = ""
     WHY: ClassVar[str] = ""
     EXAMPLE: ClassVar[str] = ""
@@ -55,6 +67,8 @@ class Rule:
         if cls.CODE:
             if cls.CODE in REGISTRY:
                 raise RuntimeError(f"duplicate rule code {cls.CODE}")
+            if cls.CATEGORY not in CATEGORIES:
+                raise RuntimeError(f"{cls.CODE}: unknown category {cls.CATEGORY!r}")
             REGISTRY[cls.CODE] = cls
 
     def __init__(self, ctx) -> None:
@@ -65,54 +79,43 @@ class Rule:
         text = (message or self.MESSAGE).format(**fmt) if (fmt or message) else self.MESSAGE
         return Report(node, text, dict(evidence or {}))
 
-    # docs ---------------------------------------------------------------------
-    @classmethod
-    def docs_markdown(cls) -> str:
-        def block(code: str) -> str:
-            return "```python\n" + textwrap.dedent(code).strip("\n") + "\n```"
 
-        parts = [f"# {cls.CODE}: {cls.NAME}", ""]
-        state = "on by default" if cls.DEFAULT_ENABLED else (
-            "off by default: enable with `--select MHA9` or `--enable-extensions "
-            f"{cls.CODE}`")
-        parts += [f"Category: {cls.CATEGORY}; {state}.", "",
-                  f"Message: `{cls.CODE} {cls.MESSAGE}`", ""]
-        parts += ["## What it does", "", textwrap.dedent(cls.WHAT).strip(), ""]
-        parts += ["## Why is this bad?", "", textwrap.dedent(cls.WHY).strip(), ""]
-        parts += ["## Example", "", block(cls.EXAMPLE), ""]
-        parts += ["## Use instead", "", block(cls.USE_INSTEAD), ""]
-        if cls.DECISIONS:
-            parts += ["## Scope decisions", "", textwrap.dedent(cls.DECISIONS).strip(), ""]
-        witness = _witness(cls.CODE)
-        if witness is not None:
-            parts += ["## What the confirmer measures", "", witness.summary.strip(), "",
-                      textwrap.dedent(witness.threshold_text).strip(), ""]
-        if cls.FIX_TITLE:
-            parts += ["## Fix", "", cls.FIX_TITLE, ""]
-        if cls.REFERENCES:
-            parts += ["## References", ""] + [f"- {ref}" for ref in cls.REFERENCES] + [""]
-        return "\n".join(parts)
+class RuleLoadError(SystemExit):
+    """A rule module failed to import.
+
+    A ``SystemExit`` on purpose: the run must stop (the engine turns ordinary
+    exceptions into one MHA000 per file, which would hide a missing rule
+    behind a wall of per-file errors), and every entry point (the CLI, the
+    flake8 plugin, ``confirm``) then ends with this one line on stderr and
+    exit status 1 instead of a traceback."""
+
+    def __init__(self, module: str, exc: BaseException):
+        self.module = module
+        self.error = exc
+        first = (str(exc).strip().splitlines() or [""])[0]
+        super().__init__(f"flake8-mha: rule module {module} failed to import: "
+                         f"{type(exc).__name__}: {first}".rstrip(": "))
 
 
-def _witness(code: str):
-    try:
-        from ..confirm.witnesses import WITNESSES  # no torch at import time
-    except Exception:
-        return None
-    return WITNESSES.get(code)
+# modules of this package that hold no static rule (runtime: the sanitizer's codes,
+# documented like rules but never reported statically; docs.py loads it by name)
+NOT_RULES = ("base", "autofix", "runtime")
+
+
+def rule_modules() -> List[str]:
+    """The importable names of the rule modules of this package, sorted."""
+    from . import __path__ as path, __name__ as package
+
+    return sorted(f"{package}.{info.name}" for info in pkgutil.iter_modules(path)
+                  if not info.name.startswith("_") and info.name not in NOT_RULES)
 
 
 def all_rules() -> List[type]:
-    from . import calls, construction  # noqa: F401  (fill the registry)
-
-    try:
-        from . import masks  # noqa: F401
-    except ImportError:  # pragma: no cover - mask rules not present
-        pass
+    """Every rule class, by code.  Raises :class:`RuleLoadError` when a rule
+    module does not import."""
+    for name in rule_modules():
+        try:
+            importlib.import_module(name)
+        except Exception as exc:
+            raise RuleLoadError(name, exc) from exc
     return [REGISTRY[code] for code in sorted(REGISTRY)]
-
-
-def iter_rules(codes) -> Iterator[type]:
-    for rule in all_rules():
-        if codes is None or rule.CODE in codes:
-            yield rule

@@ -28,16 +28,6 @@ class RuntimeRule(Rule):
                 raise RuntimeError(f"duplicate runtime code {cls.CODE}")
             RUNTIME[cls.CODE] = cls
 
-    @classmethod
-    def docs_markdown(cls) -> str:
-        lines = super().docs_markdown().split("\n")
-        for n, line in enumerate(lines):
-            if line.startswith("Category: "):
-                lines[n] = (f"Category: {cls.CATEGORY}; runtime only: reported by the sanitizer "
-                            "(`flake8_mha.sanitizer`), never by `flake8-mha check` or flake8.")
-                break
-        return "\n".join(lines)
-
 
 class FullyMaskedRows(RuntimeRule):
     CODE = "MHA011"

@@ -10,16 +10,19 @@ import statistics
 import time
 from typing import Any, Callable, Dict, Iterable, List, Optional, Sequence, Tuple
 
+from ... import torch_api
 from . import CONFIRMED, NOT_REPRODUCED, SKIPPED
 
-MHA = "MultiheadAttention"
-ENC_LAYER = "TransformerEncoderLayer"
-DEC_LAYER = "TransformerDecoderLayer"
-ENCODER = "TransformerEncoder"
-DECODER = "TransformerDecoder"
-TRANSFORMER = "Transformer"
-SDPA = "scaled_dot_product_attention"
-MODULE_KINDS = (MHA, ENC_LAYER, DEC_LAYER, ENCODER, DECODER, TRANSFORMER)
+# The module kinds and SDPA, named as torch_api (the one description of
+# torch's API) names them.
+MHA = torch_api.MULTIHEAD_ATTENTION.name
+ENC_LAYER = torch_api.TRANSFORMER_ENCODER_LAYER.name
+DEC_LAYER = torch_api.TRANSFORMER_DECODER_LAYER.name
+ENCODER = torch_api.TRANSFORMER_ENCODER.name
+DECODER = torch_api.TRANSFORMER_DECODER.name
+TRANSFORMER = torch_api.TRANSFORMER.name
+SDPA = torch_api.SDPA_NAME
+MODULE_KINDS = torch_api.MODULE_NAMES
 
 # Safe defaults when the call site's values are unknown (the seed articles' sizes).
 DEFAULT_E = 64
@@ -203,20 +206,10 @@ def build(kind: str, e: int, h: int, *, seed: int, batch_first: bool = True,
     return getattr(nn, kind)(layer, num_layers=2).eval()
 
 
-# Forward arguments of each kind, for self-attention on one input x (the
-# decoders and nn.Transformer get x as both target and memory/source).
-FORWARD_ARGS = {
-    MHA: ("attn_mask", "key_padding_mask", "is_causal", "need_weights"),
-    ENC_LAYER: ("src_mask", "src_key_padding_mask", "is_causal"),
-    ENCODER: ("mask", "src_key_padding_mask", "is_causal"),
-    DEC_LAYER: ("tgt_mask", "memory_mask", "tgt_key_padding_mask", "memory_key_padding_mask",
-                "tgt_is_causal", "memory_is_causal"),
-    DECODER: ("tgt_mask", "memory_mask", "tgt_key_padding_mask", "memory_key_padding_mask",
-              "tgt_is_causal", "memory_is_causal"),
-    TRANSFORMER: ("src_mask", "tgt_mask", "memory_mask", "src_key_padding_mask",
-                  "tgt_key_padding_mask", "memory_key_padding_mask", "src_is_causal",
-                  "tgt_is_causal", "memory_is_causal"),
-}
+# Forward arguments of each kind beyond its input tensors (the witnesses
+# feed one input x for self-attention; the decoders and nn.Transformer get x
+# as both target and memory/source).
+FORWARD_ARGS = {kind: torch_api.forward_options(torch_api.BY_NAME[kind]) for kind in MODULE_KINDS}
 
 
 def forward(kind: str, module: Any, x: Any, **kwargs: Any) -> Any:

@@ -1,0 +1,156 @@
+"""MHA002: a True = ignore mask given to SDPA, and its fix (invert it at the sink)."""
+from __future__ import annotations
+
+from typing import Iterator, Optional
+
+import libcst as cst
+
+from .. import torch_api
+from ..events import SdpaCall
+from ..flow import CallSite
+from ..masks import ADDITIVE, BOOL, IGNORE, KEEP, Mask, Sink
+from .autofix import Fix, FixContext, invert, register, rewrite_argument
+from ._mask_rule import MaskRule, sink_text, true_word
+from .base import Example, Report
+
+
+class IgnoreMaskToSdpa(MaskRule):
+    CODE = "MHA002"
+    NAME = "ignore-mask-to-sdpa"
+    MESSAGE = "{mask} means {what} = ignore; {sink} treats True as attend (invert it: ~mask)"
+    WHAT = """
+        Flags a mask whose True means *ignore* (the `nn.MultiheadAttention`
+        convention) that reaches `F.scaled_dot_product_attention`'s `attn_mask`,
+        where True means *attend*: `tokens == pad_id`, `tokens.eq(pad)`,
+        `arange(S)[None, :] >= lengths[:, None]`, `triu(ones(L, L), 1).bool()`,
+        `attention_mask == 0`, a parameter named `key_padding_mask`, followed
+        through locals, `self.<buffer>`, slicing, `.to(device)`, `unsqueeze`,
+        helper functions of the same file and branches.
+        """
+    WHY = """
+        The two APIs read a bool mask the opposite way round. Handed an MHA
+        padding mask, SDPA attends *only* to the padding and ignores every real
+        token; a sample without padding gets every key masked and SDPA returns
+        zeros for it. Nothing raises (torch 2.13: 1.35 off against the module
+        with the same mask; inverted with `~`: 1.8e-07).
+        """
+    EXAMPLE = """
+        pad = tokens == self.pad_id                      # True = padding
+        out = F.scaled_dot_product_attention(q, k, v, attn_mask=pad[:, None, None, :])
+        """
+    USE_INSTEAD = """
+        pad = tokens == self.pad_id                      # True = padding
+        out = F.scaled_dot_product_attention(q, k, v, attn_mask=~pad[:, None, None, :])
+        """
+    DECISIONS = """
+        - The meaning must be known from the code: a pad-id comparison, an
+          `arange` against lengths, a triangle of ones, an inversion of a known
+          keep-mask. A parameter named `key_padding_mask`, `src_key_padding_mask`,
+          `padding_mask` or `pad_mask` counts only when nothing in the file says
+          more (no call of that function in the file passes a mask whose meaning
+          is known).
+        - `torch.where(mask, scores, -inf)` keeps the scores where the mask is
+          True, the same door as SDPA: an ignore-mask there is reported too, unless
+          its meaning comes from a triangle (see MHA003).
+        - A float or integer 0/1 ignore-mask reports MHA004 as well.
+        - Branches join: a mask that is an ignore-mask on one path and unknown or
+          a keep-mask on another is not reported; `None` on a path does not count.
+        """
+    VALID = [
+        "import torch.nn.functional as F\n"
+        "def attend(q, k, v, tokens, pad_id):\n"
+        "    pad = tokens == pad_id\n"
+        "    return F.scaled_dot_product_attention(q, k, v, attn_mask=~pad[:, None, None, :])\n",
+        "import torch\nimport torch.nn.functional as F\n"
+        "def attend(q, k, v, L):\n"
+        "    causal = torch.tril(torch.ones(L, L, dtype=torch.bool))\n"
+        "    return F.scaled_dot_product_attention(q, k, v, attn_mask=causal)\n",
+    ]
+    INVALID = [
+        Example(
+            "import torch.nn.functional as F\n"
+            "def attend(q, k, v, tokens, pad_id):\n"
+            "    pad = tokens == pad_id\n"
+            "    return F.scaled_dot_product_attention(q, k, v, attn_mask=pad[:, None, None, :])\n",
+            4,
+            12,
+        ),
+        Example(
+            "import torch\nimport torch.nn.functional as F\n"
+            "def attend(q, k, v, L):\n"
+            "    future = torch.triu(torch.ones(L, L, dtype=torch.bool), diagonal=1)\n"
+            "    return F.scaled_dot_product_attention(q, k, v, future)\n",
+            5,
+            12,
+        ),
+    ]
+
+    def on_sdpa_call(self, ev: SdpaCall) -> Iterator[Report]:
+        a = self.analysis()
+        sink = a.sdpa_sink(ev)
+        if sink is None:
+            return
+        mask = a.value(sink)
+        if mask.meaning == IGNORE and mask.kind != ADDITIVE:
+            yield self._message(sink, mask)
+
+    def on_call(self, site: CallSite) -> Iterator[Report]:
+        a = self.analysis()
+        sink = a.fill_sink(site)
+        if sink is None or sink.door != KEEP:
+            return
+        mask = a.value(sink)
+        if mask.meaning == IGNORE and mask.kind in (BOOL, None) and not mask.causal:
+            yield self._message(sink, mask)
+
+    def _message(self, sink: Sink, mask: Mask) -> Report:
+        a = self.analysis()
+        return self._report(
+            sink,
+            mask,
+            None,
+            self.MESSAGE,
+            mask=a.evaluator.describe(mask.origin),
+            what=true_word(mask),
+            sink=sink_text(sink),
+        )
+
+
+# -- the fix ---------------------------------------------------------------------
+
+def _decided_here(line: Optional[int], ctx: FixContext) -> bool:
+    """Whether the line that decided the mask's meaning is inside the function
+    (or module code) that holds the sink."""
+    if not isinstance(line, int):
+        return False
+    func = ctx.enclosing_function()
+    if func is None:
+        return True
+    first, last = ctx.lines(func)
+    return first <= line <= last
+
+
+def _invert_ignore_mask(call: cst.Call, ctx: FixContext) -> Optional[cst.Call]:
+    mask = ctx.finding.evidence.get("mask") or {}
+    if mask.get("kind") != "bool":
+        return None  # ~ on a float 0/1 mask raises, on an integer one gives -1/-2: no fix
+    if not _decided_here(mask.get("line"), ctx):
+        return None  # the meaning came from one caller: others may pass the other kind
+    names = ctx.qualnames(ctx.original.func)
+    if any(n.endswith("scaled_dot_product_attention") for n in names):
+        return rewrite_argument("attn_mask", invert, torch_api.SDPA_SIGNATURE)(call, ctx)
+    if "torch.where" in names:  # torch.where(mask, scores, -inf) keeps where True, like SDPA
+        return rewrite_argument("condition", invert, torch_api.WHERE_SIGNATURE)(call, ctx)
+    return None
+
+
+FIX = register(Fix(
+    "MHA002", "Invert the mask where it is used: `attn_mask=~mask`",
+    "The mask's True means ignore; SDPA's bool attn_mask (and torch.where's condition) keeps "
+    "where True. `~` at the sink flips exactly that argument and nothing upstream, so other "
+    "users of the mask are untouched. Only for a bool mask (`~` on a float or integer 0/1 "
+    "mask is wrong: that is MHA004's business); a mask already written `~m` at the sink is "
+    "left alone; a mask whose meaning was decided in a caller (the sink's function receives it "
+    "as a parameter) is left alone too, since other callers may pass the other convention.",
+    _invert_ignore_mask,
+))

@@ -1,0 +1,120 @@
+"""MHA003: a True = keep mask given where True means ignore."""
+from __future__ import annotations
+
+from typing import Iterator
+
+from ..events import ModuleCall
+from ..flow import CallSite
+from ..masks import BOOL, IGNORE, KEEP, Mask, Sink
+from ._mask_rule import MaskRule, sink_text, true_word
+from .base import Example, Report
+
+
+class KeepMaskAsIgnoreMask(MaskRule):
+    CODE = "MHA003"
+    NAME = "keep-mask-as-ignore-mask"
+    MESSAGE = (
+        "{mask} means {what} = keep; {sink} treats True as ignore (invert it: ~mask or mask == 0)"
+    )
+    WHAT = """
+        Flags a mask whose True/1 means *keep* (a tokenizer `attention_mask`,
+        `tokens != pad_id`, `tril(ones(L, L))`, `arange(S) < lengths[:, None]`)
+        that reaches an argument where True means *ignore*: any mask argument of
+        `nn.MultiheadAttention` and the Transformer modules (`key_padding_mask`,
+        `attn_mask`, `src_mask`, `tgt_mask`, `memory_mask`, `mask`, the
+        `*_key_padding_mask`s), `masked_fill`/`masked_fill_`/`torch.masked_fill`
+        with -inf or a large negative fill, and `torch.where(mask, -inf, scores)`.
+        """
+    WHY = """
+        The module masks out exactly the tokens that should be attended to and
+        attends to the padding. Samples without padding get every key masked,
+        and the module returns NaN for them (torch 2.13: 1.35 off for the padded
+        sample; the unpadded sample all NaN). A causal `tril` given as an MHA
+        `attn_mask` hides the past and shows the future.
+        """
+    EXAMPLE = """
+        mask = batch["attention_mask"].bool()            # True = real token
+        out, _ = self.attn(x, x, x, key_padding_mask=mask, need_weights=False)
+        """
+    USE_INSTEAD = """
+        mask = batch["attention_mask"].bool()            # True = real token
+        out, _ = self.attn(x, x, x, key_padding_mask=~mask, need_weights=False)
+        """
+    DECISIONS = """
+        - A tokenizer's mask is recognised by `batch["attention_mask"]` and
+          `inputs.attention_mask` (integer, 1 = real token), and by a parameter
+          named `attention_mask` of a function that also takes the token ids
+          (`input_ids`, `tokens`, `src`, ...); its dtype is then not assumed. An
+          `attention_mask` parameter of an attention layer is *not* evidence:
+          transformers passes additive and True = ignore masks under that name.
+          Names count only where the code of this file says nothing better: when
+          the function's callers in the file pass a mask of known meaning, that
+          meaning wins.
+        - A triangle (`tril`, `triu`, positions against positions) is judged only
+          at attention arguments (the modules', SDPA's). At `masked_fill` and
+          `torch.where` masking a triangle of pairwise scores is a legitimate
+          constraint outside causal attention (span scoring, reading-order heads).
+        - `masked_fill` and `torch.where` are sinks only with a fill of -inf,
+          `torch.finfo(...).min`, or a constant at or below -1000 (also through a
+          name or a helper); a fill of 0 says nothing about the mask.
+        - A float or integer keep-mask given to a module reports MHA004 as well. A
+          numeric mask given to `masked_fill` raises at once: not reported here.
+        """
+    VALID = [
+        "import torch.nn as nn\n"
+        "attn = nn.MultiheadAttention(64, 8, batch_first=True)\n"
+        "def f(x, batch):\n"
+        "    pad = batch['attention_mask'] == 0\n"
+        "    return attn(x, x, x, key_padding_mask=pad, need_weights=False)[0]\n",
+        "import torch\n"
+        "def scores_for(scores, tokens, pad_id):\n"
+        "    keep = tokens != pad_id\n"
+        "    return scores.masked_fill(~keep[:, None, None, :], float('-inf'))  # Transformer\n",
+    ]
+    INVALID = [
+        Example(
+            "import torch.nn as nn\n"
+            "attn = nn.MultiheadAttention(64, 8, batch_first=True)\n"
+            "def f(x, batch):\n"
+            "    keep = batch['attention_mask'].bool()\n"
+            "    return attn(x, x, x, key_padding_mask=keep, need_weights=False)[0]\n",
+            5,
+            12,
+        ),
+        Example(
+            "import torch\n"
+            "def scores_for(scores, tokens, pad_id):\n"
+            "    keep = tokens != pad_id\n"
+            "    return scores.masked_fill(keep[:, None, None, :], float('-inf'))  # Transformer\n",
+            4,
+            12,
+        ),
+    ]
+
+    def on_module_call(self, ev: ModuleCall) -> Iterator[Report]:
+        a = self.analysis()
+        for sink in a.module_sinks(ev):
+            mask = a.value(sink)
+            if mask.meaning == KEEP:
+                yield self._message(sink, mask, ev)
+
+    def on_call(self, site: CallSite) -> Iterator[Report]:
+        a = self.analysis()
+        sink = a.fill_sink(site)
+        if sink is None or sink.door != IGNORE:
+            return
+        mask = a.value(sink)
+        if mask.meaning == KEEP and mask.kind in (BOOL, None) and not mask.causal:
+            yield self._message(sink, mask, None)
+
+    def _message(self, sink: Sink, mask: Mask, module_ev) -> Report:
+        a = self.analysis()
+        return self._report(
+            sink,
+            mask,
+            module_ev,
+            self.MESSAGE,
+            mask=a.evaluator.describe(mask.origin),
+            what=true_word(mask),
+            sink=sink_text(sink),
+        )

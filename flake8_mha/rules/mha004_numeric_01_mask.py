@@ -1,0 +1,109 @@
+"""MHA004: a float or integer 0/1 mask given as an attention mask."""
+from __future__ import annotations
+
+from typing import Iterator
+
+from ..events import ModuleCall, SdpaCall
+from ..masks import FLOAT01, IGNORE, INT, KEEP, Sink
+from ._mask_rule import MaskRule, sink_text
+from .base import Example, Report
+
+
+class NumericZeroOneMask(MaskRule):
+    CODE = "MHA004"
+    NAME = "numeric-01-mask"
+    MESSAGE = "{mask} is {dtype} 0/1 mask; {sink} {consequence}: pass a bool mask"
+    MESSAGE_FLOAT = "adds a float mask to the scores, so nothing is masked"
+    MESSAGE_INT = "raises on an integer mask"
+    WHAT = """
+        Flags a 0/1 mask made floating point (`.float()`, `.half()`,
+        `.to(dtype)`, `.type_as(x)`, or built as float ones such as
+        `tril(ones(L, L))`) or integer (`.long()`, `.int()`, `.to(torch.uint8)`,
+        a tokenizer's `attention_mask`) that reaches an attention mask argument
+        of `nn.MultiheadAttention`, a Transformer module or
+        `F.scaled_dot_product_attention`.
+        """
+    WHY = """
+        A floating-point mask is *added* to the attention logits: 0/1 values
+        shift scores by one and mask nothing (torch 2.13: 0.91 off for a float
+        padding mask, 1.13 for a float causal triangle). On the
+        `TransformerEncoderLayer` inference fastpath the same float mask is read
+        as bool instead, so training and evaluation disagree. Integer masks raise
+        (`AssertionError: only bool and floating types of key_padding_mask are
+        supported`).
+        """
+    EXAMPLE = """
+        causal = torch.triu(torch.ones(L, L), diagonal=1)    # float32 0/1
+        out = self.encoder(x, mask=causal)
+        """
+    USE_INSTEAD = """
+        causal = torch.triu(torch.ones(L, L, dtype=torch.bool), diagonal=1)
+        out = self.encoder(x, mask=causal)
+        # or an additive mask: nn.Transformer.generate_square_subsequent_mask(L)
+        """
+    DECISIONS = """
+        - Only a mask whose 0/1 meaning is known is reported: a float tensor of
+          zeros, a bias, or an additive mask (`masked_fill(m, -inf)`,
+          `(1 - m) * -1e4`, `generate_square_subsequent_mask`) is what a float
+          mask should be and is never reported.
+        - A parameter named `attention_mask` is not assumed to be integer; only
+          `batch["attention_mask"]` / `inputs.attention_mask` are.
+        - A numeric mask that also has the wrong meaning for its argument reports
+          MHA002/MHA003 as well.
+        - `masked_fill` and `torch.where` are not attention mask arguments: a
+          numeric mask there raises at once.
+        """
+    VALID = [
+        "import torch\nimport torch.nn.functional as F\n"
+        "def attend(q, k, v, keep):\n"
+        "    bias = torch.zeros(keep.shape, dtype=q.dtype)\n"
+        "    bias = bias.masked_fill(~keep.bool(), float('-inf'))\n"
+        "    return F.scaled_dot_product_attention(q, k, v, attn_mask=bias)\n",
+        "import torch\nimport torch.nn as nn\n"
+        "layer = nn.TransformerEncoderLayer(64, 8, batch_first=True)\n"
+        "def f(x, L):\n"
+        "    return layer(x, src_mask=torch.triu(torch.ones(L, L, dtype=torch.bool), 1))\n",
+    ]
+    INVALID = [
+        Example(
+            "import torch\nimport torch.nn as nn\n"
+            "layer = nn.TransformerEncoderLayer(64, 8, batch_first=True)\n"
+            "def f(x, L):\n"
+            "    return layer(x, src_mask=torch.triu(torch.ones(L, L), 1))\n",
+            5,
+            12,
+        ),
+    ]
+
+    def on_module_call(self, ev: ModuleCall) -> Iterator[Report]:
+        a = self.analysis()
+        for sink in a.module_sinks(ev):
+            yield from self._check(sink, ev)
+
+    def on_sdpa_call(self, ev: SdpaCall) -> Iterator[Report]:
+        sink = self.analysis().sdpa_sink(ev)
+        if sink is not None:
+            yield from self._check(sink, None)
+
+    def _check(self, sink: Sink, module_ev) -> Iterator[Report]:
+        a = self.analysis()
+        mask = a.value(sink)
+        if mask.kind not in (FLOAT01, INT) or mask.meaning not in (KEEP, IGNORE) or mask.fill:
+            return
+        if mask.kind == FLOAT01:
+            dtype = mask.dtype or "floating-point"
+            consequence = self.MESSAGE_FLOAT
+        else:
+            dtype = mask.dtype or "integer"
+            consequence = self.MESSAGE_INT
+        article = "an" if dtype.startswith("int") else "a"
+        yield self._report(
+            sink,
+            mask,
+            module_ev,
+            self.MESSAGE,
+            mask=a.evaluator.describe(mask.kind_origin or mask.origin),
+            dtype=f"{article} {dtype}",
+            sink=sink_text(sink),
+            consequence=consequence,
+        )

@@ -1,0 +1,391 @@
+"""MHA006: SDPA given attn_mask together with is_causal, and its fix (drop a
+redundant is_causal=True when the mask already is the causal mask)."""
+from __future__ import annotations
+
+from typing import Iterator, Optional, Tuple
+
+import libcst as cst
+
+from .. import torch_api
+from ..events import SdpaCall
+from ..flow import CallSite, DefKind, lookup, walk
+from ..values import UNKNOWN, definitely
+from .autofix import Fix, FixContext, find_arg, register, remove_arg
+from ._syntax import dotted, same
+from .base import Example, Report, Rule
+
+
+class SdpaMaskAndCausal(Rule):
+    CODE = "MHA006"
+    NAME = "sdpa-mask-and-causal"
+    MESSAGE = (
+        "scaled_dot_product_attention given attn_mask together with is_causal: it raises "
+        "with dropout and silently applies both masks otherwise"
+    )
+    WHAT = """
+        Flags `F.scaled_dot_product_attention` given an `attn_mask` that can be
+        non-None together with an `is_causal` that can be true on the same path.
+        """
+    WHY = """
+        SDPA's contract is one or the other. What happens with both depends on
+        the kernel: with `dropout_p > 0` (or the math kernel) it raises
+        `RuntimeError: ... Explicit attn_mask should not be set when
+        is_causal=True`; with the default CPU kernel and no dropout it applies
+        both masks silently, so the same model fails in training and runs in
+        evaluation, or behaves differently on another device.
+        """
+    EXAMPLE = """
+        out = F.scaled_dot_product_attention(q, k, v, attn_mask=pad_mask, is_causal=True)
+        """
+    USE_INSTEAD = """
+        # fold the causal triangle into the one mask
+        causal = torch.ones(L, L, dtype=torch.bool, device=q.device).tril()
+        out = F.scaled_dot_product_attention(q, k, v, attn_mask=pad_mask & causal)
+        # or: is_causal=attn_mask is None
+        """
+    DECISIONS = """
+        - Clean when the mask is provably `None` or `is_causal` provably false on
+          that path: literals, locals, `is_causal=attn_mask is None` (also inside
+          an `and`), `attn_mask=None if is_causal else mask`, and calls inside
+          `if mask is None:` / `if not is_causal:` branches.
+        - A wrapper that passes its own `is_causal` parameter, and a mask made
+          from its own parameters, straight to SDPA (the signature of SDPA,
+          forwarded) is not reported: its caller makes the choice, as with SDPA
+          itself. So is a pair saved together on one parameter object and
+          replayed (`attn_mask=ctx.attn_mask, is_causal=ctx.is_causal` in an
+          autograd backward). A literal `is_causal=True`, or a flag from
+          `self`/a config, with a mask that can be non-None, is reported.
+        """
+    VALID = [
+        "import torch.nn.functional as F\ndef f(q, k, v, m):\n"
+        "    return F.scaled_dot_product_attention(q, k, v, attn_mask=m, is_causal=m is None)\n",
+        "import torch.nn.functional as F\ndef attend(q, k, v, attn_mask=None, is_causal=False):\n"
+        "    return F.scaled_dot_product_attention(q, k, v, attn_mask=attn_mask, is_causal=is_causal)\n",
+        "import torch.nn.functional as F\ndef f(q, k, v):\n"
+        "    return F.scaled_dot_product_attention(q, k, v, attn_mask=None, is_causal=True)\n",
+    ]
+    INVALID = [
+        Example(
+            "import torch.nn.functional as F\ndef f(q, k, v, m):\n"
+            "    return F.scaled_dot_product_attention(q, k, v, attn_mask=m, is_causal=True)\n",
+            3, 12,
+        ),
+    ]
+
+    def on_sdpa_call(self, ev: SdpaCall) -> Iterator[Report]:
+        site = ev.site
+        mask = ev.args.get("attn_mask")
+        causal = ev.args.get("is_causal")
+        if mask is None or causal is None:
+            return
+        env, scope = site.env, site.scope
+        if definitely(mask, env, scope, None) or definitely(causal, env, scope, False):
+            return
+        masks = _none_aliases(mask, site)
+        if _none_when(mask, causal, site) or _path_excludes(site, masks, causal):
+            return
+        if _flag_safe(causal, masks, env, scope, site, 0) or _handled_in_function(site, mask, causal):
+            return
+        if _saved_pair(mask, causal, site):
+            return
+        dropout = ev.args.get("dropout_p")
+        dv = self.ctx.value(dropout, site) if dropout is not None else 0.0
+        evidence = {"module": torch_api.SDPA_NAME,
+                    "dropout_p": dv if isinstance(dv, (int, float)) and dv is not UNKNOWN else None}
+        yield self.report(site.node, evidence)
+
+
+def _resolve_local(node: cst.CSTNode, site: CallSite, depth: int = 0) -> cst.CSTNode:
+    """Follow a local name to its single assigned expression."""
+    while isinstance(node, cst.Name) and depth < 8:
+        defs = lookup(node.value, site.env, site.scope)
+        if len(defs) != 1 or defs[0].kind != DefKind.ASSIGN:
+            break
+        node = defs[0].node
+        depth += 1
+    return node
+
+
+def _none_aliases(mask: cst.CSTNode, site: CallSite) -> Tuple[cst.CSTNode, ...]:
+    """The mask and the names that are None exactly when it is: in
+    ``causal_mask = attention_mask; if attention_mask is not None: causal_mask =
+    causal_mask[..., :k]`` testing ``attention_mask is None`` tests the mask."""
+    out = [mask]
+    if not isinstance(mask, cst.Name):
+        return tuple(out)
+    names = {mask.value}
+    frontier = [mask]
+    while frontier and len(names) < 8:
+        node = frontier.pop()
+        defs = lookup(node.value, site.env, site.scope)
+        if node is not mask and (not defs or any(d.kind != DefKind.ASSIGN for d in defs)):
+            continue  # a parameter or the like: the alias itself, nothing more
+        if not defs:
+            return (mask,)
+        for d in defs:
+            if d.kind != DefKind.ASSIGN:
+                return (mask,)
+            value = d.node
+            if isinstance(value, cst.Name):
+                if value.value not in names:
+                    names.add(value.value)
+                    out.append(value)
+                    frontier.append(value)
+                continue
+            root = value
+            while isinstance(root, (cst.Subscript, cst.Attribute, cst.Call)):
+                root = root.value if not isinstance(root, cst.Call) else root.func
+            # a slice or method of an alias raises on None: it ran on a non-None mask
+            if not (isinstance(root, cst.Name) and root.value in names and root is not value):
+                return (mask,)
+    return tuple(out)
+
+
+def _is_none_test(node: cst.CSTNode, mask, negated: bool = False) -> bool:
+    """``mask is None`` (or ``mask is not None`` when negated); ``mask`` may be
+    a tuple of expressions that are None together."""
+    if isinstance(mask, tuple):
+        return any(_is_none_test(node, m, negated) for m in mask)
+    if not isinstance(node, cst.Comparison) or len(node.comparisons) != 1:
+        return False
+    comp = node.comparisons[0]
+    op = cst.IsNot if negated else cst.Is
+    if not isinstance(comp.operator, op):
+        return False
+    left, right = node.left, comp.comparator
+    if isinstance(right, cst.Name) and right.value == "None":
+        return same(left, mask)
+    if isinstance(left, cst.Name) and left.value == "None":
+        return same(right, mask)
+    return False
+
+
+def _flag_safe(expr: cst.CSTNode, mask: cst.CSTNode, env, scope, site: CallSite, depth: int) -> bool:
+    """Whether ``expr`` can be true only while the mask is None (``attn_mask is
+    None``, inside an ``and``, through ``True if ... else False`` and locals),
+    or is the function's own parameter forwarded with a mask made from its
+    own parameters."""
+    if depth > 8:
+        return False
+    if definitely(expr, env, scope, False):
+        return True
+    if _is_none_test(expr, mask):
+        return True
+    t = type(expr)
+    if t is cst.BooleanOperation and isinstance(expr.operator, cst.And):
+        return (_flag_safe(expr.left, mask, env, scope, site, depth + 1)
+                or _flag_safe(expr.right, mask, env, scope, site, depth + 1))
+    if t is cst.IfExp:
+        body_ok = (_flag_safe(expr.body, mask, env, scope, site, depth + 1)
+                   or _flag_safe(expr.test, mask, env, scope, site, depth + 1))
+        else_ok = (_flag_safe(expr.orelse, mask, env, scope, site, depth + 1)
+                   or _is_none_test(expr.test, mask, negated=True))
+        return body_ok and else_ok
+    if (t is cst.Call and isinstance(expr.func, cst.Name) and expr.func.value == "bool"
+            and len(expr.args) == 1):
+        return _flag_safe(expr.args[0].value, mask, env, scope, site, depth + 1)
+    if (t is cst.Call and isinstance(expr.func, cst.Attribute) and not expr.args
+            and expr.func.attr.value in ("item", "bool")):
+        return _flag_safe(expr.func.value, mask, env, scope, site, depth + 1)
+    if t is cst.Name:
+        defs = lookup(expr.value, env, scope)
+        if not defs:
+            return False
+        for d in defs:
+            if d.kind == DefKind.ASSIGN:
+                ok = _flag_safe(d.node, mask, d.env, d.scope, site, depth + 1)
+            elif d.kind == DefKind.PARAM:
+                ok = _mask_from_params(mask[0] if isinstance(mask, tuple) else mask, site)
+            else:
+                ok = False
+            if not ok:
+                return False
+        return True
+    return False
+
+
+def _mask_from_params(mask: cst.CSTNode, site: CallSite) -> bool:
+    """Whether the mask is made from parameters of the enclosing function."""
+    stack = [(mask, site.env, site.scope, 0)]
+    while stack:
+        root, env, scope, depth = stack.pop()
+        for node in walk(root):
+            if not isinstance(node, cst.Name):
+                continue
+            defs = lookup(node.value, env, scope)
+            if defs and any(d.kind == DefKind.PARAM and d.scope is site.scope for d in defs):
+                return True
+            if depth < 6:
+                stack.extend((d.node, d.env, d.scope, depth + 1) for d in defs
+                             if d.kind in (DefKind.ASSIGN, DefKind.AUGASSIGN) and d.node is not None)
+    return False
+
+
+def _saved_pair(mask: cst.CSTNode, causal: cst.CSTNode, site: CallSite) -> bool:
+    """``attn_mask=ctx.attn_mask, is_causal=ctx.is_causal``: a pair saved together
+    on one parameter object (an autograd ctx, a params record) and replayed, as
+    forwarding a caller's pair is."""
+    if not (isinstance(mask, cst.Attribute) and isinstance(causal, cst.Attribute)):
+        return False
+    owner_m, owner_c = mask.value, causal.value
+    if not (isinstance(owner_m, cst.Name) and isinstance(owner_c, cst.Name)
+            and owner_m.value == owner_c.value):
+        return False
+    defs = lookup(owner_m.value, site.env, site.scope)
+    return bool(defs) and all(d.kind == DefKind.PARAM for d in defs)
+
+
+def _refs(node: cst.CSTNode) -> set:
+    """Dotted names read in ``node`` (``mask``, ``self.is_causal``)."""
+    def whole(n: cst.CSTNode) -> bool:  # a dotted name is one reference: not its parts
+        return isinstance(n, cst.Attribute) and "?" not in dotted(n)
+
+    return {dotted(n) for n in walk(node, prune=whole)
+            if isinstance(n, (cst.Name, cst.Attribute)) and "?" not in dotted(n)}
+
+
+def _handled_in_function(site: CallSite, mask: cst.CSTNode, causal: cst.CSTNode) -> bool:
+    """The function tests the mask and the flag together somewhere (``if
+    exists(mask) and causal: ... causal = False``): it handles the combination."""
+    func = site.function
+    if func is None:
+        return False
+    mask_refs = _refs(mask) - {"None"}
+    flag_refs = _refs(causal) - {"True", "False", "None"}
+    if not mask_refs or not flag_refs:
+        return False
+    for n in walk(func.body):
+        if isinstance(n, (cst.If, cst.IfExp, cst.While)):
+            refs = _refs(n.test)
+            if refs & mask_refs and refs & flag_refs:
+                return True
+    return False
+
+
+def _none_when(mask: cst.CSTNode, causal: cst.CSTNode, site: CallSite) -> bool:
+    """``attn_mask=None if is_causal else m`` (directly or through a local)."""
+    expr = _resolve_local(mask, site)
+    if not isinstance(expr, cst.IfExp):
+        return False
+    test = expr.test
+    is_none = lambda n: isinstance(n, cst.Name) and n.value == "None"  # noqa: E731
+    if is_none(expr.body) and same(test, causal):
+        return True
+    if (is_none(expr.orelse) and isinstance(test, cst.UnaryOperation)
+            and isinstance(test.operator, cst.Not) and same(test.expression, causal)):
+        return True
+    return False
+
+
+def _path_excludes(site: CallSite, mask: cst.CSTNode, causal: cst.CSTNode) -> bool:
+    """An enclosing ``if`` proves the mask None or the flag false on this path."""
+    for test, polarity, _env in site.conds:
+        if polarity and _is_none_test(test, mask):
+            return True
+        if not polarity and _is_none_test(test, mask, negated=True):
+            return True
+        if not polarity and same(test, causal):
+            return True
+        if (polarity and isinstance(test, cst.UnaryOperation) and isinstance(test.operator, cst.Not)
+                and same(test.expression, causal)):
+            return True
+    return False
+
+
+# -- the fix ---------------------------------------------------------------------
+
+
+def _is_true(node: cst.BaseExpression) -> bool:
+    return isinstance(node, cst.Name) and node.value == "True"
+
+
+def _kwarg(call: cst.Call, name: str) -> Optional[cst.BaseExpression]:
+    for arg in call.args:
+        if arg.keyword is not None and arg.keyword.value == name:
+            return arg.value
+    return None
+
+
+def _is_bool_dtype(node: Optional[cst.BaseExpression], ctx: FixContext) -> bool:
+    return node is not None and "torch.bool" in ctx.qualnames(node)
+
+
+def _square_dims(call: cst.Call) -> bool:
+    dims = [a.value for a in call.args if a.keyword is None and not a.star]
+    if len(dims) == 1 and isinstance(dims[0], (cst.Tuple, cst.List)):
+        dims = [e.value for e in dims[0].elements]
+    return len(dims) == 2 and dims[0].deep_equals(dims[1])
+
+
+def _bool_square_ones(node: cst.BaseExpression, ctx: FixContext) -> bool:
+    """``torch.ones(n, n, dtype=torch.bool)`` or ``torch.ones(n, n).bool()``."""
+    if not isinstance(node, cst.Call):
+        return False
+    func = node.func
+    if isinstance(func, cst.Attribute) and func.attr.value == "bool" and not node.args:
+        inner = func.value
+        return isinstance(inner, cst.Call) and "torch.ones" in ctx.qualnames(inner.func) \
+            and _square_dims(inner)
+    return "torch.ones" in ctx.qualnames(func) and _square_dims(node) \
+        and _is_bool_dtype(_kwarg(node, "dtype"), ctx)
+
+
+def _diagonal_zero(call: cst.Call, positional_index: int) -> bool:
+    diag = _kwarg(call, "diagonal")
+    positional = [a for a in call.args if a.keyword is None]
+    if diag is None and len(positional) > positional_index:
+        diag = positional[positional_index].value
+    return diag is None or (isinstance(diag, cst.Integer) and diag.value == "0")
+
+
+def is_causal_mask(node: cst.BaseExpression, ctx: FixContext, depth: int = 0) -> bool:
+    """Whether ``node`` is, statically, the mask SDPA's is_causal would build
+    (a square lower triangle of True, or the -inf upper triangle of
+    ``nn.Transformer.generate_square_subsequent_mask``)."""
+    if depth > 4:
+        return False
+    if isinstance(node, cst.Name):
+        found = ctx.single_assignment(node)
+        return found is not None and is_causal_mask(found[0], found[1], depth + 1)
+    if not isinstance(node, cst.Call):
+        return False
+    func = node.func
+    names = ctx.qualnames(func)
+    if any(n.endswith("Transformer.generate_square_subsequent_mask") for n in names):
+        return True
+    if "torch.tril" in names and node.args and node.args[0].keyword is None:
+        return _diagonal_zero(node, 1) and _bool_square_ones(node.args[0].value, ctx)
+    if isinstance(func, cst.Attribute) and func.attr.value == "tril":
+        return _diagonal_zero(node, 0) and _bool_square_ones(func.value, ctx)
+    if isinstance(func, cst.Attribute) and func.attr.value == "to":
+        # moving a mask to a device keeps it what it is; a dtype change would not
+        args = node.args
+        device_only = len(args) == 1 and (
+            (args[0].keyword is not None and args[0].keyword.value == "device")
+            or (args[0].keyword is None and isinstance(args[0].value, cst.Attribute)
+                and args[0].value.attr.value == "device"))
+        return device_only and is_causal_mask(func.value, ctx, depth + 1)
+    return False
+
+
+def _drop_is_causal(call: cst.Call, ctx: FixContext) -> Optional[cst.Call]:
+    flag = find_arg(call, "is_causal")  # keyword only: a positional flag is left alone
+    if flag is None or not _is_true(call.args[flag].value):
+        return None
+    # metadata (names, scopes) is known for the original nodes only
+    mask = find_arg(ctx.original, "attn_mask", torch_api.SDPA_SIGNATURE)
+    if mask is None or not is_causal_mask(ctx.original.args[mask].value, ctx):
+        return None
+    return remove_arg(call, flag)
+
+
+FIX = register(Fix(
+    "MHA006", "Drop `is_causal=True`: the mask already is the causal mask",
+    "Only when `is_causal=True` is literal and `attn_mask` is statically a causal mask: a "
+    "square `torch.ones(n, n, dtype=torch.bool).tril()` / `torch.tril(...)` (diagonal 0), or "
+    "`nn.Transformer.generate_square_subsequent_mask(n)`, inline or through one local "
+    "assignment, optionally moved with `.to(device)`. Both then mean the same masking, so "
+    "dropping the flag keeps the numbers and removes the error. Any other mask: no fix (which "
+    "of the two was meant is the author's call).",
+    _drop_is_causal,
+))

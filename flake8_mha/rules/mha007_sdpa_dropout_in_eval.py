@@ -1,0 +1,190 @@
+"""MHA007: SDPA dropout not gated on self.training, and its fix (gate it)."""
+from __future__ import annotations
+
+from typing import Iterator, Literal, Optional, Tuple
+
+import libcst as cst
+
+from .. import torch_api
+from ..events import SdpaCall, is_module_class, self_name
+from ..flow import CallSite, DefKind, lookup, walk
+from ..values import UNKNOWN
+from .autofix import Fix, FixContext, atom, parenthesize, register, rewrite_argument
+from ._syntax import dotted, root_name
+from .base import Example, Report, Rule
+
+
+# Where a dropout_p comes from: a number (None when not known statically), or
+# an nn.Dropout module (its dotted name, e.g. "self.drop").
+Source = Tuple[Literal["value", "module"], object]
+
+
+def _mentions_self_training(node: cst.CSTNode, self_var: str) -> bool:
+    return any(isinstance(n, cst.Attribute) and n.attr.value == "training"
+               and isinstance(n.value, cst.Name) and n.value.value == self_var
+               for n in walk(node))
+
+
+class SdpaDropoutInEval(Rule):
+    CODE = "MHA007"
+    NAME = "sdpa-dropout-in-eval"
+    MESSAGE = (
+        "scaled_dot_product_attention dropout_p is not gated on self.training: dropout "
+        "stays on after model.eval() and inference is random"
+    )
+    MESSAGE_MODULE = (
+        "scaled_dot_product_attention given the nn.Dropout module {attr} as dropout_p: it takes "
+        "a probability, gated on self.training ({attr}.p if self.training else 0.0)"
+    )
+    WHAT = """
+        Flags `F.scaled_dot_product_attention` inside a method of an `nn.Module`
+        subclass whose `dropout_p` comes from the module (an attribute such as
+        `self.dropout`, a constant) and is neither 0 nor gated by `self.training`.
+        Passing an `nn.Dropout` module as `dropout_p` gets its own message.
+        """
+    WHY = """
+        Unlike `nn.Dropout`, a functional call does not know the module's mode:
+        `model.eval()` does not turn `dropout_p` off. Every inference call drops
+        attention weights at random; two calls on the same input differ (1.5 on
+        torch 2.13). nanoGPT, timm, wenet and torchtune have all shipped this.
+        """
+    EXAMPLE = """
+        y = F.scaled_dot_product_attention(q, k, v, dropout_p=self.dropout)
+        """
+    USE_INSTEAD = """
+        y = F.scaled_dot_product_attention(
+            q, k, v, dropout_p=self.dropout if self.training else 0.0
+        )
+        """
+    DECISIONS = """
+        - Gating counts anywhere in the method: inline (`p if self.training else
+          0.0`), through a local, in an `if self.training:` branch, or as
+          `self.training and p` / `p * self.training`. A method that reads
+          `self.training` at all is taken as gated.
+        - A `dropout_p` that comes from a parameter of the function is the
+          caller's decision: not reported (also for free functions).
+        - Outside a method of an `nn.Module` subclass: not reported.
+        """
+    VALID = [
+        "import torch.nn as nn\nimport torch.nn.functional as F\nclass A(nn.Module):\n"
+        "    def forward(self, q, k, v):\n"
+        "        return F.scaled_dot_product_attention(q, k, v, dropout_p=self.p if self.training else 0.0)\n",
+        "import torch.nn.functional as F\ndef attend(q, k, v, dropout_p):\n"
+        "    return F.scaled_dot_product_attention(q, k, v, dropout_p=dropout_p)\n",
+    ]
+    INVALID = [
+        Example(
+            "import torch.nn as nn\nimport torch.nn.functional as F\nclass A(nn.Module):\n"
+            "    def forward(self, q, k, v):\n"
+            "        return F.scaled_dot_product_attention(q, k, v, dropout_p=self.p)\n",
+            5, 16,
+            fixed="import torch.nn as nn\nimport torch.nn.functional as F\nclass A(nn.Module):\n"
+            "    def forward(self, q, k, v):\n"
+            "        return F.scaled_dot_product_attention(q, k, v, dropout_p=self.p if self.training else 0.0)\n",
+        ),
+    ]
+
+    def on_sdpa_call(self, ev: SdpaCall) -> Iterator[Report]:
+        site = ev.site
+        dropout = ev.args.get("dropout_p")
+        if dropout is None or ev.args.star or ev.args.double_star:
+            return
+        if not is_module_class(site.cls, self.ctx.resolver):
+            return
+        self_var = self_name(site)
+        if self_var is None:
+            return
+        func = site.function
+        if _mentions_self_training(func, self_var):
+            return
+        source = self._source(dropout, site, self_var, 0)
+        if source is None:
+            return
+        kind, attr = source
+        evidence = {"module": torch_api.SDPA_NAME, "dropout_is_module": kind == "module"}
+        if kind == "module":
+            evidence["dropout_p"] = None
+            yield self.report(site.node, evidence, self.MESSAGE_MODULE, attr=attr)
+            return
+        evidence["dropout_p"] = attr if isinstance(attr, (int, float)) else None
+        yield self.report(site.node, evidence)
+
+    def _source(self, expr: cst.CSTNode, site: CallSite, self_var: str, depth: int
+                ) -> Optional[Source]:
+        """('value', number|None) or ('module', text) when dropout_p comes from
+        the module or a constant and is not zero; None when unsure or gated."""
+        if depth > 8:
+            return None
+        ctx = self.ctx
+        v = ctx.value(expr, site) if isinstance(expr, (cst.Name, cst.Integer, cst.Float)) else UNKNOWN
+        if v is not UNKNOWN:
+            if isinstance(v, (int, float)) and not isinstance(v, bool) and v > 0:
+                return ("value", v)
+            return None
+        if isinstance(expr, cst.Attribute) and root_name(expr) == self_var:
+            if self._is_dropout_module(expr, site):
+                return ("module", dotted(expr))
+            sv = ctx.value(expr, site)
+            if isinstance(sv, (int, float)) and not isinstance(sv, bool) and sv == 0:
+                return None
+            return ("value", sv if isinstance(sv, (int, float)) and sv is not UNKNOWN else None)
+        if isinstance(expr, cst.Name):
+            defs = lookup(expr.value, site.env, site.scope)
+            if not defs:
+                return None
+            found = None
+            for d in defs:
+                if d.kind != DefKind.ASSIGN:
+                    return None
+                dsite = CallSite(site.node, d.env, d.scope, site.conds, (), None)
+                got = self._source(d.node, dsite, self_var, depth + 1)
+                if got is None:
+                    return None
+                found = got
+            return found
+        return None
+
+    def _is_dropout_module(self, expr: cst.Attribute, site: CallSite) -> bool:
+        if not isinstance(expr.value, cst.Name):
+            return False
+        defs = lookup(expr.value.value, site.env, site.scope)
+        if len(defs) != 1 or defs[0].kind != DefKind.SELF:
+            return False
+        attr_defs = self.ctx.resolver.attr_defs(defs[0].extra, expr.attr.value)
+        if not attr_defs:
+            return False
+        for d in attr_defs:
+            if d.kind != DefKind.ASSIGN or not isinstance(d.node, cst.Call):
+                return False
+            if self.ctx.resolver.qualname(d.node.func, d.env, d.scope) != torch_api.DROPOUT:
+                return False
+        return True
+
+
+def _mentions_training(node: cst.CSTNode) -> bool:
+    return any(isinstance(n, cst.Attribute) and n.attr.value == "training" for n in walk(node))
+
+
+def _gate_dropout(value: cst.BaseExpression, ctx: FixContext) -> Optional[cst.BaseExpression]:
+    self_var = ctx.self_name()
+    if self_var is None or _mentions_training(value):
+        return None
+    body: cst.BaseExpression = value
+    if ctx.finding.evidence.get("dropout_is_module"):
+        # an nn.Dropout module passed as dropout_p: its probability is .p
+        body = cst.Attribute(value=value if atom(value) else parenthesize(value),
+                             attr=cst.Name("p"))
+    elif isinstance(value, (cst.IfExp, cst.Lambda, cst.NamedExpr)) and not value.lpar:
+        body = parenthesize(value)
+    return cst.IfExp(test=cst.Attribute(value=cst.Name(self_var), attr=cst.Name("training")),
+                     body=body, orelse=cst.Float("0.0"))
+
+
+FIX = register(Fix(
+    "MHA007", "Gate dropout_p: `p if self.training else 0.0`",
+    "In training mode the call is unchanged; after model.eval() dropout is off, which is what "
+    "nn.Dropout does. An nn.Dropout module passed as dropout_p becomes `module.p if "
+    "self.training else 0.0`. Only inside a method (the enclosing method's first parameter "
+    "is used for self).",
+    rewrite_argument("dropout_p", _gate_dropout, torch_api.SDPA_SIGNATURE),
+))

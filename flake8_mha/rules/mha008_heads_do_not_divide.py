@@ -1,0 +1,71 @@
+"""MHA008: embed_dim not divisible by num_heads."""
+from __future__ import annotations
+
+from typing import Iterator
+
+from ..events import Construction
+from .base import Example, Report, Rule
+from .construction import construction_evidence, init_value, int_or_none
+
+
+class HeadsDoNotDivide(Rule):
+    CODE = "MHA008"
+    NAME = "heads-do-not-divide"
+    MESSAGE = "{embed_name}={embed} is not divisible by {heads_name}={heads}: {module} raises at construction"
+    MESSAGE_NONPOSITIVE = "{name}={value} must be greater than 0: {module} raises at construction"
+    WHAT = """
+        Flags a module whose `embed_dim` (`d_model`) is not divisible by its
+        `num_heads` (`nhead`), or whose head count or width is not positive,
+        when both values are known statically: literals, module-level constants,
+        locals assigned once, simple arithmetic, and torch's own defaults
+        (`nn.Transformer` defaults to `d_model=512, nhead=8`).
+        """
+    WHY = """
+        torch splits the embedding evenly across the heads. An uneven split
+        raises `AssertionError: embed_dim must be divisible by num_heads` when the
+        model is built, typically minutes into a job after data loading, or in
+        a config sweep where only some combinations fail. A non-positive count
+        raises `ValueError: embed_dim and num_heads must be greater than 0`.
+        """
+    EXAMPLE = """
+        import torch.nn as nn
+
+        D_MODEL = 100
+        layer = nn.TransformerEncoderLayer(d_model=D_MODEL, nhead=8, batch_first=True)
+        """
+    USE_INSTEAD = """
+        import torch.nn as nn
+
+        D_MODEL = 128
+        layer = nn.TransformerEncoderLayer(d_model=D_MODEL, nhead=8, batch_first=True)
+        """
+    DECISIONS = """
+        - Values from parameters, config objects or other files are unknown: no report.
+        """
+    VALID = [
+        "import torch.nn as nn\nattn = nn.MultiheadAttention(64, 8, batch_first=True)\n",
+        "import torch.nn as nn\ndef f(d, h):\n    return nn.MultiheadAttention(d, h, batch_first=True)\n",
+    ]
+    INVALID = [
+        Example("import torch.nn as nn\nattn = nn.MultiheadAttention(10, 4, batch_first=True)\n", 2, 8),
+        Example("import torch.nn as nn\nE = 64 * 3\nattn = nn.MultiheadAttention(E, 5, batch_first=True)\n", 3, 8),
+        Example("import torch.nn as nn\nmodel = nn.Transformer(nhead=6, batch_first=True)\n", 2, 9),
+    ]
+
+    def on_construction(self, ev: Construction) -> Iterator[Report]:
+        spec = ev.spec
+        if spec.embed_param is None:
+            return
+        embed = int_or_none(init_value(self.ctx, ev, spec.embed_param))
+        heads = int_or_none(init_value(self.ctx, ev, spec.heads_param))
+        evidence = construction_evidence(self.ctx, ev)
+        for name, value in ((spec.heads_param, heads), (spec.embed_param, embed)):
+            if value is not None and value <= 0:
+                yield self.report(ev.site.node, evidence, self.MESSAGE_NONPOSITIVE,
+                                  name=name, value=value, module=spec.name)
+                return
+        if embed is None or heads is None:
+            return
+        if embed % heads != 0:
+            yield self.report(ev.site.node, evidence, embed_name=spec.embed_param, embed=embed,
+                              heads_name=spec.heads_param, heads=heads, module=spec.name)

@@ -1,0 +1,89 @@
+"""MHA009: a 2-D padding mask given to SDPA without its broadcast axes."""
+from __future__ import annotations
+
+from typing import Iterator
+
+from ..events import SdpaCall
+from ..masks import ADDITIVE, IGNORE, KEEP, PADDING
+from ._mask_rule import MaskRule
+from .base import Example, Report
+
+
+class PaddingMaskNotBroadcast(MaskRule):
+    CODE = "MHA009"
+    NAME = "padding-mask-not-broadcast"
+    MESSAGE = (
+        "{mask} is a 2-D (N, S) padding mask; scaled_dot_product_attention broadcasts it as "
+        "(L, S): shape it mask[:, None, None, :]"
+    )
+    WHAT = """
+        Flags a 2-D `(N, S)` padding mask that reaches
+        `F.scaled_dot_product_attention`'s `attn_mask` without being shaped
+        `(N, 1, 1, S)`. The shape is known from a pad-id comparison on a batch of
+        token ids (`tokens == pad_id`, `input_ids.ne(pad)`) or from
+        `arange(S)[None, :]` against `lengths[:, None]`, followed through
+        conversions, locals and helpers.
+        """
+    WHY = """
+        SDPA broadcasts `attn_mask` against `(N, H, L, S)` from the right: an
+        `(N, S)` mask is read as `(L, S)`, one row per *query*, not per sample.
+        When `L == N` it runs and mixes samples' padding silently (torch 2.13:
+        2.30 off); otherwise it raises `The size of tensor a (3) must match the
+        size of tensor b (2) at non-singleton dimension 2`.
+        """
+    EXAMPLE = """
+        keep = input_ids != self.pad_id                  # (N, S)
+        out = F.scaled_dot_product_attention(q, k, v, attn_mask=keep)
+        """
+    USE_INSTEAD = """
+        keep = input_ids != self.pad_id                  # (N, S)
+        out = F.scaled_dot_product_attention(q, k, v, attn_mask=keep[:, None, None, :])
+        """
+    DECISIONS = """
+        - Only shapes the code shows are used: a parameter named like a padding
+          mask, or a tokenizer's `attention_mask`, has no known shape here.
+        - Square masks (triangles, `generate_square_subsequent_mask`, `arange`
+          against `arange`) are never reported.
+        - `unsqueeze(1).unsqueeze(2)`, `[:, None, None, :]`, `view(N, 1, 1, S)`
+          and `reshape` to four axes all count as shaped; any other reshaping
+          makes the shape unknown and silent.
+        - Reported whatever the mask's meaning or dtype: a wrongly shaped
+          additive mask is as wrong as a bool one.
+        """
+    VALID = [
+        "import torch.nn.functional as F\n"
+        "def attend(q, k, v, tokens, pad_id):\n"
+        "    keep = tokens != pad_id\n"
+        "    return F.scaled_dot_product_attention(q, k, v, attn_mask=keep[:, None, None, :])\n",
+        "import torch.nn.functional as F\n"
+        "def attend(q, k, v, tokens, pad_id):\n"
+        "    keep = tokens != pad_id\n"
+        "    keep = keep.unsqueeze(1).unsqueeze(2)\n"
+        "    return F.scaled_dot_product_attention(q, k, v, attn_mask=keep)\n",
+    ]
+    INVALID = [
+        Example(
+            "import torch.nn.functional as F\n"
+            "def attend(q, k, v, tokens, pad_id):\n"
+            "    keep = tokens != pad_id\n"
+            "    return F.scaled_dot_product_attention(q, k, v, attn_mask=keep)\n",
+            4,
+            12,
+        ),
+    ]
+
+    def on_sdpa_call(self, ev: SdpaCall) -> Iterator[Report]:
+        a = self.analysis()
+        sink = a.sdpa_sink(ev)
+        if sink is None:
+            return
+        mask = a.value(sink)
+        if mask.shape != PADDING or mask.meaning not in (KEEP, IGNORE, ADDITIVE):
+            return
+        yield self._report(
+            sink,
+            mask,
+            None,
+            self.MESSAGE,
+            mask=a.evaluator.describe(mask.shape_origin or mask.origin),
+        )
