@@ -24,7 +24,9 @@ query-key product is attention already.
 
 A fill on the way (``masked_fill(m, -inf)``, ``torch.where(m, x, -inf)``,
 also in place) *covers* every term before it: the masked positions are
-removed whatever the arithmetic did, so those terms are not reported.
+removed whatever the arithmetic did, so those terms are not reported.  A
+``masked_fill`` whose value cannot be read (an imported constant) covers
+too; only a fill known to be small (``0``) does not.
 
 Never imports torch.  One analysis per file, kept on the engine's Context.
 """
@@ -143,6 +145,20 @@ class ScoresAnalysis:
         except RecursionError:  # pragma: no cover
             return None
 
+    def removes(self, node, env, scope) -> bool:
+        """Whether a fill value may remove what it fills: a large negative, or a
+        value the analysis cannot read (``-constant.INFINITY_NUMBER``): unsure
+        counts as removing, so that nothing before it is reported."""
+        if self.big_negative(node, env, scope):
+            return True
+        from .values import UNKNOWN, value_of
+
+        try:
+            v = value_of(node, env, scope)
+        except RecursionError:  # pragma: no cover
+            return True
+        return v is UNKNOWN or not isinstance(v, (int, float)) or v <= -1e3
+
     def big_negative(self, node, env, scope) -> bool:
         if self._big_negative is None:
             from .masks import analysis_for
@@ -197,7 +213,7 @@ class ScoresAnalysis:
             name = call.func.attr.value
             if name == "masked_fill_":
                 v = _arg(call, 1, "value")
-                if v is not None and self.big_negative(v, site.env, site.scope):
+                if v is None or self.removes(v, site.env, site.scope):
                     covered = True
                 continue
             arg = _arg(call, 0, "other")
@@ -260,7 +276,7 @@ class ScoresAnalysis:
             x, v = _arg(node, 0, "input"), _arg(node, 2, "value")
             if x is None or v is None:
                 return False
-            return self._walk(x, env, scope, w, covered or self.big_negative(v, env, scope), d)
+            return self._walk(x, env, scope, w, covered or self.removes(v, env, scope), d)
         if qn is not None or not isinstance(func, cst.Attribute):
             return False
         name = func.attr.value
@@ -268,11 +284,11 @@ class ScoresAnalysis:
             return self._walk(func.value, env, scope, w, covered, d)
         if name in ("masked_fill", "masked_fill_"):
             v = _arg(node, 1, "value")
-            fill = v is not None and self.big_negative(v, env, scope)
+            fill = v is None or self.removes(v, env, scope)
             return self._walk(func.value, env, scope, w, covered or fill, d)
         if name in ("where",):  # x.where(cond, other)
             other = _arg(node, 1, "other")
-            fill = other is not None and self.big_negative(other, env, scope)
+            fill = other is None or self.removes(other, env, scope)
             return self._walk(func.value, env, scope, w, covered or fill, d)
         if name in _ARITH:
             other = _arg(node, 0, "other")

@@ -150,6 +150,8 @@ def test_causal_triangle_multiplied_into_scores_is_mha012():
     "probs = torch.softmax(scores * scale, dim=-1)",         # a float scale
     "probs = torch.softmax(scores * torch.sigmoid(gate), dim=-1)",  # a learned gate
     "probs = torch.softmax((scores * keep).masked_fill(keep == 0, -1e9), dim=-1)",
+    # a fill the analysis cannot read may remove the masked scores: unsure, silent
+    "probs = torch.softmax((scores * keep).masked_fill(keep == 0, -constant.INF), dim=-1)",
 ])
 def test_mha012_traps(apply):
     src = f"""\
@@ -162,6 +164,19 @@ def test_mha012_traps(apply):
         return probs @ v
     """
     assert found(src, "MHA012", "MHA004") == []
+
+
+def test_a_fill_known_to_be_small_does_not_cover():
+    src = """\
+    import torch
+
+    def f(q, k, v, tokens, pad):
+        keep = (tokens != pad).float()[:, None, None, :]
+        scores = q @ k.transpose(-2, -1)
+        scores = (scores * keep).masked_fill(keep == 0, 0.0)
+        return scores.softmax(-1) @ v
+    """
+    assert found(src) == [("MHA012", 6, 15)]
 
 
 def test_mha012_through_bmm_and_in_place():
