@@ -190,7 +190,10 @@ class MaskMultipliedBeforeSoftmax(Rule):
         - Not reported when the masked positions are filled with -inf (or
           `finfo.min`, or a constant at or below -1000) between the
           multiplication and the softmax (`masked_fill`, `torch.where`, in
-          place too): the fill removes them whatever the product did.
+          place too): the fill removes them whatever the product did. A
+          `masked_fill` whose value the analysis cannot read (an imported
+          `-INF` constant) counts as such a fill; one known to be small (`0`)
+          does not.
         - The softmax's result need not be multiplied with values: a softmax
           over the key axis of a query-key product is attention already. A
           softmax over another axis (`dim=1`) is not.

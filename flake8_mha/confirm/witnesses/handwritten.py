@@ -147,7 +147,8 @@ def run_mha004_scores_add(evidence: Dict[str, Any]) -> Dict[str, Any]:
 THRESHOLD_TEXT = f"""\
 CONFIRMED when the outputs of the queries that must not see the masked keys
 move by more than {LEAK_THRESHOLD:g} (max abs) when only those keys and values
-change, or the arithmetic raises. With the mask applied as -inf they move by 0."""
+change, or the arithmetic raises. With the mask applied as -inf they move by 0.
+"""
 
 WITNESSES = [
     Witness(
@@ -155,7 +156,7 @@ WITNESSES = [
         summary=("Multiplies seeded attention scores by the mask (in its own meaning and "
                  "dtype) before softmax, changes only the masked keys and values, and "
                  "measures how far the output moves; then the same with the mask as -inf."),
-        threshold_text=THRESHOLD_TEXT + """ Measured on torch 2.13 CPU (N=2, H=4, L=6,
+        threshold_text=THRESHOLD_TEXT + """Measured on torch 2.13 CPU (N=2, H=4, L=6,
 d=8, seed 0): float32 causal `tril(ones(L, L))` 1.593e+00, float32 or bool
 padding keep-mask 2.050e+00; -inf masking 0. MHA004's additive case, same
 set-up: a bool causal `tril` added 7.252e+00, a float32 same-segment keep-mask
