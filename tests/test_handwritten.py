@@ -152,12 +152,15 @@ def test_causal_triangle_multiplied_into_scores_is_mha012():
     "probs = torch.softmax((scores * keep).masked_fill(keep == 0, -1e9), dim=-1)",
     # a fill the analysis cannot read may remove the masked scores: unsure, silent
     "probs = torch.softmax((scores * keep).masked_fill(keep == 0, -constant.INF), dim=-1)",
+    # an additive mask reaches the scores too: it may remove the zeroed positions
+    "probs = torch.softmax(scores * keep + attn_mask, dim=-1)",
+    "probs = torch.softmax(scores * keep + torch.full((4, 4), float('-inf')).triu(1), dim=-1)",
 ])
 def test_mha012_traps(apply):
     src = f"""\
     import torch
 
-    def f(q, k, v, tokens, pad, scale, gate):
+    def f(q, k, v, tokens, pad, scale, gate, attn_mask):
         keep = (tokens != pad).float()[:, None, None, :]
         scores = q @ k.transpose(-2, -1)
         {apply}

@@ -15,7 +15,7 @@ from typing import Iterator, List, Optional, Tuple
 import libcst as cst
 
 from ..flow import CallSite, lookup
-from ..masks import BOOL, FLOAT01, IGNORE, INT, KEEP, Mask, Sink, analysis_for
+from ..masks import ADDITIVE, BOOL, FLOAT01, IGNORE, INT, KEEP, Mask, Sink, analysis_for
 from ..scores import Scores, Term
 from ..scores import analysis_for as scores_for
 from .base import Example, Report, Rule
@@ -33,6 +33,8 @@ def mask_terms(ctx, site: CallSite, ops: Tuple[str, ...]) -> Iterator[Tuple[Scor
     if scores is None:
         return
     analysis = analysis_for(ctx)
+    if _masked_additively(analysis, scores):
+        return
     done = set()
     for term in scores.terms:
         if term.op not in ops or term.covered or id(term.at) in done:
@@ -48,6 +50,24 @@ def mask_terms(ctx, site: CallSite, ops: Tuple[str, ...]) -> Iterator[Tuple[Scor
         term.text = analysis.evaluator.text(term.at.target if isinstance(term.at, cst.AugAssign)
                                             else term.at)
         yield scores, term, mask
+
+
+def _masked_additively(analysis, scores: Scores) -> bool:
+    """An additive mask also reaches these scores (a -inf mask added, or an
+    added tensor of unknown kind named like a mask): it may remove the very
+    positions a 0/1 mask was multiplied or added at, so nothing is reported
+    (``attn *= tril(...); attn += triu(-inf)`` is correct code)."""
+    for term in scores.terms:
+        if term.op not in ("add", "sub"):
+            continue
+        mask = analysis.evaluator.eval(term.expr, term.env, term.scope, None, 0)
+        if ADDITIVE in (mask.kind, mask.meaning):
+            return True
+        if mask.meaning is None and mask.kind is None:
+            text = analysis.evaluator.text(term.expr).lower()
+            if "mask" in text or "inf" in text:
+                return True
+    return False
 
 
 def _segment(analysis, node, env, scope, depth) -> Optional[Mask]:
@@ -193,7 +213,10 @@ class MaskMultipliedBeforeSoftmax(Rule):
           place too): the fill removes them whatever the product did. A
           `masked_fill` whose value the analysis cannot read (an imported
           `-INF` constant) counts as such a fill; one known to be small (`0`)
-          does not.
+          does not. Nor when an additive mask (-inf filled, or an added tensor
+          of unknown kind named like a mask) also reaches the scores: it may
+          remove the very positions the product zeroed (`attn *= tril(...)`
+          then `attn += triu(-inf)` is correct).
         - The softmax's result need not be multiplied with values: a softmax
           over the key axis of a query-key product is attention already. A
           softmax over another axis (`dim=1`) is not.
