@@ -256,7 +256,8 @@ class ScoresAnalysis:
         if qn in _PRODUCT:
             if qn == "torch.einsum":
                 return self._einsum(node, env, scope, w)
-            a, b = _arg(node, 0, "input"), _arg(node, 1, "other" if qn == "torch.matmul" else "mat2")
+            second = "other" if qn == "torch.matmul" else "mat2"
+            a, b = _arg(node, 0, "input"), _arg(node, 1, second)
             return a is not None and b is not None and self._product(node, a, b, env, scope, w)
         if qn in ("torch.add", "torch.sub", "torch.subtract", "torch.mul", "torch.multiply"):
             a, b = _arg(node, 0, "input"), _arg(node, 1, "other")

@@ -301,7 +301,8 @@ def test_worlds_keep_pairs_assigned_together():
     flow.run(cst.parse_module(src))
     from flake8_mha.flow import worlds
 
-    (site,) = [s for s in flow.calls if isinstance(s.node.func, cst.Name) and s.node.func.value == "g"]
+    (site,) = [s for s in flow.calls
+               if isinstance(s.node.func, cst.Name) and s.node.func.value == "g"]
     got = worlds(site.env, ["a", "b"])
     pairs = sorted((w["a"][0].node.value, w["b"][0].node.value) for w, _ in got)
     assert pairs == [("1", "2"), ("3", "4")]
