@@ -12,9 +12,11 @@ from __future__ import annotations
 
 import enum
 
-from typing import Callable, Dict, Iterator, List, Optional, Sequence, Tuple
+from typing import Dict, Iterator, List, Optional, Sequence, Tuple
 
 import libcst as cst
+
+from .tree import children, walk  # noqa: F401  (re-exported: the one tree walk)
 
 
 
@@ -29,12 +31,17 @@ class Env:
     (copied per binding, as before); beyond, a binding copies one 32-slot node
     per level and one small leaf.  Joins share every subtree the two sides
     have in common.
+
+    An environment made by a join remembers its sides (``_join``), and every
+    environment bound from it keeps that memory: values assigned together
+    on one path stay related at the join (see ``worlds``).
     """
 
-    __slots__ = ("_root",)
+    __slots__ = ("_root", "_join")
 
-    def __init__(self, root=None) -> None:
+    def __init__(self, root=None, join_=None) -> None:
         self._root = {} if root is None else root
+        self._join: Optional["_Join"] = join_
 
     def get(self, name: str, default=None):
         node = self._root
@@ -73,7 +80,7 @@ class Env:
         return sum(1 for _ in self.items())
 
     def set(self, name: str, defs: Tuple["Def", ...]) -> "Env":
-        return Env(_trie_set(self._root, hash(name), 0, name, defs))
+        return Env(_trie_set(self._root, hash(name), 0, name, defs), self._join)
 
     def __repr__(self) -> str:  # pragma: no cover - debugging aid
         return f"Env({dict(self.items())!r})"
@@ -249,56 +256,6 @@ def lookup(name: str, env: Env, scope: Optional[Scope]) -> Tuple[Def, ...]:
     return ()
 
 
-# --- generic child iteration -------------------------------------------------
-
-_SKIP_TYPES = (
-    cst.BaseParenthesizableWhitespace, cst.TrailingWhitespace, cst.EmptyLine, cst.Newline,
-    cst.Comment, cst.LeftParen, cst.RightParen, cst.LeftSquareBracket, cst.RightSquareBracket,
-    cst.LeftCurlyBrace, cst.RightCurlyBrace, cst.Comma, cst.Dot, cst.Semicolon, cst.Colon,
-    cst.AssignEqual, cst.BaseBinaryOp, cst.BaseUnaryOp, cst.BaseBooleanOp, cst.BaseCompOp,
-    cst.BaseAugOp, cst.ImportStar, cst.Asynchronous,
-)
-_FIELDS: Dict[type, Tuple[str, ...]] = {}
-
-
-def _fields(t: type) -> Tuple[str, ...]:
-    names = _FIELDS.get(t)
-    if names is None:
-        import dataclasses
-
-        names = tuple(
-            f.name for f in dataclasses.fields(t)
-            if not f.name.startswith("whitespace") and f.name not in ("lpar", "rpar", "comma")
-        )
-        _FIELDS[t] = names
-    return names
-
-
-def children(node: cst.CSTNode) -> Iterator[cst.CSTNode]:
-    for name in _fields(type(node)):
-        value = getattr(node, name)
-        if isinstance(value, cst.CSTNode):
-            if not isinstance(value, _SKIP_TYPES):
-                yield value
-        elif isinstance(value, (tuple, list)):
-            for item in value:
-                if isinstance(item, cst.CSTNode) and not isinstance(item, _SKIP_TYPES):
-                    yield item
-
-
-def walk(node: cst.CSTNode, prune: Optional[Callable[[cst.CSTNode], bool]] = None
-         ) -> Iterator[cst.CSTNode]:
-    """``node`` and every node under it (syntax only: no whitespace, brackets
-    or operators), without recursion.  Below a node for which ``prune``
-    returns true the walk does not descend (the node itself is yielded)."""
-    stack = [node]
-    while stack:
-        n = stack.pop()
-        yield n
-        if prune is None or not prune(n):
-            stack.extend(children(n))
-
-
 # --- the pass ----------------------------------------------------------------
 
 _COMPREHENSIONS = (cst.ListComp, cst.SetComp, cst.GeneratorExp, cst.DictComp)
@@ -379,7 +336,12 @@ class FlowPass:
         if t in (cst.Raise, cst.Assert, cst.Del):
             for child in children(node):
                 self.expr(child, env, scope)
-            return self._flush(env)
+            env = self._flush(env)
+            if t is cst.Assert:
+                # what follows in this block runs only where the test held
+                # (loops and try bodies restore the conditions after them)
+                self._conds = self._conds + ((node.test, True, env),)
+            return env
         if t is cst.Import:
             for alias in node.names:
                 dotted = _dotted(alias.name)
@@ -421,14 +383,16 @@ class FlowPass:
             else:
                 else_env = self.body(node.orelse.body, env, scope)
             self._conds = saved
-            return join(then_env, else_env)
+            return join(then_env, else_env, ((node.test, True, env), (node.test, False, env)))
         if t is cst.For:
             self.expr(node.iter, env, scope)
             env = self._flush(env)
+            saved_conds = self._conds
             first = self.bind(node.target, Def(DefKind.FOR, node.iter, env, scope), env, scope)
             loop_env = self.body(node.body, first, scope)
             again = self.bind(node.target, Def(DefKind.FOR, node.iter, env, scope), join(env, loop_env), scope)
             loop_env = self.body(node.body, again, scope)
+            self._conds = saved_conds
             out = join(env, loop_env)
             if node.orelse is not None:
                 out = self.body(node.orelse.body, out, scope)
@@ -436,14 +400,18 @@ class FlowPass:
         if t is cst.While:
             self.expr(node.test, env, scope)
             env = self._flush(env)
+            saved_conds = self._conds
             loop_env = self.body(node.body, env, scope)
             loop_env = self.body(node.body, join(env, loop_env), scope)
+            self._conds = saved_conds
             out = join(env, loop_env)
             if node.orelse is not None:
                 out = self.body(node.orelse.body, out, scope)
             return out
         if t is cst.Try or t is getattr(cst, "TryStar", None):
+            saved_conds = self._conds
             body_env = self.body(node.body, env, scope)
+            self._conds = saved_conds
             outs = [body_env]
             handler_in = join(env, body_env)
             for handler in node.handlers:
@@ -453,6 +421,7 @@ class FlowPass:
                 if handler.name is not None:
                     h_env = self.bind(handler.name.name, Def(DefKind.UNKNOWN), h_env, scope)
                 outs.append(self.body(handler.body, h_env, scope))
+                self._conds = saved_conds
             if node.orelse is not None:
                 outs[0] = self.body(node.orelse.body, body_env, scope)
             out = outs[0]
@@ -671,11 +640,87 @@ class FlowPass:
                     o.extra.appends.setdefault(owner.attr.value, []).append(d)
 
 
-def join(a: Env, b: Env) -> Env:
-    """Definitions reaching a point from either side (a's first)."""
+def join(a: Env, b: Env, conds: Optional[Tuple[Optional[tuple], Optional[tuple]]] = None) -> Env:
+    """Definitions reaching a point from either side (a's first).
+
+    ``conds``: the condition (test, polarity, env) under which each side ran,
+    for an ``if``.  The result remembers both sides for ``worlds``."""
     if a is b:
         return a
-    return Env(_trie_join(a._root, b._root, 0))
+    root = _trie_join(a._root, b._root, 0)
+    ca, cb = conds if conds is not None else (None, None)
+    return Env(root, _Join(root, ((a, ca), (b, cb))))
+
+
+class _Join:
+    """The sides of one join: the trie right after it, and each side's
+    environment with the condition it ran under (None: no condition)."""
+
+    __slots__ = ("root", "sides")
+
+    def __init__(self, root, sides) -> None:
+        self.root = root
+        self.sides = sides
+
+
+World = Tuple[Dict[str, Tuple["Def", ...]], Tuple[Tuple[cst.BaseExpression, bool, Env], ...]]
+MAX_WORLDS = 32
+_MAX_JOIN_DEPTH = 12
+_MAX_SKIPS = 10_000
+
+
+def worlds(env: Env, names: Sequence[str], limit: int = MAX_WORLDS) -> Optional[List[World]]:
+    """The combinations of definitions of ``names`` that can reach ``env``
+    together, each with the conditions of the branches that made it.
+
+    Each variable on its own is joined at every merge point; here the sides
+    of the joins are followed instead, as long as a name has not been rebound
+    since the join (then its later definition holds on every side).  One
+    branch that sets ``mask = None; is_causal = True`` and another that sets
+    only ``is_causal = False`` give two worlds, never ``mask`` with ``True``.
+    None when there are more than ``limit`` worlds (the caller then reads
+    the joined values, as before).  A condition is the one the branch ran
+    under; whether it still says something about a name at ``env`` (it was
+    not rebound since) is the caller's to check against the condition's env.
+    """
+    out: List[World] = []
+    if not _worlds(env, tuple(dict.fromkeys(names)), {}, (), out, limit, 0):
+        return None
+    return out
+
+
+def _worlds(env: Env, names, fixed, conds, out: List[World], limit: int, depth: int) -> bool:
+    fixed = dict(fixed)
+    steps = 0
+    while True:
+        j = env._join
+        if j is None or depth > _MAX_JOIN_DEPTH or not names or steps > _MAX_SKIPS:
+            world = dict(fixed)
+            for name in names:
+                got = env.get(name)
+                if got is not None:
+                    world[name] = got
+            out.append((world, conds))
+            return len(out) <= limit
+        at_join = Env(j.root)
+        free = []
+        for name in names:
+            got = env.get(name)
+            if got is at_join.get(name):
+                free.append(name)
+            elif got is not None:
+                fixed[name] = got  # rebound after the join: the same on every side
+        names = tuple(free)
+        first = j.sides[0][0]
+        if all(all(side.get(n) is first.get(n) for n in names) for side, _ in j.sides[1:]):
+            env = first  # no side touched these names: the join says nothing about them
+            steps += 1
+            continue
+        for side, cond in j.sides:
+            more = conds + (cond,) if cond is not None else conds
+            if not _worlds(side, names, fixed, more, out, limit, depth + 1):
+                return False
+        return True
 
 
 def _merge_defs(mine, defs):

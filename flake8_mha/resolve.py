@@ -69,6 +69,7 @@ class Resolver:
     def __init__(self, flow: FlowPass):
         self.flow = flow
         self.site_of: Dict[int, CallSite] = {id(site.node): site for site in flow.calls}
+        self._following: set = set()  # self attributes being followed (wrapping cycles)
         self._class_spec: Dict[int, Optional[Tuple[ModuleSpec, bool, bool]]] = {}
 
     # qualified names -----------------------------------------------------------
@@ -160,16 +161,48 @@ class Resolver:
             return None
         t = type(node)
         if t is cst.Call:
-            if self.qualname(node.func, env, scope) == "copy.deepcopy" and node.args:
-                return self.held(node.args[0].value, env, scope, leaf, depth + 1)
+            inner = self._same_module(node, env, scope)
+            if inner is not None:
+                return self.held(inner, env, scope, leaf, depth + 1)
             return leaf(node, env, scope)
         if t is cst.Name:
             return self._held_from_defs(lookup(node.value, env, scope), leaf, depth)
         if t is cst.Attribute:
             defs = self._self_attr(node, env, scope)
-            return self._held_from_defs(tuple(defs), leaf, depth) if defs is not None else None
+            if defs is None:
+                return None
+            key = (id(self.self_class(node, env, scope)), node.attr.value)
+            if key in self._following:  # self.attn = checkpoint_wrapper(self.attn)
+                return _CYCLE
+            self._following.add(key)
+            try:
+                return self._held_from_defs(tuple(defs), leaf, depth)
+            finally:
+                self._following.discard(key)
         if t is cst.Subscript:
             return self.held_elements(node.value, env, scope, leaf, depth + 1)
+        return None
+
+    def _same_module(self, call: cst.Call, env: Env, scope) -> Optional[cst.BaseExpression]:
+        """The module a call gives back as itself: ``copy.deepcopy(m)``, ``m.to(device)``,
+        ``.cuda()``, ``.half()``, ``.eval()``... (each returns the module or a copy of
+        it), and wrappers whose call runs the module: ``torch.compile(m)``,
+        ``checkpoint_wrapper(m)``, ``nn.utils.*(m)`` (weight or spectral norm)."""
+        func = call.func
+        if (isinstance(func, cst.Attribute) and func.attr.value in _SAME_MODULE_METHODS
+                and self.qualname(func, env, scope) is None):
+            return func.value
+        qn = self.qualname(func, env, scope)
+        if qn is None or not call.args:
+            return None
+        if (qn == "copy.deepcopy" or qn == "torch.compile" or qn.startswith("torch.nn.utils.")
+                or qn.rsplit(".", 1)[-1] == "checkpoint_wrapper"):
+            first = call.args[0]
+            if first.keyword is None and not first.star:
+                return first.value
+            for arg in call.args:
+                if arg.keyword is not None and arg.keyword.value in ("module", "model"):
+                    return arg.value
         return None
 
     def _self_attr(self, node: cst.Attribute, env: Env, scope) -> Optional[List[Def]]:
@@ -194,6 +227,8 @@ class Resolver:
         for d in defs:
             if d.kind == DefKind.ASSIGN:
                 got = self.held(d.node, d.env, d.scope, leaf, depth + 1)
+                if got is _CYCLE:
+                    continue  # the attribute wrapping itself: its other definitions say
             elif d.kind == DefKind.FOR and not d.index:
                 got = self.held_elements(d.node, d.env, d.scope, leaf, depth + 1)
             elif d.kind == DefKind.FOR and d.index == (1,) and _is_enumerate(d.node):
@@ -208,7 +243,7 @@ class Resolver:
             if not got:
                 return None
             out.extend(got)
-        return out
+        return out or None
 
     def held_elements(self, node: cst.CSTNode, env: Env, scope: Optional[Scope], leaf: Leaf,
                       depth: int = 0) -> Optional[list]:
@@ -311,6 +346,10 @@ class Resolver:
 
 
 _BUILTINS = {"list", "tuple"}
+# a module's methods that return the module itself (or a converted copy)
+_SAME_MODULE_METHODS = {"to", "cuda", "cpu", "half", "float", "double", "bfloat16", "type",
+                        "eval", "train", "requires_grad_", "to_empty", "share_memory"}
+_CYCLE: list = []  # an attribute met again while following it
 
 
 def _is_enumerate(node: cst.CSTNode) -> bool:

@@ -331,4 +331,5 @@ TRIGGER_WORDS = (
     "Transformer",  # TransformerEncoderLayer, ... and nn.Transformer
     "scaled_dot_product_attention",
     "masked_fill",  # hand-written attention: a mask applied with -inf (MHA003)
+    "softmax",  # hand-written attention: masks applied with arithmetic (MHA004, MHA012)
 )

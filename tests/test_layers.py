@@ -4,7 +4,8 @@ module's private state.
 Layers, bottom to top (issue 11):
 
     core       findings, torch_api (and the package root: __version__)
-    analysis   flow, values, resolve, events, focus, masks (package), layout
+    analysis   flow, values, resolve, events, focus, masks (package), layout, scores,
+               relational
     rules      flake8_mha.rules.*
     engine     engine, noqa, selection (which codes a run reports)
     front ends, in two tiers:
@@ -45,6 +46,7 @@ LAYER_OF = {
     PKG: CORE,
     f"{PKG}.findings": CORE,
     f"{PKG}.torch_api": CORE,
+    f"{PKG}.tree": ANALYSIS,
     f"{PKG}.flow": ANALYSIS,
     f"{PKG}.values": ANALYSIS,
     f"{PKG}.resolve": ANALYSIS,
@@ -52,6 +54,8 @@ LAYER_OF = {
     f"{PKG}.focus": ANALYSIS,
     f"{PKG}.masks": ANALYSIS,
     f"{PKG}.layout": ANALYSIS,
+    f"{PKG}.scores": ANALYSIS,
+    f"{PKG}.relational": ANALYSIS,
     f"{PKG}.rules": RULES,
     f"{PKG}.engine": ENGINE,
     f"{PKG}.noqa": ENGINE,

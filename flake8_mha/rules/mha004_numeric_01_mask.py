@@ -4,6 +4,7 @@ from __future__ import annotations
 from typing import Iterator
 
 from ..events import ModuleCall, SdpaCall
+from ..flow import CallSite
 from ..masks import FLOAT01, IGNORE, INT, KEEP, Sink
 from ._mask_rule import MaskRule, sink_text
 from .base import Example, Report
@@ -52,6 +53,15 @@ class NumericZeroOneMask(MaskRule):
           MHA002/MHA003 as well.
         - `masked_fill` and `torch.where` are not attention mask arguments: a
           numeric mask there raises at once.
+        - Hand-written attention: a bool or 0/1 keep- or ignore-mask added to
+          (or, float or integer, subtracted from) attention scores that flow
+          into softmax (`scores + mask`, `logits + (ids_i == ids_j).float()`,
+          `scores += mask`, `scores.add_(mask)`) is reported where it is added.
+          What counts as attention scores: see MHA012's page. Not reported when
+          the mask is already additive (-inf or large negative filled, `(1.0 -
+          m) * -10000.0`, `torch.where(m, 0, -inf)`), of unknown kind, or when
+          a -inf fill between the addition and the softmax removes the masked
+          positions anyway.
         """
     VALID = [
         "import torch\nimport torch.nn.functional as F\n"
@@ -84,6 +94,11 @@ class NumericZeroOneMask(MaskRule):
         sink = self.analysis().sdpa_sink(ev)
         if sink is not None:
             yield from self._check(sink, None)
+
+    def on_call(self, site: CallSite) -> Iterator[Report]:
+        from .handwritten import scores_added  # hand-written attention: scores + mask
+
+        yield from scores_added(self, site)
 
     def _check(self, sink: Sink, module_ev) -> Iterator[Report]:
         a = self.analysis()

@@ -9,6 +9,7 @@ import libcst as cst
 from .. import torch_api
 from ..events import SdpaCall
 from ..flow import CallSite, DefKind, lookup, walk
+from ..relational import excludes, world_sites
 from ..values import UNKNOWN, definitely
 from .autofix import Fix, FixContext, find_arg, register, remove_arg
 from ._syntax import dotted, same
@@ -48,6 +49,12 @@ class SdpaMaskAndCausal(Rule):
           that path: literals, locals, `is_causal=attn_mask is None` (also inside
           an `and`), `attn_mask=None if is_causal else mask`, and calls inside
           `if mask is None:` / `if not is_causal:` branches.
+        - Values assigned together on one path stay together: a branch that sets
+          `mask = None; is_causal = True` and another that keeps the mask with
+          `is_causal = False` never give SDPA both; neither does a fold-and-clear
+          (`if mask is not None:` / `if causal: mask = mask & ~tri; causal =
+          False`). An `assert` before the call counts as a condition on the path
+          (`assert not (is_causal and mask is not None)`).
         - A wrapper that passes its own `is_causal` parameter, and a mask made
           from its own parameters, straight to SDPA (the signature of SDPA,
           forwarded) is not reported: its caller makes the choice, as with SDPA
@@ -76,23 +83,30 @@ class SdpaMaskAndCausal(Rule):
         site = ev.site
         mask = ev.args.get("attn_mask")
         causal = ev.args.get("is_causal")
-        if mask is None or causal is None:
+        if mask is None or causal is None or _excluded(mask, causal, site):
             return
-        env, scope = site.env, site.scope
-        if definitely(mask, env, scope, None) or definitely(causal, env, scope, False):
-            return
-        masks = _none_aliases(mask, site)
-        if _none_when(mask, causal, site) or _path_excludes(site, masks, causal):
-            return
-        if _flag_safe(causal, masks, env, scope, site, 0) or _handled_in_function(site, mask, causal):
-            return
-        if _saved_pair(mask, causal, site):
+        # values assigned together on one path stay together (flow.worlds)
+        sites = world_sites(site, (mask, causal))
+        if sites is not None and all(_excluded(mask, causal, w) for w in sites):
             return
         dropout = ev.args.get("dropout_p")
         dv = self.ctx.value(dropout, site) if dropout is not None else 0.0
         evidence = {"module": torch_api.SDPA_NAME,
                     "dropout_p": dv if isinstance(dv, (int, float)) and dv is not UNKNOWN else None}
         yield self.report(site.node, evidence)
+
+
+def _excluded(mask: cst.CSTNode, causal: cst.CSTNode, site: CallSite) -> bool:
+    """The mask is None or the flag false wherever the call runs with ``site``."""
+    env, scope = site.env, site.scope
+    if definitely(mask, env, scope, None) or definitely(causal, env, scope, False):
+        return True
+    masks = _none_aliases(mask, site)
+    if _none_when(mask, causal, site) or _path_excludes(site, masks, causal):
+        return True
+    if _flag_safe(causal, masks, env, scope, site, 0) or _handled_in_function(site, mask, causal):
+        return True
+    return _saved_pair(mask, causal, site)
 
 
 def _resolve_local(node: cst.CSTNode, site: CallSite, depth: int = 0) -> cst.CSTNode:
@@ -278,18 +292,16 @@ def _none_when(mask: cst.CSTNode, causal: cst.CSTNode, site: CallSite) -> bool:
 
 
 def _path_excludes(site: CallSite, mask: cst.CSTNode, causal: cst.CSTNode) -> bool:
-    """An enclosing ``if`` proves the mask None or the flag false on this path."""
-    for test, polarity, _env in site.conds:
+    """An enclosing ``if`` (or an ``assert`` before the call) proves the mask
+    None or the flag false on this path; ``not``/``and``/``or`` are read."""
+    def leaf(test: cst.BaseExpression, polarity: bool) -> bool:
         if polarity and _is_none_test(test, mask):
             return True
         if not polarity and _is_none_test(test, mask, negated=True):
             return True
-        if not polarity and same(test, causal):
-            return True
-        if (polarity and isinstance(test, cst.UnaryOperation) and isinstance(test.operator, cst.Not)
-                and same(test.expression, causal)):
-            return True
-    return False
+        return not polarity and same(test, causal)
+
+    return any(excludes(test, polarity, leaf) for test, polarity, _env in site.conds)
 
 
 # -- the fix ---------------------------------------------------------------------

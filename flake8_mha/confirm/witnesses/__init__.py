@@ -41,10 +41,10 @@ class Witness:
 
 
 def _collect() -> Dict[str, Witness]:
-    from . import batch_first, causal, dropout, heads, masks, perf
+    from . import batch_first, causal, dropout, handwritten, heads, masks, perf
 
     found: Dict[str, Witness] = {}
-    for module in (batch_first, masks, causal, dropout, heads, perf):
+    for module in (batch_first, masks, causal, dropout, heads, perf, handwritten):
         for witness in module.WITNESSES:
             if witness.code in found:
                 raise RuntimeError(f"two witnesses for {witness.code}")

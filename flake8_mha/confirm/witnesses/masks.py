@@ -276,6 +276,10 @@ def _numeric_dtype(p: Params) -> str:
 def run_mha004(evidence: Dict[str, Any]) -> Dict[str, Any]:
     import torch
 
+    if evidence.get("sink") == "scores-add":  # hand-written attention: scores + mask
+        from .handwritten import run_mha004_scores_add
+
+        return run_mha004_scores_add(evidence)
     p = Params(evidence)
     sink = evidence.get("sink")
     module = str(evidence.get("module") or "").rsplit(".", 1)[-1]

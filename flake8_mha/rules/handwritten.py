@@ -1,0 +1,273 @@
+"""Masks applied with arithmetic in hand-written attention: MHA012, and the
+additive case of MHA004 (``NumericZeroOneMask.on_call`` delegates here).
+
+Both read ``scores.analysis_for(ctx)``: a softmax over attention scores and
+the terms added or multiplied on the way (see ``flake8_mha/scores.py`` for
+what counts as attention scores).  A term is a mask only when the mask
+analysis knows its meaning (keep or ignore) and its kind (bool, float or
+integer 0/1); an additive mask (-inf or large negative filled), a float bias,
+a scale, a gate or an unknown tensor is never reported.
+"""
+from __future__ import annotations
+
+from typing import Iterator, List, Optional, Tuple
+
+import libcst as cst
+
+from ..flow import CallSite, lookup
+from ..masks import ADDITIVE, BOOL, FLOAT01, IGNORE, INT, KEEP, At, Mask, Sink, analysis_for
+from ..scores import Scores, Term
+from ..scores import analysis_for as scores_for
+from .base import Example, Report, Rule
+
+_NUMERIC = (BOOL, FLOAT01, INT)
+_FLOAT_METHODS = {"float": "float32", "half": "float16", "double": "float64",
+                  "bfloat16": "bfloat16"}
+_SAME_METHODS = {"unsqueeze", "view", "reshape", "expand", "expand_as", "to", "type_as"}
+
+
+def mask_terms(ctx, site: CallSite, ops: Tuple[str, ...]) -> Iterator[Tuple[Scores, Term, Mask]]:
+    """Terms of the softmax at ``site`` applied with one of ``ops`` whose value
+    is a 0/1 or bool keep- or ignore-mask, not covered by a later -inf fill."""
+    scores = scores_for(ctx).at(site)
+    if scores is None:
+        return
+    analysis = analysis_for(ctx)
+    if _masked_additively(analysis, scores):
+        return
+    done = set()
+    for term in scores.terms:
+        if term.op not in ops or term.covered or id(term.at) in done:
+            continue
+        mask = analysis.evaluator.eval(term.expr, At(term.env, term.scope, None, 0))
+        if mask.meaning not in (KEEP, IGNORE) or mask.kind not in _NUMERIC or mask.fill:
+            mask = _segment(analysis, term.expr, term.env, term.scope, 0) or mask
+        if mask.meaning not in (KEEP, IGNORE) or mask.kind not in _NUMERIC or mask.fill:
+            continue
+        if term.op == "sub" and mask.kind == BOOL:
+            continue  # torch refuses `-` on a bool tensor: it raises, nothing silent
+        done.add(id(term.at))
+        term.text = analysis.evaluator.text(term.at.target if isinstance(term.at, cst.AugAssign)
+                                            else term.at)
+        yield scores, term, mask
+
+
+def _masked_additively(analysis, scores: Scores) -> bool:
+    """An additive mask also reaches these scores (a -inf mask added, or an
+    added tensor of unknown kind named like a mask): it may remove the very
+    positions a 0/1 mask was multiplied or added at, so nothing is reported
+    (``attn *= tril(...); attn += triu(-inf)`` is correct code)."""
+    for term in scores.terms:
+        if term.op not in ("add", "sub"):
+            continue
+        mask = analysis.evaluator.eval(term.expr, At(term.env, term.scope, None, 0))
+        if ADDITIVE in (mask.kind, mask.meaning):
+            return True
+        if mask.meaning is None and mask.kind is None:
+            text = analysis.evaluator.text(term.expr).lower()
+            if "mask" in text or "inf" in text:
+                return True
+    return False
+
+
+def _segment(analysis, node, env, scope, depth) -> Optional[Mask]:
+    """``ids[..., :, None] == ids[..., None, :]`` (also through locals such as
+    ``ids_i``/``ids_j`` and ``.float()``): a same-segment keep-mask (``!=``: an
+    ignore-mask).  The mask analysis does not know this form yet."""
+    if depth > 6:
+        return None
+    ev = analysis.evaluator
+    if isinstance(node, cst.Name):
+        defs = lookup(node.value, env, scope)
+        if len(defs) != 1 or defs[0].kind != "assign" or defs[0].index:
+            return None
+        return _segment(analysis, defs[0].node, defs[0].env, defs[0].scope, depth + 1)
+    if isinstance(node, cst.Call) and isinstance(node.func, cst.Attribute) and not node.args:
+        dtype = _FLOAT_METHODS.get(node.func.attr.value)
+        if dtype is None:
+            return None
+        inner = _segment(analysis, node.func.value, env, scope, depth + 1)
+        if inner is None or inner.kind != BOOL:
+            return None
+        return Mask(meaning=inner.meaning, kind=FLOAT01, dtype=dtype, origin=inner.origin,
+                    kind_origin=ev.origin(node))
+    if not isinstance(node, cst.Comparison) or len(node.comparisons) != 1:
+        return None
+    op = node.comparisons[0].operator
+    if not isinstance(op, (cst.Equal, cst.NotEqual)):
+        return None
+    left = _root(node.left, env, scope, 0)
+    right = _root(node.comparisons[0].comparator, env, scope, 0)
+    if left is None or right is None or left[0] != right[0] or left[1] == right[1]:
+        return None
+    meaning = KEEP if isinstance(op, cst.Equal) else IGNORE
+    origin = ev.origin(node)
+    return Mask(meaning=meaning, kind=BOOL, dtype="bool", origin=origin, kind_origin=origin)
+
+
+def _root(node, env, scope, depth) -> Optional[Tuple[str, str]]:
+    """(root name, how it was broadcast) for ``ids[:, None]``, ``ids.unsqueeze(1)``,
+    and locals bound to them; the broadcast must differ between the sides."""
+    if depth > 6:
+        return None
+    if isinstance(node, cst.Subscript) and isinstance(node.value, cst.Name):
+        if not any(isinstance(el.slice, cst.Index) and isinstance(el.slice.value, cst.Name)
+                   and el.slice.value.value == "None" for el in node.slice):
+            return None
+        return node.value.value, cst.Module([]).code_for_node(node)
+    if (isinstance(node, cst.Call) and isinstance(node.func, cst.Attribute)
+            and node.func.attr.value in _SAME_METHODS and isinstance(node.func.value, cst.Name)):
+        return node.func.value.value, cst.Module([]).code_for_node(node)
+    if isinstance(node, cst.Name):
+        defs = lookup(node.value, env, scope)
+        if len(defs) != 1 or defs[0].kind != "assign" or defs[0].index:
+            return None
+        return _root(defs[0].node, defs[0].env, defs[0].scope, depth + 1)
+    return None
+
+
+def term_evidence(ctx, scores: Scores, term: Term, mask: Mask, sink: str) -> dict:
+    analysis = analysis_for(ctx)
+    where = Sink(scores.softmax, "scores", sink, IGNORE if mask.meaning == IGNORE else KEEP,
+                 term.expr, False, term.text)
+    evidence = analysis.evidence(where, mask)
+    evidence["op"] = term.op
+    evidence["call"] = term.text
+    evidence["mask"]["causal"] = bool(mask.causal)
+    return evidence
+
+
+def _kind_words(mask: Mask) -> str:
+    if mask.kind == BOOL:
+        return "a bool"
+    if mask.kind == INT:
+        return "an integer 0/1"
+    return f"a {mask.dtype or 'float'} 0/1"
+
+
+# MHA004's additive case (the rule class lives with the other mask rules)
+MESSAGE_ADD = ("{mask} is {kind} {meaning}-mask {verb} the attention scores before softmax: "
+               "masked positions are shifted by 1, not removed (fill them with -inf: "
+               "scores.masked_fill({fix}, float('-inf')))")
+
+
+def scores_added(rule: Rule, site: CallSite) -> Iterator[Report]:
+    """MHA004: a bool or 0/1 mask added to (or subtracted from) attention scores."""
+    for scores, term, mask in mask_terms(rule.ctx, site, ("add", "sub")):
+        analysis = analysis_for(rule.ctx)
+        yield rule.report(
+            term.at, term_evidence(rule.ctx, scores, term, mask, "scores-add"), MESSAGE_ADD,
+            mask=analysis.evaluator.describe(mask.origin), kind=_kind_words(mask),
+            meaning=mask.meaning, verb="added to" if term.op == "add" else "subtracted from",
+            fix="~mask" if mask.meaning == KEEP else "mask")
+
+
+class MaskMultipliedBeforeSoftmax(Rule):
+    CODE = "MHA012"
+    NAME = "mask-multiplied-before-softmax"
+    MESSAGE = ("{mask} is {kind} {meaning}-mask multiplied into the attention scores before "
+               "softmax: masked positions get score 0 and weight exp(0), not 0 (fill them "
+               "with -inf instead)")
+    WHAT = """
+        Flags attention scores multiplied by a bool or 0/1 mask before the
+        softmax: `scores * mask`, `mask * scores`, `scores *= mask`,
+        `scores.mul_(mask)`, `torch.mul(scores, mask)`, with the mask's meaning
+        known from the code (a triangle of ones, a pad-id comparison, a
+        tokenizer `attention_mask`, a segment comparison).
+
+        Attention scores are a pairwise product of two projections (`q @
+        k.transpose(-2, -1)`, `.mT`, a key transposed in a local,
+        `torch.matmul`/`torch.bmm` of the same, a two-operand `torch.einsum`
+        such as `'bhqd,bhkd->bhqk'`), scaled or not, that flows into a softmax
+        over the last axis (`F.softmax(x, dim=-1)`, `torch.softmax`,
+        `x.softmax(-1)`), followed through locals, `scores = scores * ...`
+        rebindings, augmented assignments and in-place methods.
+        """
+    WHY = """
+        Multiplying by a mask sets the masked scores to 0, and softmax turns a
+        score of 0 into the weight exp(0) = 1 before normalising: masked
+        positions keep a share of the attention comparable to any other key.
+        Padding leaks into every real token and a causal triangle lets
+        queries see the future. Nothing raises.
+        """
+    EXAMPLE = """
+        scores = q @ k.transpose(-2, -1) / math.sqrt(d)
+        scores = scores * causal[:T, :T]                 # tril of ones: 1 = keep
+        attn = scores.softmax(dim=-1) @ v
+        """
+    USE_INSTEAD = """
+        scores = q @ k.transpose(-2, -1) / math.sqrt(d)
+        scores = scores.masked_fill(causal[:T, :T] == 0, float("-inf"))
+        attn = scores.softmax(dim=-1) @ v
+        """
+    DECISIONS = """
+        - Only before the softmax: multiplying the softmax's *result* by a mask
+          (then renormalising or not) is a different design, not this rule.
+        - A factor whose meaning is not known as a mask is never reported: a
+          float scale (`* self.scale`, `* d ** -0.5`), a learned gate
+          (`torch.sigmoid(self.gate)`), a parameter named `mask` of unknown
+          kind, a bias.
+        - Not reported when the masked positions are filled with -inf (or
+          `finfo.min`, or a constant at or below -1000) between the
+          multiplication and the softmax (`masked_fill`, `torch.where`, in
+          place too): the fill removes them whatever the product did. A
+          `masked_fill` whose value the analysis cannot read (an imported
+          `-INF` constant) counts as such a fill; one known to be small (`0`)
+          does not. Nor when an additive mask (-inf filled, or an added tensor
+          of unknown kind named like a mask) also reaches the scores: it may
+          remove the very positions the product zeroed (`attn *= tril(...)`
+          then `attn += triu(-inf)` is correct).
+        - The softmax's result need not be multiplied with values: a softmax
+          over the key axis of a query-key product is attention already. A
+          softmax over another axis (`dim=1`) is not.
+        - A bool or 0/1 mask *added* to the scores is MHA004's (its additive
+          case), with the same notion of attention scores.
+        """
+    VALID = [
+        "import math\n"
+        "def attend(q, k, v, tokens, pad_id):\n"
+        "    scores = q @ k.transpose(-2, -1) / math.sqrt(q.size(-1))\n"
+        "    keep = tokens != pad_id\n"
+        "    scores = scores.masked_fill(~keep[:, None, None, :], float('-inf'))\n"
+        "    return scores.softmax(-1) @ v\n",
+        "import torch\n"
+        "def attend(q, k, v, scale):\n"
+        "    scores = torch.matmul(q, k.transpose(-2, -1)) * scale\n"
+        "    return torch.softmax(scores, dim=-1) @ v\n",
+        "import torch\n"
+        "def attend(q, k, v, tokens, pad_id):\n"
+        "    keep = (tokens != pad_id).float()\n"
+        "    probs = torch.softmax(q @ k.transpose(-2, -1), dim=-1) * keep[:, None, None, :]\n"
+        "    return probs @ v\n",
+    ]
+    INVALID = [
+        Example(
+            "import math\nimport torch\n"
+            "def attend(q, k, v, T):\n"
+            "    causal = torch.tril(torch.ones(T, T))\n"
+            "    scores = q @ k.transpose(-2, -1) / math.sqrt(q.size(-1))\n"
+            "    scores = scores * causal\n"
+            "    return scores.softmax(dim=-1) @ v\n",
+            6, 14,
+        ),
+        Example(
+            "import torch\n"
+            "def attend(q, k, v, tokens, pad_id):\n"
+            "    keep = tokens != pad_id\n"
+            "    scores = torch.einsum('bhqd,bhkd->bhqk', q, k)\n"
+            "    scores *= keep[:, None, None, :]\n"
+            "    return torch.softmax(scores, dim=-1) @ v\n",
+            5, 5,
+        ),
+    ]
+
+    def on_call(self, site: CallSite) -> Iterator[Report]:
+        analysis = analysis_for(self.ctx)
+        for scores, term, mask in mask_terms(self.ctx, site, ("mul",)):
+            yield self.report(
+                term.at, term_evidence(self.ctx, scores, term, mask, "scores-mul"),
+                mask=analysis.evaluator.describe(mask.origin), kind=_kind_words(mask),
+                meaning=mask.meaning)
+
+
+__all__: List[str] = ["MaskMultipliedBeforeSoftmax", "scores_added", "mask_terms"]

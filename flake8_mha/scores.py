@@ -1,0 +1,381 @@
+"""Attention scores in hand-written attention, and the masks applied to them
+with arithmetic (MHA004's additive case, MHA012).
+
+A tensor counts as *attention scores* when both hold:
+
+- it comes from a pairwise product of two projections: ``q @ k.transpose(-2,
+  -1)`` (also ``.mT``, ``.permute(...)``, ``.T``, a key transposed earlier in a
+  local), ``torch.matmul``/``torch.bmm`` of the same, or a two-operand
+  ``torch.einsum`` that contracts an axis and keeps one axis of each operand
+  (``'bhqd,bhkd->bhqk'``); scaling (``* scale``, ``/ math.sqrt(d)``), dtype
+  and shape methods, slicing, biases and ``masked_fill`` on the way keep it
+  scores;
+- it flows into a softmax over the last axis: ``F.softmax(x, dim=-1)``,
+  ``torch.softmax(x, -1)``, ``x.softmax(-1)`` (``dim`` left out counts too).
+
+The walk starts at each softmax and goes backwards through the expression,
+locals (every reaching definition), ``scores = scores + ...`` rebindings,
+augmented assignments (``scores += mask``) and in-place methods on the same
+local before the softmax (``scores.add_(mask)``, ``scores.mul_(mask)``).
+Whatever is added, subtracted or multiplied on the way is a *term*; the
+rules decide which terms are masks.  Whether the softmax's result is then
+multiplied with values is not required: a softmax over the key axis of a
+query-key product is attention already.
+
+A fill on the way (``masked_fill(m, -inf)``, ``torch.where(m, x, -inf)``,
+also in place) *covers* every term before it: the masked positions are
+removed whatever the arithmetic did, so those terms are not reported.  A
+``masked_fill`` whose value cannot be read (an imported constant) covers
+too; only a fill known to be small (``0``) does not.
+
+Never imports torch.  One analysis per file, kept on the engine's Context.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Dict, List, Optional, Tuple
+
+import libcst as cst
+
+from .flow import CallSite, Env, Scope, lookup
+
+MAX_DEPTH = 24
+_SOFTMAX = {"torch.softmax", "torch.nn.functional.softmax", "torch.special.softmax"}
+_PRODUCT = {"torch.matmul", "torch.bmm", "torch.einsum"}
+_TRANSPOSE = {"transpose", "permute", "swapaxes", "swapdims", "movedim", "t"}
+_TRANSPOSE_ATTRS = {"mT", "T", "mH", "H"}
+# methods that keep a tensor the same scores (dtype, device, shape, copies)
+_KEEP_METHODS = {
+    "float", "half", "double", "bfloat16", "to", "type", "type_as", "contiguous", "clone",
+    "view", "reshape", "view_as", "reshape_as", "squeeze", "unsqueeze", "flatten",
+    "unflatten", "clamp", "clip", "clamp_min", "clamp_max", "detach", "expand", "expand_as",
+    "float32", "masked_scatter",
+}
+_ARITH = {"add": "add", "add_": "add", "sub": "sub", "sub_": "sub", "subtract": "sub",
+          "mul": "mul", "mul_": "mul", "multiply": "mul", "div": "div", "div_": "div",
+          "true_divide": "div"}
+_INPLACE = {"add_", "sub_", "mul_", "masked_fill_", "div_"}
+
+
+@dataclass
+class Term:
+    """Something added to, subtracted from or multiplied with attention scores."""
+
+    expr: cst.BaseExpression  # the operand that is not the scores
+    op: str  # "add" | "sub" | "mul"
+    at: cst.CSTNode  # where the operation is written (reported there)
+    env: Env
+    scope: Optional[Scope]
+    covered: bool  # a -inf fill between this operation and the softmax
+    text: str = ""
+
+
+@dataclass
+class Scores:
+    """One softmax over attention scores, and the terms on the way to it."""
+
+    softmax: CallSite
+    product: cst.CSTNode
+    terms: List[Term] = field(default_factory=list)
+
+
+class _Walk:
+    def __init__(self, analysis: "ScoresAnalysis", limit: int):
+        self.a = analysis
+        self.limit = limit  # index of the softmax in flow.calls: in-place ops before it
+        self.product: Optional[cst.CSTNode] = None
+        self.terms: List[Term] = []
+        self.seen: set = set()
+
+
+class ScoresAnalysis:
+    """Per file: which softmax calls read attention scores, and their terms."""
+
+    def __init__(self, ctx):
+        self.ctx = ctx
+        self.resolver = ctx.resolver
+        self._index: Dict[int, int] = {}
+        self._inplace: Dict[Tuple[int, str], List[Tuple[int, CallSite]]] = {}
+        for i, site in enumerate(ctx.flow.calls):
+            self._index.setdefault(id(site.node), i)
+            func = site.node.func
+            if (isinstance(func, cst.Attribute) and func.attr.value in _INPLACE
+                    and isinstance(func.value, cst.Name) and isinstance(site.stmt, cst.Expr)
+                    and site.stmt.value is site.node):
+                key = (id(site.scope), func.value.value)
+                self._inplace.setdefault(key, []).append((i, site))
+        self._cache: Dict[int, Optional[Scores]] = {}
+        self._big_negative = None
+
+    # ------------------------------------------------------------------ entry
+    def at(self, site: CallSite) -> Optional[Scores]:
+        """The scores a softmax call at ``site`` reads, or None when the call is
+        not a softmax over attention scores."""
+        key = id(site)
+        if key not in self._cache:
+            self._cache[key] = self._scores(site)
+        return self._cache[key]
+
+    def _scores(self, site: CallSite) -> Optional[Scores]:
+        arg = self.softmax_input(site)
+        if arg is None:
+            return None
+        walk = _Walk(self, self._index.get(id(site.node), len(self.ctx.flow.calls)))
+        if not self._walk(arg, site.env, site.scope, walk, False, 0) or walk.product is None:
+            return None
+        return Scores(site, walk.product, walk.terms)
+
+    def softmax_input(self, site: CallSite) -> Optional[cst.BaseExpression]:
+        call = site.node
+        func = call.func
+        qn = self.qualname(func, site.env, site.scope)
+        if qn in _SOFTMAX:
+            x, dim = _arg(call, 0, "input"), _arg(call, 1, "dim")
+        elif qn is None and isinstance(func, cst.Attribute) and func.attr.value == "softmax":
+            x, dim = func.value, _arg(call, 0, "dim")
+        else:
+            return None
+        if x is None or (dim is not None and not _is_minus_one(dim)):
+            return None
+        return x
+
+    def qualname(self, node, env, scope) -> Optional[str]:
+        try:
+            return self.resolver.qualname(node, env, scope)
+        except RecursionError:  # pragma: no cover
+            return None
+
+    def removes(self, node, env, scope) -> bool:
+        """Whether a fill value may remove what it fills: a large negative, or a
+        value the analysis cannot read (``-constant.INFINITY_NUMBER``): unsure
+        counts as removing, so that nothing before it is reported."""
+        if self.big_negative(node, env, scope):
+            return True
+        from .values import UNKNOWN, value_of
+
+        try:
+            v = value_of(node, env, scope)
+        except RecursionError:  # pragma: no cover
+            return True
+        return v is UNKNOWN or not isinstance(v, (int, float)) or v <= -1e3
+
+    def big_negative(self, node, env, scope) -> bool:
+        from .masks import At, analysis_for
+
+        if self._big_negative is None:
+            self._big_negative = analysis_for(self.ctx).evaluator.is_big_negative
+        try:
+            return bool(self._big_negative(node, At(env, scope, None, 0)))
+        except RecursionError:  # pragma: no cover
+            return False
+
+    # ------------------------------------------------------------------ the walk
+    def _walk(self, node, env: Env, scope, w: _Walk, covered: bool, depth: int) -> bool:
+        """Whether ``node`` holds attention scores; records terms on the way."""
+        if depth > MAX_DEPTH:
+            return False
+        t = type(node)
+        d = depth + 1
+        if t is cst.BinaryOperation:
+            op = node.operator
+            if isinstance(op, cst.MatrixMultiply):
+                return self._product(node, node.left, node.right, env, scope, w)
+            if isinstance(op, (cst.Add, cst.Subtract, cst.Multiply)):
+                kind = "add" if isinstance(op, cst.Add) else (
+                    "sub" if isinstance(op, cst.Subtract) else "mul")
+                return self._binary(node, node.left, node.right, kind, env, scope, w, covered, d)
+            if isinstance(op, (cst.Divide, cst.FloorDivide)):
+                return self._walk(node.left, env, scope, w, covered, d)
+            return False
+        if t is cst.UnaryOperation and isinstance(node.operator, cst.Minus):
+            return self._walk(node.expression, env, scope, w, covered, d)
+        if t is cst.Subscript:
+            return self._walk(node.value, env, scope, w, covered, d)
+        if t is cst.IfExp:
+            a = self._walk(node.body, env, scope, w, covered, d)
+            b = self._walk(node.orelse, env, scope, w, covered, d)
+            return a or b
+        if t is cst.Name:
+            return self._name(node, env, scope, w, covered, d)
+        if t is cst.Call:
+            return self._call(node, env, scope, w, covered, d)
+        return False
+
+    def _name(self, node: cst.Name, env, scope, w: _Walk, covered: bool, d: int) -> bool:
+        defs = lookup(node.value, env, scope)
+        found = False
+        # in-place arithmetic on this very binding before the softmax: the
+        # latest first, each covering what came before it
+        ops = [site for i, site in self._inplace.get((id(scope), node.value), ())
+               if i < w.limit and site.env.get(node.value) is defs and defs]
+        for site in reversed(ops):
+            call = site.node
+            name = call.func.attr.value
+            if name == "masked_fill_":
+                v = _arg(call, 1, "value")
+                if v is None or self.removes(v, site.env, site.scope):
+                    covered = True
+                continue
+            arg = _arg(call, 0, "other")
+            if arg is not None and _ARITH[name] != "div":
+                w.terms.append(Term(arg, _ARITH[name], call, site.env, site.scope, covered))
+        for df in defs:
+            key = (id(df), covered)
+            if key in w.seen:
+                continue
+            w.seen.add(key)
+            if df.kind == "assign" and df.node is not None and not df.index:
+                found = self._walk(df.node, df.env, df.scope, w, covered, d) or found
+            elif df.kind == "augassign":
+                aug: cst.AugAssign = df.node
+                op = aug.operator
+                kind = ("add" if isinstance(op, cst.AddAssign) else
+                        "sub" if isinstance(op, cst.SubtractAssign) else
+                        "mul" if isinstance(op, cst.MultiplyAssign) else
+                        "div" if isinstance(op, cst.DivideAssign) else None)
+                if kind is None or not isinstance(aug.target, cst.Name):
+                    continue
+                if self._walk(aug.target, df.env, df.scope, w, covered, d):
+                    found = True
+                    if kind != "div":
+                        w.terms.append(Term(aug.value, kind, aug, df.env, df.scope, covered))
+        return found
+
+    def _binary(self, at, left, right, kind, env, scope, w: _Walk, covered, d) -> bool:
+        lhs = self._walk(left, env, scope, w, covered, d)
+        rhs = self._walk(right, env, scope, w, covered, d) if kind != "sub" or not lhs else False
+        if lhs and not rhs:
+            w.terms.append(Term(right, kind, at, env, scope, covered))
+        elif rhs and not lhs and kind != "sub":
+            w.terms.append(Term(left, kind, at, env, scope, covered))
+        return lhs or rhs
+
+    def _call(self, node: cst.Call, env, scope, w: _Walk, covered: bool, d: int) -> bool:
+        func = node.func
+        qn = self.qualname(func, env, scope)
+        if qn in _PRODUCT:
+            if qn == "torch.einsum":
+                return self._einsum(node, env, scope, w)
+            second = "other" if qn == "torch.matmul" else "mat2"
+            a, b = _arg(node, 0, "input"), _arg(node, 1, second)
+            return a is not None and b is not None and self._product(node, a, b, env, scope, w)
+        if qn in ("torch.add", "torch.sub", "torch.subtract", "torch.mul", "torch.multiply"):
+            a, b = _arg(node, 0, "input"), _arg(node, 1, "other")
+            if a is None or b is None:
+                return False
+            return self._binary(node, a, b, _ARITH[qn.rsplit(".", 1)[1]], env, scope, w, covered, d)
+        if qn in ("torch.where",):
+            c, a, b = _arg(node, 0, "condition"), _arg(node, 1, "input"), _arg(node, 2, "other")
+            if c is None or a is None or b is None:
+                return False
+            if self.big_negative(b, env, scope):
+                return self._walk(a, env, scope, w, True, d)
+            if self.big_negative(a, env, scope):
+                return self._walk(b, env, scope, w, True, d)
+            return False
+        if qn == "torch.masked_fill":
+            x, v = _arg(node, 0, "input"), _arg(node, 2, "value")
+            if x is None or v is None:
+                return False
+            return self._walk(x, env, scope, w, covered or self.removes(v, env, scope), d)
+        if qn is not None or not isinstance(func, cst.Attribute):
+            return False
+        name = func.attr.value
+        if name in _KEEP_METHODS:
+            return self._walk(func.value, env, scope, w, covered, d)
+        if name in ("masked_fill", "masked_fill_"):
+            v = _arg(node, 1, "value")
+            fill = v is None or self.removes(v, env, scope)
+            return self._walk(func.value, env, scope, w, covered or fill, d)
+        if name in ("where",):  # x.where(cond, other)
+            other = _arg(node, 1, "other")
+            fill = other is None or self.removes(other, env, scope)
+            return self._walk(func.value, env, scope, w, covered or fill, d)
+        if name in _ARITH:
+            other = _arg(node, 0, "other")
+            if not self._walk(func.value, env, scope, w, covered, d):
+                return False
+            if other is not None and _ARITH[name] != "div":
+                w.terms.append(Term(other, _ARITH[name], node, env, scope, covered))
+            return True
+        if name in ("matmul", "bmm") and node.args:
+            return self._product(node, func.value, node.args[0].value, env, scope, w)
+        return False
+
+    # ------------------------------------------------------------------ products
+    def _product(self, node, a, b, env, scope, w: _Walk) -> bool:
+        """``a @ b`` is a query-key product when ``b`` is transposed (here or
+        in the local it comes from) and ``a`` is not a constant."""
+        if isinstance(a, (cst.Integer, cst.Float)) or not self._transposed(b, env, scope, 0):
+            return False
+        w.product = w.product or node
+        return True
+
+    def _transposed(self, node, env, scope, depth: int) -> bool:
+        if depth > 6:
+            return False
+        if isinstance(node, cst.Attribute):
+            return node.attr.value in _TRANSPOSE_ATTRS
+        if isinstance(node, cst.Call) and isinstance(node.func, cst.Attribute):
+            name = node.func.attr.value
+            if name in _TRANSPOSE:
+                return name == "t" or len(node.args) >= 2
+            if name in _KEEP_METHODS:
+                return self._transposed(node.func.value, env, scope, depth + 1)
+            return False
+        if isinstance(node, cst.Call):
+            qn = self.qualname(node.func, env, scope)
+            if qn in ("torch.transpose", "torch.permute", "torch.swapaxes", "torch.movedim"):
+                return True
+            return False
+        if isinstance(node, cst.Name):
+            defs = lookup(node.value, env, scope)
+            return bool(defs) and all(
+                df.kind == "assign" and not df.index and df.node is not None
+                and self._transposed(df.node, df.env, df.scope, depth + 1) for df in defs)
+        return False
+
+    def _einsum(self, node: cst.Call, env, scope, w: _Walk) -> bool:
+        if len(node.args) != 3 or any(arg.keyword is not None or arg.star for arg in node.args):
+            return False
+        spec = node.args[0].value
+        if not isinstance(spec, cst.SimpleString):
+            return False
+        text = spec.evaluated_value
+        if not isinstance(text, str) or "->" not in text:
+            return False
+        ins, out = text.replace(" ", "").split("->")
+        parts = ins.split(",")
+        if len(parts) != 2 or "." in ins:
+            return False
+        a, b = set(parts[0]), set(parts[1])
+        o = set(out)
+        contracted = (a & b) - o
+        if contracted and (a - b) & o and (b - a) & o:
+            w.product = w.product or node
+            return True
+        return False
+
+
+def analysis_for(ctx) -> ScoresAnalysis:
+    """The file's scores analysis, kept on the Context (dies with it)."""
+    got = getattr(ctx, "_scores_analysis", None)
+    if got is None:
+        got = ScoresAnalysis(ctx)
+        ctx._scores_analysis = got
+    return got
+
+
+def _arg(call: cst.Call, i: int, name: str) -> Optional[cst.BaseExpression]:
+    for arg in call.args:
+        if arg.keyword is not None and arg.keyword.value == name:
+            return arg.value
+    positional = [arg for arg in call.args if arg.keyword is None]
+    if any(arg.star for arg in positional[: i + 1]):
+        return None
+    return positional[i].value if i < len(positional) else None
+
+
+def _is_minus_one(node: cst.CSTNode) -> bool:
+    return (isinstance(node, cst.UnaryOperation) and isinstance(node.operator, cst.Minus)
+            and isinstance(node.expression, cst.Integer) and node.expression.value == "1")
