@@ -10,9 +10,9 @@ from typing import IO, List, Optional, Sequence
 
 from ..findings import Finding
 from .runner import (
-    DEFAULT_BUDGET, DEFAULT_TIMEOUT, INSTALL_HINT, Runner, TorchUnavailable, WorkerFailed,
+    DEFAULT_BUDGET, DEFAULT_TIMEOUT, FAIL_ON, INSTALL_HINT, Runner, TorchUnavailable,
+    WorkerFailed,
 )
-from .witnesses import CONFIRMED
 
 PROG = "flake8-mha confirm"
 EXIT_CLEAN, EXIT_CONFIRMED, EXIT_USAGE = 0, 1, 2
@@ -25,7 +25,8 @@ def build_parser() -> argparse.ArgumentParser:
                      "torch experiment (a witness) built from the finding's evidence. The "
                      "user's code is never imported or executed."),
         epilog=("Exit status: 0 when nothing is confirmed (or --fail-on none), 1 when a "
-                "finding is confirmed, 2 on usage errors or when torch is missing."),
+                "finding is CONFIRMED or CONFIRMED* (--fail-on proven: CONFIRMED only), 2 on "
+                "usage errors or when torch is missing."),
     )
     parser.add_argument("paths", nargs="+", metavar="PATH", help="files or directories to lint")
     parser.add_argument("--select", action="append", default=[], metavar="CODES",
@@ -33,8 +34,10 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--ignore", action="append", default=[], metavar="CODES",
                         help="comma-separated code prefixes to leave out")
     parser.add_argument("--json", metavar="FILE", help="also write the results as JSON to FILE")
-    parser.add_argument("--fail-on", choices=("confirmed", "none"), default="confirmed",
-                        help="exit 1 when a finding is confirmed (default), or never")
+    parser.add_argument("--fail-on", choices=tuple(FAIL_ON), default="confirmed",
+                        help=("exit 1 when a finding is CONFIRMED or CONFIRMED* (confirmed, "
+                              "the default), only CONFIRMED from the code's own facts "
+                              "(proven), or never (none)"))
     parser.add_argument("--timeout", type=_positive, default=DEFAULT_TIMEOUT, metavar="SECONDS",
                         help=f"time budget of one witness (default {DEFAULT_TIMEOUT:g})")
     parser.add_argument("--budget", type=_positive, default=DEFAULT_BUDGET, metavar="SECONDS",
@@ -127,8 +130,8 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     if outcomes:
         print(render_table(outcomes))
     print(summary_line(outcomes, seconds))
-    confirmed = any(o.verdict == CONFIRMED for o in outcomes)
-    status = EXIT_CONFIRMED if confirmed and args.fail_on == "confirmed" else EXIT_CLEAN
+    failing = FAIL_ON[args.fail_on]
+    status = EXIT_CONFIRMED if any(o.verdict in failing for o in outcomes) else EXIT_CLEAN
     if args.json:
         settings = {"select": select, "ignore": ignore, "fail_on": args.fail_on,
                     "timeout": args.timeout, "budget": args.budget}
