@@ -287,7 +287,7 @@ def _numeric_dtype(p: Params) -> str:
 def run_mha004(evidence: Dict[str, Any]) -> Dict[str, Any]:
     import torch
 
-    p = _params(evidence)
+    p = Params(evidence)  # the numeric kind is the fact, not the meaning
     sink = evidence.get("sink")
     module = str(evidence.get("module") or "").rsplit(".", 1)[-1]
     e, h = p.dims()
@@ -375,7 +375,7 @@ def _mha009_case(n: int, length: int, h: int, d: int, additive: bool) -> Tuple[A
 def run_mha009(evidence: Dict[str, Any]) -> Dict[str, Any]:
     import torch
 
-    p = _params(evidence)
+    p = Params(evidence)  # the shape is the fact, not the meaning
     e, h = p.dims()
     d = e // h
     additive = p.mask().get("kind") == "additive" or p.mask().get("meaning") == "additive"

@@ -393,6 +393,10 @@ def run_mha901(evidence: Dict[str, Any]) -> Dict[str, Any]:
     if not batch_first:
         damage = ("moot: batch_first=False keeps the fastpath off with or without the "
                   "blockers; " + damage)
+    elif not took_fastpath(ops_plain):
+        why = f" (num_heads={h} is odd)" if h % 2 else ""
+        damage = (f"moot: without the blockers the module leaves the fastpath too{why}; "
+                  + damage)
     witness = (f"nn.{kind}({e}, {h}, batch_first={batch_first}, {text}) vs the same without "
                f"them, eval, no_grad, default call, N={N}, L={length}; torch.profiler op "
                f"names, blocked/plain time ratio of interleaved pairs (median [quartiles])")
