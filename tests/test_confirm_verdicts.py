@@ -181,3 +181,22 @@ def test_a_confirmed_star_names_what_it_rests_on_and_a_confirmed_rests_on_nothin
             assert set(outcome.depends_on) <= set(outcome.assumed), finding
         else:
             assert outcome.depends_on == [], finding
+
+
+# ------------------------------------------------------- the facts rules hand over
+
+def test_mha006_evidence_tells_the_causal_triangle_from_a_padding_mask():
+    from fixture_expect import FIXTURES
+    from flake8_mha.engine import analyze_source, select_codes
+
+    path = FIXTURES / "verdicts" / "MHA006_causal_triangle.py"
+    found = {f.line: f.evidence for f in analyze_source(
+        path.read_text(encoding="utf-8"), str(path), select_codes(["MHA006"]))}
+    assert found[18]["is_causal"] is True and found[18]["dropout_p"] == 0.0
+    assert found[18]["mask"]["origin"] == "causal_triangle"
+    assert found[18]["mask"]["source"].startswith("line 16: torch.tril(")
+    assert found[23]["mask"]["origin"] == "causal_triangle"  # generate_square_subsequent_mask
+    assert found[23]["mask"]["kind"] == "additive"
+    assert found[28]["mask"]["origin"] == "causal_triangle"  # ~triu(..., 1)
+    assert found[59]["mask"]["origin"] == "padding"
+    assert found[66]["mask"]["origin"] is None and found[66]["mask"]["by_name"] is False
