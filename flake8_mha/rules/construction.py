@@ -262,8 +262,9 @@ class OddNumHeads(Rule):
           the SDPA path 1.4x faster, TORCH_FACTS item 17 the odd module at
           0.66x the even one's time (N=16, L=128, 5 vs 8 heads), and 0.70x
           with `batch_first=False` where neither takes the fastpath. The default
-          call (`need_weights=True`) runs the math path instead, 0.9-1.4x the
-          fastpath's time. The rule states a kernel fact (fused inference
+          call (`need_weights=True`) runs the math path instead: 0.9-2.1x the
+          fastpath's time in the confirmer's runs, medians 0.96-1.24x under
+          load (bench/RESULTS.md, issue 13). The rule states a kernel fact (fused inference
           kernels and nested tensors for padded batches are off), which
           matters on accelerators and for padded batches; the confirmer
           reports the time with its spread and never calls the odd count slow
@@ -288,7 +289,6 @@ class OddNumHeads(Rule):
         if heads is not None and heads > 0 and heads % 2 == 1 and not self._fastpath_off(ev):
             yield self.report(ev.site.node, construction_evidence(self.ctx, ev),
                               heads_name=spec.heads_param, heads=heads, module=spec.name)
-
 
     def _fastpath_off(self, ev: Construction) -> bool:
         """A setting written at the construction keeps the fastpath off anyway."""
