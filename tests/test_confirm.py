@@ -27,7 +27,7 @@ from flake8_mha.confirm.runner import (  # noqa: E402
     CRASHED, ERROR, TIMEOUT, Runner, TorchUnavailable,
 )
 from flake8_mha.confirm.witnesses import (  # noqa: E402
-    CONFIRMED, NOT_REPRODUCED, SKIPPED, WITNESSES,
+    CONFIRMED, CONFIRMED_ASSUMED, INCONCLUSIVE, NOT_REPRODUCED, SKIPPED, WITNESSES,
 )
 from flake8_mha.confirm.worker import TEST_FAULTS_ENV  # noqa: E402
 
@@ -35,6 +35,14 @@ NEED_MASK = ("RuntimeError: Need attn_mask if specifying the is_causal hint. You
              "Transformer module method `generate_square_subsequent_mask` to create this mask.")
 EXPLICIT_MASK = ("RuntimeError: _scaled_dot_product_attention: Explicit attn_mask should not "
                  "be set when is_causal=True")
+
+# The facts construction_evidence gives for nn.MultiheadAttention(..., batch_first=True).
+MHA_FACTS = {"batch_first": True, "bias": True, "add_bias_kv": False, "add_zero_attn": False,
+             "kdim": None, "vdim": None, "dropout": 0.0}
+PAD_MASK = {"meaning": "keep", "kind": "bool", "shape": "broadcast", "origin": "padding",
+            "by_name": False}
+TRIANGLE = {"meaning": "keep", "kind": "bool", "shape": "square", "origin": "causal_triangle",
+            "by_name": False}
 
 # name -> (code, evidence)
 CASES = {
@@ -96,8 +104,13 @@ CASES = {
                                   "mask_arg": "tgt_mask"}),
     "mha005_memory": ("MHA005", {"module": "TransformerDecoderLayer",
                                  "flag": "memory_is_causal", "mask_arg": "memory_mask"}),
-    "mha006": ("MHA006", {"module": "scaled_dot_product_attention", "dropout_p": 0.1}),
+    "mha006": ("MHA006", {"module": "scaled_dot_product_attention", "dropout_p": 0.1,
+                          "is_causal": True, "mask": PAD_MASK}),
+    "mha006_pad_zero_p": ("MHA006", {"dropout_p": 0.0, "is_causal": True, "mask": PAD_MASK}),
     "mha006_unknown_p": ("MHA006", {"dropout_p": None}),
+    "mha006_triangle": ("MHA006", {"dropout_p": 0.0, "is_causal": True, "mask": TRIANGLE}),
+    "mha006_triangle_unknown_p": ("MHA006", {"dropout_p": None, "is_causal": True,
+                                             "mask": TRIANGLE}),
     "mha007": ("MHA007", {"dropout_p": 0.1, "dropout_is_module": False}),
     "mha007_unknown_p": ("MHA007", {}),
     "mha007_zero": ("MHA007", {"dropout_p": 0.0}),
@@ -114,10 +127,17 @@ CASES = {
     "mha009_additive": ("MHA009", {"sink": "attn_mask",
                                    "mask": {"meaning": "additive", "kind": "additive",
                                             "shape": "padding"}}),
-    "mha101": ("MHA101", {"module": "MultiheadAttention", "embed_dim": 112, "num_heads": 7}),
+    "mha101": ("MHA101", {"module": "MultiheadAttention", "embed_dim": 112, "num_heads": 7,
+                          **MHA_FACTS}),
+    "mha101_seq_first": ("MHA101", {"module": "MultiheadAttention", "embed_dim": 96,
+                                    "num_heads": 3, **dict(MHA_FACTS, batch_first=False)}),
+    "mha101_no_bias": ("MHA101", {"module": "MultiheadAttention", "embed_dim": 96,
+                                  "num_heads": 3, **dict(MHA_FACTS, bias=False)}),
     "mha101_layer": ("MHA101", {"module": "TransformerEncoderLayer", "num_heads": 3}),
     "mha102": ("MHA102", {"module": "MultiheadAttention", "embed_dim": 256, "num_heads": 8}),
     "mha901_bias": ("MHA901", {"module": "MultiheadAttention", "blockers": ["bias=False"]}),
+    "mha901_seq_first": ("MHA901", {"module": "MultiheadAttention", "blockers": ["bias=False"],
+                                    "batch_first": False}),
     "mha901_kv": ("MHA901", {"blockers": ["add_bias_kv=True", "kdim=32", "vdim=32"]}),
     "no_witness": ("MHA011", {}),
     # The fault hook is inert without its environment variable.
@@ -145,7 +165,8 @@ def outcomes():
 
 
 def test_every_case_ran_without_worker_faults(outcomes):
-    assert {o.verdict for o in outcomes.values()} <= {CONFIRMED, NOT_REPRODUCED, SKIPPED}, {
+    assert {o.verdict for o in outcomes.values()} <= {
+        CONFIRMED, CONFIRMED_ASSUMED, NOT_REPRODUCED, INCONCLUSIVE, SKIPPED}, {
         n: (o.verdict, o.reason) for n, o in outcomes.items()}
 
 
@@ -304,14 +325,38 @@ def test_mha005_memory_is_causal_raises_in_eval_too(outcomes):
     assert o.measured["exception_eval"] == NEED_MASK
 
 
-@pytest.mark.parametrize("name", ["mha006", "mha006_unknown_p"])
-def test_mha006_raises_with_dropout_and_double_masks_without(outcomes, name):
-    o = outcomes[name]
+def test_mha006_padding_with_dropout_raises_on_torchs_own_kernel(outcomes):
+    o = outcomes["mha006"]
+    assert o.verdict == CONFIRMED and o.depends_on == []
+    assert o.measured["default, dropout_p=0.1"] == EXPLICIT_MASK
+    assert o.measured["math, dropout_p=0.1"] == EXPLICIT_MASK
+    assert o.measured["kernels"] == ["default", "flash_attention", "math"]
+
+
+def test_mha006_padding_without_dropout_double_masks_silently(outcomes):
+    o = outcomes["mha006_pad_zero_p"]
     assert o.verdict == CONFIRMED
-    assert o.measured["exception_dropout"] == EXPLICIT_MASK
-    assert o.measured["exception_math_kernel"] == EXPLICIT_MASK
-    assert o.measured["diff_vs_mask_only"] > 0.5
-    assert o.measured["diff_vs_combined"] < 1e-5  # both masks applied
+    assert o.measured["default, dropout_p=0"] == "ran"
+    assert "default, dropout_p=0: ran, 2.834e+00 from the mask alone (both masks applied)" \
+        in o.damage
+    assert o.measured["math, dropout_p=0"] == EXPLICIT_MASK  # each kernel reported
+
+
+def test_mha006_causal_triangle_cannot_double_mask(outcomes):
+    o = outcomes["mha006_triangle"]
+    assert o.verdict == NOT_REPRODUCED
+    assert "default, dropout_p=0: ran, 0.000e+00 from the mask alone" in o.damage
+    assert o.measured["math, dropout_p=0"] == EXPLICIT_MASK  # reported, not judged
+
+
+def test_mha006_unknown_facts_give_confirmed_with_assumptions(outcomes):
+    o = outcomes["mha006_unknown_p"]
+    assert o.verdict == CONFIRMED_ASSUMED
+    assert o.depends_on == ["mask origin unknown: used a (N, 1, 1, S) padding mask "
+                            "(True = attend)", "is_causal may be True on this path: used True"]
+    t = outcomes["mha006_triangle_unknown_p"]
+    assert t.verdict == CONFIRMED_ASSUMED  # raises only with dropout, which is unknown
+    assert t.depends_on == ["the damage shows only with dropout_p=0.1, and dropout_p is unknown"]
 
 
 def test_mha006_says_which_dropout_it_assumed(outcomes):
@@ -321,10 +366,11 @@ def test_mha006_says_which_dropout_it_assumed(outcomes):
 
 # ---------------------------------------------------------------- dropout, heads
 
-@pytest.mark.parametrize("name", ["mha007", "mha007_unknown_p"])
-def test_mha007_two_eval_calls_differ(outcomes, name):
+@pytest.mark.parametrize("name, verdict", [("mha007", CONFIRMED),
+                                           ("mha007_unknown_p", CONFIRMED_ASSUMED)])
+def test_mha007_two_eval_calls_differ(outcomes, name, verdict):
     o = outcomes[name]
-    assert o.verdict == CONFIRMED
+    assert o.verdict == verdict
     assert o.measured["max_diff"] == pytest.approx(1.5, abs=0.5)
     assert o.measured["dropout_p"] == 0.1
 
@@ -370,38 +416,62 @@ def test_mha008_unknown_values_are_skipped_with_a_reason(outcomes):
 
 def test_mha101_shows_the_kernels_and_a_time_ratio(outcomes):
     o = outcomes["mha101"]
-    assert o.verdict == CONFIRMED  # the profiler, not the time, decides
+    assert o.verdict == CONFIRMED  # the profiler, not the time, decides; no fact assumed
     m = o.measured
     assert m["path_odd_default_call"].startswith("math path")
     assert m["path_even_default_call"] == "fastpath (aten::_native_multi_head_attention)"
     assert m["path_odd_need_weights_False"].startswith("SDPA path")
-    assert m["ratio_default_call"] > 0
+    assert 0 < m["ratio_low_default_call"] <= m["ratio_default_call"] \
+        <= m["ratio_high_default_call"]
+    assert m["time_need_weights_False"] in ("slower", "faster", "no clear difference")
     assert "7 heads" in o.damage and "8 heads" in o.damage
+
+
+@pytest.mark.parametrize("name, setting", [("mha101_seq_first", "batch_first=False"),
+                                           ("mha101_no_bias", "bias=False")])
+def test_mha101_is_moot_when_a_stated_setting_keeps_the_fastpath_off(outcomes, name, setting):
+    o = outcomes[name]
+    assert o.verdict == NOT_REPRODUCED
+    assert o.measured["settings_off"] == [setting]
+    assert not o.measured["path_even_default_call"].startswith("fastpath")
+    assert o.damage.startswith(f"moot: {setting} keeps the fastpath off")
 
 
 def test_mha101_encoder_layer_fastpath_kernel(outcomes):
     o = outcomes["mha101_layer"]
-    assert o.verdict == CONFIRMED
+    assert o.verdict == CONFIRMED_ASSUMED  # batch_first and bias not in the evidence
+    assert o.depends_on == ["batch_first unknown: used True", "bias unknown: used True"]
     assert o.measured["path_even_default_call"] == (
         "fastpath (aten::_transformer_encoder_layer_fwd)")
 
 
-def test_mha102_reports_a_ratio(outcomes):
+def test_mha102_reports_a_ratio_with_its_spread(outcomes):
     o = outcomes["mha102"]
-    assert o.verdict in (CONFIRMED, NOT_REPRODUCED)  # a time: not asserted
-    assert o.measured["ratio"] > 0
-    assert o.measured["path_need_weights_true"].startswith("math path")
-    assert o.measured["path_need_weights_false"].startswith("SDPA path")
-    assert "x" in o.damage
+    # a time: its value is not asserted, but a length is always assumed
+    assert o.verdict in (CONFIRMED_ASSUMED, NOT_REPRODUCED, INCONCLUSIVE)
+    m = o.measured
+    assert 0 < m["ratio_low"] <= m["ratio"] <= m["ratio_high"]
+    if o.verdict == CONFIRMED_ASSUMED:
+        assert m["ratio_low"] >= m["threshold"]
+        assert any(a.startswith("sequence length unknown") for a in o.depends_on)
+    assert m["path_need_weights_true"].startswith("math path")
+    assert m["path_need_weights_false"].startswith("SDPA path")
 
 
 @pytest.mark.parametrize("name", ["mha901_bias", "mha901_kv"])
 def test_mha901_blockers_leave_the_fastpath(outcomes, name):
     o = outcomes[name]
-    assert o.verdict == CONFIRMED
+    assert o.verdict == CONFIRMED_ASSUMED  # batch_first not in the evidence
+    assert o.depends_on == ["batch_first unknown: used True (the fastpath needs it)"]
     assert not o.measured["path_blocked"].startswith("fastpath")
     assert o.measured["path_plain"].startswith("fastpath")
     assert o.measured["ratio"] > 0
+
+
+def test_mha901_is_moot_on_a_sequence_first_module(outcomes):
+    o = outcomes["mha901_seq_first"]
+    assert o.verdict == NOT_REPRODUCED
+    assert o.damage.startswith("moot: batch_first=False keeps the fastpath off")
 
 
 def test_code_without_witness_is_skipped(outcomes):

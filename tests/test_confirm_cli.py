@@ -98,7 +98,7 @@ def test_confirms_without_ever_importing_the_users_code(project):
     assert lines[-1].startswith("2 findings: 2 confirmed, 0 not reproduced (")
 
     report = json.loads(out.read_text())
-    assert report["version"] == 1
+    assert report["version"] == 2
     assert report["exit_status"] == 1
     assert report["torch"].startswith("2.")
     assert report["summary"]["findings"] == 2 and report["summary"]["CONFIRMED"] == 2
@@ -192,7 +192,7 @@ def test_table_has_one_row_per_finding_and_wraps_long_cells():
                       ["pkg/model.py:9:5", "MHA008", "SKIPPED"],
                       ["pkg/model.py:12:5", "MHA005", "TIMEOUT"]]
     assert max(len(ln) for ln in lines) <= 100
-    assert "[defaults: embed_dim unknown: used 64]" in " ".join(table.split())
+    assert "[assumed: embed_dim unknown: used 64]" in " ".join(table.split())
     assert "no safe default" in table
 
 
@@ -210,11 +210,11 @@ def test_json_is_strict_and_versioned():
                   seconds=0.5, exit_status=1)
     text = json.dumps(doc, allow_nan=False)  # no NaN/Infinity tokens
     back = json.loads(text)
-    assert back["version"] == 1
+    assert back["version"] == 2
     assert back["results"][0]["measured"] == {"max_error": "nan", "ratio": "inf"}
-    assert back["summary"] == {"findings": 1, "CONFIRMED": 1, "NOT REPRODUCED": 0,
-                               "SKIPPED": 0, "ERROR": 0, "TIMEOUT": 0, "CRASHED": 0,
-                               "seconds": 0.5}
+    assert back["summary"] == {"findings": 1, "CONFIRMED": 1, "CONFIRMED*": 0,
+                               "NOT REPRODUCED": 0, "INCONCLUSIVE": 0, "SKIPPED": 0,
+                               "ERROR": 0, "TIMEOUT": 0, "CRASHED": 0, "seconds": 0.5}
     assert "threshold" in back["witnesses"]["MHA003"]
 
 

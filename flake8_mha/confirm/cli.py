@@ -15,9 +15,9 @@ from typing import IO, Optional, Sequence
 
 from ..findings import Finding
 from .runner import (
-    DEFAULT_BUDGET, DEFAULT_TIMEOUT, INSTALL_HINT, Runner, TorchUnavailable, WorkerFailed,
+    DEFAULT_BUDGET, DEFAULT_TIMEOUT, FAIL_ON, INSTALL_HINT, Runner, TorchUnavailable,
+    WorkerFailed,
 )
-from .witnesses import CONFIRMED
 
 PROG = "flake8-mha confirm"
 EXIT_CLEAN, EXIT_CONFIRMED, EXIT_USAGE = 0, 1, 2
@@ -33,13 +33,15 @@ def build_parser() -> argparse.ArgumentParser:
                      "user's code is never imported or executed. Files, configuration, "
                      "# noqa and code selection are those of flake8-mha check."),
         epilog=("Exit status: 0 when nothing is confirmed (or --fail-on none), 1 when a "
-                "finding is confirmed, 2 on usage errors, when torch is missing, or when a "
-                "file could not be checked."),
+                "finding is CONFIRMED or CONFIRMED* (--fail-on proven: CONFIRMED only), 2 on "
+                "usage errors, when torch is missing, or when a file could not be checked."),
     )
     add_lint_arguments(parser, repeatable=True)
     parser.add_argument("--json", metavar="FILE", help="also write the results as JSON to FILE")
-    parser.add_argument("--fail-on", choices=("confirmed", "none"), default="confirmed",
-                        help="exit 1 when a finding is confirmed (default), or never")
+    parser.add_argument("--fail-on", choices=tuple(FAIL_ON), default="confirmed",
+                        help=("exit 1 when a finding is CONFIRMED or CONFIRMED* (confirmed, "
+                              "the default), only CONFIRMED from the code's own facts "
+                              "(proven), or never (none)"))
     parser.add_argument("--timeout", type=_positive, default=DEFAULT_TIMEOUT, metavar="SECONDS",
                         help=f"time budget of one witness (default {DEFAULT_TIMEOUT:g})")
     parser.add_argument("--budget", type=_positive, default=DEFAULT_BUDGET, metavar="SECONDS",
@@ -130,8 +132,8 @@ def _main(argv: Sequence[str]) -> int:
     if outcomes or problems:
         print(render_table(outcomes, items=items, problems=problems))
     print(summary_line(outcomes, seconds, problems=problems))
-    confirmed = any(o.verdict == CONFIRMED for o in outcomes)
-    status = EXIT_CONFIRMED if confirmed and args.fail_on == "confirmed" else EXIT_CLEAN
+    failing = FAIL_ON[args.fail_on]
+    status = EXIT_CONFIRMED if any(o.verdict in failing for o in outcomes) else EXIT_CLEAN
     if problems:
         status = EXIT_USAGE  # a file could not be checked: check exits 2 for it too
     if args.json:

@@ -10,7 +10,8 @@ from typing import Any, Dict, List, Optional, Sequence
 from .runner import VERDICTS, Outcome
 from .witnesses import WITNESSES
 
-JSON_VERSION = 1
+# 2: verdicts CONFIRMED* and INCONCLUSIVE, results[].depends_on (docs/confirm.md)
+JSON_VERSION = 2
 HEADERS = ("LOCATION", "CODE", "VERDICT", "WITNESS", "DAMAGE")
 
 
@@ -27,9 +28,15 @@ def location(outcome: Outcome, item: Any = None) -> str:
 
 
 def witness_cell(outcome: Outcome) -> str:
+    """What ran; then what it assumed: ``[assumed*: ...]`` for the facts the
+    CONFIRMED* verdict rests on, ``[assumed: ...]`` for the rest."""
     text = outcome.witness or "-"
-    if outcome.assumed:
-        text += " [defaults: " + "; ".join(outcome.assumed) + "]"
+    resting = [a for a in outcome.assumed if a in outcome.depends_on]
+    other = [a for a in outcome.assumed if a not in outcome.depends_on]
+    if resting:
+        text += " [assumed*: " + "; ".join(resting) + "]"
+    if other:
+        text += " [assumed: " + "; ".join(other) + "]"
     return text
 
 
@@ -122,7 +129,8 @@ def to_json(outcomes: Sequence[Outcome], *, paths: Sequence[str], settings: Dict
         entry = o.finding.to_dict()
         entry.update(cell=getattr(item, "cell", None), cell_index=getattr(item, "cell_index", None))
         entry.update(verdict=o.verdict, witness=o.witness, damage=o.damage,
-                     measured=o.measured, assumed=o.assumed, reason=o.reason,
+                     measured=o.measured, assumed=o.assumed, depends_on=o.depends_on,
+                     reason=o.reason,
                      seconds=round(o.seconds, 4), warnings=o.warnings)
         results.append(entry)
     summary: Dict[str, Any] = {"findings": len(outcomes), **counts(outcomes),

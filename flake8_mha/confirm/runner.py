@@ -23,12 +23,17 @@ from dataclasses import dataclass, field
 from typing import Any, Callable, Dict, IO, List, Optional
 
 from ..findings import Finding
-from .witnesses import CONFIRMED, NOT_REPRODUCED, SKIPPED, WITNESSES
+from .witnesses import (
+    CONFIRMED, CONFIRMED_ASSUMED, INCONCLUSIVE, NOT_REPRODUCED, SKIPPED, WITNESSES,
+)
 
 ERROR = "ERROR"
 TIMEOUT = "TIMEOUT"
 CRASHED = "CRASHED"
-VERDICTS = (CONFIRMED, NOT_REPRODUCED, SKIPPED, ERROR, TIMEOUT, CRASHED)
+VERDICTS = (CONFIRMED, CONFIRMED_ASSUMED, NOT_REPRODUCED, INCONCLUSIVE, SKIPPED, ERROR, TIMEOUT,
+            CRASHED)
+# What --fail-on counts (docs/confirm.md, "CI gating").
+FAIL_ON = {"confirmed": (CONFIRMED, CONFIRMED_ASSUMED), "proven": (CONFIRMED,), "none": ()}
 
 DEFAULT_TIMEOUT = 30.0       # seconds per witness
 DEFAULT_BUDGET = 300.0       # seconds for all witnesses of a run
@@ -64,6 +69,7 @@ class Outcome:
     reason: str = ""
     seconds: float = 0.0
     warnings: List[str] = field(default_factory=list)
+    depends_on: List[str] = field(default_factory=list)  # the assumptions behind CONFIRMED*
 
 
 def _signal_name(returncode: Optional[int]) -> str:
@@ -280,4 +286,5 @@ class Runner:
             finding, result.get("verdict", ERROR), result.get("witness", ""),
             result.get("damage", ""), result.get("measured", {}), result.get("assumed", []),
             result.get("reason", ""), reply.get("seconds", 0.0), reply.get("warnings", []),
+            result.get("depends_on", []),
         )

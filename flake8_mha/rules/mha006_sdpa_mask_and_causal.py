@@ -92,8 +92,36 @@ class SdpaMaskAndCausal(Rule):
         dropout = ev.args.get("dropout_p")
         dv = self.ctx.value(dropout, site) if dropout is not None else 0.0
         evidence = {"module": torch_api.SDPA_NAME,
-                    "dropout_p": dv if isinstance(dv, (int, float)) and dv is not UNKNOWN else None}
+                    "dropout_p": dv if isinstance(dv, (int, float)) and dv is not UNKNOWN else None,
+                    "is_causal": True if definitely(causal, site.env, site.scope, True) else None,
+                    "mask": _mha006_mask(self.ctx, mask, site)}
         yield self.report(site.node, evidence)
+
+
+def _mha006_mask(ctx, expr: cst.BaseExpression, site: CallSite) -> dict:
+    """What the confirmer needs about MHA006's mask: its meaning, kind, shape
+    and origin: "causal_triangle" (the very triangle is_causal applies: a bool
+    tril(ones(L, S)) or generate_square_subsequent_mask), "padding" (no
+    triangle in it), "other" (a triangle combined with more), or None."""
+    from ..masks import ADDITIVE, BOOL, BROADCAST, KEEP, PADDING, SQUARE, analysis_for
+
+    evaluator = analysis_for(ctx).evaluator
+    m = evaluator.at(expr, site)
+    origin = None
+    if m.causal and m.shape == SQUARE and (
+            (m.tri == ("lower", 0) and m.meaning == KEEP and m.kind == BOOL)
+            or (m.meaning == ADDITIVE and m.origin is not None
+                and isinstance(m.origin.node, cst.Call)
+                and cst.Module([]).code_for_node(m.origin.node.func).endswith(
+                    "generate_square_subsequent_mask"))):
+        origin = "causal_triangle"
+    elif m.causal:
+        origin = "other"
+    elif m.shape in (PADDING, BROADCAST):
+        origin = "padding"
+    out = m.evidence(evaluator.source_text)
+    out.update(origin=origin, by_name=bool(m.origin and m.origin.by_name))
+    return out
 
 
 def _excluded(mask: cst.CSTNode, causal: cst.CSTNode, site: CallSite) -> bool:

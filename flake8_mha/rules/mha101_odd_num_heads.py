@@ -36,10 +36,33 @@ class OddNumHeads(Rule):
     DECISIONS = """
         - `num_heads=1` is odd and is reported (RULES.md).
         - Reported beside MHA008 when both apply: each code is about its own fact.
+        - Silent when another setting written at the construction already keeps
+          the fastpath off, whatever the head count (TORCH_FACTS, "fastpath"):
+          an explicit `batch_first=False`, `bias=False`, `add_bias_kv=True`,
+          `add_zero_attn=True`, or `kdim`/`vdim` different from `embed_dim`.
+          The finding would be moot there: the confirmer's witness, built with
+          those settings, shows the same kernel for odd and even heads. A
+          `batch_first` left to its default is still reported: MHA001 asks for
+          `batch_first=True`, and then the head count matters.
+        - What it costs on a CPU, honestly: nothing measurable, often the
+          opposite. The fastpath an odd count loses is *slower* than the SDPA
+          path the odd count takes with `need_weights=False`: the seed measured
+          the SDPA path 1.4x faster, TORCH_FACTS item 17 the odd module at
+          0.66x the even one's time (N=16, L=128, 5 vs 8 heads), and 0.70x
+          with `batch_first=False` where neither takes the fastpath. The default
+          call (`need_weights=True`) runs the math path instead: 0.9-2.1x the
+          fastpath's time in the confirmer's runs, medians 0.96-1.24x under
+          load (bench/RESULTS.md, issue 13). The rule states a kernel fact (fused inference
+          kernels and nested tensors for padded batches are off), which
+          matters on accelerators and for padded batches; the confirmer
+          reports the time with its spread and never calls the odd count slow
+          when it was not.
         """
     VALID = [
         "import torch.nn as nn\nattn = nn.MultiheadAttention(64, 8, batch_first=True)\n",
         "import torch.nn as nn\nmodel = nn.Transformer(batch_first=True)\n",
+        "import torch.nn as nn\nattn = nn.MultiheadAttention(96, 3, batch_first=False)\n",
+        "import torch.nn as nn\nattn = nn.MultiheadAttention(96, 3, bias=False, batch_first=True)\n",
     ]
     INVALID = [
         Example("import torch.nn as nn\nattn = nn.MultiheadAttention(96, 3, batch_first=True)\n", 2, 8),
@@ -51,6 +74,22 @@ class OddNumHeads(Rule):
         if spec.heads_param is None:
             return
         heads = int_or_none(init_value(self.ctx, ev, spec.heads_param))
-        if heads is not None and heads > 0 and heads % 2 == 1:
+        if heads is not None and heads > 0 and heads % 2 == 1 and not self._fastpath_off(ev):
             yield self.report(ev.site.node, construction_evidence(self.ctx, ev),
                               heads_name=spec.heads_param, heads=heads, module=spec.name)
+
+    def _fastpath_off(self, ev: Construction) -> bool:
+        """A setting written at the construction keeps the fastpath off anyway."""
+        names = ev.spec.init.names
+        for key, off in (("batch_first", False), ("bias", False), ("add_bias_kv", True),
+                         ("add_zero_attn", True)):
+            expr = ev.args.get(key)
+            if key in names and expr is not None and self.ctx.value(expr, ev.site) is off:
+                return True
+        embed = int_or_none(init_value(self.ctx, ev, ev.spec.embed_param)) if ev.spec.embed_param else None
+        for key in ("kdim", "vdim"):
+            expr = ev.args.get(key)
+            value = int_or_none(self.ctx.value(expr, ev.site)) if key in names and expr is not None else None
+            if embed is not None and value is not None and value != embed:
+                return True
+        return False

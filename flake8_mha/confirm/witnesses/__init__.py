@@ -15,7 +15,12 @@ from dataclasses import dataclass
 from typing import Any, Callable, Dict
 
 CONFIRMED = "CONFIRMED"
+# The damage reproduced, but only under a fact the evidence did not hold
+# (the witness assumed it; ``depends_on`` names it). docs/confirm.md.
+CONFIRMED_ASSUMED = "CONFIRMED*"
 NOT_REPRODUCED = "NOT REPRODUCED"
+# A timing witness whose ratio's spread straddles its threshold.
+INCONCLUSIVE = "INCONCLUSIVE"
 SKIPPED = "SKIPPED"
 
 
@@ -24,10 +29,12 @@ class Witness:
     """What the confirmer runs for one rule code.
 
     ``run(evidence)`` returns a JSON-serialisable dict with the keys
-    ``verdict`` (``CONFIRMED``, ``NOT REPRODUCED`` or ``SKIPPED``),
+    ``verdict`` (``CONFIRMED``, ``CONFIRMED*``, ``NOT REPRODUCED``,
+    ``INCONCLUSIVE`` or ``SKIPPED``),
     ``witness`` (what ran, in words), ``damage`` (what was measured, in
-    words), ``measured`` (name -> number, string or bool), ``assumed`` (the
-    safe defaults used for unknown parameters) and, for SKIPPED, ``reason``.
+    words), ``measured`` (name -> number, string or bool), ``assumed`` (every
+    fact the witness supplied because the evidence lacked it), ``depends_on``
+    (those of them the verdict depends on) and, for SKIPPED, ``reason``.
     """
 
     code: str
@@ -54,4 +61,5 @@ def _collect() -> Dict[str, Witness]:
 
 WITNESSES: Dict[str, Witness] = _collect()
 
-__all__ = ["Witness", "WITNESSES", "CONFIRMED", "NOT_REPRODUCED", "SKIPPED"]
+__all__ = ["Witness", "WITNESSES", "CONFIRMED", "CONFIRMED_ASSUMED", "NOT_REPRODUCED",
+           "INCONCLUSIVE", "SKIPPED"]

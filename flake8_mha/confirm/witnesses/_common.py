@@ -11,7 +11,7 @@ import time
 from typing import Any, Callable, Dict, Iterable, List, Optional, Sequence, Tuple
 
 from ... import torch_api
-from . import CONFIRMED, NOT_REPRODUCED, SKIPPED
+from . import CONFIRMED, CONFIRMED_ASSUMED, NOT_REPRODUCED, SKIPPED
 
 # The module kinds and SDPA, named as torch_api (the one description of
 # torch's API) names them.
@@ -36,29 +36,45 @@ FASTPATH_OPS = ("aten::_transformer_encoder_layer_fwd", "aten::_native_multi_hea
 
 
 class Params:
-    """Reads evidence, remembering each safe default it had to use."""
+    """Reads evidence, remembering each fact it had to assume.
+
+    ``assumed`` lists every one; ``depends`` those the verdict depends on
+    (``assume``, or ``note(..., material=True)``): a CONFIRMED that rests on
+    one of them is reported CONFIRMED* (docs/confirm.md). A plain ``note`` is
+    a choice that does not change the verdict (a width run smaller to stay
+    fast, a default for a value the damage does not depend on)."""
 
     def __init__(self, evidence: Dict[str, Any]):
         self.evidence = evidence
         self.assumed: List[str] = []
+        self.depends: List[str] = []
 
     def get(self, key: str, default: Any) -> Any:
+        """The evidence's value, or the default; an assumption the verdict
+        depends on."""
         value = self.evidence.get(key)
         if value is None:
-            self.assumed.append(f"{key} unknown: used {default!r}")
+            self.assume(f"{key} unknown: used {default!r}")
             return default
         return value
 
     def number(self, key: str, default: float) -> float:
-        """A float from the evidence, or the default (noted) when unknown."""
+        """A float from the evidence, or the default (an assumption the verdict
+        depends on) when unknown."""
         value = self.evidence.get(key)
         if isinstance(value, (int, float)) and not isinstance(value, bool):
             return float(value)
-        self.note(f"{key} {'unknown' if value is None else repr(value)}: used {default}")
+        self.assume(f"{key} {'unknown' if value is None else repr(value)}: used {default}")
         return default
 
-    def note(self, text: str) -> None:
+    def note(self, text: str, material: bool = False) -> None:
         self.assumed.append(text)
+        if material:
+            self.depends.append(text)
+
+    def assume(self, text: str) -> None:
+        """An assumed fact the verdict depends on."""
+        self.note(text, material=True)
 
     def mask(self) -> Dict[str, Any]:
         mask = self.evidence.get("mask")
@@ -79,6 +95,13 @@ class Params:
              max_e: int = MAX_E) -> Tuple[int, int]:
         """embed_dim and num_heads of the call site, or safe defaults."""
         e, h = self.evidence.get("embed_dim"), self.evidence.get("num_heads")
+        if _is_int(h) and h > 0 and not _is_int(e):
+            # Keep the known head count (a witness once ran 8 heads for 10).
+            e = h * max(1, default_e // default_h)
+            self.note(f"embed_dim unknown: used {e} ({h} heads of {e // h})")
+        elif _is_int(e) and e > 0 and not _is_int(h):
+            h = next(c for c in (default_h, 4, 2, 1) if e % c == 0)
+            self.note(f"num_heads unknown: used {h}")
         if not _is_int(e) or not _is_int(h):
             missing = [k for k, v in (("embed_dim", e), ("num_heads", h)) if not _is_int(v)]
             self.note(f"{' and '.join(missing)} unknown: used embed_dim={default_e}, "
@@ -106,12 +129,16 @@ def _is_int(value: Any) -> bool:
 
 def result(verdict: str, witness: str, damage: str, measured: Optional[Dict[str, Any]] = None,
            params: Optional[Params] = None, reason: Optional[str] = None) -> Dict[str, Any]:
+    depends = list(params.depends) if params else []
+    if verdict == CONFIRMED and depends:
+        verdict = CONFIRMED_ASSUMED
     out: Dict[str, Any] = {
         "verdict": verdict,
         "witness": witness,
         "damage": damage,
         "measured": dict(measured or {}),
         "assumed": list(params.assumed) if params else [],
+        "depends_on": depends if verdict == CONFIRMED_ASSUMED else [],
     }
     if reason:
         out["reason"] = reason

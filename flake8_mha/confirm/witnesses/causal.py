@@ -1,7 +1,8 @@
 """MHA005 (is_causal without its mask) and MHA006 (SDPA mask with is_causal)."""
 from __future__ import annotations
 
-from typing import Any, Dict
+import warnings
+from typing import Any, Dict, List
 
 from . import Witness
 from ._common import (
@@ -84,56 +85,120 @@ def run_mha005(evidence: Dict[str, Any]) -> Dict[str, Any]:
     return result(verdict(confirmed), witness, "; ".join(words), measured, p)
 
 
-def run_mha006(evidence: Dict[str, Any]) -> Dict[str, Any]:
+def _mha006_mask(p: Params) -> str:
+    """"causal_triangle" or "padding": the mask the call passes, from the
+    evidence; an unknown or mixed origin is assumed to be padding."""
+    mask = p.mask()
+    origin = mask.get("origin")
+    if mask.get("by_name"):
+        p.assume(f"the mask's meaning comes from its name only ({mask.get('source')})")
+    if origin in ("causal_triangle", "padding"):
+        return origin
+    p.assume(f"mask origin {'unknown' if origin is None else repr(origin)}: used a "
+             "(N, 1, 1, S) padding mask (True = attend)")
+    return "padding"
+
+
+def _kernels_on_cpu() -> Dict[str, Any]:
+    """The SDPA backends that run a plain call on this CPU, by name; None is
+    torch's own choice."""
     import torch
     import torch.nn.functional as F
     from torch.nn.attention import SDPBackend, sdpa_kernel
 
+    q = torch.randn(1, 1, 4, 8)
+    found: Dict[str, Any] = {"default": None}
+    for name in ("MATH", "FLASH_ATTENTION", "EFFICIENT_ATTENTION", "CUDNN_ATTENTION"):
+        backend = getattr(SDPBackend, name, None)
+        if backend is None:
+            continue
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            with sdpa_kernel(backend):
+                _, error = catch(lambda: F.scaled_dot_product_attention(q, q, q))
+        if error is None:
+            found[name.lower()] = backend
+    return found
+
+
+def run_mha006(evidence: Dict[str, Any]) -> Dict[str, Any]:
+    import contextlib
+
+    import torch
+    import torch.nn.functional as F
+    from torch.nn.attention import sdpa_kernel
+
     p = Params(evidence)
     e, h = p.dims()
     d = e // h
-    dropout_p = p.number("dropout_p", TRAINING_DROPOUT_P)
-    if dropout_p <= 0:
-        p.note(f"dropout_p={dropout_p:g} at the call: the raising leg used {TRAINING_DROPOUT_P} "
-               "(as in training)")
-        dropout_p = TRAINING_DROPOUT_P
+    origin = _mha006_mask(p)
+    if evidence.get("is_causal") is not True:
+        p.assume("is_causal may be True on this path: used True")
+    known_p = evidence.get("dropout_p")
+    if isinstance(known_p, (int, float)) and not isinstance(known_p, bool):
+        dropouts = [float(known_p)]
+    else:
+        dropouts = [0.0, TRAINING_DROPOUT_P]
+        p.note(f"dropout_p unknown: ran 0 and {TRAINING_DROPOUT_P}")
     torch.manual_seed(SEED)
     q, k, v = (torch.randn(N, h, L, d) for _ in range(3))
-    keep = torch.ones(N, L, dtype=torch.bool)
-    keep[0, L - 2:] = False
-    mask = keep[:, None, None, :]  # broadcast-ready padding mask (True = attend)
     tril = torch.tril(torch.ones(L, L, dtype=torch.bool))
-
-    def sdpa(**kwargs: Any) -> Any:
-        return F.scaled_dot_product_attention(q, k, v, attn_mask=mask, **kwargs)
-
-    with torch.no_grad():
-        _, drop_error = catch(lambda: sdpa(is_causal=True, dropout_p=float(dropout_p)))
-        both, default_error = catch(lambda: sdpa(is_causal=True))
-        mask_only = sdpa()
-        combined = F.scaled_dot_product_attention(q, k, v, attn_mask=mask & tril)
-        with sdpa_kernel(SDPBackend.MATH):
-            _, math_error = catch(lambda: sdpa(is_causal=True))
-    measured: Dict[str, Any] = {"exception_dropout": drop_error,
-                                "exception_math_kernel": math_error}
-    words = [f"dropout_p={dropout_p}: raised {drop_error}" if drop_error
-             else f"dropout_p={dropout_p}: ran"]
-    silent = 0.0
-    if both is not None:
-        silent = compare(mask_only, both)["max_error"]
-        measured.update(diff_vs_mask_only=silent,
-                        diff_vs_combined=compare(combined, both)["max_error"])
-        words.append(f"dropout_p=0, default kernel: ran silently with both masks applied "
-                     f"(max diff {fmt(silent)} against mask only, "
-                     f"{fmt(measured['diff_vs_combined'])} against mask & tril)")
+    if origin == "causal_triangle":
+        additive = p.mask().get("kind") == "additive"
+        mask = (torch.zeros(L, L).masked_fill(~tril, float("-inf")) if additive else tril)
+        made = ("generate_square_subsequent_mask(L) (0 / -inf)" if additive
+                else "tril(ones(L, L)).bool(), the triangle is_causal applies")
     else:
-        words.append(f"dropout_p=0, default kernel: raised {default_error}")
-    words.append(f"math kernel: raised {math_error}" if math_error else "math kernel: ran")
-    witness = (f"F.scaled_dot_product_attention(q, k, v, attn_mask=mask, is_causal=True) with "
-               f"q, k, v of shape ({N}, {h}, {L}, {d}) (seed {SEED}) and a (N, 1, 1, S) padding "
-               f"mask; with dropout_p={dropout_p}, with dropout_p=0 on the default kernel and "
-               f"on the math kernel")
-    confirmed = drop_error is not None or silent > ERROR_THRESHOLD
+        keep = torch.ones(N, L, dtype=torch.bool)
+        keep[0, L - 2:] = False
+        mask = keep[:, None, None, :]
+        made = "(N, 1, 1, S) padding mask (True = attend; sample 0 padded)"
+    # SDPA's contract: is_causal is for calls without a mask, so a call that
+    # passes a mask means that mask; the triangle on top of it is the damage.
+    mask_only = F.scaled_dot_product_attention(q, k, v, attn_mask=mask)
+    kernels_ = _kernels_on_cpu()
+    measured: Dict[str, Any] = {"mask": origin, "kernels": sorted(kernels_)}
+    words: List[str] = []
+    harmful_default: Dict[float, bool] = {}
+    for name, backend in kernels_.items():
+        for dp in dropouts:
+            def call() -> Any:
+                ctx = sdpa_kernel(backend) if backend is not None else contextlib.nullcontext()
+                with ctx, warnings.catch_warnings():
+                    warnings.simplefilter("ignore")
+                    return F.scaled_dot_product_attention(q, k, v, attn_mask=mask,
+                                                          is_causal=True, dropout_p=dp)
+            with torch.no_grad():
+                out, error = catch(call)
+            label = f"{name}, dropout_p={dp:g}"
+            if error is not None:
+                outcome, harmful = f"raised {error}", "attn_mask should not be set" in error
+                if not harmful:
+                    outcome += " (this kernel does not run this call at all)"
+            elif dp > 0:
+                outcome, harmful = "ran (random output: not compared)", False
+            else:
+                err = compare(mask_only, out)["max_error"]
+                harmful = err > ERROR_THRESHOLD
+                outcome = (f"ran, {fmt(err)} from the mask alone"
+                           + (" (both masks applied)" if harmful else ""))
+            measured[label] = error if error is not None else "ran"
+            words.append(f"{label}: {outcome}")
+            if name == "default":
+                harmful_default[dp] = harmful
+    confirmed = any(harmful_default.values())
+    if confirmed and not all(harmful_default.values()):
+        shown = ", ".join(f"{dp:g}" for dp, bad in harmful_default.items() if bad)
+        p.assume(f"the damage shows only with dropout_p={shown}, and dropout_p is unknown")
+    if not confirmed:
+        words.insert(0, "harmless on the kernel torch picks"
+                     + (": the mask is the very triangle is_causal applies"
+                        if origin == "causal_triangle" else "")
+                     + "; a kernel forced with sdpa_kernel is reported, not judged")
+    witness = (f"F.scaled_dot_product_attention(q, k, v, attn_mask=mask, is_causal=True), q, "
+               f"k, v of shape ({N}, {h}, {L}, {d}) (seed {SEED}), mask = {made}; torch's own "
+               f"kernel choice and each SDPA kernel that runs on this CPU, against the mask "
+               f"alone")
     return result(verdict(confirmed), witness, "; ".join(words), measured, p)
 
 

@@ -21,8 +21,14 @@ def run_mha007(evidence: Dict[str, Any]) -> Dict[str, Any]:
 
     p = Params(evidence)
     e, h = p.dims()
-    dropout_p = p.number("dropout_p", DEFAULT_DROPOUT_P)
     as_module = bool(evidence.get("dropout_is_module"))
+    known = evidence.get("dropout_p")
+    if as_module and not isinstance(known, (int, float)):
+        # The module raises whatever its p: the verdict does not rest on it.
+        dropout_p = DEFAULT_DROPOUT_P
+        p.note(f"dropout_p unknown: used {DEFAULT_DROPOUT_P} for the nn.Dropout module")
+    else:
+        dropout_p = p.number("dropout_p", DEFAULT_DROPOUT_P)
 
     class Attention(nn.Module):
         """The pattern the rule flags: SDPA with a dropout_p not gated by training."""
@@ -62,6 +68,9 @@ def run_mha007(evidence: Dict[str, Any]) -> Dict[str, Any]:
         witness = (f"a module calling F.scaled_dot_product_attention(q, k, v, "
                    f"dropout_p={dropout_p}) not gated by self.training, .eval(), no_grad, "
                    f"called twice on the same q, k, v of shape {shape} (seed {SEED})")
+    if error is None and as_module and diff > DIFF_THRESHOLD and dropout_p == DEFAULT_DROPOUT_P \
+            and not isinstance(known, (int, float)):
+        p.assume("the ungated .p fires only if it is above 0, and it is unknown")
     return result(verdict(error is not None or diff > DIFF_THRESHOLD), witness,
                   "; ".join(words), measured, p)
 

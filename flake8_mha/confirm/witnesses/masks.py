@@ -38,6 +38,17 @@ SINK_HOST = {
 
 # --------------------------------------------------------------- set-ups
 
+def _params(evidence: Dict[str, Any]) -> Params:
+    """The evidence reader; a mask whose meaning the analyzer read from a name
+    alone (a parameter called key_padding_mask) is a fact the verdict rests on."""
+    p = Params(evidence)
+    mask = p.mask()
+    if mask.get("by_name"):
+        p.assume("the mask's meaning comes from its name only"
+                 + (f" ({mask['source']})" if mask.get("source") else ""))
+    return p
+
+
 def _setup(e: int, h: int) -> Tuple[Any, Any]:
     """The seed recipe: torch.manual_seed(0), the module, then x."""
     import torch
@@ -154,7 +165,7 @@ def _nan_words(samples: List[int], rows: int) -> str:
 def run_mha002(evidence: Dict[str, Any]) -> Dict[str, Any]:
     import torch
 
-    p = Params(evidence)
+    p = _params(evidence)
     e, h = p.dims()
     sink = evidence.get("sink")
     shape = _shape(p, None)  # unknown: the seed's padding experiment
@@ -204,7 +215,7 @@ def run_mha002(evidence: Dict[str, Any]) -> Dict[str, Any]:
 def run_mha003(evidence: Dict[str, Any]) -> Dict[str, Any]:
     import torch
 
-    p = Params(evidence)
+    p = _params(evidence)
     sink = evidence.get("sink")
     e, h = p.dims()
     shape = _shape(p, sink)
@@ -280,7 +291,7 @@ def run_mha004(evidence: Dict[str, Any]) -> Dict[str, Any]:
         from .handwritten import run_mha004_scores_add
 
         return run_mha004_scores_add(evidence)
-    p = Params(evidence)
+    p = Params(evidence)  # the numeric kind is the fact, not the meaning
     sink = evidence.get("sink")
     module = str(evidence.get("module") or "").rsplit(".", 1)[-1]
     e, h = p.dims()
@@ -368,7 +379,7 @@ def _mha009_case(n: int, length: int, h: int, d: int, additive: bool) -> Tuple[A
 def run_mha009(evidence: Dict[str, Any]) -> Dict[str, Any]:
     import torch
 
-    p = Params(evidence)
+    p = Params(evidence)  # the shape is the fact, not the meaning
     e, h = p.dims()
     d = e // h
     additive = p.mask().get("kind") == "additive" or p.mask().get("meaning") == "additive"
