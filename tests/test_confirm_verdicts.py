@@ -134,13 +134,13 @@ def corpus() -> List[Tuple[Finding, Outcome, str]]:
     """Every finding of every fixture, through one confirm run."""
     from flake8_mha.confirm.runner import Runner
     from flake8_mha.confirm.worker import TEST_FAULTS_ENV
-    from flake8_mha.engine import check_paths
+    from flake8_mha.engine import analyze_source, select_codes
 
     findings: List[Tuple[Finding, str]] = []
     for path in fixture_files():
         sel = selected(path)
         text = path.read_text(encoding="utf-8")
-        for f in check_paths([str(path)], **({"select": sel} if sel else {})):
+        for f in analyze_source(text, str(path), codes=select_codes(select=sel or None)):
             findings.append((f, text))
     env = {k: v for k, v in os.environ.items() if k != TEST_FAULTS_ENV}
     runner = Runner(timeout=120, budget=None, env=env)
