@@ -242,4 +242,6 @@ TRIGGER_WORDS = (
     "Transformer",  # TransformerEncoderLayer, ... and nn.Transformer
     "scaled_dot_product_attention",
     "masked_fill",  # hand-written attention: a mask applied with -inf (MHA003)
+    # grouped-query attention written by hand (MHA013, MHA904): K/V head counts and repeat factors
+    "kv_heads", "key_value_heads", "key_value_groups", "n_rep", "enable_gqa",
 )

@@ -104,6 +104,7 @@ def _witness(code: str):
 
 def all_rules() -> List[type]:
     from . import calls, construction  # noqa: F401  (fill the registry)
+    from . import gqa  # noqa: F401
 
     try:
         from . import masks  # noqa: F401
