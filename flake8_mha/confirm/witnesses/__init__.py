@@ -41,10 +41,10 @@ class Witness:
 
 
 def _collect() -> Dict[str, Witness]:
-    from . import batch_first, causal, dropout, heads, masks, perf
+    from . import batch_first, causal, dropout, gqa, heads, masks, perf
 
     found: Dict[str, Witness] = {}
-    for module in (batch_first, masks, causal, dropout, heads, perf):
+    for module in (batch_first, masks, causal, dropout, heads, perf, gqa):
         for witness in module.WITNESSES:
             if witness.code in found:
                 raise RuntimeError(f"two witnesses for {witness.code}")
