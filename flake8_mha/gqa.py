@@ -189,8 +189,11 @@ class GqaAnalysis:
                 deciding: Optional[List[cst.CSTNode]] = None) -> Optional[Expansion]:
         """An expansion of axis ``p`` by ``factor``, if the code shows it is the
         K/V head axis of a key or value tensor."""
-        if recv is None or p == 0:
-            return None  # axis 0 is the batch (beams)
+        if recv is None or (p == 0 and decided != "layout"):
+            return None  # axis 0 is the batch (beams), unless a stated layout puts heads there
+        parents = site.parents
+        if parents and isinstance(parents[-1], cst.Subscript) and parents[-1].value is site.node:
+            return None  # expanded then cut (x.repeat(...)[:, :n]): not a plain head expansion
         env, scope = site.env, site.scope
         fk = self.factor_kind(factor, env, scope)
         if fk in _BAD_FACTORS:
@@ -241,7 +244,25 @@ class GqaAnalysis:
         if len(moved) != 1:
             return None
         p = moved[0]
+        base, j, _, _ = self._new_axis_of(recv, site)
+        if base is not None and j == p:
+            # a repeat of a fresh singleton axis is an expand: which side of the heads it is on decides
+            return self._expand(site, recv, sizes, counts=True)
         return self._decide(TILE, via, site, recv, len(sizes), p, sizes[p])
+
+    def _new_axis_of(self, recv: cst.CSTNode, site: CallSite):
+        """``x[:, None]`` / ``x.unsqueeze(1)``, directly or through one local name:
+        (x, the new axis, env, scope) or Nones."""
+        base, j = _new_axis(recv)
+        if base is not None:
+            return base, j, site.env, site.scope
+        if isinstance(recv, cst.Name):
+            defs = lookup(recv.value, site.env, site.scope)
+            if len(defs) == 1 and defs[0].kind == "assign":
+                base, j = _new_axis(defs[0].node)
+                if base is not None:
+                    return base, j, defs[0].env, defs[0].scope
+        return None, None, None, None
 
     def _interleave(self, site, recv, repeats, dim) -> Optional[Expansion]:
         if recv is None or repeats is None or dim is None:
@@ -256,25 +277,30 @@ class GqaAnalysis:
             d += layout.rank
         return self._decide(GROUP, "repeat_interleave", site, recv, None, d, repeats, layout)
 
-    def _expand(self, site: CallSite, recv: cst.CSTNode) -> Optional[Expansion]:
+    def _expand(self, site: CallSite, recv: cst.CSTNode, sizes=None,
+                counts: bool = False) -> Optional[Expansion]:
         """``x[:, None].expand(...)`` (tiling) / ``x[:, :, None].expand(...)`` (grouping),
-        merged by a following reshape/view/flatten."""
-        base, j = _new_axis(recv)
+        merged by a following reshape/view/flatten; with ``counts``, the same
+        with ``.repeat`` of the new axis (its arguments are counts, not sizes)."""
+        base, j, benv, bscope = self._new_axis_of(recv, site)
         if base is None:
             return None
-        sizes = call_sizes(site.node, site.env, site.scope)
+        if sizes is None:
+            sizes = call_sizes(site.node, site.env, site.scope)
         if not sizes or j is None or not 0 < j < len(sizes) or len(sizes) < 4:
             return None
         factor = sizes[j]
         if is_one(factor) or is_minus_one(factor) or not self._merged(site):
             return None
         rank = len(sizes) - 1
-        layout = self.layouts.of(base, site.env, site.scope)
+        layout = self.layouts.of(base, benv, bscope)
         h: Optional[int] = None
         decided = ""
         if layout is not None and layout.rank == rank:
             h = layout.head_axis()
             decided = "layout" if h is not None else ""
+        if h is None and counts:
+            return None
         if h is None:
             named = [i for i, s in enumerate(sizes)
                      if i != j and name_role(ident(s)) in ("kv_heads", "heads")]
@@ -291,7 +317,8 @@ class GqaAnalysis:
         else:
             return None
         deciding = list(layout.decided_by) if decided == "layout" else []
-        return self._decide(kind, "expand", site, base, rank, h, factor, layout, decided, deciding)
+        return self._decide(kind, "repeat" if counts else "expand", site, base, rank, h, factor,
+                            layout, decided, deciding)
 
     def _merged(self, site: CallSite) -> bool:
         merge = ("reshape", "view", "flatten")
