@@ -70,7 +70,7 @@ class Expansion:
 
 
 _BAD_FACTORS = ("beam", "seq", "heads", "kv_heads", "one")
-_EXPANDERS = frozenset({"repeat", "tile", "expand", "repeat_interleave"})
+_EXPANDERS = frozenset({"repeat", "tile", "expand", "repeat_interleave", "cat", "concat"})
 
 
 class GqaAnalysis:
@@ -137,6 +137,8 @@ class GqaAnalysis:
         if qn == "torch.repeat_interleave":
             return self._interleave(site, arg_of(call, 0, "input"), arg_of(call, 1, "repeats"),
                                     arg_of(call, 2, "dim"))
+        if qn in ("torch.cat", "torch.concat"):
+            return self._cat(site)
         if qn == "torch.tile":
             dims = arg_of(call, 1, "dims")
             if isinstance(dims, (cst.Tuple, cst.List)):
@@ -230,10 +232,16 @@ class GqaAnalysis:
         names = names_of(recv) + (layout.names if layout is not None else [])
         if any(KV_TENSOR.match(n.lower()) for n in names):
             return True
-        func = site.function
         root = names_of(recv)
+        defs = lookup(root[0], site.env, site.scope) if root else ()
+        # ``for t in (k, v)``: every element a key or value
+        if defs and all(d.kind == "for" and isinstance(d.node, (cst.Tuple, cst.List)) and not d.index
+                        for d in defs):
+            elements = [el.value for d in defs for el in d.node.elements]
+            return bool(elements) and all(
+                isinstance(el, cst.Name) and KV_TENSOR.match(el.value.lower()) for el in elements)
+        func = site.function
         if func is not None and root and KV_HELPER.search(func.name.value.lower()):
-            defs = lookup(root[0], site.env, site.scope)
             return bool(defs) and all(d.kind in ("param", "assign") for d in defs)
         return False
 
@@ -263,6 +271,26 @@ class GqaAnalysis:
                 if base is not None:
                     return base, j, defs[0].env, defs[0].scope
         return None, None, None, None
+
+    def _cat(self, site: CallSite) -> Optional[Expansion]:
+        """``torch.cat([k] * n_rep, dim=1)`` / ``torch.cat([k for _ in range(n_rep)], dim=1)``:
+        copies one after another, a tiling."""
+        call = site.node
+        seq, dim = arg_of(call, 0, "tensors"), arg_of(call, 1, "dim")
+        d = literal(dim) if dim is not None else UNKNOWN
+        if not isinstance(d, int) or isinstance(d, bool) or d < 0:
+            return None
+        tensor = factor = None
+        if (isinstance(seq, cst.BinaryOperation) and isinstance(seq.operator, cst.Multiply)
+                and isinstance(seq.left, (cst.List, cst.Tuple)) and len(seq.left.elements) == 1):
+            tensor, factor = seq.left.elements[0].value, seq.right
+        elif (isinstance(seq, (cst.ListComp, cst.GeneratorExp)) and seq.for_in.inner_for_in is None
+              and not seq.for_in.ifs and isinstance(seq.for_in.iter, cst.Call)
+              and ident(seq.for_in.iter.func) == "range" and len(seq.for_in.iter.args) == 1):
+            tensor, factor = seq.elt, seq.for_in.iter.args[0].value
+        if not isinstance(tensor, (cst.Name, cst.Attribute)) or factor is None:
+            return None
+        return self._decide(TILE, "cat", site, tensor, None, d, factor)
 
     def _interleave(self, site, recv, repeats, dim) -> Optional[Expansion]:
         if recv is None or repeats is None or dim is None:
@@ -346,9 +374,10 @@ class GqaAnalysis:
         if not isinstance(pattern, str) or "->" not in pattern:
             return None
         left, right = pattern.split("->", 1)
-        ins, outs = einops_axes(left), einops_axes(right)
+        ins, outs = einops_axes(left, True), einops_axes(right, True)
         if ins is None or outs is None or any(t.startswith("(") for t in ins):
             return None
+        known = ins[:ins.index("...")] if "..." in ins else ins  # axes counted from the left
         kwargs = {a.keyword.value: a.value for a in call.args if a.keyword is not None}
         for group in outs:
             if not group.startswith("("):
@@ -361,6 +390,8 @@ class GqaAnalysis:
             if len(old) != 1 or len(new) != 1 or new[0] not in kwargs:
                 continue
             head = old[0]
+            if head not in known:
+                continue
             p = ins.index(head)
             head_expr = kwargs.get(head)
             if name_role(ident(head_expr) if head_expr is not None else head) not in ("kv_heads", "heads"):
@@ -368,8 +399,12 @@ class GqaAnalysis:
             kind = GROUP if parts[0] == head else TILE
             axes = [Axis(kwargs.get(t), site.env, site.scope, t) for t in ins]
             layout = Layout(axes, [call], names_of(arg_of(call, 0, "tensor") or call))
-            return self._decide(kind, "einops", site, arg_of(call, 0, "tensor"), len(ins), p,
-                                kwargs[new[0]], layout, "layout", [call])
+            exp = self._decide(kind, "einops", site, arg_of(call, 0, "tensor"),
+                               len(ins) if known is ins else None, p, kwargs[new[0]], layout,
+                               "layout", [call])
+            if exp is not None and known is not ins:
+                exp.rank = None  # '...' stands for any number of axes
+            return exp
         return None
 
 

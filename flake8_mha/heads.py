@@ -37,6 +37,7 @@ KV_TENSOR = re.compile(
 KV_HELPER = re.compile(r"kv|key_?value|repeat_?heads|expand_?heads")
 _SAME_SHAPE = frozenset({"contiguous", "clone", "float", "half", "bfloat16", "double", "to",
                          "type", "type_as", "detach", "cpu", "cuda", "requires_grad_"})
+_FACTORIES = frozenset("torch." + f for f in ("randn", "rand", "zeros", "ones", "empty"))
 _ROTARY = re.compile(r"rotary|rope|rot_|_rot|apply_pos")
 
 
@@ -238,6 +239,17 @@ class Layouts:
             if method in _SAME_SHAPE:
                 return self.of(func.value, env, scope, depth + 1)
         qn = self.ctx.resolver.qualname(func, env, scope) or ""
+        if qn in _FACTORIES:  # torch.randn(B, H, L, D, dtype=...): the sizes as written
+            positional = [a for a in node.args if a.keyword is None]
+            if any(a.star for a in positional):
+                return None
+            sizes = [a.value for a in positional]
+            if len(sizes) == 1 and isinstance(sizes[0], (cst.Tuple, cst.List)):
+                sizes = [el.value for el in sizes[0].elements if not isinstance(el, cst.StarredElement)]
+                if len(sizes) != len(positional[0].value.elements):
+                    return None
+            axes = axes_from_sizes(sizes, env, scope)
+            return Layout(axes, [node], []) if axes and len(axes) > 1 else None
         if qn in ("torch.cat", "torch.concat", "torch.concatenate"):
             seq = arg_of(node, 0, "tensors")
             if isinstance(seq, (cst.List, cst.Tuple)):
@@ -377,9 +389,9 @@ class Layouts:
         return Layout(axes, [node], [])
 
 
-def einops_axes(side: str) -> Optional[List[str]]:
+def einops_axes(side: str, ellipsis: bool = False) -> Optional[List[str]]:
     tokens = re.findall(r"\([^)]*\)|\.\.\.|[A-Za-z_][A-Za-z_0-9]*|\d+", side)
-    if "..." in tokens:
+    if "..." in tokens and not ellipsis:
         return None
     return tokens
 

@@ -125,6 +125,37 @@ def test_meta_llama_layout_heads_on_axis_2():
     assert found(src) == [("MHA013", 13, 18), ("MHA904", 13, 18)]
 
 
+def test_cat_of_copies_is_tiling():
+    src = """\
+    import torch
+
+    def expand(k, v, n_rep, cache, num_beams):
+        k = torch.cat([k] * n_rep, dim=1)
+        v = torch.cat([v for _ in range(n_rep)], dim=1)
+        beams = torch.cat([cache] * num_beams, dim=0)
+        kv = torch.cat([k, v], dim=1)
+        return k, v, beams, kv
+    """
+    assert found(src) == [("MHA904", 4, 9), ("MHA904", 5, 9)]
+
+
+def test_einops_tiling_over_a_tuple_of_keys_and_values():
+    src = """\
+    import torch
+    from einops import repeat
+
+    def expand(k, v, q, heads, kv_heads, h):
+        k, v = tuple(repeat(t, "b kvh n d -> b (r kvh) n d", r=heads // kv_heads) for t in (k, v))
+        q2, k2 = tuple(repeat(t, "b h ... -> b (r h) ...", r=2) for t in (q, k))
+        k3 = repeat(k, "b h ... -> b (h r) ...", r=h // kv_heads)
+        k4 = repeat(k, "b ... -> b h ...", h=heads)
+        return k, v, q2, k2, k3, k4
+    """
+    assert found(src) == [("MHA013", 5, 18), ("MHA904", 5, 18)]
+    (f,) = findings(src, ["MHA013"])
+    assert f.evidence["other_path"]["line"] == 7 and f.evidence["via"] == "einops"
+
+
 def test_rotary_helper_keeps_the_layout():
     src = """\
     import torch
@@ -306,6 +337,20 @@ def test_mha014_seed_style_counts_from_constants():
                                        "key": ["N", "self.h_kv", "L", "self.d"]}
     lines = [d["line"] for d in f.evidence["decided_by"]]
     assert 13 in lines and 14 in lines and 15 in lines
+
+
+def test_mha014_tensors_made_with_their_sizes():
+    src = """\
+    import torch
+    import torch.nn.functional as F
+    q = torch.randn(2, 7, 5, 16)
+    k = torch.randn((2, 2, 5, 16), dtype=torch.float32)
+    out = F.scaled_dot_product_attention(q, k, k, enable_gqa=True)
+    ok = F.scaled_dot_product_attention(torch.randn(2, 8, 5, 16), k, k, enable_gqa=True)
+    """
+    assert found(src) == [("MHA014", 5, 7)]
+    (f,) = findings(src)
+    assert (f.evidence["num_heads"], f.evidence["num_kv_heads"]) == (7, 2)
 
 
 @pytest.mark.parametrize("kv, gqa, want", [

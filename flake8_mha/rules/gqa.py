@@ -20,6 +20,7 @@ from .base import Example, Rule, Report
 _VIA_TEXT = {
     "repeat": ".repeat", "tile": ".tile", "expand": "a new axis before the heads, expanded and merged",
     "einops": "einops (r h)", "repeat_interleave": "repeat_interleave", "enable_gqa": "enable_gqa",
+    "cat": "torch.cat of copies",
 }
 
 
@@ -32,7 +33,7 @@ def _axes(layout: Optional[Layout]) -> Optional[List[str]]:
     if layout is None:
         return None
     empty = cst.Module(body=[])
-    return [a.name or (empty.code_for_node(a.expr) if a.expr is not None else "?")
+    return [empty.code_for_node(a.expr) if a.expr is not None else (a.name or "?")
             for a in layout.axes]
 
 
@@ -77,8 +78,9 @@ class GqaRepeatGrouping(_Tiling):
                "line {line} pairs it with KV head i // n_rep: the two paths give different numbers")
     WHAT = """
         Flags grouped-query attention whose key/value heads are *tiled* to the
-        query heads (`k.repeat(1, n_rep, 1, 1)`, `torch.tile`, a new axis inserted
-        *before* the head axis then expanded and merged, einops `(r h)`) in a
+        query heads (`k.repeat(1, n_rep, 1, 1)`, `torch.tile`, `torch.cat([k] *
+        n_rep, dim=1)`, a new axis inserted *before* the head axis then expanded
+        and merged, einops `(r h)`) in a
         file that also *groups* them (`F.scaled_dot_product_attention(...,
         enable_gqa=True)`, `repeat_interleave(n_rep, dim=head_axis)`, a new axis
         *after* the head axis, the Llama `repeat_kv`). Reported on the tiling call.
@@ -183,7 +185,8 @@ class GqaRepeatTiling(_Tiling):
                "enable_gqa, repeat_interleave and pretrained GQA checkpoints group them")
     WHAT = """
         Flags every expansion of key/value heads by tiling (`k.repeat(1, n_rep,
-        1, 1)`, `torch.tile`, a new axis inserted before the head axis then
+        1, 1)`, `torch.tile`, `torch.cat([k] * n_rep, dim=1)`, a new axis
+        inserted before the head axis then
         expanded and merged, einops `(r h)`), even in a file that has no other
         path. Off by default.
         """
