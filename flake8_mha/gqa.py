@@ -27,7 +27,7 @@ import libcst as cst
 
 from .flow import CallSite, Env, Scope, lookup
 from .heads import (
-    BEAM, KV_HELPER, KV_TENSOR, SEQ, Axis, Layout, Layouts, arg_of, axes_from_sizes,
+    BEAM, KV_HELPER, KV_TENSOR, NOT_KV, SEQ, Axis, Layout, Layouts, arg_of, axes_from_sizes,
     call_sizes, einops_axes, ident, is_minus_one, is_one, name_role, names_of,
 )
 from .values import UNKNOWN, literal, value_of
@@ -230,7 +230,7 @@ class GqaAnalysis:
 
     def _is_kv(self, recv: cst.CSTNode, site: CallSite, layout: Optional[Layout]) -> bool:
         names = names_of(recv) + (layout.names if layout is not None else [])
-        if any(KV_TENSOR.match(n.lower()) for n in names):
+        if any(KV_TENSOR.match(n.lower()) and not NOT_KV.search(n.lower()) for n in names):
             return True
         root = names_of(recv)
         defs = lookup(root[0], site.env, site.scope) if root else ()
@@ -239,7 +239,8 @@ class GqaAnalysis:
                         for d in defs):
             elements = [el.value for d in defs for el in d.node.elements]
             return bool(elements) and all(
-                isinstance(el, cst.Name) and KV_TENSOR.match(el.value.lower()) for el in elements)
+                isinstance(el, cst.Name) and KV_TENSOR.match(el.value.lower())
+                and not NOT_KV.search(el.value.lower()) for el in elements)
         func = site.function
         if func is not None and root and KV_HELPER.search(func.name.value.lower()):
             return bool(defs) and all(d.kind in ("param", "assign") for d in defs)

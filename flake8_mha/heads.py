@@ -34,6 +34,7 @@ SEQ = re.compile(r"len$|length|seq|^l$|^s$|^t$|tokens|steps|^n_?ctx|window|^time
 KV_TENSOR = re.compile(
     r"^(k|v|kv|xk|xv|wk|wv|key|keys|value|values|k_?cache|v_?cache|key_?states?|value_?states?|"
     r"past_?k(ey)?s?|past_?v(alue)?s?|cache_?[kv]|[kv]_\w+|\w+_[kv]|\w*key\w*|\w*value\w*)$")
+NOT_KV = re.compile(r"mask|bias|pos|scale|weight|norm|idx|ids|index")  # key_padding_mask, key_pos, ...
 KV_HELPER = re.compile(r"kv|key_?value|repeat_?heads|expand_?heads")
 _SAME_SHAPE = frozenset({"contiguous", "clone", "float", "half", "bfloat16", "double", "to",
                          "type", "type_as", "detach", "cpu", "cuda", "requires_grad_"})

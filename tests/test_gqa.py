@@ -206,6 +206,7 @@ TRAPS = {
     "expand_not_merged": ("def f(k, b, n_rep, n_kv, s, d):\n"
                           "    return k[:, None].expand(b, n_rep, n_kv, s, d)\n"),
     "unknown_factor": "def f(k, times):\n    return k.repeat(1, times, 1, 1)\n",
+    "key_mask": "def f(key_padding_mask, n_rep):\n    return key_padding_mask.repeat(1, n_rep, 1, 1)\n",
     # a repeat of a fresh singleton axis after the heads groups (n_kv, 1, L, D) -> (n_kv * n_rep, ...)
     "singleton_after_heads": ("def repeat_kv(x, n_rep):\n"
                               "    x = x.unsqueeze(1)\n"
