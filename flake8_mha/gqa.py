@@ -456,8 +456,31 @@ def sdpa_gqa_flag(expr: Optional[cst.CSTNode], env: Env, scope: Scope) -> bool:
 
 
 def line_of(ctx, nodes: List[cst.CSTNode]) -> Dict[int, int]:
-    """``id(node) -> line`` for the few nodes an evidence dict names."""
-    from .engine import start_positions  # the engine's lean position pass (only on a finding)
+    """``id(node) -> line`` for the few nodes an evidence dict names.  Resolved
+    once per file, and only for a file with a GQA finding (rare)."""
+    from libcst.metadata import MetadataWrapper, PositionProvider
 
-    uniq = list({id(n): n for n in nodes}.values())
-    return {k: v[0] for k, v in start_positions(ctx.module, uniq).items()}
+    positions = getattr(ctx, "_gqa_positions", None)
+    if positions is None:
+        positions = MetadataWrapper(ctx.module, unsafe_skip_copy=True).resolve(PositionProvider)
+        ctx._gqa_positions = positions
+    return {id(n): positions[n].start.line for n in nodes}
+
+
+def as_int(v) -> Optional[int]:
+    return v if isinstance(v, int) and not isinstance(v, bool) else None
+
+
+def code_text(ctx, node: cst.CSTNode) -> str:
+    """One line of source for an evidence dict."""
+    text = " ".join(ctx.module.code_for_node(node).split())
+    return text if len(text) <= 100 else text[:97] + "..."
+
+
+def axes_text(layout: Optional[Layout]) -> Optional[List[str]]:
+    """Each axis as the code sizes it (``self.n_kv_heads``, ``-1``) or its name."""
+    if layout is None:
+        return None
+    empty = cst.Module(body=[])
+    return [empty.code_for_node(a.expr) if a.expr is not None else (a.name or "?")
+            for a in layout.axes]

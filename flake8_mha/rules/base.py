@@ -104,7 +104,7 @@ def _witness(code: str):
 
 def all_rules() -> List[type]:
     from . import calls, construction  # noqa: F401  (fill the registry)
-    from . import gqa  # noqa: F401
+    from . import mha013_gqa_repeat_grouping, mha014_gqa_heads_do_not_divide  # noqa: F401
 
     try:
         from . import masks  # noqa: F401

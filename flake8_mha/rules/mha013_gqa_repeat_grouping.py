@@ -1,5 +1,6 @@
-"""Grouped-query attention: the order K/V heads are expanded in (MHA013,
-MHA904), and head counts that do not divide (MHA014).
+"""MHA013 and MHA904: grouped-query attention whose K/V heads are tiled, where
+the file also groups them (MHA013) or anywhere (MHA904, opt-in).  MHA014 is in
+``mha014_gqa_heads_do_not_divide.py``.
 
 The analysis (which call expands which axis of which tensor, and why we
 believe it is the K/V head axis) is in ``flake8_mha/gqa.py`` and
@@ -7,14 +8,10 @@ believe it is the K/V head axis) is in ``flake8_mha/gqa.py`` and
 """
 from __future__ import annotations
 
-from typing import Any, Dict, Iterator, List, Optional
+from typing import Any, Dict, Iterator, Optional
 
-import libcst as cst
-
-from ..events import SdpaCall
 from ..flow import CallSite
-from ..gqa import TILE, Expansion, GqaAnalysis, line_of, sdpa_gqa_flag
-from ..heads import Layout
+from ..gqa import TILE, Expansion, GqaAnalysis, as_int, axes_text, code_text, line_of
 from .base import Example, Rule, Report
 
 _VIA_TEXT = {
@@ -24,28 +21,11 @@ _VIA_TEXT = {
 }
 
 
-def _code(ctx, node: cst.CSTNode) -> str:
-    text = " ".join(ctx.module.code_for_node(node).split())
-    return text if len(text) <= 100 else text[:97] + "..."
-
-
-def _axes(layout: Optional[Layout]) -> Optional[List[str]]:
-    if layout is None:
-        return None
-    empty = cst.Module(body=[])
-    return [empty.code_for_node(a.expr) if a.expr is not None else (a.name or "?")
-            for a in layout.axes]
-
-
-def _int(v: Any) -> Optional[int]:
-    return v if isinstance(v, int) and not isinstance(v, bool) else None
-
-
 def expansion_evidence(ctx, exp: Expansion, other: Optional[Expansion] = None) -> Dict[str, Any]:
     """What a witness needs: head counts, the head axis, and the lines that decided them."""
     nodes = list(exp.deciding) + ([other.node] if other is not None else [])
     lines = line_of(ctx, nodes)
-    n_rep, n_kv = _int(exp.n_rep()), _int(exp.n_kv())
+    n_rep, n_kv = as_int(exp.n_rep()), as_int(exp.n_kv())
     evidence: Dict[str, Any] = {
         "grouping": exp.kind,
         "via": exp.via,
@@ -53,16 +33,16 @@ def expansion_evidence(ctx, exp: Expansion, other: Optional[Expansion] = None) -
         "head_axis": exp.head_axis,
         "rank": exp.rank,
         "head_axis_from": exp.decided,
-        "layout": _axes(exp.layout),
+        "layout": axes_text(exp.layout),
         "num_kv_heads": n_kv,
         "n_rep": n_rep,
         "num_heads": n_kv * n_rep if n_kv is not None and n_rep is not None else None,
-        "decided_by": [{"line": lines[id(n)], "code": _code(ctx, n)}
+        "decided_by": [{"line": lines[id(n)], "code": code_text(ctx, n)}
                        for n in dict.fromkeys(exp.deciding)],
     }
     if other is not None:
         evidence["other_path"] = {"via": other.via, "grouping": other.kind,
-                                  "line": lines[id(other.node)], "code": _code(ctx, other.node)}
+                                  "line": lines[id(other.node)], "code": code_text(ctx, other.node)}
     return evidence
 
 
@@ -233,103 +213,3 @@ class GqaRepeatTiling(_Tiling):
             return
         yield self.report(site.node, expansion_evidence(self.ctx, exp),
                           via=_VIA_TEXT.get(exp.via, exp.via))
-
-
-class GqaHeadsDoNotDivide(Rule):
-    CODE = "MHA014"
-    NAME = "gqa-heads-do-not-divide"
-    MESSAGE = ("enable_gqa=True with {hq} query heads over {hkv} key/value heads, which do not "
-               "divide: SDPA raises RuntimeError at the first forward call")
-    WHAT = """
-        Flags `F.scaled_dot_product_attention(..., enable_gqa=True)` whose query
-        and key head counts are both known statically and do not divide. The
-        counts are the sizes SDPA reads as heads (axis -3 of 4-D inputs), followed
-        from `view`/`reshape`/einops through `transpose`/`permute`, and must be
-        literals, module constants, or `self.<attr>` set from constants.
-        """
-    WHY = """
-        With `enable_gqa=True`, SDPA needs the query head count to be a multiple
-        of the key/value head count. Otherwise the first forward call raises
-        `RuntimeError: Number of heads in key and value must divide the number of
-        heads in` (torch 2.13's message, cut off as shown), usually after the
-        model was built and the data loaded.
-        """
-    EXAMPLE = """
-        import torch.nn.functional as F
-
-        N_HEADS, N_KV_HEADS, HEAD_DIM = 12, 5, 64
-
-        def attend(x, kv, B, L):
-            q = x.view(B, L, N_HEADS, HEAD_DIM).transpose(1, 2)
-            k = kv.view(B, L, N_KV_HEADS, HEAD_DIM).transpose(1, 2)
-            return F.scaled_dot_product_attention(q, k, k, enable_gqa=True)
-        """
-    USE_INSTEAD = """
-        import torch.nn.functional as F
-
-        N_HEADS, N_KV_HEADS, HEAD_DIM = 12, 4, 64
-
-        def attend(x, kv, B, L):
-            q = x.view(B, L, N_HEADS, HEAD_DIM).transpose(1, 2)
-            k = kv.view(B, L, N_KV_HEADS, HEAD_DIM).transpose(1, 2)
-            return F.scaled_dot_product_attention(q, k, k, enable_gqa=True)
-        """
-    DECISIONS = """
-        - `enable_gqa` must be statically True: `True`, a constant, or a
-          comparison of known counts such as `self.h_kv != self.h`.
-        - Only 4-D query and key whose layouts the code states; parameters,
-          config attributes and `-1` sizes are unknown: no report.
-        - Without `enable_gqa`, unequal head counts raise a different error (a
-          size mismatch): not this rule.
-        """
-    VALID = [
-        "import torch.nn.functional as F\n"
-        "def attend(x, B, L):\n"
-        "    q = x.view(B, L, 12, 64).transpose(1, 2)\n"
-        "    k = x.view(B, L, 4, 64).transpose(1, 2)\n"
-        "    return F.scaled_dot_product_attention(q, k, k, enable_gqa=True)\n",
-    ]
-    INVALID = [
-        Example("import torch.nn.functional as F\n"
-                "def attend(x, B, L):\n"
-                "    q = x.view(B, L, 12, 64).transpose(1, 2)\n"
-                "    k = x.view(B, L, 5, 64).transpose(1, 2)\n"
-                "    return F.scaled_dot_product_attention(q, k, k, enable_gqa=True)\n", 5, 12),
-    ]
-
-    def on_sdpa_call(self, ev: SdpaCall) -> Iterator[Report]:
-        site = ev.site
-        if not sdpa_gqa_flag(ev.args.get("enable_gqa"), site.env, site.scope):
-            return
-        analysis = GqaAnalysis.of(self.ctx)
-        counts = []
-        layouts = []
-        for name in ("query", "key"):
-            expr = ev.args.get(name)
-            layout = analysis.layouts.of(expr, site.env, site.scope) if expr is not None else None
-            if layout is None or layout.rank != 4:
-                return
-            named = layout.head_axis()
-            if named is not None and named != 1:
-                return  # the code names another axis as heads: not sure what SDPA gets
-            count = _int(layout.axes[1].value())
-            if count is None or count <= 0:
-                return
-            counts.append(count)
-            layouts.append(layout)
-        hq, hkv = counts
-        if hq % hkv == 0:
-            return
-        nodes = layouts[0].decided_by + layouts[1].decided_by + [site.node]
-        lines = line_of(self.ctx, nodes)
-        evidence = {
-            "module": "scaled_dot_product_attention",
-            "enable_gqa": True,
-            "num_heads": hq,
-            "num_kv_heads": hkv,
-            "head_axis": 1,
-            "layout": {"query": _axes(layouts[0]), "key": _axes(layouts[1])},
-            "decided_by": [{"line": lines[id(n)], "code": _code(self.ctx, n)}
-                           for n in dict.fromkeys(nodes)],
-        }
-        yield self.report(site.node, evidence, hq=hq, hkv=hkv)
