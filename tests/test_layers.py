@@ -56,6 +56,8 @@ LAYER_OF = {
     f"{PKG}.layout": ANALYSIS,
     f"{PKG}.scores": ANALYSIS,
     f"{PKG}.relational": ANALYSIS,
+    f"{PKG}.heads": ANALYSIS,
+    f"{PKG}.gqa": ANALYSIS,
     f"{PKG}.rules": RULES,
     f"{PKG}.engine": ENGINE,
     f"{PKG}.noqa": ENGINE,

@@ -48,10 +48,10 @@ class Witness:
 
 
 def _collect() -> Dict[str, Witness]:
-    from . import batch_first, causal, dropout, handwritten, heads, masks, perf
+    from . import batch_first, causal, dropout, gqa, handwritten, heads, masks, perf
 
     found: Dict[str, Witness] = {}
-    for module in (batch_first, masks, causal, dropout, heads, perf, handwritten):
+    for module in (batch_first, masks, causal, dropout, heads, perf, handwritten, gqa):
         for witness in module.WITNESSES:
             if witness.code in found:
                 raise RuntimeError(f"two witnesses for {witness.code}")

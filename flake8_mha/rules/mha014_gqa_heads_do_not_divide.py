@@ -1,0 +1,109 @@
+"""MHA014: SDPA with ``enable_gqa=True`` whose statically known query and KV
+head counts do not divide.  The layouts come from ``flake8_mha/heads.py``."""
+from __future__ import annotations
+
+from typing import Iterator
+
+from ..events import SdpaCall
+from ..gqa import GqaAnalysis, as_int, axes_text, code_text, line_of, sdpa_gqa_flag
+from .base import Example, Report, Rule
+
+
+class GqaHeadsDoNotDivide(Rule):
+    CODE = "MHA014"
+    NAME = "gqa-heads-do-not-divide"
+    MESSAGE = ("enable_gqa=True with {hq} query heads over {hkv} key/value heads, which do not "
+               "divide: SDPA raises RuntimeError at the first forward call")
+    WHAT = """
+        Flags `F.scaled_dot_product_attention(..., enable_gqa=True)` whose query
+        and key head counts are both known statically and do not divide. The
+        counts are the sizes SDPA reads as heads (axis -3 of 4-D inputs), followed
+        from `view`/`reshape`/einops through `transpose`/`permute`, and must be
+        literals, module constants, or `self.<attr>` set from constants.
+        """
+    WHY = """
+        With `enable_gqa=True`, SDPA needs the query head count to be a multiple
+        of the key/value head count. Otherwise the first forward call raises
+        `RuntimeError: Number of heads in key and value must divide the number of
+        heads in` (torch 2.13's message, cut off as shown), usually after the
+        model was built and the data loaded.
+        """
+    EXAMPLE = """
+        import torch.nn.functional as F
+
+        N_HEADS, N_KV_HEADS, HEAD_DIM = 12, 5, 64
+
+        def attend(x, kv, B, L):
+            q = x.view(B, L, N_HEADS, HEAD_DIM).transpose(1, 2)
+            k = kv.view(B, L, N_KV_HEADS, HEAD_DIM).transpose(1, 2)
+            return F.scaled_dot_product_attention(q, k, k, enable_gqa=True)
+        """
+    USE_INSTEAD = """
+        import torch.nn.functional as F
+
+        N_HEADS, N_KV_HEADS, HEAD_DIM = 12, 4, 64
+
+        def attend(x, kv, B, L):
+            q = x.view(B, L, N_HEADS, HEAD_DIM).transpose(1, 2)
+            k = kv.view(B, L, N_KV_HEADS, HEAD_DIM).transpose(1, 2)
+            return F.scaled_dot_product_attention(q, k, k, enable_gqa=True)
+        """
+    DECISIONS = """
+        - `enable_gqa` must be statically True: `True`, a constant, or a
+          comparison of known counts such as `self.h_kv != self.h`.
+        - Only 4-D query and key whose layouts the code states; parameters,
+          config attributes and `-1` sizes are unknown: no report.
+        - Without `enable_gqa`, unequal head counts raise a different error (a
+          size mismatch): not this rule.
+        """
+    VALID = [
+        "import torch.nn.functional as F\n"
+        "def attend(x, B, L):\n"
+        "    q = x.view(B, L, 12, 64).transpose(1, 2)\n"
+        "    k = x.view(B, L, 4, 64).transpose(1, 2)\n"
+        "    return F.scaled_dot_product_attention(q, k, k, enable_gqa=True)\n",
+    ]
+    INVALID = [
+        Example("import torch.nn.functional as F\n"
+                "def attend(x, B, L):\n"
+                "    q = x.view(B, L, 12, 64).transpose(1, 2)\n"
+                "    k = x.view(B, L, 5, 64).transpose(1, 2)\n"
+                "    return F.scaled_dot_product_attention(q, k, k, enable_gqa=True)\n", 5, 12),
+    ]
+
+    def on_sdpa_call(self, ev: SdpaCall) -> Iterator[Report]:
+        site = ev.site
+        if not sdpa_gqa_flag(ev.args.get("enable_gqa"), site.env, site.scope):
+            return
+        analysis = GqaAnalysis.of(self.ctx)
+        counts = []
+        layouts = []
+        for name in ("query", "key"):
+            expr = ev.args.get(name)
+            layout = analysis.layouts.of(expr, site.env, site.scope) if expr is not None else None
+            if layout is None or layout.rank != 4:
+                return
+            named = layout.head_axis()
+            if named is not None and named != 1:
+                return  # the code names another axis as heads: not sure what SDPA gets
+            count = as_int(layout.axes[1].value())
+            if count is None or count <= 0:
+                return
+            counts.append(count)
+            layouts.append(layout)
+        hq, hkv = counts
+        if hq % hkv == 0:
+            return
+        nodes = layouts[0].decided_by + layouts[1].decided_by + [site.node]
+        lines = line_of(self.ctx, nodes)
+        evidence = {
+            "module": "scaled_dot_product_attention",
+            "enable_gqa": True,
+            "num_heads": hq,
+            "num_kv_heads": hkv,
+            "head_axis": 1,
+            "layout": {"query": axes_text(layouts[0]), "key": axes_text(layouts[1])},
+            "decided_by": [{"line": lines[id(n)], "code": code_text(self.ctx, n)}
+                           for n in dict.fromkeys(nodes)],
+        }
+        yield self.report(site.node, evidence, hq=hq, hkv=hkv)
