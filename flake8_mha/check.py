@@ -130,7 +130,7 @@ def _parser() -> argparse.ArgumentParser:
                    help="comma-separated code prefixes to report (replaces the default: MHA)")
     p.add_argument("--ignore", metavar="CODES",
                    help="comma-separated code prefixes not to report (replaces the default: "
-                        "MHA901,MHA902)")
+                        "MHA901,MHA902,MHA903)")
     p.add_argument("--extend-select", metavar="CODES", help="add to --select")
     p.add_argument("--extend-ignore", metavar="CODES", help="add to --ignore")
     p.add_argument("--enable-extensions", metavar="CODES",

@@ -103,7 +103,7 @@ def _witness(code: str):
 
 
 def all_rules() -> List[type]:
-    from . import calls, construction  # noqa: F401  (fill the registry)
+    from . import calls, construction, layout  # noqa: F401  (fill the registry)
 
     try:
         from . import masks  # noqa: F401
