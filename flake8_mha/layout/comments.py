@@ -21,11 +21,38 @@ def _parsed(comment: Optional[cst.Comment]) -> List[_Entry]:
 
 
 def _line_comments(line: cst.SimpleStatementLine) -> List[_Entry]:
-    """The statement's own trailing comment first, then the one on the line just above."""
+    """The statement's own trailing comment first, then the one on the line just above.
+
+    ``# x: (B, L, E)`` above ``x = x.transpose(0, 1)`` may speak of x before or
+    after the statement: a comment above a statement that rebinds a name it
+    reads counts only when an arrow says which side it means."""
     out = _parsed(line.trailing_whitespace.comment)
     if line.leading_lines:
-        out += _parsed(line.leading_lines[-1].comment)
+        above = line.leading_lines[-1].comment
+        if above is not None and ("->" in above.value or not _rebinds_what_it_reads(line)):
+            out += _parsed(above)
     return out
+
+
+def _rebinds_what_it_reads(line: cst.SimpleStatementLine) -> bool:
+    for small in line.body:
+        if isinstance(small, (cst.Assign, cst.AugAssign, cst.AnnAssign)):
+            targets = small.targets if isinstance(small, cst.Assign) else [small]
+            bound = {t.target.value for t in targets if isinstance(t.target, cst.Name)}
+            if small.value is not None and bound & _names_in(small.value):
+                return True
+    return False
+
+
+def _names_in(node: cst.CSTNode) -> set:
+    found: set = set()
+
+    class _V(cst.CSTVisitor):
+        def visit_Name(self, n: cst.Name) -> None:
+            found.add(n.value)
+
+    node.visit(_V())
+    return found
 
 
 class _Indexer(cst.CSTVisitor):

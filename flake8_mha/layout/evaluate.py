@@ -152,8 +152,12 @@ class LayoutEvaluator:
         """The layout of ``expr`` as the call at ``site`` receives it."""
         got = _real(self.eval(expr, site.env, site.scope, None, 0))
         if got is None and isinstance(expr, cst.Name):
-            # ``out = attn(x, x, x)  # x: (L, N, E)``, or a comment at the top of the function
-            got = self.comments.named(site.stmt, expr.value) or self._function_comment(site.scope, expr.value)
+            # ``out = attn(x, x, x)  # x: (L, N, E)``
+            got = self.comments.named(site.stmt, expr.value)
+            defs = lookup(expr.value, site.env, site.scope)
+            if got is None and defs and all(d.kind == "param" for d in defs):
+                # a comment at the top of the function speaks of the parameter as it came in
+                got = self._function_comment(site.scope, expr.value)
         return got
 
     def eval(self, node, env, scope, frame, depth) -> Optional[Layout]:
@@ -521,13 +525,11 @@ class LayoutEvaluator:
         if left is None or right is None:
             return None
         inner = _real(self.eval(tensor, env, scope, frame, depth))
-        singles = [g for g in left if " " not in g]
         if inner is not None and len(inner.roles) == len(left):
             named = {g: r for g, r in zip(left, inner.roles) if " " not in g}
         else:
             all_names = [n for g in left for n in g.split()]
             named = dict(zip(all_names, roles_of_names(all_names)))
-        del singles
         roles = tuple(_group_role(g, named) for g in right)
         if not _useful(roles):
             return None

@@ -218,6 +218,10 @@ class BatchFirstImplicit(Rule):
           reported. One call of unknown layout and the module is MHA001's.
         - The fix writes exactly what torch already does: the numbers do not
           change. A construction with a `**kwargs` splat is never reported.
+        - MHA902 (also opt-in) reports every explicit `batch_first=False`: the two
+          are opposite team preferences (say the layout vs. keep everything
+          batch-first); enable one of them. The fixed line is MHA902's.
+        - The confirmer shows no damage (NOT REPRODUCED): the code is correct.
         """
     VALID = [
         "import torch.nn as nn\nattn = nn.MultiheadAttention(64, 8, batch_first=False)\n"
