@@ -193,6 +193,16 @@ EVIDENCE = [
             src = fmap.permute(2, 3, 0, 1).flatten(0, 1)  # (N, C, H, W) -> (H * W, N, C)
             return attn(src, src, src)[0]
         """, "MHA903", 5, "shape comment"),
+    ("docstring_google_style", """\
+        attn = nn.MultiheadAttention(64, 8)
+        def f(embed):
+            '''Decode.
+
+            Args:
+                embed (torch.Tensor): Input embeddings with shape (bs, num_queries, d_model).
+            '''
+            return attn(embed, embed, embed)[0]
+        """, "MHA001", 5, "shape comment"),
     ("jaxtyping", """\
         attn = nn.MultiheadAttention(64, 8)
         from jaxtyping import Float

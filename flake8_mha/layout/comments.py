@@ -11,6 +11,7 @@ from ..flow import lookup
 from .domain import Layout, _useful, parse_shape_comment, roles_of_names
 
 _Entry = Tuple[cst.Comment, Dict[Optional[str], tuple]]
+_GOOGLE_ARG = re.compile(r"^\s*(\w+)\s*\([^()]*\)\s*:(.*)$")
 
 
 def _parsed(comment: Optional[cst.Comment]) -> List[_Entry]:
@@ -134,6 +135,11 @@ class CommentIndex:
                 if doc and isinstance(first, cst.SimpleStatementLine):
                     for text in doc.splitlines():
                         found = parse_shape_comment(text)
+                        google = _GOOGLE_ARG.match(text)
+                        if google is not None and "shape" in google.group(2).lower():
+                            # ``embed (Tensor): Input embeddings with shape (bs, num_queries, d_model).``
+                            stated = parse_shape_comment(google.group(2)).get(None)
+                            found = {google.group(1): stated} if stated else {}
                         if any(k is not None for k in found):
                             node = first.body[0]
                             out.append((node, found))

@@ -79,7 +79,7 @@ _BATCH_NAMES = {"b", "bs", "bsz", "batch", "batch_size", "batchsize", "nbatch", 
 _SEQ_NAMES = {"l", "t", "s", "seq", "seq_len", "seqlen", "seq_length", "sequence_length", "len",
               "length", "n_tokens", "num_tokens", "ntokens", "tokens", "src_len", "tgt_len", "q_len",
               "k_len", "kv_len", "time", "steps", "timesteps", "n_ctx", "ctx", "hw", "num_patches",
-              "n_patches", "npatch", "max_len", "seq_length", "sl", "ls", "lq", "lk", "sq", "sk",
+              "n_patches", "npatch", "max_len", "num_queries", "n_queries", "queries", "seq_length", "sl", "ls", "lq", "lk", "sq", "sk",
               "tq", "tk", "nq", "nk", "n_q", "n_k", "frames", "num_frames", "n_frames"}
 _EMBED_NAMES = {"e", "d", "dim", "d_model", "dmodel", "embed_dim", "emb_dim", "hidden", "hidden_size",
                 "hidden_dim", "emb", "embed", "d_emb", "features", "feat", "n_embd", "n_embed",
