@@ -19,7 +19,7 @@ DEFAULT_SELECT: Tuple[str, ...] = ("MHA",)
 # Opinionated codes: registered, but reported only when selected (--select or
 # --extend-select MHA9, or --enable-extensions MHA9).  The rule classes say it
 # too (DEFAULT_ENABLED = False); tests/test_rules.py checks the two agree.
-OFF_BY_DEFAULT: Tuple[str, ...] = ("MHA901", "MHA902", "MHA904")
+OFF_BY_DEFAULT: Tuple[str, ...] = ("MHA901", "MHA902", "MHA903", "MHA904")
 CODE_PREFIX = re.compile(r"^[A-Z]{1,3}[0-9]{0,3}$")
 
 

@@ -95,7 +95,8 @@ def test_real_flake8_select_mha_matches_fixtures():
 
 
 def test_real_flake8_default_selection_keeps_opt_in_codes_off():
-    got = _flake8("fixtures/MHA901_fastpath_blocker.py", "fixtures/MHA902_batch_first_false.py")
+    got = _flake8("fixtures/MHA901_fastpath_blocker.py", "fixtures/MHA902_batch_first_false.py",
+                  "fixtures/MHA903_batch_first_implicit.py")
     assert not {g for g in got if g[3].startswith("MHA9")}
 
 
@@ -103,7 +104,7 @@ def test_real_flake8_default_selection_keeps_opt_in_codes_off():
                                  ["--enable-extensions", "MHA9"]])
 def test_real_flake8_turns_opt_in_codes_on(how):
     paths = ["fixtures/MHA901_fastpath_blocker.py", "fixtures/MHA902_batch_first_false.py",
-             "fixtures/MHA904_gqa_repeat_tiling.py"]
+             "fixtures/MHA903_batch_first_implicit.py", "fixtures/MHA904_gqa_repeat_tiling.py"]
     got = {g for g in _flake8(*how, *paths) if g[3].startswith("MHA9")}
     want = {e for e in _expected_all(include_opt_in=True)
             if e[3].startswith("MHA9") and e[0] in {os.path.normpath(p) for p in paths}}

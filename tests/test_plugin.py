@@ -44,12 +44,12 @@ def test_file_without_attention_words_is_skipped_before_parsing(monkeypatch):
 
 
 def test_internal_error_becomes_one_mha000(monkeypatch):
-    from flake8_mha.rules import construction
+    from flake8_mha.rules import mha001_batch_first_unset as layout
 
     def boom(self, ev):
         raise ValueError("kaboom")
 
-    monkeypatch.setattr(construction.BatchFirstUnset, "on_construction", boom)
+    monkeypatch.setattr(layout.BatchFirstUnset, "on_construction", boom)
     found = analyze_source(BAD, "x.py")
     assert [(f.code, f.line, f.col) for f in found] == [("MHA000", 1, 1)]
     assert "internal error ValueError: kaboom" in found[0].message

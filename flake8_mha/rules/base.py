@@ -99,7 +99,7 @@ class RuleLoadError(SystemExit):
 
 # modules of this package that hold no static rule (runtime: the sanitizer's codes,
 # documented like rules but never reported statically; docs.py loads it by name)
-NOT_RULES = ("base", "autofix", "runtime")
+NOT_RULES = ("base", "autofix", "construction", "runtime")
 
 
 def rule_modules() -> List[str]:

@@ -1,0 +1,169 @@
+"""The layout analysis: which axis of the data an attention module is fed is the batch.
+
+For every tensor that reaches an attention module's query/key/value
+(``src``/``tgt``/``memory`` for the Transformer modules) the analysis infers
+its axis order from what the code says and carries the line that decided it
+as evidence (RULES.md, "Layout").  Without evidence the layout is unknown: no
+prior is assumed.  Never imports torch.
+
+- ``domain``: the value (axis roles), names of axes, comment and einops parsing,
+  the effect of ``transpose``/``permute``/``flatten``/...;
+- ``comments``: shape comments, jaxtyping annotations, shape-unpacking names;
+- ``evaluate``: following a value through locals, attributes, helpers, callers.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Dict, List, Optional
+
+from ..events import Construction, ModuleCall
+from .domain import BATCH, SEQ, Layout, parse_shape_comment, roles_of_names
+from .evaluate import LayoutEvaluator
+
+BATCH_FIRST, SEQ_FIRST, UNBATCHED = "batch-first", "sequence-first", "unbatched"
+# the arguments whose layout decides a call, most telling first
+_INPUTS = ("query", "src", "tgt", "key", "value", "memory")
+_CONTAINER_LAYER = {"TransformerEncoder": "encoder_layer", "TransformerDecoder": "decoder_layer"}
+
+
+@dataclass
+class CallLayout:
+    """What one module call is fed: ``kind`` is BATCH_FIRST, SEQ_FIRST, UNBATCHED or
+    None (unknown), ``layout`` the deciding argument's layout, ``arg`` its name."""
+
+    kind: Optional[str]
+    layout: Optional[Layout] = None
+    arg: Optional[str] = None
+
+    @property
+    def batch_first(self) -> Optional[bool]:
+        return {BATCH_FIRST: True, SEQ_FIRST: False}.get(self.kind or "")
+
+
+def _kind(layout: Optional[Layout]) -> Optional[str]:
+    if layout is None:
+        return None
+    if layout.unbatched:
+        return UNBATCHED
+    bf = layout.batch_first
+    return None if bf is None else BATCH_FIRST if bf else SEQ_FIRST
+
+
+class LayoutAnalysis:
+    """One per analyzed file (kept on the engine's Context)."""
+
+    def __init__(self, ctx):
+        self.ctx = ctx
+        self.evaluator = LayoutEvaluator(ctx)
+        self._calls: Dict[int, CallLayout] = {}
+
+    def of_call(self, ev: ModuleCall) -> CallLayout:
+        key = id(ev.site.node)
+        if key not in self._calls:
+            self._calls[key] = self._of_call(ev)
+        return self._calls[key]
+
+    def _of_call(self, ev: ModuleCall) -> CallLayout:
+        found: List[CallLayout] = []
+        for name in _INPUTS:
+            if name not in ev.spec.forward.names:
+                continue
+            expr = ev.args.get(name)
+            if expr is None:
+                continue
+            layout = self.evaluator.at(expr, ev.site)
+            kind = _kind(layout)
+            if kind is not None:
+                found.append(CallLayout(kind, layout, name))
+        if not found:
+            return CallLayout(None)
+        kinds = {c.kind for c in found}
+        if len(kinds) > 1:
+            return CallLayout(None)  # the inputs disagree: torch raises or we misread
+        return found[0]
+
+    def evidence(self, call: CallLayout) -> Dict[str, Any]:
+        """The layout evidence a finding carries (and its witness reads)."""
+        lay = call.layout
+        return {
+            "layout": lay.text() if lay is not None else None,
+            "layout_roles": list(lay.roles) if lay is not None else None,
+            "layout_kind": call.kind,
+            "batch_first_data": call.batch_first,
+            "layout_line": self.evaluator.line(lay.node) if lay is not None else None,
+            "layout_source": self.evaluator.text(lay.node) if lay is not None else None,
+            "layout_how": lay.how if lay is not None else None,
+            "layout_arg": call.arg,
+        }
+
+    # ------------------------------------------------------------ modules and their calls
+    def calls_of(self, ev: Construction) -> List[ModuleCall]:
+        """The calls that run the module ``ev`` builds: its own, and those of a
+        ``TransformerEncoder``/``Decoder`` built from it."""
+        out = list(self.ctx.module_calls_of(ev))
+        for other in self.ctx.events:
+            if isinstance(other, ModuleCall) and other.spec.name in _CONTAINER_LAYER:
+                if any(self._layer_is(inst, other.spec.name, ev) for inst in other.instances):
+                    out.append(other)
+        return out
+
+    def _layer_is(self, inst, container: str, ev: Construction) -> bool:
+        args = inst.init_args()
+        if args is None:
+            return False
+        layer = args.get(_CONTAINER_LAYER[container])
+        if layer is None:
+            return False
+        try:
+            layers = self.ctx.resolver.instances(layer, inst.ctor.env, inst.ctor.scope)
+        except RecursionError:  # pragma: no cover
+            return False
+        return any(li.ctor is not None and li.ctor.node is ev.site.node for li in layers or ())
+
+    def stated_batch_first(self, ev: ModuleCall) -> Optional[bool]:
+        """The ``batch_first`` every module this call may run was built with, when
+        it is stated (a literal or known constant); None when left to the default,
+        unknown, or not the same for all."""
+        values = set()
+        for inst in ev.instances:
+            for ctor_site, spec, args in self._batch_first_ctors(inst, ev.spec.name):
+                if args is None or not spec.has_batch_first:
+                    return None
+                expr = args.get("batch_first")
+                if expr is None:
+                    return None  # the default: MHA001/MHA903's business
+                value = self.ctx.value(expr, ctor_site)
+                if not isinstance(value, bool):
+                    return None
+                values.add(value)
+        return values.pop() if len(values) == 1 else None
+
+    def _batch_first_ctors(self, inst, kind: str):
+        if kind not in _CONTAINER_LAYER:
+            yield inst.ctor, inst.spec, inst.init_args()
+            return
+        args = inst.init_args()
+        layer = args.get(_CONTAINER_LAYER[kind]) if args is not None else None
+        layers = None
+        if layer is not None:
+            try:
+                layers = self.ctx.resolver.instances(layer, inst.ctor.env, inst.ctor.scope)
+            except RecursionError:  # pragma: no cover
+                layers = None
+        if not layers:
+            yield inst.ctor, inst.spec, None
+            return
+        for li in layers:
+            yield li.ctor, li.spec, li.init_args()
+
+
+def analysis_for(ctx) -> LayoutAnalysis:
+    found = getattr(ctx, "_layout_analysis", None)
+    if found is None:
+        found = LayoutAnalysis(ctx)
+        ctx._layout_analysis = found
+    return found
+
+
+__all__ = ["BATCH", "BATCH_FIRST", "SEQ", "SEQ_FIRST", "UNBATCHED", "CallLayout", "Layout",
+           "LayoutAnalysis", "analysis_for", "parse_shape_comment", "roles_of_names"]

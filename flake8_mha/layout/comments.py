@@ -1,0 +1,228 @@
+"""What the author wrote about shapes: comments, jaxtyping annotations and
+shape-unpacking names, indexed once per file."""
+from __future__ import annotations
+
+import re
+from typing import Dict, Iterator, List, Optional, Tuple
+
+import libcst as cst
+
+from ..flow import lookup
+from .domain import Layout, useful, parse_shape_comment, roles_of_names
+
+_Entry = Tuple[cst.Comment, Dict[Optional[str], tuple]]
+_GOOGLE_ARG = re.compile(r"^\s*(\w+)\s*\([^()]*\)\s*:(.*)$")
+
+
+def _parsed(comment: Optional[cst.Comment]) -> List[_Entry]:
+    if comment is None:
+        return []
+    found = parse_shape_comment(comment.value)
+    return [(comment, found)] if found else []
+
+
+def _line_comments(line: cst.SimpleStatementLine) -> List[_Entry]:
+    """The statement's own trailing comment first, then the one on the line just above.
+
+    ``# x: (B, L, E)`` above ``x = x.transpose(0, 1)`` may speak of x before or
+    after the statement: a comment above a statement that rebinds a name it
+    reads counts only when an arrow says which side it means."""
+    out = _parsed(line.trailing_whitespace.comment)
+    if line.leading_lines:
+        above = line.leading_lines[-1].comment
+        if above is not None and ("->" in above.value or not _rebinds_what_it_reads(line)):
+            out += _parsed(above)
+    return out
+
+
+def _rebinds_what_it_reads(line: cst.SimpleStatementLine) -> bool:
+    for small in line.body:
+        if isinstance(small, (cst.Assign, cst.AugAssign, cst.AnnAssign)):
+            targets = small.targets if isinstance(small, cst.Assign) else [small]
+            bound = {t.target.value for t in targets if isinstance(t.target, cst.Name)}
+            if small.value is not None and bound & _names_in(small.value):
+                return True
+    return False
+
+
+def _names_in(node: cst.CSTNode) -> set:
+    found: set = set()
+
+    class _V(cst.CSTVisitor):
+        def visit_Name(self, n: cst.Name) -> None:
+            found.add(n.value)
+
+    node.visit(_V())
+    return found
+
+
+class _Indexer(cst.CSTVisitor):
+    def __init__(self, index: "CommentIndex"):
+        self.index = index
+
+    def visit_SimpleStatementLine(self, node: cst.SimpleStatementLine) -> None:
+        entries = _line_comments(node)
+        if not entries:
+            return
+        for small in node.body:
+            self.index.by_stmt[id(small)] = entries
+            if isinstance(small, (cst.Assign, cst.AnnAssign)) and small.value is not None:
+                targets = small.targets if isinstance(small, cst.Assign) else [small]
+                names = {t.target.value for t in targets if isinstance(t.target, cst.Name)}
+                names |= {t.target.attr.value for t in targets if isinstance(t.target, cst.Attribute)}
+                self.index.by_value[id(small.value)] = (names, entries)
+
+
+class CommentIndex:
+    def __init__(self, module: cst.Module):
+        self.module = module
+        self.by_stmt: Dict[int, List[_Entry]] = {}
+        self.by_value: Dict[int, Tuple[set, List[_Entry]]] = {}
+        self._built = False
+        self._functions: Dict[int, List[_Entry]] = {}
+        self._unpacks: Dict[int, list] = {}
+
+    def _build(self) -> None:
+        if not self._built:
+            self._built = True
+            self.module.visit(_Indexer(self))
+
+    def of_value(self, value: cst.CSTNode) -> Optional[Layout]:
+        """``x = f(y)  # (B, L, E)`` (or the comment on the line above)."""
+        self._build()
+        found = self.by_value.get(id(value))
+        if found is None:
+            return None
+        names, entries = found
+        for comment, layouts in entries:
+            for key, roles in layouts.items():
+                if key is None or key in names:
+                    return Layout(roles, comment, "shape comment")
+        return None
+
+    def named(self, stmt: Optional[cst.CSTNode], name: str) -> Optional[Layout]:
+        """``out = attn(x, x, x)  # x: (L, N, E)``."""
+        if stmt is None:
+            return None
+        self._build()
+        for comment, layouts in self.by_stmt.get(id(stmt), ()):
+            if name in layouts:
+                return Layout(layouts[name], comment, "shape comment")
+        return None
+
+    def function_named(self, func: cst.FunctionDef, name: str) -> Optional[Layout]:
+        """``def forward(self, x):  # x: (B, L, E)``, a comment opening the body, or a
+        docstring line ``x: (B, L, E)``."""
+        key = id(func)
+        if key not in self._functions:
+            self._functions[key] = self._function_entries(func)
+        for comment, layouts in self._functions[key]:
+            if name in layouts:
+                return Layout(layouts[name], comment, "shape comment")
+        return None
+
+    @staticmethod
+    def _function_entries(func: cst.FunctionDef) -> List[_Entry]:
+        out: List[_Entry] = []
+        body = func.body
+        if isinstance(body, cst.IndentedBlock):
+            out += _parsed(body.header.comment)
+            if body.body:
+                first = body.body[0]
+                for line in getattr(first, "leading_lines", ()):
+                    out += _parsed(line.comment)
+                doc = func.get_docstring(clean=False)
+                if doc and isinstance(first, cst.SimpleStatementLine):
+                    for text in doc.splitlines():
+                        found = parse_shape_comment(text)
+                        google = _GOOGLE_ARG.match(text)
+                        if google is not None and "shape" in google.group(2).lower():
+                            # ``embed (Tensor): Input embeddings with shape (bs, num_queries, d_model).``
+                            stated = parse_shape_comment(google.group(2)).get(None)
+                            found = {google.group(1): stated} if stated else {}
+                        if any(k is not None for k in found):
+                            node = first.body[0]
+                            out.append((node, found))
+        return out
+
+    @staticmethod
+    def annotation(param: cst.Param) -> Optional[Layout]:
+        """jaxtyping ``Float[Tensor, "batch seq dim"]`` / torchtyping ``TensorType["b", "l", "e"]``."""
+        ann = param.annotation
+        if ann is None or not isinstance(ann.annotation, cst.Subscript):
+            return None
+        strings = [e.slice.value for e in ann.annotation.slice
+                   if isinstance(e.slice, cst.Index) and isinstance(e.slice.value, cst.SimpleString)]
+        if not strings:
+            return None
+        if len(strings) == 1:
+            names = re.split(r"\s+", str(strings[0].evaluated_value).strip())
+        else:
+            names = [str(s.evaluated_value) for s in strings]
+        names = [n.lstrip("*#_").split("=")[0] for n in names]
+        roles = roles_of_names(names)
+        if not useful(roles):
+            return None
+        return Layout(roles, ann.annotation, "jaxtyping annotation")
+
+    def unpackings(self, scope, name: str, flow) -> Iterator[Tuple[tuple, cst.CSTNode, object]]:
+        """``B, L, D = name.shape`` / ``= name.size()`` in the function around
+        ``scope``: (roles, the statement's value, the environment there)."""
+        while scope is not None and scope.kind == "class":
+            scope = scope.parent
+        if scope is None:
+            return
+        key = id(scope)
+        if key not in self._unpacks:
+            self._unpacks[key] = _collect_unpacks(scope)
+        for tensor, roles, value, env in self._unpacks[key]:
+            if tensor == name:
+                yield roles, value, env
+
+
+def _collect_unpacks(scope) -> list:
+    found: list = []
+    root = scope.node
+
+    class _V(cst.CSTVisitor):
+        def visit_FunctionDef(self, node: cst.FunctionDef) -> bool:
+            return node is root
+
+        def visit_ClassDef(self, node: cst.ClassDef) -> bool:
+            return False
+
+        def visit_Assign(self, node: cst.Assign) -> None:
+            if len(node.targets) != 1 or not isinstance(node.targets[0].target, (cst.Tuple, cst.List)):
+                return
+            tensor = _shape_of(node.value)
+            if tensor is None:
+                return
+            elements = node.targets[0].target.elements
+            if any(isinstance(e, cst.StarredElement) or not isinstance(e.value, cst.Name) for e in elements):
+                return
+            names = [e.value.value for e in elements]
+            roles = roles_of_names([None if n == "_" else n for n in names])
+            if not useful(roles):
+                return
+            env = None
+            for n in names:
+                for d in scope.final_env.get(n, ()) or ():
+                    if d.node is node.value:
+                        env = d.env
+            if env is not None:
+                found.append((tensor, roles, node, env))
+
+    root.visit(_V())
+    return found
+
+
+def _shape_of(value: cst.BaseExpression) -> Optional[str]:
+    if isinstance(value, cst.Attribute) and value.attr.value == "shape" and isinstance(value.value, cst.Name):
+        return value.value.value
+    if isinstance(value, cst.Call) and not value.args and isinstance(value.func, cst.Attribute) \
+            and value.func.attr.value == "size" and isinstance(value.func.value, cst.Name):
+        return value.func.value.value
+    return None
+
+
+__all__ = ["CommentIndex", "lookup"]

@@ -1,0 +1,348 @@
+"""The layout domain (axis roles of a tensor) and the parsers of what code says about it.
+
+For each tensor that reaches an attention module's query/key/value
+(``src``/``tgt``/``memory`` for the Transformer modules) the evaluator infers
+its axis order from what the code says, and keeps the node that decided it
+as evidence.  Evidence (RULES.md, "Layout"):
+
+- einops ``rearrange`` patterns and ``einsum`` strings;
+- shape-unpacking names (``B, L, D = x.shape``, ``bsz, seq_len, _ = x.size()``)
+  and ``view``/``reshape`` with named sizes; ``torch.randn(B, L, E)``-style
+  constructors with named sizes;
+- ``transpose``/``swapaxes``/``permute``/``movedim``/``flatten``/``unflatten``
+  of a known layout;
+- conventional sources: ``nn.Embedding`` of ids of known layout, convolution
+  feature maps ``(N, C, ...)``, layout-preserving operations (Linear, norms,
+  dropout, activations, residual and broadcast adds), an attention module's
+  own output (shaped like its query);
+- shape comments on the same or the previous line, jaxtyping annotations;
+- followed through locals, ``self.<attr>``, helpers, methods and the callers
+  of a function.
+
+Nothing else: without evidence the layout is unknown (``None``), never a
+prior.  A layout is a tuple of axis roles; ``batch_first`` is derived from
+where the ``batch`` role stands.  Never imports torch.
+"""
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from typing import Dict, List, Optional, Sequence, Tuple
+
+import libcst as cst
+
+
+
+BATCH, SEQ, EMBED, CHANNEL, HEAD, SPATIAL = "batch", "seq", "embed", "channel", "head", "spatial"
+MAX_DEPTH = 40
+MAX_CALLER_DEPTH = 3
+_TEXT_MAX = 80
+
+# --------------------------------------------------------------------------- the value
+
+
+@dataclass(frozen=True)
+class Layout:
+    """Axis roles of a tensor (None: an axis whose role the code does not say),
+    and the node whose code decided them."""
+
+    roles: Tuple[Optional[str], ...]
+    node: Optional[cst.CSTNode] = None
+    how: str = ""  # which kind of evidence: "comment", "einops", "transpose", ...
+
+    @property
+    def batch_first(self) -> Optional[bool]:
+        """True: batch axis first (N, L, E); False: second (L, N, E); None: not known
+        or not a 3-D batched tensor."""
+        if len(self.roles) != 3 or self.roles.count(BATCH) != 1:
+            return None
+        at = self.roles.index(BATCH)
+        return True if at == 0 else False if at == 1 else None
+
+    @property
+    def unbatched(self) -> bool:
+        """A 2-D (L, E) tensor with no batch axis: the module treats it as one sample."""
+        return len(self.roles) == 2 and BATCH not in self.roles and SEQ in self.roles
+
+    def text(self) -> str:
+        short = {BATCH: "N", SEQ: "L", EMBED: "E", CHANNEL: "C", HEAD: "H", SPATIAL: "S"}
+        return "(" + ", ".join(short.get(r, "?") if r else "?" for r in self.roles) + ")"
+
+    def with_roles(self, roles: Sequence[Optional[str]], node, how: str) -> "Layout":
+        return Layout(tuple(roles), node, how)
+
+
+# --------------------------------------------------------------------------- names of axes
+
+_BATCH_NAMES = {"b", "bs", "bsz", "batch", "batch_size", "batchsize", "nbatch", "n_batch", "nb",
+                "num_batch", "n_batches", "bsize", "batch_sz"}
+_SEQ_NAMES = {"l", "t", "s", "seq", "seq_len", "seqlen", "seq_length", "sequence_length", "len",
+              "length", "n_tokens", "num_tokens", "ntokens", "tokens", "src_len", "tgt_len", "q_len",
+              "k_len", "kv_len", "time", "steps", "timesteps", "n_ctx", "ctx", "hw", "num_patches",
+              "n_patches", "npatch", "max_len", "num_queries", "n_queries", "queries", "seq_length", "sl", "ls", "lq", "lk", "sq", "sk",
+              "tq", "tk", "nq", "nk", "n_q", "n_k", "frames", "num_frames", "n_frames"}
+_EMBED_NAMES = {"e", "d", "dim", "d_model", "dmodel", "embed_dim", "emb_dim", "hidden", "hidden_size",
+                "hidden_dim", "emb", "embed", "d_emb", "features", "feat", "n_embd", "n_embed",
+                "model_dim", "width", "d_k", "dk", "head_dim", "dh", "hd", "embed_size", "emb_size",
+                "e_dim", "embedding_dim", "f"}
+_CHANNEL_NAMES = {"c", "ch", "channels", "n_channels", "num_channels", "in_channels", "cin", "c_in"}
+_HEAD_NAMES = {"heads", "num_heads", "n_heads", "nh", "nhead", "n_head", "nheads", "num_head"}
+_SPATIAL_NAMES = {"h", "w", "height", "width_", "x_", "y_", "z", "d_", "hh", "ww"}
+
+
+def roles_of_names(names: Sequence[Optional[str]]) -> Tuple[Optional[str], ...]:
+    """Roles for a list of dimension names as they stand together in one shape.
+
+    ``n``/``N`` is the batch (torch's docs: ``(L, N, E)``) unless another name
+    in the same shape is the batch, where it is the sequence (einops's
+    ``b n d``); ``h`` is height beside ``w`` and a head count otherwise.
+    """
+    low = [n.lower().strip() if n else None for n in names]
+    has_batch = any(n in _BATCH_NAMES for n in low if n)
+    has_w = "w" in low
+    out: List[Optional[str]] = []
+    for n in low:
+        if not n:
+            out.append(None)
+        elif n in _BATCH_NAMES:
+            out.append(BATCH)
+        elif n == "n":
+            out.append(SEQ if has_batch else BATCH)
+        elif n in ("h", "w") and has_w:
+            out.append(SPATIAL)
+        elif n == "h":
+            out.append(HEAD)
+        elif n in _SEQ_NAMES:
+            out.append(SEQ)
+        elif n in _HEAD_NAMES:
+            out.append(HEAD)
+        elif n in _CHANNEL_NAMES:
+            out.append(CHANNEL)
+        elif n in _EMBED_NAMES:
+            out.append(EMBED)
+        elif re.fullmatch(r"\(?\s*[hw]\s*\*?\s*[hw]\s*\)?", n) or n in ("h*w", "(h w)", "h w"):
+            out.append(SEQ)
+        else:
+            out.append(None)
+    if out.count(BATCH) > 1:
+        return tuple(None for _ in out)
+    return tuple(out)
+
+
+def useful(roles: Sequence[Optional[str]]) -> bool:
+    return len(roles) >= 2 and (BATCH in roles or SEQ in roles) and roles.count(BATCH) <= 1
+
+
+# --------------------------------------------------------------------------- comments
+
+_TUPLE = re.compile(r"[\(\[]([^()\[\]]*(?:\([^()]*\)[^()\[\]]*)*)[\)\]]")
+_X_FORM = re.compile(r"\b(\w+(?:\s*[x×]\s*\w+){1,4})\b")
+_NAMED = re.compile(r"\b([A-Za-z_]\w*)\s*[:=]\s*[\(\[]")
+
+
+def _split_dims(text: str) -> List[str]:
+    parts = [p.strip() for p in text.split(",")]
+    if parts and parts[-1] == "":
+        parts.pop()
+    out = []
+    for p in parts:
+        q = re.sub(r"\s+", "", p)
+        if re.fullmatch(r"\(?[HhWw]\*[HhWw]\)?", q) or q.lower() in ("hw", "(hw)"):
+            out.append("hw")
+        else:
+            out.append(p)
+    return out
+
+
+def parse_shape_comment(comment: str) -> Dict[Optional[str], Tuple[Optional[str], ...]]:
+    """Layouts a comment states: ``{name or None: roles}``.  ``# x: (L, N, E)`` names
+    x; ``# (B, L, E)`` and ``# bs x seq_len x d_model`` state the assigned value;
+    ``# (N, C, H, W) -> (H * W, N, C)`` states the value after the last arrow."""
+    text = comment.lstrip("#").strip()
+    out: Dict[Optional[str], Tuple[Optional[str], ...]] = {}
+    if "->" in text:
+        text = text.rsplit("->", 1)[1]
+    named = _NAMED.search(text)
+    found = _TUPLE.search(text)
+    if found is not None:
+        roles = roles_of_names(_split_dims(found.group(1)))
+        if useful(roles):
+            key = named.group(1) if named is not None and named.end() - 1 <= found.start() else None
+            out[key] = roles
+            return out
+    x_form = _X_FORM.search(text)
+    if x_form is not None:
+        roles = roles_of_names([p.strip() for p in re.split(r"\s*[x×]\s*", x_form.group(1))])
+        if useful(roles):
+            out[None] = roles
+    return out
+
+
+def parse_einops_side(side: str) -> Optional[List[str]]:
+    """``'b (h w) c'`` -> ``['b', 'h w', 'c']``; None for an ellipsis or bad text."""
+    if "..." in side or "…" in side:
+        return None
+    items = re.findall(r"\([^()]*\)|[A-Za-z_]\w*|\d+", side)
+    return [i.strip("()").strip() for i in items]
+
+
+def group_role(group: str, left_roles: Dict[str, Optional[str]]) -> Optional[str]:
+    names = group.split()
+    if len(names) == 1:
+        return left_roles.get(names[0])
+    roles = [left_roles.get(n) for n in names]
+    if BATCH in roles:
+        return None  # batch merged with another axis: no longer a batch axis
+    if roles and all(r in (SEQ, SPATIAL) for r in roles):
+        return SEQ
+    if HEAD in roles and all(r in (HEAD, EMBED, None) for r in roles):
+        return EMBED
+    return None
+
+
+# --------------------------------------------------------------------------- torch operations
+
+PRESERVE_MODULES = {
+    "Linear", "LazyLinear", "LayerNorm", "RMSNorm", "Dropout", "Dropout1d", "AlphaDropout",
+    "ReLU", "GELU", "SiLU", "Tanh", "Sigmoid", "LeakyReLU", "ELU", "Mish", "Softplus", "PReLU",
+    "Identity", "Hardswish", "GLU", "Softmax", "SELU", "CELU",
+}
+CONV = {"Conv1d": 1, "Conv2d": 2, "Conv3d": 3, "LazyConv1d": 1, "LazyConv2d": 2, "LazyConv3d": 3}
+PRESERVE_METHODS = {
+    "contiguous", "float", "half", "double", "bfloat16", "to", "clone", "detach", "cuda", "cpu",
+    "relu", "gelu", "tanh", "sigmoid", "softmax", "log_softmax", "abs", "exp", "neg", "mul", "add",
+    "sub", "div", "masked_fill", "type_as", "requires_grad_", "add_", "mul_", "relu_", "float_",
+}
+PRESERVE_FUNCS = {
+    "torch.nn.functional.relu", "torch.nn.functional.gelu", "torch.nn.functional.silu",
+    "torch.nn.functional.dropout", "torch.nn.functional.layer_norm", "torch.nn.functional.normalize",
+    "torch.nn.functional.linear", "torch.nn.functional.leaky_relu", "torch.nn.functional.elu",
+    "torch.nn.functional.softmax", "torch.tanh", "torch.sigmoid", "torch.relu", "torch.nn.functional.tanh",
+    "torch.nn.functional.rms_norm", "torch.nn.functional.mish",
+}
+CTORS = {"torch.randn", "torch.rand", "torch.zeros", "torch.ones", "torch.empty", "torch.full",
+          "torch.randint"}
+
+
+def _int_lit(node: cst.BaseExpression) -> Optional[int]:
+    if isinstance(node, cst.Integer):
+        return int(node.value)
+    if isinstance(node, cst.UnaryOperation) and isinstance(node.operator, cst.Minus) \
+            and isinstance(node.expression, cst.Integer):
+        return -int(node.expression.value)
+    return None
+
+
+def _ints(args: Sequence[cst.Arg]) -> Optional[List[int]]:
+    vals = [a.value for a in args if not a.star]
+    if len(vals) == 1 and isinstance(vals[0], (cst.Tuple, cst.List)):
+        vals = [e.value for e in vals[0].elements]
+    out = []
+    for v in vals:
+        i = _int_lit(v)
+        if i is None:
+            return None
+        out.append(i)
+    return out
+
+
+def _norm(dim: int, rank: int) -> Optional[int]:
+    d = dim + rank if dim < 0 else dim
+    return d if 0 <= d < rank else None
+
+
+def _kwarg(call: cst.Call, name: str) -> Optional[cst.BaseExpression]:
+    for a in call.args:
+        if a.keyword is not None and a.keyword.value == name:
+            return a.value
+    return None
+
+
+def positional(call: cst.Call) -> List[cst.BaseExpression]:
+    return [a.value for a in call.args if a.keyword is None and not a.star]
+
+
+def _merge(roles: Sequence[Optional[str]]) -> Optional[str]:
+    if BATCH in roles:
+        return None
+    if roles and all(r in (SEQ, SPATIAL) for r in roles):
+        return SEQ
+    if roles and all(r in (HEAD, EMBED, CHANNEL) for r in roles):
+        return EMBED
+    return None
+
+
+def transform(layout: Layout, method: str, call: cst.Call, node) -> Optional[Layout]:
+    """The layout after ``x.<method>(...)`` of a known layout, or None."""
+    roles = list(layout.roles)
+    rank = len(roles)
+    args = positional(call)
+    if method in ("transpose", "swapaxes", "swapdims"):
+        dims = _ints(call.args)
+        if dims is None or len(dims) != 2:
+            return None
+        a, b = (_norm(d, rank) for d in dims)
+        if a is None or b is None:
+            return None
+        roles[a], roles[b] = roles[b], roles[a]
+        return Layout(tuple(roles), node, method)
+    if method == "permute":
+        dims = _ints(call.args)
+        if dims is None or len(dims) != rank:
+            return None
+        norm = [_norm(d, rank) for d in dims]
+        if None in norm or len(set(norm)) != rank:
+            return None
+        return Layout(tuple(roles[d] for d in norm), node, method)
+    if method in ("movedim", "moveaxis"):
+        dims = [_int_lit(a) for a in args]
+        if len(dims) != 2 or None in dims:
+            return None
+        s, d = _norm(dims[0], rank), _norm(dims[1], rank)
+        if s is None or d is None:
+            return None
+        role = roles.pop(s)
+        roles.insert(d, role)
+        return Layout(tuple(roles), node, method)
+    if method == "flatten":
+        start = _kwarg(call, "start_dim") or (args[0] if args else None)
+        end = _kwarg(call, "end_dim") or (args[1] if len(args) > 1 else None)
+        s = _norm(_int_lit(start), rank) if start is not None and _int_lit(start) is not None else (
+            0 if start is None else None)
+        e = _norm(_int_lit(end), rank) if end is not None and _int_lit(end) is not None else (
+            rank - 1 if end is None else None)
+        if s is None or e is None or e < s:
+            return None
+        merged = _merge(roles[s:e + 1]) if e > s else roles[s]
+        return Layout(tuple(roles[:s] + [merged] + roles[e + 1:]), node, method)
+    if method == "unflatten":
+        if len(args) != 2:
+            return None
+        d = _int_lit(args[0])
+        sizes = args[1]
+        if d is None or not isinstance(sizes, (cst.Tuple, cst.List)):
+            return None
+        d = _norm(d, rank)
+        if d is None:
+            return None
+        names = [e.value.value if isinstance(e.value, cst.Name) else None for e in sizes.elements]
+        split = list(roles_of_names(names))
+        if roles[d] == BATCH and BATCH not in split:
+            return None
+        return Layout(tuple(roles[:d] + split + roles[d + 1:]), node, method)
+    if method in ("unsqueeze",):
+        if len(args) != 1 or _int_lit(args[0]) is None:
+            return None
+        d = _int_lit(args[0])
+        d = d + rank + 1 if d < 0 else d
+        if not 0 <= d <= rank:
+            return None
+        return Layout(tuple(roles[:d] + [None] + roles[d:]), node, method)
+    if method == "squeeze":
+        if len(args) != 1 or _int_lit(args[0]) is None:
+            return None
+        d = _norm(_int_lit(args[0]), rank)
+        if d is None or roles[d] in (BATCH, SEQ):
+            return None  # a batch or sequence of size 1 only, perhaps
+        return Layout(tuple(roles[:d] + roles[d + 1:]), node, method)
+    return None

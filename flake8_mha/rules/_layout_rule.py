@@ -1,0 +1,38 @@
+"""What the layout rules (MHA001 and MHA903 in ``mha001_batch_first_unset``,
+MHA010 in ``mha010_layout_mismatch``) share.
+
+They read the layout analysis (``flake8_mha/layout``): for each call of a
+module, whether its query/key/value (``src``/``tgt``/``memory``) is known to be
+batch-first ``(N, L, E)``, sequence-first ``(L, N, E)``, unbatched ``(L, E)``,
+or of unknown layout, with the line that decided it.
+"""
+from __future__ import annotations
+
+from typing import Any, List, Tuple
+
+from ..events import Construction, ModuleCall
+from ..layout import BATCH_FIRST, SEQ_FIRST, CallLayout, analysis_for
+from .base import Rule
+
+LAYOUT_MODULES_DOC = (
+    "`nn.MultiheadAttention`, `nn.TransformerEncoderLayer`, `nn.TransformerDecoderLayer` "
+    "and `nn.Transformer`"
+)
+KIND_TEXT = {BATCH_FIRST: "batch-first", SEQ_FIRST: "sequence-first"}
+
+
+def default_left(ev: Construction) -> bool:
+    """The module is left to torch's default ``batch_first=False``."""
+    return ev.spec.has_batch_first and not ev.args.maybe_given("batch_first")
+
+
+def call_layouts(rule: Rule, ev: Construction) -> Tuple[List[Tuple[ModuleCall, CallLayout]], Any]:
+    """Each call of the module built at ``ev``, with the layout it is fed."""
+    analysis = analysis_for(rule.ctx)
+    return [(call, analysis.of_call(call)) for call in analysis.calls_of(ev)], analysis
+
+
+def where(analysis, layout: CallLayout) -> str:
+    """The evidence line of a layout, in words."""
+    ev = analysis.evidence(layout)
+    return f"{ev['layout']}, line {ev['layout_line']}: `{ev['layout_source']}`"

@@ -1,0 +1,244 @@
+"""MHA001 (a module left to the default batch_first=False fed batch-first or
+unknown data) and MHA903 (opt-in: the same default, fed only sequence-first
+data: correct but implicit), with MHA903's fix.  Two sides of one question,
+read from the layout analysis (``_layout_rule``)."""
+from __future__ import annotations
+
+from typing import Iterator, Optional
+
+import libcst as cst
+
+from ..events import Construction
+from ..layout import BATCH_FIRST, SEQ_FIRST, UNBATCHED, CallLayout
+from ._layout_rule import LAYOUT_MODULES_DOC, call_layouts, default_left, where
+from .autofix import Fix, FixContext, add_keyword, register
+from .base import Example, Report, Rule
+from .construction import construction_evidence
+
+
+class BatchFirstUnset(Rule):
+    CODE = "MHA001"
+    NAME = "batch-first-unset"
+    MESSAGE = (
+        "{module} built without batch_first: (N, L, E) input silently mixes samples "
+        "across the batch"
+    )
+    MESSAGE_KNOWN = (
+        "{module} built without batch_first is fed batch-first data ({where}): it reads "
+        "axis 0 as the sequence and mixes samples across the batch"
+    )
+    WHAT = f"""
+        Flags {LAYOUT_MODULES_DOC} (and classes that subclass them) built without a
+        `batch_first` argument when, on some call in the file, the data it is fed
+        is batch-first `(N, L, E)` or of unknown layout, or when the module is
+        never called in the file. Any explicit value, `True` or `False`, is
+        accepted, and so is a `**kwargs` splat that may carry it.
+
+        The layout of the data comes from the code only (RULES.md, "Layout"):
+        einops patterns and `einsum` strings, shape-unpacking names
+        (`B, L, D = x.shape`) and `view`/`reshape`/`torch.randn` with named
+        sizes, `transpose`/`permute`/`swapaxes`/`movedim`/`flatten`/`unflatten`
+        of a known layout, embeddings of ids of known layout, convolution
+        feature maps `(N, C, ...)`, layout-preserving operations, an attention
+        module's own output, shape comments on the same or previous line, and
+        jaxtyping annotations, followed through locals, helpers, methods and
+        callers. When the data is known to be batch-first, the message says so
+        and names the line that decided it.
+
+        A module fed data known to be sequence-first on every call is correct:
+        it is not reported here (the opt-in MHA903 asks to say so explicitly).
+        """
+    WHY = """
+        `batch_first` defaults to `False`: these modules read their input as
+        `(L, N, E)` (sequence first). Fed batch-first data, the module attends
+        across the *batch* instead of across the sequence: every sample's output
+        depends on the other samples. Nothing raises, the loss still goes down,
+        and the numbers are wrong (torch 2.13, E=64, 8 heads, N=4, L=10: changing
+        only sample 1 moves sample 0's output by 0.48).
+        """
+    EXAMPLE = """
+        import torch.nn as nn
+
+        class Encoder(nn.Module):
+            def __init__(self):
+                super().__init__()
+                self.embed = nn.Embedding(1000, 64)
+                self.attn = nn.MultiheadAttention(embed_dim=64, num_heads=8)
+
+            def forward(self, tokens):
+                B, L = tokens.shape
+                x = self.embed(tokens)  # (B, L, E)
+                return self.attn(x, x, x, need_weights=False)[0]
+        """
+    USE_INSTEAD = """
+        import torch.nn as nn
+
+        class Encoder(nn.Module):
+            def __init__(self):
+                super().__init__()
+                self.embed = nn.Embedding(1000, 64)
+                self.attn = nn.MultiheadAttention(embed_dim=64, num_heads=8, batch_first=True)
+
+            def forward(self, tokens):
+                x = self.embed(tokens)  # (B, L, E)
+                return self.attn(x, x, x, need_weights=False)[0]
+        """
+    DECISIONS = """
+        - `nn.TransformerEncoder`/`nn.TransformerDecoder` take no `batch_first`;
+          the layer they are built from carries the finding, and their calls
+          count as the layer's calls.
+        - A subclass with its own `__init__` is reported at its
+          `super().__init__(...)` call; one without is reported where it is built.
+        - Unknown layout is reported (as before the layout analysis): no prior is
+          assumed either way, and the default is a trap whenever the data is
+          batch-first. A module never called in the file is reported too.
+        - Unbatched 2-D input `(L, E)` has no batch axis: a module fed only
+          unbatched data is not reported (nor by MHA903).
+        - A length-1 query (a learned pooling query `q.expand(B, 1, E)`) is read
+          like any other: its layout comes from the code, not from its sizes; a
+          literal `1` in a shape has no role, the named batch size decides.
+        - Nested tensors (`torch.nested.*`) are batch-first `(N, *, E)`.
+        - One module fed both layouts on different calls: reported here when any
+          call is batch-first (that call is named), whatever the others.
+        - When the inputs of one call disagree (query batch-first, key
+          sequence-first) the call's layout counts as unknown.
+        - Never auto-fixed (`--fix` leaves it alone, see `fix.NEVER_FIXED`): even
+          where every call feeds known batch-first data, `batch_first=True` also
+          changes the layout of the module's output and of its attention
+          weights, which the code downstream reads; the author decides.
+        """
+    REFERENCES = (
+        "https://pytorch.org/docs/stable/generated/torch.nn.MultiheadAttention.html",
+    )
+    VALID = [
+        "import torch.nn as nn\nattn = nn.MultiheadAttention(64, 8, batch_first=True)\n",
+        "import torch.nn as nn\nattn = nn.MultiheadAttention(64, 8, batch_first=False)\n",
+        "import torch.nn as nn\ndef make(**kw):\n    return nn.MultiheadAttention(64, 8, **kw)\n",
+        "class MultiheadAttention:\n    pass\nattn = MultiheadAttention(64, 8)\n",
+        "import torch.nn as nn\nenc = nn.TransformerEncoder(nn.TransformerEncoderLayer(64, 8, batch_first=True), 2)\n",
+        "import torch.nn as nn\nattn = nn.MultiheadAttention(64, 8)\n"
+        "def f(x):\n    x = x.permute(1, 0, 2)  # (B, L, E) -> (L, B, E)\n    return attn(x, x, x)[0]\n",
+    ]
+    INVALID = [
+        Example("import torch.nn as nn\nattn = nn.MultiheadAttention(64, 8)\n", 2, 8),
+        Example("from torch import nn\nlayer = nn.TransformerEncoderLayer(d_model=64, nhead=8)\n", 2, 9),
+        Example(
+            "import torch.nn as nn\n\nclass Attn(nn.MultiheadAttention):\n"
+            "    def __init__(self, dim):\n        super().__init__(dim, 8)\n",
+            5, 9,
+        ),
+        Example(
+            "import torch.nn as nn\nattn = nn.MultiheadAttention(64, 8)\n"
+            "def f(x):\n    B, L, E = x.shape\n    return attn(x, x, x)[0]\n",
+            2, 8,
+        ),
+    ]
+
+    def on_construction(self, ev: Construction) -> Iterator[Report]:
+        if not default_left(ev):
+            return
+        calls, analysis = call_layouts(self, ev)
+        evidence = construction_evidence(self.ctx, ev)
+        known = [c for _, c in calls if c.kind == BATCH_FIRST]
+        if known:
+            evidence.update(analysis.evidence(known[0]))
+            yield self.report(ev.site.node, evidence, self.MESSAGE_KNOWN, module=ev.spec.name,
+                              where=where(analysis, known[0]))
+            return
+        unknown = [c for _, c in calls if c.kind is None]
+        if unknown or not calls:
+            evidence.update(analysis.evidence(unknown[0] if unknown else CallLayout(None)))
+            evidence["called"] = bool(calls)
+            yield self.report(ev.site.node, evidence, module=ev.spec.name)
+
+
+class BatchFirstImplicit(Rule):
+    CODE = "MHA903"
+    NAME = "batch-first-implicit"
+    CATEGORY = "opinionated"
+    DEFAULT_ENABLED = False
+    MESSAGE = ("{module} built without batch_first is fed sequence-first data on every call "
+               "({where}): correct, but say batch_first=False")
+    FIX_TITLE = "Add `batch_first=False` to the construction"
+    WHAT = f"""
+        Flags {LAYOUT_MODULES_DOC} (and their subclasses) left to the default
+        `batch_first=False` whose every call in the file feeds data known to be
+        sequence-first `(L, N, E)`: exactly the modules MHA001 no longer reports.
+        Off by default.
+        """
+    WHY = """
+        The code is correct, but the reader must trace the data to know it: the
+        next edit that feeds batch-first data (or copies the construction into
+        a batch-first model) mixes samples silently (MHA001). Saying
+        `batch_first=False` makes the layout part of the module's definition.
+        """
+    EXAMPLE = """
+        import torch.nn as nn
+
+        attn = nn.MultiheadAttention(64, 8)
+
+        def encode(x):
+            x = x.transpose(0, 1)  # (B, L, E) -> (L, B, E)
+            return attn(x, x, x, need_weights=False)[0]
+        """
+    USE_INSTEAD = """
+        import torch.nn as nn
+
+        attn = nn.MultiheadAttention(64, 8, batch_first=False)
+
+        def encode(x):
+            x = x.transpose(0, 1)  # (B, L, E) -> (L, B, E)
+            return attn(x, x, x, need_weights=False)[0]
+        """
+    DECISIONS = """
+        - Every call must be known sequence-first; unbatched `(L, E)` calls do
+          not count against it, but a module fed only unbatched data is not
+          reported. One call of unknown layout and the module is MHA001's.
+        - The fix writes exactly what torch already does: the numbers do not
+          change. A construction with a `**kwargs` splat is never reported.
+        - MHA902 (also opt-in) reports every explicit `batch_first=False`: the two
+          are opposite team preferences (say the layout vs. keep everything
+          batch-first); enable one of them. The fixed line is MHA902's.
+        - The confirmer shows no damage (NOT REPRODUCED): the code is correct.
+        """
+    VALID = [
+        "import torch.nn as nn\nattn = nn.MultiheadAttention(64, 8, batch_first=False)\n"
+        "def f(x):\n    x = x.transpose(0, 1)  # (B, L, E)\n    return attn(x, x, x)[0]\n",
+    ]
+    INVALID = [
+        Example(
+            "import torch.nn as nn\nattn = nn.MultiheadAttention(64, 8)\n"
+            "def f(x):\n    B, L, E = x.shape\n    x = x.transpose(0, 1)\n    return attn(x, x, x)[0]\n",
+            2, 8,
+            fixed="import torch.nn as nn\nattn = nn.MultiheadAttention(64, 8, batch_first=False)\n"
+                  "def f(x):\n    B, L, E = x.shape\n    x = x.transpose(0, 1)\n    return attn(x, x, x)[0]\n",
+        ),
+    ]
+
+    def on_construction(self, ev: Construction) -> Iterator[Report]:
+        if not default_left(ev):
+            return
+        calls, analysis = call_layouts(self, ev)
+        kinds = [c.kind for _, c in calls]
+        if not kinds or any(k not in (SEQ_FIRST, UNBATCHED) for k in kinds) or SEQ_FIRST not in kinds:
+            return
+        first = next(c for _, c in calls if c.kind == SEQ_FIRST)
+        evidence = construction_evidence(self.ctx, ev)
+        evidence.update(analysis.evidence(first))
+        yield self.report(ev.site.node, evidence, module=ev.spec.name, where=where(analysis, first))
+
+
+def _batch_first_false(call: cst.Call, ctx: FixContext) -> Optional[cst.Call]:
+    if any(a.star for a in call.args) or any(
+            a.keyword is not None and a.keyword.value == "batch_first" for a in call.args):
+        return None
+    return add_keyword(call, "batch_first", cst.Name("False"))
+
+
+FIX = register(Fix(
+    "MHA903", BatchFirstImplicit.FIX_TITLE,
+    "`batch_first=False` is torch's default: writing it changes nothing the module computes. "
+    "A call with a `*args`/`**kwargs` splat, or one that already passes batch_first, is left "
+    "alone.",
+    _batch_first_false,
+))

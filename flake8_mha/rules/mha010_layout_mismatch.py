@@ -1,0 +1,94 @@
+"""MHA010: a module whose batch_first is stated, fed data of the other
+layout on a call (read from the layout analysis, ``_layout_rule``)."""
+from __future__ import annotations
+
+from typing import Any, Dict, Iterator
+
+from ..events import ModuleCall
+from ..layout import analysis_for
+from ._layout_rule import LAYOUT_MODULES_DOC, KIND_TEXT, where
+from .base import Example, Report, Rule
+from .construction import construction_evidence
+
+
+class LayoutMismatch(Rule):
+    CODE = "MHA010"
+    NAME = "layout-mismatch"
+    MESSAGE = ("{module} built with batch_first={stated} is fed {kind} data ({where}): "
+               "samples mix across the batch")
+    WHAT = f"""
+        Flags a call of {LAYOUT_MODULES_DOC} (and `nn.TransformerEncoder`/`Decoder`
+        through their layer) whose `batch_first` is stated, `True` or an
+        explicit `False`, when the data the call feeds is known to have the
+        other layout: e.g. layers built `batch_first=True` then fed
+        `x.transpose(0, 1)` of batch-first data. Reported on the call. The
+        layout comes from the code only, as for MHA001.
+        """
+    WHY = """
+        The module reads the batch axis as the sequence axis: every sample
+        attends over the other samples of the batch. Nothing raises when the
+        sizes happen to fit, the loss still goes down, the numbers are wrong
+        (one real release: sample 0's output moves by 0.375 when only sample 1
+        changes).
+        """
+    EXAMPLE = """
+        import torch.nn as nn
+
+        layer = nn.TransformerEncoderLayer(64, 8, batch_first=True)
+
+        def encode(x):
+            B, L, E = x.shape
+            return layer(x.transpose(0, 1))
+        """
+    USE_INSTEAD = """
+        import torch.nn as nn
+
+        layer = nn.TransformerEncoderLayer(64, 8, batch_first=True)
+
+        def encode(x):
+            B, L, E = x.shape
+            return layer(x)
+        """
+    DECISIONS = """
+        - Only a statically known `batch_first` counts (a literal or a module
+          constant); a variable, a `**kwargs` splat, or the default (MHA001's
+          business) is not this rule's.
+        - Reported per call: one module fed both layouts has only its
+          mismatched calls reported.
+        - Unbatched `(L, E)` data, and calls whose inputs disagree with each
+          other, are not reported.
+        - Never auto-fixed: whether the transpose or the flag is wrong is the
+          author's call.
+        """
+    VALID = [
+        "import torch.nn as nn\nlayer = nn.TransformerEncoderLayer(64, 8, batch_first=True)\n"
+        "def f(x):\n    B, L, E = x.shape\n    return layer(x)\n",
+        "import torch.nn as nn\nattn = nn.MultiheadAttention(64, 8, batch_first=True)\n"
+        "def f(x):\n    B, L, E = x.shape\n    q = x.view(B, L, 8, 8).transpose(1, 2)\n    return attn(x, x, x)[0]\n",
+    ]
+    INVALID = [
+        Example(
+            "import torch.nn as nn\nlayer = nn.TransformerEncoderLayer(64, 8, batch_first=True)\n"
+            "def f(x):\n    B, L, E = x.shape\n    return layer(x.transpose(0, 1))\n",
+            5, 12,
+        ),
+    ]
+
+    def on_module_call(self, ev: ModuleCall) -> Iterator[Report]:
+        analysis = analysis_for(self.ctx)
+        stated = analysis.stated_batch_first(ev)
+        if stated is None:
+            return
+        got = analysis.of_call(ev)
+        if got.batch_first is None or got.batch_first == stated:
+            return
+        ctor = ev.single_ctor()
+        evidence: Dict[str, Any] = construction_evidence(self.ctx, ctor) if ctor is not None else {
+            "module": ev.spec.name}
+        evidence["batch_first"] = stated
+        evidence.update(analysis.evidence(got))
+        module = ev.spec.name
+        if not ev.spec.has_batch_first:
+            module += " (its layers)"
+        yield self.report(ev.site.node, evidence, module=module, stated=stated,
+                          kind=KIND_TEXT[got.kind], where=where(analysis, got))
