@@ -170,7 +170,8 @@ def test_github_levels_follow_each_rules_severity(tmp_path):
     (tmp_path / "m.py").write_text(
         "import torch.nn as nn\n\n"
         "a = nn.MultiheadAttention(64, 8)\n"
-        "b = nn.MultiheadAttention(64, 3, batch_first=False)\n")
+        "b = nn.MultiheadAttention(64, 3, batch_first=True)\n"
+        "c = nn.MultiheadAttention(64, 8, batch_first=False)\n")
     proc = run("check", "--format", "github", "--select", "MHA", "m.py", cwd=tmp_path)
     levels = [(line.split(" ", 1)[0], line.split("title=")[1][:6])
               for line in proc.stdout.splitlines()]
