@@ -29,6 +29,8 @@ class FileOutcome:
     items: List[Item] = field(default_factory=list)
     problems: List[Problem] = field(default_factory=list)
     new_data: Optional[bytes] = None  # the rewritten file (--fix/--diff), if anything changed
+    old_data: Optional[bytes] = None  # the bytes analysed: --fix writes only over these
+    old_items: List[Item] = field(default_factory=list)  # reported if the fix is not written
     diff: str = ""
     fixed: int = 0
 
@@ -75,13 +77,25 @@ def check_python(path: str, codes: Sequence[str], disable_noqa: bool = False,
 
         new_text, fixed = fix_source(text, findings, path)
         if fixed and new_text != text:
+            from .atomic import fix_refusal
+
+            try:
+                after = lint_text(new_text, path, codes, disable_noqa)
+                refusal = fix_refusal(findings, fixed, after)
+            except SourceSyntaxError as exc:
+                refusal = f"fix not applied: the fixed text does not parse ({exc})"
+            if refusal:
+                out.problems.append(Problem(path, refusal))
+                fixed = []
+        if fixed and new_text != text:
             out.fixed = len(fixed)
             encoding = _encoding(data)
-            out.new_data = new_text.encode(encoding)
+            out.new_data, out.old_data = new_text.encode(encoding), data
+            out.old_items = [Item(f, fixable=f.code in fixable_codes()) for f in findings]
             out.diff = "".join(difflib.unified_diff(
                 text.splitlines(keepends=True), new_text.splitlines(keepends=True),
                 fromfile=path, tofile=path))
-            findings = lint_text(new_text, path, codes, disable_noqa)
+            findings = after
     fixable = fixable_codes()
     out.items = [Item(f, fixable=f.code in fixable) for f in findings]
     return out
@@ -222,7 +236,8 @@ def main(argv: Sequence[str]) -> int:
     if mode == "diff":
         report = "".join(o.diff for o in outcomes)
         changed = any(o.diff for o in outcomes)
-        _emit(report, opts.output_file)
+        if not _emit(report, opts.output_file):
+            return 2
         if problems:
             return 2
         return 1 if changed else 0
@@ -231,13 +246,15 @@ def main(argv: Sequence[str]) -> int:
         fixed = files_fixed = 0
         for o in outcomes:
             if o.new_data is not None:
-                try:
-                    with open(o.path, "wb") as fh:
-                        fh.write(o.new_data)
-                except OSError as exc:
-                    print(f"{o.path}: error: cannot write the fixed file: {exc.strerror or exc}",
-                          file=sys.stderr)
-                    problems.append(Problem(o.path, "cannot write"))
+                from .atomic import WriteError, write_bytes
+
+                try:  # atomic, and only over the bytes that were analysed
+                    write_bytes(o.path, o.new_data, expected=o.old_data)
+                except WriteError as exc:  # FileChanged too: one line, exit 2
+                    problem = Problem(o.path, f"not fixed: {exc}")
+                    print(problem.text(), file=sys.stderr)
+                    problems.append(problem)
+                    o.items = o.old_items  # the file is as it was: report what it holds
                     continue
                 fixed += o.fixed
                 files_fixed += 1
@@ -245,23 +262,29 @@ def main(argv: Sequence[str]) -> int:
             noun = "finding" if fixed == 1 else "findings"
             print(f"flake8-mha: fixed {fixed} {noun} in {files_fixed} "
                   f"file{'s' if files_fixed != 1 else ''}", file=sys.stderr)
+        items = [i for o in outcomes for i in o.items]
 
     report = render(opts.format, items, problems, codes, opts.statistics)
-    _emit(report, opts.output_file)
+    if not _emit(report, opts.output_file):
+        return 2
     if problems:
         return 2
     return 1 if items else 0
 
 
-def _emit(report: str, output_file: Optional[str]) -> None:
+def _emit(report: str, output_file: Optional[str]) -> bool:
     if output_file:
-        directory = os.path.dirname(os.path.abspath(output_file))
-        os.makedirs(directory, exist_ok=True)
-        with open(output_file, "w", encoding="utf-8", newline="\n") as fh:
-            fh.write(report)
+        from .atomic import WriteError, write_text
+
+        try:  # atomic: a fault leaves the previous report whole
+            write_text(output_file, report)
+        except WriteError as exc:
+            print(f"flake8-mha check: error: cannot write {output_file}: {exc}", file=sys.stderr)
+            return False
     elif report:
         sys.stdout.write(report)
         sys.stdout.flush()
+    return True
 
 
 def explain(argv: Sequence[str]) -> int:

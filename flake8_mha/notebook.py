@@ -298,27 +298,38 @@ def check_notebook(path: str, codes: Sequence[str], disable_noqa: bool = False,
                 nb["cells"][cell.index]["source"] = _as_source(original, new_text)
                 changed = True
             if changed:
+                from .atomic import fix_refusal
+
                 new_raw = dump_like(nb, raw)
-                out.fixed = len(fixed)
-                out.new_data = new_raw.encode("utf-8")
-                out.diff = "".join(difflib.unified_diff(
-                    raw.splitlines(keepends=True), new_raw.splitlines(keepends=True),
-                    fromfile=path, tofile=path))
-                nb = load(new_raw)
-                raw = new_raw
-                raw_map = source_line_map(raw)
-                cells = code_cells(nb)
-                joined = join(cells)
-                findings, problem = lint(joined)
-                if problem is not None:  # pragma: no cover - fix_source checks its result parses
-                    out.problems.append(problem)
-                    return out
+                new_nb = load(new_raw)
+                new_cells = code_cells(new_nb)
+                after, problem = lint(join(new_cells))
+                refusal = (f"fix not applied: the fixed text does not parse ({problem.message})"
+                           if problem is not None else fix_refusal(findings, fixed, after))
+                if refusal:  # keep the findings of the file as it is
+                    out.problems.append(Problem(path, refusal))
+                    nb = load(raw)
+                else:
+                    out.fixed = len(fixed)
+                    out.new_data, out.old_data = new_raw.encode("utf-8"), data
+                    out.old_items = _items(findings, cells, load(raw), raw_map, fixable)
+                    out.diff = "".join(difflib.unified_diff(
+                        raw.splitlines(keepends=True), new_raw.splitlines(keepends=True),
+                        fromfile=path, tofile=path))
+                    nb, raw, cells, findings = new_nb, new_raw, new_cells, after
+                    raw_map = source_line_map(raw)
+    out.items = _items(findings, cells, nb, raw_map, fixable)
+    return out
+
+
+def _items(findings, cells, nb, raw_map, fixable) -> List[Item]:
+    items = []
     for f in findings:
         cell, line = locate(cells, f.line)
         if cell is None:
             continue
         moved = type(f)(f.code, line, f.col, f.message, f.path, f.evidence)
-        out.items.append(Item(moved, cell.number, cell.index,
-                              file_line(nb, raw_map, cell.index, line), f.code in fixable))
-    out.items.sort(key=lambda i: (i.cell or 0, i.finding.line, i.finding.col, i.code))
-    return out
+        items.append(Item(moved, cell.number, cell.index,
+                          file_line(nb, raw_map, cell.index, line), f.code in fixable))
+    items.sort(key=lambda i: (i.cell or 0, i.finding.line, i.finding.col, i.code))
+    return items
