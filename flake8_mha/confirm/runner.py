@@ -18,6 +18,7 @@ import dataclasses
 import json
 import os
 import queue
+import re
 import signal
 import subprocess
 import sys
@@ -144,8 +145,10 @@ class Worker:
         try:
             hello = self._receive(timeout)
         except WorkerFailed as exc:
+            limit = self.limit_crossed()  # before stop() closes its stderr
             self.stop()
-            raise WorkerFailed(f"the worker did not start: {exc}") from None
+            raise WorkerFailed(f"the worker did not start: {limit + ': ' if limit else ''}{exc}"
+                               ) from None
         if not hello.get("ready"):
             self.stop()
             if hello.get("error") == "memory-limit":
@@ -207,8 +210,9 @@ class Worker:
         if self.proc.returncode == -getattr(signal, "SIGXCPU", -1):
             return f"cpu limit ({self.cpu_limit:g} s of CPU time)"
         tail = self.stderr_tail()
+        # Python, C++ (std::bad_alloc), torch's allocator, OpenBLAS's buffers at import
         if any(t in tail for t in ("MemoryError", "bad_alloc", "can't allocate memory",
-                                    "Cannot allocate memory")):
+                                    "Cannot allocate memory", "Memory allocation")):
             return f"memory limit ({self.memory_limit:g} MB)"
         return ""
 
@@ -217,6 +221,14 @@ class Worker:
             self.proc.kill()
             self.proc.wait()
         self.stop()
+
+
+def _refused(error: str) -> str:
+    """torch's long allocator message, said short."""
+    m = re.search(r"tried to allocate (\d+) bytes", error)
+    if m:
+        return f"an allocation of {int(m.group(1)) / 2 ** 20:.0f} MB more was refused"
+    return error.split("\n")[0][:200] or "an allocation was refused"
 
 
 def _key(finding: Finding) -> str:
@@ -309,7 +321,7 @@ class Runner:
             worker.kill()
             self.worker = None
             return Outcome(finding, CRASHED, reason=(
-                f"memory limit ({worker.memory_limit:g} MB): {reply.get('error')}; "
+                f"memory limit ({worker.memory_limit:g} MB): {_refused(reply.get('error', ''))}; "
                 "a fresh worker runs the rest"), seconds=reply.get("seconds", 0.0))
         if not reply.get("ok"):
             return Outcome(finding, ERROR, reason=f"the witness raised {reply.get('error')}",
