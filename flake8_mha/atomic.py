@@ -162,8 +162,9 @@ def write_bytes(path: str, data: bytes, expected: Optional[bytes] = None) -> Non
         try:
             _write_all(fd, data)
             os.fsync(fd)
-            os.fchmod(fd, mode)
-            if st is not None:
+            if hasattr(os, "fchmod"):  # POSIX (Windows has no mode bits to keep)
+                os.fchmod(fd, mode)
+            if st is not None and hasattr(os, "fchown"):
                 _keep_owner(fd, st)
         finally:
             os.close(fd)

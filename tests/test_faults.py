@@ -43,7 +43,7 @@ ALL_FOUR = [("MHA001", 10, 21), ("MHA102", 14, 18), ("MHA006", 17, 13), ("MHA007
 CHANGED = "m.py: error: not fixed: the file changed after it was read (run again)"
 SUMMARY = re.compile(r"^flake8-mha: fixed (\d+) findings? in (\d+) files?$")
 needs_torch = pytest.mark.skipif(importlib.util.find_spec("torch") is None,
-                                 reason="torch is not installed (pip install 'flake8-mha[confirm]')")
+                                 reason="torch is not installed: pip install 'flake8-mha[confirm]'")
 
 
 def cli(*args: str, cwd) -> subprocess.CompletedProcess:
@@ -345,7 +345,7 @@ def test_write_bytes_compares_and_swaps(tmp_path):
     assert issubclass(FileChanged, WriteError)
 
 
-# -- a fix is checked before it is written ----------------------------------------------------------
+# -- a fix is checked before it is written -----------------------------------------------------
 
 @pytest.mark.parametrize("broken, message", [
     ("new finding", "fix not applied: the fixed text has a new finding (MHA001)"),
@@ -480,7 +480,7 @@ def test_two_free_running_fix_runs_corrupt_nothing(tmp_path):
     assert sum(_files_fixed(err)[0] for _, err in results) == N_FILES  # each written once
 
 
-# -- the confirm worker: killed, over its memory, over its CPU time ---------------------------------
+# -- the confirm worker: killed, over its memory, over its CPU time ----------------------------
 
 OK_008 = {"module": "MultiheadAttention", "embed_dim": 10, "num_heads": 3}
 OK_001 = {"embed_dim": 64, "num_heads": 8}
@@ -518,7 +518,6 @@ def test_sigkill_of_the_worker_mid_witness_is_a_crash_and_the_others_run(tmp_pat
         os.kill(killed[0], signal.SIGKILL)
 
     killer = threading.Thread(target=kill_when_running, daemon=True)
-    started = time.monotonic()
     killer.start()
     try:
         outcomes = runner.run(findings)
@@ -526,9 +525,8 @@ def test_sigkill_of_the_worker_mid_witness_is_a_crash_and_the_others_run(tmp_pat
         runner.close()
     killer.join(timeout=10)
     assert killed, "the witness never started"
-    assert time.monotonic() - started < 100  # the kill was seen, not the 120 s timeout
     first = outcomes[0]
-    assert first.verdict == CRASHED
+    assert first.verdict == CRASHED  # not TIMEOUT: the kill was seen, not the 120 s budget
     assert first.reason.startswith("the worker died (killed by SIGKILL)")
     assert first.reason.endswith("; a fresh worker runs the rest")
     assert [o.verdict for o in outcomes[1:]] == [CONFIRMED, CONFIRMED]
@@ -543,7 +541,6 @@ def test_limits_cross_as_crashed_verdicts_and_the_run_goes_on():
     findings = _findings(("MHA008", {"_test_fault": "allocate"}), ("MHA008", OK_008),
                          ("MHA008", {"_test_fault": "spin"}), ("MHA008", dict(OK_008, n=2)))
     runner = _runner(timeout=120, memory_limit=700, cpu_limit=2)
-    started = time.monotonic()
     try:
         outcomes = runner.run(findings)
     finally:
@@ -551,9 +548,9 @@ def test_limits_cross_as_crashed_verdicts_and_the_run_goes_on():
     assert [o.verdict for o in outcomes] == [CRASHED, CONFIRMED, CRASHED, CONFIRMED]
     assert outcomes[0].reason == ("memory limit (700 MB): an allocation of 64 MB more was "
                                   "refused; a fresh worker runs the rest")
+    # SIGXCPU: the CPU limit ended the spin, long before the 120 s timeout
     assert outcomes[2].reason.startswith("cpu limit (2 s of CPU time): the worker died "
                                          "(killed by SIGXCPU)")
-    assert time.monotonic() - started < 100  # the CPU limit ended the spin, not the timeout
 
 
 @needs_torch

@@ -64,9 +64,16 @@ def _positive(text: str) -> float:
 
 
 def _limit(text: str) -> float:
-    if text.strip() in ("0", "0.0"):
-        return 0.0
-    return _positive(text)
+    """A limit: more than 0, or 0 for none."""
+    try:
+        if float(text) == 0:
+            return 0.0
+    except ValueError:
+        pass  # _positive says what is wrong
+    value = _positive(text)
+    if value == float("inf"):
+        raise argparse.ArgumentTypeError(f"must be finite (0 for no limit): {text!r}")
+    return value
 
 
 def _codes(values: Sequence[str]) -> Optional[List[str]]:

@@ -153,7 +153,8 @@ class Worker:
             self.stop()
             if hello.get("error") == "memory-limit":
                 raise WorkerFailed(f"the worker could not import torch within its memory limit "
-                                   f"({self.memory_limit:g} MB; raise it with --memory-limit)")
+                                   f"({_amount(self.memory_limit, 'MB')}; raise it with "
+                                   "--memory-limit)")
             raise TorchUnavailable(hello.get("detail") or "torch could not be imported")
         self.info = hello
         return hello
@@ -208,12 +209,13 @@ class Worker:
     def limit_crossed(self) -> str:
         """Which limit ended this (dead) worker: "memory limit ...", "cpu limit ..." or ""."""
         if self.proc.returncode == -getattr(signal, "SIGXCPU", -1):
-            return f"cpu limit ({self.cpu_limit:g} s of CPU time)"
+            return f"cpu limit ({_amount(self.cpu_limit, 's of CPU time')})"
         tail = self.stderr_tail()
         # Python, C++ (std::bad_alloc), torch's allocator, OpenBLAS's buffers at import
-        if any(t in tail for t in ("MemoryError", "bad_alloc", "can't allocate memory",
-                                    "Cannot allocate memory", "Memory allocation")):
-            return f"memory limit ({self.memory_limit:g} MB)"
+        markers = ("MemoryError", "bad_alloc", "can't allocate memory",
+                   "Cannot allocate memory", "Memory allocation")
+        if any(t in tail for t in markers):
+            return f"memory limit ({_amount(self.memory_limit, 'MB')})"
         return ""
 
     def kill(self) -> None:
@@ -221,6 +223,10 @@ class Worker:
             self.proc.kill()
             self.proc.wait()
         self.stop()
+
+
+def _amount(value: Optional[float], unit: str) -> str:
+    return f"{value:g} {unit}" if value else "none set"
 
 
 def _refused(error: str) -> str:
@@ -321,7 +327,8 @@ class Runner:
             worker.kill()
             self.worker = None
             return Outcome(finding, CRASHED, reason=(
-                f"memory limit ({worker.memory_limit:g} MB): {_refused(reply.get('error', ''))}; "
+                f"memory limit ({_amount(worker.memory_limit, 'MB')}): "
+                f"{_refused(reply.get('error', ''))}; "
                 "a fresh worker runs the rest"), seconds=reply.get("seconds", 0.0))
         if not reply.get("ok"):
             return Outcome(finding, ERROR, reason=f"the witness raised {reply.get('error')}",

@@ -153,7 +153,10 @@ def set_memory_limit(megabytes: Optional[float]) -> None:
     """Cap the data segment (soft and hard) at ``megabytes``."""
     if not megabytes:
         return
-    import resource
+    try:
+        import resource
+    except ImportError:  # pragma: no cover - not POSIX: no limit
+        return
 
     limit = int(megabytes * 1024 * 1024)
     resource.setrlimit(resource.RLIMIT_DATA, (limit, limit))
