@@ -120,6 +120,13 @@ def test_output_file_through_a_symlink_keeps_the_link_and_a_new_one_gets_the_uma
     assert stat.S_IMODE(os.stat(tmp_path / "new/deep/r.txt").st_mode) == 0o666 & ~umask
 
 
+def test_an_output_file_that_is_not_a_regular_file_is_written_in_place(tmp_path):
+    (tmp_path / "m.py").write_bytes(BAD)
+    proc = cli("check", "--output-file", "/dev/stdout", "m.py", cwd=tmp_path)
+    assert (proc.returncode, proc.stderr) == (1, "")
+    assert positions(proc.stdout) == ALL_FOUR
+
+
 # -- a kill between the write and the rename ----------------------------------------------------
 
 BLOCK_BEFORE_REPLACE = """
@@ -324,11 +331,15 @@ def test_a_notebook_saved_between_read_and_write_is_not_overwritten(tmp_path, mo
     edited = nb.read_bytes().replace(b"Attention demo", b"Attention demo, edited")
     _after_analysis(monkeypatch, lambda: nb.write_bytes(edited))
     status = check.main(["--fix", "demo.ipynb"])
-    err = capsys.readouterr().err
+    out, err = capsys.readouterr()
     assert err.splitlines() == [
         "demo.ipynb: error: not fixed: the file changed after it was read (run again)"]
     assert status == 2
     assert nb.read_bytes() == edited
+    # the findings as analysed, in their cells: the MHA102 fix was not written
+    assert [line.split(": ")[0] + " " + line.split(": ")[1].split()[0]
+            for line in out.splitlines()] == ["demo.ipynb:cell_4:5:14 MHA102",
+                                              "demo.ipynb:cell_4:6:9 MHA001"]
 
 
 def test_write_bytes_compares_and_swaps(tmp_path):
