@@ -159,6 +159,9 @@ def set_memory_limit(megabytes: Optional[float]) -> None:
         return
 
     limit = int(megabytes * 1024 * 1024)
+    hard = resource.getrlimit(resource.RLIMIT_DATA)[1]
+    if hard != resource.RLIM_INFINITY:  # a lower cap set outside (ulimit -d) stays
+        limit = min(limit, hard)
     resource.setrlimit(resource.RLIMIT_DATA, (limit, limit))
 
 
@@ -169,7 +172,7 @@ def arm_cpu_limit(seconds: Optional[float]) -> None:
     except ImportError:  # pragma: no cover - not POSIX
         return
     hard = resource.getrlimit(resource.RLIMIT_CPU)[1]
-    soft = resource.RLIM_INFINITY
+    soft = hard  # disarmed: up to a cap set outside (ulimit -t), if any
     if seconds:
         used = resource.getrusage(resource.RUSAGE_SELF)
         soft = int(math.ceil(used.ru_utime + used.ru_stime + seconds))
