@@ -3,7 +3,7 @@ module's private state.
 
 Layers, bottom to top (issue 11):
 
-    core       findings, torch_api (and the package root: __version__)
+    core       findings, torch_api, atomic (and the package root: __version__)
     analysis   flow, values, resolve, events, focus, masks (package), layout
     rules      flake8_mha.rules.*
     engine     engine, noqa, selection (which codes a run reports)
@@ -45,6 +45,7 @@ LAYER_OF = {
     PKG: CORE,
     f"{PKG}.findings": CORE,
     f"{PKG}.torch_api": CORE,
+    f"{PKG}.atomic": CORE,
     f"{PKG}.flow": ANALYSIS,
     f"{PKG}.values": ANALYSIS,
     f"{PKG}.resolve": ANALYSIS,
