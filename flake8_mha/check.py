@@ -14,7 +14,8 @@ from typing import Optional, Sequence
 
 from .config import FORMATS, Options, UsageError, format_value
 from .output import render
-from .pipeline import FileOutcome, Problem, add_lint_arguments, lint_paths, options_from_args
+from .pipeline import (FileOutcome, add_lint_arguments, lint_paths, options_from_args,
+                       write_fixes)
 
 __all__ = ["FileOutcome", "main", "explain", "parse_options"]
 
@@ -78,23 +79,16 @@ def main(argv: Sequence[str]) -> int:
         return 1 if changed else 0
 
     if mode == "fix":
-        fixed = files_fixed = 0
-        for o in outcomes:
-            if o.new_data is not None:
-                try:
-                    with open(o.path, "wb") as fh:
-                        fh.write(o.new_data)
-                except OSError as exc:
-                    print(f"{o.path}: error: cannot write the fixed file: {exc.strerror or exc}",
-                          file=sys.stderr)
-                    problems.append(Problem(o.path, "cannot write"))
-                    continue
-                fixed += o.fixed
-                files_fixed += 1
-        if fixed:
-            noun = "finding" if fixed == 1 else "findings"
-            print(f"flake8-mha: fixed {fixed} {noun} in {files_fixed} "
-                  f"file{'s' if files_fixed != 1 else ''}", file=sys.stderr)
+        # atomic, and only over the bytes that were analysed (pipeline.write_fixes)
+        written = write_fixes(outcomes)
+        for p in written.problems:  # one line each, exit 2
+            print(p.text(), file=sys.stderr)
+        if written.fixed:
+            noun = "finding" if written.fixed == 1 else "findings"
+            print(f"flake8-mha: fixed {written.fixed} {noun} in {written.files} "
+                  f"file{'s' if written.files != 1 else ''}", file=sys.stderr)
+        # a file not written reports the findings it still holds
+        items, problems = run.items, run.problems
 
     report = render(opts.format, items, problems, codes, opts.statistics)
     if not _emit(report, opts.output_file) or problems:
@@ -105,14 +99,12 @@ def main(argv: Sequence[str]) -> int:
 def _emit(report: str, output_file: Optional[str]) -> bool:
     """Write the report; False (with one line on stderr) if the file cannot be written."""
     if output_file:
-        try:
-            directory = os.path.dirname(os.path.abspath(output_file))
-            os.makedirs(directory, exist_ok=True)
-            with open(output_file, "w", encoding="utf-8", newline="\n") as fh:
-                fh.write(report)
-        except OSError as exc:
-            print(f"flake8-mha check: error: cannot write {output_file}: {exc.strerror or exc}",
-                  file=sys.stderr)
+        from .atomic import WriteError, write_text
+
+        try:  # atomic: a fault leaves the previous report whole; folders are made
+            write_text(output_file, report)
+        except WriteError as exc:
+            print(f"flake8-mha check: error: cannot write {output_file}: {exc}", file=sys.stderr)
             return False
     elif report:
         sys.stdout.write(report)

@@ -14,6 +14,12 @@ notebook cell) and the reasons it could not be checked (``Problem``s: a
 syntax error, unreadable or undecodable bytes).  An outcome is built in a
 worker process for ``-j N``, so it is picklable.
 
+A fix (``--fix``/``--diff``) is kept only if the fixed text parses and
+re-lints with no new finding.  ``write_fixes`` writes the kept fixes through
+``atomic``: each file is replaced in one step, and only if its bytes are still
+those that were analysed (compare-and-swap); a file not written reports the
+findings it still holds.
+
 This module imports neither libcst nor the analyzer at import time.
 """
 from __future__ import annotations
@@ -106,6 +112,8 @@ class FileOutcome:
     items: List[Item] = field(default_factory=list)
     problems: List[Problem] = field(default_factory=list)
     new_data: Optional[bytes] = None  # the rewritten file (--fix/--diff), if anything changed
+    old_data: Optional[bytes] = None  # the bytes analysed: a fix is written only over these
+    old_items: List[Item] = field(default_factory=list)  # reported if the fix is not written
     diff: str = ""
     fixed: int = 0
 
@@ -278,6 +286,7 @@ def analyze_for_flake8(source: str, path: str, tree) -> List[Finding]:
 
 def lint_python(path: str, codes: Sequence[str], disable_noqa: bool = False,
                 mode: str = "check") -> FileOutcome:
+    from .atomic import fix_refusal
     from .engine import SourceSyntaxError, decode_source
     from .fix import fix_source, fixable_codes
 
@@ -300,12 +309,21 @@ def lint_python(path: str, codes: Sequence[str], disable_noqa: bool = False,
     if mode != "check" and any(f.code in fixable for f in findings):
         new_text, fixed = fix_source(text, findings, path)
         if fixed and new_text != text:
-            out.fixed = len(fixed)
-            out.new_data = new_text.encode(_encoding(data))
-            out.diff = "".join(difflib.unified_diff(
-                text.splitlines(keepends=True), new_text.splitlines(keepends=True),
-                fromfile=path, tofile=path))
-            findings = lint_text(new_text, path, codes, disable_noqa)
+            try:
+                after = lint_text(new_text, path, codes, disable_noqa)
+                refusal = fix_refusal(findings, fixed, after)
+            except SourceSyntaxError as exc:
+                after, refusal = findings, f"fix not applied: the fixed text does not parse ({exc})"
+            if refusal:  # keep the findings of the file as it is
+                out.problems.append(Problem(path, refusal))
+            else:
+                out.fixed = len(fixed)
+                out.new_data, out.old_data = new_text.encode(_encoding(data)), data
+                out.old_items = [Item(f, fixable=f.code in fixable) for f in findings]
+                out.diff = "".join(difflib.unified_diff(
+                    text.splitlines(keepends=True), new_text.splitlines(keepends=True),
+                    fromfile=path, tofile=path))
+                findings = after
     out.items = [Item(f, fixable=f.code in fixable) for f in findings]
     return out
 
@@ -313,6 +331,7 @@ def lint_python(path: str, codes: Sequence[str], disable_noqa: bool = False,
 def lint_notebook(path: str, codes: Sequence[str], disable_noqa: bool = False,
                   mode: str = "check") -> FileOutcome:
     from . import notebook as nbk
+    from .atomic import fix_refusal
     from .engine import SourceSyntaxError
     from .fix import fix_source, fixable_codes
 
@@ -353,24 +372,35 @@ def lint_notebook(path: str, codes: Sequence[str], disable_noqa: bool = False,
         new_joined, fixed = fix_source(source.joined, findings, path)
         new_raw = source.rewritten(new_joined) if fixed else None
         if new_raw is not None:
-            out.fixed = len(fixed)
-            out.new_data = new_raw.encode("utf-8")
-            out.diff = "".join(difflib.unified_diff(
-                raw.splitlines(keepends=True), new_raw.splitlines(keepends=True),
-                fromfile=path, tofile=path))
-            source = nbk.Source.of(nbk.load(new_raw), new_raw)
-            findings, problem = lint(source) if source is not None else ([], None)
-            if problem is not None:  # pragma: no cover - fix_source checks its result parses
-                out.problems.append(problem)
-                return out
+            new_source = nbk.Source.of(nbk.load(new_raw), new_raw)
+            after, problem = lint(new_source) if new_source is not None else ([], None)
+            refusal = (f"fix not applied: the fixed text does not parse ({problem.message})"
+                       if problem is not None else fix_refusal(findings, fixed, after))
+            if refusal:  # keep the findings of the file as it is
+                out.problems.append(Problem(path, refusal))
+            else:
+                out.fixed = len(fixed)
+                out.new_data, out.old_data = new_raw.encode("utf-8"), data
+                out.old_items = _cell_items(findings, source, fixable)
+                out.diff = "".join(difflib.unified_diff(
+                    raw.splitlines(keepends=True), new_raw.splitlines(keepends=True),
+                    fromfile=path, tofile=path))
+                source, findings = new_source, after
+    out.items = _cell_items(findings, source, fixable)
+    return out
+
+
+def _cell_items(findings: Sequence[Finding], source, fixable) -> List[Item]:
+    """A notebook's findings moved to their cells, in cell order."""
+    items = []
     for f in findings:
         cell, line, file_line = source.place(f.line)
         if cell is None:
             continue
         moved = type(f)(f.code, line, f.col, f.message, f.path, f.evidence)
-        out.items.append(Item(moved, cell.number, cell.index, file_line, f.code in fixable))
-    out.items.sort(key=lambda i: (i.cell or 0, i.finding.line, i.finding.col, i.code))
-    return out
+        items.append(Item(moved, cell.number, cell.index, file_line, f.code in fixable))
+    items.sort(key=lambda i: (i.cell or 0, i.finding.line, i.finding.col, i.code))
+    return items
 
 
 def lint_file(task: Tuple[str, Tuple[str, ...], bool, str]) -> FileOutcome:
@@ -430,3 +460,38 @@ def lint_paths(opts: Options, mode: str = "check") -> Run:
     codes = opts.codes()
     files = discover(opts.paths, opts.exclude)
     return Run(codes, run_files(files, codes, opts.disable_noqa, mode, opts.jobs))
+
+
+# -- writing the fixes ---------------------------------------------------------------
+
+@dataclass
+class Written:
+    """What ``write_fixes`` did: findings fixed, files written, files not written."""
+
+    fixed: int = 0
+    files: int = 0
+    problems: List[Problem] = field(default_factory=list)
+
+
+def write_fixes(outcomes: Sequence[FileOutcome]) -> Written:
+    """Write every fixed file through ``atomic``: in one step (a fault leaves
+    the old file whole) and only over the bytes that were analysed.  A file
+    not written gets a one-line ``Problem`` on its outcome, and its outcome
+    reports the findings the file on disk still holds."""
+    from .atomic import WriteError, write_bytes
+
+    done = Written()
+    for o in outcomes:
+        if o.new_data is None:
+            continue
+        try:
+            write_bytes(o.path, o.new_data, expected=o.old_data)
+        except WriteError as exc:  # FileChanged too: the file is as someone else left it
+            problem = Problem(o.path, f"not fixed: {exc}")
+            o.problems.append(problem)
+            done.problems.append(problem)
+            o.items, o.new_data, o.fixed = o.old_items, None, 0
+            continue
+        done.fixed += o.fixed
+        done.files += 1
+    return done

@@ -88,7 +88,11 @@ class sanitize:
     def __enter__(self) -> "sanitize":
         with _LOCK:
             if not _SESSIONS:
-                _install()
+                try:
+                    _install()
+                except BaseException:  # all or nothing: no half-installed wrappers
+                    _uninstall()
+                    raise
             _SESSIONS.append(self)
         return self
 

@@ -15,8 +15,8 @@ from typing import IO, Optional, Sequence
 
 from ..findings import Finding
 from .runner import (
-    DEFAULT_BUDGET, DEFAULT_TIMEOUT, FAIL_ON, INSTALL_HINT, Runner, TorchUnavailable,
-    WorkerFailed,
+    DEFAULT_BUDGET, DEFAULT_CPU_LIMIT, DEFAULT_MEMORY_LIMIT_MB, DEFAULT_TIMEOUT, FAIL_ON,
+    INSTALL_HINT, Runner, TorchUnavailable, WorkerFailed,
 )
 
 PROG = "flake8-mha confirm"
@@ -47,6 +47,13 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--budget", type=_positive, default=DEFAULT_BUDGET, metavar="SECONDS",
                         help=("time budget of all witnesses; later findings are SKIPPED "
                               f"(default {DEFAULT_BUDGET:g})"))
+    parser.add_argument("--memory-limit", type=_limit, default=DEFAULT_MEMORY_LIMIT_MB,
+                        metavar="MB", help=("memory of the witness worker, torch included; a "
+                                            "witness over it is CRASHED (default "
+                                            f"{DEFAULT_MEMORY_LIMIT_MB:g}; 0: none)"))
+    parser.add_argument("--cpu-limit", type=_limit, default=DEFAULT_CPU_LIMIT, metavar="SECONDS",
+                        help=("CPU time of one witness; over it the witness is CRASHED "
+                              f"(default {DEFAULT_CPU_LIMIT:g}; 0: none)"))
     parser.add_argument("--no-progress", action="store_true",
                         help="no progress indicator on stderr (it shows only on a terminal)")
     return parser
@@ -59,6 +66,19 @@ def _positive(text: str) -> float:
         raise argparse.ArgumentTypeError(f"not a number: {text!r}") from None
     if not value > 0:
         raise argparse.ArgumentTypeError(f"must be more than 0: {text!r}")
+    return value
+
+
+def _limit(text: str) -> float:
+    """A limit: more than 0, or 0 for none."""
+    try:
+        if float(text) == 0:
+            return 0.0
+    except ValueError:
+        pass  # _positive says what is wrong
+    value = _positive(text)
+    if value == float("inf"):
+        raise argparse.ArgumentTypeError(f"must be finite (0 for no limit): {text!r}")
     return value
 
 
@@ -107,7 +127,8 @@ def _main(argv: Sequence[str]) -> int:
     started = time.monotonic()
     show_progress = not args.no_progress and sys.stderr.isatty()
     runner = Runner(timeout=args.timeout, budget=args.budget,
-                    progress=_Progress(sys.stderr) if show_progress else None)
+                    progress=_Progress(sys.stderr) if show_progress else None,
+                    memory_limit=args.memory_limit or None, cpu_limit=args.cpu_limit or None)
     try:
         runner.start()  # torch imports in the worker while we lint
         run = lint_paths(opts)
@@ -140,14 +161,15 @@ def _main(argv: Sequence[str]) -> int:
         settings = {"select": opts.select, "ignore": opts.ignore,
                     "extend_select": opts.extend_select or None,
                     "extend_ignore": opts.extend_ignore or None,
-                    "fail_on": args.fail_on, "timeout": args.timeout, "budget": args.budget}
+                    "fail_on": args.fail_on, "timeout": args.timeout, "budget": args.budget,
+                    "memory_limit_mb": args.memory_limit, "cpu_limit_s": args.cpu_limit}
         document = to_json(outcomes, paths=args.paths, settings=settings,
                            torch_version=runner.torch_version, seconds=seconds,
                            exit_status=status, items=items, problems=problems)
-        try:
-            with open(args.json, "w", encoding="utf-8") as handle:
-                json.dump(document, handle, indent=2)
-                handle.write("\n")
-        except OSError as exc:
-            return _error(f"cannot write {args.json}: {exc.strerror or exc}")
+        from ..atomic import WriteError, write_text
+
+        try:  # atomic: a fault leaves the previous report whole
+            write_text(args.json, json.dumps(document, indent=2) + "\n")
+        except WriteError as exc:
+            return _error(f"cannot write {args.json}: {exc}")
     return status

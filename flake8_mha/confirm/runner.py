@@ -6,6 +6,11 @@ reply under a per-witness time budget. A witness that raises is reported as
 ERROR and the worker goes on; one that hangs past its budget (TIMEOUT) or
 kills the worker (CRASHED) costs that worker: it is stopped and a fresh one
 is started for the remaining witnesses.
+
+The worker runs under limits of its own (``--memory-limit``, ``--cpu-limit``;
+see worker.py): a witness that crosses one is CRASHED with the reason
+``memory limit ...`` or ``cpu limit ...``, and the run goes on in a fresh
+worker.
 """
 from __future__ import annotations
 
@@ -13,6 +18,7 @@ import dataclasses
 import json
 import os
 import queue
+import re
 import signal
 import subprocess
 import sys
@@ -37,6 +43,12 @@ FAIL_ON = {"confirmed": (CONFIRMED, CONFIRMED_ASSUMED), "proven": (CONFIRMED,), 
 
 DEFAULT_TIMEOUT = 30.0       # seconds per witness
 DEFAULT_BUDGET = 300.0       # seconds for all witnesses of a run
+# The worker's own limits. Memory: its data segment (RLIMIT_DATA), torch's
+# import included (about 220 MB; the witnesses add about 10 MB at the scaled
+# sizes). CPU: seconds of CPU time per witness (RLIMIT_CPU), a backstop that
+# still holds when the parent is gone and cannot enforce --timeout.
+DEFAULT_MEMORY_LIMIT_MB = 2048.0
+DEFAULT_CPU_LIMIT = 60.0
 STARTUP_TIMEOUT = 120.0      # seconds for a worker to import torch and say ready
 INSTALL_HINT = "pip install 'flake8-mha[confirm]'"
 _BUDGET_REASON = "time budget used up (raise it with --budget)"
@@ -86,8 +98,11 @@ def _signal_name(returncode: Optional[int]) -> str:
 class Worker:
     """One ``python -m flake8_mha.confirm.worker`` process."""
 
-    def __init__(self, env: Optional[Dict[str, str]] = None):
+    def __init__(self, env: Optional[Dict[str, str]] = None,
+                 memory_limit: Optional[float] = DEFAULT_MEMORY_LIMIT_MB,
+                 cpu_limit: Optional[float] = DEFAULT_CPU_LIMIT):
         run_env = dict(os.environ if env is None else env)
+        self.memory_limit, self.cpu_limit = memory_limit, cpu_limit
         # The worker must find this package however it was found here, and
         # must not see the user's directory first on sys.path: its working
         # directory is the directory that holds the package.
@@ -95,7 +110,8 @@ class Worker:
             p for p in (_PACKAGE_ROOT, run_env.get("PYTHONPATH", "")) if p)
         self._stderr: IO[bytes] = tempfile.TemporaryFile()
         self.proc = subprocess.Popen(
-            [sys.executable, "-m", "flake8_mha.confirm.worker"],
+            [sys.executable, "-m", "flake8_mha.confirm.worker",
+             "--memory-limit", f"{memory_limit or 0:g}", "--cpu-limit", f"{cpu_limit or 0:g}"],
             stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=self._stderr,
             cwd=_PACKAGE_ROOT, env=run_env, text=True, encoding="utf-8", bufsize=1,
         )
@@ -135,10 +151,16 @@ class Worker:
         try:
             hello = self._receive(timeout)
         except WorkerFailed as exc:
+            limit = self.limit_crossed()  # before stop() closes its stderr
             self.stop()
-            raise WorkerFailed(f"the worker did not start: {exc}") from None
+            raise WorkerFailed(f"the worker did not start: {limit + ': ' if limit else ''}{exc}"
+                               ) from None
         if not hello.get("ready"):
             self.stop()
+            if hello.get("error") == "memory-limit":
+                raise WorkerFailed(f"the worker could not import torch within its memory limit "
+                                   f"({_amount(self.memory_limit, 'MB')}; raise it with "
+                                   "--memory-limit)")
             raise TorchUnavailable(hello.get("detail") or "torch could not be imported")
         self.info = hello
         return hello
@@ -190,11 +212,35 @@ class Worker:
                 pass
         self._stderr.close()
 
+    def limit_crossed(self) -> str:
+        """Which limit ended this (dead) worker: "memory limit ...", "cpu limit ..." or ""."""
+        if self.proc.returncode == -getattr(signal, "SIGXCPU", -1):
+            return f"cpu limit ({_amount(self.cpu_limit, 's of CPU time')})"
+        tail = self.stderr_tail()
+        # Python, C++ (std::bad_alloc), torch's allocator, OpenBLAS's buffers at import
+        markers = ("MemoryError", "bad_alloc", "can't allocate memory",
+                   "Cannot allocate memory", "Memory allocation")
+        if any(t in tail for t in markers):
+            return f"memory limit ({_amount(self.memory_limit, 'MB')})"
+        return ""
+
     def kill(self) -> None:
         if self.proc.poll() is None:
             self.proc.kill()
             self.proc.wait()
         self.stop()
+
+
+def _amount(value: Optional[float], unit: str) -> str:
+    return f"{value:g} {unit}" if value else "none set"
+
+
+def _refused(error: str) -> str:
+    """torch's long allocator message, said short."""
+    m = re.search(r"tried to allocate (\d+) bytes", error)
+    if m:
+        return f"an allocation of {int(m.group(1)) / 2 ** 20:.0f} MB more was refused"
+    return error.split("\n")[0][:200] or "an allocation was refused"
 
 
 def _key(finding: Finding) -> str:
@@ -209,8 +255,11 @@ class Runner:
     """Confirms findings one by one in a worker, restarting it after a fault."""
 
     def __init__(self, timeout: float = DEFAULT_TIMEOUT, budget: Optional[float] = DEFAULT_BUDGET,
-                 progress: Optional[Progress] = None, env: Optional[Dict[str, str]] = None):
+                 progress: Optional[Progress] = None, env: Optional[Dict[str, str]] = None,
+                 memory_limit: Optional[float] = DEFAULT_MEMORY_LIMIT_MB,
+                 cpu_limit: Optional[float] = DEFAULT_CPU_LIMIT):
         self.timeout = timeout
+        self.memory_limit, self.cpu_limit = memory_limit, cpu_limit
         self.budget = budget
         self.progress = progress
         self.env = env
@@ -220,7 +269,7 @@ class Runner:
     def start(self) -> None:
         """Start a worker now (torch imports while the caller lints)."""
         if self.worker is None:
-            self.worker = Worker(self.env)
+            self.worker = Worker(self.env, self.memory_limit, self.cpu_limit)
 
     def ready(self) -> Worker:
         """The running worker, started and handshaken; raises TorchUnavailable
@@ -273,11 +322,20 @@ class Runner:
         try:
             reply = worker.request(finding.code, finding.evidence, self.timeout)
         except WorkerFailed as exc:
+            limit = "" if exc.timed_out else worker.limit_crossed()
             worker.kill()
             self.worker = None
             verdict = TIMEOUT if exc.timed_out else CRASHED
-            return Outcome(finding, verdict, reason=f"{exc}; a fresh worker runs the rest",
+            return Outcome(finding, verdict, reason=(f"{limit}: " if limit else "")
+                           + f"{exc}; a fresh worker runs the rest",
                            seconds=self.timeout if exc.timed_out else 0.0)
+        if reply.get("limit") == "memory":  # the allocator said no: replace the worker
+            worker.kill()
+            self.worker = None
+            return Outcome(finding, CRASHED, reason=(
+                f"memory limit ({_amount(worker.memory_limit, 'MB')}): "
+                f"{_refused(reply.get('error', ''))}; "
+                "a fresh worker runs the rest"), seconds=reply.get("seconds", 0.0))
         if not reply.get("ok"):
             return Outcome(finding, ERROR, reason=f"the witness raised {reply.get('error')}",
                            seconds=reply.get("seconds", 0.0), warnings=reply.get("warnings", []))

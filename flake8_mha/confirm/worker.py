@@ -18,22 +18,38 @@ goes to stderr: stdout carries the protocol only.
 The worker never imports the user's code: a request holds only a rule code
 and the evidence the analyzer extracted.
 
+Limits (``--memory-limit MB``, ``--cpu-limit SECONDS`` on the command line,
+set by the runner): the worker caps its own data segment with
+``RLIMIT_DATA`` (what torch's CPU allocator and Python allocate; measured on
+torch 2.13: about 220 MB after ``import torch``) and, before each witness,
+sets ``RLIMIT_CPU`` to the CPU time used so far plus the per-witness limit.
+An allocation over the cap fails inside the witness: the reply then carries
+``"limit": "memory"`` and the runner replaces the worker. Over the CPU limit
+the kernel sends SIGXCPU, which ends the worker; the runner reads that from
+its exit status. ``RLIMIT_AS`` is not used: OpenBLAS reserves address space
+per thread at import (about 640 MB of address space for 220 MB of data on a
+2-core machine), so an address-space cap breaks ``import torch`` on larger
+machines long before any witness allocates.
+
 Test hook: when the environment has ``FLAKE8_MHA_CONFIRM_TEST_FAULTS=1``, a
 request whose evidence has ``"_test_fault"`` set to ``"raise"``, ``"hang"``,
-``"exit"`` or ``"segfault"`` runs that fault instead of the witness, so tests
-can check that faults are reported and the run goes on. Without the variable
-the key is ignored.
+``"exit"``, ``"segfault"``, ``"allocate"`` (grow memory until an allocation
+fails) or ``"spin"`` (burn CPU forever) runs that fault instead of the
+witness, so tests can check that faults are reported and the run goes on;
+``"_test_flag": PATH`` makes it create PATH first, so a test knows the witness
+is running. Without the variable the keys are ignored.
 """
 from __future__ import annotations
 
 import json
+import math
 import os
 import signal
 import sys
 import time
 import traceback
 import warnings
-from typing import Any, Dict, Optional, TextIO
+from typing import Any, Dict, Optional, Sequence, TextIO, Tuple
 
 PROTOCOL = 1
 # One thread: the witnesses' tensors are small, and on a busy 2-core machine a
@@ -42,6 +58,7 @@ PROTOCOL = 1
 THREADS = 1
 TEST_FAULTS_ENV = "FLAKE8_MHA_CONFIRM_TEST_FAULTS"
 FAULT_KEY = "_test_fault"
+FLAG_KEY = "_test_flag"
 EXIT_TORCH_UNAVAILABLE = 3
 MAX_WARNINGS = 5
 
@@ -68,6 +85,16 @@ def _fault(kind: str) -> Dict[str, Any]:
     if kind == "segfault":
         os.kill(os.getpid(), signal.SIGSEGV)
         time.sleep(5.0)  # the signal is delivered before this returns
+    if kind == "allocate":  # 64 MB at a time, touched, until the allocator says no
+        import torch
+
+        held = []
+        while True:
+            held.append(torch.ones(16 * 1024 * 1024))
+    if kind == "spin":
+        n = 0
+        while True:
+            n += 1
     raise ValueError(f"unknown test fault {kind!r}")
 
 
@@ -78,7 +105,8 @@ def _reset(torch: Any) -> None:
     torch.backends.mha.set_fastpath_enabled(True)
 
 
-def handle(request: Dict[str, Any], torch: Any) -> Dict[str, Any]:
+def handle(request: Dict[str, Any], torch: Any, cpu_limit: Optional[float] = None
+           ) -> Dict[str, Any]:
     from .witnesses import WITNESSES
 
     reply: Dict[str, Any] = {"id": request.get("id")}
@@ -87,10 +115,13 @@ def handle(request: Dict[str, Any], torch: Any) -> Dict[str, Any]:
     fault: Optional[str] = None
     if os.environ.get(TEST_FAULTS_ENV) == "1":
         fault = evidence.get(FAULT_KEY)
+        if evidence.get(FLAG_KEY):
+            open(str(evidence[FLAG_KEY]), "w").close()
     start = time.perf_counter()
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
         try:
+            arm_cpu_limit(cpu_limit)
             if fault:
                 result = _fault(str(fault))
             elif code not in WITNESSES:
@@ -102,6 +133,10 @@ def handle(request: Dict[str, Any], torch: Any) -> Dict[str, Any]:
         except Exception as exc:  # reported as verdict ERROR; the worker goes on
             reply.update(ok=False, error=_exc_text(exc),
                          traceback=traceback.format_exc(limit=8))
+            if out_of_memory(exc):  # the runner replaces this worker
+                reply["limit"] = "memory"
+        finally:
+            arm_cpu_limit(None)
     reply["seconds"] = time.perf_counter() - start
     seen = []
     for item in caught:
@@ -112,19 +147,73 @@ def handle(request: Dict[str, Any], torch: Any) -> Dict[str, Any]:
     return reply
 
 
-def main() -> int:
+# -- limits -------------------------------------------------------------------
+
+def set_memory_limit(megabytes: Optional[float]) -> None:
+    """Cap the data segment (soft and hard) at ``megabytes``."""
+    if not megabytes:
+        return
+    try:
+        import resource
+    except ImportError:  # pragma: no cover - not POSIX: no limit
+        return
+
+    limit = int(megabytes * 1024 * 1024)
+    hard = resource.getrlimit(resource.RLIMIT_DATA)[1]
+    if hard != resource.RLIM_INFINITY:  # a lower cap set outside (ulimit -d) stays
+        limit = min(limit, hard)
+    resource.setrlimit(resource.RLIMIT_DATA, (limit, limit))
+
+
+def arm_cpu_limit(seconds: Optional[float]) -> None:
+    """SIGXCPU once this process has used ``seconds`` more CPU time (None: no limit)."""
+    try:
+        import resource
+    except ImportError:  # pragma: no cover - not POSIX
+        return
+    hard = resource.getrlimit(resource.RLIMIT_CPU)[1]
+    soft = hard  # disarmed: up to a cap set outside (ulimit -t), if any
+    if seconds:
+        used = resource.getrusage(resource.RUSAGE_SELF)
+        soft = int(math.ceil(used.ru_utime + used.ru_stime + seconds))
+        if hard != resource.RLIM_INFINITY:
+            soft = min(soft, hard)
+    resource.setrlimit(resource.RLIMIT_CPU, (soft, hard))
+
+
+def out_of_memory(exc: BaseException) -> bool:
+    """An allocation refused (over the memory limit), from Python or torch's allocator."""
+    text = str(exc)
+    return isinstance(exc, MemoryError) or "can't allocate memory" in text or \
+        "Cannot allocate memory" in text
+
+
+def _limits(argv: Sequence[str]) -> Tuple[Optional[float], Optional[float]]:
+    """``--memory-limit MB --cpu-limit SECONDS`` (0: none), as the runner passes them."""
+    values: Dict[str, Optional[float]] = {"--memory-limit": None, "--cpu-limit": None}
+    for name, value in zip(argv[::2], argv[1::2]):
+        if name in values:
+            values[name] = float(value) or None
+    return values["--memory-limit"], values["--cpu-limit"]
+
+
+def main(argv: Optional[Sequence[str]] = None) -> int:
+    memory_limit, cpu_limit = _limits(sys.argv[1:] if argv is None else argv)
     channel = os.fdopen(os.dup(sys.stdout.fileno()), "w", encoding="utf-8")
     os.dup2(sys.stderr.fileno(), sys.stdout.fileno())  # stray prints go to stderr
     sys.stdout = sys.stderr
+    set_memory_limit(memory_limit)  # torch's import counts too (about 220 MB)
     try:
         import torch
     except Exception as exc:  # ImportError, or an install that fails to load
-        _send(channel, {"ready": False, "error": "torch-unavailable", "detail": _exc_text(exc)})
+        error = "memory-limit" if out_of_memory(exc) else "torch-unavailable"
+        _send(channel, {"ready": False, "error": error, "detail": _exc_text(exc)})
         return EXIT_TORCH_UNAVAILABLE
     threads = max(1, min(THREADS, os.cpu_count() or 1))
     torch.set_num_threads(threads)
     _send(channel, {"ready": True, "torch": torch.__version__, "threads": threads,
-                    "protocol": PROTOCOL, "pid": os.getpid()})
+                    "protocol": PROTOCOL, "pid": os.getpid(),
+                    "memory_limit_mb": memory_limit, "cpu_limit_s": cpu_limit})
     for line in sys.stdin:
         if not line.strip():
             continue
@@ -133,7 +222,7 @@ def main() -> int:
         except ValueError as exc:
             _send(channel, {"id": None, "ok": False, "error": f"bad request: {exc}"})
             continue
-        _send(channel, handle(request, torch))
+        _send(channel, handle(request, torch, cpu_limit))
     return 0
 
 
