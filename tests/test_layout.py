@@ -498,7 +498,8 @@ def test_mha001_witness_uses_the_inferred_layout_or_says_it_assumed_one():
     known = _witness("MHA001", only(EVIDENCE[3][1]).evidence)
     assert known["verdict"] == "CONFIRMED" and known["assumed"] == []
     unknown = _witness("MHA001", only("attn = nn.MultiheadAttention(64, 8)\n").evidence)
-    assert unknown["verdict"] == "CONFIRMED"
+    assert unknown["verdict"] == "CONFIRMED*"  # the damage rests on the assumed layout
+    assert unknown["depends_on"] == unknown["assumed"]
     assert unknown["assumed"] == ["layout of the data unknown (the code does not say it): "
                                   "assumed (N, L, E)"]
     harmless = _witness("MHA001", {"module": "MultiheadAttention", "embed_dim": 64,
