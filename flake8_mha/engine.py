@@ -24,9 +24,9 @@ from . import torch_api
 from .events import Construction, ModuleCall, SdpaCall, classify
 from .findings import Finding
 from .focus import focus
-from .flow import CallSite, FlowPass, Scope
+from .flow import CallSite, FlowPass
 from .resolve import Resolver
-from .rules.base import Report, all_rules
+from .rules.base import all_rules
 from .values import value_of
 
 MAX_BYTES = 8 * 1024 * 1024

@@ -4,8 +4,8 @@ module's private state.
 Layers, bottom to top (issue 11):
 
     core       findings, torch_api, atomic (and the package root: __version__)
-    analysis   flow, values, resolve, events, focus, masks (package), layout, scores,
-               relational
+    analysis   flow, values, resolve, events, focus, callgraph, masks (package), layout,
+               scores, relational
     rules      flake8_mha.rules.*
     engine     engine, noqa, selection (which codes a run reports)
     front ends, in two tiers:
@@ -47,6 +47,7 @@ LAYER_OF = {
     f"{PKG}.findings": CORE,
     f"{PKG}.torch_api": CORE,
     f"{PKG}.tree": ANALYSIS,
+    f"{PKG}.callgraph": ANALYSIS,
     f"{PKG}.atomic": CORE,
     f"{PKG}.flow": ANALYSIS,
     f"{PKG}.values": ANALYSIS,

@@ -7,11 +7,12 @@ split into a package and this module must not lean on its private names.
 """
 from __future__ import annotations
 
-from typing import Dict, List, Optional, Sequence, Tuple
+from typing import Dict, Optional, Sequence, Tuple
 
 import libcst as cst
 
-from ..flow import CallSite, ClassInfo, Def, Scope, lookup
+from ..callgraph import FileCalls, bind_call, frame_for
+from ..flow import CallSite, Def, Scope, lookup
 from ..values import unpacked
 from .comments import CommentIndex
 from .domain import (BATCH, CHANNEL, EMBED, MAX_CALLER_DEPTH, MAX_DEPTH, SEQ, SPATIAL, CONV,
@@ -61,50 +62,7 @@ class Frame:
         self.env, self.scope, self.parent = env, scope, parent
 
 
-def _inside(scope: Optional[Scope], outer: Scope) -> bool:
-    while scope is not None:
-        if scope is outer:
-            return True
-        scope = scope.parent
-    return False
-
-
-def _frame_for(scope, frame):
-    while frame is not None and not _inside(scope, frame.fscope):
-        frame = frame.parent
-    return frame
-
-
-def _params(func: cst.FunctionDef) -> List[cst.Param]:
-    return list(func.params.posonly_params) + list(func.params.params)
-
-
-def bind_call(func: cst.FunctionDef, call: cst.Call, skip: int) -> Dict[str, Optional[cst.BaseExpression]]:
-    names = [p.name.value for p in _params(func)][skip:]
-    out: Dict[str, Optional[cst.BaseExpression]] = {}
-    i = 0
-    splat = False
-    for arg in call.args:
-        if arg.star:
-            splat = True
-        elif arg.keyword is not None:
-            out[arg.keyword.value] = arg.value
-        else:
-            if i < len(names):
-                out[names[i]] = arg.value
-            i += 1
-    if splat:
-        for name in names[i:] + [p.name.value for p in func.params.kwonly_params]:
-            out.setdefault(name, None)
-    return out
-
-
-def _static(func: cst.FunctionDef) -> bool:
-    return any(isinstance(d.decorator, cst.Name) and d.decorator.value == "staticmethod"
-               for d in func.decorators)
-
-
-class LayoutEvaluator:
+class LayoutEvaluator(FileCalls):
     def __init__(self, ctx):
         self.ctx = ctx
         self.flow = ctx.flow
@@ -113,7 +71,6 @@ class LayoutEvaluator:
         self.comments = CommentIndex(ctx.module)
         self._cache: Dict[Tuple[int, int], Optional[Layout]] = {}
         self._active: set = set()
-        self._callers: Optional[Dict[int, List[Tuple[CallSite, int]]]] = None
         self._caller_depth = 0
         self._positions = None
 
@@ -200,7 +157,7 @@ class LayoutEvaluator:
         return got
 
     def _def(self, d: Def, frame, depth) -> Optional[Layout]:
-        frame = _frame_for(d.scope, frame)
+        frame = frame_for(d.scope, frame)
         key = (id(d), self._caller_depth)
         if frame is None and key in self._cache:
             return self._cache[key]
@@ -292,57 +249,6 @@ class LayoutEvaluator:
         return join(values)
 
     # ---------------------------------------------------------------- callers
-    def callers(self) -> Dict[int, List[Tuple[CallSite, int]]]:
-        if self._callers is None:
-            index: Dict[int, List[Tuple[CallSite, int]]] = {}
-            for site in self.flow.calls:
-                found = self.callee(site.node, site.env, site.scope)
-                if found is not None:
-                    index.setdefault(id(found[0]), []).append((site, found[1]))
-            self._callers = index
-        return self._callers
-
-    def callee(self, call: cst.Call, env, scope) -> Optional[Tuple[cst.FunctionDef, int]]:
-        func = call.func
-        if isinstance(func, cst.Name):
-            defs = lookup(func.value, env, scope)
-            if defs and all(d.kind == "def" for d in defs) and len({id(d.node) for d in defs}) == 1:
-                return defs[0].node, 0
-            if not defs or any(d.kind in ("def", "class", "import") for d in defs):
-                return None
-        if isinstance(func, cst.Attribute):
-            owner = func.value
-            if isinstance(owner, cst.Name):
-                defs = lookup(owner.value, env, scope)
-                if len(defs) == 1 and defs[0].kind == "self":
-                    method = self._method(defs[0].extra, func.attr.value)
-                    if method is not None:
-                        return method, 0 if _static(method) else 1
-                    return self._forward_of(func, env, scope)
-            if func.attr.value == "forward":
-                return self._forward_of(owner, env, scope)
-        if isinstance(func, (cst.Name, cst.Attribute, cst.Subscript)):
-            return self._forward_of(func, env, scope)
-        return None
-
-    def _forward_of(self, node, env, scope):
-        try:
-            classes = self.resolver.instance_classes(node, env, scope)
-        except RecursionError:  # pragma: no cover
-            return None
-        if not classes:
-            return None
-        methods = {id(m): m for m in (self._method(c, "forward") for c in classes) if m is not None}
-        if len(methods) != 1 or any(self._method(c, "forward") is None for c in classes):
-            return None
-        return next(iter(methods.values())), 1
-
-    def _method(self, cls: ClassInfo, name: str):
-        for c in self.resolver.base_classes(cls):
-            if name in c.methods:
-                return c.methods[name]
-        return None
-
     # ---------------------------------------------------------------- expressions
     def _attribute(self, node: cst.Attribute, env, scope, frame, depth) -> Optional[Layout]:
         cls = self.resolver.self_class(node, env, scope)

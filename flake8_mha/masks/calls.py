@@ -9,11 +9,12 @@ the join of what every call of the function in this file passes.
 
 from __future__ import annotations
 
-from typing import Dict, List, NamedTuple, Optional, Tuple
+from typing import Dict, NamedTuple, Optional
 
 import libcst as cst
 
-from ..flow import CallSite, ClassInfo, Def, Env, Scope, children, lookup
+from ..callgraph import FileCalls, bind_call, frame_for  # noqa: F401  (the package's names for them)
+from ..flow import ClassInfo, Def, Env, Scope, children, lookup
 from .domain import NONE_MASK, UNKNOWN_MASK, Mask, join_all
 from .names import parameter_by_name
 
@@ -59,64 +60,6 @@ class At(NamedTuple):
     def of(self, d: Def, frame: Optional[Frame]) -> "At":
         """The place of a definition, at the same depth."""
         return At(d.env, d.scope, frame, self.depth)
-
-
-def _inside(scope: Optional[Scope], outer: Scope) -> bool:
-    while scope is not None:
-        if scope is outer:
-            return True
-        scope = scope.parent
-    return False
-
-
-def frame_for(scope: Optional[Scope], frame: Optional[Frame]) -> Optional[Frame]:
-    """The innermost frame whose function contains ``scope``."""
-    while frame is not None and not _inside(scope, frame.fscope):
-        frame = frame.parent
-    return frame
-
-
-def params(func: cst.FunctionDef) -> List[cst.Param]:
-    p = func.params
-    return list(p.posonly_params) + list(p.params)
-
-
-def bind_call(
-    func: cst.FunctionDef, call: cst.Call, skip: int
-) -> Dict[str, Optional[cst.BaseExpression]]:
-    """Parameter name -> argument expression; None when a splat may carry it.
-    A parameter the call does not pass is absent (its default applies)."""
-    positional = [p.name.value for p in params(func)][skip:]
-    kwonly = {p.name.value for p in func.params.kwonly_params}
-    out: Dict[str, Optional[cst.BaseExpression]] = {}
-    i = 0
-    star = double = False
-    for arg in call.args:
-        if arg.star == "*":
-            star = True
-        elif arg.star == "**":
-            double = True
-        elif arg.keyword is not None:
-            out[arg.keyword.value] = arg.value
-        else:
-            if i < len(positional):
-                out[positional[i]] = arg.value
-            i += 1
-    if star:
-        for name in positional[i:]:
-            out.setdefault(name, None)
-    if double:
-        for name in positional[i:] + sorted(kwonly):
-            out.setdefault(name, None)
-    return out
-
-
-def static_kind(func: cst.FunctionDef) -> str:
-    for dec in func.decorators:
-        d = dec.decorator
-        if isinstance(d, cst.Name) and d.value in ("staticmethod", "classmethod"):
-            return d.value
-    return "method"
 
 
 def kw(call: cst.Call, name: str) -> Optional[cst.BaseExpression]:
@@ -213,7 +156,7 @@ def _block_returns(block) -> bool:
 # --------------------------------------------------------------------------- the evaluator's part
 
 
-class Calls:
+class Calls(FileCalls):
     """The part of ``MaskEvaluator`` that follows calls: parameters from their
     callers, helpers into their return paths, ``self.method(...)`` and
     ``module(...)`` into ``forward``."""
@@ -282,60 +225,6 @@ class Calls:
             if not v.none and v.meaning is None and v.kind is None:
                 return UNKNOWN_MASK
         return join_all(values)
-
-    def callers(self) -> Dict[int, List[Tuple[CallSite, int]]]:
-        """``id(FunctionDef)`` -> every call site of this file that runs it."""
-        if self._callers is None:
-            index: Dict[int, List[Tuple[CallSite, int]]] = {}
-            for site in self.flow.calls:
-                found = self.callee(site.node, site.env, site.scope)
-                if found is not None:
-                    func, skip = found
-                    index.setdefault(id(func), []).append((site, skip))
-            self._callers = index
-        return self._callers
-
-    def callee(self, call: cst.Call, env, scope) -> Optional[Tuple[cst.FunctionDef, int]]:
-        """The function of this file a call runs, and how many leading
-        parameters (``self``) the call does not pass."""
-        func = call.func
-        if isinstance(func, cst.Name):
-            defs = lookup(func.value, env, scope)
-            if defs and all(d.kind == "def" for d in defs):
-                if len({id(d.node) for d in defs}) == 1:
-                    return defs[0].node, 0
-                return None
-            if not defs or any(d.kind in ("def", "class", "import") for d in defs):
-                return None
-        if isinstance(func, cst.Attribute):
-            owner = func.value
-            if isinstance(owner, cst.Name):
-                defs = lookup(owner.value, env, scope)
-                if len(defs) == 1 and defs[0].kind == "self":
-                    method = self._method(defs[0].extra, func.attr.value)
-                    if method is not None:
-                        return method, 0 if static_kind(method) == "staticmethod" else 1
-                    return self._forward_of(func, env, scope)  # self.block(...): a module
-            if func.attr.value == "forward":
-                return self._forward_of(owner, env, scope)
-        if isinstance(func, (cst.Name, cst.Attribute, cst.Subscript)):
-            return self._forward_of(func, env, scope)
-        return None
-
-    def _forward_of(self, node, env, scope) -> Optional[Tuple[cst.FunctionDef, int]]:
-        classes = self.resolver.instance_classes(node, env, scope)
-        if not classes:
-            return None
-        methods = {id(m): m for m in (self._method(c, "forward") for c in classes) if m is not None}
-        if len(methods) != 1 or any(self._method(c, "forward") is None for c in classes):
-            return None
-        return next(iter(methods.values())), 1
-
-    def _method(self, cls: ClassInfo, name: str) -> Optional[cst.FunctionDef]:
-        for c in self.resolver.base_classes(cls):
-            if name in c.methods:
-                return c.methods[name]
-        return None
 
     def _self_class(self, node: cst.Attribute, env, scope) -> Optional[ClassInfo]:
         return self.resolver.self_class(node, env, scope)

@@ -1,0 +1,152 @@
+"""Calls between the functions of one file, shared by the analyses that
+follow a value into a helper or back to its callers (the mask analysis and
+the layout analysis): which function of the file a call runs, every call
+site of a function, and which argument expression reaches which parameter.
+
+Nothing here runs the user's code: a call is matched to a ``def`` of the
+same file through the flow pass's reaching definitions, ``self.method(...)``
+through the class (and its bases), and ``module(...)`` to the ``forward`` of
+the one class the resolver says the instance has.
+"""
+from __future__ import annotations
+
+from typing import Dict, List, Optional, Tuple
+
+import libcst as cst
+
+from .flow import CallSite, ClassInfo, Scope, lookup
+
+Callers = Dict[int, List[Tuple[CallSite, int]]]
+
+
+def inside(scope: Optional[Scope], outer: Scope) -> bool:
+    """``scope`` is ``outer`` or nested in it."""
+    while scope is not None:
+        if scope is outer:
+            return True
+        scope = scope.parent
+    return False
+
+
+def frame_for(scope: Optional[Scope], frame):
+    """The innermost frame (anything with ``fscope`` and ``parent``) whose
+    function contains ``scope``."""
+    while frame is not None and not inside(scope, frame.fscope):
+        frame = frame.parent
+    return frame
+
+
+def params(func: cst.FunctionDef) -> List[cst.Param]:
+    """The parameters a positional argument can fill, in order."""
+    p = func.params
+    return list(p.posonly_params) + list(p.params)
+
+
+def bind_call(func: cst.FunctionDef, call: cst.Call, skip: int
+              ) -> Dict[str, Optional[cst.BaseExpression]]:
+    """Parameter name -> argument expression; None when a splat may carry it.
+    A parameter the call does not pass is absent (its default applies).
+    ``skip`` leading parameters (``self``) are not passed by the call."""
+    positional = [p.name.value for p in params(func)][skip:]
+    kwonly = {p.name.value for p in func.params.kwonly_params}
+    out: Dict[str, Optional[cst.BaseExpression]] = {}
+    i = 0
+    star = double = False
+    for arg in call.args:
+        if arg.star == "*":
+            star = True
+        elif arg.star == "**":
+            double = True
+        elif arg.keyword is not None:
+            out[arg.keyword.value] = arg.value
+        else:
+            if i < len(positional):
+                out[positional[i]] = arg.value
+            i += 1
+    if star:
+        for name in positional[i:]:
+            out.setdefault(name, None)
+    if double:
+        for name in positional[i:] + sorted(kwonly):
+            out.setdefault(name, None)
+    return out
+
+
+def static_kind(func: cst.FunctionDef) -> str:
+    """``staticmethod``, ``classmethod`` or ``method``."""
+    for dec in func.decorators:
+        d = dec.decorator
+        if isinstance(d, cst.Name) and d.value in ("staticmethod", "classmethod"):
+            return d.value
+    return "method"
+
+
+class FileCalls:
+    """Which function of the file a call runs, and who calls a function.
+
+    A mixin for an evaluator that has ``flow`` (the file's ``FlowPass``) and
+    ``resolver``; it keeps its callers index in ``_callers``.
+    """
+
+    _callers: Optional[Callers] = None
+
+    def callers(self) -> Callers:
+        """``id(FunctionDef)`` -> every call site of this file that runs it,
+        with how many leading parameters the call does not pass."""
+        if self._callers is None:
+            index: Callers = {}
+            for site in self.flow.calls:
+                found = self.callee(site.node, site.env, site.scope)
+                if found is not None:
+                    func, skip = found
+                    index.setdefault(id(func), []).append((site, skip))
+            self._callers = index
+        return self._callers
+
+    def callee(self, call: cst.Call, env, scope) -> Optional[Tuple[cst.FunctionDef, int]]:
+        """The function of this file a call runs, and how many leading
+        parameters (``self``) the call does not pass."""
+        func = call.func
+        if isinstance(func, cst.Name):
+            defs = lookup(func.value, env, scope)
+            if defs and all(d.kind == "def" for d in defs):
+                if len({id(d.node) for d in defs}) == 1:
+                    return defs[0].node, 0
+                return None
+            if not defs or any(d.kind in ("def", "class", "import") for d in defs):
+                return None
+        if isinstance(func, cst.Attribute):
+            owner = func.value
+            if isinstance(owner, cst.Name):
+                defs = lookup(owner.value, env, scope)
+                if len(defs) == 1 and defs[0].kind == "self":
+                    method = self.method_of(defs[0].extra, func.attr.value)
+                    if method is not None:
+                        return method, 0 if static_kind(method) == "staticmethod" else 1
+                    return self.forward_of(func, env, scope)  # self.block(...): a module
+            if func.attr.value == "forward":
+                return self.forward_of(owner, env, scope)
+        if isinstance(func, (cst.Name, cst.Attribute, cst.Subscript)):
+            return self.forward_of(func, env, scope)
+        return None
+
+    def forward_of(self, node, env, scope) -> Optional[Tuple[cst.FunctionDef, int]]:
+        """The one ``forward`` of this file an instance's call runs."""
+        try:
+            classes = self.resolver.instance_classes(node, env, scope)
+        except RecursionError:  # pragma: no cover - pathological nesting
+            return None
+        if not classes:
+            return None
+        methods = {id(m): m for m in (self.method_of(c, "forward") for c in classes)
+                   if m is not None}
+        if len(methods) != 1 or any(self.method_of(c, "forward") is None for c in classes):
+            return None
+        return next(iter(methods.values())), 1
+
+    def method_of(self, cls: ClassInfo, name: str) -> Optional[cst.FunctionDef]:
+        """A method of a class of this file, or of one of its bases."""
+        for c in self.resolver.base_classes(cls):
+            if name in c.methods:
+                return c.methods[name]
+        return None
