@@ -40,6 +40,10 @@ class Comparisons:
 
     def _compare(self, left, op: str, right, node, at: At) -> Mask:
         text = self.text(node)
+        # a segment-id tensor as a column against itself as a row
+        got = self._segment_compare(left, op, right, node, at)
+        if got is not None:
+            return got
         # arange against lengths (padding), or arange against arange (causal)
         got = self._arange_compare(left, op, right, node, text, at)
         if got is not None:
