@@ -93,3 +93,76 @@ def test_segment_added_to_scores_still_reports_mha004():
             return torch.softmax(logits + bias, dim=-1) @ v
         """
     assert found(src, ["MHA004"]) == [("MHA004", 6, 26)]
+
+
+# --------------------------------------------------------------------------- 2. KV-cache triangles
+
+@pytest.mark.parametrize("future", [
+    "torch.ones(i, j, dtype=torch.bool).triu(j - i + 1)",
+    "torch.triu(torch.ones(i, j, dtype=torch.bool), diagonal=j - i + 1)",
+    "torch.ones((i, j), dtype=torch.bool).triu(1 + j - i)",
+    "~torch.ones(i, j, dtype=torch.bool).tril(j - i)",
+    "torch.ones(i, j, dtype=torch.bool).tril(j - i) == 0",
+])
+def test_kv_cache_triangle_with_offset_is_an_ignore_mask(future):
+    src = f"""\
+        import torch
+        import torch.nn.functional as F
+        def attend(q, k, v):
+            i, j = q.size(-2), k.size(-2)
+            future = {future}
+            bad = F.scaled_dot_product_attention(q, k, v, attn_mask=future)
+            good = F.scaled_dot_product_attention(q, k, v, attn_mask=~future)
+            return bad, good
+        """
+    assert found(src) == [("MHA002", 6, 11)]
+
+
+def test_kv_cache_keep_triangle_through_a_local_ones():
+    src = """\
+        import torch
+        import torch.nn.functional as F
+        def attend(q, k, v, L, S):
+            ones = torch.ones(L, S, dtype=torch.bool, device=q.device)
+            keep = torch.tril(ones, diagonal=S - L)
+            good = F.scaled_dot_product_attention(q, k, v, attn_mask=keep)
+            bad = F.scaled_dot_product_attention(q, k, v, attn_mask=keep.logical_not())
+            return bad, good
+        """
+    assert found(src) == [("MHA002", 7, 11)]
+
+
+@pytest.mark.parametrize("tri", [
+    "torch.ones(i, j, dtype=torch.bool).triu(i - j + 1)",   # the other way round
+    "torch.ones(i, j, dtype=torch.bool).triu(j - i)",       # includes the diagonal
+    "torch.ones(i, j, dtype=torch.bool).triu(past + 1)",    # past is not visibly j - i
+    "torch.ones(i, j, dtype=torch.bool).tril(j - i - 1)",   # drops the diagonal
+    "torch.ones(i, j, dtype=torch.bool).triu(2 * j - i)",   # a coefficient other than 1
+    "torch.zeros(i, j, dtype=torch.bool).triu(j - i + 1)",  # not ones
+])
+def test_other_symbolic_diagonals_stay_unknown(tri):
+    src = f"""\
+        import torch
+        import torch.nn.functional as F
+        def attend(q, k, v, past):
+            i, j = q.size(-2), k.size(-2)
+            m = {tri}
+            return (F.scaled_dot_product_attention(q, k, v, attn_mask=m),
+                    F.scaled_dot_product_attention(q, k, v, attn_mask=~m))
+        """
+    assert found(src) == []
+
+
+def test_kv_cache_triangle_is_not_the_is_causal_triangle():
+    # tril(ones(L, S), S - L) is aligned at the bottom right; is_causal=True
+    # means the top-left one: MHA006 must not call them the same
+    src = """\
+        import torch
+        import torch.nn.functional as F
+        def attend(q, k, v, L, S):
+            keep = torch.ones(L, S, dtype=torch.bool).tril(S - L)
+            return F.scaled_dot_product_attention(q, k, v, attn_mask=keep, is_causal=True)
+        """
+    got = analyze_source(textwrap.dedent(src), "t.py", ["MHA006"])
+    assert [(f.code, f.line, f.col, f.evidence["mask"]["origin"]) for f in got] == [
+        ("MHA006", 5, 12, "other")]
