@@ -166,3 +166,51 @@ def test_kv_cache_triangle_is_not_the_is_causal_triangle():
     got = analyze_source(textwrap.dedent(src), "t.py", ["MHA006"])
     assert [(f.code, f.line, f.col, f.evidence["mask"]["origin"]) for f in got] == [
         ("MHA006", 5, 12, "other")]
+
+
+# --------------------------------------------------------------------------- 3. 3-D comparisons
+
+@pytest.mark.parametrize("pad", [
+    "torch.arange(S).view(1, 1, -1) >= lens.view(-1, 1, 1)",
+    "torch.arange(S, device=x.device)[None, None, :] >= lens[:, None, None]",
+    "lens[:, None, None] <= torch.arange(S)[None, None, :]",
+    "torch.arange(S).view(1, 1, -1) > lens.view(1, -1, 1) - 1",
+])
+def test_three_d_length_comparisons_are_padding_masks(pad):
+    src = f"""\
+        import torch
+        import torch.nn.functional as F
+        def attend(q, k, v, x, lens, S):
+            pad = {pad}
+            bad = F.scaled_dot_product_attention(q, k, v, attn_mask=pad.unsqueeze(1))
+            good = F.scaled_dot_product_attention(q, k, v, attn_mask=~pad.unsqueeze(1))
+            return bad, good
+        """
+    want = [] if "- 1" in pad else [("MHA002", 5, 11)]
+    assert found(src) == want
+
+
+def test_three_d_keep_mask_at_masked_fill():
+    src = """\
+        import torch
+        def scores_for(scores, lengths, S):
+            keep = torch.arange(S).view(1, 1, -1) < lengths.view(1, -1, 1)
+            bad = scores.masked_fill(keep.unsqueeze(0), float("-inf"))
+            good = scores.masked_fill(~keep.unsqueeze(0), float("-inf"))
+            return bad, good
+        """
+    assert found(src) == [("MHA003", 4, 11)]
+
+
+def test_three_d_padding_mask_layout_reaches_the_evidence():
+    src = textwrap.dedent("""\
+        import torch
+        import torch.nn.functional as F
+        def attend(q, k, v, lens, S):
+            pad = torch.arange(S)[None, None, :] >= lens[:, None, None]  # (N, 1, S)
+            return F.scaled_dot_product_attention(q, k, v, attn_mask=pad[:, None])
+        """)
+    (f,) = analyze_source(src, "t.py", MASK_CODES)
+    assert (f.code, f.line, f.col) == ("MHA002", 5, 12)
+    assert f.evidence["mask"]["shape"] == "broadcast"
+    assert f.evidence["mask"]["meaning"] == "ignore"
