@@ -214,3 +214,46 @@ def test_three_d_padding_mask_layout_reaches_the_evidence():
     assert (f.code, f.line, f.col) == ("MHA002", 5, 12)
     assert f.evidence["mask"]["shape"] == "broadcast"
     assert f.evidence["mask"]["meaning"] == "ignore"
+
+
+# --------------------------------------------------------------------------- 4. fill values
+
+FILL = """\
+    import torch
+    {imports}
+    def scores_for(scores, tokens, pad_id):
+        keep = tokens != pad_id
+        bad = scores.masked_fill(keep[:, None, None, :], {fill})
+        good = scores.masked_fill(~keep[:, None, None, :], {fill})
+        return bad, good
+    """
+
+
+@pytest.mark.parametrize("imports, fill", [
+    ("from . import constant", "-constant.INFINITY_NUMBER"),
+    ("import pkg.constants as C", "-C.INF"),
+    ("from .constants import NEG_INF", "NEG_INF"),
+    ("from .constants import LARGE_NEGATIVE", "LARGE_NEGATIVE"),
+    ("from .constants import neg_infinity", "neg_infinity"),
+    ("", "-torch.finfo(scores.dtype).max // 2"),
+    ("", "torch.finfo(scores.dtype).min / 2"),
+    ("", "torch.finfo(scores.dtype).min // 2.0"),
+    ("", "-torch.finfo(scores.dtype).max / -(-4)"),
+    ("", "torch.finfo(scores.dtype).min / 0.5"),  # twice as negative (or -inf)
+])
+def test_fill_values_that_are_big_negatives(imports, fill):
+    assert found(FILL.format(imports=imports, fill=fill)) == [("MHA003", 5, 11)]
+
+
+@pytest.mark.parametrize("imports, fill", [
+    ("from . import constant", "constant.INFINITY_NUMBER"),      # +inf: not a mask fill
+    ("from . import constant", "-constant.LARGE_NUMBER"),        # may be -100
+    ("from . import constant", "constant.FLOAT_MIN"),            # may be tiny and positive
+    ("from . import constant", "constant.MASK_VALUE"),
+    ("from .constants import NEG_INF; NEG_INF = 0.0", "NEG_INF"),  # rebound: not only imported
+    ("", "torch.finfo(scores.dtype).min / 100"),                # float16: -655, not removed
+    ("", "torch.finfo(scores.dtype).min / -2"),                 # a big positive
+    ("", "torch.finfo(scores.dtype).min / 0"),                  # raises: nothing to say
+])
+def test_fill_values_that_stay_unknown(imports, fill):
+    assert found(FILL.format(imports=imports, fill=fill)) == []
