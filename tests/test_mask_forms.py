@@ -257,3 +257,53 @@ def test_fill_values_that_are_big_negatives(imports, fill):
 ])
 def test_fill_values_that_stay_unknown(imports, fill):
     assert found(FILL.format(imports=imports, fill=fill)) == []
+
+
+# --------------------------------------------------------------------------- 5. triangles at fills
+
+@pytest.mark.parametrize("body, want", [
+    # a keep triangle filled with -inf on attention scores that reach softmax
+    ("""\
+        s = q @ k.transpose(-2, -1)
+        s = s.masked_fill(keep, float("-inf"))
+        return s.softmax(-1) @ v""", [("MHA003", 7, 9)]),
+    ("""\
+        s = torch.einsum("bhqd,bhkd->bhqk", q, k) / 8
+        s.masked_fill_(keep, float("-inf"))
+        return torch.softmax(s, dim=-1) @ v""", [("MHA003", 7, 5)]),
+    ("""\
+        s = q @ k.transpose(-2, -1)
+        return s.masked_fill(keep, float("-inf")).softmax(-1) @ v""", [("MHA003", 7, 12)]),
+    ("""\
+        s = q @ k.transpose(-2, -1)
+        s = torch.where(~keep, s, float("-inf"))
+        return s.softmax(-1) @ v""", [("MHA002", 7, 9)]),
+    # the right way round: nothing
+    ("""\
+        s = q @ k.transpose(-2, -1)
+        s = s.masked_fill(~keep, float("-inf"))
+        return s.softmax(-1) @ v""", []),
+    ("""\
+        s = q @ k.transpose(-2, -1)
+        s = torch.where(keep, s, float("-inf"))
+        return s.softmax(-1) @ v""", []),
+    # pairwise scores that never reach a softmax: a span or ordering head
+    ("""\
+        s = q @ k.transpose(-2, -1)
+        return s.masked_fill(keep, float("-inf"))""", []),
+    # not a query-key product
+    ("""\
+        s = q + k
+        return s.masked_fill(keep, float("-inf")).softmax(-1)""", []),
+    # softmax over another axis: not attention
+    ("""\
+        s = q @ k.transpose(-2, -1)
+        return s.masked_fill(keep, float("-inf")).softmax(1)""", []),
+])
+def test_triangles_at_fills_are_judged_on_attention_scores(body, want):
+    src = "import torch\n" \
+          "def attend(q, k, v, T):\n" \
+          "    keep = torch.tril(torch.ones(T, T, dtype=torch.bool))\n" \
+          "    # True = keep\n" \
+          "    #\n" + textwrap.indent(textwrap.dedent(body), "    ") + "\n"
+    assert found(src) == want
