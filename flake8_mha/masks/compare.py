@@ -12,7 +12,7 @@ import libcst as cst
 from ..flow import lookup
 from .calls import At, arg, positional
 from .domain import (ADDITIVE, BOOL, IGNORE, KEEP, UNKNOWN_MASK, Mask, Meaning, Origin,
-                     comparison)
+                     broadcast, comparison)
 from .names import is_length_name, is_mask_or_length, is_pad_name, is_token_name, last_name, \
     string_key
 from .numbers import holds
@@ -32,6 +32,11 @@ _TOKEN_HOPS = 6
 # methods that keep what an arange or a lengths tensor is (dtype, device, copies)
 _ARANGE_KEEPS = ("to", "type_as", "long", "int", "float", "cuda", "cpu", "clone", "detach",
                  "contiguous", "type")
+# the layouts of an arange and of a lengths tensor, by the axis names used below; a
+# comparison of the two has their broadcast layout ((N, S), (N, 1, S), (1, N, S))
+_ARANGE_LAYOUTS = {"vec": ("S",), "row": ("1", "S"), "row3": ("1", "1", "S")}
+_LENGTHS_LAYOUTS = {"col": ("N", "1"), "n11": ("N", "1", "1"), "1n1": ("1", "N", "1")}
+_LENGTHS_BY_LAYOUT = {v: k for k, v in _LENGTHS_LAYOUTS.items()}
 _LENGTHS_KEEPS = ("to", "type_as", "long", "int", "float", "cuda", "cpu", "expand", "expand_as")
 
 
@@ -40,6 +45,10 @@ class Comparisons:
 
     def _compare(self, left, op: str, right, node, at: At) -> Mask:
         text = self.text(node)
+        # a segment-id tensor as a column against itself as a row
+        got = self._segment_compare(left, op, right, node, at)
+        if got is not None:
+            return got
         # arange against lengths (padding), or arange against arange (causal)
         got = self._arange_compare(left, op, right, node, text, at)
         if got is not None:
@@ -168,7 +177,7 @@ class Comparisons:
         meaning: Optional[Meaning] = {">=": IGNORE, ">": IGNORE, "<": KEEP, "<=": KEEP}.get(o)
         if meaning is None:
             return UNKNOWN_MASK
-        layout = ("N", "S") if axis in ("row", "vec") and lens == "col" else None
+        layout = broadcast(_ARANGE_LAYOUTS.get(axis), _LENGTHS_LAYOUTS.get(lens))
         return comparison(meaning, layout, Origin(node, text))
 
     def _arange_axis(self, node, at: At, hops: int = 0) -> Optional[str]:
@@ -210,6 +219,10 @@ class Comparisons:
                             return "row"
                         if b == 1:
                             return "col"
+                    if pos and len(pos) == 3:
+                        a, b, c = (self._number(p, at) for p in pos)
+                        if a == 1 and b == 1 and c != 1:
+                            return "row3"  # (1, 1, S)
                 return None
             return None
         if isinstance(node, cst.Subscript):
@@ -223,6 +236,8 @@ class Comparisons:
                 return "col"
             if layout == ("S",):
                 return "vec"
+            if layout == ("1", "1", "S"):
+                return "row3"
             return None
         if isinstance(node, cst.Name):
             through = self._through_frame(node, at)
@@ -260,7 +275,8 @@ class Comparisons:
             if base is None:
                 return None
             layout = index_layout(("N",), node.slice)
-            return "col" if layout == ("N", "1") else None
+            return _LENGTHS_BY_LAYOUT.get(layout) if base == "scalar" or layout == ("N", "1") \
+                else None
         if isinstance(node, cst.Call) and isinstance(node.func, cst.Attribute):
             attr = node.func.attr.value
             if attr in ("new", "new_tensor") and len(node.args) == 1:
@@ -276,6 +292,12 @@ class Comparisons:
                 pos = positional(node)
                 if pos and len(pos) == 2 and self._number(pos[1], at) == 1:
                     return "col"
+                if pos and len(pos) == 3 and base == "scalar":
+                    a, b, c = (self._number(p, at) for p in pos)
+                    if b == 1 and c == 1 and a != 1:
+                        return "n11"  # (N, 1, 1)
+                    if a == 1 and c == 1 and b != 1:
+                        return "1n1"  # (1, N, 1)
                 return None
             if attr in _LENGTHS_KEEPS:
                 return base

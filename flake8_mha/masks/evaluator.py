@@ -33,14 +33,17 @@ from .domain import (ADDITIVE, BOOL, FLOAT01, IGNORE, INT, KEEP, NONE_MASK, UNKN
 from .dtypes import Dtypes
 from .names import TOKENIZER_KEYS, string_key
 from .numbers import MAX_DEPTH, Numbers
+from .offsets import Offsets
 from .ops import Ops
+from .segments import Segments
 from .shapes import Shapes, index_layout
 
 _TEXT_MAX = 48
 _HARMLESS_INPLACE = {"requires_grad_", "share_memory_", "retain_grad"}
 
 
-class MaskEvaluator(Calls, Numbers, Comparisons, Shapes, Dtypes, Ops):
+class MaskEvaluator(Calls, Numbers, Comparisons, Segments, Offsets, Shapes, Dtypes,
+                    Ops):
     """Evaluates mask expressions of one file (one flow pass)."""
 
     def __init__(self, ctx):

@@ -3,7 +3,9 @@
 ``_number`` reads a numeric constant (following a helper's parameter to the
 caller's argument); ``_neg`` tells a big negative (``-inf``,
 ``torch.finfo(t).min``, ``-1e9``) from a big positive, through names,
-helpers, ``torch.tensor(...)``, ``float("-inf")`` and the like.
+helpers, ``torch.tensor(...)``, ``float("-inf")``, division by a small
+constant (``-torch.finfo(t).max // 2``) and imported constants named like an
+infinity (``-constant.INFINITY_NUMBER``, ``NEG_INF``; see ``constant_sign``).
 """
 
 from __future__ import annotations
@@ -27,6 +29,33 @@ _WRAPS = ("torch.tensor", "torch.as_tensor", "torch.scalar_tensor", "numpy.array
 _KEEPS_VALUE = ("to", "type_as", "item", "float", "half", "to_dense", "detach", "clone")
 _INF = ("math.inf", "torch.inf", "numpy.inf", "numpy.Inf", "numpy.infty")
 _OPPOSITE = {"pos": "neg", "neg": "pos"}
+# a big negative divided by a constant up to this stays at or below BIG_NEGATIVE: the
+# symbolic big negatives are -inf, finfo.min (-65504 in float16: /10 is -6550) and
+# imported infinities
+SMALL_DIVISOR = 10
+_NEGATIVE_WORDS = {"NEG", "NEGATIVE", "MINUS"}
+_INFINITE_WORDS = {"INF", "INFINITY", "INFTY", "NEGINF"}
+_LARGE_WORDS = {"LARGE", "BIG", "HUGE"}
+
+
+def constant_sign(name: str) -> Optional[str]:
+    """What an imported constant's name says, when its value is out of reach.
+
+    Decision (conservative): ``"pos"`` for a name with a word INF, INFINITY or
+    INFTY and no negative word (``INF``, ``INFINITY_NUMBER``); ``"neg"`` for
+    a name with a negative word (NEG, NEGATIVE, MINUS) and an infinite or
+    large word (``NEG_INF``, ``NEGATIVE_INFINITY``, ``LARGE_NEGATIVE``,
+    ``LARGE_NEGATIVE_NUMBER``), or the single word ``NEGINF``.  Words are the
+    parts between underscores, in any case.  Anything else is unknown: a
+    ``LARGE_NUMBER`` may be 100, a ``FLOAT_MIN`` may be the smallest positive
+    float, a ``MASK_VALUE`` may be anything."""
+    words = {w for w in name.upper().split("_") if w}
+    negative = bool(words & _NEGATIVE_WORDS) or "NEGINF" in words
+    if negative and (words & (_INFINITE_WORDS | _LARGE_WORDS)):
+        return "neg"
+    if not negative and words & _INFINITE_WORDS:
+        return "pos"
+    return None
 
 
 def sign(v) -> Optional[str]:
@@ -135,7 +164,9 @@ class Numbers:
             if cls is not None:
                 return self._neg_defs(self.resolver.attr_defs(cls, attr), at)
             v = value_of(node, env, scope)
-            return sign(v) if isinstance(v, (int, float)) and v is not UNKNOWN else None
+            if isinstance(v, (int, float)) and v is not UNKNOWN:
+                return sign(v)
+            return self._imported_constant(node, at)
         if t is cst.Name:
             if at.frame is not None:
                 through = self._through_frame(node, at)
@@ -146,7 +177,7 @@ class Numbers:
                     return self._neg(expr, where)
             defs = lookup(node.value, env, scope)
             if any(d.kind == "import" for d in defs):
-                return None
+                return self._imported_constant(node, at)
             return self._neg_defs(defs, at)
         if t is cst.BinaryOperation and isinstance(node.operator, cst.Multiply):
             a = self._neg(node.left, at)
@@ -157,8 +188,31 @@ class Numbers:
                 return a if vb > 0 else _OPPOSITE[a]
             if b and isinstance(va, (int, float)) and va != 0 and abs(va) >= 1:
                 return b if va > 0 else _OPPOSITE[b]
+        if t is cst.BinaryOperation and isinstance(node.operator, (cst.Divide, cst.FloorDivide)):
+            # a big negative divided by a small positive constant stays a big negative
+            a = self._neg(node.left, at)
+            c = self._number(node.right, at)
+            if a and isinstance(c, (int, float)) and not isinstance(c, bool) \
+                    and 0 < abs(c) <= SMALL_DIVISOR:
+                return a if c > 0 else _OPPOSITE[a]
         v = value_of(node, env, scope)
         return sign(v) if isinstance(v, (int, float)) and v is not UNKNOWN else None
+
+    def _imported_constant(self, node, at: At) -> Optional[str]:
+        """An imported constant the file cannot read, by its name only
+        (``constant.INFINITY_NUMBER``, ``NEG_INF`` from a module); see
+        ``constant_sign``.  The name (or the root of the attribute chain) must
+        be bound by an import and by nothing else."""
+        root = node
+        while isinstance(root, cst.Attribute):
+            root = root.value
+        if not isinstance(root, cst.Name):
+            return None
+        defs = lookup(root.value, at.env, at.scope)
+        if not defs or any(d.kind != "import" for d in defs):
+            return None
+        last = node.attr.value if isinstance(node, cst.Attribute) else node.value
+        return constant_sign(last)
 
     def _neg_call(self, node: cst.Call, at: At) -> Optional[str]:
         f = float_literal(node)

@@ -148,7 +148,25 @@ class Ops:
             return UNKNOWN_MASK
         base = self.eval(src, at)
         lower = call.name.startswith("tril")
-        return self._triangle(base, lower, call.arg("diagonal"), call.node, at)
+        diag = call.arg("diagonal")
+        if diag is not None and base.fill == "ones" and base.tri is None \
+                and self._number(diag, at) is None:
+            offset = self._kv_offset(diag, src, at)
+            if offset is not None:
+                return self._kv_triangle(base, lower, offset, call.node)
+        return self._triangle(base, lower, diag, call.node, at)
+
+    def _kv_triangle(self, base: Mask, lower: bool, offset: int, node) -> Mask:
+        """A triangle with the diagonal ``cols - rows + offset`` (see ``offsets``)."""
+        meaning = tri_meaning(("lower" if lower else "upper", offset))
+        if meaning is None:
+            return UNKNOWN_MASK
+        origin = self.origin(node)
+        kind = base.kind or kind_of_dtype(base.dtype)
+        return Mask(meaning=meaning, kind=kind,
+                    dtype=base.dtype if base.dtype in KNOWN_DTYPE_NAMES else None,
+                    layout=base.layout or ("L", "S"), causal=True, origin=origin,
+                    kind_origin=origin if kind else None, shape_origin=origin)
 
     def _op_flip(self, call: OpCall, at: At) -> Mask:
         src = call.arg("input")

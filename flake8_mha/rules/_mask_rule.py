@@ -34,3 +34,79 @@ class MaskRule(Rule):
     def _report(self, where: Sink, value: Mask, module_ev, message: str, **fmt) -> Report:
         evidence = self.analysis().evidence(where, value, module_ev, construction_evidence)
         return self.report(where.site.node, evidence, message, **fmt)
+
+
+def fills_attention_scores(ctx, sink: Sink) -> bool:
+    """Whether the tensor a ``masked_fill``/``where`` sink fills is attention
+    scores (a query-key product, see ``flake8_mha/scores.py``) and the filled
+    scores of that very product reach a softmax later in the same function.
+
+    A triangle at such a fill is judged like one at an attention argument; at
+    any other fill (pairwise span scores, reading-order heads, a product
+    never softmaxed) it stays unjudged.  Decision: "reach" means a softmax
+    over attention scores, called after the fill in the same scope, whose
+    walk back finds the same product; the fill need not be the last one."""
+    from .. import scores as scores_mod
+
+    if sink.module not in ("masked_fill", "where"):
+        return False
+    site = sink.site
+    filled = _filled_tensor(ctx, site)
+    if filled is None:
+        return False
+    sa = scores_mod.analysis_for(ctx)
+    calls = ctx.flow.calls
+    here = sa._index.get(id(site.node))
+    if here is None:
+        return False
+    walk = scores_mod._Walk(sa, here)
+    try:
+        if not sa._walk(filled, site.env, site.scope, walk, False, 0) or walk.product is None:
+            return False
+    except RecursionError:  # pragma: no cover
+        return False
+    product = walk.product
+    for i, other in enumerate(calls):
+        if other.scope is not site.scope or other is site:
+            continue
+        if i < here and not _contains(other.node, site.node):
+            continue  # before the fill, unless the fill is inside it
+        got = sa.at(other)
+        if got is not None and got.product is product:
+            return True
+    return False
+
+
+def _contains(outer, inner) -> bool:
+    from ..flow import children
+
+    stack = [outer]
+    while stack:
+        n = stack.pop()
+        if n is inner:
+            return True
+        stack.extend(children(n))
+    return False
+
+
+def _filled_tensor(ctx, site):
+    import libcst as cst
+
+    from ..masks.calls import arg
+
+    call = site.node
+    func = call.func
+    ev = analysis_for(ctx).evaluator
+    qn = ev.qualname(func, site.env, site.scope)
+    if qn == "torch.masked_fill":
+        return arg(call, 0, "input")
+    if qn == "torch.where":
+        a, b = arg(call, 1, "input"), arg(call, 2, "other")
+        if a is None or b is None:
+            return None
+        from ..masks import At
+        here = At(site.env, site.scope, None, 0)
+        return b if ev.is_big_negative(a, here) else a
+    if qn is None and isinstance(func, cst.Attribute):
+        return func.value  # x.masked_fill(m, v), x.where(m, other)
+    return None

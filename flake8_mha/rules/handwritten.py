@@ -10,20 +10,17 @@ a scale, a gate or an unknown tensor is never reported.
 """
 from __future__ import annotations
 
-from typing import Iterator, List, Optional, Tuple
+from typing import Iterator, List, Tuple
 
 import libcst as cst
 
-from ..flow import CallSite, lookup
+from ..flow import CallSite
 from ..masks import ADDITIVE, BOOL, FLOAT01, IGNORE, INT, KEEP, At, Mask, Sink, analysis_for
 from ..scores import Scores, Term
 from ..scores import analysis_for as scores_for
 from .base import Example, Report, Rule
 
 _NUMERIC = (BOOL, FLOAT01, INT)
-_FLOAT_METHODS = {"float": "float32", "half": "float16", "double": "float64",
-                  "bfloat16": "bfloat16"}
-_SAME_METHODS = {"unsqueeze", "view", "reshape", "expand", "expand_as", "to", "type_as"}
 
 
 def mask_terms(ctx, site: CallSite, ops: Tuple[str, ...]) -> Iterator[Tuple[Scores, Term, Mask]]:
@@ -40,8 +37,6 @@ def mask_terms(ctx, site: CallSite, ops: Tuple[str, ...]) -> Iterator[Tuple[Scor
         if term.op not in ops or term.covered or id(term.at) in done:
             continue
         mask = analysis.evaluator.eval(term.expr, At(term.env, term.scope, None, 0))
-        if mask.meaning not in (KEEP, IGNORE) or mask.kind not in _NUMERIC or mask.fill:
-            mask = _segment(analysis, term.expr, term.env, term.scope, 0) or mask
         if mask.meaning not in (KEEP, IGNORE) or mask.kind not in _NUMERIC or mask.fill:
             continue
         if term.op == "sub" and mask.kind == BOOL:
@@ -68,62 +63,6 @@ def _masked_additively(analysis, scores: Scores) -> bool:
             if "mask" in text or "inf" in text:
                 return True
     return False
-
-
-def _segment(analysis, node, env, scope, depth) -> Optional[Mask]:
-    """``ids[..., :, None] == ids[..., None, :]`` (also through locals such as
-    ``ids_i``/``ids_j`` and ``.float()``): a same-segment keep-mask (``!=``: an
-    ignore-mask).  The mask analysis does not know this form yet."""
-    if depth > 6:
-        return None
-    ev = analysis.evaluator
-    if isinstance(node, cst.Name):
-        defs = lookup(node.value, env, scope)
-        if len(defs) != 1 or defs[0].kind != "assign" or defs[0].index:
-            return None
-        return _segment(analysis, defs[0].node, defs[0].env, defs[0].scope, depth + 1)
-    if isinstance(node, cst.Call) and isinstance(node.func, cst.Attribute) and not node.args:
-        dtype = _FLOAT_METHODS.get(node.func.attr.value)
-        if dtype is None:
-            return None
-        inner = _segment(analysis, node.func.value, env, scope, depth + 1)
-        if inner is None or inner.kind != BOOL:
-            return None
-        return Mask(meaning=inner.meaning, kind=FLOAT01, dtype=dtype, origin=inner.origin,
-                    kind_origin=ev.origin(node))
-    if not isinstance(node, cst.Comparison) or len(node.comparisons) != 1:
-        return None
-    op = node.comparisons[0].operator
-    if not isinstance(op, (cst.Equal, cst.NotEqual)):
-        return None
-    left = _root(node.left, env, scope, 0)
-    right = _root(node.comparisons[0].comparator, env, scope, 0)
-    if left is None or right is None or left[0] != right[0] or left[1] == right[1]:
-        return None
-    meaning = KEEP if isinstance(op, cst.Equal) else IGNORE
-    origin = ev.origin(node)
-    return Mask(meaning=meaning, kind=BOOL, dtype="bool", origin=origin, kind_origin=origin)
-
-
-def _root(node, env, scope, depth) -> Optional[Tuple[str, str]]:
-    """(root name, how it was broadcast) for ``ids[:, None]``, ``ids.unsqueeze(1)``,
-    and locals bound to them; the broadcast must differ between the sides."""
-    if depth > 6:
-        return None
-    if isinstance(node, cst.Subscript) and isinstance(node.value, cst.Name):
-        if not any(isinstance(el.slice, cst.Index) and isinstance(el.slice.value, cst.Name)
-                   and el.slice.value.value == "None" for el in node.slice):
-            return None
-        return node.value.value, cst.Module([]).code_for_node(node)
-    if (isinstance(node, cst.Call) and isinstance(node.func, cst.Attribute)
-            and node.func.attr.value in _SAME_METHODS and isinstance(node.func.value, cst.Name)):
-        return node.func.value.value, cst.Module([]).code_for_node(node)
-    if isinstance(node, cst.Name):
-        defs = lookup(node.value, env, scope)
-        if len(defs) != 1 or defs[0].kind != "assign" or defs[0].index:
-            return None
-        return _root(defs[0].node, defs[0].env, defs[0].scope, depth + 1)
-    return None
 
 
 def term_evidence(ctx, scores: Scores, term: Term, mask: Mask, sink: str) -> dict:

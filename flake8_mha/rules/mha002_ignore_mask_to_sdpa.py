@@ -10,7 +10,7 @@ from ..events import SdpaCall
 from ..flow import CallSite
 from ..masks import ADDITIVE, BOOL, IGNORE, KEEP, Mask, Sink
 from .autofix import Fix, FixContext, invert, register, rewrite_argument
-from ._mask_rule import MaskRule, sink_text, true_word
+from ._mask_rule import MaskRule, fills_attention_scores, sink_text, true_word
 from .base import Example, Report
 
 
@@ -50,8 +50,9 @@ class IgnoreMaskToSdpa(MaskRule):
           more (no call of that function in the file passes a mask whose meaning
           is known).
         - `torch.where(mask, scores, -inf)` keeps the scores where the mask is
-          True, the same door as SDPA: an ignore-mask there is reported too, unless
-          its meaning comes from a triangle (see MHA003).
+          True, the same door as SDPA: an ignore-mask there is reported too; one
+          whose meaning comes from a triangle only where the filled tensor is
+          attention scores that reach a softmax (see MHA003).
         - A float or integer 0/1 ignore-mask reports MHA004 as well.
         - Branches join: a mask that is an ignore-mask on one path and unknown or
           a keep-mask on another is not reported; `None` on a path does not count.
@@ -100,7 +101,8 @@ class IgnoreMaskToSdpa(MaskRule):
         if sink is None or sink.door != KEEP:
             return
         mask = a.value(sink)
-        if mask.meaning == IGNORE and mask.kind in (BOOL, None) and not mask.causal:
+        if mask.meaning == IGNORE and mask.kind in (BOOL, None) and (
+                not mask.causal or fills_attention_scores(self.ctx, sink)):
             yield self._message(sink, mask)
 
     def _message(self, sink: Sink, mask: Mask) -> Report:

@@ -6,7 +6,7 @@ from typing import Iterator
 from ..events import ModuleCall
 from ..flow import CallSite
 from ..masks import BOOL, IGNORE, KEEP, Mask, Sink
-from ._mask_rule import MaskRule, sink_text, true_word
+from ._mask_rule import MaskRule, fills_attention_scores, sink_text, true_word
 from .base import Example, Report
 
 
@@ -50,13 +50,32 @@ class KeepMaskAsIgnoreMask(MaskRule):
           Names count only where the code of this file says nothing better: when
           the function's callers in the file pass a mask of known meaning, that
           meaning wins.
-        - A triangle (`tril`, `triu`, positions against positions) is judged only
-          at attention arguments (the modules', SDPA's). At `masked_fill` and
-          `torch.where` masking a triangle of pairwise scores is a legitimate
-          constraint outside causal attention (span scoring, reading-order heads).
+        - A triangle (`tril`, `triu`, positions against positions) is judged at
+          attention arguments (the modules', SDPA's), and at `masked_fill` and
+          `torch.where` only where the filled tensor is attention scores (a
+          query-key product, see MHA012) whose filled scores reach a softmax over
+          the key axis later in the same function (or around the fill). Elsewhere
+          masking a triangle of pairwise scores is a legitimate constraint outside
+          causal attention (span scoring, reading-order heads).
+        - Mask forms read (issue 17): segment masks `ids[..., :, None] ==
+          ids[..., None, :]` (and `[:, :, None]`/`[:, None, :]`,
+          `unsqueeze(-1)`/`unsqueeze(-2)`) are keep-masks of layout (N, L, S),
+          `!=` ignore-masks; a triangle of `ones(i, j)` cut at `j - i + c` (the
+          KV-cache causal mask) is an ignore-mask for `triu` with c >= 1 and a
+          keep-mask for `tril` with c >= 0, any other symbolic diagonal stays
+          unknown; `arange` against lengths in 3-D views (`view(1, 1, -1)`
+          against `view(-1, 1, 1)` or `view(1, -1, 1)`, `[None, None, :]`
+          against `[:, None, None]`) is a padding mask.
         - `masked_fill` and `torch.where` are sinks only with a fill of -inf,
           `torch.finfo(...).min`, or a constant at or below -1000 (also through a
-          name or a helper); a fill of 0 says nothing about the mask.
+          name or a helper, and divided by a constant of at most 10:
+          `-torch.finfo(x.dtype).max // 2`); a fill of 0 says nothing about the
+          mask. An imported constant the file cannot read counts by its name
+          alone: a negative word (NEG, NEGATIVE, MINUS) with an infinite or large
+          one (INF, INFINITY, LARGE, BIG, HUGE) is a big negative (`NEG_INF`,
+          `LARGE_NEGATIVE`), INF/INFINITY without a negative word a big positive
+          (so `-constant.INFINITY_NUMBER` is a big negative); `LARGE_NUMBER`,
+          `FLOAT_MIN`, `MASK_VALUE` stay unknown.
         - A float or integer keep-mask given to a module reports MHA004 as well. A
           numeric mask given to `masked_fill` raises at once: not reported here.
         """
@@ -104,7 +123,8 @@ class KeepMaskAsIgnoreMask(MaskRule):
         if sink is None or sink.door != IGNORE:
             return
         mask = a.value(sink)
-        if mask.meaning == KEEP and mask.kind in (BOOL, None) and not mask.causal:
+        if mask.meaning == KEEP and mask.kind in (BOOL, None) and (
+                not mask.causal or fills_attention_scores(self.ctx, sink)):
             yield self._message(sink, mask, None)
 
     def _message(self, sink: Sink, mask: Mask, module_ev) -> Report:

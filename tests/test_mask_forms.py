@@ -1,0 +1,309 @@
+"""Mask forms real code takes (issue 17): segment masks, triangles with a
+symbolic offset, 3-D comparisons, fill values, triangles at ``masked_fill``
+over attention scores.
+
+Each case is checked as a user sees it: code, line and column through the
+engine; bad beside good.
+"""
+from __future__ import annotations
+
+import textwrap
+
+import pytest
+
+from flake8_mha.engine import analyze_source
+
+MASK_CODES = ["MHA002", "MHA003", "MHA004", "MHA009"]
+
+
+def found(source: str, codes=None):
+    out = analyze_source(textwrap.dedent(source), "t.py", codes or MASK_CODES)
+    return [(f.code, f.line, f.col) for f in out if f.code != "MHA000"]
+
+
+# --------------------------------------------------------------------------- 1. segments
+
+@pytest.mark.parametrize("same", [
+    "ids[..., :, None] == ids[..., None, :]",
+    "ids[:, :, None] == ids[:, None, :]",
+    "ids.unsqueeze(-1) == ids.unsqueeze(-2)",
+    "ids.unsqueeze(-2) == ids.unsqueeze(-1)",
+])
+def test_segment_equality_is_a_keep_mask(same):
+    src = f"""\
+        import torch.nn.functional as F
+        def attend(q, k, v, ids):
+            same = {same}
+            a = F.scaled_dot_product_attention(q, k, v, attn_mask=same[:, None])
+            b = q.masked_fill(same[:, None], float("-inf"))
+            return a, b
+        """
+    assert found(src) == [("MHA003", 5, 9)]
+
+
+def test_segment_inequality_is_an_ignore_mask():
+    src = """\
+        import torch.nn.functional as F
+        def attend(q, k, v, seg):
+            other = seg.unsqueeze(-1) != seg.unsqueeze(-2)
+            a = F.scaled_dot_product_attention(q, k, v, attn_mask=other[:, None])
+            b = F.scaled_dot_product_attention(q, k, v, attn_mask=~other[:, None])
+            c = q.masked_fill(other[:, None], float("-inf"))
+            return a, b, c
+        """
+    assert found(src) == [("MHA002", 4, 9)]
+
+
+def test_segment_through_locals():
+    src = """\
+        import torch.nn.functional as F
+        def attend(q, k, v, segment_ids):
+            ids_i = segment_ids[:, :, None]
+            ids_j = segment_ids[:, None, :]
+            pad = ids_i != ids_j
+            return F.scaled_dot_product_attention(q, k, v, attn_mask=pad.unsqueeze(1))
+        """
+    assert found(src) == [("MHA002", 6, 12)]
+
+
+@pytest.mark.parametrize("expr", [
+    "a[:, :, None] == b[:, None, :]",          # two tensors: not one segment tensor
+    "ids[:, None] == ids[None, :]",            # rank unknown: stays unknown
+    "ids.unsqueeze(1) == ids.unsqueeze(2)",    # depends on the rank
+    "ids[:, :, None] == ids[:, :, None]",      # same broadcast on both sides
+    "ids[:, :, None] < ids[:, None, :]",       # an order, not a segment
+])
+def test_segment_lookalikes_stay_unknown(expr):
+    src = f"""\
+        import torch.nn.functional as F
+        def attend(q, k, v, ids, a, b):
+            m = {expr}
+            return F.scaled_dot_product_attention(q, k, v, attn_mask=m), q.masked_fill(m, -1e9)
+        """
+    assert found(src) == []
+
+
+def test_segment_added_to_scores_still_reports_mha004():
+    src = """\
+        import math
+        import torch
+        def packed(q, k, v, segment_ids):
+            bias = (segment_ids.unsqueeze(-1) == segment_ids.unsqueeze(-2)).float()
+            logits = torch.einsum("bqd,bkd->bqk", q, k) / math.sqrt(q.size(-1))
+            return torch.softmax(logits + bias, dim=-1) @ v
+        """
+    assert found(src, ["MHA004"]) == [("MHA004", 6, 26)]
+
+
+# --------------------------------------------------------------------------- 2. KV-cache triangles
+
+@pytest.mark.parametrize("future", [
+    "torch.ones(i, j, dtype=torch.bool).triu(j - i + 1)",
+    "torch.triu(torch.ones(i, j, dtype=torch.bool), diagonal=j - i + 1)",
+    "torch.ones((i, j), dtype=torch.bool).triu(1 + j - i)",
+    "~torch.ones(i, j, dtype=torch.bool).tril(j - i)",
+    "torch.ones(i, j, dtype=torch.bool).tril(j - i) == 0",
+])
+def test_kv_cache_triangle_with_offset_is_an_ignore_mask(future):
+    src = f"""\
+        import torch
+        import torch.nn.functional as F
+        def attend(q, k, v):
+            i, j = q.size(-2), k.size(-2)
+            future = {future}
+            bad = F.scaled_dot_product_attention(q, k, v, attn_mask=future)
+            good = F.scaled_dot_product_attention(q, k, v, attn_mask=~future)
+            return bad, good
+        """
+    assert found(src) == [("MHA002", 6, 11)]
+
+
+def test_kv_cache_keep_triangle_through_a_local_ones():
+    src = """\
+        import torch
+        import torch.nn.functional as F
+        def attend(q, k, v, L, S):
+            ones = torch.ones(L, S, dtype=torch.bool, device=q.device)
+            keep = torch.tril(ones, diagonal=S - L)
+            good = F.scaled_dot_product_attention(q, k, v, attn_mask=keep)
+            bad = F.scaled_dot_product_attention(q, k, v, attn_mask=keep.logical_not())
+            return bad, good
+        """
+    assert found(src) == [("MHA002", 7, 11)]
+
+
+@pytest.mark.parametrize("tri", [
+    "torch.ones(i, j, dtype=torch.bool).triu(i - j + 1)",   # the other way round
+    "torch.ones(i, j, dtype=torch.bool).triu(j - i)",       # includes the diagonal
+    "torch.ones(i, j, dtype=torch.bool).triu(past + 1)",    # past is not visibly j - i
+    "torch.ones(i, j, dtype=torch.bool).tril(j - i - 1)",   # drops the diagonal
+    "torch.ones(i, j, dtype=torch.bool).triu(2 * j - i)",   # a coefficient other than 1
+    "torch.zeros(i, j, dtype=torch.bool).triu(j - i + 1)",  # not ones
+])
+def test_other_symbolic_diagonals_stay_unknown(tri):
+    src = f"""\
+        import torch
+        import torch.nn.functional as F
+        def attend(q, k, v, past):
+            i, j = q.size(-2), k.size(-2)
+            m = {tri}
+            return (F.scaled_dot_product_attention(q, k, v, attn_mask=m),
+                    F.scaled_dot_product_attention(q, k, v, attn_mask=~m))
+        """
+    assert found(src) == []
+
+
+def test_kv_cache_triangle_is_not_the_is_causal_triangle():
+    # tril(ones(L, S), S - L) is aligned at the bottom right; is_causal=True
+    # means the top-left one: MHA006 must not call them the same
+    src = """\
+        import torch
+        import torch.nn.functional as F
+        def attend(q, k, v, L, S):
+            keep = torch.ones(L, S, dtype=torch.bool).tril(S - L)
+            return F.scaled_dot_product_attention(q, k, v, attn_mask=keep, is_causal=True)
+        """
+    got = analyze_source(textwrap.dedent(src), "t.py", ["MHA006"])
+    assert [(f.code, f.line, f.col, f.evidence["mask"]["origin"]) for f in got] == [
+        ("MHA006", 5, 12, "other")]
+
+
+# --------------------------------------------------------------------------- 3. 3-D comparisons
+
+@pytest.mark.parametrize("pad", [
+    "torch.arange(S).view(1, 1, -1) >= lens.view(-1, 1, 1)",
+    "torch.arange(S, device=x.device)[None, None, :] >= lens[:, None, None]",
+    "lens[:, None, None] <= torch.arange(S)[None, None, :]",
+    "torch.arange(S).view(1, 1, -1) > lens.view(1, -1, 1) - 1",
+])
+def test_three_d_length_comparisons_are_padding_masks(pad):
+    src = f"""\
+        import torch
+        import torch.nn.functional as F
+        def attend(q, k, v, x, lens, S):
+            pad = {pad}
+            bad = F.scaled_dot_product_attention(q, k, v, attn_mask=pad.unsqueeze(1))
+            good = F.scaled_dot_product_attention(q, k, v, attn_mask=~pad.unsqueeze(1))
+            return bad, good
+        """
+    want = [] if "- 1" in pad else [("MHA002", 5, 11)]
+    assert found(src) == want
+
+
+def test_three_d_keep_mask_at_masked_fill():
+    src = """\
+        import torch
+        def scores_for(scores, lengths, S):
+            keep = torch.arange(S).view(1, 1, -1) < lengths.view(1, -1, 1)
+            bad = scores.masked_fill(keep.unsqueeze(0), float("-inf"))
+            good = scores.masked_fill(~keep.unsqueeze(0), float("-inf"))
+            return bad, good
+        """
+    assert found(src) == [("MHA003", 4, 11)]
+
+
+def test_three_d_padding_mask_layout_reaches_the_evidence():
+    src = textwrap.dedent("""\
+        import torch
+        import torch.nn.functional as F
+        def attend(q, k, v, lens, S):
+            pad = torch.arange(S)[None, None, :] >= lens[:, None, None]  # (N, 1, S)
+            return F.scaled_dot_product_attention(q, k, v, attn_mask=pad[:, None])
+        """)
+    (f,) = analyze_source(src, "t.py", MASK_CODES)
+    assert (f.code, f.line, f.col) == ("MHA002", 5, 12)
+    assert f.evidence["mask"]["shape"] == "broadcast"
+    assert f.evidence["mask"]["meaning"] == "ignore"
+
+
+# --------------------------------------------------------------------------- 4. fill values
+
+FILL = """\
+    import torch
+    {imports}
+    def scores_for(scores, tokens, pad_id):
+        keep = tokens != pad_id
+        bad = scores.masked_fill(keep[:, None, None, :], {fill})
+        good = scores.masked_fill(~keep[:, None, None, :], {fill})
+        return bad, good
+    """
+
+
+@pytest.mark.parametrize("imports, fill", [
+    ("from . import constant", "-constant.INFINITY_NUMBER"),
+    ("import pkg.constants as C", "-C.INF"),
+    ("from .constants import NEG_INF", "NEG_INF"),
+    ("from .constants import LARGE_NEGATIVE", "LARGE_NEGATIVE"),
+    ("from .constants import neg_infinity", "neg_infinity"),
+    ("", "-torch.finfo(scores.dtype).max // 2"),
+    ("", "torch.finfo(scores.dtype).min / 2"),
+    ("", "torch.finfo(scores.dtype).min // 2.0"),
+    ("", "-torch.finfo(scores.dtype).max / -(-4)"),
+    ("", "torch.finfo(scores.dtype).min / 0.5"),  # twice as negative (or -inf)
+])
+def test_fill_values_that_are_big_negatives(imports, fill):
+    assert found(FILL.format(imports=imports, fill=fill)) == [("MHA003", 5, 11)]
+
+
+@pytest.mark.parametrize("imports, fill", [
+    ("from . import constant", "constant.INFINITY_NUMBER"),      # +inf: not a mask fill
+    ("from . import constant", "-constant.LARGE_NUMBER"),        # may be -100
+    ("from . import constant", "constant.FLOAT_MIN"),            # may be tiny and positive
+    ("from . import constant", "constant.MASK_VALUE"),
+    ("from .constants import NEG_INF; NEG_INF = 0.0", "NEG_INF"),  # rebound: not only imported
+    ("", "torch.finfo(scores.dtype).min / 100"),                # float16: -655, not removed
+    ("", "torch.finfo(scores.dtype).min / -2"),                 # a big positive
+    ("", "torch.finfo(scores.dtype).min / 0"),                  # raises: nothing to say
+])
+def test_fill_values_that_stay_unknown(imports, fill):
+    assert found(FILL.format(imports=imports, fill=fill)) == []
+
+
+# --------------------------------------------------------------------------- 5. triangles at fills
+
+@pytest.mark.parametrize("body, want", [
+    # a keep triangle filled with -inf on attention scores that reach softmax
+    ("""\
+        s = q @ k.transpose(-2, -1)
+        s = s.masked_fill(keep, float("-inf"))
+        return s.softmax(-1) @ v""", [("MHA003", 7, 9)]),
+    ("""\
+        s = torch.einsum("bhqd,bhkd->bhqk", q, k) / 8
+        s.masked_fill_(keep, float("-inf"))
+        return torch.softmax(s, dim=-1) @ v""", [("MHA003", 7, 5)]),
+    ("""\
+        s = q @ k.transpose(-2, -1)
+        return s.masked_fill(keep, float("-inf")).softmax(-1) @ v""", [("MHA003", 7, 12)]),
+    ("""\
+        s = q @ k.transpose(-2, -1)
+        s = torch.where(~keep, s, float("-inf"))
+        return s.softmax(-1) @ v""", [("MHA002", 7, 9)]),
+    # the right way round: nothing
+    ("""\
+        s = q @ k.transpose(-2, -1)
+        s = s.masked_fill(~keep, float("-inf"))
+        return s.softmax(-1) @ v""", []),
+    ("""\
+        s = q @ k.transpose(-2, -1)
+        s = torch.where(keep, s, float("-inf"))
+        return s.softmax(-1) @ v""", []),
+    # pairwise scores that never reach a softmax: a span or ordering head
+    ("""\
+        s = q @ k.transpose(-2, -1)
+        return s.masked_fill(keep, float("-inf"))""", []),
+    # not a query-key product
+    ("""\
+        s = q + k
+        return s.masked_fill(keep, float("-inf")).softmax(-1)""", []),
+    # softmax over another axis: not attention
+    ("""\
+        s = q @ k.transpose(-2, -1)
+        return s.masked_fill(keep, float("-inf")).softmax(1)""", []),
+])
+def test_triangles_at_fills_are_judged_on_attention_scores(body, want):
+    src = "import torch\n" \
+          "def attend(q, k, v, T):\n" \
+          "    keep = torch.tril(torch.ones(T, T, dtype=torch.bool))\n" \
+          "    # True = keep\n" \
+          "    #\n" + textwrap.indent(textwrap.dedent(body), "    ") + "\n"
+    assert found(src) == want
