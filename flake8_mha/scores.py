@@ -116,6 +116,24 @@ class ScoresAnalysis:
             self._cache[key] = self._scores(site)
         return self._cache[key]
 
+    def position(self, site: CallSite) -> Optional[int]:
+        """Where a call stands among the file's calls (None: not a call of the pass)."""
+        return self._index.get(id(site.node))
+
+    def product_of(self, node: cst.BaseExpression, site: CallSite) -> Optional[cst.CSTNode]:
+        """The query-key product a tensor at ``site`` walks back to (through
+        scaling, locals and the in-place operations before ``site``), or None."""
+        here = self.position(site)
+        if here is None:
+            return None
+        walk = _Walk(self, here)
+        try:
+            if not self._walk(node, site.env, site.scope, walk, False, 0):
+                return None
+        except RecursionError:  # pragma: no cover - pathological nesting
+            return None
+        return walk.product
+
     def _scores(self, site: CallSite) -> Optional[Scores]:
         arg = self.softmax_input(site)
         if arg is None:

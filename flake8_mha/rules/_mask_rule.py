@@ -56,16 +56,10 @@ def fills_attention_scores(ctx, sink: Sink) -> bool:
         return False
     sa = scores_mod.analysis_for(ctx)
     calls = ctx.flow.calls
-    here = sa._index.get(id(site.node))
-    if here is None:
+    here = sa.position(site)
+    product = sa.product_of(filled, site) if here is not None else None
+    if product is None:
         return False
-    walk = scores_mod._Walk(sa, here)
-    try:
-        if not sa._walk(filled, site.env, site.scope, walk, False, 0) or walk.product is None:
-            return False
-    except RecursionError:  # pragma: no cover
-        return False
-    product = walk.product
     for i, other in enumerate(calls):
         if other.scope is not site.scope or other is site:
             continue
