@@ -30,7 +30,7 @@ import hashlib
 import json
 import os
 import sys
-from typing import Any, Dict, List, Optional, Sequence, Tuple
+from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
 
 from .findings import Finding
 
@@ -78,6 +78,38 @@ def entry_key(data: bytes, path: str, codes: Sequence[str], disable_noqa: bool,
     h.update(b"\0")
     h.update(data)
     return h.hexdigest()
+
+
+def selected_codes(directory: str, selection: Any, compute: Callable[[], List[str]]
+                   ) -> List[str]:
+    """The codes a run reports, memoised in the cache folder: finding them
+    imports every rule (and libcst), most of a warm run's time otherwise.
+    Keyed by the selection options (JSON values), the version and the
+    package's sources."""
+    from . import __version__
+
+    settings = json.dumps({"schema": SCHEMA, "version": __version__, "source": source_hash(),
+                           "selection": selection}, sort_keys=True)
+    key = "codes-" + hashlib.sha256(settings.encode()).hexdigest()
+    path = os.path.join(directory, key + ".json")
+    try:
+        with open(path, "rb") as fh:
+            entry = json.loads(fh.read().decode("utf-8"))
+        if (isinstance(entry, dict) and entry.get("key") == key
+                and isinstance(entry.get("codes"), list)
+                and all(type(c) is str for c in entry["codes"])):
+            return entry["codes"]
+    except (OSError, ValueError):
+        pass
+    codes = compute()
+    try:
+        from .atomic import write_text
+
+        if os.path.isdir(directory):  # made by usable(); never made here
+            write_text(path, json.dumps({"key": key, "codes": codes}))
+    except OSError:
+        pass
+    return codes
 
 
 class Cache:
@@ -143,8 +175,9 @@ class Cache:
         """Remove the least recently used entries beyond the bounds; the number removed."""
         entries: List[Tuple[float, int, str]] = []
         try:
-            shards = [e.path for e in os.scandir(self.directory)
-                      if e.is_dir(follow_symlinks=False) and len(e.name) == 2]
+            shards = [self.directory]  # the codes-*.json of selected_codes
+            shards += [e.path for e in os.scandir(self.directory)
+                       if e.is_dir(follow_symlinks=False) and len(e.name) == 2]
             for shard in shards:
                 for e in os.scandir(shard):
                     if e.name.endswith(".json"):
@@ -209,13 +242,14 @@ def _valid(entry: Any, key: str) -> bool:
     return True
 
 
-def usable(directory: str) -> bool:
+def usable(directory: str, warn: bool = True) -> bool:
     """Whether entries can be kept in ``directory`` (made on first use); one
     warning line on stderr when not.  Checked once per run, before any worker."""
     try:
         Cache(directory)._prepare()
     except OSError as exc:
-        print(f"flake8-mha: warning: cache off for this run: cannot write in {directory} "
-              f"({exc})", file=sys.stderr)
+        if warn:
+                print(f"flake8-mha: warning: cache off for this run: cannot write in {directory} "
+                  f"({exc})", file=sys.stderr)
         return False
     return True

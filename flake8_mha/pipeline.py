@@ -476,7 +476,7 @@ def run_files(files: Sequence[str], codes: Sequence[str], disable_noqa: bool, mo
         from . import cache as cache_mod
 
         cache_mod.source_hash()  # once, before the workers fork
-        if not cache_mod.usable(cache_dir):
+        if not cache_mod.usable(cache_dir, warn=False):  # lint_paths warned already
             cache_dir = None
     tasks = [(path, tuple(codes), disable_noqa, mode, cache_dir) for path in files]
     if jobs <= 1 or len(tasks) <= 1:
@@ -526,9 +526,20 @@ def lint_paths(opts: Options, mode: str = "check") -> Run:
     """Discover, read, analyze, silence, select (and fix, for mode fix/diff)."""
     if mode not in MODES:
         raise ValueError(f"unknown mode {mode!r}")
-    codes = opts.codes()
-    files = discover(opts.paths, opts.exclude)
     cache_dir = None if opts.no_cache or mode != "check" else opts.cache_dir
+    if cache_dir is not None:
+        from .cache import usable
+
+        cache_dir = cache_dir if usable(cache_dir) else None  # one warning line if not
+    if cache_dir is not None:  # a warm run need not import the rules to know the codes
+        from .cache import selected_codes
+
+        codes = selected_codes(cache_dir, [opts.select, opts.ignore, opts.extend_select,
+                                           opts.extend_ignore, opts.enable_extensions],
+                               opts.codes)
+    else:
+        codes = opts.codes()
+    files = discover(opts.paths, opts.exclude)
     outcomes = run_files(files, codes, opts.disable_noqa, mode, opts.jobs, cache_dir)
     _prune_cache(cache_dir, outcomes)
     return Run(codes, outcomes)

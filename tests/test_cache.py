@@ -206,4 +206,16 @@ def test_parallel_runs_agree(tree):
     assert cold == run("-j1", "--no-cache")
     assert run("-j2", "--cache-dir", "c") == cold  # warm, in workers
     assert run("-j1", "--cache-dir", "c") == cold
-    assert len(entries(tree / "c")) == len(os.listdir(tree / "src"))
+    found = sorted(str(p.relative_to(tree)) for p in (tree / "c").rglob("*"))
+    assert len(entries(tree / "c")) == len(os.listdir(tree / "src")), (found, cold[2])
+
+
+def test_codes_memo_is_checked_and_recomputed(tree, capsys):
+    first = check(capsys, "src", "--select", "MHA001")
+    [memo] = pathlib.Path(".flake8-mha-cache").glob("codes-*.json")
+    assert json.loads(memo.read_text())["codes"] == ["MHA001"]
+    memo.write_text('{"codes": ["MHA0')  # truncated
+    assert check(capsys, "src", "--select", "MHA001") == first
+    assert json.loads(memo.read_text())["codes"] == ["MHA001"]
+    other = check(capsys, "src", "--select", "MHA006")
+    assert other[1] != first[1] and len(list(memo.parent.glob("codes-*.json"))) == 2
