@@ -203,6 +203,7 @@ def test_parallel_runs_agree(tree):
         return proc.returncode, proc.stdout, proc.stderr
 
     cold = run("-j2", "--cache-dir", "c")
+    assert cold[0] == 2 and '"code": "MHA001"' in cold[1] and "broken.py:3:7: E999" in cold[2]
     assert cold == run("-j1", "--no-cache")
     assert run("-j2", "--cache-dir", "c") == cold  # warm, in workers
     assert run("-j1", "--cache-dir", "c") == cold
