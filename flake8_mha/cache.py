@@ -19,8 +19,8 @@ Safety: every entry is written through ``atomic.write_bytes`` (a reader sees
 the whole old entry or the whole new one, never half), so ``-j N`` and two
 runs at once are safe.  An entry that does not read back exactly (bad JSON,
 another schema, wrong types) is ignored and recomputed.  A folder that cannot
-be created or written turns the cache off for the run with one warning line;
-it never fails a run.  Bounds: after a run that wrote entries, the oldest
+be created or written turns the cache off for the run, silently; it never
+fails a run nor adds a message.  Bounds: after a run that wrote entries, the oldest
 (by last use) are removed until at most ``MAX_ENTRIES`` entries and
 ``MAX_BYTES`` bytes remain.
 """
@@ -29,7 +29,6 @@ from __future__ import annotations
 import hashlib
 import json
 import os
-import sys
 from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
 
 from .findings import Finding
@@ -155,7 +154,7 @@ class Cache:
 
         try:
             write_bytes(self._path(key), text.encode("utf-8"))
-        except (WriteError, OSError):  # usable() warned already, if it is the folder
+        except (WriteError, OSError):  # silently off for the rest of this worker's files
             self.broken = True
             return
         self.wrote += 1
@@ -242,14 +241,12 @@ def _valid(entry: Any, key: str) -> bool:
     return True
 
 
-def usable(directory: str, warn: bool = True) -> bool:
-    """Whether entries can be kept in ``directory`` (made on first use); one
-    warning line on stderr when not.  Checked once per run, before any worker."""
+def usable(directory: str) -> bool:
+    """Whether entries can be kept in ``directory`` (made on first use).
+    Silent when not: the run's own messages (a full disk for ``--output-file``)
+    stay the only ones.  Checked once per run, before any worker."""
     try:
         Cache(directory)._prepare()
-    except OSError as exc:
-        if warn:
-                print(f"flake8-mha: warning: cache off for this run: cannot write in {directory} "
-                  f"({exc})", file=sys.stderr)
+    except OSError:
         return False
     return True

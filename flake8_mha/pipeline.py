@@ -476,7 +476,7 @@ def run_files(files: Sequence[str], codes: Sequence[str], disable_noqa: bool, mo
         from . import cache as cache_mod
 
         cache_mod.source_hash()  # once, before the workers fork
-        if not cache_mod.usable(cache_dir, warn=False):  # lint_paths warned already
+        if not cache_mod.usable(cache_dir):
             cache_dir = None
     tasks = [(path, tuple(codes), disable_noqa, mode, cache_dir) for path in files]
     if jobs <= 1 or len(tasks) <= 1:
@@ -530,7 +530,7 @@ def lint_paths(opts: Options, mode: str = "check") -> Run:
     if cache_dir is not None:
         from .cache import usable
 
-        cache_dir = cache_dir if usable(cache_dir) else None  # one warning line if not
+        cache_dir = cache_dir if usable(cache_dir) else None  # silently off if not
     if cache_dir is not None:  # a warm run need not import the rules to know the codes
         from .cache import selected_codes
 
