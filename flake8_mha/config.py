@@ -43,6 +43,8 @@ class Options:
     disable_noqa: bool = False
     fix: bool = False
     diff: bool = False
+    cache_dir: str = ".flake8-mha-cache"  # cache.py; relative to the current directory
+    no_cache: bool = False
 
     def codes(self) -> List[str]:
         """Every rule code this run reports."""
@@ -115,7 +117,8 @@ def format_value(value: Any, key: str = "format") -> str:
 # -- configuration files ------------------------------------------------------
 
 CONFIG_KEYS = ("select", "ignore", "extend-select", "extend-ignore", "enable-extensions",
-               "exclude", "format", "jobs", "statistics", "disable-noqa", "output-file")
+               "exclude", "format", "jobs", "statistics", "disable-noqa", "output-file",
+               "cache-dir", "no-cache")
 
 
 def _load_toml(path: str) -> Dict[str, Any]:
@@ -185,9 +188,9 @@ def apply_config(opts: Options, settings: Dict[str, Any], path: str) -> None:
             opts.format = format_value(value, where)
         elif key == "jobs":
             opts.jobs = jobs_value(value, where)
-        elif key == "output-file":
+        elif key in ("output-file", "cache-dir"):
             if not isinstance(value, str):
                 raise UsageError(f"{where} must be a path")
-            opts.output_file = os.path.join(base, value)
+            setattr(opts, key.replace("-", "_"), os.path.join(base, value))
         else:
             setattr(opts, key.replace("-", "_"), bool_value(value, where))

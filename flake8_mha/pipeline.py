@@ -45,6 +45,7 @@ DEFAULT_EXCLUDES: Tuple[str, ...] = (
     ".git", ".hg", ".svn", ".bzr", "CVS", ".tox", ".nox", ".venv", "venv", "__pycache__",
     "__pypackages__", "build", "dist", ".eggs", "*.egg",
     "*.egg-info", "node_modules", ".mypy_cache", ".pytest_cache", ".ruff_cache",
+    ".flake8-mha-cache",
     ".ipynb_checkpoints", "site-packages",
 )
 SUFFIXES = (".py", ".pyi", ".ipynb")
@@ -116,6 +117,7 @@ class FileOutcome:
     old_items: List[Item] = field(default_factory=list)  # reported if the fix is not written
     diff: str = ""
     fixed: int = 0
+    from_cache: bool = False  # read from the cache of per-file results (cache.py)
 
 
 # -- options -----------------------------------------------------------------------
@@ -147,6 +149,11 @@ def add_lint_arguments(parser: argparse.ArgumentParser, repeatable: bool = False
     parser.add_argument("--config", metavar="FILE",
                         help="read settings from this pyproject.toml or setup.cfg")
     parser.add_argument("--isolated", action="store_true", help="ignore configuration files")
+    parser.add_argument("--cache-dir", metavar="DIR",
+                        help="keep per-file results in DIR for the next run (default: "
+                             ".flake8-mha-cache in the current directory)")
+    parser.add_argument("--no-cache", action="store_true", default=None,
+                        help="neither read nor write the cache of per-file results")
 
 
 def options_from_args(args: argparse.Namespace, cwd: Optional[str] = None) -> Options:
@@ -182,6 +189,10 @@ def options_from_args(args: argparse.Namespace, cwd: Optional[str] = None) -> Op
         opts.jobs = jobs_value(args.jobs, "--jobs")
     if args.disable_noqa:
         opts.disable_noqa = True
+    if args.cache_dir is not None:
+        opts.cache_dir = args.cache_dir
+    if args.no_cache:
+        opts.no_cache = True
     opts.paths = list(args.paths)
     for path in opts.paths:
         if not os.path.exists(path):
@@ -285,15 +296,21 @@ def analyze_for_flake8(source: str, path: str, tree) -> List[Finding]:
 # -- one file ------------------------------------------------------------------------
 
 def lint_python(path: str, codes: Sequence[str], disable_noqa: bool = False,
-                mode: str = "check") -> FileOutcome:
+                mode: str = "check", cache_dir: Optional[str] = None) -> FileOutcome:
+    out = FileOutcome(path)
+    data = read_bytes(path, out)
+    if data is None:
+        return out
+    return _through_cache(cache_dir, data, path, codes, disable_noqa, mode, _lint_python)
+
+
+def _lint_python(path: str, data: bytes, codes: Sequence[str], disable_noqa: bool,
+                 mode: str) -> FileOutcome:
     from .atomic import fix_refusal
     from .engine import SourceSyntaxError, decode_source
     from .fix import fix_source, fixable_codes
 
     out = FileOutcome(path)
-    data = read_bytes(path, out)
-    if data is None:
-        return out
     try:
         text = decode_source(data)
     except (SyntaxError, UnicodeDecodeError, LookupError) as exc:
@@ -329,16 +346,22 @@ def lint_python(path: str, codes: Sequence[str], disable_noqa: bool = False,
 
 
 def lint_notebook(path: str, codes: Sequence[str], disable_noqa: bool = False,
-                  mode: str = "check") -> FileOutcome:
+                  mode: str = "check", cache_dir: Optional[str] = None) -> FileOutcome:
+    out = FileOutcome(path)
+    data = read_bytes(path, out)
+    if data is None:
+        return out
+    return _through_cache(cache_dir, data, path, codes, disable_noqa, mode, _lint_notebook)
+
+
+def _lint_notebook(path: str, data: bytes, codes: Sequence[str], disable_noqa: bool,
+                   mode: str) -> FileOutcome:
     from . import notebook as nbk
     from .atomic import fix_refusal
     from .engine import SourceSyntaxError
     from .fix import fix_source, fixable_codes
 
     out = FileOutcome(path)
-    data = read_bytes(path, out)
-    if data is None:
-        return out
     try:
         raw = data.decode("utf-8-sig")
         nb = nbk.load(raw)
@@ -403,21 +426,59 @@ def _cell_items(findings: Sequence[Finding], source, fixable) -> List[Item]:
     return items
 
 
-def lint_file(task: Tuple[str, Tuple[str, ...], bool, str]) -> FileOutcome:
+def _through_cache(cache_dir: Optional[str], data: bytes, path: str, codes: Sequence[str],
+                   disable_noqa: bool, mode: str, lint) -> FileOutcome:
+    """``lint(path, data, ...)``, or what it gave for the same key (``cache.py``).
+    Only mode check is cached: a fix needs the tree."""
+    if cache_dir is None or mode != "check":
+        return lint(path, data, codes, disable_noqa, mode)
+    from . import cache as cache_mod
+
+    cache = cache_mod.Cache(cache_dir)
+    key = cache_mod.entry_key(data, path, codes, disable_noqa, mode)
+    entry = cache.load(key)
+    if entry is not None:
+        try:
+            items = [Item(cache_mod.finding_of(i["finding"]), i["cell"], i["cell_index"],
+                          i["file_line"], i["fixable"]) for i in entry["items"]]
+            return FileOutcome(path, items, [Problem(**p) for p in entry["problems"]],
+                               from_cache=True)
+        except (TypeError, KeyError, ValueError):
+            pass  # recompute
+    out = lint(path, data, codes, disable_noqa, mode)
+    cache.store(key, [{"finding": cache_mod.finding_dict(i.finding), "cell": i.cell,
+                       "cell_index": i.cell_index, "file_line": i.file_line,
+                       "fixable": i.fixable} for i in out.items],
+                [{"path": p.path, "message": p.message, "line": p.line, "col": p.col,
+                  "cell": p.cell, "cell_index": p.cell_index, "file_line": p.file_line}
+                 for p in out.problems])
+    return out
+
+
+def lint_file(task: Tuple[str, Tuple[str, ...], bool, str, Optional[str]]) -> FileOutcome:
     """One file, dispatched on its suffix; never raises (a worker process runs it)."""
-    path, codes, disable_noqa, mode = task
+    path, codes, disable_noqa, mode, cache_dir = task
     try:
         if path.endswith(".ipynb"):
-            return lint_notebook(path, codes, disable_noqa, mode)
-        return lint_python(path, codes, disable_noqa, mode)
+            return lint_notebook(path, codes, disable_noqa, mode, cache_dir)
+        return lint_python(path, codes, disable_noqa, mode, cache_dir)
     except Exception as exc:  # never lose the whole run to one file
         return FileOutcome(path, problems=[Problem(
             path, f"internal error {type(exc).__name__}: {exc}; please report it")])
 
 
 def run_files(files: Sequence[str], codes: Sequence[str], disable_noqa: bool, mode: str,
-              jobs: int) -> List[FileOutcome]:
-    tasks = [(path, tuple(codes), disable_noqa, mode) for path in files]
+              jobs: int, cache_dir: Optional[str] = None) -> List[FileOutcome]:
+    """``cache_dir``: read and write per-file results there (mode check only)."""
+    if mode != "check":
+        cache_dir = None
+    if cache_dir is not None:
+        from . import cache as cache_mod
+
+        cache_mod.source_hash()  # once, before the workers fork
+        if not cache_mod.usable(cache_dir):
+            cache_dir = None
+    tasks = [(path, tuple(codes), disable_noqa, mode, cache_dir) for path in files]
     if jobs <= 1 or len(tasks) <= 1:
         return [lint_file(t) for t in tasks]
     import multiprocessing
@@ -427,6 +488,14 @@ def run_files(files: Sequence[str], codes: Sequence[str], disable_noqa: bool, mo
     with ctx.Pool(min(jobs, len(tasks)), initializer=_leave_ctrl_c_to_the_parent) as pool:
         # imap keeps the input order: output does not depend on -j
         return list(pool.imap(lint_file, tasks, chunksize=1))
+
+
+def _prune_cache(cache_dir: Optional[str], outcomes: Sequence[FileOutcome]) -> None:
+    """After a run that analysed anything, keep the cache within its bounds."""
+    if cache_dir is not None and any(not o.from_cache for o in outcomes):
+        from .cache import Cache
+
+        Cache(cache_dir).prune()
 
 
 def _leave_ctrl_c_to_the_parent() -> None:
@@ -457,9 +526,23 @@ def lint_paths(opts: Options, mode: str = "check") -> Run:
     """Discover, read, analyze, silence, select (and fix, for mode fix/diff)."""
     if mode not in MODES:
         raise ValueError(f"unknown mode {mode!r}")
-    codes = opts.codes()
+    cache_dir = None if opts.no_cache or mode != "check" else opts.cache_dir
+    if cache_dir is not None:
+        from .cache import usable
+
+        cache_dir = cache_dir if usable(cache_dir) else None  # silently off if not
+    if cache_dir is not None:  # a warm run need not import the rules to know the codes
+        from .cache import selected_codes
+
+        codes = selected_codes(cache_dir, [opts.select, opts.ignore, opts.extend_select,
+                                           opts.extend_ignore, opts.enable_extensions],
+                               opts.codes)
+    else:
+        codes = opts.codes()
     files = discover(opts.paths, opts.exclude)
-    return Run(codes, run_files(files, codes, opts.disable_noqa, mode, opts.jobs))
+    outcomes = run_files(files, codes, opts.disable_noqa, mode, opts.jobs, cache_dir)
+    _prune_cache(cache_dir, outcomes)
+    return Run(codes, outcomes)
 
 
 # -- writing the fixes ---------------------------------------------------------------

@@ -73,6 +73,7 @@ LAYER_OF = {
     f"{PKG}.docs": SERVICE,
     f"{PKG}.pipeline": SERVICE,
     f"{PKG}.fix": SERVICE,
+    f"{PKG}.cache": SERVICE,
     f"{PKG}.pytest_plugin": FRONT,
     f"{PKG}.confirm": CONFIRM,
     f"{PKG}.confirm.cli": FRONT,
