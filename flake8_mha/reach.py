@@ -133,14 +133,19 @@ def for_element(res: Resolver, iterable, index: Tuple[int, ...], env: Env, scope
     """What the ``for`` target part at ``index`` holds, walking ``enumerate``/``zip``."""
     if not index:
         return res.held_elements(iterable, env, scope, leaf, depth + 1)
-    if not isinstance(iterable, cst.Call) or any(a.star or a.keyword for a in iterable.args):
+    if not isinstance(iterable, cst.Call) or any(a.star for a in iterable.args):
         return None
     qn = res.qualname(iterable.func, env, scope)
     first, rest = index[0], index[1:]
-    if qn == "builtins.enumerate" and len(iterable.args) == 1 and first == 1:
-        return for_element(res, iterable.args[0].value, rest, env, scope, leaf, depth + 1)
-    if qn == "builtins.zip" and first < len(iterable.args):
-        return for_element(res, iterable.args[first].value, rest, env, scope, leaf, depth + 1)
+    args = iterable.args
+    if (qn == "builtins.enumerate" and first == 1 and args and args[0].keyword is None
+            and len(args) <= 2):  # enumerate(m), enumerate(m, 1), enumerate(m, start=1)
+        return for_element(res, args[0].value, rest, env, scope, leaf, depth + 1)
+    if qn == "builtins.zip":
+        positional = [a for a in args if a.keyword is None]
+        if (first < len(positional) and len(positional) + 1 >= len(args)
+                and all(a.keyword is None or a.keyword.value == "strict" for a in args)):
+            return for_element(res, positional[first].value, rest, env, scope, leaf, depth + 1)
     return None
 
 

@@ -140,6 +140,8 @@ class M(nn.Module):
     ("f, a, p", "zip(feats, self.attns, self.projs)", "a", [("MHA102", 20)]),
     ("i, (f, a)", "enumerate(zip(feats, self.attns))", "a", [("MHA102", 20)]),
     ("(f, a), i", "zip(zip(feats, self.attns), range(3))", "a", [("MHA102", 20)]),
+    ("i, a", "enumerate(self.attns, 1)", "a", [("MHA102", 20)]),
+    ("i, (f, a)", "enumerate(zip(feats, self.attns, strict=True), start=1)", "a", [("MHA102", 20)]),
     # the wrong element, a splat, a shadowed zip: unknown
     ("f, p", "zip(feats, self.projs)", "p", []),
     ("f, a", "zip(*pairs)", "a", []),
