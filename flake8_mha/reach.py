@@ -227,3 +227,66 @@ def fetched(res: Resolver, call: cst.Call, env: Env, scope, leaf: Leaf,
 def is_getattr(node: cst.CSTNode) -> bool:
     return (isinstance(node, cst.Call) and isinstance(node.func, cst.Name)
             and node.func.value == "getattr")
+
+
+# containers changed in place ------------------------------------------------------
+_MUTATORS = {"update", "pop", "popitem", "setdefault", "clear", "__setitem__", "__delitem__"}
+
+
+def mutated_in_place(res: Resolver, owner, attr: str) -> bool:
+    """Whether a method of ``owner`` (or of its base classes here) replaces an
+    item of ``self.<attr>``: ``self.attn["x"] = m``, ``del self.attn["x"]``,
+    ``self.attn.update(...)``. Then the container's entries are unknown."""
+    cache = res.reach_cache
+    for cls in res.base_classes(owner):
+        key = id(cls.node)
+        if key not in cache:
+            cache[key] = _mutated_attrs(cls.node)
+        if attr in cache[key]:
+            return True
+    return False
+
+
+def _self_attr_name(node) -> Optional[str]:
+    if isinstance(node, cst.Attribute) and isinstance(node.value, cst.Name):
+        return node.attr.value
+    return None
+
+
+class _Mutations(cst.CSTVisitor):
+    def __init__(self):
+        self.attrs: set = set()
+
+    def _target(self, target) -> None:
+        if isinstance(target, (cst.Tuple, cst.List)):
+            for el in target.elements:
+                self._target(el.value)
+        elif isinstance(target, cst.Subscript):
+            name = _self_attr_name(target.value)
+            if name is not None:
+                self.attrs.add(name)
+
+    def visit_AssignTarget(self, node: cst.AssignTarget) -> None:
+        self._target(node.target)
+
+    def visit_AugAssign(self, node: cst.AugAssign) -> None:
+        self._target(node.target)
+
+    def visit_AnnAssign(self, node: cst.AnnAssign) -> None:
+        self._target(node.target)
+
+    def visit_Del(self, node: cst.Del) -> None:
+        self._target(node.target)
+
+    def visit_Call(self, node: cst.Call) -> None:
+        func = node.func
+        if isinstance(func, cst.Attribute) and func.attr.value in _MUTATORS:
+            name = _self_attr_name(func.value)
+            if name is not None:
+                self.attrs.add(name)
+
+
+def _mutated_attrs(class_node: cst.CSTNode) -> set:
+    visitor = _Mutations()
+    class_node.visit(visitor)
+    return visitor.attrs

@@ -71,6 +71,7 @@ class Resolver:
         self.site_of: Dict[int, CallSite] = {id(site.node): site for site in flow.calls}
         self._following: set = set()  # self attributes being followed (wrapping cycles)
         self._class_spec: Dict[int, Optional[Tuple[ModuleSpec, bool, bool]]] = {}
+        self.reach_cache: Dict[int, set] = {}  # id(ClassDef) -> attributes changed in place
 
     # qualified names -----------------------------------------------------------
     def qualname(self, node: cst.CSTNode, env: Env, scope: Optional[Scope], depth: int = 0) -> Optional[str]:
@@ -280,6 +281,8 @@ class Resolver:
             defs = self._self_attr(node, env, scope)
             if owner is None or defs is None:
                 return reach.layers(self, node, env, scope, leaf, depth)
+            if reach.mutated_in_place(self, owner, node.attr.value):
+                return None  # self.attn["x"] = m, self.layers[0] = m, self.attn.update(...)
             appended: List[Def] = []
             for cls in self.base_classes(owner):
                 appended.extend(cls.appends.get(node.attr.value, ()))

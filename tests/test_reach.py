@@ -120,6 +120,18 @@ def test_module_dict_entries(entries, key, want):
     assert found(src) == want
 
 
+@pytest.mark.parametrize("change", [
+    'self.attn["self"] = nn.Linear(64, 64)',
+    'self.attn.update({"self": nn.Linear(64, 64)})',
+    'del self.attn["self"]',
+])
+def test_container_changed_in_place_is_unknown(change):
+    src = MODULE_DICT.format(entries='{"self": nn.MultiheadAttention(64, 8, batch_first=True)}',
+                             key='"self"')
+    src = src.replace("    def forward", "    def swap(self):\n        " + change + "\n\n    def forward")
+    assert found(src) == []
+
+
 # ------------------------------------------------------------- zip / enumerate
 
 LOOP = """
