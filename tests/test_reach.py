@@ -282,3 +282,20 @@ def test_fixture_through_real_flake8():
     assert got == expected(FIXTURE)
     assert "21:18: MHA005 is_causal=True without mask: TransformerEncoder" in proc.stdout
     assert "88:20: MHA004 " in proc.stdout
+
+
+@pytest.mark.parametrize("owner", ["self.t.encoder", "self.enc"])
+def test_loop_over_encoder_layers(owner):
+    src = """
+    class M(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.t = nn.Transformer(64, 8, batch_first=True)
+            self.enc = nn.TransformerEncoder(nn.TransformerEncoderLayer(64, 8, batch_first=True), 2)
+
+        def forward(self, x):
+            for layer in OWNER.layers:
+                x = layer(x, is_causal=True)
+            return x
+    """.replace("OWNER", owner)
+    assert found(src) == [("MHA005", line_of(src, "x = layer("), 17)]
