@@ -11,6 +11,7 @@ import libcst as cst
 
 from . import torch_api
 from .flow import CallSite, ClassInfo, DefKind, lookup
+from .reach import is_getattr
 from .resolve import Bound, Instance, Resolver
 from .torch_api import ModuleSpec
 
@@ -99,7 +100,7 @@ def classify(site: CallSite, resolver: Resolver):
     target = func
     if isinstance(func, cst.Attribute) and func.attr.value == "forward":
         target = func.value
-    if not isinstance(target, (cst.Name, cst.Attribute, cst.Subscript)):
+    if not isinstance(target, (cst.Name, cst.Attribute, cst.Subscript)) and not is_getattr(target):
         return None
     instances = resolver.instances(target, env, scope)
     spec = Resolver.common_spec(instances)

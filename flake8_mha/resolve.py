@@ -8,7 +8,7 @@ from typing import Callable, Dict, List, Optional, Tuple
 
 import libcst as cst
 
-from . import torch_api
+from . import reach, torch_api
 from .flow import CallSite, ClassInfo, Def, DefKind, Env, FlowPass, Scope, lookup
 from .torch_api import Argument, ModuleSpec, Signature
 
@@ -71,6 +71,7 @@ class Resolver:
         self.site_of: Dict[int, CallSite] = {id(site.node): site for site in flow.calls}
         self._following: set = set()  # self attributes being followed (wrapping cycles)
         self._class_spec: Dict[int, Optional[Tuple[ModuleSpec, bool, bool]]] = {}
+        self.reach_cache: Dict[int, set] = {}  # id(ClassDef) -> attributes changed in place
 
     # qualified names -----------------------------------------------------------
     def qualname(self, node: cst.CSTNode, env: Env, scope: Optional[Scope], depth: int = 0) -> Optional[str]:
@@ -164,13 +165,15 @@ class Resolver:
             inner = self._same_module(node, env, scope)
             if inner is not None:
                 return self.held(inner, env, scope, leaf, depth + 1)
+            if reach.is_getattr(node):
+                return reach.fetched(self, node, env, scope, leaf, depth)
             return leaf(node, env, scope)
         if t is cst.Name:
             return self._held_from_defs(lookup(node.value, env, scope), leaf, depth)
         if t is cst.Attribute:
             defs = self._self_attr(node, env, scope)
             if defs is None:
-                return None
+                return reach.submodule(self, node, env, scope, leaf, depth)
             key = (id(self.self_class(node, env, scope)), node.attr.value)
             if key in self._following:  # self.attn = checkpoint_wrapper(self.attn)
                 return _CYCLE
@@ -229,10 +232,8 @@ class Resolver:
                 got = self.held(d.node, d.env, d.scope, leaf, depth + 1)
                 if got is _CYCLE:
                     continue  # the attribute wrapping itself: its other definitions say
-            elif d.kind == DefKind.FOR and not d.index:
-                got = self.held_elements(d.node, d.env, d.scope, leaf, depth + 1)
-            elif d.kind == DefKind.FOR and d.index == (1,) and _is_enumerate(d.node):
-                got = self.held_elements(d.node.args[0].value, d.env, d.scope, leaf, depth + 1)
+            elif d.kind == DefKind.FOR:  # ``for a in m``, ``for i, (a, b) in enumerate(zip(...))``
+                got = reach.for_element(self, d.node, d.index, d.env, d.scope, leaf, depth)
             elif d.kind == DefKind.UNPACK:
                 from .values import unpacked
 
@@ -258,7 +259,7 @@ class Resolver:
                     return []  # filled by .append(): the caller adds those
                 if len(node.args) == 1 and not node.args[0].star:
                     return self.held_elements(node.args[0].value, env, scope, leaf, depth + 1)
-            return None
+            return reach.module_dict_values(self, node, env, scope, leaf, depth)
         if t in (cst.List, cst.Tuple):
             out: list = []
             for el in node.elements:
@@ -279,7 +280,9 @@ class Resolver:
             owner = self.self_class(node, env, scope)
             defs = self._self_attr(node, env, scope)
             if owner is None or defs is None:
-                return None
+                return reach.layers(self, node, env, scope, leaf, depth)
+            if reach.mutated_in_place(self, owner, node.attr.value):
+                return None  # self.attn["x"] = m, self.layers[0] = m, self.attn.update(...)
             appended: List[Def] = []
             for cls in self.base_classes(owner):
                 appended.extend(cls.appends.get(node.attr.value, ()))
@@ -322,6 +325,8 @@ class Resolver:
         spec, own_init, own_fwd = found
         return [Instance(spec, None if own_init else site, info, own_fwd)]
 
+    torch_leaf = _torch_leaf  # the leaf of ``instances``, for reach.py
+
     def instances(self, node: cst.CSTNode, env: Env, scope: Optional[Scope]) -> Optional[List[Instance]]:
         """The torch modules ``node`` may hold, or None when not known to be one."""
         return self.held(node, env, scope, self._torch_leaf)
@@ -345,16 +350,11 @@ class Resolver:
         return spec
 
 
-_BUILTINS = {"list", "tuple"}
+_BUILTINS = {"list", "tuple", "zip", "enumerate", "dict"}
 # a module's methods that return the module itself (or a converted copy)
 _SAME_MODULE_METHODS = {"to", "cuda", "cpu", "half", "float", "double", "bfloat16", "type",
                         "eval", "train", "requires_grad_", "to_empty", "share_memory"}
 _CYCLE: list = []  # an attribute met again while following it
-
-
-def _is_enumerate(node: cst.CSTNode) -> bool:
-    return (isinstance(node, cst.Call) and isinstance(node.func, cst.Name)
-            and node.func.value == "enumerate" and len(node.args) >= 1)
 
 
 def _scope_appends(scope: Optional[Scope], name: str) -> List[Def]:

@@ -52,6 +52,7 @@ LAYER_OF = {
     f"{PKG}.flow": ANALYSIS,
     f"{PKG}.values": ANALYSIS,
     f"{PKG}.resolve": ANALYSIS,
+    f"{PKG}.reach": ANALYSIS,
     f"{PKG}.events": ANALYSIS,
     f"{PKG}.focus": ANALYSIS,
     f"{PKG}.masks": ANALYSIS,
