@@ -97,7 +97,8 @@ class Context:
 
     def used_for_self_attention(self, ev: Construction) -> bool:
         for call in self.module_calls_of(ev):
-            q, k, v = (call.args.get(n) for n in ("query", "key", "value"))
+            qkv = torch_api.MULTIHEAD_ATTENTION.forward.names[:3]  # query, key, value
+            q, k, v = (call.args.get(n) for n in qkv)
             if q is not None and k is not None and v is not None and q.deep_equals(k) and k.deep_equals(v):
                 return True
         return False

@@ -75,14 +75,7 @@ MASK_FACTS = set(torch_api.ATTN_MASK_ARGS) | set(torch_api.PADDING_MASK_ARGS) | 
     pair.flag for spec in torch_api.MODULES.values() for pair in spec.causal_pairs}
 SIGNATURES = [sig.names for spec in torch_api.MODULES.values() for sig in (spec.init, spec.forward)]
 SIGNATURES.append(SDPA.names)
-# Files owned by other helpers on their branches (issue 11): the mask analysis
-# becomes a package with its own table; the engine and the mask witnesses
-# switch to torch_api there.  Each entry is one known copy, to be removed.
-NOT_YET = {
-    "flake8_mha/masks.py",  # its own tables until it becomes a package (item 3)
-    "flake8_mha/engine.py",  # ("query", "key", "value") in used_for_self_attention
-    "flake8_mha/confirm/witnesses/masks.py",  # SQUARE_SINKS: torch_api.ATTN_MASK_ARGS
-}
+NOT_YET: set = set()  # every known copy is gone: nothing is exempt
 
 
 def _copy_of_a_fact(words) -> bool:

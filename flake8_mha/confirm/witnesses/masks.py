@@ -9,6 +9,7 @@ from __future__ import annotations
 import math
 from typing import Any, Callable, Dict, List, Optional, Tuple
 
+from ... import torch_api
 from . import Witness
 from ._common import (
     DEC_LAYER, ENC_LAYER, ENCODER, FORWARD_ARGS, MHA, MODULE_KINDS, SDPA, Params, build,
@@ -24,7 +25,7 @@ PAD_ROWS = ((False, False, False, True, True), (False, False, False, False, Fals
 # A wrong mask must move the output by more than float32 noise (~1e-7).
 ERROR_THRESHOLD = 1e-3
 
-SQUARE_SINKS = ("attn_mask", "src_mask", "tgt_mask", "memory_mask", "mask")
+SQUARE_SINKS = torch_api.ATTN_MASK_ARGS  # the (L, S) mask arguments
 # Hand-written attention: the evidence names the function as the sink.
 FILL_SINKS = ("masked_fill", "masked_fill_", "where")
 # The module a sink belongs to when the evidence does not name one.
