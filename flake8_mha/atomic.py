@@ -26,6 +26,7 @@ the time of one read and one rename.
 
 This module is a core layer: it imports nothing from the package.
 """
+
 from __future__ import annotations
 
 import errno
@@ -154,11 +155,13 @@ def write_bytes(path: str, data: bytes, expected: Optional[bytes] = None) -> Non
     tmp = None
     try:
         try:
-            fd, tmp = tempfile.mkstemp(prefix="." + os.path.basename(target) + ".",
-                                       suffix=TMP_SUFFIX, dir=folder)
+            fd, tmp = tempfile.mkstemp(
+                prefix="." + os.path.basename(target) + ".", suffix=TMP_SUFFIX, dir=folder
+            )
         except OSError as exc:
-            raise WriteError(f"cannot create a file in its folder ({_reason(exc)})",
-                             exc.errno) from None
+            raise WriteError(
+                f"cannot create a file in its folder ({_reason(exc)})", exc.errno
+            ) from None
         try:
             _write_all(fd, data)
             os.fsync(fd)
@@ -202,8 +205,11 @@ def _probe_writable(path: str, target: str) -> None:
     try:
         os.close(os.open(target, os.O_WRONLY | getattr(os, "O_NONBLOCK", 0)))
     except OSError as exc:
-        what = f"the file is read-only ({_reason(exc)})" \
-            if exc.errno in (errno.EACCES, errno.EPERM) else _reason(exc)
+        what = (
+            f"the file is read-only ({_reason(exc)})"
+            if exc.errno in (errno.EACCES, errno.EPERM)
+            else _reason(exc)
+        )
         raise WriteError(what, exc.errno) from None
 
 

@@ -24,6 +24,7 @@ fails a run nor adds a message.  Bounds: after a run that wrote entries, the old
 (by last use) are removed until at most ``MAX_ENTRIES`` entries and
 ``MAX_BYTES`` bytes remain.
 """
+
 from __future__ import annotations
 
 import hashlib
@@ -39,8 +40,14 @@ MAX_ENTRIES = 20_000
 MAX_BYTES = 200 * 1024 * 1024
 _PRUNE_TO = 0.8  # prune down to this share of the bounds, so pruning is rare
 
-_FINDING_KEYS = {"code": str, "line": int, "col": int, "message": str, "path": str,
-                 "evidence": dict}
+_FINDING_KEYS = {
+    "code": str,
+    "line": int,
+    "col": int,
+    "message": str,
+    "path": str,
+    "evidence": dict,
+}
 _ITEM_KEYS = ("cell", "cell_index", "file_line")
 _PROBLEM_KEYS = ("line", "col", "cell", "cell_index", "file_line")
 
@@ -65,38 +72,49 @@ def source_hash() -> str:
     return _source_hash
 
 
-def entry_key(data: bytes, path: str, codes: Sequence[str], disable_noqa: bool,
-              mode: str) -> str:
+def entry_key(data: bytes, path: str, codes: Sequence[str], disable_noqa: bool, mode: str) -> str:
     from . import __version__
 
-    settings = json.dumps({"schema": SCHEMA, "version": __version__, "source": source_hash(),
-                           "path": path, "codes": sorted(codes),
-                           "disable_noqa": bool(disable_noqa), "mode": mode},
-                          sort_keys=True)
+    settings = json.dumps(
+        {
+            "schema": SCHEMA,
+            "version": __version__,
+            "source": source_hash(),
+            "path": path,
+            "codes": sorted(codes),
+            "disable_noqa": bool(disable_noqa),
+            "mode": mode,
+        },
+        sort_keys=True,
+    )
     h = hashlib.sha256(settings.encode())
     h.update(b"\0")
     h.update(data)
     return h.hexdigest()
 
 
-def selected_codes(directory: str, selection: Any, compute: Callable[[], List[str]]
-                   ) -> List[str]:
+def selected_codes(directory: str, selection: Any, compute: Callable[[], List[str]]) -> List[str]:
     """The codes a run reports, memoised in the cache folder: finding them
     imports every rule (and libcst), most of a warm run's time otherwise.
     Keyed by the selection options (JSON values), the version and the
     package's sources."""
     from . import __version__
 
-    settings = json.dumps({"schema": SCHEMA, "version": __version__, "source": source_hash(),
-                           "selection": selection}, sort_keys=True)
+    settings = json.dumps(
+        {"schema": SCHEMA, "version": __version__, "source": source_hash(), "selection": selection},
+        sort_keys=True,
+    )
     key = "codes-" + hashlib.sha256(settings.encode()).hexdigest()
     path = os.path.join(directory, key + ".json")
     try:
         with open(path, "rb") as fh:
             entry = json.loads(fh.read().decode("utf-8"))
-        if (isinstance(entry, dict) and entry.get("key") == key
-                and isinstance(entry.get("codes"), list)
-                and all(type(c) is str for c in entry["codes"])):
+        if (
+            isinstance(entry, dict)
+            and entry.get("key") == key
+            and isinstance(entry.get("codes"), list)
+            and all(type(c) is str for c in entry["codes"])
+        ):
             return entry["codes"]
     except (OSError, ValueError):
         pass
@@ -138,8 +156,7 @@ class Cache:
             pass
         return entry
 
-    def store(self, key: str, items: List[Dict[str, Any]], problems: List[Dict[str, Any]]
-              ) -> None:
+    def store(self, key: str, items: List[Dict[str, Any]], problems: List[Dict[str, Any]]) -> None:
         """Write an entry, if it reads back as the same values (JSON has no tuple)."""
         if self.broken:
             return
@@ -167,16 +184,22 @@ class Cache:
         from .atomic import write_text
 
         write_text(os.path.join(self.directory, ".gitignore"), "# made by flake8-mha\n*\n")
-        write_text(tag, "Signature: 8a477f597d28d172789f06886806bc55\n"
-                        "# flake8-mha's cache of per-file results; safe to delete.\n")
+        write_text(
+            tag,
+            "Signature: 8a477f597d28d172789f06886806bc55\n"
+            "# flake8-mha's cache of per-file results; safe to delete.\n",
+        )
 
     def prune(self, max_entries: int = MAX_ENTRIES, max_bytes: int = MAX_BYTES) -> int:
         """Remove the least recently used entries beyond the bounds; the number removed."""
         entries: List[Tuple[float, int, str]] = []
         try:
             shards = [self.directory]  # the codes-*.json of selected_codes
-            shards += [e.path for e in os.scandir(self.directory)
-                       if e.is_dir(follow_symlinks=False) and len(e.name) == 2]
+            shards += [
+                e.path
+                for e in os.scandir(self.directory)
+                if e.is_dir(follow_symlinks=False) and len(e.name) == 2
+            ]
             for shard in shards:
                 for e in os.scandir(shard):
                     if e.name.endswith(".json"):
@@ -203,8 +226,14 @@ class Cache:
 
 
 def finding_dict(f: Finding) -> Dict[str, Any]:
-    return {"code": f.code, "line": f.line, "col": f.col, "message": f.message,
-            "path": f.path, "evidence": f.evidence}
+    return {
+        "code": f.code,
+        "line": f.line,
+        "col": f.col,
+        "message": f.message,
+        "path": f.path,
+        "evidence": f.evidence,
+    }
 
 
 def finding_of(d: Dict[str, Any]) -> Finding:

@@ -8,6 +8,7 @@ same file through the flow pass's reaching definitions, ``self.method(...)``
 through the class (and its bases), and ``module(...)`` to the ``forward`` of
 the one class the resolver says the instance has.
 """
+
 from __future__ import annotations
 
 from typing import Dict, List, Optional, Tuple
@@ -42,8 +43,9 @@ def params(func: cst.FunctionDef) -> List[cst.Param]:
     return list(p.posonly_params) + list(p.params)
 
 
-def bind_call(func: cst.FunctionDef, call: cst.Call, skip: int
-              ) -> Dict[str, Optional[cst.BaseExpression]]:
+def bind_call(
+    func: cst.FunctionDef, call: cst.Call, skip: int
+) -> Dict[str, Optional[cst.BaseExpression]]:
     """Parameter name -> argument expression; None when a splat may carry it.
     A parameter the call does not pass is absent (its default applies).
     ``skip`` leading parameters (``self``) are not passed by the call."""
@@ -138,8 +140,9 @@ class FileCalls:
             return None
         if not classes:
             return None
-        methods = {id(m): m for m in (self.method_of(c, "forward") for c in classes)
-                   if m is not None}
+        methods = {
+            id(m): m for m in (self.method_of(c, "forward") for c in classes) if m is not None
+        }
         if len(methods) != 1 or any(self.method_of(c, "forward") is None for c in classes):
             return None
         return next(iter(methods.values())), 1

@@ -5,6 +5,7 @@ checks: the same codes, the same ``# noqa`` handling, the same select/ignore
 decisions.  Exit status: 0 clean, 1 findings, 2 usage error or a file that
 could not be checked (syntax error, unreadable).
 """
+
 from __future__ import annotations
 
 import argparse
@@ -14,13 +15,13 @@ from typing import Optional, Sequence
 
 from .config import FORMATS, Options, UsageError, format_value
 from .output import render
-from .pipeline import (FileOutcome, add_lint_arguments, lint_paths, options_from_args,
-                       write_fixes)
+from .pipeline import FileOutcome, add_lint_arguments, lint_paths, options_from_args, write_fixes
 
 __all__ = ["FileOutcome", "main", "explain", "parse_options"]
 
 
 # -- command line -----------------------------------------------------------------
+
 
 class _Parser(argparse.ArgumentParser):
     def error(self, message):  # one line, exit 2, no usage dump, no traceback
@@ -28,17 +29,25 @@ class _Parser(argparse.ArgumentParser):
 
 
 def _parser() -> argparse.ArgumentParser:
-    p = _Parser(prog="flake8-mha check", allow_abbrev=False,
-                description="Lint PyTorch attention code (the flake8-mha rules only).")
+    p = _Parser(
+        prog="flake8-mha check",
+        allow_abbrev=False,
+        description="Lint PyTorch attention code (the flake8-mha rules only).",
+    )
     add_lint_arguments(p)
     p.add_argument("--format", metavar="NAME", help=f"output format: {', '.join(FORMATS)}")
     p.add_argument("--output-file", metavar="FILE", help="write the report to FILE")
-    p.add_argument("--statistics", action="store_true", default=None,
-                   help="count findings per code (text and github formats)")
+    p.add_argument(
+        "--statistics",
+        action="store_true",
+        default=None,
+        help="count findings per code (text and github formats)",
+    )
     mode = p.add_mutually_exclusive_group()
     mode.add_argument("--fix", action="store_true", help="apply the safe fixes to the files")
-    mode.add_argument("--diff", action="store_true",
-                      help="print the safe fixes as a unified diff; change nothing")
+    mode.add_argument(
+        "--diff", action="store_true", help="print the safe fixes as a unified diff; change nothing"
+    )
     return p
 
 
@@ -85,8 +94,11 @@ def main(argv: Sequence[str]) -> int:
             print(p.text(), file=sys.stderr)
         if written.fixed:
             noun = "finding" if written.fixed == 1 else "findings"
-            print(f"flake8-mha: fixed {written.fixed} {noun} in {written.files} "
-                  f"file{'s' if written.files != 1 else ''}", file=sys.stderr)
+            print(
+                f"flake8-mha: fixed {written.fixed} {noun} in {written.files} "
+                f"file{'s' if written.files != 1 else ''}",
+                file=sys.stderr,
+            )
         # a file not written reports the findings it still holds
         items, problems = run.items, run.problems
 

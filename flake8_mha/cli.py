@@ -1,4 +1,5 @@
 """``flake8-mha``: check, confirm, explain."""
+
 from __future__ import annotations
 
 import sys

@@ -8,6 +8,7 @@ nearest parent that has one; the command line wins key by key.
 Which codes are reported is decided in ``selection.py`` (flake8's own
 decision rules); which files are linted, in ``pipeline.py``.
 """
+
 from __future__ import annotations
 
 import configparser
@@ -51,11 +52,13 @@ class Options:
         return selection.codes(self.decider())
 
     def decider(self) -> Decider:
-        return Decider(self.select, self.ignore, self.extend_select, self.extend_ignore,
-                       self.enable_extensions)
+        return Decider(
+            self.select, self.ignore, self.extend_select, self.extend_ignore, self.enable_extensions
+        )
 
 
 # -- parsing values ----------------------------------------------------------
+
 
 def split_list(value: Any, key: str) -> List[str]:
     """A comma/whitespace separated string, or a TOML list of strings."""
@@ -116,9 +119,21 @@ def format_value(value: Any, key: str = "format") -> str:
 
 # -- configuration files ------------------------------------------------------
 
-CONFIG_KEYS = ("select", "ignore", "extend-select", "extend-ignore", "enable-extensions",
-               "exclude", "format", "jobs", "statistics", "disable-noqa", "output-file",
-               "cache-dir", "no-cache")
+CONFIG_KEYS = (
+    "select",
+    "ignore",
+    "extend-select",
+    "extend-ignore",
+    "enable-extensions",
+    "exclude",
+    "format",
+    "jobs",
+    "statistics",
+    "disable-noqa",
+    "output-file",
+    "cache-dir",
+    "no-cache",
+)
 
 
 def _load_toml(path: str) -> Dict[str, Any]:
@@ -176,8 +191,9 @@ def apply_config(opts: Options, settings: Dict[str, Any], path: str) -> None:
         key = raw_key.replace("_", "-").lower()
         where = f"{os.path.basename(path)}: {key}"
         if key not in CONFIG_KEYS:
-            raise UsageError(f"{path}: unknown option {raw_key!r} "
-                             f"(known: {', '.join(CONFIG_KEYS)})")
+            raise UsageError(
+                f"{path}: unknown option {raw_key!r} (known: {', '.join(CONFIG_KEYS)})"
+            )
         if key in ("select", "ignore"):
             setattr(opts, key, code_list(value, where))
         elif key in ("extend-select", "extend-ignore", "enable-extensions"):

@@ -1,8 +1,9 @@
 """Generate ``docs/rules/<CODE>.md`` from the rule classes.
 
-    python -m flake8_mha.docs          # write the pages
-    python -m flake8_mha.docs --check  # exit 1 if a page is out of date
+python -m flake8_mha.docs          # write the pages
+python -m flake8_mha.docs --check  # exit 1 if a page is out of date
 """
+
 from __future__ import annotations
 
 import pathlib
@@ -28,14 +29,22 @@ def page(rule) -> str:
         return "```python\n" + textwrap.dedent(code).strip("\n") + "\n```"
 
     parts = [f"# {rule.CODE}: {rule.NAME}", ""]
-    state = "on by default" if rule.DEFAULT_ENABLED else (
-        "off by default: enable with `--select MHA9` or `--enable-extensions "
-        f"{rule.CODE}`")
+    state = (
+        "on by default"
+        if rule.DEFAULT_ENABLED
+        else (f"off by default: enable with `--select MHA9` or `--enable-extensions {rule.CODE}`")
+    )
     if getattr(rule, "RUNTIME_ONLY", False):
-        state = ("runtime only: reported by the sanitizer (`flake8_mha.sanitizer`), "
-                 "never by `flake8-mha check` or flake8")
-    parts += [f"Category: {rule.CATEGORY}; {state}.", "",
-              f"Message: `{rule.CODE} {rule.MESSAGE}`", ""]
+        state = (
+            "runtime only: reported by the sanitizer (`flake8_mha.sanitizer`), "
+            "never by `flake8-mha check` or flake8"
+        )
+    parts += [
+        f"Category: {rule.CATEGORY}; {state}.",
+        "",
+        f"Message: `{rule.CODE} {rule.MESSAGE}`",
+        "",
+    ]
     parts += ["## What it does", "", textwrap.dedent(rule.WHAT).strip(), ""]
     parts += ["## Why is this bad?", "", textwrap.dedent(rule.WHY).strip(), ""]
     parts += ["## Example", "", block(rule.EXAMPLE), ""]
@@ -44,12 +53,24 @@ def page(rule) -> str:
         parts += ["## Scope decisions", "", textwrap.dedent(rule.DECISIONS).strip(), ""]
     witness = WITNESSES.get(rule.CODE)
     if witness is not None:
-        parts += ["## What the confirmer measures", "", witness.summary.strip(), "",
-                  textwrap.dedent(witness.threshold_text).strip(), ""]
+        parts += [
+            "## What the confirmer measures",
+            "",
+            witness.summary.strip(),
+            "",
+            textwrap.dedent(witness.threshold_text).strip(),
+            "",
+        ]
     fix = FIXES.get(rule.CODE) if rule.CODE in fixable_codes() else None
     if fix is not None:
-        parts += ["## Fix", "", f"{fix.title} (`flake8-mha check --fix`, or `--diff` to see it).",
-                  "", "Fix safety: " + " ".join(fix.safety.split()), ""]
+        parts += [
+            "## Fix",
+            "",
+            f"{fix.title} (`flake8-mha check --fix`, or `--diff` to see it).",
+            "",
+            "Fix safety: " + " ".join(fix.safety.split()),
+            "",
+        ]
     if rule.REFERENCES:
         parts += ["## References", ""] + [f"- {ref}" for ref in rule.REFERENCES] + [""]
     return "\n".join(parts)

@@ -4,6 +4,7 @@ Never imports torch.  ``analyze_source`` is what the flake8 adapter and the
 CLI call (through the lint pipeline, ``pipeline.py``, which walks, reads and
 decodes files for every entry point).
 """
+
 from __future__ import annotations
 
 import ast
@@ -30,7 +31,11 @@ from .rules.base import all_rules
 from .values import value_of
 
 MAX_BYTES = 8 * 1024 * 1024
-_HANDLERS = {Construction: "on_construction", ModuleCall: "on_module_call", SdpaCall: "on_sdpa_call"}
+_HANDLERS = {
+    Construction: "on_construction",
+    ModuleCall: "on_module_call",
+    SdpaCall: "on_sdpa_call",
+}
 
 
 class SourceSyntaxError(Exception):
@@ -99,13 +104,20 @@ class Context:
         for call in self.module_calls_of(ev):
             qkv = torch_api.MULTIHEAD_ATTENTION.forward.names[:3]  # query, key, value
             q, k, v = (call.args.get(n) for n in qkv)
-            if q is not None and k is not None and v is not None and q.deep_equals(k) and k.deep_equals(v):
+            if (
+                q is not None
+                and k is not None
+                and v is not None
+                and q.deep_equals(k)
+                and k.deep_equals(v)
+            ):
                 return True
         return False
 
 
-def analyze_module(module: cst.Module, codes: Optional[Iterable[str]] = None,
-                   path: str = "") -> List[Finding]:
+def analyze_module(
+    module: cst.Module, codes: Optional[Iterable[str]] = None, path: str = ""
+) -> List[Finding]:
     contexts: List[Context] = []
     try:
         return _analyze_module(module, codes, path, contexts)
@@ -125,8 +137,9 @@ def _forget(ctx: Context) -> None:
     ctx.analyses.clear()
 
 
-def _analyze_module(module: cst.Module, codes: Optional[Iterable[str]], path: str,
-                    contexts: List["Context"]) -> List[Finding]:
+def _analyze_module(
+    module: cst.Module, codes: Optional[Iterable[str]], path: str, contexts: List["Context"]
+) -> List[Finding]:
     flow = FlowPass()
     flow.run(module)
     resolver = Resolver(flow)
@@ -209,8 +222,9 @@ else:
         __slots__ = ("line", "column", "stack", "starts", "wanted", "left")
 
         def __init__(self, module: cst.Module, wanted: set) -> None:
-            super().__init__(default_indent=module.default_indent,
-                             default_newline=module.default_newline)
+            super().__init__(
+                default_indent=module.default_indent, default_newline=module.default_newline
+            )
             self.line = 1
             self.column = 0
             self.stack: List[Tuple[int, int]] = []
@@ -255,11 +269,18 @@ else:
             try:
                 yield
             finally:
-                self.starts[id(node)] = self.starts[id(start_node)] if start_node is not None else start
+                self.starts[id(node)] = (
+                    self.starts[id(start_node)] if start_node is not None else start
+                )
 
 
-def analyze_source(source: str, path: str = "<string>", codes: Optional[Iterable[str]] = None,
-                   use_prefilter: bool = True, tree: Optional[ast.AST] = None) -> List[Finding]:
+def analyze_source(
+    source: str,
+    path: str = "<string>",
+    codes: Optional[Iterable[str]] = None,
+    use_prefilter: bool = True,
+    tree: Optional[ast.AST] = None,
+) -> List[Finding]:
     """Findings for one file's text.  Raises ``SourceSyntaxError`` for a file
     that is not valid Python; every other failure becomes one MHA000.
 
@@ -270,7 +291,9 @@ def analyze_source(source: str, path: str = "<string>", codes: Optional[Iterable
         if use_prefilter and not prefilter(source):
             return []
         if len(source) > MAX_BYTES:
-            return [_internal(path, f"file larger than {MAX_BYTES // (1024 * 1024)} MiB, not analyzed")]
+            return [
+                _internal(path, f"file larger than {MAX_BYTES // (1024 * 1024)} MiB, not analyzed")
+            ]
         with _gc_paused():
             return _on_deep_stack(_parse_and_analyze, source, path, codes, tree)
     except SourceSyntaxError:
@@ -283,8 +306,9 @@ def analyze_source(source: str, path: str = "<string>", codes: Optional[Iterable
         return [_internal(path, f"internal error {type(exc).__name__}: {exc}; please report it")]
 
 
-def _parse_and_analyze(source: str, path: str, codes: Optional[Iterable[str]],
-                       tree: Optional[ast.AST]) -> List[Finding]:
+def _parse_and_analyze(
+    source: str, path: str, codes: Optional[Iterable[str]], tree: Optional[ast.AST]
+) -> List[Finding]:
     # a function of its own so that the tree is unreachable once it returns
     if tree is None:
         refused = _nesting_guard(source, path)
@@ -365,8 +389,11 @@ def _gc_paused():
 # parser overflows its stack and kills the process (about 2,000 brackets,
 # 6,000 chained attributes or lambdas, measured with LibCST 1.9).
 MAX_BRACKETS = 200
-_NESTING_ERRORS = ("too many nested parentheses", "too many levels of indentation",
-                   "too many statically nested blocks")
+_NESTING_ERRORS = (
+    "too many nested parentheses",
+    "too many levels of indentation",
+    "too many statically nested blocks",
+)
 _BRACKETS = re.compile(r"[][(){}]")
 
 
@@ -384,11 +411,15 @@ def _nesting_guard(source: str, path: str) -> Optional[Finding]:
     except SyntaxError as err:
         msg = err.msg or ""
         if any(text in msg for text in _NESTING_ERRORS):
-            raise SourceSyntaxError(f"syntax error: {msg}", err.lineno or 1, err.offset or 1) from None
+            raise SourceSyntaxError(
+                f"syntax error: {msg}", err.lineno or 1, err.offset or 1
+            ) from None
         # newer syntax than this Python knows, or invalid: LibCST decides,
         # unless brackets nest deeper than any Python accepts
         if _bracket_depth(source) > MAX_BRACKETS:
-            return _internal(path, f"nesting too deep to analyze (more than {MAX_BRACKETS} brackets)")
+            return _internal(
+                path, f"nesting too deep to analyze (more than {MAX_BRACKETS} brackets)"
+            )
     except (RecursionError, MemoryError):
         return _internal(path, "nesting too deep to analyze (Python's own parser gives up on it)")
     except ValueError:  # null bytes: LibCST reports them
@@ -441,7 +472,9 @@ def _raise_if_invalid_python(source: str, exc: Exception) -> None:
     try:
         _quiet_ast_parse(source)
     except SyntaxError as err:
-        raise SourceSyntaxError(f"syntax error: {err.msg}", err.lineno or 1, (err.offset or 1)) from None
+        raise SourceSyntaxError(
+            f"syntax error: {err.msg}", err.lineno or 1, (err.offset or 1)
+        ) from None
     except (ValueError, RecursionError, MemoryError):
         pass
 
@@ -452,8 +485,14 @@ def _first_line(exc: Exception) -> str:
 
 
 def _internal(path: str, reason: str) -> Finding:
-    return Finding("MHA000", 1, 1, f"flake8-mha could not analyze this file: {reason}", path,
-                   {"reason": reason})
+    return Finding(
+        "MHA000",
+        1,
+        1,
+        f"flake8-mha could not analyze this file: {reason}",
+        path,
+        {"reason": reason},
+    )
 
 
 def decode_source(data: bytes) -> str:
@@ -465,8 +504,9 @@ def decode_source(data: bytes) -> str:
     return text
 
 
-def analyze_file(path: str, codes: Optional[Iterable[str]] = None,
-                 use_prefilter: bool = True) -> List[Finding]:
+def analyze_file(
+    path: str, codes: Optional[Iterable[str]] = None, use_prefilter: bool = True
+) -> List[Finding]:
     """Findings for a file on disk.  Raises OSError and SourceSyntaxError."""
     with open(path, "rb") as fh:
         data = fh.read()
@@ -481,14 +521,16 @@ def analyze_file(path: str, codes: Optional[Iterable[str]] = None,
     return analyze_source(source, path, codes, use_prefilter)
 
 
-def select_codes(select: Optional[Sequence[str]] = None,
-                 ignore: Optional[Sequence[str]] = None) -> List[str]:
+def select_codes(
+    select: Optional[Sequence[str]] = None, ignore: Optional[Sequence[str]] = None
+) -> List[str]:
     """Static codes enabled by prefix lists, by flake8's decision rules
     (``selection.Decider``): the default codes unless selected.  MHA000 is left out."""
     from .selection import Decider, codes
 
-    decide = Decider(select=list(select) if select else None,
-                     ignore=list(ignore) if ignore else None)
+    decide = Decider(
+        select=list(select) if select else None, ignore=list(ignore) if ignore else None
+    )
     return [code for code in codes(decide) if code != "MHA000"]
 
 

@@ -3,6 +3,7 @@
 The engine classifies every call the flow pass met once; each rule then
 receives only the events it declares (``on_construction``, ``on_module_call``,
 ``on_sdpa_call``, ``on_call``)."""
+
 from __future__ import annotations
 
 from typing import List, Literal, Optional
@@ -27,8 +28,9 @@ class Construction:
 
     __slots__ = ("site", "spec", "args", "via", "cls")
 
-    def __init__(self, site: CallSite, spec: ModuleSpec, args: Bound, via: Via,
-                 cls: Optional[ClassInfo]):
+    def __init__(
+        self, site: CallSite, spec: ModuleSpec, args: Bound, via: Via, cls: Optional[ClassInfo]
+    ):
         self.site = site
         self.spec = spec
         self.args = args
@@ -116,8 +118,11 @@ def _bind_skip_self(call: cst.Call, spec: ModuleSpec) -> Bound:
 
 
 def _is_super(node: cst.CSTNode) -> bool:
-    return (isinstance(node, cst.Call) and isinstance(node.func, cst.Name)
-            and node.func.value == "super")
+    return (
+        isinstance(node, cst.Call)
+        and isinstance(node.func, cst.Name)
+        and node.func.value == "super"
+    )
 
 
 def _in_own_init(site: CallSite) -> bool:
@@ -148,11 +153,19 @@ def is_module_class(cls: Optional[ClassInfo], resolver: Resolver, depth: int = 0
         return False
     for base in cls.base_exprs:
         qn = resolver.qualname(base, cls.env, cls.scope)
-        if qn is not None and (qn == torch_api.MODULE or torch_api.module_spec(qn) is not None
-                               or qn.startswith("torch.nn.") and qn[len("torch.nn."):][:1].isupper()):
+        if qn is not None and (
+            qn == torch_api.MODULE
+            or torch_api.module_spec(qn) is not None
+            or qn.startswith("torch.nn.")
+            and qn[len("torch.nn.") :][:1].isupper()
+        ):
             return True
         parent = resolver.local_class(base, cls.env, cls.scope)
-        if parent is not None and parent is not cls and is_module_class(parent, resolver, depth + 1):
+        if (
+            parent is not None
+            and parent is not cls
+            and is_module_class(parent, resolver, depth + 1)
+        ):
             return True
     return False
 
@@ -173,4 +186,3 @@ def self_name(site: CallSite) -> Optional[str]:
         if defs and all(d.kind == DefKind.SELF for d in defs):
             return first
     return None
-

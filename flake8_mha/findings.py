@@ -1,4 +1,5 @@
 """A finding: what the analyzer reports, and the evidence a witness needs."""
+
 from __future__ import annotations
 
 from dataclasses import dataclass, field

@@ -7,6 +7,7 @@ position (LibCST's PositionProvider) and handed to the fix of its code.
 Everything else in the file is left byte for byte: LibCST keeps formatting
 and comments.
 """
+
 from __future__ import annotations
 
 from typing import Dict, List, Sequence, Tuple
@@ -19,8 +20,7 @@ from .flow import FlowPass
 from .resolve import Resolver
 from .rules.autofix import FIXES, NEVER_FIXED, Fix, FixContext, fixable_codes, register
 
-__all__ = ["FIXES", "NEVER_FIXED", "Fix", "FixContext", "fixable_codes", "register",
-           "fix_source"]
+__all__ = ["FIXES", "NEVER_FIXED", "Fix", "FixContext", "fixable_codes", "register", "fix_source"]
 
 
 class _FixTransformer(cst.CSTTransformer):
@@ -57,8 +57,9 @@ class _FixTransformer(cst.CSTTransformer):
         return node
 
 
-def fix_source(source: str, findings: Sequence[Finding], path: str = "<string>"
-               ) -> Tuple[str, List[Finding]]:
+def fix_source(
+    source: str, findings: Sequence[Finding], path: str = "<string>"
+) -> Tuple[str, List[Finding]]:
     """The source with every safe fix for ``findings`` applied, and the findings fixed.
 
     A result that does not parse is thrown away whole (the source comes back

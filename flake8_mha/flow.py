@@ -8,6 +8,7 @@ the chain of parent nodes: the rules and the evaluators in ``resolve.py``,
 ``values.py`` and ``masks.py`` read those lazily, so a file pays only for the
 calls that concern attention.
 """
+
 from __future__ import annotations
 
 import enum
@@ -17,7 +18,6 @@ from typing import Dict, Iterator, List, Optional, Sequence, Tuple
 import libcst as cst
 
 from .tree import children, walk  # noqa: F401  (re-exported: the one tree walk)
-
 
 
 class Env:
@@ -178,8 +178,18 @@ class Def:
 class Scope:
     """A module, class or function body."""
 
-    __slots__ = ("kind", "node", "parent", "final_env", "cls", "returns", "loads",
-                 "globals", "mutated_globals", "appends")
+    __slots__ = (
+        "kind",
+        "node",
+        "parent",
+        "final_env",
+        "cls",
+        "returns",
+        "loads",
+        "globals",
+        "mutated_globals",
+        "appends",
+    )
 
     def __init__(self, kind, node, parent, cls=None):
         self.kind: ScopeKind = kind
@@ -310,13 +320,17 @@ class FlowPass:
             self.expr(node.value, env, scope)
             env = self._flush(env)
             for target in node.targets:
-                env = self.bind(target.target, Def(DefKind.ASSIGN, node.value, env, scope), env, scope)
+                env = self.bind(
+                    target.target, Def(DefKind.ASSIGN, node.value, env, scope), env, scope
+                )
             return env
         if t is cst.AnnAssign:
             if node.value is not None:
                 self.expr(node.value, env, scope)
                 env = self._flush(env)
-                env = self.bind(node.target, Def(DefKind.ASSIGN, node.value, env, scope), env, scope)
+                env = self.bind(
+                    node.target, Def(DefKind.ASSIGN, node.value, env, scope), env, scope
+                )
             return env
         if t is cst.AugAssign:
             self.expr(node.value, env, scope)
@@ -324,7 +338,9 @@ class FlowPass:
             prev = ()
             if isinstance(node.target, cst.Name):
                 prev = lookup(node.target.value, env, scope)
-            return self.bind(node.target, Def(DefKind.AUGASSIGN, node, env, scope, extra=prev), env, scope)
+            return self.bind(
+                node.target, Def(DefKind.AUGASSIGN, node, env, scope, extra=prev), env, scope
+            )
         if t is cst.Expr:
             self.expr(node.value, env, scope)
             return self._flush(env)
@@ -363,7 +379,9 @@ class FlowPass:
             for alias in node.names:
                 name = _asname(alias) if alias.asname is not None else _dotted(alias.name)
                 if name:
-                    env = env.set(name, (Def(DefKind.IMPORT, node, extra=base + "." + _dotted(alias.name)),))
+                    env = env.set(
+                        name, (Def(DefKind.IMPORT, node, extra=base + "." + _dotted(alias.name)),)
+                    )
             return env
         if t is cst.Global or t is cst.Nonlocal:
             for item in node.names:
@@ -390,7 +408,9 @@ class FlowPass:
             saved_conds = self._conds
             first = self.bind(node.target, Def(DefKind.FOR, node.iter, env, scope), env, scope)
             loop_env = self.body(node.body, first, scope)
-            again = self.bind(node.target, Def(DefKind.FOR, node.iter, env, scope), join(env, loop_env), scope)
+            again = self.bind(
+                node.target, Def(DefKind.FOR, node.iter, env, scope), join(env, loop_env), scope
+            )
             loop_env = self.body(node.body, again, scope)
             self._conds = saved_conds
             out = join(env, loop_env)
@@ -435,7 +455,9 @@ class FlowPass:
                 self.expr(item.item, env, scope)
                 env = self._flush(env)
                 if item.asname is not None:
-                    env = self.bind(item.asname.name, Def(DefKind.WITH, item.item, env, scope), env, scope)
+                    env = self.bind(
+                        item.asname.name, Def(DefKind.WITH, item.item, env, scope), env, scope
+                    )
             return self.body(node.body, env, scope)
         if t is cst.FunctionDef:
             for dec in node.decorators:
@@ -462,7 +484,9 @@ class FlowPass:
                 for d in defs:
                     if d.kind == DefKind.ASSIGN:
                         info.add_attr(name, d)
-            return self.bind(node.name, Def(DefKind.CLASS, node, env, scope, extra=info), env, scope)
+            return self.bind(
+                node.name, Def(DefKind.CLASS, node, env, scope, extra=info), env, scope
+            )
         if t is getattr(cst, "Match", None):
             self.expr(node.subject, env, scope)
             env = self._flush(env)
@@ -488,7 +512,9 @@ class FlowPass:
 
     def _function(self, node: cst.FunctionDef, outer: Scope, env_at_def: Env) -> None:
         cls = outer.cls if outer.kind == ScopeKind.CLASS else None
-        fscope = Scope(ScopeKind.FUNCTION, node, outer if outer.kind != ScopeKind.CLASS else outer, cls=cls)
+        fscope = Scope(
+            ScopeKind.FUNCTION, node, outer if outer.kind != ScopeKind.CLASS else outer, cls=cls
+        )
         if outer.kind == ScopeKind.CLASS:
             # a method sees the module (and enclosing functions), not the class body
             fscope.parent = outer
@@ -522,8 +548,14 @@ class FlowPass:
         t = type(target)
         if t is cst.Name:
             if index:
-                d = Def(DefKind.UNPACK if d.kind == DefKind.ASSIGN else d.kind, d.node, d.env, d.scope,
-                        d.index + index, d.extra)
+                d = Def(
+                    DefKind.UNPACK if d.kind == DefKind.ASSIGN else d.kind,
+                    d.node,
+                    d.env,
+                    d.scope,
+                    d.index + index,
+                    d.extra,
+                )
             return env.set(target.value, (d,))
         if t in (cst.Tuple, cst.List):
             for i, el in enumerate(target.elements):
@@ -538,8 +570,14 @@ class FlowPass:
                 for owner in lookup(target.value.value, env, scope):
                     if owner.kind == DefKind.SELF:
                         if index:
-                            d = Def(DefKind.UNPACK if d.kind == DefKind.ASSIGN else d.kind, d.node, d.env,
-                                    d.scope, d.index + index, d.extra)
+                            d = Def(
+                                DefKind.UNPACK if d.kind == DefKind.ASSIGN else d.kind,
+                                d.node,
+                                d.env,
+                                d.scope,
+                                d.index + index,
+                                d.extra,
+                            )
                         owner.extra.add_attr(target.attr.value, d)
             return env
         if t is cst.Subscript:
@@ -603,7 +641,9 @@ class FlowPass:
         elif t is cst.NamedExpr:
             self.expr(node.value, env, scope)
             if isinstance(node.target, cst.Name):
-                self._pending.append((node.target.value, Def(DefKind.ASSIGN, node.value, env, scope)))
+                self._pending.append(
+                    (node.target.value, Def(DefKind.ASSIGN, node.value, env, scope))
+                )
             return
         parents.append(node)
         for child in children(node):
@@ -612,11 +652,17 @@ class FlowPass:
 
     def _register_buffer(self, node: cst.Call, env: Env, scope: Scope) -> None:
         func = node.func
-        if (isinstance(func, cst.Attribute) and func.attr.value in ("append", "extend", "insert")
-                and node.args):
+        if (
+            isinstance(func, cst.Attribute)
+            and func.attr.value in ("append", "extend", "insert")
+            and node.args
+        ):
             self._append(func, node, env, scope)
             return
-        if not (isinstance(func, cst.Attribute) and func.attr.value in ("register_buffer", "register_parameter")):
+        if not (
+            isinstance(func, cst.Attribute)
+            and func.attr.value in ("register_buffer", "register_parameter")
+        ):
             return
         if not isinstance(func.value, cst.Name) or len(node.args) < 2:
             return
@@ -625,8 +671,9 @@ class FlowPass:
             return
         for owner in lookup(func.value.value, env, scope):
             if owner.kind == DefKind.SELF:
-                owner.extra.add_attr(name_arg.evaluated_value, Def(DefKind.ASSIGN, node.args[1].value, env, scope))
-
+                owner.extra.add_attr(
+                    name_arg.evaluated_value, Def(DefKind.ASSIGN, node.args[1].value, env, scope)
+                )
 
     def _append(self, func: cst.Attribute, node: cst.Call, env: Env, scope: Scope) -> None:
         kind = DefKind.FOR if func.attr.value == "extend" else DefKind.ASSIGN

@@ -10,6 +10,7 @@ unchanged.  A blanked definition can only make something unknown, and
 unknown never fires; the few files it applies to are the ones that made
 flake8 slow.
 """
+
 from __future__ import annotations
 
 import ast
@@ -21,8 +22,9 @@ MIN_LINES = 2000
 _DEFS = (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)
 
 
-def focus(source: str, tree: Optional[ast.Module] = None,
-          words: Sequence[str] = TRIGGER_WORDS) -> str:
+def focus(
+    source: str, tree: Optional[ast.Module] = None, words: Sequence[str] = TRIGGER_WORDS
+) -> str:
     """``source`` with irrelevant top-level definitions replaced by blank lines."""
     lines = source.splitlines(keepends=True)
     if len(lines) < MIN_LINES:
@@ -37,7 +39,7 @@ def focus(source: str, tree: Optional[ast.Module] = None,
         if not isinstance(stmt, _DEFS) or getattr(stmt, "end_lineno", None) is None:
             continue
         first = min([stmt.lineno] + [d.lineno for d in stmt.decorator_list])
-        text = "".join(lines[first - 1:stmt.end_lineno])
+        text = "".join(lines[first - 1 : stmt.end_lineno])
         if any(word in text for word in words) or "global " in text or "nonlocal " in text:
             continue
         drop.append(range(first - 1, stmt.end_lineno))
@@ -47,6 +49,8 @@ def focus(source: str, tree: Optional[ast.Module] = None,
     for span in drop:
         for i in span:
             line = out[i]
-            ending = "\r\n" if line.endswith("\r\n") else ("\n" if line.endswith(("\n", "\r")) else "")
+            ending = (
+                "\r\n" if line.endswith("\r\n") else ("\n" if line.endswith(("\n", "\r")) else "")
+            )
             out[i] = ending
     return "".join(out)

@@ -18,6 +18,7 @@ makes the expansion unknown, and unknown never fires.
 
 The analysis is computed once per file and kept on the rule context.
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass, field
@@ -27,8 +28,23 @@ import libcst as cst
 
 from .flow import CallSite, Env, Scope, lookup
 from .heads import (
-    BEAM, KV_HELPER, KV_TENSOR, NOT_KV, SEQ, Axis, Layout, Layouts, arg_of, axes_from_sizes,
-    call_sizes, einops_axes, ident, is_minus_one, is_one, name_role, names_of,
+    BEAM,
+    KV_HELPER,
+    KV_TENSOR,
+    NOT_KV,
+    SEQ,
+    Axis,
+    Layout,
+    Layouts,
+    arg_of,
+    axes_from_sizes,
+    call_sizes,
+    einops_axes,
+    ident,
+    is_minus_one,
+    is_one,
+    name_role,
+    names_of,
 )
 from .values import UNKNOWN, literal, value_of
 
@@ -37,6 +53,7 @@ GROUP = "group"
 
 
 # --- expansions -----------------------------------------------------------------
+
 
 @dataclass
 class Expansion:
@@ -113,17 +130,25 @@ class GqaAnalysis:
         scope = self.ctx.flow.module_scope
         for _, defs in scope.final_env.items():
             for d in defs:
-                if d.kind == "import" and isinstance(d.extra, str) and d.extra.split(".")[0] == "torch":
+                if (
+                    d.kind == "import"
+                    and isinstance(d.extra, str)
+                    and d.extra.split(".")[0] == "torch"
+                ):
                     return True
         return False
 
     def _classify(self, site: CallSite) -> Optional[Expansion]:
         call = site.node
         func = call.func
-        name = func.attr.value if isinstance(func, cst.Attribute) else (
-            func.value if isinstance(func, cst.Name) else "")
+        name = (
+            func.attr.value
+            if isinstance(func, cst.Attribute)
+            else (func.value if isinstance(func, cst.Name) else "")
+        )
         if name not in _EXPANDERS and not any(
-                a.keyword is not None and a.keyword.value == "enable_gqa" for a in call.args):
+            a.keyword is not None and a.keyword.value == "enable_gqa" for a in call.args
+        ):
             return None
         env, scope = site.env, site.scope
         qn = self.ctx.resolver.qualname(func, env, scope) or ""
@@ -135,8 +160,9 @@ class GqaAnalysis:
                 return Expansion(GROUP, "enable_gqa", site, deciding=[call])
             return None
         if qn == "torch.repeat_interleave":
-            return self._interleave(site, arg_of(call, 0, "input"), arg_of(call, 1, "repeats"),
-                                    arg_of(call, 2, "dim"))
+            return self._interleave(
+                site, arg_of(call, 0, "input"), arg_of(call, 1, "repeats"), arg_of(call, 2, "dim")
+            )
         if qn in ("torch.cat", "torch.concat"):
             return self._cat(site)
         if qn == "torch.tile":
@@ -158,14 +184,18 @@ class GqaAnalysis:
             return self._expand(site, recv)
         return None
 
-    def factor_kind(self, node: Optional[cst.CSTNode], env: Env, scope: Scope, depth: int = 0) -> str:
+    def factor_kind(
+        self, node: Optional[cst.CSTNode], env: Env, scope: Scope, depth: int = 0
+    ) -> str:
         """rep, heads, kv_heads, beam, seq, one, literal or other."""
         if node is None or depth > 4:
             return "other"
         v = literal(node)
         if isinstance(v, int) and not isinstance(v, bool):
             return "one" if v <= 1 else "literal"
-        if isinstance(node, cst.BinaryOperation) and isinstance(node.operator, (cst.FloorDivide, cst.Divide)):
+        if isinstance(node, cst.BinaryOperation) and isinstance(
+            node.operator, (cst.FloorDivide, cst.Divide)
+        ):
             left, right = name_role(ident(node.left)), name_role(ident(node.right))
             if left == "heads" and right == "kv_heads":
                 return "rep"
@@ -185,10 +215,19 @@ class GqaAnalysis:
                 return self.factor_kind(defs[0].node, defs[0].env, defs[0].scope, depth + 1)
         return "other"
 
-    def _decide(self, kind: str, via: str, site: CallSite, recv: Optional[cst.CSTNode],
-                rank: Optional[int], p: int, factor: Optional[cst.CSTNode],
-                layout: Optional[Layout] = None, decided: str = "",
-                deciding: Optional[List[cst.CSTNode]] = None) -> Optional[Expansion]:
+    def _decide(
+        self,
+        kind: str,
+        via: str,
+        site: CallSite,
+        recv: Optional[cst.CSTNode],
+        rank: Optional[int],
+        p: int,
+        factor: Optional[cst.CSTNode],
+        layout: Optional[Layout] = None,
+        decided: str = "",
+        deciding: Optional[List[cst.CSTNode]] = None,
+    ) -> Optional[Expansion]:
         """An expansion of axis ``p`` by ``factor``, if the code shows it is the
         K/V head axis of a key or value tensor."""
         if recv is None or (p == 0 and decided != "layout"):
@@ -220,8 +259,18 @@ class GqaAnalysis:
             decided = "factor"
         if rank is None and layout is not None:
             rank = layout.rank
-        exp = Expansion(kind, via, site, p, rank, factor, layout, _tensor_name(recv), decided,
-                        deciding + [site.node])
+        exp = Expansion(
+            kind,
+            via,
+            site,
+            p,
+            rank,
+            factor,
+            layout,
+            _tensor_name(recv),
+            decided,
+            deciding + [site.node],
+        )
         if exp.n_kv() == 1:
             return None  # one KV head (multi-query): tiling and grouping agree
         if not self._is_kv(recv, site, layout):
@@ -235,12 +284,17 @@ class GqaAnalysis:
         root = names_of(recv)
         defs = lookup(root[0], site.env, site.scope) if root else ()
         # ``for t in (k, v)``: every element a key or value
-        if defs and all(d.kind == "for" and isinstance(d.node, (cst.Tuple, cst.List)) and not d.index
-                        for d in defs):
+        if defs and all(
+            d.kind == "for" and isinstance(d.node, (cst.Tuple, cst.List)) and not d.index
+            for d in defs
+        ):
             elements = [el.value for d in defs for el in d.node.elements]
             return bool(elements) and all(
-                isinstance(el, cst.Name) and KV_TENSOR.match(el.value.lower())
-                and not NOT_KV.search(el.value.lower()) for el in elements)
+                isinstance(el, cst.Name)
+                and KV_TENSOR.match(el.value.lower())
+                and not NOT_KV.search(el.value.lower())
+                for el in elements
+            )
         func = site.function
         if func is not None and root and KV_HELPER.search(func.name.value.lower()):
             return bool(defs) and all(d.kind in ("param", "assign") for d in defs)
@@ -282,12 +336,21 @@ class GqaAnalysis:
         if not isinstance(d, int) or isinstance(d, bool) or d < 0:
             return None
         tensor = factor = None
-        if (isinstance(seq, cst.BinaryOperation) and isinstance(seq.operator, cst.Multiply)
-                and isinstance(seq.left, (cst.List, cst.Tuple)) and len(seq.left.elements) == 1):
+        if (
+            isinstance(seq, cst.BinaryOperation)
+            and isinstance(seq.operator, cst.Multiply)
+            and isinstance(seq.left, (cst.List, cst.Tuple))
+            and len(seq.left.elements) == 1
+        ):
             tensor, factor = seq.left.elements[0].value, seq.right
-        elif (isinstance(seq, (cst.ListComp, cst.GeneratorExp)) and seq.for_in.inner_for_in is None
-              and not seq.for_in.ifs and isinstance(seq.for_in.iter, cst.Call)
-              and ident(seq.for_in.iter.func) == "range" and len(seq.for_in.iter.args) == 1):
+        elif (
+            isinstance(seq, (cst.ListComp, cst.GeneratorExp))
+            and seq.for_in.inner_for_in is None
+            and not seq.for_in.ifs
+            and isinstance(seq.for_in.iter, cst.Call)
+            and ident(seq.for_in.iter.func) == "range"
+            and len(seq.for_in.iter.args) == 1
+        ):
             tensor, factor = seq.elt, seq.for_in.iter.args[0].value
         if not isinstance(tensor, (cst.Name, cst.Attribute)) or factor is None:
             return None
@@ -306,8 +369,9 @@ class GqaAnalysis:
             d += layout.rank
         return self._decide(GROUP, "repeat_interleave", site, recv, None, d, repeats, layout)
 
-    def _expand(self, site: CallSite, recv: cst.CSTNode, sizes=None,
-                counts: bool = False) -> Optional[Expansion]:
+    def _expand(
+        self, site: CallSite, recv: cst.CSTNode, sizes=None, counts: bool = False
+    ) -> Optional[Expansion]:
         """``x[:, None].expand(...)`` (tiling) / ``x[:, :, None].expand(...)`` (grouping),
         merged by a following reshape/view/flatten; with ``counts``, the same
         with ``.repeat`` of the new axis (its arguments are counts, not sizes)."""
@@ -331,14 +395,20 @@ class GqaAnalysis:
         if h is None and counts:
             return None
         if h is None:
-            named = [i for i, s in enumerate(sizes)
-                     if i != j and name_role(ident(s)) in ("kv_heads", "heads")]
+            named = [
+                i
+                for i, s in enumerate(sizes)
+                if i != j and name_role(ident(s)) in ("kv_heads", "heads")
+            ]
             if len(named) != 1:
                 return None
             h = named[0] if named[0] < j else named[0] - 1
             decided = "shape"
-            layout = Layout(axes_from_sizes(sizes[:j] + sizes[j + 1:], site.env, site.scope) or [],
-                            [site.node], names_of(base))
+            layout = Layout(
+                axes_from_sizes(sizes[:j] + sizes[j + 1 :], site.env, site.scope) or [],
+                [site.node],
+                names_of(base),
+            )
         if j == h:
             kind = TILE
         elif j == h + 1:
@@ -346,8 +416,18 @@ class GqaAnalysis:
         else:
             return None
         deciding = list(layout.decided_by) if decided == "layout" else []
-        return self._decide(kind, "repeat" if counts else "expand", site, base, rank, h, factor,
-                            layout, decided, deciding)
+        return self._decide(
+            kind,
+            "repeat" if counts else "expand",
+            site,
+            base,
+            rank,
+            h,
+            factor,
+            layout,
+            decided,
+            deciding,
+        )
 
     def _merged(self, site: CallSite) -> bool:
         merge = ("reshape", "view", "flatten")
@@ -355,16 +435,24 @@ class GqaAnalysis:
         if parents and isinstance(parents[-1], cst.Attribute) and parents[-1].attr.value in merge:
             return True
         stmt = site.stmt
-        if not (isinstance(stmt, cst.Assign) and stmt.value is site.node and len(stmt.targets) == 1
-                and isinstance(stmt.targets[0].target, cst.Name)):
+        if not (
+            isinstance(stmt, cst.Assign)
+            and stmt.value is site.node
+            and len(stmt.targets) == 1
+            and isinstance(stmt.targets[0].target, cst.Name)
+        ):
             return False
         target = stmt.targets[0].target.value
         for other in self.ctx.flow.calls:
             func = other.node.func
-            if (other.scope is site.scope and isinstance(func, cst.Attribute)
-                    and func.attr.value in merge and isinstance(func.value, cst.Name)
-                    and func.value.value == target
-                    and any(d.node is site.node for d in lookup(target, other.env, other.scope))):
+            if (
+                other.scope is site.scope
+                and isinstance(func, cst.Attribute)
+                and func.attr.value in merge
+                and isinstance(func.value, cst.Name)
+                and func.value.value == target
+                and any(d.node is site.node for d in lookup(target, other.env, other.scope))
+            ):
                 return True
         return False
 
@@ -378,7 +466,7 @@ class GqaAnalysis:
         ins, outs = einops_axes(left, True), einops_axes(right, True)
         if ins is None or outs is None or any(t.startswith("(") for t in ins):
             return None
-        known = ins[:ins.index("...")] if "..." in ins else ins  # axes counted from the left
+        known = ins[: ins.index("...")] if "..." in ins else ins  # axes counted from the left
         kwargs = {a.keyword.value: a.value for a in call.args if a.keyword is not None}
         for group in outs:
             if not group.startswith("("):
@@ -395,14 +483,26 @@ class GqaAnalysis:
                 continue
             p = ins.index(head)
             head_expr = kwargs.get(head)
-            if name_role(ident(head_expr) if head_expr is not None else head) not in ("kv_heads", "heads"):
+            if name_role(ident(head_expr) if head_expr is not None else head) not in (
+                "kv_heads",
+                "heads",
+            ):
                 continue
             kind = GROUP if parts[0] == head else TILE
             axes = [Axis(kwargs.get(t), site.env, site.scope, t) for t in ins]
             layout = Layout(axes, [call], names_of(arg_of(call, 0, "tensor") or call))
-            exp = self._decide(kind, "einops", site, arg_of(call, 0, "tensor"),
-                               len(ins) if known is ins else None, p, kwargs[new[0]], layout,
-                               "layout", [call])
+            exp = self._decide(
+                kind,
+                "einops",
+                site,
+                arg_of(call, 0, "tensor"),
+                len(ins) if known is ins else None,
+                p,
+                kwargs[new[0]],
+                layout,
+                "layout",
+                [call],
+            )
             if exp is not None and known is not ins:
                 exp.rank = None  # '...' stands for any number of axes
             return exp
@@ -415,15 +515,25 @@ def _new_axis(recv: cst.CSTNode) -> Tuple[Optional[cst.CSTNode], Optional[int]]:
         j = None
         for i, el in enumerate(recv.slice):
             s = el.slice
-            if isinstance(s, cst.Index) and isinstance(s.value, cst.Name) and s.value.value == "None":
+            if (
+                isinstance(s, cst.Index)
+                and isinstance(s.value, cst.Name)
+                and s.value.value == "None"
+            ):
                 if j is not None:
                     return None, None
                 j = i
-            elif not (isinstance(s, cst.Slice) and s.lower is None and s.upper is None and s.step is None):
+            elif not (
+                isinstance(s, cst.Slice) and s.lower is None and s.upper is None and s.step is None
+            ):
                 return None, None
         return (recv.value, j) if j is not None else (None, None)
-    if (isinstance(recv, cst.Call) and isinstance(recv.func, cst.Attribute)
-            and recv.func.attr.value == "unsqueeze" and len(recv.args) == 1):
+    if (
+        isinstance(recv, cst.Call)
+        and isinstance(recv.func, cst.Attribute)
+        and recv.func.attr.value == "unsqueeze"
+        and len(recv.args) == 1
+    ):
         d = literal(recv.args[0].value)
         if isinstance(d, int) and not isinstance(d, bool) and d >= 0:
             return recv.func.value, d
@@ -482,5 +592,6 @@ def axes_text(layout: Optional[Layout]) -> Optional[List[str]]:
     if layout is None:
         return None
     empty = cst.Module(body=[])
-    return [empty.code_for_node(a.expr) if a.expr is not None else (a.name or "?")
-            for a in layout.axes]
+    return [
+        empty.code_for_node(a.expr) if a.expr is not None else (a.name or "?") for a in layout.axes
+    ]

@@ -8,6 +8,7 @@ patterns; ``b, n_kv, s, d = x.shape`` in the function of a parameter;
 ``torch.cat`` of a known layout; rotary helpers that return their inputs'
 shapes.  Without such evidence a layout is unknown (None).
 """
+
 from __future__ import annotations
 
 import re
@@ -25,19 +26,40 @@ MAX_DEPTH = 12
 
 _KV_HEADS = re.compile(
     r"(kv|key_?value|k_v).*heads?|heads?_?kv|^(n_?|num_?)?kv_?h$|^h_?kv$|^n_?kv$|^hkv$|"
-    r"query_?groups|group_?num|num_?groups_?kv")
+    r"query_?groups|group_?num|num_?groups_?kv"
+)
 _HEADS = re.compile(r"heads?$|^n_?heads?|^num_?heads?|^nh$|^n_?h$|^h$|^n_?head$|^heads_?q$")
-_REP = re.compile(r"^(n_|num_)?reps?$|^n_?rep|^num_?rep|_rep$|key_?value_?groups|kv_?groups|"
-                  r"per_?kv|per_?group|q_?per_?kv|group_?size$|^repeats?$|^n_?repeats?$")
+_REP = re.compile(
+    r"^(n_|num_)?reps?$|^n_?rep|^num_?rep|_rep$|key_?value_?groups|kv_?groups|"
+    r"per_?kv|per_?group|q_?per_?kv|group_?size$|^repeats?$|^n_?repeats?$"
+)
 BEAM = re.compile(r"beam|batch|bsz|^bs$|^b$|^n$|sample|return_seq|copies|^num_?return|expand_size")
 SEQ = re.compile(r"len$|length|seq|^l$|^s$|^t$|tokens|steps|^n_?ctx|window|^time")
 KV_TENSOR = re.compile(
     r"^(k|v|kv|xk|xv|wk|wv|key|keys|value|values|k_?cache|v_?cache|key_?states?|value_?states?|"
-    r"past_?k(ey)?s?|past_?v(alue)?s?|cache_?[kv]|[kv]_\w+|\w+_[kv]|\w*key\w*|\w*value\w*)$")
-NOT_KV = re.compile(r"mask|bias|pos|scale|weight|norm|idx|ids|index")  # key_padding_mask, key_pos, ...
+    r"past_?k(ey)?s?|past_?v(alue)?s?|cache_?[kv]|[kv]_\w+|\w+_[kv]|\w*key\w*|\w*value\w*)$"
+)
+NOT_KV = re.compile(
+    r"mask|bias|pos|scale|weight|norm|idx|ids|index"
+)  # key_padding_mask, key_pos, ...
 KV_HELPER = re.compile(r"kv|key_?value|repeat_?heads|expand_?heads")
-_SAME_SHAPE = frozenset({"contiguous", "clone", "float", "half", "bfloat16", "double", "to",
-                         "type", "type_as", "detach", "cpu", "cuda", "requires_grad_"})
+_SAME_SHAPE = frozenset(
+    {
+        "contiguous",
+        "clone",
+        "float",
+        "half",
+        "bfloat16",
+        "double",
+        "to",
+        "type",
+        "type_as",
+        "detach",
+        "cpu",
+        "cuda",
+        "requires_grad_",
+    }
+)
 _FACTORIES = frozenset("torch." + f for f in ("randn", "rand", "zeros", "ones", "empty"))
 _ROTARY = re.compile(r"rotary|rope|rot_|_rot|apply_pos")
 
@@ -63,6 +85,7 @@ def is_minus_one(node: cst.CSTNode) -> bool:
 
 # --- axes and layouts -------------------------------------------------------------
 
+
 @dataclass
 class Axis:
     """One axis of a tensor: the size expression that named it, if the code has one."""
@@ -76,7 +99,9 @@ class Axis:
     def role(self) -> str:
         """kv_heads, heads, rep, merged, or "" (not a head axis as far as the code says)."""
         name = self.name
-        if isinstance(self.expr, cst.BinaryOperation) and isinstance(self.expr.operator, cst.Multiply):
+        if isinstance(self.expr, cst.BinaryOperation) and isinstance(
+            self.expr.operator, cst.Multiply
+        ):
             roles = {name_role(ident(self.expr.left)), name_role(ident(self.expr.right))}
             if roles & {"kv_heads", "heads"}:
                 return "heads"
@@ -132,7 +157,9 @@ def axes_from_sizes(sizes: List[cst.CSTNode], env: Env, scope: Scope) -> Optiona
     return axes
 
 
-def call_sizes(call: cst.Call, env: Env, scope: Scope, depth: int = 0) -> Optional[List[cst.CSTNode]]:
+def call_sizes(
+    call: cst.Call, env: Env, scope: Scope, depth: int = 0
+) -> Optional[List[cst.CSTNode]]:
     """The size arguments of ``view``/``reshape``/``repeat``/``expand``: varargs or one tuple."""
     if any(a.keyword is not None or a.star for a in call.args):
         return None
@@ -140,12 +167,20 @@ def call_sizes(call: cst.Call, env: Env, scope: Scope, depth: int = 0) -> Option
     if len(args) == 1:
         one = args[0]
         if isinstance(one, (cst.Tuple, cst.List)):
-            return [el.value if not isinstance(el, cst.StarredElement) else el for el in one.elements]
+            return [
+                el.value if not isinstance(el, cst.StarredElement) else el for el in one.elements
+            ]
         if isinstance(one, cst.Name) and depth < 2:
             defs = lookup(one.value, env, scope)
-            if len(defs) == 1 and defs[0].kind == "assign" and isinstance(defs[0].node, (cst.Tuple, cst.List)):
-                return [el.value if not isinstance(el, cst.StarredElement) else el
-                        for el in defs[0].node.elements]
+            if (
+                len(defs) == 1
+                and defs[0].kind == "assign"
+                and isinstance(defs[0].node, (cst.Tuple, cst.List))
+            ):
+                return [
+                    el.value if not isinstance(el, cst.StarredElement) else el
+                    for el in defs[0].node.elements
+                ]
         if literal(one) is UNKNOWN and not isinstance(one, (cst.Integer,)):
             return None  # x.view(shape): unknown
     return args
@@ -246,7 +281,9 @@ class Layouts:
                 return None
             sizes = [a.value for a in positional]
             if len(sizes) == 1 and isinstance(sizes[0], (cst.Tuple, cst.List)):
-                sizes = [el.value for el in sizes[0].elements if not isinstance(el, cst.StarredElement)]
+                sizes = [
+                    el.value for el in sizes[0].elements if not isinstance(el, cst.StarredElement)
+                ]
                 if len(sizes) != len(positional[0].value.elements):
                     return None
             axes = axes_from_sizes(sizes, env, scope)
@@ -280,7 +317,9 @@ class Layouts:
                 return None
             if got is None:
                 return None
-            if found is not None and (found.rank != got.rank or found.head_axis() != got.head_axis()):
+            if found is not None and (
+                found.rank != got.rank or found.head_axis() != got.head_axis()
+            ):
                 return None
             found = found or got
         if found is not None:
@@ -304,7 +343,7 @@ class Layouts:
                 dim = _dim(arg_of(value, 0, "dim") or cst.Integer("0"), base.rank)
                 if dim is None:
                     return None
-                return base.with_axes(base.axes[:dim] + base.axes[dim + 1:], value)
+                return base.with_axes(base.axes[:dim] + base.axes[dim + 1 :], value)
             dim = _dim(arg_of(value, 1, "dim") or cst.Integer("0"), base.rank)
             if dim is None or dim == base.head_axis():
                 return None
@@ -354,7 +393,11 @@ class Layouts:
         axes, i = [], 0
         for el in node.slice:
             s = el.slice
-            if isinstance(s, cst.Index) and isinstance(s.value, cst.Name) and s.value.value == "None":
+            if (
+                isinstance(s, cst.Index)
+                and isinstance(s.value, cst.Name)
+                and s.value.value == "None"
+            ):
                 axes.append(Axis())
                 continue
             if isinstance(s, cst.Slice):

@@ -11,6 +11,7 @@
   every line of it.
 - A line that is only ``# flake8: noqa`` (or ``# flake8=noqa``) skips the file.
 """
+
 from __future__ import annotations
 
 import io
@@ -44,7 +45,7 @@ def line_mapping(lines: Sequence[str]) -> Dict[int, str]:
         lo = min(lo, tok.start[0])
         hi = max(hi, tok.end[0])
         if tok.type in (tokenize.NL, tokenize.NEWLINE):
-            joined = "".join(lines[lo - 1:hi])
+            joined = "".join(lines[lo - 1 : hi])
             for n in range(lo, hi + 1):
                 out[n] = joined
             lo, hi = len(lines) + 2, -1

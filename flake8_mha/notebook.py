@@ -18,6 +18,7 @@ This module only translates (notebook -> Python text -> cell positions, and a
 fixed text back into the notebook); reading, linting, ``# noqa`` and fixing
 are the lint pipeline's (``pipeline.lint_notebook``).
 """
+
 from __future__ import annotations
 
 import copy
@@ -26,10 +27,26 @@ import re
 from dataclasses import dataclass, field
 from typing import Dict, List, Optional, Sequence, Tuple
 
-PYTHON_BODY_CELL_MAGICS = frozenset({
-    "time", "timeit", "capture", "prun", "debug", "python", "python3", "pypy", "ipython",
-    "autoreload", "skip", "memit", "mprun", "tensorboard", "px", "cython_inline",
-})
+PYTHON_BODY_CELL_MAGICS = frozenset(
+    {
+        "time",
+        "timeit",
+        "capture",
+        "prun",
+        "debug",
+        "python",
+        "python3",
+        "pypy",
+        "ipython",
+        "autoreload",
+        "skip",
+        "memit",
+        "mprun",
+        "tensorboard",
+        "px",
+        "cython_inline",
+    }
+)
 _SEPARATOR = "# flake8-mha: cell {n}\n"
 _SEPARATOR_RE = re.compile(r"^# flake8-mha: cell (\d+)\n?$")
 _MARKER = "pass  # flake8-mha: ipython {k}"
@@ -68,8 +85,12 @@ def mask_cell(source: str, counter: List[int]) -> Tuple[Optional[str], Dict[int,
     continued = False
     for n, line in enumerate(lines):
         stripped = line.strip()
-        if continued or (stripped.startswith(("%", "!")) and not stripped.startswith("%%")) \
-                or _ASSIGN_MAGIC.match(line) or _HELP.match(line):
+        if (
+            continued
+            or (stripped.startswith(("%", "!")) and not stripped.startswith("%%"))
+            or _ASSIGN_MAGIC.match(line)
+            or _HELP.match(line)
+        ):
             continued = stripped.endswith("\\")
             if _MARKER_RE.match(line) is None:
                 lines[n] = _mark(line, counter, magics)
@@ -102,8 +123,9 @@ def load(raw: str) -> dict:
 
 def is_python(nb: dict) -> bool:
     meta = nb.get("metadata") or {}
-    lang = (meta.get("language_info") or {}).get("name") or \
-        (meta.get("kernelspec") or {}).get("language")
+    lang = (meta.get("language_info") or {}).get("name") or (meta.get("kernelspec") or {}).get(
+        "language"
+    )
     return lang is None or str(lang).lower() in ("python", "python3", "ipython", "python 3")
 
 
@@ -166,7 +188,7 @@ def source_line_map(raw: str) -> Dict[int, List[int]]:
             j = i + 1
             while j < n and raw[j] != '"':
                 j += 2 if raw[j] == "\\" else 1
-            text = raw[i + 1:j]
+            text = raw[i + 1 : j]
             if stack and stack[-1][0] == "obj" and stack[-1][2]:
                 stack[-1][1] = json.loads('"' + text + '"')
             else:
@@ -196,8 +218,9 @@ def file_line(nb: dict, raw_map: Dict[int, List[int]], index: int, cell_line: in
         return None
     src = nb["cells"][index].get("source", "")
     if isinstance(src, list):
-        one_per_line = all(s.endswith("\n") and "\n" not in s[:-1] for s in src[:-1]) and \
-            (not src or "\n" not in src[-1].rstrip("\n"))
+        one_per_line = all(s.endswith("\n") and "\n" not in s[:-1] for s in src[:-1]) and (
+            not src or "\n" not in src[-1].rstrip("\n")
+        )
         if one_per_line and 0 < cell_line <= len(starts):
             return starts[cell_line - 1]
         return starts[0]

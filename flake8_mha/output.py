@@ -8,6 +8,7 @@ output is the same whatever ``-j`` was.  The JSON schema is versioned
 (``"version": 1``) and documented in docs/cli.md; SARIF follows the 2.1.0
 schema that GitHub code scanning accepts.
 """
+
 from __future__ import annotations
 
 import json
@@ -23,8 +24,12 @@ from .pipeline import Item, Problem
 JSON_SCHEMA_VERSION = 1
 SARIF_SCHEMA = "https://json.schemastore.org/sarif-2.1.0.json"
 INFORMATION_URI = "https://github.com/flake8-mha/flake8-mha"
-LEVELS = {"correctness": "error", "internal": "error", "performance": "warning",
-          "opinionated": "note"}
+LEVELS = {
+    "correctness": "error",
+    "internal": "error",
+    "performance": "warning",
+    "opinionated": "note",
+}
 
 
 def statistics(items: Sequence[Item]) -> Dict[str, int]:
@@ -42,8 +47,14 @@ def statistics_lines(items: Sequence[Item]) -> List[str]:
     return [f"{count:<5} {code} {first[code]}" for code, count in statistics(items).items()]
 
 
-def render(fmt: str, items: Sequence[Item], problems: Sequence[Problem], codes: Sequence[str],
-           show_statistics: bool = False, root: Optional[str] = None) -> str:
+def render(
+    fmt: str,
+    items: Sequence[Item],
+    problems: Sequence[Problem],
+    codes: Sequence[str],
+    show_statistics: bool = False,
+    root: Optional[str] = None,
+) -> str:
     if fmt == "json":
         return render_json(items, problems) + "\n"
     if fmt == "sarif":
@@ -59,6 +70,7 @@ def render(fmt: str, items: Sequence[Item], problems: Sequence[Problem], codes: 
 
 # -- json ---------------------------------------------------------------------
 
+
 def render_json(items: Sequence[Item], problems: Sequence[Problem]) -> str:
     from .rules.base import REGISTRY, all_rules
 
@@ -66,32 +78,39 @@ def render_json(items: Sequence[Item], problems: Sequence[Problem]) -> str:
     doc = {
         "version": JSON_SCHEMA_VERSION,
         "tool": {"name": "flake8-mha", "version": __version__},
-        "findings": [{
-            "path": i.finding.path,
-            "line": i.finding.line,
-            "col": i.finding.col,
-            "cell": i.cell,
-            "cell_index": i.cell_index,
-            "code": i.code,
-            "name": getattr(REGISTRY.get(i.code), "NAME", ""),
-            "message": i.finding.message,
-            "fixable": i.fixable,
-            "evidence": dict(i.finding.evidence),
-        } for i in items],
-        "errors": [{
-            "path": p.path,
-            "line": p.line,
-            "col": p.col,
-            "cell": p.cell,
-            "cell_index": p.cell_index,
-            "message": p.message,
-        } for p in problems],
+        "findings": [
+            {
+                "path": i.finding.path,
+                "line": i.finding.line,
+                "col": i.finding.col,
+                "cell": i.cell,
+                "cell_index": i.cell_index,
+                "code": i.code,
+                "name": getattr(REGISTRY.get(i.code), "NAME", ""),
+                "message": i.finding.message,
+                "fixable": i.fixable,
+                "evidence": dict(i.finding.evidence),
+            }
+            for i in items
+        ],
+        "errors": [
+            {
+                "path": p.path,
+                "line": p.line,
+                "col": p.col,
+                "cell": p.cell,
+                "cell_index": p.cell_index,
+                "message": p.message,
+            }
+            for p in problems
+        ],
         "statistics": statistics(items),
     }
     return json.dumps(doc, indent=2, sort_keys=False, default=str)
 
 
 # -- github workflow commands -------------------------------------------------
+
 
 def _gh_data(text: str) -> str:
     return text.replace("%", "%25").replace("\r", "%0D").replace("\n", "%0A")
@@ -141,6 +160,7 @@ def github_problem(p: Problem) -> str:
 
 # -- sarif ----------------------------------------------------------------------
 
+
 def _flat(text: str) -> str:
     return re.sub(r"\s+", " ", textwrap.dedent(text or "")).strip()
 
@@ -169,9 +189,12 @@ def sarif_rule(rule) -> dict:
         "help": {"text": docs, "markdown": docs},
         "helpUri": DOCS_URL.format(code=rule.CODE),
         "defaultConfiguration": {"level": level, "enabled": bool(rule.DEFAULT_ENABLED)},
-        "properties": {"tags": [category],
-                       "problem.severity": {"error": "error", "warning": "warning"}.get(
-                           level, "recommendation")},
+        "properties": {
+            "tags": [category],
+            "problem.severity": {"error": "error", "warning": "warning"}.get(
+                level, "recommendation"
+            ),
+        },
     }
 
 
@@ -183,8 +206,12 @@ def artifact_uri(path: str, root: Optional[str] = None) -> str:
     return quote(rel, safe="/-_.~")
 
 
-def render_sarif(items: Sequence[Item], problems: Sequence[Problem], codes: Sequence[str],
-                 root: Optional[str] = None) -> str:
+def render_sarif(
+    items: Sequence[Item],
+    problems: Sequence[Problem],
+    codes: Sequence[str],
+    root: Optional[str] = None,
+) -> str:
     from .rules.base import REGISTRY, all_rules
 
     all_rules()
@@ -196,21 +223,29 @@ def render_sarif(items: Sequence[Item], problems: Sequence[Problem], codes: Sequ
         f = item.finding
         rule = REGISTRY.get(f.code)
         level = LEVELS.get(getattr(rule, "CATEGORY", "correctness"), "warning")
-        physical: dict = {"artifactLocation": {"uri": artifact_uri(f.path, root),
-                                               "uriBaseId": "%SRCROOT%"}}
+        physical: dict = {
+            "artifactLocation": {"uri": artifact_uri(f.path, root), "uriBaseId": "%SRCROOT%"}
+        }
         props: dict = {}
         if item.cell is not None:
             if item.file_line is not None:
                 physical["region"] = {"startLine": item.file_line}
-            props = {"cell": item.cell, "cellIndex": item.cell_index,
-                     "cellLine": f.line, "cellColumn": f.col}
+            props = {
+                "cell": item.cell,
+                "cellIndex": item.cell_index,
+                "cellLine": f.line,
+                "cellColumn": f.col,
+            }
         else:
             physical["region"] = {"startLine": f.line, "startColumn": f.col}
         result = {
             "ruleId": f.code,
             "level": level,
-            "message": {"text": f.message if item.cell is None
-                        else f"cell_{item.cell}:{f.line}:{f.col}: {f.message}"},
+            "message": {
+                "text": f.message
+                if item.cell is None
+                else f"cell_{item.cell}:{f.line}:{f.col}: {f.message}"
+            },
             "locations": [{"physicalLocation": physical}],
         }
         if f.code in index:
@@ -220,10 +255,10 @@ def render_sarif(items: Sequence[Item], problems: Sequence[Problem], codes: Sequ
         results.append(result)
     notifications = []
     for p in problems:
-        note: dict = {"level": "error", "message": {"text": p.text()},
-                      "descriptor": {"id": "E999"}}
-        physical = {"artifactLocation": {"uri": artifact_uri(p.path, root),
-                                         "uriBaseId": "%SRCROOT%"}}
+        note: dict = {"level": "error", "message": {"text": p.text()}, "descriptor": {"id": "E999"}}
+        physical = {
+            "artifactLocation": {"uri": artifact_uri(p.path, root), "uriBaseId": "%SRCROOT%"}
+        }
         line = p.file_line if p.cell is not None else p.line
         if line is not None:
             physical["region"] = {"startLine": line}
@@ -232,20 +267,24 @@ def render_sarif(items: Sequence[Item], problems: Sequence[Problem], codes: Sequ
         note["locations"] = [{"physicalLocation": physical}]
         notifications.append(note)
     root_path = os.path.abspath(root or os.getcwd()).replace(os.sep, "/")
-    root_uri = "file://" + quote(root_path if root_path.startswith("/") else "/" + root_path,
-                                 safe="/:")
+    root_uri = "file://" + quote(
+        root_path if root_path.startswith("/") else "/" + root_path, safe="/:"
+    )
     if not root_uri.endswith("/"):
         root_uri += "/"
     run = {
-        "tool": {"driver": {
-            "name": "flake8-mha",
-            "version": __version__,
-            "semanticVersion": __version__,
-            "informationUri": INFORMATION_URI,
-            "rules": [sarif_rule(r) for r in rules],
-        }},
-        "invocations": [{"executionSuccessful": not problems,
-                         "toolExecutionNotifications": notifications}],
+        "tool": {
+            "driver": {
+                "name": "flake8-mha",
+                "version": __version__,
+                "semanticVersion": __version__,
+                "informationUri": INFORMATION_URI,
+                "rules": [sarif_rule(r) for r in rules],
+            }
+        },
+        "invocations": [
+            {"executionSuccessful": not problems, "toolExecutionNotifications": notifications}
+        ],
         "originalUriBaseIds": {"%SRCROOT%": {"uri": root_uri}},
         "columnKind": "unicodeCodePoints",
         "results": results,

@@ -22,6 +22,7 @@ findings it still holds.
 
 This module imports neither libcst nor the analyzer at import time.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -33,8 +34,16 @@ from dataclasses import dataclass, field
 from fnmatch import fnmatch
 from typing import List, Optional, Sequence, Tuple
 
-from .config import (Options, UsageError, apply_config, code_list, exclude_patterns,
-                     find_config, jobs_value, read_config_file)
+from .config import (
+    Options,
+    UsageError,
+    apply_config,
+    code_list,
+    exclude_patterns,
+    find_config,
+    jobs_value,
+    read_config_file,
+)
 from .findings import Finding
 from .selection import Decider, codes as selected_codes
 
@@ -42,11 +51,29 @@ from .selection import Decider, codes as selected_codes
 # too, as flake8 does).  Any directory holding a ``pyvenv.cfg`` is a
 # virtualenv, whatever its name, and is skipped as well.
 DEFAULT_EXCLUDES: Tuple[str, ...] = (
-    ".git", ".hg", ".svn", ".bzr", "CVS", ".tox", ".nox", ".venv", "venv", "__pycache__",
-    "__pypackages__", "build", "dist", ".eggs", "*.egg",
-    "*.egg-info", "node_modules", ".mypy_cache", ".pytest_cache", ".ruff_cache",
+    ".git",
+    ".hg",
+    ".svn",
+    ".bzr",
+    "CVS",
+    ".tox",
+    ".nox",
+    ".venv",
+    "venv",
+    "__pycache__",
+    "__pypackages__",
+    "build",
+    "dist",
+    ".eggs",
+    "*.egg",
+    "*.egg-info",
+    "node_modules",
+    ".mypy_cache",
+    ".pytest_cache",
+    ".ruff_cache",
     ".flake8-mha-cache",
-    ".ipynb_checkpoints", "site-packages",
+    ".ipynb_checkpoints",
+    "site-packages",
 )
 SUFFIXES = (".py", ".pyi", ".ipynb")
 MODES = ("check", "fix", "diff")
@@ -122,38 +149,69 @@ class FileOutcome:
 
 # -- options -----------------------------------------------------------------------
 
+
 def add_lint_arguments(parser: argparse.ArgumentParser, repeatable: bool = False) -> None:
     """The options every linting command takes.  ``repeatable``: a code list
     option given twice adds up (confirm's historical behaviour); otherwise the
     last one wins (check's, as flake8's)."""
     codes = {"action": "append"} if repeatable else {}
-    parser.add_argument("paths", nargs="+", metavar="PATH",
-                        help="files and directories (*.py, *.pyi, *.ipynb below directories)")
-    parser.add_argument("--select", metavar="CODES", **codes,
-                        help="comma-separated code prefixes to report (replaces the default: "
-                             "MHA)")
-    parser.add_argument("--ignore", metavar="CODES", **codes,
-                        help="comma-separated code prefixes not to report (replaces the "
-                             "default: MHA901,MHA902)")
+    parser.add_argument(
+        "paths",
+        nargs="+",
+        metavar="PATH",
+        help="files and directories (*.py, *.pyi, *.ipynb below directories)",
+    )
+    parser.add_argument(
+        "--select",
+        metavar="CODES",
+        **codes,
+        help="comma-separated code prefixes to report (replaces the default: MHA)",
+    )
+    parser.add_argument(
+        "--ignore",
+        metavar="CODES",
+        **codes,
+        help="comma-separated code prefixes not to report (replaces the default: MHA901,MHA902)",
+    )
     parser.add_argument("--extend-select", metavar="CODES", **codes, help="add to --select")
     parser.add_argument("--extend-ignore", metavar="CODES", **codes, help="add to --ignore")
-    parser.add_argument("--enable-extensions", metavar="CODES", **codes,
-                        help="turn on off-by-default codes, as flake8's option does (MHA9)")
-    parser.add_argument("--exclude", metavar="PATTERNS",
-                        help="comma-separated glob patterns to skip, added to the defaults "
-                             "(.git, virtualenvs, build, dist, ...)")
-    parser.add_argument("-j", "--jobs", metavar="N",
-                        help="check files in N processes ('auto': one per CPU)")
-    parser.add_argument("--disable-noqa", action="store_true", default=None,
-                        help="report findings even on lines with # noqa")
-    parser.add_argument("--config", metavar="FILE",
-                        help="read settings from this pyproject.toml or setup.cfg")
+    parser.add_argument(
+        "--enable-extensions",
+        metavar="CODES",
+        **codes,
+        help="turn on off-by-default codes, as flake8's option does (MHA9)",
+    )
+    parser.add_argument(
+        "--exclude",
+        metavar="PATTERNS",
+        help="comma-separated glob patterns to skip, added to the defaults "
+        "(.git, virtualenvs, build, dist, ...)",
+    )
+    parser.add_argument(
+        "-j", "--jobs", metavar="N", help="check files in N processes ('auto': one per CPU)"
+    )
+    parser.add_argument(
+        "--disable-noqa",
+        action="store_true",
+        default=None,
+        help="report findings even on lines with # noqa",
+    )
+    parser.add_argument(
+        "--config", metavar="FILE", help="read settings from this pyproject.toml or setup.cfg"
+    )
     parser.add_argument("--isolated", action="store_true", help="ignore configuration files")
-    parser.add_argument("--cache-dir", metavar="DIR",
-                        help="keep per-file results in DIR for the next run (default: "
-                             ".flake8-mha-cache in the current directory)")
-    parser.add_argument("--no-cache", action="store_true", default=None,
-                        help="neither read nor write the cache of per-file results")
+    parser.add_argument(
+        "--cache-dir",
+        metavar="DIR",
+        help="keep per-file results in DIR for the next run (default: "
+        ".flake8-mha-cache in the current directory)",
+    )
+    parser.add_argument(
+        "--no-cache",
+        action="store_true",
+        default=None,
+        help="neither read nor write the cache of per-file results",
+    )
 
 
 def options_from_args(args: argparse.Namespace, cwd: Optional[str] = None) -> Options:
@@ -207,6 +265,7 @@ def all_codes() -> List[str]:
 
 # -- files ---------------------------------------------------------------------------
 
+
 def is_excluded(path: str, patterns: Sequence[str]) -> bool:
     """flake8's rule: a pattern matches the base name, or the absolute path."""
     if not patterns:
@@ -244,8 +303,12 @@ def discover(paths: Sequence[str], extra_excludes: Sequence[str] = ()) -> List[s
             continue
         if os.path.isdir(arg):
             for root, dirs, files in os.walk(arg):
-                dirs[:] = sorted(d for d in dirs if not is_excluded(os.path.join(root, d), patterns)
-                                 and not is_virtualenv(os.path.join(root, d)))
+                dirs[:] = sorted(
+                    d
+                    for d in dirs
+                    if not is_excluded(os.path.join(root, d), patterns)
+                    and not is_virtualenv(os.path.join(root, d))
+                )
                 for name in sorted(files):
                     full = os.path.join(root, name)
                     if lintable(name) and not is_excluded(full, patterns):
@@ -272,8 +335,10 @@ def _encoding(data: bytes) -> str:
 
 # -- one text ----------------------------------------------------------------------
 
-def lint_text(text: str, path: str, codes: Sequence[str], disable_noqa: bool = False
-              ) -> List[Finding]:
+
+def lint_text(
+    text: str, path: str, codes: Sequence[str], disable_noqa: bool = False
+) -> List[Finding]:
     """Findings for one text, with ``# noqa`` applied unless disabled.  Raises
     ``engine.SourceSyntaxError``."""
     from .engine import analyze_source
@@ -295,8 +360,14 @@ def analyze_for_flake8(source: str, path: str, tree) -> List[Finding]:
 
 # -- one file ------------------------------------------------------------------------
 
-def lint_python(path: str, codes: Sequence[str], disable_noqa: bool = False,
-                mode: str = "check", cache_dir: Optional[str] = None) -> FileOutcome:
+
+def lint_python(
+    path: str,
+    codes: Sequence[str],
+    disable_noqa: bool = False,
+    mode: str = "check",
+    cache_dir: Optional[str] = None,
+) -> FileOutcome:
     out = FileOutcome(path)
     data = read_bytes(path, out)
     if data is None:
@@ -304,8 +375,9 @@ def lint_python(path: str, codes: Sequence[str], disable_noqa: bool = False,
     return _through_cache(cache_dir, data, path, codes, disable_noqa, mode, _lint_python)
 
 
-def _lint_python(path: str, data: bytes, codes: Sequence[str], disable_noqa: bool,
-                 mode: str) -> FileOutcome:
+def _lint_python(
+    path: str, data: bytes, codes: Sequence[str], disable_noqa: bool, mode: str
+) -> FileOutcome:
     from .atomic import fix_refusal
     from .engine import SourceSyntaxError, decode_source
     from .fix import fix_source, fixable_codes
@@ -337,16 +409,26 @@ def _lint_python(path: str, data: bytes, codes: Sequence[str], disable_noqa: boo
                 out.fixed = len(fixed)
                 out.new_data, out.old_data = new_text.encode(_encoding(data)), data
                 out.old_items = [Item(f, fixable=f.code in fixable) for f in findings]
-                out.diff = "".join(difflib.unified_diff(
-                    text.splitlines(keepends=True), new_text.splitlines(keepends=True),
-                    fromfile=path, tofile=path))
+                out.diff = "".join(
+                    difflib.unified_diff(
+                        text.splitlines(keepends=True),
+                        new_text.splitlines(keepends=True),
+                        fromfile=path,
+                        tofile=path,
+                    )
+                )
                 findings = after
     out.items = [Item(f, fixable=f.code in fixable) for f in findings]
     return out
 
 
-def lint_notebook(path: str, codes: Sequence[str], disable_noqa: bool = False,
-                  mode: str = "check", cache_dir: Optional[str] = None) -> FileOutcome:
+def lint_notebook(
+    path: str,
+    codes: Sequence[str],
+    disable_noqa: bool = False,
+    mode: str = "check",
+    cache_dir: Optional[str] = None,
+) -> FileOutcome:
     out = FileOutcome(path)
     data = read_bytes(path, out)
     if data is None:
@@ -354,8 +436,9 @@ def lint_notebook(path: str, codes: Sequence[str], disable_noqa: bool = False,
     return _through_cache(cache_dir, data, path, codes, disable_noqa, mode, _lint_notebook)
 
 
-def _lint_notebook(path: str, data: bytes, codes: Sequence[str], disable_noqa: bool,
-                   mode: str) -> FileOutcome:
+def _lint_notebook(
+    path: str, data: bytes, codes: Sequence[str], disable_noqa: bool, mode: str
+) -> FileOutcome:
     from . import notebook as nbk
     from .atomic import fix_refusal
     from .engine import SourceSyntaxError
@@ -397,17 +480,25 @@ def _lint_notebook(path: str, data: bytes, codes: Sequence[str], disable_noqa: b
         if new_raw is not None:
             new_source = nbk.Source.of(nbk.load(new_raw), new_raw)
             after, problem = lint(new_source) if new_source is not None else ([], None)
-            refusal = (f"fix not applied: the fixed text does not parse ({problem.message})"
-                       if problem is not None else fix_refusal(findings, fixed, after))
+            refusal = (
+                f"fix not applied: the fixed text does not parse ({problem.message})"
+                if problem is not None
+                else fix_refusal(findings, fixed, after)
+            )
             if refusal:  # keep the findings of the file as it is
                 out.problems.append(Problem(path, refusal))
             else:
                 out.fixed = len(fixed)
                 out.new_data, out.old_data = new_raw.encode("utf-8"), data
                 out.old_items = _cell_items(findings, source, fixable)
-                out.diff = "".join(difflib.unified_diff(
-                    raw.splitlines(keepends=True), new_raw.splitlines(keepends=True),
-                    fromfile=path, tofile=path))
+                out.diff = "".join(
+                    difflib.unified_diff(
+                        raw.splitlines(keepends=True),
+                        new_raw.splitlines(keepends=True),
+                        fromfile=path,
+                        tofile=path,
+                    )
+                )
                 source, findings = new_source, after
     out.items = _cell_items(findings, source, fixable)
     return out
@@ -426,8 +517,15 @@ def _cell_items(findings: Sequence[Finding], source, fixable) -> List[Item]:
     return items
 
 
-def _through_cache(cache_dir: Optional[str], data: bytes, path: str, codes: Sequence[str],
-                   disable_noqa: bool, mode: str, lint) -> FileOutcome:
+def _through_cache(
+    cache_dir: Optional[str],
+    data: bytes,
+    path: str,
+    codes: Sequence[str],
+    disable_noqa: bool,
+    mode: str,
+    lint,
+) -> FileOutcome:
     """``lint(path, data, ...)``, or what it gave for the same key (``cache.py``).
     Only mode check is cached: a fix needs the tree."""
     if cache_dir is None or mode != "check":
@@ -439,19 +537,47 @@ def _through_cache(cache_dir: Optional[str], data: bytes, path: str, codes: Sequ
     entry = cache.load(key)
     if entry is not None:
         try:
-            items = [Item(cache_mod.finding_of(i["finding"]), i["cell"], i["cell_index"],
-                          i["file_line"], i["fixable"]) for i in entry["items"]]
-            return FileOutcome(path, items, [Problem(**p) for p in entry["problems"]],
-                               from_cache=True)
+            items = [
+                Item(
+                    cache_mod.finding_of(i["finding"]),
+                    i["cell"],
+                    i["cell_index"],
+                    i["file_line"],
+                    i["fixable"],
+                )
+                for i in entry["items"]
+            ]
+            return FileOutcome(
+                path, items, [Problem(**p) for p in entry["problems"]], from_cache=True
+            )
         except (TypeError, KeyError, ValueError):
             pass  # recompute
     out = lint(path, data, codes, disable_noqa, mode)
-    cache.store(key, [{"finding": cache_mod.finding_dict(i.finding), "cell": i.cell,
-                       "cell_index": i.cell_index, "file_line": i.file_line,
-                       "fixable": i.fixable} for i in out.items],
-                [{"path": p.path, "message": p.message, "line": p.line, "col": p.col,
-                  "cell": p.cell, "cell_index": p.cell_index, "file_line": p.file_line}
-                 for p in out.problems])
+    cache.store(
+        key,
+        [
+            {
+                "finding": cache_mod.finding_dict(i.finding),
+                "cell": i.cell,
+                "cell_index": i.cell_index,
+                "file_line": i.file_line,
+                "fixable": i.fixable,
+            }
+            for i in out.items
+        ],
+        [
+            {
+                "path": p.path,
+                "message": p.message,
+                "line": p.line,
+                "col": p.col,
+                "cell": p.cell,
+                "cell_index": p.cell_index,
+                "file_line": p.file_line,
+            }
+            for p in out.problems
+        ],
+    )
     return out
 
 
@@ -463,12 +589,22 @@ def lint_file(task: Tuple[str, Tuple[str, ...], bool, str, Optional[str]]) -> Fi
             return lint_notebook(path, codes, disable_noqa, mode, cache_dir)
         return lint_python(path, codes, disable_noqa, mode, cache_dir)
     except Exception as exc:  # never lose the whole run to one file
-        return FileOutcome(path, problems=[Problem(
-            path, f"internal error {type(exc).__name__}: {exc}; please report it")])
+        return FileOutcome(
+            path,
+            problems=[
+                Problem(path, f"internal error {type(exc).__name__}: {exc}; please report it")
+            ],
+        )
 
 
-def run_files(files: Sequence[str], codes: Sequence[str], disable_noqa: bool, mode: str,
-              jobs: int, cache_dir: Optional[str] = None) -> List[FileOutcome]:
+def run_files(
+    files: Sequence[str],
+    codes: Sequence[str],
+    disable_noqa: bool,
+    mode: str,
+    jobs: int,
+    cache_dir: Optional[str] = None,
+) -> List[FileOutcome]:
     """``cache_dir``: read and write per-file results there (mode check only)."""
     if mode != "check":
         cache_dir = None
@@ -534,9 +670,17 @@ def lint_paths(opts: Options, mode: str = "check") -> Run:
     if cache_dir is not None:  # a warm run need not import the rules to know the codes
         from .cache import selected_codes
 
-        codes = selected_codes(cache_dir, [opts.select, opts.ignore, opts.extend_select,
-                                           opts.extend_ignore, opts.enable_extensions],
-                               opts.codes)
+        codes = selected_codes(
+            cache_dir,
+            [
+                opts.select,
+                opts.ignore,
+                opts.extend_select,
+                opts.extend_ignore,
+                opts.enable_extensions,
+            ],
+            opts.codes,
+        )
     else:
         codes = opts.codes()
     files = discover(opts.paths, opts.exclude)
@@ -546,6 +690,7 @@ def lint_paths(opts: Options, mode: str = "check") -> Run:
 
 
 # -- writing the fixes ---------------------------------------------------------------
+
 
 @dataclass
 class Written:

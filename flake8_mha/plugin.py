@@ -7,6 +7,7 @@ Asking for ``tree`` means flake8 does not call us on a file with a syntax
 error: it reports E999 itself.  This module imports neither torch nor, for
 files that cannot concern attention, libcst.
 """
+
 from __future__ import annotations
 
 from typing import Iterator, Tuple
@@ -45,8 +46,12 @@ class MHAChecker:
             except SourceSyntaxError:
                 return  # flake8 reports E999
         except Exception as exc:  # pragma: no cover - last line of defence
-            yield (1, 0, f"MHA000 flake8-mha could not analyze this file: internal error {exc!r}",
-                   type(self))
+            yield (
+                1,
+                0,
+                f"MHA000 flake8-mha could not analyze this file: internal error {exc!r}",
+                type(self),
+            )
             return
         for f in findings:
             yield (f.line, f.col - 1, f"{f.code} {f.message}", type(self))

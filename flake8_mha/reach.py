@@ -13,6 +13,7 @@
 
 Every helper answers None (unknown) when unsure.
 """
+
 from __future__ import annotations
 
 import re
@@ -33,8 +34,10 @@ _SUBMODULES = {
     ("Transformer", "decoder"): torch_api.TRANSFORMER_DECODER,
 }
 _CUSTOM = {"encoder": "custom_encoder", "decoder": "custom_decoder"}
-_LAYER_OF = {"TransformerEncoder": torch_api.TRANSFORMER_ENCODER_LAYER,
-             "TransformerDecoder": torch_api.TRANSFORMER_DECODER_LAYER}
+_LAYER_OF = {
+    "TransformerEncoder": torch_api.TRANSFORMER_ENCODER_LAYER,
+    "TransformerDecoder": torch_api.TRANSFORMER_DECODER_LAYER,
+}
 Template = Tuple[Optional[str], ...]  # literal parts; None for a placeholder
 
 
@@ -47,8 +50,9 @@ def _plain_torch(res: Resolver, node, env: Env, scope, depth: int):
     return got
 
 
-def submodule(res: Resolver, node: cst.Attribute, env: Env, scope, leaf: Leaf,
-              depth: int) -> Optional[list]:
+def submodule(
+    res: Resolver, node: cst.Attribute, env: Env, scope, leaf: Leaf, depth: int
+) -> Optional[list]:
     """``<transformer>.encoder`` / ``.decoder``: the module torch built there."""
     if leaf != res.torch_leaf or node.attr.value not in _CUSTOM:
         return None
@@ -64,8 +68,9 @@ def submodule(res: Resolver, node: cst.Attribute, env: Env, scope, leaf: Leaf,
     return out
 
 
-def layers(res: Resolver, node: cst.Attribute, env: Env, scope, leaf: Leaf,
-           depth: int) -> Optional[list]:
+def layers(
+    res: Resolver, node: cst.Attribute, env: Env, scope, leaf: Leaf, depth: int
+) -> Optional[list]:
     """``<encoder>.layers``: the layers a TransformerEncoder/Decoder holds."""
     if leaf != res.torch_leaf or node.attr.value != "layers":
         return None
@@ -75,8 +80,11 @@ def layers(res: Resolver, node: cst.Attribute, env: Env, scope, leaf: Leaf,
     owners = res.held(value, env, scope, leaf, depth + 1)
     if not owners or any(i.subclass is not None for i in owners):
         return None
-    built_by_transformer = (isinstance(value, cst.Attribute) and value.attr.value in _CUSTOM
-                            and submodule(res, value, env, scope, leaf, depth + 1) is not None)
+    built_by_transformer = (
+        isinstance(value, cst.Attribute)
+        and value.attr.value in _CUSTOM
+        and submodule(res, value, env, scope, leaf, depth + 1) is not None
+    )
     out: list = []
     for inst in owners:
         layer_spec = _LAYER_OF.get(inst.spec.name)
@@ -98,8 +106,9 @@ def layers(res: Resolver, node: cst.Attribute, env: Env, scope, leaf: Leaf,
     return out
 
 
-def module_dict_values(res: Resolver, call: cst.Call, env: Env, scope, leaf: Leaf,
-                       depth: int) -> Optional[list]:
+def module_dict_values(
+    res: Resolver, call: cst.Call, env: Env, scope, leaf: Leaf, depth: int
+) -> Optional[list]:
     """The modules an ``nn.ModuleDict({...})`` / ``nn.ModuleDict(dict(k=...))`` holds."""
     if res.qualname(call.func, env, scope) != MODULE_DICT:
         return None
@@ -114,8 +123,11 @@ def module_dict_values(res: Resolver, call: cst.Call, env: Env, scope, leaf: Lea
             if not isinstance(el, cst.DictElement):
                 return None
             values.append(el.value)
-    elif (isinstance(arg, cst.Call) and res.qualname(arg.func, env, scope) == "builtins.dict"
-          and all(a.keyword is not None for a in arg.args)):
+    elif (
+        isinstance(arg, cst.Call)
+        and res.qualname(arg.func, env, scope) == "builtins.dict"
+        and all(a.keyword is not None for a in arg.args)
+    ):
         values = [a.value for a in arg.args]
     else:
         return None
@@ -128,8 +140,9 @@ def module_dict_values(res: Resolver, call: cst.Call, env: Env, scope, leaf: Lea
     return out
 
 
-def for_element(res: Resolver, iterable, index: Tuple[int, ...], env: Env, scope,
-                leaf: Leaf, depth: int) -> Optional[list]:
+def for_element(
+    res: Resolver, iterable, index: Tuple[int, ...], env: Env, scope, leaf: Leaf, depth: int
+) -> Optional[list]:
     """What the ``for`` target part at ``index`` holds, walking ``enumerate``/``zip``."""
     if not index:
         return res.held_elements(iterable, env, scope, leaf, depth + 1)
@@ -138,18 +151,27 @@ def for_element(res: Resolver, iterable, index: Tuple[int, ...], env: Env, scope
     qn = res.qualname(iterable.func, env, scope)
     first, rest = index[0], index[1:]
     args = iterable.args
-    if (qn == "builtins.enumerate" and first == 1 and args and args[0].keyword is None
-            and len(args) <= 2):  # enumerate(m), enumerate(m, 1), enumerate(m, start=1)
+    if (
+        qn == "builtins.enumerate"
+        and first == 1
+        and args
+        and args[0].keyword is None
+        and len(args) <= 2
+    ):  # enumerate(m), enumerate(m, 1), enumerate(m, start=1)
         return for_element(res, args[0].value, rest, env, scope, leaf, depth + 1)
     if qn == "builtins.zip":
         positional = [a for a in args if a.keyword is None]
-        if (first < len(positional) and len(positional) + 1 >= len(args)
-                and all(a.keyword is None or a.keyword.value == "strict" for a in args)):
+        if (
+            first < len(positional)
+            and len(positional) + 1 >= len(args)
+            and all(a.keyword is None or a.keyword.value == "strict" for a in args)
+        ):
             return for_element(res, positional[first].value, rest, env, scope, leaf, depth + 1)
     return None
 
 
 # getattr / setattr with a name template ------------------------------------------
+
 
 def template(node: cst.BaseExpression) -> Optional[Template]:
     if isinstance(node, cst.SimpleString):
@@ -177,8 +199,12 @@ def _regex(tpl: Template) -> "re.Pattern":
 
 def _self_call(res: Resolver, call: cst.Call, name: str, arity: int, env: Env, scope):
     """The class whose ``self`` is the first argument of ``name(self, ...)``."""
-    if (not isinstance(call.func, cst.Name) or call.func.value != name
-            or len(call.args) != arity or any(a.star or a.keyword for a in call.args)):
+    if (
+        not isinstance(call.func, cst.Name)
+        or call.func.value != name
+        or len(call.args) != arity
+        or any(a.star or a.keyword for a in call.args)
+    ):
         return None
     from .flow import lookup
 
@@ -190,8 +216,9 @@ def _self_call(res: Resolver, call: cst.Call, name: str, arity: int, env: Env, s
     return res.self_class(cst.Attribute(value=first, attr=cst.Name("x")), env, scope)
 
 
-def fetched(res: Resolver, call: cst.Call, env: Env, scope, leaf: Leaf,
-            depth: int) -> Optional[list]:
+def fetched(
+    res: Resolver, call: cst.Call, env: Env, scope, leaf: Leaf, depth: int
+) -> Optional[list]:
     """``getattr(self, <template>)``: the values of the matching ``setattr`` calls."""
     owner = _self_call(res, call, "getattr", 2, env, scope)
     if owner is None:
@@ -214,7 +241,8 @@ def fetched(res: Resolver, call: cst.Call, env: Env, scope, leaf: Leaf,
             return None  # a setattr whose name we cannot read may name it
         if set_tpl != tpl:
             if pattern.match("".join(p or "" for p in set_tpl)) or _regex(set_tpl).match(
-                    "".join(p or "" for p in tpl)):
+                "".join(p or "" for p in tpl)
+            ):
                 return None  # another template that may name the same attribute
             continue
         got = res.held(site.node.args[2].value, site.env, site.scope, leaf, depth + 1)
@@ -225,8 +253,11 @@ def fetched(res: Resolver, call: cst.Call, env: Env, scope, leaf: Leaf,
 
 
 def is_getattr(node: cst.CSTNode) -> bool:
-    return (isinstance(node, cst.Call) and isinstance(node.func, cst.Name)
-            and node.func.value == "getattr")
+    return (
+        isinstance(node, cst.Call)
+        and isinstance(node.func, cst.Name)
+        and node.func.value == "getattr"
+    )
 
 
 # containers changed in place ------------------------------------------------------

@@ -8,6 +8,7 @@ are the call's own plus the branch conditions that still hold (no name the
 test reads was rebound since).  ``excludes`` reads a condition through
 ``not``, ``and`` and ``or`` (``assert not (is_causal and mask is not None)``).
 """
+
 from __future__ import annotations
 
 from typing import Callable, Iterable, List, Optional, Set

@@ -2,6 +2,7 @@
 spelling, torch module classes (and the file's subclasses of them), and the
 module instance an expression holds (``self.attn``, ``self.layers[i]``, a loop
 variable over a ``ModuleList``, a local)."""
+
 from __future__ import annotations
 
 from typing import Callable, Dict, List, Optional, Tuple
@@ -25,7 +26,8 @@ class Bound:
     def __init__(self, call: cst.Call, sig: Signature, skip: int = 0):
         binding = sig.bind(call_arguments(call), skip)
         self.args: Dict[str, cst.BaseExpression] = {
-            name: call.args[index].value for name, index in binding.slots.items()}
+            name: call.args[index].value for name, index in binding.slots.items()
+        }
         self.star = binding.star
         self.double_star = binding.double_star
         self.positional_count = binding.positional_count
@@ -43,8 +45,7 @@ class Bound:
 
 def call_arguments(call: cst.Call) -> List[Argument]:
     """A LibCST call's arguments as the binder reads them: (keyword, star)."""
-    return [(arg.keyword.value if arg.keyword is not None else None, arg.star)
-            for arg in call.args]
+    return [(arg.keyword.value if arg.keyword is not None else None, arg.star) for arg in call.args]
 
 
 class Instance:
@@ -52,8 +53,13 @@ class Instance:
 
     __slots__ = ("spec", "ctor", "subclass", "overrides_forward")
 
-    def __init__(self, spec: ModuleSpec, ctor: Optional[CallSite], subclass: Optional[ClassInfo],
-                 overrides_forward: bool):
+    def __init__(
+        self,
+        spec: ModuleSpec,
+        ctor: Optional[CallSite],
+        subclass: Optional[ClassInfo],
+        overrides_forward: bool,
+    ):
         self.spec = spec
         self.ctor = ctor  # the construction call whose arguments follow torch's signature
         self.subclass = subclass
@@ -74,7 +80,9 @@ class Resolver:
         self.reach_cache: Dict[int, set] = {}  # id(ClassDef) -> attributes changed in place
 
     # qualified names -----------------------------------------------------------
-    def qualname(self, node: cst.CSTNode, env: Env, scope: Optional[Scope], depth: int = 0) -> Optional[str]:
+    def qualname(
+        self, node: cst.CSTNode, env: Env, scope: Optional[Scope], depth: int = 0
+    ) -> Optional[str]:
         if depth > MAX_DEPTH:
             return None
         if isinstance(node, cst.Name):
@@ -102,14 +110,18 @@ class Resolver:
             return torch_api.canonical(base + "." + node.attr.value)
         return None
 
-    def local_class(self, node: cst.CSTNode, env: Env, scope: Optional[Scope]) -> Optional[ClassInfo]:
+    def local_class(
+        self, node: cst.CSTNode, env: Env, scope: Optional[Scope]
+    ) -> Optional[ClassInfo]:
         if isinstance(node, cst.Name):
             defs = lookup(node.value, env, scope)
             if len(defs) == 1 and defs[0].kind == DefKind.CLASS:
                 return defs[0].extra
         return None
 
-    def class_spec(self, info: ClassInfo, depth: int = 0) -> Optional[Tuple[ModuleSpec, bool, bool]]:
+    def class_spec(
+        self, info: ClassInfo, depth: int = 0
+    ) -> Optional[Tuple[ModuleSpec, bool, bool]]:
         """(torch spec, has its own __init__, overrides forward) for a subclass of a torch module."""
         key = id(info.node)
         if key in self._class_spec:
@@ -127,8 +139,11 @@ class Resolver:
                     inherited = self.class_spec(parent, depth + 1)
                     if inherited is not None:
                         spec, own_init, own_fwd = inherited
-                        result = (spec, own_init or "__init__" in info.methods,
-                                  own_fwd or "forward" in info.methods)
+                        result = (
+                            spec,
+                            own_init or "__init__" in info.methods,
+                            own_fwd or "forward" in info.methods,
+                        )
                         break
         self._class_spec[key] = result
         return result
@@ -156,8 +171,9 @@ class Resolver:
     # says what such a call builds (a list of objects) or None when unknown.
     # One unknown path makes the whole answer unknown.
 
-    def held(self, node: cst.CSTNode, env: Env, scope: Optional[Scope], leaf: Leaf,
-             depth: int = 0) -> Optional[list]:
+    def held(
+        self, node: cst.CSTNode, env: Env, scope: Optional[Scope], leaf: Leaf, depth: int = 0
+    ) -> Optional[list]:
         if depth > MAX_DEPTH:
             return None
         t = type(node)
@@ -192,14 +208,21 @@ class Resolver:
         it), and wrappers whose call runs the module: ``torch.compile(m)``,
         ``checkpoint_wrapper(m)``, ``nn.utils.*(m)`` (weight or spectral norm)."""
         func = call.func
-        if (isinstance(func, cst.Attribute) and func.attr.value in _SAME_MODULE_METHODS
-                and self.qualname(func, env, scope) is None):
+        if (
+            isinstance(func, cst.Attribute)
+            and func.attr.value in _SAME_MODULE_METHODS
+            and self.qualname(func, env, scope) is None
+        ):
             return func.value
         qn = self.qualname(func, env, scope)
         if qn is None or not call.args:
             return None
-        if (qn == "copy.deepcopy" or qn == "torch.compile" or qn.startswith("torch.nn.utils.")
-                or qn.rsplit(".", 1)[-1] == "checkpoint_wrapper"):
+        if (
+            qn == "copy.deepcopy"
+            or qn == "torch.compile"
+            or qn.startswith("torch.nn.utils.")
+            or qn.rsplit(".", 1)[-1] == "checkpoint_wrapper"
+        ):
             first = call.args[0]
             if first.keyword is None and not first.star:
                 return first.value
@@ -246,8 +269,9 @@ class Resolver:
             out.extend(got)
         return out or None
 
-    def held_elements(self, node: cst.CSTNode, env: Env, scope: Optional[Scope], leaf: Leaf,
-                      depth: int = 0) -> Optional[list]:
+    def held_elements(
+        self, node: cst.CSTNode, env: Env, scope: Optional[Scope], leaf: Leaf, depth: int = 0
+    ) -> Optional[list]:
         """What the container ``node`` (ModuleList, Sequential, list, ...) holds."""
         if depth > MAX_DEPTH:
             return None
@@ -311,7 +335,9 @@ class Resolver:
         return out or None
 
     # torch module instances ----------------------------------------------------
-    def _torch_leaf(self, call: cst.Call, env: Env, scope: Optional[Scope]) -> Optional[List[Instance]]:
+    def _torch_leaf(
+        self, call: cst.Call, env: Env, scope: Optional[Scope]
+    ) -> Optional[List[Instance]]:
         site = self.site_of.get(id(call))
         spec = torch_api.module_spec(self.qualname(call.func, env, scope))
         if spec is not None:
@@ -327,15 +353,21 @@ class Resolver:
 
     torch_leaf = _torch_leaf  # the leaf of ``instances``, for reach.py
 
-    def instances(self, node: cst.CSTNode, env: Env, scope: Optional[Scope]) -> Optional[List[Instance]]:
+    def instances(
+        self, node: cst.CSTNode, env: Env, scope: Optional[Scope]
+    ) -> Optional[List[Instance]]:
         """The torch modules ``node`` may hold, or None when not known to be one."""
         return self.held(node, env, scope, self._torch_leaf)
 
-    def _class_leaf(self, call: cst.Call, env: Env, scope: Optional[Scope]) -> Optional[List[ClassInfo]]:
+    def _class_leaf(
+        self, call: cst.Call, env: Env, scope: Optional[Scope]
+    ) -> Optional[List[ClassInfo]]:
         info = self.local_class(call.func, env, scope)
         return [info] if info is not None else None
 
-    def instance_classes(self, node: cst.CSTNode, env: Env, scope: Optional[Scope]) -> Optional[List[ClassInfo]]:
+    def instance_classes(
+        self, node: cst.CSTNode, env: Env, scope: Optional[Scope]
+    ) -> Optional[List[ClassInfo]]:
         """The classes of this file whose instance ``node`` may hold."""
         return self.held(node, env, scope, self._class_leaf)
 
@@ -352,8 +384,21 @@ class Resolver:
 
 _BUILTINS = {"list", "tuple", "zip", "enumerate", "dict"}
 # a module's methods that return the module itself (or a converted copy)
-_SAME_MODULE_METHODS = {"to", "cuda", "cpu", "half", "float", "double", "bfloat16", "type",
-                        "eval", "train", "requires_grad_", "to_empty", "share_memory"}
+_SAME_MODULE_METHODS = {
+    "to",
+    "cuda",
+    "cpu",
+    "half",
+    "float",
+    "double",
+    "bfloat16",
+    "type",
+    "eval",
+    "train",
+    "requires_grad_",
+    "to_empty",
+    "share_memory",
+}
 _CYCLE: list = []  # an attribute met again while following it
 
 

@@ -24,6 +24,7 @@ line of the caller:
 
 torch is imported only when a session starts.
 """
+
 from __future__ import annotations
 
 import functools
@@ -138,6 +139,7 @@ def active() -> bool:
 
 # --- installing the wrappers ---------------------------------------------------
 
+
 def _install() -> None:
     import torch
     import torch.nn.functional as F
@@ -232,6 +234,7 @@ def _sdpa_wrapper(original: Callable) -> Callable:
 
 # --- the checks -------------------------------------------------------------------
 
+
 def _is_tensor(x) -> bool:
     import torch
 
@@ -246,12 +249,23 @@ def _numeric_mask(api: str, arg: str, mask) -> None:
     if mask.is_floating_point():
         ones = mask == 1
         if bool(((mask == 0) | ones).all()) and bool(ones.any()):
-            _emit("MHA004", api, f"{arg} is a {str(mask.dtype).replace('torch.', '')} mask holding only 0 "
-                  "and 1: it is added to the scores, so nothing is masked (use .bool())",
-                  arg=arg, dtype=str(mask.dtype))
+            _emit(
+                "MHA004",
+                api,
+                f"{arg} is a {str(mask.dtype).replace('torch.', '')} mask holding only 0 "
+                "and 1: it is added to the scores, so nothing is masked (use .bool())",
+                arg=arg,
+                dtype=str(mask.dtype),
+            )
     elif not mask.is_complex():
-        _emit("MHA004", api, f"{arg} is an integer ({str(mask.dtype).replace('torch.', '')}) mask: "
-              "attention masks must be bool (or additive float)", arg=arg, dtype=str(mask.dtype))
+        _emit(
+            "MHA004",
+            api,
+            f"{arg} is an integer ({str(mask.dtype).replace('torch.', '')}) mask: "
+            "attention masks must be bool (or additive float)",
+            arg=arg,
+            dtype=str(mask.dtype),
+        )
 
 
 def _rows(mask):
@@ -274,18 +288,35 @@ def _polarity(api: str, arg: str, mask, convention: MaskConvention) -> None:
         if bool((diff >= 0).all()) and bool((rows.sum(-1) == 0).any()) and bool(rows.any()):
             idx = int((rows.sum(-1) > 0).nonzero()[0])
             k = int(rows[idx].sum())
-            _emit("MHA002", api, f"{arg}: in row {idx} the last {k} of {rows.shape[1]} keys are True and "
-                  "another row has none (padding at the end, True = ignore), but "
-                  "scaled_dot_product_attention attends where True: invert it with ~",
-                  arg=arg, row=idx, true_suffix=k)
+            _emit(
+                "MHA002",
+                api,
+                f"{arg}: in row {idx} the last {k} of {rows.shape[1]} keys are True and "
+                "another row has none (padding at the end, True = ignore), but "
+                "scaled_dot_product_attention attends where True: invert it with ~",
+                arg=arg,
+                row=idx,
+                true_suffix=k,
+            )
     else:
         # every row T..T F..F, one row all True (the unpadded sample) and some False
-        if bool((diff <= 0).all()) and bool((rows.sum(-1) == rows.shape[1]).any()) and bool((rows == 0).any()):
+        if (
+            bool((diff <= 0).all())
+            and bool((rows.sum(-1) == rows.shape[1]).any())
+            and bool((rows == 0).any())
+        ):
             idx = int((rows.sum(-1) < rows.shape[1]).nonzero()[0])
             k = int((rows[idx] == 0).sum())
-            _emit("MHA003", api, f"{arg}: in row {idx} the last {k} of {rows.shape[1]} keys are False and "
-                  "another row is all True (True = keep, as a tokenizer's attention_mask), but this "
-                  "argument ignores where True: pass ~mask", arg=arg, row=idx, false_suffix=k)
+            _emit(
+                "MHA003",
+                api,
+                f"{arg}: in row {idx} the last {k} of {rows.shape[1]} keys are False and "
+                "another row is all True (True = keep, as a tokenizer's attention_mask), but this "
+                "argument ignores where True: pass ~mask",
+                arg=arg,
+                row=idx,
+                false_suffix=k,
+            )
 
 
 def _masked_positions(mask, convention: MaskConvention):
@@ -329,17 +360,31 @@ def _check_sdpa(values: Dict[str, Any]) -> None:
     _polarity(api, "attn_mask", mask, convention)
     masked = _masked_positions(mask, convention)
     if masked is not None:
-        _fully_masked(api, masked, "scaled_dot_product_attention returns zeros for that query",
-                      batch_dim=masked.dim() >= 3)
+        _fully_masked(
+            api,
+            masked,
+            "scaled_dot_product_attention returns zeros for that query",
+            batch_dim=masked.dim() >= 3,
+        )
     p = values.get("dropout_p", 0.0)
     if isinstance(p, (int, float)) and p > 0:
         module = _calling_module()
         if not torch.is_grad_enabled():
-            _emit("MHA007", api, f"dropout_p={p} while gradients are disabled (inference): the output "
-                  "is random; gate it with `p if self.training else 0.0`", dropout_p=p)
+            _emit(
+                "MHA007",
+                api,
+                f"dropout_p={p} while gradients are disabled (inference): the output "
+                "is random; gate it with `p if self.training else 0.0`",
+                dropout_p=p,
+            )
         elif module is not None and not module.training:
-            _emit("MHA007", api, f"dropout_p={p} inside {type(module).__name__} in eval mode: the "
-                  "output is random; gate it with `p if self.training else 0.0`", dropout_p=p)
+            _emit(
+                "MHA007",
+                api,
+                f"dropout_p={p} inside {type(module).__name__} in eval mode: the "
+                "output is random; gate it with `p if self.training else 0.0`",
+                dropout_p=p,
+            )
 
 
 def _calling_module():
@@ -386,13 +431,23 @@ def _check_module_before(name: str, module, values: Dict[str, Any]) -> None:
     _fully_masked_module(name, api, module, values, first)
     # MHA001: a sequence-first module whose padding mask matches the first dimension
     kpm = values.get("key_padding_mask", values.get("src_key_padding_mask"))
-    if (_is_tensor(first) and _is_tensor(kpm) and first.dim() == 3 and kpm.dim() == 2
-            and not _batch_first(module)):
+    if (
+        _is_tensor(first)
+        and _is_tensor(kpm)
+        and first.dim() == 3
+        and kpm.dim() == 2
+        and not _batch_first(module)
+    ):
         A, B = first.shape[0], first.shape[1]
         if kpm.shape[0] == A and A != B:
-            _emit("MHA001", api, f"batch_first=False reads the input {tuple(first.shape)} as (L={A}, "
-                  f"N={B}, E), but its padding mask has {A} rows: the input looks batch-first",
-                  input_shape=list(first.shape), mask_shape=list(kpm.shape))
+            _emit(
+                "MHA001",
+                api,
+                f"batch_first=False reads the input {tuple(first.shape)} as (L={A}, "
+                f"N={B}, E), but its padding mask has {A} rows: the input looks batch-first",
+                input_shape=list(first.shape),
+                mask_shape=list(kpm.shape),
+            )
 
 
 def _fully_masked_module(name: str, api: str, module, values, first) -> None:
@@ -402,8 +457,9 @@ def _fully_masked_module(name: str, api: str, module, values, first) -> None:
     bf = _batch_first(module)
     N = first.shape[0] if bf else first.shape[1]
     # the self-attention masks: the memory's belong to cross-attention
-    kpm_name = next((k for k in spec.padding_mask_args if k in values
-                     and k != "memory_key_padding_mask"), None)
+    kpm_name = next(
+        (k for k in spec.padding_mask_args if k in values and k != "memory_key_padding_mask"), None
+    )
     att_name = next((k for k in spec.attn_mask_args if k in values and k != "memory_mask"), None)
     kpm = _masked_positions(values.get(kpm_name), spec.mask_convention) if kpm_name else None
     att = _masked_positions(values.get(att_name), spec.mask_convention) if att_name else None
@@ -432,13 +488,19 @@ def _check_module_after(name: str, module, values: Dict[str, Any]) -> None:
     for pair in torch_api.BY_NAME[name].causal_pairs:
         flag, mask_arg = pair.flag, pair.mask
         if values.get(flag) is True and values.get(mask_arg) is None:
-            _emit("MHA005", f"nn.{name}", f"{flag}=True without {mask_arg} ran on the inference "
-                  "fastpath, which ignores the hint: the output is not causal", flag=flag)
+            _emit(
+                "MHA005",
+                f"nn.{name}",
+                f"{flag}=True without {mask_arg} ran on the inference "
+                "fastpath, which ignores the hint: the output is not causal",
+                flag=flag,
+            )
 
 
 # --- pytest ----------------------------------------------------------------------
 # ``pytest -p flake8_mha.sanitizer`` loads this module as a plugin; the
 # ``--mha-sanitize`` option comes from flake8_mha.pytest_plugin (an entry point).
+
 
 def pytest_configure(config) -> None:
     config.pluginmanager.register(_PytestSanitizer(config), "flake8_mha_sanitizer_active")

@@ -30,6 +30,7 @@ too; only a fill known to be small (``0``) does not.
 
 Never imports torch.  One analysis per file, kept on the engine's Context.
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass, field
@@ -46,14 +47,46 @@ _TRANSPOSE = {"transpose", "permute", "swapaxes", "swapdims", "movedim", "t"}
 _TRANSPOSE_ATTRS = {"mT", "T", "mH", "H"}
 # methods that keep a tensor the same scores (dtype, device, shape, copies)
 _KEEP_METHODS = {
-    "float", "half", "double", "bfloat16", "to", "type", "type_as", "contiguous", "clone",
-    "view", "reshape", "view_as", "reshape_as", "squeeze", "unsqueeze", "flatten",
-    "unflatten", "clamp", "clip", "clamp_min", "clamp_max", "detach", "expand", "expand_as",
-    "float32", "masked_scatter",
+    "float",
+    "half",
+    "double",
+    "bfloat16",
+    "to",
+    "type",
+    "type_as",
+    "contiguous",
+    "clone",
+    "view",
+    "reshape",
+    "view_as",
+    "reshape_as",
+    "squeeze",
+    "unsqueeze",
+    "flatten",
+    "unflatten",
+    "clamp",
+    "clip",
+    "clamp_min",
+    "clamp_max",
+    "detach",
+    "expand",
+    "expand_as",
+    "float32",
+    "masked_scatter",
 }
-_ARITH = {"add": "add", "add_": "add", "sub": "sub", "sub_": "sub", "subtract": "sub",
-          "mul": "mul", "mul_": "mul", "multiply": "mul", "div": "div", "div_": "div",
-          "true_divide": "div"}
+_ARITH = {
+    "add": "add",
+    "add_": "add",
+    "sub": "sub",
+    "sub_": "sub",
+    "subtract": "sub",
+    "mul": "mul",
+    "mul_": "mul",
+    "multiply": "mul",
+    "div": "div",
+    "div_": "div",
+    "true_divide": "div",
+}
 _INPLACE = {"add_", "sub_", "mul_", "masked_fill_", "div_"}
 
 
@@ -99,9 +132,13 @@ class ScoresAnalysis:
         for i, site in enumerate(ctx.flow.calls):
             self._index.setdefault(id(site.node), i)
             func = site.node.func
-            if (isinstance(func, cst.Attribute) and func.attr.value in _INPLACE
-                    and isinstance(func.value, cst.Name) and isinstance(site.stmt, cst.Expr)
-                    and site.stmt.value is site.node):
+            if (
+                isinstance(func, cst.Attribute)
+                and func.attr.value in _INPLACE
+                and isinstance(func.value, cst.Name)
+                and isinstance(site.stmt, cst.Expr)
+                and site.stmt.value is site.node
+            ):
                 key = (id(site.scope), func.value.value)
                 self._inplace.setdefault(key, []).append((i, site))
         self._cache: Dict[int, Optional[Scores]] = {}
@@ -199,8 +236,11 @@ class ScoresAnalysis:
             if isinstance(op, cst.MatrixMultiply):
                 return self._product(node, node.left, node.right, env, scope, w)
             if isinstance(op, (cst.Add, cst.Subtract, cst.Multiply)):
-                kind = "add" if isinstance(op, cst.Add) else (
-                    "sub" if isinstance(op, cst.Subtract) else "mul")
+                kind = (
+                    "add"
+                    if isinstance(op, cst.Add)
+                    else ("sub" if isinstance(op, cst.Subtract) else "mul")
+                )
                 return self._binary(node, node.left, node.right, kind, env, scope, w, covered, d)
             if isinstance(op, (cst.Divide, cst.FloorDivide)):
                 return self._walk(node.left, env, scope, w, covered, d)
@@ -224,8 +264,11 @@ class ScoresAnalysis:
         found = False
         # in-place arithmetic on this very binding before the softmax: the
         # latest first, each covering what came before it
-        ops = [site for i, site in self._inplace.get((id(scope), node.value), ())
-               if i < w.limit and site.env.get(node.value) is defs and defs]
+        ops = [
+            site
+            for i, site in self._inplace.get((id(scope), node.value), ())
+            if i < w.limit and site.env.get(node.value) is defs and defs
+        ]
         for site in reversed(ops):
             call = site.node
             name = call.func.attr.value
@@ -247,10 +290,17 @@ class ScoresAnalysis:
             elif df.kind == "augassign":
                 aug: cst.AugAssign = df.node
                 op = aug.operator
-                kind = ("add" if isinstance(op, cst.AddAssign) else
-                        "sub" if isinstance(op, cst.SubtractAssign) else
-                        "mul" if isinstance(op, cst.MultiplyAssign) else
-                        "div" if isinstance(op, cst.DivideAssign) else None)
+                kind = (
+                    "add"
+                    if isinstance(op, cst.AddAssign)
+                    else "sub"
+                    if isinstance(op, cst.SubtractAssign)
+                    else "mul"
+                    if isinstance(op, cst.MultiplyAssign)
+                    else "div"
+                    if isinstance(op, cst.DivideAssign)
+                    else None
+                )
                 if kind is None or not isinstance(aug.target, cst.Name):
                     continue
                 if self._walk(aug.target, df.env, df.scope, w, covered, d):
@@ -349,8 +399,12 @@ class ScoresAnalysis:
         if isinstance(node, cst.Name):
             defs = lookup(node.value, env, scope)
             return bool(defs) and all(
-                df.kind == "assign" and not df.index and df.node is not None
-                and self._transposed(df.node, df.env, df.scope, depth + 1) for df in defs)
+                df.kind == "assign"
+                and not df.index
+                and df.node is not None
+                and self._transposed(df.node, df.env, df.scope, depth + 1)
+                for df in defs
+            )
         return False
 
     def _einsum(self, node: cst.Call, env, scope, w: _Walk) -> bool:
@@ -395,5 +449,9 @@ def _arg(call: cst.Call, i: int, name: str) -> Optional[cst.BaseExpression]:
 
 
 def _is_minus_one(node: cst.CSTNode) -> bool:
-    return (isinstance(node, cst.UnaryOperation) and isinstance(node.operator, cst.Minus)
-            and isinstance(node.expression, cst.Integer) and node.expression.value == "1")
+    return (
+        isinstance(node, cst.UnaryOperation)
+        and isinstance(node.operator, cst.Minus)
+        and isinstance(node.expression, cst.Integer)
+        and node.expression.value == "1"
+    )

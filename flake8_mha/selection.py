@@ -10,6 +10,7 @@ This module imports nothing of the analyzer at import time: the flake8 adapter
 reads ``OFF_BY_DEFAULT`` at flake8's start-up, before (and for files that
 cannot concern attention, without) loading libcst.
 """
+
 from __future__ import annotations
 
 import re
@@ -33,17 +34,22 @@ def check_prefixes(codes: Sequence[str], key: str) -> List[str]:
     for code in out:
         if not CODE_PREFIX.match(code):
             raise SelectionError(
-                f"{key}: {code!r} is not a code prefix such as MHA, MHA0 or MHA001")
+                f"{key}: {code!r} is not a code prefix such as MHA, MHA0 or MHA001"
+            )
     return out
 
 
 class Decider:
     """flake8's DecisionEngine: ``decide(code)`` is True when the run reports ``code``."""
 
-    def __init__(self, select: Optional[Sequence[str]] = None,
-                 ignore: Optional[Sequence[str]] = None, extend_select: Sequence[str] = (),
-                 extend_ignore: Sequence[str] = (), enable_extensions: Sequence[str] = ()
-                 ) -> None:
+    def __init__(
+        self,
+        select: Optional[Sequence[str]] = None,
+        ignore: Optional[Sequence[str]] = None,
+        extend_select: Sequence[str] = (),
+        extend_ignore: Sequence[str] = (),
+        enable_extensions: Sequence[str] = (),
+    ) -> None:
         self.selected_explicitly = _sorted([*(select or []), *extend_select])
         self.ignored_explicitly = _sorted([*(ignore or []), *extend_ignore])
         if select is not None:
@@ -53,8 +59,11 @@ class Decider:
         if ignore is not None:
             self.ignored = _sorted([*ignore, *extend_ignore])
         else:
-            defaults = [c for c in OFF_BY_DEFAULT
-                        if not any(c.startswith(e) or e.startswith(c) for e in enable_extensions)]
+            defaults = [
+                c
+                for c in OFF_BY_DEFAULT
+                if not any(c.startswith(e) or e.startswith(c) for e in enable_extensions)
+            ]
             self.ignored = _sorted([*defaults, *extend_ignore])
 
     def __call__(self, code: str) -> bool:

@@ -6,6 +6,7 @@ the analyzer, the fixes, the confirmer's witnesses and the runtime sanitizer
 all read it from here.  This module never imports torch (nor LibCST); it is
 checked against the installed torch by ``tests/test_torch_api.py`` when
 torch is available."""
+
 from __future__ import annotations
 
 import enum
@@ -138,13 +139,27 @@ class ModuleSpec:
 MULTIHEAD_ATTENTION = ModuleSpec(
     name="MultiheadAttention",
     init=_sig(
-        "embed_dim", "num_heads", ("dropout", 0.0), ("bias", True),
-        ("add_bias_kv", False), ("add_zero_attn", False), ("kdim", None),
-        ("vdim", None), ("batch_first", False), ("device", None), ("dtype", None),
+        "embed_dim",
+        "num_heads",
+        ("dropout", 0.0),
+        ("bias", True),
+        ("add_bias_kv", False),
+        ("add_zero_attn", False),
+        ("kdim", None),
+        ("vdim", None),
+        ("batch_first", False),
+        ("device", None),
+        ("dtype", None),
     ),
     forward=_sig(
-        "query", "key", "value", ("key_padding_mask", None), ("need_weights", True),
-        ("attn_mask", None), ("average_attn_weights", True), ("is_causal", False),
+        "query",
+        "key",
+        "value",
+        ("key_padding_mask", None),
+        ("need_weights", True),
+        ("attn_mask", None),
+        ("average_attn_weights", True),
+        ("is_causal", False),
     ),
     embed_param="embed_dim",
     heads_param="num_heads",
@@ -155,9 +170,15 @@ MULTIHEAD_ATTENTION = ModuleSpec(
 )
 
 _LAYER_INIT_TAIL = (
-    ("dim_feedforward", 2048), ("dropout", 0.1), ("activation", "relu"),
-    ("layer_norm_eps", 1e-5), ("batch_first", False), ("norm_first", False),
-    ("bias", True), ("device", None), ("dtype", None),
+    ("dim_feedforward", 2048),
+    ("dropout", 0.1),
+    ("activation", "relu"),
+    ("layer_norm_eps", 1e-5),
+    ("batch_first", False),
+    ("norm_first", False),
+    ("bias", True),
+    ("device", None),
+    ("dtype", None),
 )
 
 TRANSFORMER_ENCODER_LAYER = ModuleSpec(
@@ -173,13 +194,21 @@ TRANSFORMER_ENCODER_LAYER = ModuleSpec(
 )
 
 _DECODER_FORWARD = _sig(
-    "tgt", "memory", ("tgt_mask", None), ("memory_mask", None),
-    ("tgt_key_padding_mask", None), ("memory_key_padding_mask", None),
-    ("tgt_is_causal", False), ("memory_is_causal", False),
+    "tgt",
+    "memory",
+    ("tgt_mask", None),
+    ("memory_mask", None),
+    ("tgt_key_padding_mask", None),
+    ("memory_key_padding_mask", None),
+    ("tgt_is_causal", False),
+    ("memory_is_causal", False),
 )
 _DECODER_MASKS = ("tgt_mask", "memory_mask", "tgt_key_padding_mask", "memory_key_padding_mask")
 _DECODER_PADDING = ("tgt_key_padding_mask", "memory_key_padding_mask")
-_DECODER_CAUSAL = (CausalPair("tgt_is_causal", "tgt_mask"), CausalPair("memory_is_causal", "memory_mask"))
+_DECODER_CAUSAL = (
+    CausalPair("tgt_is_causal", "tgt_mask"),
+    CausalPair("memory_is_causal", "memory_mask"),
+)
 
 TRANSFORMER_DECODER_LAYER = ModuleSpec(
     name="TransformerDecoderLayer",
@@ -195,8 +224,13 @@ TRANSFORMER_DECODER_LAYER = ModuleSpec(
 
 TRANSFORMER_ENCODER = ModuleSpec(
     name="TransformerEncoder",
-    init=_sig("encoder_layer", "num_layers", ("norm", None), ("enable_nested_tensor", True),
-              ("mask_check", True)),
+    init=_sig(
+        "encoder_layer",
+        "num_layers",
+        ("norm", None),
+        ("enable_nested_tensor", True),
+        ("mask_check", True),
+    ),
     forward=_sig("src", ("mask", None), ("src_key_padding_mask", None), ("is_causal", None)),
     embed_param=None,
     heads_param=None,
@@ -210,9 +244,14 @@ TRANSFORMER_DECODER = ModuleSpec(
     name="TransformerDecoder",
     init=_sig("decoder_layer", "num_layers", ("norm", None)),
     forward=_sig(
-        "tgt", "memory", ("tgt_mask", None), ("memory_mask", None),
-        ("tgt_key_padding_mask", None), ("memory_key_padding_mask", None),
-        ("tgt_is_causal", None), ("memory_is_causal", False),
+        "tgt",
+        "memory",
+        ("tgt_mask", None),
+        ("memory_mask", None),
+        ("tgt_key_padding_mask", None),
+        ("memory_key_padding_mask", None),
+        ("tgt_is_causal", None),
+        ("memory_is_causal", False),
     ),
     embed_param=None,
     heads_param=None,
@@ -225,23 +264,46 @@ TRANSFORMER_DECODER = ModuleSpec(
 TRANSFORMER = ModuleSpec(
     name="Transformer",
     init=_sig(
-        ("d_model", 512), ("nhead", 8), ("num_encoder_layers", 6), ("num_decoder_layers", 6),
-        ("dim_feedforward", 2048), ("dropout", 0.1), ("activation", "relu"),
-        ("custom_encoder", None), ("custom_decoder", None), ("layer_norm_eps", 1e-5),
-        ("batch_first", False), ("norm_first", False), ("bias", True), ("device", None),
+        ("d_model", 512),
+        ("nhead", 8),
+        ("num_encoder_layers", 6),
+        ("num_decoder_layers", 6),
+        ("dim_feedforward", 2048),
+        ("dropout", 0.1),
+        ("activation", "relu"),
+        ("custom_encoder", None),
+        ("custom_decoder", None),
+        ("layer_norm_eps", 1e-5),
+        ("batch_first", False),
+        ("norm_first", False),
+        ("bias", True),
+        ("device", None),
         ("dtype", None),
     ),
     forward=_sig(
-        "src", "tgt", ("src_mask", None), ("tgt_mask", None), ("memory_mask", None),
-        ("src_key_padding_mask", None), ("tgt_key_padding_mask", None),
-        ("memory_key_padding_mask", None), ("src_is_causal", None), ("tgt_is_causal", None),
+        "src",
+        "tgt",
+        ("src_mask", None),
+        ("tgt_mask", None),
+        ("memory_mask", None),
+        ("src_key_padding_mask", None),
+        ("tgt_key_padding_mask", None),
+        ("memory_key_padding_mask", None),
+        ("src_is_causal", None),
+        ("tgt_is_causal", None),
         ("memory_is_causal", False),
     ),
     embed_param="d_model",
     heads_param="nhead",
     has_batch_first=True,
-    mask_args=("src_mask", "tgt_mask", "memory_mask", "src_key_padding_mask",
-               "tgt_key_padding_mask", "memory_key_padding_mask"),
+    mask_args=(
+        "src_mask",
+        "tgt_mask",
+        "memory_mask",
+        "src_key_padding_mask",
+        "tgt_key_padding_mask",
+        "memory_key_padding_mask",
+    ),
     padding_mask_args=("src_key_padding_mask", "tgt_key_padding_mask", "memory_key_padding_mask"),
     causal_pairs=(CausalPair("src_is_causal", "src_mask"),) + _DECODER_CAUSAL,
 )
@@ -249,15 +311,25 @@ TRANSFORMER = ModuleSpec(
 MODULES: Dict[str, ModuleSpec] = {
     spec.qualname: spec
     for spec in (
-        MULTIHEAD_ATTENTION, TRANSFORMER_ENCODER_LAYER, TRANSFORMER_DECODER_LAYER,
-        TRANSFORMER_ENCODER, TRANSFORMER_DECODER, TRANSFORMER,
+        MULTIHEAD_ATTENTION,
+        TRANSFORMER_ENCODER_LAYER,
+        TRANSFORMER_DECODER_LAYER,
+        TRANSFORMER_ENCODER,
+        TRANSFORMER_DECODER,
+        TRANSFORMER,
     )
 }
 
 SDPA_QUALNAME = "torch.nn.functional.scaled_dot_product_attention"
 SDPA_SIGNATURE = _sig(
-    "query", "key", "value", ("attn_mask", None), ("dropout_p", 0.0), ("is_causal", False),
-    ("scale", None), ("enable_gqa", False),
+    "query",
+    "key",
+    "value",
+    ("attn_mask", None),
+    ("dropout_p", 0.0),
+    ("is_causal", False),
+    ("scale", None),
+    ("enable_gqa", False),
 )
 SDPA_NAME = "scaled_dot_product_attention"
 # torch.where(condition, input, other): keeps ``input`` where condition is True
@@ -335,5 +407,6 @@ TRIGGER_WORDS = (
     # grouped-query attention written by hand (MHA013, MHA904): KV head counts and repeat
     # factors (n_kv_heads, repeat_kv(x, n_rep)); enable_gqa comes with SDPA's name.  Each word
     # costs about 0.7 ms per MB of every file flake8 reads: keep the list short.
-    "kv_heads", "n_rep",
+    "kv_heads",
+    "n_rep",
 )

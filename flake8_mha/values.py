@@ -5,6 +5,7 @@ constants, locals assigned once), ``self.<attr>`` set to the same known value
 everywhere in its class, and arithmetic on those.  Parameters, config objects
 and anything from another file are unknown; unknown never fires a rule.
 """
+
 from __future__ import annotations
 
 import operator
@@ -29,8 +30,12 @@ UNKNOWN = _Unknown()
 MAX_DEPTH = 24
 
 _BINOPS: Dict[type, Callable] = {
-    cst.Add: operator.add, cst.Subtract: operator.sub, cst.Multiply: operator.mul,
-    cst.FloorDivide: operator.floordiv, cst.Divide: operator.truediv, cst.Modulo: operator.mod,
+    cst.Add: operator.add,
+    cst.Subtract: operator.sub,
+    cst.Multiply: operator.mul,
+    cst.FloorDivide: operator.floordiv,
+    cst.Divide: operator.truediv,
+    cst.Modulo: operator.mod,
     cst.Power: operator.pow,
 }
 _NUMBER = (int, float)

@@ -1,4 +1,5 @@
 """``python -m flake8_mha.confirm PATH...``: the same as ``flake8-mha confirm``."""
+
 import sys
 
 from .cli import main

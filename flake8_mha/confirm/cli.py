@@ -4,6 +4,7 @@ The linting is ``flake8-mha check``'s (``pipeline.lint_paths``): the same
 files, configuration, ``# noqa``, notebooks and code selection, and a file
 that cannot be checked is reported with its reason and makes the run exit 2.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -15,8 +16,15 @@ from typing import IO, Optional, Sequence
 
 from ..findings import Finding
 from .runner import (
-    DEFAULT_BUDGET, DEFAULT_CPU_LIMIT, DEFAULT_MEMORY_LIMIT_MB, DEFAULT_TIMEOUT, FAIL_ON,
-    INSTALL_HINT, Runner, TorchUnavailable, WorkerFailed,
+    DEFAULT_BUDGET,
+    DEFAULT_CPU_LIMIT,
+    DEFAULT_MEMORY_LIMIT_MB,
+    DEFAULT_TIMEOUT,
+    FAIL_ON,
+    INSTALL_HINT,
+    Runner,
+    TorchUnavailable,
+    WorkerFailed,
 )
 
 PROG = "flake8-mha confirm"
@@ -28,34 +36,72 @@ def build_parser() -> argparse.ArgumentParser:
 
     parser = argparse.ArgumentParser(
         prog=PROG,
-        description=("Lint PATHs with flake8-mha, then confirm every finding by running a small "
-                     "torch experiment (a witness) built from the finding's evidence. The "
-                     "user's code is never imported or executed. Files, configuration, "
-                     "# noqa and code selection are those of flake8-mha check."),
-        epilog=("Exit status: 0 when nothing is confirmed (or --fail-on none), 1 when a "
-                "finding is CONFIRMED or CONFIRMED* (--fail-on proven: CONFIRMED only), 2 on "
-                "usage errors, when torch is missing, or when a file could not be checked."),
+        description=(
+            "Lint PATHs with flake8-mha, then confirm every finding by running a small "
+            "torch experiment (a witness) built from the finding's evidence. The "
+            "user's code is never imported or executed. Files, configuration, "
+            "# noqa and code selection are those of flake8-mha check."
+        ),
+        epilog=(
+            "Exit status: 0 when nothing is confirmed (or --fail-on none), 1 when a "
+            "finding is CONFIRMED or CONFIRMED* (--fail-on proven: CONFIRMED only), 2 on "
+            "usage errors, when torch is missing, or when a file could not be checked."
+        ),
     )
     add_lint_arguments(parser, repeatable=True)
     parser.add_argument("--json", metavar="FILE", help="also write the results as JSON to FILE")
-    parser.add_argument("--fail-on", choices=tuple(FAIL_ON), default="confirmed",
-                        help=("exit 1 when a finding is CONFIRMED or CONFIRMED* (confirmed, "
-                              "the default), only CONFIRMED from the code's own facts "
-                              "(proven), or never (none)"))
-    parser.add_argument("--timeout", type=_positive, default=DEFAULT_TIMEOUT, metavar="SECONDS",
-                        help=f"time budget of one witness (default {DEFAULT_TIMEOUT:g})")
-    parser.add_argument("--budget", type=_positive, default=DEFAULT_BUDGET, metavar="SECONDS",
-                        help=("time budget of all witnesses; later findings are SKIPPED "
-                              f"(default {DEFAULT_BUDGET:g})"))
-    parser.add_argument("--memory-limit", type=_limit, default=DEFAULT_MEMORY_LIMIT_MB,
-                        metavar="MB", help=("memory of the witness worker, torch included; a "
-                                            "witness over it is CRASHED (default "
-                                            f"{DEFAULT_MEMORY_LIMIT_MB:g}; 0: none)"))
-    parser.add_argument("--cpu-limit", type=_limit, default=DEFAULT_CPU_LIMIT, metavar="SECONDS",
-                        help=("CPU time of one witness; over it the witness is CRASHED "
-                              f"(default {DEFAULT_CPU_LIMIT:g}; 0: none)"))
-    parser.add_argument("--no-progress", action="store_true",
-                        help="no progress indicator on stderr (it shows only on a terminal)")
+    parser.add_argument(
+        "--fail-on",
+        choices=tuple(FAIL_ON),
+        default="confirmed",
+        help=(
+            "exit 1 when a finding is CONFIRMED or CONFIRMED* (confirmed, "
+            "the default), only CONFIRMED from the code's own facts "
+            "(proven), or never (none)"
+        ),
+    )
+    parser.add_argument(
+        "--timeout",
+        type=_positive,
+        default=DEFAULT_TIMEOUT,
+        metavar="SECONDS",
+        help=f"time budget of one witness (default {DEFAULT_TIMEOUT:g})",
+    )
+    parser.add_argument(
+        "--budget",
+        type=_positive,
+        default=DEFAULT_BUDGET,
+        metavar="SECONDS",
+        help=(
+            f"time budget of all witnesses; later findings are SKIPPED (default {DEFAULT_BUDGET:g})"
+        ),
+    )
+    parser.add_argument(
+        "--memory-limit",
+        type=_limit,
+        default=DEFAULT_MEMORY_LIMIT_MB,
+        metavar="MB",
+        help=(
+            "memory of the witness worker, torch included; a "
+            "witness over it is CRASHED (default "
+            f"{DEFAULT_MEMORY_LIMIT_MB:g}; 0: none)"
+        ),
+    )
+    parser.add_argument(
+        "--cpu-limit",
+        type=_limit,
+        default=DEFAULT_CPU_LIMIT,
+        metavar="SECONDS",
+        help=(
+            "CPU time of one witness; over it the witness is CRASHED "
+            f"(default {DEFAULT_CPU_LIMIT:g}; 0: none)"
+        ),
+    )
+    parser.add_argument(
+        "--no-progress",
+        action="store_true",
+        help="no progress indicator on stderr (it shows only on a terminal)",
+    )
     return parser
 
 
@@ -126,9 +172,13 @@ def _main(argv: Sequence[str]) -> int:
 
     started = time.monotonic()
     show_progress = not args.no_progress and sys.stderr.isatty()
-    runner = Runner(timeout=args.timeout, budget=args.budget,
-                    progress=_Progress(sys.stderr) if show_progress else None,
-                    memory_limit=args.memory_limit or None, cpu_limit=args.cpu_limit or None)
+    runner = Runner(
+        timeout=args.timeout,
+        budget=args.budget,
+        progress=_Progress(sys.stderr) if show_progress else None,
+        memory_limit=args.memory_limit or None,
+        cpu_limit=args.cpu_limit or None,
+    )
     try:
         runner.start()  # torch imports in the worker while we lint
         run = lint_paths(opts)
@@ -136,8 +186,11 @@ def _main(argv: Sequence[str]) -> int:
         try:
             runner.ready()
         except TorchUnavailable as exc:
-            print(f"{PROG}: torch is required to confirm findings ({exc}); install it with: "
-                  f"{INSTALL_HINT}", file=sys.stderr)
+            print(
+                f"{PROG}: torch is required to confirm findings ({exc}); install it with: "
+                f"{INSTALL_HINT}",
+                file=sys.stderr,
+            )
             return EXIT_USAGE
         except WorkerFailed as exc:
             return _error(str(exc))
@@ -158,14 +211,27 @@ def _main(argv: Sequence[str]) -> int:
     if problems:
         status = EXIT_USAGE  # a file could not be checked: check exits 2 for it too
     if args.json:
-        settings = {"select": opts.select, "ignore": opts.ignore,
-                    "extend_select": opts.extend_select or None,
-                    "extend_ignore": opts.extend_ignore or None,
-                    "fail_on": args.fail_on, "timeout": args.timeout, "budget": args.budget,
-                    "memory_limit_mb": args.memory_limit, "cpu_limit_s": args.cpu_limit}
-        document = to_json(outcomes, paths=args.paths, settings=settings,
-                           torch_version=runner.torch_version, seconds=seconds,
-                           exit_status=status, items=items, problems=problems)
+        settings = {
+            "select": opts.select,
+            "ignore": opts.ignore,
+            "extend_select": opts.extend_select or None,
+            "extend_ignore": opts.extend_ignore or None,
+            "fail_on": args.fail_on,
+            "timeout": args.timeout,
+            "budget": args.budget,
+            "memory_limit_mb": args.memory_limit,
+            "cpu_limit_s": args.cpu_limit,
+        }
+        document = to_json(
+            outcomes,
+            paths=args.paths,
+            settings=settings,
+            torch_version=runner.torch_version,
+            seconds=seconds,
+            exit_status=status,
+            items=items,
+            problems=problems,
+        )
         from ..atomic import WriteError, write_text
 
         try:  # atomic: a fault leaves the previous report whole

@@ -3,6 +3,7 @@
 ``python -m flake8_mha.confirm.docs`` rewrites the table between the markers
 in docs/confirm.md; a test checks that the file is current.
 """
+
 from __future__ import annotations
 
 import pathlib
@@ -16,8 +17,10 @@ DOC = pathlib.Path(__file__).resolve().parents[2] / "docs" / "confirm.md"
 
 
 def thresholds_table() -> str:
-    rows = ["| code | witness | CONFIRMED when (and what torch 2.13 CPU measured) |",
-            "| --- | --- | --- |"]
+    rows = [
+        "| code | witness | CONFIRMED when (and what torch 2.13 CPU measured) |",
+        "| --- | --- | --- |",
+    ]
     for code, witness in WITNESSES.items():
         threshold = " ".join(witness.threshold_text.split())
         kind = " *(timing)*" if witness.timing else ""

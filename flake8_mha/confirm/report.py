@@ -1,4 +1,5 @@
 """What a confirm run prints: the table, the summary line, the JSON report."""
+
 from __future__ import annotations
 
 import math
@@ -48,8 +49,12 @@ def damage_cell(outcome: Outcome) -> str:
     return outcome.damage or "-"
 
 
-def render_table(outcomes: Sequence[Outcome], width: Optional[int] = None,
-                 items: Optional[Sequence[Any]] = None, problems: Sequence[Any] = ()) -> str:
+def render_table(
+    outcomes: Sequence[Outcome],
+    width: Optional[int] = None,
+    items: Optional[Sequence[Any]] = None,
+    problems: Sequence[Any] = (),
+) -> str:
     """One row per finding, then one per file that could not be checked (its
     reason in the damage column); the witness and damage cells wrap.
 
@@ -59,23 +64,32 @@ def render_table(outcomes: Sequence[Outcome], width: Optional[int] = None,
     if width is None:
         width = max(100, shutil.get_terminal_size((140, 24)).columns)
     places = list(items) if items is not None else [None] * len(outcomes)
-    rows = [(location(o, i), o.finding.code, o.verdict, witness_cell(o), damage_cell(o))
-            for o, i in zip(outcomes, places)]
+    rows = [
+        (location(o, i), o.finding.code, o.verdict, witness_cell(o), damage_cell(o))
+        for o, i in zip(outcomes, places)
+    ]
     rows += [(p.location(), p.code or "-", NOT_CHECKED, "-", p.message) for p in problems]
-    fixed = [max(len(HEADERS[i]), *(len(r[i]) for r in rows)) if rows else len(HEADERS[i])
-             for i in range(3)]
+    fixed = [
+        max(len(HEADERS[i]), *(len(r[i]) for r in rows)) if rows else len(HEADERS[i])
+        for i in range(3)
+    ]
     rest = max(40, width - sum(fixed) - 4 * 2)
     wrap_w = [rest // 2, rest - rest // 2]
     out = []
 
     def emit(cells: Sequence[str]) -> None:
-        wrapped = [textwrap.wrap(c, wrap_w[i], break_on_hyphens=False) or [""]
-                   for i, c in enumerate(cells[3:])]
+        wrapped = [
+            textwrap.wrap(c, wrap_w[i], break_on_hyphens=False) or [""]
+            for i, c in enumerate(cells[3:])
+        ]
         for n in range(max(len(w) for w in wrapped)):
-            head = [c.ljust(fixed[i]) if n == 0 else " " * fixed[i]
-                    for i, c in enumerate(cells[:3])]
-            tail = [w[n].ljust(wrap_w[i]) if n < len(w) else " " * wrap_w[i]
-                    for i, w in enumerate(wrapped)]
+            head = [
+                c.ljust(fixed[i]) if n == 0 else " " * fixed[i] for i, c in enumerate(cells[:3])
+            ]
+            tail = [
+                w[n].ljust(wrap_w[i]) if n < len(w) else " " * wrap_w[i]
+                for i, w in enumerate(wrapped)
+            ]
             out.append("  ".join(head + tail).rstrip())
 
     emit(HEADERS)
@@ -90,11 +104,13 @@ def counts(outcomes: Sequence[Outcome]) -> Dict[str, int]:
     return {verdict: seen.get(verdict, 0) for verdict in VERDICTS}
 
 
-def summary_line(outcomes: Sequence[Outcome], seconds: float, problems: Sequence[Any] = ()
-                 ) -> str:
+def summary_line(outcomes: Sequence[Outcome], seconds: float, problems: Sequence[Any] = ()) -> str:
     n = len(outcomes)
-    parts = [f"{count} {verdict.lower()}" for verdict, count in counts(outcomes).items()
-             if count or verdict in ("CONFIRMED", "NOT REPRODUCED")]
+    parts = [
+        f"{count} {verdict.lower()}"
+        for verdict, count in counts(outcomes).items()
+        if count or verdict in ("CONFIRMED", "NOT REPRODUCED")
+    ]
     noun = "finding" if n == 1 else "findings"
     unchecked = ""
     if problems:
@@ -114,10 +130,17 @@ def _plain(value: Any) -> Any:
     return value
 
 
-def to_json(outcomes: Sequence[Outcome], *, paths: Sequence[str], settings: Dict[str, Any],
-            torch_version: Optional[str], seconds: float, exit_status: int,
-            items: Optional[Sequence[Any]] = None, problems: Sequence[Any] = ()
-            ) -> Dict[str, Any]:
+def to_json(
+    outcomes: Sequence[Outcome],
+    *,
+    paths: Sequence[str],
+    settings: Dict[str, Any],
+    torch_version: Optional[str],
+    seconds: float,
+    exit_status: int,
+    items: Optional[Sequence[Any]] = None,
+    problems: Sequence[Any] = (),
+) -> Dict[str, Any]:
     """The document ``--json FILE`` writes (schema: docs/confirm.md).  ``items``
     and ``problems`` as for ``render_table``."""
     from .. import __version__
@@ -128,25 +151,51 @@ def to_json(outcomes: Sequence[Outcome], *, paths: Sequence[str], settings: Dict
     for o, item in zip(outcomes, places):
         entry = o.finding.to_dict()
         entry.update(cell=getattr(item, "cell", None), cell_index=getattr(item, "cell_index", None))
-        entry.update(verdict=o.verdict, witness=o.witness, damage=o.damage,
-                     measured=o.measured, assumed=o.assumed, depends_on=o.depends_on,
-                     reason=o.reason,
-                     seconds=round(o.seconds, 4), warnings=o.warnings)
+        entry.update(
+            verdict=o.verdict,
+            witness=o.witness,
+            damage=o.damage,
+            measured=o.measured,
+            assumed=o.assumed,
+            depends_on=o.depends_on,
+            reason=o.reason,
+            seconds=round(o.seconds, 4),
+            warnings=o.warnings,
+        )
         results.append(entry)
-    summary: Dict[str, Any] = {"findings": len(outcomes), **counts(outcomes),
-                               "seconds": round(seconds, 3)}
-    return _plain({
-        "version": JSON_VERSION,
-        "tool": "flake8-mha confirm",
-        "flake8_mha": __version__,
-        "torch": torch_version,
-        "paths": list(paths),
-        "settings": settings,
-        "summary": summary,
-        "exit_status": exit_status,
-        "witnesses": {code: {"summary": WITNESSES[code].summary,
-                             "threshold": WITNESSES[code].threshold_text} for code in codes},
-        "results": results,
-        "errors": [{"path": p.path, "line": p.line, "col": p.col, "cell": p.cell,
-                    "cell_index": p.cell_index, "message": p.message} for p in problems],
-    })
+    summary: Dict[str, Any] = {
+        "findings": len(outcomes),
+        **counts(outcomes),
+        "seconds": round(seconds, 3),
+    }
+    return _plain(
+        {
+            "version": JSON_VERSION,
+            "tool": "flake8-mha confirm",
+            "flake8_mha": __version__,
+            "torch": torch_version,
+            "paths": list(paths),
+            "settings": settings,
+            "summary": summary,
+            "exit_status": exit_status,
+            "witnesses": {
+                code: {
+                    "summary": WITNESSES[code].summary,
+                    "threshold": WITNESSES[code].threshold_text,
+                }
+                for code in codes
+            },
+            "results": results,
+            "errors": [
+                {
+                    "path": p.path,
+                    "line": p.line,
+                    "col": p.col,
+                    "cell": p.cell,
+                    "cell_index": p.cell_index,
+                    "message": p.message,
+                }
+                for p in problems
+            ],
+        }
+    )

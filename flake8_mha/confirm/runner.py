@@ -12,6 +12,7 @@ see worker.py): a witness that crosses one is CRASHED with the reason
 ``memory limit ...`` or ``cpu limit ...``, and the run goes on in a fresh
 worker.
 """
+
 from __future__ import annotations
 
 import dataclasses
@@ -30,26 +31,39 @@ from typing import Any, Callable, Dict, IO, List, Optional
 
 from ..findings import Finding
 from .witnesses import (
-    CONFIRMED, CONFIRMED_ASSUMED, INCONCLUSIVE, NOT_REPRODUCED, SKIPPED, WITNESSES,
+    CONFIRMED,
+    CONFIRMED_ASSUMED,
+    INCONCLUSIVE,
+    NOT_REPRODUCED,
+    SKIPPED,
+    WITNESSES,
 )
 
 ERROR = "ERROR"
 TIMEOUT = "TIMEOUT"
 CRASHED = "CRASHED"
-VERDICTS = (CONFIRMED, CONFIRMED_ASSUMED, NOT_REPRODUCED, INCONCLUSIVE, SKIPPED, ERROR, TIMEOUT,
-            CRASHED)
+VERDICTS = (
+    CONFIRMED,
+    CONFIRMED_ASSUMED,
+    NOT_REPRODUCED,
+    INCONCLUSIVE,
+    SKIPPED,
+    ERROR,
+    TIMEOUT,
+    CRASHED,
+)
 # What --fail-on counts (docs/confirm.md, "CI gating").
 FAIL_ON = {"confirmed": (CONFIRMED, CONFIRMED_ASSUMED), "proven": (CONFIRMED,), "none": ()}
 
-DEFAULT_TIMEOUT = 30.0       # seconds per witness
-DEFAULT_BUDGET = 300.0       # seconds for all witnesses of a run
+DEFAULT_TIMEOUT = 30.0  # seconds per witness
+DEFAULT_BUDGET = 300.0  # seconds for all witnesses of a run
 # The worker's own limits. Memory: its data segment (RLIMIT_DATA), torch's
 # import included (about 220 MB; the witnesses add about 10 MB at the scaled
 # sizes). CPU: seconds of CPU time per witness (RLIMIT_CPU), a backstop that
 # still holds when the parent is gone and cannot enforce --timeout.
 DEFAULT_MEMORY_LIMIT_MB = 2048.0
 DEFAULT_CPU_LIMIT = 60.0
-STARTUP_TIMEOUT = 120.0      # seconds for a worker to import torch and say ready
+STARTUP_TIMEOUT = 120.0  # seconds for a worker to import torch and say ready
 INSTALL_HINT = "pip install 'flake8-mha[confirm]'"
 _BUDGET_REASON = "time budget used up (raise it with --budget)"
 
@@ -98,22 +112,39 @@ def _signal_name(returncode: Optional[int]) -> str:
 class Worker:
     """One ``python -m flake8_mha.confirm.worker`` process."""
 
-    def __init__(self, env: Optional[Dict[str, str]] = None,
-                 memory_limit: Optional[float] = DEFAULT_MEMORY_LIMIT_MB,
-                 cpu_limit: Optional[float] = DEFAULT_CPU_LIMIT):
+    def __init__(
+        self,
+        env: Optional[Dict[str, str]] = None,
+        memory_limit: Optional[float] = DEFAULT_MEMORY_LIMIT_MB,
+        cpu_limit: Optional[float] = DEFAULT_CPU_LIMIT,
+    ):
         run_env = dict(os.environ if env is None else env)
         self.memory_limit, self.cpu_limit = memory_limit, cpu_limit
         # The worker must find this package however it was found here, and
         # must not see the user's directory first on sys.path: its working
         # directory is the directory that holds the package.
         run_env["PYTHONPATH"] = os.pathsep.join(
-            p for p in (_PACKAGE_ROOT, run_env.get("PYTHONPATH", "")) if p)
+            p for p in (_PACKAGE_ROOT, run_env.get("PYTHONPATH", "")) if p
+        )
         self._stderr: IO[bytes] = tempfile.TemporaryFile()
         self.proc = subprocess.Popen(
-            [sys.executable, "-m", "flake8_mha.confirm.worker",
-             "--memory-limit", f"{memory_limit or 0:g}", "--cpu-limit", f"{cpu_limit or 0:g}"],
-            stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=self._stderr,
-            cwd=_PACKAGE_ROOT, env=run_env, text=True, encoding="utf-8", bufsize=1,
+            [
+                sys.executable,
+                "-m",
+                "flake8_mha.confirm.worker",
+                "--memory-limit",
+                f"{memory_limit or 0:g}",
+                "--cpu-limit",
+                f"{cpu_limit or 0:g}",
+            ],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=self._stderr,
+            cwd=_PACKAGE_ROOT,
+            env=run_env,
+            text=True,
+            encoding="utf-8",
+            bufsize=1,
         )
         self._lines: "queue.Queue[Optional[str]]" = queue.Queue()
         self._reader = threading.Thread(target=self._read, daemon=True)
@@ -141,8 +172,10 @@ class Worker:
             except subprocess.TimeoutExpired:
                 pass
             tail = self.stderr_tail()
-            raise WorkerFailed(f"the worker died ({_signal_name(self.proc.returncode)})"
-                               + (f": {tail}" if tail else ""))
+            raise WorkerFailed(
+                f"the worker died ({_signal_name(self.proc.returncode)})"
+                + (f": {tail}" if tail else "")
+            )
         return json.loads(line)
 
     def handshake(self, timeout: float = STARTUP_TIMEOUT) -> Dict[str, Any]:
@@ -153,14 +186,17 @@ class Worker:
         except WorkerFailed as exc:
             limit = self.limit_crossed()  # before stop() closes its stderr
             self.stop()
-            raise WorkerFailed(f"the worker did not start: {limit + ': ' if limit else ''}{exc}"
-                               ) from None
+            raise WorkerFailed(
+                f"the worker did not start: {limit + ': ' if limit else ''}{exc}"
+            ) from None
         if not hello.get("ready"):
             self.stop()
             if hello.get("error") == "memory-limit":
-                raise WorkerFailed(f"the worker could not import torch within its memory limit "
-                                   f"({_amount(self.memory_limit, 'MB')}; raise it with "
-                                   "--memory-limit)")
+                raise WorkerFailed(
+                    f"the worker could not import torch within its memory limit "
+                    f"({_amount(self.memory_limit, 'MB')}; raise it with "
+                    "--memory-limit)"
+                )
             raise TorchUnavailable(hello.get("detail") or "torch could not be imported")
         self.info = hello
         return hello
@@ -218,8 +254,13 @@ class Worker:
             return f"cpu limit ({_amount(self.cpu_limit, 's of CPU time')})"
         tail = self.stderr_tail()
         # Python, C++ (std::bad_alloc), torch's allocator, OpenBLAS's buffers at import
-        markers = ("MemoryError", "bad_alloc", "can't allocate memory",
-                   "Cannot allocate memory", "Memory allocation")
+        markers = (
+            "MemoryError",
+            "bad_alloc",
+            "can't allocate memory",
+            "Cannot allocate memory",
+            "Memory allocation",
+        )
         if any(t in tail for t in markers):
             return f"memory limit ({_amount(self.memory_limit, 'MB')})"
         return ""
@@ -239,7 +280,7 @@ def _refused(error: str) -> str:
     """torch's long allocator message, said short."""
     m = re.search(r"tried to allocate (\d+) bytes", error)
     if m:
-        return f"an allocation of {int(m.group(1)) / 2 ** 20:.0f} MB more was refused"
+        return f"an allocation of {int(m.group(1)) / 2**20:.0f} MB more was refused"
     return error.split("\n")[0][:200] or "an allocation was refused"
 
 
@@ -254,10 +295,15 @@ Progress = Callable[[int, int, Optional[Finding]], None]
 class Runner:
     """Confirms findings one by one in a worker, restarting it after a fault."""
 
-    def __init__(self, timeout: float = DEFAULT_TIMEOUT, budget: Optional[float] = DEFAULT_BUDGET,
-                 progress: Optional[Progress] = None, env: Optional[Dict[str, str]] = None,
-                 memory_limit: Optional[float] = DEFAULT_MEMORY_LIMIT_MB,
-                 cpu_limit: Optional[float] = DEFAULT_CPU_LIMIT):
+    def __init__(
+        self,
+        timeout: float = DEFAULT_TIMEOUT,
+        budget: Optional[float] = DEFAULT_BUDGET,
+        progress: Optional[Progress] = None,
+        env: Optional[Dict[str, str]] = None,
+        memory_limit: Optional[float] = DEFAULT_MEMORY_LIMIT_MB,
+        cpu_limit: Optional[float] = DEFAULT_CPU_LIMIT,
+    ):
         self.timeout = timeout
         self.memory_limit, self.cpu_limit = memory_limit, cpu_limit
         self.budget = budget
@@ -326,23 +372,43 @@ class Runner:
             worker.kill()
             self.worker = None
             verdict = TIMEOUT if exc.timed_out else CRASHED
-            return Outcome(finding, verdict, reason=(f"{limit}: " if limit else "")
-                           + f"{exc}; a fresh worker runs the rest",
-                           seconds=self.timeout if exc.timed_out else 0.0)
+            return Outcome(
+                finding,
+                verdict,
+                reason=(f"{limit}: " if limit else "") + f"{exc}; a fresh worker runs the rest",
+                seconds=self.timeout if exc.timed_out else 0.0,
+            )
         if reply.get("limit") == "memory":  # the allocator said no: replace the worker
             worker.kill()
             self.worker = None
-            return Outcome(finding, CRASHED, reason=(
-                f"memory limit ({_amount(worker.memory_limit, 'MB')}): "
-                f"{_refused(reply.get('error', ''))}; "
-                "a fresh worker runs the rest"), seconds=reply.get("seconds", 0.0))
+            return Outcome(
+                finding,
+                CRASHED,
+                reason=(
+                    f"memory limit ({_amount(worker.memory_limit, 'MB')}): "
+                    f"{_refused(reply.get('error', ''))}; "
+                    "a fresh worker runs the rest"
+                ),
+                seconds=reply.get("seconds", 0.0),
+            )
         if not reply.get("ok"):
-            return Outcome(finding, ERROR, reason=f"the witness raised {reply.get('error')}",
-                           seconds=reply.get("seconds", 0.0), warnings=reply.get("warnings", []))
+            return Outcome(
+                finding,
+                ERROR,
+                reason=f"the witness raised {reply.get('error')}",
+                seconds=reply.get("seconds", 0.0),
+                warnings=reply.get("warnings", []),
+            )
         result = reply["result"]
         return Outcome(
-            finding, result.get("verdict", ERROR), result.get("witness", ""),
-            result.get("damage", ""), result.get("measured", {}), result.get("assumed", []),
-            result.get("reason", ""), reply.get("seconds", 0.0), reply.get("warnings", []),
+            finding,
+            result.get("verdict", ERROR),
+            result.get("witness", ""),
+            result.get("damage", ""),
+            result.get("measured", {}),
+            result.get("assumed", []),
+            result.get("reason", ""),
+            reply.get("seconds", 0.0),
+            reply.get("warnings", []),
             result.get("depends_on", []),
         )

@@ -39,6 +39,7 @@ witness, so tests can check that faults are reported and the run goes on;
 ``"_test_flag": PATH`` makes it create PATH first, so a test knows the witness
 is running. Without the variable the keys are ignored.
 """
+
 from __future__ import annotations
 
 import json
@@ -105,8 +106,9 @@ def _reset(torch: Any) -> None:
     torch.backends.mha.set_fastpath_enabled(True)
 
 
-def handle(request: Dict[str, Any], torch: Any, cpu_limit: Optional[float] = None
-           ) -> Dict[str, Any]:
+def handle(
+    request: Dict[str, Any], torch: Any, cpu_limit: Optional[float] = None
+) -> Dict[str, Any]:
     from .witnesses import WITNESSES
 
     reply: Dict[str, Any] = {"id": request.get("id")}
@@ -131,8 +133,7 @@ def handle(request: Dict[str, Any], torch: Any, cpu_limit: Optional[float] = Non
                 result = WITNESSES[code].run(evidence)
             reply.update(ok=True, result=result)
         except Exception as exc:  # reported as verdict ERROR; the worker goes on
-            reply.update(ok=False, error=_exc_text(exc),
-                         traceback=traceback.format_exc(limit=8))
+            reply.update(ok=False, error=_exc_text(exc), traceback=traceback.format_exc(limit=8))
             if out_of_memory(exc):  # the runner replaces this worker
                 reply["limit"] = "memory"
         finally:
@@ -148,6 +149,7 @@ def handle(request: Dict[str, Any], torch: Any, cpu_limit: Optional[float] = Non
 
 
 # -- limits -------------------------------------------------------------------
+
 
 def set_memory_limit(megabytes: Optional[float]) -> None:
     """Cap the data segment (soft and hard) at ``megabytes``."""
@@ -184,8 +186,11 @@ def arm_cpu_limit(seconds: Optional[float]) -> None:
 def out_of_memory(exc: BaseException) -> bool:
     """An allocation refused (over the memory limit), from Python or torch's allocator."""
     text = str(exc)
-    return isinstance(exc, MemoryError) or "can't allocate memory" in text or \
-        "Cannot allocate memory" in text
+    return (
+        isinstance(exc, MemoryError)
+        or "can't allocate memory" in text
+        or "Cannot allocate memory" in text
+    )
 
 
 def _limits(argv: Sequence[str]) -> Tuple[Optional[float], Optional[float]]:
@@ -211,9 +216,18 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
         return EXIT_TORCH_UNAVAILABLE
     threads = max(1, min(THREADS, os.cpu_count() or 1))
     torch.set_num_threads(threads)
-    _send(channel, {"ready": True, "torch": torch.__version__, "threads": threads,
-                    "protocol": PROTOCOL, "pid": os.getpid(),
-                    "memory_limit_mb": memory_limit, "cpu_limit_s": cpu_limit})
+    _send(
+        channel,
+        {
+            "ready": True,
+            "torch": torch.__version__,
+            "threads": threads,
+            "protocol": PROTOCOL,
+            "pid": os.getpid(),
+            "memory_limit_mb": memory_limit,
+            "cpu_limit_s": cpu_limit,
+        },
+    )
     for line in sys.stdin:
         if not line.strip():
             continue

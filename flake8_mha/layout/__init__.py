@@ -11,6 +11,7 @@ prior is assumed.  Never imports torch.
 - ``comments``: shape comments, jaxtyping annotations, shape-unpacking names;
 - ``evaluate``: following a value through locals, attributes, helpers, callers.
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -165,5 +166,16 @@ def analysis_for(ctx) -> LayoutAnalysis:
     return found
 
 
-__all__ = ["BATCH", "BATCH_FIRST", "SEQ", "SEQ_FIRST", "UNBATCHED", "CallLayout", "Layout",
-           "LayoutAnalysis", "analysis_for", "parse_shape_comment", "roles_of_names"]
+__all__ = [
+    "BATCH",
+    "BATCH_FIRST",
+    "SEQ",
+    "SEQ_FIRST",
+    "UNBATCHED",
+    "CallLayout",
+    "Layout",
+    "LayoutAnalysis",
+    "analysis_for",
+    "parse_shape_comment",
+    "roles_of_names",
+]

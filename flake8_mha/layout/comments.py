@@ -1,5 +1,6 @@
 """What the author wrote about shapes: comments, jaxtyping annotations and
 shape-unpacking names, indexed once per file."""
+
 from __future__ import annotations
 
 import re
@@ -69,7 +70,9 @@ class _Indexer(cst.CSTVisitor):
             if isinstance(small, (cst.Assign, cst.AnnAssign)) and small.value is not None:
                 targets = small.targets if isinstance(small, cst.Assign) else [small]
                 names = {t.target.value for t in targets if isinstance(t.target, cst.Name)}
-                names |= {t.target.attr.value for t in targets if isinstance(t.target, cst.Attribute)}
+                names |= {
+                    t.target.attr.value for t in targets if isinstance(t.target, cst.Attribute)
+                }
                 self.index.by_value[id(small.value)] = (names, entries)
 
 
@@ -151,8 +154,11 @@ class CommentIndex:
         ann = param.annotation
         if ann is None or not isinstance(ann.annotation, cst.Subscript):
             return None
-        strings = [e.slice.value for e in ann.annotation.slice
-                   if isinstance(e.slice, cst.Index) and isinstance(e.slice.value, cst.SimpleString)]
+        strings = [
+            e.slice.value
+            for e in ann.annotation.slice
+            if isinstance(e.slice, cst.Index) and isinstance(e.slice.value, cst.SimpleString)
+        ]
         if not strings:
             return None
         if len(strings) == 1:
@@ -192,13 +198,18 @@ def _collect_unpacks(scope) -> list:
             return False
 
         def visit_Assign(self, node: cst.Assign) -> None:
-            if len(node.targets) != 1 or not isinstance(node.targets[0].target, (cst.Tuple, cst.List)):
+            if len(node.targets) != 1 or not isinstance(
+                node.targets[0].target, (cst.Tuple, cst.List)
+            ):
                 return
             tensor = _shape_of(node.value)
             if tensor is None:
                 return
             elements = node.targets[0].target.elements
-            if any(isinstance(e, cst.StarredElement) or not isinstance(e.value, cst.Name) for e in elements):
+            if any(
+                isinstance(e, cst.StarredElement) or not isinstance(e.value, cst.Name)
+                for e in elements
+            ):
                 return
             names = [e.value.value for e in elements]
             roles = roles_of_names([None if n == "_" else n for n in names])
@@ -217,10 +228,19 @@ def _collect_unpacks(scope) -> list:
 
 
 def _shape_of(value: cst.BaseExpression) -> Optional[str]:
-    if isinstance(value, cst.Attribute) and value.attr.value == "shape" and isinstance(value.value, cst.Name):
+    if (
+        isinstance(value, cst.Attribute)
+        and value.attr.value == "shape"
+        and isinstance(value.value, cst.Name)
+    ):
         return value.value.value
-    if isinstance(value, cst.Call) and not value.args and isinstance(value.func, cst.Attribute) \
-            and value.func.attr.value == "size" and isinstance(value.func.value, cst.Name):
+    if (
+        isinstance(value, cst.Call)
+        and not value.args
+        and isinstance(value.func, cst.Attribute)
+        and value.func.attr.value == "size"
+        and isinstance(value.func.value, cst.Name)
+    ):
         return value.func.value.value
     return None
 

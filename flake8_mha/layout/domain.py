@@ -23,6 +23,7 @@ Nothing else: without evidence the layout is unknown (``None``), never a
 prior.  A layout is a tuple of axis roles; ``batch_first`` is derived from
 where the ``batch`` role stands.  Never imports torch.
 """
+
 from __future__ import annotations
 
 import re
@@ -30,7 +31,6 @@ from dataclasses import dataclass
 from typing import Dict, List, Optional, Sequence, Tuple
 
 import libcst as cst
-
 
 
 BATCH, SEQ, EMBED, CHANNEL, HEAD, SPATIAL = "batch", "seq", "embed", "channel", "head", "spatial"
@@ -74,17 +74,102 @@ class Layout:
 
 # --------------------------------------------------------------------------- names of axes
 
-_BATCH_NAMES = {"b", "bs", "bsz", "batch", "batch_size", "batchsize", "nbatch", "n_batch", "nb",
-                "num_batch", "n_batches", "bsize", "batch_sz"}
-_SEQ_NAMES = {"l", "t", "s", "seq", "seq_len", "seqlen", "seq_length", "sequence_length", "len",
-              "length", "n_tokens", "num_tokens", "ntokens", "tokens", "src_len", "tgt_len", "q_len",
-              "k_len", "kv_len", "time", "steps", "timesteps", "n_ctx", "ctx", "hw", "num_patches",
-              "n_patches", "npatch", "max_len", "num_queries", "n_queries", "queries", "seq_length", "sl", "ls", "lq", "lk", "sq", "sk",
-              "tq", "tk", "nq", "nk", "n_q", "n_k", "frames", "num_frames", "n_frames"}
-_EMBED_NAMES = {"e", "d", "dim", "d_model", "dmodel", "embed_dim", "emb_dim", "hidden", "hidden_size",
-                "hidden_dim", "emb", "embed", "d_emb", "features", "feat", "n_embd", "n_embed",
-                "model_dim", "width", "d_k", "dk", "head_dim", "dh", "hd", "embed_size", "emb_size",
-                "e_dim", "embedding_dim", "f"}
+_BATCH_NAMES = {
+    "b",
+    "bs",
+    "bsz",
+    "batch",
+    "batch_size",
+    "batchsize",
+    "nbatch",
+    "n_batch",
+    "nb",
+    "num_batch",
+    "n_batches",
+    "bsize",
+    "batch_sz",
+}
+_SEQ_NAMES = {
+    "l",
+    "t",
+    "s",
+    "seq",
+    "seq_len",
+    "seqlen",
+    "seq_length",
+    "sequence_length",
+    "len",
+    "length",
+    "n_tokens",
+    "num_tokens",
+    "ntokens",
+    "tokens",
+    "src_len",
+    "tgt_len",
+    "q_len",
+    "k_len",
+    "kv_len",
+    "time",
+    "steps",
+    "timesteps",
+    "n_ctx",
+    "ctx",
+    "hw",
+    "num_patches",
+    "n_patches",
+    "npatch",
+    "max_len",
+    "num_queries",
+    "n_queries",
+    "queries",
+    "seq_length",
+    "sl",
+    "ls",
+    "lq",
+    "lk",
+    "sq",
+    "sk",
+    "tq",
+    "tk",
+    "nq",
+    "nk",
+    "n_q",
+    "n_k",
+    "frames",
+    "num_frames",
+    "n_frames",
+}
+_EMBED_NAMES = {
+    "e",
+    "d",
+    "dim",
+    "d_model",
+    "dmodel",
+    "embed_dim",
+    "emb_dim",
+    "hidden",
+    "hidden_size",
+    "hidden_dim",
+    "emb",
+    "embed",
+    "d_emb",
+    "features",
+    "feat",
+    "n_embd",
+    "n_embed",
+    "model_dim",
+    "width",
+    "d_k",
+    "dk",
+    "head_dim",
+    "dh",
+    "hd",
+    "embed_size",
+    "emb_size",
+    "e_dim",
+    "embedding_dim",
+    "f",
+}
 _CHANNEL_NAMES = {"c", "ch", "channels", "n_channels", "num_channels", "in_channels", "cin", "c_in"}
 _HEAD_NAMES = {"heads", "num_heads", "n_heads", "nh", "nhead", "n_head", "nheads", "num_head"}
 _SPATIAL_NAMES = {"h", "w", "height", "width_", "x_", "y_", "z", "d_", "hh", "ww"}
@@ -203,32 +288,100 @@ def group_role(group: str, left_roles: Dict[str, Optional[str]]) -> Optional[str
 # --------------------------------------------------------------------------- torch operations
 
 PRESERVE_MODULES = {
-    "Linear", "LazyLinear", "LayerNorm", "RMSNorm", "Dropout", "Dropout1d", "AlphaDropout",
-    "ReLU", "GELU", "SiLU", "Tanh", "Sigmoid", "LeakyReLU", "ELU", "Mish", "Softplus", "PReLU",
-    "Identity", "Hardswish", "GLU", "Softmax", "SELU", "CELU",
+    "Linear",
+    "LazyLinear",
+    "LayerNorm",
+    "RMSNorm",
+    "Dropout",
+    "Dropout1d",
+    "AlphaDropout",
+    "ReLU",
+    "GELU",
+    "SiLU",
+    "Tanh",
+    "Sigmoid",
+    "LeakyReLU",
+    "ELU",
+    "Mish",
+    "Softplus",
+    "PReLU",
+    "Identity",
+    "Hardswish",
+    "GLU",
+    "Softmax",
+    "SELU",
+    "CELU",
 }
 CONV = {"Conv1d": 1, "Conv2d": 2, "Conv3d": 3, "LazyConv1d": 1, "LazyConv2d": 2, "LazyConv3d": 3}
 PRESERVE_METHODS = {
-    "contiguous", "float", "half", "double", "bfloat16", "to", "clone", "detach", "cuda", "cpu",
-    "relu", "gelu", "tanh", "sigmoid", "softmax", "log_softmax", "abs", "exp", "neg", "mul", "add",
-    "sub", "div", "masked_fill", "type_as", "requires_grad_", "add_", "mul_", "relu_", "float_",
+    "contiguous",
+    "float",
+    "half",
+    "double",
+    "bfloat16",
+    "to",
+    "clone",
+    "detach",
+    "cuda",
+    "cpu",
+    "relu",
+    "gelu",
+    "tanh",
+    "sigmoid",
+    "softmax",
+    "log_softmax",
+    "abs",
+    "exp",
+    "neg",
+    "mul",
+    "add",
+    "sub",
+    "div",
+    "masked_fill",
+    "type_as",
+    "requires_grad_",
+    "add_",
+    "mul_",
+    "relu_",
+    "float_",
 }
 PRESERVE_FUNCS = {
-    "torch.nn.functional.relu", "torch.nn.functional.gelu", "torch.nn.functional.silu",
-    "torch.nn.functional.dropout", "torch.nn.functional.layer_norm", "torch.nn.functional.normalize",
-    "torch.nn.functional.linear", "torch.nn.functional.leaky_relu", "torch.nn.functional.elu",
-    "torch.nn.functional.softmax", "torch.tanh", "torch.sigmoid", "torch.relu", "torch.nn.functional.tanh",
-    "torch.nn.functional.rms_norm", "torch.nn.functional.mish",
+    "torch.nn.functional.relu",
+    "torch.nn.functional.gelu",
+    "torch.nn.functional.silu",
+    "torch.nn.functional.dropout",
+    "torch.nn.functional.layer_norm",
+    "torch.nn.functional.normalize",
+    "torch.nn.functional.linear",
+    "torch.nn.functional.leaky_relu",
+    "torch.nn.functional.elu",
+    "torch.nn.functional.softmax",
+    "torch.tanh",
+    "torch.sigmoid",
+    "torch.relu",
+    "torch.nn.functional.tanh",
+    "torch.nn.functional.rms_norm",
+    "torch.nn.functional.mish",
 }
-CTORS = {"torch.randn", "torch.rand", "torch.zeros", "torch.ones", "torch.empty", "torch.full",
-          "torch.randint"}
+CTORS = {
+    "torch.randn",
+    "torch.rand",
+    "torch.zeros",
+    "torch.ones",
+    "torch.empty",
+    "torch.full",
+    "torch.randint",
+}
 
 
 def _int_lit(node: cst.BaseExpression) -> Optional[int]:
     if isinstance(node, cst.Integer):
         return int(node.value)
-    if isinstance(node, cst.UnaryOperation) and isinstance(node.operator, cst.Minus) \
-            and isinstance(node.expression, cst.Integer):
+    if (
+        isinstance(node, cst.UnaryOperation)
+        and isinstance(node.operator, cst.Minus)
+        and isinstance(node.expression, cst.Integer)
+    ):
         return -int(node.expression.value)
     return None
 
@@ -307,14 +460,20 @@ def transform(layout: Layout, method: str, call: cst.Call, node) -> Optional[Lay
     if method == "flatten":
         start = _kwarg(call, "start_dim") or (args[0] if args else None)
         end = _kwarg(call, "end_dim") or (args[1] if len(args) > 1 else None)
-        s = _norm(_int_lit(start), rank) if start is not None and _int_lit(start) is not None else (
-            0 if start is None else None)
-        e = _norm(_int_lit(end), rank) if end is not None and _int_lit(end) is not None else (
-            rank - 1 if end is None else None)
+        s = (
+            _norm(_int_lit(start), rank)
+            if start is not None and _int_lit(start) is not None
+            else (0 if start is None else None)
+        )
+        e = (
+            _norm(_int_lit(end), rank)
+            if end is not None and _int_lit(end) is not None
+            else (rank - 1 if end is None else None)
+        )
         if s is None or e is None or e < s:
             return None
-        merged = _merge(roles[s:e + 1]) if e > s else roles[s]
-        return Layout(tuple(roles[:s] + [merged] + roles[e + 1:]), node, method)
+        merged = _merge(roles[s : e + 1]) if e > s else roles[s]
+        return Layout(tuple(roles[:s] + [merged] + roles[e + 1 :]), node, method)
     if method == "unflatten":
         if len(args) != 2:
             return None
@@ -329,7 +488,7 @@ def transform(layout: Layout, method: str, call: cst.Call, node) -> Optional[Lay
         split = list(roles_of_names(names))
         if roles[d] == BATCH and BATCH not in split:
             return None
-        return Layout(tuple(roles[:d] + split + roles[d + 1:]), node, method)
+        return Layout(tuple(roles[:d] + split + roles[d + 1 :]), node, method)
     if method in ("unsqueeze",):
         if len(args) != 1 or _int_lit(args[0]) is None:
             return None
@@ -344,5 +503,5 @@ def transform(layout: Layout, method: str, call: cst.Call, node) -> Optional[Lay
         d = _norm(_int_lit(args[0]), rank)
         if d is None or roles[d] in (BATCH, SEQ):
             return None  # a batch or sequence of size 1 only, perhaps
-        return Layout(tuple(roles[:d] + roles[d + 1:]), node, method)
+        return Layout(tuple(roles[:d] + roles[d + 1 :]), node, method)
     return None

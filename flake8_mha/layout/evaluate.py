@@ -5,6 +5,7 @@ helpers with their arguments bound, the callers of a function) but keeps
 its own small copy of the call-binding code: the mask analysis is being
 split into a package and this module must not lean on its private names.
 """
+
 from __future__ import annotations
 
 from typing import Dict, Optional, Sequence, Tuple
@@ -15,21 +16,56 @@ from ..callgraph import FileCalls, bind_call, frame_for
 from ..flow import CallSite, Def, Scope, lookup
 from ..values import unpacked
 from .comments import CommentIndex
-from .domain import (BATCH, CHANNEL, EMBED, MAX_CALLER_DEPTH, MAX_DEPTH, SEQ, SPATIAL, CONV,
-                     CTORS, PRESERVE_FUNCS, PRESERVE_METHODS, PRESERVE_MODULES, Layout,
-                     group_role, positional, useful, parse_einops_side, roles_of_names,
-                     transform)
+from .domain import (
+    BATCH,
+    CHANNEL,
+    EMBED,
+    MAX_CALLER_DEPTH,
+    MAX_DEPTH,
+    SEQ,
+    SPATIAL,
+    CONV,
+    CTORS,
+    PRESERVE_FUNCS,
+    PRESERVE_METHODS,
+    PRESERVE_MODULES,
+    Layout,
+    group_role,
+    positional,
+    useful,
+    parse_einops_side,
+    roles_of_names,
+    transform,
+)
 
 _CYCLE = Layout((), None, "cycle")  # met again while being computed: no say in a join
-_TRANSFORMS = ("transpose", "swapaxes", "swapdims", "permute", "movedim", "moveaxis", "flatten",
-               "unflatten", "unsqueeze", "squeeze")
+_TRANSFORMS = (
+    "transpose",
+    "swapaxes",
+    "swapdims",
+    "permute",
+    "movedim",
+    "moveaxis",
+    "flatten",
+    "unflatten",
+    "unsqueeze",
+    "squeeze",
+)
 _TORCH_TRANSFORMS = {"torch." + m: m for m in _TRANSFORMS}
 _SIZED = ("view", "reshape", "expand", "new_zeros", "new_ones", "new_empty")
-_NESTED = {"torch.nested.nested_tensor", "torch.nested.as_nested_tensor",
-           "torch.nested.narrow", "torch.nested.nested_tensor_from_jagged"}
+_NESTED = {
+    "torch.nested.nested_tensor",
+    "torch.nested.as_nested_tensor",
+    "torch.nested.narrow",
+    "torch.nested.nested_tensor_from_jagged",
+}
 MODULE_OUTPUT_ARG = {  # the input whose shape a module's output has
-    "MultiheadAttention": "query", "TransformerEncoderLayer": "src", "TransformerEncoder": "src",
-    "TransformerDecoderLayer": "tgt", "TransformerDecoder": "tgt", "Transformer": "tgt",
+    "MultiheadAttention": "query",
+    "TransformerEncoderLayer": "src",
+    "TransformerEncoder": "src",
+    "TransformerDecoderLayer": "tgt",
+    "TransformerDecoder": "tgt",
+    "Transformer": "tgt",
 }
 
 
@@ -81,7 +117,9 @@ class LayoutEvaluator(FileCalls):
         if self._positions is None:
             from libcst.metadata import MetadataWrapper, PositionProvider
 
-            self._positions = MetadataWrapper(self.module, unsafe_skip_copy=True).resolve(PositionProvider)
+            self._positions = MetadataWrapper(self.module, unsafe_skip_copy=True).resolve(
+                PositionProvider
+            )
         pos = self._positions.get(node)
         return pos.start.line if pos is not None else None
 
@@ -138,8 +176,12 @@ class LayoutEvaluator(FileCalls):
         if t is cst.Subscript:
             return self._subscript(node, env, scope, frame, depth)
         if t is cst.IfExp:
-            return join([self.eval(node.body, env, scope, frame, depth),
-                         self.eval(node.orelse, env, scope, frame, depth)])
+            return join(
+                [
+                    self.eval(node.body, env, scope, frame, depth),
+                    self.eval(node.orelse, env, scope, frame, depth),
+                ]
+            )
         if t is cst.NamedExpr:
             return self.eval(node.value, env, scope, frame, depth)
         return None
@@ -189,8 +231,13 @@ class LayoutEvaluator(FileCalls):
             return self._param(d, frame, depth)
         if kind == "augassign":
             node: cst.AugAssign = d.node
-            if isinstance(node.operator, (cst.AddAssign, cst.SubtractAssign, cst.MultiplyAssign,
-                                          cst.DivideAssign)) and d.extra:
+            if (
+                isinstance(
+                    node.operator,
+                    (cst.AddAssign, cst.SubtractAssign, cst.MultiplyAssign, cst.DivideAssign),
+                )
+                and d.extra
+            ):
                 return join([self._def(p, frame, depth) for p in d.extra])
         return None
 
@@ -263,8 +310,13 @@ class LayoutEvaluator(FileCalls):
 
     def _subscript(self, node: cst.Subscript, env, scope, frame, depth) -> Optional[Layout]:
         sl = node.slice
-        if len(sl) == 1 and isinstance(sl[0].slice, cst.Index) and isinstance(sl[0].slice.value, cst.Integer) \
-                and sl[0].slice.value.value == "0" and isinstance(node.value, cst.Call):
+        if (
+            len(sl) == 1
+            and isinstance(sl[0].slice, cst.Index)
+            and isinstance(sl[0].slice.value, cst.Integer)
+            and sl[0].slice.value.value == "0"
+            and isinstance(node.value, cst.Call)
+        ):
             return self._call(node.value, env, scope, frame, depth, 0)  # attn(q, k, v)[0]
         return None
 
@@ -301,7 +353,9 @@ class LayoutEvaluator(FileCalls):
     def _call(self, node: cst.Call, env, scope, frame, depth, index) -> Optional[Layout]:
         func = node.func
         # a torch attention module: its output has its query's (src's, tgt's) shape
-        target = func.value if isinstance(func, cst.Attribute) and func.attr.value == "forward" else func
+        target = (
+            func.value if isinstance(func, cst.Attribute) and func.attr.value == "forward" else func
+        )
         if isinstance(target, (cst.Name, cst.Attribute, cst.Subscript)):
             try:
                 instances = self.resolver.instances(target, env, scope)
@@ -321,7 +375,10 @@ class LayoutEvaluator(FileCalls):
         if index is not None:
             return None
         qn = None
-        if not (isinstance(func, cst.Attribute) and not isinstance(func.value, (cst.Name, cst.Attribute))):
+        if not (
+            isinstance(func, cst.Attribute)
+            and not isinstance(func.value, (cst.Name, cst.Attribute))
+        ):
             qn = self.qualname(func, env, scope)
         if qn is not None and (qn.startswith("torch.") or qn.startswith("einops.")):
             return self._torch_call(qn, node, env, scope, frame, depth)
@@ -351,7 +408,9 @@ class LayoutEvaluator(FileCalls):
             return Layout(ids.roles + (EMBED,), node, "embedding of ids")
         if name in CONV:
             k = CONV[name]
-            return Layout((BATCH, CHANNEL) + ((SEQ,) if k == 1 else (SPATIAL,) * k), node, "conv feature map")
+            return Layout(
+                (BATCH, CHANNEL) + ((SEQ,) if k == 1 else (SPATIAL,) * k), node, "conv feature map"
+            )
         return None
 
     def _all_preserving(self, built: cst.Call, d: Def) -> bool:
@@ -359,7 +418,11 @@ class LayoutEvaluator(FileCalls):
             if arg.star or not isinstance(arg.value, cst.Call):
                 return False
             qn = self.qualname(arg.value.func, d.env, d.scope)
-            if qn is None or not qn.startswith("torch.nn.") or qn.rsplit(".", 1)[1] not in PRESERVE_MODULES:
+            if (
+                qn is None
+                or not qn.startswith("torch.nn.")
+                or qn.rsplit(".", 1)[1] not in PRESERVE_MODULES
+            ):
                 return False
         return bool(built.args)
 

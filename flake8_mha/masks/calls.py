@@ -195,8 +195,7 @@ class Calls(FileCalls):
         self._param_cache[key] = value
         return value
 
-    def _from_callers(self, func: cst.FunctionDef, name: str, p: cst.Param, d: Def,
-                      at: At) -> Mask:
+    def _from_callers(self, func: cst.FunctionDef, name: str, p: cst.Param, d: Def, at: At) -> Mask:
         """The join of what every call of ``func`` in this file passes as ``name``."""
         callers = self.callers().get(id(func), [])
         if not callers or self._caller_depth >= MAX_CALLER_DEPTH:
@@ -274,7 +273,9 @@ class Calls(FileCalls):
             defs = lookup(node.value, at.env, at.scope)
             if defs and all(d.kind == "assign" for d in defs):
                 return join_all(
-                    [self._indexed(d.node, index, at.of(d, frame_for(d.scope, at.frame)))
-                     for d in defs]
+                    [
+                        self._indexed(d.node, index, at.of(d, frame_for(d.scope, at.frame)))
+                        for d in defs
+                    ]
                 )
         return UNKNOWN_MASK

@@ -11,10 +11,26 @@ import libcst as cst
 
 from ..flow import lookup
 from .calls import At, arg, positional
-from .domain import (ADDITIVE, BOOL, IGNORE, KEEP, UNKNOWN_MASK, Mask, Meaning, Origin,
-                     broadcast, comparison)
-from .names import is_length_name, is_mask_or_length, is_pad_name, is_token_name, last_name, \
-    string_key
+from .domain import (
+    ADDITIVE,
+    BOOL,
+    IGNORE,
+    KEEP,
+    UNKNOWN_MASK,
+    Mask,
+    Meaning,
+    Origin,
+    broadcast,
+    comparison,
+)
+from .names import (
+    is_length_name,
+    is_mask_or_length,
+    is_pad_name,
+    is_token_name,
+    last_name,
+    string_key,
+)
 from .numbers import holds
 from .shapes import index_layout
 
@@ -30,8 +46,19 @@ MIRROR = {"==": "==", "!=": "!=", "<": ">", "<=": ">=", ">": "<", ">=": "<="}
 _AXIS_HOPS = 10
 _TOKEN_HOPS = 6
 # methods that keep what an arange or a lengths tensor is (dtype, device, copies)
-_ARANGE_KEEPS = ("to", "type_as", "long", "int", "float", "cuda", "cpu", "clone", "detach",
-                 "contiguous", "type")
+_ARANGE_KEEPS = (
+    "to",
+    "type_as",
+    "long",
+    "int",
+    "float",
+    "cuda",
+    "cpu",
+    "clone",
+    "detach",
+    "contiguous",
+    "type",
+)
 # the layouts of an arange and of a lengths tensor, by the axis names used below; a
 # comparison of the two has their broadcast layout ((N, S), (N, 1, S), (1, N, S))
 _ARANGE_LAYOUTS = {"vec": ("S",), "row": ("1", "S"), "row3": ("1", "1", "S")}
@@ -275,8 +302,9 @@ class Comparisons:
             if base is None:
                 return None
             layout = index_layout(("N",), node.slice)
-            return _LENGTHS_BY_LAYOUT.get(layout) if base == "scalar" or layout == ("N", "1") \
-                else None
+            return (
+                _LENGTHS_BY_LAYOUT.get(layout) if base == "scalar" or layout == ("N", "1") else None
+            )
         if isinstance(node, cst.Call) and isinstance(node.func, cst.Attribute):
             attr = node.func.attr.value
             if attr in ("new", "new_tensor") and len(node.args) == 1:

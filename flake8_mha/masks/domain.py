@@ -258,8 +258,15 @@ def combine(a: Mask, b: Mask, node: cst.CSTNode, text: str, op: str) -> Mask:
 def comparison(meaning: Meaning, layout: Optional[Layout], origin: Origin) -> Mask:
     """A bool mask made by a comparison (pad id, arange against lengths): its
     meaning, kind and (when known) shape all come from that one expression."""
-    return Mask(meaning=meaning, kind=BOOL, dtype="bool", layout=layout, origin=origin,
-                kind_origin=origin, shape_origin=origin if layout else None)
+    return Mask(
+        meaning=meaning,
+        kind=BOOL,
+        dtype="bool",
+        layout=layout,
+        origin=origin,
+        kind_origin=origin,
+        shape_origin=origin if layout else None,
+    )
 
 
 def additive(origin: Origin, layout: Optional[Layout], shape_origin: Optional[Origin]) -> Mask:

@@ -27,9 +27,27 @@ from ..flow import CallSite, Def, Scope, children, lookup
 from ..values import unpacked
 from .calls import At, Calls, frame_for
 from .compare import COMPARE_OPS, Comparisons
-from .domain import (ADDITIVE, BOOL, FLOAT01, IGNORE, INT, KEEP, NONE_MASK, UNKNOWN_MASK, Kind,
-                     Mask, Origin, additive, broadcast, combine, flip_meaning, join, join_all,
-                     tri_complement, tri_meaning)
+from .domain import (
+    ADDITIVE,
+    BOOL,
+    FLOAT01,
+    IGNORE,
+    INT,
+    KEEP,
+    NONE_MASK,
+    UNKNOWN_MASK,
+    Kind,
+    Mask,
+    Origin,
+    additive,
+    broadcast,
+    combine,
+    flip_meaning,
+    join,
+    join_all,
+    tri_complement,
+    tri_meaning,
+)
 from .dtypes import Dtypes
 from .names import TOKENIZER_KEYS, string_key
 from .numbers import MAX_DEPTH, Numbers
@@ -42,8 +60,7 @@ _TEXT_MAX = 48
 _HARMLESS_INPLACE = {"requires_grad_", "share_memory_", "retain_grad"}
 
 
-class MaskEvaluator(Calls, Numbers, Comparisons, Segments, Offsets, Shapes, Dtypes,
-                    Ops):
+class MaskEvaluator(Calls, Numbers, Comparisons, Segments, Offsets, Shapes, Dtypes, Ops):
     """Evaluates mask expressions of one file (one flow pass)."""
 
     def __init__(self, ctx):

@@ -23,8 +23,7 @@ BIG_NEGATIVE = -1e3  # a fill at or below this masks a score out after softmax
 _FOLLOW_HOPS = 8
 
 # torch (and friends) that wrap a number into a tensor: the sign of their first argument
-_WRAPS = ("torch.tensor", "torch.as_tensor", "torch.scalar_tensor", "numpy.array",
-          "builtins.float")
+_WRAPS = ("torch.tensor", "torch.as_tensor", "torch.scalar_tensor", "numpy.array", "builtins.float")
 # methods that keep a tensor's value (a dtype or device change, a copy)
 _KEEPS_VALUE = ("to", "type_as", "item", "float", "half", "to_dense", "detach", "clone")
 _INF = ("math.inf", "torch.inf", "numpy.inf", "numpy.Inf", "numpy.infty")
@@ -192,8 +191,12 @@ class Numbers:
             # a big negative divided by a small positive constant stays a big negative
             a = self._neg(node.left, at)
             c = self._number(node.right, at)
-            if a and isinstance(c, (int, float)) and not isinstance(c, bool) \
-                    and 0 < abs(c) <= SMALL_DIVISOR:
+            if (
+                a
+                and isinstance(c, (int, float))
+                and not isinstance(c, bool)
+                and 0 < abs(c) <= SMALL_DIVISOR
+            ):
                 return a if c > 0 else _OPPOSITE[a]
         v = value_of(node, env, scope)
         return sign(v) if isinstance(v, (int, float)) and v is not UNKNOWN else None
@@ -242,8 +245,9 @@ class Numbers:
             if fscope is None or not fscope.returns:
                 return None
             inner = Frame(func, fscope, bind_call(func, node, skip), at.env, at.scope, at.frame)
-            results = {self._neg(expr, at.but(renv, fscope, inner))
-                       for expr, renv in fscope.returns}
+            results = {
+                self._neg(expr, at.but(renv, fscope, inner)) for expr, renv in fscope.returns
+            }
             return results.pop() if len(results) == 1 else None
         return None
 

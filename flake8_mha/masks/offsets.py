@@ -98,9 +98,14 @@ class Offsets:
         if not isinstance(node, cst.Call):
             return None
         func = node.func
-        is_ones = (isinstance(func, cst.Attribute) and func.attr.value == "new_ones") or (
-            not isinstance(func, cst.Attribute) or isinstance(func.value, (cst.Name, cst.Attribute))
-        ) and self.qualname(func, at.env, at.scope) in _ONES
+        is_ones = (
+            (isinstance(func, cst.Attribute) and func.attr.value == "new_ones")
+            or (
+                not isinstance(func, cst.Attribute)
+                or isinstance(func.value, (cst.Name, cst.Attribute))
+            )
+            and self.qualname(func, at.env, at.scope) in _ONES
+        )
         if not is_ones:
             return None
         dims = [a.value for a in node.args if a.keyword is None and a.star == ""]

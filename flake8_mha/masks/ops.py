@@ -18,8 +18,21 @@ import libcst as cst
 
 from .. import torch_api
 from .calls import At, arg, kw, positional
-from .domain import (ADDITIVE, BOOL, FLOAT01, IGNORE, INT, KEEP, UNKNOWN_MASK, Kind, Mask,
-                     additive, combine, kind_of_dtype, tri_meaning)
+from .domain import (
+    ADDITIVE,
+    BOOL,
+    FLOAT01,
+    IGNORE,
+    INT,
+    KEEP,
+    UNKNOWN_MASK,
+    Kind,
+    Mask,
+    additive,
+    combine,
+    kind_of_dtype,
+    tri_meaning,
+)
 from .dtypes import KNOWN_DTYPE_NAMES, METHOD_DTYPES
 from .shapes import RESHAPES
 
@@ -50,10 +63,23 @@ _COMBINE = {
     "mul": "mul",
     "mul_": "mul",
 }
-_SAME = ("clone", "contiguous", "detach", "cuda", "cpu", "pin_memory", "requires_grad_",
-         "detach_", "share_memory_", "coalesce", "to_dense")
-_GENERATE = (torch_api.GENERATE_SQUARE_SUBSEQUENT_MASK,
-             "torch.nn.modules.transformer._generate_square_subsequent_mask")
+_SAME = (
+    "clone",
+    "contiguous",
+    "detach",
+    "cuda",
+    "cpu",
+    "pin_memory",
+    "requires_grad_",
+    "detach_",
+    "share_memory_",
+    "coalesce",
+    "to_dense",
+)
+_GENERATE = (
+    torch_api.GENERATE_SQUARE_SUBSEQUENT_MASK,
+    "torch.nn.modules.transformer._generate_square_subsequent_mask",
+)
 
 
 def _torch(*names: str) -> Tuple[str, ...]:
@@ -69,24 +95,48 @@ class Op:
 
 
 OPS: Tuple[Op, ...] = (
-    Op("triangle", ("input", "diagonal"), _torch("tril", "triu"),
-       ("tril", "triu", "tril_", "triu_")),
-    Op("fresh", (), _torch("ones", "zeros", "full", "empty"),
-       ("new_ones", "new_zeros", "new_full", "new_empty")),
-    Op("fresh_like", ("input", "fill_value"),
-       _torch("ones_like", "zeros_like", "full_like", "empty_like")),
+    Op(
+        "triangle",
+        ("input", "diagonal"),
+        _torch("tril", "triu"),
+        ("tril", "triu", "tril_", "triu_"),
+    ),
+    Op(
+        "fresh",
+        (),
+        _torch("ones", "zeros", "full", "empty"),
+        ("new_ones", "new_zeros", "new_full", "new_empty"),
+    ),
+    Op(
+        "fresh_like",
+        ("input", "fill_value"),
+        _torch("ones_like", "zeros_like", "full_like", "empty_like"),
+    ),
     Op("subsequent", (), _GENERATE, ("generate_square_subsequent_mask",)),
-    Op("flip", ("input",), _torch("logical_not", "bitwise_not"),
-       ("logical_not", "logical_not_", "bitwise_not", "bitwise_not_")),
-    Op("combine", ("input", "other"),
-       _torch("logical_and", "logical_or", "bitwise_and", "bitwise_or", "mul"), tuple(_COMBINE)),
+    Op(
+        "flip",
+        ("input",),
+        _torch("logical_not", "bitwise_not"),
+        ("logical_not", "logical_not_", "bitwise_not", "bitwise_not_"),
+    ),
+    Op(
+        "combine",
+        ("input", "other"),
+        _torch("logical_and", "logical_or", "bitwise_and", "bitwise_or", "mul"),
+        tuple(_COMBINE),
+    ),
     Op("compare", ("input", "other"), _torch(*COMPARE_METHODS), tuple(COMPARE_METHODS)),
     Op("where", ("condition", "input", "other"), _torch("where"), ("where",)),
-    Op("masked_fill", ("input", "mask", "value"), _torch("masked_fill"),
-       ("masked_fill", "masked_fill_")),
+    Op(
+        "masked_fill",
+        ("input", "mask", "value"),
+        _torch("masked_fill"),
+        ("masked_fill", "masked_fill_"),
+    ),
     Op("pad", ("input",), ("torch.nn.functional.pad",)),
-    Op("reshape", ("input",), _torch("unsqueeze", "squeeze", "reshape", "transpose", "t"),
-       RESHAPES),
+    Op(
+        "reshape", ("input",), _torch("unsqueeze", "squeeze", "reshape", "transpose", "t"), RESHAPES
+    ),
     Op("dtype", (), (), tuple(METHOD_DTYPES)),
     Op("to", (), (), ("to", "type")),
     Op("type_as", (), (), ("type_as",)),
@@ -149,8 +199,12 @@ class Ops:
         base = self.eval(src, at)
         lower = call.name.startswith("tril")
         diag = call.arg("diagonal")
-        if diag is not None and base.fill == "ones" and base.tri is None \
-                and self._number(diag, at) is None:
+        if (
+            diag is not None
+            and base.fill == "ones"
+            and base.tri is None
+            and self._number(diag, at) is None
+        ):
             offset = self._kv_offset(diag, src, at)
             if offset is not None:
                 return self._kv_triangle(base, lower, offset, call.node)
@@ -163,18 +217,25 @@ class Ops:
             return UNKNOWN_MASK
         origin = self.origin(node)
         kind = base.kind or kind_of_dtype(base.dtype)
-        return Mask(meaning=meaning, kind=kind,
-                    dtype=base.dtype if base.dtype in KNOWN_DTYPE_NAMES else None,
-                    layout=base.layout or ("L", "S"), causal=True, origin=origin,
-                    kind_origin=origin if kind else None, shape_origin=origin)
+        return Mask(
+            meaning=meaning,
+            kind=kind,
+            dtype=base.dtype if base.dtype in KNOWN_DTYPE_NAMES else None,
+            layout=base.layout or ("L", "S"),
+            causal=True,
+            origin=origin,
+            kind_origin=origin if kind else None,
+            shape_origin=origin,
+        )
 
     def _op_flip(self, call: OpCall, at: At) -> Mask:
         src = call.arg("input")
         if src is None:
             return UNKNOWN_MASK
         bitwise = call.name.startswith("bitwise")
-        return self._flip(self.eval(src, at), call.node, bitwise=bitwise,
-                          kind=None if bitwise else BOOL)
+        return self._flip(
+            self.eval(src, at), call.node, bitwise=bitwise, kind=None if bitwise else BOOL
+        )
 
     def _op_combine(self, call: OpCall, at: At) -> Mask:
         a, b = call.arg("input"), call.arg("other")
@@ -209,12 +270,13 @@ class Ops:
 
     def _op_fresh(self, call: OpCall, at: At) -> Mask:
         node = call.node
-        what = call.name[len("new_"):] if call.receiver is not None else call.name
+        what = call.name[len("new_") :] if call.receiver is not None else call.name
         pos = positional(node) or []
         if what == "full":
             size = (pos[:1] or None) if call.receiver is not None else _listed(arg(node, 0, "size"))
-            return self._fresh(what, node, at, shape_args=size,
-                               fill_value=arg(node, 1, "fill_value"))
+            return self._fresh(
+                what, node, at, shape_args=size, fill_value=arg(node, 1, "fill_value")
+            )
         out = self._fresh(what, node, at, shape_args=pos or None)
         if call.receiver is not None and kw(node, "dtype") is None:
             out = replace(out, kind=None, dtype=None, kind_origin=None)  # the receiver's dtype
@@ -228,8 +290,16 @@ class Ops:
             if not insts or not all(i.spec is torch_api.TRANSFORMER for i in insts):
                 return None
         origin = self.origin(call.node)
-        return Mask(meaning=ADDITIVE, kind=Kind.ADDITIVE, layout=("L", "S"), dtype="float32",
-                    origin=origin, kind_origin=origin, shape_origin=origin, causal=True)
+        return Mask(
+            meaning=ADDITIVE,
+            kind=Kind.ADDITIVE,
+            layout=("L", "S"),
+            dtype="float32",
+            origin=origin,
+            kind_origin=origin,
+            shape_origin=origin,
+            causal=True,
+        )
 
     # ----------------------------------------------------------------- function form only
     def _op_fresh_like(self, call: OpCall, at: At) -> Mask:
@@ -280,9 +350,15 @@ class Ops:
         return UNKNOWN_MASK
 
     # ----------------------------------------------------------------- the values
-    def _fresh(self, what: str, node: cst.Call, at: At, like=None,
-               shape_args: Optional[Sequence[cst.BaseExpression]] = None,
-               fill_value=None) -> Mask:
+    def _fresh(
+        self,
+        what: str,
+        node: cst.Call,
+        at: At,
+        like=None,
+        shape_args: Optional[Sequence[cst.BaseExpression]] = None,
+        fill_value=None,
+    ) -> Mask:
         """A constant tensor: ones/zeros/full(-inf).  Its kind follows ``dtype=``."""
         kind, dtype = None, None
         dt = kw(node, "dtype")
@@ -303,7 +379,9 @@ class Ops:
                 fill = (
                     "ones"
                     if v in (1, True)
-                    else "zeros" if v in (0, False) and v is not None else None
+                    else "zeros"
+                    if v in (0, False) and v is not None
+                    else None
                 )
                 if fresh_kind is None and isinstance(v, bool):
                     fresh_kind, dtype = BOOL, "bool"
@@ -321,9 +399,10 @@ class Ops:
             if len(dims) == 2:
                 layout = ("L", "S")
             elif len(dims) == 4:
-                layout = tuple(
-                    "1" if self._number(d, at) == 1 else "?" for d in dims[:2]
-                ) + ("L", "S")
+                layout = tuple("1" if self._number(d, at) == 1 else "?" for d in dims[:2]) + (
+                    "L",
+                    "S",
+                )
         if fresh_kind is not None and dtype is None:
             dtype = {FLOAT01: "float", INT: "int"}.get(fresh_kind)  # a floating dtype not named
         return Mask(

@@ -82,9 +82,13 @@ class Segments:
         if isinstance(node, cst.Subscript) and isinstance(node.value, cst.Name):
             axis = _axis_of_index(node.slice)
             return (node.value.value, axis) if axis else None
-        if (isinstance(node, cst.Call) and isinstance(node.func, cst.Attribute)
-                and node.func.attr.value == "unsqueeze"
-                and isinstance(node.func.value, cst.Name) and len(node.args) == 1):
+        if (
+            isinstance(node, cst.Call)
+            and isinstance(node.func, cst.Attribute)
+            and node.func.attr.value == "unsqueeze"
+            and isinstance(node.func.value, cst.Name)
+            and len(node.args) == 1
+        ):
             d = self._number(arg(node, 0, "dim"), at)
             axis = {-1: "col", -2: "row"}.get(d) if isinstance(d, int) else None
             return (node.func.value.value, axis) if axis else None

@@ -9,8 +9,20 @@ from typing import List, Optional
 import libcst as cst
 
 from .calls import At, arg, is_none, positional
-from .domain import (ADDITIVE, BROADCAST, IGNORE, KEEP, SQUARE, UNKNOWN_MASK, Layout, Mask,
-                     Origin, shape_class, tri_meaning, tri_transpose)
+from .domain import (
+    ADDITIVE,
+    BROADCAST,
+    IGNORE,
+    KEEP,
+    SQUARE,
+    UNKNOWN_MASK,
+    Layout,
+    Mask,
+    Origin,
+    shape_class,
+    tri_meaning,
+    tri_transpose,
+)
 
 # the methods (and, with an ``input`` first, the torch functions) that keep a
 # mask's meaning and change only its layout

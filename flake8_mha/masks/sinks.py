@@ -136,9 +136,13 @@ class MaskAnalysis:
         return Sink(site, "masked_fill", "masked_fill", IGNORE, m, False, f"{name}(mask, -inf)")
 
     # evidence ----------------------------------------------------------------
-    def evidence(self, sink: Sink, mask: Mask, module_ev=None,
-                 construction: Optional[Callable[[object, object], Dict[str, object]]] = None
-                 ) -> Dict[str, object]:
+    def evidence(
+        self,
+        sink: Sink,
+        mask: Mask,
+        module_ev=None,
+        construction: Optional[Callable[[object, object], Dict[str, object]]] = None,
+    ) -> Dict[str, object]:
         """The finding's evidence: the module's construction (through
         ``construction(ctx, ctor)``, which the rule layer supplies), the sink
         and the mask value with the lines that decided it."""

@@ -1,5 +1,6 @@
 """Evidence shared by the rules about a torch module's call: the arguments
 of the one construction the called instance comes from."""
+
 from __future__ import annotations
 
 from typing import Any, Dict

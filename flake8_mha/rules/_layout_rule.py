@@ -6,6 +6,7 @@ module, whether its query/key/value (``src``/``tgt``/``memory``) is known to be
 batch-first ``(N, L, E)``, sequence-first ``(L, N, E)``, unbatched ``(L, E)``,
 or of unknown layout, with the line that decided it.
 """
+
 from __future__ import annotations
 
 from typing import Any, List, Tuple

@@ -5,6 +5,7 @@ module's mask argument, SDPA's ``attn_mask``, ``masked_fill`` with -inf,
 ``torch.where`` against -inf) and fires only on a part of the mask value the
 analysis knows; an unknown mask never fires.
 """
+
 from __future__ import annotations
 
 from ..masks import FLOAT01, INT, Mask, MaskAnalysis, Sink, analysis_for
@@ -99,6 +100,7 @@ def _filled_tensor(ctx, site):
         if a is None or b is None:
             return None
         from ..masks import At
+
         here = At(site.env, site.scope, None, 0)
         return b if ev.is_big_negative(a, here) else a
     if qn is None and isinstance(func, cst.Attribute):

@@ -1,4 +1,5 @@
 """Small questions about syntax that several rules ask."""
+
 from __future__ import annotations
 
 from typing import Optional

@@ -15,6 +15,7 @@ for example::
 MHA001 is never fixed: adding ``batch_first=True`` changes how the caller's
 tensors are read, and only the author knows their layout.
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -29,8 +30,10 @@ from ..flow import CallSite, DefKind, Env, Scope, lookup
 from ..resolve import Resolver, call_arguments
 from ..torch_api import Signature
 
-NEVER_FIXED = {"MHA001": "adding batch_first=True changes how the caller's tensors are read; "
-                         "only the author knows their layout"}
+NEVER_FIXED = {
+    "MHA001": "adding batch_first=True changes how the caller's tensors are read; "
+    "only the author knows their layout"
+}
 
 
 class FixContext:
@@ -39,9 +42,16 @@ class FixContext:
     qualified names), at the call's own site or, after ``single_assignment``,
     at the definition followed."""
 
-    def __init__(self, positions: Any, original: cst.Call, finding: Finding,
-                 site: Optional[CallSite], resolver: Optional[Resolver],
-                 env: Optional[Env] = None, scope: Optional[Scope] = None):
+    def __init__(
+        self,
+        positions: Any,
+        original: cst.Call,
+        finding: Finding,
+        site: Optional[CallSite],
+        resolver: Optional[Resolver],
+        env: Optional[Env] = None,
+        scope: Optional[Scope] = None,
+    ):
         # positions: answers get_metadata(PositionProvider, node) for the file being fixed
         self._positions = positions
         self.original = original
@@ -70,8 +80,9 @@ class FixContext:
         qualname = self.resolver.qualname(node, self.env, self.scope)
         return frozenset((qualname,)) if qualname is not None else frozenset()
 
-    def single_assignment(self, name: cst.Name
-                          ) -> Optional[Tuple[cst.BaseExpression, "FixContext"]]:
+    def single_assignment(
+        self, name: cst.Name
+    ) -> Optional[Tuple[cst.BaseExpression, "FixContext"]]:
         """The value of the one ``name = value`` that reaches ``name`` here, if that
         is all, and the context to read that value in."""
         if self.env is None:
@@ -80,8 +91,9 @@ class FixContext:
         if len(defs) != 1 or defs[0].kind != DefKind.ASSIGN or defs[0].node is None:
             return None
         d = defs[0]
-        return d.node, FixContext(self._positions, self.original, self.finding, self.site,
-                                  self.resolver, d.env, d.scope)
+        return d.node, FixContext(
+            self._positions, self.original, self.finding, self.site, self.resolver, d.env, d.scope
+        )
 
 
 Apply = Callable[[cst.Call, FixContext], Optional[cst.Call]]
@@ -115,6 +127,7 @@ def fixable_codes() -> FrozenSet[str]:
 
 # -- building blocks ------------------------------------------------------------
 
+
 def find_arg(call: cst.Call, name: str, signature: Optional[Signature] = None) -> Optional[int]:
     """Index in ``call.args`` of the argument bound to parameter ``name``
     (by keyword, or by position in ``signature`` when given), or None."""
@@ -127,10 +140,24 @@ def find_arg(call: cst.Call, name: str, signature: Optional[Signature] = None) -
 
 
 def atom(node: cst.BaseExpression) -> bool:
-    return bool(node.lpar) or isinstance(node, (
-        cst.Name, cst.Attribute, cst.Call, cst.Subscript, cst.Integer, cst.Float,
-        cst.SimpleString, cst.ConcatenatedString, cst.FormattedString, cst.List, cst.Tuple,
-        cst.Dict, cst.Set))
+    return bool(node.lpar) or isinstance(
+        node,
+        (
+            cst.Name,
+            cst.Attribute,
+            cst.Call,
+            cst.Subscript,
+            cst.Integer,
+            cst.Float,
+            cst.SimpleString,
+            cst.ConcatenatedString,
+            cst.FormattedString,
+            cst.List,
+            cst.Tuple,
+            cst.Dict,
+            cst.Set,
+        ),
+    )
 
 
 def parenthesize(node: cst.BaseExpression) -> cst.BaseExpression:
@@ -141,29 +168,46 @@ def parenthesize(node: cst.BaseExpression) -> cst.BaseExpression:
 
 def add_keyword(call: cst.Call, name: str, value: cst.BaseExpression) -> cst.Call:
     """Append ``name=value``, following the call's own comma and line layout."""
-    new = cst.Arg(keyword=cst.Name(name), value=value,
-                  equal=cst.AssignEqual(whitespace_before=cst.SimpleWhitespace(""),
-                                        whitespace_after=cst.SimpleWhitespace("")))
+    new = cst.Arg(
+        keyword=cst.Name(name),
+        value=value,
+        equal=cst.AssignEqual(
+            whitespace_before=cst.SimpleWhitespace(""), whitespace_after=cst.SimpleWhitespace("")
+        ),
+    )
     args = list(call.args)
     if not args:
         return call.with_changes(args=[new])
     last = args[-1]
-    if isinstance(last.comma, cst.Comma) and \
-            isinstance(last.comma.whitespace_after, cst.ParenthesizedWhitespace):
+    if isinstance(last.comma, cst.Comma) and isinstance(
+        last.comma.whitespace_after, cst.ParenthesizedWhitespace
+    ):
         # one argument per line: the last argument keeps its comment and goes
         # on to a new line indented like the others; the new argument ends
         # the way the last one did (a comma, then the closing bracket's line)
         closing = last.comma.whitespace_after
         indent = closing.last_line
-        before = args[-2].comma.whitespace_after if len(args) >= 2 and \
-            isinstance(args[-2].comma, cst.Comma) else call.whitespace_before_args
+        before = (
+            args[-2].comma.whitespace_after
+            if len(args) >= 2 and isinstance(args[-2].comma, cst.Comma)
+            else call.whitespace_before_args
+        )
         if isinstance(before, cst.ParenthesizedWhitespace):
             indent = before.last_line
-        args[-1] = last.with_changes(comma=last.comma.with_changes(
-            whitespace_after=closing.with_changes(empty_lines=[], last_line=indent)))
-        args.append(new.with_changes(comma=last.comma.with_changes(
-            whitespace_after=closing.with_changes(
-                first_line=cst.TrailingWhitespace(newline=closing.first_line.newline)))))
+        args[-1] = last.with_changes(
+            comma=last.comma.with_changes(
+                whitespace_after=closing.with_changes(empty_lines=[], last_line=indent)
+            )
+        )
+        args.append(
+            new.with_changes(
+                comma=last.comma.with_changes(
+                    whitespace_after=closing.with_changes(
+                        first_line=cst.TrailingWhitespace(newline=closing.first_line.newline)
+                    )
+                )
+            )
+        )
     elif isinstance(last.comma, cst.Comma):
         # f(a, b,): keep the trailing comma after the new argument
         args[-1] = last.with_changes(comma=cst.Comma(whitespace_after=cst.SimpleWhitespace(" ")))
@@ -183,9 +227,11 @@ def remove_arg(call: cst.Call, index: int) -> cst.Call:
     return call.with_changes(args=args)
 
 
-def rewrite_argument(name: str, transform: Callable[[cst.BaseExpression, FixContext],
-                                                    Optional[cst.BaseExpression]],
-                     signature: Optional[Signature] = None) -> Apply:
+def rewrite_argument(
+    name: str,
+    transform: Callable[[cst.BaseExpression, FixContext], Optional[cst.BaseExpression]],
+    signature: Optional[Signature] = None,
+) -> Apply:
     """A fix that rewrites one argument's value in place (the argument bound
     to ``name`` by keyword, or by position in ``signature``)."""
 
@@ -206,8 +252,11 @@ def rewrite_argument(name: str, transform: Callable[[cst.BaseExpression, FixCont
 
 def invert(value: cst.BaseExpression, ctx: FixContext) -> Optional[cst.BaseExpression]:
     """``~value``, parenthesized when needed; a value already inverted is left alone."""
-    if isinstance(value, cst.UnaryOperation) and isinstance(value.operator, cst.BitInvert) \
-            and not value.lpar:
+    if (
+        isinstance(value, cst.UnaryOperation)
+        and isinstance(value.operator, cst.BitInvert)
+        and not value.lpar
+    ):
         return None  # already inverted at the sink: not ours to flip back
     operand = value if atom(value) else parenthesize(value)
     return cst.UnaryOperation(operator=cst.BitInvert(), expression=operand)

@@ -15,6 +15,7 @@ with one line naming it (:class:`RuleLoadError`): a rule that vanished
 silently would report a clean file that is not.  docs/adding-a-rule.md has
 the steps.
 """
+
 from __future__ import annotations
 
 import importlib
@@ -74,8 +75,13 @@ class Rule:
     def __init__(self, ctx) -> None:
         self.ctx = ctx
 
-    def report(self, node: cst.CSTNode, evidence: Optional[Dict[str, Any]] = None,
-               message: Optional[str] = None, **fmt: Any) -> Report:
+    def report(
+        self,
+        node: cst.CSTNode,
+        evidence: Optional[Dict[str, Any]] = None,
+        message: Optional[str] = None,
+        **fmt: Any,
+    ) -> Report:
         text = (message or self.MESSAGE).format(**fmt) if (fmt or message) else self.MESSAGE
         return Report(node, text, dict(evidence or {}))
 
@@ -93,8 +99,10 @@ class RuleLoadError(SystemExit):
         self.module = module
         self.error = exc
         first = (str(exc).strip().splitlines() or [""])[0]
-        super().__init__(f"flake8-mha: rule module {module} failed to import: "
-                         f"{type(exc).__name__}: {first}".rstrip(": "))
+        super().__init__(
+            f"flake8-mha: rule module {module} failed to import: "
+            f"{type(exc).__name__}: {first}".rstrip(": ")
+        )
 
 
 # modules of this package that hold no static rule (runtime: the sanitizer's codes,
@@ -106,8 +114,11 @@ def rule_modules() -> List[str]:
     """The importable names of the rule modules of this package, sorted."""
     from . import __path__ as path, __name__ as package
 
-    return sorted(f"{package}.{info.name}" for info in pkgutil.iter_modules(path)
-                  if not info.name.startswith("_") and info.name not in NOT_RULES)
+    return sorted(
+        f"{package}.{info.name}"
+        for info in pkgutil.iter_modules(path)
+        if not info.name.startswith("_") and info.name not in NOT_RULES
+    )
 
 
 def all_rules() -> List[type]:

@@ -1,6 +1,7 @@
 """What every rule on how a torch attention module is built shares: its
 arguments' values and the evidence a witness needs (``construction_evidence``).
 Holds no rule itself (MHA001 is in ``mha001_batch_first_unset``)."""
+
 from __future__ import annotations
 
 from typing import Any, Dict

@@ -8,6 +8,7 @@ analysis knows its meaning (keep or ignore) and its kind (bool, float or
 integer 0/1); an additive mask (-inf or large negative filled), a float bias,
 a scale, a gate or an unknown tensor is never reported.
 """
+
 from __future__ import annotations
 
 from typing import Iterator, List, Tuple
@@ -42,8 +43,9 @@ def mask_terms(ctx, site: CallSite, ops: Tuple[str, ...]) -> Iterator[Tuple[Scor
         if term.op == "sub" and mask.kind == BOOL:
             continue  # torch refuses `-` on a bool tensor: it raises, nothing silent
         done.add(id(term.at))
-        term.text = analysis.evaluator.text(term.at.target if isinstance(term.at, cst.AugAssign)
-                                            else term.at)
+        term.text = analysis.evaluator.text(
+            term.at.target if isinstance(term.at, cst.AugAssign) else term.at
+        )
         yield scores, term, mask
 
 
@@ -67,8 +69,15 @@ def _masked_additively(analysis, scores: Scores) -> bool:
 
 def term_evidence(ctx, scores: Scores, term: Term, mask: Mask, sink: str) -> dict:
     analysis = analysis_for(ctx)
-    where = Sink(scores.softmax, "scores", sink, IGNORE if mask.meaning == IGNORE else KEEP,
-                 term.expr, False, term.text)
+    where = Sink(
+        scores.softmax,
+        "scores",
+        sink,
+        IGNORE if mask.meaning == IGNORE else KEEP,
+        term.expr,
+        False,
+        term.text,
+    )
     evidence = analysis.evidence(where, mask)
     evidence["op"] = term.op
     evidence["call"] = term.text
@@ -85,9 +94,11 @@ def _kind_words(mask: Mask) -> str:
 
 
 # MHA004's additive case (the rule class lives with the other mask rules)
-MESSAGE_ADD = ("{mask} is {kind} {meaning}-mask {verb} the attention scores before softmax: "
-               "masked positions are shifted by 1, not removed (fill them with -inf: "
-               "scores.masked_fill({fix}, float('-inf')))")
+MESSAGE_ADD = (
+    "{mask} is {kind} {meaning}-mask {verb} the attention scores before softmax: "
+    "masked positions are shifted by 1, not removed (fill them with -inf: "
+    "scores.masked_fill({fix}, float('-inf')))"
+)
 
 
 def scores_added(rule: Rule, site: CallSite) -> Iterator[Report]:
@@ -95,18 +106,25 @@ def scores_added(rule: Rule, site: CallSite) -> Iterator[Report]:
     for scores, term, mask in mask_terms(rule.ctx, site, ("add", "sub")):
         analysis = analysis_for(rule.ctx)
         yield rule.report(
-            term.at, term_evidence(rule.ctx, scores, term, mask, "scores-add"), MESSAGE_ADD,
-            mask=analysis.evaluator.describe(mask.origin), kind=_kind_words(mask),
-            meaning=mask.meaning, verb="added to" if term.op == "add" else "subtracted from",
-            fix="~mask" if mask.meaning == KEEP else "mask")
+            term.at,
+            term_evidence(rule.ctx, scores, term, mask, "scores-add"),
+            MESSAGE_ADD,
+            mask=analysis.evaluator.describe(mask.origin),
+            kind=_kind_words(mask),
+            meaning=mask.meaning,
+            verb="added to" if term.op == "add" else "subtracted from",
+            fix="~mask" if mask.meaning == KEEP else "mask",
+        )
 
 
 class MaskMultipliedBeforeSoftmax(Rule):
     CODE = "MHA012"
     NAME = "mask-multiplied-before-softmax"
-    MESSAGE = ("{mask} is {kind} {meaning}-mask multiplied into the attention scores before "
-               "softmax: masked positions get score 0 and weight exp(0), not 0 (fill them "
-               "with -inf instead)")
+    MESSAGE = (
+        "{mask} is {kind} {meaning}-mask multiplied into the attention scores before "
+        "softmax: masked positions get score 0 and weight exp(0), not 0 (fill them "
+        "with -inf instead)"
+    )
     WHAT = """
         Flags attention scores multiplied by a bool or 0/1 mask before the
         softmax: `scores * mask`, `mask * scores`, `scores *= mask`,
@@ -187,7 +205,8 @@ class MaskMultipliedBeforeSoftmax(Rule):
             "    scores = q @ k.transpose(-2, -1) / math.sqrt(q.size(-1))\n"
             "    scores = scores * causal\n"
             "    return scores.softmax(dim=-1) @ v\n",
-            6, 14,
+            6,
+            14,
         ),
         Example(
             "import torch\n"
@@ -196,7 +215,8 @@ class MaskMultipliedBeforeSoftmax(Rule):
             "    scores = torch.einsum('bhqd,bhkd->bhqk', q, k)\n"
             "    scores *= keep[:, None, None, :]\n"
             "    return torch.softmax(scores, dim=-1) @ v\n",
-            5, 5,
+            5,
+            5,
         ),
     ]
 
@@ -204,9 +224,12 @@ class MaskMultipliedBeforeSoftmax(Rule):
         analysis = analysis_for(self.ctx)
         for scores, term, mask in mask_terms(self.ctx, site, ("mul",)):
             yield self.report(
-                term.at, term_evidence(self.ctx, scores, term, mask, "scores-mul"),
-                mask=analysis.evaluator.describe(mask.origin), kind=_kind_words(mask),
-                meaning=mask.meaning)
+                term.at,
+                term_evidence(self.ctx, scores, term, mask, "scores-mul"),
+                mask=analysis.evaluator.describe(mask.origin),
+                kind=_kind_words(mask),
+                meaning=mask.meaning,
+            )
 
 
 __all__: List[str] = ["MaskMultipliedBeforeSoftmax", "scores_added", "mask_terms"]

@@ -1,4 +1,5 @@
 """MHA000: the analyzer could not analyze a file (reported by the engine, not by a rule pass)."""
+
 from __future__ import annotations
 
 from .base import Rule

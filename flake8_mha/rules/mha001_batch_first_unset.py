@@ -2,6 +2,7 @@
 unknown data) and MHA903 (opt-in: the same default, fed only sequence-first
 data: correct but implicit), with MHA903's fix.  Two sides of one question,
 read from the layout analysis (``_layout_rule``)."""
+
 from __future__ import annotations
 
 from typing import Iterator, Optional
@@ -107,9 +108,7 @@ class BatchFirstUnset(Rule):
           changes the layout of the module's output and of its attention
           weights, which the code downstream reads; the author decides.
         """
-    REFERENCES = (
-        "https://pytorch.org/docs/stable/generated/torch.nn.MultiheadAttention.html",
-    )
+    REFERENCES = ("https://pytorch.org/docs/stable/generated/torch.nn.MultiheadAttention.html",)
     VALID = [
         "import torch.nn as nn\nattn = nn.MultiheadAttention(64, 8, batch_first=True)\n",
         "import torch.nn as nn\nattn = nn.MultiheadAttention(64, 8, batch_first=False)\n",
@@ -121,16 +120,20 @@ class BatchFirstUnset(Rule):
     ]
     INVALID = [
         Example("import torch.nn as nn\nattn = nn.MultiheadAttention(64, 8)\n", 2, 8),
-        Example("from torch import nn\nlayer = nn.TransformerEncoderLayer(d_model=64, nhead=8)\n", 2, 9),
+        Example(
+            "from torch import nn\nlayer = nn.TransformerEncoderLayer(d_model=64, nhead=8)\n", 2, 9
+        ),
         Example(
             "import torch.nn as nn\n\nclass Attn(nn.MultiheadAttention):\n"
             "    def __init__(self, dim):\n        super().__init__(dim, 8)\n",
-            5, 9,
+            5,
+            9,
         ),
         Example(
             "import torch.nn as nn\nattn = nn.MultiheadAttention(64, 8)\n"
             "def f(x):\n    B, L, E = x.shape\n    return attn(x, x, x)[0]\n",
-            2, 8,
+            2,
+            8,
         ),
     ]
 
@@ -142,8 +145,13 @@ class BatchFirstUnset(Rule):
         known = [c for _, c in calls if c.kind == BATCH_FIRST]
         if known:
             evidence.update(analysis.evidence(known[0]))
-            yield self.report(ev.site.node, evidence, self.MESSAGE_KNOWN, module=ev.spec.name,
-                              where=where(analysis, known[0]))
+            yield self.report(
+                ev.site.node,
+                evidence,
+                self.MESSAGE_KNOWN,
+                module=ev.spec.name,
+                where=where(analysis, known[0]),
+            )
             return
         unknown = [c for _, c in calls if c.kind is None]
         if unknown or not calls:
@@ -157,8 +165,10 @@ class BatchFirstImplicit(Rule):
     NAME = "batch-first-implicit"
     CATEGORY = "opinionated"
     DEFAULT_ENABLED = False
-    MESSAGE = ("{module} built without batch_first is fed sequence-first data on every call "
-               "({where}): correct, but say batch_first=False")
+    MESSAGE = (
+        "{module} built without batch_first is fed sequence-first data on every call "
+        "({where}): correct, but say batch_first=False"
+    )
     FIX_TITLE = "Add `batch_first=False` to the construction"
     WHAT = f"""
         Flags {LAYOUT_MODULES_DOC} (and their subclasses) left to the default
@@ -209,9 +219,10 @@ class BatchFirstImplicit(Rule):
         Example(
             "import torch.nn as nn\nattn = nn.MultiheadAttention(64, 8)\n"
             "def f(x):\n    B, L, E = x.shape\n    x = x.transpose(0, 1)\n    return attn(x, x, x)[0]\n",
-            2, 8,
+            2,
+            8,
             fixed="import torch.nn as nn\nattn = nn.MultiheadAttention(64, 8, batch_first=False)\n"
-                  "def f(x):\n    B, L, E = x.shape\n    x = x.transpose(0, 1)\n    return attn(x, x, x)[0]\n",
+            "def f(x):\n    B, L, E = x.shape\n    x = x.transpose(0, 1)\n    return attn(x, x, x)[0]\n",
         ),
     ]
 
@@ -220,7 +231,11 @@ class BatchFirstImplicit(Rule):
             return
         calls, analysis = call_layouts(self, ev)
         kinds = [c.kind for _, c in calls]
-        if not kinds or any(k not in (SEQ_FIRST, UNBATCHED) for k in kinds) or SEQ_FIRST not in kinds:
+        if (
+            not kinds
+            or any(k not in (SEQ_FIRST, UNBATCHED) for k in kinds)
+            or SEQ_FIRST not in kinds
+        ):
             return
         first = next(c for _, c in calls if c.kind == SEQ_FIRST)
         evidence = construction_evidence(self.ctx, ev)
@@ -230,15 +245,19 @@ class BatchFirstImplicit(Rule):
 
 def _batch_first_false(call: cst.Call, ctx: FixContext) -> Optional[cst.Call]:
     if any(a.star for a in call.args) or any(
-            a.keyword is not None and a.keyword.value == "batch_first" for a in call.args):
+        a.keyword is not None and a.keyword.value == "batch_first" for a in call.args
+    ):
         return None
     return add_keyword(call, "batch_first", cst.Name("False"))
 
 
-FIX = register(Fix(
-    "MHA903", BatchFirstImplicit.FIX_TITLE,
-    "`batch_first=False` is torch's default: writing it changes nothing the module computes. "
-    "A call with a `*args`/`**kwargs` splat, or one that already passes batch_first, is left "
-    "alone.",
-    _batch_first_false,
-))
+FIX = register(
+    Fix(
+        "MHA903",
+        BatchFirstImplicit.FIX_TITLE,
+        "`batch_first=False` is torch's default: writing it changes nothing the module computes. "
+        "A call with a `*args`/`**kwargs` splat, or one that already passes batch_first, is left "
+        "alone.",
+        _batch_first_false,
+    )
+)

@@ -1,4 +1,5 @@
 """MHA002: a True = ignore mask given to SDPA, and its fix (invert it at the sink)."""
+
 from __future__ import annotations
 
 from typing import Iterator, Optional
@@ -101,8 +102,11 @@ class IgnoreMaskToSdpa(MaskRule):
         if sink is None or sink.door != KEEP:
             return
         mask = a.value(sink)
-        if mask.meaning == IGNORE and mask.kind in (BOOL, None) and (
-                not mask.causal or fills_attention_scores(self.ctx, sink)):
+        if (
+            mask.meaning == IGNORE
+            and mask.kind in (BOOL, None)
+            and (not mask.causal or fills_attention_scores(self.ctx, sink))
+        ):
             yield self._message(sink, mask)
 
     def _message(self, sink: Sink, mask: Mask) -> Report:
@@ -119,6 +123,7 @@ class IgnoreMaskToSdpa(MaskRule):
 
 
 # -- the fix ---------------------------------------------------------------------
+
 
 def _decided_here(line: Optional[int], ctx: FixContext) -> bool:
     """Whether the line that decided the mask's meaning is inside the function
@@ -146,13 +151,16 @@ def _invert_ignore_mask(call: cst.Call, ctx: FixContext) -> Optional[cst.Call]:
     return None
 
 
-FIX = register(Fix(
-    "MHA002", "Invert the mask where it is used: `attn_mask=~mask`",
-    "The mask's True means ignore; SDPA's bool attn_mask (and torch.where's condition) keeps "
-    "where True. `~` at the sink flips exactly that argument and nothing upstream, so other "
-    "users of the mask are untouched. Only for a bool mask (`~` on a float or integer 0/1 "
-    "mask is wrong: that is MHA004's business); a mask already written `~m` at the sink is "
-    "left alone; a mask whose meaning was decided in a caller (the sink's function receives it "
-    "as a parameter) is left alone too, since other callers may pass the other convention.",
-    _invert_ignore_mask,
-))
+FIX = register(
+    Fix(
+        "MHA002",
+        "Invert the mask where it is used: `attn_mask=~mask`",
+        "The mask's True means ignore; SDPA's bool attn_mask (and torch.where's condition) keeps "
+        "where True. `~` at the sink flips exactly that argument and nothing upstream, so other "
+        "users of the mask are untouched. Only for a bool mask (`~` on a float or integer 0/1 "
+        "mask is wrong: that is MHA004's business); a mask already written `~m` at the sink is "
+        "left alone; a mask whose meaning was decided in a caller (the sink's function receives it "
+        "as a parameter) is left alone too, since other callers may pass the other convention.",
+        _invert_ignore_mask,
+    )
+)

@@ -1,4 +1,5 @@
 """MHA003: a True = keep mask given where True means ignore."""
+
 from __future__ import annotations
 
 from typing import Iterator
@@ -123,8 +124,11 @@ class KeepMaskAsIgnoreMask(MaskRule):
         if sink is None or sink.door != IGNORE:
             return
         mask = a.value(sink)
-        if mask.meaning == KEEP and mask.kind in (BOOL, None) and (
-                not mask.causal or fills_attention_scores(self.ctx, sink)):
+        if (
+            mask.meaning == KEEP
+            and mask.kind in (BOOL, None)
+            and (not mask.causal or fills_attention_scores(self.ctx, sink))
+        ):
             yield self._message(sink, mask, None)
 
     def _message(self, sink: Sink, mask: Mask, module_ev) -> Report:

@@ -1,4 +1,5 @@
 """MHA004: a float or integer 0/1 mask given as an attention mask."""
+
 from __future__ import annotations
 
 from typing import Iterator

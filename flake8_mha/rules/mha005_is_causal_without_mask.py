@@ -1,4 +1,5 @@
 """MHA005: is_causal=True without its mask, on a torch module."""
+
 from __future__ import annotations
 
 from typing import Iterator
@@ -52,12 +53,14 @@ class IsCausalWithoutMask(Rule):
         Example(
             "import torch.nn as nn\nattn = nn.MultiheadAttention(64, 8, batch_first=True)\n"
             "def f(x):\n    return attn(x, x, x, is_causal=True)[0]\n",
-            4, 12,
+            4,
+            12,
         ),
         Example(
             "import torch.nn as nn\nlayer = nn.TransformerEncoderLayer(64, 8, batch_first=True)\n"
             "def f(x):\n    return layer(x, is_causal=True)\n",
-            4, 12,
+            4,
+            12,
         ),
     ]
 
@@ -74,5 +77,6 @@ class IsCausalWithoutMask(Rule):
                 continue
             evidence = module_call_evidence(self.ctx, ev)
             evidence.update(flag=pair.flag, mask_arg=pair.mask)
-            yield self.report(site.node, evidence, flag=pair.flag, mask_arg=pair.mask,
-                              module=ev.spec.name)
+            yield self.report(
+                site.node, evidence, flag=pair.flag, mask_arg=pair.mask, module=ev.spec.name
+            )

@@ -1,5 +1,6 @@
 """MHA006: SDPA given attn_mask together with is_causal, and its fix (drop a
 redundant is_causal=True when the mask already is the causal mask)."""
+
 from __future__ import annotations
 
 from typing import Iterator, Optional, Tuple
@@ -75,7 +76,8 @@ class SdpaMaskAndCausal(Rule):
         Example(
             "import torch.nn.functional as F\ndef f(q, k, v, m):\n"
             "    return F.scaled_dot_product_attention(q, k, v, attn_mask=m, is_causal=True)\n",
-            3, 12,
+            3,
+            12,
         ),
     ]
 
@@ -91,10 +93,12 @@ class SdpaMaskAndCausal(Rule):
             return
         dropout = ev.args.get("dropout_p")
         dv = self.ctx.value(dropout, site) if dropout is not None else 0.0
-        evidence = {"module": torch_api.SDPA_NAME,
-                    "dropout_p": dv if isinstance(dv, (int, float)) and dv is not UNKNOWN else None,
-                    "is_causal": True if definitely(causal, site.env, site.scope, True) else None,
-                    "mask": _mha006_mask(self.ctx, mask, site)}
+        evidence = {
+            "module": torch_api.SDPA_NAME,
+            "dropout_p": dv if isinstance(dv, (int, float)) and dv is not UNKNOWN else None,
+            "is_causal": True if definitely(causal, site.env, site.scope, True) else None,
+            "mask": _mha006_mask(self.ctx, mask, site),
+        }
         yield self.report(site.node, evidence)
 
 
@@ -108,12 +112,21 @@ def _mha006_mask(ctx, expr: cst.BaseExpression, site: CallSite) -> dict:
     evaluator = analysis_for(ctx).evaluator
     m = evaluator.at(expr, site)
     origin = None
-    if m.causal and m.shape == SQUARE and (
+    if (
+        m.causal
+        and m.shape == SQUARE
+        and (
             (m.tri == ("lower", 0) and m.meaning == KEEP and m.kind == BOOL)
-            or (m.meaning == ADDITIVE and m.origin is not None
+            or (
+                m.meaning == ADDITIVE
+                and m.origin is not None
                 and isinstance(m.origin.node, cst.Call)
-                and cst.Module([]).code_for_node(m.origin.node.func).endswith(
-                    "generate_square_subsequent_mask"))):
+                and cst.Module([])
+                .code_for_node(m.origin.node.func)
+                .endswith("generate_square_subsequent_mask")
+            )
+        )
+    ):
         origin = "causal_triangle"
     elif m.causal:
         origin = "other"
@@ -202,7 +215,9 @@ def _is_none_test(node: cst.CSTNode, mask, negated: bool = False) -> bool:
     return False
 
 
-def _flag_safe(expr: cst.CSTNode, mask: cst.CSTNode, env, scope, site: CallSite, depth: int) -> bool:
+def _flag_safe(
+    expr: cst.CSTNode, mask: cst.CSTNode, env, scope, site: CallSite, depth: int
+) -> bool:
     """Whether ``expr`` can be true only while the mask is None (``attn_mask is
     None``, inside an ``and``, through ``True if ... else False`` and locals),
     or is the function's own parameter forwarded with a mask made from its
@@ -215,19 +230,30 @@ def _flag_safe(expr: cst.CSTNode, mask: cst.CSTNode, env, scope, site: CallSite,
         return True
     t = type(expr)
     if t is cst.BooleanOperation and isinstance(expr.operator, cst.And):
-        return (_flag_safe(expr.left, mask, env, scope, site, depth + 1)
-                or _flag_safe(expr.right, mask, env, scope, site, depth + 1))
+        return _flag_safe(expr.left, mask, env, scope, site, depth + 1) or _flag_safe(
+            expr.right, mask, env, scope, site, depth + 1
+        )
     if t is cst.IfExp:
-        body_ok = (_flag_safe(expr.body, mask, env, scope, site, depth + 1)
-                   or _flag_safe(expr.test, mask, env, scope, site, depth + 1))
-        else_ok = (_flag_safe(expr.orelse, mask, env, scope, site, depth + 1)
-                   or _is_none_test(expr.test, mask, negated=True))
+        body_ok = _flag_safe(expr.body, mask, env, scope, site, depth + 1) or _flag_safe(
+            expr.test, mask, env, scope, site, depth + 1
+        )
+        else_ok = _flag_safe(expr.orelse, mask, env, scope, site, depth + 1) or _is_none_test(
+            expr.test, mask, negated=True
+        )
         return body_ok and else_ok
-    if (t is cst.Call and isinstance(expr.func, cst.Name) and expr.func.value == "bool"
-            and len(expr.args) == 1):
+    if (
+        t is cst.Call
+        and isinstance(expr.func, cst.Name)
+        and expr.func.value == "bool"
+        and len(expr.args) == 1
+    ):
         return _flag_safe(expr.args[0].value, mask, env, scope, site, depth + 1)
-    if (t is cst.Call and isinstance(expr.func, cst.Attribute) and not expr.args
-            and expr.func.attr.value in ("item", "bool")):
+    if (
+        t is cst.Call
+        and isinstance(expr.func, cst.Attribute)
+        and not expr.args
+        and expr.func.attr.value in ("item", "bool")
+    ):
         return _flag_safe(expr.func.value, mask, env, scope, site, depth + 1)
     if t is cst.Name:
         defs = lookup(expr.value, env, scope)
@@ -258,8 +284,11 @@ def _mask_from_params(mask: cst.CSTNode, site: CallSite) -> bool:
             if defs and any(d.kind == DefKind.PARAM and d.scope is site.scope for d in defs):
                 return True
             if depth < 6:
-                stack.extend((d.node, d.env, d.scope, depth + 1) for d in defs
-                             if d.kind in (DefKind.ASSIGN, DefKind.AUGASSIGN) and d.node is not None)
+                stack.extend(
+                    (d.node, d.env, d.scope, depth + 1)
+                    for d in defs
+                    if d.kind in (DefKind.ASSIGN, DefKind.AUGASSIGN) and d.node is not None
+                )
     return False
 
 
@@ -270,8 +299,11 @@ def _saved_pair(mask: cst.CSTNode, causal: cst.CSTNode, site: CallSite) -> bool:
     if not (isinstance(mask, cst.Attribute) and isinstance(causal, cst.Attribute)):
         return False
     owner_m, owner_c = mask.value, causal.value
-    if not (isinstance(owner_m, cst.Name) and isinstance(owner_c, cst.Name)
-            and owner_m.value == owner_c.value):
+    if not (
+        isinstance(owner_m, cst.Name)
+        and isinstance(owner_c, cst.Name)
+        and owner_m.value == owner_c.value
+    ):
         return False
     defs = lookup(owner_m.value, site.env, site.scope)
     return bool(defs) and all(d.kind == DefKind.PARAM for d in defs)
@@ -279,11 +311,15 @@ def _saved_pair(mask: cst.CSTNode, causal: cst.CSTNode, site: CallSite) -> bool:
 
 def _refs(node: cst.CSTNode) -> set:
     """Dotted names read in ``node`` (``mask``, ``self.is_causal``)."""
+
     def whole(n: cst.CSTNode) -> bool:  # a dotted name is one reference: not its parts
         return isinstance(n, cst.Attribute) and "?" not in dotted(n)
 
-    return {dotted(n) for n in walk(node, prune=whole)
-            if isinstance(n, (cst.Name, cst.Attribute)) and "?" not in dotted(n)}
+    return {
+        dotted(n)
+        for n in walk(node, prune=whole)
+        if isinstance(n, (cst.Name, cst.Attribute)) and "?" not in dotted(n)
+    }
 
 
 def _handled_in_function(site: CallSite, mask: cst.CSTNode, causal: cst.CSTNode) -> bool:
@@ -313,8 +349,12 @@ def _none_when(mask: cst.CSTNode, causal: cst.CSTNode, site: CallSite) -> bool:
     is_none = lambda n: isinstance(n, cst.Name) and n.value == "None"  # noqa: E731
     if is_none(expr.body) and same(test, causal):
         return True
-    if (is_none(expr.orelse) and isinstance(test, cst.UnaryOperation)
-            and isinstance(test.operator, cst.Not) and same(test.expression, causal)):
+    if (
+        is_none(expr.orelse)
+        and isinstance(test, cst.UnaryOperation)
+        and isinstance(test.operator, cst.Not)
+        and same(test.expression, causal)
+    ):
         return True
     return False
 
@@ -322,6 +362,7 @@ def _none_when(mask: cst.CSTNode, causal: cst.CSTNode, site: CallSite) -> bool:
 def _path_excludes(site: CallSite, mask: cst.CSTNode, causal: cst.CSTNode) -> bool:
     """An enclosing ``if`` (or an ``assert`` before the call) proves the mask
     None or the flag false on this path; ``not``/``and``/``or`` are read."""
+
     def leaf(test: cst.BaseExpression, polarity: bool) -> bool:
         if polarity and _is_none_test(test, mask):
             return True
@@ -364,10 +405,16 @@ def _bool_square_ones(node: cst.BaseExpression, ctx: FixContext) -> bool:
     func = node.func
     if isinstance(func, cst.Attribute) and func.attr.value == "bool" and not node.args:
         inner = func.value
-        return isinstance(inner, cst.Call) and "torch.ones" in ctx.qualnames(inner.func) \
+        return (
+            isinstance(inner, cst.Call)
+            and "torch.ones" in ctx.qualnames(inner.func)
             and _square_dims(inner)
-    return "torch.ones" in ctx.qualnames(func) and _square_dims(node) \
+        )
+    return (
+        "torch.ones" in ctx.qualnames(func)
+        and _square_dims(node)
         and _is_bool_dtype(_kwarg(node, "dtype"), ctx)
+    )
 
 
 def _diagonal_zero(call: cst.Call, positional_index: int) -> bool:
@@ -402,8 +449,12 @@ def is_causal_mask(node: cst.BaseExpression, ctx: FixContext, depth: int = 0) ->
         args = node.args
         device_only = len(args) == 1 and (
             (args[0].keyword is not None and args[0].keyword.value == "device")
-            or (args[0].keyword is None and isinstance(args[0].value, cst.Attribute)
-                and args[0].value.attr.value == "device"))
+            or (
+                args[0].keyword is None
+                and isinstance(args[0].value, cst.Attribute)
+                and args[0].value.attr.value == "device"
+            )
+        )
         return device_only and is_causal_mask(func.value, ctx, depth + 1)
     return False
 
@@ -419,13 +470,16 @@ def _drop_is_causal(call: cst.Call, ctx: FixContext) -> Optional[cst.Call]:
     return remove_arg(call, flag)
 
 
-FIX = register(Fix(
-    "MHA006", "Drop `is_causal=True`: the mask already is the causal mask",
-    "Only when `is_causal=True` is literal and `attn_mask` is statically a causal mask: a "
-    "square `torch.ones(n, n, dtype=torch.bool).tril()` / `torch.tril(...)` (diagonal 0), or "
-    "`nn.Transformer.generate_square_subsequent_mask(n)`, inline or through one local "
-    "assignment, optionally moved with `.to(device)`. Both then mean the same masking, so "
-    "dropping the flag keeps the numbers and removes the error. Any other mask: no fix (which "
-    "of the two was meant is the author's call).",
-    _drop_is_causal,
-))
+FIX = register(
+    Fix(
+        "MHA006",
+        "Drop `is_causal=True`: the mask already is the causal mask",
+        "Only when `is_causal=True` is literal and `attn_mask` is statically a causal mask: a "
+        "square `torch.ones(n, n, dtype=torch.bool).tril()` / `torch.tril(...)` (diagonal 0), or "
+        "`nn.Transformer.generate_square_subsequent_mask(n)`, inline or through one local "
+        "assignment, optionally moved with `.to(device)`. Both then mean the same masking, so "
+        "dropping the flag keeps the numbers and removes the error. Any other mask: no fix (which "
+        "of the two was meant is the author's call).",
+        _drop_is_causal,
+    )
+)

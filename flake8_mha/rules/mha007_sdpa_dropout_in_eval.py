@@ -1,4 +1,5 @@
 """MHA007: SDPA dropout not gated on self.training, and its fix (gate it)."""
+
 from __future__ import annotations
 
 from typing import Iterator, Literal, Optional, Tuple
@@ -20,9 +21,13 @@ Source = Tuple[Literal["value", "module"], object]
 
 
 def _mentions_self_training(node: cst.CSTNode, self_var: str) -> bool:
-    return any(isinstance(n, cst.Attribute) and n.attr.value == "training"
-               and isinstance(n.value, cst.Name) and n.value.value == self_var
-               for n in walk(node))
+    return any(
+        isinstance(n, cst.Attribute)
+        and n.attr.value == "training"
+        and isinstance(n.value, cst.Name)
+        and n.value.value == self_var
+        for n in walk(node)
+    )
 
 
 class SdpaDropoutInEval(Rule):
@@ -77,7 +82,8 @@ class SdpaDropoutInEval(Rule):
             "import torch.nn as nn\nimport torch.nn.functional as F\nclass A(nn.Module):\n"
             "    def forward(self, q, k, v):\n"
             "        return F.scaled_dot_product_attention(q, k, v, dropout_p=self.p)\n",
-            5, 16,
+            5,
+            16,
             fixed="import torch.nn as nn\nimport torch.nn.functional as F\nclass A(nn.Module):\n"
             "    def forward(self, q, k, v):\n"
             "        return F.scaled_dot_product_attention(q, k, v, dropout_p=self.p if self.training else 0.0)\n",
@@ -109,14 +115,19 @@ class SdpaDropoutInEval(Rule):
         evidence["dropout_p"] = attr if isinstance(attr, (int, float)) else None
         yield self.report(site.node, evidence)
 
-    def _source(self, expr: cst.CSTNode, site: CallSite, self_var: str, depth: int
-                ) -> Optional[Source]:
+    def _source(
+        self, expr: cst.CSTNode, site: CallSite, self_var: str, depth: int
+    ) -> Optional[Source]:
         """('value', number|None) or ('module', text) when dropout_p comes from
         the module or a constant and is not zero; None when unsure or gated."""
         if depth > 8:
             return None
         ctx = self.ctx
-        v = ctx.value(expr, site) if isinstance(expr, (cst.Name, cst.Integer, cst.Float)) else UNKNOWN
+        v = (
+            ctx.value(expr, site)
+            if isinstance(expr, (cst.Name, cst.Integer, cst.Float))
+            else UNKNOWN
+        )
         if v is not UNKNOWN:
             if isinstance(v, (int, float)) and not isinstance(v, bool) and v > 0:
                 return ("value", v)
@@ -172,19 +183,26 @@ def _gate_dropout(value: cst.BaseExpression, ctx: FixContext) -> Optional[cst.Ba
     body: cst.BaseExpression = value
     if ctx.finding.evidence.get("dropout_is_module"):
         # an nn.Dropout module passed as dropout_p: its probability is .p
-        body = cst.Attribute(value=value if atom(value) else parenthesize(value),
-                             attr=cst.Name("p"))
+        body = cst.Attribute(
+            value=value if atom(value) else parenthesize(value), attr=cst.Name("p")
+        )
     elif isinstance(value, (cst.IfExp, cst.Lambda, cst.NamedExpr)) and not value.lpar:
         body = parenthesize(value)
-    return cst.IfExp(test=cst.Attribute(value=cst.Name(self_var), attr=cst.Name("training")),
-                     body=body, orelse=cst.Float("0.0"))
+    return cst.IfExp(
+        test=cst.Attribute(value=cst.Name(self_var), attr=cst.Name("training")),
+        body=body,
+        orelse=cst.Float("0.0"),
+    )
 
 
-FIX = register(Fix(
-    "MHA007", "Gate dropout_p: `p if self.training else 0.0`",
-    "In training mode the call is unchanged; after model.eval() dropout is off, which is what "
-    "nn.Dropout does. An nn.Dropout module passed as dropout_p becomes `module.p if "
-    "self.training else 0.0`. Only inside a method (the enclosing method's first parameter "
-    "is used for self).",
-    rewrite_argument("dropout_p", _gate_dropout, torch_api.SDPA_SIGNATURE),
-))
+FIX = register(
+    Fix(
+        "MHA007",
+        "Gate dropout_p: `p if self.training else 0.0`",
+        "In training mode the call is unchanged; after model.eval() dropout is off, which is what "
+        "nn.Dropout does. An nn.Dropout module passed as dropout_p becomes `module.p if "
+        "self.training else 0.0`. Only inside a method (the enclosing method's first parameter "
+        "is used for self).",
+        rewrite_argument("dropout_p", _gate_dropout, torch_api.SDPA_SIGNATURE),
+    )
+)

@@ -1,4 +1,5 @@
 """MHA008: embed_dim not divisible by num_heads."""
+
 from __future__ import annotations
 
 from typing import Iterator
@@ -47,8 +48,14 @@ class HeadsDoNotDivide(Rule):
         "import torch.nn as nn\ndef f(d, h):\n    return nn.MultiheadAttention(d, h, batch_first=True)\n",
     ]
     INVALID = [
-        Example("import torch.nn as nn\nattn = nn.MultiheadAttention(10, 4, batch_first=True)\n", 2, 8),
-        Example("import torch.nn as nn\nE = 64 * 3\nattn = nn.MultiheadAttention(E, 5, batch_first=True)\n", 3, 8),
+        Example(
+            "import torch.nn as nn\nattn = nn.MultiheadAttention(10, 4, batch_first=True)\n", 2, 8
+        ),
+        Example(
+            "import torch.nn as nn\nE = 64 * 3\nattn = nn.MultiheadAttention(E, 5, batch_first=True)\n",
+            3,
+            8,
+        ),
         Example("import torch.nn as nn\nmodel = nn.Transformer(nhead=6, batch_first=True)\n", 2, 9),
     ]
 
@@ -61,11 +68,24 @@ class HeadsDoNotDivide(Rule):
         evidence = construction_evidence(self.ctx, ev)
         for name, value in ((spec.heads_param, heads), (spec.embed_param, embed)):
             if value is not None and value <= 0:
-                yield self.report(ev.site.node, evidence, self.MESSAGE_NONPOSITIVE,
-                                  name=name, value=value, module=spec.name)
+                yield self.report(
+                    ev.site.node,
+                    evidence,
+                    self.MESSAGE_NONPOSITIVE,
+                    name=name,
+                    value=value,
+                    module=spec.name,
+                )
                 return
         if embed is None or heads is None:
             return
         if embed % heads != 0:
-            yield self.report(ev.site.node, evidence, embed_name=spec.embed_param, embed=embed,
-                              heads_name=spec.heads_param, heads=heads, module=spec.name)
+            yield self.report(
+                ev.site.node,
+                evidence,
+                embed_name=spec.embed_param,
+                embed=embed,
+                heads_name=spec.heads_param,
+                heads=heads,
+                module=spec.name,
+            )

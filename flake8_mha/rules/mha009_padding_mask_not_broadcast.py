@@ -1,4 +1,5 @@
 """MHA009: a 2-D padding mask given to SDPA without its broadcast axes."""
+
 from __future__ import annotations
 
 from typing import Iterator

@@ -1,5 +1,6 @@
 """MHA010: a module whose batch_first is stated, fed data of the other
 layout on a call (read from the layout analysis, ``_layout_rule``)."""
+
 from __future__ import annotations
 
 from typing import Any, Dict, Iterator
@@ -14,8 +15,10 @@ from .construction import construction_evidence
 class LayoutMismatch(Rule):
     CODE = "MHA010"
     NAME = "layout-mismatch"
-    MESSAGE = ("{module} built with batch_first={stated} is fed {kind} data ({where}): "
-               "samples mix across the batch")
+    MESSAGE = (
+        "{module} built with batch_first={stated} is fed {kind} data ({where}): "
+        "samples mix across the batch"
+    )
     WHAT = f"""
         Flags a call of {LAYOUT_MODULES_DOC} (and `nn.TransformerEncoder`/`Decoder`
         through their layer) whose `batch_first` is stated, `True` or an
@@ -70,7 +73,8 @@ class LayoutMismatch(Rule):
         Example(
             "import torch.nn as nn\nlayer = nn.TransformerEncoderLayer(64, 8, batch_first=True)\n"
             "def f(x):\n    B, L, E = x.shape\n    return layer(x.transpose(0, 1))\n",
-            5, 12,
+            5,
+            12,
         ),
     ]
 
@@ -83,12 +87,19 @@ class LayoutMismatch(Rule):
         if got.batch_first is None or got.batch_first == stated:
             return
         ctor = ev.single_ctor()
-        evidence: Dict[str, Any] = construction_evidence(self.ctx, ctor) if ctor is not None else {
-            "module": ev.spec.name}
+        evidence: Dict[str, Any] = (
+            construction_evidence(self.ctx, ctor) if ctor is not None else {"module": ev.spec.name}
+        )
         evidence["batch_first"] = stated
         evidence.update(analysis.evidence(got))
         module = ev.spec.name
         if not ev.spec.has_batch_first:
             module += " (its layers)"
-        yield self.report(ev.site.node, evidence, module=module, stated=stated,
-                          kind=KIND_TEXT[got.kind], where=where(analysis, got))
+        yield self.report(
+            ev.site.node,
+            evidence,
+            module=module,
+            stated=stated,
+            kind=KIND_TEXT[got.kind],
+            where=where(analysis, got),
+        )

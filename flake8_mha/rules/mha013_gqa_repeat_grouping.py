@@ -6,6 +6,7 @@ The analysis (which call expands which axis of which tensor, and why we
 believe it is the K/V head axis) is in ``flake8_mha/gqa.py`` and
 ``flake8_mha/heads.py``; these classes decide what to report.
 """
+
 from __future__ import annotations
 
 from typing import Any, Dict, Iterator, Optional
@@ -15,8 +16,12 @@ from ..gqa import TILE, Expansion, GqaAnalysis, as_int, axes_text, code_text, li
 from .base import Example, Rule, Report
 
 _VIA_TEXT = {
-    "repeat": ".repeat", "tile": ".tile", "expand": "a new axis before the heads, expanded and merged",
-    "einops": "einops (r h)", "repeat_interleave": "repeat_interleave", "enable_gqa": "enable_gqa",
+    "repeat": ".repeat",
+    "tile": ".tile",
+    "expand": "a new axis before the heads, expanded and merged",
+    "einops": "einops (r h)",
+    "repeat_interleave": "repeat_interleave",
+    "enable_gqa": "enable_gqa",
     "cat": "torch.cat of copies",
 }
 
@@ -37,12 +42,17 @@ def expansion_evidence(ctx, exp: Expansion, other: Optional[Expansion] = None) -
         "num_kv_heads": n_kv,
         "n_rep": n_rep,
         "num_heads": n_kv * n_rep if n_kv is not None and n_rep is not None else None,
-        "decided_by": [{"line": lines[id(n)], "code": code_text(ctx, n)}
-                       for n in dict.fromkeys(exp.deciding)],
+        "decided_by": [
+            {"line": lines[id(n)], "code": code_text(ctx, n)} for n in dict.fromkeys(exp.deciding)
+        ],
     }
     if other is not None:
-        evidence["other_path"] = {"via": other.via, "grouping": other.kind,
-                                  "line": lines[id(other.node)], "code": code_text(ctx, other.node)}
+        evidence["other_path"] = {
+            "via": other.via,
+            "grouping": other.kind,
+            "line": lines[id(other.node)],
+            "code": code_text(ctx, other.node),
+        }
     return evidence
 
 
@@ -54,8 +64,10 @@ class _Tiling(Rule):
 class GqaRepeatGrouping(_Tiling):
     CODE = "MHA013"
     NAME = "gqa-repeat-grouping"
-    MESSAGE = ("K/V heads tiled with {via}: query head i meets KV head i % n_kv, but {other} on "
-               "line {line} pairs it with KV head i // n_rep: the two paths give different numbers")
+    MESSAGE = (
+        "K/V heads tiled with {via}: query head i meets KV head i % n_kv, but {other} on "
+        "line {line} pairs it with KV head i // n_rep: the two paths give different numbers"
+    )
     WHAT = """
         Flags grouped-query attention whose key/value heads are *tiled* to the
         query heads (`k.repeat(1, n_rep, 1, 1)`, `torch.tile`, `torch.cat([k] *
@@ -133,12 +145,16 @@ class GqaRepeatGrouping(_Tiling):
         "    return F.scaled_dot_product_attention(q, k, v.repeat(num_beams, 1, 1, 1), enable_gqa=True)\n",
     ]
     INVALID = [
-        Example("import torch.nn.functional as F\n"
-                "def attend(q, k, v, n_rep, fused):\n"
-                "    if fused:\n"
-                "        return F.scaled_dot_product_attention(q, k, v, enable_gqa=True)\n"
-                "    k = k.repeat(1, n_rep, 1, 1)\n"
-                "    return F.scaled_dot_product_attention(q, k, v)\n", 5, 9),
+        Example(
+            "import torch.nn.functional as F\n"
+            "def attend(q, k, v, n_rep, fused):\n"
+            "    if fused:\n"
+            "        return F.scaled_dot_product_attention(q, k, v, enable_gqa=True)\n"
+            "    k = k.repeat(1, n_rep, 1, 1)\n"
+            "    return F.scaled_dot_product_attention(q, k, v)\n",
+            5,
+            9,
+        ),
     ]
 
     def on_call(self, site: CallSite) -> Iterator[Report]:
@@ -150,10 +166,17 @@ class GqaRepeatGrouping(_Tiling):
         if not others:
             return
         other = next((o for o in others if o.via == "enable_gqa"), others[0])
-        other_text = "enable_gqa" if other.via == "enable_gqa" else _VIA_TEXT.get(other.via, other.via)
+        other_text = (
+            "enable_gqa" if other.via == "enable_gqa" else _VIA_TEXT.get(other.via, other.via)
+        )
         evidence = expansion_evidence(self.ctx, exp, other)
-        yield self.report(site.node, evidence, via=_VIA_TEXT.get(exp.via, exp.via), other=other_text,
-                          line=evidence["other_path"]["line"])
+        yield self.report(
+            site.node,
+            evidence,
+            via=_VIA_TEXT.get(exp.via, exp.via),
+            other=other_text,
+            line=evidence["other_path"]["line"],
+        )
 
 
 class GqaRepeatTiling(_Tiling):
@@ -161,8 +184,10 @@ class GqaRepeatTiling(_Tiling):
     NAME = "gqa-repeat-tiling"
     CATEGORY = "opinionated"
     DEFAULT_ENABLED = False
-    MESSAGE = ("K/V heads tiled with {via}: query head i meets KV head i % n_kv, not i // n_rep as "
-               "enable_gqa, repeat_interleave and pretrained GQA checkpoints group them")
+    MESSAGE = (
+        "K/V heads tiled with {via}: query head i meets KV head i % n_kv, not i // n_rep as "
+        "enable_gqa, repeat_interleave and pretrained GQA checkpoints group them"
+    )
     WHAT = """
         Flags every expansion of key/value heads by tiling (`k.repeat(1, n_rep,
         1, 1)`, `torch.tile`, `torch.cat([k] * n_rep, dim=1)`, a new axis
@@ -194,22 +219,19 @@ class GqaRepeatTiling(_Tiling):
           as well as `.repeat`: it pairs the heads the same way.
         """
     VALID = [
-        "import torch\n"
-        "def expand_kv(k, n_rep):\n"
-        "    return k.repeat_interleave(n_rep, dim=1)\n",
-        "import torch\n"
-        "def mqa(k, num_heads):\n"
-        "    return k.repeat(1, num_heads, 1, 1)\n",
+        "import torch\ndef expand_kv(k, n_rep):\n    return k.repeat_interleave(n_rep, dim=1)\n",
+        "import torch\ndef mqa(k, num_heads):\n    return k.repeat(1, num_heads, 1, 1)\n",
     ]
     INVALID = [
-        Example("import torch\n"
-                "def expand_kv(k, n_rep):\n"
-                "    return k.repeat(1, n_rep, 1, 1)\n", 3, 12),
+        Example(
+            "import torch\ndef expand_kv(k, n_rep):\n    return k.repeat(1, n_rep, 1, 1)\n", 3, 12
+        ),
     ]
 
     def on_call(self, site: CallSite) -> Iterator[Report]:
         exp = self.analysis().tiling_at(site)
         if exp is None or exp.kind != TILE:
             return
-        yield self.report(site.node, expansion_evidence(self.ctx, exp),
-                          via=_VIA_TEXT.get(exp.via, exp.via))
+        yield self.report(
+            site.node, expansion_evidence(self.ctx, exp), via=_VIA_TEXT.get(exp.via, exp.via)
+        )

@@ -1,5 +1,6 @@
 """MHA014: SDPA with ``enable_gqa=True`` whose statically known query and KV
 head counts do not divide.  The layouts come from ``flake8_mha/heads.py``."""
+
 from __future__ import annotations
 
 from typing import Iterator
@@ -12,8 +13,10 @@ from .base import Example, Report, Rule
 class GqaHeadsDoNotDivide(Rule):
     CODE = "MHA014"
     NAME = "gqa-heads-do-not-divide"
-    MESSAGE = ("enable_gqa=True with {hq} query heads over {hkv} key/value heads, which do not "
-               "divide: SDPA raises RuntimeError at the first forward call")
+    MESSAGE = (
+        "enable_gqa=True with {hq} query heads over {hkv} key/value heads, which do not "
+        "divide: SDPA raises RuntimeError at the first forward call"
+    )
     WHAT = """
         Flags `F.scaled_dot_product_attention(..., enable_gqa=True)` whose query
         and key head counts are both known statically and do not divide. The
@@ -64,11 +67,15 @@ class GqaHeadsDoNotDivide(Rule):
         "    return F.scaled_dot_product_attention(q, k, k, enable_gqa=True)\n",
     ]
     INVALID = [
-        Example("import torch.nn.functional as F\n"
-                "def attend(x, B, L):\n"
-                "    q = x.view(B, L, 12, 64).transpose(1, 2)\n"
-                "    k = x.view(B, L, 5, 64).transpose(1, 2)\n"
-                "    return F.scaled_dot_product_attention(q, k, k, enable_gqa=True)\n", 5, 12),
+        Example(
+            "import torch.nn.functional as F\n"
+            "def attend(x, B, L):\n"
+            "    q = x.view(B, L, 12, 64).transpose(1, 2)\n"
+            "    k = x.view(B, L, 5, 64).transpose(1, 2)\n"
+            "    return F.scaled_dot_product_attention(q, k, k, enable_gqa=True)\n",
+            5,
+            12,
+        ),
     ]
 
     def on_sdpa_call(self, ev: SdpaCall) -> Iterator[Report]:
@@ -103,7 +110,8 @@ class GqaHeadsDoNotDivide(Rule):
             "num_kv_heads": hkv,
             "head_axis": 1,
             "layout": {"query": axes_text(layouts[0]), "key": axes_text(layouts[1])},
-            "decided_by": [{"line": lines[id(n)], "code": code_text(self.ctx, n)}
-                           for n in dict.fromkeys(nodes)],
+            "decided_by": [
+                {"line": lines[id(n)], "code": code_text(self.ctx, n)} for n in dict.fromkeys(nodes)
+            ],
         }
         yield self.report(site.node, evidence, hq=hq, hkv=hkv)

@@ -1,4 +1,5 @@
 """MHA101: an odd number of heads keeps the module off the fastpath."""
+
 from __future__ import annotations
 
 from typing import Iterator
@@ -65,8 +66,14 @@ class OddNumHeads(Rule):
         "import torch.nn as nn\nattn = nn.MultiheadAttention(96, 3, bias=False, batch_first=True)\n",
     ]
     INVALID = [
-        Example("import torch.nn as nn\nattn = nn.MultiheadAttention(96, 3, batch_first=True)\n", 2, 8),
-        Example("import torch.nn as nn\nattn = nn.MultiheadAttention(64, num_heads=1, batch_first=True)\n", 2, 8),
+        Example(
+            "import torch.nn as nn\nattn = nn.MultiheadAttention(96, 3, batch_first=True)\n", 2, 8
+        ),
+        Example(
+            "import torch.nn as nn\nattn = nn.MultiheadAttention(64, num_heads=1, batch_first=True)\n",
+            2,
+            8,
+        ),
     ]
 
     def on_construction(self, ev: Construction) -> Iterator[Report]:
@@ -75,21 +82,38 @@ class OddNumHeads(Rule):
             return
         heads = int_or_none(init_value(self.ctx, ev, spec.heads_param))
         if heads is not None and heads > 0 and heads % 2 == 1 and not self._fastpath_off(ev):
-            yield self.report(ev.site.node, construction_evidence(self.ctx, ev),
-                              heads_name=spec.heads_param, heads=heads, module=spec.name)
+            yield self.report(
+                ev.site.node,
+                construction_evidence(self.ctx, ev),
+                heads_name=spec.heads_param,
+                heads=heads,
+                module=spec.name,
+            )
 
     def _fastpath_off(self, ev: Construction) -> bool:
         """A setting written at the construction keeps the fastpath off anyway."""
         names = ev.spec.init.names
-        for key, off in (("batch_first", False), ("bias", False), ("add_bias_kv", True),
-                         ("add_zero_attn", True)):
+        for key, off in (
+            ("batch_first", False),
+            ("bias", False),
+            ("add_bias_kv", True),
+            ("add_zero_attn", True),
+        ):
             expr = ev.args.get(key)
             if key in names and expr is not None and self.ctx.value(expr, ev.site) is off:
                 return True
-        embed = int_or_none(init_value(self.ctx, ev, ev.spec.embed_param)) if ev.spec.embed_param else None
+        embed = (
+            int_or_none(init_value(self.ctx, ev, ev.spec.embed_param))
+            if ev.spec.embed_param
+            else None
+        )
         for key in ("kdim", "vdim"):
             expr = ev.args.get(key)
-            value = int_or_none(self.ctx.value(expr, ev.site)) if key in names and expr is not None else None
+            value = (
+                int_or_none(self.ctx.value(expr, ev.site))
+                if key in names and expr is not None
+                else None
+            )
             if embed is not None and value is not None and value != embed:
                 return True
         return False

@@ -1,4 +1,5 @@
 """MHA102: attention weights computed and thrown away, and its fix (need_weights=False)."""
+
 from __future__ import annotations
 
 from typing import Iterator, Optional
@@ -55,7 +56,8 @@ class AttentionWeightsDiscarded(Rule):
         Example(
             "import torch.nn as nn\nattn = nn.MultiheadAttention(64, 8, batch_first=True)\n"
             "def f(x):\n    out, _ = attn(x, x, x)\n    return out\n",
-            4, 14,
+            4,
+            14,
             fixed="import torch.nn as nn\nattn = nn.MultiheadAttention(64, 8, batch_first=True)\n"
             "def f(x):\n    out, _ = attn(x, x, x, need_weights=False)\n    return out\n",
         ),
@@ -79,7 +81,9 @@ class AttentionWeightsDiscarded(Rule):
         call = site.node
         if site.parents:
             parent = site.parents[-1]
-            return isinstance(parent, cst.Subscript) and parent.value is call and _index_zero(parent)
+            return (
+                isinstance(parent, cst.Subscript) and parent.value is call and _index_zero(parent)
+            )
         stmt = site.stmt
         if isinstance(stmt, cst.Assign) and stmt.value is call and len(stmt.targets) == 1:
             target = stmt.targets[0].target
@@ -113,10 +117,13 @@ def _need_weights_false(call: cst.Call, ctx: FixContext) -> Optional[cst.Call]:
     return add_keyword(call, "need_weights", cst.Name("False"))
 
 
-FIX = register(Fix(
-    "MHA102", "Add `need_weights=False` to the call",
-    "Only the discarded second result changes (it becomes None); the attention output is "
-    "the same. A call given `need_weights=True` literally has it turned to False; a call "
-    "with a `**kwargs` splat is left alone.",
-    _need_weights_false,
-))
+FIX = register(
+    Fix(
+        "MHA102",
+        "Add `need_weights=False` to the call",
+        "Only the discarded second result changes (it becomes None); the attention output is "
+        "the same. A call given `need_weights=True` literally has it turned to False; a call "
+        "with a `**kwargs` splat is left alone.",
+        _need_weights_false,
+    )
+)

@@ -1,4 +1,5 @@
 """MHA901: settings that turn the inference fastpath off (opt-in)."""
+
 from __future__ import annotations
 
 from typing import Iterator
@@ -48,7 +49,11 @@ class FastpathBlocker(Rule):
         "def f(q, k, v):\n    return attn(q, k, v, need_weights=False)\n",
     ]
     INVALID = [
-        Example("import torch.nn as nn\nattn = nn.MultiheadAttention(64, 8, bias=False, add_zero_attn=True, batch_first=True)\n", 2, 8),
+        Example(
+            "import torch.nn as nn\nattn = nn.MultiheadAttention(64, 8, bias=False, add_zero_attn=True, batch_first=True)\n",
+            2,
+            8,
+        ),
     ]
 
     def on_construction(self, ev: Construction) -> Iterator[Report]:
@@ -58,7 +63,11 @@ class FastpathBlocker(Rule):
             expr = ev.args.get(key)
             if key in names and expr is not None and self.ctx.value(expr, ev.site) is bad:
                 blockers.append(f"{key}={bad}")
-        embed = int_or_none(init_value(self.ctx, ev, ev.spec.embed_param)) if ev.spec.embed_param else None
+        embed = (
+            int_or_none(init_value(self.ctx, ev, ev.spec.embed_param))
+            if ev.spec.embed_param
+            else None
+        )
         if embed is not None and "kdim" in names:
             for key in ("kdim", "vdim"):
                 expr = ev.args.get(key)
@@ -68,4 +77,6 @@ class FastpathBlocker(Rule):
         if blockers:
             evidence = construction_evidence(self.ctx, ev)
             evidence["blockers"] = blockers
-            yield self.report(ev.site.node, evidence, module=ev.spec.name, blockers=", ".join(blockers))
+            yield self.report(
+                ev.site.node, evidence, module=ev.spec.name, blockers=", ".join(blockers)
+            )

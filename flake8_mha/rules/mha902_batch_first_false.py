@@ -1,4 +1,5 @@
 """MHA902: a module built with batch_first=False (opt-in)."""
+
 from __future__ import annotations
 
 from typing import Iterator
@@ -42,7 +43,9 @@ class BatchFirstFalse(Rule):
         "import torch.nn as nn\ndef f(bf):\n    return nn.MultiheadAttention(64, 8, batch_first=bf)\n",
     ]
     INVALID = [
-        Example("import torch.nn as nn\nattn = nn.MultiheadAttention(64, 8, batch_first=False)\n", 2, 8),
+        Example(
+            "import torch.nn as nn\nattn = nn.MultiheadAttention(64, 8, batch_first=False)\n", 2, 8
+        ),
     ]
 
     def on_construction(self, ev: Construction) -> Iterator[Report]:
@@ -50,4 +53,6 @@ class BatchFirstFalse(Rule):
         if expr is None or not ev.spec.has_batch_first:
             return
         if self.ctx.value(expr, ev.site) is False:
-            yield self.report(ev.site.node, construction_evidence(self.ctx, ev), module=ev.spec.name)
+            yield self.report(
+                ev.site.node, construction_evidence(self.ctx, ev), module=ev.spec.name
+            )

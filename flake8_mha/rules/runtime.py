@@ -6,6 +6,7 @@ is no static rule: it subscribes to no event, and is kept out of the static
 the fixture/witness consistency tests never see it.  ``runtime_rules()``
 lists these classes for the docs generator and ``explain``.
 """
+
 from __future__ import annotations
 
 from typing import Any, ClassVar, Dict, List

@@ -9,6 +9,7 @@ Importing this package never imports torch: every ``run`` imports it inside.
 The rule docs generator reads ``summary`` and ``threshold_text`` from
 :data:`WITNESSES`.
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -61,5 +62,12 @@ def _collect() -> Dict[str, Witness]:
 
 WITNESSES: Dict[str, Witness] = _collect()
 
-__all__ = ["Witness", "WITNESSES", "CONFIRMED", "CONFIRMED_ASSUMED", "NOT_REPRODUCED",
-           "INCONCLUSIVE", "SKIPPED"]
+__all__ = [
+    "Witness",
+    "WITNESSES",
+    "CONFIRMED",
+    "CONFIRMED_ASSUMED",
+    "NOT_REPRODUCED",
+    "INCONCLUSIVE",
+    "SKIPPED",
+]

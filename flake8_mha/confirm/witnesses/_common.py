@@ -3,6 +3,7 @@
 Nothing here imports torch at module import time: the functions that need it
 import it when called (inside the worker process).
 """
+
 from __future__ import annotations
 
 import math
@@ -91,8 +92,9 @@ class Params:
             self.note(f"module unknown: used {default}")
         return default
 
-    def dims(self, default_e: int = DEFAULT_E, default_h: int = DEFAULT_H,
-             max_e: int = MAX_E) -> Tuple[int, int]:
+    def dims(
+        self, default_e: int = DEFAULT_E, default_h: int = DEFAULT_H, max_e: int = MAX_E
+    ) -> Tuple[int, int]:
         """embed_dim and num_heads of the call site, or safe defaults."""
         e, h = self.evidence.get("embed_dim"), self.evidence.get("num_heads")
         if _is_int(h) and h > 0 and not _is_int(e):
@@ -104,12 +106,16 @@ class Params:
             self.note(f"num_heads unknown: used {h}")
         if not _is_int(e) or not _is_int(h):
             missing = [k for k, v in (("embed_dim", e), ("num_heads", h)) if not _is_int(v)]
-            self.note(f"{' and '.join(missing)} unknown: used embed_dim={default_e}, "
-                      f"num_heads={default_h}")
+            self.note(
+                f"{' and '.join(missing)} unknown: used embed_dim={default_e}, "
+                f"num_heads={default_h}"
+            )
             return default_e, default_h
         if h <= 0 or e <= 0 or e % h:
-            self.note(f"embed_dim={e}, num_heads={h} cannot be built (MHA008's finding): "
-                      f"used embed_dim={default_e}, num_heads={default_h}")
+            self.note(
+                f"embed_dim={e}, num_heads={h} cannot be built (MHA008's finding): "
+                f"used embed_dim={default_e}, num_heads={default_h}"
+            )
             return default_e, default_h
         if e > max_e:
             head_dim = e // h
@@ -117,8 +123,10 @@ class Params:
                 e2 = h * min(head_dim, max_e // h)
                 self.note(f"embed_dim={e} run at {e2} (same {h} heads) to stay small")
                 return e2, h
-            self.note(f"embed_dim={e}, num_heads={h} too large for a quick witness: "
-                      f"used embed_dim={default_e}, num_heads={default_h}")
+            self.note(
+                f"embed_dim={e}, num_heads={h} too large for a quick witness: "
+                f"used embed_dim={default_e}, num_heads={default_h}"
+            )
             return default_e, default_h
         return int(e), int(h)
 
@@ -127,8 +135,14 @@ def _is_int(value: Any) -> bool:
     return isinstance(value, int) and not isinstance(value, bool)
 
 
-def result(verdict: str, witness: str, damage: str, measured: Optional[Dict[str, Any]] = None,
-           params: Optional[Params] = None, reason: Optional[str] = None) -> Dict[str, Any]:
+def result(
+    verdict: str,
+    witness: str,
+    damage: str,
+    measured: Optional[Dict[str, Any]] = None,
+    params: Optional[Params] = None,
+    reason: Optional[str] = None,
+) -> Dict[str, Any]:
     depends = list(params.depends) if params else []
     if verdict == CONFIRMED and depends:
         verdict = CONFIRMED_ASSUMED
@@ -178,6 +192,7 @@ def catch(fn: Callable[[], Any]) -> Tuple[Any, Optional[str]]:
 
 # ---------------------------------------------------------------- torch side
 
+
 def compare(reference: Any, output: Any) -> Dict[str, Any]:
     """Max abs error over positions where both are finite, and NaN facts."""
     import torch
@@ -207,8 +222,7 @@ def module_text(kind: str, e: int, h: int, **kwargs: Any) -> str:
     return f"nn.{kind}({e}, {h}{sep}{args})"
 
 
-def build(kind: str, e: int, h: int, *, seed: int, batch_first: bool = True,
-          **kwargs: Any) -> Any:
+def build(kind: str, e: int, h: int, *, seed: int, batch_first: bool = True, **kwargs: Any) -> Any:
     """The module kind at width e with h heads, dropout 0, eval mode, seeded.
 
     Feed-forward width 2*e and 2 layers for the stacks keep it small; extra
@@ -222,8 +236,9 @@ def build(kind: str, e: int, h: int, *, seed: int, batch_first: bool = True,
     if kind == MHA:
         return nn.MultiheadAttention(e, h, **common).eval()
     if kind == TRANSFORMER:
-        return nn.Transformer(e, h, num_encoder_layers=1, num_decoder_layers=1,
-                              dim_feedforward=2 * e, **common).eval()
+        return nn.Transformer(
+            e, h, num_encoder_layers=1, num_decoder_layers=1, dim_feedforward=2 * e, **common
+        ).eval()
     layer_kind = {ENCODER: ENC_LAYER, DECODER: DEC_LAYER}.get(kind, kind)
     if layer_kind not in (ENC_LAYER, DEC_LAYER):
         raise ValueError(f"no module kind {kind!r}")

@@ -6,6 +6,7 @@ lays it out (the finding's layout evidence: ``layout_kind``), change only
 sample 1 and measure how far sample 0's output moves.  Then the same with the
 flag that matches the data, which moves it by exactly 0.
 """
+
 from __future__ import annotations
 
 from typing import Any, Dict, Optional
@@ -36,7 +37,9 @@ shows (NOT REPRODUCED: the code is correct)."""
 _BATCH_FIRST, _SEQ_FIRST = "batch-first", "sequence-first"
 
 
-def _leak(kind: str, e: int, h: int, module_batch_first: bool, data_batch_first: bool) -> Dict[str, Any]:
+def _leak(
+    kind: str, e: int, h: int, module_batch_first: bool, data_batch_first: bool
+) -> Dict[str, Any]:
     import torch
 
     axis = 0 if data_batch_first else 1  # where the code's data keeps its samples
@@ -88,28 +91,39 @@ def _run(evidence: Dict[str, Any], code: str, default_batch_first: bool) -> Dict
     right = _leak(kind, e, h, module_batch_first=data_bf, data_batch_first=data_bf)
     shape = "(N, L, E)" if data_bf else "(L, N, E)"
     matching = f"batch_first_{str(data_bf).lower()}"  # the flag that fits the data
-    measured: Dict[str, Any] = {"leak": wrong["leak"], f"leak_{matching}": right["leak"],
-                                "data_layout": shape, "module_batch_first": flag}
+    measured: Dict[str, Any] = {
+        "leak": wrong["leak"],
+        f"leak_{matching}": right["leak"],
+        "data_layout": shape,
+        "module_batch_first": flag,
+    }
     where: Optional[str] = None
     if evidence.get("layout_line") is not None:
         where = f"line {evidence['layout_line']}: {evidence.get('layout_source')}"
         measured["layout_evidence"] = where
-    damage = (f"sample 0 moved by {fmt(wrong['leak'])} when only sample 1 changed; "
-              f"with batch_first={data_bf} (matching the data): {fmt(right['leak'])}")
+    damage = (
+        f"sample 0 moved by {fmt(wrong['leak'])} when only sample 1 changed; "
+        f"with batch_first={data_bf} (matching the data): {fmt(right['leak'])}"
+    )
     if kind == MHA and flag != data_bf:
         measured["weights_shape"] = list(wrong["weights_shape"])
         measured[f"weights_shape_{matching}"] = list(right["weights_shape"])
-        damage += (f"; attention weights {wrong['weights_shape']} instead of "
-                   f"{right['weights_shape']}")
+        damage += (
+            f"; attention weights {wrong['weights_shape']} instead of {right['weights_shape']}"
+        )
     if flag == data_bf:
-        damage = (f"no damage: the module's batch_first={flag} matches the {shape} data "
-                  f"(sample 0 moved by {fmt(wrong['leak'])} when only sample 1 changed)")
-    witness = (f"{module_text(kind, e, h, batch_first=flag)} in eval, fed x laid out {shape} "
-               f"(N={N}, L={L}, E={e}) as the code lays it out"
-               + (f" ({where})" if where else "")
-               + f" (input seed {INPUT_SEED}, module seed {MODULE_SEED}); x2 = x with only "
-               f"sample 1 changed (+1.0); compared sample 0's output, then the same with "
-               f"batch_first={data_bf}")
+        damage = (
+            f"no damage: the module's batch_first={flag} matches the {shape} data "
+            f"(sample 0 moved by {fmt(wrong['leak'])} when only sample 1 changed)"
+        )
+    witness = (
+        f"{module_text(kind, e, h, batch_first=flag)} in eval, fed x laid out {shape} "
+        f"(N={N}, L={L}, E={e}) as the code lays it out"
+        + (f" ({where})" if where else "")
+        + f" (input seed {INPUT_SEED}, module seed {MODULE_SEED}); x2 = x with only "
+        f"sample 1 changed (+1.0); compared sample 0's output, then the same with "
+        f"batch_first={data_bf}"
+    )
     return result(verdict(wrong["leak"] > LEAK_THRESHOLD), witness, damage, measured, p)
 
 
@@ -129,34 +143,42 @@ def run_implicit(evidence: Dict[str, Any]) -> Dict[str, Any]:
 WITNESSES = [
     Witness(
         code="MHA001",
-        summary=("Feeds data laid out as the code lays it out (the finding's layout evidence; "
-                 "(N, L, E) when the code does not say, noted in `assumed`) to the module left "
-                 "batch_first=False, changes only sample 1 and measures how far sample 0's "
-                 "output moves. NOT REPRODUCED when the code's data is sequence-first."),
+        summary=(
+            "Feeds data laid out as the code lays it out (the finding's layout evidence; "
+            "(N, L, E) when the code does not say, noted in `assumed`) to the module left "
+            "batch_first=False, changes only sample 1 and measures how far sample 0's "
+            "output moves. NOT REPRODUCED when the code's data is sequence-first."
+        ),
         threshold_text=THRESHOLD_TEXT,
         func=run_batch_first,
     ),
     Witness(
         code="MHA010",
-        summary=("Builds the module with the batch_first the code states and feeds it data in "
-                 "the other layout, as the code does; changes only sample 1 and measures how "
-                 "far sample 0's output moves (then with the flag that matches the data)."),
+        summary=(
+            "Builds the module with the batch_first the code states and feeds it data in "
+            "the other layout, as the code does; changes only sample 1 and measures how "
+            "far sample 0's output moves (then with the flag that matches the data)."
+        ),
         threshold_text=THRESHOLD_TEXT,
         func=run_layout_mismatch,
     ),
     Witness(
         code="MHA902",
-        summary=("Same experiment as MHA001: data of the code's layout ((N, L, E) when not "
-                 "known) through the module with batch_first=False."),
+        summary=(
+            "Same experiment as MHA001: data of the code's layout ((N, L, E) when not "
+            "known) through the module with batch_first=False."
+        ),
         threshold_text=THRESHOLD_TEXT,
         func=run_batch_first,
     ),
     Witness(
         code="MHA903",
-        summary=("Shows the code is correct: the sequence-first data the code feeds, through "
-                 "the module left batch_first=False; sample 0 does not move when only sample 1 "
-                 "changes (NOT REPRODUCED: no damage, the finding asks only for an explicit "
-                 "flag)."),
+        summary=(
+            "Shows the code is correct: the sequence-first data the code feeds, through "
+            "the module left batch_first=False; sample 0 does not move when only sample 1 "
+            "changes (NOT REPRODUCED: no damage, the finding asks only for an explicit "
+            "flag)."
+        ),
         threshold_text=THRESHOLD_TEXT,
         func=run_implicit,
     ),

@@ -1,4 +1,5 @@
 """MHA005 (is_causal without its mask) and MHA006 (SDPA mask with is_causal)."""
+
 from __future__ import annotations
 
 import warnings
@@ -6,8 +7,23 @@ from typing import Any, Dict, List
 
 from . import Witness
 from ._common import (
-    DEC_LAYER, DECODER, ENC_LAYER, ENCODER, FORWARD_ARGS, MHA, TRANSFORMER, Params, build,
-    catch, compare, fmt, forward, forward_text, module_text, result, verdict,
+    DEC_LAYER,
+    DECODER,
+    ENC_LAYER,
+    ENCODER,
+    FORWARD_ARGS,
+    MHA,
+    TRANSFORMER,
+    Params,
+    build,
+    catch,
+    compare,
+    fmt,
+    forward,
+    forward_text,
+    module_text,
+    result,
+    verdict,
 )
 
 SEED = 0
@@ -18,12 +34,20 @@ ERROR_THRESHOLD = 1e-3
 TRAINING_DROPOUT_P = 0.1  # MHA006's raising leg when the call's dropout_p is unknown or 0
 NEED_MASK = "Need attn_mask if specifying the is_causal hint"
 
-DEFAULT_FLAG = {MHA: "is_causal", ENC_LAYER: "is_causal", ENCODER: "is_causal",
-                DEC_LAYER: "tgt_is_causal", DECODER: "tgt_is_causal",
-                TRANSFORMER: "tgt_is_causal"}
+DEFAULT_FLAG = {
+    MHA: "is_causal",
+    ENC_LAYER: "is_causal",
+    ENCODER: "is_causal",
+    DEC_LAYER: "tgt_is_causal",
+    DECODER: "tgt_is_causal",
+    TRANSFORMER: "tgt_is_causal",
+}
 MASK_FOR_FLAG = {
-    (MHA, "is_causal"): "attn_mask", (ENC_LAYER, "is_causal"): "src_mask",
-    (ENCODER, "is_causal"): "mask", "src_is_causal": "src_mask", "tgt_is_causal": "tgt_mask",
+    (MHA, "is_causal"): "attn_mask",
+    (ENC_LAYER, "is_causal"): "src_mask",
+    (ENCODER, "is_causal"): "mask",
+    "src_is_causal": "src_mask",
+    "tgt_is_causal": "tgt_mask",
     "memory_is_causal": "memory_mask",
 }
 
@@ -65,28 +89,31 @@ def run_mha005(evidence: Dict[str, Any]) -> Dict[str, Any]:
         silent, eval_error = catch(lambda: forward(kind, module, x, **{flag: True}))
         causal = forward(kind, module, x, **{mask_arg: _causal_mask(), flag: True})
         plain = forward(kind, module, x)
-    measured: Dict[str, Any] = {"exception_training": train_error,
-                                "exception_eval": eval_error}
+    measured: Dict[str, Any] = {"exception_training": train_error, "exception_eval": eval_error}
     words = [f"training: raised {train_error}" if train_error else "training: ran (no error)"]
     eval_err = 0.0
     if silent is not None:
         eval_err = compare(causal, silent)["max_error"]
         same = compare(plain, silent)["max_error"]
         measured.update(max_error_eval=eval_err, diff_from_non_causal=same)
-        words.append(f"eval + no_grad: ran silently, max error {fmt(eval_err)} against the "
-                     f"causal reference (differs from the non-causal output by {fmt(same)})")
+        words.append(
+            f"eval + no_grad: ran silently, max error {fmt(eval_err)} against the "
+            f"causal reference (differs from the non-causal output by {fmt(same)})"
+        )
     else:
         words.append(f"eval + no_grad: raised {eval_error}")
-    witness = (f"{module_text(kind, e, h, batch_first=batch_first)} (seed {SEED + 1}), "
-               f"{forward_text(kind, **{flag: True})} without {mask_arg}, x of "
-               f"{'(N, L, E)' if batch_first else '(L, N, E)'} with N={N}, L={L}; in training "
-               f"mode, then in eval under no_grad against {mask_arg}=triu(ones(L, L), 1).bool()")
+    witness = (
+        f"{module_text(kind, e, h, batch_first=batch_first)} (seed {SEED + 1}), "
+        f"{forward_text(kind, **{flag: True})} without {mask_arg}, x of "
+        f"{'(N, L, E)' if batch_first else '(L, N, E)'} with N={N}, L={L}; in training "
+        f"mode, then in eval under no_grad against {mask_arg}=triu(ones(L, L), 1).bool()"
+    )
     confirmed = bool(train_error and NEED_MASK in train_error) or eval_err > ERROR_THRESHOLD
     return result(verdict(confirmed), witness, "; ".join(words), measured, p)
 
 
 def _mha006_mask(p: Params) -> str:
-    """"causal_triangle" or "padding": the mask the call passes, from the
+    """ "causal_triangle" or "padding": the mask the call passes, from the
     evidence; an unknown or mixed origin is assumed to be padding."""
     mask = p.mask()
     origin = mask.get("origin")
@@ -94,8 +121,10 @@ def _mha006_mask(p: Params) -> str:
         p.assume(f"the mask's meaning comes from its name only ({mask.get('source')})")
     if origin in ("causal_triangle", "padding"):
         return origin
-    p.assume(f"mask origin {'unknown' if origin is None else repr(origin)}: used a "
-             "(N, 1, 1, S) padding mask (True = attend)")
+    p.assume(
+        f"mask origin {'unknown' if origin is None else repr(origin)}: used a "
+        "(N, 1, 1, S) padding mask (True = attend)"
+    )
     return "padding"
 
 
@@ -145,12 +174,15 @@ def run_mha006(evidence: Dict[str, Any]) -> Dict[str, Any]:
     tril = torch.tril(torch.ones(L, L, dtype=torch.bool))
     if origin == "causal_triangle":
         additive = p.mask().get("kind") == "additive"
-        mask = (torch.zeros(L, L).masked_fill(~tril, float("-inf")) if additive else tril)
-        made = ("generate_square_subsequent_mask(L) (0 / -inf)" if additive
-                else "tril(ones(L, L)).bool(), the triangle is_causal applies")
+        mask = torch.zeros(L, L).masked_fill(~tril, float("-inf")) if additive else tril
+        made = (
+            "generate_square_subsequent_mask(L) (0 / -inf)"
+            if additive
+            else "tril(ones(L, L)).bool(), the triangle is_causal applies"
+        )
     else:
         keep = torch.ones(N, L, dtype=torch.bool)
-        keep[0, L - 2:] = False
+        keep[0, L - 2 :] = False
         mask = keep[:, None, None, :]
         made = "(N, 1, 1, S) padding mask (True = attend; sample 0 padded)"
     # SDPA's contract: is_causal is for calls without a mask, so a call that
@@ -162,12 +194,15 @@ def run_mha006(evidence: Dict[str, Any]) -> Dict[str, Any]:
     harmful_default: Dict[float, bool] = {}
     for name, backend in kernels_.items():
         for dp in dropouts:
+
             def call() -> Any:
                 ctx = sdpa_kernel(backend) if backend is not None else contextlib.nullcontext()
                 with ctx, warnings.catch_warnings():
                     warnings.simplefilter("ignore")
-                    return F.scaled_dot_product_attention(q, k, v, attn_mask=mask,
-                                                          is_causal=True, dropout_p=dp)
+                    return F.scaled_dot_product_attention(
+                        q, k, v, attn_mask=mask, is_causal=True, dropout_p=dp
+                    )
+
             with torch.no_grad():
                 out, error = catch(call)
             label = f"{name}, dropout_p={dp:g}"
@@ -180,8 +215,9 @@ def run_mha006(evidence: Dict[str, Any]) -> Dict[str, Any]:
             else:
                 err = compare(mask_only, out)["max_error"]
                 harmful = err > ERROR_THRESHOLD
-                outcome = (f"ran, {fmt(err)} from the mask alone"
-                           + (" (both masks applied)" if harmful else ""))
+                outcome = f"ran, {fmt(err)} from the mask alone" + (
+                    " (both masks applied)" if harmful else ""
+                )
             measured[label] = error if error is not None else "ran"
             words.append(f"{label}: {outcome}")
             if name == "default":
@@ -191,23 +227,33 @@ def run_mha006(evidence: Dict[str, Any]) -> Dict[str, Any]:
         shown = ", ".join(f"{dp:g}" for dp, bad in harmful_default.items() if bad)
         p.assume(f"the damage shows only with dropout_p={shown}, and dropout_p is unknown")
     if not confirmed:
-        words.insert(0, "harmless on the kernel torch picks"
-                     + (": the mask is the very triangle is_causal applies"
-                        if origin == "causal_triangle" else "")
-                     + "; a kernel forced with sdpa_kernel is reported, not judged")
-    witness = (f"F.scaled_dot_product_attention(q, k, v, attn_mask=mask, is_causal=True), q, "
-               f"k, v of shape ({N}, {h}, {L}, {d}) (seed {SEED}), mask = {made}; torch's own "
-               f"kernel choice and each SDPA kernel that runs on this CPU, against the mask "
-               f"alone")
+        words.insert(
+            0,
+            "harmless on the kernel torch picks"
+            + (
+                ": the mask is the very triangle is_causal applies"
+                if origin == "causal_triangle"
+                else ""
+            )
+            + "; a kernel forced with sdpa_kernel is reported, not judged",
+        )
+    witness = (
+        f"F.scaled_dot_product_attention(q, k, v, attn_mask=mask, is_causal=True), q, "
+        f"k, v of shape ({N}, {h}, {L}, {d}) (seed {SEED}), mask = {made}; torch's own "
+        f"kernel choice and each SDPA kernel that runs on this CPU, against the mask "
+        f"alone"
+    )
     return result(verdict(confirmed), witness, "; ".join(words), measured, p)
 
 
 WITNESSES = [
     Witness(
         code="MHA005",
-        summary=("Calls the module with the is_causal hint and no mask: in training (raises) "
-                 "and in eval under no_grad (the fastpath ignores the hint), against the "
-                 "causal reference."),
+        summary=(
+            "Calls the module with the is_causal hint and no mask: in training (raises) "
+            "and in eval under no_grad (the fastpath ignores the hint), against the "
+            "causal reference."
+        ),
         threshold_text=f"""\
 CONFIRMED when training raises `RuntimeError: {NEED_MASK}. You may use the
 Transformer module method `generate_square_subsequent_mask` to create this
@@ -224,9 +270,11 @@ fastpath).""",
     ),
     Witness(
         code="MHA006",
-        summary=("Calls SDPA with a padding mask and is_causal=True: with dropout (raises), "
-                 "and with dropout 0 on the default kernel (both masks applied silently) and "
-                 "the math kernel."),
+        summary=(
+            "Calls SDPA with a padding mask and is_causal=True: with dropout (raises), "
+            "and with dropout 0 on the default kernel (both masks applied silently) and "
+            "the math kernel."
+        ),
         threshold_text=f"""\
 CONFIRMED when the dropout call raises, or the default-kernel call differs from
 the mask-only call by more than {ERROR_THRESHOLD:g} (max abs). Measured on torch 2.13 CPU

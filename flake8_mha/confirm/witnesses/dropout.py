@@ -1,4 +1,5 @@
 """MHA007: SDPA's dropout_p applied in eval mode."""
+
 from __future__ import annotations
 
 from typing import Any, Dict
@@ -50,36 +51,53 @@ def run_mha007(evidence: Dict[str, Any]) -> Dict[str, Any]:
     if as_module:  # dropout_p=self.drop where self.drop is nn.Dropout: SDPA takes a float
         _, error = catch(lambda: Attention(nn.Dropout(dropout_p)).eval()(q, k, v))
         measured["exception"] = error
-        words.append(f"with the nn.Dropout module: raised {error}" if error
-                     else "with the nn.Dropout module: ran")
+        words.append(
+            f"with the nn.Dropout module: raised {error}"
+            if error
+            else "with the nn.Dropout module: ran"
+        )
     module = Attention(dropout_p).eval()
     with torch.no_grad():
         first, second = module(q, k, v), module(q, k, v)
     diff = (first - second).abs().max().item()
     measured["max_diff"] = diff
-    words.append(f"{'with its .p ungated: ' if as_module else ''}the two eval-mode outputs "
-                 f"differ by {fmt(diff)} (max abs)")
+    words.append(
+        f"{'with its .p ungated: ' if as_module else ''}the two eval-mode outputs "
+        f"differ by {fmt(diff)} (max abs)"
+    )
     if as_module:
-        witness = (f"a module calling F.scaled_dot_product_attention(q, k, v, "
-                   f"dropout_p=self.drop) with self.drop = nn.Dropout({dropout_p}), .eval(), "
-                   f"then with dropout_p=self.drop.p not gated by self.training, called twice "
-                   f"under no_grad on the same q, k, v of shape {shape} (seed {SEED})")
+        witness = (
+            f"a module calling F.scaled_dot_product_attention(q, k, v, "
+            f"dropout_p=self.drop) with self.drop = nn.Dropout({dropout_p}), .eval(), "
+            f"then with dropout_p=self.drop.p not gated by self.training, called twice "
+            f"under no_grad on the same q, k, v of shape {shape} (seed {SEED})"
+        )
     else:
-        witness = (f"a module calling F.scaled_dot_product_attention(q, k, v, "
-                   f"dropout_p={dropout_p}) not gated by self.training, .eval(), no_grad, "
-                   f"called twice on the same q, k, v of shape {shape} (seed {SEED})")
-    if error is None and as_module and diff > DIFF_THRESHOLD and dropout_p == DEFAULT_DROPOUT_P \
-            and not isinstance(known, (int, float)):
+        witness = (
+            f"a module calling F.scaled_dot_product_attention(q, k, v, "
+            f"dropout_p={dropout_p}) not gated by self.training, .eval(), no_grad, "
+            f"called twice on the same q, k, v of shape {shape} (seed {SEED})"
+        )
+    if (
+        error is None
+        and as_module
+        and diff > DIFF_THRESHOLD
+        and dropout_p == DEFAULT_DROPOUT_P
+        and not isinstance(known, (int, float))
+    ):
         p.assume("the ungated .p fires only if it is above 0, and it is unknown")
-    return result(verdict(error is not None or diff > DIFF_THRESHOLD), witness,
-                  "; ".join(words), measured, p)
+    return result(
+        verdict(error is not None or diff > DIFF_THRESHOLD), witness, "; ".join(words), measured, p
+    )
 
 
 WITNESSES = [
     Witness(
         code="MHA007",
-        summary=("Calls SDPA with the finding's dropout_p (or nn.Dropout module) inside an "
-                 "eval-mode module, twice on the same input: how far the outputs differ."),
+        summary=(
+            "Calls SDPA with the finding's dropout_p (or nn.Dropout module) inside an "
+            "eval-mode module, twice on the same input: how far the outputs differ."
+        ),
         threshold_text=f"""\
 CONFIRMED when two eval-mode, no_grad calls on the same input differ by more
 than {DIFF_THRESHOLD:g} (max abs), or, for an `nn.Dropout` module passed as

@@ -8,6 +8,7 @@ the finding says (added, subtracted, multiplied) and the same mask as -inf,
 and measure the leak: how far the output of the queries that must not see
 them moves when only the masked keys and values change (0 with -inf).
 """
+
 from __future__ import annotations
 
 from typing import Any, Dict, Tuple
@@ -30,7 +31,7 @@ def _keep(causal: bool) -> Any:
     if causal:
         return torch.tril(torch.ones(L, L, dtype=torch.bool))[None, None]
     keep = torch.ones(N, L, dtype=torch.bool)
-    keep[0, L - PADDED:] = False
+    keep[0, L - PADDED :] = False
     return keep[:, None, None, :]
 
 
@@ -64,7 +65,7 @@ def _qkv() -> Tuple[Any, Any, Any]:
 def _attend(q: Any, k: Any, v: Any, apply: Any) -> Any:
     import torch
 
-    scores = q @ k.transpose(-2, -1) / D ** 0.5
+    scores = q @ k.transpose(-2, -1) / D**0.5
     return torch.softmax(apply(scores), dim=-1) @ v
 
 
@@ -78,8 +79,8 @@ def _changed_where_masked(k: Any, v: Any, causal: bool) -> Tuple[Any, Any, Any]:
         k2[..., L - 1, :] += 3 * torch.randn(k2[..., L - 1, :].shape, generator=g)
         v2[..., L - 1, :] += 3 * torch.randn(v2[..., L - 1, :].shape, generator=g)
         return k2, v2, (slice(None), slice(None), slice(0, L - 1))
-    k2[0, :, L - PADDED:] += 3 * torch.randn(k2[0, :, L - PADDED:].shape, generator=g)
-    v2[0, :, L - PADDED:] += 3 * torch.randn(v2[0, :, L - PADDED:].shape, generator=g)
+    k2[0, :, L - PADDED :] += 3 * torch.randn(k2[0, :, L - PADDED :].shape, generator=g)
+    v2[0, :, L - PADDED :] += 3 * torch.randn(v2[0, :, L - PADDED :].shape, generator=g)
     return k2, v2, (0,)
 
 
@@ -111,25 +112,42 @@ def _leak(p: Params, how: str) -> Dict[str, Any]:
         ref = _attend(q, k, v, as_inf)
         ref_moved = compare(ref[watched], _attend(q, k2, v2, as_inf)[watched])["max_error"]
         off = compare(ref, out)["max_error"]
-    return {"moved": moved, "ref_moved": ref_moved, "off": off, "made": made,
-            "causal": causal, "op": op}
+    return {
+        "moved": moved,
+        "ref_moved": ref_moved,
+        "off": off,
+        "made": made,
+        "causal": causal,
+        "op": op,
+    }
 
 
 def _report(p: Params, got: Dict[str, Any], symbol: str) -> Dict[str, Any]:
-    shape = (f"a causal tril({L}, {L})" if got["causal"]
-             else f"a padding mask (sample 0's last {PADDED} keys masked)")
-    witness = (f"softmax(q @ k^T / sqrt(d) {symbol} mask) @ v on seeded q, k, v of shape "
-               f"({N}, {H}, {L}, {D}) (seed {SEED}), mask = {shape} as a {got['made']}; "
-               f"then only the masked keys and values are changed; the same with the mask "
-               f"applied as masked_fill(-inf)")
+    shape = (
+        f"a causal tril({L}, {L})"
+        if got["causal"]
+        else f"a padding mask (sample 0's last {PADDED} keys masked)"
+    )
+    witness = (
+        f"softmax(q @ k^T / sqrt(d) {symbol} mask) @ v on seeded q, k, v of shape "
+        f"({N}, {H}, {L}, {D}) (seed {SEED}), mask = {shape} as a {got['made']}; "
+        f"then only the masked keys and values are changed; the same with the mask "
+        f"applied as masked_fill(-inf)"
+    )
     if "error" in got:
-        return result(verdict(True), witness, f"raised {got['error']}",
-                      {"exception": got["error"]}, p)
-    measured = {"leak": got["moved"], "leak_with_inf": got["ref_moved"],
-                "max_error_against_inf": got["off"]}
-    damage = (f"the queries that must not see the masked keys move by {fmt(got['moved'])} "
-              f"when only those keys change ({fmt(got['ref_moved'])} with -inf); output "
-              f"{fmt(got['off'])} off the -inf masking")
+        return result(
+            verdict(True), witness, f"raised {got['error']}", {"exception": got["error"]}, p
+        )
+    measured = {
+        "leak": got["moved"],
+        "leak_with_inf": got["ref_moved"],
+        "max_error_against_inf": got["off"],
+    }
+    damage = (
+        f"the queries that must not see the masked keys move by {fmt(got['moved'])} "
+        f"when only those keys change ({fmt(got['ref_moved'])} with -inf); output "
+        f"{fmt(got['off'])} off the -inf masking"
+    )
     return result(verdict(got["moved"] > LEAK_THRESHOLD), witness, damage, measured, p)
 
 
@@ -153,10 +171,13 @@ change, or the arithmetic raises. With the mask applied as -inf they move by 0.
 WITNESSES = [
     Witness(
         code="MHA012",
-        summary=("Multiplies seeded attention scores by the mask (in its own meaning and "
-                 "dtype) before softmax, changes only the masked keys and values, and "
-                 "measures how far the output moves; then the same with the mask as -inf."),
-        threshold_text=THRESHOLD_TEXT + """Measured on torch 2.13 CPU (N=2, H=4, L=6,
+        summary=(
+            "Multiplies seeded attention scores by the mask (in its own meaning and "
+            "dtype) before softmax, changes only the masked keys and values, and "
+            "measures how far the output moves; then the same with the mask as -inf."
+        ),
+        threshold_text=THRESHOLD_TEXT
+        + """Measured on torch 2.13 CPU (N=2, H=4, L=6,
 d=8, seed 0): float32 causal `tril(ones(L, L))` 1.593e+00, float32 or bool
 padding keep-mask 2.050e+00; -inf masking 0. MHA004's additive case, same
 set-up: a bool causal `tril` added 7.252e+00, a float32 same-segment keep-mask

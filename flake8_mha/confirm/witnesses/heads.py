@@ -1,12 +1,23 @@
 """MHA008: embed_dim not divisible by num_heads, or num_heads <= 0."""
+
 from __future__ import annotations
 
 from typing import Any, Dict
 
 from . import Witness
 from ._common import (
-    DEC_LAYER, DECODER, ENC_LAYER, ENCODER, MHA, TRANSFORMER, Params, catch, module_text, result,
-    skipped, verdict,
+    DEC_LAYER,
+    DECODER,
+    ENC_LAYER,
+    ENCODER,
+    MHA,
+    TRANSFORMER,
+    Params,
+    catch,
+    module_text,
+    result,
+    skipped,
+    verdict,
 )
 
 # The stacks take no embed_dim/num_heads: their layer is what gets built.
@@ -19,8 +30,9 @@ def _construct(kind: str, e: int, h: int) -> None:
     from torch import nn
 
     if kind == TRANSFORMER:
-        nn.Transformer(e, h, num_encoder_layers=1, num_decoder_layers=1, batch_first=True,
-                       device="meta")
+        nn.Transformer(
+            e, h, num_encoder_layers=1, num_decoder_layers=1, batch_first=True, device="meta"
+        )
     else:
         getattr(nn, kind)(e, h, device="meta")
 
@@ -29,8 +41,11 @@ def run_mha008(evidence: Dict[str, Any]) -> Dict[str, Any]:
     p = Params(evidence)
     e, h = evidence.get("embed_dim"), evidence.get("num_heads")
     if not all(isinstance(v, int) and not isinstance(v, bool) for v in (e, h)):
-        return skipped("embed_dim/num_heads not in the evidence: the finding is about those "
-                       "values, so there is no safe default", params=p)
+        return skipped(
+            "embed_dim/num_heads not in the evidence: the finding is about those "
+            "values, so there is no safe default",
+            params=p,
+        )
     kind = p.module_kind(default=MHA)
     built = LAYER_OF.get(kind, kind)
     _, error = catch(lambda: _construct(built, e, h))
@@ -42,8 +57,10 @@ def run_mha008(evidence: Dict[str, Any]) -> Dict[str, Any]:
 WITNESSES = [
     Witness(
         code="MHA008",
-        summary=("Constructs the module with the call site's embed_dim and num_heads and "
-                 "reports the exact exception."),
+        summary=(
+            "Constructs the module with the call site's embed_dim and num_heads and "
+            "reports the exact exception."
+        ),
         threshold_text="""\
 CONFIRMED when construction raises. Measured on torch 2.13 CPU:
 `nn.MultiheadAttention(10, 3)`, `nn.Transformer(d_model=10, nhead=3)` and both

@@ -4,6 +4,7 @@ ignore-mask), MHA004 (numeric 0/1 mask), MHA009 (2-D padding mask to SDPA).
 The two conventions (TORCH_FACTS item 2): nn.MultiheadAttention and the
 Transformer layers read bool True as *ignore*; SDPA reads True as *attend*.
 """
+
 from __future__ import annotations
 
 import math
@@ -12,8 +13,24 @@ from typing import Any, Callable, Dict, List, Optional, Tuple
 from ... import torch_api
 from . import Witness
 from ._common import (
-    DEC_LAYER, ENC_LAYER, ENCODER, FORWARD_ARGS, MHA, MODULE_KINDS, SDPA, Params, build,
-    catch, compare, fmt, forward, forward_text, module_text, nan_samples, result, verdict,
+    DEC_LAYER,
+    ENC_LAYER,
+    ENCODER,
+    FORWARD_ARGS,
+    MHA,
+    MODULE_KINDS,
+    SDPA,
+    Params,
+    build,
+    catch,
+    compare,
+    fmt,
+    forward,
+    forward_text,
+    module_text,
+    nan_samples,
+    result,
+    verdict,
 )
 
 # The seed article's mask experiment (exp3_masks.py): seed 0, the module is
@@ -30,14 +47,20 @@ SQUARE_SINKS = torch_api.ATTN_MASK_ARGS  # the (L, S) mask arguments
 FILL_SINKS = ("masked_fill", "masked_fill_", "where")
 # The module a sink belongs to when the evidence does not name one.
 SINK_HOST = {
-    "key_padding_mask": MHA, "attn_mask": MHA,
-    "src_key_padding_mask": ENC_LAYER, "src_mask": ENC_LAYER, "mask": ENCODER,
-    "tgt_key_padding_mask": DEC_LAYER, "memory_key_padding_mask": DEC_LAYER,
-    "tgt_mask": DEC_LAYER, "memory_mask": DEC_LAYER,
+    "key_padding_mask": MHA,
+    "attn_mask": MHA,
+    "src_key_padding_mask": ENC_LAYER,
+    "src_mask": ENC_LAYER,
+    "mask": ENCODER,
+    "tgt_key_padding_mask": DEC_LAYER,
+    "memory_key_padding_mask": DEC_LAYER,
+    "tgt_mask": DEC_LAYER,
+    "memory_mask": DEC_LAYER,
 }
 
 
 # --------------------------------------------------------------- set-ups
+
 
 def _params(evidence: Dict[str, Any]) -> Params:
     """The evidence reader; a mask whose meaning the analyzer read from a name
@@ -45,8 +68,10 @@ def _params(evidence: Dict[str, Any]) -> Params:
     p = Params(evidence)
     mask = p.mask()
     if mask.get("by_name"):
-        p.assume("the mask's meaning comes from its name only"
-                 + (f" ({mask['source']})" if mask.get("source") else ""))
+        p.assume(
+            "the mask's meaning comes from its name only"
+            + (f" ({mask['source']})" if mask.get("source") else "")
+        )
     return p
 
 
@@ -81,8 +106,10 @@ def _attention_on(mha: Any, x: Any, attend: Callable[[Any, Any, Any], Any]) -> A
 
     n, length, e = x.shape
     h = mha.num_heads
-    q, k, v = (t.view(n, length, h, e // h).transpose(1, 2)
-               for t in F.linear(x, mha.in_proj_weight, mha.in_proj_bias).chunk(3, dim=-1))
+    q, k, v = (
+        t.view(n, length, h, e // h).transpose(1, 2)
+        for t in F.linear(x, mha.in_proj_weight, mha.in_proj_bias).chunk(3, dim=-1)
+    )
     return mha.out_proj(attend(q, k, v).transpose(1, 2).reshape(n, length, e))
 
 
@@ -90,8 +117,9 @@ def _sdpa_with(mha: Any, x: Any, attn_mask: Any) -> Any:
     """SDPA on mha's projections."""
     import torch.nn.functional as F
 
-    return _attention_on(mha, x, lambda q, k, v: F.scaled_dot_product_attention(
-        q, k, v, attn_mask=attn_mask))
+    return _attention_on(
+        mha, x, lambda q, k, v: F.scaled_dot_product_attention(q, k, v, attn_mask=attn_mask)
+    )
 
 
 def _manual(mha: Any, x: Any, mask: Any, keep_door: bool) -> Any:
@@ -163,6 +191,7 @@ def _nan_words(samples: List[int], rows: int) -> str:
 
 # ------------------------------------------------------------------ MHA002
 
+
 def run_mha002(evidence: Dict[str, Any]) -> Dict[str, Any]:
     import torch
 
@@ -174,8 +203,10 @@ def run_mha002(evidence: Dict[str, Any]) -> Dict[str, Any]:
     if shape == "padding":
         ignore = _pad()
         made = "MHA-convention padding mask pad (True = ignore; sample 0 padded, sample 1 not)"
-        rows_words = f"sample(s) {[i for i in range(N) if bool(ignore[i].logical_not().all())]} " \
-                     "had every key masked"
+        rows_words = (
+            f"sample(s) {[i for i in range(N) if bool(ignore[i].logical_not().all())]} "
+            "had every key masked"
+        )
         module_kwargs = {"key_padding_mask": ignore}
         shaped = ignore[:, None, None, :]
     else:
@@ -185,33 +216,50 @@ def run_mha002(evidence: Dict[str, Any]) -> Dict[str, Any]:
         module_kwargs = {"attn_mask": ignore}
         shaped = ignore
     if sink in FILL_SINKS:
+
         def attend(mask: Any) -> Any:
             return _manual(mha, x, mask, keep_door=True)
-        where = (f"hand-written attention {_fill_text(sink, True)} on the projections of "
-                 f"{module_text(MHA, e, h, batch_first=True)}")
+
+        where = (
+            f"hand-written attention {_fill_text(sink, True)} on the projections of "
+            f"{module_text(MHA, e, h, batch_first=True)}"
+        )
         zero_rows = "softmax over all -inf gives NaN there"
     else:
+
         def attend(mask: Any) -> Any:
             return _sdpa_with(mha, x, mask)
-        where = (f"F.scaled_dot_product_attention on the projections of "
-                 f"{module_text(MHA, e, h, batch_first=True)}")
+
+        where = (
+            f"F.scaled_dot_product_attention on the projections of "
+            f"{module_text(MHA, e, h, batch_first=True)}"
+        )
         zero_rows = "SDPA returns zeros for rows with every key masked"
     with torch.no_grad():
         reference = mha(x, x, x, **module_kwargs)[0]
         as_is, inverted = attend(shaped), attend(~shaped)
     wrong, right = compare(reference, as_is), compare(reference, inverted)
-    measured = {"max_error": wrong["max_error"], "max_error_inverted": right["max_error"],
-                "nan": wrong["nan"]}
+    measured = {
+        "max_error": wrong["max_error"],
+        "max_error_inverted": right["max_error"],
+        "nan": wrong["nan"],
+    }
     nan_words = f"NaN in the output ({zero_rows})" if wrong["nan"] else f"no NaN ({zero_rows})"
-    damage = (f"max error {fmt(wrong['max_error'])} against nn.MultiheadAttention with the same "
-              f"mask (inverted with ~: {fmt(right['max_error'])}); {rows_words}; {nan_words}")
-    witness = (f"{where} (seed {SEED}, x of shape ({N}, {L}, {e})), mask = the {made} as is, "
-               f"vs ~mask, vs the module itself")
-    return result(verdict(wrong["max_error"] > ERROR_THRESHOLD or wrong["nan"]),
-                  witness, damage, measured, p)
+    damage = (
+        f"max error {fmt(wrong['max_error'])} against nn.MultiheadAttention with the same "
+        f"mask (inverted with ~: {fmt(right['max_error'])}); {rows_words}; {nan_words}"
+    )
+    witness = (
+        f"{where} (seed {SEED}, x of shape ({N}, {L}, {e})), mask = the {made} as is, "
+        f"vs ~mask, vs the module itself"
+    )
+    return result(
+        verdict(wrong["max_error"] > ERROR_THRESHOLD or wrong["nan"]), witness, damage, measured, p
+    )
 
 
 # ------------------------------------------------------------------ MHA003
+
 
 def run_mha003(evidence: Dict[str, Any]) -> Dict[str, Any]:
     import torch
@@ -222,8 +270,8 @@ def run_mha003(evidence: Dict[str, Any]) -> Dict[str, Any]:
     shape = _shape(p, sink)
     mha, x = _setup(e, h)
     pad, causal = _pad(), _triu()
-    correct = pad if shape == "padding" else causal   # True = ignore
-    keep = ~correct                                    # True = keep: what the code passes
+    correct = pad if shape == "padding" else causal  # True = ignore
+    keep = ~correct  # True = keep: what the code passes
     if shape == "padding":
         made = "keep-mask attention_mask.bool() (True = real token; sample 1 has no padding)"
     else:
@@ -234,8 +282,10 @@ def run_mha003(evidence: Dict[str, Any]) -> Dict[str, Any]:
         with torch.no_grad():
             reference = _manual(mha, x, fill_mask(correct), keep_door=False)
             wrong = _manual(mha, x, fill_mask(keep), keep_door=False)
-        where = (f"hand-written attention {_fill_text(sink, False)} before softmax on the "
-                 f"projections of {module_text(MHA, e, h)} (seed {SEED})")
+        where = (
+            f"hand-written attention {_fill_text(sink, False)} before softmax on the "
+            f"projections of {module_text(MHA, e, h)} (seed {SEED})"
+        )
     else:
         host, arg = _target(p, sink, shape)
         if host != MHA:
@@ -246,22 +296,30 @@ def run_mha003(evidence: Dict[str, Any]) -> Dict[str, Any]:
         with torch.no_grad():
             reference = forward(host, mha, x, **{arg: correct})
             wrong = forward(host, mha, x, **{arg: keep})
-        where = (f"{module_text(host, e, h, batch_first=True)} in eval (seed {SEED}), "
-                 f"{forward_text(host, **{arg: 'mask'})}")
+        where = (
+            f"{module_text(host, e, h, batch_first=True)} in eval (seed {SEED}), "
+            f"{forward_text(host, **{arg: 'mask'})}"
+        )
     diff = compare(reference, wrong)
     samples = nan_samples(wrong)
     rows = int(torch.isnan(wrong).all(dim=-1).sum())
-    measured = {"max_error": diff["max_error"], "nan": diff["nan"], "nan_samples": samples,
-                "nan_rows": rows}
+    measured = {
+        "max_error": diff["max_error"],
+        "nan": diff["nan"],
+        "nan_samples": samples,
+        "nan_rows": rows,
+    }
     if math.isnan(diff["max_error"]):
         error_words = "no finite output left to compare with the correct ignore-mask"
     else:
-        error_words = (f"max error {fmt(diff['max_error'])} against the correct ignore-mask "
-                       "(finite positions)")
+        error_words = (
+            f"max error {fmt(diff['max_error'])} against the correct ignore-mask (finite positions)"
+        )
     damage = f"{error_words}; {_nan_words(samples, rows)}"
     witness = f"{where}, x of shape ({N}, {L}, {e}), mask = the {made}, vs the inverted mask"
-    return result(verdict(diff["max_error"] > ERROR_THRESHOLD or diff["nan"]),
-                  witness, damage, measured, p)
+    return result(
+        verdict(diff["max_error"] > ERROR_THRESHOLD or diff["nan"]), witness, damage, measured, p
+    )
 
 
 # ------------------------------------------------------------------ MHA004
@@ -306,10 +364,15 @@ def run_mha004(evidence: Dict[str, Any]) -> Dict[str, Any]:
         good = ~_pad()[:, None, None, :] if shape == "padding" else ~_triu()
         numeric = good.to(dtype)
         legs.append(("SDPA", lambda: _sdpa_with(mha, x, numeric), lambda: _sdpa_with(mha, x, good)))
-        where = (f"F.scaled_dot_product_attention on the projections of {module_text(MHA, e, h)} "
-                 f"(seed {SEED}), attn_mask")
-        made = ("keep-mask (1 = attend) of shape (N, 1, 1, S)" if shape == "padding"
-                else "tril(ones(L, L)) (1 = attend)")
+        where = (
+            f"F.scaled_dot_product_attention on the projections of {module_text(MHA, e, h)} "
+            f"(seed {SEED}), attn_mask"
+        )
+        made = (
+            "keep-mask (1 = attend) of shape (N, 1, 1, S)"
+            if shape == "padding"
+            else "tril(ones(L, L)) (1 = attend)"
+        )
     else:
         host, arg = _target(p, sink, shape)
         good = _as_arg(_pad() if shape == "padding" else _triu(), arg, h)
@@ -319,15 +382,22 @@ def run_mha004(evidence: Dict[str, Any]) -> Dict[str, Any]:
         # Slow path (training mode, dropout 0) and inference (eval + no_grad,
         # where TransformerEncoderLayer's fastpath reads float masks as bool).
         for label, train in (("training mode", True), ("eval + no_grad", False)):
+
             def run_with(mask: Any, train: bool = train) -> Any:
                 module_obj.train(train)
                 with torch.set_grad_enabled(train):
                     return forward(host, module_obj, x, **{arg: mask}).detach()
+
             legs.append((label, lambda f=run_with: f(numeric), lambda f=run_with: f(good)))
-        where = f"{module_text(host, e, h, batch_first=True)} (seed {SEED}), " \
-                f"{forward_text(host, **{arg: 'mask'})}"
-        made = ("padding mask (1 = ignore)" + expanded if shape == "padding"
-                else "triu(ones(L, L), 1) (1 = ignore)")
+        where = (
+            f"{module_text(host, e, h, batch_first=True)} (seed {SEED}), "
+            f"{forward_text(host, **{arg: 'mask'})}"
+        )
+        made = (
+            "padding mask (1 = ignore)" + expanded
+            if shape == "padding"
+            else "triu(ones(L, L), 1) (1 = ignore)"
+        )
 
     measured: Dict[str, Any] = {"dtype": dtype_name}
     words: List[str] = []
@@ -344,22 +414,26 @@ def run_mha004(evidence: Dict[str, Any]) -> Dict[str, Any]:
             diff = compare(with_bool(), out)
         worst = max(worst, diff["max_error"])
         measured[f"max_error ({label})"] = diff["max_error"]
-        words.append(f"{label}: max error {fmt(diff['max_error'])} against the bool mask"
-                     + (", NaN" if diff["nan"] else ""))
+        words.append(
+            f"{label}: max error {fmt(diff['max_error'])} against the bool mask"
+            + (", NaN" if diff["nan"] else "")
+        )
     if raised:
         measured["exception"] = raised
     measured["max_error"] = worst
-    witness = (f"{where} = a {dtype_name} 0/1 {made} vs the same mask as bool (in the "
-               f"argument's own convention, so a wrong polarity, MHA002/MHA003, is not part "
-               f"of this number); x of shape ({N}, {L}, {e})")
+    witness = (
+        f"{where} = a {dtype_name} 0/1 {made} vs the same mask as bool (in the "
+        f"argument's own convention, so a wrong polarity, MHA002/MHA003, is not part "
+        f"of this number); x of shape ({N}, {L}, {e})"
+    )
     confirmed = bool(raised) or worst > ERROR_THRESHOLD
     return result(verdict(confirmed), witness, "; ".join(words), measured, p)
 
 
 # ------------------------------------------------------------------ MHA009
 
-MHA009_SILENT = (4, 4)   # N == L: the (N, S) mask broadcasts as (L, S) silently
-MHA009_RAISES = (2, 3)   # N != L: a shape error
+MHA009_SILENT = (4, 4)  # N == L: the (N, S) mask broadcasts as (L, S) silently
+MHA009_RAISES = (2, 3)  # N != L: a shape error
 
 
 def _mha009_case(n: int, length: int, h: int, d: int, additive: bool) -> Tuple[Any, Any]:
@@ -392,14 +466,21 @@ def run_mha009(evidence: Dict[str, Any]) -> Dict[str, Any]:
         _, raising_call = _mha009_case(n2, length2, h, d, additive)
         _, error = catch(raising_call)
     measured = {"max_error_L_equals_N": silent["max_error"], "exception_L_not_N": error}
-    damage = (f"with L == N == {n}: runs silently, max error {fmt(silent['max_error'])} against "
-              f"mask[:, None, None, :]; with N={n2}, L={length2}: "
-              + (f"raised {error}" if error else "ran (no error)"))
-    made = ("additive float mask (0 = keep, -inf = padding)" if additive
-            else "bool keep-mask (True = attend)")
-    witness = (f"F.scaled_dot_product_attention(q, k, v, attn_mask=mask) with q, k, v of shape "
-               f"(N, {h}, L, {d}) (seed {SEED}) and a 2-D (N, S) {made}, sample i keeping "
-               f"its first L - i keys; once with L == N = {n}, once with N={n2}, L={length2}")
+    damage = (
+        f"with L == N == {n}: runs silently, max error {fmt(silent['max_error'])} against "
+        f"mask[:, None, None, :]; with N={n2}, L={length2}: "
+        + (f"raised {error}" if error else "ran (no error)")
+    )
+    made = (
+        "additive float mask (0 = keep, -inf = padding)"
+        if additive
+        else "bool keep-mask (True = attend)"
+    )
+    witness = (
+        f"F.scaled_dot_product_attention(q, k, v, attn_mask=mask) with q, k, v of shape "
+        f"(N, {h}, L, {d}) (seed {SEED}) and a 2-D (N, S) {made}, sample i keeping "
+        f"its first L - i keys; once with L == N = {n}, once with N={n2}, L={length2}"
+    )
     confirmed = silent["max_error"] > ERROR_THRESHOLD or error is not None
     return result(verdict(confirmed), witness, damage, measured, p)
 
@@ -407,9 +488,11 @@ def run_mha009(evidence: Dict[str, Any]) -> Dict[str, Any]:
 WITNESSES = [
     Witness(
         code="MHA002",
-        summary=("Gives SDPA (or torch.where(mask, scores, -inf)) an MHA-convention mask "
-                 "(True = ignore) as is and inverted, on a seeded nn.MultiheadAttention's "
-                 "projections, and compares both with the module itself."),
+        summary=(
+            "Gives SDPA (or torch.where(mask, scores, -inf)) an MHA-convention mask "
+            "(True = ignore) as is and inverted, on a seeded nn.MultiheadAttention's "
+            "projections, and compares both with the module itself."
+        ),
         threshold_text=f"""\
 CONFIRMED when the as-is mask's output differs from the module's by more than
 {ERROR_THRESHOLD:g} (max abs), or has NaN. Measured on torch 2.13 CPU (E=64, H=8,
@@ -422,9 +505,11 @@ has every key masked).""",
     ),
     Witness(
         code="MHA003",
-        summary=("Gives a keep-mask (True = keep: a tokenizer attention_mask .bool(), tril) "
-                 "to an ignore-mask argument (the module's key_padding_mask/attn_mask, or "
-                 "masked_fill with -inf) and compares with the correct mask."),
+        summary=(
+            "Gives a keep-mask (True = keep: a tokenizer attention_mask .bool(), tril) "
+            "to an ignore-mask argument (the module's key_padding_mask/attn_mask, or "
+            "masked_fill with -inf) and compares with the correct mask."
+        ),
         threshold_text=f"""\
 CONFIRMED when the output differs from the one with the correct ignore-mask by
 more than {ERROR_THRESHOLD:g} (max abs over finite positions), or has NaN.
@@ -438,8 +523,10 @@ sample 1 all NaN; `masked_fill(keep, -inf)` 1.347e+00, sample 1 all NaN;
     ),
     Witness(
         code="MHA004",
-        summary=("Passes the mask as a float 0/1 (or integer) tensor and as bool to the same "
-                 "argument: the max error between them, or the exact exception."),
+        summary=(
+            "Passes the mask as a float 0/1 (or integer) tensor and as bool to the same "
+            "argument: the max error between them, or the exact exception."
+        ),
         threshold_text=f"""\
 CONFIRMED when the numeric mask raises, or its output differs from the bool
 mask's by more than {ERROR_THRESHOLD:g} (max abs). Measured on torch 2.13 CPU (E=64,
@@ -457,8 +544,10 @@ bool or float or to match query dtype, ...`.""",
     ),
     Witness(
         code="MHA009",
-        summary=("Gives SDPA a 2-D (N, S) padding mask: silently wrong when L == N (max "
-                 "error against mask[:, None, None, :]), a shape error otherwise."),
+        summary=(
+            "Gives SDPA a 2-D (N, S) padding mask: silently wrong when L == N (max "
+            "error against mask[:, None, None, :]), a shape error otherwise."
+        ),
         threshold_text=f"""\
 CONFIRMED when the L == N call differs from the (N, 1, 1, S) mask by more than
 {ERROR_THRESHOLD:g} (max abs) or the L != N call raises. Measured on torch 2.13 CPU

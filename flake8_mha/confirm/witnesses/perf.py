@@ -13,6 +13,7 @@ The fastpath codes are CONFIRMED by the profiler (which kernel ran), not by
 the time: on this CPU the fastpath is *slower* than the SDPA path
 (TORCH_FACTS, "Speed"; item 17), and the report says so.
 """
+
 from __future__ import annotations
 
 import ast
@@ -23,8 +24,17 @@ from typing import Any, Callable, Dict, List, Optional, Tuple
 
 from . import CONFIRMED, INCONCLUSIVE, NOT_REPRODUCED, Witness
 from ._common import (
-    MHA, MODULE_KINDS, Params, build, forward, kernels, path_name, result,
-    skipped, took_fastpath, verdict,
+    MHA,
+    MODULE_KINDS,
+    Params,
+    build,
+    forward,
+    kernels,
+    path_name,
+    result,
+    skipped,
+    took_fastpath,
+    verdict,
 )
 
 SEED = 0
@@ -81,9 +91,15 @@ def _timed(fn: Callable[[], Any], inner: int) -> float:
     return (time.perf_counter() - t0) / inner
 
 
-def stable_ratio(fa: Callable[[], Any], fb: Callable[[], Any], *, budget: float = RATIO_BUDGET,
-                 min_pairs: int = MIN_PAIRS, max_pairs: int = MAX_PAIRS,
-                 target: float = SPREAD_TARGET) -> Dict[str, Any]:
+def stable_ratio(
+    fa: Callable[[], Any],
+    fb: Callable[[], Any],
+    *,
+    budget: float = RATIO_BUDGET,
+    min_pairs: int = MIN_PAIRS,
+    max_pairs: int = MAX_PAIRS,
+    target: float = SPREAD_TARGET,
+) -> Dict[str, Any]:
     """time(fa) / time(fb) from interleaved pairs, alternating which runs
     first, until the interquartile range of the per-pair ratios is within
     ``target`` of their median (after ``min_pairs``) or ``max_pairs`` /
@@ -99,7 +115,7 @@ def stable_ratio(fa: Callable[[], Any], fb: Callable[[], Any], *, budget: float 
     start = time.perf_counter()
     while len(ratios) < max_pairs:
         took = [0.0, 0.0]
-        for i in ((0, 1) if len(ratios) % 2 == 0 else (1, 0)):
+        for i in (0, 1) if len(ratios) % 2 == 0 else (1, 0):
             took[i] = _timed(fa if i == 0 else fb, inner)
         ta_all.append(took[0])
         tb_all.append(took[1])
@@ -109,12 +125,19 @@ def stable_ratio(fa: Callable[[], Any], fb: Callable[[], Any], *, budget: float 
             if (high - low) <= target * mid or time.perf_counter() - start > budget:
                 break
     low, mid, high = _quartiles(ratios)
-    return {"median": mid, "low": low, "high": high, "pairs": len(ratios), "inner": inner,
-            "ms_a": statistics.median(ta_all) * 1e3, "ms_b": statistics.median(tb_all) * 1e3}
+    return {
+        "median": mid,
+        "low": low,
+        "high": high,
+        "pairs": len(ratios),
+        "inner": inner,
+        "ms_a": statistics.median(ta_all) * 1e3,
+        "ms_b": statistics.median(tb_all) * 1e3,
+    }
 
 
 def judge(stats: Dict[str, Any], threshold: float) -> str:
-    """"above" when the whole range clears the threshold, "below" when all of
+    """ "above" when the whole range clears the threshold, "below" when all of
     it is under, "straddles" otherwise."""
     if stats["low"] >= threshold:
         return "above"
@@ -124,8 +147,9 @@ def judge(stats: Dict[str, Any], threshold: float) -> str:
 
 
 def ratio_text(stats: Dict[str, Any]) -> str:
-    return (f"{stats['median']:.2f}x [{stats['low']:.2f}-{stats['high']:.2f}, "
-            f"{stats['pairs']} pairs]")
+    return (
+        f"{stats['median']:.2f}x [{stats['low']:.2f}-{stats['high']:.2f}, {stats['pairs']} pairs]"
+    )
 
 
 # ---------------------------------------------------------- the code's facts
@@ -138,8 +162,12 @@ DEFAULTS = {"batch_first": True, "bias": True, "add_bias_kv": False, "add_zero_a
 OFF_VALUE = {"batch_first": False, "bias": False, "add_bias_kv": True, "add_zero_attn": True}
 
 
-def module_facts(p: Params, kind: str, e: int, assume_batch_first: bool = True,
-                 ) -> Tuple[bool, Dict[str, Any], List[str]]:
+def module_facts(
+    p: Params,
+    kind: str,
+    e: int,
+    assume_batch_first: bool = True,
+) -> Tuple[bool, Dict[str, Any], List[str]]:
     """(batch_first, other constructor keywords, the settings that keep the
     fastpath off) from the evidence. An unknown setting is assumed to leave
     the fastpath on (``batch_first=True``, torch's default for the rest), and
@@ -173,8 +201,9 @@ def module_facts(p: Params, kind: str, e: int, assume_batch_first: bool = True,
     return batch_first, kwargs, off
 
 
-def _caller(kind: str, module: Any, kwargs: Dict[str, Any], **extra: Any
-            ) -> Callable[[Any], Callable[[], Any]]:
+def _caller(
+    kind: str, module: Any, kwargs: Dict[str, Any], **extra: Any
+) -> Callable[[Any], Callable[[], Any]]:
     """call(x) -> a thunk running the module on x; with kdim/vdim the key and
     value get their own widths (cross-attention by construction)."""
     import torch
@@ -185,6 +214,7 @@ def _caller(kind: str, module: Any, kwargs: Dict[str, Any], **extra: Any
             value = torch.randn(*x.shape[:-1], kwargs["vdim"])
             return lambda: module(x, key, value, **extra)
         return lambda: forward(kind, module, x, **extra)
+
     return call
 
 
@@ -193,6 +223,7 @@ def _settings_text(batch_first: bool, kwargs: Dict[str, Any]) -> str:
 
 
 # ------------------------------------------------------------------ MHA101
+
 
 def _widths_for(p: Params, h: int, even: int) -> Optional[int]:
     """An embed_dim divisible by both head counts: the call site's if it is,
@@ -204,8 +235,10 @@ def _widths_for(p: Params, h: int, even: int) -> Optional[int]:
     if base > MAX_WIDTH:
         return None
     width = base * max(1, math.ceil(96 / base))
-    p.note(f"embed_dim={width} (divisible by {h} and {even} heads)"
-           + (f" instead of {e}" if e is not None else ""))
+    p.note(
+        f"embed_dim={width} (divisible by {h} and {even} heads)"
+        + (f" instead of {e}" if e is not None else "")
+    )
     return width
 
 
@@ -228,8 +261,11 @@ def run_mha101(evidence: Dict[str, Any]) -> Dict[str, Any]:
     even = h + 1 if h % 2 else h
     e = _widths_for(p, h, even)
     if e is None:
-        return skipped(f"no embed_dim divisible by both {h} and {even} heads is small enough "
-                       f"for a quick witness", params=p)
+        return skipped(
+            f"no embed_dim divisible by both {h} and {even} heads is small enough "
+            f"for a quick witness",
+            params=p,
+        )
     batch_first, kwargs, off = module_facts(p, kind, e)
     length = INFO_LENGTH
     x = _inputs(e, length, batch_first)
@@ -249,8 +285,9 @@ def run_mha101(evidence: Dict[str, Any]) -> Dict[str, Any]:
         for i, label in enumerate(labels):
             odd_ops = kernels(call(odd_m, label)(short))
             even_ops = kernels(call(even_m, label)(short))
-            stats = stable_ratio(call(odd_m, label)(x), call(even_m, label)(x),
-                                 budget=RATIO_BUDGET / 2)
+            stats = stable_ratio(
+                call(odd_m, label)(x), call(even_m, label)(x), budget=RATIO_BUDGET / 2
+            )
             key = label.replace(" ", "_").replace("=", "_")
             measured[f"path_odd_{key}"] = path_name(odd_ops)
             measured[f"path_even_{key}"] = path_name(even_ops)
@@ -262,30 +299,39 @@ def run_mha101(evidence: Dict[str, Any]) -> Dict[str, Any]:
             measured[f"time_{key}"] = _time_words(stats)
             if i == 0:
                 confirmed = took_fastpath(even_ops) and not took_fastpath(odd_ops)
-            words.append(f"{label}: {_heads(h)} ran the {path_name(odd_ops)}, {_heads(even)} "
-                         f"the {path_name(even_ops)}; odd/even time {ratio_text(stats)}: "
-                         f"{_time_words(stats)}")
+            words.append(
+                f"{label}: {_heads(h)} ran the {path_name(odd_ops)}, {_heads(even)} "
+                f"the {path_name(even_ops)}; odd/even time {ratio_text(stats)}: "
+                f"{_time_words(stats)}"
+            )
     if off and not confirmed:
         words.insert(0, f"moot: {', '.join(off)} keeps the fastpath off whatever the head count")
     elif confirmed:
-        words.append("the verdict is the kernel (the fastpath is lost), not a slowdown: "
-                     "on this CPU the path odd heads take is often faster")
-    witness = (f"nn.{kind} with {_heads(h)} vs {_heads(even)} at embed_dim={e}, "
-               f"{_settings_text(batch_first, kwargs)}, eval, no_grad, N={N}, L={length}; "
-               f"torch.profiler op names, odd/even time ratio of interleaved pairs "
-               f"(median [quartiles])")
+        words.append(
+            "the verdict is the kernel (the fastpath is lost), not a slowdown: "
+            "on this CPU the path odd heads take is often faster"
+        )
+    witness = (
+        f"nn.{kind} with {_heads(h)} vs {_heads(even)} at embed_dim={e}, "
+        f"{_settings_text(batch_first, kwargs)}, eval, no_grad, N={N}, L={length}; "
+        f"torch.profiler op names, odd/even time ratio of interleaved pairs "
+        f"(median [quartiles])"
+    )
     return result(verdict(confirmed), witness, "; ".join(words), measured, p)
 
 
 # ------------------------------------------------------------------ MHA102
+
 
 def run_mha102(evidence: Dict[str, Any]) -> Dict[str, Any]:
     p = Params(evidence)
     e, h = p.dims(default_e=256, default_h=8, max_e=MAX_WIDTH)
     length = _length(e)
     p.assume(f"sequence length unknown: used L={length}, N={N} (the cost grows with L)")
-    p.assume("training/eval unknown: ran eval with grad on, off the fastpath (on the "
-             "fastpath need_weights costs about 1.07x: TORCH_FACTS, \"Speed\")")
+    p.assume(
+        "training/eval unknown: ran eval with grad on, off the fastpath (on the "
+        'fastpath need_weights costs about 1.07x: TORCH_FACTS, "Speed")'
+    )
     batch_first, kwargs, off = module_facts(p, MHA, e)
     kwargs.pop("kdim", None), kwargs.pop("vdim", None)
     x = _inputs(e, length, batch_first)
@@ -300,18 +346,32 @@ def run_mha102(evidence: Dict[str, Any]) -> Dict[str, Any]:
     stats = stable_ratio(with_weights, without_weights)
     path_true, path_false = path_name(kernels(with_weights)), path_name(kernels(without_weights))
     side = judge(stats, WEIGHTS_RATIO_THRESHOLD)
-    measured = {"ms_need_weights_true": stats["ms_a"], "ms_need_weights_false": stats["ms_b"],
-                "ratio": stats["median"], "ratio_low": stats["low"], "ratio_high": stats["high"],
-                "pairs": stats["pairs"], "threshold": WEIGHTS_RATIO_THRESHOLD,
-                "path_need_weights_true": path_true, "path_need_weights_false": path_false}
-    damage = (f"need_weights=True {_ms(stats['ms_a'] / 1e3)} ({path_true}) vs False "
-              f"{_ms(stats['ms_b'] / 1e3)} ({path_false}): {ratio_text(stats)}; threshold "
-              f"{WEIGHTS_RATIO_THRESHOLD}x: " + {"above": "the whole range clears it",
-                                               "below": "the whole range is below it",
-                                               "straddles": "the range straddles it"}[side])
-    witness = (f"nn.MultiheadAttention({e}, {h}, {_settings_text(batch_first, kwargs)}) in eval "
-               f"with grad on (off the fastpath), N={N}, L={length}, need_weights True vs "
-               f"False, interleaved pairs (median [quartiles])")
+    measured = {
+        "ms_need_weights_true": stats["ms_a"],
+        "ms_need_weights_false": stats["ms_b"],
+        "ratio": stats["median"],
+        "ratio_low": stats["low"],
+        "ratio_high": stats["high"],
+        "pairs": stats["pairs"],
+        "threshold": WEIGHTS_RATIO_THRESHOLD,
+        "path_need_weights_true": path_true,
+        "path_need_weights_false": path_false,
+    }
+    damage = (
+        f"need_weights=True {_ms(stats['ms_a'] / 1e3)} ({path_true}) vs False "
+        f"{_ms(stats['ms_b'] / 1e3)} ({path_false}): {ratio_text(stats)}; threshold "
+        f"{WEIGHTS_RATIO_THRESHOLD}x: "
+        + {
+            "above": "the whole range clears it",
+            "below": "the whole range is below it",
+            "straddles": "the range straddles it",
+        }[side]
+    )
+    witness = (
+        f"nn.MultiheadAttention({e}, {h}, {_settings_text(batch_first, kwargs)}) in eval "
+        f"with grad on (off the fastpath), N={N}, L={length}, need_weights True vs "
+        f"False, interleaved pairs (median [quartiles])"
+    )
     verdict_ = {"above": CONFIRMED, "below": NOT_REPRODUCED, "straddles": INCONCLUSIVE}[side]
     return result(verdict_, witness, damage, measured, p)
 
@@ -363,8 +423,9 @@ def run_mha901(evidence: Dict[str, Any]) -> Dict[str, Any]:
     e, h = p.dims(default_e=256, default_h=8, max_e=512)
     blockers = _blockers(p, e)
     if not blockers:
-        return skipped("no blocker in the evidence (expected e.g. blockers=['bias=False'])",
-                       params=p)
+        return skipped(
+            "no blocker in the evidence (expected e.g. blockers=['bias=False'])", params=p
+        )
     kind = p.module_kind(allowed=MODULE_KINDS)
     if kind != MHA and set(blockers) != {"bias"}:
         p.note(f"{kind} takes only bias among these: used nn.MultiheadAttention")
@@ -383,33 +444,45 @@ def run_mha901(evidence: Dict[str, Any]) -> Dict[str, Any]:
         ops_blocked, ops_plain = kernels(call_blocked(short)), kernels(call_plain(short))
         stats = stable_ratio(call_blocked(x), call_plain(x))
     text = ", ".join(f"{k}={v!r}" for k, v in blockers.items())
-    measured = {"path_blocked": path_name(ops_blocked), "path_plain": path_name(ops_plain),
-                "ms_blocked": stats["ms_a"], "ms_plain": stats["ms_b"],
-                "ratio": stats["median"], "ratio_low": stats["low"],
-                "ratio_high": stats["high"], "batch_first": batch_first}
-    damage = (f"with {text}: {path_name(ops_blocked)}; without: {path_name(ops_plain)}; "
-              f"blocked/plain time {ratio_text(stats)}")
+    measured = {
+        "path_blocked": path_name(ops_blocked),
+        "path_plain": path_name(ops_plain),
+        "ms_blocked": stats["ms_a"],
+        "ms_plain": stats["ms_b"],
+        "ratio": stats["median"],
+        "ratio_low": stats["low"],
+        "ratio_high": stats["high"],
+        "batch_first": batch_first,
+    }
+    damage = (
+        f"with {text}: {path_name(ops_blocked)}; without: {path_name(ops_plain)}; "
+        f"blocked/plain time {ratio_text(stats)}"
+    )
     confirmed = took_fastpath(ops_plain) and not took_fastpath(ops_blocked)
     if not batch_first:
-        damage = ("moot: batch_first=False keeps the fastpath off with or without the "
-                  "blockers; " + damage)
+        damage = (
+            "moot: batch_first=False keeps the fastpath off with or without the blockers; " + damage
+        )
     elif not took_fastpath(ops_plain):
         why = f" (num_heads={h} is odd)" if h % 2 else ""
-        damage = (f"moot: without the blockers the module leaves the fastpath too{why}; "
-                  + damage)
-    witness = (f"nn.{kind}({e}, {h}, batch_first={batch_first}, {text}) vs the same without "
-               f"them, eval, no_grad, default call, N={N}, L={length}; torch.profiler op "
-               f"names, blocked/plain time ratio of interleaved pairs (median [quartiles])")
+        damage = f"moot: without the blockers the module leaves the fastpath too{why}; " + damage
+    witness = (
+        f"nn.{kind}({e}, {h}, batch_first={batch_first}, {text}) vs the same without "
+        f"them, eval, no_grad, default call, N={N}, L={length}; torch.profiler op "
+        f"names, blocked/plain time ratio of interleaved pairs (median [quartiles])"
+    )
     return result(verdict(confirmed), witness, damage, measured, p)
 
 
 WITNESSES = [
     Witness(
         code="MHA101",
-        summary=("Runs the module with the odd head count and with the next even one, both "
-                 "built with the finding's own settings (batch_first, bias, add_bias_kv, "
-                 "add_zero_attn, kdim/vdim; eval, no_grad): which kernel ran (torch.profiler) "
-                 "and the odd/even time with its spread."),
+        summary=(
+            "Runs the module with the odd head count and with the next even one, both "
+            "built with the finding's own settings (batch_first, bias, add_bias_kv, "
+            "add_zero_attn, kdim/vdim; eval, no_grad): which kernel ran (torch.profiler) "
+            "and the odd/even time with its spread."
+        ),
         threshold_text=f"""\
 CONFIRMED when the even head count runs the fastpath kernel
 (`aten::_native_multi_head_attention` or `aten::_transformer_encoder_layer_fwd`)
@@ -426,9 +499,11 @@ fastpath); TORCH_FACTS item 17: 0.66x.""",
     ),
     Witness(
         code="MHA102",
-        summary=("Times nn.MultiheadAttention (the finding's width, heads and settings) in "
-                 "eval with grad on (off the fastpath) with need_weights=True vs False: "
-                 "median and quartiles of the per-pair ratio of interleaved runs."),
+        summary=(
+            "Times nn.MultiheadAttention (the finding's width, heads and settings) in "
+            "eval with grad on (off the fastpath) with need_weights=True vs False: "
+            "median and quartiles of the per-pair ratio of interleaved runs."
+        ),
         threshold_text=f"""\
 CONFIRMED when the whole interquartile range of the need_weights True/False
 ratio is at least {WEIGHTS_RATIO_THRESHOLD}x, NOT REPRODUCED when all of it is below,
@@ -442,9 +517,11 @@ E=448, 2 threads; on the fastpath about 1.07x.""",
     ),
     Witness(
         code="MHA901",
-        summary=("Runs the module with the finding's fastpath blockers and without (eval, "
-                 "no_grad, the finding's batch_first): which kernel ran and the time ratio "
-                 "with its spread."),
+        summary=(
+            "Runs the module with the finding's fastpath blockers and without (eval, "
+            "no_grad, the finding's batch_first): which kernel ran and the time ratio "
+            "with its spread."
+        ),
         threshold_text="""\
 CONFIRMED when the module without the blockers runs the fastpath kernel and the
 one with them does not; NOT REPRODUCED when `batch_first=False` keeps both off
