@@ -1,7 +1,7 @@
 """Rules that read two values together (a mask and a flag) ask here for the
 combinations that can really meet at a call.
 
-``flow.worlds`` gives the definitions that reach a point together, with the
+``env.worlds`` gives the definitions that reach a point together, with the
 conditions of the branches that made them; ``world_sites`` turns each into a
 ``CallSite`` whose environment holds that combination and whose conditions
 are the call's own plus the branch conditions that still hold (no name the
@@ -15,7 +15,8 @@ from typing import Callable, Iterable, List, Optional, Set
 
 import libcst as cst
 
-from .flow import CallSite, World, children, worlds
+from .env import World, worlds
+from .flow import CallSite, children
 
 Leaf = Callable[[cst.BaseExpression, bool], bool]
 

@@ -50,6 +50,7 @@ LAYER_OF = {
     f"{PKG}.callgraph": ANALYSIS,
     f"{PKG}.atomic": CORE,
     f"{PKG}.flow": ANALYSIS,
+    f"{PKG}.env": ANALYSIS,
     f"{PKG}.values": ANALYSIS,
     f"{PKG}.resolve": ANALYSIS,
     f"{PKG}.reach": ANALYSIS,
