@@ -93,17 +93,7 @@ def render_json(items: Sequence[Item], problems: Sequence[Problem]) -> str:
             }
             for i in items
         ],
-        "errors": [
-            {
-                "path": p.path,
-                "line": p.line,
-                "col": p.col,
-                "cell": p.cell,
-                "cell_index": p.cell_index,
-                "message": p.message,
-            }
-            for p in problems
-        ],
+        "errors": [p.as_dict() for p in problems],
         "statistics": statistics(items),
     }
     return json.dumps(doc, indent=2, sort_keys=False, default=str)

@@ -32,7 +32,7 @@ import os
 import tokenize
 from dataclasses import dataclass, field
 from fnmatch import fnmatch
-from typing import List, Optional, Sequence, Tuple
+from typing import Any, Dict, List, Optional, Sequence, Tuple
 
 from .config import (
     Options,
@@ -125,6 +125,17 @@ class Problem:
             return self.path
         cell = f"cell_{self.cell}:" if self.cell is not None else ""
         return f"{self.path}:{cell}{self.line}:{self.col or 1}"
+
+    def as_dict(self) -> Dict[str, Any]:
+        """The JSON form, one shape for ``check --format json`` and ``confirm --json``."""
+        return {
+            "path": self.path,
+            "line": self.line,
+            "col": self.col,
+            "cell": self.cell,
+            "cell_index": self.cell_index,
+            "message": self.message,
+        }
 
     def text(self) -> str:
         if self.line is None:

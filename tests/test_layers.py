@@ -312,3 +312,14 @@ def test_the_cycle_finder_finds_a_cycle():
 ])
 def test_layer_lookup(name, expected):
     assert layer(name) == expected
+
+
+MAX_MODULE_LINES = 800
+
+
+def test_no_module_is_longer_than_a_reader_can_hold():
+    long = [f"{path.relative_to(ROOT)}: {n} lines"
+            for name, path in MODULES.items()
+            for n in [path.read_text(encoding="utf-8").count("\n")]
+            if n > MAX_MODULE_LINES]
+    assert not long, "\n".join(long)

@@ -186,16 +186,6 @@ def to_json(
                 for code in codes
             },
             "results": results,
-            "errors": [
-                {
-                    "path": p.path,
-                    "line": p.line,
-                    "col": p.col,
-                    "cell": p.cell,
-                    "cell_index": p.cell_index,
-                    "message": p.message,
-                }
-                for p in problems
-            ],
+            "errors": [p.as_dict() for p in problems],
         }
     )
