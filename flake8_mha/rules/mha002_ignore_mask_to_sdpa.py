@@ -57,6 +57,14 @@ class IgnoreMaskToSdpa(MaskRule):
         - A float or integer 0/1 ignore-mask reports MHA004 as well.
         - Branches join: a mask that is an ignore-mask on one path and unknown or
           a keep-mask on another is not reported; `None` on a path does not count.
+        - Star-arguments are spread as Python spreads them: `sdpa(*args)` after
+          `args = (q, k, v, mask)`, `args = (*args, mask)` or a list literal,
+          and `sdpa(q, k, v, **kw)` after `kw = dict(attn_mask=mask)` or
+          `{"attn_mask": mask}` (the same for MHA003, MHA004, MHA009 and calls
+          of the file's own modules). Only positions that can be counted are
+          bound: after a splat of unknown length (a `*args` parameter) nothing
+          is, and a list or dict changed in place (`append`, `args[3] = ...`,
+          `update`) is not spread at all.
         """
     VALID = [
         "import torch.nn.functional as F\n"
