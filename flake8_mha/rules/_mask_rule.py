@@ -8,6 +8,8 @@ analysis knows; an unknown mask never fires.
 
 from __future__ import annotations
 
+from typing import Optional, Tuple
+
 from ..masks import FLOAT01, INT, Mask, MaskAnalysis, Sink, analysis_for
 from ..torch_api import SDPA_NAME
 from .base import Report, Rule
@@ -31,6 +33,15 @@ class MaskRule(Rule):
 
     def analysis(self) -> MaskAnalysis:
         return analysis_for(self.ctx)
+
+    def sdpa_mask(self, ev) -> Optional[Tuple[Sink, Mask]]:
+        """SDPA's ``attn_mask`` sink at this call and the mask value reaching
+        it, or None when no mask is passed."""
+        a = self.analysis()
+        sink = a.sdpa_sink(ev)
+        if sink is None:
+            return None
+        return sink, a.value(sink)
 
     def _report(self, where: Sink, value: Mask, module_ev, message: str, **fmt) -> Report:
         evidence = self.analysis().evidence(where, value, module_ev, construction_evidence)

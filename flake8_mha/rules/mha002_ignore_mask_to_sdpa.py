@@ -96,11 +96,10 @@ class IgnoreMaskToSdpa(MaskRule):
     ]
 
     def on_sdpa_call(self, ev: SdpaCall) -> Iterator[Report]:
-        a = self.analysis()
-        sink = a.sdpa_sink(ev)
-        if sink is None:
+        got = self.sdpa_mask(ev)
+        if got is None:
             return
-        mask = a.value(sink)
+        sink, mask = got
         if mask.meaning == IGNORE and mask.kind != ADDITIVE:
             yield self._message(sink, mask)
 
