@@ -53,7 +53,8 @@ class IgnoreMaskToSdpa(MaskRule):
         - `torch.where(mask, scores, -inf)` keeps the scores where the mask is
           True, the same door as SDPA: an ignore-mask there is reported too; one
           whose meaning comes from a triangle only where the filled tensor is
-          attention scores that reach a softmax (see MHA003).
+          attention scores that reach a softmax (see MHA003). `einx.where(desc,
+          mask, scores, -inf)` is read the same way (see MHA003).
         - A float or integer 0/1 ignore-mask reports MHA004 as well.
         - Branches join: a mask that is an ignore-mask on one path and unknown or
           a keep-mask on another is not reported; `None` on a path does not count.
