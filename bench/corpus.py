@@ -194,6 +194,7 @@ def main(argv=None) -> int:
     parser.add_argument(
         "--sinks", action="store_true", help="print every mask sink and the mask value found there"
     )
+    parser.add_argument("--hand", action="store_true", help="census of hand-written sinks")
     args = parser.parse_args(argv)
     sys.path.insert(0, str(ROOT))
     projects = PROJECTS
@@ -202,6 +203,10 @@ def main(argv=None) -> int:
         projects = [p for p in PROJECTS if _norm(p[0]) in keep]
     if args.sinks:
         return sink_census(projects)
+    if args.hand:  # issue 17: hand-written attention (bench/hand_census.py)
+        from hand_census import hand_census
+
+        return hand_census(projects, fetch, py_files, _norm)
     codes = [c.strip() for c in args.codes.split(",")] if args.codes else None
     found, stats = analyze(projects, codes)
 

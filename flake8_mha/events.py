@@ -14,6 +14,7 @@ from . import torch_api
 from .flow import CallSite, ClassInfo, DefKind, lookup
 from .reach import is_getattr
 from .resolve import Bound, Instance, Resolver
+from .splats import expand_call
 from .torch_api import ModuleSpec
 
 
@@ -77,7 +78,7 @@ def classify(site: CallSite, resolver: Resolver):
         if spec is not None:
             return Construction(site, spec, Bound(call, spec.init), "call", None)
         if qn == torch_api.SDPA_QUALNAME:
-            return SdpaCall(site, Bound(call, torch_api.SDPA_SIGNATURE))
+            return SdpaCall(site, Bound(expand_call(call, env, scope), torch_api.SDPA_SIGNATURE))
         if isinstance(func, cst.Attribute) and func.attr.value == "__init__":
             spec = torch_api.module_spec(qn[: -len(".__init__")])
             cls = site.cls
@@ -108,7 +109,7 @@ def classify(site: CallSite, resolver: Resolver):
     spec = Resolver.common_spec(instances)
     if spec is None:
         return None
-    return ModuleCall(site, spec, instances, Bound(call, spec.forward))
+    return ModuleCall(site, spec, instances, Bound(expand_call(call, env, scope), spec.forward))
 
 
 def _bind_skip_self(call: cst.Call, spec: ModuleSpec) -> Bound:

@@ -38,6 +38,7 @@ from typing import Dict, List, Optional, Tuple
 
 import libcst as cst
 
+from .einx_api import EINX_WHERE, einx_where_args
 from .flow import CallSite, Env, Scope, lookup
 
 MAX_DEPTH = 24
@@ -332,8 +333,12 @@ class ScoresAnalysis:
             if a is None or b is None:
                 return False
             return self._binary(node, a, b, _ARITH[qn.rsplit(".", 1)[1]], env, scope, w, covered, d)
-        if qn in ("torch.where",):
-            c, a, b = _arg(node, 0, "condition"), _arg(node, 1, "input"), _arg(node, 2, "other")
+        if qn in ("torch.where", EINX_WHERE):
+            if qn == EINX_WHERE:
+                got = einx_where_args(node)
+                _, c, a, b = got if got is not None else (None, None, None, None)
+            else:
+                c, a, b = _arg(node, 0, "condition"), _arg(node, 1, "input"), _arg(node, 2, "other")
             if c is None or a is None or b is None:
                 return False
             if self.big_negative(b, env, scope):

@@ -60,6 +60,8 @@ LAYER_OF = {
     f"{PKG}.layout": ANALYSIS,
     f"{PKG}.scores": ANALYSIS,
     f"{PKG}.relational": ANALYSIS,
+    f"{PKG}.splats": ANALYSIS,
+    f"{PKG}.einx_api": ANALYSIS,
     f"{PKG}.heads": ANALYSIS,
     f"{PKG}.gqa": ANALYSIS,
     f"{PKG}.rules": RULES,

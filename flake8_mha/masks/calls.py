@@ -15,6 +15,7 @@ import libcst as cst
 
 from ..callgraph import FileCalls, bind_call, frame_for  # noqa: F401  (the package's names for them)
 from ..flow import ClassInfo, Def, Env, Scope, children, lookup
+from ..splats import element, expand_call
 from .domain import NONE_MASK, UNKNOWN_MASK, Mask, join_all
 from .names import parameter_by_name
 
@@ -204,7 +205,7 @@ class Calls(FileCalls):
         self._caller_depth += 1
         try:
             for site, skip in callers:
-                args = bind_call(func, site.node, skip)
+                args = bind_call(func, expand_call(site.node, site.env, site.scope), skip)
                 if name in args:
                     arg = args[name]
                     if arg is None:
@@ -244,7 +245,8 @@ class Calls(FileCalls):
             f = f.parent
         if depth_frames > MAX_HELPER_FRAMES:
             return UNKNOWN_MASK
-        inner = Frame(func, fscope, bind_call(func, node, skip), at.env, at.scope, at.frame)
+        bound = bind_call(func, expand_call(node, at.env, at.scope), skip)
+        inner = Frame(func, fscope, bound, at.env, at.scope, at.frame)
         values = []
         for expr, renv in fscope.returns:
             inside = at.but(renv, fscope, inner)
@@ -261,10 +263,17 @@ class Calls(FileCalls):
         if not index:
             return self.eval(node, at)
         if isinstance(node, (cst.Tuple, cst.List)):
-            i = index[0]
-            if i < len(node.elements) and not isinstance(node.elements[i], cst.StarredElement):
-                return self._indexed(node.elements[i].value, index[1:], at)
-            return UNKNOWN_MASK
+            found = element(node, index[0], at.env, at.scope)  # counts through *splats
+            if found is None:
+                return UNKNOWN_MASK
+            return join_all(
+                [
+                    self._indexed(
+                        e, index[1:], At(env, scope, frame_for(scope, at.frame), at.depth)
+                    )
+                    for e, env, scope in found
+                ]
+            )
         if isinstance(node, cst.Call):
             found = self.callee(node, at.env, at.scope)
             if found is not None:

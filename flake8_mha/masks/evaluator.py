@@ -24,6 +24,7 @@ from typing import Dict, Optional, Tuple
 import libcst as cst
 
 from ..flow import CallSite, Def, Scope, children, lookup
+from ..splats import element, item, spread_index
 from ..values import unpacked
 from .calls import At, Calls, frame_for
 from .compare import COMPARE_OPS, Comparisons
@@ -262,6 +263,19 @@ class MaskEvaluator(Calls, Numbers, Comparisons, Segments, Offsets, Shapes, Dtyp
 
     def _subscript(self, node: cst.Subscript, at: At) -> Mask:
         key = string_key(node)
+        index = spread_index(node)
+        found = (
+            item(node.value, key, at.env, at.scope)
+            if key is not None
+            else (element(node.value, index, at.env, at.scope) if index is not None else None)
+        )
+        if found is not None:  # args[i] of a tuple, kw["k"] of a dict the code writes out
+            return join_all(
+                [
+                    self.eval(e, At(env, scope, frame_for(scope, at.frame), at.depth))
+                    for e, env, scope in found
+                ]
+            )
         if key is not None:
             if key in TOKENIZER_KEYS and not self._is_kwargs(node.value, at):
                 return self._tokenizer(node)

@@ -12,6 +12,7 @@ from typing import Callable, Dict, List, Optional
 
 import libcst as cst
 
+from ..einx_api import EINX_WHERE, einx_where_args
 from ..flow import CallSite
 from .calls import At, arg, is_none
 from .domain import IGNORE, KEEP, Mask, Meaning, join_all
@@ -109,6 +110,8 @@ class MaskAnalysis:
         if name not in ("masked_fill", "masked_fill_", "where"):
             return None
         qn = ev.qualname(func, site.env, site.scope)
+        if name == "where" and qn == EINX_WHERE:
+            return self._einx_where(site, here)
         if name == "where":
             if qn == "torch.where":
                 cond, a, b = arg(call, 0, "condition"), arg(call, 1, "input"), arg(call, 2, "other")
@@ -134,6 +137,21 @@ class MaskAnalysis:
         if m is None or v is None or not ev.is_big_negative(v, here):
             return None
         return Sink(site, "masked_fill", "masked_fill", IGNORE, m, False, f"{name}(mask, -inf)")
+
+    def _einx_where(self, site: CallSite, here: At) -> Optional[Sink]:
+        """``einx.where("b j, b h i j,", mask, sim, -inf)``: torch.where's
+        convention after an einx description (True picks the first value)."""
+        got = einx_where_args(site.node)
+        if got is None:
+            return None
+        _, cond, a, b = got
+        ev = self.evaluator
+        a_neg, b_neg = ev.is_big_negative(a, here), ev.is_big_negative(b, here)
+        if a_neg == b_neg:
+            return None
+        door = IGNORE if a_neg else KEEP
+        text = "einx.where(..., mask, -inf, x)" if a_neg else "einx.where(..., mask, x, -inf)"
+        return Sink(site, "where", "where", door, cond, False, text)
 
     # evidence ----------------------------------------------------------------
     def evidence(

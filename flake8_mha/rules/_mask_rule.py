@@ -8,6 +8,8 @@ analysis knows; an unknown mask never fires.
 
 from __future__ import annotations
 
+from typing import Optional, Tuple
+
 from ..masks import FLOAT01, INT, Mask, MaskAnalysis, Sink, analysis_for
 from ..torch_api import SDPA_NAME
 from .base import Report, Rule
@@ -31,6 +33,15 @@ class MaskRule(Rule):
 
     def analysis(self) -> MaskAnalysis:
         return analysis_for(self.ctx)
+
+    def sdpa_mask(self, ev) -> Optional[Tuple[Sink, Mask]]:
+        """SDPA's ``attn_mask`` sink at this call and the mask value reaching
+        it, or None when no mask is passed."""
+        a = self.analysis()
+        sink = a.sdpa_sink(ev)
+        if sink is None:
+            return None
+        return sink, a.value(sink)
 
     def _report(self, where: Sink, value: Mask, module_ev, message: str, **fmt) -> Report:
         evidence = self.analysis().evidence(where, value, module_ev, construction_evidence)
@@ -88,6 +99,7 @@ def _filled_tensor(ctx, site):
     import libcst as cst
 
     from ..masks.calls import arg
+    from ..einx_api import EINX_WHERE, einx_aligned, einx_where_args
 
     call = site.node
     func = call.func
@@ -95,6 +107,16 @@ def _filled_tensor(ctx, site):
     qn = ev.qualname(func, site.env, site.scope)
     if qn == "torch.masked_fill":
         return arg(call, 0, "input")
+    if qn == EINX_WHERE:  # a triangle only where the description keeps its axes in place
+        got = einx_where_args(call)
+        if got is None:
+            return None
+        from ..masks import At
+
+        desc, _, a, b = got
+        here = At(site.env, site.scope, None, 0)
+        index = 3 if ev.is_big_negative(a, here) else 2
+        return (b if index == 3 else a) if einx_aligned(desc, index - 1) else None
     if qn == "torch.where":
         a, b = arg(call, 1, "input"), arg(call, 2, "other")
         if a is None or b is None:

@@ -53,10 +53,19 @@ class IgnoreMaskToSdpa(MaskRule):
         - `torch.where(mask, scores, -inf)` keeps the scores where the mask is
           True, the same door as SDPA: an ignore-mask there is reported too; one
           whose meaning comes from a triangle only where the filled tensor is
-          attention scores that reach a softmax (see MHA003).
+          attention scores that reach a softmax (see MHA003). `einx.where(desc,
+          mask, scores, -inf)` is read the same way (see MHA003).
         - A float or integer 0/1 ignore-mask reports MHA004 as well.
         - Branches join: a mask that is an ignore-mask on one path and unknown or
           a keep-mask on another is not reported; `None` on a path does not count.
+        - Star-arguments are spread as Python spreads them: `sdpa(*args)` after
+          `args = (q, k, v, mask)`, `args = (*args, mask)` or a list literal,
+          and `sdpa(q, k, v, **kw)` after `kw = dict(attn_mask=mask)` or
+          `{"attn_mask": mask}` (the same for MHA003, MHA004, MHA009 and calls
+          of the file's own modules). Only positions that can be counted are
+          bound: after a splat of unknown length (a `*args` parameter) nothing
+          is, and a list or dict changed in place (`append`, `args[3] = ...`,
+          `update`) is not spread at all.
         """
     VALID = [
         "import torch.nn.functional as F\n"
@@ -88,11 +97,10 @@ class IgnoreMaskToSdpa(MaskRule):
     ]
 
     def on_sdpa_call(self, ev: SdpaCall) -> Iterator[Report]:
-        a = self.analysis()
-        sink = a.sdpa_sink(ev)
-        if sink is None:
+        got = self.sdpa_mask(ev)
+        if got is None:
             return
-        mask = a.value(sink)
+        sink, mask = got
         if mask.meaning == IGNORE and mask.kind != ADDITIVE:
             yield self._message(sink, mask)
 

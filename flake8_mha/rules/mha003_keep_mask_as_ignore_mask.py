@@ -79,6 +79,15 @@ class KeepMaskAsIgnoreMask(MaskRule):
           `FLOAT_MIN`, `MASK_VALUE` stay unknown.
         - A float or integer keep-mask given to a module reports MHA004 as well. A
           numeric mask given to `masked_fill` raises at once: not reported here.
+        - `einx.where(description, cond, x, y)` is read as `torch.where(cond,
+          x, y)` (True picks `x`), positional arguments only (einx's
+          signature): `einx.where("b j, b h i j,", mask, sim, -inf)` keeps
+          where True, `einx.where("b j, , b h i j", mask, -inf, sim)` removes
+          where True. A padding or segment mask's meaning does not depend on
+          the description; a triangle is judged only when the description keeps
+          the condition's last two axes in the place and order of the filled
+          tensor's (`"i j, b h i j, -> b h i j"`), never through `...`,
+          brackets or a transposed `"j i, b h i j"`. einops has no `where`.
         """
     VALID = [
         "import torch.nn as nn\n"

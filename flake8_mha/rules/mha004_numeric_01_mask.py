@@ -6,7 +6,7 @@ from typing import Iterator
 
 from ..events import ModuleCall, SdpaCall
 from ..flow import CallSite
-from ..masks import FLOAT01, IGNORE, INT, KEEP, Sink
+from ..masks import FLOAT01, IGNORE, INT, KEEP, Mask, Sink
 from ._mask_rule import MaskRule, sink_text
 from .base import Example, Report
 
@@ -89,21 +89,20 @@ class NumericZeroOneMask(MaskRule):
     def on_module_call(self, ev: ModuleCall) -> Iterator[Report]:
         a = self.analysis()
         for sink in a.module_sinks(ev):
-            yield from self._check(sink, ev)
+            yield from self._check(sink, a.value(sink), ev)
 
     def on_sdpa_call(self, ev: SdpaCall) -> Iterator[Report]:
-        sink = self.analysis().sdpa_sink(ev)
-        if sink is not None:
-            yield from self._check(sink, None)
+        got = self.sdpa_mask(ev)
+        if got is not None:
+            yield from self._check(*got, None)
 
     def on_call(self, site: CallSite) -> Iterator[Report]:
         from .handwritten import scores_added  # hand-written attention: scores + mask
 
         yield from scores_added(self, site)
 
-    def _check(self, sink: Sink, module_ev) -> Iterator[Report]:
+    def _check(self, sink: Sink, mask: Mask, module_ev) -> Iterator[Report]:
         a = self.analysis()
-        mask = a.value(sink)
         if mask.kind not in (FLOAT01, INT) or mask.meaning not in (KEEP, IGNORE) or mask.fill:
             return
         if mask.kind == FLOAT01:

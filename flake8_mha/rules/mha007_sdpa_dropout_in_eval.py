@@ -68,6 +68,12 @@ class SdpaDropoutInEval(Rule):
           `self.training` at all is taken as gated.
         - A `dropout_p` that comes from a parameter of the function is the
           caller's decision: not reported (also for free functions).
+        - A probability chosen by branches is followed through each branch:
+          `self.p if self.use_dropout else 0.0`, or a local set to `0.0` on
+          one path and `self.p` on another, is reported when no branch is
+          gated by `self.training` and at least one is a probability of the
+          module that is not 0; every branch must be known (a branch from a
+          parameter or a call leaves the whole value the caller's: silent).
         - Outside a method of an `nn.Module` subclass: not reported.
         """
     VALID = [
@@ -120,6 +126,13 @@ class SdpaDropoutInEval(Rule):
     ) -> Optional[Source]:
         """('value', number|None) or ('module', text) when dropout_p comes from
         the module or a constant and is not zero; None when unsure or gated."""
+        got = self._branch(expr, site, self_var, depth)
+        return None if got is _ZERO else got
+
+    def _branch(self, expr: cst.CSTNode, site: CallSite, self_var: str, depth: int):
+        """A ``Source``, ``_ZERO`` (a known 0) or None (unsure).  Values chosen
+        by branches (``a if c else b``, a local assigned on several paths) are
+        a source when every branch is known and one is not zero."""
         if depth > 8:
             return None
         ctx = self.ctx
@@ -131,28 +144,30 @@ class SdpaDropoutInEval(Rule):
         if v is not UNKNOWN:
             if isinstance(v, (int, float)) and not isinstance(v, bool) and v > 0:
                 return ("value", v)
-            return None
+            return _ZERO if isinstance(v, (int, float)) and v == 0 else None
         if isinstance(expr, cst.Attribute) and root_name(expr) == self_var:
             if self._is_dropout_module(expr, site):
                 return ("module", dotted(expr))
             sv = ctx.value(expr, site)
             if isinstance(sv, (int, float)) and not isinstance(sv, bool) and sv == 0:
-                return None
+                return _ZERO
             return ("value", sv if isinstance(sv, (int, float)) and sv is not UNKNOWN else None)
+        if isinstance(expr, cst.IfExp):
+            branches = [
+                self._branch(e, site, self_var, depth + 1) for e in (expr.body, expr.orelse)
+            ]
+            return _chosen(branches)
         if isinstance(expr, cst.Name):
             defs = lookup(expr.value, site.env, site.scope)
             if not defs:
                 return None
-            found = None
+            branches = []
             for d in defs:
                 if d.kind != DefKind.ASSIGN:
                     return None
                 dsite = CallSite(site.node, d.env, d.scope, site.conds, (), None)
-                got = self._source(d.node, dsite, self_var, depth + 1)
-                if got is None:
-                    return None
-                found = got
-            return found
+                branches.append(self._branch(d.node, dsite, self_var, depth + 1))
+            return _chosen(branches)
         return None
 
     def _is_dropout_module(self, expr: cst.Attribute, site: CallSite) -> bool:
@@ -170,6 +185,20 @@ class SdpaDropoutInEval(Rule):
             if self.ctx.resolver.qualname(d.node.func, d.env, d.scope) != torch_api.DROPOUT:
                 return False
         return True
+
+
+_ZERO = ("zero", 0)
+
+
+def _chosen(branches):
+    """The source of a value chosen among branches: unsure if any branch is,
+    zero if all are, else the first branch that is not zero."""
+    if any(b is None for b in branches):
+        return None
+    for b in branches:
+        if b is not _ZERO:
+            return b
+    return _ZERO
 
 
 def _mentions_training(node: cst.CSTNode) -> bool:

@@ -74,11 +74,10 @@ class PaddingMaskNotBroadcast(MaskRule):
     ]
 
     def on_sdpa_call(self, ev: SdpaCall) -> Iterator[Report]:
-        a = self.analysis()
-        sink = a.sdpa_sink(ev)
-        if sink is None:
+        got = self.sdpa_mask(ev)
+        if got is None:
             return
-        mask = a.value(sink)
+        sink, mask = got
         if mask.shape != PADDING or mask.meaning not in (KEEP, IGNORE, ADDITIVE):
             return
         yield self._report(
@@ -86,5 +85,5 @@ class PaddingMaskNotBroadcast(MaskRule):
             mask,
             None,
             self.MESSAGE,
-            mask=a.evaluator.describe(mask.shape_origin or mask.origin),
+            mask=self.analysis().evaluator.describe(mask.shape_origin or mask.origin),
         )

@@ -1,0 +1,245 @@
+"""Star-arguments whose contents the code shows: ``f(*args)`` after
+``args = (q, k, v, mask)`` or ``args = (*args, mask)``, and ``f(**kw)`` after
+``kw = dict(attn_mask=mask)`` or ``kw = {"attn_mask": mask}``.
+
+``expand_call`` rewrites such a call the way Python passes it: ``*args``
+becomes the positional arguments ``args[0], args[1], ...`` and ``**kw`` the
+keyword arguments ``attn_mask=kw["attn_mask"], ...``, so the one argument
+binder (``torch_api.Signature.bind``, ``callgraph.bind_call``) binds them and
+the analyses evaluate ``args[i]``/``kw["k"]`` through the literal (``element``
+and ``item`` below, which the evaluators call).
+
+Precision over recall:
+
+- Only positions that can be counted are bound: a splat of unknown length
+  (a ``*args`` parameter, a call's result) inside a literal keeps its place
+  as a splat, and nothing after it is bound.  ``(x, *rest, mask)`` binds
+  ``x`` alone.
+- A name bound by several definitions is expanded only as far as all of
+  them agree on the count (each position is evaluated as the join of the
+  definitions, as for any name).
+- A list or dict changed in place in its function (``args.append(m)``,
+  ``kw["k"] = m``, ``kw.update(...)``, ``del kw["k"]``) is not expanded.
+- ``**kw`` is expanded only when every key is known: string keys, no
+  ``**other`` inside the literal.
+"""
+
+from __future__ import annotations
+
+from typing import List, Optional, Sequence, Tuple
+
+import libcst as cst
+
+from .flow import Env, Scope, children, lookup
+
+MAX_DEPTH = 8
+_SEQUENCES = (cst.Tuple, cst.List)
+_LIST_MUTATORS = {"append", "extend", "insert", "pop", "remove", "clear", "reverse", "sort"}
+_DICT_MUTATORS = {"update", "pop", "popitem", "clear", "setdefault"}
+
+# One counted position of a sequence: the element expression and the place
+# (env, scope) where it was written.
+Element = Tuple[cst.BaseExpression, Env, Optional[Scope]]
+
+
+# --------------------------------------------------------------------------- sequences
+
+
+def elements(
+    expr: cst.BaseExpression, env: Env, scope: Optional[Scope], depth: int = 0
+) -> Tuple[List[List[Element]], bool]:
+    """The positions of a tuple/list value that can be counted, each with
+    every expression that may sit there, and whether that is the whole value.
+
+    ``([], False)`` when nothing is known."""
+    if depth > MAX_DEPTH:
+        return [], False
+    if isinstance(expr, _SEQUENCES):
+        out: List[List[Element]] = []
+        for el in expr.elements:
+            if isinstance(el, cst.StarredElement):
+                inner, complete = elements(el.value, env, scope, depth + 1)
+                out.extend(inner)
+                if not complete:
+                    return out, False
+            else:
+                out.append([(el.value, env, scope)])
+        return out, True
+    if isinstance(expr, cst.Name):
+        defs = lookup(expr.value, env, scope)
+        if not defs or any(d.kind != "assign" for d in defs):
+            return [], False
+        shapes = []
+        for d in defs:
+            if isinstance(d.node, cst.List) and _mutated(expr.value, d.scope, _LIST_MUTATORS):
+                return [], False
+            shapes.append(elements(d.node, d.env, d.scope, depth + 1))
+        return _agree(shapes)
+    return [], False
+
+
+def _agree(shapes: Sequence[Tuple[List[List[Element]], bool]]) -> Tuple[List[List[Element]], bool]:
+    """The positions every definition has: the shortest count, complete only
+    when every definition is complete with the same length."""
+    n = min(len(s) for s, _ in shapes)
+    complete = all(c for _, c in shapes) and all(len(s) == n for s, _ in shapes)
+    merged = [[e for s, _ in shapes for e in s[i]] for i in range(n)]
+    return merged, complete
+
+
+def element(
+    expr: cst.BaseExpression, index: int, env: Env, scope: Optional[Scope]
+) -> Optional[List[Element]]:
+    """Every expression that may sit at position ``index`` of a tuple/list
+    value, or None when that position cannot be counted."""
+    if index < 0:
+        return None
+    got, _ = elements(expr, env, scope)
+    return got[index] if index < len(got) else None
+
+
+# --------------------------------------------------------------------------- dicts
+
+
+def items(
+    expr: cst.BaseExpression, env: Env, scope: Optional[Scope], depth: int = 0
+) -> Optional[dict]:
+    """``key -> [Element]`` of a dict value whose keys are all known, else None."""
+    if depth > MAX_DEPTH:
+        return None
+    if isinstance(expr, cst.Dict):
+        out: dict = {}
+        for el in expr.elements:
+            if not isinstance(el, cst.DictElement):
+                return None  # **other: keys unknown
+            key = _string(el.key)
+            if key is None or not key.isidentifier():
+                return None
+            out[key] = [(el.value, env, scope)]
+        return out
+    if isinstance(expr, cst.Call) and _is_builtin_dict(expr.func, env, scope):
+        out = {}
+        for a in expr.args:
+            if a.keyword is None or a.star:
+                return None
+            out[a.keyword.value] = [(a.value, env, scope)]
+        return out
+    if isinstance(expr, cst.Name):
+        defs = lookup(expr.value, env, scope)
+        if not defs or any(d.kind != "assign" for d in defs):
+            return None
+        merged: Optional[dict] = None
+        for d in defs:
+            if _mutated(expr.value, d.scope, _DICT_MUTATORS):
+                return None
+            got = items(d.node, d.env, d.scope, depth + 1)
+            if got is None or (merged is not None and set(got) != set(merged)):
+                return None
+            if merged is None:
+                merged = {k: list(v) for k, v in got.items()}
+            else:
+                for k, v in got.items():
+                    merged[k].extend(v)
+        return merged
+    return None
+
+
+def item(
+    expr: cst.BaseExpression, key: str, env: Env, scope: Optional[Scope]
+) -> Optional[List[Element]]:
+    got = items(expr, env, scope)
+    if got is None:
+        return None
+    return got.get(key)
+
+
+def _is_builtin_dict(func, env, scope) -> bool:
+    return isinstance(func, cst.Name) and func.value == "dict" and not lookup("dict", env, scope)
+
+
+def _string(node) -> Optional[str]:
+    if isinstance(node, cst.SimpleString):
+        value = node.evaluated_value
+        return value if isinstance(value, str) else None
+    return None
+
+
+# --------------------------------------------------------------------------- in-place changes
+
+
+def _mutated(name: str, scope: Optional[Scope], methods: set) -> bool:
+    """``name`` is changed in place in its scope's body (not counting nested
+    functions): a mutating method, an item assignment or deletion, ``+=``."""
+    if scope is None:
+        return True
+    root = scope.node
+    stack = list(children(root.body)) if isinstance(root, cst.FunctionDef) else list(children(root))
+    while stack:
+        n = stack.pop()
+        if isinstance(n, (cst.FunctionDef, cst.ClassDef, cst.Lambda)):
+            continue
+        if (
+            isinstance(n, cst.Attribute)
+            and isinstance(n.value, cst.Name)
+            and n.value.value == name
+            and n.attr.value in methods
+        ):
+            return True
+        if isinstance(n, (cst.Assign, cst.Del, cst.AugAssign)):
+            targets = [t.target for t in n.targets] if isinstance(n, cst.Assign) else [n.target]
+            for t in targets:
+                if isinstance(t, cst.Subscript) and _names(t.value, name):
+                    return True
+        stack.extend(children(n))
+    return False
+
+
+def _names(node, name: str) -> bool:
+    return isinstance(node, cst.Name) and node.value == name
+
+
+# --------------------------------------------------------------------------- calls
+
+
+def expand_call(call: cst.Call, env: Env, scope: Optional[Scope]) -> cst.Call:
+    """``call`` with its countable ``*x`` and fully known ``**kw`` spread into
+    ``x[i]`` positional and ``k=kw["k"]`` keyword arguments (the call itself
+    when there is nothing to spread)."""
+    if not any(a.star for a in call.args):
+        return call
+    out: List[cst.Arg] = []
+    changed = False
+    for a in call.args:
+        if a.star == "*":
+            got, complete = elements(a.value, env, scope)
+            for i in range(len(got)):
+                out.append(cst.Arg(_subscript(a.value, cst.Integer(str(i)))))
+            changed = changed or bool(got) or complete
+            if not complete:
+                out.append(a)  # the rest stays a splat: nothing after it is bound
+        elif a.star == "**":
+            got_items = items(a.value, env, scope)
+            if got_items is None:
+                out.append(a)
+                continue
+            changed = True
+            for key in got_items:
+                value = _subscript(a.value, cst.SimpleString(repr(key)))
+                out.append(cst.Arg(value, keyword=cst.Name(key)))
+        else:
+            out.append(a)
+    return call.with_changes(args=out) if changed else call
+
+
+def _subscript(value: cst.BaseExpression, index: cst.BaseExpression) -> cst.Subscript:
+    return cst.Subscript(value, [cst.SubscriptElement(cst.Index(index))])
+
+
+def spread_index(node: cst.Subscript) -> Optional[int]:
+    """``i`` of ``x[i]`` with a literal non-negative integer ``i``."""
+    if len(node.slice) != 1 or not isinstance(node.slice[0].slice, cst.Index):
+        return None
+    value = node.slice[0].slice.value
+    if isinstance(value, cst.Integer):
+        return int(value.evaluated_value)
+    return None
