@@ -59,6 +59,7 @@ LAYER_OF = {
     f"{PKG}.layout": ANALYSIS,
     f"{PKG}.scores": ANALYSIS,
     f"{PKG}.relational": ANALYSIS,
+    f"{PKG}.project": ANALYSIS,
     f"{PKG}.heads": ANALYSIS,
     f"{PKG}.gqa": ANALYSIS,
     f"{PKG}.rules": RULES,
