@@ -11,6 +11,7 @@ import ast
 import contextlib
 import gc
 import io
+import os
 import re
 import sys
 import threading
@@ -26,7 +27,7 @@ from .events import Construction, ModuleCall, SdpaCall, classify
 from .findings import Finding
 from .focus import focus
 from .flow import CallSite, FlowPass
-from .project import annotate
+from .project import Project, annotate
 from .resolve import Resolver
 from .rules.base import all_rules
 from .values import value_of
@@ -289,14 +290,16 @@ def analyze_source(
     codes: Optional[Iterable[str]] = None,
     use_prefilter: bool = True,
     tree: Optional[ast.AST] = None,
-    project=None,
+    project: object = "auto",
 ) -> List[Finding]:
     """Findings for one file's text.  Raises ``SourceSyntaxError`` for a file
     that is not valid Python; every other failure becomes one MHA000.
 
     ``tree``: the file's ``ast`` when the caller has it (flake8 does); it
     proves that Python parsed the file, which spares a check (see
-    ``_nesting_guard``)."""
+    ``_nesting_guard``).  ``project``: a ``project.Project`` (calls of the
+    project's wrappers in other files), False for this file alone, or "auto":
+    a Project when ``path`` is a file on disk (summaries kept in memory)."""
     try:
         if use_prefilter and not prefilter(source):
             return []
@@ -330,7 +333,9 @@ def _parse_and_analyze(
     except cst.ParserSyntaxError as exc:
         _raise_if_invalid_python(source, exc)
         return [_internal(path, f"LibCST cannot parse this file ({_first_line(exc)})")]
-    return analyze_module(module, codes, path, project)
+    if project == "auto":
+        project = Project(path) if os.path.isfile(path) else None
+    return analyze_module(module, codes, path, project or None)
 
 
 # LibCST's native parser recurses on the C stack once per nesting level (a

@@ -352,7 +352,7 @@ def lint_text(
     from .engine import analyze_source
     from .noqa import apply_noqa
 
-    findings = analyze_source(text, path, codes=list(codes), project=project)
+    findings = analyze_source(text, path, codes=list(codes), project=project or False)
     if disable_noqa or not findings:
         return findings
     return apply_noqa(findings, text.splitlines(keepends=True))
@@ -368,7 +368,7 @@ def analyze_for_flake8(source: str, path: str, tree, project_wide: bool = True) 
 
     cache_dir = DEFAULT_DIR if project_wide and os.path.isdir(DEFAULT_DIR) else None
     project = make_project(path, cache_dir) if project_wide else None
-    return analyze_source(source, path, codes=all_codes(), tree=tree, project=project)
+    return analyze_source(source, path, codes=all_codes(), tree=tree, project=project or False)
 
 
 def make_project(path: str, cache_dir: Optional[str]):
