@@ -21,7 +21,7 @@ from flake8_mha.project import Project, annotate, project_root, summarise
 
 TREE = FIXTURES / "project_reach"
 MODEL = TREE / "pkg" / "model.py"
-BLOCK = TREE / "pkg" / "layers" / "block.py"
+BLOCK = TREE / "pkg" / "stack" / "block.py"
 ATTN = TREE / "pkg" / "attn.py"
 
 # (line, col, code, the other place named in the message)
@@ -234,7 +234,7 @@ def test_flake8_on_one_file_sees_across_files():
 
 
 def test_flake8_on_one_file_of_a_subpackage():
-    status, got = _flake8("fixtures/project_reach/pkg/layers/block.py")
+    status, got = _flake8("fixtures/project_reach/pkg/stack/block.py")
     assert status == 1
     assert got == BLOCK_FINDINGS
 
