@@ -567,16 +567,18 @@ def _through_cache(
     Only mode check is cached: a fix needs the tree.  With project-wide
     analysis the key adds the imported project files (their paths and
     hashes, listed by the file's dependency manifest)."""
-    project = make_project(path, cache_dir if mode == "check" else None) if project_wide else None
     if cache_dir is None or mode != "check":
+        project = make_project(path, None) if project_wide else None
         return lint(path, data, codes, disable_noqa, mode, project)
     from . import cache as cache_mod
 
     cache = cache_mod.Cache(cache_dir)
     manifests = cache_mod.SideStore(cache_dir, "deps-")
-    base = cache_mod.entry_key(data, path, codes, disable_noqa, mode, None, project is not None)
+    # the project is made only to analyse: a warm run imports no analyzer
+    project_wide = project_wide and os.path.isfile(path)
+    base = cache_mod.entry_key(data, path, codes, disable_noqa, mode, None, project_wide)
     key = base  # a file that imports no project file has no manifest
-    if project is not None:
+    if project_wide:
         listed = manifests.get(base)
         if isinstance(listed, list) and all(isinstance(p, str) for p in listed):
             deps = cache_mod.file_hashes(listed)
@@ -599,6 +601,7 @@ def _through_cache(
             )
         except (TypeError, KeyError, ValueError):
             pass  # recompute
+    project = make_project(path, cache_dir) if project_wide else None
     out = lint(path, data, codes, disable_noqa, mode, project)
     key = base
     if project is not None and project.deps:
