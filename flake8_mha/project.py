@@ -36,7 +36,9 @@ from .flow import CallSite, DefKind, lookup
 from .resolve import Bound
 from .torch_api import SDPA_NAME, SDPA_QUALNAME
 
-SUMMARY_VERSION = 1
+SUMMARY_VERSION = 2
+REEXPORTS = "@reexports"  # the key of an __init__'s re-exports in its summary table
+MAX_REEXPORT_HOPS = 3
 MAX_FILE_BYTES = 2 * 1024 * 1024
 # the SDPA arguments a wrapper's parameter may reach (the ones the rules read)
 SINK_ARGS = ("attn_mask", "dropout_p", "is_causal")
@@ -85,19 +87,25 @@ def module_file(root: str, parts: List[str]) -> Optional[str]:
 # --------------------------------------------------------------------------- summaries
 
 
-def summarise(source: str) -> Dict[str, dict]:
+def summarise(source: str, package_init: bool = False) -> Dict[str, dict]:
     """``{"attend": {...}, "Attn.forward": {...}, "make_attention()": {...}}``:
     per function (``name``), method (``Class.method``) and factory's returned
     nested function (``name()``), what reaches SDPA.  Functions that reach no
-    SDPA argument are left out."""
+    SDPA argument are left out.  A package's ``__init__.py`` (``package_init``)
+    also lists what it re-exports from the project (``from .attention import
+    Attention``) under ``REEXPORTS``: ``{name: [level, dotted]}``."""
     try:
         tree = ast.parse(source)
     except (SyntaxError, ValueError, RecursionError, MemoryError):
         return {}
+    out: Dict[str, dict] = {}
+    if package_init:
+        found = _reexports(tree)
+        if found:
+            out[REEXPORTS] = found
     sdpa_names = _sdpa_names(tree)
     if not sdpa_names[0] and not sdpa_names[1]:
-        return {}
-    out: Dict[str, dict] = {}
+        return out
     for node in tree.body:
         if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
             _add(out, node.name, node, False, sdpa_names)
@@ -108,6 +116,25 @@ def summarise(source: str) -> Dict[str, dict]:
             for item in node.body:
                 if isinstance(item, (ast.FunctionDef, ast.AsyncFunctionDef)):
                     _add(out, f"{node.name}.{item.name}", item, True, sdpa_names)
+    return out
+
+
+def _reexports(tree: ast.Module) -> Dict[str, list]:
+    """Names a package's ``__init__`` binds by relative import, at its top
+    level (also inside a top-level ``if``/``try``)."""
+    out: Dict[str, list] = {}
+    stack = list(tree.body)
+    while stack:
+        node = stack.pop()
+        if isinstance(node, (ast.If, ast.Try)):
+            stack.extend(node.body)
+            stack.extend(getattr(node, "orelse", []))
+            continue
+        if isinstance(node, ast.ImportFrom) and node.level:
+            for a in node.names:
+                if a.name != "*":
+                    dotted = f"{node.module}.{a.name}" if node.module else a.name
+                    out[a.asname or a.name] = [node.level, dotted]
     return out
 
 
@@ -394,6 +421,13 @@ def _valid_table(table) -> bool:
     if not isinstance(table, dict):
         return False
     for name, s in table.items():
+        if name == REEXPORTS:
+            if not isinstance(s, dict) or not all(
+                isinstance(v, list) and len(v) == 2 and type(v[0]) is int and isinstance(v[1], str)
+                for v in s.values()
+            ):
+                return False
+            continue
         if not isinstance(s, dict) or not isinstance(name, str):
             return False
         if not (
@@ -441,27 +475,31 @@ class Project:
         self.version = version
         self._files: Dict[str, Optional[Dict[str, dict]]] = {}
         self.deps: Dict[str, str] = {}
-        self._located: Dict[Tuple[int, str], Optional[Tuple[str, str]]] = {}
+        self._located: Dict[tuple, Optional[Tuple[str, str]]] = {}
 
     # -- names to files ---------------------------------------------------------
-    def locate(self, level: int, dotted: str) -> Optional[Tuple[str, str]]:
+    def locate(
+        self, level: int, dotted: str, package: Optional[Tuple[str, ...]] = None
+    ) -> Optional[Tuple[str, str]]:
         """(file, object path) for a name the linted file imported: level 1,
         ``attn.attend`` for ``from .attn import attend``; level 0,
-        ``models.attn.attend`` for an absolute import."""
-        key = (level, dotted)
+        ``models.attn.attend`` for an absolute import.  ``package``: the
+        package a relative import is read in (default: the linted file's)."""
+        package = tuple(self.package) if package is None else package
+        key = (level, dotted, package)
         if key not in self._located:
-            self._located[key] = self._locate(level, dotted)
+            self._located[key] = self._locate(level, dotted, list(package))
         return self._located[key]
 
-    def _locate(self, level: int, dotted: str) -> Optional[Tuple[str, str]]:
+    def _locate(self, level: int, dotted: str, package: List[str]) -> Optional[Tuple[str, str]]:
         rest = dotted.split(".") if dotted else []
         if level:
-            if level - 1 > len(self.package):
+            if level - 1 > len(package):
                 return None
-            base = self.package[: len(self.package) - (level - 1)]
+            base = package[: len(package) - (level - 1)]
         else:
             base = []
-        for cut in range(len(rest), 0, -1):
+        for cut in range(len(rest), -1, -1):  # cut 0: the package's own __init__
             parts = base + rest[:cut]
             found = module_file(self.root, parts)
             if found is not None and os.path.abspath(found) != self.path:
@@ -494,7 +532,8 @@ class Project:
                     text = _decode(data)
                 except (SyntaxError, UnicodeDecodeError, LookupError):
                     text = None
-                got = summarise(text) if text is not None else {}
+                init = os.path.basename(filename) == "__init__.py"
+                got = summarise(text, init) if text is not None else {}
                 if self.store is not None:
                     self.store.put(key, got)
             if len(_MEMO) >= MAX_MEMO:
@@ -575,10 +614,20 @@ class Project:
         """``call``: the target is called (a function); otherwise it is
         constructed or made (a class: its forward; a factory: what it returns)."""
         loc = self.locate(*target)
-        if loc is None:
+        for _ in range(MAX_REEXPORT_HOPS):
+            if loc is None:
+                return None
+            filename, obj = loc
+            table = self.summaries(filename)
+            head, _, rest = obj.partition(".")
+            again = table.get(REEXPORTS, {}).get(head)
+            if again is None or head in table:
+                break
+            # re-exported by a package's __init__: one hop to where it is defined
+            package = tuple(module_parts(filename, self.root))
+            loc = self.locate(again[0], again[1] + ("." + rest if rest else ""), package)
+        else:
             return None
-        filename, obj = loc
-        table = self.summaries(filename)
         if call:
             got = table.get(obj)
             if got is not None and "." in obj:

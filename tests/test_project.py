@@ -34,7 +34,10 @@ MODEL_FINDINGS = {
     (35, 13, "MHA006", "pkg/attn.py:41 through the function make_attention() returns"),
     (44, 16, "MHA007", "pkg/attn.py:10 through attend()"),
 }
-BLOCK_FINDINGS = {(line, 13, "MHA002", "pkg/attn.py:10 through attend()") for line in (14, 15, 16, 17)}
+# attend, attn.attend, A.attend, attend_abs, and pkg.attend re-exported by pkg/__init__.py
+BLOCK_FINDINGS = {
+    (line, 13, "MHA002", "pkg/attn.py:10 through attend()") for line in (15, 16, 17, 18, 21)
+}
 _PLACE = re.compile(r"; the call reaches scaled_dot_product_attention at (.+)$")
 
 
@@ -78,6 +81,11 @@ def test_summary_of_each_helper():
     assert table["make_attention()"]["positional"] == ["q", "k", "v", "mask", "causal"]
     assert table["Attention.forward"]["positional"] == ["q", "k", "v", "mask", "is_causal"]
     json.dumps(table)  # JSON-able, for the cache
+
+
+def test_a_package_init_lists_its_reexports():
+    table = summarise((TREE / "pkg" / "__init__.py").read_text(), package_init=True)
+    assert table == {"@reexports": {"attend": [1, "attn.attend"]}}
 
 
 @pytest.mark.parametrize(
