@@ -60,6 +60,7 @@ LAYER_OF = {
     f"{PKG}.scores": ANALYSIS,
     f"{PKG}.relational": ANALYSIS,
     f"{PKG}.project": ANALYSIS,
+    f"{PKG}.summaries": ANALYSIS,
     f"{PKG}.heads": ANALYSIS,
     f"{PKG}.gqa": ANALYSIS,
     f"{PKG}.rules": RULES,

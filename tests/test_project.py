@@ -17,7 +17,8 @@ from fixture_expect import FIXTURES, ROOT
 from flake8_mha import engine
 from flake8_mha.check import main as check_main
 from flake8_mha.engine import analyze_source, select_codes
-from flake8_mha.project import Project, annotate, project_root, summarise
+from flake8_mha.project import Project, annotate, project_root
+from flake8_mha.summaries import summarise
 
 TREE = FIXTURES / "project_reach"
 MODEL = TREE / "pkg" / "model.py"
