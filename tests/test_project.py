@@ -34,6 +34,8 @@ MODEL_FINDINGS = {
     (34, 13, "MHA006", "pkg/attn.py:48 through Attention.forward()"),
     (35, 13, "MHA006", "pkg/attn.py:41 through the function make_attention() returns"),
     (44, 16, "MHA007", "pkg/attn.py:10 through attend()"),
+    (51, 13, "MHA009", "pkg/attn.py:10 through attend()"),
+    (54, 13, "MHA004", "pkg/attn.py:10 through attend()"),
 }
 # attend, attn.attend, A.attend, attend_abs, and pkg.attend re-exported by pkg/__init__.py
 BLOCK_FINDINGS = {
