@@ -169,6 +169,15 @@ class Project:
     # -- the call site ------------------------------------------------------------
     def classify(self, site: CallSite, resolver) -> Optional[SdpaCall]:
         """The SDPA call a call of a project wrapper amounts to, or None."""
+        try:
+            return self._classify(site, resolver)
+        except (OSError, ValueError, RecursionError):
+            # another file that cannot be read or resolved (a path too long, a
+            # name with a NUL): that call is not followed; the file's own
+            # analysis goes on
+            return None
+
+    def _classify(self, site: CallSite, resolver) -> Optional[SdpaCall]:
         found = self._callee(site.node.func, site, resolver)
         if found is None:
             return None
