@@ -331,12 +331,18 @@ def _bind(summary: dict, call: cst.Call) -> Optional[Dict[str, cst.BaseExpressio
             return None
         if a.keyword is None:
             if i >= len(positional):
+                if summary.get("varargs"):
+                    continue  # into the wrapper's *args
                 return None
             out[positional[i]] = a.value
             i += 1
         else:
             name = a.keyword.value
-            if name in out or (name not in positional and name not in kwonly):
+            if name in out:
+                return None
+            if name not in positional and name not in kwonly:
+                if summary.get("varkw"):
+                    continue  # into the wrapper's **kwargs
                 return None
             out[name] = a.value
     return out

@@ -12,7 +12,7 @@ from typing import Dict, List, Optional, Tuple
 
 from .torch_api import SDPA_NAME, SDPA_QUALNAME
 
-SUMMARY_VERSION = 2
+SUMMARY_VERSION = 3
 REEXPORTS = "@reexports"  # the key of an __init__'s re-exports in its summary table
 MAX_FILE_BYTES = 2 * 1024 * 1024
 # the SDPA arguments a wrapper's parameter may reach (the ones the rules read)
@@ -159,8 +159,8 @@ def _own_nodes(func):
 
 def _function_summary(func, method: bool, sdpa_names) -> Optional[dict]:
     args = func.args
-    if args.vararg is not None or args.kwarg is not None:
-        return None  # a splat can carry anything: not described
+    # *args/**kwargs parameters take what the named ones do not: only named
+    # parameters are followed (an SDPA call given **kwargs is not described)
     positional = [a.arg for a in args.posonlyargs + args.args]
     if method:
         deco = {_dotted(d) for d in func.decorator_list}
@@ -218,6 +218,8 @@ def _function_summary(func, method: bool, sdpa_names) -> Optional[dict]:
         "kwonly": kwonly,
         "defaults": {k: v for k, v in defaults.items() if k in params},
         "reach": reached,
+        "varargs": args.vararg is not None,
+        "varkw": args.kwarg is not None,
     }
 
 
@@ -372,6 +374,8 @@ def valid_table(table) -> bool:
             and isinstance(s.get("defaults"), dict)
             and all(v is None or isinstance(v, str) for v in s["defaults"].values())
             and isinstance(s.get("reach"), dict)
+            and type(s.get("varargs", False)) is bool
+            and type(s.get("varkw", False)) is bool
         ):
             return False
         for arg, how in s["reach"].items():

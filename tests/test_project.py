@@ -108,20 +108,49 @@ def test_an_undescribed_transformation_is_not_a_wrapper(body):
     assert summarise(source) == {}
 
 
-def test_splat_parameters_and_non_sdpa_calls_are_not_summarised():
+def test_splat_parameters_and_non_sdpa_calls():
     source = textwrap.dedent(
         """\
         import torch.nn.functional as F
         from torch.nn.functional import scaled_dot_product_attention as sdpa
-        def a(q, k, v, *args, mask=None):
+        def a(q, k, v, *args, mask=None, **kwargs):
             return F.scaled_dot_product_attention(q, k, v, attn_mask=mask)
         def b(q, k, v, mask):
             return F.softmax(q @ k + mask, -1) @ v
         def c(q, k, v, mask):
             return sdpa(q, k, v, mask)
+        def d(q, k, v, mask, **kwargs):
+            return sdpa(q, k, v, attn_mask=mask, **kwargs)
         """
     )
-    assert sorted(summarise(source)) == ["c"]
+    table = summarise(source)
+    # d: SDPA given **kwargs, which may carry attn_mask again: not described
+    assert sorted(table) == ["a", "c"]
+    assert (table["a"]["varargs"], table["a"]["varkw"]) == (True, True)
+    assert table["a"]["kwonly"] == ["mask"]
+
+
+def test_arguments_a_wrapper_takes_in_its_splats_bind_to_the_named_ones(tmp_path):
+    pkg = tmp_path / "pkg"
+    pkg.mkdir()
+    (pkg / "__init__.py").write_text("")
+    (pkg / "attn.py").write_text(
+        "import torch.nn.functional as F\n"
+        "def attend(module, q, k, v, attention_mask, *args, **kwargs):\n"
+        "    return F.scaled_dot_product_attention(q, k, v, attn_mask=attention_mask)\n"
+    )
+    (pkg / "use.py").write_text(
+        "import torch.nn as nn\n"
+        "from .attn import attend\n"
+        "class TinyTransformer(nn.Module):\n"
+        "    def forward(self, q, k, v, tokens):\n"
+        "        pad = tokens == 0\n"
+        "        a = attend(self, q, k, v, pad[:, None, None, :], 0.1, scaling=None)\n"
+        "        return attend(self, q, k, v, ~pad[:, None, None, :], 0.1, scaling=None)\n"
+    )
+    path = pkg / "use.py"
+    found = analyze_source(path.read_text(), str(path), select_codes(["MHA"]))
+    assert _found(found) == {(6, 13, "MHA002", "pkg/attn.py:3 through attend()")}
 
 
 # -- the engine ----------------------------------------------------------------------
