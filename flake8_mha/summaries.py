@@ -10,19 +10,14 @@ from __future__ import annotations
 import ast
 from typing import Dict, List, Optional, Tuple
 
-from .torch_api import SDPA_NAME, SDPA_QUALNAME
+from .torch_api import SDPA_NAME, SDPA_QUALNAME, SDPA_SIGNATURE, canonical
 
 SUMMARY_VERSION = 3
 REEXPORTS = "@reexports"  # the key of an __init__'s re-exports in its summary table
 MAX_FILE_BYTES = 2 * 1024 * 1024
 # the SDPA arguments a wrapper's parameter may reach (the ones the rules read)
 SINK_ARGS = ("attn_mask", "dropout_p", "is_causal")
-_SDPA_POSITIONS = ("query", "key", "value", "attn_mask", "dropout_p", "is_causal")
-_SDPA_SPELLINGS = (
-    SDPA_QUALNAME,
-    "torch.nn.functional.scaled_dot_product_attention",
-    "torch._C._nn.scaled_dot_product_attention",
-)
+_SDPA_POSITIONS = SDPA_SIGNATURE.names
 
 
 # --------------------------------------------------------------------------- summaries
@@ -93,7 +88,7 @@ def _sdpa_names(tree: ast.Module) -> Tuple[set, set]:
         if isinstance(node, ast.ImportFrom) and node.module and not node.level:
             for a in node.names:
                 full = f"{node.module}.{a.name}"
-                if full in _SDPA_SPELLINGS:
+                if canonical(full) == SDPA_QUALNAME:
                     direct.add(a.asname or a.name)
                 elif full in ("torch.nn.functional", "torch.nn", "torch._C._nn"):
                     modules.add((a.asname or a.name, full))
@@ -127,7 +122,7 @@ def _is_sdpa(call: ast.Call, sdpa_names) -> bool:
     head, _, rest = text.partition(".")
     for local, full in modules:
         if head == local:
-            return f"{full}.{rest}" in _SDPA_SPELLINGS
+            return canonical(f"{full}.{rest}") == SDPA_QUALNAME
     return False
 
 
