@@ -127,7 +127,7 @@ def analyze(projects, codes: Optional[List[str]]):
     return out, stats
 
 
-def sink_census(projects) -> int:
+def sink_census(projects, reach: bool = True) -> int:
     """Every mask sink (module mask argument, SDPA attn_mask, masked_fill/where
     with -inf) and the mask value the analysis found there: how much of the
     corpus it understands, and whether what it understands is consistent."""
@@ -137,6 +137,7 @@ def sink_census(projects) -> int:
     from flake8_mha.events import ModuleCall, SdpaCall, classify
     from flake8_mha.flow import FlowPass
     from flake8_mha.masks import analysis_for
+    from flake8_mha.project import Project
     from flake8_mha.resolve import Resolver
 
     table: Dict[Tuple[str, str, str], int] = collections.Counter()
@@ -157,8 +158,11 @@ def sink_census(projects) -> int:
             resolver = Resolver(flow)
             ctx = Context(module, flow, resolver)
             a = analysis_for(ctx)
+            project = Project(str(path)) if reach else None  # issue 14: wrappers in other files
             for site in flow.calls:
                 ev = classify(site, resolver)
+                if ev is None and project is not None:
+                    ev = project.classify(site, resolver)
                 if isinstance(ev, ModuleCall):
                     sinks = a.module_sinks(ev)
                 elif isinstance(ev, SdpaCall):
@@ -172,8 +176,10 @@ def sink_census(projects) -> int:
                     table[(kind, sink.door, meaning)] += 1
                     if m.meaning is not None or m.kind is not None or m.shape is not None:
                         line = a.evaluator.line(site.node)
+                        via = getattr(ev, "through", None)
+                        via = f" via {via['function']} ({via['file']}:{via['line']})" if via else ""
                         known.append(
-                            f"{rel}:{line}: {sink.module}.{sink.arg} (door {sink.door}): "
+                            f"{rel}:{line}: {sink.module}.{sink.arg}{via} (door {sink.door}): "
                             f"meaning={m.meaning} kind={m.kind} shape={m.shape} "
                             f"causal={m.causal} from {a.evaluator.source_text(m.origin)}"
                         )
@@ -195,6 +201,9 @@ def main(argv=None) -> int:
         "--sinks", action="store_true", help="print every mask sink and the mask value found there"
     )
     parser.add_argument("--hand", action="store_true", help="census of hand-written sinks")
+    parser.add_argument(
+        "--no-project-wide", action="store_true", help="--sinks: this file alone (docs/reach.md)"
+    )
     args = parser.parse_args(argv)
     sys.path.insert(0, str(ROOT))
     projects = PROJECTS
@@ -202,7 +211,7 @@ def main(argv=None) -> int:
         keep = {_norm(n) for n in args.only.split(",")}
         projects = [p for p in PROJECTS if _norm(p[0]) in keep]
     if args.sinks:
-        return sink_census(projects)
+        return sink_census(projects, not args.no_project_wide)
     if args.hand:  # issue 17: hand-written attention (bench/hand_census.py)
         from hand_census import hand_census
 

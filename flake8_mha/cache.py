@@ -11,9 +11,12 @@ the SHA-256 of everything those results depend on today:
 - the project version and a hash of the package's own source files, so an
   edited rule (a developer's checkout) never reads an old entry.
 
-There is no project-wide analysis yet: a file's findings depend on that file
-alone, so nothing else enters the key.  When one file's findings start to
-depend on another's, that file's summary must join the key.
+With project-wide analysis on (``project.py``, docs/reach.md) a file's
+findings also depend on the project files it imports: a small manifest
+(``deps-<key>.json``, keyed as above) lists those files, and the results' key
+adds each one's path and SHA-256, so an edit to an imported file misses the
+dependent file's entry.  The summaries of imported files are kept here too
+(``sum-<key>.json``, keyed by the file's bytes and the analyzer version).
 
 Safety: every entry is written through ``atomic.write_bytes`` (a reader sees
 the whole old entry or the whole new one, never half), so ``-j N`` and two
@@ -72,11 +75,23 @@ def source_hash() -> str:
     return _source_hash
 
 
-def entry_key(data: bytes, path: str, codes: Sequence[str], disable_noqa: bool, mode: str) -> str:
+def entry_key(
+    data: bytes,
+    path: str,
+    codes: Sequence[str],
+    disable_noqa: bool,
+    mode: str,
+    deps: Optional[Dict[str, Optional[str]]] = None,
+    project: bool = False,
+) -> str:
+    """``project``: project-wide analysis is on; ``deps``: then the imported
+    project files' paths and SHA-256 (None for a file that is gone)."""
     from . import __version__
 
     settings = json.dumps(
         {
+            "project": bool(project),
+            "deps": sorted((deps or {}).items(), key=lambda kv: kv[0]),
             "schema": SCHEMA,
             "version": __version__,
             "source": source_hash(),
@@ -223,6 +238,51 @@ class Cache:
             removed += 1
             total -= size
         return removed
+
+
+class SideStore:
+    """Small JSON values beside the entries, ``<dir>/<2 hex>/<prefix><key>.json``
+    (pruned with them): dependency manifests and summaries of imported files.
+    ``get`` gives None for anything that does not read back; ``put`` is
+    silent when it cannot write."""
+
+    def __init__(self, directory: str, prefix: str):
+        self.directory = directory
+        self.prefix = prefix
+
+    def _path(self, key: str) -> str:
+        return os.path.join(self.directory, key[:2], self.prefix + key + ".json")
+
+    def get(self, key: str) -> Any:
+        try:
+            with open(self._path(key), "rb") as fh:
+                entry = json.loads(fh.read().decode("utf-8"))
+        except (OSError, ValueError):
+            return None
+        if not isinstance(entry, dict) or entry.get("key") != key or entry.get("schema") != SCHEMA:
+            return None
+        return entry.get("value")
+
+    def put(self, key: str, value: Any) -> None:
+        from .atomic import WriteError, write_bytes
+
+        try:
+            text = json.dumps({"schema": SCHEMA, "key": key, "value": value})
+            write_bytes(self._path(key), text.encode("utf-8"))
+        except (TypeError, ValueError, WriteError, OSError):
+            pass
+
+
+def file_hashes(paths: Sequence[str]) -> Dict[str, Optional[str]]:
+    """SHA-256 of each file's bytes (None for a file that cannot be read)."""
+    out: Dict[str, Optional[str]] = {}
+    for p in paths:
+        try:
+            with open(p, "rb") as fh:
+                out[p] = hashlib.sha256(fh.read()).hexdigest()
+        except OSError:
+            out[p] = None
+    return out
 
 
 def finding_dict(f: Finding) -> Dict[str, Any]:

@@ -11,6 +11,7 @@ import ast
 import contextlib
 import gc
 import io
+import os
 import re
 import sys
 import threading
@@ -26,6 +27,7 @@ from .events import Construction, ModuleCall, SdpaCall, classify
 from .findings import Finding
 from .focus import focus
 from .flow import CallSite, FlowPass
+from .project import Project, annotate
 from .resolve import Resolver
 from .rules.base import all_rules
 from .values import value_of
@@ -116,11 +118,13 @@ class Context:
 
 
 def analyze_module(
-    module: cst.Module, codes: Optional[Iterable[str]] = None, path: str = ""
+    module: cst.Module, codes: Optional[Iterable[str]] = None, path: str = "", project=None
 ) -> List[Finding]:
+    """``project``: a ``project.Project`` to see calls of the project's own
+    attention wrappers in other files (None: this file alone)."""
     contexts: List[Context] = []
     try:
-        return _analyze_module(module, codes, path, contexts)
+        return _analyze_module(module, codes, path, contexts, project)
     finally:
         for ctx in contexts:
             _forget(ctx)
@@ -138,7 +142,11 @@ def _forget(ctx: Context) -> None:
 
 
 def _analyze_module(
-    module: cst.Module, codes: Optional[Iterable[str]], path: str, contexts: List["Context"]
+    module: cst.Module,
+    codes: Optional[Iterable[str]],
+    path: str,
+    contexts: List["Context"],
+    project=None,
 ) -> List[Finding]:
     flow = FlowPass()
     flow.run(module)
@@ -151,6 +159,8 @@ def _analyze_module(
         return []
     for site in flow.calls:
         ev = classify(site, resolver)
+        if ev is None and project is not None:
+            ev = project.classify(site, resolver)
         if ev is not None:
             ctx.events.append(ev)
     reports: List[tuple] = []
@@ -167,7 +177,7 @@ def _analyze_module(
             method = getattr(rule, handler, None)
             if method is not None:
                 for rep in method(ev):
-                    reports.append((rule.CODE, rep))
+                    reports.append((rule.CODE, annotate(rep, ev)))
     if not reports:
         return []
     starts = start_positions(module, [rep.node for _, rep in reports])
@@ -280,13 +290,16 @@ def analyze_source(
     codes: Optional[Iterable[str]] = None,
     use_prefilter: bool = True,
     tree: Optional[ast.AST] = None,
+    project: object = "auto",
 ) -> List[Finding]:
     """Findings for one file's text.  Raises ``SourceSyntaxError`` for a file
     that is not valid Python; every other failure becomes one MHA000.
 
     ``tree``: the file's ``ast`` when the caller has it (flake8 does); it
     proves that Python parsed the file, which spares a check (see
-    ``_nesting_guard``)."""
+    ``_nesting_guard``).  ``project``: a ``project.Project`` (calls of the
+    project's wrappers in other files), False for this file alone, or "auto":
+    a Project when ``path`` is a file on disk (summaries kept in memory)."""
     try:
         if use_prefilter and not prefilter(source):
             return []
@@ -295,7 +308,7 @@ def analyze_source(
                 _internal(path, f"file larger than {MAX_BYTES // (1024 * 1024)} MiB, not analyzed")
             ]
         with _gc_paused():
-            return _on_deep_stack(_parse_and_analyze, source, path, codes, tree)
+            return _on_deep_stack(_parse_and_analyze, source, path, codes, tree, project)
     except SourceSyntaxError:
         raise
     except RecursionError:
@@ -307,7 +320,7 @@ def analyze_source(
 
 
 def _parse_and_analyze(
-    source: str, path: str, codes: Optional[Iterable[str]], tree: Optional[ast.AST]
+    source: str, path: str, codes: Optional[Iterable[str]], tree: Optional[ast.AST], project=None
 ) -> List[Finding]:
     # a function of its own so that the tree is unreachable once it returns
     if tree is None:
@@ -320,7 +333,9 @@ def _parse_and_analyze(
     except cst.ParserSyntaxError as exc:
         _raise_if_invalid_python(source, exc)
         return [_internal(path, f"LibCST cannot parse this file ({_first_line(exc)})")]
-    return analyze_module(module, codes, path)
+    if project == "auto":
+        project = Project(path) if os.path.isfile(path) else None
+    return analyze_module(module, codes, path, project or None)
 
 
 # LibCST's native parser recurses on the C stack once per nesting level (a

@@ -60,11 +60,17 @@ class ModuleCall:
 
 
 class SdpaCall:
-    __slots__ = ("site", "args")
+    """A call of ``F.scaled_dot_product_attention``, or of a project wrapper
+    that forwards its parameters to one (``through``: the wrapper's name, file
+    and SDPA line, see ``project.py``; ``args`` then holds the caller's
+    arguments under SDPA's names)."""
 
-    def __init__(self, site: CallSite, args: Bound):
+    __slots__ = ("site", "args", "through")
+
+    def __init__(self, site: CallSite, args: Bound, through: Optional[dict] = None):
         self.site = site
         self.args = args
+        self.through = through
 
 
 def classify(site: CallSite, resolver: Resolver):

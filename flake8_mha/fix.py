@@ -57,6 +57,13 @@ class _FixTransformer(cst.CSTTransformer):
         return node
 
 
+def can_fix(finding: Finding, fixable) -> bool:
+    """Whether the finding's code has a fix that applies to it: not one reached
+    through a project wrapper (``evidence["through"]``): the call rewritten
+    would be the wrapper's, whose arguments are not SDPA's."""
+    return finding.code in fixable and "through" not in finding.evidence
+
+
 def fix_source(
     source: str, findings: Sequence[Finding], path: str = "<string>"
 ) -> Tuple[str, List[Finding]]:
@@ -65,7 +72,7 @@ def fix_source(
     A result that does not parse is thrown away whole (the source comes back
     unchanged)."""
     fixable = fixable_codes()  # loads the rule modules, which declare the fixes
-    wanted = [f for f in findings if f.code in fixable]
+    wanted = [f for f in findings if can_fix(f, fixable)]
     if not wanted:
         return source, []
     try:

@@ -223,6 +223,12 @@ def add_lint_arguments(parser: argparse.ArgumentParser, repeatable: bool = False
         default=None,
         help="neither read nor write the cache of per-file results",
     )
+    parser.add_argument(
+        "--no-project-wide",
+        action="store_true",
+        default=None,
+        help="do not follow calls into the project's other files (docs/reach.md)",
+    )
 
 
 def options_from_args(args: argparse.Namespace, cwd: Optional[str] = None) -> Options:
@@ -262,6 +268,8 @@ def options_from_args(args: argparse.Namespace, cwd: Optional[str] = None) -> Op
         opts.cache_dir = args.cache_dir
     if args.no_cache:
         opts.no_cache = True
+    if getattr(args, "no_project_wide", None):
+        opts.no_project_wide = True
     opts.paths = list(args.paths)
     for path in opts.paths:
         if not os.path.exists(path):
@@ -348,25 +356,45 @@ def _encoding(data: bytes) -> str:
 
 
 def lint_text(
-    text: str, path: str, codes: Sequence[str], disable_noqa: bool = False
+    text: str, path: str, codes: Sequence[str], disable_noqa: bool = False, project=None
 ) -> List[Finding]:
     """Findings for one text, with ``# noqa`` applied unless disabled.  Raises
-    ``engine.SourceSyntaxError``."""
+    ``engine.SourceSyntaxError``.  ``project``: see ``make_project``."""
     from .engine import analyze_source
     from .noqa import apply_noqa
 
-    findings = analyze_source(text, path, codes=list(codes))
+    findings = analyze_source(text, path, codes=list(codes), project=project or False)
     if disable_noqa or not findings:
         return findings
     return apply_noqa(findings, text.splitlines(keepends=True))
 
 
-def analyze_for_flake8(source: str, path: str, tree) -> List[Finding]:
+def analyze_for_flake8(source: str, path: str, tree, project_wide: bool = True) -> List[Finding]:
     """What the flake8 adapter reports: every static code, no ``# noqa`` (flake8
-    applies both itself).  Raises ``engine.SourceSyntaxError``."""
+    applies both itself).  Raises ``engine.SourceSyntaxError``.  Summaries of
+    imported files are kept in ``.flake8-mha-cache`` of the current
+    directory when that folder exists (``flake8-mha check`` makes it)."""
+    from .cache import DEFAULT_DIR
     from .engine import analyze_source
 
-    return analyze_source(source, path, codes=all_codes(), tree=tree)
+    cache_dir = DEFAULT_DIR if project_wide and os.path.isdir(DEFAULT_DIR) else None
+    project = make_project(path, cache_dir) if project_wide else None
+    return analyze_source(source, path, codes=all_codes(), tree=tree, project=project or False)
+
+
+def make_project(path: str, cache_dir: Optional[str]):
+    """The project around ``path`` for project-wide analysis (``project.py``),
+    with its summaries cached in ``cache_dir`` (None: kept in memory only).
+    None for a path that is not a file (text from stdin, a test's string)."""
+    if not os.path.isfile(path):
+        return None
+    from .project import Project
+
+    if cache_dir is None:
+        return Project(path)
+    from .cache import SideStore, source_hash
+
+    return Project(path, SideStore(cache_dir, "sum-"), source_hash())
 
 
 # -- one file ------------------------------------------------------------------------
@@ -378,20 +406,23 @@ def lint_python(
     disable_noqa: bool = False,
     mode: str = "check",
     cache_dir: Optional[str] = None,
+    project_wide: bool = True,
 ) -> FileOutcome:
     out = FileOutcome(path)
     data = read_bytes(path, out)
     if data is None:
         return out
-    return _through_cache(cache_dir, data, path, codes, disable_noqa, mode, _lint_python)
+    return _through_cache(
+        cache_dir, data, path, codes, disable_noqa, mode, _lint_python, project_wide
+    )
 
 
 def _lint_python(
-    path: str, data: bytes, codes: Sequence[str], disable_noqa: bool, mode: str
+    path: str, data: bytes, codes: Sequence[str], disable_noqa: bool, mode: str, project=None
 ) -> FileOutcome:
     from .atomic import fix_refusal
     from .engine import SourceSyntaxError, decode_source
-    from .fix import fix_source, fixable_codes
+    from .fix import can_fix, fix_source, fixable_codes
 
     out = FileOutcome(path)
     try:
@@ -401,16 +432,16 @@ def _lint_python(
         out.problems.append(Problem(path, f"cannot decode the file: {reason}"))
         return out
     try:
-        findings = lint_text(text, path, codes, disable_noqa)
+        findings = lint_text(text, path, codes, disable_noqa, project)
     except SourceSyntaxError as exc:
         out.problems.append(Problem(path, str(exc), exc.line, exc.col))
         return out
     fixable = fixable_codes()
-    if mode != "check" and any(f.code in fixable for f in findings):
+    if mode != "check" and any(can_fix(f, fixable) for f in findings):
         new_text, fixed = fix_source(text, findings, path)
         if fixed and new_text != text:
             try:
-                after = lint_text(new_text, path, codes, disable_noqa)
+                after = lint_text(new_text, path, codes, disable_noqa, project)
                 refusal = fix_refusal(findings, fixed, after)
             except SourceSyntaxError as exc:
                 after, refusal = findings, f"fix not applied: the fixed text does not parse ({exc})"
@@ -419,7 +450,7 @@ def _lint_python(
             else:
                 out.fixed = len(fixed)
                 out.new_data, out.old_data = new_text.encode(_encoding(data)), data
-                out.old_items = [Item(f, fixable=f.code in fixable) for f in findings]
+                out.old_items = [Item(f, fixable=can_fix(f, fixable)) for f in findings]
                 out.diff = "".join(
                     difflib.unified_diff(
                         text.splitlines(keepends=True),
@@ -429,7 +460,7 @@ def _lint_python(
                     )
                 )
                 findings = after
-    out.items = [Item(f, fixable=f.code in fixable) for f in findings]
+    out.items = [Item(f, fixable=can_fix(f, fixable)) for f in findings]
     return out
 
 
@@ -439,21 +470,24 @@ def lint_notebook(
     disable_noqa: bool = False,
     mode: str = "check",
     cache_dir: Optional[str] = None,
+    project_wide: bool = True,
 ) -> FileOutcome:
     out = FileOutcome(path)
     data = read_bytes(path, out)
     if data is None:
         return out
-    return _through_cache(cache_dir, data, path, codes, disable_noqa, mode, _lint_notebook)
+    return _through_cache(
+        cache_dir, data, path, codes, disable_noqa, mode, _lint_notebook, project_wide
+    )
 
 
 def _lint_notebook(
-    path: str, data: bytes, codes: Sequence[str], disable_noqa: bool, mode: str
+    path: str, data: bytes, codes: Sequence[str], disable_noqa: bool, mode: str, project=None
 ) -> FileOutcome:
     from . import notebook as nbk
     from .atomic import fix_refusal
     from .engine import SourceSyntaxError
-    from .fix import fix_source, fixable_codes
+    from .fix import can_fix, fix_source, fixable_codes
 
     out = FileOutcome(path)
     try:
@@ -473,7 +507,7 @@ def _lint_notebook(
 
     def lint(src: "nbk.Source"):
         try:
-            return lint_text(src.joined, path, codes, disable_noqa), None
+            return lint_text(src.joined, path, codes, disable_noqa, project), None
         except SourceSyntaxError as exc:
             cell, line, file_line = src.place(exc.line)
             if cell is None:
@@ -485,7 +519,7 @@ def _lint_notebook(
         out.problems.append(problem)
         return out
     fixable = fixable_codes()
-    if mode != "check" and any(f.code in fixable for f in findings):
+    if mode != "check" and any(can_fix(f, fixable) for f in findings):
         new_joined, fixed = fix_source(source.joined, findings, path)
         new_raw = source.rewritten(new_joined) if fixed else None
         if new_raw is not None:
@@ -517,13 +551,15 @@ def _lint_notebook(
 
 def _cell_items(findings: Sequence[Finding], source, fixable) -> List[Item]:
     """A notebook's findings moved to their cells, in cell order."""
+    from .fix import can_fix
+
     items = []
     for f in findings:
         cell, line, file_line = source.place(f.line)
         if cell is None:
             continue
         moved = type(f)(f.code, line, f.col, f.message, f.path, f.evidence)
-        items.append(Item(moved, cell.number, cell.index, file_line, f.code in fixable))
+        items.append(Item(moved, cell.number, cell.index, file_line, can_fix(f, fixable)))
     items.sort(key=lambda i: (i.cell or 0, i.finding.line, i.finding.col, i.code))
     return items
 
@@ -536,15 +572,28 @@ def _through_cache(
     disable_noqa: bool,
     mode: str,
     lint,
+    project_wide: bool = True,
 ) -> FileOutcome:
     """``lint(path, data, ...)``, or what it gave for the same key (``cache.py``).
-    Only mode check is cached: a fix needs the tree."""
+    Only mode check is cached: a fix needs the tree.  With project-wide
+    analysis the key adds the imported project files (their paths and
+    hashes, listed by the file's dependency manifest)."""
     if cache_dir is None or mode != "check":
-        return lint(path, data, codes, disable_noqa, mode)
+        project = make_project(path, None) if project_wide else None
+        return lint(path, data, codes, disable_noqa, mode, project)
     from . import cache as cache_mod
 
     cache = cache_mod.Cache(cache_dir)
-    key = cache_mod.entry_key(data, path, codes, disable_noqa, mode)
+    manifests = cache_mod.SideStore(cache_dir, "deps-")
+    # the project is made only to analyse: a warm run imports no analyzer
+    project_wide = project_wide and os.path.isfile(path)
+    base = cache_mod.entry_key(data, path, codes, disable_noqa, mode, None, project_wide)
+    key = base  # a file that imports no project file has no manifest
+    if project_wide:
+        listed = manifests.get(base)
+        if isinstance(listed, list) and all(isinstance(p, str) for p in listed):
+            deps = cache_mod.file_hashes(listed)
+            key = cache_mod.entry_key(data, path, codes, disable_noqa, mode, deps, True)
     entry = cache.load(key)
     if entry is not None:
         try:
@@ -563,7 +612,12 @@ def _through_cache(
             )
         except (TypeError, KeyError, ValueError):
             pass  # recompute
-    out = lint(path, data, codes, disable_noqa, mode)
+    project = make_project(path, cache_dir) if project_wide else None
+    out = lint(path, data, codes, disable_noqa, mode, project)
+    key = base
+    if project is not None and project.deps:
+        manifests.put(base, sorted(project.deps))
+        key = cache_mod.entry_key(data, path, codes, disable_noqa, mode, project.deps, True)
     cache.store(
         key,
         [
@@ -592,13 +646,13 @@ def _through_cache(
     return out
 
 
-def lint_file(task: Tuple[str, Tuple[str, ...], bool, str, Optional[str]]) -> FileOutcome:
+def lint_file(task: Tuple[str, Tuple[str, ...], bool, str, Optional[str], bool]) -> FileOutcome:
     """One file, dispatched on its suffix; never raises (a worker process runs it)."""
-    path, codes, disable_noqa, mode, cache_dir = task
+    path, codes, disable_noqa, mode, cache_dir, project_wide = task
     try:
         if path.endswith(".ipynb"):
-            return lint_notebook(path, codes, disable_noqa, mode, cache_dir)
-        return lint_python(path, codes, disable_noqa, mode, cache_dir)
+            return lint_notebook(path, codes, disable_noqa, mode, cache_dir, project_wide)
+        return lint_python(path, codes, disable_noqa, mode, cache_dir, project_wide)
     except Exception as exc:  # never lose the whole run to one file
         return FileOutcome(
             path,
@@ -615,8 +669,10 @@ def run_files(
     mode: str,
     jobs: int,
     cache_dir: Optional[str] = None,
+    project_wide: bool = True,
 ) -> List[FileOutcome]:
-    """``cache_dir``: read and write per-file results there (mode check only)."""
+    """``cache_dir``: read and write per-file results there (mode check only);
+    ``project_wide``: follow calls into the project's other files."""
     if mode != "check":
         cache_dir = None
     if cache_dir is not None:
@@ -625,7 +681,7 @@ def run_files(
         cache_mod.source_hash()  # once, before the workers fork
         if not cache_mod.usable(cache_dir):
             cache_dir = None
-    tasks = [(path, tuple(codes), disable_noqa, mode, cache_dir) for path in files]
+    tasks = [(path, tuple(codes), disable_noqa, mode, cache_dir, project_wide) for path in files]
     if jobs <= 1 or len(tasks) <= 1:
         return [lint_file(t) for t in tasks]
     import multiprocessing
@@ -695,7 +751,9 @@ def lint_paths(opts: Options, mode: str = "check") -> Run:
     else:
         codes = opts.codes()
     files = discover(opts.paths, opts.exclude)
-    outcomes = run_files(files, codes, opts.disable_noqa, mode, opts.jobs, cache_dir)
+    outcomes = run_files(
+        files, codes, opts.disable_noqa, mode, opts.jobs, cache_dir, not opts.no_project_wide
+    )
     _prune_cache(cache_dir, outcomes)
     return Run(codes, outcomes)
 

@@ -22,6 +22,7 @@ __all__ = ["MHAChecker", "MHAOptIn", "OFF_BY_DEFAULT"]
 class MHAChecker:
     name = "flake8-mha"
     version = __version__
+    project_wide = True  # --mha-no-project-wide turns it off (docs/reach.md)
 
     def __init__(self, tree, lines, filename: str = "<unknown>") -> None:
         self.tree = tree
@@ -31,6 +32,16 @@ class MHAChecker:
     @classmethod
     def add_options(cls, option_manager) -> None:
         option_manager.extend_default_ignore(list(OFF_BY_DEFAULT))
+        option_manager.add_option(
+            "--mha-no-project-wide",
+            action="store_true",
+            parse_from_config=True,
+            help="flake8-mha: do not follow calls into the project's other files",
+        )
+
+    @classmethod
+    def parse_options(cls, options) -> None:
+        cls.project_wide = not getattr(options, "mha_no_project_wide", False)
 
     def run(self) -> Iterator[Tuple[int, int, str, type]]:
         try:
@@ -42,7 +53,7 @@ class MHAChecker:
 
             try:
                 # every code runs; flake8's own select/ignore and noqa decide what is shown
-                findings = analyze_for_flake8(source, self.filename, self.tree)
+                findings = analyze_for_flake8(source, self.filename, self.tree, self.project_wide)
             except SourceSyntaxError:
                 return  # flake8 reports E999
         except Exception as exc:  # pragma: no cover - last line of defence

@@ -62,6 +62,8 @@ LAYER_OF = {
     f"{PKG}.relational": ANALYSIS,
     f"{PKG}.splats": ANALYSIS,
     f"{PKG}.einx_api": ANALYSIS,
+    f"{PKG}.project": ANALYSIS,
+    f"{PKG}.summaries": ANALYSIS,
     f"{PKG}.heads": ANALYSIS,
     f"{PKG}.gqa": ANALYSIS,
     f"{PKG}.rules": RULES,

@@ -1,0 +1,391 @@
+"""Reach across files: summaries of the project's own attention wrappers.
+
+A file calls ``attend(q, k, v, mask, is_causal=True)`` imported from its own
+project, and ``attend`` hands its parameters to
+``F.scaled_dot_product_attention``.  This module finds the file ``attend``
+lives in (never importing or running it), reads it with Python's ``ast``, and
+summarises (``summaries.py``), per function, method, and nested function returned by a factory,
+which parameters reach which SDPA argument and through what transformation.
+The engine then sees the call of ``attend`` as an SDPA call whose arguments
+are the caller's (``SdpaCall.through`` names the wrapper), so the SDPA rules
+fire at the call site, naming the wrapper's SDPA call.
+
+The project root: the linted file's directory, or, when that directory is a
+package (holds ``__init__.py``), the directory above its topmost package (the
+``__init__.py`` chain upwards).  Absolute imports resolve below that root,
+relative ones against the file's own package.  Only files below the root are
+read; nothing outside it is followed (site-packages, torch itself).
+
+What a summary holds is small and JSON-able (``summarise``), so it is cached
+on disk by the front end, keyed by the file's bytes and the analyzer version
+(``store`` below: any object with ``get(key)``/``put(key, value)``).
+See docs/reach.md for what is followed and what is not.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+from typing import Dict, List, Optional, Tuple
+
+import libcst as cst
+
+from .events import SdpaCall
+from .flow import CallSite, DefKind, lookup
+from .resolve import Bound
+from .summaries import MAX_FILE_BYTES, REEXPORTS, SUMMARY_VERSION, summarise, valid_table
+from .torch_api import SDPA_NAME
+
+MAX_REEXPORT_HOPS = 3
+
+# --------------------------------------------------------------------------- the root
+
+
+def project_root(path: str) -> str:
+    """The directory above the topmost package holding ``path`` (or its own
+    directory when that is not a package)."""
+    here = os.path.dirname(os.path.abspath(path))
+    while os.path.isfile(os.path.join(here, "__init__.py")):
+        parent = os.path.dirname(here)
+        if parent == here:
+            break
+        here = parent
+    return here
+
+
+def module_parts(path: str, root: str) -> List[str]:
+    rel = os.path.relpath(os.path.abspath(path), root)
+    parts = rel.replace(os.sep, "/").split("/")
+    parts[-1] = os.path.splitext(parts[-1])[0]
+    if parts[-1] == "__init__":
+        parts.pop()
+    return parts
+
+
+def module_file(root: str, parts: List[str]) -> Optional[str]:
+    if not parts or any(not p.isidentifier() for p in parts):
+        return None
+    base = os.path.join(root, *parts)
+    for candidate in (base + ".py", os.path.join(base, "__init__.py")):
+        if os.path.isfile(candidate):
+            return candidate
+    return None
+
+
+# --------------------------------------------------------------------------- the project
+
+# summaries already read in this process (a flake8 run asks for the same
+# imported files once per linted file), by summary key
+_MEMO: Dict[str, Dict[str, dict]] = {}
+MAX_MEMO = 2048
+
+
+class Project:
+    """The project around one linted file: its root, and the summaries of the
+    project files it imports (read once, through ``store`` when given).
+    ``deps`` lists every project file a summary was asked of, with the
+    SHA-256 of its bytes, for the results cache's key."""
+
+    def __init__(self, path: str, store=None, version: str = ""):
+        self.path = os.path.abspath(path)
+        self.root = project_root(path)
+        self.package = module_parts(path, self.root)[:-1]
+        if os.path.basename(path) == "__init__.py":
+            self.package = module_parts(path, self.root)
+        self.store = store
+        self.version = version
+        self._files: Dict[str, Optional[Dict[str, dict]]] = {}
+        self.deps: Dict[str, str] = {}
+        self._located: Dict[tuple, Optional[Tuple[str, str]]] = {}
+
+    # -- names to files ---------------------------------------------------------
+    def locate(
+        self, level: int, dotted: str, package: Optional[Tuple[str, ...]] = None
+    ) -> Optional[Tuple[str, str]]:
+        """(file, object path) for a name the linted file imported: level 1,
+        ``attn.attend`` for ``from .attn import attend``; level 0,
+        ``models.attn.attend`` for an absolute import.  ``package``: the
+        package a relative import is read in (default: the linted file's)."""
+        package = tuple(self.package) if package is None else package
+        key = (level, dotted, package)
+        if key not in self._located:
+            self._located[key] = self._locate(level, dotted, list(package))
+        return self._located[key]
+
+    def _locate(self, level: int, dotted: str, package: List[str]) -> Optional[Tuple[str, str]]:
+        rest = dotted.split(".") if dotted else []
+        if level:
+            if level - 1 > len(package):
+                return None
+            base = package[: len(package) - (level - 1)]
+        else:
+            base = []
+        for cut in range(len(rest), -1, -1):  # cut 0: the package's own __init__
+            parts = base + rest[:cut]
+            found = module_file(self.root, parts)
+            if found is not None and os.path.abspath(found) != self.path:
+                obj = ".".join(rest[cut:])
+                return (found, obj) if obj else None
+        return None
+
+    def summaries(self, filename: str) -> Dict[str, dict]:
+        if filename in self._files:
+            return self._files[filename] or {}
+        got: Optional[Dict[str, dict]] = None
+        try:
+            with open(filename, "rb") as fh:
+                data = fh.read(MAX_FILE_BYTES + 1)
+        except OSError:
+            data = None
+        if data is not None and len(data) <= MAX_FILE_BYTES:
+            digest = hashlib.sha256(data).hexdigest()
+            self.deps[filename] = digest
+            key = hashlib.sha256(
+                f"{SUMMARY_VERSION}\0{self.version}\0{digest}".encode()
+            ).hexdigest()
+            got = _MEMO.get(key)
+            if got is None and self.store is not None:
+                got = self.store.get(key)
+                if not valid_table(got):
+                    got = None
+            if got is None:
+                try:
+                    text = _decode(data)
+                except (SyntaxError, UnicodeDecodeError, LookupError):
+                    text = None
+                init = os.path.basename(filename) == "__init__.py"
+                got = summarise(text, init) if text is not None else {}
+                if self.store is not None:
+                    self.store.put(key, got)
+            if len(_MEMO) >= MAX_MEMO:
+                _MEMO.clear()
+            _MEMO[key] = got
+        self._files[filename] = got
+        return got or {}
+
+    def relative(self, filename: str) -> str:
+        return os.path.relpath(filename, self.root).replace(os.sep, "/")
+
+    # -- the call site ------------------------------------------------------------
+    def classify(self, site: CallSite, resolver) -> Optional[SdpaCall]:
+        """The SDPA call a call of a project wrapper amounts to, or None."""
+        try:
+            return self._classify(site, resolver)
+        except (OSError, ValueError, RecursionError):
+            # another file that cannot be read or resolved (a path too long, a
+            # name with a NUL): that call is not followed; the file's own
+            # analysis goes on
+            return None
+
+    def _classify(self, site: CallSite, resolver) -> Optional[SdpaCall]:
+        found = self._callee(site.node.func, site, resolver)
+        if found is None:
+            return None
+        filename, summary = found
+        args = _bind(summary, site.node)
+        if args is None:
+            return None
+        mapped: Dict[str, cst.BaseExpression] = {}
+        for sink_arg, how in summary["reach"].items():
+            param = how["param"]
+            expr = args.get(param)
+            if expr is None:
+                if param not in summary["defaults"] or summary["defaults"][param] is None:
+                    continue
+                try:
+                    expr = cst.parse_expression(summary["defaults"][param])
+                except cst.ParserSyntaxError:
+                    continue
+            built = _apply(expr, how["ops"])
+            if built is not None:
+                mapped[sink_arg] = built
+        if not mapped:
+            return None
+        bound = Bound.__new__(Bound)
+        bound.args = mapped
+        bound.star = bound.double_star = False
+        bound.positional_count = 0
+        through = {
+            "function": summary["name"],
+            "file": self.relative(filename),
+            "line": summary["line"],
+            "params": {k: v["param"] for k, v in summary["reach"].items() if k in mapped},
+        }
+        return SdpaCall(site, bound, through)
+
+    def _callee(self, func, site: CallSite, resolver) -> Optional[Tuple[str, dict]]:
+        env, scope = site.env, site.scope
+        target = _imported(func, env, scope)
+        if target is not None:
+            return self._function(target, call=True)
+        if isinstance(func, cst.Attribute) and isinstance(func.value, cst.Name):
+            cls = resolver.self_class(func, env, scope)
+            if cls is None:
+                return None
+            defs = resolver.attr_defs(cls, func.attr.value)
+        elif isinstance(func, cst.Name):
+            defs = lookup(func.value, env, scope)
+        else:
+            return None
+        if not defs:
+            return None
+        found = None
+        for d in defs:
+            if d.kind != DefKind.ASSIGN or not isinstance(d.node, cst.Call):
+                return None
+            made = _imported(d.node.func, d.env, d.scope)
+            got = self._function(made, call=False) if made is not None else None
+            if got is None or (found is not None and got[1] is not found[1]):
+                return None
+            found = got
+        return found
+
+    def _function(self, target: Tuple[int, str], call: bool) -> Optional[Tuple[str, dict]]:
+        """``call``: the target is called (a function); otherwise it is
+        constructed or made (a class: its forward; a factory: what it returns)."""
+        loc = self.locate(*target)
+        for _ in range(MAX_REEXPORT_HOPS):
+            if loc is None:
+                return None
+            filename, obj = loc
+            table = self.summaries(filename)
+            head, _, rest = obj.partition(".")
+            again = table.get(REEXPORTS, {}).get(head)
+            if again is None or head in table:
+                break
+            # re-exported by a package's __init__: one hop to where it is defined
+            package = tuple(module_parts(filename, self.root))
+            loc = self.locate(again[0], again[1] + ("." + rest if rest else ""), package)
+        else:
+            return None
+        if call:
+            got = table.get(obj)
+            if got is not None and "." in obj:
+                return None  # Class.method called unbound: self would shift
+        else:
+            got = table.get(obj + ".forward") or table.get(obj + "()")
+        return (filename, got) if got is not None else None
+
+
+def _imported(node, env, scope, depth: int = 0) -> Optional[Tuple[int, str]]:
+    """(relative level, dotted name) of what an imported name (or an attribute
+    of an imported module) is, read from the import statement itself."""
+    if depth > 8:
+        return None
+    if isinstance(node, cst.Attribute):
+        base = _imported(node.value, env, scope, depth + 1)
+        if base is None:
+            return None
+        return base[0], (base[1] + "." if base[1] else "") + node.attr.value
+    if not isinstance(node, cst.Name):
+        return None
+    defs = lookup(node.value, env, scope)
+    if len(defs) != 1 or defs[0].kind != DefKind.IMPORT:
+        return None
+    stmt = defs[0].node
+    if isinstance(stmt, cst.ImportFrom) and not isinstance(stmt.names, cst.ImportStar):
+        module = _cst_dotted(stmt.module) if stmt.module is not None else ""
+        for alias in stmt.names:
+            bound = alias.asname.name if alias.asname is not None else alias.name
+            if isinstance(bound, cst.Name) and bound.value == node.value:
+                name = _cst_dotted(alias.name)
+                return len(stmt.relative), (module + "." if module else "") + name
+        return None
+    if isinstance(stmt, cst.Import):
+        for alias in stmt.names:
+            full = _cst_dotted(alias.name)
+            if alias.asname is not None:
+                bound = alias.asname.name
+                if isinstance(bound, cst.Name) and bound.value == node.value:
+                    return 0, full
+            elif full.split(".")[0] == node.value:
+                return 0, node.value
+    return None
+
+
+def _cst_dotted(node) -> str:
+    if isinstance(node, cst.Name):
+        return node.value
+    if isinstance(node, cst.Attribute):
+        return _cst_dotted(node.value) + "." + node.attr.value
+    return "?"
+
+
+def _decode(data: bytes) -> str:
+    import io
+    import tokenize
+
+    encoding, _ = tokenize.detect_encoding(io.BytesIO(data).readline)
+    text = data.decode(encoding)
+    return text[1:] if text.startswith("\ufeff") else text
+
+
+def _bind(summary: dict, call: cst.Call) -> Optional[Dict[str, cst.BaseExpression]]:
+    """The caller's argument for each parameter it passes; None behind a splat
+    or when the call does not fit the signature."""
+    positional, kwonly = summary["positional"], summary["kwonly"]
+    out: Dict[str, cst.BaseExpression] = {}
+    i = 0
+    for a in call.args:
+        if a.star:
+            return None
+        if a.keyword is None:
+            if i >= len(positional):
+                if summary.get("varargs"):
+                    continue  # into the wrapper's *args
+                return None
+            out[positional[i]] = a.value
+            i += 1
+        else:
+            name = a.keyword.value
+            if name in out:
+                return None
+            if name not in positional and name not in kwonly:
+                if summary.get("varkw"):
+                    continue  # into the wrapper's **kwargs
+                return None
+            out[name] = a.value
+    return out
+
+
+def _apply(expr: cst.BaseExpression, ops: list) -> Optional[cst.BaseExpression]:
+    """The caller's argument with the wrapper's transformations applied."""
+    for step in ops:
+        kind = step[0]
+        if kind == "invert":
+            expr = cst.UnaryOperation(cst.BitInvert(), _paren(expr))
+        elif kind == "index":
+            try:
+                template = cst.parse_expression(f"_[{step[1]}]")
+            except cst.ParserSyntaxError:
+                return None
+            expr = template.with_changes(value=_paren(expr))
+        elif kind in ("bool", "unsqueeze"):
+            args = [cst.Arg(cst.Integer(str(step[1])))] if kind == "unsqueeze" else []
+            if kind == "unsqueeze" and step[1] < 0:
+                args = [cst.Arg(cst.parse_expression(str(step[1])))]
+            expr = cst.Call(cst.Attribute(_paren(expr), cst.Name(kind)), args)
+        else:
+            return None
+    return expr
+
+
+def _paren(expr: cst.BaseExpression) -> cst.BaseExpression:
+    if isinstance(expr, (cst.Name, cst.Attribute, cst.Call, cst.Subscript)) or expr.lpar:
+        return expr
+    return expr.with_changes(lpar=[cst.LeftParen()], rpar=[cst.RightParen()])
+
+
+def annotate(report, ev):
+    """A rule's report on an SDPA call reached through a wrapper names the
+    wrapper's SDPA call (message and evidence ``through``); others unchanged."""
+    through = getattr(ev, "through", None)
+    if through is None:
+        return report
+    name = through["function"]
+    shown = f"the function {name} returns" if name.endswith("()") else name + "()"
+    report.message += (
+        f"; the call reaches {SDPA_NAME} at {through['file']}:{through['line']} through {shown}"
+    )
+    report.evidence["through"] = dict(through)
+    return report

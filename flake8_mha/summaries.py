@@ -1,0 +1,391 @@
+"""Summaries of a project file's attention wrappers, read with Python's ``ast``
+(the file is never imported): per function, method and factory-made nested
+function, which parameters reach which SDPA argument and through what
+transformation.  ``project.py`` finds the files and uses the summaries at the
+call sites; docs/reach.md says what a summary holds and what is not followed.
+"""
+
+from __future__ import annotations
+
+import ast
+from typing import Dict, List, Optional, Tuple
+
+from .torch_api import SDPA_NAME, SDPA_QUALNAME, SDPA_SIGNATURE, canonical
+
+SUMMARY_VERSION = 3
+REEXPORTS = "@reexports"  # the key of an __init__'s re-exports in its summary table
+MAX_FILE_BYTES = 2 * 1024 * 1024
+# the SDPA arguments a wrapper's parameter may reach (the ones the rules read)
+SINK_ARGS = ("attn_mask", "dropout_p", "is_causal")
+_SDPA_POSITIONS = SDPA_SIGNATURE.names
+
+
+# --------------------------------------------------------------------------- summaries
+
+
+def summarise(source: str, package_init: bool = False) -> Dict[str, dict]:
+    """``{"attend": {...}, "Attn.forward": {...}, "make_attention()": {...}}``:
+    per function (``name``), method (``Class.method``) and factory's returned
+    nested function (``name()``), what reaches SDPA.  Functions that reach no
+    SDPA argument are left out.  A package's ``__init__.py`` (``package_init``)
+    also lists what it re-exports from the project (``from .attention import
+    Attention``) under ``REEXPORTS``: ``{name: [level, dotted]}``."""
+    try:
+        tree = ast.parse(source)
+    except (SyntaxError, ValueError, RecursionError, MemoryError):
+        return {}
+    out: Dict[str, dict] = {}
+    if package_init:
+        found = _reexports(tree)
+        if found:
+            out[REEXPORTS] = found
+    sdpa_names = _sdpa_names(tree)
+    if not sdpa_names[0] and not sdpa_names[1]:
+        return out
+    for node in tree.body:
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            _add(out, node.name, node, False, sdpa_names)
+            inner = _returned_function(node)
+            if inner is not None:
+                _add(out, node.name + "()", inner, False, sdpa_names)
+        elif isinstance(node, ast.ClassDef):
+            for item in node.body:
+                if isinstance(item, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                    _add(out, f"{node.name}.{item.name}", item, True, sdpa_names)
+    return out
+
+
+def _reexports(tree: ast.Module) -> Dict[str, list]:
+    """Names a package's ``__init__`` binds by relative import, at its top
+    level (also inside a top-level ``if``/``try``)."""
+    out: Dict[str, list] = {}
+    stack = list(tree.body)
+    while stack:
+        node = stack.pop()
+        if isinstance(node, (ast.If, ast.Try)):
+            stack.extend(node.body)
+            stack.extend(getattr(node, "orelse", []))
+            continue
+        if isinstance(node, ast.ImportFrom) and node.level:
+            for a in node.names:
+                if a.name != "*":
+                    dotted = f"{node.module}.{a.name}" if node.module else a.name
+                    out[a.asname or a.name] = [node.level, dotted]
+    return out
+
+
+def _add(out, name, func, method, sdpa_names) -> None:
+    got = _function_summary(func, method, sdpa_names)
+    if got is not None:
+        got["name"] = name
+        out[name] = got
+
+
+def _sdpa_names(tree: ast.Module) -> Tuple[set, set]:
+    """(names bound to SDPA itself, names bound to torch.nn.functional or torch)."""
+    direct, modules = set(), set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.ImportFrom) and node.module and not node.level:
+            for a in node.names:
+                full = f"{node.module}.{a.name}"
+                if canonical(full) == SDPA_QUALNAME:
+                    direct.add(a.asname or a.name)
+                elif full in ("torch.nn.functional", "torch.nn", "torch._C._nn"):
+                    modules.add((a.asname or a.name, full))
+        elif isinstance(node, ast.Import):
+            for a in node.names:
+                if a.name.split(".")[0] == "torch":
+                    if a.asname:
+                        modules.add((a.asname, a.name))
+                    else:
+                        modules.add(("torch", "torch"))
+    return direct, modules
+
+
+def _dotted(node: ast.AST) -> Optional[str]:
+    if isinstance(node, ast.Name):
+        return node.id
+    if isinstance(node, ast.Attribute):
+        base = _dotted(node.value)
+        return None if base is None else base + "." + node.attr
+    return None
+
+
+def _is_sdpa(call: ast.Call, sdpa_names) -> bool:
+    direct, modules = sdpa_names
+    func = call.func
+    if isinstance(func, ast.Name):
+        return func.id in direct
+    text = _dotted(func)
+    if text is None or not text.endswith("." + SDPA_NAME):
+        return False
+    head, _, rest = text.partition(".")
+    for local, full in modules:
+        if head == local:
+            return canonical(f"{full}.{rest}") == SDPA_QUALNAME
+    return False
+
+
+def _returned_function(func) -> Optional[ast.FunctionDef]:
+    """The nested function a factory returns (``def call(...): ...; return call``)."""
+    nested = {
+        n.name: n for n in func.body if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef))
+    }
+    found = None
+    for n in ast.walk(func):
+        if isinstance(n, ast.Return) and n.value is not None:
+            if isinstance(n.value, ast.Name) and n.value.id in nested:
+                if found is not None and found is not nested[n.value.id]:
+                    return None
+                found = nested[n.value.id]
+    return found
+
+
+def _own_nodes(func):
+    """The nodes of ``func``'s body, not those of nested functions or classes."""
+    stack = list(func.body)
+    while stack:
+        n = stack.pop()
+        yield n
+        if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda, ast.ClassDef)):
+            continue
+        stack.extend(ast.iter_child_nodes(n))
+
+
+def _function_summary(func, method: bool, sdpa_names) -> Optional[dict]:
+    args = func.args
+    # *args/**kwargs parameters take what the named ones do not: only named
+    # parameters are followed (an SDPA call given **kwargs is not described)
+    positional = [a.arg for a in args.posonlyargs + args.args]
+    if method:
+        deco = {_dotted(d) for d in func.decorator_list}
+        if "staticmethod" in deco or not positional:
+            return None
+        positional = positional[1:]
+    kwonly = [a.arg for a in args.kwonlyargs]
+    params = set(positional) | set(kwonly)
+    defaults = _defaults(args, method)
+    calls = [n for n in _own_nodes(func) if isinstance(n, ast.Call) and _is_sdpa(n, sdpa_names)]
+    if not calls:
+        return None
+    stores: Dict[str, List[ast.AST]] = {}
+    tests: List[ast.AST] = []
+    training = False
+    for n in _own_nodes(func):
+        if isinstance(n, (ast.Assign, ast.AnnAssign, ast.AugAssign, ast.For, ast.With)):
+            for t in ast.walk(n):
+                if isinstance(t, ast.Name) and isinstance(t.ctx, ast.Store):
+                    stores.setdefault(t.id, []).append(n)
+        elif isinstance(n, ast.NamedExpr):
+            stores.setdefault(n.target.id, []).append(n)
+        if isinstance(n, (ast.If, ast.While, ast.IfExp, ast.Assert)):
+            tests.append(n.test)
+        if isinstance(n, ast.Attribute) and n.attr == "training":
+            training = True
+    reached: Optional[Dict[str, dict]] = None
+    line = None
+    for call in calls:
+        here = {}
+        for name, expr in _sdpa_arguments(call).items():
+            if name in SINK_ARGS:
+                got = _reach(expr, params, stores, 0)
+                if got is not None:
+                    here[name] = got
+        if reached is None:
+            reached, line = here, call.lineno
+        else:  # several SDPA calls: keep what every one of them agrees on
+            reached = {k: v for k, v in reached.items() if here.get(k) == v}
+    if not reached:
+        return None
+    mask = reached.get("attn_mask", {}).get("param")
+    flag = reached.get("is_causal", {}).get("param")
+    if flag is not None and (
+        flag in stores or (mask is not None and (mask in stores or _related(tests, mask, flag)))
+    ):
+        reached.pop("is_causal")  # a guard or fold-and-clear relates the pair: the wrapper's
+    if training:
+        reached.pop("dropout_p", None)  # dropout gated on self.training inside
+    if not reached:
+        return None
+    return {
+        "line": line,
+        "positional": positional,
+        "kwonly": kwonly,
+        "defaults": {k: v for k, v in defaults.items() if k in params},
+        "reach": reached,
+        "varargs": args.vararg is not None,
+        "varkw": args.kwarg is not None,
+    }
+
+
+def _defaults(args: ast.arguments, method: bool) -> Dict[str, Optional[str]]:
+    """Parameter -> the default's source when it is a plain constant (None when
+    it has another default); parameters without a default are absent."""
+    out: Dict[str, Optional[str]] = {}
+    pos = args.posonlyargs + args.args
+    for a, d in zip(pos[len(pos) - len(args.defaults) :], args.defaults):
+        out[a.arg] = _const(d)
+    for a, d in zip(args.kwonlyargs, args.kw_defaults):
+        if d is not None:
+            out[a.arg] = _const(d)
+    return out
+
+
+def _const(node: ast.AST) -> Optional[str]:
+    if isinstance(node, ast.Constant) and isinstance(node.value, (bool, int, float, type(None))):
+        return repr(node.value)
+    return None
+
+
+def _sdpa_arguments(call: ast.Call) -> Dict[str, ast.AST]:
+    out = {}
+    for i, a in enumerate(call.args):
+        if isinstance(a, ast.Starred):
+            return {}
+        if i < len(_SDPA_POSITIONS):
+            out[_SDPA_POSITIONS[i]] = a
+    for k in call.keywords:
+        if k.arg is None:
+            return {}
+        out[k.arg] = k.value
+    return out
+
+
+def _reach(expr: ast.AST, params: set, stores, depth: int) -> Optional[dict]:
+    """``{"param": name, "ops": [...]}`` when ``expr`` is a parameter, unchanged
+    or through transformations the rules know; None otherwise."""
+    if depth > 8:
+        return None
+    if isinstance(expr, ast.Name):
+        defs = stores.get(expr.id)
+        if expr.id in params and not defs:
+            return {"param": expr.id, "ops": []}
+        if expr.id not in params and defs and len(defs) == 1:
+            d = defs[0]
+            if (
+                isinstance(d, ast.Assign)
+                and len(d.targets) == 1
+                and isinstance(d.targets[0], ast.Name)
+            ):
+                return _reach(d.value, params, stores, depth + 1)
+        return None
+    op = _op(expr)
+    if op is None:
+        return None
+    inner, step = op
+    got = _reach(inner, params, stores, depth + 1)
+    if got is None:
+        return None
+    got["ops"] = got["ops"] + [step] if step else got["ops"]
+    return got
+
+
+def _op(expr: ast.AST) -> Optional[Tuple[ast.AST, Optional[list]]]:
+    """(operand, step) for a transformation a summary can describe."""
+    if isinstance(expr, ast.UnaryOp) and isinstance(expr.op, ast.Invert):
+        return expr.operand, ["invert"]
+    if isinstance(expr, ast.Subscript):
+        sl = expr.slice
+        items = sl.elts if isinstance(sl, ast.Tuple) else [sl]
+        if all(_broadcast_item(i) for i in items) and any(_is_none(i) for i in items):
+            text = ", ".join(ast.unparse(i) for i in items)
+            return expr.value, ["index", text]
+        return None
+    if not isinstance(expr, ast.Call) or expr.keywords:
+        return None
+    func = expr.func
+    if isinstance(func, ast.Attribute) and _dotted(func) in (
+        "torch.logical_not",
+        "torch.bitwise_not",
+    ):
+        if len(expr.args) == 1:
+            return expr.args[0], ["invert"]
+        return None
+    if not isinstance(func, ast.Attribute):
+        return None
+    name, args = func.attr, expr.args
+    if name in ("logical_not", "bitwise_not") and not args:
+        return func.value, ["invert"]
+    if name == "bool" and not args:
+        return func.value, ["bool"]
+    if name == "unsqueeze" and len(args) == 1 and _small_int(args[0]) is not None:
+        return func.value, ["unsqueeze", _small_int(args[0])]
+    if name == "to" and len(args) == 1 and isinstance(args[0], ast.Attribute):
+        if args[0].attr == "device":
+            return func.value, None  # moved, unchanged
+        if _dotted(args[0]) == "torch.bool":
+            return func.value, ["bool"]
+    return None
+
+
+def _small_int(node: ast.AST) -> Optional[int]:
+    if isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.USub):
+        v = _small_int(node.operand)
+        return None if v is None else -v
+    if isinstance(node, ast.Constant) and type(node.value) is int and abs(node.value) < 8:
+        return node.value
+    return None
+
+
+def _is_none(node: ast.AST) -> bool:
+    return isinstance(node, ast.Constant) and node.value is None
+
+
+def _broadcast_item(node: ast.AST) -> bool:
+    if _is_none(node) or (isinstance(node, ast.Constant) and node.value is Ellipsis):
+        return True
+    return isinstance(node, ast.Slice) and node.lower is node.upper is node.step is None
+
+
+def _related(tests: List[ast.AST], mask: str, flag: str) -> bool:
+    """A test of the function reads both parameters (an ``assert``, an ``if``)."""
+    for t in tests:
+        names = {n.id for n in ast.walk(t) if isinstance(n, ast.Name)}
+        if mask in names and flag in names:
+            return True
+    return False
+
+
+def valid_table(table) -> bool:
+    """A summary table as ``summarise`` makes it (one read from disk may not be)."""
+    if not isinstance(table, dict):
+        return False
+    for name, s in table.items():
+        if name == REEXPORTS:
+            if not isinstance(s, dict) or not all(
+                isinstance(v, list) and len(v) == 2 and type(v[0]) is int and isinstance(v[1], str)
+                for v in s.values()
+            ):
+                return False
+            continue
+        if not isinstance(s, dict) or not isinstance(name, str):
+            return False
+        if not (
+            isinstance(s.get("line"), int)
+            and isinstance(s.get("name"), str)
+            and isinstance(s.get("positional"), list)
+            and isinstance(s.get("kwonly"), list)
+            and all(isinstance(p, str) for p in s["positional"] + s["kwonly"])
+            and isinstance(s.get("defaults"), dict)
+            and all(v is None or isinstance(v, str) for v in s["defaults"].values())
+            and isinstance(s.get("reach"), dict)
+            and type(s.get("varargs", False)) is bool
+            and type(s.get("varkw", False)) is bool
+        ):
+            return False
+        for arg, how in s["reach"].items():
+            if arg not in SINK_ARGS or not isinstance(how, dict):
+                return False
+            if not isinstance(how.get("param"), str) or not isinstance(how.get("ops"), list):
+                return False
+            for step in how["ops"]:
+                if not isinstance(step, list) or not step or step[0] not in _OPS:
+                    return False
+                if step[0] == "index" and not (len(step) == 2 and isinstance(step[1], str)):
+                    return False
+                if step[0] == "unsqueeze" and not (len(step) == 2 and type(step[1]) is int):
+                    return False
+    return True
+
+
+_OPS = ("invert", "index", "bool", "unsqueeze")

@@ -1,0 +1,403 @@
+"""Reach across files (issue 14): summaries of the project's own attention
+wrappers, calls of them checked at the call site, through the engine, the
+pipeline (check, with its cache) and a real flake8 run on one file."""
+from __future__ import annotations
+
+import json
+import os
+import pathlib
+import re
+import subprocess
+import sys
+import textwrap
+
+import pytest
+
+from fixture_expect import FIXTURES, ROOT
+from flake8_mha import engine
+from flake8_mha.check import main as check_main
+from flake8_mha.engine import analyze_source, select_codes
+from flake8_mha.project import Project, annotate, project_root
+from flake8_mha.summaries import summarise
+
+TREE = FIXTURES / "project_reach"
+MODEL = TREE / "pkg" / "model.py"
+BLOCK = TREE / "pkg" / "stack" / "block.py"
+ATTN = TREE / "pkg" / "attn.py"
+
+# (line, col, code, the other place named in the message)
+MODEL_FINDINGS = {
+    (22, 13, "MHA002", "pkg/attn.py:10 through attend()"),
+    (24, 13, "MHA002", "pkg/attn.py:17 through attend_padded()"),
+    (27, 13, "MHA002", "pkg/attn.py:41 through the function make_attention() returns"),
+    (33, 13, "MHA006", "pkg/attn.py:10 through attend()"),
+    (34, 13, "MHA006", "pkg/attn.py:48 through Attention.forward()"),
+    (35, 13, "MHA006", "pkg/attn.py:41 through the function make_attention() returns"),
+    (44, 16, "MHA007", "pkg/attn.py:10 through attend()"),
+    (51, 13, "MHA009", "pkg/attn.py:10 through attend()"),
+    (54, 13, "MHA004", "pkg/attn.py:10 through attend()"),
+}
+# attend, attn.attend, A.attend, attend_abs, and pkg.attend re-exported by pkg/__init__.py
+BLOCK_FINDINGS = {
+    (line, 13, "MHA002", "pkg/attn.py:10 through attend()") for line in (15, 16, 17, 18, 21)
+}
+_PLACE = re.compile(r"; the call reaches scaled_dot_product_attention at (.+)$")
+
+
+def _found(findings):
+    out = set()
+    for f in findings:
+        m = _PLACE.search(f.message)
+        out.add((f.line, f.col, f.code, m.group(1) if m else None))
+    return out
+
+
+# -- the summaries ---------------------------------------------------------------
+
+
+def test_root_is_above_the_topmost_package():
+    assert project_root(str(MODEL)) == str(TREE)
+    assert project_root(str(BLOCK)) == str(TREE)
+    assert project_root(str(FIXTURES / "MHA002_ignore_mask_to_sdpa.py")) == str(FIXTURES)
+
+
+def test_summary_of_each_helper():
+    table = summarise(ATTN.read_text())
+    assert table["attend"]["line"] == 10
+    assert table["attend"]["reach"] == {
+        "attn_mask": {"param": "attn_mask", "ops": []},
+        "dropout_p": {"param": "dropout_p", "ops": []},
+        "is_causal": {"param": "is_causal", "ops": []},
+    }
+    assert table["attend_padded"]["reach"] == {
+        "attn_mask": {"param": "keep", "ops": [["index", ":, None, None, :"]]}
+    }
+    # the subscript applies first, then the inversion
+    assert table["attend_ignoring"]["reach"]["attn_mask"]["ops"] == [
+        ["index", ":, None, None, :"],
+        ["invert"],
+    ]
+    # the assert relates the pair: is_causal is the wrapper's business
+    assert table["attend_guarded"]["reach"] == {"attn_mask": {"param": "mask", "ops": []}}
+    assert "attend_folded" not in table  # fold-and-clear rebinds both parameters
+    assert "GatedAttention.forward" not in table  # dropout gated on self.training
+    assert table["make_attention()"]["positional"] == ["q", "k", "v", "mask", "causal"]
+    assert table["Attention.forward"]["positional"] == ["q", "k", "v", "mask", "is_causal"]
+    json.dumps(table)  # JSON-able, for the cache
+
+
+def test_a_package_init_lists_its_reexports():
+    table = summarise((TREE / "pkg" / "__init__.py").read_text(), package_init=True)
+    assert table == {"@reexports": {"attend": [1, "attn.attend"]}}
+
+
+@pytest.mark.parametrize(
+    "body",
+    [
+        "attn_mask=mask.float()",  # a dtype the summary does not describe
+        "attn_mask=mask * 2",
+        "attn_mask=mask[0]",  # slicing, not broadcasting
+        "attn_mask=other(mask)",
+    ],
+)
+def test_an_undescribed_transformation_is_not_a_wrapper(body):
+    source = (
+        "import torch.nn.functional as F\n"
+        f"def attend(q, k, v, mask):\n    return F.scaled_dot_product_attention(q, k, v, {body})\n"
+    )
+    assert summarise(source) == {}
+
+
+def test_splat_parameters_and_non_sdpa_calls():
+    source = textwrap.dedent(
+        """\
+        import torch.nn.functional as F
+        from torch.nn.functional import scaled_dot_product_attention as sdpa
+        def a(q, k, v, *args, mask=None, **kwargs):
+            return F.scaled_dot_product_attention(q, k, v, attn_mask=mask)
+        def b(q, k, v, mask):
+            return F.softmax(q @ k + mask, -1) @ v
+        def c(q, k, v, mask):
+            return sdpa(q, k, v, mask)
+        def d(q, k, v, mask, **kwargs):
+            return sdpa(q, k, v, attn_mask=mask, **kwargs)
+        """
+    )
+    table = summarise(source)
+    # d: SDPA given **kwargs, which may carry attn_mask again: not described
+    assert sorted(table) == ["a", "c"]
+    assert (table["a"]["varargs"], table["a"]["varkw"]) == (True, True)
+    assert table["a"]["kwonly"] == ["mask"]
+
+
+def test_arguments_a_wrapper_takes_in_its_splats_bind_to_the_named_ones(tmp_path):
+    pkg = tmp_path / "pkg"
+    pkg.mkdir()
+    (pkg / "__init__.py").write_text("")
+    (pkg / "attn.py").write_text(
+        "import torch.nn.functional as F\n"
+        "def attend(module, q, k, v, attention_mask, *args, **kwargs):\n"
+        "    return F.scaled_dot_product_attention(q, k, v, attn_mask=attention_mask)\n"
+    )
+    (pkg / "use.py").write_text(
+        "import torch.nn as nn\n"
+        "from .attn import attend\n"
+        "class TinyTransformer(nn.Module):\n"
+        "    def forward(self, q, k, v, tokens):\n"
+        "        pad = tokens == 0\n"
+        "        a = attend(self, q, k, v, pad[:, None, None, :], 0.1, scaling=None)\n"
+        "        return attend(self, q, k, v, ~pad[:, None, None, :], 0.1, scaling=None)\n"
+    )
+    path = pkg / "use.py"
+    found = analyze_source(path.read_text(), str(path), select_codes(["MHA"]))
+    assert _found(found) == {(6, 13, "MHA002", "pkg/attn.py:3 through attend()")}
+
+
+# -- the engine ----------------------------------------------------------------------
+
+
+def test_engine_reports_at_the_call_site_naming_the_wrapper():
+    findings = analyze_source(MODEL.read_text(), str(MODEL), select_codes(["MHA"]))
+    assert _found(findings) == MODEL_FINDINGS
+    through = {f.line: f.evidence["through"] for f in findings}
+    assert through[34] == {
+        "function": "Attention.forward",
+        "file": "pkg/attn.py",
+        "line": 48,
+        "params": {"attn_mask": "mask", "is_causal": "is_causal"},
+    }
+    assert not any(os.path.isabs(t["file"]) for t in through.values())
+
+
+def test_every_import_spelling_reaches_the_wrapper():
+    findings = analyze_source(BLOCK.read_text(), str(BLOCK), select_codes(["MHA"]))
+    assert _found(findings) == BLOCK_FINDINGS
+
+
+def test_off_means_this_file_alone():
+    source = MODEL.read_text()
+    assert analyze_source(source, str(MODEL), select_codes(["MHA"]), project=False) == []
+
+
+def test_the_wrappers_own_file_is_clean():
+    assert analyze_source(ATTN.read_text(), str(ATTN), select_codes(["MHA"])) == []
+
+
+def test_a_caller_in_another_directory_sees_nothing_without_the_import(tmp_path):
+    # same text, no project around it: the import resolves to no file
+    copy = tmp_path / "model.py"
+    copy.write_text(MODEL.read_text())
+    assert analyze_source(copy.read_text(), str(copy), select_codes(["MHA"])) == []
+
+
+def test_a_bad_summary_on_disk_is_recomputed(tmp_path):
+    class Junk:
+        def __init__(self):
+            self.put_calls = 0
+
+        def get(self, key):
+            return {"attend": {"line": "ten", "reach": []}}
+
+        def put(self, key, value):
+            self.put_calls += 1
+
+    store = Junk()
+    project = Project(str(MODEL), store, "v")
+    findings = analyze_source(
+        MODEL.read_text(), str(MODEL), select_codes(["MHA"]), project=project
+    )
+    assert _found(findings) == MODEL_FINDINGS
+    assert store.put_calls == 1
+    assert project.deps == {str(ATTN): project.deps[str(ATTN)]}
+
+
+def test_splat_call_and_unbound_method_are_not_mapped(tmp_path):
+    pkg = tmp_path / "pkg"
+    pkg.mkdir()
+    (pkg / "__init__.py").write_text("")
+    (pkg / "attn.py").write_text(ATTN.read_text())
+    (pkg / "use.py").write_text(
+        textwrap.dedent(
+            """\
+            import torch.nn as nn
+            from .attn import Attention, attend
+            def f(q, k, v, tokens, args):
+                pad = tokens == 0  # a MultiheadAttention key_padding_mask
+                a = attend(q, k, v, *args, attn_mask=pad[:, None, None, :])
+                return Attention.forward(None, q, k, v, pad[:, None, None, :], True)
+            """
+        )
+    )
+    path = pkg / "use.py"
+    assert analyze_source(path.read_text(), str(path), select_codes(["MHA"])) == []
+
+
+def test_annotate_leaves_plain_sdpa_reports_alone():
+    class Rep:
+        message = "m"
+        evidence: dict = {}
+
+    class Ev:
+        through = None
+
+    rep = Rep()
+    assert annotate(rep, Ev()) is rep and rep.message == "m"
+
+
+# -- a real flake8 on one file of the tree, as pre-commit runs it ---------------------
+
+_LINE = re.compile(r"^(?P<path>.+?):(?P<line>\d+):(?P<col>\d+): (?P<code>MHA\d{3}) (?P<msg>.*)$")
+
+
+def _flake8(*args):
+    proc = subprocess.run(
+        [sys.executable, "-m", "flake8", "--isolated", "--select", "MHA", *args],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert proc.returncode in (0, 1), proc.stderr
+    out = set()
+    for line in proc.stdout.splitlines():
+        m = _LINE.match(line)
+        assert m is not None, line
+        place = _PLACE.search(m["msg"])
+        out.add((int(m["line"]), int(m["col"]), m["code"], place.group(1) if place else None))
+    return proc.returncode, out
+
+
+def test_flake8_on_one_file_sees_across_files():
+    status, got = _flake8("fixtures/project_reach/pkg/model.py")
+    assert status == 1
+    assert got == MODEL_FINDINGS
+
+
+def test_flake8_on_one_file_of_a_subpackage():
+    status, got = _flake8("fixtures/project_reach/pkg/stack/block.py")
+    assert status == 1
+    assert got == BLOCK_FINDINGS
+
+
+def test_flake8_option_turns_it_off():
+    status, got = _flake8("--mha-no-project-wide", "fixtures/project_reach/pkg/model.py")
+    assert (status, got) == (0, set())
+
+
+def test_plugin_does_no_project_work_for_a_file_without_trigger_words(monkeypatch, tmp_path):
+    from flake8_mha import pipeline, plugin
+
+    def boom(*args, **kwargs):
+        raise AssertionError("project work for a file the pre-filter drops")
+
+    monkeypatch.setattr(pipeline, "make_project", boom)
+    pkg = tmp_path / "pkg"
+    pkg.mkdir()
+    (pkg / "__init__.py").write_text("")
+    (pkg / "attn.py").write_text(ATTN.read_text())
+    # no attention word in it: the pre-filter drops it, cross-file bug or not
+    text = "from .attn import attend\ndef f(q, k, v, t):\n    return attend(q, k, v, t == 0)\n"
+    (pkg / "plain.py").write_text(text)
+    checker = plugin.MHAChecker(None, text.splitlines(keepends=True), str(pkg / "plain.py"))
+    assert list(checker.run()) == []
+
+
+# -- flake8-mha check, its cache and its option -------------------------------------
+
+WRAPPER = textwrap.dedent(
+    """\
+    import torch.nn.functional as F
+
+
+    def attend(q, k, v, mask):
+        return F.scaled_dot_product_attention(q, k, v, attn_mask=MASK)
+    """
+)
+CALLER = textwrap.dedent(
+    """\
+    import torch.nn as nn
+
+    from .b import attend
+
+
+    class TinyTransformer(nn.Module):  # a trigger word: the pre-filter keeps the file
+        def forward(self, q, k, v, tokens):
+            pad = tokens == 0  # True = padding
+            return attend(q, k, v, pad[:, None, None, :])
+    """
+)
+
+
+@pytest.fixture
+def two_files(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    pkg = tmp_path / "pkg"
+    pkg.mkdir()
+    (pkg / "__init__.py").write_text("")
+    (pkg / "a.py").write_text(CALLER)
+    (pkg / "b.py").write_text(WRAPPER.replace("MASK", "mask"))
+    return pkg
+
+
+@pytest.fixture
+def analyses(monkeypatch):
+    calls = []
+    real = engine.analyze_source
+
+    def counted(text, path, *args, **kwargs):
+        calls.append(path)
+        return real(text, path, *args, **kwargs)
+
+    monkeypatch.setattr(engine, "analyze_source", counted)
+    return calls
+
+
+def check(capsys, *args):
+    status = check_main(list(args))
+    return status, capsys.readouterr().out
+
+
+def test_editing_the_imported_file_changes_the_cached_finding(two_files, analyses, capsys):
+    a = os.path.join("pkg", "a.py")
+    status, out = check(capsys, a)
+    assert status == 1
+    assert out.strip() == (
+        f"{a}:9:16: MHA002 mask from line 8 (tokens == 0) means True = ignore; "
+        "scaled_dot_product_attention treats True as attend (invert it: ~mask); "
+        "the call reaches scaled_dot_product_attention at pkg/b.py:5 through attend()"
+    )
+    assert check(capsys, a) == (status, out) and analyses == [a]  # warm: from the cache
+    # the wrapper now inverts what it is given: the caller's ignore-mask is right
+    (two_files / "b.py").write_text(WRAPPER.replace("MASK", "~mask"))
+    assert check(capsys, a) == (0, "")
+    assert analyses == [a, a]
+    # back as it was: the first entry is found again
+    (two_files / "b.py").write_text(WRAPPER.replace("MASK", "mask"))
+    assert check(capsys, a) == (status, out)
+    assert analyses == [a, a]
+    summaries = list(pathlib.Path(".flake8-mha-cache").glob("*/sum-*.json"))
+    assert len(summaries) == 2  # one per content of b.py
+
+
+def test_a_deleted_import_target_misses_the_cache(two_files, capsys):
+    a = os.path.join("pkg", "a.py")
+    assert check(capsys, a)[0] == 1
+    (two_files / "b.py").unlink()
+    assert check(capsys, a) == (0, "")
+
+
+def test_no_project_wide_option_and_config_key(two_files, capsys):
+    a = os.path.join("pkg", "a.py")
+    assert check(capsys, a, "--no-project-wide") == (0, "")
+    assert check(capsys, a, "--no-cache")[0] == 1
+    (two_files.parent / "setup.cfg").write_text("[flake8-mha]\nno-project-wide = true\n")
+    assert check(capsys, a) == (0, "")
+    assert check(capsys, a, "--isolated")[0] == 1
+
+
+def test_no_fix_is_offered_through_a_wrapper(two_files, capsys):
+    a = os.path.join("pkg", "a.py")
+    before = (two_files / "a.py").read_text()
+    status, out = check(capsys, a, "--fix")
+    assert (two_files / "a.py").read_text() == before
+    assert "MHA002" in out
