@@ -369,7 +369,8 @@ def write(bench: Bench, argv, started: str, load_before: float) -> None:
             "the environment that runs the script):\n\n"
             + "\n".join(f"- {n}: `{c}`" for n, c, _ in bench.commands)
         )
-        update_results("targets.py", f"{header}\n\n{text}")
+        only = bench.args.only
+        update_results("targets.py" + (f" {only}" if only else ""), f"{header}\n\n{text}")
 
 
 if __name__ == "__main__":

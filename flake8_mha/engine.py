@@ -227,8 +227,13 @@ def _parse_and_analyze(
         if refused is not None:
             return [refused]
     try:
-        # a large file keeps only its relevant definitions (same lines and columns)
-        module = cst.parse_module(focus(source, tree if isinstance(tree, ast.Module) else None))
+        # only what can matter is parsed (focus.py: same lines and columns); a file with
+        # a very long line or deep brackets, where LibCST's parser may give up, is
+        # parsed whole, so that its refusal (MHA000) stays what it was
+        shallow = _shallow(source)
+        module = cst.parse_module(
+            focus(source, tree if isinstance(tree, ast.Module) else None) if shallow else source
+        )
     except cst.ParserSyntaxError as exc:
         _raise_if_invalid_python(source, exc)
         return [_internal(path, f"LibCST cannot parse this file ({_first_line(exc)})")]

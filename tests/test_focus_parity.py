@@ -160,3 +160,12 @@ def test_a_class_whose_every_method_goes_keeps_a_body():
     out = focus_mod.focus(src)
     compile(out, "x.py", "exec")
     assert "return 1" not in out and out.count("\n") == src.count("\n")
+
+
+def test_a_file_libcst_refuses_is_still_reported_so():
+    """A statement LibCST's parser gives up on (10,000 implicitly joined strings on
+    one line) is not hidden by focus: the file gets the MHA000 the full parse gives."""
+    strings = " ".join(["'a'"] * 10_000)
+    src = f"import torch  # nn.Transformer\nx = {strings}\n"
+    focused, full = _both(src, "d.py")
+    assert focused == full and [r[0] for r in full] == ["MHA000"]
