@@ -15,7 +15,8 @@ from typing import Optional, Sequence
 
 from .config import FORMATS, Options, UsageError, format_value
 from .output import render
-from .pipeline import FileOutcome, add_lint_arguments, lint_paths, options_from_args, write_fixes
+from .options import add_lint_arguments, options_from_args
+from .pipeline import FileOutcome, lint_paths, write_fixes
 
 __all__ = ["FileOutcome", "main", "explain", "parse_options"]
 

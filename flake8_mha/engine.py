@@ -20,9 +20,8 @@ import warnings
 from typing import Dict, Iterable, List, Optional, Sequence, Tuple
 
 import libcst as cst
-from libcst.metadata import MetadataWrapper, PositionProvider
 
-from . import torch_api
+from . import positions, torch_api
 from .events import Construction, ModuleCall, SdpaCall, classify
 from .findings import Finding
 from .focus import focus
@@ -139,6 +138,7 @@ def _forget(ctx: Context) -> None:
     checks that no tree outlives its file.
     """
     ctx.analyses.clear()
+    positions.forget()
 
 
 def _analyze_module(
@@ -190,98 +190,9 @@ def _analyze_module(
 
 def start_positions(module: cst.Module, nodes: Sequence[cst.CSTNode]) -> Dict[int, Tuple[int, int]]:
     """``id(node) -> (line, 0-based column)`` of each node's start, as LibCST's
-    ``PositionProvider`` reports it.
-
-    Only the few reported nodes need a position, so this runs a lean codegen
-    that counts lines and columns and stops once the last of them is done,
-    instead of resolving ``PositionProvider`` (a range object for every node
-    of the file, which cost more than the whole flow pass).  It leans on
-    LibCST's codegen hooks; if they ever change, the public provider is used.
-    """
-    if _StartFinder is not None:
-        finder = _StartFinder(module, {id(n) for n in nodes})
-        try:
-            module._codegen(finder)
-        except _AllFound:
-            pass
-        except Exception:  # pragma: no cover - a LibCST whose codegen hooks differ
-            finder = None
-        if finder is not None and all(id(n) in finder.starts for n in nodes):
-            return finder.starts
-    positions = MetadataWrapper(module, unsafe_skip_copy=True).resolve(PositionProvider)
-    return {id(n): (positions[n].start.line, positions[n].start.column) for n in nodes}
-
-
-class _AllFound(Exception):
-    pass
-
-
-try:
-    from libcst._nodes.internal import CodegenState as _CodegenState
-except ImportError:  # pragma: no cover
-    _StartFinder = None
-else:
-    _NEWLINE = re.compile(r"\r\n?|\n")
-
-    class _StartFinder(_CodegenState):  # type: ignore[misc]
-        """Codegen state that records node starts exactly as LibCST's
-        ``PositionProvidingCodegenState`` does: the syntactic start where a node
-        declares one (``record_syntactic_position``, possibly hoisted from a
-        child), else where its code begins."""
-
-        __slots__ = ("line", "column", "stack", "starts", "wanted", "left")
-
-        def __init__(self, module: cst.Module, wanted: set) -> None:
-            super().__init__(
-                default_indent=module.default_indent, default_newline=module.default_newline
-            )
-            self.line = 1
-            self.column = 0
-            self.stack: List[Tuple[int, int]] = []
-            self.starts: Dict[int, Tuple[int, int]] = {}
-            self.wanted = wanted
-            self.left = len(wanted)
-
-        def _advance(self, value: str) -> None:
-            if "\n" in value or "\r" in value:
-                segments = _NEWLINE.split(value)
-                self.line += len(segments) - 1
-                self.column = len(segments[-1])
-            else:
-                self.column += len(value)
-
-        def add_indent_tokens(self) -> None:
-            self.tokens.extend(self.indent_tokens)
-            for token in self.indent_tokens:
-                self._advance(token)
-
-        def add_token(self, value: str) -> None:
-            self.tokens.append(value)
-            self._advance(value)
-
-        def before_codegen(self, node: cst.CSTNode) -> None:
-            self.stack.append((self.line, self.column))
-
-        def after_codegen(self, node: cst.CSTNode) -> None:
-            start = self.stack.pop()
-            key = id(node)
-            if key not in self.starts:
-                self.starts[key] = start
-            if key in self.wanted:
-                self.wanted.discard(key)  # a node met twice counts once
-                self.left -= 1
-                if self.left == 0:
-                    raise _AllFound
-
-        @contextlib.contextmanager
-        def record_syntactic_position(self, node: cst.CSTNode, *, start_node=None, end_node=None):
-            start = (self.line, self.column)
-            try:
-                yield
-            finally:
-                self.starts[id(node)] = (
-                    self.starts[id(start_node)] if start_node is not None else start
-                )
+    ``PositionProvider`` reports it (``positions.py``: a lean codegen that stops
+    once the last of them is done)."""
+    return positions.start_positions(module, nodes)
 
 
 def analyze_source(
@@ -319,6 +230,13 @@ def analyze_source(
         return [_internal(path, f"internal error {type(exc).__name__}: {exc}; please report it")]
 
 
+def _ast_or_none(source: str) -> Optional[ast.Module]:
+    try:
+        return ast.parse(source)
+    except (SyntaxError, ValueError, RecursionError, MemoryError):
+        return None  # focus then parses the file whole
+
+
 def _parse_and_analyze(
     source: str, path: str, codes: Optional[Iterable[str]], tree: Optional[ast.AST], project=None
 ) -> List[Finding]:
@@ -328,13 +246,20 @@ def _parse_and_analyze(
         if refused is not None:
             return [refused]
     try:
-        # a large file keeps only its relevant definitions (same lines and columns)
-        module = cst.parse_module(focus(source, tree if isinstance(tree, ast.Module) else None))
+        # only what can matter is parsed (focus.py: same lines and columns); a file with
+        # a very long line or deep brackets, where LibCST's parser may give up, is
+        # parsed whole, so that its refusal (MHA000) stays what it was
+        if project == "auto":
+            project = Project(path) if os.path.isfile(path) else None
+        text = source
+        if _shallow(source):
+            screen = tree if isinstance(tree, ast.Module) else _ast_or_none(source)
+            keep = project.imported_names(screen) if project and screen is not None else ()
+            text = focus(source, screen, keep=keep)
+        module = cst.parse_module(text)
     except cst.ParserSyntaxError as exc:
         _raise_if_invalid_python(source, exc)
         return [_internal(path, f"LibCST cannot parse this file ({_first_line(exc)})")]
-    if project == "auto":
-        project = Project(path) if os.path.isfile(path) else None
     return analyze_module(module, codes, path, project or None)
 
 

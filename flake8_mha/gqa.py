@@ -568,13 +568,10 @@ def sdpa_gqa_flag(expr: Optional[cst.CSTNode], env: Env, scope: Scope) -> bool:
 def line_of(ctx, nodes: List[cst.CSTNode]) -> Dict[int, int]:
     """``id(node) -> line`` for the few nodes an evidence dict names.  Resolved
     once per file, and only for a file with a GQA finding (rare)."""
-    from libcst.metadata import MetadataWrapper, PositionProvider
+    from .positions import all_starts
 
-    positions = getattr(ctx, "_gqa_positions", None)
-    if positions is None:
-        positions = MetadataWrapper(ctx.module, unsafe_skip_copy=True).resolve(PositionProvider)
-        ctx._gqa_positions = positions
-    return {id(n): positions[n].start.line for n in nodes}
+    starts = all_starts(ctx.module)
+    return {id(n): starts[id(n)][0] for n in nodes}
 
 
 def as_int(v) -> Optional[int]:

@@ -24,6 +24,7 @@ See docs/reach.md for what is followed and what is not.
 
 from __future__ import annotations
 
+import ast
 import hashlib
 import os
 from typing import Dict, List, Optional, Tuple
@@ -127,6 +128,40 @@ class Project:
                 obj = ".".join(rest[cut:])
                 return (found, obj) if obj else None
         return None
+
+    def imported_names(self, tree: ast.Module) -> List[str]:
+        """The names this file binds by importing a module of its own project
+        (``attend`` for ``from .attn import attend``, ``A`` for ``import
+        pkg.attn as A``): code that uses one may call a wrapper, so the
+        focused parse (``focus.py``) keeps it even without a trigger word."""
+        names: List[str] = []
+        for node in ast.walk(tree):
+            if isinstance(node, ast.ImportFrom):
+                for alias in node.names:
+                    dotted = ".".join(p for p in (node.module, alias.name) if p)
+                    if alias.name != "*" and self._in_project(node.level, dotted):
+                        names.append(alias.asname or alias.name)
+            elif isinstance(node, ast.Import):
+                for alias in node.names:
+                    if self._in_project(0, alias.name):
+                        names.append(alias.asname or alias.name.split(".")[0])
+        return names
+
+    def _in_project(self, level: int, dotted: str) -> bool:
+        """Whether the module ``dotted`` (or a package on its way) is a file of
+        the project."""
+        package = list(self.package)
+        if level:
+            if level - 1 > len(package):
+                return False
+            base = package[: len(package) - (level - 1)]
+        else:
+            base = []
+        rest = dotted.split(".") if dotted else []
+        return any(
+            module_file(self.root, base + rest[:cut]) is not None
+            for cut in range(1 if not level else 0, len(rest) + 1)
+        )
 
     def summaries(self, filename: str) -> Dict[str, dict]:
         if filename in self._files:

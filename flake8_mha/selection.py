@@ -107,3 +107,8 @@ def static_codes() -> List[str]:
 def codes(decide: Decider) -> List[str]:
     """The static codes ``decide`` reports, sorted."""
     return [code for code in static_codes() if decide(code)]
+
+
+def all_codes() -> List[str]:
+    """Every static code, opt-in ones included (what ``--select MHA`` reports)."""
+    return codes(Decider(select=["MHA"]))

@@ -391,7 +391,7 @@ def test_every_code_the_sanitizer_emits_has_a_page_and_explain():
 
 def test_runtime_only_codes_are_no_static_codes(tmp_path):
     from flake8_mha.engine import select_codes
-    from flake8_mha.pipeline import all_codes
+    from flake8_mha.selection import all_codes
     from flake8_mha.plugin import OFF_BY_DEFAULT
 
     assert "MHA011" not in all_codes() and "MHA011" not in select_codes(["MHA"])

@@ -229,7 +229,7 @@ def test_docs_thresholds_table_is_current():
 
 def test_select_and_ignore_are_the_pipelines_prefixes():
     from flake8_mha.confirm.cli import build_parser
-    from flake8_mha.pipeline import options_from_args
+    from flake8_mha.options import options_from_args
 
     def codes(*argv):
         args = build_parser().parse_args([*argv, "."])

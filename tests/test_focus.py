@@ -1,10 +1,11 @@
-"""Large files parse only their relevant top-level definitions, with the same findings."""
+"""Files parse only their relevant definitions, with the same findings."""
+
 from __future__ import annotations
 
 import libcst as cst
 
 from flake8_mha.engine import analyze_module, analyze_source, select_codes
-from flake8_mha.focus import MIN_LINES, focus
+from flake8_mha.focus import focus
 
 HEAD = "import torch.nn as nn\nimport torch.nn.functional as F\nHEADS = 3\n\n"
 FILLER = "def helper_{i}(x):\n    y = x + {i}\n    return y * 2\n\n\n"
@@ -20,11 +21,11 @@ TAIL = (
 )
 
 
-def big_source(n_helpers: int = MIN_LINES // 5 + 10, extra: str = "") -> str:
+def big_source(n_helpers: int = 410, extra: str = "") -> str:
     return HEAD + "".join(FILLER.format(i=i) for i in range(n_helpers)) + extra + TAIL
 
 
-def test_small_files_are_left_whole():
+def test_a_file_where_every_definition_matters_is_left_whole():
     src = HEAD + TAIL
     assert focus(src) is src
 

@@ -78,6 +78,7 @@ LAYER_OF = {
     f"{PKG}.config": SERVICE,
     f"{PKG}.docs": SERVICE,
     f"{PKG}.pipeline": SERVICE,
+    f"{PKG}.options": SERVICE,
     f"{PKG}.fix": SERVICE,
     f"{PKG}.cache": SERVICE,
     f"{PKG}.pytest_plugin": FRONT,

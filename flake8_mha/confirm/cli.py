@@ -32,7 +32,7 @@ EXIT_CLEAN, EXIT_CONFIRMED, EXIT_USAGE = 0, 1, 2
 
 
 def build_parser() -> argparse.ArgumentParser:
-    from ..pipeline import add_lint_arguments
+    from ..options import add_lint_arguments
 
     parser = argparse.ArgumentParser(
         prog=PROG,
@@ -156,7 +156,8 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
 
 def _main(argv: Sequence[str]) -> int:
     from ..config import UsageError
-    from ..pipeline import lint_paths, options_from_args
+    from ..options import options_from_args
+    from ..pipeline import lint_paths
 
     parser = build_parser()
     try:

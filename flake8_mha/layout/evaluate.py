@@ -41,14 +41,9 @@ class LayoutEvaluator(FileCalls, LayoutCalls):
     def line(self, node: Optional[cst.CSTNode]) -> Optional[int]:
         if node is None:
             return None
-        if self._positions is None:
-            from libcst.metadata import MetadataWrapper, PositionProvider
+        from ..positions import line_of
 
-            self._positions = MetadataWrapper(self.module, unsafe_skip_copy=True).resolve(
-                PositionProvider
-            )
-        pos = self._positions.get(node)
-        return pos.start.line if pos is not None else None
+        return line_of(self.module, node)
 
     def text(self, node: Optional[cst.CSTNode]) -> str:
         if node is None:

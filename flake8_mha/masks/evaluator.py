@@ -95,14 +95,9 @@ class MaskEvaluator(Calls, Numbers, Comparisons, Segments, Offsets, Shapes, Dtyp
         return Origin(node, self.text(node), by_name)
 
     def line(self, node: cst.CSTNode) -> Optional[int]:
-        if self._positions is None:
-            from libcst.metadata import MetadataWrapper, PositionProvider
+        from ..positions import line_of
 
-            self._positions = MetadataWrapper(self.module, unsafe_skip_copy=True).resolve(
-                PositionProvider
-            )
-        pos = self._positions.get(node)
-        return pos.start.line if pos is not None else None
+        return line_of(self.module, node)
 
     def describe(self, origin: Optional[Origin]) -> str:
         if origin is None:

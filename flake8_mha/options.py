@@ -1,0 +1,137 @@
+"""The lint options of the command line, shared by ``flake8-mha check`` and
+``flake8-mha confirm``: the arguments, and the ``Options`` they make together
+with the configuration file.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+from typing import Optional
+
+from .config import (
+    Options,
+    UsageError,
+    apply_config,
+    code_list,
+    exclude_patterns,
+    find_config,
+    jobs_value,
+    read_config_file,
+)
+
+
+def add_lint_arguments(parser: argparse.ArgumentParser, repeatable: bool = False) -> None:
+    """The options every linting command takes.  ``repeatable``: a code list
+    option given twice adds up (confirm's historical behaviour); otherwise the
+    last one wins (check's, as flake8's)."""
+    codes = {"action": "append"} if repeatable else {}
+    parser.add_argument(
+        "paths",
+        nargs="+",
+        metavar="PATH",
+        help="files and directories (*.py, *.pyi, *.ipynb below directories)",
+    )
+    parser.add_argument(
+        "--select",
+        metavar="CODES",
+        **codes,
+        help="comma-separated code prefixes to report (replaces the default: MHA)",
+    )
+    parser.add_argument(
+        "--ignore",
+        metavar="CODES",
+        **codes,
+        help="comma-separated code prefixes not to report (replaces the default: MHA901,MHA902)",
+    )
+    parser.add_argument("--extend-select", metavar="CODES", **codes, help="add to --select")
+    parser.add_argument("--extend-ignore", metavar="CODES", **codes, help="add to --ignore")
+    parser.add_argument(
+        "--enable-extensions",
+        metavar="CODES",
+        **codes,
+        help="turn on off-by-default codes, as flake8's option does (MHA9)",
+    )
+    parser.add_argument(
+        "--exclude",
+        metavar="PATTERNS",
+        help="comma-separated glob patterns to skip, added to the defaults "
+        "(.git, virtualenvs, build, dist, ...)",
+    )
+    parser.add_argument(
+        "-j", "--jobs", metavar="N", help="check files in N processes ('auto': one per CPU)"
+    )
+    parser.add_argument(
+        "--disable-noqa",
+        action="store_true",
+        default=None,
+        help="report findings even on lines with # noqa",
+    )
+    parser.add_argument(
+        "--config", metavar="FILE", help="read settings from this pyproject.toml or setup.cfg"
+    )
+    parser.add_argument("--isolated", action="store_true", help="ignore configuration files")
+    parser.add_argument(
+        "--cache-dir",
+        metavar="DIR",
+        help="keep per-file results in DIR for the next run (default: "
+        ".flake8-mha-cache in the current directory)",
+    )
+    parser.add_argument(
+        "--no-cache",
+        action="store_true",
+        default=None,
+        help="neither read nor write the cache of per-file results",
+    )
+    parser.add_argument(
+        "--no-project-wide",
+        action="store_true",
+        default=None,
+        help="do not follow calls into the project's other files (docs/reach.md)",
+    )
+
+
+def options_from_args(args: argparse.Namespace, cwd: Optional[str] = None) -> Options:
+    """Defaults, then the configuration file, then the command line, key by key.
+    Raises UsageError."""
+    opts = Options()
+    cwd = cwd or os.getcwd()
+    if args.config and args.isolated:
+        raise UsageError("--config and --isolated cannot be used together")
+    if args.config:
+        if not os.path.isfile(args.config):
+            raise UsageError(f"no such configuration file: {args.config}")
+        settings = read_config_file(args.config)
+        if settings is not None:
+            apply_config(opts, settings, args.config)
+    elif not args.isolated:
+        found = find_config(cwd)
+        if found is not None:
+            apply_config(opts, found[1], found[0])
+    if args.select is not None:
+        opts.select = code_list(args.select, "--select")
+    if args.ignore is not None:
+        opts.ignore = code_list(args.ignore, "--ignore")
+    if args.extend_select is not None:
+        opts.extend_select = code_list(args.extend_select, "--extend-select")
+    if args.extend_ignore is not None:
+        opts.extend_ignore = code_list(args.extend_ignore, "--extend-ignore")
+    if args.enable_extensions is not None:
+        opts.enable_extensions = code_list(args.enable_extensions, "--enable-extensions")
+    if args.exclude is not None:
+        opts.exclude = exclude_patterns(args.exclude, "--exclude", cwd)
+    if args.jobs is not None:
+        opts.jobs = jobs_value(args.jobs, "--jobs")
+    if args.disable_noqa:
+        opts.disable_noqa = True
+    if args.cache_dir is not None:
+        opts.cache_dir = args.cache_dir
+    if args.no_cache:
+        opts.no_cache = True
+    if getattr(args, "no_project_wide", None):
+        opts.no_project_wide = True
+    opts.paths = list(args.paths)
+    for path in opts.paths:
+        if not os.path.exists(path):
+            raise UsageError(f"no such file or directory: {path}")
+    return opts
