@@ -14,9 +14,8 @@ median of the repetitions.
   5  a generated attention-heavy file of 3 MB (fixtures/MHA002_ignore_mask_to_sdpa.py
      repeated): flake8 + plugin at most 2x flake8 alone, at most 600 MB
   6  ``flake8-mha check --no-cache`` over torch, -j 2 against -j 1: at least 1.7x faster
-  7  project-wide analysis on against per-file mode: cold at most 1.2x, warm the
-     same (needs a build with project-wide analysis: the option is found in
-     ``flake8-mha check --help``, or given with --project-flag)
+  7  project-wide analysis (on by default) against per-file mode
+     (``--no-project-wide``): cold at most 1.2x, warm the same
 
 flake8 alone runs in bench/.venvs/base (flake8 and libcst, no plugin; made once
 with pip); flake8 + plugin runs with the Python that runs this script, which
@@ -32,7 +31,6 @@ must have flake8-mha installed.
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import pathlib
 import re
@@ -59,6 +57,7 @@ FIXTURE = ROOT / "fixtures" / "MHA002_ignore_mask_to_sdpa.py"
 DENSE_TORCH = ("nn/modules/activation.py", "nn/modules/transformer.py", "nn/functional.py")
 EDITOR_FILE = "nn/modules/activation.py"
 PROJECT_FLAGS = ("--project", "--project-wide", "--cross-file", "--whole-project")
+PROJECT_OFF = "--no-project-wide"  # on by default (docs/reach.md): this turns it off
 SKIPPED_7 = "skipped: project-wide analysis not available in this build"
 
 
@@ -252,6 +251,8 @@ class Bench:
             capture_output=True,
             text=True,
         )
+        if re.search(rf"(^|\s){re.escape(PROJECT_OFF)}\b", proc.stdout):
+            return PROJECT_OFF
         for flag in PROJECT_FLAGS:
             if re.search(rf"(^|\s){re.escape(flag)}\b", proc.stdout):
                 return flag
@@ -275,7 +276,10 @@ class Bench:
         for rep in range(self.reps):
             order = ["per-file", "project-wide"]
             for mode in order if rep % 2 == 0 else order[::-1]:
-                argv = check + ([flag] if mode == "project-wide" else [])
+                if flag == PROJECT_OFF:  # project-wide is the default: the flag is per-file
+                    argv = check + ([flag] if mode == "per-file" else [])
+                else:
+                    argv = check + ([flag] if mode == "project-wide" else [])
                 shutil.rmtree(cache, ignore_errors=True)
                 cold[mode].append(measure(argv, cwd=folder)["wall"])
                 warm[mode].append(measure(argv, cwd=folder)["wall"])
@@ -285,7 +289,9 @@ class Bench:
             self.rows.append(
                 (
                     7,
-                    f"`check nn` {kind}, project-wide ({flag}) against per-file",
+                    f"`check nn` {kind}, project-wide against per-file ({PROJECT_OFF})"
+                    if flag == PROJECT_OFF
+                    else f"`check nn` {kind}, project-wide ({flag}) against per-file",
                     f"{median(runs['per-file']):.2f} s",
                     f"{median(runs['project-wide']):.2f} s",
                     f"{ratio:.2f}x",
