@@ -194,3 +194,34 @@ def test_real_flake8_sees_the_star_args_and_einx_sinks():
             "True = ignore") in out
     assert ("MHA003_mask_forms.py:78:11: MHA002 mask from line 77 (input_ids == pad_id) means "
             "True = ignore; einx.where(..., mask, x, -inf) treats True as attend") in out
+
+
+PREDICATE = textwrap.dedent(
+    """\
+    import torch.nn.functional as F
+
+
+    {predicate}
+
+
+    def guarded(q, k, v, mask=None):
+        if not exists(mask):
+            return F.scaled_dot_product_attention(q, k, v, attn_mask=mask, is_causal=True)
+        return F.scaled_dot_product_attention(q, k, v, attn_mask=mask, is_causal=False)
+    """
+)
+
+
+@pytest.mark.parametrize(
+    "predicate,want",
+    [
+        # the file's own one-line predicate reads as its body: the mask is None there
+        ("def exists(v):\n    return v is not None", []),
+        # a predicate that says something else, or is decorated, is not read
+        ("def exists(v):\n    return v is None", [("MHA006", 10, 16)]),
+        ("@staticmethod\ndef exists(v):\n    return v is not None", [("MHA006", 11, 16)]),
+        ("def exists(v):\n    print(v)\n    return v is not None", [("MHA006", 11, 16)]),
+    ],
+)
+def test_mha006_reads_the_files_own_none_predicate(predicate, want):
+    assert found(PREDICATE.format(predicate=predicate), "MHA006") == want

@@ -56,6 +56,9 @@ class SdpaMaskAndCausal(Rule):
           (`if mask is not None:` / `if causal: mask = mask & ~tri; causal =
           False`). An `assert` before the call counts as a condition on the path
           (`assert not (is_causal and mask is not None)`).
+        - A test through the file's own one-line predicate reads as its body:
+          `if exists(mask):` with `def exists(v): return v is not None` is
+          `if mask is not None:` (a decorated or redefined predicate is not read).
         - A wrapper that passes its own `is_causal` parameter, and a mask made
           from its own parameters, straight to SDPA (the signature of SDPA,
           forwarded) is not reported: its caller makes the choice, as with SDPA
@@ -196,11 +199,16 @@ def _none_aliases(mask: cst.CSTNode, site: CallSite) -> Tuple[cst.CSTNode, ...]:
     return tuple(out)
 
 
-def _is_none_test(node: cst.CSTNode, mask, negated: bool = False) -> bool:
+def _is_none_test(node: cst.CSTNode, mask, negated: bool = False, env=None, scope=None) -> bool:
     """``mask is None`` (or ``mask is not None`` when negated); ``mask`` may be
-    a tuple of expressions that are None together."""
+    a tuple of expressions that are None together.  With ``env`` and
+    ``scope``, a call of the file's own one-line predicate reads as its
+    body: ``exists(mask)`` for ``def exists(v): return v is not None``."""
     if isinstance(mask, tuple):
-        return any(_is_none_test(node, m, negated) for m in mask)
+        return any(_is_none_test(node, m, negated, env, scope) for m in mask)
+    if isinstance(node, cst.Call) and env is not None:
+        arg = _predicate_argument(node, negated, env, scope)
+        return arg is not None and same(arg, mask)
     if not isinstance(node, cst.Comparison) or len(node.comparisons) != 1:
         return False
     comp = node.comparisons[0]
@@ -215,6 +223,36 @@ def _is_none_test(node: cst.CSTNode, mask, negated: bool = False) -> bool:
     return False
 
 
+def _predicate_argument(call: cst.Call, negated: bool, env, scope) -> Optional[cst.BaseExpression]:
+    """The argument of ``f(x)`` when ``f`` is a function of the file, defined
+    once, whose whole body is ``return <its one parameter> is not None`` (or
+    ``is None`` when not ``negated``): lucidrains' ``exists``, ``default``'s
+    cousins.  None for anything else."""
+    if not isinstance(call.func, cst.Name) or len(call.args) != 1 or call.args[0].keyword:
+        return None
+    if call.args[0].star:
+        return None
+    defs = lookup(call.func.value, env, scope)
+    if len(defs) != 1 or defs[0].kind != DefKind.DEF:
+        return None
+    func = defs[0].node
+    if not isinstance(func, cst.FunctionDef) or func.decorators:
+        return None
+    params = func.params
+    if len(params.params) != 1 or params.posonly_params or params.kwonly_params:
+        return None
+    if params.star_arg not in (None, cst.MaybeSentinel.DEFAULT) or params.star_kwarg:
+        return None
+    body = func.body.body if isinstance(func.body, cst.IndentedBlock) else func.body.body
+    if len(body) != 1 or not isinstance(body[0], cst.SimpleStatementLine):
+        return None
+    stmts = body[0].body
+    if len(stmts) != 1 or not isinstance(stmts[0], cst.Return) or stmts[0].value is None:
+        return None
+    param = cst.Name(params.params[0].name.value)
+    return call.args[0].value if _is_none_test(stmts[0].value, param, negated) else None
+
+
 def _flag_safe(
     expr: cst.CSTNode, mask: cst.CSTNode, env, scope, site: CallSite, depth: int
 ) -> bool:
@@ -226,7 +264,7 @@ def _flag_safe(
         return False
     if definitely(expr, env, scope, False):
         return True
-    if _is_none_test(expr, mask):
+    if _is_none_test(expr, mask, env=env, scope=scope):
         return True
     t = type(expr)
     if t is cst.BooleanOperation and isinstance(expr.operator, cst.And):
@@ -238,7 +276,7 @@ def _flag_safe(
             expr.test, mask, env, scope, site, depth + 1
         )
         else_ok = _flag_safe(expr.orelse, mask, env, scope, site, depth + 1) or _is_none_test(
-            expr.test, mask, negated=True
+            expr.test, mask, negated=True, env=env, scope=scope
         )
         return body_ok and else_ok
     if (
@@ -363,14 +401,15 @@ def _path_excludes(site: CallSite, mask: cst.CSTNode, causal: cst.CSTNode) -> bo
     """An enclosing ``if`` (or an ``assert`` before the call) proves the mask
     None or the flag false on this path; ``not``/``and``/``or`` are read."""
 
-    def leaf(test: cst.BaseExpression, polarity: bool) -> bool:
-        if polarity and _is_none_test(test, mask):
-            return True
-        if not polarity and _is_none_test(test, mask, negated=True):
-            return True
-        return not polarity and same(test, causal)
+    def excluded_under(test: cst.BaseExpression, polarity: bool, env) -> bool:
+        def leaf(test: cst.BaseExpression, polarity: bool) -> bool:
+            if _is_none_test(test, mask, negated=not polarity, env=env, scope=site.scope):
+                return True
+            return not polarity and same(test, causal)
 
-    return any(excludes(test, polarity, leaf) for test, polarity, _env in site.conds)
+        return excludes(test, polarity, leaf)
+
+    return any(excluded_under(test, polarity, env) for test, polarity, env in site.conds)
 
 
 # -- the fix ---------------------------------------------------------------------
