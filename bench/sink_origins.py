@@ -65,11 +65,15 @@ class Index:
         self.calls: Dict[str, Set[str]] = collections.defaultdict(set)
         self.refs: Dict[str, Set[str]] = collections.defaultdict(set)
         self.trees: Dict[str, ast.Module] = {}
+        self.modules: Dict[str, Set[str]] = collections.defaultdict(set)  # imported names
 
     def add(self, rel: str, tree: ast.Module) -> None:
         self.trees[rel] = tree
         called = set()
         for node in ast.walk(tree):
+            if isinstance(node, (ast.Import, ast.ImportFrom)):
+                for alias in node.names:
+                    self.modules[rel].add((alias.asname or alias.name).split(".")[0])
             if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
                 self.defs[node.name].add(rel)
             elif isinstance(node, ast.Call):
@@ -84,6 +88,25 @@ class Index:
                 self.refs[node.id].add(rel)
             elif isinstance(node, ast.Attribute) and isinstance(node.ctx, ast.Load):
                 self.refs[node.attr].add(rel)
+
+
+_NOT_PROJECT = {"torch", "F", "nn", "np", "numpy", "math", "functional", "einops", "jnp"}
+
+
+def _project_callee(index: "Index", rel: str, func: ast.AST) -> Optional[str]:
+    """The name of a project function a call calls: a bare name defined in the
+    project, or ``mod.f`` with ``mod`` a name the file imported (not torch's)."""
+    if isinstance(func, ast.Name):
+        return func.id if func.id in index.defs else None
+    if (
+        isinstance(func, ast.Attribute)
+        and isinstance(func.value, ast.Name)
+        and func.value.id in index.modules.get(rel, set())
+        and func.value.id not in _NOT_PROJECT
+        and func.attr in index.defs
+    ):
+        return func.attr
+    return None
 
 
 def _callee_name(func: ast.AST) -> Optional[str]:
@@ -185,15 +208,17 @@ def classify(index: Index, rel: str, line: int, text: str) -> Tuple[str, str]:
                 continue
             return "f", "global or closure name"
         if isinstance(root, ast.Call):
-            name = _callee_name(root.func)
-            if name and name in index.defs:
-                if rel in index.defs[name]:
-                    return "d", "same file"
-                return "d", "other file"
-            if isinstance(root.func, ast.Attribute) and isinstance(root.func.value, ast.Name):
-                if root.func.value.id == "self":
-                    return "f", "call of self.<module or attribute>"
-            return "f", f"call of {ast.unparse(root.func)[:30]} (not the project's)"
+            name = _project_callee(index, rel, root.func)
+            if name is not None:
+                return "d", "same file" if rel in index.defs[name] else "other file"
+            f = root.func
+            if isinstance(f, ast.Attribute) and isinstance(f.value, ast.Name):
+                if f.value.id == "self" and rel in index.defs.get(f.attr, ()):
+                    return "d", "same file (self.method)"
+                if f.value.id == "self":
+                    return "f", "call of self.<submodule or attribute>"
+            what = f.attr if isinstance(f, ast.Attribute) else ast.unparse(f)[:30]
+            return "f", f"torch/tensor op not evaluated: {what}"
         if isinstance(root, ast.Subscript):
             return "f", "dict or kwargs item"
         if isinstance(root, ast.Attribute):

@@ -418,8 +418,12 @@ def builder_summary(source: str, name: str) -> dict:
     for stmt in module.body:
         if isinstance(stmt, cst.FunctionDef) and stmt.name.value == name:
             func = stmt  # the last definition wins, as at import time
+        elif func is not None and _rebinds(stmt, name):
+            return {}  # ``make_mask = other(make_mask)``: not the function read here
     if func is None or func.asynchronous is not None or is_generator(func):
         return {}
+    if any(_decorator_name(d.decorator) not in _SAME_RESULT for d in func.decorators):
+        return {}  # a decorator may change what a call returns
     flow = FlowPass()
     flow.run(module)
     fscope = flow.functions.get(id(func))
@@ -446,6 +450,60 @@ def builder_summary(source: str, name: str) -> dict:
     out["line"] = line if line is not None else ev.line(func)
     out["name"] = name
     return out
+
+
+# decorators that keep what the function returns
+_SAME_RESULT = {"lru_cache", "cache", "no_grad", "inference_mode", "script", "compile", "wraps"}
+
+
+def _decorator_name(node) -> str:
+    import libcst as cst
+
+    if isinstance(node, cst.Call):
+        node = node.func
+    if isinstance(node, cst.Attribute):
+        return node.attr.value
+    return node.value if isinstance(node, cst.Name) else ""
+
+
+def _rebinds(stmt, name: str) -> bool:
+    """Whether a top-level statement may bind ``name`` again (an assignment,
+    an import, a class, anything compound that could hold one)."""
+    import libcst as cst
+
+    if isinstance(stmt, cst.SimpleStatementLine):
+        for small in stmt.body:
+            if isinstance(small, (cst.Assign, cst.AnnAssign, cst.AugAssign)):
+                targets = (
+                    [t.target for t in small.targets]
+                    if isinstance(small, cst.Assign)
+                    else [small.target]
+                )
+                if any(name in _names(t) for t in targets):
+                    return True
+            elif isinstance(small, (cst.Import, cst.ImportFrom)):
+                code = cst.Module([]).code_for_node(small)
+                if name in code:
+                    return True
+        return False
+    if isinstance(stmt, cst.ClassDef):
+        return stmt.name.value == name
+    if isinstance(stmt, cst.FunctionDef):
+        return False
+    return name in cst.Module([]).code_for_node(stmt)  # if/try/for at top level
+
+
+def _names(target) -> set:
+    import libcst as cst
+
+    if isinstance(target, cst.Name):
+        return {target.value}
+    if isinstance(target, (cst.Tuple, cst.List)):
+        out: set = set()
+        for el in target.elements:
+            out |= _names(el.value)
+        return out
+    return set()
 
 
 class _FileContext:

@@ -454,6 +454,27 @@ def test_a_builder_with_an_unknown_path_has_no_summary(body):
     assert builder_summary(source, "build") == {}
 
 
+@pytest.mark.parametrize(
+    "before, after, known",
+    [
+        ("", "", True),
+        ("@functools.lru_cache()\n", "", True),
+        ("@register\n", "", False),  # a decorator may change the result
+        ("", "build = torch.compile(build)\n", False),  # rebound after the def
+        ("", "if FAST:\n    from .fast import build\n", False),
+    ],
+)
+def test_a_builder_is_the_function_the_name_holds(before, after, known):
+    from flake8_mha.summaries import builder_summary
+
+    source = (
+        "import torch\n\n\n" + before + "def build(n):\n"
+        "    return torch.ones(n, n, dtype=torch.bool).triu(1)\n" + after
+    )
+    got = builder_summary(source, "build")
+    assert (got.get("meaning"), got.get("causal")) == (("ignore", True) if known else (None, None))
+
+
 def test_engine_reads_the_mask_a_builder_in_another_file_returns():
     findings = analyze_source(MASKED.read_text(), str(MASKED), select_codes(["MHA"]))
     assert _built(findings) == MASKED_FINDINGS
