@@ -43,6 +43,19 @@ PROJECTS: List[Tuple[str, str]] = [
     ("x-transformers", "2.31.10"),
 ]
 
+# ``--set apps``: application-style packages whose models call attention and
+# mask helpers kept in other files of the same package (issue 14's reach)
+APPS: List[Tuple[str, str]] = [
+    ("openai-whisper", "20250625"),
+    ("fair-esm", "2.0.0"),
+    ("audiolm-pytorch", "2.4.0"),
+    ("denoising-diffusion-pytorch", "2.3.4"),
+    ("alphafold3-pytorch", "0.8.3"),
+    ("litgpt", "0.5.13"),
+    ("torchtune", "0.6.1"),
+]
+SETS = {"libs": PROJECTS, "apps": APPS}
+
 
 def _norm(name: str) -> str:
     return name.lower().replace("-", "_")
@@ -224,12 +237,15 @@ def main(argv=None) -> int:
     parser.add_argument(
         "--no-project-wide", action="store_true", help="--sinks: this file alone (docs/reach.md)"
     )
+    parser.add_argument(
+        "--set", choices=sorted(SETS), default="libs", help="which releases (default: libs)"
+    )
     args = parser.parse_args(argv)
     sys.path.insert(0, str(ROOT))
-    projects = PROJECTS
+    projects = SETS[args.set]
     if args.only:
         keep = {_norm(n) for n in args.only.split(",")}
-        projects = [p for p in PROJECTS if _norm(p[0]) in keep]
+        projects = [p for p in projects if _norm(p[0]) in keep]
     if args.sinks:
         return sink_census(projects, not args.no_project_wide)
     if args.hand:  # issue 17: hand-written attention (bench/hand_census.py)

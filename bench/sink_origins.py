@@ -38,7 +38,7 @@ HERE = pathlib.Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
 sys.path.insert(0, str(HERE.parent))
 
-from corpus import PROJECTS, _norm, fetch, py_files  # noqa: E402
+from corpus import SETS, _norm, fetch, py_files  # noqa: E402
 
 _KEEPING = {
     "to", "bool", "float", "half", "long", "int", "type", "type_as", "unsqueeze",
@@ -293,11 +293,12 @@ def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--only", help="comma-separated project names")
     parser.add_argument("--list", action="store_true", help="every unknown sink and its class")
+    parser.add_argument("--set", choices=sorted(SETS), default="libs", help="which releases")
     args = parser.parse_args(argv)
-    projects = PROJECTS
+    projects = SETS[args.set]
     if args.only:
         keep = {_norm(n) for n in args.only.split(",")}
-        projects = [p for p in PROJECTS if _norm(p[0]) in keep]
+        projects = [p for p in projects if _norm(p[0]) in keep]
     return run(projects, args.list)
 
 
