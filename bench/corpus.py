@@ -43,6 +43,19 @@ PROJECTS: List[Tuple[str, str]] = [
     ("x-transformers", "2.31.10"),
 ]
 
+# ``--set apps``: application-style packages whose models call attention and
+# mask helpers kept in other files of the same package (issue 14's reach)
+APPS: List[Tuple[str, str]] = [
+    ("openai-whisper", "20250625"),
+    ("fair-esm", "2.0.0"),
+    ("audiolm-pytorch", "2.4.0"),
+    ("denoising-diffusion-pytorch", "2.3.4"),
+    ("alphafold3-pytorch", "0.8.3"),
+    ("litgpt", "0.5.13"),
+    ("torchtune", "0.6.1"),
+]
+SETS = {"libs": PROJECTS, "apps": APPS}
+
 
 def _norm(name: str) -> str:
     return name.lower().replace("-", "_")
@@ -127,10 +140,8 @@ def analyze(projects, codes: Optional[List[str]]):
     return out, stats
 
 
-def sink_census(projects, reach: bool = True) -> int:
-    """Every mask sink (module mask argument, SDPA attn_mask, masked_fill/where
-    with -inf) and the mask value the analysis found there: how much of the
-    corpus it understands, and whether what it understands is consistent."""
+def sinks(projects, reach: bool = True):
+    """Every mask sink of the census: (rel, analysis, site, event, sink, mask)."""
     import libcst as cst
 
     from flake8_mha.engine import Context, decode_source, prefilter
@@ -140,8 +151,6 @@ def sink_census(projects, reach: bool = True) -> int:
     from flake8_mha.project import Project
     from flake8_mha.resolve import Resolver
 
-    table: Dict[Tuple[str, str, str], int] = collections.Counter()
-    known = []
     for name, version in projects:
         root = fetch(name, version)
         for path in py_files(root):
@@ -159,30 +168,54 @@ def sink_census(projects, reach: bool = True) -> int:
             ctx = Context(module, flow, resolver)
             a = analysis_for(ctx)
             project = Project(str(path)) if reach else None  # issue 14: wrappers in other files
+            ctx.project = project
             for site in flow.calls:
                 ev = classify(site, resolver)
                 if ev is None and project is not None:
                     ev = project.classify(site, resolver)
                 if isinstance(ev, ModuleCall):
-                    sinks = a.module_sinks(ev)
+                    found = a.module_sinks(ev)
                 elif isinstance(ev, SdpaCall):
-                    sinks = [x for x in [a.sdpa_sink(ev)] if x]
+                    found = [x for x in [a.sdpa_sink(ev)] if x]
                 else:
-                    sinks = [x for x in [a.fill_sink(site)] if x]
-                for sink in sinks:
-                    m = a.value(sink)
-                    kind = "attention" if sink.attention else sink.module
-                    meaning = "None" if m.none else str(m.meaning)
-                    table[(kind, sink.door, meaning)] += 1
-                    if m.meaning is not None or m.kind is not None or m.shape is not None:
-                        line = a.evaluator.line(site.node)
-                        via = getattr(ev, "through", None)
-                        via = f" via {via['function']} ({via['file']}:{via['line']})" if via else ""
-                        known.append(
-                            f"{rel}:{line}: {sink.module}.{sink.arg}{via} (door {sink.door}): "
-                            f"meaning={m.meaning} kind={m.kind} shape={m.shape} "
-                            f"causal={m.causal} from {a.evaluator.source_text(m.origin)}"
-                        )
+                    found = [x for x in [a.fill_sink(site)] if x]
+                for sink in found:
+                    yield rel, a, site, ev, sink, a.value(sink)
+
+
+def unknown_sinks(projects, reach: bool = True):
+    """(rel, line, mask text) of every sink whose meaning, kind and shape are unknown
+    (bench/sink_origins.py)."""
+    for rel, a, site, _ev, sink, m in sinks(projects, reach):
+        if m.meaning is None and m.kind is None and m.shape is None and not m.none:
+            yield rel, a.evaluator.line(sink.expr), cst_code(sink.expr)
+
+
+def cst_code(node) -> str:
+    import libcst as cst
+
+    return cst.Module([]).code_for_node(node)
+
+
+def sink_census(projects, reach: bool = True) -> int:
+    """Every mask sink (module mask argument, SDPA attn_mask, masked_fill/where
+    with -inf) and the mask value the analysis found there: how much of the
+    corpus it understands, and whether what it understands is consistent."""
+    table: Dict[Tuple[str, str, str], int] = collections.Counter()
+    known = []
+    for rel, a, site, ev, sink, m in sinks(projects, reach):
+        kind = "attention" if sink.attention else sink.module
+        meaning = "None" if m.none else str(m.meaning)
+        table[(kind, sink.door, meaning)] += 1
+        if m.meaning is not None or m.kind is not None or m.shape is not None:
+            line = a.evaluator.line(site.node)
+            via = getattr(ev, "through", None)
+            via = f" via {via['function']} ({via['file']}:{via['line']})" if via else ""
+            known.append(
+                f"{rel}:{line}: {sink.module}.{sink.arg}{via} (door {sink.door}): "
+                f"meaning={m.meaning} kind={m.kind} shape={m.shape} "
+                f"causal={m.causal} from {a.evaluator.source_text(m.origin)}"
+            )
     print("## sinks by (sink, door: what True means there, meaning found)")
     for key, n in sorted(table.items()):
         print(f"{key[0]:12} door={key[1]:7} meaning={key[2]:9} {n}")
@@ -204,12 +237,15 @@ def main(argv=None) -> int:
     parser.add_argument(
         "--no-project-wide", action="store_true", help="--sinks: this file alone (docs/reach.md)"
     )
+    parser.add_argument(
+        "--set", choices=sorted(SETS), default="libs", help="which releases (default: libs)"
+    )
     args = parser.parse_args(argv)
     sys.path.insert(0, str(ROOT))
-    projects = PROJECTS
+    projects = SETS[args.set]
     if args.only:
         keep = {_norm(n) for n in args.only.split(",")}
-        projects = [p for p in PROJECTS if _norm(p[0]) in keep]
+        projects = [p for p in projects if _norm(p[0]) in keep]
     if args.sinks:
         return sink_census(projects, not args.no_project_wide)
     if args.hand:  # issue 17: hand-written attention (bench/hand_census.py)

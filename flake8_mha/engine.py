@@ -152,6 +152,7 @@ def _analyze_module(
     flow.run(module)
     resolver = Resolver(flow)
     ctx = Context(module, flow, resolver)
+    ctx.project = project  # mask builders in other files (masks/evaluator.py)
     contexts.append(ctx)
     wanted = set(codes) if codes is not None else set(default_codes())
     rules = [rule(ctx) for rule in all_rules() if rule.CODE in wanted]

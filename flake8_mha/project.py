@@ -34,7 +34,16 @@ import libcst as cst
 from .events import SdpaCall
 from .flow import CallSite, DefKind, lookup
 from .resolve import Bound
-from .summaries import MAX_FILE_BYTES, REEXPORTS, SUMMARY_VERSION, summarise, valid_table
+from .summaries import (
+    MAX_FILE_BYTES,
+    REEXPORTS,
+    RETURNS_VERSION,
+    SUMMARY_VERSION,
+    builder_summary,
+    mask_of,
+    summarise,
+    valid_table,
+)
 from .torch_api import SDPA_NAME
 
 MAX_REEXPORT_HOPS = 3
@@ -300,6 +309,73 @@ class Project:
         else:
             got = table.get(obj + ".forward") or table.get(obj + "()")
         return (filename, got) if got is not None else None
+
+    # -- return values: mask builders in other files --------------------------------
+    def returned(self, call: cst.Call, env, scope, text: str):
+        """The mask a call of a project function in another file returns
+        (``make_pad_mask(lens)`` with ``make_pad_mask`` imported), as a
+        ``masks.Mask`` whose origins are ``call`` and name the other file's
+        place; None when that function is not a mask builder the analysis
+        understands with its parameters unknown."""
+        try:
+            return self._returned(call, env, scope, text)
+        except (OSError, ValueError, RecursionError):
+            return None
+
+    def _returned(self, call: cst.Call, env, scope, text: str):
+        target = _imported(call.func, env, scope)
+        if target is None:
+            return None
+        loc = self._defined(target)
+        if loc is None:
+            return None
+        filename, name = loc
+        if "." in name:
+            return None  # a method: its self is the caller's object
+        with open(filename, "rb") as fh:
+            data = fh.read(MAX_FILE_BYTES + 1)
+        if len(data) > MAX_FILE_BYTES:
+            return None
+        digest = hashlib.sha256(data).hexdigest()
+        self.deps[filename] = digest
+        key = hashlib.sha256(
+            f"{RETURNS_VERSION}\0{self.version}\0{digest}\0{name}".encode()
+        ).hexdigest()
+        got = _MEMO.get(key)
+        if got is None and self.store is not None:
+            got = self.store.get(key)
+            if not isinstance(got, dict):
+                got = None
+        if got is None:
+            try:
+                got = builder_summary(_decode(data), name)
+            except (SyntaxError, UnicodeDecodeError, LookupError, cst.ParserSyntaxError):
+                got = {}
+            if self.store is not None:
+                self.store.put(key, got)
+        if len(_MEMO) >= MAX_MEMO:
+            _MEMO.clear()
+        _MEMO[key] = got
+        if not got:
+            return None
+        return mask_of(got, call, f"{text} -> {self.relative(filename)}:{got['line']}")
+
+    def _defined(self, target: Tuple[int, str]) -> Optional[Tuple[str, str]]:
+        """(file, name) where an imported name is defined, through a package's
+        re-exports (as ``_function``)."""
+        loc = self.locate(*target)
+        for _ in range(MAX_REEXPORT_HOPS):
+            if loc is None:
+                return None
+            filename, obj = loc
+            table = self.summaries(filename)
+            head, _, rest = obj.partition(".")
+            again = table.get(REEXPORTS, {}).get(head)
+            if again is None or head in table:
+                return loc
+            package = tuple(module_parts(filename, self.root))
+            loc = self.locate(again[0], again[1] + ("." + rest if rest else ""), package)
+        return None
 
 
 def _imported(node, env, scope, depth: int = 0) -> Optional[Tuple[int, str]]:

@@ -389,3 +389,153 @@ def valid_table(table) -> bool:
 
 
 _OPS = ("invert", "index", "bool", "unsqueeze")
+
+
+# --------------------------------------------------------------------------- mask builders
+
+RETURNS_VERSION = 1
+_MASK_FIELDS = ("meaning", "kind", "dtype", "fill")
+
+
+def builder_summary(source: str, name: str) -> dict:
+    """What the top-level function ``name`` of a file returns, as the mask
+    analysis sees it with every parameter unknown (``{}`` when nothing is
+    known): ``def make_pad_mask(lengths): return arange(...)[None, :] >=
+    lengths[:, None]`` is an ignore padding mask whatever ``lengths`` is.
+    Each return path is evaluated in the file it is written in (its own
+    helpers and constants are followed, its parameters are not), and the
+    paths are joined.  Small JSON, cached by the file's bytes and ``name``."""
+    import libcst as cst
+
+    from .flow import FlowPass
+    from .masks import At, MaskEvaluator, join_all
+    from .masks.calls import Frame, falls_off_end, is_generator
+    from .masks.domain import NONE_MASK
+    from .resolve import Resolver
+
+    module = cst.parse_module(source)
+    func = None
+    for stmt in module.body:
+        if isinstance(stmt, cst.FunctionDef) and stmt.name.value == name:
+            func = stmt  # the last definition wins, as at import time
+        elif func is not None and _rebinds(stmt, name):
+            return {}  # ``make_mask = other(make_mask)``: not the function read here
+    if func is None or func.asynchronous is not None or is_generator(func):
+        return {}
+    if any(_decorator_name(d.decorator) not in _SAME_RESULT for d in func.decorators):
+        return {}  # a decorator may change what a call returns
+    flow = FlowPass()
+    flow.run(module)
+    fscope = flow.functions.get(id(func))
+    if fscope is None or not fscope.returns:
+        return {}
+    ev = MaskEvaluator(_FileContext(module, flow, Resolver(flow)))
+    params = func.params
+    names = [p.name.value for p in (*params.posonly_params, *params.params, *params.kwonly_params)]
+    frame = Frame(func, fscope, dict.fromkeys(names), {}, None, None)
+    values = [ev.eval(expr, At(renv, fscope, frame, 0)) for expr, renv in fscope.returns]
+    if falls_off_end(func):
+        values.append(NONE_MASK)
+    m = join_all(values)
+    if m.none or not m.known:
+        return {}
+    out: dict = {k: (None if getattr(m, k) is None else str(getattr(m, k))) for k in _MASK_FIELDS}
+    out["layout"] = list(m.layout) if m.layout is not None else None
+    out["tri"] = list(m.tri) if m.tri is not None else None
+    out["causal"] = bool(m.causal)
+    out["by_name"] = bool(m.origin is not None and m.origin.by_name)
+    origin = m.origin or m.kind_origin or m.shape_origin
+    out["source"] = ev.text(origin.node) if origin is not None else None
+    line = ev.line(origin.node) if origin is not None else None
+    out["line"] = line if line is not None else ev.line(func)
+    out["name"] = name
+    return out
+
+
+# decorators that keep what the function returns
+_SAME_RESULT = {"lru_cache", "cache", "no_grad", "inference_mode", "script", "compile", "wraps"}
+
+
+def _decorator_name(node) -> str:
+    import libcst as cst
+
+    if isinstance(node, cst.Call):
+        node = node.func
+    if isinstance(node, cst.Attribute):
+        return node.attr.value
+    return node.value if isinstance(node, cst.Name) else ""
+
+
+def _rebinds(stmt, name: str) -> bool:
+    """Whether a top-level statement may bind ``name`` again (an assignment,
+    an import, a class, anything compound that could hold one)."""
+    import libcst as cst
+
+    if isinstance(stmt, cst.SimpleStatementLine):
+        for small in stmt.body:
+            if isinstance(small, (cst.Assign, cst.AnnAssign, cst.AugAssign)):
+                targets = (
+                    [t.target for t in small.targets]
+                    if isinstance(small, cst.Assign)
+                    else [small.target]
+                )
+                if any(name in _names(t) for t in targets):
+                    return True
+            elif isinstance(small, (cst.Import, cst.ImportFrom)):
+                code = cst.Module([]).code_for_node(small)
+                if name in code:
+                    return True
+        return False
+    if isinstance(stmt, cst.ClassDef):
+        return stmt.name.value == name
+    if isinstance(stmt, cst.FunctionDef):
+        return False
+    return name in cst.Module([]).code_for_node(stmt)  # if/try/for at top level
+
+
+def _names(target) -> set:
+    import libcst as cst
+
+    if isinstance(target, cst.Name):
+        return {target.value}
+    if isinstance(target, (cst.Tuple, cst.List)):
+        out: set = set()
+        for el in target.elements:
+            out |= _names(el.value)
+        return out
+    return set()
+
+
+class _FileContext:
+    """What the mask evaluator reads of a file (the engine's Context, minus the rules)."""
+
+    def __init__(self, module, flow, resolver):
+        self.module = module
+        self.flow = flow
+        self.resolver = resolver
+        self.analyses: dict = {}
+        self.project = None  # the other file's own imports are not followed
+
+
+def mask_of(summary: dict, call, text: str):
+    """The ``masks.Mask`` a call of a summarised builder gives; every origin
+    is the call (its line in the linted file), its text names the builder's place."""
+    from .masks.domain import Kind, Mask, Meaning, Origin
+
+    origin = Origin(call, f"{text}: {summary.get('source')}", bool(summary.get("by_name")))
+    meaning = Meaning(summary["meaning"]) if summary.get("meaning") else None
+    kind = Kind(summary["kind"]) if summary.get("kind") else None
+    layout = tuple(summary["layout"]) if summary.get("layout") else None
+    tri = tuple(summary["tri"]) if summary.get("tri") else None
+    return Mask(
+        meaning=meaning,
+        kind=kind,
+        layout=layout,
+        dtype=summary.get("dtype"),
+        tri=tri,
+        fill=summary.get("fill"),
+        origin=origin if meaning is not None else None,
+        kind_origin=origin if kind is not None else None,
+        shape_origin=origin if layout is not None else None,
+        causal=bool(summary.get("causal")),
+    )

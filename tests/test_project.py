@@ -401,3 +401,132 @@ def test_no_fix_is_offered_through_a_wrapper(two_files, capsys):
     status, out = check(capsys, a, "--fix")
     assert (two_files / "a.py").read_text() == before
     assert "MHA002" in out
+
+
+# -- mask builders in another file (return values) -----------------------------------
+
+MASKED = TREE / "pkg" / "masked.py"
+BUILDERS = TREE / "pkg" / "masks_util.py"
+MASKED_FINDINGS = {
+    (18, 16, "MHA003", "make_keep_mask() -> pkg/masks_util.py:17"),
+    (27, 13, "MHA002", "make_pad_mask() -> pkg/masks_util.py:11"),
+}
+_BUILDER = re.compile(r"\((\w+\(\) -> [\w/.]+:\d+): ")
+
+
+def _built(findings):
+    out = set()
+    for f in findings:
+        m = _BUILDER.search(f.message)
+        out.add((f.line, f.col, f.code, m.group(1) if m else None))
+    return out
+
+
+def test_builder_summary_reads_what_a_mask_builder_returns():
+    from flake8_mha.summaries import builder_summary
+
+    source = BUILDERS.read_text()
+    pad = builder_summary(source, "make_pad_mask")
+    assert (pad["meaning"], pad["kind"], pad["layout"], pad["line"]) == (
+        "ignore",
+        "bool",
+        ["N", "S"],
+        11,
+    )
+    assert builder_summary(source, "make_keep_mask")["meaning"] == "keep"
+    # returns its parameter: unknown, so no summary; a name not defined: none
+    assert builder_summary(source, "passthrough") == {}
+    assert builder_summary(source, "nowhere") == {}
+
+
+@pytest.mark.parametrize(
+    "body",
+    [
+        "    if lengths is None:\n        return None\n    return lengths > 0\n",  # unknown path
+        "    return torch.arange(n)[None, :] < lengths[:, None] if n else lengths\n",
+        "    yield torch.arange(n)[None, :] < lengths[:, None]\n",  # a generator
+    ],
+)
+def test_a_builder_with_an_unknown_path_has_no_summary(body):
+    from flake8_mha.summaries import builder_summary
+
+    source = "import torch\n\n\ndef build(lengths, n):\n" + body
+    assert builder_summary(source, "build") == {}
+
+
+@pytest.mark.parametrize(
+    "before, after, known",
+    [
+        ("", "", True),
+        ("@functools.lru_cache()\n", "", True),
+        ("@register\n", "", False),  # a decorator may change the result
+        ("", "build = torch.compile(build)\n", False),  # rebound after the def
+        ("", "if FAST:\n    from .fast import build\n", False),
+    ],
+)
+def test_a_builder_is_the_function_the_name_holds(before, after, known):
+    from flake8_mha.summaries import builder_summary
+
+    source = (
+        "import torch\n\n\n" + before + "def build(n):\n"
+        "    return torch.ones(n, n, dtype=torch.bool).triu(1)\n" + after
+    )
+    got = builder_summary(source, "build")
+    assert (got.get("meaning"), got.get("causal")) == (("ignore", True) if known else (None, None))
+
+
+def test_engine_reads_the_mask_a_builder_in_another_file_returns():
+    findings = analyze_source(MASKED.read_text(), str(MASKED), select_codes(["MHA"]))
+    assert _built(findings) == MASKED_FINDINGS
+    assert not any(os.path.isabs(f.message.split("-> ")[1].split(":")[0]) for f in findings)
+    alone = analyze_source(MASKED.read_text(), str(MASKED), select_codes(["MHA"]), project=False)
+    assert alone == []
+    assert analyze_source(BUILDERS.read_text(), str(BUILDERS), select_codes(["MHA"])) == []
+
+
+def test_flake8_on_one_file_reads_mask_builders_across_files():
+    status, got = _flake8("fixtures/project_reach/pkg/masked.py")
+    assert status == 1
+    assert {g[:3] for g in got} == {m[:3] for m in MASKED_FINDINGS}
+    status, got = _flake8("--mha-no-project-wide", "fixtures/project_reach/pkg/masked.py")
+    assert (status, got) == (0, set())
+
+
+BUILDER = textwrap.dedent(
+    """\
+    import torch
+
+
+    def pad_mask(lengths, n):
+        return torch.arange(n)[None, :] OP lengths[:, None]
+    """
+)
+USER = textwrap.dedent(
+    """\
+    import torch.nn as nn
+
+    from .b import pad_mask
+
+
+    class Enc(nn.Module):
+        def forward(self, x, lengths):
+            return self.mha(x, x, x, key_padding_mask=pad_mask(lengths, 4), need_weights=False)
+    """
+)
+
+
+def test_editing_the_builders_file_changes_the_cached_finding(tmp_path, monkeypatch, capsys):
+    monkeypatch.chdir(tmp_path)
+    pkg = tmp_path / "pkg"
+    pkg.mkdir()
+    (pkg / "__init__.py").write_text("")
+    mha = "class Enc(nn.Module):\n    mha = nn.MultiheadAttention(8, 2, batch_first=True)"
+    (pkg / "a.py").write_text(USER.replace("class Enc(nn.Module):", mha))
+    (pkg / "b.py").write_text(BUILDER.replace("OP", "<"))  # True = keep: wrong there
+    a = os.path.join("pkg", "a.py")
+    status, out = check(capsys, a)
+    assert status == 1 and out.count("\n") == 1 and ":9:16: MHA003 mask from line 9" in out
+    assert "(pad_mask() -> pkg/b.py:5: torch.arange(n)[None, :] < lengths[:, None])" in out
+    assert check(capsys, a) == (status, out)  # warm
+    (pkg / "b.py").write_text(BUILDER.replace("OP", ">="))  # True = padding: right
+    assert check(capsys, a) == (0, "")

@@ -392,6 +392,11 @@ class MaskEvaluator(Calls, Numbers, Comparisons, Segments, Offsets, Shapes, Dtyp
         found = self.callee(node, at.env, at.scope)
         if found is not None:
             return self._helper(found, node, at, None)
+        project = getattr(self.ctx, "project", None)
+        if project is not None:  # a mask builder in another project file (docs/reach.md)
+            got = project.returned(node, at.env, at.scope, self.text(node.func) + "()")
+            if got is not None:
+                return got
         return UNKNOWN_MASK
 
 
