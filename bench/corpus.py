@@ -5,6 +5,7 @@
     python bench/corpus.py --json out.json # every finding, machine-readable
     python bench/corpus.py --only timm     # one project
     python bench/corpus.py --sinks         # every mask sink and what the analysis knew there
+    python bench/corpus.py --set apps      # the application-style set (APPS below)
 
 Releases are fetched with ``pip download --no-deps`` into ``bench/.cache``
 (gitignored) and unpacked there; a wheel is a zip of the package's sources,
