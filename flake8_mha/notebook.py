@@ -16,7 +16,7 @@ from 1 (as nbQA does), LINE and COL are inside that cell.
 
 This module only translates (notebook -> Python text -> cell positions, and a
 fixed text back into the notebook); reading, linting, ``# noqa`` and fixing
-are the lint pipeline's (``pipeline.lint_notebook``).
+are the lint pipeline's (``pipeline.lint_file``).
 """
 
 from __future__ import annotations

@@ -268,23 +268,6 @@ def make_project(path: str, cache_dir: Optional[str]):
 # -- one file ------------------------------------------------------------------------
 
 
-def lint_python(
-    path: str,
-    codes: Sequence[str],
-    disable_noqa: bool = False,
-    mode: str = "check",
-    cache_dir: Optional[str] = None,
-    project_wide: bool = True,
-) -> FileOutcome:
-    out = FileOutcome(path)
-    data = read_bytes(path, out)
-    if data is None:
-        return out
-    return _through_cache(
-        cache_dir, data, path, codes, disable_noqa, mode, _lint_python, project_wide
-    )
-
-
 def _lint_python(
     path: str, data: bytes, codes: Sequence[str], disable_noqa: bool, mode: str, project=None
 ) -> FileOutcome:
@@ -330,23 +313,6 @@ def _lint_python(
                 findings = after
     out.items = [Item(f, fixable=can_fix(f, fixable)) for f in findings]
     return out
-
-
-def lint_notebook(
-    path: str,
-    codes: Sequence[str],
-    disable_noqa: bool = False,
-    mode: str = "check",
-    cache_dir: Optional[str] = None,
-    project_wide: bool = True,
-) -> FileOutcome:
-    out = FileOutcome(path)
-    data = read_bytes(path, out)
-    if data is None:
-        return out
-    return _through_cache(
-        cache_dir, data, path, codes, disable_noqa, mode, _lint_notebook, project_wide
-    )
 
 
 def _lint_notebook(
@@ -518,9 +484,12 @@ def lint_file(task: Tuple[str, Tuple[str, ...], bool, str, Optional[str], bool])
     """One file, dispatched on its suffix; never raises (a worker process runs it)."""
     path, codes, disable_noqa, mode, cache_dir, project_wide = task
     try:
-        if path.endswith(".ipynb"):
-            return lint_notebook(path, codes, disable_noqa, mode, cache_dir, project_wide)
-        return lint_python(path, codes, disable_noqa, mode, cache_dir, project_wide)
+        out = FileOutcome(path)
+        data = read_bytes(path, out)
+        if data is None:
+            return out
+        lint = _lint_notebook if path.endswith(".ipynb") else _lint_python
+        return _through_cache(cache_dir, data, path, codes, disable_noqa, mode, lint, project_wide)
     except Exception as exc:  # never lose the whole run to one file
         return FileOutcome(
             path,

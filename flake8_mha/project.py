@@ -287,21 +287,11 @@ class Project:
     def _function(self, target: Tuple[int, str], call: bool) -> Optional[Tuple[str, dict]]:
         """``call``: the target is called (a function); otherwise it is
         constructed or made (a class: its forward; a factory: what it returns)."""
-        loc = self.locate(*target)
-        for _ in range(MAX_REEXPORT_HOPS):
-            if loc is None:
-                return None
-            filename, obj = loc
-            table = self.summaries(filename)
-            head, _, rest = obj.partition(".")
-            again = table.get(REEXPORTS, {}).get(head)
-            if again is None or head in table:
-                break
-            # re-exported by a package's __init__: one hop to where it is defined
-            package = tuple(module_parts(filename, self.root))
-            loc = self.locate(again[0], again[1] + ("." + rest if rest else ""), package)
-        else:
+        loc = self._defined(target)
+        if loc is None:
             return None
+        filename, obj = loc
+        table = self.summaries(filename)  # read once: _defined's last step read it
         if call:
             got = table.get(obj)
             if got is not None and "." in obj:
@@ -362,7 +352,7 @@ class Project:
 
     def _defined(self, target: Tuple[int, str]) -> Optional[Tuple[str, str]]:
         """(file, name) where an imported name is defined, through a package's
-        re-exports (as ``_function``)."""
+        re-exports (one hop per ``__init__.py``, at most ``MAX_REEXPORT_HOPS``)."""
         loc = self.locate(*target)
         for _ in range(MAX_REEXPORT_HOPS):
             if loc is None:
