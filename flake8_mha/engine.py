@@ -25,6 +25,7 @@ from . import positions, torch_api
 from .events import Construction, ModuleCall, SdpaCall, classify
 from .findings import Finding
 from .focus import focus
+from .lines import source_lines
 from .flow import CallSite, FlowPass
 from .project import Project, annotate
 from .resolve import Resolver
@@ -376,7 +377,7 @@ _SHALLOW_SPAN = 4000
 
 
 def _shallow(source: str) -> bool:
-    if max(map(len, source.splitlines()), default=0) > _SHALLOW_SPAN:
+    if max(map(len, source_lines(source)), default=0) > _SHALLOW_SPAN:
         return False
     opened: List[int] = []
     for match in _BRACKETS.finditer(source):

@@ -40,6 +40,7 @@ import ast
 import re
 from typing import Dict, FrozenSet, Iterable, List, Optional, Sequence, Set, Tuple
 
+from .lines import source_lines
 from .torch_api import TRIGGER_WORDS
 
 FOCUS = True  # False: every file is parsed whole (the reference the parity checks use)
@@ -149,7 +150,7 @@ def focus(
             return source
     try:
         keep_words = KEEP_WORDS | frozenset(keep)
-        return _focus(source, source.splitlines(keepends=True), tree, words, keep_words)
+        return _focus(source, source_lines(source), tree, words, keep_words)
     except (RecursionError, _Unscreenable):  # pragma: no cover - parse it whole
         return source
 

@@ -27,6 +27,8 @@ import re
 from dataclasses import dataclass, field
 from typing import Dict, List, Optional, Sequence, Tuple
 
+from .lines import source_lines
+
 PYTHON_BODY_CELL_MAGICS = frozenset(
     {
         "time",
@@ -75,7 +77,7 @@ def cell_source(cell: dict) -> str:
 
 def mask_cell(source: str, counter: List[int]) -> Tuple[Optional[str], Dict[int, str]]:
     """The cell made valid Python-only text, or None to skip it."""
-    lines = source.splitlines(keepends=True)
+    lines = source_lines(source)
     magics: Dict[int, str] = {}
     if lines and lines[0].lstrip().startswith("%%"):
         name = lines[0].lstrip()[2:].split(None, 1)[0] if lines[0].strip() != "%%" else ""
@@ -234,7 +236,7 @@ def split(joined: str, cells: Sequence[Cell]) -> Dict[int, str]:
     magics: Dict[int, str] = {}
     for cell in cells:
         magics.update(cell.magics)
-    for line in joined.splitlines(keepends=True):
+    for line in source_lines(joined):
         m = _SEPARATOR_RE.match(line)
         if m:
             current = int(m.group(1))

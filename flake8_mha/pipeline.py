@@ -37,6 +37,7 @@ from .config import (
     Options,
 )
 from .findings import Finding
+from .lines import source_lines
 from .selection import all_codes
 
 # Never walked into (a file named on the command line inside one is skipped
@@ -234,7 +235,7 @@ def lint_text(
     findings = analyze_source(text, path, codes=list(codes), project=project or False)
     if disable_noqa or not findings:
         return findings
-    return apply_noqa(findings, text.splitlines(keepends=True))
+    return apply_noqa(findings, source_lines(text))
 
 
 def analyze_for_flake8(source: str, path: str, tree, project_wide: bool = True) -> List[Finding]:
@@ -304,8 +305,8 @@ def _lint_python(
                 out.old_items = [Item(f, fixable=can_fix(f, fixable)) for f in findings]
                 out.diff = "".join(
                     difflib.unified_diff(
-                        text.splitlines(keepends=True),
-                        new_text.splitlines(keepends=True),
+                        source_lines(text),
+                        source_lines(new_text),
                         fromfile=path,
                         tofile=path,
                     )
@@ -372,8 +373,8 @@ def _lint_notebook(
                 out.old_items = _cell_items(findings, source, fixable)
                 out.diff = "".join(
                     difflib.unified_diff(
-                        raw.splitlines(keepends=True),
-                        new_raw.splitlines(keepends=True),
+                        source_lines(raw),
+                        source_lines(new_raw),
                         fromfile=path,
                         tofile=path,
                     )

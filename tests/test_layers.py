@@ -49,6 +49,7 @@ LAYER_OF = {
     f"{PKG}.tree": ANALYSIS,
     f"{PKG}.callgraph": ANALYSIS,
     f"{PKG}.atomic": CORE,
+    f"{PKG}.lines": CORE,
     f"{PKG}.flow": ANALYSIS,
     f"{PKG}.env": ANALYSIS,
     f"{PKG}.values": ANALYSIS,

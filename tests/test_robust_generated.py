@@ -18,7 +18,7 @@ from flake8_mha.engine import SourceSyntaxError, analyze_source, decode_source, 
 
 hypothesis = pytest.importorskip("hypothesis")
 hypothesmith = pytest.importorskip("hypothesmith")
-from hypothesis import HealthCheck, given, settings  # noqa: E402
+from hypothesis import HealthCheck, example, given, settings  # noqa: E402
 from hypothesis import strategies as st  # noqa: E402
 
 ALL_CODES = select_codes(["MHA"])
@@ -73,6 +73,7 @@ def test_programs_from_the_grammar(source):
 
 @SETTINGS
 @given(hypothesmith.from_node())
+@example("class A:\n pass\nclass A:\n\x0c pass\n")  # a form feed in an indent (CI found it)
 def test_programs_from_libcst_nodes(source):
     check(source)
 
