@@ -29,6 +29,7 @@ import difflib
 import io
 import os
 import tokenize
+import dataclasses
 from dataclasses import dataclass, field
 from fnmatch import fnmatch
 from typing import Any, Dict, List, Optional, Sequence, Tuple
@@ -465,18 +466,7 @@ def _through_cache(
             }
             for i in out.items
         ],
-        [
-            {
-                "path": p.path,
-                "message": p.message,
-                "line": p.line,
-                "col": p.col,
-                "cell": p.cell,
-                "cell_index": p.cell_index,
-                "file_line": p.file_line,
-            }
-            for p in out.problems
-        ],
+        [dataclasses.asdict(p) for p in out.problems],  # read back by Problem(**p)
     )
     return out
 
