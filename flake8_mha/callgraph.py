@@ -15,7 +15,7 @@ from typing import Dict, List, Optional, Tuple
 
 import libcst as cst
 
-from .flow import CallSite, ClassInfo, Scope, lookup
+from .flow import CallSite, ClassInfo, DefKind, Scope, ScopeKind, lookup
 
 Callers = Dict[int, List[Tuple[CallSite, int]]]
 
@@ -153,3 +153,40 @@ class FileCalls:
             if name in c.methods:
                 return c.methods[name]
         return None
+
+    def stored_functions(self, call: cst.Call, env, scope) -> Optional[List[cst.FunctionDef]]:
+        """The functions of this file that ``self.<attr>`` may hold at ``self.<attr>(...)``:
+        every assignment of the attribute in a method of the class (or of a base) is a
+        module-level function of this file, or a conditional expression choosing
+        between such functions (``self.make = onnx_make if onnxable else make``).
+        A function stored on an instance is not bound: the call passes every
+        parameter.  None when any assignment is something else, or the class
+        defines the attribute in its body (a class attribute would bind ``self``)."""
+        func = call.func
+        if not isinstance(func, cst.Attribute):
+            return None
+        owner = self.resolver.self_class(func, env, scope)
+        if owner is None or self.method_of(owner, func.attr.value) is not None:
+            return None
+        out: List[cst.FunctionDef] = []
+        for d in self.resolver.attr_defs(owner, func.attr.value):
+            if d.kind != DefKind.ASSIGN or d.scope is None or d.scope.kind != ScopeKind.FUNCTION:
+                return None
+            for expr in _choices(d.node):
+                found = lookup(expr.value, d.env, d.scope) if isinstance(expr, cst.Name) else ()
+                if (
+                    len(found) != 1
+                    or found[0].kind != DefKind.DEF
+                    or found[0].scope is None
+                    or found[0].scope.kind != ScopeKind.MODULE
+                ):
+                    return None
+                out.append(found[0].node)
+        return out or None
+
+
+def _choices(expr: cst.BaseExpression) -> List[cst.BaseExpression]:
+    """The values a conditional expression may take (itself when it is not one)."""
+    if isinstance(expr, cst.IfExp):
+        return _choices(expr.body) + _choices(expr.orelse)
+    return [expr]

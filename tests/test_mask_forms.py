@@ -307,3 +307,35 @@ def test_triangles_at_fills_are_judged_on_attention_scores(body, want):
           "    # True = keep\n" \
           "    #\n" + textwrap.indent(textwrap.dedent(body), "    ") + "\n"
     assert found(src) == want
+
+
+# --------------------------------------------------------------------------- in-place fills
+
+INPLACE = """\
+import torch
+
+
+def attend(q, k, v, scores, tokens, pad_id):
+    bias = (tokens MASK pad_id).to(q.dtype)[:, None, None, :]
+    BODY
+    return torch.softmax(scores + bias, dim=-1) @ v
+"""
+
+
+@pytest.mark.parametrize("mask, body, want", [
+    # an additive bias made in place (litgpt builds its softcapping mask so): the
+    # arguments of the fill read the value the name had before it, so the fill is
+    # judged: True = padding is what masked_fill_ fills; True = kept is not
+    ("==", "bias.masked_fill_(bias.bool(), torch.finfo(q.dtype).min)", []),
+    ("!=", "bias.masked_fill_(bias.bool(), torch.finfo(q.dtype).min)", [("MHA003", 6, 5)]),
+    ("==", "bias.masked_fill_(~bias.bool(), torch.finfo(q.dtype).min)", [("MHA003", 6, 5)]),
+    # changed twice, or in a loop: its value there is not known
+    ("!=", "bias.masked_fill_(bias.bool(), torch.finfo(q.dtype).min)\n    bias.mul_(2)", []),
+    ("!=", "for _ in range(2):\n        bias.masked_fill_(bias.bool(), torch.finfo(q.dtype).min)",
+     []),
+    # the name read in a later statement, after the change: not known either
+    ("==", "bias.masked_fill_(bias.bool(), torch.finfo(q.dtype).min)\n"
+     "    scores = scores.masked_fill(~bias.bool(), float('-inf'))", []),
+])
+def test_the_arguments_of_an_in_place_fill_see_the_value_before_it(mask, body, want):
+    assert found(INPLACE.replace("MASK", mask).replace("BODY", body)) == want

@@ -9,7 +9,7 @@ the join of what every call of the function in this file passes.
 
 from __future__ import annotations
 
-from typing import Dict, NamedTuple, Optional
+from typing import Dict, List, NamedTuple, Optional
 
 import libcst as cst
 
@@ -221,6 +221,12 @@ class Calls(FileCalls):
                     return UNKNOWN_MASK
         finally:
             self._caller_depth -= 1
+        return self._agreed(values)
+
+    @staticmethod
+    def _agreed(values: List[Mask]) -> Mask:
+        """The join of values that may each be the one at run time: unknown when
+        one of them is (a join would let the known ones speak for it)."""
         for v in values:
             if not v.none and v.meaning is None and v.kind is None:
                 return UNKNOWN_MASK

@@ -4,8 +4,9 @@ a constant (``m == 0`` flips it, ``m != 0`` keeps it)."""
 
 from __future__ import annotations
 
+import re
 from dataclasses import replace
-from typing import Optional
+from typing import Optional, Tuple
 
 import libcst as cst
 
@@ -64,6 +65,30 @@ _ARANGE_KEEPS = (
 _ARANGE_LAYOUTS = {"vec": ("S",), "row": ("1", "S"), "row3": ("1", "1", "S")}
 _LENGTHS_LAYOUTS = {"col": ("N", "1"), "n11": ("N", "1", "1"), "1n1": ("1", "N", "1")}
 _LENGTHS_BY_LAYOUT = {v: k for k, v in _LENGTHS_LAYOUTS.items()}
+_BY_ARANGE_LAYOUT = {**{v: k for k, v in _ARANGE_LAYOUTS.items()}, ("S", "1"): "col"}
+_AXIS = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+
+
+def new_axes(call: cst.Call, axis: str) -> Optional[Tuple[str, ...]]:
+    """The layout ``einops.rearrange(x, "i -> 1 i")`` gives a vector, with its one
+    axis named ``axis`` and the new axes of size one as "1"; None for any other
+    pattern (a reordering, a merge, a split, an ellipsis, a pattern not written out)."""
+    if len(call.args) < 2 or any(a.keyword is not None or a.star for a in call.args[:2]):
+        return None
+    pattern = call.args[1].value
+    if not isinstance(pattern, cst.SimpleString):
+        return None
+    text = pattern.evaluated_value
+    if not isinstance(text, str) or text.count("->") != 1:
+        return None
+    left, right = (side.split() for side in text.split("->"))
+    if len(left) != 1 or not _AXIS.fullmatch(left[0]) or right.count(left[0]) != 1:
+        return None
+    if any(t not in (left[0], "1") for t in right):
+        return None
+    return tuple(axis if t == left[0] else "1" for t in right)
+
+
 _LENGTHS_KEEPS = ("to", "type_as", "long", "int", "float", "cuda", "cpu", "expand", "expand_as")
 
 
@@ -222,6 +247,11 @@ class Comparisons:
             )
             if qn == "torch.arange":
                 return "vec"
+            if qn == "einops.rearrange" and node.args:
+                # rearrange(r, "i -> i 1"): r[:, None]; "j -> 1 j": r[None, :]
+                if self._arange_axis(node.args[0].value, at, hops) != "vec":
+                    return None
+                return _BY_ARANGE_LAYOUT.get(new_axes(node, "S"))
             if isinstance(func, cst.Attribute):
                 base = self._arange_axis(func.value, at, hops)
                 if base is None:
@@ -305,6 +335,15 @@ class Comparisons:
             return (
                 _LENGTHS_BY_LAYOUT.get(layout) if base == "scalar" or layout == ("N", "1") else None
             )
+        if (
+            isinstance(node, cst.Call)
+            and node.args
+            and self.qualname(node.func, at.env, at.scope) == "einops.rearrange"
+        ):
+            # rearrange(lengths, "b -> b 1"): lengths[:, None]
+            if self._lengths_axis(node.args[0].value, at, hops) != "scalar":
+                return None
+            return _LENGTHS_BY_LAYOUT.get(new_axes(node, "N"))
         if isinstance(node, cst.Call) and isinstance(node.func, cst.Attribute):
             attr = node.func.attr.value
             if attr in ("new", "new_tensor") and len(node.args) == 1:

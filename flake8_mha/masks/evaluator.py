@@ -23,7 +23,7 @@ from typing import Dict, Optional, Tuple
 
 import libcst as cst
 
-from ..flow import CallSite, Def, Scope, children, lookup
+from ..flow import CallSite, Def, Scope, children, lookup, walk
 from ..splats import element, item, spread_index
 from ..values import unpacked
 from .calls import At, Calls, frame_for
@@ -76,7 +76,8 @@ class MaskEvaluator(Calls, Numbers, Comparisons, Segments, Offsets, Shapes, Dtyp
         self._callers = None
         self._positions = None
         self._caller_depth = 0
-        self._mutation_cache: Dict[int, set] = {}
+        self._mutation_cache: Dict[int, Dict[str, list]] = {}
+        self._argument_nodes: Dict[int, set] = {}
 
     # ----------------------------------------------------------------- text and lines
     def text(self, node: cst.CSTNode) -> str:
@@ -169,7 +170,8 @@ class MaskEvaluator(Calls, Numbers, Comparisons, Segments, Offsets, Shapes, Dtyp
         if not defs:
             return UNKNOWN_MASK
         for d in defs:
-            if d.scope is not None and node.value in self._mutations(d.scope):
+            changes = self._mutations(d.scope).get(node.value) if d.scope is not None else None
+            if changes and not self._inside_its_one_change(node, changes):
                 return UNKNOWN_MASK  # changed in place: x.fill_(v), x.triu_(1), x[i] = v
         return join_all([self._def(d, at) for d in defs])
 
@@ -227,13 +229,28 @@ class MaskEvaluator(Calls, Numbers, Comparisons, Segments, Offsets, Shapes, Dtyp
             )
         return UNKNOWN_MASK
 
-    def _mutations(self, scope: Scope) -> set:
+    def _mutations(self, scope: Scope) -> Dict[str, list]:
         key = id(scope)
         found = self._mutation_cache.get(key)
         if found is None:
             found = _mutated_names(scope.node)
             self._mutation_cache[key] = found
         return found
+
+    def _inside_its_one_change(self, node: cst.Name, changes: list) -> bool:
+        """``mask`` in ``mask.masked_fill_(mask.bool(), v)``: the arguments are
+        read before the change, so they see the value the name had.  Only for a
+        name changed once in its function, by that call, outside any loop."""
+        if len(changes) != 1:
+            return False
+        change, in_loop = changes[0]
+        if in_loop or not isinstance(change, cst.Call):
+            return False
+        inside = self._argument_nodes.get(id(change))
+        if inside is None:
+            inside = {id(n) for a in change.args for n in walk(a)}
+            self._argument_nodes[id(change)] = inside
+        return id(node) in inside
 
     # ----------------------------------------------------------------- attributes, subscripts
     def _attribute(self, node: cst.Attribute, at: At) -> Mask:
@@ -392,6 +409,9 @@ class MaskEvaluator(Calls, Numbers, Comparisons, Segments, Offsets, Shapes, Dtyp
         found = self.callee(node, at.env, at.scope)
         if found is not None:
             return self._helper(found, node, at, None)
+        stored = self.stored_functions(node, at.env, at.scope)
+        if stored is not None:  # self.make = onnx_make if onnxable else make
+            return self._agreed([self._helper((f, 0), node, at, None) for f in stored])
         project = getattr(self.ctx, "project", None)
         if project is not None:  # a mask builder in another project file (docs/reach.md)
             got = project.returned(node, at.env, at.scope, self.text(node.func) + "()")
@@ -400,34 +420,38 @@ class MaskEvaluator(Calls, Numbers, Comparisons, Segments, Offsets, Shapes, Dtyp
         return UNKNOWN_MASK
 
 
-def _mutated_names(root: cst.CSTNode) -> set:
+def _mutated_names(root: cst.CSTNode) -> Dict[str, list]:
     """Names changed in place in a function (or module) body, not counting
     nested functions and classes: ``x.fill_(v)``, ``x.masked_fill_(m, v)``,
-    ``x[i] = v``, ``x[i] += v``."""
-    out: set = set()
-    stack = list(children(root.body)) if isinstance(root, cst.FunctionDef) else list(children(root))
+    ``x[i] = v``, ``x[i] += v``; for each, the changing nodes and whether
+    each stands in a loop."""
+    out: Dict[str, list] = {}
+    start = children(root.body) if isinstance(root, cst.FunctionDef) else children(root)
+    stack = [(n, False) for n in start]
     while stack:
-        n = stack.pop()
+        n, in_loop = stack.pop()
         if isinstance(n, (cst.FunctionDef, cst.ClassDef, cst.Lambda)):
             continue
+        bases = []
         if isinstance(n, cst.Call) and isinstance(n.func, cst.Attribute):
             attr = n.func.attr.value
             if attr.endswith("_") and not attr.endswith("__") and attr not in _HARMLESS_INPLACE:
-                base = _root_of(n.func.value)
-                if base is not None:
-                    out.add(base)
+                bases.append(_root_of(n.func.value))
         elif isinstance(n, cst.Assign):
-            for t in n.targets:
-                if isinstance(t.target, cst.Subscript):
-                    base = _root_of(t.target.value)
-                    if base is not None:
-                        out.add(base)
+            bases.extend(
+                _root_of(t.target.value) for t in n.targets if isinstance(t.target, cst.Subscript)
+            )
         elif isinstance(n, cst.AugAssign) and isinstance(n.target, cst.Subscript):
-            base = _root_of(n.target.value)
+            bases.append(_root_of(n.target.value))
+        for base in bases:
             if base is not None:
-                out.add(base)
-        stack.extend(children(n))
+                out.setdefault(base, []).append((n, in_loop))
+        in_loop = in_loop or isinstance(n, _LOOPS)
+        stack.extend((c, in_loop) for c in children(n))
     return out
+
+
+_LOOPS = (cst.For, cst.While, cst.ListComp, cst.SetComp, cst.DictComp, cst.GeneratorExp)
 
 
 def _root_of(node: cst.CSTNode) -> Optional[str]:
