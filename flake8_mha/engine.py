@@ -24,9 +24,9 @@ import libcst as cst
 from . import positions, torch_api
 from .events import Construction, ModuleCall, SdpaCall, classify
 from .findings import Finding
+from .flow import CallSite, FlowPass
 from .focus import focus
 from .lines import source_lines
-from .flow import CallSite, FlowPass
 from .project import Project, annotate
 from .resolve import Resolver
 from .rules.base import all_rules

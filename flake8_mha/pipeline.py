@@ -25,11 +25,11 @@ This module imports neither libcst nor the analyzer at import time.
 
 from __future__ import annotations
 
+import dataclasses
 import difflib
 import io
 import os
 import tokenize
-import dataclasses
 from dataclasses import dataclass, field
 from fnmatch import fnmatch
 from typing import Any, Dict, List, Optional, Sequence, Tuple
