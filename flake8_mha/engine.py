@@ -250,14 +250,15 @@ def _parse_and_analyze(
     try:
         # only what can matter is parsed (focus.py: same lines and columns); a file with
         # a very long line or deep brackets, where LibCST's parser may give up, is
-        # parsed whole, so that its refusal (MHA000) stays what it was
+        # parsed whole, so that its refusal (MHA000) stays what it was (a long
+        # bracketed span alone is data, such as torch's 25,000-line ``op_db``: focused)
         if project == "auto":
             project = Project(path) if os.path.isfile(path) else None
-        text = source
-        if _shallow(source):
-            screen = tree if isinstance(tree, ast.Module) else _ast_or_none(source)
-            keep = project.imported_names(screen) if project and screen is not None else ()
-            text = focus(source, screen, keep=keep)
+        screen = tree if isinstance(tree, ast.Module) else _ast_or_none(source)
+        keep = project.imported_names(screen) if project and screen is not None else ()
+        text = focus(source, screen, keep=keep) if screen is not None else source
+        if not _shallow(source) and not _long_spans_only(source):
+            text = source
         module = cst.parse_module(text)
     except cst.ParserSyntaxError as exc:
         _raise_if_invalid_python(source, exc)
@@ -388,6 +389,16 @@ def _shallow(source: str) -> bool:
         elif opened and match.start() - opened.pop() > _SHALLOW_SPAN:
             return False
     return True
+
+
+def _long_spans_only(source: str) -> bool:
+    """Not shallow only for a bracketed span longer than the screen's bound (a list
+    of data), with no long line and no deep nesting: what LibCST parses whole, it
+    parses focused."""
+    return (
+        max(map(len, source_lines(source)), default=0) <= _SHALLOW_SPAN
+        and _bracket_depth(source) <= _SHALLOW_DEPTH
+    )
 
 
 def _bracket_depth(source: str) -> int:

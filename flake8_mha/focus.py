@@ -24,6 +24,12 @@ statements), every class header, and every definition that
 - shares a ``self.NAME`` attribute with kept code (the method that calls
   ``self.attn`` that ``__init__`` builds, or that sets a value it reads).
 
+A module-level statement of more than ``_BIG_STATEMENT`` lines is data
+(torch's ``op_db``: one list of 25,000 lines): the elements of its list,
+tuple and set literals that hold no trigger or kept word become ``0`` at
+their place, so only the entries that name attention are parsed, and the
+closure does not keep the helpers the dropped entries name.
+
 The rule is a fixpoint: what is kept can pull in more.  A blanked definition
 can only make something unknown, and unknown never fires; the words are
 matched as text (comments and strings included), which can keep more than
@@ -216,7 +222,13 @@ def _focus(
                     outer.base = outer.trigger = True
 
     scan(tree.body, None)
-    if not units and all(st.kept for st in stmts):
+    elements = _idle_elements(stmts, lines, original, words, keep)
+    if elements:  # what the kept text of a pruned statement names, without the data
+        pruned = _without(lines, [e for e, _ in elements])
+        for st in {id(st): st for _, st in elements}.values():
+            code = _code_text("".join(pruned[st.first : st.last + 1]))
+            st.words, st.dotted = set(_WORD.findall(code)), set(_DOTTED.findall(code))
+    if not units and not elements and all(st.kept for st in stmts):
         return source
     _Closure(units, stmts).run()
     drop: List[object] = []
@@ -231,9 +243,10 @@ def _focus(
     for unit in top:
         collect(unit)
     drop.extend(st for st in stmts if not st.kept)
-    if not drop:
+    elements = [e for e, st in elements if st.kept]
+    if not drop and not elements:
         return source
-    return _blank(original, drop)  # type: ignore[arg-type]
+    return _blank(original, drop, elements)  # type: ignore[arg-type]
 
 
 class _Closure:
@@ -523,17 +536,30 @@ def _bound(stmt: ast.stmt, walrus: bool = True) -> Set[str]:
     return out
 
 
-def _blank(lines: List[str], drop: List[_Unit]) -> str:
+def _without(lines: List[str], elements: Sequence[ast.expr]) -> List[str]:
+    """The lines with ``0`` in each element's place and the rest of its text blank."""
     out = list(lines)
+    for e in elements:
+        first, last = e.lineno - 1, e.end_lineno - 1  # type: ignore[operator]
+        start, end = e.col_offset, e.end_col_offset
+        if first == last:
+            line = out[first]
+            out[first] = line[:start] + "0" + " " * (end - start - 1) + line[end:]
+            continue
+        out[first] = out[first][:start] + "0" + _ending(out[first])
+        for i in range(first + 1, last):
+            out[i] = _ending(out[i])
+        out[last] = " " * end + out[last][end:]
+    return out
+
+
+def _blank(lines: List[str], drop: List[_Unit], elements: Sequence[ast.expr] = ()) -> str:
+    out = _without(lines, elements)
     dropped = {id(u.node) for u in drop}
     for unit in drop:
         first_line = lines[unit.first]
         for i in range(unit.first, unit.last + 1):
-            line = out[i]
-            ending = (
-                "\r\n" if line.endswith("\r\n") else ("\n" if line.endswith(("\n", "\r")) else "")
-            )
-            out[i] = ending
+            out[i] = _ending(out[i])
         cls = unit.outer.node if unit.outer is not None else None
         if isinstance(cls, ast.ClassDef) and cls.body[0] is unit.node:
             if all(id(s) in dropped for s in cls.body):
@@ -541,3 +567,44 @@ def _blank(lines: List[str], drop: List[_Unit]) -> str:
                 indent = first_line[: len(first_line) - len(first_line.lstrip(" \t"))]
                 out[unit.first] = indent + "pass" + out[unit.first]
     return "".join(out)
+
+
+def _ending(line: str) -> str:
+    return "\r\n" if line.endswith("\r\n") else ("\n" if line.endswith(("\n", "\r")) else "")
+
+
+# A module-level statement this long is data (torch's ``op_db``: 25,000 lines of
+# ``OpInfo(...)`` in one list, kept whole because three entries name attention).
+_BIG_STATEMENT = 1000
+_COLLECTIONS = (ast.List, ast.Tuple, ast.Set)
+
+
+def _idle_elements(stmts, lines: List[str], original: List[str], words, keep) -> list:
+    """(element, its statement) for the elements of the collection literals of a
+    very long module-level statement that hold no trigger or kept word: each
+    becomes ``0`` at its place, so LibCST does not parse 25,000 lines of data for
+    the three entries that name attention.  The entries that matter, and every
+    line and column, stay as they are; an element on a line that is not ASCII
+    (ast counts columns in bytes) stays too."""
+    out = []
+    for st in stmts:
+        if st.last - st.first < _BIG_STATEMENT or not isinstance(st.node, _SIMPLE):
+            continue
+        stack = [st.node.value] if getattr(st.node, "value", None) is not None else []
+        while stack:
+            node = stack.pop()
+            if not isinstance(node, _COLLECTIONS):
+                stack.extend(c for c in ast.iter_child_nodes(node) if isinstance(c, ast.expr))
+                continue
+            for e in node.elts:
+                if isinstance(e, ast.Starred) or e.end_lineno is None or e.end_col_offset is None:
+                    continue
+                first, last = e.lineno - 1, e.end_lineno - 1
+                if not (original[first].isascii() and original[last].isascii()):
+                    continue
+                text = "".join(lines[first : last + 1])
+                if any(w in text for w in words) or not set(_WORD.findall(text)).isdisjoint(keep):
+                    stack.append(e)  # kept: its own elements may still go
+                    continue
+                out.append((e, st))
+    return out

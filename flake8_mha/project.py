@@ -139,21 +139,45 @@ class Project:
         return None
 
     def imported_names(self, tree: ast.Module) -> List[str]:
-        """The names this file binds by importing a module of its own project
-        (``attend`` for ``from .attn import attend``, ``A`` for ``import
-        pkg.attn as A``): code that uses one may call a wrapper, so the
-        focused parse (``focus.py``) keeps it even without a trigger word."""
-        names: List[str] = []
+        """The names this file binds by importing from its own project that some
+        call of the file reaches a wrapper through (``attend`` for ``from .attn
+        import attend`` and ``attend(...)``, ``A`` for ``import pkg.attn as A``
+        and ``A.attend(...)``, a class whose ``forward`` is one, a factory):
+        code that uses one may call a wrapper without a trigger word, so the
+        focused parse (``focus.py``) keeps it.  A project import that leads to
+        no wrapper keeps nothing (``import torch`` inside torch's own tree)."""
+        bound: Dict[str, List[Tuple[int, str]]] = {}
         for node in ast.walk(tree):
             if isinstance(node, ast.ImportFrom):
                 for alias in node.names:
                     dotted = ".".join(p for p in (node.module, alias.name) if p)
                     if alias.name != "*" and self._in_project(node.level, dotted):
-                        names.append(alias.asname or alias.name)
+                        bound.setdefault(alias.asname or alias.name, []).append(
+                            (node.level, dotted)
+                        )
             elif isinstance(node, ast.Import):
                 for alias in node.names:
                     if self._in_project(0, alias.name):
-                        names.append(alias.asname or alias.name.split(".")[0])
+                        name = alias.asname or alias.name.split(".")[0]
+                        bound.setdefault(name, []).append((0, alias.name if alias.asname else name))
+        if not bound:
+            return []
+        names: List[str] = []
+        for node in ast.walk(tree):
+            if not isinstance(node, ast.Call):
+                continue
+            chain = _ast_chain(node.func)
+            if chain is None or chain[0] not in bound or chain[0] in names:
+                continue
+            for level, dotted in bound[chain[0]]:
+                target = (level, ".".join([dotted, *chain[1:]]))
+                try:
+                    useful = self._function(target, True) or self._function(target, False)
+                except (OSError, ValueError, RecursionError):
+                    useful = True  # unreadable: keep, as before
+                if useful:
+                    names.append(chain[0])
+                    break
         return names
 
     def _in_project(self, level: int, dotted: str) -> bool:
@@ -490,3 +514,15 @@ def annotate(report, ev):
     )
     report.evidence["through"] = dict(through)
     return report
+
+
+def _ast_chain(node: ast.expr) -> Optional[List[str]]:
+    """``["A", "attn", "attend"]`` for ``A.attn.attend``; None for anything but
+    a name and its attributes."""
+    parts: List[str] = []
+    while isinstance(node, ast.Attribute):
+        parts.append(node.attr)
+        node = node.value
+    if not isinstance(node, ast.Name):
+        return None
+    return [node.id, *reversed(parts)]

@@ -61,3 +61,53 @@ def test_crlf_line_endings_survive():
     focused = focus(src)
     assert focused.count("\r\n") == src.count("\r\n")
     assert "\n" not in focused.replace("\r\n", "")
+
+
+# -- a long statement of data (torch's op_db: 25,000 lines of OpInfo(...) in one list)
+
+ENTRY = "    Info(\n        'op_{i}',\n        sample=sample_{i},\n    ),\n"
+SAMPLERS = "def sample_{i}(x):\n    return x + {i}\n\n\n"
+SDPA_ENTRY = (
+    "    Info(\n"
+    "        'sdpa',\n"
+    "        op=lambda q, k, v, m: F.scaled_dot_product_attention(q, k, v, attn_mask=m,\n"
+    "                                                             is_causal=True),\n"
+    "    ),\n"
+)
+
+
+def data_source(n: int = 400) -> str:
+    samplers = "".join(SAMPLERS.format(i=i) for i in range(n))
+    entries = "".join(ENTRY.format(i=i) for i in range(n))
+    return f"{HEAD}{samplers}op_db = [\n{entries}{SDPA_ENTRY}{entries}]\n"
+
+
+def test_a_long_list_of_data_keeps_only_its_entries_that_can_matter():
+    src = data_source()
+    focused = focus(src)
+    assert focused.count("\n") == src.count("\n")
+    assert SDPA_ENTRY in focused  # the entry naming attention, on its lines
+    assert "'op_" not in focused and "def sample_" not in focused  # data and its helpers go
+    lines, kept = src.splitlines(), focused.splitlines()
+    first = lines.index("        'op_0',") - 1  # "    Info(" of the first entry
+    assert kept[first] == "    0" and kept[first + 3] == "     ,"  # same columns
+    compile(focused, "focused.py", "exec")
+
+
+def test_a_long_list_of_data_gives_the_same_findings_as_a_full_parse(monkeypatch):
+    src = data_source()
+    codes = select_codes(["MHA"])
+    full = analyze_module(cst.parse_module(src), codes, "data.py")
+    parsed = []
+    real = cst.parse_module
+    monkeypatch.setattr(cst, "parse_module", lambda text: parsed.append(text) or real(text))
+    got = analyze_source(src, "data.py", codes)
+    # the list's span is longer than the bracket screen's bound: focused all the same
+    assert len(parsed) == 1 and "'op_" not in parsed[0]
+    assert [(f.line, f.col, f.code) for f in got] == [(f.line, f.col, f.code) for f in full]
+    assert [f.code for f in got] == ["MHA006"]
+
+
+def test_a_short_list_is_left_as_it_is():
+    src = data_source(n=50)  # about 400 lines: under the bound, not data
+    assert "'op_" in focus(src)

@@ -530,3 +530,42 @@ def test_editing_the_builders_file_changes_the_cached_finding(tmp_path, monkeypa
     assert check(capsys, a) == (status, out)  # warm
     (pkg / "b.py").write_text(BUILDER.replace("OP", ">="))  # True = padding: right
     assert check(capsys, a) == (0, "")
+
+
+def test_focus_keeps_only_the_imports_that_lead_to_a_wrapper(tmp_path):
+    """A project import keeps the code that uses it (the focused parse) only when
+    a call through it reaches a wrapper: inside torch's own tree, ``import torch``
+    alone kept every function of ``common_methods_invocations.py`` (880 MB)."""
+    import ast
+
+    pkg = tmp_path / "pkg"
+    pkg.mkdir()
+    (pkg / "__init__.py").write_text("from .attn import attend\n")
+    (pkg / "attn.py").write_text(
+        "import torch.nn.functional as F\n\n\n"
+        "def attend(q, k, v, mask=None):\n"
+        "    return F.scaled_dot_product_attention(q, k, v, attn_mask=mask)\n"
+    )
+    (pkg / "util.py").write_text("def scale(x):\n    return x * 2\n")
+    model = pkg / "model.py"
+    source = textwrap.dedent("""\
+        import pkg
+        import pkg.util as U
+        from . import util
+        from .attn import attend
+        from .util import scale as s
+
+
+        def a(x):
+            return U.scale(util.scale(s(x)))
+
+
+        def b(q, k, v, m):
+            return attend(q, k, v, m)
+
+
+        def c(q, k, v, m):
+            return pkg.attn.attend(q, k, v, m) + pkg.attend(q, k, v, m)
+    """)
+    model.write_text(source)
+    assert sorted(Project(str(model)).imported_names(ast.parse(source))) == ["attend", "pkg"]
