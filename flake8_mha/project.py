@@ -199,37 +199,48 @@ class Project:
     def summaries(self, filename: str) -> Dict[str, dict]:
         if filename in self._files:
             return self._files[filename] or {}
-        got: Optional[Dict[str, dict]] = None
+
+        def table(data: bytes) -> Dict[str, dict]:
+            try:
+                text = _decode(data)
+            except (SyntaxError, UnicodeDecodeError, LookupError):
+                return {}
+            return summarise(text, os.path.basename(filename) == "__init__.py")
+
+        got = self._kept(filename, (str(SUMMARY_VERSION),), valid_table, table)
+        self._files[filename] = got
+        return got or {}
+
+    def _kept(self, filename: str, salt: Tuple[str, ...], valid, compute) -> Optional[dict]:
+        """What ``compute(bytes)`` gives for a project file, read once per process
+        (``_MEMO``) and kept in the store, keyed by the file's bytes, the
+        analyzer version and ``salt`` (what is asked of it).  The file becomes a
+        dependency of the linted file's cached findings.  None when it cannot
+        be read or is larger than ``MAX_FILE_BYTES``."""
         try:
             with open(filename, "rb") as fh:
                 data = fh.read(MAX_FILE_BYTES + 1)
         except OSError:
-            data = None
-        if data is not None and len(data) <= MAX_FILE_BYTES:
-            digest = hashlib.sha256(data).hexdigest()
-            self.deps[filename] = digest
-            key = hashlib.sha256(
-                f"{SUMMARY_VERSION}\0{self.version}\0{digest}".encode()
-            ).hexdigest()
-            got = _MEMO.get(key)
-            if got is None and self.store is not None:
-                got = self.store.get(key)
-                if not valid_table(got):
-                    got = None
-            if got is None:
-                try:
-                    text = _decode(data)
-                except (SyntaxError, UnicodeDecodeError, LookupError):
-                    text = None
-                init = os.path.basename(filename) == "__init__.py"
-                got = summarise(text, init) if text is not None else {}
-                if self.store is not None:
-                    self.store.put(key, got)
-            if len(_MEMO) >= MAX_MEMO:
-                _MEMO.clear()
-            _MEMO[key] = got
-        self._files[filename] = got
-        return got or {}
+            return None
+        if len(data) > MAX_FILE_BYTES:
+            return None
+        digest = hashlib.sha256(data).hexdigest()
+        self.deps[filename] = digest
+        head, *tail = salt
+        key = hashlib.sha256("\0".join([head, self.version, digest, *tail]).encode()).hexdigest()
+        got = _MEMO.get(key)
+        if got is None and self.store is not None:
+            got = self.store.get(key)
+            if not valid(got):
+                got = None
+        if got is None:
+            got = compute(data)
+            if self.store is not None:
+                self.store.put(key, got)
+        if len(_MEMO) >= MAX_MEMO:
+            _MEMO.clear()
+        _MEMO[key] = got
+        return got
 
     def relative(self, filename: str) -> str:
         return os.path.relpath(filename, self.root).replace(os.sep, "/")
@@ -346,30 +357,15 @@ class Project:
         filename, name = loc
         if "." in name:
             return None  # a method: its self is the caller's object
-        with open(filename, "rb") as fh:
-            data = fh.read(MAX_FILE_BYTES + 1)
-        if len(data) > MAX_FILE_BYTES:
-            return None
-        digest = hashlib.sha256(data).hexdigest()
-        self.deps[filename] = digest
-        key = hashlib.sha256(
-            f"{RETURNS_VERSION}\0{self.version}\0{digest}\0{name}".encode()
-        ).hexdigest()
-        got = _MEMO.get(key)
-        if got is None and self.store is not None:
-            got = self.store.get(key)
-            if not isinstance(got, dict):
-                got = None
-        if got is None:
+
+        def built(data: bytes) -> dict:
             try:
-                got = builder_summary(_decode(data), name)
+                return builder_summary(_decode(data), name)
             except (SyntaxError, UnicodeDecodeError, LookupError, cst.ParserSyntaxError):
-                got = {}
-            if self.store is not None:
-                self.store.put(key, got)
-        if len(_MEMO) >= MAX_MEMO:
-            _MEMO.clear()
-        _MEMO[key] = got
+                return {}
+
+        valid = lambda got: isinstance(got, dict)  # noqa: E731
+        got = self._kept(filename, (str(RETURNS_VERSION), name), valid, built)
         if not got:
             return None
         return mask_of(got, call, f"{text} -> {self.relative(filename)}:{got['line']}")

@@ -130,14 +130,22 @@ def test_splat_parameters_and_non_sdpa_calls():
     assert table["a"]["kwonly"] == ["mask"]
 
 
-def test_arguments_a_wrapper_takes_in_its_splats_bind_to_the_named_ones(tmp_path):
+def _package(tmp_path, **files: str) -> pathlib.Path:
+    """``tmp_path/pkg`` with the given modules (``attn="..."`` is ``pkg/attn.py``)."""
     pkg = tmp_path / "pkg"
     pkg.mkdir()
-    (pkg / "__init__.py").write_text("")
-    (pkg / "attn.py").write_text(
-        "import torch.nn.functional as F\n"
+    for name, text in files.items():
+        (pkg / f"{name}.py").write_text(text)
+    return pkg
+
+
+def test_arguments_a_wrapper_takes_in_its_splats_bind_to_the_named_ones(tmp_path):
+    pkg = _package(
+        tmp_path,
+        __init__="",
+        attn="import torch.nn.functional as F\n"
         "def attend(module, q, k, v, attention_mask, *args, **kwargs):\n"
-        "    return F.scaled_dot_product_attention(q, k, v, attn_mask=attention_mask)\n"
+        "    return F.scaled_dot_product_attention(q, k, v, attn_mask=attention_mask)\n",
     )
     (pkg / "use.py").write_text(
         "import torch.nn as nn\n"
@@ -538,15 +546,14 @@ def test_focus_keeps_only_the_imports_that_lead_to_a_wrapper(tmp_path):
     alone kept every function of ``common_methods_invocations.py`` (880 MB)."""
     import ast
 
-    pkg = tmp_path / "pkg"
-    pkg.mkdir()
-    (pkg / "__init__.py").write_text("from .attn import attend\n")
-    (pkg / "attn.py").write_text(
-        "import torch.nn.functional as F\n\n\n"
+    pkg = _package(
+        tmp_path,
+        __init__="from .attn import attend\n",
+        attn="import torch.nn.functional as F\n\n\n"
         "def attend(q, k, v, mask=None):\n"
-        "    return F.scaled_dot_product_attention(q, k, v, attn_mask=mask)\n"
+        "    return F.scaled_dot_product_attention(q, k, v, attn_mask=mask)\n",
+        util="def scale(x):\n    return x * 2\n",
     )
-    (pkg / "util.py").write_text("def scale(x):\n    return x * 2\n")
     model = pkg / "model.py"
     source = textwrap.dedent("""\
         import pkg
