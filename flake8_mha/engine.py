@@ -243,8 +243,9 @@ def _parse_and_analyze(
     source: str, path: str, codes: Optional[Iterable[str]], tree: Optional[ast.AST], project=None
 ) -> List[Finding]:
     # a function of its own so that the tree is unreachable once it returns
+    screened = _screen(source)
     if tree is None:
-        refused = _nesting_guard(source, path)
+        refused = _nesting_guard(source, path, screened)
         if refused is not None:
             return [refused]
     try:
@@ -257,7 +258,7 @@ def _parse_and_analyze(
         screen = tree if isinstance(tree, ast.Module) else _ast_or_none(source)
         keep = project.imported_names(screen) if project and screen is not None else ()
         text = focus(source, screen, keep=keep) if screen is not None else source
-        if not _shallow(source) and not _long_spans_only(source):
+        if screened == _DEEP:
             text = source
         module = cst.parse_module(text)
     except cst.ParserSyntaxError as exc:
@@ -340,14 +341,14 @@ _NESTING_ERRORS = (
 _BRACKETS = re.compile(r"[][(){}]")
 
 
-def _nesting_guard(source: str, path: str) -> Optional[Finding]:
+def _nesting_guard(source: str, path: str, screened: str) -> Optional[Finding]:
     """Keep from LibCST what could crash it: a file nested deeper than Python
     itself accepts.  Python's parser fails cleanly on those (SyntaxError,
     RecursionError, MemoryError); LibCST's native parser would take the whole
     process down with a stack overflow, or take minutes (its cost grows with
     the square of the depth).  Returns MHA000, raises SourceSyntaxError, or
-    returns None to go on."""
-    if _shallow(source):
+    returns None to go on.  ``screened``: what ``_screen`` says of the source."""
+    if screened == _SHALLOW:
         return None
     try:
         _quiet_ast_parse(source)
@@ -377,28 +378,26 @@ _SHALLOW_DEPTH = 100
 _SHALLOW_SPAN = 4000
 
 
-def _shallow(source: str) -> bool:
+_SHALLOW, _LONG, _DEEP = "shallow", "long", "deep"
+
+
+def _screen(source: str) -> str:
+    """``_SHALLOW``: nothing long or deep; ``_LONG``: a bracketed span longer than
+    the bound and nothing else (a list of data, which LibCST parses whole as
+    well as focused); ``_DEEP``: a line longer than the bound, or brackets
+    nested deeper than ``_SHALLOW_DEPTH``."""
     if max(map(len, source_lines(source)), default=0) > _SHALLOW_SPAN:
-        return False
+        return _DEEP
     opened: List[int] = []
+    long = False
     for match in _BRACKETS.finditer(source):
         if match.group() in "([{":
             opened.append(match.start())
             if len(opened) > _SHALLOW_DEPTH:
-                return False
+                return _DEEP
         elif opened and match.start() - opened.pop() > _SHALLOW_SPAN:
-            return False
-    return True
-
-
-def _long_spans_only(source: str) -> bool:
-    """Not shallow only for a bracketed span longer than the screen's bound (a list
-    of data), with no long line and no deep nesting: what LibCST parses whole, it
-    parses focused."""
-    return (
-        max(map(len, source_lines(source)), default=0) <= _SHALLOW_SPAN
-        and _bracket_depth(source) <= _SHALLOW_DEPTH
-    )
+            long = True
+    return _LONG if long else _SHALLOW
 
 
 def _bracket_depth(source: str) -> int:
