@@ -433,6 +433,9 @@ class Layouts:
         return Layout(axes, [node], [])
 
 
+EINOPS_REARRANGE = ("einops.rearrange", "einops.einops.rearrange")
+
+
 def einops_axes(side: str, ellipsis: bool = False) -> Optional[List[str]]:
     tokens = re.findall(r"\([^)]*\)|\.\.\.|[A-Za-z_][A-Za-z_0-9]*|\d+", side)
     if "..." in tokens and not ellipsis:

@@ -15,6 +15,7 @@ import libcst as cst
 
 from ..callgraph import bind_call
 from ..flow import Def, lookup
+from ..heads import EINOPS_REARRANGE
 from .domain import (
     BATCH,
     CHANNEL,
@@ -230,7 +231,7 @@ class LayoutCalls:
 
     def _torch_call(self, qn, node, env, scope, frame, depth) -> Optional[Layout]:
         args = positional(node)
-        if qn in ("einops.rearrange", "einops.einops.rearrange") and len(args) >= 2:
+        if qn in EINOPS_REARRANGE and len(args) >= 2:
             return self._rearrange(args[0], args[1], node, env, scope, frame, depth)
         if qn in ("torch.einsum", "torch.functional.einsum") and len(args) >= 2:
             return self._einsum(args, node, env, scope, frame, depth)

@@ -4,13 +4,13 @@ a constant (``m == 0`` flips it, ``m != 0`` keeps it)."""
 
 from __future__ import annotations
 
-import re
 from dataclasses import replace
 from typing import Optional, Tuple
 
 import libcst as cst
 
 from ..flow import lookup
+from ..heads import EINOPS_REARRANGE, einops_axes
 from .calls import At, arg, positional
 from .domain import (
     ADDITIVE,
@@ -66,7 +66,6 @@ _ARANGE_LAYOUTS = {"vec": ("S",), "row": ("1", "S"), "row3": ("1", "1", "S")}
 _LENGTHS_LAYOUTS = {"col": ("N", "1"), "n11": ("N", "1", "1"), "1n1": ("1", "N", "1")}
 _LENGTHS_BY_LAYOUT = {v: k for k, v in _LENGTHS_LAYOUTS.items()}
 _BY_ARANGE_LAYOUT = {**{v: k for k, v in _ARANGE_LAYOUTS.items()}, ("S", "1"): "col"}
-_AXIS = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 
 
 def new_axes(call: cst.Call, axis: str) -> Optional[Tuple[str, ...]]:
@@ -81,10 +80,10 @@ def new_axes(call: cst.Call, axis: str) -> Optional[Tuple[str, ...]]:
     text = pattern.evaluated_value
     if not isinstance(text, str) or text.count("->") != 1:
         return None
-    left, right = (side.split() for side in text.split("->"))
-    if len(left) != 1 or not _AXIS.fullmatch(left[0]) or right.count(left[0]) != 1:
+    left, right = (einops_axes(side) for side in text.split("->"))
+    if left is None or right is None or len(left) != 1 or right.count(left[0]) != 1:
         return None
-    if any(t not in (left[0], "1") for t in right):
+    if not left[0].isidentifier() or any(t not in (left[0], "1") for t in right):
         return None
     return tuple(axis if t == left[0] else "1" for t in right)
 
@@ -247,7 +246,7 @@ class Comparisons:
             )
             if qn == "torch.arange":
                 return "vec"
-            if qn == "einops.rearrange" and node.args:
+            if qn in EINOPS_REARRANGE and node.args:
                 # rearrange(r, "i -> i 1"): r[:, None]; "j -> 1 j": r[None, :]
                 if self._arange_axis(node.args[0].value, at, hops) != "vec":
                     return None
@@ -338,7 +337,7 @@ class Comparisons:
         if (
             isinstance(node, cst.Call)
             and node.args
-            and self.qualname(node.func, at.env, at.scope) == "einops.rearrange"
+            and self.qualname(node.func, at.env, at.scope) in EINOPS_REARRANGE
         ):
             # rearrange(lengths, "b -> b 1"): lengths[:, None]
             if self._lengths_axis(node.args[0].value, at, hops) != "scalar":
