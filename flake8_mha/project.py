@@ -147,8 +147,11 @@ class Project:
         focused parse (``focus.py``) keeps it.  A project import that leads to
         no wrapper keeps nothing (``import torch`` inside torch's own tree)."""
         bound: Dict[str, List[Tuple[int, str]]] = {}
-        for node in ast.walk(tree):
-            if isinstance(node, ast.ImportFrom):
+        calls: List[ast.Call] = []
+        for node in _nodes(tree):  # one walk: imports anywhere bind (the calls are read after)
+            if isinstance(node, ast.Call):
+                calls.append(node)
+            elif isinstance(node, ast.ImportFrom):
                 for alias in node.names:
                     dotted = ".".join(p for p in (node.module, alias.name) if p)
                     if alias.name != "*" and self._in_project(node.level, dotted):
@@ -163,9 +166,7 @@ class Project:
         if not bound:
             return []
         names: List[str] = []
-        for node in ast.walk(tree):
-            if not isinstance(node, ast.Call):
-                continue
+        for node in calls:
             chain = _ast_chain(node.func)
             if chain is None or chain[0] not in bound or chain[0] in names:
                 continue
@@ -510,6 +511,23 @@ def annotate(report, ev):
     )
     report.evidence["through"] = dict(through)
     return report
+
+
+def _nodes(tree: ast.AST):
+    """Every node of ``tree``, depth first: what ``ast.walk`` yields (in another
+    order) at about 60% of its cost, which shows on torch's own tree, where
+    every file imports from its project."""
+    stack = [tree]
+    pop, push, extend, AST = stack.pop, stack.append, stack.extend, ast.AST
+    while stack:
+        node = pop()
+        yield node
+        for field in node._fields:
+            value = getattr(node, field, None)
+            if isinstance(value, list):
+                extend(v for v in value if isinstance(v, AST))
+            elif isinstance(value, AST):
+                push(value)
 
 
 def _ast_chain(node: ast.expr) -> Optional[List[str]]:

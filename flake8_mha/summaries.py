@@ -8,6 +8,8 @@ call sites; docs/reach.md says what a summary holds and what is not followed.
 from __future__ import annotations
 
 import ast
+import bisect
+import re
 from typing import Dict, List, Optional, Tuple
 
 from .torch_api import SDPA_NAME, SDPA_QUALNAME, SDPA_SIGNATURE, canonical
@@ -23,13 +25,26 @@ _SDPA_POSITIONS = SDPA_SIGNATURE.names
 # --------------------------------------------------------------------------- summaries
 
 
-def summarise(source: str, package_init: bool = False) -> Dict[str, dict]:
+def summarise(source: str, package_init: bool = False, screen: bool = True) -> Dict[str, dict]:
     """``{"attend": {...}, "Attn.forward": {...}, "make_attention()": {...}}``:
     per function (``name``), method (``Class.method``) and factory's returned
     nested function (``name()``), what reaches SDPA.  Functions that reach no
     SDPA argument are left out.  A package's ``__init__.py`` (``package_init``)
     also lists what it re-exports from the project (``from .attention import
-    Attention``) under ``REEXPORTS``: ``{name: [level, dotted]}``."""
+    Attention``) under ``REEXPORTS``: ``{name: [level, dotted]}``.
+
+    ``screen``: skip what cannot call SDPA, by its text.  Every spelling of an
+    SDPA call holds the word ``scaled_dot_product_attention`` (``F.`` and
+    ``torch._C._nn.`` paths end with it, a direct import names it), or, for
+    ``from ... import scaled_dot_product_attention as sdpa``, the local name:
+    a file without the word has no wrapper (only its re-exports are read), and
+    a function whose lines hold neither is not summarised.  Inside torch's own
+    tree, where ``import torch`` is a project import, this spares reading
+    hundreds of modules (tests/test_summaries_screen.py: the same tables with
+    and without)."""
+    mentions = SDPA_NAME in source
+    if screen and not mentions and not (package_init and _RELATIVE_IMPORT.search(source)):
+        return {}  # no wrapper, and no re-export (those are relative imports)
     try:
         tree = ast.parse(source)
     except (SyntaxError, ValueError, RecursionError, MemoryError):
@@ -39,11 +54,16 @@ def summarise(source: str, package_init: bool = False) -> Dict[str, dict]:
         found = _reexports(tree)
         if found:
             out[REEXPORTS] = found
+    if screen and not mentions:
+        return out
     sdpa_names = _sdpa_names(tree)
     if not sdpa_names[0] and not sdpa_names[1]:
         return out
+    may_call = _lines_naming(source, {SDPA_NAME, *sdpa_names[0]}) if screen else None
     for node in tree.body:
         if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            if may_call is not None and not _spans(may_call, node):
+                continue
             _add(out, node.name, node, False, sdpa_names)
             inner = _returned_function(node)
             if inner is not None:
@@ -51,8 +71,36 @@ def summarise(source: str, package_init: bool = False) -> Dict[str, dict]:
         elif isinstance(node, ast.ClassDef):
             for item in node.body:
                 if isinstance(item, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                    if may_call is not None and not _spans(may_call, item):
+                        continue
                     _add(out, f"{node.name}.{item.name}", item, True, sdpa_names)
     return out
+
+
+# ``from .x import y`` / ``from .. import y``, also across a backslash continuation
+_RELATIVE_IMPORT = re.compile(r"\bfrom[ \t\f\\\r\n]+\.")
+
+
+def _lines_naming(source: str, words) -> List[int]:
+    """The (1-based, sorted) numbers of the lines that hold one of ``words`` as
+    an identifier."""
+    found = re.compile(r"\b(?:" + "|".join(map(re.escape, sorted(words))) + r")\b")
+    source = source.replace("\r\n", "\n").replace("\r", "\n")  # as the tokenizer counts lines
+    out: List[int] = []
+    line = 1
+    at = 0
+    for m in found.finditer(source):
+        line += source.count("\n", at, m.start())
+        at = m.start()
+        if not out or out[-1] != line:
+            out.append(line)
+    return out
+
+
+def _spans(lines: List[int], node: ast.AST) -> bool:
+    """Whether one of ``lines`` falls within ``node``'s."""
+    i = bisect.bisect_left(lines, node.lineno)
+    return i < len(lines) and lines[i] <= (node.end_lineno or node.lineno)
 
 
 def _reexports(tree: ast.Module) -> Dict[str, list]:
@@ -131,6 +179,8 @@ def _returned_function(func) -> Optional[ast.FunctionDef]:
     nested = {
         n.name: n for n in func.body if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef))
     }
+    if not nested:
+        return None
     found = None
     for n in ast.walk(func):
         if isinstance(n, ast.Return) and n.value is not None:
