@@ -8,7 +8,7 @@ from typing import Dict, Iterator, List, Optional, Tuple
 
 import libcst as cst
 
-from ..flow import lookup
+from ..flow import children, lookup
 from .domain import Layout, useful, parse_shape_comment, roles_of_names
 
 _Entry = Tuple[cst.Comment, Dict[Optional[str], tuple]]
@@ -57,23 +57,52 @@ def _names_in(node: cst.CSTNode) -> set:
     return found
 
 
-class _Indexer(cst.CSTVisitor):
-    def __init__(self, index: "CommentIndex"):
-        self.index = index
+# The nodes that hold statements: a statement line (the comments it carries)
+# lies only below them, so the index walks these and nothing else (LibCST's
+# visitor went through every expression too, a fifth of a dense file's
+# analysis).
+_HOLDERS = (
+    cst.Module,
+    cst.BaseCompoundStatement,
+    cst.BaseSuite,
+    cst.Else,
+    cst.Finally,
+    cst.ExceptHandler,
+    cst.ExceptStarHandler,
+    cst.MatchCase,
+)
 
-    def visit_SimpleStatementLine(self, node: cst.SimpleStatementLine) -> None:
-        entries = _line_comments(node)
-        if not entries:
-            return
-        for small in node.body:
-            self.index.by_stmt[id(small)] = entries
-            if isinstance(small, (cst.Assign, cst.AnnAssign)) and small.value is not None:
-                targets = small.targets if isinstance(small, cst.Assign) else [small]
-                names = {t.target.value for t in targets if isinstance(t.target, cst.Name)}
-                names |= {
-                    t.target.attr.value for t in targets if isinstance(t.target, cst.Attribute)
-                }
-                self.index.by_value[id(small.value)] = (names, entries)
+
+_HOLDS: Dict[type, bool] = {}
+
+
+def _statement_lines(module: cst.Module) -> Iterator[cst.SimpleStatementLine]:
+    holds = _HOLDS
+    stack: List[cst.CSTNode] = [module]
+    while stack:
+        node = stack.pop()
+        t = type(node)
+        if t is cst.SimpleStatementLine:
+            yield node  # type: ignore[misc]
+            continue
+        inside = holds.get(t)
+        if inside is None:
+            inside = holds[t] = issubclass(t, _HOLDERS)
+        if inside:
+            stack.extend(children(node))
+
+
+def _index(index: "CommentIndex", line: cst.SimpleStatementLine) -> None:
+    entries = _line_comments(line)
+    if not entries:
+        return
+    for small in line.body:
+        index.by_stmt[id(small)] = entries
+        if isinstance(small, (cst.Assign, cst.AnnAssign)) and small.value is not None:
+            targets = small.targets if isinstance(small, cst.Assign) else [small]
+            names = {t.target.value for t in targets if isinstance(t.target, cst.Name)}
+            names |= {t.target.attr.value for t in targets if isinstance(t.target, cst.Attribute)}
+            index.by_value[id(small.value)] = (names, entries)
 
 
 class CommentIndex:
@@ -88,7 +117,8 @@ class CommentIndex:
     def _build(self) -> None:
         if not self._built:
             self._built = True
-            self.module.visit(_Indexer(self))
+            for line in _statement_lines(self.module):
+                _index(self, line)
 
     def of_value(self, value: cst.CSTNode) -> Optional[Layout]:
         """``x = f(y)  # (B, L, E)`` (or the comment on the line above)."""
