@@ -87,23 +87,22 @@ class FileCalls:
     """Which function of the file a call runs, and who calls a function.
 
     A mixin for an evaluator that has ``flow`` (the file's ``FlowPass``) and
-    ``resolver``; it keeps its callers index in ``_callers``.
+    ``resolver`` (its ``Resolver``); the callers index is kept on the
+    resolver, so the mask and layout analyses of a file share one.
     """
-
-    _callers: Optional[Callers] = None
 
     def callers(self) -> Callers:
         """``id(FunctionDef)`` -> every call site of this file that runs it,
         with how many leading parameters the call does not pass."""
-        if self._callers is None:
+        if self.resolver.file_callers is None:
             index: Callers = {}
             for site in self.flow.calls:
                 found = self.callee(site.node, site.env, site.scope)
                 if found is not None:
                     func, skip = found
                     index.setdefault(id(func), []).append((site, skip))
-            self._callers = index
-        return self._callers
+            self.resolver.file_callers = index
+        return self.resolver.file_callers
 
     def callee(self, call: cst.Call, env, scope) -> Optional[Tuple[cst.FunctionDef, int]]:
         """The function of this file a call runs, and how many leading

@@ -78,6 +78,9 @@ class Resolver:
         self._following: set = set()  # self attributes being followed (wrapping cycles)
         self._class_spec: Dict[int, Optional[Tuple[ModuleSpec, bool, bool]]] = {}
         self.reach_cache: Dict[int, set] = {}  # id(ClassDef) -> attributes changed in place
+        # who calls each function of the file (callgraph.FileCalls.callers): made
+        # once here, for the mask and layout analyses both
+        self.file_callers: Optional[Dict[int, list]] = None
 
     # qualified names -----------------------------------------------------------
     def qualname(

@@ -73,7 +73,6 @@ class MaskEvaluator(Calls, Numbers, Comparisons, Segments, Offsets, Shapes, Dtyp
         self._def_cache: Dict[Tuple[int, int], Mask] = {}
         self._param_cache: Dict[Tuple[int, int], Mask] = {}
         self._active: set = set()
-        self._callers = None
         self._positions = None
         self._caller_depth = 0
         self._mutation_cache: Dict[int, Dict[str, list]] = {}
