@@ -23,6 +23,7 @@ import libcst as cst
 
 from . import torch_api
 from .flow import Env
+from .tree import walk
 
 Resolver = Any  # resolve.Resolver (which imports this module)
 Leaf = Callable
@@ -284,40 +285,29 @@ def _self_attr_name(node) -> Optional[str]:
     return None
 
 
-class _Mutations(cst.CSTVisitor):
-    def __init__(self):
-        self.attrs: set = set()
-
-    def _target(self, target) -> None:
-        if isinstance(target, (cst.Tuple, cst.List)):
-            for el in target.elements:
-                self._target(el.value)
-        elif isinstance(target, cst.Subscript):
-            name = _self_attr_name(target.value)
-            if name is not None:
-                self.attrs.add(name)
-
-    def visit_AssignTarget(self, node: cst.AssignTarget) -> None:
-        self._target(node.target)
-
-    def visit_AugAssign(self, node: cst.AugAssign) -> None:
-        self._target(node.target)
-
-    def visit_AnnAssign(self, node: cst.AnnAssign) -> None:
-        self._target(node.target)
-
-    def visit_Del(self, node: cst.Del) -> None:
-        self._target(node.target)
-
-    def visit_Call(self, node: cst.Call) -> None:
-        func = node.func
-        if isinstance(func, cst.Attribute) and func.attr.value in _MUTATORS:
-            name = _self_attr_name(func.value)
-            if name is not None:
-                self.attrs.add(name)
-
-
 def _mutated_attrs(class_node: cst.CSTNode) -> set:
-    visitor = _Mutations()
-    class_node.visit(visitor)
-    return visitor.attrs
+    """The ``self.NAME`` containers the class changes in place: an item or a
+    slice assigned, augmented or deleted (``self.NAME[k] = ...``), or a
+    method that replaces entries called (``self.NAME.update(...)``)."""
+    attrs: set = set()
+
+    def target(node) -> None:
+        if isinstance(node, (cst.Tuple, cst.List)):
+            for el in node.elements:
+                target(el.value)
+        elif isinstance(node, cst.Subscript):
+            name = _self_attr_name(node.value)
+            if name is not None:
+                attrs.add(name)
+
+    for node in walk(class_node):
+        t = type(node)
+        if t in (cst.AssignTarget, cst.AugAssign, cst.AnnAssign, cst.Del):
+            target(node.target)
+        elif t is cst.Call:
+            func = node.func
+            if isinstance(func, cst.Attribute) and func.attr.value in _MUTATORS:
+                name = _self_attr_name(func.value)
+                if name is not None:
+                    attrs.add(name)
+    return attrs

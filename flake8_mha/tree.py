@@ -96,3 +96,16 @@ def walk(
         yield n
         if prune is None or not prune(n):
             stack.extend(children(n))
+
+
+def walk_in_order(
+    node: cst.CSTNode, prune: Optional[Callable[[cst.CSTNode], bool]] = None
+) -> Iterator[cst.CSTNode]:
+    """``walk``, parents before children and siblings in their fields' order
+    (statements in the order of the source), as a LibCST visitor meets them."""
+    stack = [node]
+    while stack:
+        n = stack.pop()
+        yield n
+        if prune is None or not prune(n):
+            stack.extend(reversed(list(children(n))))

@@ -50,6 +50,18 @@ def f(x):  # x: (B, L, E)
     class Inner:
         u = 1  # u: (B, L, E)
     return lambda: [v for v in x if v]
+
+
+class Cache:
+    def put(self, k, v):
+        self.cache[k] = v
+        self.items.update(v)
+        del self.gone[k]
+        (self.a[0], self.b[1]) = 1, 2
+        self.n[0] += 1
+        self.plain = v
+        B, L, E = v.shape
+        return B
 """
 if sys.version_info >= (3, 10):
     EDGES += """
@@ -140,3 +152,119 @@ def test_comments_in_unusual_places_are_read():
     if sys.version_info >= (3, 11):
         expected.append("# a: (L, B, E)")
     assert shown == sorted(expected)
+
+
+# --- the analyses' own walks, against the LibCST visitors they replaced -------------
+
+
+def _visitor_unpacks(scope) -> list:
+    """``layout.comments._collect_unpacks`` as first written, with a visitor."""
+    from flake8_mha.layout import comments
+
+    found: list = []
+    root = scope.node
+
+    class V(cst.CSTVisitor):
+        def visit_FunctionDef(self, node):
+            return node is root
+
+        def visit_ClassDef(self, node):
+            return False
+
+        def visit_Assign(self, node):
+            # the rest of the checks are shared: run the new code on this one statement
+            for got in comments._collect_unpacks(_OneStatement(scope, node)):
+                found.append(got)
+
+    root.visit(V())
+    return found
+
+
+class _OneStatement:
+    """A scope whose function is just one assignment (for the reference above)."""
+
+    def __init__(self, scope, node):
+        self.node = node
+        self.final_env = scope.final_env
+
+
+def _visitor_mutations(class_node) -> set:
+    from flake8_mha.reach import _MUTATORS, _self_attr_name
+
+    attrs: set = set()
+
+    def target(node):
+        if isinstance(node, (cst.Tuple, cst.List)):
+            for el in node.elements:
+                target(el.value)
+        elif isinstance(node, cst.Subscript):
+            name = _self_attr_name(node.value)
+            if name is not None:
+                attrs.add(name)
+
+    class V(cst.CSTVisitor):
+        def visit_AssignTarget(self, node):
+            target(node.target)
+
+        def visit_AugAssign(self, node):
+            target(node.target)
+
+        def visit_AnnAssign(self, node):
+            target(node.target)
+
+        def visit_Del(self, node):
+            target(node.target)
+
+        def visit_Call(self, node):
+            func = node.func
+            if isinstance(func, cst.Attribute) and func.attr.value in _MUTATORS:
+                name = _self_attr_name(func.value)
+                if name is not None:
+                    attrs.add(name)
+
+    class_node.visit(V())
+    return attrs
+
+
+def _visitor_names(node) -> set:
+    found: set = set()
+
+    class V(cst.CSTVisitor):
+        def visit_Name(self, n):
+            found.add(n.value)
+
+    node.visit(V())
+    return found
+
+
+@pytest.mark.parametrize("name,source", SOURCES, ids=[n for n, _ in SOURCES])
+def test_the_analyses_walks_find_what_the_visitors_found(name, source):
+    from flake8_mha.flow import FlowPass
+    from flake8_mha.layout.comments import _collect_unpacks, _names_in
+    from flake8_mha.reach import _mutated_attrs
+
+    module = cst.parse_module(source)
+    flow = FlowPass()
+    flow.run(module)
+    for scope in flow.functions.values():
+        got = [(t, r, id(n)) for t, r, n, _ in _collect_unpacks(scope)]
+        assert got == [(t, r, id(n)) for t, r, n, _ in _visitor_unpacks(scope)]
+    for node in tree.walk(module):
+        if type(node) is cst.ClassDef:
+            assert _mutated_attrs(node) == _visitor_mutations(node)
+        elif type(node) is cst.Assign:
+            assert _names_in(node.value) == _visitor_names(node.value)
+
+
+def test_the_edges_have_what_the_walks_look_for():
+    from flake8_mha.flow import FlowPass
+    from flake8_mha.layout.comments import _collect_unpacks
+    from flake8_mha.reach import _mutated_attrs
+
+    module = cst.parse_module(EDGES)
+    flow = FlowPass()
+    flow.run(module)
+    (cache,) = [n for n in tree.walk(module) if type(n) is cst.ClassDef and n.name.value == "Cache"]
+    assert _mutated_attrs(cache) == {"cache", "items", "gone", "a", "b", "n"}
+    unpacked = [t for s in flow.functions.values() for t, *_ in _collect_unpacks(s)]
+    assert unpacked == ["v"]

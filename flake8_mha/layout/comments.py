@@ -8,7 +8,8 @@ from typing import Dict, Iterator, List, Optional, Tuple
 
 import libcst as cst
 
-from ..flow import children, lookup
+from ..flow import lookup
+from ..tree import children, walk, walk_in_order
 from .domain import Layout, useful, parse_shape_comment, roles_of_names
 
 _Entry = Tuple[cst.Comment, Dict[Optional[str], tuple]]
@@ -47,14 +48,7 @@ def _rebinds_what_it_reads(line: cst.SimpleStatementLine) -> bool:
 
 
 def _names_in(node: cst.CSTNode) -> set:
-    found: set = set()
-
-    class _V(cst.CSTVisitor):
-        def visit_Name(self, n: cst.Name) -> None:
-            found.add(n.value)
-
-    node.visit(_V())
-    return found
+    return {n.value for n in walk(node) if type(n) is cst.Name}
 
 
 # The nodes that hold statements: a statement line (the comments it carries)
@@ -217,43 +211,39 @@ class CommentIndex:
 
 
 def _collect_unpacks(scope) -> list:
+    """``B, L, D = x.shape`` statements of the function ``scope`` (not of the
+    functions and classes inside it), in the order of the source."""
     found: list = []
     root = scope.node
 
-    class _V(cst.CSTVisitor):
-        def visit_FunctionDef(self, node: cst.FunctionDef) -> bool:
-            return node is root
+    def inner(node) -> bool:
+        t = type(node)
+        return (t is cst.FunctionDef and node is not root) or t is cst.ClassDef
 
-        def visit_ClassDef(self, node: cst.ClassDef) -> bool:
-            return False
-
-        def visit_Assign(self, node: cst.Assign) -> None:
-            if len(node.targets) != 1 or not isinstance(
-                node.targets[0].target, (cst.Tuple, cst.List)
-            ):
-                return
-            tensor = _shape_of(node.value)
-            if tensor is None:
-                return
-            elements = node.targets[0].target.elements
-            if any(
-                isinstance(e, cst.StarredElement) or not isinstance(e.value, cst.Name)
-                for e in elements
-            ):
-                return
-            names = [e.value.value for e in elements]
-            roles = roles_of_names([None if n == "_" else n for n in names])
-            if not useful(roles):
-                return
-            env = None
-            for n in names:
-                for d in scope.final_env.get(n, ()) or ():
-                    if d.node is node.value:
-                        env = d.env
-            if env is not None:
-                found.append((tensor, roles, node, env))
-
-    root.visit(_V())
+    for node in walk_in_order(root, inner):
+        if type(node) is not cst.Assign:
+            continue
+        if len(node.targets) != 1 or not isinstance(node.targets[0].target, (cst.Tuple, cst.List)):
+            continue
+        tensor = _shape_of(node.value)
+        if tensor is None:
+            continue
+        elements = node.targets[0].target.elements
+        if any(
+            isinstance(e, cst.StarredElement) or not isinstance(e.value, cst.Name) for e in elements
+        ):
+            continue
+        names = [e.value.value for e in elements]
+        roles = roles_of_names([None if n == "_" else n for n in names])
+        if not useful(roles):
+            continue
+        env = None
+        for n in names:
+            for d in scope.final_env.get(n, ()) or ():
+                if d.node is node.value:
+                    env = d.env
+        if env is not None:
+            found.append((tensor, roles, node, env))
     return found
 
 
