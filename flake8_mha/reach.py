@@ -290,20 +290,10 @@ def _mutated_attrs(class_node: cst.CSTNode) -> set:
     slice assigned, augmented or deleted (``self.NAME[k] = ...``), or a
     method that replaces entries called (``self.NAME.update(...)``)."""
     attrs: set = set()
-
-    def target(node) -> None:
-        if isinstance(node, (cst.Tuple, cst.List)):
-            for el in node.elements:
-                target(el.value)
-        elif isinstance(node, cst.Subscript):
-            name = _self_attr_name(node.value)
-            if name is not None:
-                attrs.add(name)
-
     for node in walk(class_node):
         t = type(node)
         if t in (cst.AssignTarget, cst.AugAssign, cst.AnnAssign, cst.Del):
-            target(node.target)
+            attrs |= _items_changed(node.target)
         elif t is cst.Call:
             func = node.func
             if isinstance(func, cst.Attribute) and func.attr.value in _MUTATORS:
@@ -311,3 +301,18 @@ def _mutated_attrs(class_node: cst.CSTNode) -> set:
                 if name is not None:
                     attrs.add(name)
     return attrs
+
+
+def _items_changed(target) -> set:
+    """``{"NAME"}`` for an assignment target ``self.NAME[k]`` (also inside a
+    tuple or list of targets)."""
+    if isinstance(target, (cst.Tuple, cst.List)):
+        out: set = set()
+        for el in target.elements:
+            out |= _items_changed(el.value)
+        return out
+    if isinstance(target, cst.Subscript):
+        name = _self_attr_name(target.value)
+        if name is not None:
+            return {name}
+    return set()

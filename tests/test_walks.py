@@ -189,38 +189,30 @@ class _OneStatement:
 
 
 def _visitor_mutations(class_node) -> set:
-    from flake8_mha.reach import _MUTATORS, _self_attr_name
+    """``reach._mutated_attrs`` as first written, with a visitor (what a target
+    changes is read by the same helper: only the walk is compared)."""
+    from flake8_mha.reach import _MUTATORS, _items_changed, _self_attr_name
 
     attrs: set = set()
 
-    def target(node):
-        if isinstance(node, (cst.Tuple, cst.List)):
-            for el in node.elements:
-                target(el.value)
-        elif isinstance(node, cst.Subscript):
-            name = _self_attr_name(node.value)
-            if name is not None:
-                attrs.add(name)
-
     class V(cst.CSTVisitor):
         def visit_AssignTarget(self, node):
-            target(node.target)
+            attrs.update(_items_changed(node.target))
 
         def visit_AugAssign(self, node):
-            target(node.target)
+            attrs.update(_items_changed(node.target))
 
         def visit_AnnAssign(self, node):
-            target(node.target)
+            attrs.update(_items_changed(node.target))
 
         def visit_Del(self, node):
-            target(node.target)
+            attrs.update(_items_changed(node.target))
 
         def visit_Call(self, node):
             func = node.func
             if isinstance(func, cst.Attribute) and func.attr.value in _MUTATORS:
-                name = _self_attr_name(func.value)
-                if name is not None:
-                    attrs.add(name)
+                if _self_attr_name(func.value) is not None:
+                    attrs.add(_self_attr_name(func.value))
 
     class_node.visit(V())
     return attrs
