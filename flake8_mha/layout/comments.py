@@ -9,7 +9,7 @@ from typing import Dict, Iterator, List, Optional, Tuple
 import libcst as cst
 
 from ..flow import lookup
-from ..tree import children, walk, walk_in_order
+from ..tree import walk, walk_in_order
 from .domain import Layout, useful, parse_shape_comment, roles_of_names
 
 _Entry = Tuple[cst.Comment, Dict[Optional[str], tuple]]
@@ -70,20 +70,18 @@ _HOLDERS = (
 _HOLDS: Dict[type, bool] = {}
 
 
+def _holds_no_statement(node: cst.CSTNode) -> bool:
+    t = type(node)
+    inside = _HOLDS.get(t)
+    if inside is None:
+        inside = _HOLDS[t] = issubclass(t, _HOLDERS)
+    return not inside
+
+
 def _statement_lines(module: cst.Module) -> Iterator[cst.SimpleStatementLine]:
-    holds = _HOLDS
-    stack: List[cst.CSTNode] = [module]
-    while stack:
-        node = stack.pop()
-        t = type(node)
-        if t is cst.SimpleStatementLine:
+    for node in walk(module, _holds_no_statement):
+        if type(node) is cst.SimpleStatementLine:
             yield node  # type: ignore[misc]
-            continue
-        inside = holds.get(t)
-        if inside is None:
-            inside = holds[t] = issubclass(t, _HOLDERS)
-        if inside:
-            stack.extend(children(node))
 
 
 def _index(index: "CommentIndex", line: cst.SimpleStatementLine) -> None:
