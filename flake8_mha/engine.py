@@ -255,11 +255,12 @@ def _parse_and_analyze(
         # bracketed span alone is data, such as torch's 25,000-line ``op_db``: focused)
         if project == "auto":
             project = Project(path) if os.path.isfile(path) else None
-        screen = tree if isinstance(tree, ast.Module) else _ast_or_none(source)
-        keep = project.imported_names(screen) if project and screen is not None else ()
-        text = focus(source, screen, keep=keep) if screen is not None else source
-        if screened == _DEEP:
-            text = source
+        text = source
+        if screened != _DEEP:
+            screen = tree if isinstance(tree, ast.Module) else _ast_or_none(source)
+            if screen is not None:
+                keep = project.imported_names(screen) if project else ()
+                text = focus(source, screen, keep=keep)
         module = cst.parse_module(text)
     except cst.ParserSyntaxError as exc:
         _raise_if_invalid_python(source, exc)
