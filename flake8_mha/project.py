@@ -40,6 +40,7 @@ from .summaries import (
     RETURNS_VERSION,
     SUMMARY_VERSION,
     builder_summary,
+    dotted_name,
     mask_of,
     summarise,
     valid_table,
@@ -167,7 +168,8 @@ class Project:
             return []
         names: List[str] = []
         for node in calls:
-            chain = _ast_chain(node.func)
+            dotted = dotted_name(node.func)
+            chain = dotted.split(".") if dotted is not None else None
             if chain is None or chain[0] not in bound or chain[0] in names:
                 continue
             for level, dotted in bound[chain[0]]:
@@ -528,15 +530,3 @@ def _nodes(tree: ast.AST):
                 extend(v for v in value if isinstance(v, AST))
             elif isinstance(value, AST):
                 push(value)
-
-
-def _ast_chain(node: ast.expr) -> Optional[List[str]]:
-    """``["A", "attn", "attend"]`` for ``A.attn.attend``; None for anything but
-    a name and its attributes."""
-    parts: List[str] = []
-    while isinstance(node, ast.Attribute):
-        parts.append(node.attr)
-        node = node.value
-    if not isinstance(node, ast.Name):
-        return None
-    return [node.id, *reversed(parts)]

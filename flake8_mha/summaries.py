@@ -150,13 +150,17 @@ def _sdpa_names(tree: ast.Module) -> Tuple[set, set]:
     return direct, modules
 
 
-def _dotted(node: ast.AST) -> Optional[str]:
-    if isinstance(node, ast.Name):
-        return node.id
-    if isinstance(node, ast.Attribute):
-        base = _dotted(node.value)
-        return None if base is None else base + "." + node.attr
-    return None
+def dotted_name(node: ast.AST) -> Optional[str]:
+    """``"A.attn.attend"`` for ``A.attn.attend``; None for anything but a name
+    and its attributes (without recursion: a chain may be very long)."""
+    parts: List[str] = []
+    while isinstance(node, ast.Attribute):
+        parts.append(node.attr)
+        node = node.value
+    if not isinstance(node, ast.Name):
+        return None
+    parts.append(node.id)
+    return ".".join(reversed(parts))
 
 
 def _is_sdpa(call: ast.Call, sdpa_names) -> bool:
@@ -164,7 +168,7 @@ def _is_sdpa(call: ast.Call, sdpa_names) -> bool:
     func = call.func
     if isinstance(func, ast.Name):
         return func.id in direct
-    text = _dotted(func)
+    text = dotted_name(func)
     if text is None or not text.endswith("." + SDPA_NAME):
         return False
     head, _, rest = text.partition(".")
@@ -208,7 +212,7 @@ def _function_summary(func, method: bool, sdpa_names) -> Optional[dict]:
     # parameters are followed (an SDPA call given **kwargs is not described)
     positional = [a.arg for a in args.posonlyargs + args.args]
     if method:
-        deco = {_dotted(d) for d in func.decorator_list}
+        deco = {dotted_name(d) for d in func.decorator_list}
         if "staticmethod" in deco or not positional:
             return None
         positional = positional[1:]
@@ -344,7 +348,7 @@ def _op(expr: ast.AST) -> Optional[Tuple[ast.AST, Optional[list]]]:
     if not isinstance(expr, ast.Call) or expr.keywords:
         return None
     func = expr.func
-    if isinstance(func, ast.Attribute) and _dotted(func) in (
+    if isinstance(func, ast.Attribute) and dotted_name(func) in (
         "torch.logical_not",
         "torch.bitwise_not",
     ):
@@ -363,7 +367,7 @@ def _op(expr: ast.AST) -> Optional[Tuple[ast.AST, Optional[list]]]:
     if name == "to" and len(args) == 1 and isinstance(args[0], ast.Attribute):
         if args[0].attr == "device":
             return func.value, None  # moved, unchanged
-        if _dotted(args[0]) == "torch.bool":
+        if dotted_name(args[0]) == "torch.bool":
             return func.value, ["bool"]
     return None
 
