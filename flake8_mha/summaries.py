@@ -132,7 +132,7 @@ def _add(out, name, func, method, sdpa_names) -> None:
 def _sdpa_names(tree: ast.Module) -> Tuple[set, set]:
     """(names bound to SDPA itself, names bound to torch.nn.functional or torch)."""
     direct, modules = set(), set()
-    for node in ast.walk(tree):
+    for node in statements(tree):
         if isinstance(node, ast.ImportFrom) and node.module and not node.level:
             for a in node.names:
                 full = f"{node.module}.{a.name}"
@@ -148,6 +148,24 @@ def _sdpa_names(tree: ast.Module) -> Tuple[set, set]:
                     else:
                         modules.add(("torch", "torch"))
     return direct, modules
+
+
+_BODIES = ("body", "orelse", "finalbody", "handlers", "cases")
+
+
+def statements(tree: ast.AST):
+    """Every statement of ``tree`` at any depth (and the ``except`` and ``case``
+    clauses that hold some), without the expressions, which are most of a
+    module's nodes: an import is a statement, so a walk for imports needs no
+    more (``nn/functional.py``: about a tenth of ``ast.walk``'s nodes)."""
+    stack = list(getattr(tree, "body", ()))
+    while stack:
+        node = stack.pop()
+        yield node
+        for field in _BODIES:
+            value = getattr(node, field, None)
+            if value and isinstance(value, list):
+                stack.extend(value)
 
 
 def dotted_name(node: ast.AST) -> Optional[str]:

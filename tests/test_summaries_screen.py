@@ -117,3 +117,65 @@ def test_reexports_are_read_through_the_screen(source, expected):
     got = summarise(source, package_init=True)
     assert got == summarise(source, package_init=True, screen=False)
     assert got.get(REEXPORTS) == expected
+
+
+def _imports_by_full_walk(tree):
+    return [n for n in ast.walk(tree) if isinstance(n, (ast.Import, ast.ImportFrom))]
+
+
+@pytest.mark.parametrize("name,source", list(_sources()), ids=lambda v: v[:60])
+def test_the_statement_walk_finds_every_import(name, source):
+    # ``_sdpa_names`` reads imports from ``statements``, which skips expressions
+    tree = ast.parse(source)
+    found = [n for n in summaries.statements(tree) if isinstance(n, (ast.Import, ast.ImportFrom))]
+    assert sorted(map(id, found)) == sorted(map(id, _imports_by_full_walk(tree)))
+
+
+IMPORT_PLACES = """
+import torch as t0
+if x:
+    import torch as t1
+elif y:
+    import torch as t2
+else:
+    import torch as t3
+try:
+    import torch as t4
+except ImportError:
+    import torch as t5
+else:
+    import torch as t7
+finally:
+    import torch as t8
+try:
+    pass
+except* ValueError:
+    import torch as t6
+for i in range(3):
+    import torch as t9
+else:
+    import torch as t10
+while False:
+    import torch as t11
+with open("f") as fh:
+    import torch as t12
+async def f():
+    async with a:
+        import torch as t13
+    async for b in c:
+        import torch as t14
+class C:
+    def m(self):
+        def inner():
+            from torch.nn.functional import scaled_dot_product_attention as t15
+match v:
+    case 1:
+        import torch as t16
+"""
+
+
+def test_the_statement_walk_reaches_imports_in_every_block():
+    tree = ast.parse(IMPORT_PLACES)
+    direct, modules = summaries._sdpa_names(tree)
+    assert direct == {"t15"}
+    assert {local for local, _ in modules} == {f"t{i}" for i in range(17) if i != 15}
