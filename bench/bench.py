@@ -29,8 +29,9 @@ import textwrap
 import time
 
 sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent))
-from _common import (BENCH, dense_files, ensure_venv, machine, measure, median,  # noqa: E402
-                     py_files, shown_command, torch_root, venv_python, venv_versions)
+from _common import (BENCH, compile_plugin, dense_files, ensure_venv, machine,  # noqa: E402
+                     measure, median, py_files, shown_command, torch_root, venv_python,
+                     venv_versions)
 
 # per-file timing inside one process; prints JSON
 _INPROC = textwrap.dedent("""
@@ -230,6 +231,7 @@ def main(argv=None) -> int:
         return 0
     for name in ("base", "mha", "torchfix"):
         ensure_venv(name, log)
+    compile_plugin()  # the mha environment's editable copy, as installed
     versions = {n: venv_versions(n) for n in ("base", "mha", "torchfix")}
     torch = torch_root()
     files = py_files(torch)

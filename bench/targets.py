@@ -45,6 +45,7 @@ sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent))
 from _common import (  # noqa: E402
     BENCH,
     ROOT,
+    compile_plugin,
     ensure_venv,
     machine,
     measure,
@@ -108,6 +109,7 @@ class Bench:
         self.reps = 1 if args.quick else args.reps
         self.base_py = str(ensure_venv("base", log))
         self.mha_py = sys.executable
+        compile_plugin()  # as installed: not compiled again by every process
         self.torch = torch_root()
         self.rows = []  # (target, measurement, baseline, with plugin, ratio, target text, met)
         self.commands = []
