@@ -266,7 +266,7 @@ class FlowPass:
             return env
         if t is cst.Import:
             for alias in node.names:
-                dotted = _dotted(alias.name)
+                dotted = import_path(alias.name)
                 if alias.asname is not None:
                     name = _asname(alias)
                     if name:
@@ -277,16 +277,17 @@ class FlowPass:
             return env
         if t is cst.ImportFrom:
             if node.module is None or node.relative:
-                base = "." * len(node.relative) + (_dotted(node.module) if node.module else "")
+                base = "." * len(node.relative) + (import_path(node.module) if node.module else "")
             else:
-                base = _dotted(node.module)
+                base = import_path(node.module)
             if isinstance(node.names, cst.ImportStar):
                 return env.set("*", env.get("*", ()) + (Def(DefKind.STAR, node, extra=base),))
             for alias in node.names:
-                name = _asname(alias) if alias.asname is not None else _dotted(alias.name)
+                name = _asname(alias) if alias.asname is not None else import_path(alias.name)
                 if name:
                     env = env.set(
-                        name, (Def(DefKind.IMPORT, node, extra=base + "." + _dotted(alias.name)),)
+                        name,
+                        (Def(DefKind.IMPORT, node, extra=base + "." + import_path(alias.name)),),
                     )
             return env
         if t is cst.Global or t is cst.Nonlocal:
@@ -603,11 +604,13 @@ def _all_params(params: cst.Parameters) -> List[cst.Param]:
     return out
 
 
-def _dotted(node: cst.CSTNode) -> str:
+def import_path(node: cst.CSTNode) -> str:
+    """``"torch.nn.functional"`` for the module path of an import statement or
+    alias (a name and its attributes; anything else gives "")."""
     if isinstance(node, cst.Name):
         return node.value
     if isinstance(node, cst.Attribute):
-        return _dotted(node.value) + "." + node.attr.value
+        return import_path(node.value) + "." + node.attr.value
     return ""
 
 

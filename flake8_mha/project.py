@@ -32,7 +32,7 @@ from typing import Dict, List, Optional, Tuple
 import libcst as cst
 
 from .events import SdpaCall
-from .flow import CallSite, DefKind, lookup
+from .flow import CallSite, DefKind, import_path, lookup
 from .resolve import Bound
 from .summaries import (
     MAX_FILE_BYTES,
@@ -408,16 +408,16 @@ def _imported(node, env, scope, depth: int = 0) -> Optional[Tuple[int, str]]:
         return None
     stmt = defs[0].node
     if isinstance(stmt, cst.ImportFrom) and not isinstance(stmt.names, cst.ImportStar):
-        module = _cst_dotted(stmt.module) if stmt.module is not None else ""
+        module = import_path(stmt.module) if stmt.module is not None else ""
         for alias in stmt.names:
             bound = alias.asname.name if alias.asname is not None else alias.name
             if isinstance(bound, cst.Name) and bound.value == node.value:
-                name = _cst_dotted(alias.name)
+                name = import_path(alias.name)
                 return len(stmt.relative), (module + "." if module else "") + name
         return None
     if isinstance(stmt, cst.Import):
         for alias in stmt.names:
-            full = _cst_dotted(alias.name)
+            full = import_path(alias.name)
             if alias.asname is not None:
                 bound = alias.asname.name
                 if isinstance(bound, cst.Name) and bound.value == node.value:
@@ -425,14 +425,6 @@ def _imported(node, env, scope, depth: int = 0) -> Optional[Tuple[int, str]]:
             elif full.split(".")[0] == node.value:
                 return 0, node.value
     return None
-
-
-def _cst_dotted(node) -> str:
-    if isinstance(node, cst.Name):
-        return node.value
-    if isinstance(node, cst.Attribute):
-        return _cst_dotted(node.value) + "." + node.attr.value
-    return "?"
 
 
 def _decode(data: bytes) -> str:
