@@ -47,6 +47,7 @@ import re
 from typing import Dict, FrozenSet, Iterable, List, Optional, Sequence, Set, Tuple
 
 from .lines import source_lines
+from .summaries import statements
 from .torch_api import TRIGGER_WORDS
 
 FOCUS = True  # False: every file is parsed whole (the reference the parity checks use)
@@ -464,14 +465,9 @@ def _code_lines(lines: List[str], tree: ast.Module) -> List[str]:
             head = line.split("#", 1)[0]
             if "'" not in head and '"' not in head:
                 out[i] = head + "\n"
-    stack: List[ast.AST] = [tree]
-    while stack:
-        node = stack.pop()
-        body = getattr(node, "body", None)
-        if not isinstance(body, list):
-            continue
-        if isinstance(node, (ast.Module, *_DEFS)) and body:
-            doc = body[0]
+    for node in (tree, *statements(tree)):  # docstrings open a module's or a definition's body
+        if isinstance(node, (ast.Module, *_DEFS)) and node.body:
+            doc = node.body[0]
             if (
                 isinstance(doc, ast.Expr)
                 and isinstance(doc.value, ast.Constant)
@@ -483,8 +479,6 @@ def _code_lines(lines: List[str], tree: ast.Module) -> List[str]:
             ):
                 for i in range(doc.lineno - 1, doc.end_lineno):
                     out[i] = "\n"
-        for field in ("body", "orelse", "finalbody", "handlers"):
-            stack.extend(s for s in getattr(node, field, None) or () if isinstance(s, ast.AST))
     return out
 
 
