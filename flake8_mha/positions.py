@@ -20,7 +20,6 @@ is used.
 
 from __future__ import annotations
 
-import contextlib
 import re
 from typing import Dict, List, Optional, Sequence, Tuple
 
@@ -125,35 +124,56 @@ else:
             else:
                 self.column += len(value)
 
+        # the code itself is not kept (``tokens`` stays empty): only where it goes.
+        # LibCST's codegen reads ``tokens`` once, after the last statement, to
+        # place the final newline of a file without any, which moves no node
         def add_indent_tokens(self) -> None:
-            self.tokens.extend(self.indent_tokens)
             for token in self.indent_tokens:
                 self._advance(token)
 
         def add_token(self, value: str) -> None:
-            self.tokens.append(value)
             self._advance(value)
 
         def before_codegen(self, node: cst.CSTNode) -> None:
             self.stack.append((self.line, self.column))
 
         def after_codegen(self, node: cst.CSTNode) -> None:
-            start = self.stack.pop()
             key = id(node)
-            if key not in self.starts:
-                self.starts[key] = start
+            self.starts.setdefault(key, self.stack.pop())
             if key in self.wanted:
                 self.wanted.discard(key)  # a node met twice counts once
                 self.left -= 1
                 if self.left == 0:
                     raise _AllFound
 
-        @contextlib.contextmanager
         def record_syntactic_position(self, node: cst.CSTNode, *, start_node=None, end_node=None):
-            start = (self.line, self.column)
-            try:
-                yield
-            finally:
-                self.starts[id(node)] = (
-                    self.starts[id(start_node)] if start_node is not None else start
-                )
+            # called for most nodes: a plain context manager, not a generator one.  A node
+            # starts here, unless it names the child it starts with (known once that is done)
+            if start_node is None:
+                self.starts[id(node)] = (self.line, self.column)
+                return _NOTHING
+            return _FromChild(self.starts, id(node), id(start_node))
+
+    class _Nothing:
+        __slots__ = ()
+
+        def __enter__(self) -> None:
+            pass
+
+        def __exit__(self, *exc) -> None:
+            pass
+
+    _NOTHING = _Nothing()
+
+    class _FromChild:
+        __slots__ = ("starts", "node", "child")
+
+        def __init__(self, starts: Starts, node: int, child: int) -> None:
+            self.starts, self.node, self.child = starts, node, child
+
+        def __enter__(self) -> None:
+            pass
+
+        def __exit__(self, *exc) -> None:
+            if self.child in self.starts:
+                self.starts[self.node] = self.starts[self.child]
