@@ -20,6 +20,7 @@ is used.
 
 from __future__ import annotations
 
+import contextlib
 import re
 from typing import Dict, List, Optional, Sequence, Tuple
 
@@ -154,16 +155,7 @@ else:
                 return _NOTHING
             return _FromChild(self.starts, id(node), id(start_node))
 
-    class _Nothing:
-        __slots__ = ()
-
-        def __enter__(self) -> None:
-            pass
-
-        def __exit__(self, *exc) -> None:
-            pass
-
-    _NOTHING = _Nothing()
+    _NOTHING = contextlib.nullcontext()  # reusable: it holds no state
 
     class _FromChild:
         __slots__ = ("starts", "node", "child")
