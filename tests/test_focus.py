@@ -111,3 +111,26 @@ def test_a_long_list_of_data_gives_the_same_findings_as_a_full_parse(monkeypatch
 def test_a_short_list_is_left_as_it_is():
     src = data_source(n=50)  # about 400 lines: under the bound, not data
     assert "'op_" in focus(src)
+
+
+
+def test_a_docstring_does_not_keep_its_definition_wherever_it_is():
+    # "where" and "train" are words of prose: a nested function's docstring that
+    # uses them keeps nothing, inside any block (a ``match`` case included)
+    prose = '"""Where the cache lives; train it first."""'
+    blocks = {
+        "plain": "def plain(x):\n    def inner(y):\n        {doc}\n        return y\n    return x\n",
+        "in_if": "def in_if(x):\n    if x:\n        def inner(y):\n            {doc}\n"
+        "            return y\n    return x\n",
+        "in_case": "def in_case(x):\n    match x:\n        case 1:\n            def inner(y):\n"
+        "                {doc}\n                return y\n    return x\n",
+    }
+    extra = "\n\n".join(b.format(doc=prose) for b in blocks.values()) + "\n\n"
+    focused = focus(big_source(extra=extra))
+    for name in blocks:
+        assert f"def {name}(" not in focused
+    # the same functions with the words in code are kept
+    code = "\n\n".join(b.format(doc="torch.where(y, y, y)") for b in blocks.values()) + "\n\n"
+    focused = focus(big_source(extra=code))
+    for name in blocks:
+        assert f"def {name}(" in focused
