@@ -168,8 +168,8 @@ class Project:
             return []
         names: List[str] = []
         for node in calls:
-            dotted = dotted_name(node.func)
-            chain = dotted.split(".") if dotted is not None else None
+            callee = dotted_name(node.func)
+            chain = callee.split(".") if callee is not None else None
             if chain is None or chain[0] not in bound or chain[0] in names:
                 continue
             for level, dotted in bound[chain[0]]:
