@@ -365,20 +365,18 @@ def write(bench: Bench, argv, started: str, load_before: float) -> None:
     text = bench.table()
     from bench import update_results
 
-    if True:  # noqa: SIM108 - one block, as the other writers have it
-
-        cmd = "python bench/targets.py " + " ".join(shlex.quote(a) for a in (argv or sys.argv[1:]))
-        header = (
-            f"## Issue 15 targets ({started}; {machine()}; "
-            f"{load_before:.1f} at the start)\n\n"
-            f"Command: `{cmd.strip()}`. Median of {bench.reps} interleaved repetitions; "
-            "each ratio is the median of the per-repetition ratios.\n\n"
-            "Commands measured (flake8 alone in bench/.venvs/base, flake8 + plugin in "
-            "the environment that runs the script):\n\n"
-            + "\n".join(f"- {n}: `{c}`" for n, c, _ in bench.commands)
-        )
-        only = bench.args.only
-        update_results("targets.py" + (f" {only}" if only else ""), f"{header}\n\n{text}")
+    cmd = "python bench/targets.py " + " ".join(shlex.quote(a) for a in (argv or sys.argv[1:]))
+    header = (
+        f"## Issue 15 targets ({started}; {machine()}; "
+        f"{load_before:.1f} at the start)\n\n"
+        f"Command: `{cmd.strip()}`. Median of {bench.reps} interleaved repetitions; "
+        "each ratio is the median of the per-repetition ratios.\n\n"
+        "Commands measured (flake8 alone in bench/.venvs/base, flake8 + plugin in "
+        "the environment that runs the script):\n\n"
+        + "\n".join(f"- {n}: `{c}`" for n, c, _ in bench.commands)
+    )
+    only = bench.args.only
+    update_results("targets.py" + (f" {only}" if only else ""), f"{header}\n\n{text}")
 
 
 if __name__ == "__main__":
