@@ -46,7 +46,8 @@ sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent))
 from _common import ROOT, ensure_venv, machine, median, py_files, torch_root  # noqa: E402
 from targets import DENSE_TORCH, EDITOR_FILE, generated_file, interleaved, log  # noqa: E402
 
-# the names under which attention reaches a sink (torch_api's modules and SDPA)
+# call names that stand for the other kinds of sink (E, attention modules and SDPA,
+# comes from torch_api inside gate)
 FILLS = {"masked_fill", "masked_fill_", "where"}  # masks/sinks.py: fills and selections
 PRODUCTS = {"matmul", "bmm", "einsum"}  # scores.py: hand-written scores, with ``@``
 TILES = {"repeat", "tile", "expand", "cat", "concat"}  # kv heads made to match q heads
