@@ -156,10 +156,10 @@ def parsed(files):
         for path in files:
             try:
                 source = engine.decode_source(path.read_bytes())
+                if not engine.prefilter(source):
+                    continue
                 tree = ast.parse(source)
             except (OSError, SyntaxError, ValueError, UnicodeDecodeError, LookupError):
-                continue
-            if not engine.prefilter(source):
                 continue
             current.clear()
             findings = engine.analyze_source(source, str(path), codes, tree=tree)
@@ -257,7 +257,8 @@ class Floors:
         if self.args.torch_reps:
             tree = self.torch
             base, _ = self.alone([tree], self.args.torch_reps)
-            res = parsed(py_files(tree))
+            every = py_files(tree)
+            res = parsed(every)
             kept = {f: r for f, r in res.items() if r["gate"]}
             p = sum(r["parse"] for r in kept.values())
             dropped = [f for f, r in res.items() if not r["gate"] and r["findings"]]
@@ -266,7 +267,7 @@ class Floors:
             )
             self.row(
                 1,
-                f"flake8 -j 1 over torch ({len(py_files(tree))} files)",
+                f"flake8 -j 1 over torch ({len(every)} files)",
                 base,
                 0.05,
                 imp + p,
