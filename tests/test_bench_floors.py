@@ -1,7 +1,9 @@
 """bench/floors.py charges target 1's floor with the LibCST parse of only the
-files its syntactic gate keeps.  The floor is a floor only if the gate does
-not keep files that cannot report, and it is honest only if the gate keeps
-the files that do: both on code we can see."""
+files its syntactic gate keeps.  The gate must keep a file only where a
+rule's sink can stand (a name used as data is none), or the floor charges
+parses no analysis needs; and it should keep every file that reports (the
+run counts those it drops, which only lower the floor): both on code we
+can see."""
 
 from __future__ import annotations
 
