@@ -17,7 +17,7 @@ import sys
 import threading
 import tokenize
 import warnings
-from typing import Dict, Iterable, List, Optional, Sequence, Tuple
+from typing import Dict, Iterable, List, Optional, Sequence, Set, Tuple
 
 import libcst as cst
 
@@ -173,13 +173,15 @@ def _analyze_module(
             for site in flow.calls:
                 for rep in method(site):
                     reports.append((rule.CODE, rep))
+    decided = _decided_by_callers(module, ctx.events, project)
     for ev in ctx.events:
         handler = _HANDLERS[type(ev)]
         for rule in rules:
             method = getattr(rule, handler, None)
-            if method is not None:
-                for rep in method(ev):
-                    reports.append((rule.CODE, annotate(rep, ev)))
+            if method is None or rule.CODE in decided.get(id(ev), ()):
+                continue
+            for rep in method(ev):
+                reports.append((rule.CODE, annotate(rep, ev)))
     if not reports:
         return []
     starts = start_positions(module, [rep.node for _, rep in reports])
@@ -188,6 +190,43 @@ def _analyze_module(
         line, col0 = starts[id(rep.node)]
         findings.add(Finding(code, line, col0 + 1, rep.message, path, rep.evidence))
     return sorted(findings, key=lambda f: (f.line, f.col, f.code))
+
+
+# the SDPA arguments each code judges (a wrapper's parameter mapped to one of
+# them is judged at the wrapper's call sites instead)
+_JUDGES = {
+    "MHA002": ("attn_mask",),
+    "MHA003": ("attn_mask",),
+    "MHA004": ("attn_mask",),
+    "MHA009": ("attn_mask",),
+    "MHA006": ("is_causal",),
+    "MHA007": ("dropout_p",),
+}
+
+
+def _decided_by_callers(module: cst.Module, events, project) -> Dict[int, Set[str]]:
+    """``id(SdpaCall) -> codes`` not to judge at an SDPA call of this file whose
+    wrapper's callers in this file are followed through its summary: what it
+    is given there is each caller's, and is reported at each call (RULES.md:
+    where the fact enters the chain), not joined at the wrapper."""
+    if project is None:
+        return {}
+    own = project.own_name()
+    reached: Dict[int, Set[str]] = {}
+    for ev in events:
+        through = getattr(ev, "through", None)
+        if through is not None and through["file"] == own:
+            reached.setdefault(through["line"], set()).update(through["params"])
+    if not reached:
+        return {}
+    direct = [ev for ev in events if isinstance(ev, SdpaCall) and ev.through is None]
+    starts = start_positions(module, [ev.site.node for ev in direct])
+    out: Dict[int, Set[str]] = {}
+    for ev in direct:
+        args = reached.get(starts[id(ev.site.node)][0])
+        if args:
+            out[id(ev)] = {c for c, judged in _JUDGES.items() if args.intersection(judged)}
+    return out
 
 
 def start_positions(module: cst.Module, nodes: Sequence[cst.CSTNode]) -> Dict[int, Tuple[int, int]]:
@@ -255,6 +294,9 @@ def _parse_and_analyze(
         # bracketed span alone is data, such as torch's 25,000-line ``op_db``: focused)
         if project == "auto":
             project = Project(path) if os.path.isfile(path) else None
+        if not project:  # this file alone: its own wrappers are still followed
+            project = Project(path, files=False)
+        project.own(source)
         text = source
         if screened != _DEEP:
             screen = tree if isinstance(tree, ast.Module) else _ast_or_none(source)
@@ -265,7 +307,7 @@ def _parse_and_analyze(
     except cst.ParserSyntaxError as exc:
         _raise_if_invalid_python(source, exc)
         return [_internal(path, f"LibCST cannot parse this file ({_first_line(exc)})")]
-    return analyze_module(module, codes, path, project or None)
+    return analyze_module(module, codes, path, project)
 
 
 # LibCST's native parser recurses on the C stack once per nesting level (a

@@ -32,7 +32,7 @@ from typing import Dict, List, Optional, Tuple
 import libcst as cst
 
 from .events import SdpaCall
-from .flow import CallSite, DefKind, import_path, lookup
+from .flow import CallSite, DefKind, ScopeKind, import_path, lookup
 from .resolve import Bound
 from .summaries import (
     MAX_FILE_BYTES,
@@ -97,8 +97,11 @@ class Project:
     ``deps`` lists every project file a summary was asked of, with the
     SHA-256 of its bytes, for the results cache's key."""
 
-    def __init__(self, path: str, store=None, version: str = ""):
+    def __init__(self, path: str, store=None, version: str = "", files: bool = True):
         self.path = os.path.abspath(path)
+        # ``files`` False: this file alone (``--no-project-wide``, text from stdin, a
+        # test's string): its own wrappers are followed, no other file is read
+        self.files = files
         self.root = project_root(path)
         self.package = module_parts(path, self.root)[:-1]
         if os.path.basename(path) == "__init__.py":
@@ -108,6 +111,33 @@ class Project:
         self._files: Dict[str, Optional[Dict[str, dict]]] = {}
         self.deps: Dict[str, str] = {}
         self._located: Dict[tuple, Optional[Tuple[str, str]]] = {}
+        self._own_source: Optional[str] = None
+        self._own_table: Optional[Dict[str, dict]] = None
+
+    def own(self, source: str) -> None:
+        """The linted file's own text.  Its functions, classes and factories are
+        summarised as another file's are, and a call of one is followed through
+        its summary at the call site: the same mechanism wherever the callee
+        lives (docs/reach.md)."""
+        if source != self._own_source:
+            self._own_source, self._own_table = source, None
+
+    def own_name(self) -> str:
+        """The linted file as a ``through`` entry names it."""
+        return self.relative(self.path)
+
+    def _own(self) -> Dict[str, dict]:
+        if self._own_table is None:
+            src = self._own_source or ""
+            key = "own\0" + hashlib.sha256(src.encode("utf-8", "surrogatepass")).hexdigest()
+            got = _MEMO.get(key)
+            if got is None:
+                got = summarise(src) if SDPA_NAME in src else {}
+                if len(_MEMO) >= MAX_MEMO:
+                    _MEMO.clear()
+                _MEMO[key] = got
+            self._own_table = got
+        return self._own_table
 
     # -- names to files ---------------------------------------------------------
     def locate(
@@ -117,6 +147,8 @@ class Project:
         ``attn.attend`` for ``from .attn import attend``; level 0,
         ``models.attn.attend`` for an absolute import.  ``package``: the
         package a relative import is read in (default: the linted file's)."""
+        if not self.files:
+            return None
         package = tuple(self.package) if package is None else package
         key = (level, dotted, package)
         if key not in self._located:
@@ -186,6 +218,8 @@ class Project:
     def _in_project(self, level: int, dotted: str) -> bool:
         """Whether the module ``dotted`` (or a package on its way) is a file of
         the project."""
+        if not self.files:
+            return False
         package = list(self.package)
         if level:
             if level - 1 > len(package):
@@ -300,6 +334,10 @@ class Project:
         target = _imported(func, env, scope)
         if target is not None:
             return self._function(target, call=True)
+        own = _own_definition(func, env, scope, DefKind.DEF)
+        if own is not None:
+            got = self._own().get(own)
+            return (self.path, got) if got is not None else None
         if isinstance(func, cst.Attribute) and isinstance(func.value, cst.Name):
             cls = resolver.self_class(func, env, scope)
             if cls is None:
@@ -316,11 +354,22 @@ class Project:
             if d.kind != DefKind.ASSIGN or not isinstance(d.node, cst.Call):
                 return None
             made = _imported(d.node.func, d.env, d.scope)
-            got = self._function(made, call=False) if made is not None else None
+            got = self._function(made, call=False) if made is not None else self._made_here(d)
             if got is None or (found is not None and got[1] is not found[1]):
                 return None
             found = got
         return found
+
+    def _made_here(self, d) -> Optional[Tuple[str, dict]]:
+        """What an instance of a class of this file runs when called (its
+        ``forward``), or what a factory of this file returns, for the
+        definition ``x = Made(...)``."""
+        name = _own_definition(d.node.func, d.env, d.scope, DefKind.CLASS, DefKind.DEF)
+        if name is None:
+            return None
+        table = self._own()
+        got = table.get(name + ".forward") or table.get(name + "()")
+        return (self.path, got) if got is not None else None
 
     def _function(self, target: Tuple[int, str], call: bool) -> Optional[Tuple[str, dict]]:
         """``call``: the target is called (a function); otherwise it is
@@ -425,6 +474,21 @@ def _imported(node, env, scope, depth: int = 0) -> Optional[Tuple[int, str]]:
             elif full.split(".")[0] == node.value:
                 return 0, node.value
     return None
+
+
+def _own_definition(node, env, scope, *kinds) -> Optional[str]:
+    """The name of the module-level ``def`` or ``class`` of the linted file a
+    name means (one definition, of one of ``kinds``), else None."""
+    if not isinstance(node, cst.Name):
+        return None
+    defs = lookup(node.value, env, scope)
+    if len(defs) != 1:
+        return None
+    d = defs[0]
+    if d.kind not in kinds or d.scope is None or d.scope.kind != ScopeKind.MODULE:
+        return None
+    name = getattr(d.node, "name", None)
+    return name.value if isinstance(name, cst.Name) else None
 
 
 def _decode(data: bytes) -> str:
