@@ -28,6 +28,7 @@ from .flow import CallSite, FlowPass
 from .focus import focus
 from .lines import source_lines
 from .project import Project, annotate
+from .project_files import reaches_a_sink
 from .resolve import Resolver
 from .rules.base import all_rules
 from .values import value_of
@@ -52,6 +53,16 @@ class SourceSyntaxError(Exception):
 def prefilter(source: str) -> bool:
     """Cheap text test: can this file contain an attention API at all?"""
     return any(word in source for word in torch_api.TRIGGER_WORDS)
+
+
+def _gated_in(source: str, path: str, project, tree) -> bool:
+    """The project-aware gate, for a file without an attention word: it calls
+    a project function, or builds a project class, that reaches a sink
+    (``project_files.reaches_a_sink``).  Never with ``project`` False (this
+    file alone)."""
+    if project is False or project is None or not getattr(project, "files", True):
+        return False
+    return reaches_a_sink(source, path, tree if isinstance(tree, ast.Module) else None)
 
 
 def default_codes() -> List[str]:
@@ -253,7 +264,7 @@ def analyze_source(
     project's wrappers in other files), False for this file alone, or "auto":
     a Project when ``path`` is a file on disk (summaries kept in memory)."""
     try:
-        if use_prefilter and not prefilter(source):
+        if use_prefilter and not prefilter(source) and not _gated_in(source, path, project, tree):
             return []
         if len(source) > MAX_BYTES:
             return [
@@ -506,9 +517,11 @@ def analyze_file(
     with open(path, "rb") as fh:
         data = fh.read()
     if use_prefilter and not any(w.encode() in data for w in torch_api.TRIGGER_WORDS):
-        # UTF-16/32 files would hide the words: they start with a BOM or NULs
+        # UTF-16/32 files would hide the words: they start with a BOM or NULs; a file
+        # that imports may call a project wrapper (the gate, in analyze_source)
         if not data.startswith((b"\xff\xfe", b"\xfe\xff")) and b"\x00" not in data[:4]:
-            return []
+            if b"import" not in data:
+                return []
     try:
         source = decode_source(data)
     except (SyntaxError, UnicodeDecodeError, LookupError) as exc:

@@ -47,7 +47,12 @@ class MHAChecker:
         try:
             source = "".join(self.lines)
             if not any(word in source for word in TRIGGER_WORDS):
-                return
+                if not self.project_wide:
+                    return
+                from .project_files import reaches_a_sink  # ast only: no LibCST import
+
+                if not reaches_a_sink(source, self.filename, self.tree):
+                    return  # no call of the project's wrappers either (docs/reach.md)
             from .engine import SourceSyntaxError
             from .pipeline import analyze_for_flake8
 

@@ -64,6 +64,7 @@ LAYER_OF = {
     f"{PKG}.splats": ANALYSIS,
     f"{PKG}.einx_api": ANALYSIS,
     f"{PKG}.project": ANALYSIS,
+    f"{PKG}.project_files": ANALYSIS,
     f"{PKG}.summaries": ANALYSIS,
     f"{PKG}.heads": ANALYSIS,
     f"{PKG}.gqa": ANALYSIS,

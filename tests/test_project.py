@@ -292,22 +292,50 @@ def test_flake8_option_turns_it_off():
     assert (status, got) == (0, set())
 
 
-def test_plugin_does_no_project_work_for_a_file_without_trigger_words(monkeypatch, tmp_path):
-    from flake8_mha import pipeline, plugin
-
-    def boom(*args, **kwargs):
-        raise AssertionError("project work for a file the pre-filter drops")
-
-    monkeypatch.setattr(pipeline, "make_project", boom)
+def _plain_package(tmp_path, caller: str):
     pkg = tmp_path / "pkg"
     pkg.mkdir()
     (pkg / "__init__.py").write_text("")
     (pkg / "attn.py").write_text(ATTN.read_text())
-    # no attention word in it: the pre-filter drops it, cross-file bug or not
-    text = "from .attn import attend\ndef f(q, k, v, t):\n    return attend(q, k, v, t == 0)\n"
-    (pkg / "plain.py").write_text(text)
-    checker = plugin.MHAChecker(None, text.splitlines(keepends=True), str(pkg / "plain.py"))
+    (pkg / "util.py").write_text("def helper(x):\n    return x + 1\n")
+    (pkg / "plain.py").write_text(caller)
+    return pkg / "plain.py"
+
+
+def test_plugin_does_no_project_work_for_a_file_that_reaches_no_sink(monkeypatch, tmp_path):
+    """No attention word, and what it imports from the project reaches no sink:
+    the gate drops it before any LibCST or project analysis."""
+    from flake8_mha import pipeline, plugin
+
+    def boom(*args, **kwargs):
+        raise AssertionError("project work for a file the gate drops")
+
+    monkeypatch.setattr(pipeline, "make_project", boom)
+    text = "from .util import helper\ndef f(q, k, v, t):\n    return helper(t == 0)\n"
+    path = _plain_package(tmp_path, text)
+    checker = plugin.MHAChecker(None, text.splitlines(keepends=True), str(path))
     assert list(checker.run()) == []
+
+
+def test_the_gate_keeps_a_file_that_calls_a_project_wrapper(tmp_path):
+    """No attention word, but it calls the project's SDPA wrapper: analysed
+    (issue 26: the caller used to be dropped by the trigger-word pre-filter)."""
+    from flake8_mha import plugin
+
+    text = (
+        "from .attn import attend\n"
+        "def f(q, k, v, tokens, pad_id):\n"
+        "    return attend(q, k, v, attn_mask=(tokens == pad_id)[:, None, None, :])\n"
+    )
+    path = _plain_package(tmp_path, text)
+    checker = plugin.MHAChecker(None, text.splitlines(keepends=True), str(path))
+    assert [(line, col, msg.split()[0]) for line, col, msg, _ in checker.run()] == [
+        (3, 11, "MHA002")
+    ]
+    # the same through check, and off with --no-project-wide (this file alone)
+    got = [(f.line, f.col, f.code) for f in engine.analyze_file(str(path))]
+    assert got == [(3, 12, "MHA002")]
+    assert engine.analyze_source(text, str(path), project=False) == []
 
 
 # -- flake8-mha check, its cache and its option -------------------------------------

@@ -1,0 +1,152 @@
+"""Issue 26: one call analysis for the whole program.  A call of the project's
+own attention code is followed through the callee's summary at the call site,
+whatever kind of call it is and wherever the callee lives, and every front
+end reports the same findings: flake8 on one file, flake8 over the package,
+and ``flake8-mha check``.
+
+The fixture package is ``fixtures/program_calls/zoo``: its expected findings
+are the inline ``# MHA002:13`` comments of each file."""
+from __future__ import annotations
+
+import json
+import re
+import subprocess
+import sys
+import textwrap
+
+import pytest
+
+from fixture_expect import FIXTURES, ROOT, expected
+from flake8_mha import engine
+
+ZOO = FIXTURES / "program_calls" / "zoo"
+FILES = sorted(ZOO.glob("*.py"))
+_LINE = re.compile(r"^(?P<path>[^:]+):(?P<line>\d+):(?P<col>\d+): (?P<code>MHA\d{3}) ")
+
+
+def _want():
+    return {(p.name, line, col, code) for p in FILES for line, col, code in expected(p)}
+
+
+def _flake8(*args):
+    proc = subprocess.run(
+        [sys.executable, "-m", "flake8", "--isolated", "--select", "MHA", *args],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert proc.returncode in (0, 1), proc.stderr
+    out = set()
+    for line in proc.stdout.splitlines():
+        m = _LINE.match(line)
+        assert m is not None, line
+        out.add((m["path"].rsplit("/", 1)[-1], int(m["line"]), int(m["col"]), m["code"]))
+    return proc.returncode, out
+
+
+def test_the_fixture_expects_every_call_kind():
+    # guards the fixture itself: a finding per call kind, bad beside good
+    codes = {code for _, _, _, code in _want()}
+    assert codes == {"MHA002", "MHA006", "MHA007"}
+    assert len(_want()) == 14
+
+
+def test_flake8_over_the_package():
+    status, got = _flake8("fixtures/program_calls/zoo")
+    assert status == 1
+    assert got == _want()
+
+
+@pytest.mark.parametrize("path", FILES, ids=lambda p: p.name)
+def test_flake8_one_file_at_a_time(path):
+    _, got = _flake8(str(path.relative_to(ROOT)))
+    assert got == {w for w in _want() if w[0] == path.name}
+
+
+def test_check_reports_what_flake8_reports():
+    proc = subprocess.run(
+        [sys.executable, "-m", "flake8_mha.cli", "check", "--no-cache", "--format", "json",
+         "fixtures/program_calls/zoo"],
+        cwd=ROOT, capture_output=True, text=True, timeout=300,
+    )
+    assert proc.returncode == 1, proc.stderr
+    got = {(f["path"].rsplit("/", 1)[-1], f["line"], f["col"], f["code"])
+           for f in json.loads(proc.stdout)["findings"]}
+    assert got == _want()
+
+
+def test_the_message_names_the_chain():
+    found = engine.analyze_file(str(ZOO / "model.py"))
+    first = next(f for f in found if (f.line, f.code) == (26, "MHA002"))
+    assert first.message.endswith(
+        "the call reaches scaled_dot_product_attention at zoo/attn.py:10 through "
+        "Attention.forward()"
+    )
+    assert first.evidence["through"]["file"] == "zoo/attn.py"
+    local = next(f for f in engine.analyze_file(str(ZOO / "local.py")) if f.line == 31)
+    assert "at zoo/local.py:17 through local_attend()" in local.message
+
+
+# --------------------------------------------------------------- within one text
+
+
+HEADER = "import torch\nimport torch.nn as nn\nimport torch.nn.functional as F\n"
+
+
+def found(body):
+    src = HEADER + textwrap.dedent(body)
+    return [(f.code, f.line, f.col) for f in engine.analyze_source(src)]
+
+
+def test_a_correct_sibling_call_does_not_hide_a_wrong_one():
+    """The helper's two callers disagree: the join at its SDPA call was
+    unknown and nothing was reported.  Each call is judged on its own."""
+    assert found("""
+    def helper(q, k, v, mask):
+        return F.scaled_dot_product_attention(q, k, v, attn_mask=mask)
+
+    def run(q, k, v, tokens, pad_id):
+        pad = (tokens == pad_id)[:, None, None, :]
+        a = helper(q, k, v, pad)
+        b = helper(q, k, v, ~pad)
+        return a, b
+    """) == [("MHA002", 10, 9)]
+
+
+def test_agreeing_callers_are_reported_at_the_call_not_also_at_the_wrapper():
+    assert found("""
+    def helper(q, k, v, mask):
+        return F.scaled_dot_product_attention(q, k, v, attn_mask=mask)
+
+    def run(q, k, v, tokens, pad_id):
+        pad = (tokens == pad_id)[:, None, None, :]
+        return helper(q, k, v, pad)
+    """) == [("MHA002", 10, 12)]
+
+
+def test_flags_reach_a_module_of_the_same_text():
+    # masks were followed into a same-file forward before; the flags were not
+    assert found("""
+    class Inner(nn.Module):
+        def forward(self, x, mask=None, causal=False, p=0.0):
+            return F.scaled_dot_product_attention(x, x, x, attn_mask=mask, is_causal=causal, dropout_p=p)
+
+    class Outer(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.inner = Inner()
+            self.p = 0.1
+
+        def forward(self, x, mask):
+            x = self.inner(x, mask, True)
+            return self.inner(x, p=self.p)
+    """) == [("MHA006", 16, 13), ("MHA007", 17, 16)]
+
+
+def test_without_callers_the_wrapper_keeps_its_own_judgement():
+    # nothing calls it here: what it can tell on its own is still reported there
+    assert found("""
+    def helper(q, k, v, tokens, pad_id):
+        return F.scaled_dot_product_attention(q, k, v, attn_mask=(tokens == pad_id)[:, None, None, :])
+    """) == [("MHA002", 6, 12)]
