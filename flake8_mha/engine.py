@@ -24,7 +24,7 @@ import libcst as cst
 from . import positions, torch_api
 from .events import Construction, ModuleCall, SdpaCall, classify
 from .findings import Finding
-from .flow import CallSite, FlowPass
+from .flow import CallSite, FlowPass, ScopeKind
 from .focus import focus
 from .lines import source_lines
 from .project import Project, annotate
@@ -162,6 +162,8 @@ def _analyze_module(
 ) -> List[Finding]:
     flow = FlowPass()
     flow.run(module)
+    if project is not None and project.files:  # constants imported from project files
+        flow.module_scope.imported = project.imported_constants(module)
     resolver = Resolver(flow)
     ctx = Context(module, flow, resolver)
     ctx.project = project  # mask builders in other files (masks/evaluator.py)
@@ -184,7 +186,7 @@ def _analyze_module(
             for site in flow.calls:
                 for rep in method(site):
                     reports.append((rule.CODE, rep))
-    decided = _decided_by_callers(module, ctx.events, project)
+    decided = _decided_by_callers(ctx.events, project)
     for ev in ctx.events:
         handler = _HANDLERS[type(ev)]
         for rule in rules:
@@ -215,29 +217,59 @@ _JUDGES = {
 }
 
 
-def _decided_by_callers(module: cst.Module, events, project) -> Dict[int, Set[str]]:
-    """``id(SdpaCall) -> codes`` not to judge at an SDPA call of this file whose
-    wrapper's callers in this file are followed through its summary: what it
-    is given there is each caller's, and is reported at each call (RULES.md:
-    where the fact enters the chain), not joined at the wrapper."""
+def _decided_by_callers(events, project) -> Dict[int, Set[str]]:
+    """``id(event) -> codes`` not to judge at an SDPA call (or a wrapper call)
+    inside a function of this file that the file's own calls follow through
+    its summary: what that function's parameters carry there is each
+    caller's, and is judged at each call (RULES.md: where the fact enters the
+    chain), not joined over the callers inside the function."""
     if project is None:
         return {}
     own = project.own_name()
-    reached: Dict[int, Set[str]] = {}
+    followed: Set[str] = set()
     for ev in events:
         through = getattr(ev, "through", None)
-        if through is not None and through["file"] == own:
-            reached.setdefault(through["line"], set()).update(through["params"])
-    if not reached:
+        if through is not None:
+            steps = through.get("chain") or [[through["file"], through["function"]]]
+            followed.update(name for file, name in steps if file == own)
+    if not followed:
         return {}
-    direct = [ev for ev in events if isinstance(ev, SdpaCall) and ev.through is None]
-    starts = start_positions(module, [ev.site.node for ev in direct])
     out: Dict[int, Set[str]] = {}
-    for ev in direct:
-        args = reached.get(starts[id(ev.site.node)][0])
-        if args:
-            out[id(ev)] = {c for c, judged in _JUDGES.items() if args.intersection(judged)}
+    for ev in events:
+        if not isinstance(ev, SdpaCall):
+            continue
+        key = _function_key(ev.site.scope)
+        if key not in followed:
+            continue
+        summary = project.effective(project.path, key)
+        sinks = set(summary["reach"]) if summary else set()
+        codes = {c for c, judged in _JUDGES.items() if sinks.intersection(judged)}
+        if codes:
+            out[id(ev)] = codes
     return out
+
+
+def _function_key(scope) -> Optional[str]:
+    """How a summary table names the function a call site is in: ``attend``,
+    ``Attention.forward``, ``make_attention()`` (the function a factory
+    returns); None inside anything else."""
+    while scope is not None and scope.kind != ScopeKind.FUNCTION:
+        scope = scope.parent
+    if scope is None or not isinstance(scope.node, cst.FunctionDef):
+        return None
+    name = scope.node.name.value
+    parent = scope.parent
+    if parent is not None and parent.kind == ScopeKind.CLASS:
+        outer = parent.parent
+        if outer is not None and outer.kind == ScopeKind.MODULE and parent.node is not None:
+            return f"{parent.node.name.value}.{name}"
+        return None
+    if parent is not None and parent.kind == ScopeKind.FUNCTION:
+        outer = parent.parent
+        if outer is not None and outer.kind == ScopeKind.MODULE:
+            return parent.node.name.value + "()"
+        return None
+    return name
 
 
 def start_positions(module: cst.Module, nodes: Sequence[cst.CSTNode]) -> Dict[int, Tuple[int, int]]:

@@ -70,10 +70,12 @@ class Project(ProjectFiles):
         bound.positional_count = 0
         through = {
             "function": summary["name"],
-            "file": self.relative(filename),
+            "file": self.relative(summary.get("sink_file", filename)),
             "line": summary["line"],
             "params": {k: v["param"] for k, v in summary["reach"].items() if k in mapped},
         }
+        if summary.get("chain"):  # [[file, function], ...] from the callee down to the sink
+            through["chain"] = [list(step) for step in summary["chain"]]
         return SdpaCall(site, bound, through)
 
     def _callee(self, func, site: CallSite, resolver) -> Optional[Tuple[str, dict]]:
@@ -89,7 +91,7 @@ class Project(ProjectFiles):
             return self._function(target, call=True)
         own = _own_definition(func, env, scope, DefKind.DEF)
         if own is not None:
-            got = self._own().get(own)
+            got = self.effective(self.path, own)
             return (self.path, got) if got is not None else None
 
         def leaf(call, env, scope):
@@ -115,9 +117,35 @@ class Project(ProjectFiles):
         name = _own_definition(call.func, env, scope, DefKind.CLASS, DefKind.DEF)
         if name is None:
             return None
-        table = self._own()
-        got = table.get(name + ".forward") or table.get(name + "()")
+        got = self.effective(self.path, name + ".forward") or self.effective(self.path, name + "()")
         return (self.path, got) if got is not None else None
+
+    # -- constants from other files ------------------------------------------------
+    def imported_constants(self, module: cst.Module) -> Dict[int, Dict[str, object]]:
+        """``id(import statement) -> {name: value}`` for the module-level
+        constants this file imports from project files (``from .config import
+        WIDTH, HEADS``): ``values.py`` reads them as it reads its own."""
+        out: Dict[int, Dict[str, object]] = {}
+        for stmt in module.body:
+            if not isinstance(stmt, cst.SimpleStatementLine):
+                continue
+            for small in stmt.body:
+                if not isinstance(small, cst.ImportFrom) or isinstance(small.names, cst.ImportStar):
+                    continue
+                base = import_path(small.module) if small.module is not None else ""
+                for alias in small.names:
+                    name = import_path(alias.name)
+                    bound = alias.asname.name if alias.asname is not None else alias.name
+                    if not isinstance(bound, cst.Name) or "." in name:
+                        continue
+                    try:
+                        loc = self._defined((len(small.relative), f"{base}.{name}".lstrip(".")))
+                        value = self.constants(loc[0]).get(loc[1]) if loc else None
+                    except (OSError, ValueError, RecursionError):
+                        value = None
+                    if value is not None:
+                        out.setdefault(id(small), {})[bound.value] = value
+        return out
 
     # -- return values: mask builders in other files --------------------------------
     def returned(self, call: cst.Call, env, scope, text: str):
@@ -270,8 +298,15 @@ def annotate(report, ev):
         return report
     name = through["function"]
     shown = f"the function {name} returns" if name.endswith("()") else name + "()"
+    if through.get("chain"):
+        shown = " -> ".join(_called(step[1]) for step in through["chain"])
     report.message += (
         f"; the call reaches {SDPA_NAME} at {through['file']}:{through['line']} through {shown}"
     )
     report.evidence["through"] = dict(through)
     return report
+
+
+def _called(name: str) -> str:
+    """How a chain names one function: ``Block.forward()``, ``make_attention()()``."""
+    return name + "()"

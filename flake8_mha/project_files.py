@@ -19,17 +19,24 @@ import hashlib
 import os
 from typing import Dict, List, Optional, Tuple
 
+from . import chains
 from .summaries import (
+    ATTRS,
+    IMPORTS,
     MAX_FILE_BYTES,
     REEXPORTS,
     SUMMARY_VERSION,
     dotted_name,
+    settle,
+    statements,
     summarise,
     valid_table,
 )
 from .torch_api import SDPA_NAME
 
 MAX_REEXPORT_HOPS = 3
+MAX_CHAIN = 6  # calls followed from a call site down to a sink
+CONSTANTS_VERSION = 1
 
 # --------------------------------------------------------------------------- the root
 
@@ -93,6 +100,7 @@ class ProjectFiles:
         self._files: Dict[str, Optional[Dict[str, dict]]] = {}
         self.deps: Dict[str, str] = {}
         self._located: Dict[tuple, Optional[Tuple[str, str]]] = {}
+        self._chained: Dict[Tuple[str, str], Optional[dict]] = {}
         self._own_source: Optional[str] = None
         self._own_table: Optional[Dict[str, dict]] = None
 
@@ -103,6 +111,7 @@ class ProjectFiles:
         lives (docs/reach.md)."""
         if source != self._own_source:
             self._own_source, self._own_table = source, None
+            self._chained.clear()
 
     def own_name(self) -> str:
         """The linted file as a ``through`` entry names it."""
@@ -261,29 +270,139 @@ class ProjectFiles:
         _MEMO[key] = got
         return got
 
+    def constants(self, filename: str) -> Dict[str, object]:
+        """The module-level constants of a project file (``WIDTH = 512``,
+        ``HEADS = WIDTH // 64``): names assigned once at its top level to a
+        number, a bool, or arithmetic on its earlier constants."""
+
+        def table(data: bytes) -> Dict[str, object]:
+            try:
+                return module_constants(ast.parse(decode(data)))
+            except (SyntaxError, ValueError, UnicodeDecodeError, LookupError, RecursionError):
+                return {}
+
+        got = self._kept(filename, ("constants", str(CONSTANTS_VERSION)), _valid_constants, table)
+        return got or {}
+
     def relative(self, filename: str) -> str:
         return os.path.relpath(filename, self.root).replace(os.sep, "/")
 
-    def _function(self, target: Tuple[int, str], call: bool) -> Optional[Tuple[str, dict]]:
+    def _function(
+        self, target: Tuple[int, str], call: bool, package: Optional[Tuple[str, ...]] = None
+    ) -> Optional[Tuple[str, dict]]:
         """``call``: the target is called (a function); otherwise it is
-        constructed or made (a class: its forward; a factory: what it returns)."""
-        loc = self._defined(target)
+        constructed or made (a class: its forward; a factory: what it returns).
+        ``package``: the package the import was read in (the linted file's)."""
+        loc = self._defined(target, package)
         if loc is None:
             return None
         filename, obj = loc
-        table = self.summaries(filename)  # read once: _defined's last step read it
         if call:
-            got = table.get(obj)
-            if got is not None and "." in obj:
+            if "." in obj:
                 return None  # Class.method called unbound: self would shift
+            got = self.effective(filename, obj)
         else:
-            got = table.get(obj + ".forward") or table.get(obj + "()")
+            got = self.effective(filename, obj + ".forward") or self.effective(filename, obj + "()")
         return (filename, got) if got is not None else None
 
-    def _defined(self, target: Tuple[int, str]) -> Optional[Tuple[str, str]]:
+    # -- chains: a summary's edges resolved and composed (chains.py) --------------
+    def effective(self, filename: str, key: str, depth: int = 0) -> Optional[dict]:
+        """The summary ``key`` of ``filename`` with its edges followed: what its
+        parameters reach directly and through the functions and modules it
+        calls, wherever those live.  None when nothing is reached.  A chain
+        longer than ``MAX_CHAIN`` or met again while being computed (recursion)
+        adds nothing: unknown, never a guess."""
+        memo = (filename, key)
+        if memo in self._chained:
+            return self._chained[memo]
+        table = self._own() if filename == self.path else self.summaries(filename)
+        s = table.get(key) if not key.startswith("@") else None
+        if not isinstance(s, dict):
+            return None
+        if not s.get("edges") or depth >= MAX_CHAIN:
+            return s if s["reach"] else None
+        self._chained[memo] = s if s["reach"] else None  # a cycle sees the direct part
+        reach = dict(s["reach"])
+        ends = {
+            sink: (filename, s["line"], [[self.relative(filename), s["name"]]]) for sink in reach
+        }
+        clash = set()
+        for edge in s["edges"]:
+            found = self._edge(filename, table, s, edge, depth + 1)
+            if found is None:
+                continue
+            callee_file, callee = found
+            end = (
+                callee.get("sink_file", callee_file),
+                callee["line"],
+                [[self.relative(filename), s["name"]]]
+                + callee.get("chain", [[self.relative(callee_file), callee["name"]]]),
+            )
+            for sink, how in chains.compose(edge, callee).items():
+                if sink in reach and reach[sink] != how:
+                    clash.add(sink)
+                elif sink not in reach:
+                    reach[sink], ends[sink] = how, end
+        for sink in clash:
+            reach.pop(sink, None)
+        settle(reach, s)
+        got = None
+        if reach:
+            sink_file, line, chain = ends[sorted(reach)[0]]
+            got = dict(s, reach=reach, line=line, sink_file=sink_file)
+            if len(chain) > 1:
+                got["chain"] = chain
+        self._chained[memo] = got
+        return got
+
+    def _edge(self, filename, table, s, edge, depth) -> Optional[Tuple[str, dict]]:
+        """(file, effective summary) of what one edge calls."""
+        kind, name = edge["callee"]
+        package = self.package_of(filename)
+        if kind == "method":
+            cls = s.get("cls")
+            got = self.effective(filename, f"{cls}.{name}", depth) if cls else None
+            return (filename, got) if got is not None else None
+        if kind == "self":
+            ctor = table.get(ATTRS, {}).get(s.get("cls") or "", {}).get(name)
+            if ctor is None:
+                return None
+            return self._named(filename, table, ctor, package, depth, call=False)
+        return self._named(filename, table, name, package, depth, call=True)
+
+    def _named(self, filename, table, name, package, depth, call) -> Optional[Tuple[str, dict]]:
+        """A function called (``call``), or a class or factory built, by the
+        name a file writes: one of the file's own, or one it imports."""
+        head, _, rest = name.partition(".")
+        imported = table.get(IMPORTS, {}).get(head)
+        if imported is not None:
+            target = (imported[0], imported[1] + ("." + rest if rest else ""))
+            loc = self._defined(target, package)
+            if loc is None:
+                return None
+            filename, name = loc
+        elif rest:
+            return None
+        if call:
+            got = None if "." in name else self.effective(filename, name, depth)
+        else:
+            got = self.effective(filename, name + ".forward", depth)
+            got = got or self.effective(filename, name + "()", depth)
+        return (filename, got) if got is not None else None
+
+    def package_of(self, filename: str) -> Tuple[str, ...]:
+        """The package a file's relative imports are read in."""
+        if filename == self.path:
+            return tuple(self.package)
+        parts = module_parts(filename, self.root)
+        return tuple(parts if os.path.basename(filename) == "__init__.py" else parts[:-1])
+
+    def _defined(
+        self, target: Tuple[int, str], package: Optional[Tuple[str, ...]] = None
+    ) -> Optional[Tuple[str, str]]:
         """(file, name) where an imported name is defined, through a package's
         re-exports (one hop per ``__init__.py``, at most ``MAX_REEXPORT_HOPS``)."""
-        loc = self.locate(*target)
+        loc = self.locate(*target, package)
         for _ in range(MAX_REEXPORT_HOPS):
             if loc is None:
                 return None
@@ -324,6 +443,78 @@ def reaches_a_sink(source: str, path: str, tree: Optional[ast.Module] = None) ->
         return bool(ProjectFiles(path).imported_names(tree))
     except (OSError, ValueError, RecursionError):
         return False
+
+
+_ARITHMETIC = {
+    ast.Add: lambda a, b: a + b,
+    ast.Sub: lambda a, b: a - b,
+    ast.Mult: lambda a, b: a * b,
+    ast.FloorDiv: lambda a, b: a // b,
+    ast.Div: lambda a, b: a / b,
+    ast.Mod: lambda a, b: a % b,
+}
+
+
+def module_constants(tree: ast.Module) -> Dict[str, object]:
+    """``{name: value}`` for the names a module assigns exactly once, at its
+    top level, to a number or bool or arithmetic on earlier such names."""
+    counts: Dict[str, int] = {}
+    for node in statements(tree):
+        for target in _assigned(node):
+            counts[target] = counts.get(target, 0) + 1
+    out: Dict[str, object] = {}
+    for node in tree.body:
+        if (
+            isinstance(node, (ast.Assign, ast.AnnAssign))
+            and node.value is not None
+            and len(_assigned(node)) == 1
+        ):
+            name = _assigned(node)[0]
+            if counts.get(name) == 1:
+                value = _number(node.value, out)
+                if value is not None:
+                    out[name] = value
+    return out
+
+
+def _assigned(node: ast.AST) -> List[str]:
+    """The plain names a statement binds by assignment."""
+    if isinstance(node, ast.Assign):
+        targets = node.targets
+    elif isinstance(node, (ast.AnnAssign, ast.AugAssign)):
+        targets = [node.target]
+    else:
+        return []
+    return [n.id for t in targets for n in ast.walk(t) if isinstance(n, ast.Name)]
+
+
+def _number(node: ast.AST, known: Dict[str, object]):
+    """The value of a number, bool, known name or arithmetic on them; else None."""
+    if isinstance(node, ast.Constant) and type(node.value) in (int, float, bool):
+        return node.value
+    if isinstance(node, ast.Name):
+        return known.get(node.id)
+    if isinstance(node, ast.UnaryOp) and isinstance(node.op, (ast.USub, ast.UAdd)):
+        inner = _number(node.operand, known)
+        if isinstance(inner, (int, float)) and not isinstance(inner, bool):
+            return -inner if isinstance(node.op, ast.USub) else inner
+        return None
+    if isinstance(node, ast.BinOp) and type(node.op) in _ARITHMETIC:
+        left, right = _number(node.left, known), _number(node.right, known)
+        if not all(isinstance(v, (int, float)) and not isinstance(v, bool) for v in (left, right)):
+            return None
+        try:
+            value = _ARITHMETIC[type(node.op)](left, right)
+        except (ArithmeticError, ValueError, OverflowError):
+            return None
+        return value if abs(value) < 1e18 else None
+    return None
+
+
+def _valid_constants(got) -> bool:
+    return isinstance(got, dict) and all(
+        isinstance(k, str) and type(v) in (int, float, bool) for k, v in got.items()
+    )
 
 
 def _nodes(tree: ast.AST):

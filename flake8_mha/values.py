@@ -2,8 +2,11 @@
 
 Known: literals, names whose every reaching definition is known (module
 constants, locals assigned once), ``self.<attr>`` set to the same known value
-everywhere in its class, and arithmetic on those.  Parameters, config objects
-and anything from another file are unknown; unknown never fires a rule.
+everywhere in its class, module-level constants imported from another file
+of the project (the engine fills the module scope's ``imported`` from
+``project_files.constants``), and arithmetic on those.  Parameters, config
+objects and anything from outside the project are unknown; unknown never
+fires a rule.
 """
 
 from __future__ import annotations
@@ -121,6 +124,8 @@ def _defs_value(defs, scope, name: Optional[str], depth: int):
             node = d.node
         elif d.kind == DefKind.UNPACK:
             node = unpacked(d)
+        elif d.kind == DefKind.IMPORT and name is not None and len(defs) == 1:
+            return _imported_value(d, scope, name)
         else:
             return UNKNOWN
         if node is None:
@@ -132,6 +137,16 @@ def _defs_value(defs, scope, name: Optional[str], depth: int):
             return UNKNOWN
         result = v
     return result
+
+
+def _imported_value(d: Def, scope: Optional[Scope], name: str):
+    """The value of a constant ``name`` that the import statement ``d.node``
+    brings from a project file (the module scope's ``imported``)."""
+    if scope is None:
+        return UNKNOWN
+    while scope.parent is not None:
+        scope = scope.parent
+    return scope.imported.get(id(d.node), {}).get(name, UNKNOWN)
 
 
 def _rebound_elsewhere(name: str, scope: Optional[Scope]) -> bool:

@@ -48,8 +48,8 @@ def _flake8(*args):
 def test_the_fixture_expects_every_call_kind():
     # guards the fixture itself: a finding per call kind, bad beside good
     codes = {code for _, _, _, code in _want()}
-    assert codes == {"MHA002", "MHA006", "MHA007"}
-    assert len(_want()) == 14
+    assert codes == {"MHA002", "MHA006", "MHA007", "MHA008", "MHA101"}
+    assert len(_want()) == 18
 
 
 def test_flake8_over_the_package():
@@ -150,3 +150,106 @@ def test_without_callers_the_wrapper_keeps_its_own_judgement():
     def helper(q, k, v, tokens, pad_id):
         return F.scaled_dot_product_attention(q, k, v, attn_mask=(tokens == pad_id)[:, None, None, :])
     """) == [("MHA002", 6, 12)]
+
+
+# ------------------------------------------------------------------ chains
+
+
+def test_a_chain_across_three_files_names_every_link():
+    found = engine.analyze_file(str(ZOO / "tower.py"))
+    assert [(f.line, f.col, f.code) for f in found] == [(18, 17, "MHA002"), (24, 17, "MHA006")]
+    assert found[0].message.endswith(
+        "the call reaches scaled_dot_product_attention at zoo/attn.py:10 through "
+        "Block.forward() -> Attention.forward()"
+    )
+    assert found[0].evidence["through"]["chain"] == [
+        ["zoo/blocks.py", "Block.forward"],
+        ["zoo/attn.py", "Attention.forward"],
+    ]
+
+
+def test_a_summary_records_its_calls_as_edges():
+    from flake8_mha.summaries import summarise
+
+    table = summarise(textwrap.dedent("""\
+        import torch.nn as nn
+        from .attn import Attention, attend
+
+        class Block(nn.Module):
+            def __init__(self):
+                super().__init__()
+                self.mix = Attention()
+                self.items = nn.ModuleList([Attention() for _ in range(2)])
+
+            def forward(self, x, mask, flag):
+                for it in self.items:
+                    x = it(x, attn_mask=mask[:, None, None, :])
+                x = attend(x, ~mask)
+                return self.mix(x, mask, is_causal=flag)
+        """))
+    edges = table["Block.forward"]["edges"]
+    assert [e["callee"] for e in edges] == [["self", "items"], ["name", "attend"], ["self", "mix"]]
+    assert edges[0]["kw"] == {"attn_mask": {"param": "mask", "ops": [["index", ":, None, None, :"]]}}
+    assert edges[1]["pos"] == {"1": {"param": "mask", "ops": [["invert"]]}}
+    assert table["@attrs"] == {"Block": {"mix": "Attention", "items": "Attention"}}
+    assert table["@imports"]["attend"] == [1, "attn.attend"]
+
+
+def test_edges_that_cannot_reach_a_sink_are_not_kept():
+    from flake8_mha.summaries import summarise
+
+    # torch, the standard library, builtins, and own functions that reach nothing
+    assert summarise(textwrap.dedent("""\
+        import math
+        import torch
+        from .util import scale
+
+        def helper(x):
+            return x
+
+        def f(x, mask):
+            y = torch.softmax(mask, -1) + math.sqrt(len(mask))
+            return helper(mask), scale(y)
+        """)) == {}
+
+
+def test_a_recursive_chain_terminates(tmp_path):
+    pkg = tmp_path / "pkg"
+    pkg.mkdir()
+    (pkg / "__init__.py").write_text("")
+    (pkg / "a.py").write_text(textwrap.dedent("""\
+        from .b import g
+
+        def f(x, mask):
+            return g(x, mask)
+        """))
+    (pkg / "b.py").write_text(textwrap.dedent("""\
+        from .a import f
+
+        def g(x, mask):
+            return f(x, mask)
+        """))
+    (pkg / "c.py").write_text(textwrap.dedent("""\
+        from .a import f
+
+        def run(x, tokens, pad_id):
+            return f(x, tokens == pad_id)
+        """))
+    assert engine.analyze_file(str(pkg / "c.py")) == []
+
+
+def test_constants_from_another_file_are_known():
+    found = engine.analyze_file(str(ZOO / "sizes.py"))
+    assert [(f.line, f.col, f.code) for f in found] == [(11, 20, "MHA008"), (13, 20, "MHA101")]
+    assert "embed_dim=500 is not divisible by num_heads=8" in found[0].message
+    # this file alone: the imported names are unknown, and unknown never fires
+    text = (ZOO / "sizes.py").read_text()
+    assert engine.analyze_source(text, str(ZOO / "sizes.py"), project=False) == []
+
+
+def test_a_constant_assigned_twice_is_unknown(tmp_path):
+    from flake8_mha.project_files import module_constants
+    import ast
+
+    tree = ast.parse("A = 4\nB = A * 2\nC = 1\nC = 2\nD = C + 1\nE = f(3)\nF: int = 6\n")
+    assert module_constants(tree) == {"A": 4, "B": 8, "F": 6}
