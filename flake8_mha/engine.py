@@ -62,7 +62,17 @@ def _gated_in(source: str, path: str, project, tree) -> bool:
     file alone)."""
     if project is False or project is None or not getattr(project, "files", True):
         return False
-    return reaches_a_sink(source, path, tree if isinstance(tree, ast.Module) else None)
+    tree = tree if isinstance(tree, ast.Module) else None
+    if not isinstance(project, Project):
+        return reaches_a_sink(source, path, tree)
+    # the run's own project: the files the gate reads become the file's dependencies
+    # (an edit that turns one into a wrapper re-analyses this file, cache or not)
+    if "import" not in source:
+        return False
+    try:
+        return bool(project.imported_names(tree or ast.parse(source)))
+    except (SyntaxError, ValueError, RecursionError, MemoryError, OSError):
+        return False
 
 
 def default_codes() -> List[str]:
@@ -163,7 +173,7 @@ def _analyze_module(
     flow = FlowPass()
     flow.run(module)
     if project is not None and project.files:  # constants imported from project files
-        flow.module_scope.imported = project.imported_constants(module)
+        flow.module_scope.imported = project.imported_constant
     resolver = Resolver(flow)
     ctx = Context(module, flow, resolver)
     ctx.project = project  # mask builders in other files (masks/evaluator.py)

@@ -109,9 +109,9 @@ class Scope:
         self.globals: set = set()  # names this function declares global/nonlocal
         self.mutated_globals: set = set()  # module scope: names some function rebinds
         self.appends: Dict[str, List[Def]] = {}  # local list -> what .append() added
-        # module scope: id(import statement) -> {name: the value of a constant
-        # it imports from a project file} (values.py, project_files.constants)
-        self.imported: Dict[int, Dict[str, object]] = {}
+        # module scope: (import statement, name) -> the value of a constant it
+        # imports from a project file, or None (values.py; project.imported_constant)
+        self.imported = None
 
 
 class ClassInfo:

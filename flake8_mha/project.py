@@ -121,31 +121,28 @@ class Project(ProjectFiles):
         return (self.path, got) if got is not None else None
 
     # -- constants from other files ------------------------------------------------
-    def imported_constants(self, module: cst.Module) -> Dict[int, Dict[str, object]]:
-        """``id(import statement) -> {name: value}`` for the module-level
-        constants this file imports from project files (``from .config import
-        WIDTH, HEADS``): ``values.py`` reads them as it reads its own."""
-        out: Dict[int, Dict[str, object]] = {}
-        for stmt in module.body:
-            if not isinstance(stmt, cst.SimpleStatementLine):
-                continue
-            for small in stmt.body:
-                if not isinstance(small, cst.ImportFrom) or isinstance(small.names, cst.ImportStar):
-                    continue
-                base = import_path(small.module) if small.module is not None else ""
-                for alias in small.names:
-                    name = import_path(alias.name)
-                    bound = alias.asname.name if alias.asname is not None else alias.name
-                    if not isinstance(bound, cst.Name) or "." in name:
-                        continue
-                    try:
-                        loc = self._defined((len(small.relative), f"{base}.{name}".lstrip(".")))
-                        value = self.constants(loc[0]).get(loc[1]) if loc else None
-                    except (OSError, ValueError, RecursionError):
-                        value = None
-                    if value is not None:
-                        out.setdefault(id(small), {})[bound.value] = value
-        return out
+    def imported_constant(self, stmt: cst.ImportFrom, name: str):
+        """The value of the module-level constant ``name`` that the import
+        statement ``stmt`` brings from a project file (``from .config import
+        WIDTH``), or None.  Asked by ``values.py`` only for a value a rule
+        needs, so a file's other imports cost nothing."""
+        if isinstance(stmt.names, cst.ImportStar):
+            return None
+        for alias in stmt.names:
+            bound = alias.asname.name if alias.asname is not None else alias.name
+            if isinstance(bound, cst.Name) and bound.value == name:
+                break
+        else:
+            return None
+        dotted = import_path(alias.name)
+        if "." in dotted:
+            return None
+        base = import_path(stmt.module) if stmt.module is not None else ""
+        try:
+            loc = self._defined((len(stmt.relative), f"{base}.{dotted}".lstrip(".")))
+            return self.constants(loc[0]).get(loc[1]) if loc else None
+        except (OSError, ValueError, RecursionError):
+            return None
 
     # -- return values: mask builders in other files --------------------------------
     def returned(self, call: cst.Call, env, scope, text: str):
@@ -263,7 +260,11 @@ def _bind(summary: dict, call: cst.Call) -> Optional[Dict[str, cst.BaseExpressio
 
 
 def _apply(expr: cst.BaseExpression, ops: list) -> Optional[cst.BaseExpression]:
-    """The caller's argument with the wrapper's transformations applied."""
+    """The caller's argument with the wrapper's transformations applied
+    (``None`` stays ``None``: a wrapper that transforms a mask it may be
+    given as None guards it, or fails loudly)."""
+    if isinstance(expr, cst.Name) and expr.value == "None":
+        return expr
     for step in ops:
         kind = step[0]
         if kind == "invert":

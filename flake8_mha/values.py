@@ -3,8 +3,8 @@
 Known: literals, names whose every reaching definition is known (module
 constants, locals assigned once), ``self.<attr>`` set to the same known value
 everywhere in its class, module-level constants imported from another file
-of the project (the engine fills the module scope's ``imported`` from
-``project_files.constants``), and arithmetic on those.  Parameters, config
+of the project (the engine fills the module scope's ``imported`` with
+``project.imported_constant``), and arithmetic on those.  Parameters, config
 objects and anything from outside the project are unknown; unknown never
 fires a rule.
 """
@@ -142,11 +142,12 @@ def _defs_value(defs, scope, name: Optional[str], depth: int):
 def _imported_value(d: Def, scope: Optional[Scope], name: str):
     """The value of a constant ``name`` that the import statement ``d.node``
     brings from a project file (the module scope's ``imported``)."""
-    if scope is None:
+    if scope is None or not isinstance(d.node, cst.ImportFrom):
         return UNKNOWN
     while scope.parent is not None:
         scope = scope.parent
-    return scope.imported.get(id(d.node), {}).get(name, UNKNOWN)
+    got = scope.imported(d.node, name) if scope.imported is not None else None
+    return UNKNOWN if got is None else got
 
 
 def _rebound_elsewhere(name: str, scope: Optional[Scope]) -> bool:

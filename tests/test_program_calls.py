@@ -253,3 +253,61 @@ def test_a_constant_assigned_twice_is_unknown(tmp_path):
 
     tree = ast.parse("A = 4\nB = A * 2\nC = 1\nC = 2\nD = C + 1\nE = f(3)\nF: int = 6\n")
     assert module_constants(tree) == {"A": 4, "B": 8, "F": 6}
+
+
+# ------------------------------------------------- the cache and the chain's files
+
+
+def test_an_edit_anywhere_on_the_chain_invalidates_the_cached_finding(tmp_path, monkeypatch,
+                                                                      capsys):
+    """tower -> blocks -> attn: the tower file names no attention word.  With
+    the cache on, an edit of the last file (the wrapper stops inverting) and
+    then of the middle one (the block stops forwarding) each change the
+    tower's findings on the next run."""
+    from flake8_mha.check import main as check_main
+
+    monkeypatch.chdir(tmp_path)
+    pkg = tmp_path / "zoo"
+    pkg.mkdir()
+    for name in ("__init__.py", "attn.py", "blocks.py", "tower.py"):
+        (pkg / name).write_text((ZOO / name).read_text())
+
+    def run():
+        status = check_main(["--format", "json", "zoo/tower.py"])
+        found = json.loads(capsys.readouterr().out)["findings"]
+        return status, [(f["line"], f["code"]) for f in found]
+
+    assert run() == (1, [(18, "MHA002"), (24, "MHA006")])
+    assert run() == (1, [(18, "MHA002"), (24, "MHA006")])  # from the cache
+    attn = pkg / "attn.py"
+    attn.write_text(attn.read_text().replace("attn_mask=attn_mask,", "attn_mask=~attn_mask,"))
+    # the caller's ignore-mask is now inverted on the way: right; its keep-mask is now wrong
+    assert run() == (1, [(19, "MHA002"), (24, "MHA006")])
+    blocks = pkg / "blocks.py"
+    blocks.write_text(blocks.read_text().replace("attn_mask=mask,", "attn_mask=None,"))
+    assert run() == (0, [])
+
+
+def test_a_file_the_gate_dropped_is_analysed_once_its_import_becomes_a_wrapper(
+        tmp_path, monkeypatch, capsys):
+    from flake8_mha.check import main as check_main
+
+    monkeypatch.chdir(tmp_path)
+    pkg = tmp_path / "pkg"
+    pkg.mkdir()
+    (pkg / "__init__.py").write_text("")
+    (pkg / "attn.py").write_text("def attend(x, mask):\n    return x\n")
+    (pkg / "caller.py").write_text(
+        "from .attn import attend\n\n\n"
+        "def run(x, tokens, pad_id):\n"
+        "    return attend(x, (tokens == pad_id)[:, None, None, :])\n"
+    )
+    assert check_main(["pkg/caller.py"]) == 0
+    capsys.readouterr()
+    (pkg / "attn.py").write_text(
+        "import torch.nn.functional as F\n\n\n"
+        "def attend(x, mask):\n"
+        "    return F.scaled_dot_product_attention(x, x, x, attn_mask=mask)\n"
+    )
+    assert check_main(["pkg/caller.py"]) == 1
+    assert capsys.readouterr().out.startswith("pkg/caller.py:5:12: MHA002 ")
