@@ -65,6 +65,8 @@ LAYER_OF = {
     f"{PKG}.einx_api": ANALYSIS,
     f"{PKG}.project": ANALYSIS,
     f"{PKG}.project_files": ANALYSIS,
+    f"{PKG}.chains": ANALYSIS,
+    f"{PKG}.callers": ANALYSIS,
     f"{PKG}.summaries": ANALYSIS,
     f"{PKG}.heads": ANALYSIS,
     f"{PKG}.gqa": ANALYSIS,

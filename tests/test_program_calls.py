@@ -311,3 +311,17 @@ def test_a_file_the_gate_dropped_is_analysed_once_its_import_becomes_a_wrapper(
     )
     assert check_main(["pkg/caller.py"]) == 1
     assert capsys.readouterr().out.startswith("pkg/caller.py:5:12: MHA002 ")
+
+
+# --------------------------------------------------- the callers of a changed file
+
+
+def test_the_files_that_call_into_a_changed_file(monkeypatch):
+    from flake8_mha.callers import dependents
+
+    monkeypatch.chdir(ROOT)
+    zoo = "fixtures/program_calls/zoo/"
+    # tower.py imports blocks.py, which imports attn.py: two hops
+    assert dependents([zoo + "attn.py"]) == [zoo + "blocks.py", zoo + "model.py", zoo + "tower.py"]
+    assert dependents([zoo + "config.py"]) == [zoo + "sizes.py"]
+    assert dependents([zoo + "tower.py"]) == []
