@@ -172,8 +172,8 @@ def _analyze_module(
 ) -> List[Finding]:
     flow = FlowPass()
     flow.run(module)
-    if project is not None and project.files:  # constants imported from project files
-        flow.module_scope.imported = project.imported_constant
+    if project is not None and project.files:  # facts of the project (values.py)
+        flow.module_scope.project = project
     resolver = Resolver(flow)
     ctx = Context(module, flow, resolver)
     ctx.project = project  # mask builders in other files (masks/evaluator.py)

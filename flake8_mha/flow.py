@@ -95,7 +95,7 @@ class Scope:
         "globals",
         "mutated_globals",
         "appends",
-        "imported",
+        "project",
     )
 
     def __init__(self, kind, node, parent, cls=None):
@@ -109,9 +109,9 @@ class Scope:
         self.globals: set = set()  # names this function declares global/nonlocal
         self.mutated_globals: set = set()  # module scope: names some function rebinds
         self.appends: Dict[str, List[Def]] = {}  # local list -> what .append() added
-        # module scope: (import statement, name) -> the value of a constant it
-        # imports from a project file, or None (values.py; project.imported_constant)
-        self.imported = None
+        # module scope: the project's facts values.py may ask (project.Project:
+        # imported_constant, constructed), or None for this file alone
+        self.project = None
 
 
 class ClassInfo:

@@ -18,6 +18,7 @@ from typing import Dict, Optional, Tuple
 
 import libcst as cst
 
+from . import callers
 from .events import SdpaCall
 from .flow import CallSite, DefKind, ScopeKind, import_path, lookup
 from .project_files import ProjectFiles, decode, module_parts, project_root  # noqa: F401
@@ -122,7 +123,7 @@ class Project(ProjectFiles):
 
     # -- constants from other files ------------------------------------------------
     def imported_constant(self, stmt: cst.ImportFrom, name: str):
-        """The value of the module-level constant ``name`` that the import
+        """``(value,)`` of the module-level constant ``name`` that the import
         statement ``stmt`` brings from a project file (``from .config import
         WIDTH``), or None.  Asked by ``values.py`` only for a value a rule
         needs, so a file's other imports cost nothing."""
@@ -140,9 +141,42 @@ class Project(ProjectFiles):
         base = import_path(stmt.module) if stmt.module is not None else ""
         try:
             loc = self._defined((len(stmt.relative), f"{base}.{dotted}".lstrip(".")))
-            return self.constants(loc[0]).get(loc[1]) if loc else None
+            table = self.constants(loc[0]) if loc else {}
         except (OSError, ValueError, RecursionError):
             return None
+        return (table[loc[1]],) if loc and loc[1] in table else None
+
+    def constructed(self, cls: str, param: str):
+        """``(value,)`` when every construction of this file's class ``cls`` in
+        the project passes the same literal for its ``__init__`` parameter
+        ``param`` (a construction that leaves it out passes the literal
+        default), else None: also when the class is never built in the project
+        (its callers are outside it), subclassed or passed around."""
+        if not self.files or self._own_source is None:
+            return None
+        signature = callers.init_signature(self._own_source, cls)
+        if signature is None or param not in signature[0]:
+            return None
+        params, defaults = signature
+        try:
+            built, read = callers.constructions(self.path, cls, params, self._own_source)
+        except (OSError, ValueError, RecursionError):
+            return None
+        for filename in read:  # the cached findings now depend on these files
+            self.depend(filename)
+        values = set()
+        for b in built or ():
+            value = b.get(param, callers.MISSING)
+            if value == callers.MISSING:
+                if param not in defaults:
+                    return None
+                value = defaults[param]
+            if value == callers.UNKNOWN:
+                return None
+            values.add((type(value), value))
+        if len(values) != 1:
+            return None
+        return (values.pop()[1],)
 
     # -- return values: mask builders in other files --------------------------------
     def returned(self, call: cst.Call, env, scope, text: str):

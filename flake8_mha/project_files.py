@@ -284,6 +284,17 @@ class ProjectFiles:
         got = self._kept(filename, ("constants", str(CONSTANTS_VERSION)), _valid_constants, table)
         return got or {}
 
+    def depend(self, filename: str) -> None:
+        """Record ``filename`` (its bytes' SHA-256) as a dependency of the
+        linted file's cached findings."""
+        if filename in self.deps:
+            return
+        try:
+            with open(filename, "rb") as fh:
+                self.deps[filename] = hashlib.sha256(fh.read(MAX_FILE_BYTES + 1)).hexdigest()
+        except OSError:
+            pass
+
     def relative(self, filename: str) -> str:
         return os.path.relpath(filename, self.root).replace(os.sep, "/")
 

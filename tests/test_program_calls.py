@@ -49,7 +49,7 @@ def test_the_fixture_expects_every_call_kind():
     # guards the fixture itself: a finding per call kind, bad beside good
     codes = {code for _, _, _, code in _want()}
     assert codes == {"MHA002", "MHA006", "MHA007", "MHA008", "MHA101"}
-    assert len(_want()) == 18
+    assert len(_want()) == 19
 
 
 def test_flake8_over_the_package():
@@ -325,3 +325,48 @@ def test_the_files_that_call_into_a_changed_file(monkeypatch):
     assert dependents([zoo + "attn.py"]) == [zoo + "blocks.py", zoo + "model.py", zoo + "tower.py"]
     assert dependents([zoo + "config.py"]) == [zoo + "sizes.py"]
     assert dependents([zoo + "tower.py"]) == []
+
+
+# ------------------------------------------------ facts from every construction
+
+
+def _attend_package(tmp_path, uses: str):
+    pkg = tmp_path / "zoo"
+    pkg.mkdir()
+    (pkg / "__init__.py").write_text("")
+    (pkg / "attend.py").write_text((ZOO / "attend.py").read_text())
+    (pkg / "uses.py").write_text(uses)
+    return pkg / "attend.py"
+
+
+def _codes(path):
+    return [(f.line, f.code) for f in engine.analyze_file(str(path))]
+
+
+def test_what_every_construction_passes_is_known(tmp_path):
+    # the fixture: causal=False everywhere (MHA006 silent), heads=5 everywhere (MHA101)
+    assert _codes(ZOO / "attend.py") == [(21, "MHA101")]
+    uses = (ZOO / "uses.py").read_text()
+    # one construction that may be causal: the pair may meet again
+    attend = _attend_package(tmp_path, uses.replace("Attend()", "Attend(causal=True)"))
+    assert _codes(attend) == [(15, "MHA006"), (21, "MHA101")]
+
+
+@pytest.mark.parametrize("change", [
+    ("Attend()", "Attend(causal=flag)"),  # not a literal
+    ("Attend()", "Attend(**kw)"),  # a splat
+    ("self.cross = Attend()", "self.cross = partial(Attend, causal=False)"),  # passed around
+    ("class Encoder(nn.Module):", "class Sub(Attend):\n    pass\n\n\nclass Encoder(nn.Module):"),
+])
+def test_a_construction_the_analysis_cannot_read_leaves_it_unknown(tmp_path, change):
+    uses = (ZOO / "uses.py").read_text().replace(*change)
+    assert change[1] in uses
+    assert (15, "MHA006") in _codes(_attend_package(tmp_path, uses))
+
+
+def test_a_class_never_built_in_the_project_keeps_todays_judgement(tmp_path):
+    attend = _attend_package(tmp_path, "")
+    assert _codes(attend) == [(15, "MHA006")]
+    # and this file alone knows nothing of the others
+    text = (ZOO / "attend.py").read_text()
+    assert engine.analyze_source(text, str(ZOO / "attend.py"), project=False)[0].code == "MHA006"
