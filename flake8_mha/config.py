@@ -46,7 +46,7 @@ class Options:
     diff: bool = False
     cache_dir: str = ".flake8-mha-cache"  # cache.py; relative to the current directory
     no_cache: bool = False
-    no_project_wide: bool = False  # project.py: follow calls into the project's other files
+    no_project_wide: bool = False  # program/: follow calls into the project's other files
 
     def codes(self) -> List[str]:
         """Every rule code this run reports."""

@@ -27,8 +27,8 @@ from .findings import Finding
 from .flow import CallSite, FlowPass, ScopeKind
 from .focus import focus
 from .lines import source_lines
-from .project import Project, annotate
-from .project_files import reaches_a_sink
+from .program.callsites import Project, annotate
+from .program.files import reaches_a_sink
 from .resolve import Resolver
 from .rules.base import all_rules
 from .values import value_of
@@ -58,7 +58,7 @@ def prefilter(source: str) -> bool:
 def _gated_in(source: str, path: str, project, tree) -> bool:
     """The project-aware gate, for a file without an attention word: it calls
     a project function, or builds a project class, that reaches a sink
-    (``project_files.reaches_a_sink``).  Never with ``project`` False (this
+    (``program.files.reaches_a_sink``).  Never with ``project`` False (this
     file alone)."""
     if project is False or project is None or not getattr(project, "files", True):
         return False

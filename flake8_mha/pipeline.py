@@ -253,12 +253,12 @@ def analyze_for_flake8(source: str, path: str, tree, project_wide: bool = True) 
 
 
 def make_project(path: str, cache_dir: Optional[str]):
-    """The project around ``path`` for project-wide analysis (``project.py``),
+    """The project around ``path`` for project-wide analysis (``program/``),
     with its summaries cached in ``cache_dir`` (None: kept in memory only).
     None for a path that is not a file (text from stdin, a test's string)."""
     if not os.path.isfile(path):
         return None
-    from .project import Project
+    from .program.callsites import Project
 
     if cache_dir is None:
         return Project(path)

@@ -49,7 +49,7 @@ class MHAChecker:
             if not any(word in source for word in TRIGGER_WORDS):
                 if not self.project_wide:
                     return
-                from .project_files import reaches_a_sink  # ast only: no LibCST import
+                from .program.files import reaches_a_sink  # ast only: no LibCST import
 
                 if not reaches_a_sink(source, self.filename, self.tree):
                     return  # no call of the project's wrappers either (docs/reach.md)

@@ -169,7 +169,7 @@ def test_a_chain_across_three_files_names_every_link():
 
 
 def test_a_summary_records_its_calls_as_edges():
-    from flake8_mha.summaries import summarise
+    from flake8_mha.program.summaries import summarise
 
     table = summarise(textwrap.dedent("""\
         import torch.nn as nn
@@ -196,7 +196,7 @@ def test_a_summary_records_its_calls_as_edges():
 
 
 def test_edges_that_cannot_reach_a_sink_are_not_kept():
-    from flake8_mha.summaries import summarise
+    from flake8_mha.program.summaries import summarise
 
     # torch, the standard library, builtins, and own functions that reach nothing
     assert summarise(textwrap.dedent("""\
@@ -248,7 +248,7 @@ def test_constants_from_another_file_are_known():
 
 
 def test_a_constant_assigned_twice_is_unknown(tmp_path):
-    from flake8_mha.project_files import module_constants
+    from flake8_mha.program.files import module_constants
     import ast
 
     tree = ast.parse("A = 4\nB = A * 2\nC = 1\nC = 2\nD = C + 1\nE = f(3)\nF: int = 6\n")
@@ -317,7 +317,7 @@ def test_a_file_the_gate_dropped_is_analysed_once_its_import_becomes_a_wrapper(
 
 
 def test_the_files_that_call_into_a_changed_file(monkeypatch):
-    from flake8_mha.callers import dependents
+    from flake8_mha.program.callers import dependents
 
     monkeypatch.chdir(ROOT)
     zoo = "fixtures/program_calls/zoo/"

@@ -17,8 +17,8 @@ from fixture_expect import FIXTURES, ROOT
 from flake8_mha import engine
 from flake8_mha.check import main as check_main
 from flake8_mha.engine import analyze_source, select_codes
-from flake8_mha.project import Project, annotate, project_root
-from flake8_mha.summaries import summarise
+from flake8_mha.program.callsites import Project, annotate, project_root
+from flake8_mha.program.summaries import summarise
 
 TREE = FIXTURES / "project_reach"
 MODEL = TREE / "pkg" / "model.py"
@@ -459,7 +459,7 @@ def _built(findings):
 
 
 def test_builder_summary_reads_what_a_mask_builder_returns():
-    from flake8_mha.summaries import builder_summary
+    from flake8_mha.program.summaries import builder_summary
 
     source = BUILDERS.read_text()
     pad = builder_summary(source, "make_pad_mask")
@@ -484,7 +484,7 @@ def test_builder_summary_reads_what_a_mask_builder_returns():
     ],
 )
 def test_a_builder_with_an_unknown_path_has_no_summary(body):
-    from flake8_mha.summaries import builder_summary
+    from flake8_mha.program.summaries import builder_summary
 
     source = "import torch\n\n\ndef build(lengths, n):\n" + body
     assert builder_summary(source, "build") == {}
@@ -501,7 +501,7 @@ def test_a_builder_with_an_unknown_path_has_no_summary(body):
     ],
 )
 def test_a_builder_is_the_function_the_name_holds(before, after, known):
-    from flake8_mha.summaries import builder_summary
+    from flake8_mha.program.summaries import builder_summary
 
     source = (
         "import torch\n\n\n" + before + "def build(n):\n"

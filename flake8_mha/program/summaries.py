@@ -1,7 +1,7 @@
 """Summaries of a project file's attention wrappers, read with Python's ``ast``
 (the file is never imported): per function, method and factory-made nested
 function, which parameters reach which SDPA argument and through what
-transformation.  ``project.py`` finds the files and uses the summaries at the
+transformation.  ``files.py`` and ``callsites.py`` find the files and uses the summaries at the
 call sites; docs/reach.md says what a summary holds and what is not followed.
 """
 
@@ -12,9 +12,9 @@ import bisect
 import re
 from typing import Dict, List, Optional, Tuple
 
+from ..torch_api import SDPA_NAME, SDPA_QUALNAME, SDPA_SIGNATURE, canonical
 from . import chains
 from .chains import dotted_name, own_nodes
-from .torch_api import SDPA_NAME, SDPA_QUALNAME, SDPA_SIGNATURE, canonical
 
 SUMMARY_VERSION = 4
 REEXPORTS = "@reexports"  # the key of an __init__'s re-exports in its summary table
@@ -542,11 +542,11 @@ def builder_summary(source: str, name: str) -> dict:
     paths are joined.  Small JSON, cached by the file's bytes and ``name``."""
     import libcst as cst
 
-    from .flow import FlowPass
-    from .masks import At, MaskEvaluator, join_all
-    from .masks.calls import Frame, falls_off_end, is_generator
-    from .masks.domain import NONE_MASK
-    from .resolve import Resolver
+    from ..flow import FlowPass
+    from ..masks import At, MaskEvaluator, join_all
+    from ..masks.calls import Frame, falls_off_end, is_generator
+    from ..masks.domain import NONE_MASK
+    from ..resolve import Resolver
 
     module = cst.parse_module(source)
     func = None
@@ -655,7 +655,7 @@ class _FileContext:
 def mask_of(summary: dict, call, text: str):
     """The ``masks.Mask`` a call of a summarised builder gives; every origin
     is the call (its line in the linted file), its text names the builder's place."""
-    from .masks.domain import Kind, Mask, Meaning, Origin
+    from ..masks.domain import Kind, Mask, Meaning, Origin
 
     origin = Origin(call, f"{text}: {summary.get('source')}", bool(summary.get("by_name")))
     meaning = Meaning(summary["meaning"]) if summary.get("meaning") else None

@@ -8,7 +8,7 @@ are its own parameters (an *edge*: the callee as written, and which
 parameter, through which transformations, fills which of the callee's
 parameters).  Edges name their callee symbolically (``["name", "attend"]``,
 ``["self", "attn"]``, ``["method", "helper"]``), so a file's summary still
-depends on its own bytes alone and is cached as before; ``project_files.py``
+depends on its own bytes alone and is cached as before; ``files.py``
 resolves the callee in the project when a summary is used and composes the
 callee's reach with the edge (``compose``), Pysa-style: one summary per
 function, applied at each call site, computed the same way wherever the
@@ -22,7 +22,6 @@ import builtins
 import re
 import sys
 from typing import Dict, List, Optional
-
 
 # a ``self.<attr>`` built as one of these holds modules whose items are called
 _CONTAINERS = ("ModuleList", "Sequential")

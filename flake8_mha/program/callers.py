@@ -5,7 +5,7 @@ wrapper (a ``~`` removed from a shared mask helper) changes nothing in its
 callers' text, yet their findings change: the hook must check them too.
 ``dependents`` finds, under each changed file's project root, the files that
 import it, directly or through a chain of importers (``MAX_HOPS``), read as
-text and resolved like the analysis resolves imports (``project_files``).
+text and resolved like the analysis resolves imports (``files.py``).
 Nothing is imported or run.
 """
 
@@ -16,7 +16,7 @@ import os
 import re
 from typing import Dict, Iterable, List, Optional, Set
 
-from .project_files import ProjectFiles, module_parts, project_root
+from .files import ProjectFiles, module_parts, project_root
 
 MAX_HOPS = 3  # importer of an importer of ...: chains are rarely longer
 MAX_FILES = 20_000  # a root with more .py files than this is not scanned

@@ -2,7 +2,7 @@
 
 A file calls ``attend(q, k, v, mask, is_causal=True)``, defined in this file
 or imported from its project, and ``attend`` hands its parameters to
-``F.scaled_dot_product_attention``.  ``project_files.py`` finds the file
+``F.scaled_dot_product_attention``.  ``files.py`` finds the file
 ``attend`` lives in (never importing or running it) and its summary
 (``summaries.py``): which parameters reach which SDPA argument and through
 what transformation.  Here the call of ``attend`` becomes an SDPA call whose
@@ -18,13 +18,13 @@ from typing import Dict, Optional, Tuple
 
 import libcst as cst
 
+from ..events import SdpaCall
+from ..flow import CallSite, DefKind, ScopeKind, import_path, lookup
+from ..resolve import Bound
+from ..torch_api import SDPA_NAME
 from . import callers
-from .events import SdpaCall
-from .flow import CallSite, DefKind, ScopeKind, import_path, lookup
-from .project_files import ProjectFiles, decode, module_parts, project_root  # noqa: F401
-from .resolve import Bound
+from .files import ProjectFiles, decode, module_parts, project_root  # noqa: F401
 from .summaries import RETURNS_VERSION, builder_summary, mask_of
-from .torch_api import SDPA_NAME
 
 
 class Project(ProjectFiles):

@@ -3,7 +3,7 @@ root, which of its files an import names, and the summaries of the
 functions those files define (``summaries.py``), kept once per process and
 in the results cache's side store.
 
-``project.py`` builds on this to follow a call of a summarised function at
+``callsites.py`` builds on this to follow a call of a summarised function at
 its call site in the LibCST tree; the project-aware gate (``reaches_a_sink``)
 needs nothing more than this module, so a file without an attention word
 costs no LibCST import.  The project root: the linted file's directory, or,
@@ -19,6 +19,7 @@ import hashlib
 import os
 from typing import Dict, List, Optional, Tuple
 
+from ..torch_api import SDPA_NAME
 from . import chains
 from .summaries import (
     ATTRS,
@@ -32,7 +33,6 @@ from .summaries import (
     summarise,
     valid_table,
 )
-from .torch_api import SDPA_NAME
 
 MAX_REEXPORT_HOPS = 3
 MAX_CHAIN = 6  # calls followed from a call site down to a sink
