@@ -94,6 +94,9 @@ class Project(ProjectFiles):
         if own is not None:
             got = self.effective(self.path, own)
             return (self.path, got) if got is not None else None
+        method = self._method(func, env, scope, resolver)
+        if method is not None:
+            return method
 
         def leaf(call, env, scope):
             got = self._built(call, env, scope)
@@ -106,6 +109,46 @@ class Project(ProjectFiles):
         if not held or any(got[1] is not held[0][1] for got in held):
             return None
         return held[0]
+
+    def _method(self, func, env, scope, resolver) -> Optional[Tuple[str, dict]]:
+        """``self.helper(...)`` and ``super().forward(...)``: the method of the
+        class (or the first base that defines it) the call runs, when that
+        class is one of this file's top-level classes or is imported from a
+        project file.  None for anything else (then: a module attribute?)."""
+        if not isinstance(func, cst.Attribute):
+            return None
+        name = func.attr.value
+        owner = func.value
+        is_super = (
+            isinstance(owner, cst.Call)
+            and isinstance(owner.func, cst.Name)
+            and owner.func.value == "super"
+            and not owner.args
+        )
+        if is_super:
+            cls = _enclosing_class(scope)
+        elif isinstance(owner, cst.Name):
+            cls = resolver.self_class(func, env, scope)
+        else:
+            return None
+        if cls is None:
+            return None
+        for c in resolver.base_classes(cls)[1 if is_super else 0 :]:
+            if name in c.methods:
+                if c.scope is None or c.scope.kind != ScopeKind.MODULE:
+                    return None
+                got = self.effective(self.path, f"{c.name}.{name}")
+                return (self.path, got) if got is not None else None
+        if is_super or not resolver.attr_defs(cls, name):  # not a module held on self
+            for c in resolver.base_classes(cls):
+                for base in c.base_exprs:  # a base class imported from a project file
+                    target = _imported(base, c.env, c.scope)
+                    loc = self._defined(target) if target is not None else None
+                    if loc is not None:
+                        got = self.effective(loc[0], f"{loc[1]}.{name}")
+                        if got is not None:
+                            return loc[0], got
+        return None
 
     def _built(self, call, env, scope) -> Optional[Tuple[str, dict]]:
         """What the object ``call`` builds runs when called: a project class's
@@ -248,6 +291,15 @@ def _imported(node, env, scope, depth: int = 0) -> Optional[Tuple[int, str]]:
             elif full.split(".")[0] == node.value:
                 return 0, node.value
     return None
+
+
+def _enclosing_class(scope):
+    """The ``ClassInfo`` of the class whose method holds ``scope``."""
+    while scope is not None and scope.kind != ScopeKind.FUNCTION:
+        scope = scope.parent
+    if scope is None or scope.parent is None or scope.parent.kind != ScopeKind.CLASS:
+        return None
+    return scope.parent.cls
 
 
 def _own_definition(node, env, scope, *kinds) -> Optional[str]:
