@@ -155,32 +155,30 @@ def _built(node: ast.AST) -> Optional[str]:
     return kinds.pop() if len(kinds) == 1 and None not in kinds else None
 
 
-def edges(func, attrs: Dict[str, str], is_sink, reach_of) -> List[dict]:
-    """The calls of ``func`` that pass one of its parameters (through the
-    transformations a summary can describe) to a function, method or module
-    that may reach a sink: ``{"callee": [...], "pos": {"0": reach}, "kw":
-    {"attn_mask": reach}, "line": n}``.  ``is_sink(call)``: SDPA itself,
-    described by the summary's own reach instead; ``reach_of(expr)``: the
+def edges(calls, loops_over, attrs: Dict[str, str], reach_of) -> List[dict]:
+    """The calls (``calls``: the function's own, SDPA's left out) that pass
+    one of its parameters (through the transformations a summary can
+    describe) to a function, method or module that may reach a sink:
+    ``{"callee": [...], "pos": {"0": reach}, "kw": {"attn_mask": reach},
+    "line": n}``.  ``loops_over``: the function's ``for`` statements (a loop
+    variable over ``self.blocks`` calls its items); ``reach_of(expr)``: the
     parameter an argument is, and through what (``summaries``)."""
     loops: Dict[str, str] = {}  # for blk in self.blocks / enumerate(self.blocks)
-    for n in own_nodes(func):
-        if isinstance(n, ast.For):
-            it, target = n.iter, n.target
-            if (
-                isinstance(it, ast.Call)
-                and dotted_name(it.func) == "enumerate"
-                and it.args
-                and isinstance(target, ast.Tuple)
-                and len(target.elts) == 2
-            ):
-                it, target = it.args[0], target.elts[1]
-            attr = _self_attr(it)
-            if attr is not None and attr in attrs and isinstance(target, ast.Name):
-                loops[target.id] = attr
+    for n in loops_over:
+        it, target = n.iter, n.target
+        if (
+            isinstance(it, ast.Call)
+            and dotted_name(it.func) == "enumerate"
+            and it.args
+            and isinstance(target, ast.Tuple)
+            and len(target.elts) == 2
+        ):
+            it, target = it.args[0], target.elts[1]
+        attr = _self_attr(it)
+        if attr is not None and attr in attrs and isinstance(target, ast.Name):
+            loops[target.id] = attr
     out: List[dict] = []
-    for n in own_nodes(func):
-        if not isinstance(n, ast.Call) or is_sink(n):
-            continue
+    for n in calls:
         callee = _callee(n.func, loops, attrs)
         if callee is None:
             continue
@@ -255,6 +253,34 @@ def may_reach(edge: dict, summary: dict, imported, attrs, table) -> bool:
         level, dotted = imported[head]
         return bool(level) or dotted.split(".")[0] not in _EXTERNAL
     return "." not in name and name in table
+
+
+_FROM_LINE = re.compile(r"^[ \t]*from[ \t]+(\.*)([\w.]*)[ \t]+import[ \t]+\(?([^#\n]*)", re.M)
+_PLAIN_IMPORT = re.compile(r"^[ \t]*import[ \t]+([^#\n]+)", re.M)
+
+
+def imported_from(source: str) -> List[tuple]:
+    """(level, module, [names]) for each import line of the file, read as text:
+    ``from .attn import Attention, attend`` is ``(1, "attn", ["Attention",
+    "attend"])``, ``import pkg.attn`` is ``(0, "pkg.attn", [])``.  Imports of
+    packages that are never project code are left out."""
+    out: List[tuple] = []
+    for m in _FROM_LINE.finditer(source):
+        level, module = len(m.group(1)), m.group(2)
+        if level == 0 and module.split(".")[0] in _EXTERNAL:
+            continue
+        names = []
+        for a in m.group(3).strip(" ()\\").split(","):
+            words = a.split()
+            if words and words[0].isidentifier():
+                names.append(words[0])
+        out.append((level, module, names))
+    for m in _PLAIN_IMPORT.finditer(source):
+        for item in m.group(1).split(","):
+            words = item.split()
+            if words and words[0].split(".")[0] not in _EXTERNAL:
+                out.append((0, words[0], []))
+    return out
 
 
 _IMPORT_LINE = re.compile(

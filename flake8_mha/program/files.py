@@ -77,6 +77,8 @@ def module_file(root: str, parts: List[str]) -> Optional[str]:
 # summaries already read in this process (a flake8 run asks for the same
 # imported files once per linted file), by summary key
 _MEMO: Dict[str, Dict[str, dict]] = {}
+# leads_to_sink's answers, by (root, file, mtime, size)
+_LEADS: Dict[tuple, bool] = {}
 MAX_MEMO = 2048
 
 
@@ -227,6 +229,10 @@ class ProjectFiles:
     def summaries(self, filename: str) -> Dict[str, dict]:
         if filename in self._files:
             return self._files[filename] or {}
+        if os.path.basename(filename) != "__init__.py" and not self.leads_to_sink(filename):
+            self.depend(filename)  # it may become a wrapper: its callers' findings follow it
+            self._files[filename] = {}
+            return {}
 
         def table(data: bytes) -> Dict[str, dict]:
             try:
@@ -238,6 +244,65 @@ class ProjectFiles:
         got = self._kept(filename, (str(SUMMARY_VERSION),), valid_table, table)
         self._files[filename] = got
         return got or {}
+
+    def leads_to_sink(self, filename: str, depth: int = 0) -> bool:
+        """A text screen before a file is summarised: whether it names SDPA, or
+        imports a project file that does, or one that imports such a file
+        (``MAX_CHAIN`` deep).  A file that does not cannot reach a sink
+        through any chain of calls, so it is not parsed at all; the answer is
+        kept for the process, keyed by the file's size and time."""
+        try:
+            st = os.stat(filename)
+        except OSError:
+            return False
+        key = (self.root, filename, st.st_mtime_ns, st.st_size)
+        if key in _LEADS:
+            return _LEADS[key]
+        if depth > MAX_CHAIN or st.st_size > MAX_FILE_BYTES:
+            return False
+        _LEADS[key] = False  # met again while being decided (an import cycle)
+        try:
+            with open(filename, "rb") as fh:
+                text = decode(fh.read(MAX_FILE_BYTES))
+        except (OSError, SyntaxError, UnicodeDecodeError, LookupError):
+            text = ""
+        found = SDPA_NAME in text
+        if not found and chains.imports_project_code(text):
+            package = self.package_of(filename)
+            for level, module, names in chains.imported_from(text):
+                if any(
+                    self.leads_to_sink(f, depth + 1)
+                    for f in self._lead(level, module, names, package)
+                ):
+                    found = True
+                    break
+        if len(_LEADS) > 20_000:
+            _LEADS.clear()
+        _LEADS[key] = found
+        return found
+
+    def _lead(self, level: int, module: str, names, package) -> List[str]:
+        """The project files an import line may bring a callee from: the
+        module itself for ``import pkg.attn``; for ``from m import a, b``
+        each name's submodule, or the module's file, or, for a package's
+        ``__init__.py``, the file each name is re-exported from (not the whole
+        package, which a large project's ``__init__`` imports at once)."""
+        out: List[str] = []
+        for name in names or [None]:
+            dotted = ".".join(p for p in (module, name) if p)
+            loc = self.locate(level, dotted + "._", package) if dotted else None
+            if loc is None:
+                continue
+            filename, obj = loc
+            if obj == "_" or os.path.basename(filename) != "__init__.py" or name is None:
+                out.append(filename)  # a module, or the module the name is defined in
+                continue
+            again = self.summaries(filename).get(REEXPORTS, {}).get(obj.split(".")[0])
+            if again is not None:
+                found = self.locate(again[0], again[1] + "._", self.package_of(filename))
+                if found is not None:
+                    out.append(found[0])
+        return out
 
     def _kept(self, filename: str, salt: Tuple[str, ...], valid, compute) -> Optional[dict]:
         """What ``compute(bytes)`` gives for a project file, read once per process

@@ -250,29 +250,36 @@ def _function_summary(func, method: bool, sdpa_names, direct=True, attrs=None) -
     if not params:
         return None
     defaults = _defaults(args, method)
-    calls = []
-    if direct:
-        calls = [n for n in own_nodes(func) if isinstance(n, ast.Call) and _is_sdpa(n, sdpa_names)]
+    # one walk of the function's own nodes gathers all a summary reads
+    calls: List[ast.Call] = []  # SDPA's
+    others: List[ast.Call] = []  # every other call: the edges' candidates
+    loops: List[ast.For] = []
     stores: Dict[str, List[ast.AST]] = {}
     tests: List[ast.AST] = []
     training = False
     for n in own_nodes(func):
-        if isinstance(n, (ast.Assign, ast.AnnAssign, ast.AugAssign, ast.For, ast.With)):
-            for t in ast.walk(n):
-                if isinstance(t, ast.Name) and isinstance(t.ctx, ast.Store):
-                    stores.setdefault(t.id, []).append(n)
-        elif isinstance(n, ast.NamedExpr):
+        t = type(n)
+        if t is ast.Call:
+            if direct and _is_sdpa(n, sdpa_names):
+                calls.append(n)
+            else:
+                others.append(n)
+        elif t is ast.Attribute:
+            if n.attr == "training":
+                training = True
+        elif t in _STORING:
+            for x in ast.walk(n):
+                if type(x) is ast.Name and type(x.ctx) is ast.Store:
+                    stores.setdefault(x.id, []).append(n)
+            if t is ast.For:
+                loops.append(n)
+        elif t is ast.NamedExpr:
             stores.setdefault(n.target.id, []).append(n)
-        if isinstance(n, (ast.If, ast.While, ast.IfExp, ast.Assert)):
+        elif t in _TESTING:
             tests.append(n.test)
-        if isinstance(n, ast.Attribute) and n.attr == "training":
-            training = True
-    edges = chains.edges(
-        func,
-        attrs or {},
-        lambda c: _is_sdpa(c, sdpa_names),
-        lambda e: _reach(e, params, stores, 0),
-    )
+    edges = []
+    if others:
+        edges = chains.edges(others, loops, attrs or {}, lambda e: _reach(e, params, stores, 0))
     if not calls and not edges:
         return None
     reached: Dict[str, dict] = {}
@@ -306,6 +313,10 @@ def _function_summary(func, method: bool, sdpa_names, direct=True, attrs=None) -
     if not out["reach"] and not edges:
         return None
     return out
+
+
+_STORING = (ast.Assign, ast.AnnAssign, ast.AugAssign, ast.For, ast.With)
+_TESTING = (ast.If, ast.While, ast.IfExp, ast.Assert)
 
 
 def settle(reached: Dict[str, dict], summary: dict) -> None:
