@@ -215,14 +215,14 @@ def _analyze_module(
     return sorted(findings, key=lambda f: (f.line, f.col, f.code))
 
 
-# the SDPA arguments each code judges (a wrapper's parameter mapped to one of
-# them is judged at the wrapper's call sites instead)
+# the SDPA arguments each code judges (when the wrapper's parameters carry all
+# of them, the code judges them at the wrapper's call sites instead)
 _JUDGES = {
     "MHA002": ("attn_mask",),
     "MHA003": ("attn_mask",),
     "MHA004": ("attn_mask",),
     "MHA009": ("attn_mask",),
-    "MHA006": ("is_causal",),
+    "MHA006": ("attn_mask", "is_causal"),  # the pair: judged at the call only when both pass
     "MHA007": ("dropout_p",),
 }
 
@@ -253,7 +253,7 @@ def _decided_by_callers(events, project) -> Dict[int, Set[str]]:
             continue
         summary = project.effective(project.path, key)
         sinks = set(summary["reach"]) if summary else set()
-        codes = {c for c, judged in _JUDGES.items() if sinks.intersection(judged)}
+        codes = {c for c, judged in _JUDGES.items() if sinks.issuperset(judged)}
         if codes:
             out[id(ev)] = codes
     return out

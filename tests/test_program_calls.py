@@ -370,3 +370,25 @@ def test_a_class_never_built_in_the_project_keeps_todays_judgement(tmp_path):
     # and this file alone knows nothing of the others
     text = (ZOO / "attend.py").read_text()
     assert engine.analyze_source(text, str(ZOO / "attend.py"), project=False)[0].code == "MHA006"
+
+
+def test_a_flag_from_the_caller_meets_the_wrappers_own_mask():
+    # only is_causal comes from the caller: the pair is judged inside, with the
+    # callers' flag (the call site alone does not see the mask)
+    assert found("""
+    class Inner(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.mask = torch.ones(4, 4, dtype=torch.bool).tril()
+
+        def forward(self, x, causal=False):
+            return F.scaled_dot_product_attention(x, x, x, attn_mask=self.mask, is_causal=causal)
+
+    class Outer(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.inner = Inner()
+
+        def forward(self, x):
+            return self.inner(x, causal=True)
+    """) == [("MHA006", 11, 16)]
