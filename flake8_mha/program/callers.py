@@ -13,10 +13,10 @@ from __future__ import annotations
 
 import ast
 import os
-import re
 from typing import Dict, Iterable, List, Optional, Set
 
-from .files import ProjectFiles, module_parts, project_root
+from . import chains
+from .files import ProjectFiles, project_root
 
 MAX_HOPS = 3  # importer of an importer of ...: chains are rarely longer
 MAX_FILES = 20_000  # a root with more .py files than this is not scanned
@@ -37,12 +37,10 @@ _SKIP_DIRS = {
     ".pytest_cache",
     ".flake8-mha-cache",
 }
-_FROM = re.compile(r"^[ \t]*from[ \t]+(\.*)([\w.]*)[ \t]+import[ \t]+\(?([^#\n]*)", re.M)
-_IMPORT = re.compile(r"^[ \t]*import[ \t]+([^#\n]+)", re.M)
-
-
 # the project's .py files, per root, for this process (a flake8 run asks per file)
 _FILES: Dict[str, Optional[List[str]]] = {}
+# per file, by (path, mtime, size): the project files its import lines name
+_IMPORTS: Dict[tuple, frozenset] = {}
 _CONSTRUCTIONS: Dict[tuple, tuple] = {}
 UNKNOWN = "<unknown>"  # an argument whose value is not a literal
 MISSING = "<missing>"  # a parameter the construction does not pass (its default applies)
@@ -57,14 +55,13 @@ def dependents(changed: Iterable[str]) -> List[str]:
     for path in targets:
         by_root.setdefault(project_root(path), set()).add(path)
     for root, wanted in by_root.items():
-        files = _python_files(root)
-        if files is None:
+        importers = _importers(root)
+        if importers is None:
             continue
         frontier = set(wanted)
         seen = set(wanted)
         for _ in range(MAX_HOPS):
-            names = {_module_name(p, root) for p in frontier}
-            nxt = {f for f in files if f not in seen and _imports_one_of(f, frontier, names)}
+            nxt = {f for t in frontier for f in importers.get(t, ()) if f not in seen}
             if not nxt:
                 break
             seen |= nxt
@@ -73,11 +70,68 @@ def dependents(changed: Iterable[str]) -> List[str]:
     return sorted(os.path.relpath(p) for p in found)
 
 
+def _importers(root: str) -> Optional[Dict[str, Set[str]]]:
+    """``imported file -> the project files that import it``, from each file's
+    import lines (re-read only when a file's size or time changed)."""
+    files = _python_files(root)
+    if files is None:
+        return None
+    out: Dict[str, Set[str]] = {}
+    for path in files:
+        for target in _imported_files(path):
+            out.setdefault(target, set()).add(path)
+    return out
+
+
+def _imported_files(path: str) -> frozenset:
+    try:
+        st = os.stat(path)
+    except OSError:
+        return frozenset()
+    key = (path, st.st_mtime_ns, st.st_size)
+    got = _IMPORTS.get(key)
+    if got is None:
+        got = frozenset(_resolve_imports(path, st.st_size))
+        if len(_IMPORTS) > 50_000:
+            _IMPORTS.clear()
+        _IMPORTS[key] = got
+    return got
+
+
+def _resolve_imports(path: str, size: int) -> Set[str]:
+    if size > MAX_BYTES:
+        return set()
+    try:
+        with open(path, "rb") as fh:
+            text = fh.read().decode("utf-8", "replace")
+    except OSError:
+        return set()
+    files = ProjectFiles(path)
+    package = files.package_of(files.path)
+    out: Set[str] = set()
+    for level, module, names in chains.imported_from(text):
+        for name in names or [None]:
+            dotted = ".".join(p for p in (module, name) if p)
+            loc = files.locate(level, dotted + "._", package) if dotted else None
+            if loc is not None:
+                out.add(os.path.abspath(loc[0]))
+    return out
+
+
 def _python_files(root: str):
+    """The ``.py`` files below a project root (a folder holding packages). A
+    plain folder (a script's, ``$HOME``) is not walked: only its own files."""
     if root in _FILES:
         return _FILES[root]
     out: Optional[List[str]] = []
+    packages = any(
+        os.path.isfile(os.path.join(root, d, "__init__.py"))
+        for d in _listdir(root)
+        if os.path.isdir(os.path.join(root, d))
+    )
     for here, dirs, names in os.walk(root):
+        if not packages:
+            dirs[:] = []
         dirs[:] = sorted(d for d in dirs if d not in _SKIP_DIRS and not d.startswith("."))
         for name in names:
             if name.endswith(".py"):
@@ -93,48 +147,14 @@ def _python_files(root: str):
     return out
 
 
-def _module_name(path: str, root: str) -> str:
-    parts = module_parts(path, root)
-    return parts[-1] if parts else ""
-
-
-def _imports_one_of(path: str, targets: Set[str], names: Set[str]) -> bool:
-    """Whether ``path`` imports one of the files ``targets`` (whose last module
-    names are ``names``: a cheap text screen before the imports are resolved)."""
-    try:
-        if not os.path.isfile(path) or os.path.getsize(path) > MAX_BYTES:
-            return False
-        with open(path, "rb") as fh:
-            text = fh.read().decode("utf-8", "replace")
-    except OSError:
-        return False
-    if not any(n and n in text for n in names):
-        return False
-    files = ProjectFiles(path)
-    for m in _FROM.finditer(text):
-        level, module = len(m.group(1)), m.group(2)
-        imported = [a.strip().split()[0] for a in m.group(3).strip(" ()").split(",") if a.strip()]
-        for candidate in [module] + [f"{module}.{a}" if module else a for a in imported]:
-            if _resolves_to(files, level, candidate, targets):
-                return True
-    for m in _IMPORT.finditer(text):
-        for item in m.group(1).split(","):
-            words = item.split()
-            if words and _resolves_to(files, 0, words[0], targets):
-                return True
-    return False
-
-
-def _resolves_to(files: ProjectFiles, level: int, dotted: str, targets: Set[str]) -> bool:
-    """Whether the module ``dotted`` (or the module a name in it lives in) is one
-    of ``targets``."""
-    if not dotted or not all(p.isidentifier() for p in dotted.split(".")):
-        return False
-    loc = files.locate(level, dotted + "._")  # "._": the module itself, whatever it holds
-    return loc is not None and os.path.abspath(loc[0]) in targets
-
-
 # ------------------------------------------------------ constructions of a class
+
+
+def _listdir(path: str) -> List[str]:
+    try:
+        return sorted(os.listdir(path))
+    except OSError:
+        return []
 
 
 def constructions(path: str, cls: str, params: List[str], own_text: Optional[str] = None):
