@@ -106,7 +106,7 @@ EXPECTED = [
     (os.path.join("src", "nb.ipynb"), 2, 2, 9, "MHA001"),
 ]
 EXPECTED_ERRORS = [
-    (os.path.join("src", "broken.py"), 3, 29),
+    (os.path.join("src", "broken.py"), 3, 30),  # flake8's E999 column
     (os.path.join("src", "undecodable.py"), None, None),
 ]
 
