@@ -9,11 +9,10 @@ could not be checked (syntax error, unreadable).
 from __future__ import annotations
 
 import argparse
-import os
 import sys
 from typing import Optional, Sequence
 
-from .config import FORMATS, Options, UsageError, format_value
+from .config import FORMATS, Options, UsageError, check_output_file, format_value
 from .output import SourceLines, render
 from .options import add_lint_arguments, options_from_args
 from .pipeline import FileOutcome, lint_paths, write_fixes
@@ -92,16 +91,6 @@ def parse_options(argv: Sequence[str], cwd: Optional[str] = None) -> Options:
     return opts
 
 
-def check_output_file(path: str, option: str) -> None:
-    """A report is written to an existing folder: a typo in the path is a usage
-    error, not a new tree of folders."""
-    if os.path.isdir(path):
-        raise UsageError(f"{option} is a directory: {path}")
-    parent = os.path.dirname(os.path.abspath(path))
-    if not os.path.isdir(parent):
-        raise UsageError(f"{option}: no such directory: {os.path.dirname(path) or parent}")
-
-
 def main(argv: Sequence[str]) -> int:
     try:
         opts = parse_options(argv)
@@ -116,8 +105,7 @@ def main(argv: Sequence[str]) -> int:
         print(p.text(), file=sys.stderr)
     if not run.files:  # as ruff: a run that looked at nothing says so
         print(
-            "flake8-mha check: warning: no Python files found under "
-            + ", ".join(opts.paths),
+            "flake8-mha check: warning: no Python files found under " + ", ".join(opts.paths),
             file=sys.stderr,
         )
 

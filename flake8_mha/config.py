@@ -228,6 +228,16 @@ def format_value(value: Any, key: str = "format") -> str:
     return value
 
 
+def check_output_file(path: str, option: str) -> None:
+    """A report is written to an existing folder: a typo in the path is a usage
+    error, not a new tree of folders."""
+    if os.path.isdir(path):
+        raise UsageError(f"{option} is a directory: {path}")
+    parent = os.path.dirname(os.path.abspath(path))
+    if not os.path.isdir(parent):
+        raise UsageError(f"{option}: no such directory: {os.path.dirname(path) or parent}")
+
+
 # -- configuration files ------------------------------------------------------
 
 CONFIG_KEYS = (

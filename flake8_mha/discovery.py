@@ -39,6 +39,7 @@ DEFAULT_EXCLUDES: Tuple[str, ...] = (
 )
 SUFFIXES = (".py", ".pyi", ".ipynb")
 
+
 def is_excluded(path: str, patterns: Sequence[str]) -> bool:
     """flake8's rule: a pattern matches the base name, or the absolute path."""
     return path_matches(path, patterns)

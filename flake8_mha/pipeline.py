@@ -169,12 +169,15 @@ def lint_text(
 def analyze_for_flake8(source: str, path: str, tree, project_wide: bool = True) -> List[Finding]:
     """What the flake8 adapter reports: every static code, no ``# noqa`` (flake8
     applies both itself).  Raises ``engine.SourceSyntaxError``.  Summaries of
-    imported files are kept in ``.flake8-mha-cache`` of the current
-    directory when that folder exists (``flake8-mha check`` makes it)."""
+    imported files are kept in ``.flake8-mha-cache`` at the project root
+    (``config.project_root``) when that folder exists (``flake8-mha check``
+    makes it)."""
     from .cache import DEFAULT_DIR
+    from .config import project_root
     from .engine import analyze_source
 
-    cache_dir = DEFAULT_DIR if project_wide and os.path.isdir(DEFAULT_DIR) else None
+    cache_dir = os.path.join(project_root(os.getcwd()), DEFAULT_DIR)
+    cache_dir = cache_dir if project_wide and os.path.isdir(cache_dir) else None
     project = make_project(path, cache_dir) if project_wide else None
     return analyze_source(source, path, codes=all_codes(), tree=tree, project=project or False)
 

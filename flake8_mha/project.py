@@ -99,6 +99,7 @@ class Project:
 
     def __init__(self, path: str, store=None, version: str = ""):
         self.path = os.path.abspath(path)
+        self.given_relative = not os.path.isabs(path)
         self.root = project_root(path)
         self.package = module_parts(path, self.root)[:-1]
         if os.path.basename(path) == "__init__.py":
@@ -246,6 +247,15 @@ class Project:
         return got
 
     def relative(self, filename: str) -> str:
+        """How a message names another project file.  When the linted file
+        was named by a relative path (``flake8-mha check .``, flake8, a
+        pre-commit hook), relative to the current directory if the other file
+        is below it (``src/acme/layers/attn.py``, a path that can be clicked
+        where the command ran); otherwise relative to the import root."""
+        absolute = os.path.abspath(filename)
+        here = os.getcwd()
+        if self.given_relative and absolute.startswith(os.path.join(here, "")):
+            return os.path.relpath(absolute, here).replace(os.sep, "/")
         return os.path.relpath(filename, self.root).replace(os.sep, "/")
 
     # -- the call site ------------------------------------------------------------
