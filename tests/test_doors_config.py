@@ -217,3 +217,18 @@ def test_the_flake8_plugin_reads_summaries_from_the_root_s_cache(tree):
     proc = flake8("--select", "MHA001", "model.py", cwd=tree / "mypkg")
     assert "model.py:3:5: MHA001" in proc.stdout
     assert not (tree / "mypkg" / ".flake8-mha-cache").exists()
+
+
+def test_confirm_reads_flake8_s_configuration_too(tree):
+    pytest.importorskip("torch")
+    write(tree / "setup.cfg", "[flake8]\nextend-ignore = MHA001,MHA101,MHA008\n")
+    write(tree / "only.py", ONE_001)
+    proc = subprocess.run([sys.executable, "-m", "flake8_mha.cli", "confirm", "--no-progress",
+                           "only.py"], cwd=tree, capture_output=True, text=True, env=ENV,
+                          timeout=600)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert proc.stdout.startswith("0 findings")
+    proc = subprocess.run([sys.executable, "-m", "flake8_mha.cli", "confirm", "--no-progress",
+                           "--isolated", "only.py"], cwd=tree, capture_output=True, text=True,
+                          env=ENV, timeout=600)
+    assert "only.py:3:9" in proc.stdout and "MHA001" in proc.stdout
