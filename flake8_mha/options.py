@@ -48,7 +48,8 @@ def add_lint_arguments(parser: argparse.ArgumentParser, repeatable: bool = False
         "--ignore",
         metavar="CODES",
         **codes,
-        help="comma-separated code prefixes not to report (replaces the default: MHA901,MHA902)",
+        help="comma-separated code prefixes not to report (replaces the default ignore list; "
+        "the opt-in MHA9xx codes stay off unless selected)",
     )
     parser.add_argument("--extend-select", metavar="CODES", **codes, help="add to --select")
     parser.add_argument("--extend-ignore", metavar="CODES", **codes, help="add to --ignore")
@@ -98,7 +99,9 @@ def add_lint_arguments(parser: argparse.ArgumentParser, repeatable: bool = False
         help="report findings even on lines with # noqa",
     )
     parser.add_argument(
-        "--config", metavar="FILE", help="read settings from this pyproject.toml or setup.cfg"
+        "--config",
+        metavar="FILE",
+        help="read settings from this file only ([flake8] and [flake8-mha], or pyproject.toml)",
     )
     parser.add_argument("--isolated", action="store_true", help="ignore configuration files")
     parser.add_argument(

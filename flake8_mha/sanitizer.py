@@ -9,8 +9,9 @@
 While active it wraps ``nn.MultiheadAttention.forward``, the Transformer
 modules' ``forward`` and ``F.scaled_dot_product_attention`` (restored on
 exit; nothing is wrapped while no session is active) and reports what it
-observes in real values, with the codes of the static rules and the file and
-line of the caller:
+observes in real values, with the codes of the static rules, at the user's
+call that decided the value (``_decider``: past the helpers and layers that
+only pass the mask or flag on), and where it reached torch:
 
 - MHA011 a query whose keys are all masked (NaN out of MHA, zeros out of SDPA)
 - MHA005 ``is_causal=True`` without a mask on a call that ran: only the
