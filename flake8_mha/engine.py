@@ -451,9 +451,7 @@ def _nesting_guard(source: str, path: str, screened: str) -> Optional[Finding]:
     except SyntaxError as err:
         msg = err.msg or ""
         if any(text in msg for text in _NESTING_ERRORS):
-            raise SourceSyntaxError(
-                f"syntax error: {msg}", err.lineno or 1, err.offset or 1
-            ) from None
+            raise _as_e999(err) from None
         # newer syntax than this Python knows, or invalid: LibCST decides,
         # unless brackets nest deeper than any Python accepts
         if _bracket_depth(source) > MAX_BRACKETS:
@@ -516,13 +514,19 @@ def _quiet_ast_parse(source: str) -> ast.AST:
         return ast.parse(source)
 
 
+def _as_e999(err: SyntaxError) -> SourceSyntaxError:
+    """flake8's E999 for the error: its text (``IndentationError: unexpected
+    indent``) and its column (flake8 prints Python's 1-based offset plus one)."""
+    return SourceSyntaxError(
+        f"{type(err).__name__}: {err.msg}", err.lineno or 1, (err.offset or 0) + 1
+    )
+
+
 def _raise_if_invalid_python(source: str, exc: Exception) -> None:
     try:
         _quiet_ast_parse(source)
     except SyntaxError as err:
-        raise SourceSyntaxError(
-            f"syntax error: {err.msg}", err.lineno or 1, (err.offset or 1)
-        ) from None
+        raise _as_e999(err) from None
     except (ValueError, RecursionError, MemoryError):
         pass
 

@@ -78,6 +78,8 @@ LAYER_OF = {
     f"{PKG}.config": SERVICE,
     f"{PKG}.docs": SERVICE,
     f"{PKG}.pipeline": SERVICE,
+    f"{PKG}.discovery": SERVICE,
+    f"{PKG}.gitignore": SERVICE,
     f"{PKG}.options": SERVICE,
     f"{PKG}.fix": SERVICE,
     f"{PKG}.cache": SERVICE,

@@ -90,6 +90,7 @@ class ProjectFiles:
 
     def __init__(self, path: str, store=None, version: str = "", files: bool = True):
         self.path = os.path.abspath(path)
+        self.given_relative = not os.path.isabs(path)
         # ``files`` False: this file alone (``--no-project-wide``, text from stdin, a
         # test's string): its own wrappers are followed, no other file is read
         self.files = files
@@ -361,6 +362,15 @@ class ProjectFiles:
             pass
 
     def relative(self, filename: str) -> str:
+        """How a message names another project file.  When the linted file
+        was named by a relative path (``flake8-mha check .``, flake8, a
+        pre-commit hook), relative to the current directory if the other file
+        is below it (``src/acme/layers/attn.py``, a path that can be clicked
+        where the command ran); otherwise relative to the import root."""
+        absolute = os.path.abspath(filename)
+        here = os.getcwd()
+        if self.given_relative and absolute.startswith(os.path.join(here, "")):
+            return os.path.relpath(absolute, here).replace(os.sep, "/")
         return os.path.relpath(filename, self.root).replace(os.sep, "/")
 
     def _function(
