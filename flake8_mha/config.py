@@ -62,6 +62,7 @@ class Options:
     cache_dir: str = ".flake8-mha-cache"  # cache.py; options.py puts it at the project root
     no_cache: bool = False
     no_project_wide: bool = False  # program/: follow calls into the project's other files
+    dependents: bool = False  # also check the files that import a named file (program/callers)
     exit_zero: bool = False
     count: bool = False
     quiet: int = 0  # -q: file names only; -qq: nothing but the exit status

@@ -117,6 +117,14 @@ def add_lint_arguments(parser: argparse.ArgumentParser, repeatable: bool = False
         help="neither read nor write the cache of per-file results",
     )
     parser.add_argument(
+        "--dependents",
+        action="store_true",
+        default=None,
+        help="also check the project files that import one of the named files, directly "
+        "or through importers (the pre-commit hook: a changed wrapper changes its "
+        "callers' findings; docs/reach.md)",
+    )
+    parser.add_argument(
         "--no-project-wide",
         action="store_true",
         default=None,
@@ -180,6 +188,8 @@ def options_from_args(args: argparse.Namespace, cwd: Optional[str] = None) -> Op
         opts.no_cache = True
     if getattr(args, "no_project_wide", None):
         opts.no_project_wide = True
+    if getattr(args, "dependents", None):
+        opts.dependents = True
     opts.paths = list(args.paths)
     if opts.paths.count("-") > 1:
         raise UsageError("stdin (-) can be read only once")

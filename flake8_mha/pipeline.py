@@ -507,6 +507,19 @@ class Run:
         return [p for o in self.outcomes for p in o.problems]
 
 
+def _dependents(files: Sequence[str], opts: Options) -> List[str]:
+    """The project files that import one of ``files`` (``--dependents``), as
+    discovery would list them: excluded and ignored ones left out."""
+    from .program.callers import dependents
+
+    named = {os.path.realpath(f) for f in files if f != "-"}
+    found = dependents([f for f in files if f != "-"])
+    if not found:
+        return []
+    kept = set(discover(found, opts.extend_exclude, opts.exclude, opts.respect_gitignore))
+    return [f for f in found if f in kept and os.path.realpath(f) not in named]
+
+
 def lint_paths(opts: Options, mode: str = "check") -> Run:
     """Discover, read, analyze, silence, select (and fix, for mode fix/diff)."""
     if mode not in MODES:
@@ -538,6 +551,8 @@ def lint_paths(opts: Options, mode: str = "check") -> Run:
         opts.exclude,
         opts.respect_gitignore,
     )
+    if opts.dependents and not opts.no_project_wide:
+        files += _dependents(files, opts)
     file_codes: Dict[str, Sequence[str]] = {}
     for path in files:
         own = opts.file_codes(opts.stdin_display_name if path == "-" else path)

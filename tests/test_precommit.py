@@ -127,3 +127,34 @@ def test_confirm_hook_is_manual_only(hook_repo, pre_commit_home, tmp_path):
     assert "flake8-mha confirm" in proc.stdout
     assert proc.returncode != 0
     assert "torch is required to confirm findings" in proc.stdout
+
+
+def test_hook_checks_the_callers_of_a_changed_wrapper(hook_repo, pre_commit_home, tmp_path):
+    """Issue 26: a commit changes only the shared mask wrapper (its ``~``
+    removed); the unchanged caller, which names no attention API, now passes an
+    ignore-mask where SDPA attends on True.  The hook checks the caller too."""
+    wrapper = (
+        "import torch.nn.functional as F\n\n\n"
+        "def attend(x, pad):\n"
+        "    return F.scaled_dot_product_attention(x, x, x, attn_mask=~pad)\n"
+    )
+    caller = (
+        "from .attn import attend\n\n\n"
+        "def run(x, tokens, pad_id):\n"
+        "    return attend(x, (tokens == pad_id)[:, None, None, :])\n"
+    )
+    target = tmp_path / "t"
+    (target / "pkg").mkdir(parents=True)
+    git("init", "-q", cwd=target)
+    for name, text in {"__init__.py": "", "attn.py": wrapper, "caller.py": caller}.items():
+        (target / "pkg" / name).write_text(text, encoding="utf-8")
+    git("add", ".", cwd=target)
+    proc = try_repo(hook_repo, pre_commit_home, target, "flake8-mha", "pkg/attn.py")
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    (target / "pkg" / "attn.py").write_text(wrapper.replace("~pad", "pad"), encoding="utf-8")
+    git("add", ".", cwd=target)
+    proc = try_repo(hook_repo, pre_commit_home, target, "flake8-mha", "pkg/attn.py")
+    assert proc.returncode == 1, proc.stdout + proc.stderr
+    lines = [line for line in proc.stdout.splitlines() if ": MHA" in line]
+    assert [line.split(" means")[0] for line in lines] == [
+        "pkg/caller.py:5:12: MHA002 mask from line 5 (tokens == pad_id)"]

@@ -392,3 +392,17 @@ def test_a_flag_from_the_caller_meets_the_wrappers_own_mask():
         def forward(self, x):
             return self.inner(x, causal=True)
     """) == [("MHA006", 11, 16)]
+
+
+def test_check_dependents_checks_the_importers_of_the_named_files(tmp_path, monkeypatch, capsys):
+    from flake8_mha.check import main as check_main
+
+    monkeypatch.chdir(ROOT)
+    status = check_main(["--isolated", "--no-cache", "--dependents",
+                         "fixtures/program_calls/zoo/blocks.py"])
+    out = capsys.readouterr().out.splitlines()
+    assert status == 1
+    # blocks.py itself reports nothing; tower.py imports it
+    assert [line.split(" MHA")[0] for line in out] == [
+        "fixtures/program_calls/zoo/tower.py:18:17:", "fixtures/program_calls/zoo/tower.py:24:17:"]
+    assert check_main(["--isolated", "--no-cache", "fixtures/program_calls/zoo/blocks.py"]) == 0
