@@ -135,20 +135,7 @@ def _spans(lines: List[int], node: ast.AST) -> bool:
 def _reexports(tree: ast.Module) -> Dict[str, list]:
     """Names a package's ``__init__`` binds by relative import, at its top
     level (also inside a top-level ``if``/``try``)."""
-    out: Dict[str, list] = {}
-    stack = list(tree.body)
-    while stack:
-        node = stack.pop()
-        if isinstance(node, (ast.If, ast.Try)):
-            stack.extend(node.body)
-            stack.extend(getattr(node, "orelse", []))
-            continue
-        if isinstance(node, ast.ImportFrom) and node.level:
-            for a in node.names:
-                if a.name != "*":
-                    dotted = f"{node.module}.{a.name}" if node.module else a.name
-                    out[a.asname or a.name] = [node.level, dotted]
-    return out
+    return {name: got for name, got in chains.imports(tree).items() if got[0]}
 
 
 def _add(out, name, func, method, sdpa_names, calls=True, attrs=None, cls=None) -> None:
