@@ -22,6 +22,7 @@ from .domain import BATCH, SEQ, Layout, parse_shape_comment, roles_of_names
 from .evaluate import LayoutEvaluator
 
 BATCH_FIRST, SEQ_FIRST, UNBATCHED = "batch-first", "sequence-first", "unbatched"
+CONVERTED = "converted"  # an axis swap of unknown data: whatever the module reads
 # the arguments whose layout decides a call, most telling first
 _INPUTS = ("query", "src", "tgt", "key", "value", "memory")
 _CONTAINER_LAYER = {"TransformerEncoder": "encoder_layer", "TransformerDecoder": "decoder_layer"}
@@ -44,6 +45,8 @@ class CallLayout:
 def _kind(layout: Optional[Layout]) -> Optional[str]:
     if layout is None:
         return None
+    if layout.conforms:
+        return CONVERTED
     if layout.unbatched:
         return UNBATCHED
     bf = layout.batch_first
@@ -81,7 +84,20 @@ class LayoutAnalysis:
         kinds = {c.kind for c in found}
         if len(kinds) > 1:
             return CallLayout(None)  # the inputs disagree: torch raises or we misread
+        if kinds == {CONVERTED}:
+            return self._converted(ev, found[0])
         return found[0]
+
+    def _converted(self, ev: ModuleCall, call: CallLayout) -> CallLayout:
+        """Data swapped right before the call, of a layout the code never states:
+        converted to the layout the module reads (docs/evidence.md)."""
+        reads = self.stated_batch_first(ev, default=False)
+        if reads is None:
+            return CallLayout(None)
+        roles = (BATCH, SEQ, None) if reads else (SEQ, BATCH, None)
+        swap = call.layout
+        layout = Layout(roles, swap.node, swap.how) if swap is not None else None
+        return CallLayout(BATCH_FIRST if reads else SEQ_FIRST, layout, call.arg)
 
     def evidence(self, call: CallLayout) -> Dict[str, Any]:
         """The layout evidence a finding carries (and its witness reads)."""
@@ -121,18 +137,23 @@ class LayoutAnalysis:
             return False
         return any(li.ctor is not None and li.ctor.node is ev.site.node for li in layers or ())
 
-    def stated_batch_first(self, ev: ModuleCall) -> Optional[bool]:
+    def stated_batch_first(self, ev: ModuleCall, default=None) -> Optional[bool]:
         """The ``batch_first`` every module this call may run was built with, when
-        it is stated (a literal or known constant); None when left to the default,
-        unknown, or not the same for all."""
+        it is stated (a literal or known constant); None when unknown or not the
+        same for all, and ``default`` (None: not stated) where left to torch's."""
         values = set()
         for inst in ev.instances:
             for ctor_site, spec, args in self._batch_first_ctors(inst, ev.spec.name):
                 if args is None or not spec.has_batch_first:
                     return None
                 expr = args.get("batch_first")
+                if expr is None and args.maybe_given("batch_first"):
+                    return None
                 if expr is None:
-                    return None  # the default: MHA001/MHA903's business
+                    if default is None:
+                        return None  # the default: MHA001/MHA903's business
+                    values.add(default)
+                    continue
                 value = self.ctx.value(expr, ctor_site)
                 if not isinstance(value, bool):
                     return None

@@ -23,18 +23,61 @@ def _parsed(comment: Optional[cst.Comment]) -> List[_Entry]:
     return [(comment, found)] if found else []
 
 
-def _line_comments(line: cst.SimpleStatementLine) -> List[_Entry]:
-    """The statement's own trailing comment first, then the one on the line just above.
+def _line_comments(line: cst.SimpleStatementLine, below=None) -> List[_Entry]:
+    """The statement's own trailing comment first, then the one on the line just
+    above, then ``below``: the one on the line just below it.
 
     ``# x: (B, L, E)`` above ``x = x.transpose(0, 1)`` may speak of x before or
     after the statement: a comment above a statement that rebinds a name it
-    reads counts only when an arrow says which side it means."""
+    reads counts only when an arrow says which side it means.  A comment just
+    below counts only for a statement that changes the axes (``permute``,
+    ``view``, ``rearrange``, ...), whose result authors describe on the next
+    line, and never with an arrow (that heads the next statement)."""
     out = _parsed(line.trailing_whitespace.comment)
     if line.leading_lines:
         above = line.leading_lines[-1].comment
         if above is not None and ("->" in above.value or not _rebinds_what_it_reads(line)):
             out += _parsed(above)
+    if below is not None and "->" not in below.value and _reshapes(line):
+        out += _parsed(below)
     return out
+
+
+_RESHAPES = {
+    "permute",
+    "transpose",
+    "swapaxes",
+    "swapdims",
+    "movedim",
+    "moveaxis",
+    "view",
+    "reshape",
+    "flatten",
+    "unflatten",
+    "rearrange",
+}
+
+
+def _reshapes(line: cst.SimpleStatementLine) -> bool:
+    """The line assigns the result of a call that changes the axes."""
+    for small in line.body:
+        value = getattr(small, "value", None)
+        if isinstance(small, (cst.Assign, cst.AnnAssign)) and isinstance(value, cst.Call):
+            func = value.func
+            name = (
+                func.attr.value if isinstance(func, cst.Attribute) else getattr(func, "value", "")
+            )
+            if name in _RESHAPES:
+                return True
+    return False
+
+
+def _below(body, i: int) -> Optional[cst.Comment]:
+    """The comment on the line just below statement ``i`` of ``body``."""
+    if i + 1 >= len(body):
+        return None
+    leading = getattr(body[i + 1], "leading_lines", ())
+    return leading[0].comment if leading else None
 
 
 def _rebinds_what_it_reads(line: cst.SimpleStatementLine) -> bool:
@@ -78,14 +121,23 @@ def _holds_no_statement(node: cst.CSTNode) -> bool:
     return not inside
 
 
-def _statement_lines(module: cst.Module) -> Iterator[cst.SimpleStatementLine]:
+def _statement_lines(
+    module: cst.Module,
+) -> Iterator[Tuple[cst.SimpleStatementLine, Optional[cst.Comment]]]:
+    """Every statement line, with the comment on the line just below it."""
     for node in walk(module, _holds_no_statement):
-        if type(node) is cst.SimpleStatementLine:
-            yield node  # type: ignore[misc]
+        t = type(node)
+        if t is cst.Module or t is cst.IndentedBlock:
+            body = node.body  # type: ignore[attr-defined]
+            for i, line in enumerate(body):
+                if type(line) is cst.SimpleStatementLine:
+                    yield line, _below(body, i)
 
 
-def _index(index: "CommentIndex", line: cst.SimpleStatementLine) -> None:
-    entries = _line_comments(line)
+def _index(
+    index: "CommentIndex", line: cst.SimpleStatementLine, below: Optional[cst.Comment] = None
+) -> None:
+    entries = _line_comments(line, below)
     if not entries:
         return
     for small in line.body:
@@ -109,8 +161,8 @@ class CommentIndex:
     def _build(self) -> None:
         if not self._built:
             self._built = True
-            for line in _statement_lines(self.module):
-                _index(self, line)
+            for line, below in _statement_lines(self.module):
+                _index(self, line, below)
 
     def of_value(self, value: cst.CSTNode) -> Optional[Layout]:
         """``x = f(y)  # (B, L, E)`` (or the comment on the line above)."""

@@ -11,11 +11,12 @@ from typing import Dict, Optional, Tuple
 
 import libcst as cst
 
-from ..callgraph import FileCalls, bind_call, frame_for
+from ..callgraph import ChainSite, FileCalls, bind_call, frame_for
 from ..flow import CallSite, Def, Scope, lookup
 from ..values import unpacked
 from .calls import CYCLE, MODULE_OUTPUT_ARG, LayoutCalls, join, real
 from .comments import CommentIndex
+from .program import ProgramLayout
 from .domain import (
     MAX_CALLER_DEPTH,
     MAX_DEPTH,
@@ -25,7 +26,7 @@ from .domain import (
 )
 
 
-class LayoutEvaluator(FileCalls, LayoutCalls):
+class LayoutEvaluator(FileCalls, LayoutCalls, ProgramLayout):
     def __init__(self, ctx):
         self.ctx = ctx
         self.flow = ctx.flow
@@ -68,13 +69,14 @@ class LayoutEvaluator(FileCalls, LayoutCalls):
     def at(self, expr: cst.BaseExpression, site: CallSite) -> Optional[Layout]:
         """The layout of ``expr`` as the call at ``site`` receives it."""
         got = real(self.eval(expr, site.env, site.scope, None, 0))
-        if got is None and isinstance(expr, cst.Name):
-            # ``out = attn(x, x, x)  # x: (L, N, E)``
-            got = self.comments.named(site.stmt, expr.value)
+        if (got is None or got.conforms) and isinstance(expr, cst.Name):
+            # ``out = attn(x, x, x)  # x: (L, N, E)``: a comment says more than a swap
+            stated = self.comments.named(site.stmt, expr.value)
             defs = lookup(expr.value, site.env, site.scope)
-            if got is None and defs and all(d.kind == "param" for d in defs):
+            if stated is None and got is None and defs and all(d.kind == "param" for d in defs):
                 # a comment at the top of the function speaks of the parameter as it came in
-                got = self._function_comment(site.scope, expr.value)
+                stated = self._function_comment(site.scope, expr.value)
+            got = stated or got
         return got
 
     def eval(self, node, env, scope, frame, depth) -> Optional[Layout]:
@@ -141,7 +143,9 @@ class LayoutEvaluator(FileCalls, LayoutCalls):
         kind = d.kind
         if kind == "assign":
             got = self.eval(d.node, d.env, d.scope, frame, depth)
-            return got if real(got) is not None else (self.comments.of_value(d.node) or got)
+            if real(got) is not None and not got.conforms:
+                return got
+            return self.comments.of_value(d.node) or got  # a comment says more than a swap
         if kind == "unpack":
             el = unpacked(d)
             if el is not None:
@@ -177,8 +181,8 @@ class LayoutEvaluator(FileCalls, LayoutCalls):
         func = d.extra
         if frame is not None and frame.func is func:
             arg = frame.args.get(name)
-            if arg is None:
-                return None
+            if arg is None or isinstance(arg, Layout):
+                return arg  # a member of a container run on a layout (program.py)
             return self.eval(arg, frame.env, frame.scope, frame.parent, depth)
         if not isinstance(func, cst.FunctionDef):
             return None
@@ -208,6 +212,12 @@ class LayoutEvaluator(FileCalls, LayoutCalls):
         values = []
         try:
             for site, skip in callers:
+                if isinstance(site, ChainSite):
+                    first = [q.name.value for q in func.params.params[skip : skip + 1]]
+                    if first != [name]:
+                        continue  # the member's other parameters keep their defaults
+                    values.append(self.chain_input(site, func, depth))
+                    continue
                 arg = bind_call(func, site.node, skip).get(name)
                 if arg is None:
                     return None

@@ -1,0 +1,359 @@
+"""Layout through the program (issue 26, item 4): module calls and containers.
+
+The data's layout flows into a module's ``forward`` from every call of it
+(``self.block(x)``, a loop or an index over an ``nn.ModuleList``, a call of an
+``nn.Sequential`` of the file's module classes) and back out of it; an axis
+swap of data whose layout the code never states, fed straight to a module
+call, is the conversion to the layout that module reads (docs/evidence.md);
+shape comments count above, at the end of, and just below a statement.
+
+Each case checks the exact (code, line, column) and the line the layout
+evidence names.
+"""
+from __future__ import annotations
+
+import textwrap
+
+from flake8_mha import focus
+from flake8_mha.engine import analyze_source
+
+CODES = ["MHA001", "MHA010", "MHA903"]
+HEAD = "import torch\nimport torch.nn as nn\nfrom collections import OrderedDict\n"  # lines 1-3
+
+# the residual block of the CLIP pattern: the attention is built on line 7
+BLOCK = """\
+class Block(nn.Module):
+    def __init__(self, d):
+        super().__init__()
+        self.attn = nn.MultiheadAttention(d, 8)
+        self.ln_1 = nn.LayerNorm(d)
+        self.mlp = nn.Sequential(OrderedDict([("fc", nn.Linear(d, 4 * d)), ("proj", nn.Linear(4 * d, d))]))
+
+    def attention(self, x):
+        return self.attn(x, x, x, need_weights=False)[0]
+
+    def forward(self, x):
+        x = x + self.attention(self.ln_1(x))
+        x = x + self.mlp(x)
+        return x
+"""
+BUILT = (7, 21)  # where ``nn.MultiheadAttention`` stands
+AFTER = 4 + BLOCK.count("\n")  # the first line after the block
+
+
+def findings(body: str, codes=CODES):
+    src = HEAD + BLOCK + textwrap.dedent(body)
+    return analyze_source(src, "t.py", codes)
+
+
+def only(body: str, codes=CODES):
+    found = findings(body, codes)
+    assert len(found) == 1, [(f.code, f.line, f.col, f.message) for f in found]
+    return found[0]
+
+
+def line_of(body: str, text: str) -> int:
+    """The line of the file (HEAD + BLOCK + body) where ``text`` first stands."""
+    for i, line in enumerate(textwrap.dedent(body).splitlines()):
+        if text in line:
+            return AFTER + i
+    raise AssertionError(text)
+
+
+CLIP_TOWER = """\
+class Transformer(nn.Module):
+    def __init__(self, width, layers):
+        super().__init__()
+        self.resblocks = nn.Sequential(*[Block(width) for _ in range(layers)])
+
+    def forward(self, x):
+        return self.resblocks(x)
+
+
+class TextTower(nn.Module):
+    def __init__(self, vocab, width, layers):
+        super().__init__()
+        self.token_embedding = nn.Embedding(vocab, width)
+        self.transformer = Transformer(width, layers)
+
+    def forward(self, text):
+        x = self.token_embedding(text)
+        x = x.permute(1, 0, 2)  # NLD -> LND
+        x = self.transformer(x)
+        x = x.permute(1, 0, 2)  # LND -> NLD
+        return x
+"""
+
+
+# ----------------------------------------------------------------------- the CLIP pattern
+
+def test_clip_pattern_fed_sequence_first_gives_no_mha001():
+    f = only(CLIP_TOWER, ["MHA001", "MHA010", "MHA903"])
+    # opt-in MHA903: correct but implicit, and the evidence is the swap
+    assert (f.code, f.line, f.col) == ("MHA903",) + BUILT
+    assert f.evidence["layout_line"] == line_of(CLIP_TOWER, "x = x.permute(1, 0, 2)  # NLD")
+    assert f.evidence["layout_how"] == "axis swap before the module call"
+    assert f.evidence["layout_kind"] == "sequence-first"
+    assert findings(CLIP_TOWER, ["MHA001", "MHA010"]) == []
+
+
+def test_same_blocks_fed_batch_first_give_mha001():
+    body = CLIP_TOWER.replace(
+        "        x = self.token_embedding(text)\n        x = x.permute(1, 0, 2)  # NLD -> LND\n",
+        "        B, L = text.shape\n        x = self.token_embedding(text)\n",
+    )
+    f = only(body)
+    assert (f.code, f.line, f.col) == ("MHA001",) + BUILT
+    assert f.evidence["layout_line"] == line_of(body, "x = self.token_embedding(text)")
+    assert f.evidence["layout_kind"] == "batch-first"
+    assert "is fed batch-first data ((N, L, E), line" in f.message
+
+
+def test_known_layout_beats_the_swap():
+    # batch-first data made batch-first again by a swap of the wrong axes: the
+    # known layout decides, not the swap
+    body = """\
+    class Tower(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.blocks = nn.Sequential(Block(64), Block(64))
+
+        def forward(self, x):
+            L, B, E = x.shape
+            return self.blocks(x.permute(1, 0, 2))
+    """
+    f = only(body)
+    assert (f.code, f.line, f.col, f.evidence["layout_kind"]) == ("MHA001",) + BUILT + (
+        "batch-first",)
+    assert f.evidence["layout_how"] == "permute"
+
+
+# ----------------------------------------------------------------------- containers
+
+def _seq_first(body: str, swap_text: str) -> None:
+    f = only(body)
+    assert (f.code, f.line, f.col) == ("MHA903",) + BUILT
+    assert f.evidence["layout_line"] == line_of(body, swap_text)
+    assert f.evidence["layout_kind"] == "sequence-first"
+
+
+def _batch_first(body: str) -> None:
+    f = only(body)
+    assert (f.code, f.line, f.col, f.evidence["layout_kind"]) == ("MHA001",) + BUILT + (
+        "batch-first",)
+
+
+SEQUENTIAL_FORMS = {
+    "list": "nn.Sequential(Block(64), Block(64))",
+    "starred_comprehension": "nn.Sequential(*[Block(64) for _ in range(4)])",
+    "starred_list": "nn.Sequential(*[Block(64), Block(64)])",
+    "ordered_dict": 'nn.Sequential(OrderedDict([("b0", Block(64)), ("b1", Block(64))]))',
+    "ordered_dict_comprehension": (
+        'nn.Sequential(OrderedDict([(f"b{i}", Block(64)) for i in range(4)]))'),
+    "with_torch_members": "nn.Sequential(nn.LayerNorm(64), Block(64), nn.Dropout(0.1))",
+}
+
+
+def _sequential_body(built: str, feed: str) -> str:
+    return f"""\
+    class Tower(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.blocks = {built}
+
+        def forward(self, x):
+            B, L, E = x.shape
+            return self.blocks({feed})
+    """
+
+
+def test_every_sequential_form_carries_the_layout_to_its_members():
+    for name, built in SEQUENTIAL_FORMS.items():
+        _seq_first(_sequential_body(built, "x.transpose(0, 1)"), "x.transpose(0, 1)")
+        _batch_first(_sequential_body(built, "x"))
+
+
+def test_modulelist_loop_and_index_carry_the_layout():
+    loop = """\
+    class Tower(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.blocks = nn.ModuleList([Block(64) for _ in range(4)])
+
+        def forward(self, x):
+            B, L, E = x.shape
+            x = x.transpose(0, 1)
+            for blk in self.blocks:
+                x = blk(x)
+            return x
+    """
+    _seq_first(loop, "x = x.transpose(0, 1)")
+    _batch_first(loop.replace("x = x.transpose(0, 1)", "x = x * 1"))
+    index = loop.replace("for blk in self.blocks:\n            x = blk(x)",
+                         "x = self.blocks[0](x)")
+    _seq_first(index, "x = x.transpose(0, 1)")
+
+
+def test_a_member_that_changes_the_layout_is_followed(monkeypatch):
+    monkeypatch.setattr(focus, "FOCUS", False)  # Flip names no attention word
+    body = """\
+    class Flip(nn.Module):
+        def forward(self, x):
+            return x.transpose(0, 1)
+
+
+    class Tower(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.blocks = nn.Sequential(Flip(), Block(64))
+
+        def forward(self, x):
+            B, L, E = x.shape
+            return self.blocks(x)
+    """
+    f = only(body)
+    assert (f.code, f.line, f.col) == ("MHA903",) + BUILT
+    assert f.evidence["layout_line"] == line_of(body, "return x.transpose(0, 1)")
+    # the block after Flip is fed Flip's output: batch-first data made sequence-first
+    _batch_first(body.replace("return self.blocks(x)", "return self.blocks(x.transpose(0, 1))"))
+
+
+def test_layout_flows_back_out_of_the_blocks():
+    # the tower reads the chain's output: a second attention fed it sees its layout
+    body = """\
+    class Tower(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.blocks = nn.Sequential(*[Block(64) for _ in range(2)])
+            self.pool = nn.MultiheadAttention(64, 8)
+
+        def forward(self, x):
+            B, L, E = x.shape
+            h = self.blocks(x.transpose(0, 1))
+            return self.pool(h, h, h)[0]
+    """
+    found = sorted((f.code, f.line, f.col, f.evidence["layout_line"]) for f in findings(body))
+    swap = line_of(body, "h = self.blocks(")
+    assert found == [("MHA903",) + BUILT + (swap,),
+                     ("MHA903", line_of(body, "self.pool = "), 21, swap)]
+
+
+# ----------------------------------------------------------------------- the swap as evidence
+
+def test_swap_of_unknown_data_before_a_module_call_is_the_conversion():
+    forms = [
+        "attn(x.permute(1, 0, 2), k, k)",
+        "attn(x.transpose(0, 1), k, k)",
+        "attn(x.transpose(1, 0), k, k)",
+        "attn(x.swapaxes(0, 1), k, k)",
+        "attn(torch.transpose(x, 0, 1), k, k)",
+        'attn(rearrange(x, "p q r -> q p r"), k, k)',
+    ]
+    for call in forms:
+        body = f"""\
+        from einops import rearrange
+        attn = nn.MultiheadAttention(64, 8)
+        def f(x):
+            k = {call[5:call.index(", k, k")]}
+            return {call.replace(", k, k", ", k, k")}[0]
+        """
+        found = [(f.code, f.line, f.col) for f in findings(body)]
+        # the block's own attention is never called: MHA001 on it, MHA903 on attn
+        assert found == [("MHA001",) + BUILT, ("MHA903", line_of(body, "attn = "), 8)], call
+
+
+def test_swap_through_one_local_assignment_counts_not_two():
+    one = """\
+    attn = nn.MultiheadAttention(64, 8)
+    def f(x):
+        y = x.transpose(0, 1)
+        return attn(y, y, y)[0]
+    """
+    found = {f.code: f for f in findings(one)}
+    assert found["MHA903"].line == line_of(one, "attn = ")
+    assert found["MHA903"].evidence["layout_line"] == line_of(one, "y = x.transpose")
+    two = one.replace("return attn(y, y, y)[0]", "z = y\n    return attn(z, z, z)[0]")
+    assert [(f.code, f.line) for f in findings(two)] == [
+        ("MHA001", BUILT[0]), ("MHA001", line_of(two, "attn = "))]
+
+
+def test_swap_before_a_plain_function_is_not_evidence():
+    body = """\
+    attn = nn.MultiheadAttention(64, 8)
+    def double(t):
+        return t * 2
+    def f(x):
+        y = double(x.transpose(0, 1))
+        return attn(y, y, y)[0]
+    """
+    assert [(f.code, f.line) for f in findings(body)] == [
+        ("MHA001", BUILT[0]), ("MHA001", line_of(body, "attn = "))]
+
+
+def test_swap_never_makes_a_mismatch():
+    body = """\
+    attn = nn.MultiheadAttention(64, 8, batch_first=True)
+    def f(x):
+        y = x.transpose(0, 1)
+        return attn(y, y, y)[0]
+    """
+    assert [(f.code, f.line) for f in findings(body)] == [("MHA001", BUILT[0])]
+
+
+def test_a_comment_on_the_swap_says_more_than_the_swap():
+    body = """\
+    attn = nn.MultiheadAttention(64, 8)
+    def f(x):
+        y = x.transpose(0, 1)  # (B, L, E)
+        return attn(y, y, y)[0]
+    """
+    got = {f.code: f for f in findings(body)}
+    assert set(got) == {"MHA001"}
+    mine = [f for f in findings(body) if f.line == line_of(body, "attn = ")]
+    assert mine[0].evidence["layout_kind"] == "batch-first"
+    assert mine[0].evidence["layout_how"] == "shape comment"
+
+
+# ----------------------------------------------------------------------- shape comments
+
+def _comment_case(where: str) -> str:
+    lines = {
+        "end": ("    y = x.transpose(0, 1)  # y: (B, L, E)\n", ""),
+        "above": ("    # y: (B, L, E)\n    y = x.transpose(0, 1)\n", ""),
+        "below": ("    y = x.transpose(0, 1)\n    # y: (B, L, E)\n", ""),
+    }[where]
+    # ``scale = 1.0`` keeps the comment below from being the one above the call
+    return ("attn = nn.MultiheadAttention(64, 8)\n"
+            "def f(x):\n" + lines[0] + "    scale = 1.0\n    return attn(y, y, y)[0] * scale\n")
+
+
+def test_shape_comments_count_above_at_the_end_and_just_below():
+    for where in ("end", "above", "below"):
+        body = _comment_case(where)
+        mine = [f for f in findings(body) if f.line == line_of(body, "attn = ")]
+        assert [(f.code, f.col) for f in mine] == [("MHA001", 8)], where
+        assert mine[0].evidence["layout_kind"] == "batch-first", where
+        assert mine[0].evidence["layout_line"] == line_of(body, "# y: (B, L, E)"), where
+
+
+def test_a_comment_below_counts_only_for_a_statement_that_changes_the_axes():
+    # the comment below the embedding heads the transpose: it is not the embedding's
+    body = ("emb = nn.Embedding(10, 64)\n"
+            "attn = nn.MultiheadAttention(64, 8)\n"
+            "def f(ids):\n"
+            "    x = emb(ids)\n"
+            "    # (L, B, E) for the attention\n"
+            "    x = x.transpose(0, 1)\n"
+            "    return attn(x, x, x)[0]\n")
+    mine = [f for f in findings(body) if f.line == line_of(body, "attn = ")]
+    assert [(f.code, f.evidence["layout_how"]) for f in mine] == [
+        ("MHA903", "axis swap before the module call")]
+
+
+def test_a_comment_naming_the_argument_beats_the_swap():
+    body = ("attn = nn.MultiheadAttention(64, 8)\n"
+            "def f(x):\n"
+            "    y = x.transpose(0, 1)\n"
+            "    return attn(y, y, y)[0]  # y: (B, L, E)\n")
+    mine = [f for f in findings(body) if f.line == line_of(body, "attn = ")]
+    assert [(f.code, f.evidence["layout_kind"]) for f in mine] == [("MHA001", "batch-first")]
