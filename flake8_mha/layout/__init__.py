@@ -3,7 +3,7 @@
 For every tensor that reaches an attention module's query/key/value
 (``src``/``tgt``/``memory`` for the Transformer modules) the analysis infers
 its axis order from what the code says and carries the line that decided it
-as evidence (RULES.md, "Layout").  Without evidence the layout is unknown: no
+as evidence (docs/evidence.md, "Layout evidence").  Without evidence the layout is unknown: no
 prior is assumed.  Never imports torch.
 
 - ``domain``: the value (axis roles), names of axes, comment and einops parsing,

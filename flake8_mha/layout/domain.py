@@ -3,7 +3,7 @@
 For each tensor that reaches an attention module's query/key/value
 (``src``/``tgt``/``memory`` for the Transformer modules) the evaluator infers
 its axis order from what the code says, and keeps the node that decided it
-as evidence.  Evidence (RULES.md, "Layout"):
+as evidence.  Evidence (docs/evidence.md, "Layout evidence"):
 
 - einops ``rearrange`` patterns and ``einsum`` strings;
 - shape-unpacking names (``B, L, D = x.shape``, ``bsz, seq_len, _ = x.size()``)
