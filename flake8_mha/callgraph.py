@@ -20,9 +20,22 @@ from .flow import CallSite, ClassInfo, DefKind, Scope, ScopeKind, lookup
 Callers = Dict[int, List[Tuple[CallSite, int]]]
 SEQUENTIAL = "torch.nn.Sequential"
 _ORDERED_DICT = {"collections.OrderedDict", "builtins.dict"}
+
+
+class Built:
+    """A member of an ``nn.Sequential`` built by a call of something that is
+    neither a class of this file nor torch's (a class imported from another
+    file of the project, perhaps): the call, where it stands."""
+
+    __slots__ = ("call", "env", "scope")
+
+    def __init__(self, call: cst.Call, env, scope):
+        self.call, self.env, self.scope = call, env, scope
+
+
 # What one member of an ``nn.Sequential`` is: a class of this file, the name of a
-# torch module class (``"LayerNorm"``), or None when not known.
-Member = Union[ClassInfo, str, None]
+# torch module class (``"LayerNorm"``), or another call (``Built``).
+Member = Union[ClassInfo, str, Built]
 
 
 class Slot:
@@ -260,6 +273,8 @@ class FileCalls:
         qn = self.resolver.qualname(built.func, env, scope)
         if qn is not None and qn.startswith("torch.nn.") and qn.count(".") == 2:
             return [qn.rsplit(".", 1)[1]]
+        if isinstance(built.func, (cst.Name, cst.Attribute)):
+            return [Built(built, env, scope)]
         return None
 
     def callee(self, call: cst.Call, env, scope) -> Optional[Tuple[cst.FunctionDef, int]]:

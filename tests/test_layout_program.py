@@ -357,3 +357,111 @@ def test_a_comment_naming_the_argument_beats_the_swap():
             "    return attn(y, y, y)[0]  # y: (B, L, E)\n")
     mine = [f for f in findings(body) if f.line == line_of(body, "attn = ")]
     assert [(f.code, f.evidence["layout_kind"]) for f in mine] == [("MHA001", "batch-first")]
+
+
+# ----------------------------------------------------------------------- across files
+
+import os  # noqa: E402
+import pathlib  # noqa: E402
+import re  # noqa: E402
+import subprocess  # noqa: E402
+import sys  # noqa: E402
+
+ROOT = pathlib.Path(__file__).resolve().parent.parent
+PACKAGES = ROOT / "fixtures" / "program_layout"
+_LINE = re.compile(r"^(?P<path>.+?):(?P<line>\d+):(?P<col>\d+): (?P<code>MHA\d{3}) (?P<msg>.*)$")
+GOOD = "fixtures/program_layout/clip_like"
+BAD = "fixtures/program_layout/clip_like_batch_first"
+FILES = ("__init__.py", "block.py", "transformer.py", "tower.py")
+BAD_MESSAGE = (
+    "MultiheadAttention built without batch_first is fed batch-first data ((N, L, E), "
+    "clip_like_batch_first/tower.py line 15: `self.token_embedding(text)`): it reads axis 0 "
+    "as the sequence and mixes samples across the batch")
+
+
+def _run(*args, tool=("-m", "flake8", "--isolated")):
+    proc = subprocess.run([sys.executable, *tool, *args], cwd=ROOT, capture_output=True,
+                          text=True, timeout=300)
+    found = set()
+    for line in proc.stdout.splitlines():
+        m = _LINE.match(line)
+        assert m is not None, line
+        found.add((os.path.normpath(m["path"]), int(m["line"]), int(m["col"]), m["code"],
+                   m["msg"]))
+    return proc.returncode, found
+
+
+def _at(package, *rows):
+    return {(os.path.normpath(f"{package}/{name}"), line, col, code, msg)
+            for name, line, col, code, msg in rows}
+
+
+def test_clip_package_per_file_and_whole_give_the_same_findings():
+    """Issue 26's 'Done when': the CLIP pattern over three files, sequence-first,
+    gives no MHA001; the same blocks fed batch-first give MHA001 at the block,
+    naming the tower's line; per file and over the package alike."""
+    want = _at(BAD, ("block.py", 11, 21, "MHA001", BAD_MESSAGE))
+    status, whole = _run("--select", "MHA0,MHA1", GOOD, BAD)
+    assert (status, whole) == (1, want)
+    per_file = set()
+    for package in (GOOD, BAD):
+        for name in FILES:
+            per_file |= _run("--select", "MHA0,MHA1", f"{package}/{name}")[1]
+    assert per_file == want
+
+
+def test_clip_package_opt_in_mha903_names_the_tower_swap():
+    status, got = _run("--select", "MHA001,MHA903", f"{GOOD}/block.py")
+    assert status == 1
+    assert got == _at(GOOD, ("block.py", 11, 21, "MHA903",
+                             "MultiheadAttention built without batch_first is fed sequence-first "
+                             "data on every call ((L, N, ?), clip_like/tower.py line 15: "
+                             "`x.permute(1, 0, 2)`): correct, but say batch_first=False"))
+
+
+def test_clip_package_through_flake8_mha_check():
+    tool = ("-m", "flake8_mha.cli", "check", "--no-cache")
+    status, got = _run("--select", "MHA001,MHA010", GOOD, BAD, tool=tool)
+    assert (status, got) == (1, _at(BAD, ("block.py", 11, 21, "MHA001", BAD_MESSAGE)))
+    status, got = _run("--select", "MHA001,MHA010", GOOD, tool=tool)
+    assert (status, got) == (0, set())
+
+
+def _package(tmp_path, tower_forward: str) -> pathlib.Path:
+    pkg = tmp_path / "pkg"
+    pkg.mkdir(exist_ok=True)
+    (pkg / "__init__.py").write_text("")
+    (pkg / "block.py").write_text(
+        "import torch.nn as nn\n\n\n" + BLOCK.replace("nn.Sequential(OrderedDict([", "nn.Sequential(dict([")
+    )
+    (pkg / "tower.py").write_text(
+        "import torch.nn as nn\n\nfrom .block import Block\n\n\n"
+        "class Tower(nn.Module):\n"
+        "    def __init__(self):\n"
+        "        super().__init__()\n"
+        "        self.blocks = nn.ModuleList([Block(64) for _ in range(2)])\n\n"
+        "    def forward(self, x):\n" + tower_forward)
+    return pkg
+
+
+def test_an_edit_of_the_calling_file_changes_the_block_s_finding(tmp_path):
+    loop = "        for blk in self.blocks:\n            x = blk(x)\n        return x\n"
+    pkg = _package(tmp_path, "        x = x.transpose(0, 1)\n" + loop)
+    block = pkg / "block.py"
+
+    def lint():
+        return [(f.code, f.line, f.col, f.evidence.get("layout_file"))
+                for f in analyze_source(block.read_text(), str(block), CODES)]
+
+    assert lint() == [("MHA903", 7, 21, "pkg/tower.py")]
+    (pkg / "tower.py").write_text((pkg / "tower.py").read_text().replace(
+        "        x = x.transpose(0, 1)\n", "        x = x.contiguous()  # (B, L, E)\n"))
+    assert lint() == [("MHA001", 7, 21, "pkg/tower.py")]
+
+
+def test_a_block_no_file_calls_keeps_today_s_finding(tmp_path):
+    pkg = _package(tmp_path, "        return x\n")
+    block = pkg / "block.py"
+    found = analyze_source(block.read_text(), str(block), CODES)
+    assert [(f.code, f.line, f.col, f.evidence["layout_kind"]) for f in found] == [
+        ("MHA001", 7, 21, None)]

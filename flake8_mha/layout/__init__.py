@@ -96,12 +96,28 @@ class LayoutAnalysis:
             return CallLayout(None)
         roles = (BATCH, SEQ, None) if reads else (SEQ, BATCH, None)
         swap = call.layout
-        layout = Layout(roles, swap.node, swap.how) if swap is not None else None
+        layout = (
+            Layout(roles, swap.node, swap.how, origin=swap.origin) if swap is not None else None
+        )
         return CallLayout(BATCH_FIRST if reads else SEQ_FIRST, layout, call.arg)
 
     def evidence(self, call: CallLayout) -> Dict[str, Any]:
         """The layout evidence a finding carries (and its witness reads)."""
         lay = call.layout
+        if lay is not None and lay.origin is not None:
+            # the evidence stands in another file of the project
+            path, line, source = lay.origin
+            return {
+                "layout": lay.text(),
+                "layout_roles": list(lay.roles),
+                "layout_kind": call.kind,
+                "batch_first_data": call.batch_first,
+                "layout_line": line,
+                "layout_source": source,
+                "layout_how": lay.how,
+                "layout_arg": call.arg,
+                "layout_file": _relative(path),
+            }
         return {
             "layout": lay.text() if lay is not None else None,
             "layout_roles": list(lay.roles) if lay is not None else None,
@@ -177,6 +193,15 @@ class LayoutAnalysis:
             return
         for li in layers:
             yield li.ctor, li.spec, li.init_args()
+
+
+def _relative(path: str) -> str:
+    """A file of the project as its findings name it: from the project root."""
+    import os
+
+    from ..project import project_root
+
+    return os.path.relpath(path, project_root(path)).replace(os.sep, "/")
 
 
 def analysis_for(ctx) -> LayoutAnalysis:

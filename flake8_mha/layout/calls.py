@@ -168,7 +168,7 @@ class LayoutCalls:
         found = self.callee(node, env, scope)
         if found is not None:
             return self._helper(found, node, env, scope, frame, depth)
-        return self.chain_output(node, env, scope, frame, depth)
+        return self.module_output(node, env, scope, frame, depth)
 
     def _torch_module(self, ctor, node, env, scope, frame, depth) -> Optional[Layout]:
         name, built, d = ctor
@@ -178,7 +178,7 @@ class LayoutCalls:
         if name in PRESERVE_MODULES or (name == "Sequential" and self._all_preserving(built, d)):
             return self.eval(args[0], env, scope, frame, depth)  # the evidence stays where it was
         if name == "Sequential":
-            return self.chain_output(node, env, scope, frame, depth)
+            return self.module_output(node, env, scope, frame, depth)
         if name == "Embedding":
             ids = real(self.eval(args[0], env, scope, frame, depth))
             if ids is None or EMBED in ids.roles:

@@ -52,6 +52,9 @@ class Layout:
     # an axis swap of data of unknown layout fed to a module: converted to the
     # layout that module reads (layout/program.py), whatever that is
     conforms: bool = False
+    # (file, line, code) of the evidence when it stands in another file of the
+    # project (layout/project_callers.py); None: in the file analyzed
+    origin: Optional[Tuple[str, Optional[int], str]] = None
 
     @property
     def batch_first(self) -> Optional[bool]:

@@ -17,6 +17,7 @@ from ..values import unpacked
 from .calls import CYCLE, MODULE_OUTPUT_ARG, LayoutCalls, join, real
 from .comments import CommentIndex
 from .program import ProgramLayout
+from .project_callers import MAX_HOPS
 from .domain import (
     MAX_CALLER_DEPTH,
     MAX_DEPTH,
@@ -27,8 +28,12 @@ from .domain import (
 
 
 class LayoutEvaluator(FileCalls, LayoutCalls, ProgramLayout):
-    def __init__(self, ctx):
+    def __init__(self, ctx, hops: int = MAX_HOPS, session: Optional[dict] = None):
         self.ctx = ctx
+        # the file on disk (a Project's), whose project the analysis may read
+        self.path = getattr(getattr(ctx, "project", None), "path", None)
+        self.hops = hops if self.path is not None else 0
+        self.session = {} if session is None else session
         self.flow = ctx.flow
         self.resolver = ctx.resolver
         self.module = ctx.module
@@ -202,7 +207,7 @@ class LayoutEvaluator(FileCalls, LayoutCalls, ProgramLayout):
 
     def _from_callers(self, func, name, depth) -> Optional[Layout]:
         callers = self.callers().get(id(func), [])
-        if not callers or self._caller_depth >= MAX_CALLER_DEPTH:
+        if self._caller_depth >= MAX_CALLER_DEPTH:
             return None
         guard = ("callers", id(func), name)
         if guard in self._active:
@@ -222,10 +227,11 @@ class LayoutEvaluator(FileCalls, LayoutCalls, ProgramLayout):
                 if arg is None:
                     return None
                 values.append(self.at(arg, site))
+            values.extend(self.project_inputs(func, name))  # the project's other files
         finally:
             self._caller_depth -= 1
             self._active.discard(guard)
-        return join(values)
+        return join(values) if values else None
 
     # ---------------------------------------------------------------- callers
     # ---------------------------------------------------------------- expressions

@@ -20,13 +20,17 @@ from typing import Dict, List, Optional, Set
 
 import libcst as cst
 
-from ..callgraph import ChainSite, Slot
+import dataclasses
+
+from ..callgraph import Built, ChainSite, Slot
 from ..flow import ClassInfo, lookup
-from .calls import CYCLE, Frame, join, real
-from .domain import PRESERVE_MODULES, Layout
+from . import project_callers
+from .calls import Frame, join, real, same
+from .domain import PRESERVE_MODULES, Layout, positional
 
 SWAP_HOW = "axis swap before the module call"
 _REACH_DEPTH = 4
+_REACH_HOPS = 2  # the hops a reach question is asked with: enough to name a class
 
 
 class ProgramLayout:
@@ -35,6 +39,11 @@ class ProgramLayout:
 
     _swap_marks: Optional[Set[int]] = None
     _reaches: Dict[int, bool]
+    _calls_in: Optional[Dict[int, list]] = None
+    _targets: Dict[int, Optional[project_callers.Target]]
+    path: Optional[str] = None  # the file, when it is one of a project on disk
+    hops: int = 0  # how many more files away the analysis may look
+    session: Dict[tuple, object]  # (file, hops) -> evaluator, for one linted file
 
     # ------------------------------------------------------------ swaps
     def swap_layout(self, node: cst.Call, rank: int = 3) -> Optional[Layout]:
@@ -44,13 +53,18 @@ class ProgramLayout:
             return None
         return Layout((None,) * rank, node, SWAP_HOW, conforms=True)
 
-    def _marks(self) -> Set[int]:
-        if self._swap_marks is None:
-            self._swap_marks = set()
+    def _index(self) -> None:
+        if getattr(self, "_calls_in", None) is None:
             self._reaches = {}
-            self._calls_in: Dict[int, list] = {}
+            self._targets = {}
+            self._calls_in = {}
             for site in self.flow.calls:
                 self._calls_in.setdefault(id(site.function), []).append(site)
+
+    def _marks(self) -> Set[int]:
+        if self._swap_marks is None:
+            self._index()
+            self._swap_marks = set()
             for site in self.flow.calls:
                 if self._is_module_call(site.node, site.env, site.scope):
                     for arg in site.node.args:
@@ -79,7 +93,10 @@ class ProgramLayout:
                 return True
         except RecursionError:  # pragma: no cover
             return False
-        return self._call_reaches(call, env, scope, 0)
+        if self._call_reaches(call, env, scope, 0):
+            return True
+        targets = self.held_targets(func, env, scope)
+        return bool(targets) and all(self._foreign_reaches(t, 0) for t in targets)
 
     def _call_reaches(self, call: cst.Call, env, scope, depth: int) -> bool:
         if depth > _REACH_DEPTH:
@@ -93,14 +110,17 @@ class ProgramLayout:
         else:
             for slot in self.sequential_slots(call, env, scope) or ():
                 for member in slot.members:
-                    forward = (
-                        self.method_of(member, "forward") if isinstance(member, ClassInfo) else None
-                    )
+                    forward = self._forward(member)
                     if forward is not None:
                         funcs.append(forward)
+                    elif isinstance(member, Built):
+                        target = self._target(member.call.func, member.env, member.scope)
+                        if target is not None and self._foreign_reaches(target, depth + 1):
+                            return True
         return any(self._function_reaches(f, depth) for f in funcs)
 
     def _function_reaches(self, func: cst.FunctionDef, depth: int) -> bool:
+        self._index()
         key = id(func)
         if key in self._reaches:
             return self._reaches[key]
@@ -134,46 +154,51 @@ class ProgramLayout:
     def chain_input(self, chained: ChainSite, func: cst.FunctionDef, depth) -> Optional[Layout]:
         """The layout the member whose ``forward`` is ``func`` is fed by the
         member before it, at one call of an ``nn.Sequential``."""
-        start = self._chain_start(chained.site, depth)
+        start = self.at(chained.site.node.args[0].value, chained.site)
         if start is None:
             return None
         fed: List[Optional[Layout]] = []
-        self._walk(chained.slots, start, depth, func, fed)
+        self._walk(chained.slots, start, depth, func, fed, False)
         return join(fed) if fed else None
 
-    def chain_output(self, call: cst.Call, env, scope, frame, depth) -> Optional[Layout]:
-        """What a call of an ``nn.Sequential`` of known members gives back."""
+    def module_output(self, call: cst.Call, env, scope, frame, depth) -> Optional[Layout]:
+        """What a call of an ``nn.Sequential`` of known members, or of a module
+        of another file of the project, gives back."""
         slots = self.sequential_slots(call, env, scope)
-        if slots is None:
+        func = call.func
+        if isinstance(func, cst.Attribute) and func.attr.value == "forward":
+            func = func.value
+        targets = None
+        if slots is None and isinstance(func, (cst.Name, cst.Attribute, cst.Subscript)):
+            targets = self.held_targets(func, env, scope)
+            if not targets or len(set(targets)) != 1:
+                return None
+        args = positional(call)
+        if not args or (slots is None and targets is None):
             return None
-        start = real(self.eval(call.args[0].value, env, scope, frame, depth))
+        start = real(self.eval(args[0], env, scope, frame, depth))
         if start is None:
             return None
-        return self._walk(slots, start, depth, None, [])
+        if slots is not None:
+            return self._walk(slots, start, depth, None, [], False)
+        return self.foreign_output(targets[0], start)
 
-    def _chain_start(self, site, depth) -> Optional[Layout]:
-        return self.at(site.node.args[0].value, site)
-
-    def _walk(self, slots: List[Slot], layout, depth, func, fed) -> Optional[Layout]:
+    def _walk(self, slots: List[Slot], layout, depth, func, fed, first_too) -> Optional[Layout]:
         """Run the members on ``layout`` in order; collect in ``fed`` what
-        ``func`` is given where the member before it feeds it."""
+        ``func`` (a ``forward`` of this file, or a class of another file) is
+        given where the member before it feeds it (and at the first place
+        too when ``first_too``)."""
         first = True
         for slot in slots:
-            if layout is None:
-                if func is not None and (not first or slot.repeat):
-                    if any(self._forward(m) is func for m in slot.members):
-                        fed.append(None)
-                return None
-            if func is not None and (not first or slot.repeat):
-                if any(self._forward(m) is func for m in slot.members):
+            if func is not None and (first_too or not first or slot.repeat):
+                if any(self._is_member(m, func) for m in slot.members):
                     fed.append(layout)
-            outs = [self.member_output(m, layout, depth) for m in slot.members]
-            out = join(outs)
+            if layout is None:
+                return None
+            out = join([self.member_output(m, layout, depth) for m in slot.members])
             if slot.repeat:
                 # any number of times: only a member that keeps the layout keeps it known
-                layout = layout if out is not None and out.roles == layout.roles else None
-                if out is CYCLE:
-                    layout = None
+                layout = layout if out is not None and same(out, layout) else None
             else:
                 layout = real(out)
             first = False
@@ -182,10 +207,21 @@ class ProgramLayout:
     def _forward(self, member) -> Optional[cst.FunctionDef]:
         return self.method_of(member, "forward") if isinstance(member, ClassInfo) else None
 
+    def _is_member(self, member, func) -> bool:
+        if isinstance(func, tuple):
+            return (
+                isinstance(member, Built)
+                and self._target(member.call.func, member.env, member.scope) == func
+            )
+        return self._forward(member) is func
+
     def member_output(self, member, layout: Layout, depth) -> Optional[Layout]:
         """What one member of a container gives back when fed ``layout``."""
         if isinstance(member, str):
             return layout if member in PRESERVE_MODULES else None
+        if isinstance(member, Built):
+            target = self._target(member.call.func, member.env, member.scope)
+            return self.foreign_output(target, layout) if target is not None else None
         forward = self._forward(member)
         if forward is None:
             return None
@@ -208,3 +244,124 @@ class ProgramLayout:
             return join([self.eval(e, env, fscope, inner, depth) for e, env in fscope.returns])
         finally:
             self._active.discard(guard)
+
+    # ------------------------------------------------------------ other files
+    def _target(self, node, env, scope) -> Optional[project_callers.Target]:
+        """The class of another project file an expression names (an import)."""
+        if self.path is None or self.hops <= 0:
+            return None
+        self._index()
+        key = id(node)
+        if key not in self._targets:
+            try:
+                self._targets[key] = project_callers.imported_class(self.path, node, env, scope)
+            except RecursionError:  # pragma: no cover
+                self._targets[key] = None
+        return self._targets[key]
+
+    def held_targets(self, node, env, scope) -> Optional[List[project_callers.Target]]:
+        """The classes of other project files whose instance ``node`` holds."""
+        if self.path is None or self.hops <= 0:
+            return None
+
+        def leaf(call: cst.Call, cenv, cscope):
+            target = self._target(call.func, cenv, cscope)
+            return [target] if target is not None else None
+
+        try:
+            return self.resolver.held(node, env, scope, leaf)
+        except RecursionError:  # pragma: no cover
+            return None
+
+    def other(self, there, hops: int):
+        """The evaluator of another file, made once per analysis of the linted
+        file (``session``): an answer never depends on what an earlier file's
+        analysis asked."""
+        key = (there.path, hops)
+        found = self.session.get(key)
+        if found is None:
+            found = self.session[key] = type(self)(there.ctx, hops=hops, session=self.session)
+        return found
+
+    def _foreign(self, target: project_callers.Target, hops: Optional[int] = None):
+        """(the other file's evaluator, the class's ``forward``), or None."""
+        there = project_callers.unit(target[0])
+        if there is None or target[1] not in there.classes:
+            return None
+        ev = self.other(there, self.hops - 1 if hops is None else hops)
+        forward = ev.method_of(there.classes[target[1]], "forward")
+        return (ev, forward) if forward is not None else None
+
+    def foreign_output(self, target, layout: Layout) -> Optional[Layout]:
+        found = self._foreign(target)
+        if found is None:
+            return None
+        ev, forward = found
+        return ev.export(ev.output_of(forward, layout, 0))
+
+    def _foreign_reaches(self, target, depth: int) -> bool:
+        """Whether the class's ``forward`` reaches an attention module (looked
+        for up to ``_REACH_DEPTH`` calls away, whatever the hops left)."""
+        if depth > _REACH_DEPTH:
+            return False
+        found = self._foreign(target, _REACH_HOPS)
+        return found is not None and found[0]._function_reaches(found[1], depth)
+
+    def export(self, layout: Optional[Layout]) -> Optional[Layout]:
+        """A layout as another file sees it: its evidence keeps this file's
+        name, line and code (``origin``)."""
+        if layout is None or not layout.roles or layout.origin is not None or self.path is None:
+            return real(layout)
+        line = self.line(layout.node) if layout.node is not None else None
+        origin = (self.path, line, self.text(layout.node))
+        return dataclasses.replace(layout, origin=origin)
+
+    def project_inputs(self, func: cst.FunctionDef, name: str) -> List[Optional[Layout]]:
+        """What the other files of the project feed ``name``, the first
+        parameter of the ``forward`` of a module-level class of this file."""
+        if self.path is None or self.hops <= 0 or func.name.value != "forward":
+            return []
+        cls = next(
+            (
+                c
+                for c in self.flow.classes.values()
+                if c.scope is self.flow.module_scope and c.methods.get("forward") is func
+            ),
+            None,
+        )
+        p = func.params
+        names = [q.name.value for q in list(p.posonly_params) + list(p.params)]
+        if cls is None or names[1:2] != [name]:
+            return []
+        target = (self.path, cls.name)
+        out: List[Optional[Layout]] = []
+        for other in project_callers.candidates(self.path, cls.name):
+            there = project_callers.unit(other)
+            if there is not None:
+                ev = self.other(there, self.hops - 1)
+                out.extend(ev.export(v) for v in ev.fed_to(target))
+        return out
+
+    def fed_to(self, target) -> List[Optional[Layout]]:
+        """The layouts this file feeds the ``forward`` of ``target``, a class
+        of another file: at each call of an instance of it, and in each
+        ``nn.Sequential`` it is a member of."""
+        out: List[Optional[Layout]] = []
+        for site in self.flow.calls:
+            func = site.node.func
+            if isinstance(func, cst.Attribute) and func.attr.value == "forward":
+                func = func.value
+            if not isinstance(func, (cst.Name, cst.Attribute, cst.Subscript)):
+                continue
+            held = self.held_targets(func, site.env, site.scope)
+            if held:
+                if target in held:
+                    args = positional(site.node)
+                    same_class = all(t == target for t in held)
+                    out.append(self.at(args[0], site) if args and same_class else None)
+                continue
+            slots = self.sequential_slots(site.node, site.env, site.scope)
+            if slots and any(self._is_member(m, target) for s in slots for m in s.members):
+                start = self.at(site.node.args[0].value, site)
+                self._walk(slots, start, 0, target, out, True)
+        return out
