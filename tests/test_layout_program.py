@@ -465,3 +465,24 @@ def test_a_block_no_file_calls_keeps_today_s_finding(tmp_path):
     found = analyze_source(block.read_text(), str(block), CODES)
     assert [(f.code, f.line, f.col, f.evidence["layout_kind"]) for f in found] == [
         ("MHA001", 7, 21, None)]
+
+
+LOOP = "fixtures/program_layout/modulelist_loop"
+LOOP_MESSAGE = (
+    "MultiheadAttention built without batch_first is fed batch-first data ((N, L, E), "
+    "modulelist_loop/model.py line 18: `self.embed(ids)`): it reads axis 0 as the sequence "
+    "and mixes samples across the batch")
+
+
+def test_modulelist_loop_and_index_across_files_per_file_and_whole():
+    want = _at(LOOP, ("blocks.py", 18, 21, "MHA001", LOOP_MESSAGE))
+    assert _run("--select", "MHA0,MHA1", LOOP) == (1, want)
+    per_file = set()
+    for name in ("__init__.py", "blocks.py", "stacks.py", "model.py"):
+        per_file |= _run("--select", "MHA0,MHA1", f"{LOOP}/{name}")[1]
+    assert per_file == want
+    # the sequence-first block: the opt-in MHA903 names model.py's permute
+    status, got = _run("--select", "MHA903", f"{LOOP}/blocks.py")
+    assert [(g[1], g[2], g[3]) for g in got] == [(7, 21, "MHA903")]
+    assert "modulelist_loop/model.py line 15: `self.stem(images).flatten(2).permute(2, 0, 1)`" in (
+        next(iter(got))[4])

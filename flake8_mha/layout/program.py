@@ -335,7 +335,10 @@ class ProgramLayout:
             return []
         target = (self.path, cls.name)
         out: List[Optional[Layout]] = []
-        for other in project_callers.candidates(self.path, cls.name):
+        files = project_callers.candidates(self.path, cls.name)
+        if files is None:
+            return []  # too many files name the class: not read, as before issue 26
+        for other in files:
             there = project_callers.unit(other)
             if there is not None:
                 ev = self.other(there, self.hops - 1)

@@ -153,13 +153,15 @@ def _word_index(root: str) -> Dict[str, List[str]]:
     return index
 
 
-def candidates(path: str, name: str) -> List[str]:
+def candidates(path: str, name: str) -> Optional[List[str]]:
     """The project's files other than ``path`` that name ``name`` (a word) and
-    import something: the only ones that may call the class.  The index is
-    made once per process: a file added later is not seen until the next run."""
+    import something: the only ones that may call the class.  None when there
+    are more than ``MAX_CANDIDATES`` (a caller not read could feed anything).
+    The index is made once per process: a file added later is not seen until
+    the next run."""
     me = os.path.abspath(path)
-    found = _word_index(project_root(path)).get(name, ())
-    return [p for p in found if p != me][:MAX_CANDIDATES]
+    found = [p for p in _word_index(project_root(path)).get(name, ()) if p != me]
+    return found if len(found) <= MAX_CANDIDATES else None
 
 
 # --------------------------------------------------------------------------- names
