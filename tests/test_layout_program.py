@@ -336,6 +336,31 @@ def test_shape_comments_count_above_at_the_end_and_just_below():
         assert mine[0].evidence["layout_line"] == line_of(body, "# y: (B, L, E)"), where
 
 
+def test_a_parameter_s_own_comment_in_the_signature_counts():
+    for comment, kind in (("# nq, bs, d_model", "sequence-first"),
+                          ("# (B, L, E)", "batch-first"),
+                          ("# bs x seq_len x d_model", "batch-first")):
+        body = ("attn = nn.MultiheadAttention(64, 8)\n"
+                "def f(\n"
+                f"    tgt,  {comment}\n"
+                "    other=None,  # pos for query. MLP(Sine(pos))\n"
+                "):\n"
+                "    return attn(tgt, tgt, tgt)[0]\n")
+        mine = [f for f in findings(body, ["MHA001", "MHA903"])
+                if f.line == line_of(body, "attn = ")]
+        assert len(mine) == 1, comment
+        assert mine[0].evidence["layout_kind"] == kind, comment
+        assert mine[0].evidence["layout_line"] == line_of(body, comment), comment
+    # prose is not a shape
+    body = ("attn = nn.MultiheadAttention(64, 8)\n"
+            "def f(\n"
+            "    tgt,  # the queries, already normalised\n"
+            "):\n"
+            "    return attn(tgt, tgt, tgt)[0]\n")
+    mine = [f for f in findings(body) if f.line == line_of(body, "attn = ")]
+    assert [(f.code, f.evidence["layout_kind"]) for f in mine] == [("MHA001", None)]
+
+
 def test_a_comment_below_counts_only_for_a_statement_that_changes_the_axes():
     # the comment below the embedding heads the transpose: it is not the embedding's
     body = ("emb = nn.Embedding(10, 64)\n"

@@ -13,6 +13,7 @@ from ..tree import walk, walk_in_order
 from .domain import Layout, useful, parse_shape_comment, roles_of_names
 
 _Entry = Tuple[cst.Comment, Dict[Optional[str], tuple]]
+_DIM = re.compile(r"[A-Za-z_]\w*")
 _GOOGLE_ARG = re.compile(r"^\s*(\w+)\s*\([^()]*\)\s*:(.*)$")
 
 
@@ -221,6 +222,27 @@ class CommentIndex:
                             node = first.body[0]
                             out.append((node, found))
         return out
+
+    @staticmethod
+    def param_comment(param: cst.Param) -> Optional[Layout]:
+        """``tgt: Tensor,  # nq, bs, d_model`` in a signature written one
+        parameter a line: the comment after the parameter's comma, also as a
+        bare list of dimension names."""
+        comma = param.comma
+        ws = getattr(comma, "whitespace_after", None)
+        comment = getattr(getattr(ws, "first_line", None), "comment", None)
+        if comment is None:
+            return None
+        found = parse_shape_comment(comment.value)
+        roles = found.get(None) or found.get(param.name.value)
+        if roles is None:
+            names = [n.strip() for n in comment.value.lstrip("#").split(",")]
+            if len(names) < 2 or not all(_DIM.fullmatch(n) for n in names):
+                return None
+            roles = roles_of_names(names)
+            if not useful(roles):
+                return None
+        return Layout(roles, comment, "shape comment")
 
     @staticmethod
     def annotation(param: cst.Param) -> Optional[Layout]:

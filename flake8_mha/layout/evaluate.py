@@ -193,7 +193,11 @@ class LayoutEvaluator(FileCalls, LayoutCalls, ProgramLayout):
             return None
         got = self._from_callers(func, name, depth)
         if real(got) is None:
-            stated = self.comments.annotation(p) or self._function_comment(d.scope, name)
+            stated = (
+                self.comments.annotation(p)
+                or self.comments.param_comment(p)
+                or self._function_comment(d.scope, name)
+            )
             if stated is not None:
                 return stated
         return got

@@ -43,7 +43,8 @@ class BatchFirstUnset(Rule):
         known layout, embeddings of ids of known layout, convolution feature
         maps `(N, C, ...)`, layout-preserving operations, an attention
         module's own output, shape comments (at the end of the line, on the
-        line above, or just below a reshape) and jaxtyping annotations,
+        line above, just below a reshape, or after a parameter in the
+        signature) and jaxtyping annotations,
         followed through locals, helpers, methods, callers and module calls
         (`self.block(x)`, an `nn.ModuleList` looped over or indexed, an
         `nn.Sequential` of the file's blocks, and what a block's `forward`
