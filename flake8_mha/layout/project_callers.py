@@ -17,10 +17,11 @@ evaluator:
 - which files may call a class: a text screen for its name (a capitalised
   word), over the project's ``.py`` files, before anything is parsed (one
   index per process); at most ``MAX_CANDIDATES`` of them are read;
-- every file read is parsed whole, once per process (a ``Unit``), and
-  re-read when its size or modification time changes; an evaluator per
-  remaining hop budget, so an answer does not depend on what was asked
-  before (``flake8 file.py`` and ``flake8 pkg/`` agree);
+- every file read is parsed whole (a ``Unit``), kept for the next question
+  (the ``MAX_UNITS`` used last, per process), and re-read when its size or
+  modification time changes; its layout evaluators are new for each linted
+  file (``ProgramLayout.other``), so an answer does not depend on what an
+  earlier file asked (``flake8 file.py`` and ``flake8 pkg/`` agree);
 - at most ``MAX_HOPS`` files away from the linted file, in either direction.
 
 Nothing is imported or run.  What cannot be found is unknown.
@@ -40,6 +41,7 @@ from ..resolve import Resolver
 
 MAX_HOPS = 3
 MAX_CANDIDATES = 8
+MAX_UNITS = 12  # parsed files kept per process
 MAX_FILES = 5000
 MAX_FILE_BYTES = 1024 * 1024
 MAX_REEXPORT_HOPS = 2
@@ -113,8 +115,9 @@ def unit(path: str) -> Optional[Unit]:
     stamp = _stamp(path)
     if stamp is None:
         return None
-    kept = _UNITS.get(path)
+    kept = _UNITS.pop(path, None)
     if kept is not None and kept[0] == stamp:
+        _UNITS[path] = kept  # the most recently used last
         return kept[1]
     text = _read(path)
     found: Optional[Unit] = None
@@ -124,6 +127,8 @@ def unit(path: str) -> Optional[Unit]:
         except (cst.ParserSyntaxError, RecursionError, MemoryError, ValueError):
             found = None
     _UNITS[path] = (stamp, found)
+    while len(_UNITS) > MAX_UNITS:  # a tree is large: keep the few used last
+        del _UNITS[next(iter(_UNITS))]
     return found
 
 
