@@ -286,6 +286,8 @@ class Resolver:
                     return []  # filled by .append(): the caller adds those
                 if len(node.args) == 1 and not node.args[0].star:
                     return self.held_elements(node.args[0].value, env, scope, leaf, depth + 1)
+                if qn == "torch.nn.Sequential":
+                    return self._sequential_members(node, env, scope, leaf, depth)
             return reach.module_dict_values(self, node, env, scope, leaf, depth)
         if t in (cst.List, cst.Tuple):
             out: list = []
@@ -315,6 +317,22 @@ class Resolver:
                 appended.extend(cls.appends.get(node.attr.value, ()))
             return self._elements_from_defs(defs, appended, leaf, depth)
         return None
+
+    def _sequential_members(self, node: cst.Call, env, scope, leaf: Leaf, depth: int):
+        """``nn.Sequential(a, b)``, ``nn.Sequential(*[Block() for _ in range(n)])``:
+        every module given (one argument alone may be an ``OrderedDict``: above)."""
+        out: list = []
+        for arg in node.args:
+            if arg.keyword is not None or arg.star == "**":
+                return None
+            if arg.star:
+                got = self.held_elements(arg.value, env, scope, leaf, depth + 1)
+            else:
+                got = self.held(arg.value, env, scope, leaf, depth + 1)
+            if not got:
+                return None
+            out.extend(got)
+        return out
 
     def _elements_from_defs(self, defs, appended, leaf: Leaf, depth: int) -> Optional[list]:
         if not defs:

@@ -194,6 +194,37 @@ def test_modulelist_loop_and_index_carry_the_layout():
     _seq_first(index, "x = x.transpose(0, 1)")
 
 
+def test_a_loop_over_a_sequential_carries_the_layout():
+    # OneFormer's text transformer: ``for layer in self.layers`` over a Sequential
+    body = """\
+    class Tower(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.layers = nn.Sequential(*[Block(64) for _ in range(4)])
+            self.emb = nn.Embedding(10, 64)
+            self.pos = nn.Parameter(torch.empty(77, 64))
+
+        def forward(self, text):
+            h = self.emb(text) + self.pos
+            h = h.permute(1, 0, 2)
+            for layer in self.layers:
+                h = layer(h)
+            return h
+    """
+    _seq_first(body, "h = h.permute(1, 0, 2)")
+    # a swap before a method (not a module's call) says nothing
+    helper = body.replace("            for layer in self.layers:\n                h = layer(h)\n"
+                          "            return h\n",
+                          "            return self.run(h)\n\n"
+                          "        def run(self, h):\n"
+                          "            for layer in self.layers:\n"
+                          "                h = layer(h)\n"
+                          "            return h\n")
+    assert helper != body
+    assert [(f.code, f.line, f.evidence["layout_kind"]) for f in findings(helper)] == [
+        ("MHA001", BUILT[0], None)]
+
+
 def test_a_member_that_changes_the_layout_is_followed(monkeypatch):
     monkeypatch.setattr(focus, "FOCUS", False)  # Flip names no attention word
     body = """\

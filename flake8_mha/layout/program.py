@@ -104,8 +104,8 @@ class ProgramLayout:
         found = self.callee(call, env, scope)
         funcs: List[cst.FunctionDef] = []
         if found is not None:
-            if found[1] != 1:
-                return False  # a plain function or static method: not a module
+            if found[1] != 1 or found[0].name.value != "forward":
+                return False  # a function or another method: not a module's call
             funcs.append(found[0])
         else:
             for slot in self.sequential_slots(call, env, scope) or ():
