@@ -542,3 +542,13 @@ def test_modulelist_loop_and_index_across_files_per_file_and_whole():
     assert [(g[1], g[2], g[3]) for g in got] == [(7, 21, "MHA903")]
     assert "modulelist_loop/model.py line 15: `self.stem(images).flatten(2).permute(2, 0, 1)`" in (
         next(iter(got))[4])
+
+
+def test_a_broken_file_of_the_project_never_breaks_the_block_s_analysis(tmp_path):
+    pkg = _package(tmp_path, "        return x\n")
+    (pkg / "broken.py").write_text("from .block import Block\nBlock(64)(x.transpose(0, 1)\n")
+    (pkg / "latin.py").write_bytes(b"from .block import Block\n# caf\xe9\n")
+    block = pkg / "block.py"
+    found = analyze_source(block.read_text(), str(block), CODES)
+    assert [(f.code, f.line, f.col, f.evidence["layout_kind"]) for f in found] == [
+        ("MHA001", 7, 21, None)]

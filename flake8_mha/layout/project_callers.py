@@ -43,9 +43,10 @@ MAX_HOPS = 3
 MAX_CANDIDATES = 8
 MAX_UNITS = 12  # parsed files kept per process
 MAX_FILES = 5000
+MAX_DIRS = 2000
 MAX_FILE_BYTES = 1024 * 1024
 MAX_REEXPORT_HOPS = 2
-_SKIP_DIRS = {"__pycache__", "node_modules", "site-packages", "build", "dist"}
+_SKIP_DIRS = {"__pycache__", "node_modules", "site-packages", "build", "dist", "venv", "env"}
 
 Target = Tuple[str, str]  # (absolute path of the defining file, class name)
 
@@ -124,7 +125,7 @@ def unit(path: str) -> Optional[Unit]:
     if text is not None:
         try:
             found = Unit(path, cst.parse_module(text))
-        except (cst.ParserSyntaxError, RecursionError, MemoryError, ValueError):
+        except Exception:  # another file never breaks this one's analysis: unknown
             found = None
     _UNITS[path] = (stamp, found)
     while len(_UNITS) > MAX_UNITS:  # a tree is large: keep the few used last
@@ -141,8 +142,11 @@ def _word_index(root: str) -> Dict[str, List[str]]:
     index = _INDEX.get(root)
     if index is None:
         index = {}
-        count = 0
+        count = dirs_seen = 0
         for here, dirs, names in os.walk(root):
+            dirs_seen += 1
+            if dirs_seen > MAX_DIRS:
+                break  # not a project (a home directory): what was seen is all
             dirs[:] = sorted(d for d in dirs if not d.startswith(".") and d not in _SKIP_DIRS)
             for name in sorted(names):
                 if not name.endswith(".py") or count >= MAX_FILES:
