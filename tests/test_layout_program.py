@@ -464,6 +464,20 @@ def test_clip_package_per_file_and_whole_give_the_same_findings():
         for name in FILES:
             per_file |= _run("--select", "MHA0,MHA1", f"{package}/{name}")[1]
     assert per_file == want
+    # an editor's way: the buffer on stdin, named by its path
+    stdin = set()
+    for package in (GOOD, BAD):
+        path = f"{package}/block.py"
+        proc = subprocess.run(
+            [sys.executable, "-m", "flake8", "--isolated", "--select", "MHA0,MHA1",
+             "--stdin-display-name", path, "-"],
+            cwd=ROOT, input=(ROOT / path).read_text(), capture_output=True, text=True,
+            timeout=300)
+        for line in proc.stdout.splitlines():
+            m = _LINE.match(line)
+            stdin.add((os.path.normpath(m["path"]), int(m["line"]), int(m["col"]), m["code"],
+                       m["msg"]))
+    assert stdin == want
 
 
 def test_clip_package_opt_in_mha903_names_the_tower_swap():
