@@ -225,6 +225,33 @@ def test_a_loop_over_a_sequential_carries_the_layout():
         ("MHA001", BUILT[0], None)]
 
 
+def test_layers_cloned_by_a_helper_carry_the_layout():
+    # DETR's ``_get_clones``: a ModuleList of deep copies of the layer it is given
+    body = """\
+    import copy
+
+
+    def _get_clones(module, N):
+        return nn.ModuleList([copy.deepcopy(module) for i in range(N)])
+
+
+    class Decoder(nn.Module):
+        def __init__(self):
+            super().__init__()
+            layer = Block(64)
+            self.layers = _get_clones(layer, 6)
+
+        def forward(self, tgt):
+            B, L, E = tgt.shape
+            out = tgt.transpose(0, 1)
+            for layer in self.layers:
+                out = layer(out)
+            return out
+    """
+    _seq_first(body, "out = tgt.transpose(0, 1)")
+    _batch_first(body.replace("out = tgt.transpose(0, 1)", "out = tgt"))
+
+
 def test_a_member_that_changes_the_layout_is_followed(monkeypatch):
     monkeypatch.setattr(focus, "FOCUS", False)  # Flip names no attention word
     body = """\
