@@ -252,6 +252,41 @@ def test_layers_cloned_by_a_helper_carry_the_layout():
     _batch_first(body.replace("out = tgt.transpose(0, 1)", "out = tgt"))
 
 
+def test_a_user_layer_run_by_torch_s_transformer_decoder():
+    # timm's ML-Decoder: torch's TransformerDecoder runs the file's own layer
+    body = """\
+    class Layer(nn.Module):
+        def __init__(self, d):
+            super().__init__()
+            self.norm1 = nn.LayerNorm(d)
+            self.multihead_attn = nn.MultiheadAttention(d, 8)
+
+        def forward(self, tgt, memory, tgt_mask=None, memory_mask=None):
+            tgt = self.norm1(tgt)
+            tgt2 = self.multihead_attn(tgt, memory, memory)[0]
+            return tgt + tgt2
+
+
+    class Head(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.query_embed = nn.Embedding(20, 64)
+            self.decoder = nn.TransformerDecoder(Layer(64), num_layers=2)
+
+        def forward(self, x):
+            bs = x.shape[0]
+            tgt = self.query_embed.weight.unsqueeze(1).expand(-1, bs, -1)
+            return self.decoder(tgt, x.transpose(0, 1))
+    """
+    found = [(f.code, f.line, f.col, f.evidence["layout_line"]) for f in findings(body)]
+    mine = [f for f in found if f[1] == line_of(body, "self.multihead_attn = ")]
+    assert mine == [("MHA903", line_of(body, "self.multihead_attn = "), 31,
+                     line_of(body, "tgt = self.query_embed"))]
+    bad = body.replace(".expand(-1, bs, -1)", ".expand(bs, -1, -1)")
+    mine = [f for f in findings(bad) if f.line == line_of(body, "self.multihead_attn = ")]
+    assert [(f.code, f.evidence["layout_kind"]) for f in mine] == [("MHA001", "batch-first")]
+
+
 def test_a_member_that_changes_the_layout_is_followed(monkeypatch):
     monkeypatch.setattr(focus, "FOCUS", False)  # Flip names no attention word
     body = """\

@@ -81,6 +81,9 @@ class LayoutAnalysis:
                 found.append(CallLayout(kind, layout, name))
         if not found:
             return CallLayout(None)
+        known = [c for c in found if c.kind != CONVERTED]
+        if known:
+            found = known  # a swap conforms to the layout the other inputs state
         kinds = {c.kind for c in found}
         if len(kinds) > 1:
             return CallLayout(None)  # the inputs disagree: torch raises or we misread

@@ -231,6 +231,7 @@ class LayoutEvaluator(FileCalls, LayoutCalls, ProgramLayout):
                 if arg is None:
                     return None
                 values.append(self.at(arg, site))
+            values.extend(self.torch_layer_inputs(func, name))  # run by nn.TransformerEncoder
             values.extend(self.project_inputs(func, name))  # the project's other files
         finally:
             self._caller_depth -= 1

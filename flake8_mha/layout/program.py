@@ -26,11 +26,20 @@ from ..callgraph import Built, ChainSite, Slot
 from ..flow import ClassInfo, lookup
 from . import project_callers
 from .calls import Frame, join, real, same
+from ..resolve import Bound
+from ..torch_api import MODULES
 from .domain import PRESERVE_MODULES, Layout, positional
 
 SWAP_HOW = "axis swap before the module call"
+# what torch's containers feed the first and second parameters of their layers
+_LAYER_INPUTS = {"TransformerEncoder": ("src",), "TransformerDecoder": ("tgt", "memory")}
 _REACH_DEPTH = 4
 _REACH_HOPS = 2  # the hops a reach question is asked with: enough to name a class
+
+
+def site_spec(kind: str):
+    """The torch spec of a container by its class name."""
+    return next(spec for spec in MODULES.values() if spec.name == kind).forward
 
 
 class ProgramLayout:
@@ -40,6 +49,7 @@ class ProgramLayout:
     _swap_marks: Optional[Set[int]] = None
     _reaches: Dict[int, bool]
     _calls_in: Optional[Dict[int, list]] = None
+    _torch_layers: Optional[list] = None
     _targets: Dict[int, Optional[project_callers.Target]]
     path: Optional[str] = None  # the file, when it is one of a project on disk
     hops: int = 0  # how many more files away the analysis may look
@@ -55,6 +65,7 @@ class ProgramLayout:
 
     def _index(self) -> None:
         if getattr(self, "_calls_in", None) is None:
+            self._torch_layers = None
             self._reaches = {}
             self._targets = {}
             self._calls_in = {}
@@ -244,6 +255,58 @@ class ProgramLayout:
             return join([self.eval(e, env, fscope, inner, depth) for e, env in fscope.returns])
         finally:
             self._active.discard(guard)
+
+    # ------------------------------------------------------------ torch's containers
+    def torch_layer_inputs(self, func: cst.FunctionDef, name: str) -> List[Optional[Layout]]:
+        """What ``nn.TransformerEncoder``/``Decoder`` calls of this file feed
+        ``name`` of ``func``, the ``forward`` of a class of this file they were
+        built from: torch runs each layer on the one before's output, so the
+        first parameter is the call's ``src``/``tgt`` (the second a decoder's
+        ``memory``) while the layer keeps the layout."""
+        self._index()
+        if self._torch_layers is None:
+            self._torch_layers = self._layer_sites()
+        names = [q.name.value for q in list(func.params.posonly_params) + list(func.params.params)]
+        out: List[Optional[Layout]] = []
+        for site, kind, forwards in self._torch_layers:
+            if id(func) not in forwards or name not in names[1:3]:
+                continue
+            arg = _LAYER_INPUTS[kind][names.index(name) - 1]
+            given = Bound(site.node, site_spec(kind)).get(arg)
+            got = self.at(given, site) if given is not None else None
+            if got is not None and names.index(name) == 1:
+                out_layout = self.output_of(func, got, 0)  # fed the layer before's output
+                got = got if out_layout is not None and same(out_layout, got) else None
+            out.append(got)
+        return out
+
+    def _layer_sites(self) -> list:
+        found = []
+        for site in self.flow.calls:
+            func = site.node.func
+            if not isinstance(func, (cst.Name, cst.Attribute, cst.Subscript)):
+                continue
+            try:
+                instances = self.resolver.instances(func, site.env, site.scope)
+            except RecursionError:  # pragma: no cover
+                continue
+            spec = self.resolver.common_spec(instances)
+            if spec is None or spec.name not in _LAYER_INPUTS:
+                continue
+            forwards: Set[int] = set()
+            for inst in instances:
+                args = inst.init_args()
+                layer = args.get(spec.init.names[0]) if args is not None else None
+                if layer is None:
+                    continue
+                classes = self.resolver.instance_classes(layer, inst.ctor.env, inst.ctor.scope)
+                for cls in classes or ():
+                    forward = self.method_of(cls, "forward")
+                    if forward is not None:
+                        forwards.add(id(forward))
+            if forwards:
+                found.append((site, spec.name, forwards))
+        return found
 
     # ------------------------------------------------------------ other files
     def _target(self, node, env, scope) -> Optional[project_callers.Target]:
