@@ -122,7 +122,13 @@ def _holds_no_statement(node: cst.CSTNode) -> bool:
     return not inside
 
 
-def _statement_lines(
+def _statement_lines(module: cst.Module) -> Iterator[cst.SimpleStatementLine]:
+    """Every statement line of the module."""
+    for line, _ in _lines_and_below(module):
+        yield line
+
+
+def _lines_and_below(
     module: cst.Module,
 ) -> Iterator[Tuple[cst.SimpleStatementLine, Optional[cst.Comment]]]:
     """Every statement line, with the comment on the line just below it."""
@@ -162,7 +168,7 @@ class CommentIndex:
     def _build(self) -> None:
         if not self._built:
             self._built = True
-            for line, below in _statement_lines(self.module):
+            for line, below in _lines_and_below(self.module):
                 _index(self, line, below)
 
     def of_value(self, value: cst.CSTNode) -> Optional[Layout]:
