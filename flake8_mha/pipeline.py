@@ -200,21 +200,62 @@ def discover(paths: Sequence[str], extra_excludes: Sequence[str] = ()) -> List[s
                 )
                 for name in sorted(files):
                     full = os.path.join(root, name)
-                    if lintable(name) and not is_excluded(full, patterns):
+                    if lintable(name) and not is_excluded(full, patterns) and walked_file(full):
                         add(full)
         else:
             add(arg)
     return out
 
 
+# Bigger files are refused by their size before a byte is read: the engine
+# would not analyse them anyway (engine.MAX_BYTES, the same 8 MiB), and reading,
+# decoding and tokenizing 20 MB for ``# noqa`` took half a minute.  A notebook
+# carries its outputs (images) too: it may be larger, its code may not.
+MAX_PYTHON_BYTES = 8 * 1024 * 1024
+MAX_NOTEBOOK_BYTES = 64 * 1024 * 1024
+NOT_REGULAR = "not a regular file"
+
+
+def walked_file(path: str, notice=None) -> bool:
+    """Whether a file found inside a folder is to be linted: a regular file
+    (a FIFO would block the run, a link to ``/dev/zero`` never ends).  Any
+    other is skipped with a one-line notice on stderr.  (A path named on the
+    command line is not asked: it is read, and refused with exit 2.)"""
+    from .atomic import regular_file
+
+    if regular_file(path):
+        return True
+    if os.path.lexists(path):
+        import sys
+
+        (notice or sys.stderr.write)(f"{path}: skipped: {NOT_REGULAR}\n")
+    return False
+
+
+def _too_large(path: str, limit: int) -> Item:
+    reason = f"file larger than {limit // (1024 * 1024)} MiB, not analyzed"
+    message = f"flake8-mha could not analyze this file: {reason}"
+    return Item(Finding("MHA000", 1, 1, message, path, {"reason": reason}))
+
+
 def read_bytes(path: str, out: FileOutcome) -> Optional[bytes]:
-    """The file's bytes, or None with the reason recorded on ``out``."""
+    """The file's bytes, or None with the reason recorded on ``out``: a path
+    that is not a regular file, or cannot be read, is a problem; a file over
+    the size limit is MHA000 (as the engine says of a text too large), found
+    from its size alone."""
+    from .atomic import NotRegular, TooLarge, read_regular
+
+    limit = MAX_NOTEBOOK_BYTES if path.endswith(".ipynb") else MAX_PYTHON_BYTES
     try:
-        with open(path, "rb") as fh:
-            return fh.read()
-    except OSError as exc:
-        out.problems.append(Problem(path, f"cannot read the file: {exc.strerror or exc}"))
-        return None
+        return read_regular(path, limit)
+    except NotRegular:
+        out.problems.append(Problem(path, NOT_REGULAR))
+    except TooLarge:
+        out.items.append(_too_large(path, limit))
+    except (OSError, ValueError) as exc:  # ValueError: a path holding a NUL
+        reason = getattr(exc, "strerror", None) or str(exc)
+        out.problems.append(Problem(path, f"cannot read the file: {reason}"))
+    return None
 
 
 def _encoding(data: bytes) -> str:
@@ -425,12 +466,11 @@ def _through_cache(
     project_wide = project_wide and os.path.isfile(path)
     base = cache_mod.entry_key(data, path, codes, disable_noqa, mode, None, project_wide)
     key = base  # a file that imports no project file has no manifest
-    if project_wide:
-        listed = manifests.get(base)
-        if isinstance(listed, list) and all(isinstance(p, str) for p in listed):
-            deps = cache_mod.file_hashes(listed)
-            key = cache_mod.entry_key(data, path, codes, disable_noqa, mode, deps, True)
-    entry = cache.load(key)
+    listed = manifests.get(base) if project_wide else None
+    if isinstance(listed, list) and all(isinstance(p, str) for p in listed):
+        deps = cache_mod.file_hashes(listed)
+        key = cache_mod.entry_key(data, path, codes, disable_noqa, mode, deps, True)
+    entry = cache.load(key, path, codes)
     if entry is not None:
         try:
             items = [
@@ -451,9 +491,12 @@ def _through_cache(
     project = make_project(path, cache_dir) if project_wide else None
     out = lint(path, data, codes, disable_noqa, mode, project)
     key = base
-    if project is not None and project.deps:
-        manifests.put(base, sorted(project.deps))
-        key = cache_mod.entry_key(data, path, codes, disable_noqa, mode, project.deps, True)
+    if project is not None:
+        # a dependency listed before and gone now stays listed, as absent
+        paths, deps = cache_mod.manifest(listed, project.deps)
+        if paths or listed is not None:  # an empty list replaces one now wrong
+            manifests.put(base, paths)
+            key = cache_mod.entry_key(data, path, codes, disable_noqa, mode, deps, True)
     cache.store(
         key,
         [
