@@ -91,7 +91,12 @@ def read_regular(path: str, limit: int) -> bytes:
     ``OSError`` of the open.  Never blocks on a FIFO (it is opened
     non-blocking, then refused by ``fstat``), never reads past ``limit``
     (a file that grows while it is read is refused too)."""
-    fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_NOCTTY", 0))
+    try:
+        fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_NOCTTY", 0))
+    except OSError:  # a socket cannot be opened at all: say what it is
+        if not regular_file(path) and os.path.exists(path):
+            raise NotRegular(errno.EINVAL, "not a regular file") from None
+        raise
     try:
         st = os.fstat(fd)
         if not stat.S_ISREG(st.st_mode):

@@ -217,18 +217,22 @@ NOT_REGULAR = "not a regular file"
 
 
 def walked_file(path: str, notice=None) -> bool:
-    """Whether a file found inside a folder is to be linted: a regular file
-    (a FIFO would block the run, a link to ``/dev/zero`` never ends).  Any
-    other is skipped with a one-line notice on stderr.  (A path named on the
-    command line is not asked: it is read, and refused with exit 2.)"""
-    from .atomic import regular_file
+    """Whether a file found inside a folder is to be linted: anything but a
+    FIFO, a device or a socket (a FIFO would block the run, a link to
+    ``/dev/zero`` never ends), which is skipped with a one-line notice on
+    stderr.  A path that cannot be stat'ed (a link loop, a dangling link) is
+    kept: reading it reports why.  (A path named on the command line is not
+    asked: it is read, and refused with exit 2.)"""
+    import stat
+    import sys
 
-    if regular_file(path):
+    try:
+        mode = os.stat(path).st_mode
+    except (OSError, ValueError):
         return True
-    if os.path.lexists(path):
-        import sys
-
-        (notice or sys.stderr.write)(f"{path}: skipped: {NOT_REGULAR}\n")
+    if stat.S_ISREG(mode):
+        return True
+    (notice or sys.stderr.write)(f"{path}: skipped: {NOT_REGULAR}\n")
     return False
 
 
