@@ -64,6 +64,17 @@ def can_fix(finding: Finding, fixable) -> bool:
     return finding.code in fixable and "through" not in finding.evidence
 
 
+def _keep_tail(source: str, new_source: str) -> str:
+    """``new_source`` ending in the line breaks ``source`` ends in.  LibCST drops
+    a final lone ``\r`` (a file with old-Mac line endings, or a mixed one):
+    a fix never touches the end of a file, so its last line breaks are put
+    back exactly as they were."""
+    tail = source[len(source.rstrip("\r\n")) :]
+    if new_source[len(new_source.rstrip("\r\n")) :] == tail:
+        return new_source
+    return new_source.rstrip("\r\n") + tail
+
+
 def fix_source(
     source: str, findings: Sequence[Finding], path: str = "<string>"
 ) -> Tuple[str, List[Finding]]:
@@ -90,7 +101,7 @@ def fix_source(
     transformer = _FixTransformer(by_position, flow)
     # no copy: the flow pass's sites are keyed by these very nodes
     new_module = MetadataWrapper(module, unsafe_skip_copy=True).visit(transformer)
-    new_source = new_module.code
+    new_source = _keep_tail(source, new_module.code)
     if not transformer.fixed or new_source == source:
         return source, []
     try:

@@ -315,6 +315,31 @@ def make_project(path: str, cache_dir: Optional[str]):
 # -- one file ------------------------------------------------------------------------
 
 
+_NO_NEWLINE = "\\ No newline at end of file\n"
+
+
+def unified_diff(path: str, old: str, new: str) -> str:
+    """``--diff`` for one file, as ``patch -p0`` and ``git apply`` read it:
+    lines end at ``\\n`` only (to both tools a ``\\r`` is part of its line, so
+    a CR-only file is one line), and a last line without ``\\n`` is followed
+    by ``\\ No newline at end of file``, as ``diff -u`` writes it."""
+    out = []
+    for line in difflib.unified_diff(_lf_lines(old), _lf_lines(new), fromfile=path, tofile=path):
+        out.append(line)
+        if not line.endswith("\n"):
+            out.append("\n" + _NO_NEWLINE)
+    return "".join(out)
+
+
+def _lf_lines(text: str) -> List[str]:
+    """The lines of ``text`` split after each ``\\n`` only, each with its ending."""
+    lines = text.split("\n")
+    out = [line + "\n" for line in lines[:-1]]
+    if lines[-1]:
+        out.append(lines[-1])
+    return out
+
+
 def _lint_python(
     path: str, data: bytes, codes: Sequence[str], disable_noqa: bool, mode: str, project=None
 ) -> FileOutcome:
@@ -349,14 +374,7 @@ def _lint_python(
                 out.fixed = len(fixed)
                 out.new_data, out.old_data = new_text.encode(_encoding(data)), data
                 out.old_items = [Item(f, fixable=can_fix(f, fixable)) for f in findings]
-                out.diff = "".join(
-                    difflib.unified_diff(
-                        source_lines(text),
-                        source_lines(new_text),
-                        fromfile=path,
-                        tofile=path,
-                    )
-                )
+                out.diff = unified_diff(path, text, new_text)
                 findings = after
     out.items = [Item(f, fixable=can_fix(f, fixable)) for f in findings]
     return out
@@ -417,14 +435,7 @@ def _lint_notebook(
                 out.fixed = len(fixed)
                 out.new_data, out.old_data = new_raw.encode("utf-8"), data
                 out.old_items = _cell_items(findings, source, fixable)
-                out.diff = "".join(
-                    difflib.unified_diff(
-                        source_lines(raw),
-                        source_lines(new_raw),
-                        fromfile=path,
-                        tofile=path,
-                    )
-                )
+                out.diff = unified_diff(path, raw, new_raw)
                 source, findings = new_source, after
     out.items = _cell_items(findings, source, fixable)
     return out

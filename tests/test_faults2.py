@@ -31,6 +31,15 @@ def cli(*args: str, cwd, timeout: float = 120) -> subprocess.CompletedProcess:
     return proc
 
 
+def cli_bytes(*args: str, cwd, timeout: float = 120) -> subprocess.CompletedProcess:
+    """``cli`` with stdout as bytes: a diff's CRs are part of it."""
+    env = dict(os.environ, PYTHONPATH=str(ROOT))
+    proc = subprocess.run([sys.executable, "-m", "flake8_mha.cli", *args], cwd=cwd, env=env,
+                          capture_output=True, timeout=timeout)
+    assert b"Traceback" not in proc.stderr, proc.stderr
+    return proc
+
+
 def codes_at(stdout: str):
     return sorted(re.findall(r"^(\S+?):(\d+):(\d+): (MHA\d+)", stdout, re.M))
 
@@ -139,3 +148,66 @@ def test_d4_d5_a_tampered_cache_is_recomputed_never_printed(tmp_path, damage):
     for _ in range(2):  # recomputed, overwritten, then read back
         again = cli("check", "m.py", cwd=tmp_path)
         assert (again.returncode, again.stdout, again.stderr) == (1, first.stdout, "")
+
+
+# -- D1: every line ending survives --fix and --diff --------------------------------------------
+
+def _with_endings(kind: str) -> bytes:
+    if kind == "lf":
+        return BAD
+    if kind == "crlf":
+        return BAD.replace(b"\n", b"\r\n")
+    if kind == "cr":
+        return BAD.replace(b"\n", b"\r")
+    lines = BAD.split(b"\n")[:-1]  # mixed: \n, \r\n, \r in turn, the last one \r
+    return b"".join(line + (b"\n", b"\r\n", b"\r")[i % 3] for i, line in enumerate(lines))
+
+
+ENDINGS = ("lf", "crlf", "cr", "mixed")
+
+
+def _breaks(data: bytes):
+    """How many line breaks of each kind: CRLF, a lone CR, a lone LF."""
+    crlf = data.count(b"\r\n")
+    return crlf, data.count(b"\r") - crlf, data.count(b"\n") - crlf
+
+
+def _outside_the_fix(before: bytes, after: bytes):
+    """The bytes before the first difference and after the last one."""
+    head = 0
+    while head < min(len(before), len(after)) and before[head] == after[head]:
+        head += 1
+    tail = 0
+    while (tail < min(len(before), len(after)) - head
+           and before[-1 - tail] == after[-1 - tail]):
+        tail += 1
+    return head, tail
+
+
+@pytest.mark.parametrize("kind", ENDINGS)
+def test_d1_fix_keeps_every_line_break_and_the_diff_applies(tmp_path, kind):
+    data = _with_endings(kind)
+    for folder in ("fixed", "patched", "applied"):
+        (tmp_path / folder).mkdir()
+        (tmp_path / folder / "m.py").write_bytes(data)
+    fix = cli("check", "--fix", "m.py", cwd=tmp_path / "fixed")
+    assert fix.returncode == 1 and "fixed 3 findings in 1 file" in fix.stderr
+    fixed = (tmp_path / "fixed" / "m.py").read_bytes()
+    assert _breaks(fixed) == _breaks(data)
+    head, tail = _outside_the_fix(data, fixed)
+    assert data[:head] == fixed[:head] and data[len(data) - tail:] == fixed[len(fixed) - tail:]
+
+    diff = cli_bytes("check", "--diff", "m.py", cwd=tmp_path / "patched")
+    assert diff.returncode == 1
+    patch = tmp_path / "m.patch"
+    patch.write_bytes(diff.stdout)
+    done = subprocess.run(["patch", "-p0", "-i", str(patch)], cwd=tmp_path / "patched",
+                          capture_output=True, text=True, timeout=60)
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert (tmp_path / "patched" / "m.py").read_bytes() == fixed
+    if shutil.which("git"):
+        subprocess.run(["git", "init", "-q"], cwd=tmp_path / "applied", check=True, timeout=60)
+        done = subprocess.run(["git", "apply", "-p0", str(patch)], cwd=tmp_path / "applied",
+                              capture_output=True, text=True, timeout=60)
+        assert done.returncode == 0, done.stderr
+        assert (tmp_path / "applied" / "m.py").read_bytes() == fixed
