@@ -71,8 +71,10 @@ class Cell:
 
 
 def cell_source(cell: dict) -> str:
+    """A cell's source as one string (``load`` checked it is a string or a
+    list of strings)."""
     src = cell.get("source", "")
-    return "".join(src) if isinstance(src, list) else str(src)
+    return "".join(src) if isinstance(src, list) else src
 
 
 def mask_cell(source: str, counter: List[int]) -> Tuple[Optional[str], Dict[int, str]]:
@@ -114,13 +116,62 @@ def _mark(line: str, counter: List[int], magics: Dict[int, str]) -> str:
 
 
 def load(raw: str) -> dict:
+    """The notebook in ``raw``, checked against the part of nbformat 4 that
+    linting reads; :class:`NotebookError` (one line naming what is wrong)
+    otherwise.  Nesting too deep for the parser and integers too long to
+    convert are invalid JSON here, not an internal error."""
     try:
         nb = json.loads(raw)
     except json.JSONDecodeError as exc:
         raise NotebookError(f"not a notebook: invalid JSON at line {exc.lineno}") from None
+    except RecursionError:
+        raise NotebookError("not a notebook: JSON nested too deep to read") from None
+    except ValueError:  # an integer of thousands of digits (sys.get_int_max_str_digits)
+        raise NotebookError("not a notebook: invalid JSON (a number too long to read)") from None
     if not isinstance(nb, dict) or not isinstance(nb.get("cells"), list):
         raise NotebookError("not a notebook in nbformat 4 (no 'cells' list)")
+    problem = malformed(nb)
+    if problem is not None:
+        raise NotebookError(f"not a valid notebook: {problem}")
     return nb
+
+
+_CELL_TYPES = ("code", "markdown", "raw")
+
+
+def malformed(nb: dict) -> Optional[str]:
+    """What in ``nb`` breaks nbformat 4 where linting reads it, or None."""
+    for key in ("nbformat", "nbformat_minor"):
+        if key in nb and type(nb[key]) is not int:
+            return f"{key!r} is not an integer"
+    meta = nb.get("metadata", {})
+    if not isinstance(meta, dict):
+        return "'metadata' is not an object"
+    for key in ("language_info", "kernelspec"):
+        if key in meta and not isinstance(meta[key], dict):
+            return f"'metadata.{key}' is not an object"
+    for index, cell in enumerate(nb["cells"]):
+        where = f"cell at index {index}"
+        if not isinstance(cell, dict):
+            return f"{where} is not an object"
+        kind = cell.get("cell_type")
+        if kind not in _CELL_TYPES:
+            return f"{where}: 'cell_type' is {_short(kind)}, not one of code, markdown, raw"
+        if "source" not in cell:
+            return f"{where} has no 'source'"
+        src = cell["source"]
+        if not (
+            isinstance(src, str) or (isinstance(src, list) and all(type(s) is str for s in src))
+        ):
+            return f"{where}: 'source' is neither a string nor a list of strings"
+        if not isinstance(cell.get("metadata", {}), dict):
+            return f"{where}: 'metadata' is not an object"
+    return None
+
+
+def _short(value) -> str:
+    text = json.dumps(value)
+    return text if len(text) <= 20 else text[:17] + "..."
 
 
 def is_python(nb: dict) -> bool:

@@ -214,6 +214,8 @@ def discover(paths: Sequence[str], extra_excludes: Sequence[str] = ()) -> List[s
 MAX_PYTHON_BYTES = 8 * 1024 * 1024
 MAX_NOTEBOOK_BYTES = 64 * 1024 * 1024
 NOT_REGULAR = "not a regular file"
+# Python's own words, which flake8 reports as E999 at 1:1
+NUL_BYTES = "SyntaxError: source code string cannot contain null bytes"
 
 
 def walked_file(path: str, notice=None) -> bool:
@@ -275,9 +277,12 @@ def lint_text(
 ) -> List[Finding]:
     """Findings for one text, with ``# noqa`` applied unless disabled.  Raises
     ``engine.SourceSyntaxError``.  ``project``: see ``make_project``."""
-    from .engine import analyze_source
+    from .engine import SourceSyntaxError, analyze_source
     from .noqa import apply_noqa
 
+    if "\0" in text:  # Python refuses it; LibCST would parse on
+        line = text.count("\n", 0, text.index("\0")) + 1
+        raise SourceSyntaxError(NUL_BYTES, line, 1)
     findings = analyze_source(text, path, codes=list(codes), project=project or False)
     if disable_noqa or not findings:
         return findings
@@ -357,7 +362,8 @@ def _lint_python(
     try:
         findings = lint_text(text, path, codes, disable_noqa, project)
     except SourceSyntaxError as exc:
-        out.problems.append(Problem(path, str(exc), exc.line, exc.col))
+        at = (1, 1) if str(exc) == NUL_BYTES else (exc.line, exc.col)  # where flake8 says
+        out.problems.append(Problem(path, str(exc), *at))
         return out
     fixable = fixable_codes()
     if mode != "check" and any(can_fix(f, fixable) for f in findings):

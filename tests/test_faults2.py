@@ -211,3 +211,80 @@ def test_d1_fix_keeps_every_line_break_and_the_diff_applies(tmp_path, kind):
                               capture_output=True, text=True, timeout=60)
         assert done.returncode == 0, done.stderr
         assert (tmp_path / "applied" / "m.py").read_bytes() == fixed
+
+
+# -- D6: malformed notebooks --------------------------------------------------------------------
+
+NOTEBOOK = {"cells": [{"cell_type": "code", "execution_count": None, "metadata": {},
+                       "outputs": [], "source": ["import torch.nn as nn\n",
+                                                 "attn = nn.MultiheadAttention(64, 8)\n"]}],
+            "metadata": {}, "nbformat": 4, "nbformat_minor": 5}
+
+
+def _broken(what: str) -> str:
+    nb = json.loads(json.dumps(NOTEBOOK))
+    if what == "metadata-string":
+        nb["metadata"] = "x"
+    elif what == "source-numbers":
+        nb["cells"][0]["source"] = [1, 2, None]
+    elif what == "minor-5000-digits":
+        return json.dumps(nb).replace('"nbformat_minor": 5', '"nbformat_minor": ' + "9" * 5000)
+    elif what == "deep":
+        return '{"cells": ' + "[" * 100_000
+    elif what == "source-object":
+        nb["cells"][0]["source"] = {}
+    elif what == "cell-string":
+        nb["cells"] = ["str"]
+    elif what == "cell-null":
+        nb["cells"] = [None]
+    elif what == "cell-type-5":
+        nb["cells"][0]["cell_type"] = 5
+    return json.dumps(nb)
+
+
+@pytest.mark.parametrize("what, message", [
+    ("metadata-string", "not a valid notebook: 'metadata' is not an object"),
+    ("source-numbers", "not a valid notebook: cell at index 0: 'source' is neither a string "
+                       "nor a list of strings"),
+    ("minor-5000-digits", "not a notebook: invalid JSON (a number too long to read)"),
+    ("deep", "not a notebook: JSON nested too deep to read"),
+    ("source-object", "not a valid notebook: cell at index 0: 'source' is neither a string "
+                      "nor a list of strings"),
+    ("cell-string", "not a valid notebook: cell at index 0 is not an object"),
+    ("cell-null", "not a valid notebook: cell at index 0 is not an object"),
+    ("cell-type-5", "not a valid notebook: cell at index 0: 'cell_type' is 5, not one of code, "
+                    "markdown, raw"),
+])
+def test_d6_a_malformed_notebook_is_one_line_and_exit_2(tmp_path, what, message):
+    (tmp_path / "nb.ipynb").write_text(_broken(what))
+    for extra in ((), ("--no-cache",), ("--fix",)):
+        proc = cli("check", *extra, "nb.ipynb", cwd=tmp_path)
+        assert (proc.returncode, proc.stdout) == (2, "")
+        assert proc.stderr == f"nb.ipynb: error: {message}\n"
+
+
+def test_d6_the_well_formed_base_is_read(tmp_path):
+    (tmp_path / "nb.ipynb").write_text(json.dumps(NOTEBOOK))
+    proc = cli("check", "nb.ipynb", cwd=tmp_path)
+    assert proc.returncode == 1 and proc.stderr == ""
+    assert re.findall(r"^\S+ MHA\d+", proc.stdout, re.M) == ["nb.ipynb:cell_1:2:8: MHA001"]
+
+
+# -- D8: NUL bytes ------------------------------------------------------------------------------
+
+def test_d8_nul_bytes_are_e999_as_python_and_flake8_say(tmp_path):
+    (tmp_path / "n.py").write_bytes(BAD[:50] + b"\0" + BAD[50:])
+    proc = cli("check", "n.py", cwd=tmp_path)
+    assert (proc.returncode, proc.stdout) == (2, "")
+    assert proc.stderr == "n.py:1:1: E999 SyntaxError: source code string cannot contain null bytes\n"
+    try:
+        compile(BAD[:50] + b"\0" + BAD[50:], "n.py", "exec")
+    except SyntaxError as exc:  # Python's own words
+        assert proc.stderr.endswith(f"SyntaxError: {exc.msg}\n")
+    nb = json.loads(json.dumps(NOTEBOOK))
+    nb["cells"][0]["source"][1] = "attn = nn.MultiheadAttention(64, 8)\0\n"
+    (tmp_path / "n.ipynb").write_text(json.dumps(nb))
+    proc = cli("check", "n.ipynb", cwd=tmp_path)
+    assert (proc.returncode, proc.stdout) == (2, "")
+    assert proc.stderr == ("n.ipynb:cell_1:2:1: E999 SyntaxError: source code string cannot "
+                           "contain null bytes\n")
