@@ -288,3 +288,91 @@ def test_d8_nul_bytes_are_e999_as_python_and_flake8_say(tmp_path):
     assert (proc.returncode, proc.stdout) == (2, "")
     assert proc.stderr == ("n.ipynb:cell_1:2:1: E999 SyntaxError: source code string cannot "
                            "contain null bytes\n")
+
+
+# -- D9: out-of-range limits --------------------------------------------------------------------
+
+@pytest.mark.parametrize("option", ["--memory-limit", "--cpu-limit", "--timeout", "--budget"])
+def test_d9_an_out_of_range_limit_is_a_usage_error(tmp_path, option):
+    (tmp_path / "m.py").write_bytes(BAD)
+    proc = cli("confirm", option, "99999999999999", "m.py", cwd=tmp_path)
+    assert (proc.returncode, proc.stdout) == (2, "")
+    assert proc.stderr.splitlines()[-1] == (
+        f"flake8-mha confirm: error: argument {option}: must be at most 1e+09: '99999999999999'")
+
+
+def test_d9_the_worker_clamps_a_limit_the_kernel_cannot_hold():
+    # in a process of its own: the limit would stay on this one
+    code = ("from flake8_mha.confirm.worker import set_memory_limit, arm_cpu_limit\n"
+            "set_memory_limit(99999999999999.0); arm_cpu_limit(1e300); print('ok')\n")
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                          env=dict(os.environ, PYTHONPATH=str(ROOT)), timeout=60)
+    assert (proc.returncode, proc.stdout, proc.stderr) == (0, "ok\n", "")
+
+
+# -- D11: the worker does not outlive confirm -------------------------------------------------
+
+PARENT = r"""
+import os, sys, threading, time
+from flake8_mha.confirm.runner import Runner
+from flake8_mha.confirm.worker import TEST_FAULTS_ENV
+from flake8_mha.findings import Finding
+
+flag, out, in_thread = sys.argv[1], sys.argv[2], sys.argv[3] == "1"
+runner = Runner(env=dict(os.environ, **{TEST_FAULTS_ENV: "1"}), timeout=600)
+finding = Finding("MHA008", 1, 1, "m", "f.py", {"_test_fault": "hang", "_test_flag": flag})
+
+def tell():
+    while not os.path.exists(flag):
+        time.sleep(0.05)
+    with open(out, "w") as fh:
+        fh.write(str(runner.worker.proc.pid))
+
+threading.Thread(target=tell, daemon=True).start()
+if in_thread:
+    t = threading.Thread(target=runner.run, args=([finding],))
+    t.start()
+    t.join()
+else:
+    runner.run([finding])
+"""
+
+
+def _alive(pid: int) -> bool:
+    try:
+        with open(f"/proc/{pid}/stat") as fh:
+            return fh.read().rsplit(")", 1)[1].split()[0] not in ("Z", "X")
+    except OSError:
+        return False
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="reads /proc")
+@pytest.mark.parametrize("sig", ["SIGKILL", "SIGTERM"])
+@pytest.mark.parametrize("in_thread", [False, True], ids=["main-thread", "other-thread"])
+def test_d11_the_worker_ends_within_a_second_of_its_parents_death(tmp_path, sig, in_thread):
+    pytest.importorskip("torch")
+    import signal
+    import time
+
+    flag, out = tmp_path / "running", tmp_path / "worker.pid"
+    parent = subprocess.Popen([sys.executable, "-c", PARENT, str(flag), str(out),
+                               "1" if in_thread else "0"],
+                              cwd=tmp_path, env=dict(os.environ, PYTHONPATH=str(ROOT)))
+    try:
+        deadline = time.monotonic() + 240
+        while not out.exists() or not out.read_text():
+            assert parent.poll() is None and time.monotonic() < deadline, "no witness ran"
+            time.sleep(0.05)
+        worker = int(out.read_text())
+        assert _alive(worker)
+        parent.send_signal(getattr(signal, sig))
+        parent.wait(timeout=60)
+        gone_by = time.monotonic() + 1.5  # a second, and room for a loaded machine
+        while _alive(worker) and time.monotonic() < gone_by:
+            time.sleep(0.02)
+        assert not _alive(worker), "the worker outlived its parent"
+    finally:
+        parent.kill()
+        parent.wait(timeout=60)
+        if out.exists() and out.read_text() and _alive(int(out.read_text())):
+            os.kill(int(out.read_text()), signal.SIGKILL)
