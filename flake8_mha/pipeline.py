@@ -439,7 +439,8 @@ def _lint_notebook(
                 out.problems.append(Problem(path, refusal))
             else:
                 out.fixed = len(fixed)
-                out.new_data, out.old_data = new_raw.encode("utf-8"), data
+                bom = b"\xef\xbb\xbf" if data.startswith(b"\xef\xbb\xbf") else b""
+                out.new_data, out.old_data = bom + new_raw.encode("utf-8"), data
                 out.old_items = _cell_items(findings, source, fixable)
                 out.diff = unified_diff(path, raw, new_raw)
                 source, findings = new_source, after

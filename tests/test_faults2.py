@@ -376,3 +376,60 @@ def test_d11_the_worker_ends_within_a_second_of_its_parents_death(tmp_path, sig,
         parent.wait(timeout=60)
         if out.exists() and out.read_text() and _alive(int(out.read_text())):
             os.kill(int(out.read_text()), signal.SIGKILL)
+
+
+# -- D10: a notebook --fix rewrites only the changed cells' source ---------------------------
+
+FIX_CELLS = [
+    {"cell_type": "markdown", "metadata": {}, "source": ["# caf\u00e9 \u2014 notes\n", "text"]},
+    {"cell_type": "code", "execution_count": 1, "metadata": {"tags": ["x"]}, "outputs": [],
+     "source": ["import torch.nn as nn\n", "\n", "attn = nn.MultiheadAttention(64, 8, "
+                "batch_first=True)\n"]},
+    {"cell_type": "code", "execution_count": 2, "metadata": {}, "outputs": [
+        {"name": "stdout", "output_type": "stream", "text": ["ok\n"]}],
+     "source": ["def f(x):\n", "    out, _ = attn(x, x, x)\n", "    return out"]},
+    {"cell_type": "code", "execution_count": None, "metadata": {}, "outputs": [],
+     "source": "y = f(1)\nprint(y)\n"},
+]
+
+
+def _notebook_text(style: str) -> str:
+    nb = {"cells": FIX_CELLS, "metadata": {"kernelspec": {"language": "python"}},
+          "nbformat": 4, "nbformat_minor": 5}
+    if style == "compact":
+        return json.dumps(nb, separators=(",", ":"), ensure_ascii=False)
+    if style == "crlf":
+        return (json.dumps(nb, indent=1, ensure_ascii=False) + "\n").replace("\n", "\r\n")
+    if style == "indent2-ascii":
+        return json.dumps(nb, indent=2) + "\n"
+    return json.dumps(nb, indent=1, ensure_ascii=False) + "\n"  # nbformat's own
+
+
+@pytest.mark.parametrize("style", ["nbformat", "compact", "crlf", "indent2-ascii"])
+def test_d10_notebook_fix_keeps_the_files_formatting(tmp_path, style):
+    raw = _notebook_text(style).encode("utf-8")
+    for folder in ("fixed", "patched", "applied"):
+        (tmp_path / folder).mkdir()
+        (tmp_path / folder / "nb.ipynb").write_bytes(raw)
+    fix = cli("check", "--fix", "nb.ipynb", cwd=tmp_path / "fixed")
+    assert "fixed 1 finding in 1 file" in fix.stderr
+    fixed = (tmp_path / "fixed" / "nb.ipynb").read_bytes()
+    old = '"    out, _ = attn(x, x, x)\\n"'
+    new = '"    out, _ = attn(x, x, x, need_weights=False)\\n"'
+    assert fixed == raw.replace(old.encode(), new.encode())  # that string, and nothing else
+    nb = json.loads(fixed)
+    assert nb["cells"][2]["source"][1] == "    out, _ = attn(x, x, x, need_weights=False)\n"
+
+    diff = cli_bytes("check", "--diff", "nb.ipynb", cwd=tmp_path / "patched")
+    patch = tmp_path / "nb.patch"
+    patch.write_bytes(diff.stdout)
+    done = subprocess.run(["patch", "-p0", "-i", str(patch)], cwd=tmp_path / "patched",
+                          capture_output=True, text=True, timeout=60)
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert (tmp_path / "patched" / "nb.ipynb").read_bytes() == fixed
+    if shutil.which("git"):
+        subprocess.run(["git", "init", "-q"], cwd=tmp_path / "applied", check=True, timeout=60)
+        done = subprocess.run(["git", "apply", "-p0", str(patch)], cwd=tmp_path / "applied",
+                              capture_output=True, text=True, timeout=60)
+        assert done.returncode == 0, done.stderr
+        assert (tmp_path / "applied" / "nb.ipynb").read_bytes() == fixed
