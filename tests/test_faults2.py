@@ -433,3 +433,46 @@ def test_d10_notebook_fix_keeps_the_files_formatting(tmp_path, style):
                               capture_output=True, text=True, timeout=60)
         assert done.returncode == 0, done.stderr
         assert (tmp_path / "applied" / "nb.ipynb").read_bytes() == fixed
+
+
+# -- all at once: a hostile tree ends in bounded time and memory -------------------------------
+
+def _capped_memory():  # in the child, before exec: 1.5 GB of data segment at most
+    import resource
+
+    resource.setrlimit(resource.RLIMIT_DATA, (1536 << 20, 1536 << 20))
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="/dev/zero and RLIMIT_DATA")
+@pytest.mark.parametrize("jobs", ["1", "2"])
+def test_a_fifo_dev_zero_a_20mb_file_and_a_corrupt_cache_each_named_once(tmp_path, jobs):
+    tree = tmp_path / "tree"
+    tree.mkdir()
+    (tree / "m.py").write_bytes(BAD)
+    with open(tree / "big.py", "wb") as fh:  # 20 MB that would be parsed if it were read
+        fh.write(b"import torch.nn as nn\n")
+        fh.write((b"x = [" + b"1, " * 100_000 + b"]\n") * 70)
+    assert (tree / "big.py").stat().st_size > 20_000_000
+    cold = cli("check", "-j", jobs, "tree", cwd=tmp_path, timeout=300)
+    assert cold.returncode == 1
+    for p in (tmp_path / ".flake8-mha-cache").glob("??/*.json"):  # every entry corrupt
+        p.write_text("[" * 100_000 if p.name.startswith(("deps-", "sum-")) else '{"schema": 1')
+    os.mkfifo(tree / "x.py")
+    os.symlink("/dev/zero", tree / "z.py")
+    env = dict(os.environ, PYTHONPATH=str(ROOT))
+    proc = subprocess.run([sys.executable, "-m", "flake8_mha.cli", "check", "-j", jobs, "tree"],
+                          cwd=tmp_path, env=env, capture_output=True, text=True,
+                          timeout=120, preexec_fn=_capped_memory)
+    assert "Traceback" not in proc.stderr and "internal error" not in proc.stdout
+    assert proc.returncode == 1
+    assert proc.stdout.splitlines() == [
+        "tree/big.py:1:1: MHA000 flake8-mha could not analyze this file: file larger than "
+        "8 MiB, not analyzed",
+        *cold.stdout.splitlines()[1:],
+    ]
+    assert codes_at(proc.stdout)[1:] == [("tree/m.py", "10", "21", "MHA001"),
+                                         ("tree/m.py", "14", "18", "MHA102"),
+                                         ("tree/m.py", "17", "13", "MHA006"),
+                                         ("tree/m.py", "18", "13", "MHA007")]
+    assert sorted(proc.stderr.splitlines()) == ["tree/x.py: skipped: not a regular file",
+                                                "tree/z.py: skipped: not a regular file"]
