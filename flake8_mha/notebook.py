@@ -25,7 +25,7 @@ import bisect
 import json
 import re
 from dataclasses import dataclass, field
-from typing import Dict, List, Optional, Sequence, Tuple
+from typing import Callable, Dict, List, Optional, Sequence, Tuple
 
 from .lines import source_lines
 
@@ -370,6 +370,64 @@ def _source_json(raw: str, span: SourceSpan, text: str) -> str:
     return "[" + prefix + sep.join(new) + suffix + "]"
 
 
+# A line the analysis names inside a message ("line 9: `# (B, L, E)`") or in
+# the evidence (``layout_line``, a mask's ``line``) is a line of the joined
+# module: in a notebook it is told as the cell and the line in it, as the
+# finding's own position is.
+_LINE_REF = re.compile(r"\bline (\d+)\b")
+
+
+def cell_message(message: str, place: Callable[[int], Optional[str]]) -> str:
+    """``message`` with each ``line N`` told as ``cell_K:L`` (``place(N)``)."""
+
+    def sub(m: "re.Match[str]") -> str:
+        where = place(int(m.group(1)))
+        return where if where is not None else m.group(0)
+
+    return _LINE_REF.sub(sub, message)
+
+
+def cell_evidence(value, place: Callable[[int], Optional[str]]):
+    """A copy of ``value`` (evidence) with every ``line``/``*_line`` integer
+    told as ``"cell_K:L"``; anything else as it is."""
+    if isinstance(value, dict):
+        out = {}
+        for key, item in value.items():
+            if (key == "line" or str(key).endswith("_line")) and type(item) is int:
+                where = place(item)
+                out[key] = where if where is not None else item
+            else:
+                out[key] = cell_evidence(item, place)
+        return out
+    if isinstance(value, list):
+        return [cell_evidence(item, place) for item in value]
+    return value
+
+
+NBQA_SEPARATOR = "# %%NBQA-CELL-SEP"
+
+
+def nbqa_place(source: str) -> Optional[Callable[[int], Optional[str]]]:
+    """For the Python file nbQA writes from a notebook (each code cell after a
+    ``# %%NBQA-CELL-SEP…`` line): line N of it as nbQA maps it back,
+    ``cell_K:L``.  None for any other file."""
+    if NBQA_SEPARATOR not in source:
+        return None
+    starts = [
+        n for n, line in enumerate(source_lines(source), 1) if line.startswith(NBQA_SEPARATOR)
+    ]
+    if not starts:
+        return None
+
+    def place(line: int) -> Optional[str]:
+        k = bisect.bisect_left(starts, line)  # separators before this line
+        if k == 0:
+            return None
+        return f"cell_{k}:{line - starts[k - 1]}"
+
+    return place
+
+
 @dataclass
 class Source:
     """A Python notebook as one module: the joined text, and the way back from a
@@ -396,6 +454,11 @@ class Source:
         if cell is None:
             return None, line, None
         return cell, cell_line, file_line(self.nb, self.raw_map, cell.index, cell_line)
+
+    def where(self, line: int) -> Optional[str]:
+        """A line of ``joined`` as the user reads it: ``cell_K:L`` (None outside a cell)."""
+        cell, cell_line = locate(self.cells, line)
+        return f"cell_{cell.number}:{cell_line}" if cell is not None else None
 
     def rewritten(self, new_joined: str) -> Optional[str]:
         """The notebook file with ``new_joined`` cut back into its cells (IPython

@@ -299,7 +299,32 @@ def analyze_for_flake8(source: str, path: str, tree, project_wide: bool = True) 
 
     cache_dir = DEFAULT_DIR if project_wide and os.path.isdir(DEFAULT_DIR) else None
     project = make_project(path, cache_dir) if project_wide else None
-    return analyze_source(source, path, codes=all_codes(), tree=tree, project=project or False)
+    found = analyze_source(source, path, codes=all_codes(), tree=tree, project=project or False)
+    return _as_nbqa_maps(source, found)
+
+
+def _as_nbqa_maps(source: str, findings: List[Finding]) -> List[Finding]:
+    """Under nbQA, a line a message or its evidence names, told as the
+    ``cell_K:L`` nbQA maps the finding's own line to (nbQA maps only the
+    position at the start of flake8's line)."""
+    if not findings:
+        return findings
+    from .notebook import cell_evidence, cell_message, nbqa_place
+
+    place = nbqa_place(source)
+    if place is None:
+        return findings
+    return [
+        type(f)(
+            f.code,
+            f.line,
+            f.col,
+            cell_message(f.message, place),
+            f.path,
+            cell_evidence(f.evidence, place),
+        )
+        for f in findings
+    ]
 
 
 def make_project(path: str, cache_dir: Optional[str]):
@@ -449,7 +474,9 @@ def _lint_notebook(
 
 
 def _cell_items(findings: Sequence[Finding], source, fixable) -> List[Item]:
-    """A notebook's findings moved to their cells, in cell order."""
+    """A notebook's findings moved to their cells, in cell order; a line the
+    message or the evidence names is moved too (``cell_K:L``)."""
+    from . import notebook as nbk
     from .fix import can_fix
 
     items = []
@@ -457,7 +484,9 @@ def _cell_items(findings: Sequence[Finding], source, fixable) -> List[Item]:
         cell, line, file_line = source.place(f.line)
         if cell is None:
             continue
-        moved = type(f)(f.code, line, f.col, f.message, f.path, f.evidence)
+        message = nbk.cell_message(f.message, source.where)
+        evidence = nbk.cell_evidence(f.evidence, source.where)
+        moved = type(f)(f.code, line, f.col, message, f.path, evidence)
         items.append(Item(moved, cell.number, cell.index, file_line, can_fix(f, fixable)))
     items.sort(key=lambda i: (i.cell or 0, i.finding.line, i.finding.col, i.code))
     return items
