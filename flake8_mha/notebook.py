@@ -27,7 +27,8 @@ import re
 from dataclasses import dataclass, field
 from typing import Callable, Dict, List, Optional, Sequence, Tuple
 
-from .lines import source_lines
+from .findings import Finding
+from .lines import lf_lines, source_lines
 
 PYTHON_BODY_CELL_MAGICS = frozenset(
     {
@@ -333,12 +334,6 @@ def split(joined: str, cells: Sequence[Cell]) -> Dict[int, str]:
     return {k: "".join(v) for k, v in by_index.items()}
 
 
-def _lf_lines(text: str) -> List[str]:
-    """``text`` cut after each ``\\n``, as nbformat stores a source list."""
-    parts = text.split("\n")
-    return [p + "\n" for p in parts[:-1]] + ([parts[-1]] if parts[-1] else [])
-
-
 def _source_json(raw: str, span: SourceSpan, text: str) -> str:
     """The JSON of a cell's new source ``text``, written as the old one was:
     a string stays a string; a list keeps its brackets' whitespace, its
@@ -353,7 +348,7 @@ def _source_json(raw: str, span: SourceSpan, text: str) -> str:
         return dump(text)
     old = [raw[a:b] for a, b in span.elements]
     new = []
-    for j, line in enumerate(_lf_lines(text)):
+    for j, line in enumerate(lf_lines(text)):
         same = j < len(old) and json.loads(old[j]) == line
         new.append(old[j] if same else dump(line))
     if not span.elements:
@@ -426,6 +421,28 @@ def nbqa_place(source: str) -> Optional[Callable[[int], Optional[str]]]:
         return f"cell_{k}:{line - starts[k - 1]}"
 
     return place
+
+
+def as_nbqa_maps(source: str, findings: List[Finding]) -> List[Finding]:
+    """Under nbQA, a line a message or its evidence names, told as the
+    ``cell_K:L`` nbQA maps the finding's own line to (nbQA maps only the
+    position at the start of flake8's line)."""
+    if not findings:
+        return findings
+    place = nbqa_place(source)
+    if place is None:
+        return findings
+    return [
+        type(f)(
+            f.code,
+            f.line,
+            f.col,
+            cell_message(f.message, place),
+            f.path,
+            cell_evidence(f.evidence, place),
+        )
+        for f in findings
+    ]
 
 
 @dataclass

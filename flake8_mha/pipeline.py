@@ -26,7 +26,7 @@ This module imports neither libcst nor the analyzer at import time.
 from __future__ import annotations
 
 import dataclasses
-import difflib
+import functools
 import io
 import os
 import tokenize
@@ -38,7 +38,7 @@ from .config import (
     Options,
 )
 from .findings import Finding
-from .lines import source_lines
+from .lines import source_lines, unified_diff
 from .selection import all_codes
 
 # Never walked into (a file named on the command line inside one is skipped
@@ -300,31 +300,9 @@ def analyze_for_flake8(source: str, path: str, tree, project_wide: bool = True) 
     cache_dir = DEFAULT_DIR if project_wide and os.path.isdir(DEFAULT_DIR) else None
     project = make_project(path, cache_dir) if project_wide else None
     found = analyze_source(source, path, codes=all_codes(), tree=tree, project=project or False)
-    return _as_nbqa_maps(source, found)
+    from .notebook import as_nbqa_maps
 
-
-def _as_nbqa_maps(source: str, findings: List[Finding]) -> List[Finding]:
-    """Under nbQA, a line a message or its evidence names, told as the
-    ``cell_K:L`` nbQA maps the finding's own line to (nbQA maps only the
-    position at the start of flake8's line)."""
-    if not findings:
-        return findings
-    from .notebook import cell_evidence, cell_message, nbqa_place
-
-    place = nbqa_place(source)
-    if place is None:
-        return findings
-    return [
-        type(f)(
-            f.code,
-            f.line,
-            f.col,
-            cell_message(f.message, place),
-            f.path,
-            cell_evidence(f.evidence, place),
-        )
-        for f in findings
-    ]
+    return as_nbqa_maps(source, found)
 
 
 def make_project(path: str, cache_dir: Optional[str]):
@@ -345,37 +323,20 @@ def make_project(path: str, cache_dir: Optional[str]):
 # -- one file ------------------------------------------------------------------------
 
 
-_NO_NEWLINE = "\\ No newline at end of file\n"
-
-
-def unified_diff(path: str, old: str, new: str) -> str:
-    """``--diff`` for one file, as ``patch -p0`` and ``git apply`` read it:
-    lines end at ``\\n`` only (to both tools a ``\\r`` is part of its line, so
-    a CR-only file is one line), and a last line without ``\\n`` is followed
-    by ``\\ No newline at end of file``, as ``diff -u`` writes it."""
-    out = []
-    for line in difflib.unified_diff(_lf_lines(old), _lf_lines(new), fromfile=path, tofile=path):
-        out.append(line)
-        if not line.endswith("\n"):
-            out.append("\n" + _NO_NEWLINE)
-    return "".join(out)
-
-
-def _lf_lines(text: str) -> List[str]:
-    """The lines of ``text`` split after each ``\\n`` only, each with its ending."""
-    lines = text.split("\n")
-    out = [line + "\n" for line in lines[:-1]]
-    if lines[-1]:
-        out.append(lines[-1])
-    return out
-
-
 def _lint_python(
-    path: str, data: bytes, codes: Sequence[str], disable_noqa: bool, mode: str, project=None
+    path: str,
+    data: bytes,
+    codes: Sequence[str],
+    disable_noqa: bool,
+    mode: str,
+    project=None,
+    max_line_length: Optional[int] = None,
 ) -> FileOutcome:
+    """``max_line_length``: the configured ``max-line-length`` a fix keeps to
+    (None: none configured, no line is broken; see ``fix.fix_text``)."""
     from .atomic import fix_refusal
     from .engine import SourceSyntaxError, decode_source
-    from .fix import can_fix, fix_source, fixable_codes
+    from .fix import can_fix, fix_text, fixable_codes
 
     out = FileOutcome(path)
     try:
@@ -392,7 +353,9 @@ def _lint_python(
         return out
     fixable = fixable_codes()
     if mode != "check" and any(can_fix(f, fixable) for f in findings):
-        new_text, fixed = fix_source(text, findings, path)
+        result = fix_text(text, findings, path, max_line_length)
+        new_text, fixed = result.text, result.fixed
+        out.problems += _long_fixes(path, result.refused, lambda n: f"line {n}")
         if fixed and new_text != text:
             try:
                 after = lint_text(new_text, path, codes, disable_noqa, project)
@@ -412,12 +375,18 @@ def _lint_python(
 
 
 def _lint_notebook(
-    path: str, data: bytes, codes: Sequence[str], disable_noqa: bool, mode: str, project=None
+    path: str,
+    data: bytes,
+    codes: Sequence[str],
+    disable_noqa: bool,
+    mode: str,
+    project=None,
+    max_line_length: Optional[int] = None,
 ) -> FileOutcome:
     from . import notebook as nbk
     from .atomic import fix_refusal
     from .engine import SourceSyntaxError
-    from .fix import can_fix, fix_source, fixable_codes
+    from .fix import can_fix, fix_text, fixable_codes
 
     out = FileOutcome(path)
     try:
@@ -450,7 +419,10 @@ def _lint_notebook(
         return out
     fixable = fixable_codes()
     if mode != "check" and any(can_fix(f, fixable) for f in findings):
-        new_joined, fixed = fix_source(source.joined, findings, path)
+        result = fix_text(source.joined, findings, path, max_line_length)
+        new_joined, fixed = result.text, result.fixed
+        where = source.where
+        out.problems += _long_fixes(path, result.refused, lambda n: where(n) or f"line {n}")
         new_raw = source.rewritten(new_joined) if fixed else None
         if new_raw is not None:
             new_source = nbk.Source.of(nbk.load(new_raw), new_raw)
@@ -471,6 +443,13 @@ def _lint_notebook(
                 source, findings = new_source, after
     out.items = _cell_items(findings, source, fixable)
     return out
+
+
+def _long_fixes(path: str, refused, where) -> List[Problem]:
+    """One line per fix left out for the line length: which, where, and why."""
+    return [
+        Problem(path, f"fix not applied ({f.code} at {where(f.line)}): {why}") for f, why in refused
+    ]
 
 
 def _cell_items(findings: Sequence[Finding], source, fixable) -> List[Item]:
@@ -565,15 +544,19 @@ def _through_cache(
     return out
 
 
-def lint_file(task: Tuple[str, Tuple[str, ...], bool, str, Optional[str], bool]) -> FileOutcome:
-    """One file, dispatched on its suffix; never raises (a worker process runs it)."""
-    path, codes, disable_noqa, mode, cache_dir, project_wide = task
+def lint_file(task: Tuple) -> FileOutcome:
+    """One file, dispatched on its suffix; never raises (a worker process runs it).
+    ``task``: path, codes, disable_noqa, mode, cache_dir, project_wide, and
+    optionally the configured max-line-length."""
+    path, codes, disable_noqa, mode, cache_dir, project_wide, *rest = task
     try:
         out = FileOutcome(path)
         data = read_bytes(path, out)
         if data is None:
             return out
         lint = _lint_notebook if path.endswith(".ipynb") else _lint_python
+        if rest and rest[0] is not None:  # the configured max-line-length, for a fix
+            lint = functools.partial(lint, max_line_length=rest[0])
         return _through_cache(cache_dir, data, path, codes, disable_noqa, mode, lint, project_wide)
     except Exception as exc:  # never lose the whole run to one file
         return FileOutcome(
@@ -592,9 +575,11 @@ def run_files(
     jobs: int,
     cache_dir: Optional[str] = None,
     project_wide: bool = True,
+    max_line_length: Optional[int] = None,
 ) -> List[FileOutcome]:
     """``cache_dir``: read and write per-file results there (mode check only);
-    ``project_wide``: follow calls into the project's other files."""
+    ``project_wide``: follow calls into the project's other files;
+    ``max_line_length``: the configured line length a fix keeps to."""
     if mode != "check":
         cache_dir = None
     if cache_dir is not None:
@@ -603,7 +588,10 @@ def run_files(
         cache_mod.source_hash()  # once, before the workers fork
         if not cache_mod.usable(cache_dir):
             cache_dir = None
-    tasks = [(path, tuple(codes), disable_noqa, mode, cache_dir, project_wide) for path in files]
+    tasks = [
+        (path, tuple(codes), disable_noqa, mode, cache_dir, project_wide, max_line_length)
+        for path in files
+    ]
     if jobs <= 1 or len(tasks) <= 1:
         return [lint_file(t) for t in tasks]
     import multiprocessing
@@ -690,7 +678,14 @@ def lint_paths(opts: Options, mode: str = "check") -> Run:
         codes = opts.codes()
     files = discover(opts.paths, opts.exclude)
     outcomes = run_files(
-        files, codes, opts.disable_noqa, mode, opts.jobs, cache_dir, not opts.no_project_wide
+        files,
+        codes,
+        opts.disable_noqa,
+        mode,
+        opts.jobs,
+        cache_dir,
+        not opts.no_project_wide,
+        getattr(opts, "max_line_length", None),  # filled from [flake8] max-line-length
     )
     _prune_cache(cache_dir, outcomes)
     return Run(codes, outcomes)
