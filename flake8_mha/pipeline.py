@@ -38,7 +38,7 @@ from .config import (
     Options,
 )
 from .findings import Finding
-from .lines import source_lines, unified_diff
+from .lines import skim_data, source_lines, unified_diff
 from .selection import all_codes
 
 # Never walked into (a file named on the command line inside one is skipped
@@ -283,7 +283,9 @@ def lint_text(
     if "\0" in text:  # Python refuses it; LibCST would parse on
         line = text.count("\n", 0, text.index("\0")) + 1
         raise SourceSyntaxError(NUL_BYTES, line, 1)
-    findings = analyze_source(text, path, codes=list(codes), project=project or False)
+    # a huge data literal is skimmed (same lines and columns), not parsed into a tree
+    skimmed = skim_data(text)
+    findings = analyze_source(skimmed, path, codes=list(codes), project=project or False)
     if disable_noqa or not findings:
         return findings
     return apply_noqa(findings, source_lines(text))
@@ -299,7 +301,8 @@ def analyze_for_flake8(source: str, path: str, tree, project_wide: bool = True) 
 
     cache_dir = DEFAULT_DIR if project_wide and os.path.isdir(DEFAULT_DIR) else None
     project = make_project(path, cache_dir) if project_wide else None
-    found = analyze_source(source, path, codes=all_codes(), tree=tree, project=project or False)
+    skimmed = skim_data(source)  # same lines and columns; the tree's positions hold
+    found = analyze_source(skimmed, path, codes=all_codes(), tree=tree, project=project or False)
     from .notebook import as_nbqa_maps
 
     return as_nbqa_maps(source, found)

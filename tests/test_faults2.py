@@ -476,3 +476,44 @@ def test_a_fifo_dev_zero_a_20mb_file_and_a_corrupt_cache_each_named_once(tmp_pat
                                          ("tree/m.py", "18", "13", "MHA007")]
     assert sorted(proc.stderr.splitlines()) == ["tree/x.py: skipped: not a regular file",
                                                 "tree/z.py: skipped: not a regular file"]
+
+
+# -- D7: a huge literal is skimmed --------------------------------------------------------------
+
+def test_d7_a_1mb_literal_is_skimmed_in_bounded_time_and_memory(tmp_path):
+    items = ", ".join(str(i % 10) for i in range(500_000))
+    (tmp_path / "big.py").write_text(
+        "import torch.nn.functional as F\nDATA = [" + items + "]\n\n"
+        "def f(q, k, v, m):\n"
+        "    return F.scaled_dot_product_attention(q, k, v, attn_mask=m, is_causal=True)\n")
+    env = dict(os.environ, PYTHONPATH=str(ROOT))
+    # before: 19-50 s and 2.2 GB; flake8 alone (pycodestyle) takes longer than that
+    proc = subprocess.run([sys.executable, "-m", "flake8_mha.cli", "check", "--no-cache",
+                           "big.py"], cwd=tmp_path, env=env, capture_output=True, text=True,
+                          timeout=120, preexec_fn=_capped_memory_1g)
+    assert (proc.returncode, proc.stderr) == (1, "")
+    assert codes_at(proc.stdout) == [("big.py", "5", "12", "MHA006")]
+
+
+def _capped_memory_1g():
+    import resource
+
+    resource.setrlimit(resource.RLIMIT_DATA, (1 << 30, 1 << 30))
+
+
+def test_d7_skimming_keeps_every_position_and_every_syntax_error():
+    from flake8_mha.lines import skim_data
+
+    data = "[" + ", ".join(f'"k{i}"' for i in range(5000)) + "]"
+    text = f"x = {data}\ny = {{1: {data}}}\nz = f({data})\nw = v[{data[1:-1]}]\n"
+    out = skim_data(text)
+    assert len(out) == len(text) and out.count("\n") == text.count("\n")
+    lines = out.splitlines()
+    assert lines[0] == "x = [" + " " * (len(data) - 2) + "]"
+    assert lines[1] == "y = {" + " " * (len(data) + 3) + "}"  # `1: ` and the list
+    assert lines[2] == "z = f([" + " " * (len(data) - 2) + "])"  # a list passed: data still
+    assert lines[3] == text.splitlines()[3]  # a subscript is not a display: kept
+    broken = "x = [" + "1, " * 10_000 + "2 3]\n"  # Python rejects it: left for E999
+    assert skim_data(broken) == broken
+    called = "x = [" + "1, " * 10_000 + "f(2)]\n"  # not data
+    assert skim_data(called) == called
