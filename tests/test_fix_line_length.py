@@ -116,3 +116,47 @@ def test_the_diff_of_a_broken_fix_applies(tmp_path):
                           text=True, timeout=60)
     assert done.returncode == 0, done.stdout + done.stderr
     assert path.read_text() == SOURCE.replace(CALL, EXPLODED)
+
+
+def _notebook(tmp_path):
+    import json
+
+    body = SOURCE.split("\n\n\n", 1)[1]  # the class, in a cell of its own
+    nb = {"cells": [
+        {"cell_type": "code", "execution_count": None, "metadata": {}, "outputs": [],
+         "source": ["import torch.nn as nn\n", "import torch.nn.functional as F"]},
+        {"cell_type": "code", "execution_count": None, "metadata": {}, "outputs": [],
+         "source": body.rstrip("\n").splitlines(keepends=True)},
+    ], "metadata": {}, "nbformat": 4, "nbformat_minor": 5}
+    path = tmp_path / "nb.ipynb"
+    path.write_text(json.dumps(nb, indent=1) + "\n")
+    return path, body
+
+
+def _fix_notebook(path, limit):
+    opts = Options(paths=[str(path)], no_cache=True)
+    opts.max_line_length = limit
+    run = lint_paths(opts, "fix")
+    write_fixes(run.outcomes)
+    return run
+
+
+def test_a_notebook_fix_is_broken_inside_its_cell(tmp_path):
+    import json
+
+    path, body = _notebook(tmp_path)
+    run = _fix_notebook(path, 100)
+    assert run.problems == []
+    cell = "".join(json.loads(path.read_text())["cells"][1]["source"])
+    assert cell == body.rstrip("\n").replace(CALL.rstrip("\n"), EXPLODED.rstrip("\n"))
+
+
+def test_a_notebook_fix_that_cannot_fit_names_its_cell(tmp_path):
+    path, _ = _notebook(tmp_path)
+    before = path.read_bytes()
+    run = _fix_notebook(path, 79)
+    assert path.read_bytes() == before
+    assert [p.text() for p in run.problems] == [
+        f"{path}: error: fix not applied (MHA007 at cell_2:7): broken inside its brackets as "
+        "black would, the fixed call still has a line 83 characters long, over "
+        "max-line-length 79"]
