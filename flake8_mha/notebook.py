@@ -27,7 +27,6 @@ import re
 from dataclasses import dataclass, field
 from typing import Callable, Dict, List, Optional, Sequence, Tuple
 
-from .findings import Finding
 from .lines import lf_lines, source_lines
 
 PYTHON_BODY_CELL_MAGICS = frozenset(
@@ -423,10 +422,11 @@ def nbqa_place(source: str) -> Optional[Callable[[int], Optional[str]]]:
     return place
 
 
-def as_nbqa_maps(source: str, findings: List[Finding]) -> List[Finding]:
+def as_nbqa_maps(source: str, findings: list) -> list:
     """Under nbQA, a line a message or its evidence names, told as the
     ``cell_K:L`` nbQA maps the finding's own line to (nbQA maps only the
-    position at the start of flake8's line)."""
+    position at the start of flake8's line).  ``findings``: ``Finding``s,
+    rebuilt through their own type (this module imports no other)."""
     if not findings:
         return findings
     place = nbqa_place(source)
