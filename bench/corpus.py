@@ -149,7 +149,7 @@ def sinks(projects, reach: bool = True):
     from flake8_mha.events import ModuleCall, SdpaCall, classify
     from flake8_mha.flow import FlowPass
     from flake8_mha.masks import analysis_for
-    from flake8_mha.project import Project
+    from flake8_mha.program.callsites import Project
     from flake8_mha.resolve import Resolver
 
     for name, version in projects:

@@ -72,7 +72,8 @@ def _timed_stages() -> dict:
     """Wrap the engine's stages so that each adds its CPU time to the dict returned."""
     import libcst
 
-    from flake8_mha import engine, project
+    from flake8_mha import engine
+    from flake8_mha.program import callsites as project
 
     spent = dict.fromkeys(("ast", "imported_names", "focus", "libcst parse", "analysis"), 0.0)
 

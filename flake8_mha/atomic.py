@@ -62,11 +62,14 @@ class FileChanged(WriteError):
     """The file's bytes are no longer those that were analysed."""
 
 
+NOT_REGULAR = "not a regular file"
+
+
 class NotRegular(OSError):
     """A path that is not a regular file (a FIFO, a device, a socket, a folder)."""
 
     def __str__(self) -> str:
-        return "not a regular file"
+        return NOT_REGULAR
 
 
 class TooLarge(OSError):
@@ -117,6 +120,27 @@ def read_regular(path: str, limit: int) -> bytes:
         return data
     finally:
         os.close(fd)
+
+
+def walked_file(path: str, notice=None) -> bool:
+    """Whether a file found inside a folder is to be linted: anything but a
+    FIFO, a device or a socket (a FIFO would block the run, a link to
+    ``/dev/zero`` never ends), which is skipped with a one-line notice on
+    stderr (``notice``: where else to write it).  A path that cannot be
+    stat'ed (a link loop, a dangling link) is kept: reading it reports why.
+    A path named on the command line is not asked: it is read, and refused."""
+    try:
+        mode = os.stat(path).st_mode
+    except (OSError, ValueError):
+        return True
+    if stat.S_ISREG(mode):
+        return True
+    if notice is None:
+        import sys
+
+        notice = sys.stderr.write
+    notice(f"{os.path.normpath(path)}: skipped: {NOT_REGULAR}\n")
+    return False
 
 
 def regular_file(path: str) -> bool:

@@ -11,7 +11,7 @@ the SHA-256 of everything those results depend on today:
 - the project version and a hash of the package's own source files, so an
   edited rule (a developer's checkout) never reads an old entry.
 
-With project-wide analysis on (``project.py``, docs/reach.md) a file's
+With project-wide analysis on (``program/``, docs/reach.md) a file's
 findings also depend on the project files it imports: a small manifest
 (``deps-<key>.json``, keyed as above) lists those files, and the results' key
 adds each one's path and SHA-256, so an edit to an imported file misses the

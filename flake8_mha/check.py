@@ -9,12 +9,11 @@ could not be checked (syntax error, unreadable).
 from __future__ import annotations
 
 import argparse
-import os
 import sys
 from typing import Optional, Sequence
 
-from .config import FORMATS, Options, UsageError, format_value
-from .output import render
+from .config import FORMATS, Options, UsageError, check_output_file, format_value
+from .output import SourceLines, render
 from .options import add_lint_arguments, options_from_args
 from .pipeline import FileOutcome, lint_paths, write_fixes
 
@@ -44,6 +43,26 @@ def _parser() -> argparse.ArgumentParser:
         default=None,
         help="count findings per code (text and github formats)",
     )
+    p.add_argument(
+        "--exit-zero",
+        action="store_true",
+        help="exit 0 even when findings are reported (2 still means a usage error)",
+    )
+    p.add_argument(
+        "--count", action="store_true", help="print the number of findings and errors last"
+    )
+    p.add_argument(
+        "-q",
+        "--quiet",
+        action="count",
+        default=0,
+        help="-q: print only the names of files with findings; -qq: print nothing",
+    )
+    p.add_argument(
+        "--show-source",
+        action="store_true",
+        help="print the source line of each finding, with a caret under its column",
+    )
     mode = p.add_mutually_exclusive_group()
     mode.add_argument("--fix", action="store_true", help="apply the safe fixes to the files")
     mode.add_argument(
@@ -60,11 +79,15 @@ def parse_options(argv: Sequence[str], cwd: Optional[str] = None) -> Options:
         opts.format = format_value(args.format)
     if args.output_file is not None:
         opts.output_file = args.output_file
-    if opts.output_file is not None and os.path.isdir(opts.output_file):
-        raise UsageError(f"--output-file is a directory: {opts.output_file}")
+    if opts.output_file is not None:
+        check_output_file(opts.output_file, "--output-file")
     if args.statistics:
         opts.statistics = True
     opts.fix, opts.diff = args.fix, args.diff
+    opts.exit_zero, opts.count, opts.quiet = args.exit_zero, args.count, args.quiet
+    opts.show_source = args.show_source
+    if opts.fix and "-" in opts.paths:
+        raise UsageError("--fix cannot write to stdin (-); use --diff")
     return opts
 
 
@@ -80,13 +103,18 @@ def main(argv: Sequence[str]) -> int:
     items, problems = run.items, run.problems
     for p in problems:
         print(p.text(), file=sys.stderr)
+    if not run.files:  # as ruff: a run that looked at nothing says so
+        print(
+            "flake8-mha check: warning: no Python files found under " + ", ".join(opts.paths),
+            file=sys.stderr,
+        )
 
     if mode == "diff":
         report = "".join(o.diff for o in outcomes)
         changed = any(o.diff for o in outcomes)
         if not _emit(report, opts.output_file) or problems:
             return 2
-        return 1 if changed else 0
+        return 1 if changed and not opts.exit_zero else 0
 
     if mode == "fix":
         # atomic, and only over the bytes that were analysed (pipeline.write_fixes)
@@ -103,10 +131,18 @@ def main(argv: Sequence[str]) -> int:
         # a file not written reports the findings it still holds
         items, problems = run.items, run.problems
 
-    report = render(opts.format, items, problems, codes, opts.statistics)
+    if opts.format == "text" and opts.quiet:
+        # flake8's -q: each file with findings once; -qq: nothing
+        names = list(dict.fromkeys(i.finding.path for i in items)) if opts.quiet == 1 else []
+        report = "".join(name + "\n" for name in names)
+    else:
+        source = SourceLines(run.stdin, opts.stdin_display_name) if opts.show_source else None
+        report = render(opts.format, items, problems, codes, opts.statistics, source=source)
+    if opts.count and opts.format in ("text", "github"):
+        report += f"{len(items) + len(problems)}\n"  # flake8 counts its E999 too
     if not _emit(report, opts.output_file) or problems:
         return 2
-    return 1 if items else 0
+    return 1 if items and not opts.exit_zero else 0
 
 
 def _emit(report: str, output_file: Optional[str]) -> bool:
@@ -125,14 +161,31 @@ def _emit(report: str, output_file: Optional[str]) -> bool:
     return True
 
 
+EXPLAIN_USAGE = """usage: flake8-mha explain CODE | --list
+
+  CODE     print the rule's documentation page (MHA001, mha001)
+  --list   one line per code: the code, its name, and (opt-in) for the MHA9xx codes"""
+
+
 def explain(argv: Sequence[str]) -> int:
     """Print a code's page: a static rule's, or a runtime-only code's (MHA011)."""
     from .rules.base import REGISTRY, all_rules
     from .rules.runtime import RUNTIME
 
     all_rules()
+    if list(argv) in (["-h"], ["--help"]):
+        print(EXPLAIN_USAGE)
+        return 0
+    if list(argv) == ["--list"]:
+        for code, rule in sorted({**REGISTRY, **RUNTIME}.items()):
+            if code in RUNTIME:
+                note = "  (runtime: the sanitizer)"
+            else:
+                note = "" if rule.DEFAULT_ENABLED else "  (opt-in)"
+            print(f"{code}  {rule.NAME}{note}")
+        return 0
     if len(argv) != 1 or argv[0].startswith("-"):
-        print("usage: flake8-mha explain CODE", file=sys.stderr)
+        print(f"flake8-mha explain: error: {EXPLAIN_USAGE.splitlines()[0]}", file=sys.stderr)
         return 2
     code = argv[0].upper()
     rule = REGISTRY.get(code) or RUNTIME.get(code)

@@ -46,7 +46,7 @@ USAGE = """usage: flake8-mha COMMAND [ARGS]
 commands:
   check PATH...      lint files and directories (same findings as the flake8 plugin)
   confirm PATH...    lint, then prove each finding with a measured witness (needs torch)
-  explain CODE       print a rule's documentation"""
+  explain CODE       print a rule's documentation (explain --list: every code)"""
 
 
 if __name__ == "__main__":  # pragma: no cover

@@ -17,17 +17,18 @@ import sys
 import threading
 import tokenize
 import warnings
-from typing import Dict, Iterable, List, Optional, Sequence, Tuple
+from typing import Dict, Iterable, List, Optional, Sequence, Set, Tuple
 
 import libcst as cst
 
 from . import positions, torch_api
 from .events import Construction, ModuleCall, SdpaCall, classify
 from .findings import Finding
-from .flow import CallSite, FlowPass
+from .flow import CallSite, FlowPass, ScopeKind
 from .focus import focus
 from .lines import source_lines
-from .project import Project, annotate
+from .program.callsites import Project, annotate
+from .program.files import reaches_a_sink
 from .resolve import Resolver
 from .rules.base import all_rules
 from .values import value_of
@@ -52,6 +53,26 @@ class SourceSyntaxError(Exception):
 def prefilter(source: str) -> bool:
     """Cheap text test: can this file contain an attention API at all?"""
     return any(word in source for word in torch_api.TRIGGER_WORDS)
+
+
+def _gated_in(source: str, path: str, project, tree) -> bool:
+    """The project-aware gate, for a file without an attention word: it calls
+    a project function, or builds a project class, that reaches a sink
+    (``program.files.reaches_a_sink``).  Never with ``project`` False (this
+    file alone)."""
+    if project is False or project is None or not getattr(project, "files", True):
+        return False
+    tree = tree if isinstance(tree, ast.Module) else None
+    if not isinstance(project, Project):
+        return reaches_a_sink(source, path, tree)
+    # the run's own project: the files the gate reads become the file's dependencies
+    # (an edit that turns one into a wrapper re-analyses this file, cache or not)
+    if "import" not in source:
+        return False
+    try:
+        return bool(project.imported_names(tree or ast.parse(source)))
+    except (SyntaxError, ValueError, RecursionError, MemoryError, OSError):
+        return False
 
 
 def default_codes() -> List[str]:
@@ -151,6 +172,8 @@ def _analyze_module(
 ) -> List[Finding]:
     flow = FlowPass()
     flow.run(module)
+    if project is not None and project.files:  # facts of the project (values.py)
+        flow.module_scope.project = project
     resolver = Resolver(flow)
     ctx = Context(module, flow, resolver)
     ctx.project = project  # mask builders in other files (masks/evaluator.py)
@@ -173,13 +196,15 @@ def _analyze_module(
             for site in flow.calls:
                 for rep in method(site):
                     reports.append((rule.CODE, rep))
+    decided = _decided_by_callers(ctx.events, project)
     for ev in ctx.events:
         handler = _HANDLERS[type(ev)]
         for rule in rules:
             method = getattr(rule, handler, None)
-            if method is not None:
-                for rep in method(ev):
-                    reports.append((rule.CODE, annotate(rep, ev)))
+            if method is None or rule.CODE in decided.get(id(ev), ()):
+                continue
+            for rep in method(ev):
+                reports.append((rule.CODE, annotate(rep, ev)))
     if not reports:
         return []
     starts = start_positions(module, [rep.node for _, rep in reports])
@@ -188,6 +213,73 @@ def _analyze_module(
         line, col0 = starts[id(rep.node)]
         findings.add(Finding(code, line, col0 + 1, rep.message, path, rep.evidence))
     return sorted(findings, key=lambda f: (f.line, f.col, f.code))
+
+
+# the SDPA arguments each code judges (when the wrapper's parameters carry all
+# of them, the code judges them at the wrapper's call sites instead)
+_JUDGES = {
+    "MHA002": ("attn_mask",),
+    "MHA003": ("attn_mask",),
+    "MHA004": ("attn_mask",),
+    "MHA009": ("attn_mask",),
+    "MHA006": ("attn_mask", "is_causal"),  # the pair: judged at the call only when both pass
+    "MHA007": ("dropout_p",),
+}
+
+
+def _decided_by_callers(events, project) -> Dict[int, Set[str]]:
+    """``id(event) -> codes`` not to judge at an SDPA call (or a wrapper call)
+    inside a function of this file that the file's own calls follow through
+    its summary: what that function's parameters carry there is each
+    caller's, and is judged at each call (RULES.md: where the fact enters the
+    chain), not joined over the callers inside the function."""
+    if project is None:
+        return {}
+    own = project.own_name()
+    followed: Set[str] = set()
+    for ev in events:
+        through = getattr(ev, "through", None)
+        if through is not None:
+            steps = through.get("chain") or [[through["file"], through["function"]]]
+            followed.update(name for file, name in steps if file == own)
+    if not followed:
+        return {}
+    out: Dict[int, Set[str]] = {}
+    for ev in events:
+        if not isinstance(ev, SdpaCall):
+            continue
+        key = _function_key(ev.site.scope)
+        if key not in followed:
+            continue
+        summary = project.effective(project.path, key)
+        sinks = set(summary["reach"]) if summary else set()
+        codes = {c for c, judged in _JUDGES.items() if sinks.issuperset(judged)}
+        if codes:
+            out[id(ev)] = codes
+    return out
+
+
+def _function_key(scope) -> Optional[str]:
+    """How a summary table names the function a call site is in: ``attend``,
+    ``Attention.forward``, ``make_attention()`` (the function a factory
+    returns); None inside anything else."""
+    while scope is not None and scope.kind != ScopeKind.FUNCTION:
+        scope = scope.parent
+    if scope is None or not isinstance(scope.node, cst.FunctionDef):
+        return None
+    name = scope.node.name.value
+    parent = scope.parent
+    if parent is not None and parent.kind == ScopeKind.CLASS:
+        outer = parent.parent
+        if outer is not None and outer.kind == ScopeKind.MODULE and parent.node is not None:
+            return f"{parent.node.name.value}.{name}"
+        return None
+    if parent is not None and parent.kind == ScopeKind.FUNCTION:
+        outer = parent.parent
+        if outer is not None and outer.kind == ScopeKind.MODULE:
+            return parent.node.name.value + "()"
+        return None
+    return name
 
 
 def start_positions(module: cst.Module, nodes: Sequence[cst.CSTNode]) -> Dict[int, Tuple[int, int]]:
@@ -214,7 +306,7 @@ def analyze_source(
     project's wrappers in other files), False for this file alone, or "auto":
     a Project when ``path`` is a file on disk (summaries kept in memory)."""
     try:
-        if use_prefilter and not prefilter(source):
+        if use_prefilter and not prefilter(source) and not _gated_in(source, path, project, tree):
             return []
         if len(source) > MAX_BYTES:
             return [
@@ -255,6 +347,9 @@ def _parse_and_analyze(
         # bracketed span alone is data, such as torch's 25,000-line ``op_db``: focused)
         if project == "auto":
             project = Project(path) if os.path.isfile(path) else None
+        if not project:  # this file alone: its own wrappers are still followed
+            project = Project(path, files=False)
+        project.own(source)
         text = source
         if screened != _DEEP:
             screen = tree if isinstance(tree, ast.Module) else _ast_or_none(source)
@@ -265,7 +360,7 @@ def _parse_and_analyze(
     except cst.ParserSyntaxError as exc:
         _raise_if_invalid_python(source, exc)
         return [_internal(path, f"LibCST cannot parse this file ({_first_line(exc)})")]
-    return analyze_module(module, codes, path, project or None)
+    return analyze_module(module, codes, path, project)
 
 
 # LibCST's native parser recurses on the C stack once per nesting level (a
@@ -356,9 +451,7 @@ def _nesting_guard(source: str, path: str, screened: str) -> Optional[Finding]:
     except SyntaxError as err:
         msg = err.msg or ""
         if any(text in msg for text in _NESTING_ERRORS):
-            raise SourceSyntaxError(
-                f"syntax error: {msg}", err.lineno or 1, err.offset or 1
-            ) from None
+            raise _as_e999(err) from None
         # newer syntax than this Python knows, or invalid: LibCST decides,
         # unless brackets nest deeper than any Python accepts
         if _bracket_depth(source) > MAX_BRACKETS:
@@ -421,13 +514,19 @@ def _quiet_ast_parse(source: str) -> ast.AST:
         return ast.parse(source)
 
 
+def _as_e999(err: SyntaxError) -> SourceSyntaxError:
+    """flake8's E999 for the error: its text (``IndentationError: unexpected
+    indent``) and its column (flake8 prints Python's 1-based offset plus one)."""
+    return SourceSyntaxError(
+        f"{type(err).__name__}: {err.msg}", err.lineno or 1, (err.offset or 0) + 1
+    )
+
+
 def _raise_if_invalid_python(source: str, exc: Exception) -> None:
     try:
         _quiet_ast_parse(source)
     except SyntaxError as err:
-        raise SourceSyntaxError(
-            f"syntax error: {err.msg}", err.lineno or 1, (err.offset or 1)
-        ) from None
+        raise _as_e999(err) from None
     except (ValueError, RecursionError, MemoryError):
         pass
 
@@ -464,9 +563,11 @@ def analyze_file(
     with open(path, "rb") as fh:
         data = fh.read()
     if use_prefilter and not any(w.encode() in data for w in torch_api.TRIGGER_WORDS):
-        # UTF-16/32 files would hide the words: they start with a BOM or NULs
+        # UTF-16/32 files would hide the words: they start with a BOM or NULs; a file
+        # that imports may call a project wrapper (the gate, in analyze_source)
         if not data.startswith((b"\xff\xfe", b"\xfe\xff")) and b"\x00" not in data[:4]:
-            return []
+            if b"import" not in data:
+                return []
     try:
         source = decode_source(data)
     except (SyntaxError, UnicodeDecodeError, LookupError) as exc:

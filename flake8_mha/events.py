@@ -62,7 +62,7 @@ class ModuleCall:
 class SdpaCall:
     """A call of ``F.scaled_dot_product_attention``, or of a project wrapper
     that forwards its parameters to one (``through``: the wrapper's name, file
-    and SDPA line, see ``project.py``; ``args`` then holds the caller's
+    and SDPA line, see ``program/callsites.py``; ``args`` then holds the caller's
     arguments under SDPA's names)."""
 
     __slots__ = ("site", "args", "through")

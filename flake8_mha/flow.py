@@ -95,6 +95,7 @@ class Scope:
         "globals",
         "mutated_globals",
         "appends",
+        "project",
     )
 
     def __init__(self, kind, node, parent, cls=None):
@@ -108,6 +109,9 @@ class Scope:
         self.globals: set = set()  # names this function declares global/nonlocal
         self.mutated_globals: set = set()  # module scope: names some function rebinds
         self.appends: Dict[str, List[Def]] = {}  # local list -> what .append() added
+        # module scope: the project's facts values.py may ask (project.Project:
+        # imported_constant, constructed), or None for this file alone
+        self.project = None
 
 
 class ClassInfo:

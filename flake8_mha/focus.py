@@ -47,7 +47,7 @@ import re
 from typing import Dict, FrozenSet, Iterable, List, Optional, Sequence, Set, Tuple
 
 from .lines import source_lines
-from .summaries import statements
+from .program.summaries import statements
 from .torch_api import TRIGGER_WORDS
 
 FOCUS = True  # False: every file is parsed whole (the reference the parity checks use)
@@ -147,7 +147,7 @@ def focus(
     """``source`` with the definitions that cannot matter replaced by blank lines.
 
     ``keep``: more names that keep the code using them (beyond ``KEEP_WORDS``):
-    the project's attention wrappers this file imports (``project.py``)."""
+    the project's attention wrappers this file imports (``program/callsites.py``)."""
     if not FOCUS:
         return source
     if tree is None:

@@ -15,7 +15,7 @@ import json
 import os
 import re
 import textwrap
-from typing import Dict, List, Optional, Sequence
+from typing import Dict, List, Optional, Sequence, Tuple
 from urllib.parse import quote
 
 from . import __version__
@@ -54,7 +54,10 @@ def render(
     codes: Sequence[str],
     show_statistics: bool = False,
     root: Optional[str] = None,
+    source: Optional["SourceLines"] = None,
 ) -> str:
+    """``source``: text and github formats show each finding's line under it
+    (``--show-source``)."""
     if fmt == "json":
         return render_json(items, problems) + "\n"
     if fmt == "sarif":
@@ -63,9 +66,48 @@ def render(
         lines = [github_line(i) for i in items] + [github_problem(p) for p in problems]
     else:
         lines = [i.text() for i in items]
+    if source is not None and fmt == "text":
+        lines = [line + source.shown(i) for line, i in zip(lines, items)]
     if show_statistics:
         lines += statistics_lines(items)
     return "".join(line + "\n" for line in lines)
+
+
+class SourceLines:
+    """The line of a finding, and a caret under its column, as flake8's
+    ``--show-source`` prints them; read once per file (a notebook's line is
+    its cell's)."""
+
+    def __init__(self, stdin: Optional[bytes] = None, stdin_name: str = "stdin") -> None:
+        self.stdin, self.stdin_name = stdin, stdin_name
+        self.files: Dict[Tuple[str, Optional[int]], List[str]] = {}
+
+    def _lines(self, path: str, cell_index: Optional[int]) -> List[str]:
+        key = (path, cell_index)
+        if key not in self.files:
+            try:
+                if self.stdin is not None and path == self.stdin_name:
+                    data = self.stdin
+                else:
+                    with open(path, "rb") as fh:
+                        data = fh.read()
+                text = data.decode("utf-8-sig", errors="replace")
+                if cell_index is not None:
+                    cell = json.loads(text)["cells"][cell_index]["source"]
+                    text = "".join(cell) if isinstance(cell, list) else cell
+                self.files[key] = text.splitlines()
+            except (OSError, ValueError, KeyError, IndexError, TypeError):
+                self.files[key] = []
+        return self.files[key]
+
+    def shown(self, item: Item) -> str:
+        f = item.finding
+        lines = self._lines(f.path, item.cell_index)
+        if not 0 < f.line <= len(lines):
+            return ""
+        line = lines[f.line - 1]
+        pad = "".join(c if c.isspace() else " " for c in line[: f.col - 1])
+        return f"\n{line}\n{pad}^"
 
 
 # -- json ---------------------------------------------------------------------

@@ -31,45 +31,25 @@ import io
 import os
 import tokenize
 from dataclasses import dataclass, field
-from fnmatch import fnmatch
 from typing import Any, Dict, List, Optional, Sequence, Tuple
 
+from .atomic import NOT_REGULAR
 from .config import (
     Options,
+)
+from .discovery import (  # noqa: F401 - kept importable from here
+    DEFAULT_EXCLUDES,
+    SUFFIXES,
+    discover,
+    display_path,
+    is_excluded,
+    is_virtualenv,
+    lintable,
 )
 from .findings import Finding
 from .lines import skim_data, source_lines, unified_diff
 from .selection import all_codes
 
-# Never walked into (a file named on the command line inside one is skipped
-# too, as flake8 does).  Any directory holding a ``pyvenv.cfg`` is a
-# virtualenv, whatever its name, and is skipped as well.
-DEFAULT_EXCLUDES: Tuple[str, ...] = (
-    ".git",
-    ".hg",
-    ".svn",
-    ".bzr",
-    "CVS",
-    ".tox",
-    ".nox",
-    ".venv",
-    "venv",
-    "__pycache__",
-    "__pypackages__",
-    "build",
-    "dist",
-    ".eggs",
-    "*.egg",
-    "*.egg-info",
-    "node_modules",
-    ".mypy_cache",
-    ".pytest_cache",
-    ".ruff_cache",
-    ".flake8-mha-cache",
-    ".ipynb_checkpoints",
-    "site-packages",
-)
-SUFFIXES = (".py", ".pyi", ".ipynb")
 MODES = ("check", "fix", "diff")
 
 
@@ -155,87 +135,14 @@ class FileOutcome:
 # -- files ---------------------------------------------------------------------------
 
 
-def is_excluded(path: str, patterns: Sequence[str]) -> bool:
-    """flake8's rule: a pattern matches the base name, or the absolute path."""
-    if not patterns:
-        return False
-    base = os.path.basename(path.rstrip("/\\") or path)
-    if base not in (".", "..") and any(fnmatch(base, p) for p in patterns):
-        return True
-    absolute = os.path.abspath(path)
-    return any(fnmatch(absolute, p) for p in patterns)
-
-
-def lintable(name: str) -> bool:
-    return name.endswith(SUFFIXES)
-
-
-def is_virtualenv(directory: str) -> bool:
-    return os.path.isfile(os.path.join(directory, "pyvenv.cfg"))
-
-
-def discover(paths: Sequence[str], extra_excludes: Sequence[str] = ()) -> List[str]:
-    """Files to lint, in a stable order: each named file as given (unless
-    excluded), and ``*.py``/``*.pyi``/``*.ipynb`` below each directory, sorted."""
-    patterns = list(DEFAULT_EXCLUDES) + list(extra_excludes)
-    out: List[str] = []
-    seen = set()
-
-    def add(path: str) -> None:
-        real = os.path.realpath(path)
-        if real not in seen:
-            seen.add(real)
-            out.append(path)
-
-    for arg in paths:
-        if is_excluded(arg, patterns) and arg not in (".", ".."):
-            continue
-        if os.path.isdir(arg):
-            for root, dirs, files in os.walk(arg):
-                dirs[:] = sorted(
-                    d
-                    for d in dirs
-                    if not is_excluded(os.path.join(root, d), patterns)
-                    and not is_virtualenv(os.path.join(root, d))
-                )
-                for name in sorted(files):
-                    full = os.path.join(root, name)
-                    if lintable(name) and not is_excluded(full, patterns) and walked_file(full):
-                        add(full)
-        else:
-            add(arg)
-    return out
-
-
 # Bigger files are refused by their size before a byte is read: the engine
 # would not analyse them anyway (engine.MAX_BYTES, the same 8 MiB), and reading,
 # decoding and tokenizing 20 MB for ``# noqa`` took half a minute.  A notebook
 # carries its outputs (images) too: it may be larger, its code may not.
 MAX_PYTHON_BYTES = 8 * 1024 * 1024
 MAX_NOTEBOOK_BYTES = 64 * 1024 * 1024
-NOT_REGULAR = "not a regular file"
 # Python's own words, which flake8 reports as E999 at 1:1
 NUL_BYTES = "SyntaxError: source code string cannot contain null bytes"
-
-
-def walked_file(path: str, notice=None) -> bool:
-    """Whether a file found inside a folder is to be linted: anything but a
-    FIFO, a device or a socket (a FIFO would block the run, a link to
-    ``/dev/zero`` never ends), which is skipped with a one-line notice on
-    stderr.  A path that cannot be stat'ed (a link loop, a dangling link) is
-    kept: reading it reports why.  (A path named on the command line is not
-    asked: it is read, and refused with exit 2.)"""
-    import stat
-    import sys
-
-    try:
-        mode = os.stat(path).st_mode
-    except (OSError, ValueError):
-        return True
-    if stat.S_ISREG(mode):
-        return True
-    (notice or sys.stderr.write)(f"{path}: skipped: {NOT_REGULAR}\n")
-    return False
 
 
 def _too_large(path: str, limit: int) -> Item:
@@ -294,12 +201,15 @@ def lint_text(
 def analyze_for_flake8(source: str, path: str, tree, project_wide: bool = True) -> List[Finding]:
     """What the flake8 adapter reports: every static code, no ``# noqa`` (flake8
     applies both itself).  Raises ``engine.SourceSyntaxError``.  Summaries of
-    imported files are kept in ``.flake8-mha-cache`` of the current
-    directory when that folder exists (``flake8-mha check`` makes it)."""
+    imported files are kept in ``.flake8-mha-cache`` at the project root
+    (``config.project_root``) when that folder exists (``flake8-mha check``
+    makes it)."""
     from .cache import DEFAULT_DIR
+    from .config import project_root
     from .engine import analyze_source
 
-    cache_dir = DEFAULT_DIR if project_wide and os.path.isdir(DEFAULT_DIR) else None
+    cache_dir = os.path.join(project_root(os.getcwd()), DEFAULT_DIR)
+    cache_dir = cache_dir if project_wide and os.path.isdir(cache_dir) else None
     project = make_project(path, cache_dir) if project_wide else None
     skimmed = skim_data(source)  # same lines and columns; the tree's positions hold
     found = analyze_source(skimmed, path, codes=all_codes(), tree=tree, project=project or False)
@@ -309,12 +219,12 @@ def analyze_for_flake8(source: str, path: str, tree, project_wide: bool = True) 
 
 
 def make_project(path: str, cache_dir: Optional[str]):
-    """The project around ``path`` for project-wide analysis (``project.py``),
+    """The project around ``path`` for project-wide analysis (``program/``),
     with its summaries cached in ``cache_dir`` (None: kept in memory only).
     None for a path that is not a file (text from stdin, a test's string)."""
     if not os.path.isfile(path):
         return None
-    from .project import Project
+    from .program.callsites import Project
 
     if cache_dir is None:
         return Project(path)
@@ -578,10 +488,12 @@ def run_files(
     jobs: int,
     cache_dir: Optional[str] = None,
     project_wide: bool = True,
+    file_codes: Optional[Dict[str, Sequence[str]]] = None,
     max_line_length: Optional[int] = None,
 ) -> List[FileOutcome]:
     """``cache_dir``: read and write per-file results there (mode check only);
     ``project_wide``: follow calls into the project's other files;
+    ``file_codes``: the codes of the files a per-file-ignores entry names;
     ``max_line_length``: the configured line length a fix keeps to."""
     if mode != "check":
         cache_dir = None
@@ -591,8 +503,17 @@ def run_files(
         cache_mod.source_hash()  # once, before the workers fork
         if not cache_mod.usable(cache_dir):
             cache_dir = None
+    own = file_codes or {}
     tasks = [
-        (path, tuple(codes), disable_noqa, mode, cache_dir, project_wide, max_line_length)
+        (
+            path,
+            tuple(own.get(path, codes)),
+            disable_noqa,
+            mode,
+            cache_dir,
+            project_wide,
+            max_line_length,
+        )
         for path in files
     ]
     if jobs <= 1 or len(tasks) <= 1:
@@ -644,6 +565,8 @@ class Run:
 
     codes: List[str]
     outcomes: List[FileOutcome]
+    files: int = 0  # how many files the run found (stdin counts)
+    stdin: Optional[bytes] = None  # the text read from stdin (-), for --show-source
 
     @property
     def items(self) -> List[Item]:
@@ -679,19 +602,55 @@ def lint_paths(opts: Options, mode: str = "check") -> Run:
         )
     else:
         codes = opts.codes()
-    files = discover(opts.paths, opts.exclude)
+    files = discover(
+        opts.paths,
+        opts.extend_exclude,
+        opts.exclude,
+        opts.respect_gitignore,
+    )
+    file_codes: Dict[str, Sequence[str]] = {}
+    for path in files:
+        own = opts.file_codes(opts.stdin_display_name if path == "-" else path)
+        if own is not None:
+            file_codes[path] = own
+    on_disk = [f for f in files if f != "-"]
     outcomes = run_files(
-        files,
+        on_disk,
         codes,
         opts.disable_noqa,
         mode,
         opts.jobs,
         cache_dir,
         not opts.no_project_wide,
-        getattr(opts, "max_line_length", None),  # filled from [flake8] max-line-length
+        file_codes,
+        opts.max_line_length,  # [flake8] max-line-length: a fix keeps to it
     )
     _prune_cache(cache_dir, outcomes)
-    return Run(codes, outcomes)
+    data = None
+    if "-" in files:
+        import sys
+
+        data = sys.stdin.buffer.read()
+        outcomes.insert(files.index("-"), lint_stdin(opts, data, file_codes.get("-", codes), mode))
+    return Run(codes, outcomes, len(files), data)
+
+
+def lint_stdin(opts: Options, data: bytes, codes: Sequence[str], mode: str) -> FileOutcome:
+    """The text on stdin, reported under ``--stdin-display-name`` (an editor's
+    buffer): a notebook when that name ends in ``.ipynb``.  Project-wide
+    analysis follows the calls when the name is a file of the project."""
+    name = opts.stdin_display_name
+    lint = _lint_notebook if name.endswith(".ipynb") else _lint_python
+    project = make_project(name, None) if not opts.no_project_wide else None
+    try:
+        return lint(name, data, codes, opts.disable_noqa, mode, project, opts.max_line_length)
+    except Exception as exc:  # as lint_file: never lose the run to one text
+        return FileOutcome(
+            name,
+            problems=[
+                Problem(name, f"internal error {type(exc).__name__}: {exc}; please report it")
+            ],
+        )
 
 
 # -- writing the fixes ---------------------------------------------------------------

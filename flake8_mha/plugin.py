@@ -42,12 +42,18 @@ class MHAChecker:
     @classmethod
     def parse_options(cls, options) -> None:
         cls.project_wide = not getattr(options, "mha_no_project_wide", False)
+        keep_opt_in_codes_off(options)
 
     def run(self) -> Iterator[Tuple[int, int, str, type]]:
         try:
             source = "".join(self.lines)
             if not any(word in source for word in TRIGGER_WORDS):
-                return
+                if not self.project_wide:
+                    return
+                from .program.files import reaches_a_sink  # ast only: no LibCST import
+
+                if not reaches_a_sink(source, self.filename, self.tree):
+                    return  # no call of the project's wrappers either (docs/reach.md)
             from .engine import SourceSyntaxError
             from .pipeline import analyze_for_flake8
 
@@ -66,6 +72,46 @@ class MHAChecker:
             return
         for f in findings:
             yield (f.line, f.col - 1, f"{f.code} {f.message}", type(self))
+
+
+def _codes(value) -> list:
+    """flake8 gives a code option as a list, or (``--enable-extensions``) as
+    the comma-separated string."""
+    if value is None:
+        return []
+    if isinstance(value, str):
+        value = value.replace(",", " ").split()
+    return [str(v).strip() for v in value if str(v).strip()]
+
+
+def keep_opt_in_codes_off(options) -> None:
+    """The opt-in codes stay off unless asked for by ``--select``,
+    ``--extend-select`` or ``--enable-extensions`` (their config keys too).
+
+    flake8 forgets its default ignore list (where ``add_options`` put them)
+    once a user sets ``ignore =``, as black's ``ignore = E203,W503`` does; so
+    each code not asked for is added to ``extend_ignore`` here, before flake8
+    builds its decision engine from the options.  A code that is asked for is
+    left alone, so that ``--select MHA`` still reports it."""
+    if getattr(options, "_mha_opt_in", False):  # MHAOptIn ran first
+        return
+    asked = tuple(
+        _codes(getattr(options, "select", None)) + _codes(getattr(options, "extend_select", None))
+    )
+    off = [code for code in OFF_BY_DEFAULT if not code.startswith(asked)]
+    if off:
+        options._mha_user_extend_ignore = getattr(options, "extend_ignore", None)
+        options.extend_ignore = [*(_codes(options._mha_user_extend_ignore)), *off]
+
+
+def let_opt_in_codes_on(options) -> None:
+    """``--enable-extensions MHA9`` (flake8 runs MHAOptIn only then; the
+    option itself is gone from the final options): undo what
+    ``keep_opt_in_codes_off`` added, whichever of the two ran first."""
+    options._mha_opt_in = True
+    if hasattr(options, "_mha_user_extend_ignore"):
+        options.extend_ignore = options._mha_user_extend_ignore
+        del options._mha_user_extend_ignore
 
 
 class MHAOptIn:
@@ -88,6 +134,7 @@ class MHAOptIn:
     def parse_options(cls, options) -> None:
         ignore = list(getattr(options, "extended_default_ignore", None) or [])
         options.extended_default_ignore = [c for c in ignore if c not in OFF_BY_DEFAULT]
+        let_opt_in_codes_on(options)
 
     def run(self) -> Iterator[Tuple[int, int, str, type]]:
         return iter(())

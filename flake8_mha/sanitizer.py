@@ -9,8 +9,9 @@
 While active it wraps ``nn.MultiheadAttention.forward``, the Transformer
 modules' ``forward`` and ``F.scaled_dot_product_attention`` (restored on
 exit; nothing is wrapped while no session is active) and reports what it
-observes in real values, with the codes of the static rules and the file and
-line of the caller:
+observes in real values, with the codes of the static rules, at the user's
+call that decided the value (``_decider``: past the helpers and layers that
+only pass the mask or flag on), and where it reached torch:
 
 - MHA011 a query whose keys are all masked (NaN out of MHA, zeros out of SDPA)
 - MHA005 ``is_causal=True`` without a mask on a call that ran: only the
@@ -54,15 +55,23 @@ SDPA = torch_api.SDPA_NAME
 
 @dataclass(frozen=True)
 class SanitizerReport:
+    """``filename:lineno`` is the user's call that decided the value (the mask,
+    the flag); ``via``, when it differs, is where a shared helper or a layer
+    handed it to torch."""
+
     code: str
     message: str
     filename: str
     lineno: int
     api: str
     details: Dict[str, Any] = field(default_factory=dict, compare=False, hash=False)
+    via: Optional[Tuple[str, int]] = None
 
     def text(self) -> str:
-        return f"{self.filename}:{self.lineno}: {self.code} {self.api}: {self.message}"
+        out = f"{self.filename}:{self.lineno}: {self.code} {self.api}: {self.message}"
+        if self.via is not None:
+            out += f"; the call reaches {self.api} at {self.via[0]}:{self.via[1]}"
+        return out
 
 
 class SanitizerError(AssertionError):
@@ -160,25 +169,103 @@ def _uninstall() -> None:
     _ORIGINALS.clear()
 
 
-def _emit(code: str, api: str, message: str, **details: Any) -> None:
-    filename, lineno = _caller()
-    report = SanitizerReport(code, message, filename, lineno, api, details)
+def _emit(code: str, api: str, message: str, *, decided_by: Any = None, **details: Any) -> None:
+    """``decided_by``: the value the report is about (the mask tensor, the flag),
+    traced up the stack to the call that chose it (``_decider``)."""
+    site = _site(sys._getframe(1))
+    frame = _decider(site, decided_by) if site is not None and decided_by is not None else site
+    if frame is None:
+        filename, lineno, via = "<unknown>", 0, None
+    else:
+        filename, lineno = frame.f_code.co_filename, frame.f_lineno
+        via = None if frame is site else (site.f_code.co_filename, site.f_lineno)
+    report = SanitizerReport(code, message, filename, lineno, api, details, via)
     for session in list(_SESSIONS):
         session._add(report)
 
 
-def _caller() -> Tuple[str, int]:
-    """The first frame outside torch and this package."""
+def _skipped_dirs() -> Tuple[str, ...]:
     import torch
 
-    torch_dir = os.path.dirname(os.path.abspath(torch.__file__))
-    frame = sys._getframe(2)
+    return (os.path.dirname(os.path.abspath(torch.__file__)), _HERE)
+
+
+def _library_dirs() -> Tuple[str, ...]:
+    import sysconfig
+
+    paths = sysconfig.get_paths()
+    return tuple(
+        os.path.join(os.path.abspath(paths[k]), "")
+        for k in ("stdlib", "platstdlib", "purelib", "platlib")
+        if paths.get(k)
+    )
+
+
+def _site(frame):
+    """The first frame outside torch and this package: where the user's code called torch."""
+    skipped = _skipped_dirs()
     while frame is not None:
-        fname = os.path.abspath(frame.f_code.co_filename)
-        if not fname.startswith(torch_dir) and not fname.startswith(_HERE):
-            return frame.f_code.co_filename, frame.f_lineno
+        if not os.path.abspath(frame.f_code.co_filename).startswith(skipped):
+            return frame
         frame = frame.f_back
-    return "<unknown>", 0
+    return None
+
+
+def _decider(site, value):
+    """The first frame, from ``site`` up, that did not receive ``value`` as an
+    argument: a helper ``attend(q, k, v, mask)`` or a layer's ``forward(x,
+    mask)`` that only passes the mask (or the flag) on is walked past, up to
+    the caller that built it or wrote it.  torch's own frames in between
+    (``Module.__call__``) are skipped; the walk stops at library code (the
+    standard library, site-packages: pytest calling a test)."""
+    skipped, libraries = _skipped_dirs(), _library_dirs()
+    frame = site
+    while _forwards(frame, value):
+        up = frame.f_back
+        while up is not None and os.path.abspath(up.f_code.co_filename).startswith(skipped):
+            up = up.f_back
+        if up is None or os.path.abspath(up.f_code.co_filename).startswith(libraries):
+            break
+        frame = up
+    return frame
+
+
+def _forwards(frame, value) -> bool:
+    """Whether ``value`` came into ``frame`` as an argument its caller passed
+    (a parameter's default was decided here, not by the caller)."""
+    code = frame.f_code
+    n = code.co_argcount + code.co_kwonlyargcount
+    names = list(code.co_varnames[:n])
+    local = frame.f_locals
+    for name in names:
+        if name in local and local[name] is value:
+            return not _is_default(frame, name, value)
+    flags = code.co_flags
+    extra = code.co_varnames[
+        n : n + bool(flags & inspect.CO_VARARGS) + bool(flags & inspect.CO_VARKEYWORDS)
+    ]
+    for name in extra:
+        packed = local.get(name)
+        items = packed.values() if isinstance(packed, dict) else packed or ()
+        if any(item is value for item in items):
+            return True
+    return False
+
+
+def _is_default(frame, name: str, value) -> bool:
+    code = frame.f_code
+    function = frame.f_globals.get(code.co_name)
+    owner = frame.f_locals.get("self")
+    if getattr(function, "__code__", None) is not code and owner is not None:
+        function = getattr(type(owner), code.co_name, None)
+    function = getattr(function, "__func__", function)
+    if getattr(function, "__code__", None) is not code:
+        return False
+    try:
+        parameter = inspect.signature(function).parameters.get(name)
+    except (TypeError, ValueError):
+        return False
+    return parameter is not None and parameter.default is value
 
 
 class _Depth:
@@ -256,6 +343,7 @@ def _numeric_mask(api: str, arg: str, mask) -> None:
                 "and 1: it is added to the scores, so nothing is masked (use .bool())",
                 arg=arg,
                 dtype=str(mask.dtype),
+                decided_by=mask,
             )
     elif not mask.is_complex():
         _emit(
@@ -265,6 +353,7 @@ def _numeric_mask(api: str, arg: str, mask) -> None:
             "attention masks must be bool (or additive float)",
             arg=arg,
             dtype=str(mask.dtype),
+            decided_by=mask,
         )
 
 
@@ -297,6 +386,7 @@ def _polarity(api: str, arg: str, mask, convention: MaskConvention) -> None:
                 arg=arg,
                 row=idx,
                 true_suffix=k,
+                decided_by=mask,
             )
     else:
         # every row T..T F..F, one row all True (the unpadded sample) and some False
@@ -316,6 +406,7 @@ def _polarity(api: str, arg: str, mask, convention: MaskConvention) -> None:
                 arg=arg,
                 row=idx,
                 false_suffix=k,
+                decided_by=mask,
             )
 
 
@@ -332,7 +423,7 @@ def _masked_positions(mask, convention: MaskConvention):
     return None
 
 
-def _fully_masked(api: str, masked, what: str, batch_dim: bool) -> None:
+def _fully_masked(api: str, masked, what: str, batch_dim: bool, decided_by=None) -> None:
     """Report the first query row whose keys are all masked."""
     if masked is None or masked.dim() < 1 or masked.shape[-1] == 0:
         return
@@ -347,7 +438,14 @@ def _fully_masked(api: str, masked, what: str, batch_dim: bool) -> None:
         place = f"row {where[-1]}"
     else:
         place = "a row"
-    _emit("MHA011", api, f"{place}: all {S} keys masked ({what})", index=where, keys=S)
+    _emit(
+        "MHA011",
+        api,
+        f"{place}: all {S} keys masked ({what})",
+        index=where,
+        keys=S,
+        decided_by=decided_by,
+    )
 
 
 def _check_sdpa(values: Dict[str, Any]) -> None:
@@ -365,6 +463,7 @@ def _check_sdpa(values: Dict[str, Any]) -> None:
             masked,
             "scaled_dot_product_attention returns zeros for that query",
             batch_dim=masked.dim() >= 3,
+            decided_by=mask,
         )
     p = values.get("dropout_p", 0.0)
     if isinstance(p, (int, float)) and p > 0:
@@ -376,6 +475,7 @@ def _check_sdpa(values: Dict[str, Any]) -> None:
                 f"dropout_p={p} while gradients are disabled (inference): the output "
                 "is random; gate it with `p if self.training else 0.0`",
                 dropout_p=p,
+                decided_by=p,
             )
         elif module is not None and not module.training:
             _emit(
@@ -384,6 +484,7 @@ def _check_sdpa(values: Dict[str, Any]) -> None:
                 f"dropout_p={p} inside {type(module).__name__} in eval mode: the "
                 "output is random; gate it with `p if self.training else 0.0`",
                 dropout_p=p,
+                decided_by=p,
             )
 
 
@@ -447,6 +548,7 @@ def _check_module_before(name: str, module, values: Dict[str, Any]) -> None:
                 f"N={B}, E), but its padding mask has {A} rows: the input looks batch-first",
                 input_shape=list(first.shape),
                 mask_shape=list(kpm.shape),
+                decided_by=first,
             )
 
 
@@ -477,7 +579,8 @@ def _fully_masked_module(name: str, api: str, module, values, first) -> None:
                 a = att.unsqueeze(0) if att.dim() == 2 else att
             combined = a if combined is None else (combined | a)
         what = "nn.MultiheadAttention returns NaN for that query"
-        _fully_masked(api, combined, what, batch_dim=True)
+        given = values.get(kpm_name) if kpm is not None else values.get(att_name)
+        _fully_masked(api, combined, what, batch_dim=True, decided_by=given)
     except RuntimeError:
         return  # shapes torch itself will reject
 
@@ -494,6 +597,7 @@ def _check_module_after(name: str, module, values: Dict[str, Any]) -> None:
                 f"{flag}=True without {mask_arg} ran on the inference "
                 "fastpath, which ignores the hint: the output is not causal",
                 flag=flag,
+                decided_by=values.get(flag),
             )
 
 

@@ -17,8 +17,9 @@ import re
 from typing import List, Optional, Sequence, Tuple
 
 DEFAULT_SELECT: Tuple[str, ...] = ("MHA",)
-# Opinionated codes: registered, but reported only when selected (--select or
-# --extend-select MHA9, or --enable-extensions MHA9).  The rule classes say it
+# Opinionated codes: registered, but reported only when asked for (--select or
+# --extend-select MHA9, or --enable-extensions MHA9), whatever the ignore list:
+# a replaced ``ignore =`` (black's ``E203,W503``) does not turn them on.  The rule classes say it
 # too (DEFAULT_ENABLED = False); tests/test_rules.py checks the two agree.
 OFF_BY_DEFAULT: Tuple[str, ...] = ("MHA901", "MHA902", "MHA903", "MHA904")
 CODE_PREFIX = re.compile(r"^[A-Z]{1,3}[0-9]{0,3}$")
@@ -29,14 +30,34 @@ class SelectionError(ValueError):
 
 
 def check_prefixes(codes: Sequence[str], key: str) -> List[str]:
-    """The prefixes upper-cased, or SelectionError naming the first bad one."""
-    out = [c.upper() for c in codes]
+    """The prefixes, or SelectionError naming the first bad one.  As in
+    flake8, codes are upper case: ``mha001`` is a mistake, not MHA001."""
+    out = list(codes)
     for code in out:
         if not CODE_PREFIX.match(code):
+            hint = " (codes are upper case)" if CODE_PREFIX.match(code.upper()) else ""
             raise SelectionError(
-                f"{key}: {code!r} is not a code prefix such as MHA, MHA0 or MHA001"
+                f"{key}: {code!r} is not a code prefix such as MHA, MHA0 or MHA001{hint}"
             )
     return out
+
+
+def known_codes() -> List[str]:
+    """Every code of ours: the static ones and the runtime-only ones (MHA011)."""
+    from .rules.runtime import RUNTIME
+
+    return sorted({*static_codes(), *RUNTIME})
+
+
+def check_known(codes: Sequence[str], key: str) -> None:
+    """SelectionError naming the first prefix that matches none of our codes
+    (``MHX``, ``E501``, ``MHA999``).  The rules are imported only for a prefix
+    longer than ``MHA``."""
+    for code in codes:
+        if "MHA".startswith(code):
+            continue
+        if not code.startswith("MHA") or not any(k.startswith(code) for k in known_codes()):
+            raise SelectionError(f"{key}: {code!r} matches no flake8-mha code (MHA000..MHA9xx)")
 
 
 class Decider:
@@ -51,6 +72,8 @@ class Decider:
         enable_extensions: Sequence[str] = (),
     ) -> None:
         self.selected_explicitly = _sorted([*(select or []), *extend_select])
+        # an opt-in code is reported only when asked for by name or prefix
+        self.asked = _sorted([*self.selected_explicitly, *enable_extensions])
         self.ignored_explicitly = _sorted([*(ignore or []), *extend_ignore])
         if select is not None:
             self.selected = _sorted([*select, *extend_select])
@@ -67,6 +90,8 @@ class Decider:
             self.ignored = _sorted([*defaults, *extend_ignore])
 
     def __call__(self, code: str) -> bool:
+        if code in OFF_BY_DEFAULT and not code.startswith(self.asked):
+            return False
         if code.startswith(self.selected_explicitly):
             sel = "explicit"
         elif code.startswith(self.selected):

@@ -2,8 +2,12 @@
 
 Known: literals, names whose every reaching definition is known (module
 constants, locals assigned once), ``self.<attr>`` set to the same known value
-everywhere in its class, and arithmetic on those.  Parameters, config objects
-and anything from another file are unknown; unknown never fires a rule.
+everywhere in its class, module-level constants imported from another file
+of the project, an ``__init__`` parameter every construction of its class
+in the project passes alike (the engine gives the module scope the
+project), and arithmetic on those.  Parameters, config
+objects and anything from outside the project are unknown; unknown never
+fires a rule.
 """
 
 from __future__ import annotations
@@ -121,6 +125,10 @@ def _defs_value(defs, scope, name: Optional[str], depth: int):
             node = d.node
         elif d.kind == DefKind.UNPACK:
             node = unpacked(d)
+        elif d.kind == DefKind.IMPORT and name is not None and len(defs) == 1:
+            return _imported_value(d, scope, name)
+        elif d.kind == DefKind.PARAM and name is not None and len(defs) == 1:
+            return _constructed_value(d, name)
         else:
             return UNKNOWN
         if node is None:
@@ -132,6 +140,42 @@ def _defs_value(defs, scope, name: Optional[str], depth: int):
             return UNKNOWN
         result = v
     return result
+
+
+def _project(scope: Optional[Scope]):
+    while scope is not None and scope.parent is not None:
+        scope = scope.parent
+    return scope.project if scope is not None else None
+
+
+def _imported_value(d: Def, scope: Optional[Scope], name: str):
+    """The value of a constant ``name`` that the import statement ``d.node``
+    brings from a project file."""
+    project = _project(scope)
+    if project is None or not isinstance(d.node, cst.ImportFrom):
+        return UNKNOWN
+    got = project.imported_constant(d.node, name)
+    return UNKNOWN if got is None else got[0]
+
+
+def _constructed_value(d: Def, name: str):
+    """The value of a parameter of a module-level class's ``__init__`` that
+    every construction of the class in the project passes alike (RULES.md,
+    "known statically": what every construction in the project passes)."""
+    scope = d.scope
+    cls = scope.parent if scope is not None else None
+    if (
+        cls is None
+        or cls.kind != ScopeKind.CLASS
+        or cls.parent is None
+        or cls.parent.kind != ScopeKind.MODULE
+        or not isinstance(scope.node, cst.FunctionDef)
+        or scope.node.name.value != "__init__"
+    ):
+        return UNKNOWN
+    project = _project(scope)
+    got = project.constructed(cls.node.name.value, name) if project is not None else None
+    return UNKNOWN if got is None else got[0]
 
 
 def _rebound_elsewhere(name: str, scope: Optional[Scope]) -> bool:

@@ -78,7 +78,7 @@ def test_second_run_is_identical_and_reads_the_cache(tree, analyses, capsys, fmt
     first = check(capsys, "src", "--format", fmt)
     n = len(analyses)
     assert n > 5 and first[0] == 2  # findings, and broken.py's syntax error
-    assert "broken.py:3:7: E999" in first[2]
+    assert "broken.py:3:8: E999" in first[2]  # flake8's column
     if fmt == "text":
         assert MHA001 in first[1] and "nb.ipynb:cell_1:7:21: MHA001" in first[1]
     assert len(entries(".flake8-mha-cache")) == len(os.listdir("src"))
@@ -203,7 +203,7 @@ def test_parallel_runs_agree(tree):
         return proc.returncode, proc.stdout, proc.stderr
 
     cold = run("-j2", "--cache-dir", "c")
-    assert cold[0] == 2 and '"code": "MHA001"' in cold[1] and "broken.py:3:7: E999" in cold[2]
+    assert cold[0] == 2 and '"code": "MHA001"' in cold[1] and "broken.py:3:8: E999" in cold[2]
     assert cold == run("-j1", "--no-cache")
     assert run("-j2", "--cache-dir", "c") == cold  # warm, in workers
     assert run("-j1", "--cache-dir", "c") == cold

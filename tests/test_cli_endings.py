@@ -60,12 +60,13 @@ def test_confirm_into_a_closed_pipe_ends_quietly(tmp_path):
 
 @pytest.mark.parametrize("command", ["check", "confirm"])
 def test_piped_into_head_ends_quietly(command):
+    # --isolated: this repository's [flake8] section excludes fixtures/, and check reads it
     if shutil.which("bash") is None or shutil.which("head") is None:
         pytest.skip("needs bash and head")
     if command == "confirm":
         _needs_torch()
     cli = " ".join(CLI)
-    proc = subprocess.run(["bash", "-c", f"{cli} {command} fixtures/ | head -5"], cwd=ROOT,
+    proc = subprocess.run(["bash", "-c", f"{cli} {command} --isolated fixtures/ | head -5"], cwd=ROOT,
                           env=_env(), capture_output=True, text=True, timeout=600)
     assert proc.stderr == ""
     assert len(proc.stdout.splitlines()) == 5
@@ -105,7 +106,7 @@ def test_ctrl_c_during_check_is_one_line_and_exit_130(big_tree, jobs):
 
 def test_ctrl_c_during_confirm_is_one_line_and_exit_130():
     _needs_torch()
-    proc = _interrupt(["confirm", "--no-progress", "fixtures/"], ROOT, after=4.0)
+    proc = _interrupt(["confirm", "--isolated", "--no-progress", "fixtures/"], ROOT, after=4.0)
     assert proc.returncode == 130
     assert proc.stderr.strip().splitlines() == ["flake8-mha confirm: interrupted"]
 

@@ -115,6 +115,7 @@ def test_output_file_through_a_symlink_keeps_the_link_and_a_new_one_gets_the_uma
     assert proc.returncode == 1
     assert (tmp_path / "r.txt").is_symlink()
     assert positions((tmp_path / "reports" / "r.txt").read_text()) == ALL_FOUR
+    (tmp_path / "new" / "deep").mkdir(parents=True)  # no folder is made for a report (issue 28)
     proc = cli("check", "--output-file", "new/deep/r.txt", "m.py", cwd=tmp_path)
     umask = atomic._umask()
     assert stat.S_IMODE(os.stat(tmp_path / "new/deep/r.txt").st_mode) == 0o666 & ~umask

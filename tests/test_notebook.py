@@ -76,7 +76,7 @@ def test_directories_include_notebooks_but_not_checkpoints(nb_dir):
     (nb_dir / ".ipynb_checkpoints").mkdir()
     save(nb_dir / ".ipynb_checkpoints" / "demo-checkpoint.ipynb", DEMO)
     proc = run("check", ".", cwd=nb_dir)
-    assert [line.split(":")[0] for line in proc.stdout.splitlines()] == ["./demo.ipynb"] * 2
+    assert [line.split(":")[0] for line in proc.stdout.splitlines()] == ["demo.ipynb"] * 2
 
 
 def test_json_and_sarif_carry_the_cell(nb_dir):
@@ -124,7 +124,7 @@ def test_syntax_error_in_a_cell(tmp_path):
     proc = run("check", "n.ipynb", cwd=tmp_path)
     assert proc.returncode == 2
     assert proc.stderr.splitlines() == [
-        "n.ipynb:cell_2:1:35: E999 syntax error: '(' was never closed"]
+        "n.ipynb:cell_2:1:36: E999 SyntaxError: '(' was never closed"]
 
 
 def test_not_a_notebook(tmp_path):

@@ -59,10 +59,10 @@ def test_json_carries_errors_too(tmp_path):
     assert proc.returncode == 2
     doc = json.loads(proc.stdout)
     assert doc["findings"] == []
-    assert doc["errors"] == [{"path": "broken.py", "line": 2, "col": 22, "cell": None,
+    assert doc["errors"] == [{"path": "broken.py", "line": 2, "col": 23, "cell": None,
                               "cell_index": None,
-                              "message": "syntax error: '(' was never closed"}]
-    assert proc.stderr.splitlines() == ["broken.py:2:22: E999 syntax error: '(' was never closed"]
+                              "message": "SyntaxError: '(' was never closed"}]
+    assert proc.stderr.splitlines() == ["broken.py:2:23: E999 SyntaxError: '(' was never closed"]
 
 
 def test_json_clean_run(tmp_path):
@@ -142,7 +142,7 @@ def test_sarif_reports_unanalyzable_files_as_notifications(tmp_path):
     assert inv["executionSuccessful"] is False
     (note,) = inv["toolExecutionNotifications"]
     assert note["level"] == "error"
-    assert note["message"]["text"] == "broken.py:2:22: E999 syntax error: '(' was never closed"
+    assert note["message"]["text"] == "broken.py:2:23: E999 SyntaxError: '(' was never closed"
 
 
 def test_sarif_schema_rejects_a_broken_log():

@@ -106,7 +106,7 @@ EXPECTED = [
     (os.path.join("src", "nb.ipynb"), 2, 2, 9, "MHA001"),
 ]
 EXPECTED_ERRORS = [
-    (os.path.join("src", "broken.py"), 3, 29),
+    (os.path.join("src", "broken.py"), 3, 30),  # flake8's E999 column
     (os.path.join("src", "undecodable.py"), None, None),
 ]
 
@@ -131,7 +131,7 @@ def test_check_and_confirm_report_the_same_findings_and_broken_files(tree):
     # the table names each broken file with its reason, not "MHA000 SKIPPED no witness"
     assert "SKIPPED" not in confirm.stdout
     rows = {line.split()[0]: line for line in confirm.stdout.splitlines() if line.strip()}
-    broken = rows[os.path.join("src", "broken.py") + ":3:29"]
+    broken = rows[os.path.join("src", "broken.py") + ":3:30"]
     assert broken.split()[1:3] == ["E999", "UNCHECKED"]
     assert "'(' was never closed" in confirm.stdout
     undecodable = rows[os.path.join("src", "undecodable.py")]

@@ -17,8 +17,8 @@ from fixture_expect import FIXTURES, ROOT
 from flake8_mha import engine
 from flake8_mha.check import main as check_main
 from flake8_mha.engine import analyze_source, select_codes
-from flake8_mha.project import Project, annotate, project_root
-from flake8_mha.summaries import summarise
+from flake8_mha.program.callsites import Project, annotate, project_root
+from flake8_mha.program.summaries import summarise
 
 TREE = FIXTURES / "project_reach"
 MODEL = TREE / "pkg" / "model.py"
@@ -275,16 +275,23 @@ def _flake8(*args):
     return proc.returncode, out
 
 
+def _from_the_root(findings):
+    """flake8 ran on a relative path: the other file is named from the current
+    directory, as a path that can be clicked there (issue 28)."""
+    return {(line, col, code, "fixtures/project_reach/" + place)
+            for line, col, code, place in findings}
+
+
 def test_flake8_on_one_file_sees_across_files():
     status, got = _flake8("fixtures/project_reach/pkg/model.py")
     assert status == 1
-    assert got == MODEL_FINDINGS
+    assert got == _from_the_root(MODEL_FINDINGS)
 
 
 def test_flake8_on_one_file_of_a_subpackage():
     status, got = _flake8("fixtures/project_reach/pkg/stack/block.py")
     assert status == 1
-    assert got == BLOCK_FINDINGS
+    assert got == _from_the_root(BLOCK_FINDINGS)
 
 
 def test_flake8_option_turns_it_off():
@@ -292,22 +299,50 @@ def test_flake8_option_turns_it_off():
     assert (status, got) == (0, set())
 
 
-def test_plugin_does_no_project_work_for_a_file_without_trigger_words(monkeypatch, tmp_path):
-    from flake8_mha import pipeline, plugin
-
-    def boom(*args, **kwargs):
-        raise AssertionError("project work for a file the pre-filter drops")
-
-    monkeypatch.setattr(pipeline, "make_project", boom)
+def _plain_package(tmp_path, caller: str):
     pkg = tmp_path / "pkg"
     pkg.mkdir()
     (pkg / "__init__.py").write_text("")
     (pkg / "attn.py").write_text(ATTN.read_text())
-    # no attention word in it: the pre-filter drops it, cross-file bug or not
-    text = "from .attn import attend\ndef f(q, k, v, t):\n    return attend(q, k, v, t == 0)\n"
-    (pkg / "plain.py").write_text(text)
-    checker = plugin.MHAChecker(None, text.splitlines(keepends=True), str(pkg / "plain.py"))
+    (pkg / "util.py").write_text("def helper(x):\n    return x + 1\n")
+    (pkg / "plain.py").write_text(caller)
+    return pkg / "plain.py"
+
+
+def test_plugin_does_no_project_work_for_a_file_that_reaches_no_sink(monkeypatch, tmp_path):
+    """No attention word, and what it imports from the project reaches no sink:
+    the gate drops it before any LibCST or project analysis."""
+    from flake8_mha import pipeline, plugin
+
+    def boom(*args, **kwargs):
+        raise AssertionError("project work for a file the gate drops")
+
+    monkeypatch.setattr(pipeline, "make_project", boom)
+    text = "from .util import helper\ndef f(q, k, v, t):\n    return helper(t == 0)\n"
+    path = _plain_package(tmp_path, text)
+    checker = plugin.MHAChecker(None, text.splitlines(keepends=True), str(path))
     assert list(checker.run()) == []
+
+
+def test_the_gate_keeps_a_file_that_calls_a_project_wrapper(tmp_path):
+    """No attention word, but it calls the project's SDPA wrapper: analysed
+    (issue 26: the caller used to be dropped by the trigger-word pre-filter)."""
+    from flake8_mha import plugin
+
+    text = (
+        "from .attn import attend\n"
+        "def f(q, k, v, tokens, pad_id):\n"
+        "    return attend(q, k, v, attn_mask=(tokens == pad_id)[:, None, None, :])\n"
+    )
+    path = _plain_package(tmp_path, text)
+    checker = plugin.MHAChecker(None, text.splitlines(keepends=True), str(path))
+    assert [(line, col, msg.split()[0]) for line, col, msg, _ in checker.run()] == [
+        (3, 11, "MHA002")
+    ]
+    # the same through check, and off with --no-project-wide (this file alone)
+    got = [(f.line, f.col, f.code) for f in engine.analyze_file(str(path))]
+    assert got == [(3, 12, "MHA002")]
+    assert engine.analyze_source(text, str(path), project=False) == []
 
 
 # -- flake8-mha check, its cache and its option -------------------------------------
@@ -431,7 +466,7 @@ def _built(findings):
 
 
 def test_builder_summary_reads_what_a_mask_builder_returns():
-    from flake8_mha.summaries import builder_summary
+    from flake8_mha.program.summaries import builder_summary
 
     source = BUILDERS.read_text()
     pad = builder_summary(source, "make_pad_mask")
@@ -456,7 +491,7 @@ def test_builder_summary_reads_what_a_mask_builder_returns():
     ],
 )
 def test_a_builder_with_an_unknown_path_has_no_summary(body):
-    from flake8_mha.summaries import builder_summary
+    from flake8_mha.program.summaries import builder_summary
 
     source = "import torch\n\n\ndef build(lengths, n):\n" + body
     assert builder_summary(source, "build") == {}
@@ -473,7 +508,7 @@ def test_a_builder_with_an_unknown_path_has_no_summary(body):
     ],
 )
 def test_a_builder_is_the_function_the_name_holds(before, after, known):
-    from flake8_mha.summaries import builder_summary
+    from flake8_mha.program.summaries import builder_summary
 
     source = (
         "import torch\n\n\n" + before + "def build(n):\n"

@@ -55,12 +55,12 @@ def test_syntax_error_is_raised_with_its_position(tmp_path):
     bad = GOOD + "def broken(:\n"
     with pytest.raises(SourceSyntaxError) as err:
         analyze_source(bad)
-    assert err.value.line == 6 and "syntax error" in str(err.value)
+    assert err.value.line == 6 and "SyntaxError" in str(err.value)
     path = tmp_path / "bad.py"
     path.write_text(bad)
     found, (problem,) = check_paths([str(path)])
     assert found == [] and problem[:2] == ("E999", 6)
-    assert "syntax error" in problem[2]
+    assert "SyntaxError" in problem[2]
 
 
 def test_undecodable_bytes_are_one_mha000(tmp_path):
@@ -151,8 +151,8 @@ _DEEP = textwrap.dedent("""\
     ("q" + ".t" * 1_500, "MHA006"),
     ("lambda: " * 1_500 + "1", "MHA006"),
     (" + ".join(["q"] * 20_000), "nesting too deep to analyze"),  # Python's parser gives up
-    ("(" * 500 + "1" + ")" * 500, "E999 syntax error: too many nested parentheses"),
-    ("[" * 3_000 + "]" * 3_000, "E999 syntax error: too many nested parentheses"),
+    ("(" * 500 + "1" + ")" * 500, "E999 SyntaxError: too many nested parentheses"),
+    ("[" * 3_000 + "]" * 3_000, "E999 SyntaxError: too many nested parentheses"),
 ])
 def test_deep_nesting_never_crashes(expr, expect):
     res = run("-c", _DEEP, expr)

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import sys
 import time
 from typing import IO, Optional, Sequence
@@ -32,10 +31,19 @@ PROG = "flake8-mha confirm"
 EXIT_CLEAN, EXIT_CONFIRMED, EXIT_USAGE = 0, 1, 2
 
 
+class _UsageExit(Exception):
+    pass
+
+
+class _Parser(argparse.ArgumentParser):
+    def error(self, message):  # one line, exit 2: no usage block
+        raise _UsageExit(message)
+
+
 def build_parser() -> argparse.ArgumentParser:
     from ..options import add_lint_arguments
 
-    parser = argparse.ArgumentParser(
+    parser = _Parser(
         prog=PROG,
         description=(
             "Lint PATHs with flake8-mha, then confirm every finding by running a small "
@@ -158,21 +166,23 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
 
 
 def _main(argv: Sequence[str]) -> int:
-    from ..config import UsageError
+    from ..config import UsageError, check_output_file
     from ..options import options_from_args
     from ..pipeline import lint_paths
 
     parser = build_parser()
     try:
         args = parser.parse_args(list(argv))
-    except SystemExit as exc:  # --help (0) or a usage error (2, already printed)
+    except SystemExit as exc:  # --help (0)
         return int(exc.code or 0)
+    except _UsageExit as exc:
+        return _error(str(exc))
     try:
         opts = options_from_args(args)
+        if args.json:
+            check_output_file(args.json, "--json")
     except UsageError as exc:
         return _error(str(exc))
-    if args.json and os.path.isdir(args.json):
-        return _error(f"--json is a directory: {args.json}")
 
     started = time.monotonic()
     show_progress = not args.no_progress and sys.stderr.isatty()

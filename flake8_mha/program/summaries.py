@@ -1,7 +1,7 @@
 """Summaries of a project file's attention wrappers, read with Python's ``ast``
 (the file is never imported): per function, method and factory-made nested
 function, which parameters reach which SDPA argument and through what
-transformation.  ``project.py`` finds the files and uses the summaries at the
+transformation.  ``files.py`` and ``callsites.py`` find the files and uses the summaries at the
 call sites; docs/reach.md says what a summary holds and what is not followed.
 """
 
@@ -12,10 +12,14 @@ import bisect
 import re
 from typing import Dict, List, Optional, Tuple
 
-from .torch_api import SDPA_NAME, SDPA_QUALNAME, SDPA_SIGNATURE, canonical
+from ..torch_api import SDPA_NAME, SDPA_QUALNAME, SDPA_SIGNATURE, canonical
+from . import chains
+from .chains import dotted_name, own_nodes
 
-SUMMARY_VERSION = 3
+SUMMARY_VERSION = 4
 REEXPORTS = "@reexports"  # the key of an __init__'s re-exports in its summary table
+IMPORTS = "@imports"  # the file's imports, where the callees its edges name live
+ATTRS = "@attrs"  # per class, what kind of module each self.<attr> holds (chains.py)
 MAX_FILE_BYTES = 2 * 1024 * 1024
 # the SDPA arguments a wrapper's parameter may reach (the ones the rules read)
 SINK_ARGS = ("attn_mask", "dropout_p", "is_causal")
@@ -43,8 +47,13 @@ def summarise(source: str, package_init: bool = False, screen: bool = True) -> D
     hundreds of modules (tests/test_summaries_screen.py: the same tables with
     and without)."""
     mentions = SDPA_NAME in source
-    if screen and not mentions and not (package_init and _RELATIVE_IMPORT.search(source)):
-        return {}  # no wrapper, and no re-export (those are relative imports)
+    if (
+        screen
+        and not mentions
+        and not _RELATIVE_IMPORT.search(source)
+        and not chains.imports_project_code(source)
+    ):
+        return {}  # no wrapper, no import of what may be one, no re-export (relative)
     try:
         tree = ast.parse(source)
     except (SyntaxError, ValueError, RecursionError, MemoryError):
@@ -54,26 +63,46 @@ def summarise(source: str, package_init: bool = False, screen: bool = True) -> D
         found = _reexports(tree)
         if found:
             out[REEXPORTS] = found
-    if screen and not mentions:
-        return out
     sdpa_names = _sdpa_names(tree)
-    if not sdpa_names[0] and not sdpa_names[1]:
-        return out
-    may_call = _lines_naming(source, {SDPA_NAME, *sdpa_names[0]}) if screen else None
+    direct = mentions and bool(sdpa_names[0] or sdpa_names[1])
+    may_call = _lines_naming(source, {SDPA_NAME, *sdpa_names[0]}) if screen and direct else None
+    attrs: Dict[str, Dict[str, str]] = {}
     for node in tree.body:
         if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
-            if may_call is not None and not _spans(may_call, node):
-                continue
-            _add(out, node.name, node, False, sdpa_names)
+            calls = direct and (may_call is None or _spans(may_call, node))
+            _add(out, node.name, node, False, sdpa_names, calls)
             inner = _returned_function(node)
             if inner is not None:
-                _add(out, node.name + "()", inner, False, sdpa_names)
+                _add(out, node.name + "()", inner, False, sdpa_names, calls)
         elif isinstance(node, ast.ClassDef):
+            own = chains.class_attrs(node)
+            if own:
+                attrs[node.name] = own
             for item in node.body:
                 if isinstance(item, (ast.FunctionDef, ast.AsyncFunctionDef)):
-                    if may_call is not None and not _spans(may_call, item):
-                        continue
-                    _add(out, f"{node.name}.{item.name}", item, True, sdpa_names)
+                    calls = direct and (may_call is None or _spans(may_call, item))
+                    key = f"{node.name}.{item.name}"
+                    _add(out, key, item, True, sdpa_names, calls, own, node.name)
+    imported = chains.imports(tree)
+    changed = True
+    while changed:  # an edge stays while its callee may reach a sink: a fixpoint
+        changed = False
+        for key in [k for k in out if not k.startswith("@")]:
+            got = out[key]
+            edges = got.get("edges", ())
+            kept = [e for e in edges if chains.may_reach(e, got, imported, attrs, out)]
+            if len(kept) != len(edges):
+                changed = True
+                if kept:
+                    got["edges"] = kept
+                else:
+                    got.pop("edges")
+                    if not got["reach"]:
+                        del out[key]
+    if any(v.get("edges") for k, v in out.items() if not k.startswith("@")):
+        out[IMPORTS] = imported
+        if attrs:
+            out[ATTRS] = attrs
     return out
 
 
@@ -122,8 +151,10 @@ def _reexports(tree: ast.Module) -> Dict[str, list]:
     return out
 
 
-def _add(out, name, func, method, sdpa_names) -> None:
-    got = _function_summary(func, method, sdpa_names)
+def _add(out, name, func, method, sdpa_names, calls=True, attrs=None, cls=None) -> None:
+    got = _function_summary(func, method, sdpa_names, calls, attrs or {})
+    if got is not None and cls is not None:
+        got["cls"] = cls
     if got is not None:
         got["name"] = name
         out[name] = got
@@ -168,19 +199,6 @@ def statements(tree: ast.AST):
                 stack.extend(value)
 
 
-def dotted_name(node: ast.AST) -> Optional[str]:
-    """``"A.attn.attend"`` for ``A.attn.attend``; None for anything but a name
-    and its attributes (without recursion: a chain may be very long)."""
-    parts: List[str] = []
-    while isinstance(node, ast.Attribute):
-        parts.append(node.attr)
-        node = node.value
-    if not isinstance(node, ast.Name):
-        return None
-    parts.append(node.id)
-    return ".".join(reversed(parts))
-
-
 def _is_sdpa(call: ast.Call, sdpa_names) -> bool:
     direct, modules = sdpa_names
     func = call.func
@@ -213,18 +231,11 @@ def _returned_function(func) -> Optional[ast.FunctionDef]:
     return found
 
 
-def _own_nodes(func):
-    """The nodes of ``func``'s body, not those of nested functions or classes."""
-    stack = list(func.body)
-    while stack:
-        n = stack.pop()
-        yield n
-        if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda, ast.ClassDef)):
-            continue
-        stack.extend(ast.iter_child_nodes(n))
-
-
-def _function_summary(func, method: bool, sdpa_names) -> Optional[dict]:
+def _function_summary(func, method: bool, sdpa_names, direct=True, attrs=None) -> Optional[dict]:
+    """What one function's parameters reach: ``reach`` through its own SDPA
+    calls (``direct``: the function's text may hold one), ``edges`` through
+    its calls of other functions and modules (``chains.py``), with what the
+    composition of both at use needs to settle them (``settle``)."""
     args = func.args
     # *args/**kwargs parameters take what the named ones do not: only named
     # parameters are followed (an SDPA call given **kwargs is not described)
@@ -236,50 +247,55 @@ def _function_summary(func, method: bool, sdpa_names) -> Optional[dict]:
         positional = positional[1:]
     kwonly = [a.arg for a in args.kwonlyargs]
     params = set(positional) | set(kwonly)
-    defaults = _defaults(args, method)
-    calls = [n for n in _own_nodes(func) if isinstance(n, ast.Call) and _is_sdpa(n, sdpa_names)]
-    if not calls:
+    if not params:
         return None
+    defaults = _defaults(args, method)
+    # one walk of the function's own nodes gathers all a summary reads
+    calls: List[ast.Call] = []  # SDPA's
+    others: List[ast.Call] = []  # every other call: the edges' candidates
+    loops: List[ast.For] = []
     stores: Dict[str, List[ast.AST]] = {}
     tests: List[ast.AST] = []
     training = False
-    for n in _own_nodes(func):
-        if isinstance(n, (ast.Assign, ast.AnnAssign, ast.AugAssign, ast.For, ast.With)):
-            for t in ast.walk(n):
-                if isinstance(t, ast.Name) and isinstance(t.ctx, ast.Store):
-                    stores.setdefault(t.id, []).append(n)
-        elif isinstance(n, ast.NamedExpr):
+    for n in own_nodes(func):
+        t = type(n)
+        if t is ast.Call:
+            if direct and _is_sdpa(n, sdpa_names):
+                calls.append(n)
+            else:
+                others.append(n)
+        elif t is ast.Attribute:
+            if n.attr == "training":
+                training = True
+        elif t in _STORING:
+            for x in ast.walk(n):
+                if type(x) is ast.Name and type(x.ctx) is ast.Store:
+                    stores.setdefault(x.id, []).append(n)
+            if t is ast.For:
+                loops.append(n)
+        elif t is ast.NamedExpr:
             stores.setdefault(n.target.id, []).append(n)
-        if isinstance(n, (ast.If, ast.While, ast.IfExp, ast.Assert)):
+        elif t in _TESTING:
             tests.append(n.test)
-        if isinstance(n, ast.Attribute) and n.attr == "training":
-            training = True
-    reached: Optional[Dict[str, dict]] = None
+    edges = []
+    if others:
+        edges = chains.edges(others, loops, attrs or {}, lambda e: _reach(e, params, stores, 0))
+    if not calls and not edges:
+        return None
+    reached: Dict[str, dict] = {}
     line = None
-    for call in calls:
+    for i, call in enumerate(calls):
         here = {}
         for name, expr in _sdpa_arguments(call).items():
             if name in SINK_ARGS:
                 got = _reach(expr, params, stores, 0)
                 if got is not None:
                     here[name] = got
-        if reached is None:
+        if i == 0:
             reached, line = here, call.lineno
         else:  # several SDPA calls: keep what every one of them agrees on
             reached = {k: v for k, v in reached.items() if here.get(k) == v}
-    if not reached:
-        return None
-    mask = reached.get("attn_mask", {}).get("param")
-    flag = reached.get("is_causal", {}).get("param")
-    if flag is not None and (
-        flag in stores or (mask is not None and (mask in stores or _related(tests, mask, flag)))
-    ):
-        reached.pop("is_causal")  # a guard or fold-and-clear relates the pair: the wrapper's
-    if training:
-        reached.pop("dropout_p", None)  # dropout gated on self.training inside
-    if not reached:
-        return None
-    return {
+    out = {
         "line": line,
         "positional": positional,
         "kwonly": kwonly,
@@ -287,7 +303,47 @@ def _function_summary(func, method: bool, sdpa_names) -> Optional[dict]:
         "reach": reached,
         "varargs": args.vararg is not None,
         "varkw": args.kwarg is not None,
+        "rebound": sorted(params & set(stores)),
+        "related": _related_pairs(tests, params),
+        "training": training,
     }
+    if edges:
+        out["edges"] = edges
+    settle(out["reach"], out)
+    if not out["reach"] and not edges:
+        return None
+    return out
+
+
+_STORING = (ast.Assign, ast.AnnAssign, ast.AugAssign, ast.For, ast.With)
+_TESTING = (ast.If, ast.While, ast.IfExp, ast.Assert)
+
+
+def settle(reached: Dict[str, dict], summary: dict) -> None:
+    """Drop, in place, what a function decides itself: ``is_causal`` when a
+    guard or a fold-and-clear relates it to the mask (its flag parameter
+    rebound, or tested together with the mask parameter), ``dropout_p`` when
+    the function reads ``.training``."""
+    mask = reached.get("attn_mask", {}).get("param")
+    flag = reached.get("is_causal", {}).get("param")
+    rebound = summary.get("rebound", ())
+    if flag is not None and (
+        flag in rebound
+        or (mask is not None and (mask in rebound or [mask, flag] in summary.get("related", ())))
+    ):
+        reached.pop("is_causal")  # a guard or fold-and-clear relates the pair: the wrapper's
+    if summary.get("training"):
+        reached.pop("dropout_p", None)  # dropout gated on self.training inside
+
+
+def _related_pairs(tests: List[ast.AST], params: set) -> List[list]:
+    """Every ordered pair of parameters one test reads together (an
+    ``assert``, an ``if``)."""
+    out = set()
+    for t in tests:
+        names = sorted({n.id for n in ast.walk(t) if isinstance(n, ast.Name)} & params)
+        out.update((a, b) for a in names for b in names if a != b)
+    return [list(p) for p in sorted(out)]
 
 
 def _defaults(args: ast.arguments, method: bool) -> Dict[str, Optional[str]]:
@@ -409,31 +465,30 @@ def _broadcast_item(node: ast.AST) -> bool:
     return isinstance(node, ast.Slice) and node.lower is node.upper is node.step is None
 
 
-def _related(tests: List[ast.AST], mask: str, flag: str) -> bool:
-    """A test of the function reads both parameters (an ``assert``, an ``if``)."""
-    for t in tests:
-        names = {n.id for n in ast.walk(t) if isinstance(n, ast.Name)}
-        if mask in names and flag in names:
-            return True
-    return False
-
-
 def valid_table(table) -> bool:
     """A summary table as ``summarise`` makes it (one read from disk may not be)."""
     if not isinstance(table, dict):
         return False
     for name, s in table.items():
-        if name == REEXPORTS:
+        if name in (REEXPORTS, IMPORTS):
             if not isinstance(s, dict) or not all(
                 isinstance(v, list) and len(v) == 2 and type(v[0]) is int and isinstance(v[1], str)
                 for v in s.values()
             ):
                 return False
             continue
+        if name == ATTRS:
+            if not isinstance(s, dict) or not all(
+                isinstance(v, dict) and all(isinstance(c, str) for c in v.values())
+                for v in s.values()
+            ):
+                return False
+            continue
         if not isinstance(s, dict) or not isinstance(name, str):
             return False
+        edges = s.get("edges", [])
         if not (
-            isinstance(s.get("line"), int)
+            (isinstance(s.get("line"), int) or (s.get("line") is None and edges))
             and isinstance(s.get("name"), str)
             and isinstance(s.get("positional"), list)
             and isinstance(s.get("kwonly"), list)
@@ -443,20 +498,39 @@ def valid_table(table) -> bool:
             and isinstance(s.get("reach"), dict)
             and type(s.get("varargs", False)) is bool
             and type(s.get("varkw", False)) is bool
+            and isinstance(edges, list)
         ):
             return False
         for arg, how in s["reach"].items():
-            if arg not in SINK_ARGS or not isinstance(how, dict):
+            if arg not in SINK_ARGS or not _valid_reach(how):
                 return False
-            if not isinstance(how.get("param"), str) or not isinstance(how.get("ops"), list):
+        for e in edges:
+            if not (
+                isinstance(e, dict)
+                and isinstance(e.get("callee"), list)
+                and len(e["callee"]) == 2
+                and all(isinstance(c, str) for c in e["callee"])
+                and isinstance(e.get("pos"), dict)
+                and isinstance(e.get("kw"), dict)
+                and all(_valid_reach(r) for r in [*e["pos"].values(), *e["kw"].values()])
+            ):
                 return False
-            for step in how["ops"]:
-                if not isinstance(step, list) or not step or step[0] not in _OPS:
-                    return False
-                if step[0] == "index" and not (len(step) == 2 and isinstance(step[1], str)):
-                    return False
-                if step[0] == "unsqueeze" and not (len(step) == 2 and type(step[1]) is int):
-                    return False
+    return True
+
+
+def _valid_reach(how) -> bool:
+    """``{"param": name, "ops": [...]}`` with known steps."""
+    if not isinstance(how, dict):
+        return False
+    if not isinstance(how.get("param"), str) or not isinstance(how.get("ops"), list):
+        return False
+    for step in how["ops"]:
+        if not isinstance(step, list) or not step or step[0] not in _OPS:
+            return False
+        if step[0] == "index" and not (len(step) == 2 and isinstance(step[1], str)):
+            return False
+        if step[0] == "unsqueeze" and not (len(step) == 2 and type(step[1]) is int):
+            return False
     return True
 
 
@@ -479,11 +553,11 @@ def builder_summary(source: str, name: str) -> dict:
     paths are joined.  Small JSON, cached by the file's bytes and ``name``."""
     import libcst as cst
 
-    from .flow import FlowPass
-    from .masks import At, MaskEvaluator, join_all
-    from .masks.calls import Frame, falls_off_end, is_generator
-    from .masks.domain import NONE_MASK
-    from .resolve import Resolver
+    from ..flow import FlowPass
+    from ..masks import At, MaskEvaluator, join_all
+    from ..masks.calls import Frame, falls_off_end, is_generator
+    from ..masks.domain import NONE_MASK
+    from ..resolve import Resolver
 
     module = cst.parse_module(source)
     func = None
@@ -592,7 +666,7 @@ class _FileContext:
 def mask_of(summary: dict, call, text: str):
     """The ``masks.Mask`` a call of a summarised builder gives; every origin
     is the call (its line in the linted file), its text names the builder's place."""
-    from .masks.domain import Kind, Mask, Meaning, Origin
+    from ..masks.domain import Kind, Mask, Meaning, Origin
 
     origin = Origin(call, f"{text}: {summary.get('source')}", bool(summary.get("by_name")))
     meaning = Meaning(summary["meaning"]) if summary.get("meaning") else None

@@ -1,0 +1,15 @@
+"""The program analysis: calls across functions, module instances, factories
+and files, with one mechanism (docs/reach.md).
+
+- ``summaries``: per function, method and factory, read with ``ast``: which
+  parameter reaches which SDPA argument, through which transformations;
+- ``chains``: each summary's calls of other functions and modules (edges),
+  and how a callee's summary composes into its caller's;
+- ``files``: the project around a linted file (its root, which file an import
+  names, the summaries kept per process and in the cache), the project-aware
+  gate, module-level constants;
+- ``callsites``: a call in the LibCST tree seen as the SDPA call its callee's
+  composed summary describes, wherever the callee lives;
+- ``callers``: the files that import a changed file, and what every
+  construction of a class in the project passes.
+"""

@@ -1,0 +1,399 @@
+"""Calls of the project's own functions, followed at the call site.
+
+A file calls ``attend(q, k, v, mask, is_causal=True)``, defined in this file
+or imported from its project, and ``attend`` hands its parameters to
+``F.scaled_dot_product_attention``.  ``files.py`` finds the file
+``attend`` lives in (never importing or running it) and its summary
+(``summaries.py``): which parameters reach which SDPA argument and through
+what transformation.  Here the call of ``attend`` becomes an SDPA call whose
+arguments are the caller's (``SdpaCall.through`` names the wrapper), so the
+SDPA rules fire at the call site, naming the wrapper's SDPA call.  The same
+summary serves a wrapper of the linted file itself: one mechanism, wherever
+the callee lives.  See docs/reach.md for what is followed and what is not.
+"""
+
+from __future__ import annotations
+
+from typing import Dict, Optional, Tuple
+
+import libcst as cst
+
+from ..events import SdpaCall
+from ..flow import CallSite, DefKind, ScopeKind, import_path, lookup
+from ..resolve import Bound
+from ..torch_api import SDPA_NAME
+from . import callers
+from .files import ProjectFiles, decode, module_parts, project_root  # noqa: F401
+from .summaries import RETURNS_VERSION, builder_summary, mask_of
+
+
+class Project(ProjectFiles):
+    """The project around one linted file, and calls of its functions."""
+
+    # -- the call site ------------------------------------------------------------
+    def classify(self, site: CallSite, resolver) -> Optional[SdpaCall]:
+        """The SDPA call a call of a project wrapper amounts to, or None."""
+        try:
+            return self._classify(site, resolver)
+        except (OSError, ValueError, RecursionError):
+            # another file that cannot be read or resolved (a path too long, a
+            # name with a NUL): that call is not followed; the file's own
+            # analysis goes on
+            return None
+
+    def _classify(self, site: CallSite, resolver) -> Optional[SdpaCall]:
+        found = self._callee(site.node.func, site, resolver)
+        if found is None:
+            return None
+        filename, summary = found
+        args = _bind(summary, site.node)
+        if args is None:
+            return None
+        mapped: Dict[str, cst.BaseExpression] = {}
+        for sink_arg, how in summary["reach"].items():
+            param = how["param"]
+            expr = args.get(param)
+            if expr is None:
+                if param not in summary["defaults"] or summary["defaults"][param] is None:
+                    continue
+                try:
+                    expr = cst.parse_expression(summary["defaults"][param])
+                except cst.ParserSyntaxError:
+                    continue
+            built = _apply(expr, how["ops"])
+            if built is not None:
+                mapped[sink_arg] = built
+        if not mapped:
+            return None
+        bound = Bound.__new__(Bound)
+        bound.args = mapped
+        bound.star = bound.double_star = False
+        bound.positional_count = 0
+        through = {
+            "function": summary["name"],
+            "file": self.relative(summary.get("sink_file", filename)),
+            "line": summary["line"],
+            "params": {k: v["param"] for k, v in summary["reach"].items() if k in mapped},
+        }
+        if summary.get("chain"):  # [[file, function], ...] from the callee down to the sink
+            through["chain"] = [list(step) for step in summary["chain"]]
+        return SdpaCall(site, bound, through)
+
+    def _callee(self, func, site: CallSite, resolver) -> Optional[Tuple[str, dict]]:
+        """The summary a call runs: a function of the project or of this file
+        called by name, or what the object called runs, followed by the
+        resolver to the constructions that made it (``self.attn`` built in
+        ``__init__``, a factory's product, the items of a ``ModuleList`` or
+        ``Sequential`` by index or in a loop, ``getattr(self, f"stage_{i}")``
+        after a ``setattr`` loop): one summary for all of them, or None."""
+        env, scope = site.env, site.scope
+        target = _imported(func, env, scope)
+        if target is not None:
+            return self._function(target, call=True)
+        own = _own_definition(func, env, scope, DefKind.DEF)
+        if own is not None:
+            got = self.effective(self.path, own)
+            return (self.path, got) if got is not None else None
+        method = self._method(func, env, scope, resolver)
+        if method is not None:
+            return method
+
+        def leaf(call, env, scope):
+            got = self._built(call, env, scope)
+            return [got] if got is not None else None
+
+        try:
+            held = resolver.held(func, env, scope, leaf)
+        except RecursionError:  # pragma: no cover - pathological nesting
+            return None
+        if not held or any(got[1] is not held[0][1] for got in held):
+            return None
+        return held[0]
+
+    def _method(self, func, env, scope, resolver) -> Optional[Tuple[str, dict]]:
+        """``self.helper(...)`` and ``super().forward(...)``: the method of the
+        class (or the first base that defines it) the call runs, when that
+        class is one of this file's top-level classes or is imported from a
+        project file.  None for anything else (then: a module attribute?)."""
+        if not isinstance(func, cst.Attribute):
+            return None
+        name = func.attr.value
+        owner = func.value
+        is_super = (
+            isinstance(owner, cst.Call)
+            and isinstance(owner.func, cst.Name)
+            and owner.func.value == "super"
+            and not owner.args
+        )
+        if is_super:
+            cls = _enclosing_class(scope)
+        elif isinstance(owner, cst.Name):
+            cls = resolver.self_class(func, env, scope)
+        else:
+            return None
+        if cls is None:
+            return None
+        for c in resolver.base_classes(cls)[1 if is_super else 0 :]:
+            if name in c.methods:
+                if c.scope is None or c.scope.kind != ScopeKind.MODULE:
+                    return None
+                got = self.effective(self.path, f"{c.name}.{name}")
+                return (self.path, got) if got is not None else None
+        if is_super or not resolver.attr_defs(cls, name):  # not a module held on self
+            for c in resolver.base_classes(cls):
+                for base in c.base_exprs:  # a base class imported from a project file
+                    target = _imported(base, c.env, c.scope)
+                    loc = self._defined(target) if target is not None else None
+                    if loc is not None:
+                        got = self.effective(loc[0], f"{loc[1]}.{name}")
+                        if got is not None:
+                            return loc[0], got
+        return None
+
+    def _built(self, call, env, scope) -> Optional[Tuple[str, dict]]:
+        """What the object ``call`` builds runs when called: a project class's
+        ``forward`` or the function a project factory returns."""
+        if not isinstance(call, cst.Call):
+            return None
+        made = _imported(call.func, env, scope)
+        if made is not None:
+            return self._function(made, call=False)
+        name = _own_definition(call.func, env, scope, DefKind.CLASS, DefKind.DEF)
+        if name is None:
+            return None
+        got = self.effective(self.path, name + ".forward") or self.effective(self.path, name + "()")
+        return (self.path, got) if got is not None else None
+
+    # -- constants from other files ------------------------------------------------
+    def imported_constant(self, stmt: cst.ImportFrom, name: str):
+        """``(value,)`` of the module-level constant ``name`` that the import
+        statement ``stmt`` brings from a project file (``from .config import
+        WIDTH``), or None.  Asked by ``values.py`` only for a value a rule
+        needs, so a file's other imports cost nothing."""
+        if isinstance(stmt.names, cst.ImportStar):
+            return None
+        for alias in stmt.names:
+            bound = alias.asname.name if alias.asname is not None else alias.name
+            if isinstance(bound, cst.Name) and bound.value == name:
+                break
+        else:
+            return None
+        dotted = import_path(alias.name)
+        if "." in dotted:
+            return None
+        base = import_path(stmt.module) if stmt.module is not None else ""
+        try:
+            loc = self._defined((len(stmt.relative), f"{base}.{dotted}".lstrip(".")))
+            table = self.constants(loc[0]) if loc else {}
+        except (OSError, ValueError, RecursionError):
+            return None
+        return (table[loc[1]],) if loc and loc[1] in table else None
+
+    def constructed(self, cls: str, param: str):
+        """``(value,)`` when every construction of this file's class ``cls`` in
+        the project passes the same literal for its ``__init__`` parameter
+        ``param`` (a construction that leaves it out passes the literal
+        default), else None: also when the class is never built in the project
+        (its callers are outside it), subclassed or passed around."""
+        if not self.files or self._own_source is None:
+            return None
+        signature = callers.init_signature(self._own_source, cls)
+        if signature is None or param not in signature[0]:
+            return None
+        params, defaults = signature
+        try:
+            built, read = callers.constructions(self.path, cls, params, self._own_source)
+        except (OSError, ValueError, RecursionError):
+            return None
+        for filename in read:  # the cached findings now depend on these files
+            self.depend(filename)
+        values = set()
+        for b in built or ():
+            value = b.get(param, callers.MISSING)
+            if value == callers.MISSING:
+                if param not in defaults:
+                    return None
+                value = defaults[param]
+            if value == callers.UNKNOWN:
+                return None
+            values.add((type(value), value))
+        if len(values) != 1:
+            return None
+        return (values.pop()[1],)
+
+    # -- return values: mask builders in other files --------------------------------
+    def returned(self, call: cst.Call, env, scope, text: str):
+        """The mask a call of a project function in another file returns
+        (``make_pad_mask(lens)`` with ``make_pad_mask`` imported), as a
+        ``masks.Mask`` whose origins are ``call`` and name the other file's
+        place; None when that function is not a mask builder the analysis
+        understands with its parameters unknown."""
+        try:
+            return self._returned(call, env, scope, text)
+        except (OSError, ValueError, RecursionError):
+            return None
+
+    def _returned(self, call: cst.Call, env, scope, text: str):
+        target = _imported(call.func, env, scope)
+        if target is None:
+            return None
+        loc = self._defined(target)
+        if loc is None:
+            return None
+        filename, name = loc
+        if "." in name:
+            return None  # a method: its self is the caller's object
+
+        def built(data: bytes) -> dict:
+            try:
+                return builder_summary(decode(data), name)
+            except (SyntaxError, UnicodeDecodeError, LookupError, cst.ParserSyntaxError):
+                return {}
+
+        valid = lambda got: isinstance(got, dict)  # noqa: E731
+        got = self._kept(filename, (str(RETURNS_VERSION), name), valid, built)
+        if not got:
+            return None
+        return mask_of(got, call, f"{text} -> {self.relative(filename)}:{got['line']}")
+
+
+def _imported(node, env, scope, depth: int = 0) -> Optional[Tuple[int, str]]:
+    """(relative level, dotted name) of what an imported name (or an attribute
+    of an imported module) is, read from the import statement itself."""
+    if depth > 8:
+        return None
+    if isinstance(node, cst.Attribute):
+        base = _imported(node.value, env, scope, depth + 1)
+        if base is None:
+            return None
+        return base[0], (base[1] + "." if base[1] else "") + node.attr.value
+    if not isinstance(node, cst.Name):
+        return None
+    defs = lookup(node.value, env, scope)
+    if len(defs) != 1 or defs[0].kind != DefKind.IMPORT:
+        return None
+    stmt = defs[0].node
+    if isinstance(stmt, cst.ImportFrom) and not isinstance(stmt.names, cst.ImportStar):
+        module = import_path(stmt.module) if stmt.module is not None else ""
+        for alias in stmt.names:
+            bound = alias.asname.name if alias.asname is not None else alias.name
+            if isinstance(bound, cst.Name) and bound.value == node.value:
+                name = import_path(alias.name)
+                return len(stmt.relative), (module + "." if module else "") + name
+        return None
+    if isinstance(stmt, cst.Import):
+        for alias in stmt.names:
+            full = import_path(alias.name)
+            if alias.asname is not None:
+                bound = alias.asname.name
+                if isinstance(bound, cst.Name) and bound.value == node.value:
+                    return 0, full
+            elif full.split(".")[0] == node.value:
+                return 0, node.value
+    return None
+
+
+def _enclosing_class(scope):
+    """The ``ClassInfo`` of the class whose method holds ``scope``."""
+    while scope is not None and scope.kind != ScopeKind.FUNCTION:
+        scope = scope.parent
+    if scope is None or scope.parent is None or scope.parent.kind != ScopeKind.CLASS:
+        return None
+    return scope.parent.cls
+
+
+def _own_definition(node, env, scope, *kinds) -> Optional[str]:
+    """The name of the module-level ``def`` or ``class`` of the linted file a
+    name means (one definition, of one of ``kinds``), else None."""
+    if not isinstance(node, cst.Name):
+        return None
+    defs = lookup(node.value, env, scope)
+    if len(defs) != 1:
+        return None
+    d = defs[0]
+    if d.kind not in kinds or d.scope is None or d.scope.kind != ScopeKind.MODULE:
+        return None
+    name = getattr(d.node, "name", None)
+    return name.value if isinstance(name, cst.Name) else None
+
+
+def _bind(summary: dict, call: cst.Call) -> Optional[Dict[str, cst.BaseExpression]]:
+    """The caller's argument for each parameter it passes; None behind a splat
+    or when the call does not fit the signature."""
+    positional, kwonly = summary["positional"], summary["kwonly"]
+    out: Dict[str, cst.BaseExpression] = {}
+    i = 0
+    for a in call.args:
+        if a.star:
+            return None
+        if a.keyword is None:
+            if i >= len(positional):
+                if summary.get("varargs"):
+                    continue  # into the wrapper's *args
+                return None
+            out[positional[i]] = a.value
+            i += 1
+        else:
+            name = a.keyword.value
+            if name in out:
+                return None
+            if name not in positional and name not in kwonly:
+                if summary.get("varkw"):
+                    continue  # into the wrapper's **kwargs
+                return None
+            out[name] = a.value
+    return out
+
+
+def _apply(expr: cst.BaseExpression, ops: list) -> Optional[cst.BaseExpression]:
+    """The caller's argument with the wrapper's transformations applied
+    (``None`` stays ``None``: a wrapper that transforms a mask it may be
+    given as None guards it, or fails loudly)."""
+    if isinstance(expr, cst.Name) and expr.value == "None":
+        return expr
+    for step in ops:
+        kind = step[0]
+        if kind == "invert":
+            expr = cst.UnaryOperation(cst.BitInvert(), _paren(expr))
+        elif kind == "index":
+            try:
+                template = cst.parse_expression(f"_[{step[1]}]")
+            except cst.ParserSyntaxError:
+                return None
+            expr = template.with_changes(value=_paren(expr))
+        elif kind in ("bool", "unsqueeze"):
+            args = [cst.Arg(cst.Integer(str(step[1])))] if kind == "unsqueeze" else []
+            if kind == "unsqueeze" and step[1] < 0:
+                args = [cst.Arg(cst.parse_expression(str(step[1])))]
+            expr = cst.Call(cst.Attribute(_paren(expr), cst.Name(kind)), args)
+        else:
+            return None
+    return expr
+
+
+def _paren(expr: cst.BaseExpression) -> cst.BaseExpression:
+    if isinstance(expr, (cst.Name, cst.Attribute, cst.Call, cst.Subscript)) or expr.lpar:
+        return expr
+    return expr.with_changes(lpar=[cst.LeftParen()], rpar=[cst.RightParen()])
+
+
+def annotate(report, ev):
+    """A rule's report on an SDPA call reached through a wrapper names the
+    wrapper's SDPA call (message and evidence ``through``); others unchanged."""
+    through = getattr(ev, "through", None)
+    if through is None:
+        return report
+    name = through["function"]
+    shown = f"the function {name} returns" if name.endswith("()") else name + "()"
+    if through.get("chain"):
+        shown = " -> ".join(_called(step[1]) for step in through["chain"])
+    report.message += (
+        f"; the call reaches {SDPA_NAME} at {through['file']}:{through['line']} through {shown}"
+    )
+    report.evidence["through"] = dict(through)
+    return report
+
+
+def _called(name: str) -> str:
+    """How a chain names one function: ``Block.forward()``, ``make_attention()()``."""
+    return name + "()"

@@ -1,0 +1,315 @@
+"""Calls between summarised functions: the edges of a summary (issue 26).
+
+A model calls its block, the block calls its attention module, and that
+calls SDPA.  ``summaries.py`` describes each function on its own: which
+parameter reaches which SDPA argument *directly*.  Here each function also
+records its calls of other functions, modules and methods whose arguments
+are its own parameters (an *edge*: the callee as written, and which
+parameter, through which transformations, fills which of the callee's
+parameters).  Edges name their callee symbolically (``["name", "attend"]``,
+``["self", "attn"]``, ``["method", "helper"]``), so a file's summary still
+depends on its own bytes alone and is cached as before; ``files.py``
+resolves the callee in the project when a summary is used and composes the
+callee's reach with the edge (``compose``), Pysa-style: one summary per
+function, applied at each call site, computed the same way wherever the
+function lives.  Read with Python's ``ast``; nothing is imported or run.
+"""
+
+from __future__ import annotations
+
+import ast
+import builtins
+import re
+import sys
+from typing import Dict, List, Optional
+
+# a ``self.<attr>`` built as one of these holds modules whose items are called
+_CONTAINERS = ("ModuleList", "Sequential")
+MAX_EDGES = 64
+_BUILTINS = frozenset(
+    dir(builtins)
+)  # per function: a generated file's huge forward is not followed
+
+
+def dotted_name(node: ast.AST) -> Optional[str]:
+    """``"A.attn.attend"`` for ``A.attn.attend``; None for anything but a name
+    and its attributes (without recursion: a chain may be very long)."""
+    parts: List[str] = []
+    while isinstance(node, ast.Attribute):
+        parts.append(node.attr)
+        node = node.value
+    if not isinstance(node, ast.Name):
+        return None
+    parts.append(node.id)
+    return ".".join(reversed(parts))
+
+
+def own_nodes(func):
+    """The nodes of ``func``'s body, not those of nested functions or classes."""
+    stack = list(func.body)
+    while stack:
+        n = stack.pop()
+        yield n
+        if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda, ast.ClassDef)):
+            continue
+        stack.extend(ast.iter_child_nodes(n))
+
+
+def imports(tree: ast.Module) -> Dict[str, list]:
+    """``{local name: [level, dotted]}`` for the file's top-level imports (also
+    inside a top-level ``if``/``try``): where a callee named in an edge lives."""
+    out: Dict[str, list] = {}
+    stack = list(tree.body)
+    while stack:
+        node = stack.pop()
+        if isinstance(node, (ast.If, ast.Try)):
+            stack.extend(node.body)
+            stack.extend(getattr(node, "orelse", []))
+            for h in getattr(node, "handlers", []):
+                stack.extend(h.body)
+            continue
+        if isinstance(node, ast.ImportFrom):
+            for a in node.names:
+                if a.name != "*":
+                    dotted = f"{node.module}.{a.name}" if node.module else a.name
+                    out[a.asname or a.name] = [node.level, dotted]
+        elif isinstance(node, ast.Import):
+            for a in node.names:
+                if a.asname:
+                    out[a.asname] = [0, a.name]
+                else:
+                    head = a.name.split(".")[0]
+                    out[head] = [0, head]
+    return out
+
+
+def class_attrs(cls: ast.ClassDef) -> Dict[str, str]:
+    """``self.<attr>`` -> the constructor (as written: ``"Attention"``,
+    ``"layers.Block"``) of the one kind of module it holds: built directly,
+    or as every item of a ``ModuleList``/``Sequential`` (also filled by
+    ``.append``).  An attribute given two kinds, or anything else, is left out."""
+    found: Dict[str, Optional[str]] = {}
+
+    def note(attr: str, ctor: Optional[str]) -> None:
+        if attr in found and found[attr] != ctor:
+            found[attr] = None
+        else:
+            found[attr] = ctor
+
+    for item in cls.body:
+        if not isinstance(item, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            continue
+        for n in ast.walk(item):
+            if isinstance(n, ast.Assign) and len(n.targets) == 1:
+                attr = _self_attr(n.targets[0])
+                if attr is not None:
+                    note(attr, _built(n.value))
+            elif isinstance(n, ast.Call) and isinstance(n.func, ast.Attribute):
+                if n.func.attr == "append" and len(n.args) == 1:
+                    attr = _self_attr(n.func.value)
+                    if attr is not None:
+                        note(attr, _constructor(n.args[0]))
+    return {k: v for k, v in found.items() if v}
+
+
+def _self_attr(node: ast.AST) -> Optional[str]:
+    if (
+        isinstance(node, ast.Attribute)
+        and isinstance(node.value, ast.Name)
+        and node.value.id == "self"
+    ):
+        return node.attr
+    return None
+
+
+def _constructor(node: ast.AST) -> Optional[str]:
+    """``"Attention"`` for ``Attention(...)``; None for anything else."""
+    if isinstance(node, ast.Call):
+        name = dotted_name(node.func)
+        if name is not None and name.rsplit(".", 1)[-1] not in _CONTAINERS:
+            return name
+    return None
+
+
+def _built(node: ast.AST) -> Optional[str]:
+    """The one constructor of what an assignment gives ``self.<attr>``: a
+    module, or the items of a container of one kind of module."""
+    got = _constructor(node)
+    if got is not None or not isinstance(node, ast.Call):
+        return got
+    name = dotted_name(node.func) or ""
+    if name.rsplit(".", 1)[-1] not in _CONTAINERS or node.keywords:
+        return None
+    items: List[ast.AST] = []
+    for a in node.args:
+        inner = a.value if isinstance(a, ast.Starred) else a
+        if isinstance(inner, (ast.ListComp, ast.GeneratorExp)):
+            items.append(inner.elt)
+        elif isinstance(inner, (ast.List, ast.Tuple)):
+            items.extend(inner.elts)
+        elif isinstance(a, ast.Starred):
+            return None
+        else:
+            items.append(inner)
+    kinds = {_constructor(i) for i in items}
+    return kinds.pop() if len(kinds) == 1 and None not in kinds else None
+
+
+def edges(calls, loops_over, attrs: Dict[str, str], reach_of) -> List[dict]:
+    """The calls (``calls``: the function's own, SDPA's left out) that pass
+    one of its parameters (through the transformations a summary can
+    describe) to a function, method or module that may reach a sink:
+    ``{"callee": [...], "pos": {"0": reach}, "kw": {"attn_mask": reach},
+    "line": n}``.  ``loops_over``: the function's ``for`` statements (a loop
+    variable over ``self.blocks`` calls its items); ``reach_of(expr)``: the
+    parameter an argument is, and through what (``summaries``)."""
+    loops: Dict[str, str] = {}  # for blk in self.blocks / enumerate(self.blocks)
+    for n in loops_over:
+        it, target = n.iter, n.target
+        if (
+            isinstance(it, ast.Call)
+            and dotted_name(it.func) == "enumerate"
+            and it.args
+            and isinstance(target, ast.Tuple)
+            and len(target.elts) == 2
+        ):
+            it, target = it.args[0], target.elts[1]
+        attr = _self_attr(it)
+        if attr is not None and attr in attrs and isinstance(target, ast.Name):
+            loops[target.id] = attr
+    out: List[dict] = []
+    for n in calls:
+        callee = _callee(n.func, loops, attrs)
+        if callee is None:
+            continue
+        pos: Dict[str, dict] = {}
+        kw: Dict[str, dict] = {}
+        starred = False
+        for i, a in enumerate(n.args):
+            if isinstance(a, ast.Starred):
+                starred = True
+                break
+            got = reach_of(a)
+            if got is not None:
+                pos[str(i)] = got
+        if starred or any(k.arg is None for k in n.keywords):
+            continue  # a splat: which parameter gets what is not known
+        for k in n.keywords:
+            got = reach_of(k.value)
+            if got is not None:
+                kw[k.arg] = got
+        if pos or kw:
+            out.append({"callee": callee, "pos": pos, "kw": kw, "line": n.lineno})
+            if len(out) >= MAX_EDGES:
+                break
+    return sorted(out, key=lambda e: e["line"])
+
+
+def _callee(func: ast.AST, loops: Dict[str, str], attrs: Dict[str, str]) -> Optional[list]:
+    if isinstance(func, ast.Name):
+        if func.id in loops:
+            return ["self", loops[func.id]]
+        return ["name", func.id] if func.id not in _BUILTINS else None
+    if isinstance(func, ast.Subscript):  # self.blocks[0](...)
+        attr = _self_attr(func.value)
+        return ["self", attr] if attr in attrs else None
+    attr = _self_attr(func)
+    if attr is not None:
+        return ["self", attr] if attr in attrs else ["method", attr]
+    name = dotted_name(func)
+    return ["name", name] if name is not None else None
+
+
+# imports that are never the project's own code: an edge into them is dropped
+# when the file is summarised (torch's own tree, where ``torch`` is the
+# project, keeps its direct SDPA wrappers; chains through torch are not followed)
+_EXTERNAL = frozenset(getattr(sys, "stdlib_module_names", ())) | {
+    "torch",
+    "numpy",
+    "einops",
+    "einx",
+    "jax",
+    "triton",
+    "xformers",
+    "flash_attn",
+}
+
+
+def may_reach(edge: dict, summary: dict, imported, attrs, table) -> bool:
+    """Whether an edge's callee can reach a sink: a function, method or
+    module of the file that does (is in ``table``), or one imported from
+    somewhere that is not a known outside package."""
+    kind, name = edge["callee"]
+    if kind == "method":
+        return f"{summary.get('cls')}.{name}" in table
+    if kind == "self":
+        name = attrs.get(summary.get("cls") or "", {}).get(name)
+        if name is None:
+            return False
+        if name.split(".")[0] not in imported:
+            return f"{name}.forward" in table or f"{name}()" in table
+    head = name.split(".")[0]
+    if head in imported:
+        level, dotted = imported[head]
+        return bool(level) or dotted.split(".")[0] not in _EXTERNAL
+    return "." not in name and name in table
+
+
+_FROM_LINE = re.compile(r"^[ \t]*from[ \t]+(\.*)([\w.]*)[ \t]+import[ \t]+\(?([^#\n]*)", re.M)
+_PLAIN_IMPORT = re.compile(r"^[ \t]*import[ \t]+([^#\n]+)", re.M)
+
+
+def imported_from(source: str) -> List[tuple]:
+    """(level, module, [names]) for each import line of the file, read as text:
+    ``from .attn import Attention, attend`` is ``(1, "attn", ["Attention",
+    "attend"])``, ``import pkg.attn`` is ``(0, "pkg.attn", [])``.  Imports of
+    packages that are never project code are left out."""
+    out: List[tuple] = []
+    for m in _FROM_LINE.finditer(source):
+        level, module = len(m.group(1)), m.group(2)
+        if level == 0 and module.split(".")[0] in _EXTERNAL:
+            continue
+        names = []
+        for a in m.group(3).strip(" ()\\").split(","):
+            words = a.split()
+            if words and words[0].isidentifier():
+                names.append(words[0])
+        out.append((level, module, names))
+    for m in _PLAIN_IMPORT.finditer(source):
+        for item in m.group(1).split(","):
+            words = item.split()
+            if words and words[0].split(".")[0] not in _EXTERNAL:
+                out.append((0, words[0], []))
+    return out
+
+
+_IMPORT_LINE = re.compile(
+    r"^[ \t]*(?:from[ \t]+(\.|[A-Za-z_]\w*)|import[ \t]+([A-Za-z_]\w*))", re.M
+)
+
+
+def imports_project_code(source: str) -> bool:
+    """A text screen: whether the file imports anything that may be the
+    project's own code (a relative import, or a package that is not a known
+    outside one).  A file that does not, and names no SDPA, has no summary."""
+    for m in _IMPORT_LINE.finditer(source):
+        head = m.group(1) or m.group(2)
+        if head == "." or head not in _EXTERNAL:
+            return True
+    return False
+
+
+def compose(edge: dict, callee: dict) -> Dict[str, dict]:
+    """What the caller's parameters reach through one edge: for each sink the
+    callee's parameter reaches, the caller's parameter the edge passes it,
+    with the edge's transformations applied first, then the callee's."""
+    out: Dict[str, dict] = {}
+    positional = callee["positional"]
+    for sink, how in callee["reach"].items():
+        param = how["param"]
+        got = edge["kw"].get(param)
+        if got is None and param in positional:
+            got = edge["pos"].get(str(positional.index(param)))
+        if got is not None:
+            out[sink] = {"param": got["param"], "ops": got["ops"] + how["ops"]}
+    return out

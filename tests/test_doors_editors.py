@@ -1,0 +1,58 @@
+"""Issue 28, item 3 in an editor: a real pylsp session on a project whose
+``.flake8`` is black's (``ignore = E203,W503``) shows the MHA codes but not
+the opt-in ones, unless the user's pylsp settings ask for them."""
+from __future__ import annotations
+
+import json
+import os
+
+import pytest
+
+from test_editor_pylsp import SETTINGS, LspClient, _flake8_executable
+
+pytestmark = pytest.mark.slow
+
+SOURCE = """\
+import torch.nn as nn
+
+a = nn.MultiheadAttention(64, 8)
+b = nn.MultiheadAttention(64, 8, batch_first=False)
+"""
+
+
+def _mha_codes(tmp_path, extend_select=None):
+    (tmp_path / ".flake8").write_text("[flake8]\nmax-line-length = 88\nignore = E203,W503\n")
+    path = tmp_path / "model.py"
+    path.write_text(SOURCE, encoding="utf-8")
+    settings = json.loads(json.dumps(SETTINGS))
+    flake8 = settings["pylsp"]["plugins"]["flake8"]
+    flake8["executable"] = _flake8_executable()
+    if extend_select:
+        flake8["extendSelect"] = extend_select
+    uri = path.as_uri()
+    client = LspClient(tmp_path)
+    try:
+        client.request("initialize", {
+            "processId": os.getpid(), "rootUri": tmp_path.as_uri(), "capabilities": {},
+            "initializationOptions": settings["pylsp"]})
+        client.notify("initialized", {})
+        client.notify("workspace/didChangeConfiguration", {"settings": settings})
+        client.notify("textDocument/didOpen", {"textDocument": {
+            "uri": uri, "languageId": "python", "version": 1, "text": SOURCE}})
+        published = client.wait(
+            lambda m: m.get("method") == "textDocument/publishDiagnostics"
+            and m["params"]["uri"] == uri
+            and any(str(d.get("code", "")).startswith("MHA") for d in m["params"]["diagnostics"]),
+            timeout=120)
+    finally:
+        client.close()
+    return sorted((d["range"]["start"]["line"], d["code"]) for d in published["params"]["diagnostics"]
+                  if str(d.get("code", "")).startswith("MHA"))
+
+
+def test_black_style_config_keeps_the_opt_in_codes_off_in_pylsp(tmp_path):
+    assert _mha_codes(tmp_path) == [(2, "MHA001")]
+
+
+def test_pylsp_extend_select_turns_them_on(tmp_path):
+    assert _mha_codes(tmp_path, ["MHA9"]) == [(2, "MHA001"), (3, "MHA902")]

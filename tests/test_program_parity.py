@@ -1,0 +1,81 @@
+"""One behaviour everywhere (issue 26): on every fixture package, flake8 on
+one file at a time, flake8 from stdin with ``--stdin-display-name`` (an
+editor), flake8 over the package and ``flake8-mha check`` over the package
+report the same findings, and they are the inline expectations of its files."""
+from __future__ import annotations
+
+import concurrent.futures
+import json
+import re
+import subprocess
+import sys
+
+import pytest
+
+from fixture_expect import FIXTURES, ROOT, expected
+
+_LINE = re.compile(r"^(?P<path>[^:]+):(?P<line>\d+):(?P<col>\d+): (?P<code>MHA\d{3}) ")
+
+
+def _packages():
+    """Top-level packages under fixtures/ (a folder with __init__.py whose
+    parent has none)."""
+    out = []
+    for init in sorted(FIXTURES.glob("**/__init__.py")):
+        pkg = init.parent
+        if not (pkg.parent / "__init__.py").exists():
+            out.append(pkg)
+    return out
+
+
+PACKAGES = _packages()
+
+
+def _rel(path) -> str:
+    return path.relative_to(ROOT).as_posix()
+
+
+def _flake8(*args, stdin=None):
+    proc = subprocess.run(
+        [sys.executable, "-m", "flake8", "--isolated", "--select", "MHA", *args],
+        cwd=ROOT, input=stdin, capture_output=True, text=True, timeout=300,
+    )
+    assert proc.returncode in (0, 1), proc.stderr
+    out = set()
+    for line in proc.stdout.splitlines():
+        m = _LINE.match(line)
+        assert m is not None, line
+        out.add((m["path"].lstrip("./"), int(m["line"]), int(m["col"]), m["code"]))
+    return out
+
+
+def _want(pkg):
+    return {(_rel(p), line, col, code) for p in sorted(pkg.rglob("*.py"))
+            for line, col, code in expected(p)}
+
+
+def test_there_are_fixture_packages():
+    assert {p.name for p in PACKAGES} >= {"zoo", "pkg"}
+
+
+@pytest.mark.parametrize("pkg", PACKAGES, ids=lambda p: _rel(p))
+def test_every_door_reports_the_same_findings(pkg):
+    want = _want(pkg)
+    assert want, "a fixture package expects findings"
+    files = sorted(pkg.rglob("*.py"))
+    with concurrent.futures.ThreadPoolExecutor(4) as pool:
+        one = set().union(*pool.map(lambda p: _flake8(_rel(p)), files))
+        editor = set().union(*pool.map(
+            lambda p: _flake8("--stdin-display-name", _rel(p), "-", stdin=p.read_text()), files))
+    assert one == want
+    assert editor == want
+    assert _flake8(_rel(pkg)) == want
+    proc = subprocess.run(
+        [sys.executable, "-m", "flake8_mha.cli", "check", "--no-cache", "--format", "json",
+         "--select", "MHA", _rel(pkg)],
+        cwd=ROOT, capture_output=True, text=True, timeout=300,
+    )
+    assert proc.returncode == 1, proc.stderr
+    got = {(f["path"].lstrip("./"), f["line"], f["col"], f["code"])
+           for f in json.loads(proc.stdout)["findings"]}
+    assert got == want
