@@ -160,3 +160,22 @@ def test_a_notebook_fix_that_cannot_fit_names_its_cell(tmp_path):
         f"{path}: error: fix not applied (MHA007 at cell_2:7): broken inside its brackets as "
         "black would, the fixed call still has a line 83 characters long, over "
         "max-line-length 79"]
+
+
+def test_check_fix_reads_max_line_length_from_flake8s_configuration(tmp_path):
+    # the issue's setup: [flake8] max-line-length = 100, then flake8's E501 hook
+    (tmp_path / "setup.cfg").write_text("[flake8]\nmax-line-length = 100\n")
+    (tmp_path / "m.py").write_text(SOURCE.replace(CALL, CALL.replace(
+        "query_states, key_states, value_states", "q, k, v")))
+    env = dict(os.environ, PYTHONPATH=str(pathlib.Path(__file__).resolve().parent.parent))
+    proc = subprocess.run([sys.executable, "-m", "flake8_mha.cli", "check", "--fix", "m.py"],
+                          cwd=tmp_path, env=env, capture_output=True, text=True, timeout=300)
+    assert (proc.returncode, proc.stdout) == (0, ""), proc.stderr
+    fixed = (tmp_path / "m.py").read_text()
+    assert fixed.endswith(
+        "        return F.scaled_dot_product_attention(\n"
+        "            q, k, v, dropout_p=self.attention_dropout_probability if self.training else 0.0\n"
+        "        )\n")
+    hook = subprocess.run([sys.executable, "-m", "flake8", "--select", "E501", "m.py"],
+                          cwd=tmp_path, capture_output=True, text=True, timeout=300)
+    assert (hook.returncode, hook.stdout) == (0, "")
