@@ -19,23 +19,23 @@ from ..heads import EINOPS_REARRANGE
 from .domain import (
     BATCH,
     CHANNEL,
-    EMBED,
-    SEQ,
-    SPATIAL,
     CONV,
     CTORS,
+    EMBED,
     PRESERVE_FUNCS,
     PRESERVE_METHODS,
     PRESERVE_MODULES,
+    SEQ,
+    SPATIAL,
     Layout,
     group_role,
     is_swap,
     is_swap_pattern,
-    positional,
-    useful,
     parse_einops_side,
+    positional,
     roles_of_names,
     transform,
+    useful,
 )
 
 CYCLE = Layout((), None, "cycle")  # met again while being computed: no say in a join

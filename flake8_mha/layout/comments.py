@@ -10,7 +10,7 @@ import libcst as cst
 
 from ..flow import lookup
 from ..tree import walk, walk_in_order
-from .domain import Layout, useful, parse_shape_comment, roles_of_names
+from .domain import Layout, parse_shape_comment, roles_of_names, useful
 
 _Entry = Tuple[cst.Comment, Dict[Optional[str], tuple]]
 _DIM = re.compile(r"[A-Za-z_]\w*")

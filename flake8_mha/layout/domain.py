@@ -32,7 +32,6 @@ from typing import Dict, List, Optional, Sequence, Tuple
 
 import libcst as cst
 
-
 BATCH, SEQ, EMBED, CHANNEL, HEAD, SPATIAL = "batch", "seq", "embed", "channel", "head", "spatial"
 MAX_DEPTH = 40
 MAX_CALLER_DEPTH = 3

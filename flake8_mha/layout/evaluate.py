@@ -16,8 +16,6 @@ from ..flow import CallSite, Def, Scope, lookup
 from ..values import unpacked
 from .calls import CYCLE, MODULE_OUTPUT_ARG, LayoutCalls, join, real
 from .comments import CommentIndex
-from .program import ProgramLayout
-from .project_callers import MAX_HOPS
 from .domain import (
     MAX_CALLER_DEPTH,
     MAX_DEPTH,
@@ -25,15 +23,19 @@ from .domain import (
     SPATIAL,
     Layout,
 )
+from .program import ProgramLayout
+from .project_callers import MAX_HOPS
 
 
 class LayoutEvaluator(FileCalls, LayoutCalls, ProgramLayout):
     def __init__(self, ctx, hops: int = MAX_HOPS, session: Optional[dict] = None):
         self.ctx = ctx
         # the file on disk (a Project's), whose project the analysis may read
-        self.path = getattr(getattr(ctx, "project", None), "path", None)
+        project = getattr(ctx, "project", None)
+        self.path = getattr(project, "path", None) if getattr(project, "files", True) else None
         self.hops = hops if self.path is not None else 0
-        self.session = {} if session is None else session
+        # the linted file's project: the other files read become its findings' dependencies
+        self.session = {("project",): project} if session is None else session
         self.flow = ctx.flow
         self.resolver = ctx.resolver
         self.module = ctx.module

@@ -16,18 +16,17 @@ A part of ``LayoutEvaluator`` (evaluate.py), kept apart so each stays small:
 
 from __future__ import annotations
 
+import dataclasses
 from typing import Dict, List, Optional, Set
 
 import libcst as cst
 
-import dataclasses
-
 from ..callgraph import Built, ChainSite, Slot
 from ..flow import ClassInfo, lookup
-from . import project_callers
-from .calls import Frame, join, real, same
 from ..resolve import Bound
 from ..torch_api import MODULES
+from . import project_callers
+from .calls import Frame, join, real, same
 from .domain import PRESERVE_MODULES, Layout, positional
 
 SWAP_HOW = "axis swap before the module call"
@@ -346,9 +345,17 @@ class ProgramLayout:
             found = self.session[key] = type(self)(there.ctx, hops=hops, session=self.session)
         return found
 
+    def _unit(self, path: str):
+        """Another project file, read once, and a dependency of the linted
+        file's cached findings from now on (an edit of it re-analyses)."""
+        project = self.session.get(("project",))
+        if project is not None and hasattr(project, "depend"):
+            project.depend(path)
+        return project_callers.unit(path)
+
     def _foreign(self, target: project_callers.Target, hops: Optional[int] = None):
         """(the other file's evaluator, the class's ``forward``), or None."""
-        there = project_callers.unit(target[0])
+        there = self._unit(target[0])
         if there is None or target[1] not in there.classes:
             return None
         ev = self.other(there, self.hops - 1 if hops is None else hops)
@@ -402,7 +409,7 @@ class ProgramLayout:
         if files is None:
             return []  # too many files name the class: not read, as before issue 26
         for other in files:
-            there = project_callers.unit(other)
+            there = self._unit(other)
             if there is not None:
                 ev = self.other(there, self.hops - 1)
                 out.extend(ev.export(v) for v in ev.fed_to(target))

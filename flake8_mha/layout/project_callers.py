@@ -35,6 +35,7 @@ from typing import Dict, List, Optional, Tuple
 
 import libcst as cst
 
+from ..atomic import read_regular
 from ..flow import ClassInfo, DefKind, FlowPass, lookup
 from ..program.callsites import Project
 from ..program.files import project_root
@@ -99,11 +100,8 @@ def _stamp(path: str) -> Optional[Tuple[int, int]]:
 
 def _read(path: str) -> Optional[str]:
     try:
-        with open(path, "rb") as fh:
-            data = fh.read(MAX_FILE_BYTES + 1)
-    except OSError:
-        return None
-    if len(data) > MAX_FILE_BYTES:
+        data = read_regular(path, MAX_FILE_BYTES)
+    except OSError:  # also a FIFO, a device, a file over the size
         return None
     try:
         return data.decode("utf-8")
