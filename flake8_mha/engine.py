@@ -172,6 +172,8 @@ def _analyze_module(
 ) -> List[Finding]:
     flow = FlowPass()
     flow.run(module)
+    if project is not None:
+        project.module = module  # positions of what a call site names (partial of SDPA)
     if project is not None and project.files:  # facts of the project (values.py)
         flow.module_scope.project = project
     resolver = Resolver(flow)

@@ -49,7 +49,7 @@ def test_the_fixture_expects_every_call_kind():
     # guards the fixture itself: a finding per call kind, bad beside good
     codes = {code for _, _, _, code in _want()}
     assert codes == {"MHA002", "MHA006", "MHA007", "MHA008", "MHA101"}
-    assert len(_want()) == 21
+    assert len(_want()) == 23
 
 
 def test_flake8_over_the_package():
@@ -84,8 +84,8 @@ def test_the_message_names_the_chain():
         "Attention.forward()"
     )
     assert first.evidence["through"]["file"] == "zoo/attn.py"
-    local = next(f for f in engine.analyze_file(str(ZOO / "local.py")) if f.line == 31)
-    assert "at zoo/local.py:17 through local_attend()" in local.message
+    local = next(f for f in engine.analyze_file(str(ZOO / "local.py")) if f.line == 33)
+    assert "at zoo/local.py:19 through local_attend()" in local.message
 
 
 # --------------------------------------------------------------- within one text
@@ -406,3 +406,15 @@ def test_check_dependents_checks_the_importers_of_the_named_files(tmp_path, monk
     assert [line.split(" MHA")[0] for line in out] == [
         "fixtures/program_calls/zoo/tower.py:18:17:", "fixtures/program_calls/zoo/tower.py:24:17:"]
     assert check_main(["--isolated", "--no-cache", "fixtures/program_calls/zoo/blocks.py"]) == 0
+
+
+def test_partial_of_a_wrapper_and_of_sdpa():
+    found = [(f.line, f.code, f.message.rsplit("; ", 1)[-1])
+             for f in engine.analyze_file(str(ZOO / "local.py")) if f.line > 60]
+    assert found == [
+        (71, "MHA006", "the call reaches scaled_dot_product_attention at zoo/local.py:59 "
+                       "through local_causal()"),
+        # the partial of SDPA itself: named at the line that made it
+        (74, "MHA006", "the call reaches scaled_dot_product_attention at zoo/local.py:68 "
+                       "through scaled_dot_product_attention()"),
+    ]

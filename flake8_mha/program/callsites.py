@@ -20,8 +20,10 @@ import libcst as cst
 
 from ..events import SdpaCall
 from ..flow import CallSite, DefKind, ScopeKind, import_path, lookup
+from ..positions import start_positions
 from ..resolve import Bound
-from ..torch_api import SDPA_NAME
+from ..torch_api import SDPA_NAME, SDPA_QUALNAME, SDPA_SIGNATURE
+from ..values import UNKNOWN, literal
 from . import callers
 from .files import ProjectFiles, decode, module_parts, project_root  # noqa: F401
 from .summaries import RETURNS_VERSION, builder_summary, mask_of
@@ -99,7 +101,7 @@ class Project(ProjectFiles):
             return method
 
         def leaf(call, env, scope):
-            got = self._built(call, env, scope)
+            got = self._built(call, env, scope, resolver)
             return [got] if got is not None else None
 
         try:
@@ -150,11 +152,14 @@ class Project(ProjectFiles):
                             return loc[0], got
         return None
 
-    def _built(self, call, env, scope) -> Optional[Tuple[str, dict]]:
+    def _built(self, call, env, scope, resolver=None) -> Optional[Tuple[str, dict]]:
         """What the object ``call`` builds runs when called: a project class's
-        ``forward`` or the function a project factory returns."""
+        ``forward``, the function a project factory returns, or what
+        ``functools.partial(f, ...)`` of a project function or of SDPA runs."""
         if not isinstance(call, cst.Call):
             return None
+        if resolver is not None and resolver.qualname(call.func, env, scope) == "functools.partial":
+            return self._partial(call, env, scope, resolver)
         made = _imported(call.func, env, scope)
         if made is not None:
             return self._function(made, call=False)
@@ -163,6 +168,71 @@ class Project(ProjectFiles):
             return None
         got = self.effective(self.path, name + ".forward") or self.effective(self.path, name + "()")
         return (self.path, got) if got is not None else None
+
+    def _partial(self, call, env, scope, resolver) -> Optional[Tuple[str, dict]]:
+        """``functools.partial(f, *pre, **kw)``: ``f``'s summary with ``pre``
+        filling its first parameters and ``kw`` its named ones, as defaults the
+        later call can override by keyword.  A bound value that is not a
+        literal makes the sinks it reaches unknown (left out)."""
+        if not call.args or call.args[0].keyword is not None or call.args[0].star:
+            return None
+        inner = call.args[0].value
+        if resolver.qualname(inner, env, scope) == SDPA_QUALNAME:
+            found = (self.path, self._sdpa_summary(call))
+        else:
+            target = _imported(inner, env, scope)
+            own = _own_definition(inner, env, scope, DefKind.DEF)
+            if target is not None:
+                found = self._function(target, call=True)
+            elif own is not None:
+                got = self.effective(self.path, own)
+                found = (self.path, got) if got is not None else None
+            else:
+                found = None
+        if found is None:
+            return None
+        filename, summary = found
+        positional = list(summary["positional"])
+        defaults = dict(summary["defaults"])
+        bound: Dict[str, cst.BaseExpression] = {}
+        for a in call.args[1:]:
+            if a.star:
+                return None
+            if a.keyword is None:
+                if not positional:
+                    return None
+                bound[positional.pop(0)] = a.value
+            else:
+                bound[a.keyword.value] = a.value
+        reach = dict(summary["reach"])
+        for param, expr in bound.items():
+            value = literal(expr)
+            if value is UNKNOWN or not (value is None or type(value) in (bool, int, float)):
+                reach = {k: v for k, v in reach.items() if v["param"] != param}
+            else:
+                defaults[param] = repr(value)
+        if not reach:
+            return None
+        return filename, dict(summary, positional=positional, defaults=defaults, reach=reach)
+
+    def _sdpa_summary(self, call) -> dict:
+        """SDPA itself as a summary (for ``partial(F.scaled_dot_product_attention,
+        ...)``): each of its mask and flag parameters reaches itself; its line
+        is the ``partial`` call's."""
+        names = list(SDPA_SIGNATURE.names)
+        line = 0
+        if self.module is not None:
+            line = start_positions(self.module, [call])[id(call)][0]
+        return {
+            "name": SDPA_NAME,
+            "line": line,
+            "positional": names,
+            "kwonly": [],
+            "defaults": {"attn_mask": "None", "dropout_p": "0.0", "is_causal": "False"},
+            "reach": {n: {"param": n, "ops": []} for n in ("attn_mask", "dropout_p", "is_causal")},
+            "varargs": False,
+            "varkw": False,
+        }
 
     # -- constants from other files ------------------------------------------------
     def imported_constant(self, stmt: cst.ImportFrom, name: str):

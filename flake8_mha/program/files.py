@@ -106,6 +106,7 @@ class ProjectFiles:
         self._located: Dict[tuple, Optional[Tuple[str, str]]] = {}
         self._chained: Dict[Tuple[str, str], Optional[dict]] = {}
         self._own_source: Optional[str] = None
+        self.module = None  # the linted file's LibCST module, while it is analysed
         self._own_table: Optional[Dict[str, dict]] = None
 
     def own(self, source: str) -> None:
