@@ -128,7 +128,8 @@ class Scores:
     terms: List[Term] = field(default_factory=list)
     by_use: bool = False
     filled: bool = False  # a -inf fill (masked_fill, where) on the way
-    values: Optional[cst.CSTNode] = None  # the product with values, when known
+    values: Optional[cst.BaseExpression] = None  # the values the weights multiply
+    key: Optional[Tuple[cst.BaseExpression, Env, Optional[Scope]]] = None  # of the product
 
 
 class _Walk:
@@ -140,6 +141,7 @@ class _Walk:
         self.seen: set = set()
         self.by_use = False  # a tensor of unknown origin counts as the scores
         self.filled = False
+        self.key: Optional[Tuple[cst.BaseExpression, Env, Optional[Scope]]] = None
 
 
 class ScoresAnalysis:
@@ -219,7 +221,7 @@ class ScoresAnalysis:
         walk = _Walk(self, limit)
         if self._walk(arg, site.env, site.scope, walk, False, 0) and walk.product is not None:
             values = self.values_product(site)
-            return Scores(site, walk.product, walk.terms, False, walk.filled, values)
+            return Scores(site, walk.product, walk.terms, False, walk.filled, values, walk.key)
         # attention by use: the weights are multiplied with values
         values = self.values_product(site)
         if values is None:
@@ -279,6 +281,8 @@ class ScoresAnalysis:
         """Whether ``node`` holds attention scores; records terms on the way."""
         if depth > MAX_DEPTH:
             return False
+        if covered:
+            w.filled = True
         t = type(node)
         d = depth + 1
         if t is cst.BinaryOperation:
@@ -463,8 +467,8 @@ class ScoresAnalysis:
         return self._opaque(node, w)
 
     # ------------------------------------------------------------------ the use
-    def values_product(self, site: CallSite) -> Optional[cst.CSTNode]:
-        """The product of the softmax's result at ``site`` with values (``w @
+    def values_product(self, site: CallSite) -> Optional[cst.BaseExpression]:
+        """The values the softmax's result at ``site`` is multiplied with (``w @
         v``, ``torch.matmul(w, v)``, ``w.bmm(v)``, a two-operand einsum), read
         through dropout, casts and shape methods, ``masked_fill`` and locals of
         the same function; None when the result feeds anything else (a loss,
@@ -486,7 +490,7 @@ class ScoresAnalysis:
             if got is True:
                 child = parent
                 continue
-            return got or None
+            return got
         target = _assigned_name(stmt, child)
         if target is None:
             return None
@@ -501,7 +505,7 @@ class ScoresAnalysis:
         values; True when ``parent`` passes ``child`` on; None otherwise."""
         if isinstance(parent, cst.BinaryOperation):
             if isinstance(parent.operator, cst.MatrixMultiply) and parent.left is child:
-                return parent
+                return parent.right
             return None
         if not isinstance(parent, cst.Call):
             return None
@@ -509,7 +513,7 @@ class ScoresAnalysis:
         if isinstance(func, cst.Attribute) and func.value is child:
             name = func.attr.value
             if name in ("matmul", "bmm") and parent.args:
-                return parent
+                return parent.args[0].value
             if name in _KEEP_METHODS or name in _PASS_METHODS:
                 return True
             return None
@@ -517,9 +521,13 @@ class ScoresAnalysis:
             return None
         qn = self.qualname(func, site.env, site.scope)
         if qn in ("torch.matmul", "torch.bmm"):
-            return parent if _arg(parent, 0, "input") is child else None
+            if _arg(parent, 0, "input") is not child:
+                return None
+            return _arg(parent, 1, "other" if qn == "torch.matmul" else "mat2")
         if qn == "torch.einsum":
-            return parent if len(parent.args) == 3 and parent.args[0].value is not child else None
+            if len(parent.args) != 3 or parent.args[0].value is child:
+                return None
+            return next(a.value for a in parent.args[1:] if a.value is not child)
         if qn in _PASS_FUNCS:
             return True if _arg(parent, 0, "input") is child else None
         if qn is None:  # self.dropout(w), self.attn_drop(w), dropout(w)
@@ -535,7 +543,8 @@ class ScoresAnalysis:
         in the local it comes from) and ``a`` is not a constant."""
         if isinstance(a, (cst.Integer, cst.Float)) or not self._transposed(b, env, scope, 0):
             return self._opaque(node, w)
-        w.product = w.product or node
+        if w.product is None:
+            w.product, w.key = node, (b, env, scope)
         return True
 
     def _transposed(self, node, env, scope, depth: int) -> bool:
@@ -583,7 +592,8 @@ class ScoresAnalysis:
         o = set(out)
         contracted = (a & b) - o
         if contracted and (a - b) & o and (b - a) & o:
-            w.product = w.product or node
+            if w.product is None:
+                w.product, w.key = node, (node.args[2].value, env, scope)
             return True
         return False
 

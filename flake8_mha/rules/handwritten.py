@@ -139,6 +139,12 @@ class MaskMultipliedBeforeSoftmax(Rule):
         over the last axis (`F.softmax(x, dim=-1)`, `torch.softmax`,
         `x.softmax(-1)`), followed through locals, `scores = scores * ...`
         rebindings, augmented assignments and in-place methods.
+
+        Attention is also recognised by use, however its scores were made
+        (`rotation_term * w1 - distance_term * w2`, a distance, a learned
+        projection): a softmax over the last axis whose result is multiplied
+        with values (`w @ v`, `torch.matmul(w, v)`, `w.bmm(v)`, a
+        two-operand einsum), also after dropout, a cast or through locals.
         """
     WHY = """
         Multiplying by a mask sets the masked scores to 0, and softmax turns a
@@ -177,6 +183,10 @@ class MaskMultipliedBeforeSoftmax(Rule):
         - The softmax's result need not be multiplied with values: a softmax
           over the key axis of a query-key product is attention already. A
           softmax over another axis (`dim=1`) is not.
+        - Scores of any other origin count only by use: a softmax whose result
+          feeds a loss, `argmax` routing, sampling or a `return` stays
+          unjudged. Where two tensors of unknown origin meet, the one the mask
+          analysis knows as a mask is the term.
         - A bool or 0/1 mask *added* to the scores is MHA004's (its additive
           case), with the same notion of attention scores.
         """
