@@ -108,7 +108,67 @@ def run_mha015(evidence: Dict[str, Any]) -> Dict[str, Any]:
     return result(verdict(got["off"] > DIFF_THRESHOLD), witness, damage, measured, p)
 
 
+# MHA016: N=3 samples, L=S=5, E=16, 4 heads, each sample its own padding
+N16, L16, E16, H16 = 3, 5, 16, 4
+_PADDED16 = (2, 4, 1)  # padded keys at the end of samples 0, 1, 2
+
+
+def run_mha016(evidence: Dict[str, Any]) -> Dict[str, Any]:
+    import torch
+    import torch.nn as nn
+
+    p = Params(evidence)
+    if not evidence.get("per_sample"):
+        p.assume("the code does not show that the mask differs per sample: used padding masks")
+    torch.manual_seed(SEED)
+    mha = nn.MultiheadAttention(E16, H16, batch_first=True).eval()
+    x = torch.randn(N16, L16, E16)
+    pad = torch.zeros(N16, L16, dtype=torch.bool)
+    for n, padded in enumerate(_PADDED16):
+        pad[n, L16 - padded :] = True
+    mask = pad[:, None, :].expand(N16, L16, L16)
+    via = evidence.get("via") or "repeat"
+    if via == "cat":
+        head_major = torch.cat([mask] * H16)
+    elif via == "tile":
+        head_major = torch.tile(mask, (H16, 1, 1))
+    else:
+        head_major = mask.repeat(H16, 1, 1)
+    with torch.no_grad():
+        ref = mha(x, x, x, key_padding_mask=pad, need_weights=False)[0]
+        out = mha(x, x, x, attn_mask=head_major, need_weights=False)[0]
+        grouped = mha(x, x, x, attn_mask=mask.repeat_interleave(H16, dim=0), need_weights=False)[0]
+    off = compare(ref, out)["max_error"]
+    right = compare(ref, grouped)["max_error"]
+    witness = (
+        f"nn.MultiheadAttention({E16}, {H16}, batch_first=True) on seeded x ({N16}, {L16}, "
+        f"{E16}) (seed {SEED}), per-sample padding masks (N, L, S) expanded to "
+        f"(N * {H16}, L, S) head-major as the code does ({via}), against the same "
+        f"masks as key_padding_mask"
+    )
+    damage = (
+        f"output {fmt(off)} off key_padding_mask; grouped batch-major "
+        f"(repeat_interleave) {fmt(right)}"
+    )
+    measured = {"max_error": off, "max_error_batch_major": right}
+    return result(verdict(off > DIFF_THRESHOLD), witness, damage, measured, p)
+
+
 WITNESSES = [
+    Witness(
+        code="MHA016",
+        summary=(
+            "Gives nn.MultiheadAttention per-sample padding masks expanded head-major to "
+            "its 3-D attn_mask (as the finding's code does) and compares with the same "
+            "masks as key_padding_mask."
+        ),
+        threshold_text=f"""\
+CONFIRMED when the output differs from key_padding_mask by more than
+{DIFF_THRESHOLD:g} (max abs). Measured on torch 2.13 CPU (N=3, L=S=5, E=16,
+4 heads, seed 0): head-major `repeat(4, 1, 1)` 5.657e-01 off; batch-major
+`repeat_interleave(4, dim=0)` 0.""",
+        func=run_mha016,
+    ),
     Witness(
         code="MHA015",
         summary=(
