@@ -20,7 +20,7 @@ from ..events import ModuleCall, SdpaCall
 from ..flow import CallSite, lookup
 from ..masks import ADDITIVE, BOOL, FLOAT01, IGNORE, INT, KEEP, At, Mask, analysis_for
 from ..scores import analysis_for as scores_for
-from ..torch_api import MULTIHEAD_ATTENTION
+from ..torch_api import MULTIHEAD_ATTENTION, SDPA_NAME
 from ..values import value_of
 from .base import Example, Report, Rule
 
@@ -322,7 +322,9 @@ class MaskOnKeysValues(Rule):
         a = analysis_for(self.ctx)
         data = mask.evidence(a.evaluator.source_text)
         data["line"] = a.evaluator.line(mask.origin.node) if mask.origin is not None else None
+        module = {"handwritten": "scores", "sdpa": SDPA_NAME}.get(sink, sink)
         evidence = {
+            "module": module,
             "sink": sink,
             "masked": which,
             "op": op,
