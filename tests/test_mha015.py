@@ -29,6 +29,7 @@ def messages(source: str):
 
 
 SDPA = """\
+    import einops
     import torch
     import torch.nn.functional as F
 
@@ -39,18 +40,21 @@ SDPA = """\
 
 
 @pytest.mark.parametrize("body, line, col", [
-    ("return F.scaled_dot_product_attention(q, k * keep[:, None, :, None], v)", 6, 12),
-    ("return F.scaled_dot_product_attention(q, k, v * keep[:, None, :, None])", 6, 12),
+    ("return F.scaled_dot_product_attention(q, k * keep[:, None, :, None], v)", 7, 12),
+    ("return F.scaled_dot_product_attention(q, k, v * keep[:, None, :, None])", 7, 12),
     ("k = k.mul(keep[:, None, :, None])\n"
-     "        return F.scaled_dot_product_attention(q, k, v)", 7, 12),
+     "        return F.scaled_dot_product_attention(q, k, v)", 8, 12),
     ("k = torch.mul(k, keep[:, None, :, None].float())\n"
-     "        return F.scaled_dot_product_attention(q, k, v)", 7, 12),
+     "        return F.scaled_dot_product_attention(q, k, v)", 8, 12),
     ("k *= keep[:, None, :, None]\n"
-     "        return F.scaled_dot_product_attention(q, k, v)", 7, 12),
+     "        return F.scaled_dot_product_attention(q, k, v)", 8, 12),
     ("v = v.masked_fill(~keep[:, None, :, None], 0)\n"
-     "        return F.scaled_dot_product_attention(q, k, v, is_causal=False)", 7, 12),
+     "        return F.scaled_dot_product_attention(q, k, v, is_causal=False)", 8, 12),
+    ("k = k * keep[:, :, None]\n"
+     "        k = einops.rearrange(k, 'b n (h d) -> b h n d', h=4)\n"
+     "        return F.scaled_dot_product_attention(q, k, v)", 9, 12),
     ("k = (k * keep[:, None, :, None]).transpose(1, 2).contiguous()\n"
-     "        return F.scaled_dot_product_attention(q, k.transpose(1, 2), v)", 7, 12),
+     "        return F.scaled_dot_product_attention(q, k.transpose(1, 2), v)", 8, 12),
 ])
 def test_masked_keys_or_values_given_to_sdpa(body, line, col):
     assert found(SDPA.format(body=body)) == [("MHA015", line, col)]
@@ -77,7 +81,7 @@ def test_harmless_or_other_forms_are_silent(body):
 def test_messages_name_what_was_masked_and_the_fix():
     (keys,) = messages(SDPA.format(
         body="return F.scaled_dot_product_attention(q, k * keep[:, None, :, None], v)"))
-    assert keys.startswith("mask from line 5 (tokens != pad_id) is a keep-mask applied to the keys")
+    assert keys.startswith("mask from line 6 (tokens != pad_id) is a keep-mask applied to the keys")
     assert "weight exp(0)" in keys and "attn_mask=keep[:, None, None, :]" in keys
     (values,) = messages(SDPA.format(
         body="return F.scaled_dot_product_attention(q, k, v.masked_fill(~keep[..., None], 0))"))
@@ -115,12 +119,13 @@ def test_handwritten_values_of_attention_by_use():
     "scores = scores.masked_fill(keep[:, None, None, :, 0] == 0, float('-inf'))",
     "scores = scores + bias_mask",
     "scores = scores * keep[:, None, None, :, 0]",   # MHA012's finding, not this one
+    "scores = scores + position_bias",                # a bias may hold -inf at the padding
 ])
 def test_handwritten_scores_masked_anyway_are_silent(mask_scores):
     src = f"""\
     import torch
 
-    def attend(q, k, v, tokens, pad_id, bias_mask):
+    def attend(q, k, v, tokens, pad_id, bias_mask, position_bias):
         keep = (tokens != pad_id).float()[:, None, :, None]
         k = k * keep
         scores = q @ k.transpose(-2, -1)

@@ -48,6 +48,7 @@ def found(source: str):
     "torch.cat([pad] * self.num_heads)",
     "torch.cat(self.num_heads * [pad], dim=0)",
     "torch.cat([pad for _ in range(self.num_heads)], 0)",
+    "(tokens == pad_id)[:, None, :].repeat(self.num_heads, L, 1)",
 ])
 def test_head_major_expansions_of_a_per_sample_mask(expand):
     assert found(BLOCK.format(expand=expand)) == [("MHA016", 13, 16)]

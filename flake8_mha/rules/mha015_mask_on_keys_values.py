@@ -54,6 +54,18 @@ _SAME_ROWS = {
     "view_as",
     "reshape_as",
 }
+# functions that keep the rows of their first argument (axes moved, not mixed)
+_SAME_ROWS_FUNCS = {
+    "einops.rearrange",
+    "torch.transpose",
+    "torch.permute",
+    "torch.swapaxes",
+    "torch.movedim",
+    "torch.reshape",
+    "torch.unsqueeze",
+    "torch.squeeze",
+    "torch.flatten",
+}
 _MASK_ARGS = ("attn_mask", "key_padding_mask")
 
 Found = Tuple[cst.CSTNode, Mask, str]  # where the mask is applied, the mask, "mul" | "fill"
@@ -85,7 +97,8 @@ class MaskOnKeysValues(Rule):
 
         The mask's meaning comes from the mask analysis (a tokenizer
         `attention_mask`, `tokens != pad_id`, `arange(S) < lengths[:, None]`),
-        followed through locals, shape and dtype methods and transposes.
+        followed through locals, shape and dtype methods, transposes and
+        einops `rearrange`.
         """
     WHY = """
         Zeroing a key does not remove it: its score is q . 0 = 0, and softmax
@@ -106,7 +119,8 @@ class MaskOnKeysValues(Rule):
     DECISIONS = """
         - Silent when the scores are masked anyway: a -inf fill or an additive
           mask on the hand-written scores (or any term of them known as a mask,
-          which MHA004/MHA012 judge), an `attn_mask`, a `key_padding_mask` or
+          which MHA004/MHA012 judge, or any tensor added to them, which may be a
+          bias holding -inf at the padding), an `attn_mask`, a `key_padding_mask` or
           an `is_causal` that is not literally False at the call. Zeroed keys
           and values then change nothing the weights can see.
         - Masking the queries (`q * keep`) or the output after attention is not
@@ -193,6 +207,8 @@ class MaskOnKeysValues(Rule):
                 return True
             if "mask" in a.evaluator.text(term.expr).lower():
                 return True
+            if term.op in ("add", "sub") and not isinstance(term.expr, (cst.Integer, cst.Float)):
+                return True  # a bias of unknown kind may hold -inf at the padding
         return False
 
     # SDPA and the module -----------------------------------------------------------
@@ -280,6 +296,8 @@ class MaskOnKeysValues(Rule):
                 or self._mask_factor(node, a, env, scope)
                 or self.masked(a, env, scope, d)
             )
+        if qn in _SAME_ROWS_FUNCS and node.args and node.args[0].keyword is None:
+            return self.masked(node.args[0].value, env, scope, d)
         if qn is not None or not isinstance(func, cst.Attribute):
             return None
         name = func.attr.value

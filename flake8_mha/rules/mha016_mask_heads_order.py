@@ -46,9 +46,9 @@ class MaskHeadsOrder(Rule):
         Flags a per-sample mask expanded to the 3-D `(N * num_heads, L, S)`
         shape head-major and given to a module's `attn_mask` (or a
         Transformer layer's `src_mask`/`tgt_mask`/`memory_mask`/`mask`):
-        `mask.repeat(num_heads, 1, 1)`, `torch.tile(mask, (num_heads, 1,
-        1))`, `torch.cat([mask] * num_heads)`, followed through locals and
-        dtype methods.
+        `mask.repeat(num_heads, 1, 1)` (or `pad[:, None].repeat(num_heads, L,
+        1)`), `torch.tile(mask, (num_heads, 1, 1))`, `torch.cat([mask] *
+        num_heads)`, followed through locals and dtype methods.
 
         The repeat factor must be the head count (`num_heads`, `self.nhead`,
         `n_head`: the head-axis analysis of MHA013 decides), and the mask
@@ -177,11 +177,10 @@ class MaskHeadsOrder(Rule):
         return None
 
     def _heads_first(self, sizes, env, scope, gqa: GqaAnalysis) -> bool:
-        return (
-            len(sizes) == 3
-            and gqa.factor_kind(sizes[0], env, scope) == "heads"
-            and all(is_one(s) for s in sizes[1:])
-        )
+        if len(sizes) != 3 or gqa.factor_kind(sizes[0], env, scope) != "heads":
+            return False
+        # (H, 1, 1), or (H, L, 1) for an (N, 1, S) padding mask: rows stay per sample
+        return is_one(sizes[2]) and gqa.factor_kind(sizes[1], env, scope) not in ("heads", "beam")
 
     def _cat(self, node: cst.Call, env, scope, here, gqa: GqaAnalysis) -> Optional[Found]:
         seq = arg_of(node, 0, "tensors")
