@@ -19,6 +19,7 @@ ROOT = pathlib.Path(__file__).resolve().parent.parent
 FIXTURE = "MHA016_mask_heads_order.py"
 
 BLOCK = """\
+    import einops
     import torch
     import torch.nn as nn
 
@@ -49,15 +50,18 @@ def found(source: str):
     "torch.cat(self.num_heads * [pad], dim=0)",
     "torch.cat([pad for _ in range(self.num_heads)], 0)",
     "(tokens == pad_id)[:, None, :].repeat(self.num_heads, L, 1)",
+    "einops.repeat(pad, 'b i j -> (h b) i j', h=self.num_heads)",
 ])
 def test_head_major_expansions_of_a_per_sample_mask(expand):
-    assert found(BLOCK.format(expand=expand)) == [("MHA016", 13, 16)]
+    assert found(BLOCK.format(expand=expand)) == [("MHA016", 14, 16)]
 
 
 @pytest.mark.parametrize("expand", [
     "pad.repeat_interleave(self.num_heads, dim=0)",
     "pad[:, None].expand(-1, self.num_heads, L, L).reshape(-1, L, L)",
     "pad.unsqueeze(1).repeat(1, self.num_heads, 1, 1).flatten(0, 1)",
+    "einops.repeat(pad, 'b i j -> (b h) i j', h=self.num_heads)",
+    "einops.repeat(pad, 'b i j -> (h b) i j', h=2)",
     "pad.repeat(2, 1, 1)",                                  # not the head count
     "torch.cat([pad] * 2)",                                 # classifier-free guidance
     "torch.cat([pad] * self.num_heads, dim=1)",             # another axis
@@ -94,7 +98,7 @@ def test_message_names_the_expansion_and_the_fix():
         "`pad.repeat(self.num_heads, 1, 1)` repeats the mask head-major, but "
         "MultiheadAttention's 3-D attn_mask is read batch-major")
     assert "(use pad.repeat_interleave(num_heads, dim=0))" in f.message
-    assert f.evidence["per_sample"] is True and f.evidence["expansion_line"] == 12
+    assert f.evidence["per_sample"] is True and f.evidence["expansion_line"] == 13
 
 
 def test_real_flake8_reports_the_fixture_exactly():

@@ -11,6 +11,7 @@ the mask differs per sample, by the mask analysis.
 
 from __future__ import annotations
 
+import re
 from typing import Iterator, List, Optional, Tuple
 
 import libcst as cst
@@ -48,7 +49,8 @@ class MaskHeadsOrder(Rule):
         Transformer layer's `src_mask`/`tgt_mask`/`memory_mask`/`mask`):
         `mask.repeat(num_heads, 1, 1)` (or `pad[:, None].repeat(num_heads, L,
         1)`), `torch.tile(mask, (num_heads, 1, 1))`, `torch.cat([mask] *
-        num_heads)`, followed through locals and dtype methods.
+        num_heads)`, `einops.repeat(mask, "b i j -> (h b) i j", h=num_heads)`,
+        followed through locals and dtype methods.
 
         The repeat factor must be the head count (`num_heads`, `self.nhead`,
         `n_head`: the head-axis analysis of MHA013 decides), and the mask
@@ -75,7 +77,7 @@ class MaskHeadsOrder(Rule):
         - Grouping the other way is right and silent:
           `mask.repeat_interleave(num_heads, dim=0)`, `mask[:, None].expand(N,
           num_heads, L, S).reshape(N * num_heads, L, S)`, `mask.unsqueeze(1).repeat(1,
-          num_heads, 1, 1).flatten(0, 1)`.
+          num_heads, 1, 1).flatten(0, 1)`, einops `"b i j -> (b h) i j"`.
         - A mask that is the same for every sample (a causal triangle, a
           mask named causal, triangular, subsequent, future or square) is
           harmless either way and silent. A mask whose per-sample layout the
@@ -165,6 +167,8 @@ class MaskHeadsOrder(Rule):
                 if self._heads_first(sizes, env, scope, gqa):
                     return node, recv, "tile", here
             return None
+        if qn == "einops.repeat":
+            return self._einops(node, env, scope, here, gqa)
         if qn is not None or not isinstance(func, cst.Attribute):
             return None
         name = func.attr.value
@@ -207,6 +211,27 @@ class MaskHeadsOrder(Rule):
             ):
                 return node, seq.elt, "cat", here
         return None
+
+    def _einops(self, node: cst.Call, env, scope, here, gqa: GqaAnalysis) -> Optional[Found]:
+        """``einops.repeat(m, "b i j -> (h b) i j", h=num_heads)``: a new head
+        axis merged *before* the batch axis."""
+        recv, pattern = arg_of(node, 0, "tensor"), arg_of(node, 1, "pattern")
+        if recv is None or not isinstance(pattern, cst.SimpleString):
+            return None
+        text = pattern.evaluated_value
+        if not isinstance(text, str) or text.count("->") != 1:
+            return None
+        left, right = (side.split() for side in text.split("->"))
+        merged = re.match(r"\(\s*(\w+)\s+(\w+)\s*\)", " ".join(right))
+        if not left or merged is None or len(right) < 3:
+            return None
+        new, batch = merged.groups()
+        size = next((a.value for a in node.args if a.keyword and a.keyword.value == new), None)
+        if new in left or batch != left[0] or size is None:
+            return None
+        if gqa.factor_kind(size, env, scope) != "heads":
+            return None
+        return node, recv, "einops", here
 
     # the report ----------------------------------------------------------------
     def _report(self, ev: ModuleCall, arg, expansion, mask_expr, via, per_sample, mask) -> Report:
