@@ -477,9 +477,9 @@ class ScoresAnalysis:
         if func is None:
             return None
         body = _Uses(func)
-        return self._product_up(site.node, tuple(site.parents), site.stmt, body, site, 0)
+        return self._product_up(site.node, tuple(site.parents), site.stmt, body, site, 0, ())
 
-    def _product_up(self, node, parents, stmt, body: "_Uses", site, depth: int):
+    def _product_up(self, node, parents, stmt, body: "_Uses", site, depth: int, names):
         if depth > 4:
             return None
         child = node
@@ -490,12 +490,14 @@ class ScoresAnalysis:
             if got is True:
                 child = parent
                 continue
+            if got is not None and _root_name(got) in names:
+                return None  # the weights times themselves (s @ s.T): not values
             return got
         target = _assigned_name(stmt, child)
         if target is None:
             return None
         for use, chain, use_stmt in body.uses(target, stmt):
-            got = self._product_up(use, chain, use_stmt, body, site, depth + 1)
+            got = self._product_up(use, chain, use_stmt, body, site, depth + 1, names + (target,))
             if got is not None:
                 return got
         return None
@@ -526,6 +528,8 @@ class ScoresAnalysis:
             return _arg(parent, 1, "other" if qn == "torch.matmul" else "mat2")
         if qn == "torch.einsum":
             if len(parent.args) != 3 or parent.args[0].value is child:
+                return None
+            if not _sums_last_axis(parent, 1 if parent.args[1].value is child else 2):
                 return None
             return next(a.value for a in parent.args[1:] if a.value is not child)
         if qn in _PASS_FUNCS:
@@ -605,6 +609,34 @@ _PASS_FUNCS = {
     "torch.nan_to_num",
     "torch.nn.functional.dropout1d",
 }
+
+
+def _sums_last_axis(call: cst.Call, which: int) -> bool:
+    """Whether a two-operand einsum sums operand ``which`` (1 or 2) over its last
+    axis against the other operand (``'bhij,bhjd->bhid'``), as weights meet values."""
+    spec = call.args[0].value
+    text = spec.evaluated_value if isinstance(spec, cst.SimpleString) else None
+    if not isinstance(text, str) or text.count("->") != 1:
+        return False
+    ins, out = text.replace(" ", "").split("->")
+    parts = ins.split(",")
+    if len(parts) != 2 or not parts[which - 1]:
+        return False
+    last = parts[which - 1][-1]
+    return last.isalpha() and last not in out and last in parts[2 - which]
+
+
+def _root_name(node) -> Optional[str]:
+    """The local a tensor expression starts from (``s`` of ``s.transpose(1, 2)``)."""
+    while True:
+        if isinstance(node, cst.Name):
+            return node.value
+        if isinstance(node, cst.Call) and isinstance(node.func, cst.Attribute):
+            node = node.func.value
+        elif isinstance(node, (cst.Attribute, cst.Subscript)):
+            node = node.value
+        else:
+            return None
 
 
 def _assigned_name(stmt, value) -> Optional[str]:

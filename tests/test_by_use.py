@@ -167,3 +167,31 @@ def test_the_query_key_product_still_needs_no_use():
         return torch.softmax(s, dim=-1)
     """
     assert found(src, "MHA012") == [("MHA012", 6, 9)]
+
+
+@pytest.mark.parametrize("use", [
+    "torch.matmul(probs, probs.transpose(1, 2))",            # a clustering's link loss
+    "torch.einsum('bkd,bk->bd', probs, v)",                 # the last axis is not summed
+])
+def test_a_product_that_is_not_weights_times_values_stays_unjudged(use):
+    src = f"""\
+    import torch
+
+    def f(logits, v, tokens, pad):
+        keep = (tokens != pad).float()
+        probs = torch.softmax(logits + keep, dim=-1)
+        return {use}
+    """
+    assert found(src, "MHA004", "MHA012") == []
+
+
+def test_einsum_summing_the_weights_last_axis_counts():
+    src = """\
+    import torch
+
+    def f(logits, v, tokens, pad):
+        keep = (tokens != pad).float()
+        probs = torch.softmax(logits + keep, dim=-1)
+        return torch.einsum('b h i j, b h j d -> b h i d', probs, v)
+    """
+    assert found(src, "MHA004", "MHA012") == [("MHA004", 5, 27)]
