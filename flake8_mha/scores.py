@@ -6,7 +6,8 @@ A tensor counts as *attention scores* when both hold:
 - it comes from a pairwise product of two projections: ``q @ k.transpose(-2,
   -1)`` (also ``.mT``, ``.permute(...)``, ``.T``, a key transposed earlier in a
   local), ``torch.matmul``/``torch.bmm`` of the same, or a two-operand
-  ``torch.einsum`` that contracts an axis and keeps one axis of each operand
+  ``torch.einsum`` (or einops' ``einsum(q, k, "... i d, ... j d -> ... i j")``)
+  that contracts an axis and keeps one axis of each operand
   (``'bhqd,bhkd->bhqk'``); scaling (``* scale``, ``/ math.sqrt(d)``), dtype
   and shape methods, slicing, biases and ``masked_fill`` on the way keep it
   scores;
@@ -25,8 +26,9 @@ query-key product is attention already.
 Attention is also recognised *by use*, however the scores were made
 (``rotation_term * w1 - distance_term * w2``, a learned projection, a
 distance): a softmax over the last axis whose result is multiplied with
-values (``w @ v``, ``torch.matmul(w, v)``, ``w.bmm(v)``, a two-operand einsum),
-also through dropout, casts, ``masked_fill`` and locals of the same function,
+values (``w @ v``, ``torch.matmul(w, v)``, ``w.bmm(v)``, a two-operand einsum
+that sums the weights' last axis), also through dropout, casts,
+``masked_fill`` and locals of the same function,
 reads attention scores.  The walk then takes any tensor of unknown origin for
 the scores; where two meet, the one the mask analysis knows as a mask is the
 term.  A softmax whose result feeds anything else (a loss, ``argmax``
@@ -53,7 +55,8 @@ from .flow import CallSite, Env, Scope, lookup
 
 MAX_DEPTH = 24
 _SOFTMAX = {"torch.softmax", "torch.nn.functional.softmax", "torch.special.softmax"}
-_PRODUCT = {"torch.matmul", "torch.bmm", "torch.einsum"}
+_PRODUCT = {"torch.matmul", "torch.bmm", "torch.einsum", "einops.einsum"}
+_EINSUM = ("torch.einsum", "einops.einsum")
 _TRANSPOSE = {"transpose", "permute", "swapaxes", "swapdims", "movedim", "t"}
 _TRANSPOSE_ATTRS = {"mT", "T", "mH", "H"}
 # methods that keep a tensor the same scores (dtype, device, shape, copies)
@@ -414,8 +417,8 @@ class ScoresAnalysis:
         func = node.func
         qn = self.qualname(func, env, scope)
         if qn in _PRODUCT:
-            if qn == "torch.einsum":
-                return self._einsum(node, env, scope, w) or self._opaque(node, w)
+            if qn in _EINSUM:
+                return self._einsum(node, qn, env, scope, w) or self._opaque(node, w)
             second = "other" if qn == "torch.matmul" else "mat2"
             a, b = _arg(node, 0, "input"), _arg(node, 1, second)
             return a is not None and b is not None and self._product(node, a, b, env, scope, w)
@@ -526,12 +529,15 @@ class ScoresAnalysis:
             if _arg(parent, 0, "input") is not child:
                 return None
             return _arg(parent, 1, "other" if qn == "torch.matmul" else "mat2")
-        if qn == "torch.einsum":
-            if len(parent.args) != 3 or parent.args[0].value is child:
+        if qn in _EINSUM:
+            got = _einsum_spec(parent, qn)
+            if got is None or not any(x is child for x in got[2]):
                 return None
-            if not _sums_last_axis(parent, 1 if parent.args[1].value is child else 2):
-                return None
-            return next(a.value for a in parent.args[1:] if a.value is not child)
+            (a, b), out, (x, y) = got
+            ours, other = (a, b) if x is child else (b, a)
+            if not ours or ours[-1] == "..." or ours[-1] in out or ours[-1] not in other:
+                return None  # weights sum their last axis against the values
+            return y if x is child else x
         if qn in _PASS_FUNCS:
             return True if _arg(parent, 0, "input") is child else None
         if qn is None:  # self.dropout(w), self.attn_drop(w), dropout(w)
@@ -579,25 +585,19 @@ class ScoresAnalysis:
             )
         return False
 
-    def _einsum(self, node: cst.Call, env, scope, w: _Walk) -> bool:
-        if len(node.args) != 3 or any(arg.keyword is not None or arg.star for arg in node.args):
+    def _einsum(self, node: cst.Call, qn: str, env, scope, w: _Walk) -> bool:
+        got = _einsum_spec(node, qn)
+        if got is None:
             return False
-        spec = node.args[0].value
-        if not isinstance(spec, cst.SimpleString):
+        (pa, pb), out, (_, key) = got
+        if qn == "torch.einsum" and "..." in pa + pb:
             return False
-        text = spec.evaluated_value
-        if not isinstance(text, str) or "->" not in text:
-            return False
-        ins, out = text.replace(" ", "").split("->")
-        parts = ins.split(",")
-        if len(parts) != 2 or "." in ins:
-            return False
-        a, b = set(parts[0]), set(parts[1])
+        a, b = set(pa) - {"..."}, set(pb) - {"..."}
         o = set(out)
         contracted = (a & b) - o
         if contracted and (a - b) & o and (b - a) & o:
             if w.product is None:
-                w.product, w.key = node, (node.args[2].value, env, scope)
+                w.product, w.key = node, (key, env, scope)
             return True
         return False
 
@@ -611,19 +611,30 @@ _PASS_FUNCS = {
 }
 
 
-def _sums_last_axis(call: cst.Call, which: int) -> bool:
-    """Whether a two-operand einsum sums operand ``which`` (1 or 2) over its last
-    axis against the other operand (``'bhij,bhjd->bhid'``), as weights meet values."""
-    spec = call.args[0].value
-    text = spec.evaluated_value if isinstance(spec, cst.SimpleString) else None
-    if not isinstance(text, str) or text.count("->") != 1:
-        return False
-    ins, out = text.replace(" ", "").split("->")
+def _einsum_spec(call: cst.Call, qn: str):
+    """A two-operand einsum's axes: ((axes of a, axes of b), output axes, (a, b)),
+    for ``torch.einsum("bhid,bhjd->bhij", a, b)`` (one letter an axis) and
+    einops' ``einsum(a, b, "b h i d, b h j d -> b h i j")`` (names); ``...`` is
+    one axis; None for anything else (three operands, brackets, keywords)."""
+    args = call.args
+    if len(args) != 3 or any(arg.keyword is not None or arg.star for arg in args):
+        return None
+    spec, ops = (args[0], args[1:]) if qn == "torch.einsum" else (args[2], args[:2])
+    text = spec.value.evaluated_value if isinstance(spec.value, cst.SimpleString) else None
+    if not isinstance(text, str) or text.count("->") != 1 or "(" in text:
+        return None
+    ins, out = text.split("->")
     parts = ins.split(",")
-    if len(parts) != 2 or not parts[which - 1]:
-        return False
-    last = parts[which - 1][-1]
-    return last.isalpha() and last not in out and last in parts[2 - which]
+    if len(parts) != 2:
+        return None
+
+    def axes(side: str) -> List[str]:
+        if qn == "torch.einsum":
+            side = side.replace(" ", "").replace("...", ".")
+            return ["..." if c == "." else c for c in side]
+        return side.split()
+
+    return (axes(parts[0]), axes(parts[1])), axes(out), (ops[0].value, ops[1].value)
 
 
 def _root_name(node) -> Optional[str]:

@@ -195,3 +195,29 @@ def test_einsum_summing_the_weights_last_axis_counts():
         return torch.einsum('b h i j, b h j d -> b h i d', probs, v)
     """
     assert found(src, "MHA004", "MHA012") == [("MHA004", 5, 27)]
+
+
+def test_einops_einsum_makes_scores_and_meets_values():
+    src = """\
+    from einops import einsum
+
+    def attend(q, k, v, tokens, pad):
+        keep = (tokens != pad).float()[:, None, None, :]
+        sim = einsum(q, k, '... i d, ... j d -> ... i j')
+        sim = sim * keep
+        attn = sim.softmax(dim=-1)
+        return einsum(attn, v, '... i j, ... j d -> ... i d')
+    """
+    assert found(src, "MHA004", "MHA012") == [("MHA012", 6, 11)]
+
+
+def test_einops_einsum_of_values_makes_attention_by_use():
+    src = """\
+    from einops import einsum
+
+    def attend(b, values, tokens, pad):
+        keep = (tokens != pad).float()[:, None, None, :]
+        weights = (b + keep).softmax(dim=-1)
+        return einsum(weights, values, 'b h i j, b h s j d -> b h s i d')
+    """
+    assert found(src, "MHA004", "MHA012") == [("MHA004", 5, 16)]

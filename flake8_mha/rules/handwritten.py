@@ -135,7 +135,8 @@ class MaskMultipliedBeforeSoftmax(Rule):
         Attention scores are a pairwise product of two projections (`q @
         k.transpose(-2, -1)`, `.mT`, a key transposed in a local,
         `torch.matmul`/`torch.bmm` of the same, a two-operand `torch.einsum`
-        such as `'bhqd,bhkd->bhqk'`), scaled or not, that flows into a softmax
+        such as `'bhqd,bhkd->bhqk'` or einops `einsum(q, k, '... i d, ... j d
+        -> ... i j')`), scaled or not, that flows into a softmax
         over the last axis (`F.softmax(x, dim=-1)`, `torch.softmax`,
         `x.softmax(-1)`), followed through locals, `scores = scores * ...`
         rebindings, augmented assignments and in-place methods.
@@ -144,7 +145,9 @@ class MaskMultipliedBeforeSoftmax(Rule):
         (`rotation_term * w1 - distance_term * w2`, a distance, a learned
         projection): a softmax over the last axis whose result is multiplied
         with values (`w @ v`, `torch.matmul(w, v)`, `w.bmm(v)`, a
-        two-operand einsum), also after dropout, a cast or through locals.
+        two-operand einsum summing the weights' last axis), also after
+        dropout, a cast or through locals. The weights times themselves
+        (`s @ s.transpose(1, 2)`) are not values.
         """
     WHY = """
         Multiplying by a mask sets the masked scores to 0, and softmax turns a
