@@ -133,6 +133,7 @@ class Scores:
     filled: bool = False  # a -inf fill (masked_fill, where) on the way
     values: Optional[cst.BaseExpression] = None  # the values the weights multiply
     key: Optional[Tuple[cst.BaseExpression, Env, Optional[Scope]]] = None  # of the product
+    opaque_call: bool = False  # by use: a call given a mask or bias made the scores
 
 
 class _Walk:
@@ -144,6 +145,7 @@ class _Walk:
         self.seen: set = set()
         self.by_use = False  # a tensor of unknown origin counts as the scores
         self.filled = False
+        self.opaque_call = False
         self.key: Optional[Tuple[cst.BaseExpression, Env, Optional[Scope]]] = None
 
 
@@ -233,7 +235,9 @@ class ScoresAnalysis:
         walk.by_use = True
         if not self._walk(arg, site.env, site.scope, walk, False, 0) or walk.product is None:
             return None
-        return Scores(site, walk.product, walk.terms, True, walk.filled, values)
+        got = Scores(site, walk.product, walk.terms, True, walk.filled, values)
+        got.opaque_call = walk.opaque_call
+        return got
 
     def softmax_input(self, site: CallSite) -> Optional[cst.BaseExpression]:
         call = site.node
@@ -323,7 +327,13 @@ class ScoresAnalysis:
         if not w.by_use:
             return False
         w.product = w.product or origin
+        if isinstance(origin, cst.Call) and any(self._names_a_mask(a.value) for a in origin.args):
+            w.opaque_call = True  # it may mask the scores itself (maybe_add_mask(attn, bias))
         return True
+
+    def _names_a_mask(self, node) -> bool:
+        text = self.ctx.module.code_for_node(node).lower()
+        return "mask" in text or "bias" in text
 
     def _maskish(self, node, env, scope) -> bool:
         """Whether the mask analysis knows ``node`` as a mask (keep, ignore or

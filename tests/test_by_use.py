@@ -221,3 +221,16 @@ def test_einops_einsum_of_values_makes_attention_by_use():
         return einsum(weights, values, 'b h i j, b h s j d -> b h s i d')
     """
     assert found(src, "MHA004", "MHA012") == [("MHA004", 5, 16)]
+
+
+def test_scores_made_by_a_call_given_a_mask_or_bias_stay_unjudged():
+    src = """\
+    import torch
+
+    def attend(attn, v, tokens, pad, attn_bias, helper, proj):
+        keep = (tokens != pad).float()
+        a = helper(attn, attn_bias) + keep          # the helper may add -inf itself
+        b = proj(attn) + keep                         # a call given no mask: judged
+        return torch.softmax(a, dim=-1) @ v, torch.softmax(b, dim=-1) @ v
+    """
+    assert found(src, "MHA004") == [("MHA004", 6, 9)]

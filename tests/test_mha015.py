@@ -135,6 +135,19 @@ def test_handwritten_scores_masked_anyway_are_silent(mask_scores):
     assert found(src) == []
 
 
+def test_scores_made_by_a_helper_that_may_mask_them_are_silent():
+    src = """\
+    import torch
+
+    def attend(q, k, v, tokens, pad_id, bias, helper):
+        keep = (tokens != pad_id).float()[:, None, :, None]
+        v = v * keep
+        attn = helper(q @ k.transpose(-2, -1), bias)
+        return torch.softmax(attn, dim=-1) @ v
+    """
+    assert found(src) == []
+
+
 def test_multihead_attention_with_masked_memory():
     src = """\
     import torch.nn as nn

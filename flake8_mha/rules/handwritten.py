@@ -28,8 +28,8 @@ def mask_terms(ctx, site: CallSite, ops: Tuple[str, ...]) -> Iterator[Tuple[Scor
     """Terms of the softmax at ``site`` applied with one of ``ops`` whose value
     is a 0/1 or bool keep- or ignore-mask, not covered by a later -inf fill."""
     scores = scores_for(ctx).at(site)
-    if scores is None:
-        return
+    if scores is None or scores.opaque_call:
+        return  # by use, made by a call given a mask or bias: it may mask them itself
     analysis = analysis_for(ctx)
     if _masked_additively(analysis, scores):
         return
@@ -189,7 +189,9 @@ class MaskMultipliedBeforeSoftmax(Rule):
         - Scores of any other origin count only by use: a softmax whose result
           feeds a loss, `argmax` routing, sampling or a `return` stays
           unjudged. Where two tensors of unknown origin meet, the one the mask
-          analysis knows as a mask is the term.
+          analysis knows as a mask is the term. Scores made by a call the
+          analysis cannot read and given a mask or bias (`maybe_add_mask(attn,
+          attn_bias)`) may already be masked with -inf: silent.
         - A bool or 0/1 mask *added* to the scores is MHA004's (its additive
           case), with the same notion of attention scores.
         """

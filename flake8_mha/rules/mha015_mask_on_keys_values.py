@@ -133,6 +133,9 @@ class MaskOnKeysValues(Rule):
           the zeroed rows anyway, and the code may mask the scores elsewhere.
         - K/V masked in one function and handed to attention in another (the
           project's own attention class) is not followed yet.
+        - Scores recognised by use and made by a call the analysis cannot read
+          that is given a mask or bias (`maybe_add_mask(attn, bias)`,
+          `self.score(q, k, mask)`) may be masked inside it: silent.
         - One finding per masked key or value tensor, at the expression that
           applies the mask (hand-written attention), or at the SDPA or module
           call that receives it.
@@ -179,8 +182,8 @@ class MaskOnKeysValues(Rule):
     # hand-written attention ----------------------------------------------------
     def on_call(self, site: CallSite) -> Iterator[Report]:
         scores = scores_for(self.ctx).at(site)
-        if scores is None or scores.filled or self._scores_masked(scores):
-            return
+        if scores is None or scores.filled or scores.opaque_call or self._scores_masked(scores):
+            return  # masked, or made by a call that may mask them (maybe_add_mask(s, bias))
         found: List[Tuple[str, Found]] = []
         if scores.key is not None:
             got = self.masked(*scores.key, 0)
