@@ -78,6 +78,32 @@ def test_harmless_or_other_forms_are_silent(body):
     assert found(SDPA.format(body=body)) == []
 
 
+def test_tuple_assignment_chunks_and_a_mask_known_by_its_name():
+    src = """\
+    import torch.nn.functional as F
+    from einops import repeat
+
+    def cross(q, k, v, context_mask):
+        mask = repeat(context_mask, "b m -> b m d", d=v.shape[-1])
+        k, v = k * mask, v * mask
+        return F.scaled_dot_product_attention(q, k, v)
+
+    def chunked(q, kv, tokens, pad_id):
+        kv = kv * (tokens != pad_id)[:, None, :, None]
+        k, v = kv.chunk(2, dim=-1)
+        return F.scaled_dot_product_attention(q, k, v)
+
+    def not_padding(q, k, v, head_mask, attn_mask, causal_mask):
+        k = k * head_mask * causal_mask
+        return F.scaled_dot_product_attention(q, k, v * attn_mask)
+    """
+    assert found(src) == [("MHA015", 7, 12), ("MHA015", 12, 12)]
+    first = analyze_source(textwrap.dedent(src), "t.py", ["MHA015"])[0]
+    assert first.message.startswith("`mask`, a mask by its name, is applied to the keys and values")
+    assert first.evidence["mask"]["by_name"] is True
+    assert first.evidence["mask"]["applied"] == "k * mask"
+
+
 def test_messages_name_what_was_masked_and_the_fix():
     (keys,) = messages(SDPA.format(
         body="return F.scaled_dot_product_attention(q, k * keep[:, None, :, None], v)"))
@@ -178,7 +204,7 @@ def test_real_flake8_reports_the_fixture_exactly():
            for line in proc.stdout.splitlines()}
     want = {(line, col, code) for line, col, code in expected(ROOT / "fixtures" / FIXTURE)}
     assert got == want
-    assert (36, 15, "MHA015") in got and len(got) == 4
+    assert (36, 15, "MHA015") in got and len(got) == 5
 
 
 def test_explain_mha015():
@@ -217,6 +243,16 @@ def test_witness_measures_the_difference_and_the_weight_on_padding(line, sink, m
     assert got["measured"]["max_error_against_inf"] > 0.3
     assert got["measured"]["weight_on_masked_keys"] > 0.5
     assert "% of sample 0's attention weight on its 6 masked keys" in got["damage"]
+
+
+@needs_torch
+def test_witness_says_when_the_mask_is_known_by_its_name_only():
+    from flake8_mha.confirm.witnesses import CONFIRMED_ASSUMED, WITNESSES
+
+    got = WITNESSES["MHA015"].run({"sink": "sdpa", "masked": ["keys", "values"],
+                                   "mask": {"meaning": None, "by_name": True}})
+    assert got["verdict"] == CONFIRMED_ASSUMED
+    assert any("by its name only" in d for d in got["depends_on"])
 
 
 @needs_torch

@@ -18,7 +18,7 @@ import libcst as cst
 
 from ..events import ModuleCall, SdpaCall
 from ..flow import CallSite, lookup
-from ..masks import ADDITIVE, BOOL, FLOAT01, IGNORE, INT, KEEP, At, Mask, analysis_for
+from ..masks import ADDITIVE, BOOL, FLOAT01, IGNORE, INT, KEEP, At, Mask, Origin, analysis_for
 from ..scores import analysis_for as scores_for
 from ..torch_api import MULTIHEAD_ATTENTION, SDPA_NAME
 from ..values import value_of
@@ -67,6 +67,26 @@ _SAME_ROWS_FUNCS = {
     "torch.flatten",
 }
 _MASK_ARGS = ("attn_mask", "key_padding_mask")
+# a mask so named is not a padding mask of the keys: left alone when its meaning is unknown
+_NOT_PADDING = ("attn", "causal", "bias", "tri", "future", "head", "drop", "grad")
+
+
+def _unpacked(node, index):
+    """What one name of ``a, b = ...`` holds where the rows stay put: an element
+    of a literal tuple (``k, v = k * m, v * m``), or the tensor ``chunk``,
+    ``split``, ``unbind`` or ``tensor_split`` cut (``k, v = kv.chunk(2, -1)``)."""
+    if isinstance(node, (cst.Tuple, cst.List)) and len(index) == 1:
+        elements = node.elements
+        i = index[0]
+        if isinstance(i, int) and 0 <= i < len(elements):
+            el = elements[i]
+            return None if isinstance(el, cst.StarredElement) else el.value
+        return None
+    if isinstance(node, cst.Call) and isinstance(node.func, cst.Attribute):
+        if node.func.attr.value in ("chunk", "split", "unbind", "tensor_split"):
+            return node.func.value
+    return None
+
 
 Found = Tuple[cst.CSTNode, Mask, str]  # where the mask is applied, the mask, "mul" | "fill"
 
@@ -75,7 +95,7 @@ class MaskOnKeysValues(Rule):
     CODE = "MHA015"
     NAME = "mask-on-keys-values"
     MESSAGE = (
-        "{mask} is {meaning}-mask applied to the {which} instead of the attention scores: "
+        "{mask} applied to the {which} instead of the attention scores: "
         "{consequence} (mask the scores with -inf{how})"
     )
     KEYS = "a zeroed key still scores 0 and takes weight exp(0), so padding is attended to"
@@ -126,8 +146,14 @@ class MaskOnKeysValues(Rule):
         - Masking the queries (`q * keep`) or the output after attention is not
           this rule: a padded query's row is thrown away later.
         - A triangle is not a mask of the keys: only masks whose meaning is not
-          causal are reported. A mask of unknown meaning (a float named `mask`,
-          a learned gate, a scale) is never reported.
+          causal are reported. A factor of unknown meaning counts only when
+          its name says mask (`context_mask`, `mask[..., None]`), and not an
+          attention, causal, head or dropout mask or a bias: multiplied into
+          the keys, a 0/1 mask leaves exp(0) on what it zeroes whichever way it
+          points; the witness then says it assumed a padding keep-mask. A
+          learned gate or a scale is never reported.
+        - The walk follows `k, v = k * m, v * m` and the pieces of `chunk`,
+          `split` and `unbind` (`k, v = (kv * m).chunk(2, dim=-1)`).
         - A mask applied to the input before the K/V projections (`x * keep`
           then `k = self.wk(x)`) is not followed: the projection's bias moves
           the zeroed rows anyway, and the code may mask the scores elsewhere.
@@ -240,7 +266,7 @@ class MaskOnKeysValues(Rule):
                 which.append(word)
                 first = first or got
         if first is not None:
-            yield self._report(site.node, which, first[1], first[2], sink, None)
+            yield self._report(site.node, which, first[1], first[2], sink, None, first[0])
 
     def _given(self, expr, site: CallSite) -> bool:
         """A mask or flag that may be set: anything but a literal None/False."""
@@ -263,6 +289,8 @@ class MaskOnKeysValues(Rule):
                 got = None
                 if df.kind == "assign" and df.node is not None and not df.index:
                     got = self.masked(df.node, df.env, df.scope, d)
+                elif df.kind == "unpack" and df.node is not None:
+                    got = self.masked(_unpacked(df.node, df.index), df.env, df.scope, d)
                 elif df.kind == "augassign" and isinstance(df.node.operator, cst.MultiplyAssign):
                     got = self._mask_factor(df.node, df.node.value, df.env, df.scope)
                     if got is None and isinstance(df.node.target, cst.Name):
@@ -318,7 +346,22 @@ class MaskOnKeysValues(Rule):
         mask = self._mask(factor, env, scope)
         if mask is not None and mask.meaning == KEEP and mask.kind in _NUMERIC:
             return at, mask, "mul"
+        if mask is None and self._named_mask(factor, env, scope):
+            text = analysis_for(self.ctx).evaluator.text(factor)
+            return at, Mask(origin=Origin(factor, text, by_name=True)), "mul"
         return None
+
+    def _named_mask(self, factor, env, scope) -> bool:
+        """A factor of unknown meaning named as a padding mask (`context_mask`,
+        `mask[..., None]`): multiplied into keys or values, a 0/1 mask leaves
+        exp(0) on what it zeroes whichever way it points (decided by the name
+        alone; the witness says so)."""
+        ev = analysis_for(self.ctx).evaluator
+        got = ev.eval(factor, At(env, scope, None, 0))
+        if got.meaning is not None or got.kind is not None or got.causal or got.fill:
+            return False
+        text = ev.text(factor).lower()
+        return "mask" in text and not any(w in text for w in _NOT_PADDING)
 
     def _zero_fill(self, at, cond, value, env, scope) -> Optional[Found]:
         try:
@@ -339,10 +382,20 @@ class MaskOnKeysValues(Rule):
         return mask
 
     # the report ----------------------------------------------------------------
-    def _report(self, node, which, mask: Mask, op, sink, origin) -> Report:
+    def _mask_words(self, node, mask: Mask) -> str:
         a = analysis_for(self.ctx)
+        if mask.meaning is None:  # a mask by its name only
+            return f"{_text(self.ctx, mask.origin.node)}, a mask by its name, is"
+        article = "an" if mask.meaning == IGNORE else "a"
+        return f"{a.evaluator.describe(mask.origin)} is {article} {mask.meaning}-mask"
+
+    def _report(self, node, which, mask: Mask, op, sink, origin, at=None) -> Report:
+        a = analysis_for(self.ctx)
+        at = node if at is None else at
         data = mask.evidence(a.evaluator.source_text)
         data["line"] = a.evaluator.line(mask.origin.node) if mask.origin is not None else None
+        data["by_name"] = bool(mask.origin and mask.origin.by_name)
+        data["applied"] = _text(self.ctx, at).strip("`")
         module = {"handwritten": "scores", "sdpa": SDPA_NAME}.get(sink, sink)
         evidence = {
             "module": module,
@@ -358,12 +411,16 @@ class MaskOnKeysValues(Rule):
         return self.report(
             node,
             evidence,
-            mask=a.evaluator.describe(mask.origin),
-            meaning=("an " if mask.meaning == IGNORE else "a ") + str(mask.meaning),
+            mask=self._mask_words(at, mask),
             which=" and ".join(which),
             consequence=self.KEYS if "keys" in which else self.VALUES,
             how=how,
         )
+
+
+def _text(ctx, node) -> str:
+    text = " ".join(ctx.module.code_for_node(node).split())
+    return f"`{text if len(text) <= 60 else text[:57] + '...'}`"
 
 
 __all__: List[str] = ["MaskOnKeysValues"]

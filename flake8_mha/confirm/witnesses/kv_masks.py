@@ -82,6 +82,9 @@ def run_mha015(evidence: Dict[str, Any]) -> Dict[str, Any]:
     if not masked:
         p.assume("which of keys and values is masked unknown: used both")
         masked = ("keys", "values")
+    mask = p.mask()
+    if mask.get("meaning") not in ("keep", "ignore"):
+        p.assume("the mask is known by its name only: used a padding keep-mask (1 = real key)")
     sink = evidence.get("sink")
     module = sink == MHA
     got = _module_case(masked) if module else _sdpa_case(masked)
