@@ -19,7 +19,7 @@ from . import Witness
 from ._common import MHA, SDPA, Params, compare, fmt, result, verdict
 
 SEED = 0
-# MHA015: TORCH_FACTS-style set-up: B=2, 4 heads, L=6 queries, S=10 keys, d=8,
+# MHA015: B=2, 4 heads, L=6 queries, S=10 keys, d=8,
 # sample 0 with its last 6 keys padded
 N, H, L, S, D = 2, 4, 6, 10, 8
 PADDED = 6
