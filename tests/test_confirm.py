@@ -609,8 +609,8 @@ def test_registry_covers_every_code_and_imports_no_torch():
     assert data["torch"] is False
     assert data["codes"] == ["MHA001", "MHA002", "MHA003", "MHA004", "MHA005", "MHA006",
                              "MHA007", "MHA008", "MHA009", "MHA010", "MHA012", "MHA013",
-                             "MHA014", "MHA101", "MHA102", "MHA901", "MHA902", "MHA903",
-                             "MHA904"]
+                             "MHA014", "MHA015", "MHA016", "MHA101", "MHA102", "MHA901",
+                             "MHA902", "MHA903", "MHA904"]
     for code, summary, threshold_text, runnable in data["items"]:
         assert runnable
         assert summary and "\n" not in summary, code

@@ -452,4 +452,4 @@ def test_mha012_witness_through_the_confirmer_worker():
          "fixtures/MHA012_mask_multiplied_before_softmax.py"],
         cwd=ROOT, capture_output=True, text=True, timeout=300)
     assert proc.returncode == 0, proc.stderr
-    assert "3 findings: 3 confirmed" in proc.stdout
+    assert "4 findings: 4 confirmed" in proc.stdout

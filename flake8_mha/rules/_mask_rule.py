@@ -50,7 +50,8 @@ class MaskRule(Rule):
 
 def fills_attention_scores(ctx, sink: Sink) -> bool:
     """Whether the tensor a ``masked_fill``/``where`` sink fills is attention
-    scores (a query-key product, see ``flake8_mha/scores.py``) and the filled
+    scores (a query-key product, or scores of any origin whose softmax is
+    multiplied with values: see ``flake8_mha/scores.py``) and the filled
     scores of that very product reach a softmax later in the same function.
 
     A triangle at such a fill is judged like one at an attention argument; at
@@ -69,7 +70,7 @@ def fills_attention_scores(ctx, sink: Sink) -> bool:
     sa = scores_mod.analysis_for(ctx)
     calls = ctx.flow.calls
     here = sa.position(site)
-    product = sa.product_of(filled, site) if here is not None else None
+    product = sa.origin_of(filled, site) if here is not None else None
     if product is None:
         return False
     for i, other in enumerate(calls):

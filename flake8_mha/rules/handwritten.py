@@ -28,8 +28,8 @@ def mask_terms(ctx, site: CallSite, ops: Tuple[str, ...]) -> Iterator[Tuple[Scor
     """Terms of the softmax at ``site`` applied with one of ``ops`` whose value
     is a 0/1 or bool keep- or ignore-mask, not covered by a later -inf fill."""
     scores = scores_for(ctx).at(site)
-    if scores is None:
-        return
+    if scores is None or scores.opaque_call:
+        return  # by use, made by a call given a mask or bias: it may mask them itself
     analysis = analysis_for(ctx)
     if _masked_additively(analysis, scores):
         return
@@ -135,10 +135,19 @@ class MaskMultipliedBeforeSoftmax(Rule):
         Attention scores are a pairwise product of two projections (`q @
         k.transpose(-2, -1)`, `.mT`, a key transposed in a local,
         `torch.matmul`/`torch.bmm` of the same, a two-operand `torch.einsum`
-        such as `'bhqd,bhkd->bhqk'`), scaled or not, that flows into a softmax
+        such as `'bhqd,bhkd->bhqk'` or einops `einsum(q, k, '... i d, ... j d
+        -> ... i j')`), scaled or not, that flows into a softmax
         over the last axis (`F.softmax(x, dim=-1)`, `torch.softmax`,
         `x.softmax(-1)`), followed through locals, `scores = scores * ...`
         rebindings, augmented assignments and in-place methods.
+
+        Attention is also recognised by use, however its scores were made
+        (`rotation_term * w1 - distance_term * w2`, a distance, a learned
+        projection): a softmax over the last axis whose result is multiplied
+        with values (`w @ v`, `torch.matmul(w, v)`, `w.bmm(v)`, a
+        two-operand einsum summing the weights' last axis), also after
+        dropout, a cast or through locals. The weights times themselves
+        (`s @ s.transpose(1, 2)`) are not values.
         """
     WHY = """
         Multiplying by a mask sets the masked scores to 0, and softmax turns a
@@ -177,6 +186,12 @@ class MaskMultipliedBeforeSoftmax(Rule):
         - The softmax's result need not be multiplied with values: a softmax
           over the key axis of a query-key product is attention already. A
           softmax over another axis (`dim=1`) is not.
+        - Scores of any other origin count only by use: a softmax whose result
+          feeds a loss, `argmax` routing, sampling or a `return` stays
+          unjudged. Where two tensors of unknown origin meet, the one the mask
+          analysis knows as a mask is the term. Scores made by a call the
+          analysis cannot read and given a mask or bias (`maybe_add_mask(attn,
+          attn_bias)`) may already be masked with -inf: silent.
         - A bool or 0/1 mask *added* to the scores is MHA004's (its additive
           case), with the same notion of attention scores.
         """

@@ -49,10 +49,10 @@ class Witness:
 
 
 def _collect() -> Dict[str, Witness]:
-    from . import batch_first, causal, dropout, gqa, handwritten, heads, masks, perf
+    from . import batch_first, causal, dropout, gqa, handwritten, heads, kv_masks, masks, perf
 
     found: Dict[str, Witness] = {}
-    for module in (batch_first, masks, causal, dropout, heads, perf, handwritten, gqa):
+    for module in (batch_first, masks, causal, dropout, heads, perf, handwritten, gqa, kv_masks):
         for witness in module.WITNESSES:
             if witness.code in found:
                 raise RuntimeError(f"two witnesses for {witness.code}")

@@ -1,0 +1,426 @@
+"""MHA015: a padding or keep mask applied to the keys and values instead of the
+attention scores.
+
+Where K/V meet the queries: the query-key product of hand-written attention
+and the values its weights multiply (``flake8_mha/scores.py``), SDPA's
+``key``/``value``, and ``nn.MultiheadAttention``'s ``key``/``value``.  From
+there the walk goes back through locals, shape and dtype methods and
+transposes to a multiplication by a mask (``k * keep``, ``k.mul(keep)``,
+``torch.mul(k, keep)``, ``k *= keep``) or a zero fill (``k.masked_fill(~keep,
+0)``), asking the mask analysis what the mask means.
+"""
+
+from __future__ import annotations
+
+from typing import Iterator, List, Optional, Tuple
+
+import libcst as cst
+
+from ..events import ModuleCall, SdpaCall
+from ..flow import CallSite, lookup
+from ..masks import ADDITIVE, BOOL, FLOAT01, IGNORE, INT, KEEP, At, Mask, Origin, analysis_for
+from ..scores import analysis_for as scores_for
+from ..torch_api import MULTIHEAD_ATTENTION, SDPA_NAME
+from ..values import value_of
+from .base import Example, Report, Rule
+
+MAX_DEPTH = 10
+_NUMERIC = (BOOL, FLOAT01, INT)
+# methods that keep the rows of a key or value tensor where they were
+_SAME_ROWS = {
+    "float",
+    "half",
+    "double",
+    "bfloat16",
+    "to",
+    "type",
+    "type_as",
+    "contiguous",
+    "clone",
+    "detach",
+    "view",
+    "reshape",
+    "transpose",
+    "permute",
+    "swapaxes",
+    "swapdims",
+    "movedim",
+    "unsqueeze",
+    "squeeze",
+    "flatten",
+    "unflatten",
+    "expand",
+    "expand_as",
+    "view_as",
+    "reshape_as",
+}
+# functions that keep the rows of their first argument (axes moved, not mixed)
+_SAME_ROWS_FUNCS = {
+    "einops.rearrange",
+    "torch.transpose",
+    "torch.permute",
+    "torch.swapaxes",
+    "torch.movedim",
+    "torch.reshape",
+    "torch.unsqueeze",
+    "torch.squeeze",
+    "torch.flatten",
+}
+_MASK_ARGS = ("attn_mask", "key_padding_mask")
+# a mask so named is not a padding mask of the keys: left alone when its meaning is unknown
+_NOT_PADDING = ("attn", "causal", "bias", "tri", "future", "head", "drop", "grad")
+
+
+def _unpacked(node, index):
+    """What one name of ``a, b = ...`` holds where the rows stay put: an element
+    of a literal tuple (``k, v = k * m, v * m``), or the tensor ``chunk``,
+    ``split``, ``unbind`` or ``tensor_split`` cut (``k, v = kv.chunk(2, -1)``)."""
+    if isinstance(node, (cst.Tuple, cst.List)) and len(index) == 1:
+        elements = node.elements
+        i = index[0]
+        if isinstance(i, int) and 0 <= i < len(elements):
+            el = elements[i]
+            return None if isinstance(el, cst.StarredElement) else el.value
+        return None
+    if isinstance(node, cst.Call) and isinstance(node.func, cst.Attribute):
+        if node.func.attr.value in ("chunk", "split", "unbind", "tensor_split"):
+            return node.func.value
+    return None
+
+
+Found = Tuple[cst.CSTNode, Mask, str]  # where the mask is applied, the mask, "mul" | "fill"
+
+
+class MaskOnKeysValues(Rule):
+    CODE = "MHA015"
+    NAME = "mask-on-keys-values"
+    MESSAGE = (
+        "{mask} applied to the {which} instead of the attention scores: "
+        "{consequence} (mask the scores with -inf{how})"
+    )
+    KEYS = "a zeroed key still scores 0 and takes weight exp(0), so padding is attended to"
+    VALUES = "the padded keys keep their share of the weight and dilute the output with zeros"
+    WHAT = """
+        Flags a padding or keep mask multiplied into the keys or the values
+        (`k * keep`, `v * keep[..., None]`, `k *= keep`, `k.mul(keep)`,
+        `k.masked_fill(~keep, 0)`) where nothing masks the attention scores.
+
+        Where the keys and values meet the queries:
+
+        - hand-written attention: the key of the query-key product, or the
+          values the softmax's weights are multiplied with (attention
+          recognised by use, see MHA012's page);
+        - `F.scaled_dot_product_attention` given the masked key or value and
+          no `attn_mask` and no `is_causal`;
+        - `nn.MultiheadAttention` given the masked key or value and no
+          `key_padding_mask`, `attn_mask` or `is_causal`.
+
+        The mask's meaning comes from the mask analysis (a tokenizer
+        `attention_mask`, `tokens != pad_id`, `arange(S) < lengths[:, None]`),
+        followed through locals, shape and dtype methods, transposes and
+        einops `rearrange`.
+        """
+    WHY = """
+        Zeroing a key does not remove it: its score is q . 0 = 0, and softmax
+        gives it the weight exp(0), comparable to any real key. Zeroing a value
+        as well only makes that weight contribute nothing, so the output of
+        every real token is diluted by the padding's share. Nothing raises
+        (torch 2.13, SDPA with 6 of 10 keys padded: 0.99 off the -inf masking,
+        52% of the attention weight on the padded keys).
+        """
+    EXAMPLE = """
+        keep = (tokens != pad_id)[:, None, :, None]      # (N, 1, S, 1)
+        out = F.scaled_dot_product_attention(q, k * keep, v * keep)
+        """
+    USE_INSTEAD = """
+        keep = (tokens != pad_id)[:, None, None, :]      # (N, 1, 1, S), True = attend
+        out = F.scaled_dot_product_attention(q, k, v, attn_mask=keep)
+        """
+    DECISIONS = """
+        - Silent when the scores are masked anyway: a -inf fill or an additive
+          mask on the hand-written scores (or any term of them known as a mask,
+          which MHA004/MHA012 judge, or any tensor added to them, which may be a
+          bias holding -inf at the padding), an `attn_mask`, a `key_padding_mask` or
+          an `is_causal` that is not literally False at the call. Zeroed keys
+          and values then change nothing the weights can see.
+        - Masking the queries (`q * keep`) or the output after attention is not
+          this rule: a padded query's row is thrown away later.
+        - A triangle is not a mask of the keys: only masks whose meaning is not
+          causal are reported. A factor of unknown meaning counts only when
+          its name says mask (`context_mask`, `mask[..., None]`), and not an
+          attention, causal, head or dropout mask or a bias: multiplied into
+          the keys, a 0/1 mask leaves exp(0) on what it zeroes whichever way it
+          points; the witness then says it assumed a padding keep-mask. A
+          learned gate or a scale is never reported.
+        - The walk follows `k, v = k * m, v * m` and the pieces of `chunk`,
+          `split` and `unbind` (`k, v = (kv * m).chunk(2, dim=-1)`).
+        - A mask applied to the input before the K/V projections (`x * keep`
+          then `k = self.wk(x)`) is not followed: the projection's bias moves
+          the zeroed rows anyway, and the code may mask the scores elsewhere.
+        - K/V masked in one function and handed to attention in another (the
+          project's own attention class) is not followed yet.
+        - Scores recognised by use and made by a call the analysis cannot read
+          that is given a mask or bias (`maybe_add_mask(attn, bias)`,
+          `self.score(q, k, mask)`) may be masked inside it: silent.
+        - One finding per masked key or value tensor, at the expression that
+          applies the mask (hand-written attention), or at the SDPA or module
+          call that receives it.
+        """
+    VALID = [
+        "import torch.nn.functional as F\n"
+        "def attend(q, k, v, tokens, pad_id):\n"
+        "    keep = tokens != pad_id\n"
+        "    k = k * keep[:, None, :, None]\n"
+        "    return F.scaled_dot_product_attention(q, k, v, attn_mask=keep[:, None, None, :])\n",
+        "import torch\n"
+        "def attend(q, k, v, tokens, pad_id):\n"
+        "    keep = tokens != pad_id\n"
+        "    q = q * keep[:, None, :, None]\n"
+        "    scores = q @ k.transpose(-2, -1)\n"
+        "    scores = scores.masked_fill(~keep[:, None, None, :], float('-inf'))\n"
+        "    return torch.softmax(scores, dim=-1) @ v\n",
+    ]
+    INVALID = [
+        Example(
+            "import torch.nn.functional as F\n"
+            "def attend(q, k, v, tokens, pad_id):\n"
+            "    keep = (tokens != pad_id)[:, None, :, None]\n"
+            "    return F.scaled_dot_product_attention(q, k * keep, v * keep)\n",
+            4,
+            12,
+        ),
+        Example(
+            "import torch\n"
+            "def attend(q, k, v, tokens, pad_id):\n"
+            "    keep = (tokens != pad_id).float()\n"
+            "    k = k * keep[:, None, :, None]\n"
+            "    scores = q @ k.transpose(-2, -1)\n"
+            "    return torch.softmax(scores, dim=-1) @ v\n",
+            4,
+            9,
+        ),
+    ]
+
+    def __init__(self, ctx) -> None:
+        super().__init__(ctx)
+        self._done: set = set()
+
+    # hand-written attention ----------------------------------------------------
+    def on_call(self, site: CallSite) -> Iterator[Report]:
+        scores = scores_for(self.ctx).at(site)
+        if scores is None or scores.filled or scores.opaque_call or self._scores_masked(scores):
+            return  # masked, or made by a call that may mask them (maybe_add_mask(s, bias))
+        found: List[Tuple[str, Found]] = []
+        if scores.key is not None:
+            got = self.masked(*scores.key, 0)
+            if got is not None:
+                found.append(("keys", got))
+        if scores.values is not None:
+            got = self.masked(scores.values, site.env, site.scope, 0)
+            if got is not None:
+                found.append(("values", got))
+        for which, (node, mask, op) in found:
+            if id(node) in self._done:
+                continue
+            self._done.add(id(node))
+            origin = "by use" if scores.by_use else "query-key product"
+            yield self._report(node, [which], mask, op, "handwritten", origin)
+
+    def _scores_masked(self, scores) -> bool:
+        a = analysis_for(self.ctx)
+        for term in scores.terms:
+            if term.op not in ("add", "sub", "mul"):
+                continue
+            mask = a.evaluator.eval(term.expr, At(term.env, term.scope, None, 0))
+            if mask.meaning is not None or mask.kind is not None or mask.fill:
+                return True
+            if "mask" in a.evaluator.text(term.expr).lower():
+                return True
+            if term.op in ("add", "sub") and not isinstance(term.expr, (cst.Integer, cst.Float)):
+                return True  # a bias of unknown kind may hold -inf at the padding
+        return False
+
+    # SDPA and the module -----------------------------------------------------------
+    def on_sdpa_call(self, ev: SdpaCall) -> Iterator[Report]:
+        if ev.through is not None or ev.args.star or ev.args.double_star:
+            return
+        if self._given(ev.args.get("attn_mask"), ev.site) or self._given(
+            ev.args.get("is_causal"), ev.site
+        ):
+            return
+        yield from self._call(ev.site, ev.args, "sdpa")
+
+    def on_module_call(self, ev: ModuleCall) -> Iterator[Report]:
+        if ev.spec is not MULTIHEAD_ATTENTION or ev.args.star or ev.args.double_star:
+            return
+        if any(self._given(ev.args.get(n), ev.site) for n in _MASK_ARGS + ("is_causal",)):
+            return
+        yield from self._call(ev.site, ev.args, MULTIHEAD_ATTENTION.name)
+
+    def _call(self, site: CallSite, args, sink: str) -> Iterator[Report]:
+        which, first = [], None
+        for name, word in (("key", "keys"), ("value", "values")):
+            expr = args.get(name)
+            got = self.masked(expr, site.env, site.scope, 0) if expr is not None else None
+            if got is not None:
+                which.append(word)
+                first = first or got
+        if first is not None:
+            yield self._report(site.node, which, first[1], first[2], sink, None, first[0])
+
+    def _given(self, expr, site: CallSite) -> bool:
+        """A mask or flag that may be set: anything but a literal None/False."""
+        if expr is None:
+            return False
+        try:
+            v = value_of(expr, site.env, site.scope)
+        except RecursionError:  # pragma: no cover
+            return True
+        return v is not None and v is not False
+
+    # the walk back from a key or value -------------------------------------------
+    def masked(self, node, env, scope, depth: int) -> Optional[Found]:
+        """Where a padding mask is applied to the tensor ``node`` holds."""
+        if node is None or depth > MAX_DEPTH:
+            return None
+        d = depth + 1
+        if isinstance(node, cst.Name):
+            for df in lookup(node.value, env, scope):
+                got = None
+                if df.kind == "assign" and df.node is not None and not df.index:
+                    got = self.masked(df.node, df.env, df.scope, d)
+                elif df.kind == "unpack" and df.node is not None:
+                    got = self.masked(_unpacked(df.node, df.index), df.env, df.scope, d)
+                elif df.kind == "augassign" and isinstance(df.node.operator, cst.MultiplyAssign):
+                    got = self._mask_factor(df.node, df.node.value, df.env, df.scope)
+                    if got is None and isinstance(df.node.target, cst.Name):
+                        for prior in df.extra or ():
+                            if prior.kind == "assign" and prior.node is not None:
+                                got = self.masked(prior.node, prior.env, prior.scope, d)
+                                if got:
+                                    break
+                if got is not None:
+                    return got
+            return None
+        if isinstance(node, cst.Subscript):
+            return self.masked(node.value, env, scope, d)
+        if isinstance(node, cst.BinaryOperation):
+            if isinstance(node.operator, cst.Multiply):
+                for factor in (node.right, node.left):
+                    got = self._mask_factor(node, factor, env, scope)
+                    if got is not None:
+                        return got
+                return self.masked(node.left, env, scope, d) or self.masked(
+                    node.right, env, scope, d
+                )
+            if isinstance(node.operator, (cst.Divide, cst.FloorDivide)):
+                return self.masked(node.left, env, scope, d)
+            return None
+        if not isinstance(node, cst.Call):
+            return None
+        func = node.func
+        qn = analysis_for(self.ctx).evaluator.qualname(func, env, scope)
+        if qn in ("torch.mul", "torch.multiply") and len(node.args) == 2:
+            a, b = node.args[0].value, node.args[1].value
+            return (
+                self._mask_factor(node, b, env, scope)
+                or self._mask_factor(node, a, env, scope)
+                or self.masked(a, env, scope, d)
+            )
+        if qn in _SAME_ROWS_FUNCS and node.args and node.args[0].keyword is None:
+            return self.masked(node.args[0].value, env, scope, d)
+        if qn is not None or not isinstance(func, cst.Attribute):
+            return None
+        name = func.attr.value
+        if name in _SAME_ROWS:
+            return self.masked(func.value, env, scope, d)
+        if name in ("mul", "mul_", "multiply") and node.args:
+            got = self._mask_factor(node, node.args[0].value, env, scope)
+            return got or self.masked(func.value, env, scope, d)
+        if name in ("masked_fill", "masked_fill_") and len(node.args) >= 2:
+            got = self._zero_fill(node, node.args[0].value, node.args[1].value, env, scope)
+            return got or self.masked(func.value, env, scope, d)
+        return None
+
+    def _mask_factor(self, at, factor, env, scope) -> Optional[Found]:
+        mask = self._mask(factor, env, scope)
+        if mask is not None and mask.meaning == KEEP and mask.kind in _NUMERIC:
+            return at, mask, "mul"
+        if mask is None and self._named_mask(factor, env, scope):
+            text = analysis_for(self.ctx).evaluator.text(factor)
+            return at, Mask(origin=Origin(factor, text, by_name=True)), "mul"
+        return None
+
+    def _named_mask(self, factor, env, scope) -> bool:
+        """A factor of unknown meaning named as a padding mask (`context_mask`,
+        `mask[..., None]`): multiplied into keys or values, a 0/1 mask leaves
+        exp(0) on what it zeroes whichever way it points (decided by the name
+        alone; the witness says so)."""
+        ev = analysis_for(self.ctx).evaluator
+        got = ev.eval(factor, At(env, scope, None, 0))
+        if got.meaning is not None or got.kind is not None or got.causal or got.fill:
+            return False
+        text = ev.text(factor).lower()
+        return "mask" in text and not any(w in text for w in _NOT_PADDING)
+
+    def _zero_fill(self, at, cond, value, env, scope) -> Optional[Found]:
+        try:
+            v = value_of(value, env, scope)
+        except RecursionError:  # pragma: no cover
+            return None
+        if isinstance(v, bool) or not isinstance(v, (int, float)) or v != 0:
+            return None
+        mask = self._mask(cond, env, scope)
+        if mask is not None and mask.meaning == IGNORE and mask.kind in (BOOL, None):
+            return at, mask, "fill"
+        return None
+
+    def _mask(self, node, env, scope) -> Optional[Mask]:
+        mask = analysis_for(self.ctx).evaluator.eval(node, At(env, scope, None, 0))
+        if mask.causal or mask.fill or mask.meaning in (None, ADDITIVE):
+            return None
+        return mask
+
+    # the report ----------------------------------------------------------------
+    def _mask_words(self, node, mask: Mask) -> str:
+        a = analysis_for(self.ctx)
+        if mask.meaning is None:  # a mask by its name only
+            return f"{_text(self.ctx, mask.origin.node)}, a mask by its name, is"
+        article = "an" if mask.meaning == IGNORE else "a"
+        return f"{a.evaluator.describe(mask.origin)} is {article} {mask.meaning}-mask"
+
+    def _report(self, node, which, mask: Mask, op, sink, origin, at=None) -> Report:
+        a = analysis_for(self.ctx)
+        at = node if at is None else at
+        data = mask.evidence(a.evaluator.source_text)
+        data["line"] = a.evaluator.line(mask.origin.node) if mask.origin is not None else None
+        data["by_name"] = bool(mask.origin and mask.origin.by_name)
+        data["applied"] = _text(self.ctx, at).strip("`")
+        module = {"handwritten": "scores", "sdpa": SDPA_NAME}.get(sink, sink)
+        evidence = {
+            "module": module,
+            "sink": sink,
+            "masked": which,
+            "op": op,
+            "scores": origin,
+            "mask": data,
+        }
+        how = ": attn_mask=keep[:, None, None, :]" if sink == "sdpa" else ""
+        if sink == MULTIHEAD_ATTENTION.name:
+            how = ": key_padding_mask=~keep"
+        return self.report(
+            node,
+            evidence,
+            mask=self._mask_words(at, mask),
+            which=" and ".join(which),
+            consequence=self.KEYS if "keys" in which else self.VALUES,
+            how=how,
+        )
+
+
+def _text(ctx, node) -> str:
+    text = " ".join(ctx.module.code_for_node(node).split())
+    return f"`{text if len(text) <= 60 else text[:57] + '...'}`"
+
+
+__all__: List[str] = ["MaskOnKeysValues"]

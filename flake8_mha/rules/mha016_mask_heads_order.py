@@ -1,0 +1,270 @@
+"""MHA016: a per-sample mask expanded to ``nn.MultiheadAttention``'s 3-D
+``attn_mask`` head-major.
+
+The module reads a 3-D mask of shape ``(N * num_heads, L, S)`` batch-major
+(row ``n * num_heads + h``).  ``mask.repeat(num_heads, 1, 1)``,
+``torch.tile(mask, (num_heads, 1, 1))`` and ``torch.cat([mask] * num_heads)``
+build it head-major.  Whether the repeat factor is the head count is read
+by the head-axis analysis MHA013 uses (``GqaAnalysis.factor_kind``); whether
+the mask differs per sample, by the mask analysis.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Iterator, List, Optional, Tuple
+
+import libcst as cst
+
+from ..events import ModuleCall
+from ..flow import CallSite, lookup
+from ..gqa import GqaAnalysis, code_text
+from ..heads import arg_of, call_sizes, is_one
+from ..masks import At, analysis_for
+from ..torch_api import MULTIHEAD_ATTENTION
+from .base import Example, Report, Rule
+from .construction import construction_evidence
+
+MAX_DEPTH = 8
+# the module arguments that take a 3-D (N * num_heads, L, S) mask
+_MASK_ARGS = ("attn_mask", "mask", "src_mask", "tgt_mask", "memory_mask")
+# methods that keep a mask's rows in their order
+_SAME_ROWS = {"to", "bool", "float", "half", "type", "type_as", "contiguous", "detach", "clone"}
+_SHARED = ("causal", "tri", "subsequent", "future", "square")
+
+Found = Tuple[cst.CSTNode, cst.CSTNode, str, CallSite]  # expansion, the mask, via, where
+
+
+class MaskHeadsOrder(Rule):
+    CODE = "MHA016"
+    NAME = "mask-heads-order"
+    MESSAGE = (
+        "{expansion} repeats the mask head-major, but {module}'s 3-D {arg} is read "
+        "batch-major (row n * num_heads + h): sample i gets sample (i mod N)'s mask "
+        "(use {fix})"
+    )
+    WHAT = """
+        Flags a per-sample mask expanded to the 3-D `(N * num_heads, L, S)`
+        shape head-major and given to a module's `attn_mask` (or a
+        Transformer layer's `src_mask`/`tgt_mask`/`memory_mask`/`mask`):
+        `mask.repeat(num_heads, 1, 1)` (or `pad[:, None].repeat(num_heads, L,
+        1)`), `torch.tile(mask, (num_heads, 1, 1))`, `torch.cat([mask] *
+        num_heads)`, `einops.repeat(mask, "b i j -> (h b) i j", h=num_heads)`,
+        followed through locals and dtype methods.
+
+        The repeat factor must be the head count (`num_heads`, `self.nhead`,
+        `n_head`: the head-axis analysis of MHA013 decides), and the mask
+        must not be known to be the same for every sample.
+        """
+    WHY = """
+        `nn.MultiheadAttention` reads row `n * num_heads + h` of a 3-D mask
+        as sample n's head h. A head-major mask puts sample `(n * num_heads +
+        h) mod N`'s mask there, so every sample is masked with another
+        sample's padding whenever the batch holds more than one sample.
+        Nothing raises: the shapes agree (torch 2.13, N=3, 4 heads: 0.57 off
+        the same mask given as `key_padding_mask`).
+        """
+    EXAMPLE = """
+        mask = pad[:, None, :].expand(-1, L, -1)         # (N, L, S), per sample
+        out, _ = self.attn(x, x, x, attn_mask=mask.repeat(self.num_heads, 1, 1))
+        """
+    USE_INSTEAD = """
+        mask = pad[:, None, :].expand(-1, L, -1)         # (N, L, S), per sample
+        out, _ = self.attn(x, x, x, attn_mask=mask.repeat_interleave(self.num_heads, dim=0))
+        # or, for padding alone: self.attn(x, x, x, key_padding_mask=pad)
+        """
+    DECISIONS = """
+        - Grouping the other way is right and silent:
+          `mask.repeat_interleave(num_heads, dim=0)`, `mask[:, None].expand(N,
+          num_heads, L, S).reshape(N * num_heads, L, S)`, `mask.unsqueeze(1).repeat(1,
+          num_heads, 1, 1).flatten(0, 1)`, einops `"b i j -> (b h) i j"`.
+        - A mask that is the same for every sample (a causal triangle, a
+          mask named causal, triangular, subsequent, future or square) is
+          harmless either way and silent. A mask whose per-sample layout the
+          code does not show (a parameter) is reported: repeated head-major to
+          a 3-D mask it can only be right when every sample has the same mask,
+          and the witness then says it assumed they differ.
+        - A factor that is not the head count (the batch, beams, classifier-free
+          guidance's 2) is not this rule.
+        - Reported at the module call that receives the mask.
+        """
+    VALID = [
+        "import torch.nn as nn\n"
+        "class Block(nn.Module):\n"
+        "    def __init__(self, num_heads):\n"
+        "        super().__init__()\n"
+        "        self.num_heads = num_heads\n"
+        "        self.attn = nn.MultiheadAttention(64, num_heads, batch_first=True)\n"
+        "    def forward(self, x, pad):\n"
+        "        mask = pad[:, None, :].expand(-1, x.size(1), -1)\n"
+        "        mask = mask.repeat_interleave(self.num_heads, dim=0)\n"
+        "        return self.attn(x, x, x, attn_mask=mask, need_weights=False)[0]\n",
+    ]
+    INVALID = [
+        Example(
+            "import torch.nn as nn\n"
+            "class Block(nn.Module):\n"
+            "    def __init__(self, num_heads):\n"
+            "        super().__init__()\n"
+            "        self.num_heads = num_heads\n"
+            "        self.attn = nn.MultiheadAttention(64, num_heads, batch_first=True)\n"
+            "    def forward(self, x, pad):\n"
+            "        mask = pad[:, None, :].expand(-1, x.size(1), -1)\n"
+            "        mask = mask.repeat(self.num_heads, 1, 1)\n"
+            "        return self.attn(x, x, x, attn_mask=mask, need_weights=False)[0]\n",
+            10,
+            16,
+        ),
+    ]
+
+    def on_module_call(self, ev: ModuleCall) -> Iterator[Report]:
+        for name in _MASK_ARGS:
+            expr = ev.args.get(name)
+            if expr is None:
+                continue
+            got = self.head_major(expr, ev.site.env, ev.site.scope, ev.site, 0)
+            if got is None:
+                continue
+            expansion, mask_expr, via, where = got
+            mask = analysis_for(self.ctx).evaluator.eval(
+                mask_expr, At(where.env, where.scope, None, 0)
+            )
+            if mask.causal or mask.fill:
+                continue
+            layout = mask.layout
+            if layout is not None and (len(layout) != 3 or layout[0] != "N"):
+                continue  # a square or broadcast mask: the same for every sample
+            text = code_text(self.ctx, mask_expr).lower()
+            if layout is None and any(word in text for word in _SHARED):
+                continue
+            yield self._report(ev, name, expansion, mask_expr, via, layout is not None, mask)
+
+    # the walk back from the argument ---------------------------------------------
+    def head_major(self, node, env, scope, site: CallSite, depth: int) -> Optional[Found]:
+        if node is None or depth > MAX_DEPTH:
+            return None
+        d = depth + 1
+        if isinstance(node, cst.Name):
+            for df in lookup(node.value, env, scope):
+                if df.kind == "assign" and df.node is not None and not df.index:
+                    got = self.head_major(df.node, df.env, df.scope, site, d)
+                    if got is not None:
+                        return got
+            return None
+        if not isinstance(node, cst.Call):
+            return None
+        func = node.func
+        qn = self.ctx.resolver.qualname(func, env, scope)
+        gqa = GqaAnalysis.of(self.ctx)
+        here = CallSite(node, env, scope, (), (), None)
+        if qn in ("torch.cat", "torch.concat", "torch.concatenate"):
+            return self._cat(node, env, scope, here, gqa)
+        if qn == "torch.tile":
+            dims = arg_of(node, 1, "dims")
+            recv = arg_of(node, 0, "input")
+            if isinstance(dims, (cst.Tuple, cst.List)) and recv is not None:
+                sizes = [el.value for el in dims.elements]
+                if self._heads_first(sizes, env, scope, gqa):
+                    return node, recv, "tile", here
+            return None
+        if qn == "einops.repeat":
+            return self._einops(node, env, scope, here, gqa)
+        if qn is not None or not isinstance(func, cst.Attribute):
+            return None
+        name = func.attr.value
+        if name in _SAME_ROWS or name in ("masked_fill", "masked_fill_"):
+            return self.head_major(func.value, env, scope, site, d)
+        if name in ("repeat", "tile"):
+            sizes = call_sizes(node, env, scope)
+            if sizes and self._heads_first(sizes, env, scope, gqa):
+                return node, func.value, name, here
+        return None
+
+    def _heads_first(self, sizes, env, scope, gqa: GqaAnalysis) -> bool:
+        if len(sizes) != 3 or gqa.factor_kind(sizes[0], env, scope) != "heads":
+            return False
+        # (H, 1, 1), or (H, L, 1) for an (N, 1, S) padding mask: rows stay per sample
+        return is_one(sizes[2]) and gqa.factor_kind(sizes[1], env, scope) not in ("heads", "beam")
+
+    def _cat(self, node: cst.Call, env, scope, here, gqa: GqaAnalysis) -> Optional[Found]:
+        seq = arg_of(node, 0, "tensors")
+        dim = arg_of(node, 1, "dim")
+        if dim is not None and not (isinstance(dim, cst.Integer) and dim.value == "0"):
+            return None
+        if isinstance(seq, cst.BinaryOperation) and isinstance(seq.operator, cst.Multiply):
+            for lst, factor in ((seq.left, seq.right), (seq.right, seq.left)):
+                if (
+                    isinstance(lst, cst.List)
+                    and len(lst.elements) == 1
+                    and not isinstance(lst.elements[0], cst.StarredElement)
+                    and gqa.factor_kind(factor, env, scope) == "heads"
+                ):
+                    return node, lst.elements[0].value, "cat", here
+        if isinstance(seq, cst.ListComp) and seq.for_in.inner_for_in is None:
+            it = seq.for_in.iter
+            if (
+                isinstance(it, cst.Call)
+                and isinstance(it.func, cst.Name)
+                and it.func.value == "range"
+                and len(it.args) == 1
+                and gqa.factor_kind(it.args[0].value, env, scope) == "heads"
+            ):
+                return node, seq.elt, "cat", here
+        return None
+
+    def _einops(self, node: cst.Call, env, scope, here, gqa: GqaAnalysis) -> Optional[Found]:
+        """``einops.repeat(m, "b i j -> (h b) i j", h=num_heads)``: a new head
+        axis merged *before* the batch axis."""
+        recv, pattern = arg_of(node, 0, "tensor"), arg_of(node, 1, "pattern")
+        if recv is None or not isinstance(pattern, cst.SimpleString):
+            return None
+        text = pattern.evaluated_value
+        if not isinstance(text, str) or text.count("->") != 1:
+            return None
+        left, right = (side.split() for side in text.split("->"))
+        merged = re.match(r"\(\s*(\w+)\s+(\w+)\s*\)", " ".join(right))
+        if not left or merged is None or len(right) < 3:
+            return None
+        new, batch = merged.groups()
+        size = next((a.value for a in node.args if a.keyword and a.keyword.value == new), None)
+        if new in left or batch != left[0] or size is None:
+            return None
+        if gqa.factor_kind(size, env, scope) != "heads":
+            return None
+        return node, recv, "einops", here
+
+    # the report ----------------------------------------------------------------
+    def _report(self, ev: ModuleCall, arg, expansion, mask_expr, via, per_sample, mask) -> Report:
+        a = analysis_for(self.ctx)
+        evidence = {}
+        ctor = ev.single_ctor()
+        if ctor is not None:
+            evidence.update(construction_evidence(self.ctx, ctor))
+        evidence.setdefault("embed_dim", None)
+        evidence.setdefault("num_heads", None)
+        evidence.setdefault("batch_first", None)
+        data = mask.evidence(a.evaluator.source_text)
+        data["line"] = a.evaluator.line(mask.origin.node) if mask.origin is not None else None
+        evidence.update(
+            {
+                "module": ev.spec.name,
+                "sink": arg,
+                "via": via,
+                "expansion": code_text(self.ctx, expansion),
+                "expansion_line": a.evaluator.line(expansion),
+                "per_sample": True if per_sample else None,
+                "mask": data,
+            }
+        )
+        recv = code_text(self.ctx, mask_expr)
+        return self.report(
+            ev.site.node,
+            evidence,
+            expansion=f"`{code_text(self.ctx, expansion)}`",
+            module=ev.spec.name,
+            arg=arg,
+            fix=f"{recv}.repeat_interleave(num_heads, dim=0)",
+        )
+
+
+__all__: List[str] = ["MaskHeadsOrder"]
