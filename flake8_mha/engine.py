@@ -226,6 +226,7 @@ _JUDGES = {
     "MHA009": ("attn_mask",),
     "MHA006": ("attn_mask", "is_causal"),  # the pair: judged at the call only when both pass
     "MHA007": ("dropout_p",),
+    "MHA015": ("key", "value"),
 }
 
 

@@ -48,8 +48,8 @@ def _flake8(*args):
 def test_the_fixture_expects_every_call_kind():
     # guards the fixture itself: a finding per call kind, bad beside good
     codes = {code for _, _, _, code in _want()}
-    assert codes == {"MHA002", "MHA006", "MHA007", "MHA008", "MHA101"}
-    assert len(_want()) == 23
+    assert codes == {"MHA002", "MHA006", "MHA007", "MHA008", "MHA015", "MHA101"}
+    assert len(_want()) == 24
 
 
 def test_flake8_over_the_package():
@@ -322,7 +322,8 @@ def test_the_files_that_call_into_a_changed_file(monkeypatch):
     monkeypatch.chdir(ROOT)
     zoo = "fixtures/program_calls/zoo/"
     # tower.py imports blocks.py, which imports attn.py: two hops
-    assert dependents([zoo + "attn.py"]) == [zoo + "blocks.py", zoo + "model.py", zoo + "tower.py"]
+    assert dependents([zoo + "attn.py"]) == [
+        zoo + "blocks.py", zoo + "kv.py", zoo + "model.py", zoo + "tower.py"]
     assert dependents([zoo + "config.py"]) == [zoo + "sizes.py"]
     assert dependents([zoo + "tower.py"]) == []
 
@@ -418,3 +419,24 @@ def test_partial_of_a_wrapper_and_of_sdpa():
         (74, "MHA006", "the call reaches scaled_dot_product_attention at zoo/local.py:68 "
                        "through scaled_dot_product_attention()"),
     ]
+
+
+def test_keys_and_values_masked_before_a_wrapper(tmp_path):
+    """MHA015 through the program's own attention code: silent when the
+    wrapper is given a mask, or masks the scores itself."""
+    assert [(f.line, f.col, f.code) for f in engine.analyze_file(str(ZOO / "kv.py"))] == [
+        (12, 13, "MHA015")]
+    assert found("""
+    class Own(nn.Module):
+        def forward(self, q, k, v):
+            return F.scaled_dot_product_attention(q, k, v, is_causal=True)
+
+    class Model(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.own = Own()
+
+        def forward(self, q, k, v, tokens, pad_id):
+            keep = (tokens != pad_id)[:, None, :, None]
+            return self.own(q, k * keep, v * keep)
+    """) == []

@@ -63,14 +63,16 @@ def test_root_is_above_the_topmost_package():
 
 def test_summary_of_each_helper():
     table = summarise(ATTN.read_text())
+    kv = {"key": {"param": "k", "ops": []}, "value": {"param": "v", "ops": []}}
     assert table["attend"]["line"] == 10
     assert table["attend"]["reach"] == {
         "attn_mask": {"param": "attn_mask", "ops": []},
         "dropout_p": {"param": "dropout_p", "ops": []},
         "is_causal": {"param": "is_causal", "ops": []},
+        **kv,  # the keys and values too (MHA015 at a caller)
     }
     assert table["attend_padded"]["reach"] == {
-        "attn_mask": {"param": "keep", "ops": [["index", ":, None, None, :"]]}
+        "attn_mask": {"param": "keep", "ops": [["index", ":, None, None, :"]]}, **kv
     }
     # the subscript applies first, then the inversion
     assert table["attend_ignoring"]["reach"]["attn_mask"]["ops"] == [
@@ -78,9 +80,13 @@ def test_summary_of_each_helper():
         ["invert"],
     ]
     # the assert relates the pair: is_causal is the wrapper's business
-    assert table["attend_guarded"]["reach"] == {"attn_mask": {"param": "mask", "ops": []}}
-    assert "attend_folded" not in table  # fold-and-clear rebinds both parameters
-    assert "GatedAttention.forward" not in table  # dropout gated on self.training
+    assert table["attend_guarded"]["reach"] == {"attn_mask": {"param": "mask", "ops": []}, **kv}
+    # fold-and-clear rebinds both parameters: neither is mapped, and the mask it makes
+    # is its own (a caller's masked keys meet masked scores)
+    assert table["attend_folded"]["reach"] == kv
+    assert table["attend_folded"]["own_mask"] is True
+    # dropout gated on self.training: only the keys and values are the caller's
+    assert "dropout_p" not in table["GatedAttention.forward"]["reach"]
     assert table["make_attention()"]["positional"] == ["q", "k", "v", "mask", "causal"]
     assert table["Attention.forward"]["positional"] == ["q", "k", "v", "mask", "is_causal"]
     json.dumps(table)  # JSON-able, for the cache
@@ -105,7 +111,8 @@ def test_an_undescribed_transformation_is_not_a_wrapper(body):
         "import torch.nn.functional as F\n"
         f"def attend(q, k, v, mask):\n    return F.scaled_dot_product_attention(q, k, v, {body})\n"
     )
-    assert summarise(source) == {}
+    # the mask is not described (the keys and values still are: MHA015 reads them)
+    assert "attn_mask" not in summarise(source)["attend"]["reach"]
 
 
 def test_splat_parameters_and_non_sdpa_calls():
@@ -172,7 +179,7 @@ def test_engine_reports_at_the_call_site_naming_the_wrapper():
         "function": "Attention.forward",
         "file": "pkg/attn.py",
         "line": 48,
-        "params": {"attn_mask": "mask", "is_causal": "is_causal"},
+        "params": {"attn_mask": "mask", "is_causal": "is_causal", "key": "k", "value": "v"},
     }
     assert not any(os.path.isabs(t["file"]) for t in through.values())
 

@@ -77,6 +77,8 @@ class Project(ProjectFiles):
             "line": summary["line"],
             "params": {k: v["param"] for k, v in summary["reach"].items() if k in mapped},
         }
+        if summary.get("own_mask"):  # the wrapper masks the scores with its own mask or flag
+            through["own_mask"] = True
         if summary.get("chain"):  # [[file, function], ...] from the callee down to the sink
             through["chain"] = [list(step) for step in summary["chain"]]
         return SdpaCall(site, bound, through)

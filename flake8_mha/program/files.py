@@ -410,11 +410,13 @@ class ProjectFiles:
             sink: (filename, s["line"], [[self.relative(filename), s["name"]]]) for sink in reach
         }
         clash = set()
+        callees = []
         for edge in s["edges"]:
             found = self._edge(filename, table, s, edge, depth + 1)
             if found is None:
                 continue
             callee_file, callee = found
+            callees.append(callee)
             end = (
                 callee.get("sink_file", callee_file),
                 callee["line"],
@@ -430,6 +432,8 @@ class ProjectFiles:
             reach.pop(sink, None)
         settle(reach, s)
         got = None
+        if reach and any(c.get("own_mask") for c in callees):
+            s = dict(s, own_mask=True)
         if reach:
             sink_file, line, chain = ends[sorted(reach)[0]]
             got = dict(s, reach=reach, line=line, sink_file=sink_file)

@@ -16,13 +16,13 @@ from ..torch_api import SDPA_NAME, SDPA_QUALNAME, SDPA_SIGNATURE, canonical
 from . import chains
 from .chains import dotted_name, own_nodes
 
-SUMMARY_VERSION = 4
+SUMMARY_VERSION = 5
 REEXPORTS = "@reexports"  # the key of an __init__'s re-exports in its summary table
 IMPORTS = "@imports"  # the file's imports, where the callees its edges name live
 ATTRS = "@attrs"  # per class, what kind of module each self.<attr> holds (chains.py)
 MAX_FILE_BYTES = 2 * 1024 * 1024
 # the SDPA arguments a wrapper's parameter may reach (the ones the rules read)
-SINK_ARGS = ("attn_mask", "dropout_p", "is_causal")
+SINK_ARGS = ("attn_mask", "dropout_p", "is_causal", "key", "value")
 _SDPA_POSITIONS = SDPA_SIGNATURE.names
 
 
@@ -271,6 +271,7 @@ def _function_summary(func, method: bool, sdpa_names, direct=True, attrs=None) -
         return None
     reached: Dict[str, dict] = {}
     line = None
+    own_mask = False  # some SDPA call masks its scores with what no parameter gives
     for i, call in enumerate(calls):
         here = {}
         for name, expr in _sdpa_arguments(call).items():
@@ -278,6 +279,8 @@ def _function_summary(func, method: bool, sdpa_names, direct=True, attrs=None) -
                 got = _reach(expr, params, stores, 0)
                 if got is not None:
                     here[name] = got
+                elif name in ("attn_mask", "is_causal") and not _none_or_false(expr):
+                    own_mask = True
         if i == 0:
             reached, line = here, call.lineno
         else:  # several SDPA calls: keep what every one of them agrees on
@@ -294,6 +297,8 @@ def _function_summary(func, method: bool, sdpa_names, direct=True, attrs=None) -
         "related": _related_pairs(tests, params),
         "training": training,
     }
+    if own_mask:
+        out["own_mask"] = True
     if edges:
         out["edges"] = edges
     settle(out["reach"], out)
@@ -440,6 +445,10 @@ def _small_int(node: ast.AST) -> Optional[int]:
     if isinstance(node, ast.Constant) and type(node.value) is int and abs(node.value) < 8:
         return node.value
     return None
+
+
+def _none_or_false(node: ast.AST) -> bool:
+    return isinstance(node, ast.Constant) and node.value in (None, False)
 
 
 def _is_none(node: ast.AST) -> bool:

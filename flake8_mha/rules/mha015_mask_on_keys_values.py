@@ -242,8 +242,10 @@ class MaskOnKeysValues(Rule):
 
     # SDPA and the module -----------------------------------------------------------
     def on_sdpa_call(self, ev: SdpaCall) -> Iterator[Report]:
-        if ev.through is not None or ev.args.star or ev.args.double_star:
+        if ev.args.star or ev.args.double_star:
             return
+        if ev.through is not None and ev.through.get("own_mask"):
+            return  # the wrapper masks the scores itself (its own mask or causal flag)
         if self._given(ev.args.get("attn_mask"), ev.site) or self._given(
             ev.args.get("is_causal"), ev.site
         ):
