@@ -199,6 +199,7 @@ def _analyze_module(
                 for rep in method(site):
                     reports.append((rule.CODE, rep))
     decided = _decided_by_callers(ctx.events, project)
+    located = []
     for ev in ctx.events:
         handler = _HANDLERS[type(ev)]
         for rule in rules:
@@ -207,6 +208,9 @@ def _analyze_module(
                 continue
             for rep in method(ev):
                 reports.append((rule.CODE, annotate(rep, ev)))
+                located.append((rep, ev))
+    for rep, ev in located:  # once every rule has asked what it needs of the project
+        _settled(rep, ev, project)
     if not reports:
         return []
     starts = start_positions(module, [rep.node for _, rep in reports])
@@ -260,6 +264,22 @@ def _decided_by_callers(events, project) -> Dict[int, Set[str]]:
         if codes:
             out[id(ev)] = codes
     return out
+
+
+def _settled(report, ev, project):
+    """A finding inside a class whose ``__init__`` parameters the project fixes
+    (every construction passes the same literal) says so: the value is the
+    program's, not the class's API."""
+    settled = getattr(project, "settled", None)
+    key = _function_key(ev.site.scope) if settled else None
+    cls = key.split(".")[0] if key and "." in key else None
+    facts = settled.get(cls) if cls else None
+    if facts:
+        shown = ", ".join(f"{p}={v!r}" for p, (v, _) in sorted(facts.items()))
+        count = max(n for _, n in facts.values())
+        report.message += f"; every construction of {cls} in the project ({count}) passes {shown}"
+        report.evidence["constructed"] = {p: v for p, (v, _) in facts.items()}
+    return report
 
 
 def _function_key(scope) -> Optional[str]:

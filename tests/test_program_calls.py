@@ -347,6 +347,9 @@ def _codes(path):
 def test_what_every_construction_passes_is_known(tmp_path):
     # the fixture: causal=False everywhere (MHA006 silent), heads=5 everywhere (MHA101)
     assert _codes(ZOO / "attend.py") == [(21, "MHA101")]
+    odd = engine.analyze_file(str(ZOO / "attend.py"))[0]
+    assert odd.message.endswith("; every construction of Mixer in the project (2) passes heads=5")
+    assert odd.evidence["constructed"] == {"heads": 5}
     uses = (ZOO / "uses.py").read_text()
     # one construction that may be causal: the pair may meet again
     attend = _attend_package(tmp_path, uses.replace("Attend()", "Attend(causal=True)"))

@@ -30,7 +30,16 @@ from .summaries import RETURNS_VERSION, builder_summary, mask_of
 
 
 class Project(ProjectFiles):
-    """The project around one linted file, and calls of its functions."""
+    """The project around one linted file, and calls of its functions.
+    ``settled``: per class of this file, the ``__init__`` parameters whose
+    value every construction in the project fixes, as the analysis asked
+    (``{cls: {param: (value, constructions)}}``), for the messages."""
+
+    settled: Dict[str, Dict[str, tuple]]
+
+    def own(self, source: str) -> None:
+        super().own(source)
+        self.settled = {}
 
     # -- the call site ------------------------------------------------------------
     def classify(self, site: CallSite, resolver) -> Optional[SdpaCall]:
@@ -291,7 +300,9 @@ class Project(ProjectFiles):
             values.add((type(value), value))
         if len(values) != 1:
             return None
-        return (values.pop()[1],)
+        value = values.pop()[1]
+        self.settled.setdefault(cls, {})[param] = (value, len(built or ()))
+        return (value,)
 
     # -- return values: mask builders in other files --------------------------------
     def returned(self, call: cst.Call, env, scope, text: str):

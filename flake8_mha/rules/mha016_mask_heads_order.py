@@ -21,7 +21,6 @@ from ..flow import CallSite, lookup
 from ..gqa import GqaAnalysis, code_text
 from ..heads import arg_of, call_sizes, is_one
 from ..masks import At, analysis_for
-from ..torch_api import MULTIHEAD_ATTENTION
 from .base import Example, Report, Rule
 from .construction import construction_evidence
 
