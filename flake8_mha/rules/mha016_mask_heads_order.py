@@ -25,8 +25,6 @@ from .base import Example, Report, Rule
 from .construction import construction_evidence
 
 MAX_DEPTH = 8
-# the module arguments that take a 3-D (N * num_heads, L, S) mask
-_MASK_ARGS = ("attn_mask", "mask", "src_mask", "tgt_mask", "memory_mask")
 # methods that keep a mask's rows in their order
 _SAME_ROWS = {"to", "bool", "float", "half", "type", "type_as", "contiguous", "detach", "clone"}
 _SHARED = ("causal", "tri", "subsequent", "future", "square")
@@ -117,7 +115,7 @@ class MaskHeadsOrder(Rule):
     ]
 
     def on_module_call(self, ev: ModuleCall) -> Iterator[Report]:
-        for name in _MASK_ARGS:
+        for name in ev.spec.attn_mask_args:  # those that take a 3-D (N * H, L, S) mask
             expr = ev.args.get(name)
             if expr is None:
                 continue
