@@ -242,6 +242,12 @@ def _decided_by_callers(events, project) -> Dict[int, Set[str]]:
     chain), not joined over the callers inside the function."""
     if project is None:
         return {}
+    out: Dict[int, Set[str]] = {}
+    lambdas = getattr(project, "lambdas", {})
+    for ev in events:  # the call a followed lambda makes
+        sinks = lambdas.get(id(ev.site.node)) if isinstance(ev, SdpaCall) else None
+        if sinks:
+            out[id(ev)] = {c for c, judged in _JUDGES.items() if sinks.issuperset(judged)}
     own = project.own_name()
     followed: Set[str] = set()
     for ev in events:
@@ -250,8 +256,7 @@ def _decided_by_callers(events, project) -> Dict[int, Set[str]]:
             steps = through.get("chain") or [[through["file"], through["function"]]]
             followed.update(name for file, name in steps if file == own)
     if not followed:
-        return {}
-    out: Dict[int, Set[str]] = {}
+        return out
     for ev in events:
         if not isinstance(ev, SdpaCall):
             continue

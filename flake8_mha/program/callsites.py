@@ -40,6 +40,7 @@ class Project(ProjectFiles):
     def own(self, source: str) -> None:
         super().own(source)
         self.settled = {}
+        self.lambdas: Dict[int, set] = {}  # id(a followed lambda's call) -> its callers' sinks
 
     # -- the call site ------------------------------------------------------------
     def classify(self, site: CallSite, resolver) -> Optional[SdpaCall]:
@@ -111,6 +112,10 @@ class Project(ProjectFiles):
         if method is not None:
             return method
 
+        lam = self._lambda(func, env, scope, resolver)
+        if lam is not None:
+            return lam
+
         def leaf(call, env, scope):
             got = self._built(call, env, scope, resolver)
             return [got] if got is not None else None
@@ -122,6 +127,52 @@ class Project(ProjectFiles):
         if not held or any(got[1] is not held[0][1] for got in held):
             return None
         return held[0]
+
+    def _lambda(self, func, env, scope, resolver) -> Optional[Tuple[str, dict]]:
+        """``self.fn = lambda q, k, v, m: attend(q, k, v, m, True)`` then
+        ``self.fn(...)``: the lambda's one call, seen through its callee's
+        summary, with the lambda's parameters in the callee's place."""
+        if isinstance(func, cst.Attribute) and isinstance(func.value, cst.Name):
+            cls = resolver.self_class(func, env, scope)
+            defs = resolver.attr_defs(cls, func.attr.value) if cls is not None else []
+        elif isinstance(func, cst.Name):
+            defs = lookup(func.value, env, scope)
+        else:
+            return None
+        if len(defs) != 1 or defs[0].kind != DefKind.ASSIGN:
+            return None
+        lam = defs[0].node
+        if not isinstance(lam, cst.Lambda) or not isinstance(lam.body, cst.Call):
+            return None
+        params = [p.name.value for p in lam.params.params]
+        if lam.params.star_arg not in (None, cst.MaybeSentinel.DEFAULT) or lam.params.star_kwarg:
+            return None
+        inner = CallSite(lam.body, defs[0].env, defs[0].scope, (), (), None)
+        found = self._callee(lam.body.func, inner, resolver)
+        if found is None:
+            return None
+        filename, summary = found
+        args = _bind(summary, lam.body)
+        if args is None:
+            return None
+        reach, defaults = {}, {}
+        for sink, how in summary["reach"].items():
+            expr = args.get(how["param"])
+            if isinstance(expr, cst.Name) and expr.value in params:
+                reach[sink] = {"param": expr.value, "ops": how["ops"]}
+            elif expr is not None and literal(expr) is not UNKNOWN:
+                name = f"<{sink}>"  # fixed by the lambda: a default no call can change
+                reach[sink] = {"param": name, "ops": how["ops"]}
+                defaults[name] = repr(literal(expr))
+            elif expr is None and how["param"] in summary["defaults"]:
+                name = f"<{sink}>"
+                reach[sink] = {"param": name, "ops": how["ops"]}
+                defaults[name] = summary["defaults"][how["param"]]
+        if not reach:
+            return None
+        # the lambda's own call is judged at the lambda's calls, which see all of it
+        self.lambdas.setdefault(id(lam.body), set()).update(reach)
+        return filename, dict(summary, positional=params, kwonly=[], defaults=defaults, reach=reach)
 
     def _method(self, func, env, scope, resolver) -> Optional[Tuple[str, dict]]:
         """``self.helper(...)`` and ``super().forward(...)``: the method of the
