@@ -450,3 +450,31 @@ def test_a_lambda_that_calls_a_wrapper():
              if f.line > 80]
     # judged at the lambda's calls, not also at the call inside the lambda (line 82)
     assert found == [(85, 13, "MHA006")]
+
+
+def test_a_module_missing_on_the_cold_run_re_analyses_its_importer_when_it_comes(
+        tmp_path, monkeypatch, capsys):
+    """Issue 29's D3, from the cold side: the wrapper's file is not there on
+    the first run (a branch switch, ``git stash``); when it comes, the cached
+    entry of the file that imports it misses."""
+    from flake8_mha.check import main as check_main
+
+    monkeypatch.chdir(tmp_path)
+    pkg = tmp_path / "pkg"
+    pkg.mkdir()
+    (pkg / "__init__.py").write_text("")
+    (pkg / "caller.py").write_text(
+        "from .attn import attend\n\n\n"
+        "def run(x, tokens, pad_id):  # softmax\n"
+        "    return attend(x, (tokens == pad_id)[:, None, None, :])\n"
+    )
+    assert check_main(["pkg/caller.py"]) == 0
+    assert check_main(["pkg/caller.py"]) == 0  # warm
+    (pkg / "attn.py").write_text(
+        "import torch.nn.functional as F\n\n\n"
+        "def attend(x, mask):\n"
+        "    return F.scaled_dot_product_attention(x, x, x, attn_mask=mask)\n"
+    )
+    capsys.readouterr()
+    assert check_main(["pkg/caller.py"]) == 1
+    assert capsys.readouterr().out.startswith("pkg/caller.py:5:12: MHA002 ")

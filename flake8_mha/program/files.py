@@ -102,7 +102,7 @@ class ProjectFiles:
         self.store = store
         self.version = version
         self._files: Dict[str, Optional[Dict[str, dict]]] = {}
-        self.deps: Dict[str, str] = {}
+        self.deps: Dict[str, Optional[str]] = {}  # path -> SHA-256, None: absent
         self._located: Dict[tuple, Optional[Tuple[str, str]]] = {}
         self._chained: Dict[Tuple[str, str], Optional[dict]] = {}
         self._own_source: Optional[str] = None
@@ -164,8 +164,21 @@ class ProjectFiles:
             found = module_file(self.root, parts)
             if found is not None and os.path.abspath(found) != self.path:
                 obj = ".".join(rest[cut:])
+                if level and cut < len(rest) and os.path.basename(found) == "__init__.py":
+                    self._absent(parts + [rest[cut]])
                 return (found, obj) if obj else None
         return None
+
+    def _absent(self, parts: List[str]) -> None:
+        """A relative import names a module that is not there (yet: ``git
+        stash pop`` or a branch switch may bring it): its places are
+        dependencies, absent, so that its arrival re-analyses the file."""
+        if not all(p.isidentifier() for p in parts):
+            return
+        base = os.path.join(self.root, *parts)
+        for candidate in (base + ".py", os.path.join(base, "__init__.py")):
+            if not os.path.lexists(candidate):
+                self.deps.setdefault(candidate, None)
 
     def imported_names(self, tree: ast.Module) -> List[str]:
         """The names this file binds by importing from its own project that some
