@@ -23,6 +23,7 @@ class MHAChecker:
     name = "flake8-mha"
     version = __version__
     project_wide = True  # --mha-no-project-wide turns it off (docs/reach.md)
+    use_cache = True  # --mha-no-cache turns the results cache off (cache.py)
 
     def __init__(self, tree, lines, filename: str = "<unknown>") -> None:
         self.tree = tree
@@ -38,10 +39,18 @@ class MHAChecker:
             parse_from_config=True,
             help="flake8-mha: do not follow calls into the project's other files",
         )
+        option_manager.add_option(
+            "--mha-no-cache",
+            action="store_true",
+            parse_from_config=True,
+            help="flake8-mha: neither read nor write the cache of per-file results "
+            "(.flake8-mha-cache at the project root, shared with flake8-mha check)",
+        )
 
     @classmethod
     def parse_options(cls, options) -> None:
         cls.project_wide = not getattr(options, "mha_no_project_wide", False)
+        cls.use_cache = not getattr(options, "mha_no_cache", False)
         keep_opt_in_codes_off(options)
 
     def run(self) -> Iterator[Tuple[int, int, str, type]]:
