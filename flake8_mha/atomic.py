@@ -24,6 +24,10 @@ processes of flake8-mha the compare and the replace hold an exclusive
 an editor does not take that lock, so against an editor the window left is
 the time of one read and one rename.
 
+Reading goes through :func:`read_regular`: only a regular file is read (a
+FIFO would block forever, ``/dev/zero`` would never end), and only up to a
+size limit, refused by the file's size before a byte is read.
+
 This module is a core layer: it imports nothing from the package.
 """
 
@@ -56,6 +60,95 @@ class WriteError(OSError):
 
 class FileChanged(WriteError):
     """The file's bytes are no longer those that were analysed."""
+
+
+NOT_REGULAR = "not a regular file"
+
+
+class NotRegular(OSError):
+    """A path that is not a regular file (a FIFO, a device, a socket, a folder)."""
+
+    def __str__(self) -> str:
+        return NOT_REGULAR
+
+
+class TooLarge(OSError):
+    """A regular file over the size limit; ``size`` is its size in bytes."""
+
+    def __init__(self, size: int, limit: int):
+        super().__init__(errno.EFBIG, f"larger than {_mib(limit)}, not read")
+        self.size, self.limit = size, limit
+
+    def __str__(self) -> str:
+        return self.strerror
+
+
+def _mib(limit: int) -> str:
+    return f"{limit // (1024 * 1024)} MiB" if limit >= 1024 * 1024 else f"{limit} bytes"
+
+
+def read_regular(path: str, limit: int) -> bytes:
+    """The bytes of ``path`` if it is a regular file of at most ``limit`` bytes.
+
+    Raises :class:`NotRegular` or :class:`TooLarge` (both ``OSError``), or the
+    ``OSError`` of the open.  Never blocks on a FIFO (it is opened
+    non-blocking, then refused by ``fstat``), never reads past ``limit``
+    (a file that grows while it is read is refused too)."""
+    try:
+        fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_NOCTTY", 0))
+    except OSError:  # a socket cannot be opened at all: say what it is
+        if not regular_file(path) and os.path.exists(path):
+            raise NotRegular(errno.EINVAL, "not a regular file") from None
+        raise
+    try:
+        st = os.fstat(fd)
+        if not stat.S_ISREG(st.st_mode):
+            raise NotRegular(errno.EINVAL, "not a regular file")
+        if st.st_size > limit:
+            raise TooLarge(st.st_size, limit)
+        chunks = []
+        left = limit + 1
+        while left > 0:
+            chunk = os.read(fd, min(left, 1 << 20))
+            if not chunk:
+                break
+            chunks.append(chunk)
+            left -= len(chunk)
+        data = b"".join(chunks)
+        if len(data) > limit:
+            raise TooLarge(len(data), limit)
+        return data
+    finally:
+        os.close(fd)
+
+
+def walked_file(path: str, notice=None) -> bool:
+    """Whether a file found inside a folder is to be linted: anything but a
+    FIFO, a device or a socket (a FIFO would block the run, a link to
+    ``/dev/zero`` never ends), which is skipped with a one-line notice on
+    stderr (``notice``: where else to write it).  A path that cannot be
+    stat'ed (a link loop, a dangling link) is kept: reading it reports why.
+    A path named on the command line is not asked: it is read, and refused."""
+    try:
+        mode = os.stat(path).st_mode
+    except (OSError, ValueError):
+        return True
+    if stat.S_ISREG(mode):
+        return True
+    if notice is None:
+        import sys
+
+        notice = sys.stderr.write
+    notice(f"{os.path.normpath(path)}: skipped: {NOT_REGULAR}\n")
+    return False
+
+
+def regular_file(path: str) -> bool:
+    """Whether ``path`` (followed through symlinks) is a regular file."""
+    try:
+        return stat.S_ISREG(os.stat(path).st_mode)
+    except (OSError, ValueError):
+        return False
 
 
 def _reason(exc: OSError) -> str:

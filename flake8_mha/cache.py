@@ -20,8 +20,14 @@ dependent file's entry.  The summaries of imported files are kept here too
 
 Safety: every entry is written through ``atomic.write_bytes`` (a reader sees
 the whole old entry or the whole new one, never half), so ``-j N`` and two
-runs at once are safe.  An entry that does not read back exactly (bad JSON,
-another schema, wrong types) is ignored and recomputed.  A folder that cannot
+runs at once are safe.  An entry is verified, not trusted (a shared or
+restored cache in CI may hold anything): it is read only if it is a regular
+file under ``MAX_ENTRY_BYTES``; JSON nested too deep is refused; it must hold
+a SHA-256 of its own content (``sum``) and match the schema in every type and
+range (lines and columns from 1, codes the run reports, the file's own path,
+messages without control characters).  Anything else is ignored, recomputed
+and overwritten; it is never printed and never fatal.  A dependency that
+disappears stays in the manifest as absent, so its return misses the entry.  A folder that cannot
 be created or written turns the cache off for the run, silently; it never
 fails a run nor adds a message.  Bounds: after a run that wrote entries, the oldest
 (by last use) are removed until at most ``MAX_ENTRIES`` entries and
@@ -33,6 +39,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import re
 from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
 
 from .findings import Finding
@@ -41,6 +48,8 @@ DEFAULT_DIR = ".flake8-mha-cache"
 SCHEMA = 1
 MAX_ENTRIES = 20_000
 MAX_BYTES = 200 * 1024 * 1024
+MAX_ENTRY_BYTES = 16 * 1024 * 1024  # an entry, a manifest, a summary
+MAX_DEP_BYTES = 2 * 1024 * 1024  # summaries.MAX_FILE_BYTES: a larger file is never a dependency
 _PRUNE_TO = 0.8  # prune down to this share of the bounds, so pruning is rare
 
 _FINDING_KEYS = {
@@ -54,7 +63,27 @@ _FINDING_KEYS = {
 _ITEM_KEYS = ("cell", "cell_index", "file_line")
 _PROBLEM_KEYS = ("line", "col", "cell", "cell_index", "file_line")
 
+_CODE = re.compile(r"^[A-Z]{1,3}[0-9]{3}$")
+_CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f]")
 _source_hash: Optional[str] = None
+
+
+def read_json(path: str) -> Any:
+    """The JSON value in ``path``, or None: not a regular file, larger than
+    ``MAX_ENTRY_BYTES``, not UTF-8, not JSON, or nested deeper than the
+    parser's recursion limit (``[`` 100,000 deep)."""
+    from .atomic import read_regular
+
+    try:
+        return json.loads(read_regular(path, MAX_ENTRY_BYTES).decode("utf-8"))
+    except (OSError, ValueError, RecursionError, MemoryError):
+        return None
+
+
+def checksum(value: Any) -> str:
+    """SHA-256 of a JSON value in canonical form (sorted keys)."""
+    text = json.dumps(value, sort_keys=True, ensure_ascii=True)
+    return hashlib.sha256(text.encode("ascii")).hexdigest()
 
 
 def source_hash() -> str:
@@ -121,24 +150,25 @@ def selected_codes(directory: str, selection: Any, compute: Callable[[], List[st
     )
     key = "codes-" + hashlib.sha256(settings.encode()).hexdigest()
     path = os.path.join(directory, key + ".json")
-    try:
-        with open(path, "rb") as fh:
-            entry = json.loads(fh.read().decode("utf-8"))
-        if (
-            isinstance(entry, dict)
-            and entry.get("key") == key
-            and isinstance(entry.get("codes"), list)
-            and all(type(c) is str for c in entry["codes"])
-        ):
-            return entry["codes"]
-    except (OSError, ValueError):
-        pass
+    entry = read_json(path)
+    if (
+        isinstance(entry, dict)
+        and set(entry) == {"key", "codes", "sum"}
+        and entry["key"] == key
+        and isinstance(entry["codes"], list)
+        and entry["codes"]  # a run reports some code: an empty list would silence it
+        and all(type(c) is str and _CODE.match(c) for c in entry["codes"])
+        and entry["sum"] == checksum([key, entry["codes"]])
+    ):
+        return entry["codes"]
     codes = compute()
     try:
         from .atomic import write_text
 
         if os.path.isdir(directory):  # made by usable(); never made here
-            write_text(path, json.dumps({"key": key, "codes": codes}))
+            write_text(
+                path, json.dumps({"key": key, "codes": codes, "sum": checksum([key, codes])})
+            )
     except OSError:
         pass
     return codes
@@ -155,15 +185,15 @@ class Cache:
     def _path(self, key: str) -> str:
         return os.path.join(self.directory, key[:2], key + ".json")
 
-    def load(self, key: str) -> Optional[Dict[str, Any]]:
-        """The entry, or None (missing, unreadable, or not exactly our schema)."""
+    def load(
+        self, key: str, path_: Optional[str] = None, codes: Optional[Sequence[str]] = None
+    ) -> Optional[Dict[str, Any]]:
+        """The entry, or None (missing, unreadable, or not exactly our schema).
+        ``path_`` and ``codes``: the linted file's path and the codes the run
+        reports; an entry naming another path or another code is refused."""
         path = self._path(key)
-        try:
-            with open(path, "rb") as fh:
-                entry = json.loads(fh.read().decode("utf-8"))
-        except (OSError, ValueError):
-            return None
-        if not _valid(entry, key):
+        entry = read_json(path)
+        if not _valid(entry, key, path_, codes):
             return None
         try:  # last use, for pruning the oldest
             os.utime(path)
@@ -177,8 +207,9 @@ class Cache:
             return
         entry = {"schema": SCHEMA, "key": key, "items": items, "problems": problems}
         try:
+            entry["sum"] = checksum([key, items, problems])
             text = json.dumps(entry)  # key order kept: the JSON report shows it
-        except (TypeError, ValueError):
+        except (TypeError, ValueError, RecursionError):
             return
         if json.loads(text) != entry or not _valid(entry, key):
             return  # would not come back identical: do not cache this file
@@ -254,35 +285,63 @@ class SideStore:
         return os.path.join(self.directory, key[:2], self.prefix + key + ".json")
 
     def get(self, key: str) -> Any:
+        entry = read_json(self._path(key))
+        if (
+            not isinstance(entry, dict)
+            or set(entry) != {"schema", "key", "value", "sum"}
+            or entry["key"] != key
+            or entry["schema"] != SCHEMA
+        ):
+            return None
         try:
-            with open(self._path(key), "rb") as fh:
-                entry = json.loads(fh.read().decode("utf-8"))
-        except (OSError, ValueError):
+            if entry["sum"] != checksum([key, entry["value"]]):
+                return None
+        except (TypeError, ValueError, RecursionError):
             return None
-        if not isinstance(entry, dict) or entry.get("key") != key or entry.get("schema") != SCHEMA:
-            return None
-        return entry.get("value")
+        return entry["value"]
 
     def put(self, key: str, value: Any) -> None:
         from .atomic import WriteError, write_bytes
 
         try:
-            text = json.dumps({"schema": SCHEMA, "key": key, "value": value})
+            entry = {"schema": SCHEMA, "key": key, "value": value}
+            entry["sum"] = checksum([key, value])
+            text = json.dumps(entry)
             write_bytes(self._path(key), text.encode("utf-8"))
-        except (TypeError, ValueError, WriteError, OSError):
+        except (TypeError, ValueError, RecursionError, WriteError, OSError):
             pass
 
 
 def file_hashes(paths: Sequence[str]) -> Dict[str, Optional[str]]:
-    """SHA-256 of each file's bytes (None for a file that cannot be read)."""
+    """SHA-256 of each file's bytes; None for a file that is absent, cannot be
+    read, is not a regular file (a FIFO is never opened for a blocking read)
+    or is larger than a dependency may be."""
+    from .atomic import read_regular
+
     out: Dict[str, Optional[str]] = {}
     for p in paths:
         try:
-            with open(p, "rb") as fh:
-                out[p] = hashlib.sha256(fh.read()).hexdigest()
-        except OSError:
+            out[p] = hashlib.sha256(read_regular(p, MAX_DEP_BYTES)).hexdigest()
+        except (OSError, ValueError):
             out[p] = None
     return out
+
+
+def manifest(
+    old: Any, deps: Dict[str, Optional[str]]
+) -> Tuple[List[str], Dict[str, Optional[str]]]:
+    """The dependency manifest to store after an analysis whose project read
+    ``deps`` (path -> SHA-256), given the ``old`` manifest: a file listed
+    before that is absent now stays, as absent (None), so that when it comes
+    back (``git stash pop``, a branch switch) the entry misses and the file
+    is analysed again with it.  A file still there but no longer read is
+    dropped.  Returns the paths and the hashes the entry's key is made of."""
+    keyed: Dict[str, Optional[str]] = dict(deps)
+    if isinstance(old, list):
+        for p in old:
+            if type(p) is str and p not in keyed and not os.path.lexists(p):
+                keyed[p] = None
+    return sorted(keyed), keyed
 
 
 def finding_dict(f: Finding) -> Dict[str, Any]:
@@ -300,16 +359,33 @@ def finding_of(d: Dict[str, Any]) -> Finding:
     return Finding(d["code"], d["line"], d["col"], d["message"], d["path"], d["evidence"])
 
 
-def _opt_int(value: Any) -> bool:
-    return value is None or (type(value) is int)
+_LOWEST = {"line": 1, "col": 1, "cell": 1, "cell_index": 0, "file_line": 1}
 
 
-def _valid(entry: Any, key: str) -> bool:
-    if not isinstance(entry, dict) or entry.get("schema") != SCHEMA or entry.get("key") != key:
+def _opt_int(value: Any, name: str) -> bool:
+    """None, or an int in range: positions from 1, a cell index from 0."""
+    return value is None or (type(value) is int and _LOWEST[name] <= value < 1 << 31)
+
+
+def _text(value: Any) -> bool:
+    return type(value) is str and _CONTROL.search(value) is None
+
+
+def _valid(
+    entry: Any, key: str, path: Optional[str] = None, codes: Optional[Sequence[str]] = None
+) -> bool:
+    """Whether ``entry`` is exactly what ``Cache.store`` writes for ``key``:
+    the schema's keys and types, positions in range, printable text, its own
+    checksum; with ``path``/``codes``, only that path and codes the run reports
+    (MHA000, the analyzer's own "could not analyze", always is)."""
+    if not isinstance(entry, dict) or set(entry) != {"schema", "key", "items", "problems", "sum"}:
         return False
-    items, problems = entry.get("items"), entry.get("problems")
+    if entry["schema"] != SCHEMA or entry["key"] != key:
+        return False
+    items, problems = entry["items"], entry["problems"]
     if not isinstance(items, list) or not isinstance(problems, list):
         return False
+    allowed = None if codes is None else {*codes, "MHA000"}
     for item in items:
         if not isinstance(item, dict) or set(item) != {"finding", "fixable", *_ITEM_KEYS}:
             return False
@@ -318,16 +394,29 @@ def _valid(entry: Any, key: str) -> bool:
             return False
         if any(type(f[k]) is not t for k, t in _FINDING_KEYS.items()):
             return False
-        if type(item["fixable"]) is not bool or not all(_opt_int(item[k]) for k in _ITEM_KEYS):
+        if not _CODE.match(f["code"]) or (allowed is not None and f["code"] not in allowed):
+            return False
+        if not (_opt_int(f["line"], "line") and _opt_int(f["col"], "col")):
+            return False
+        if not (_text(f["message"]) and _text(f["path"])):
+            return False
+        if path is not None and f["path"] != path:
+            return False
+        if type(item["fixable"]) is not bool or not all(_opt_int(item[k], k) for k in _ITEM_KEYS):
             return False
     for p in problems:
         if not isinstance(p, dict) or set(p) != {"path", "message", *_PROBLEM_KEYS}:
             return False
-        if type(p["path"]) is not str or type(p["message"]) is not str:
+        if not (_text(p["path"]) and _text(p["message"])):
             return False
-        if not all(_opt_int(p[k]) for k in _PROBLEM_KEYS):
+        if path is not None and p["path"] != path:
             return False
-    return True
+        if not all(_opt_int(p[k], k) for k in _PROBLEM_KEYS):
+            return False
+    try:
+        return entry["sum"] == checksum([key, items, problems])
+    except (TypeError, ValueError, RecursionError):
+        return False
 
 
 def usable(directory: str) -> bool:

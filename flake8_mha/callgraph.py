@@ -11,13 +11,66 @@ the one class the resolver says the instance has.
 
 from __future__ import annotations
 
-from typing import Dict, List, Optional, Tuple
+from typing import Dict, List, Optional, Tuple, Union
 
 import libcst as cst
 
 from .flow import CallSite, ClassInfo, DefKind, Scope, ScopeKind, lookup
 
 Callers = Dict[int, List[Tuple[CallSite, int]]]
+SEQUENTIAL = "torch.nn.Sequential"
+_ORDERED_DICT = {"collections.OrderedDict", "builtins.dict"}
+
+
+class Built:
+    """A member of an ``nn.Sequential`` built by a call of something that is
+    neither a class of this file nor torch's (a class imported from another
+    file of the project, perhaps): the call, where it stands."""
+
+    __slots__ = ("call", "env", "scope")
+
+    def __init__(self, call: cst.Call, env, scope):
+        self.call, self.env, self.scope = call, env, scope
+
+
+# What one member of an ``nn.Sequential`` is: a class of this file, the name of a
+# torch module class (``"LayerNorm"``), or another call (``Built``).
+Member = Union[ClassInfo, str, Built]
+
+
+class Slot:
+    """One place in an ``nn.Sequential``: the members it may hold (one of them
+    runs there) and whether it repeats (``*[Block() for _ in range(n)]``, any
+    number of times, each fed the one before)."""
+
+    __slots__ = ("members", "repeat")
+
+    def __init__(self, members: List[Member], repeat: bool):
+        self.members = members
+        self.repeat = repeat
+
+
+# The one argument a member of an ``nn.Sequential`` gets when it is not the
+# first: the output of the member before it.  The masks see an unknown value
+# there (no definition of the name); the layout analysis reads ``ChainSite``.
+_PREVIOUS_OUTPUT = cst.Call(
+    func=cst.Name("sequential_member"), args=[cst.Arg(cst.Name("previous_member_output"))]
+)
+
+
+class ChainSite(CallSite):
+    """A call of an ``nn.Sequential`` seen from a member that may run after
+    another member: it is fed that member's output, not the call's argument.
+    ``site`` is the real call, ``slots`` the container's members in order."""
+
+    __slots__ = ("site", "slots")
+
+    def __init__(self, site: CallSite, slots: List[Slot]):
+        super().__init__(
+            _PREVIOUS_OUTPUT, site.env, site.scope, site.conds, site.parents, site.stmt
+        )
+        self.site = site
+        self.slots = slots
 
 
 def inside(scope: Optional[Scope], outer: Scope) -> bool:
@@ -101,8 +154,128 @@ class FileCalls:
                 if found is not None:
                     func, skip = found
                     index.setdefault(id(func), []).append((site, skip))
+                else:
+                    self._sequential_callers(site, index)
             self.resolver.file_callers = index
         return self.resolver.file_callers
+
+    def _sequential_callers(self, site: CallSite, index: Callers) -> None:
+        """A call of an ``nn.Sequential`` runs its members' ``forward``: the
+        first is given the call's argument, each later one the output of the
+        member before it (a ``ChainSite``)."""
+        slots = self.sequential_slots(site.node, site.env, site.scope)
+        if slots is None:
+            return
+        fed_by_arg, fed_by_member = True, False
+        first: Dict[int, cst.FunctionDef] = {}
+        later: Dict[int, cst.FunctionDef] = {}
+        for slot in slots:
+            for member in slot.members:
+                forward = (
+                    self.method_of(member, "forward") if isinstance(member, ClassInfo) else None
+                )
+                if forward is None:
+                    continue
+                if fed_by_arg:
+                    first[id(forward)] = forward
+                if fed_by_member or slot.repeat:
+                    later[id(forward)] = forward
+            if not slot.repeat:
+                fed_by_arg = False
+            fed_by_member = True
+        for key in first:
+            index.setdefault(key, []).append((site, 1))
+        if later:
+            chained = ChainSite(site, slots)
+            for key in later:
+                index.setdefault(key, []).append((chained, 1))
+
+    def sequential_slots(self, call: cst.Call, env, scope) -> Optional[List[Slot]]:
+        """The members, in order, of the ``nn.Sequential`` a call runs (one
+        positional argument, no splat); None when it is not one or its members
+        are not all known."""
+        if len(call.args) != 1 or call.args[0].keyword is not None or call.args[0].star:
+            return None
+        func = call.func
+        if isinstance(func, cst.Attribute) and func.attr.value == "forward":
+            func = func.value
+        if not isinstance(func, (cst.Name, cst.Attribute, cst.Subscript)):
+            return None
+
+        def leaf(built: cst.Call, benv, bscope):
+            if self.resolver.qualname(built.func, benv, bscope) == SEQUENTIAL:
+                return [(built, benv, bscope)]
+            return None
+
+        try:
+            built = self.resolver.held(func, env, scope, leaf)
+            if not built or len(built) != 1:
+                return None
+            return self._slots(*built[0])
+        except RecursionError:  # pragma: no cover - pathological nesting
+            return None
+
+    def _slots(self, built: cst.Call, env, scope) -> Optional[List[Slot]]:
+        out: List[Slot] = []
+        for arg in built.args:
+            if arg.keyword is not None:
+                return None
+            if arg.star == "*":
+                got = self.resolver.held_elements(arg.value, env, scope, self._member_leaf)
+                if not got:
+                    return None
+                out.append(Slot(got, True))  # a list's order is not kept: any may follow any
+                continue
+            if arg.star:
+                return None
+            ordered = self._ordered_dict(arg.value, env, scope)
+            if ordered is not None:
+                if len(built.args) != 1:
+                    return None
+                return ordered
+            got = self.resolver.held(arg.value, env, scope, self._member_leaf)
+            if not got:
+                return None
+            out.append(Slot(got, False))
+        return out or None
+
+    def _ordered_dict(self, node, env, scope) -> Optional[List[Slot]]:
+        """``OrderedDict([("fc", nn.Linear(...)), ...])``: its values in order."""
+        if not isinstance(node, cst.Call) or len(node.args) != 1 or node.args[0].keyword:
+            return None
+        if self.resolver.qualname(node.func, env, scope) not in _ORDERED_DICT:
+            return None
+        items = node.args[0].value
+        pairs: List[cst.BaseExpression] = []
+        repeat = isinstance(items, (cst.ListComp, cst.GeneratorExp))
+        if repeat:
+            pairs = [items.elt]
+        elif isinstance(items, (cst.List, cst.Tuple)):
+            pairs = [el.value for el in items.elements if not isinstance(el, cst.StarredElement)]
+            if len(pairs) != len(items.elements):
+                return None
+        else:
+            return None
+        out: List[Slot] = []
+        for pair in pairs:
+            if not isinstance(pair, cst.Tuple) or len(pair.elements) != 2:
+                return None
+            got = self.resolver.held(pair.elements[1].value, env, scope, self._member_leaf)
+            if not got:
+                return None
+            out.append(Slot(got, repeat))
+        return out or None
+
+    def _member_leaf(self, built: cst.Call, env, scope) -> Optional[List[Member]]:
+        info = self.resolver.local_class(built.func, env, scope)
+        if info is not None:
+            return [info]
+        qn = self.resolver.qualname(built.func, env, scope)
+        if qn is not None and qn.startswith("torch.nn.") and qn.count(".") == 2:
+            return [qn.rsplit(".", 1)[1]]
+        if isinstance(built.func, (cst.Name, cst.Attribute)):
+            return [Built(built, env, scope)]
+        return None
 
     def callee(self, call: cst.Call, env, scope) -> Optional[Tuple[cst.FunctionDef, int]]:
         """The function of this file a call runs, and how many leading

@@ -7,6 +7,7 @@ from __future__ import annotations
 import os
 from typing import List, Optional, Sequence, Tuple
 
+from .atomic import walked_file
 from .config import path_matches
 
 # Never walked into (a file named on the command line inside one is skipped
@@ -115,8 +116,8 @@ def discover(
                         rules[full] = here + gitignore.read(full)
                 for name in sorted(files):
                     full = os.path.join(root, name)
-                    if lintable(name) and not skip(full, False):
-                        add(full)
+                    if lintable(name) and not skip(full, False) and walked_file(full):
+                        add(full)  # walked_file: a FIFO or a device is skipped, with a notice
         else:
             add(arg)
     return out

@@ -26,13 +26,14 @@ This module imports neither libcst nor the analyzer at import time.
 from __future__ import annotations
 
 import dataclasses
-import difflib
+import functools
 import io
 import os
 import tokenize
 from dataclasses import dataclass, field
 from typing import Any, Dict, List, Optional, Sequence, Tuple
 
+from .atomic import NOT_REGULAR
 from .config import (
     Options,
 )
@@ -46,7 +47,7 @@ from .discovery import (  # noqa: F401 - kept importable from here
     lintable,
 )
 from .findings import Finding
-from .lines import source_lines
+from .lines import skim_data, source_lines, unified_diff
 from .selection import all_codes
 
 MODES = ("check", "fix", "diff")
@@ -134,14 +135,40 @@ class FileOutcome:
 # -- files ---------------------------------------------------------------------------
 
 
+# Bigger files are refused by their size before a byte is read: the engine
+# would not analyse them anyway (engine.MAX_BYTES, the same 8 MiB), and reading,
+# decoding and tokenizing 20 MB for ``# noqa`` took half a minute.  A notebook
+# carries its outputs (images) too: it may be larger, its code may not.
+MAX_PYTHON_BYTES = 8 * 1024 * 1024
+MAX_NOTEBOOK_BYTES = 64 * 1024 * 1024
+# Python's own words, which flake8 reports as E999 at 1:1
+NUL_BYTES = "SyntaxError: source code string cannot contain null bytes"
+
+
+def _too_large(path: str, limit: int) -> Item:
+    reason = f"file larger than {limit // (1024 * 1024)} MiB, not analyzed"
+    message = f"flake8-mha could not analyze this file: {reason}"
+    return Item(Finding("MHA000", 1, 1, message, path, {"reason": reason}))
+
+
 def read_bytes(path: str, out: FileOutcome) -> Optional[bytes]:
-    """The file's bytes, or None with the reason recorded on ``out``."""
+    """The file's bytes, or None with the reason recorded on ``out``: a path
+    that is not a regular file, or cannot be read, is a problem; a file over
+    the size limit is MHA000 (as the engine says of a text too large), found
+    from its size alone."""
+    from .atomic import NotRegular, TooLarge, read_regular
+
+    limit = MAX_NOTEBOOK_BYTES if path.endswith(".ipynb") else MAX_PYTHON_BYTES
     try:
-        with open(path, "rb") as fh:
-            return fh.read()
-    except OSError as exc:
-        out.problems.append(Problem(path, f"cannot read the file: {exc.strerror or exc}"))
-        return None
+        return read_regular(path, limit)
+    except NotRegular:
+        out.problems.append(Problem(path, NOT_REGULAR))
+    except TooLarge:
+        out.items.append(_too_large(path, limit))
+    except (OSError, ValueError) as exc:  # ValueError: a path holding a NUL
+        reason = getattr(exc, "strerror", None) or str(exc)
+        out.problems.append(Problem(path, f"cannot read the file: {reason}"))
+    return None
 
 
 def _encoding(data: bytes) -> str:
@@ -157,10 +184,15 @@ def lint_text(
 ) -> List[Finding]:
     """Findings for one text, with ``# noqa`` applied unless disabled.  Raises
     ``engine.SourceSyntaxError``.  ``project``: see ``make_project``."""
-    from .engine import analyze_source
+    from .engine import SourceSyntaxError, analyze_source
     from .noqa import apply_noqa
 
-    findings = analyze_source(text, path, codes=list(codes), project=project or False)
+    if "\0" in text:  # Python refuses it; LibCST would parse on
+        line = text.count("\n", 0, text.index("\0")) + 1
+        raise SourceSyntaxError(NUL_BYTES, line, 1)
+    # a huge data literal is skimmed (same lines and columns), not parsed into a tree
+    skimmed = skim_data(text)
+    findings = analyze_source(skimmed, path, codes=list(codes), project=project or False)
     if disable_noqa or not findings:
         return findings
     return apply_noqa(findings, source_lines(text))
@@ -179,7 +211,11 @@ def analyze_for_flake8(source: str, path: str, tree, project_wide: bool = True) 
     cache_dir = os.path.join(project_root(os.getcwd()), DEFAULT_DIR)
     cache_dir = cache_dir if project_wide and os.path.isdir(cache_dir) else None
     project = make_project(path, cache_dir) if project_wide else None
-    return analyze_source(source, path, codes=all_codes(), tree=tree, project=project or False)
+    skimmed = skim_data(source)  # same lines and columns; the tree's positions hold
+    found = analyze_source(skimmed, path, codes=all_codes(), tree=tree, project=project or False)
+    from .notebook import as_nbqa_maps
+
+    return as_nbqa_maps(source, found)
 
 
 def make_project(path: str, cache_dir: Optional[str]):
@@ -201,11 +237,19 @@ def make_project(path: str, cache_dir: Optional[str]):
 
 
 def _lint_python(
-    path: str, data: bytes, codes: Sequence[str], disable_noqa: bool, mode: str, project=None
+    path: str,
+    data: bytes,
+    codes: Sequence[str],
+    disable_noqa: bool,
+    mode: str,
+    project=None,
+    max_line_length: Optional[int] = None,
 ) -> FileOutcome:
+    """``max_line_length``: the configured ``max-line-length`` a fix keeps to
+    (None: none configured, no line is broken; see ``fix.fix_text``)."""
     from .atomic import fix_refusal
     from .engine import SourceSyntaxError, decode_source
-    from .fix import can_fix, fix_source, fixable_codes
+    from .fix import can_fix, fix_text, fixable_codes
 
     out = FileOutcome(path)
     try:
@@ -217,11 +261,14 @@ def _lint_python(
     try:
         findings = lint_text(text, path, codes, disable_noqa, project)
     except SourceSyntaxError as exc:
-        out.problems.append(Problem(path, str(exc), exc.line, exc.col))
+        at = (1, 1) if str(exc) == NUL_BYTES else (exc.line, exc.col)  # where flake8 says
+        out.problems.append(Problem(path, str(exc), *at))
         return out
     fixable = fixable_codes()
     if mode != "check" and any(can_fix(f, fixable) for f in findings):
-        new_text, fixed = fix_source(text, findings, path)
+        result = fix_text(text, findings, path, max_line_length)
+        new_text, fixed = result.text, result.fixed
+        out.problems += _long_fixes(path, result.refused, lambda n: f"line {n}")
         if fixed and new_text != text:
             try:
                 after = lint_text(new_text, path, codes, disable_noqa, project)
@@ -234,26 +281,25 @@ def _lint_python(
                 out.fixed = len(fixed)
                 out.new_data, out.old_data = new_text.encode(_encoding(data)), data
                 out.old_items = [Item(f, fixable=can_fix(f, fixable)) for f in findings]
-                out.diff = "".join(
-                    difflib.unified_diff(
-                        source_lines(text),
-                        source_lines(new_text),
-                        fromfile=path,
-                        tofile=path,
-                    )
-                )
+                out.diff = unified_diff(path, text, new_text)
                 findings = after
     out.items = [Item(f, fixable=can_fix(f, fixable)) for f in findings]
     return out
 
 
 def _lint_notebook(
-    path: str, data: bytes, codes: Sequence[str], disable_noqa: bool, mode: str, project=None
+    path: str,
+    data: bytes,
+    codes: Sequence[str],
+    disable_noqa: bool,
+    mode: str,
+    project=None,
+    max_line_length: Optional[int] = None,
 ) -> FileOutcome:
     from . import notebook as nbk
     from .atomic import fix_refusal
     from .engine import SourceSyntaxError
-    from .fix import can_fix, fix_source, fixable_codes
+    from .fix import can_fix, fix_text, fixable_codes
 
     out = FileOutcome(path)
     try:
@@ -286,7 +332,10 @@ def _lint_notebook(
         return out
     fixable = fixable_codes()
     if mode != "check" and any(can_fix(f, fixable) for f in findings):
-        new_joined, fixed = fix_source(source.joined, findings, path)
+        result = fix_text(source.joined, findings, path, max_line_length)
+        new_joined, fixed = result.text, result.fixed
+        where = source.where
+        out.problems += _long_fixes(path, result.refused, lambda n: where(n) or f"line {n}")
         new_raw = source.rewritten(new_joined) if fixed else None
         if new_raw is not None:
             new_source = nbk.Source.of(nbk.load(new_raw), new_raw)
@@ -300,23 +349,26 @@ def _lint_notebook(
                 out.problems.append(Problem(path, refusal))
             else:
                 out.fixed = len(fixed)
-                out.new_data, out.old_data = new_raw.encode("utf-8"), data
+                bom = b"\xef\xbb\xbf" if data.startswith(b"\xef\xbb\xbf") else b""
+                out.new_data, out.old_data = bom + new_raw.encode("utf-8"), data
                 out.old_items = _cell_items(findings, source, fixable)
-                out.diff = "".join(
-                    difflib.unified_diff(
-                        source_lines(raw),
-                        source_lines(new_raw),
-                        fromfile=path,
-                        tofile=path,
-                    )
-                )
+                out.diff = unified_diff(path, raw, new_raw)
                 source, findings = new_source, after
     out.items = _cell_items(findings, source, fixable)
     return out
 
 
+def _long_fixes(path: str, refused, where) -> List[Problem]:
+    """One line per fix left out for the line length: which, where, and why."""
+    return [
+        Problem(path, f"fix not applied ({f.code} at {where(f.line)}): {why}") for f, why in refused
+    ]
+
+
 def _cell_items(findings: Sequence[Finding], source, fixable) -> List[Item]:
-    """A notebook's findings moved to their cells, in cell order."""
+    """A notebook's findings moved to their cells, in cell order; a line the
+    message or the evidence names is moved too (``cell_K:L``)."""
+    from . import notebook as nbk
     from .fix import can_fix
 
     items = []
@@ -324,7 +376,9 @@ def _cell_items(findings: Sequence[Finding], source, fixable) -> List[Item]:
         cell, line, file_line = source.place(f.line)
         if cell is None:
             continue
-        moved = type(f)(f.code, line, f.col, f.message, f.path, f.evidence)
+        message = nbk.cell_message(f.message, source.where)
+        evidence = nbk.cell_evidence(f.evidence, source.where)
+        moved = type(f)(f.code, line, f.col, message, f.path, evidence)
         items.append(Item(moved, cell.number, cell.index, file_line, can_fix(f, fixable)))
     items.sort(key=lambda i: (i.cell or 0, i.finding.line, i.finding.col, i.code))
     return items
@@ -355,12 +409,11 @@ def _through_cache(
     project_wide = project_wide and os.path.isfile(path)
     base = cache_mod.entry_key(data, path, codes, disable_noqa, mode, None, project_wide)
     key = base  # a file that imports no project file has no manifest
-    if project_wide:
-        listed = manifests.get(base)
-        if isinstance(listed, list) and all(isinstance(p, str) for p in listed):
-            deps = cache_mod.file_hashes(listed)
-            key = cache_mod.entry_key(data, path, codes, disable_noqa, mode, deps, True)
-    entry = cache.load(key)
+    listed = manifests.get(base) if project_wide else None
+    if isinstance(listed, list) and all(isinstance(p, str) for p in listed):
+        deps = cache_mod.file_hashes(listed)
+        key = cache_mod.entry_key(data, path, codes, disable_noqa, mode, deps, True)
+    entry = cache.load(key, path, codes)
     if entry is not None:
         try:
             items = [
@@ -381,9 +434,12 @@ def _through_cache(
     project = make_project(path, cache_dir) if project_wide else None
     out = lint(path, data, codes, disable_noqa, mode, project)
     key = base
-    if project is not None and project.deps:
-        manifests.put(base, sorted(project.deps))
-        key = cache_mod.entry_key(data, path, codes, disable_noqa, mode, project.deps, True)
+    if project is not None:
+        # a dependency listed before and gone now stays listed, as absent
+        paths, deps = cache_mod.manifest(listed, project.deps)
+        if paths or listed is not None:  # an empty list replaces one now wrong
+            manifests.put(base, paths)
+            key = cache_mod.entry_key(data, path, codes, disable_noqa, mode, deps, True)
     cache.store(
         key,
         [
@@ -401,15 +457,19 @@ def _through_cache(
     return out
 
 
-def lint_file(task: Tuple[str, Tuple[str, ...], bool, str, Optional[str], bool]) -> FileOutcome:
-    """One file, dispatched on its suffix; never raises (a worker process runs it)."""
-    path, codes, disable_noqa, mode, cache_dir, project_wide = task
+def lint_file(task: Tuple) -> FileOutcome:
+    """One file, dispatched on its suffix; never raises (a worker process runs it).
+    ``task``: path, codes, disable_noqa, mode, cache_dir, project_wide, and
+    optionally the configured max-line-length."""
+    path, codes, disable_noqa, mode, cache_dir, project_wide, *rest = task
     try:
         out = FileOutcome(path)
         data = read_bytes(path, out)
         if data is None:
             return out
         lint = _lint_notebook if path.endswith(".ipynb") else _lint_python
+        if rest and rest[0] is not None:  # the configured max-line-length, for a fix
+            lint = functools.partial(lint, max_line_length=rest[0])
         return _through_cache(cache_dir, data, path, codes, disable_noqa, mode, lint, project_wide)
     except Exception as exc:  # never lose the whole run to one file
         return FileOutcome(
@@ -429,10 +489,12 @@ def run_files(
     cache_dir: Optional[str] = None,
     project_wide: bool = True,
     file_codes: Optional[Dict[str, Sequence[str]]] = None,
+    max_line_length: Optional[int] = None,
 ) -> List[FileOutcome]:
     """``cache_dir``: read and write per-file results there (mode check only);
     ``project_wide``: follow calls into the project's other files;
-    ``file_codes``: the codes of the files a per-file-ignores entry names."""
+    ``file_codes``: the codes of the files a per-file-ignores entry names;
+    ``max_line_length``: the configured line length a fix keeps to."""
     if mode != "check":
         cache_dir = None
     if cache_dir is not None:
@@ -443,7 +505,15 @@ def run_files(
             cache_dir = None
     own = file_codes or {}
     tasks = [
-        (path, tuple(own.get(path, codes)), disable_noqa, mode, cache_dir, project_wide)
+        (
+            path,
+            tuple(own.get(path, codes)),
+            disable_noqa,
+            mode,
+            cache_dir,
+            project_wide,
+            max_line_length,
+        )
         for path in files
     ]
     if jobs <= 1 or len(tasks) <= 1:
@@ -568,6 +638,7 @@ def lint_paths(opts: Options, mode: str = "check") -> Run:
         cache_dir,
         not opts.no_project_wide,
         file_codes,
+        opts.max_line_length,  # [flake8] max-line-length: a fix keeps to it
     )
     _prune_cache(cache_dir, outcomes)
     data = None
@@ -587,7 +658,7 @@ def lint_stdin(opts: Options, data: bytes, codes: Sequence[str], mode: str) -> F
     lint = _lint_notebook if name.endswith(".ipynb") else _lint_python
     project = make_project(name, None) if not opts.no_project_wide else None
     try:
-        return lint(name, data, codes, opts.disable_noqa, mode, project)
+        return lint(name, data, codes, opts.disable_noqa, mode, project, opts.max_line_length)
     except Exception as exc:  # as lint_file: never lose the run to one text
         return FileOutcome(
             name,

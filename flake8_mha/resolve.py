@@ -286,6 +286,11 @@ class Resolver:
                     return []  # filled by .append(): the caller adds those
                 if len(node.args) == 1 and not node.args[0].star:
                     return self.held_elements(node.args[0].value, env, scope, leaf, depth + 1)
+                if qn == "torch.nn.Sequential":
+                    return self._sequential_members(node, env, scope, leaf, depth)
+            cloned = self._clones(node, env, scope, leaf, depth)
+            if cloned is not None:
+                return cloned
             return reach.module_dict_values(self, node, env, scope, leaf, depth)
         if t in (cst.List, cst.Tuple):
             out: list = []
@@ -315,6 +320,59 @@ class Resolver:
                 appended.extend(cls.appends.get(node.attr.value, ()))
             return self._elements_from_defs(defs, appended, leaf, depth)
         return None
+
+    def _clones(self, call: cst.Call, env, scope, leaf: Leaf, depth: int) -> Optional[list]:
+        """``_get_clones(layer, n)``: a function of this file whose one return is
+        ``nn.ModuleList([copy.deepcopy(module) for i in range(n)])`` holds copies
+        of the module it is given."""
+        if not isinstance(call.func, cst.Name) or any(a.star for a in call.args):
+            return None
+        defs = lookup(call.func.value, env, scope)
+        if len(defs) != 1 or defs[0].kind != DefKind.DEF:
+            return None
+        func: cst.FunctionDef = defs[0].node
+        fscope = self.flow.functions.get(id(func))
+        if fscope is None or len(fscope.returns) != 1:
+            return None
+        ret, renv = fscope.returns[0]
+        if (
+            not isinstance(ret, cst.Call)
+            or len(ret.args) != 1
+            or self.qualname(ret.func, renv, fscope) not in _CONTAINERS
+            or not isinstance(ret.args[0].value, (cst.ListComp, cst.GeneratorExp))
+        ):
+            return None
+        elt = ret.args[0].value.elt
+        if isinstance(elt, cst.Call) and len(elt.args) == 1:
+            if self.qualname(elt.func, renv, fscope) != "copy.deepcopy":
+                return None
+            elt = elt.args[0].value
+        names = [p.name.value for p in list(func.params.posonly_params) + list(func.params.params)]
+        if not isinstance(elt, cst.Name) or elt.value not in names:
+            return None
+        given = None
+        for i, arg in enumerate(call.args):
+            if (arg.keyword is None and i == names.index(elt.value)) or (
+                arg.keyword is not None and arg.keyword.value == elt.value
+            ):
+                given = arg.value
+        return self.held(given, env, scope, leaf, depth + 1) if given is not None else None
+
+    def _sequential_members(self, node: cst.Call, env, scope, leaf: Leaf, depth: int):
+        """``nn.Sequential(a, b)``, ``nn.Sequential(*[Block() for _ in range(n)])``:
+        every module given (one argument alone may be an ``OrderedDict``: above)."""
+        out: list = []
+        for arg in node.args:
+            if arg.keyword is not None or arg.star == "**":
+                return None
+            if arg.star:
+                got = self.held_elements(arg.value, env, scope, leaf, depth + 1)
+            else:
+                got = self.held(arg.value, env, scope, leaf, depth + 1)
+            if not got:
+                return None
+            out.extend(got)
+        return out
 
     def _elements_from_defs(self, defs, appended, leaf: Leaf, depth: int) -> Optional[list]:
         if not defs:

@@ -367,15 +367,17 @@ def test_a_fix_that_adds_a_finding_or_does_not_parse_is_refused(
         src, monkeypatch, capsys, broken, message):
     import flake8_mha.fix as fix
 
-    real = fix.fix_source
+    real = fix.fix_text
 
-    def bad_fix(source, findings, path="<string>"):
-        new, fixed = real(source, findings, path)
+    def bad_fix(source, findings, path="<string>", max_line_length=None):
+        result = real(source, findings, path, max_line_length)
         if broken == "new finding":
-            return new + "extra = nn.MultiheadAttention(64, 8)\n", fixed
-        return new + "def (:\n", fixed
+            result.text += "extra = nn.MultiheadAttention(64, 8)\n"
+        else:
+            result.text += "def (:\n"
+        return result
 
-    monkeypatch.setattr(fix, "fix_source", bad_fix)
+    monkeypatch.setattr(fix, "fix_text", bad_fix)
     status = check.main(["--fix", "m.py"])
     out, err = capsys.readouterr()
     assert len(err.splitlines()) == 1 and err.startswith(f"m.py: error: {message}")
@@ -391,10 +393,14 @@ def test_a_notebook_fix_that_adds_a_finding_is_refused(tmp_path, monkeypatch, ca
     nb = save(tmp_path / "demo.ipynb", DEMO)
     before = nb.read_bytes()
     monkeypatch.chdir(tmp_path)
-    real = fix.fix_source
-    monkeypatch.setattr(fix, "fix_source", lambda s, f, p="<string>": (
-        lambda new, fixed: (new + "extra = nn.MultiheadAttention(64, 8)\n", fixed))(
-            *real(s, f, p)))
+    real = fix.fix_text
+
+    def bad_fix(source, findings, path="<string>", max_line_length=None):
+        result = real(source, findings, path, max_line_length)
+        result.text += "extra = nn.MultiheadAttention(64, 8)\n"
+        return result
+
+    monkeypatch.setattr(fix, "fix_text", bad_fix)
     status = check.main(["--fix", "demo.ipynb"])
     out, err = capsys.readouterr()
     assert err.splitlines() == [

@@ -125,9 +125,12 @@ def test_mha002_fix_leaves_a_mask_decided_by_a_caller_alone():
             return attend(q, k, v, (tokens == pad_id)[:, None, None, :])
         """)
     findings = analyze_source(src, "t.py", codes=["MHA002"])
-    assert [(f.code, f.line) for f in findings] == [("MHA002", 4)]
+    # reported at the call that passes the mask (issue 26: where the fact enters the chain)
+    assert [(f.code, f.line) for f in findings] == [("MHA002", 7)]
     assert findings[0].evidence["mask"]["line"] == 7
-    # inverting inside attend() would flip the mask for every other caller of it
+    assert findings[0].evidence["through"]["function"] == "attend"
+    # inverting inside attend() would flip the mask for every other caller of it, and the
+    # call's argument is the wrapper's, not SDPA's: no fix either way
     assert fix_source(src, findings) == (src, [])
 
 

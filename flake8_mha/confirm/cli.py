@@ -21,6 +21,7 @@ from .runner import (
     DEFAULT_TIMEOUT,
     FAIL_ON,
     INSTALL_HINT,
+    MAX_LIMIT,
     Runner,
     TorchUnavailable,
     WorkerFailed,
@@ -120,6 +121,8 @@ def _positive(text: str) -> float:
         raise argparse.ArgumentTypeError(f"not a number: {text!r}") from None
     if not value > 0:
         raise argparse.ArgumentTypeError(f"must be more than 0: {text!r}")
+    if value > MAX_LIMIT:  # issue 29 (D9): the worker's limits would overflow
+        raise argparse.ArgumentTypeError(f"must be at most {MAX_LIMIT:g}: {text!r}")
     return value
 
 

@@ -63,6 +63,10 @@ DEFAULT_BUDGET = 300.0  # seconds for all witnesses of a run
 # still holds when the parent is gone and cannot enforce --timeout.
 DEFAULT_MEMORY_LIMIT_MB = 2048.0
 DEFAULT_CPU_LIMIT = 60.0
+# The largest value --timeout, --budget, --memory-limit and --cpu-limit take
+# (a petabyte, thirty years): beyond it the system's own types overflow
+# (RLIMIT_DATA holds 2**63 bytes, a queue's timeout a time_t).
+MAX_LIMIT = 1e9
 STARTUP_TIMEOUT = 120.0  # seconds for a worker to import torch and say ready
 INSTALL_HINT = "pip install 'flake8-mha[confirm]'"
 _BUDGET_REASON = "time budget used up (raise it with --budget)"
@@ -136,6 +140,11 @@ class Worker:
                 f"{memory_limit or 0:g}",
                 "--cpu-limit",
                 f"{cpu_limit or 0:g}",
+                # the worker ends when this process does (worker.watch_parent)
+                "--parent",
+                str(os.getpid()),
+                "--parent-signal",
+                "1" if threading.current_thread() is threading.main_thread() else "0",
             ],
             stdin=subprocess.PIPE,
             stdout=subprocess.PIPE,

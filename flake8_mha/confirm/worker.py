@@ -18,6 +18,10 @@ goes to stderr: stdout carries the protocol only.
 The worker never imports the user's code: a request holds only a rule code
 and the evidence the analyzer extracted.
 
+The worker does not outlive the runner (``--parent PID``): when the runner
+is killed, the worker ends within a second, mid-witness or not (exit 4, or
+SIGKILL from the kernel on Linux).
+
 Limits (``--memory-limit MB``, ``--cpu-limit SECONDS`` on the command line,
 set by the runner): the worker caps its own data segment with
 ``RLIMIT_DATA`` (what torch's CPU allocator and Python allocate; measured on
@@ -61,6 +65,7 @@ TEST_FAULTS_ENV = "FLAKE8_MHA_CONFIRM_TEST_FAULTS"
 FAULT_KEY = "_test_fault"
 FLAG_KEY = "_test_flag"
 EXIT_TORCH_UNAVAILABLE = 3
+EXIT_PARENT_GONE = 4  # the runner died: nobody reads the replies
 MAX_WARNINGS = 5
 
 
@@ -151,6 +156,13 @@ def handle(
 # -- limits -------------------------------------------------------------------
 
 
+# What the kernel holds, far above any real limit: rlim_t is 2**63 - 1 bytes;
+# CPU seconds are kept in nanoseconds (2**62 s would wrap to a limit already
+# passed).  The command line refuses more than runner.MAX_LIMIT up front.
+_MAX_MB = float(2**42)
+_MAX_SECONDS = 1e9
+
+
 def set_memory_limit(megabytes: Optional[float]) -> None:
     """Cap the data segment (soft and hard) at ``megabytes``."""
     if not megabytes:
@@ -160,7 +172,7 @@ def set_memory_limit(megabytes: Optional[float]) -> None:
     except ImportError:  # pragma: no cover - not POSIX: no limit
         return
 
-    limit = int(megabytes * 1024 * 1024)
+    limit = int(min(megabytes, _MAX_MB) * 1024 * 1024)  # no OverflowError from setrlimit
     hard = resource.getrlimit(resource.RLIMIT_DATA)[1]
     if hard != resource.RLIM_INFINITY:  # a lower cap set outside (ulimit -d) stays
         limit = min(limit, hard)
@@ -177,7 +189,7 @@ def arm_cpu_limit(seconds: Optional[float]) -> None:
     soft = hard  # disarmed: up to a cap set outside (ulimit -t), if any
     if seconds:
         used = resource.getrusage(resource.RUSAGE_SELF)
-        soft = int(math.ceil(used.ru_utime + used.ru_stime + seconds))
+        soft = int(math.ceil(used.ru_utime + used.ru_stime + min(seconds, _MAX_SECONDS)))
         if hard != resource.RLIM_INFINITY:
             soft = min(soft, hard)
     resource.setrlimit(resource.RLIMIT_CPU, (soft, hard))
@@ -202,8 +214,57 @@ def _limits(argv: Sequence[str]) -> Tuple[Optional[float], Optional[float]]:
     return values["--memory-limit"], values["--cpu-limit"]
 
 
+def _parent(argv: Sequence[str]) -> Tuple[Optional[int], bool]:
+    """``--parent PID`` and ``--parent-signal 1`` (the runner's thread is the
+    main thread, so the kernel may tie this process's life to it)."""
+    pid, tie = None, False
+    for name, value in zip(argv[::2], argv[1::2]):
+        if name == "--parent" and value.isdigit():
+            pid = int(value)
+        elif name == "--parent-signal":
+            tie = value == "1"
+    return pid, tie
+
+
+WATCH_INTERVAL = 0.2  # seconds between two looks at the parent
+
+
+def watch_parent(pid: Optional[int], tie: bool) -> None:
+    """End this worker within a second of its parent's death (SIGKILL or
+    SIGTERM of ``confirm`` leaves no witness running on).  On Linux, when
+    ``tie``, the kernel sends SIGKILL at once (``PR_SET_PDEATHSIG``; only
+    asked for when the runner's thread is its main thread, since the signal
+    follows the thread that started the worker); everywhere, a thread looks
+    at the parent's id every ``WATCH_INTERVAL`` seconds, and exits the
+    process when the worker has been handed to another parent."""
+    if pid is None:
+        return
+    if tie and sys.platform.startswith("linux"):
+        try:
+            import ctypes
+
+            libc = ctypes.CDLL(None, use_errno=True)
+            libc.prctl(1, int(signal.SIGKILL), 0, 0, 0)  # 1: PR_SET_PDEATHSIG
+        except (OSError, AttributeError):  # pragma: no cover - no libc to ask
+            pass
+    if os.getppid() != pid:  # gone before the signal was asked for
+        os._exit(EXIT_PARENT_GONE)
+
+    def watch() -> None:
+        while True:
+            time.sleep(WATCH_INTERVAL)
+            if os.getppid() != pid:
+                os._exit(EXIT_PARENT_GONE)
+
+    import threading
+
+    threading.Thread(target=watch, name="flake8-mha-parent-watch", daemon=True).start()
+
+
 def main(argv: Optional[Sequence[str]] = None) -> int:
-    memory_limit, cpu_limit = _limits(sys.argv[1:] if argv is None else argv)
+    args = sys.argv[1:] if argv is None else argv
+    watch_parent(*_parent(args))
+    memory_limit, cpu_limit = _limits(args)
     channel = os.fdopen(os.dup(sys.stdout.fileno()), "w", encoding="utf-8")
     os.dup2(sys.stderr.fileno(), sys.stdout.fileno())  # stray prints go to stderr
     sys.stdout = sys.stderr

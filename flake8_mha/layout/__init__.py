@@ -3,7 +3,7 @@
 For every tensor that reaches an attention module's query/key/value
 (``src``/``tgt``/``memory`` for the Transformer modules) the analysis infers
 its axis order from what the code says and carries the line that decided it
-as evidence (RULES.md, "Layout").  Without evidence the layout is unknown: no
+as evidence (docs/evidence.md, "Layout evidence").  Without evidence the layout is unknown: no
 prior is assumed.  Never imports torch.
 
 - ``domain``: the value (axis roles), names of axes, comment and einops parsing,
@@ -22,6 +22,7 @@ from .domain import BATCH, SEQ, Layout, parse_shape_comment, roles_of_names
 from .evaluate import LayoutEvaluator
 
 BATCH_FIRST, SEQ_FIRST, UNBATCHED = "batch-first", "sequence-first", "unbatched"
+CONVERTED = "converted"  # an axis swap of unknown data: whatever the module reads
 # the arguments whose layout decides a call, most telling first
 _INPUTS = ("query", "src", "tgt", "key", "value", "memory")
 _CONTAINER_LAYER = {"TransformerEncoder": "encoder_layer", "TransformerDecoder": "decoder_layer"}
@@ -44,6 +45,8 @@ class CallLayout:
 def _kind(layout: Optional[Layout]) -> Optional[str]:
     if layout is None:
         return None
+    if layout.conforms:
+        return CONVERTED
     if layout.unbatched:
         return UNBATCHED
     bf = layout.batch_first
@@ -78,14 +81,46 @@ class LayoutAnalysis:
                 found.append(CallLayout(kind, layout, name))
         if not found:
             return CallLayout(None)
+        known = [c for c in found if c.kind != CONVERTED]
+        if known:
+            found = known  # a swap conforms to the layout the other inputs state
         kinds = {c.kind for c in found}
         if len(kinds) > 1:
             return CallLayout(None)  # the inputs disagree: torch raises or we misread
+        if kinds == {CONVERTED}:
+            return self._converted(ev, found[0])
         return found[0]
+
+    def _converted(self, ev: ModuleCall, call: CallLayout) -> CallLayout:
+        """Data swapped right before the call, of a layout the code never states:
+        converted to the layout the module reads (docs/evidence.md)."""
+        reads = self.stated_batch_first(ev, default=False)
+        if reads is None:
+            return CallLayout(None)
+        roles = (BATCH, SEQ, None) if reads else (SEQ, BATCH, None)
+        swap = call.layout
+        layout = (
+            Layout(roles, swap.node, swap.how, origin=swap.origin) if swap is not None else None
+        )
+        return CallLayout(BATCH_FIRST if reads else SEQ_FIRST, layout, call.arg)
 
     def evidence(self, call: CallLayout) -> Dict[str, Any]:
         """The layout evidence a finding carries (and its witness reads)."""
         lay = call.layout
+        if lay is not None and lay.origin is not None:
+            # the evidence stands in another file of the project
+            path, line, source = lay.origin
+            return {
+                "layout": lay.text(),
+                "layout_roles": list(lay.roles),
+                "layout_kind": call.kind,
+                "batch_first_data": call.batch_first,
+                "layout_line": line,
+                "layout_source": source,
+                "layout_how": lay.how,
+                "layout_arg": call.arg,
+                "layout_file": _relative(path),
+            }
         return {
             "layout": lay.text() if lay is not None else None,
             "layout_roles": list(lay.roles) if lay is not None else None,
@@ -121,18 +156,23 @@ class LayoutAnalysis:
             return False
         return any(li.ctor is not None and li.ctor.node is ev.site.node for li in layers or ())
 
-    def stated_batch_first(self, ev: ModuleCall) -> Optional[bool]:
+    def stated_batch_first(self, ev: ModuleCall, default=None) -> Optional[bool]:
         """The ``batch_first`` every module this call may run was built with, when
-        it is stated (a literal or known constant); None when left to the default,
-        unknown, or not the same for all."""
+        it is stated (a literal or known constant); None when unknown or not the
+        same for all, and ``default`` (None: not stated) where left to torch's."""
         values = set()
         for inst in ev.instances:
             for ctor_site, spec, args in self._batch_first_ctors(inst, ev.spec.name):
                 if args is None or not spec.has_batch_first:
                     return None
                 expr = args.get("batch_first")
+                if expr is None and args.maybe_given("batch_first"):
+                    return None
                 if expr is None:
-                    return None  # the default: MHA001/MHA903's business
+                    if default is None:
+                        return None  # the default: MHA001/MHA903's business
+                    values.add(default)
+                    continue
                 value = self.ctx.value(expr, ctor_site)
                 if not isinstance(value, bool):
                     return None
@@ -156,6 +196,15 @@ class LayoutAnalysis:
             return
         for li in layers:
             yield li.ctor, li.spec, li.init_args()
+
+
+def _relative(path: str) -> str:
+    """A file of the project as its findings name it: from the project root."""
+    import os
+
+    from ..program.files import project_root
+
+    return os.path.relpath(path, project_root(path)).replace(os.sep, "/")
 
 
 def analysis_for(ctx) -> LayoutAnalysis:

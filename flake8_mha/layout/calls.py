@@ -19,21 +19,23 @@ from ..heads import EINOPS_REARRANGE
 from .domain import (
     BATCH,
     CHANNEL,
-    EMBED,
-    SEQ,
-    SPATIAL,
     CONV,
     CTORS,
+    EMBED,
     PRESERVE_FUNCS,
     PRESERVE_METHODS,
     PRESERVE_MODULES,
+    SEQ,
+    SPATIAL,
     Layout,
     group_role,
-    positional,
-    useful,
+    is_swap,
+    is_swap_pattern,
     parse_einops_side,
+    positional,
     roles_of_names,
     transform,
+    useful,
 )
 
 CYCLE = Layout((), None, "cycle")  # met again while being computed: no say in a join
@@ -78,10 +80,15 @@ def join(values: Sequence[Optional[Layout]]) -> Optional[Layout]:
             return None
         if out is None:
             out = v
-        elif v.roles != out.roles:
+        elif not same(v, out):
             return None
         seen = True
     return out if seen else CYCLE if values else None
+
+
+def same(a: Layout, b: Layout) -> bool:
+    """The same axis roles, and both or neither a conversion (``conforms``)."""
+    return a.roles == b.roles and a.conforms == b.conforms
 
 
 def real(v: Optional[Layout]) -> Optional[Layout]:
@@ -138,7 +145,9 @@ class LayoutCalls:
                 if arg is None:
                     return None
                 got = real(self.eval(arg, env, scope, frame, depth))
-                return Layout(got.roles, node, "module output") if got is not None else None
+                if got is None or got.conforms:
+                    return got  # a conversion keeps its evidence: the swap
+                return Layout(got.roles, node, "module output")
         if index is not None:
             return None
         qn = None
@@ -159,7 +168,7 @@ class LayoutCalls:
         found = self.callee(node, env, scope)
         if found is not None:
             return self._helper(found, node, env, scope, frame, depth)
-        return None
+        return self.module_output(node, env, scope, frame, depth)
 
     def _torch_module(self, ctor, node, env, scope, frame, depth) -> Optional[Layout]:
         name, built, d = ctor
@@ -168,6 +177,8 @@ class LayoutCalls:
             return None
         if name in PRESERVE_MODULES or (name == "Sequential" and self._all_preserving(built, d)):
             return self.eval(args[0], env, scope, frame, depth)  # the evidence stays where it was
+        if name == "Sequential":
+            return self.module_output(node, env, scope, frame, depth)
         if name == "Embedding":
             ids = real(self.eval(args[0], env, scope, frame, depth))
             if ids is None or EMBED in ids.roles:
@@ -212,7 +223,9 @@ class LayoutCalls:
     def _method_call(self, attr, owner, node, env, scope, frame, depth) -> Optional[Layout]:
         if attr in _TRANSFORMS:
             inner = real(self.eval(owner, env, scope, frame, depth))
-            return transform(inner, attr, node, node) if inner is not None else None
+            if inner is None:
+                return self.swap_layout(node) if is_swap(node, attr) else None
+            return transform(inner, attr, node, node)
         if attr in PRESERVE_METHODS:
             return self.eval(owner, env, scope, frame, depth)
         if attr in _SIZED:
@@ -237,9 +250,10 @@ class LayoutCalls:
             return self._einsum(args, node, env, scope, frame, depth)
         if qn in _TORCH_TRANSFORMS and args:
             inner = real(self.eval(args[0], env, scope, frame, depth))
-            if inner is None:
-                return None
             rest = node.with_changes(args=node.args[1:])
+            if inner is None:
+                swap = is_swap(rest, _TORCH_TRANSFORMS[qn])
+                return self.swap_layout(node) if swap else None
             return transform(inner, _TORCH_TRANSFORMS[qn], rest, node)
         if qn in PRESERVE_FUNCS and args:
             return self.eval(args[0], env, scope, frame, depth)
@@ -261,6 +275,10 @@ class LayoutCalls:
         if left is None or right is None:
             return None
         inner = real(self.eval(tensor, env, scope, frame, depth))
+        if inner is None and is_swap_pattern(text):
+            swap = self.swap_layout(node)
+            if swap is not None and not useful(tuple(roles_of_names(left))):
+                return swap  # ``"x y z -> y x z"``: names that say nothing
         if inner is not None and len(inner.roles) == len(left):
             named = {g: r for g, r in zip(left, inner.roles) if " " not in g}
         else:

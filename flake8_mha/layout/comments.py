@@ -10,9 +10,10 @@ import libcst as cst
 
 from ..flow import lookup
 from ..tree import walk, walk_in_order
-from .domain import Layout, useful, parse_shape_comment, roles_of_names
+from .domain import Layout, parse_shape_comment, roles_of_names, useful
 
 _Entry = Tuple[cst.Comment, Dict[Optional[str], tuple]]
+_DIM = re.compile(r"[A-Za-z_]\w*")
 _GOOGLE_ARG = re.compile(r"^\s*(\w+)\s*\([^()]*\)\s*:(.*)$")
 
 
@@ -23,18 +24,61 @@ def _parsed(comment: Optional[cst.Comment]) -> List[_Entry]:
     return [(comment, found)] if found else []
 
 
-def _line_comments(line: cst.SimpleStatementLine) -> List[_Entry]:
-    """The statement's own trailing comment first, then the one on the line just above.
+def _line_comments(line: cst.SimpleStatementLine, below=None) -> List[_Entry]:
+    """The statement's own trailing comment first, then the one on the line just
+    above, then ``below``: the one on the line just below it.
 
     ``# x: (B, L, E)`` above ``x = x.transpose(0, 1)`` may speak of x before or
     after the statement: a comment above a statement that rebinds a name it
-    reads counts only when an arrow says which side it means."""
+    reads counts only when an arrow says which side it means.  A comment just
+    below counts only for a statement that changes the axes (``permute``,
+    ``view``, ``rearrange``, ...), whose result authors describe on the next
+    line, and never with an arrow (that heads the next statement)."""
     out = _parsed(line.trailing_whitespace.comment)
     if line.leading_lines:
         above = line.leading_lines[-1].comment
         if above is not None and ("->" in above.value or not _rebinds_what_it_reads(line)):
             out += _parsed(above)
+    if below is not None and "->" not in below.value and _reshapes(line):
+        out += _parsed(below)
     return out
+
+
+_RESHAPES = {
+    "permute",
+    "transpose",
+    "swapaxes",
+    "swapdims",
+    "movedim",
+    "moveaxis",
+    "view",
+    "reshape",
+    "flatten",
+    "unflatten",
+    "rearrange",
+}
+
+
+def _reshapes(line: cst.SimpleStatementLine) -> bool:
+    """The line assigns the result of a call that changes the axes."""
+    for small in line.body:
+        value = getattr(small, "value", None)
+        if isinstance(small, (cst.Assign, cst.AnnAssign)) and isinstance(value, cst.Call):
+            func = value.func
+            name = (
+                func.attr.value if isinstance(func, cst.Attribute) else getattr(func, "value", "")
+            )
+            if name in _RESHAPES:
+                return True
+    return False
+
+
+def _below(body, i: int) -> Optional[cst.Comment]:
+    """The comment on the line just below statement ``i`` of ``body``."""
+    if i + 1 >= len(body):
+        return None
+    leading = getattr(body[i + 1], "leading_lines", ())
+    return leading[0].comment if leading else None
 
 
 def _rebinds_what_it_reads(line: cst.SimpleStatementLine) -> bool:
@@ -79,13 +123,28 @@ def _holds_no_statement(node: cst.CSTNode) -> bool:
 
 
 def _statement_lines(module: cst.Module) -> Iterator[cst.SimpleStatementLine]:
+    """Every statement line of the module."""
+    for line, _ in _lines_and_below(module):
+        yield line
+
+
+def _lines_and_below(
+    module: cst.Module,
+) -> Iterator[Tuple[cst.SimpleStatementLine, Optional[cst.Comment]]]:
+    """Every statement line, with the comment on the line just below it."""
     for node in walk(module, _holds_no_statement):
-        if type(node) is cst.SimpleStatementLine:
-            yield node  # type: ignore[misc]
+        t = type(node)
+        if t is cst.Module or t is cst.IndentedBlock:
+            body = node.body  # type: ignore[attr-defined]
+            for i, line in enumerate(body):
+                if type(line) is cst.SimpleStatementLine:
+                    yield line, _below(body, i)
 
 
-def _index(index: "CommentIndex", line: cst.SimpleStatementLine) -> None:
-    entries = _line_comments(line)
+def _index(
+    index: "CommentIndex", line: cst.SimpleStatementLine, below: Optional[cst.Comment] = None
+) -> None:
+    entries = _line_comments(line, below)
     if not entries:
         return
     for small in line.body:
@@ -109,8 +168,8 @@ class CommentIndex:
     def _build(self) -> None:
         if not self._built:
             self._built = True
-            for line in _statement_lines(self.module):
-                _index(self, line)
+            for line, below in _lines_and_below(self.module):
+                _index(self, line, below)
 
     def of_value(self, value: cst.CSTNode) -> Optional[Layout]:
         """``x = f(y)  # (B, L, E)`` (or the comment on the line above)."""
@@ -169,6 +228,27 @@ class CommentIndex:
                             node = first.body[0]
                             out.append((node, found))
         return out
+
+    @staticmethod
+    def param_comment(param: cst.Param) -> Optional[Layout]:
+        """``tgt: Tensor,  # nq, bs, d_model`` in a signature written one
+        parameter a line: the comment after the parameter's comma, also as a
+        bare list of dimension names."""
+        comma = param.comma
+        ws = getattr(comma, "whitespace_after", None)
+        comment = getattr(getattr(ws, "first_line", None), "comment", None)
+        if comment is None:
+            return None
+        found = parse_shape_comment(comment.value)
+        roles = found.get(None) or found.get(param.name.value)
+        if roles is None:
+            names = [n.strip() for n in comment.value.lstrip("#").split(",")]
+            if len(names) < 2 or not all(_DIM.fullmatch(n) for n in names):
+                return None
+            roles = roles_of_names(names)
+            if not useful(roles):
+                return None
+        return Layout(roles, comment, "shape comment")
 
     @staticmethod
     def annotation(param: cst.Param) -> Optional[Layout]:

@@ -3,7 +3,7 @@
 For each tensor that reaches an attention module's query/key/value
 (``src``/``tgt``/``memory`` for the Transformer modules) the evaluator infers
 its axis order from what the code says, and keeps the node that decided it
-as evidence.  Evidence (RULES.md, "Layout"):
+as evidence.  Evidence (docs/evidence.md, "Layout evidence"):
 
 - einops ``rearrange`` patterns and ``einsum`` strings;
 - shape-unpacking names (``B, L, D = x.shape``, ``bsz, seq_len, _ = x.size()``)
@@ -32,7 +32,6 @@ from typing import Dict, List, Optional, Sequence, Tuple
 
 import libcst as cst
 
-
 BATCH, SEQ, EMBED, CHANNEL, HEAD, SPATIAL = "batch", "seq", "embed", "channel", "head", "spatial"
 MAX_DEPTH = 40
 MAX_CALLER_DEPTH = 3
@@ -49,6 +48,12 @@ class Layout:
     roles: Tuple[Optional[str], ...]
     node: Optional[cst.CSTNode] = None
     how: str = ""  # which kind of evidence: "comment", "einops", "transpose", ...
+    # an axis swap of data of unknown layout fed to a module: converted to the
+    # layout that module reads (layout/program.py), whatever that is
+    conforms: bool = False
+    # (file, line, code) of the evidence when it stands in another file of the
+    # project (layout/project_callers.py); None: in the file analyzed
+    origin: Optional[Tuple[str, Optional[int], str]] = None
 
     @property
     def batch_first(self) -> Optional[bool]:
@@ -505,3 +510,31 @@ def transform(layout: Layout, method: str, call: cst.Call, node) -> Optional[Lay
             return None  # a batch or sequence of size 1 only, perhaps
         return Layout(tuple(roles[:d] + roles[d + 1 :]), node, method)
     return None
+
+
+# --------------------------------------------------------------------------- swaps
+
+
+def is_swap(call: cst.Call, method: str) -> bool:
+    """``permute(1, 0, 2)``, ``transpose(0, 1)`` (either order), ``swapaxes(0, 1)``."""
+    dims = []
+    for arg in positional(call):
+        if not isinstance(arg, cst.Integer):
+            return False
+        dims.append(int(arg.value))
+    if len(dims) != len(call.args):
+        return False
+    if method == "permute":
+        return dims == [1, 0, 2]
+    return sorted(dims) == [0, 1]
+
+
+def is_swap_pattern(text: str) -> bool:
+    """An einops pattern that swaps the first two axes and keeps the rest."""
+    if "->" not in text:
+        return False
+    left_s, right_s = text.split("->", 1)
+    left, right = parse_einops_side(left_s), parse_einops_side(right_s)
+    if left is None or right is None or len(left) != 3 or len(right) != 3:
+        return False
+    return right == [left[1], left[0], left[2]] and len(set(left)) == 3

@@ -11,7 +11,7 @@ from typing import Dict, Optional, Tuple
 
 import libcst as cst
 
-from ..callgraph import FileCalls, bind_call, frame_for
+from ..callgraph import ChainSite, FileCalls, bind_call, frame_for
 from ..flow import CallSite, Def, Scope, lookup
 from ..values import unpacked
 from .calls import CYCLE, MODULE_OUTPUT_ARG, LayoutCalls, join, real
@@ -23,11 +23,19 @@ from .domain import (
     SPATIAL,
     Layout,
 )
+from .program import ProgramLayout
+from .project_callers import MAX_HOPS
 
 
-class LayoutEvaluator(FileCalls, LayoutCalls):
-    def __init__(self, ctx):
+class LayoutEvaluator(FileCalls, LayoutCalls, ProgramLayout):
+    def __init__(self, ctx, hops: int = MAX_HOPS, session: Optional[dict] = None):
         self.ctx = ctx
+        # the file on disk (a Project's), whose project the analysis may read
+        project = getattr(ctx, "project", None)
+        self.path = getattr(project, "path", None) if getattr(project, "files", True) else None
+        self.hops = hops if self.path is not None else 0
+        # the linted file's project: the other files read become its findings' dependencies
+        self.session = {("project",): project} if session is None else session
         self.flow = ctx.flow
         self.resolver = ctx.resolver
         self.module = ctx.module
@@ -68,13 +76,14 @@ class LayoutEvaluator(FileCalls, LayoutCalls):
     def at(self, expr: cst.BaseExpression, site: CallSite) -> Optional[Layout]:
         """The layout of ``expr`` as the call at ``site`` receives it."""
         got = real(self.eval(expr, site.env, site.scope, None, 0))
-        if got is None and isinstance(expr, cst.Name):
-            # ``out = attn(x, x, x)  # x: (L, N, E)``
-            got = self.comments.named(site.stmt, expr.value)
+        if (got is None or got.conforms) and isinstance(expr, cst.Name):
+            # ``out = attn(x, x, x)  # x: (L, N, E)``: a comment says more than a swap
+            stated = self.comments.named(site.stmt, expr.value)
             defs = lookup(expr.value, site.env, site.scope)
-            if got is None and defs and all(d.kind == "param" for d in defs):
+            if stated is None and got is None and defs and all(d.kind == "param" for d in defs):
                 # a comment at the top of the function speaks of the parameter as it came in
-                got = self._function_comment(site.scope, expr.value)
+                stated = self._function_comment(site.scope, expr.value)
+            got = stated or got
         return got
 
     def eval(self, node, env, scope, frame, depth) -> Optional[Layout]:
@@ -141,7 +150,9 @@ class LayoutEvaluator(FileCalls, LayoutCalls):
         kind = d.kind
         if kind == "assign":
             got = self.eval(d.node, d.env, d.scope, frame, depth)
-            return got if real(got) is not None else (self.comments.of_value(d.node) or got)
+            if real(got) is not None and not got.conforms:
+                return got
+            return self.comments.of_value(d.node) or got  # a comment says more than a swap
         if kind == "unpack":
             el = unpacked(d)
             if el is not None:
@@ -177,14 +188,18 @@ class LayoutEvaluator(FileCalls, LayoutCalls):
         func = d.extra
         if frame is not None and frame.func is func:
             arg = frame.args.get(name)
-            if arg is None:
-                return None
+            if arg is None or isinstance(arg, Layout):
+                return arg  # a member of a container run on a layout (program.py)
             return self.eval(arg, frame.env, frame.scope, frame.parent, depth)
         if not isinstance(func, cst.FunctionDef):
             return None
         got = self._from_callers(func, name, depth)
         if real(got) is None:
-            stated = self.comments.annotation(p) or self._function_comment(d.scope, name)
+            stated = (
+                self.comments.annotation(p)
+                or self.comments.param_comment(p)
+                or self._function_comment(d.scope, name)
+            )
             if stated is not None:
                 return stated
         return got
@@ -198,7 +213,7 @@ class LayoutEvaluator(FileCalls, LayoutCalls):
 
     def _from_callers(self, func, name, depth) -> Optional[Layout]:
         callers = self.callers().get(id(func), [])
-        if not callers or self._caller_depth >= MAX_CALLER_DEPTH:
+        if self._caller_depth >= MAX_CALLER_DEPTH:
             return None
         guard = ("callers", id(func), name)
         if guard in self._active:
@@ -208,14 +223,22 @@ class LayoutEvaluator(FileCalls, LayoutCalls):
         values = []
         try:
             for site, skip in callers:
+                if isinstance(site, ChainSite):
+                    first = [q.name.value for q in func.params.params[skip : skip + 1]]
+                    if first != [name]:
+                        continue  # the member's other parameters keep their defaults
+                    values.append(self.chain_input(site, func, depth))
+                    continue
                 arg = bind_call(func, site.node, skip).get(name)
                 if arg is None:
                     return None
                 values.append(self.at(arg, site))
+            values.extend(self.torch_layer_inputs(func, name))  # run by nn.TransformerEncoder
+            values.extend(self.project_inputs(func, name))  # the project's other files
         finally:
             self._caller_depth -= 1
             self._active.discard(guard)
-        return join(values)
+        return join(values) if values else None
 
     # ---------------------------------------------------------------- callers
     # ---------------------------------------------------------------- expressions

@@ -15,6 +15,7 @@ import ast
 import os
 from typing import Dict, Iterable, List, Optional, Set
 
+from ..atomic import read_regular
 from . import chains
 from .files import ProjectFiles, project_root
 
@@ -102,9 +103,8 @@ def _resolve_imports(path: str, size: int) -> Set[str]:
     if size > MAX_BYTES:
         return set()
     try:
-        with open(path, "rb") as fh:
-            text = fh.read().decode("utf-8", "replace")
-    except OSError:
+        text = read_regular(path, MAX_BYTES).decode("utf-8", "replace")
+    except OSError:  # a FIFO or a device too (atomic.NotRegular), or over the size
         return set()
     files = ProjectFiles(path)
     package = files.package_of(files.path)
@@ -186,10 +186,7 @@ def _read_constructions(files, cls, params, own_text):
             text = own_text
         else:
             try:
-                if os.path.getsize(name) > MAX_BYTES:
-                    return None
-                with open(name, "rb") as fh:
-                    text = fh.read().decode("utf-8", "replace")
+                text = read_regular(name, MAX_BYTES).decode("utf-8", "replace")
             except OSError:
                 return None
         if cls not in text:

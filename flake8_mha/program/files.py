@@ -19,6 +19,7 @@ import hashlib
 import os
 from typing import Dict, List, Optional, Tuple
 
+from ..atomic import read_regular
 from ..torch_api import SDPA_NAME
 from . import chains
 from .summaries import (
@@ -267,8 +268,7 @@ class ProjectFiles:
             return False
         _LEADS[key] = False  # met again while being decided (an import cycle)
         try:
-            with open(filename, "rb") as fh:
-                text = decode(fh.read(MAX_FILE_BYTES))
+            text = decode(read_regular(filename, MAX_FILE_BYTES))
         except (OSError, SyntaxError, UnicodeDecodeError, LookupError):
             text = ""
         found = SDPA_NAME in text
@@ -316,11 +316,8 @@ class ProjectFiles:
         dependency of the linted file's cached findings.  None when it cannot
         be read or is larger than ``MAX_FILE_BYTES``."""
         try:
-            with open(filename, "rb") as fh:
-                data = fh.read(MAX_FILE_BYTES + 1)
-        except OSError:
-            return None
-        if len(data) > MAX_FILE_BYTES:
+            data = read_regular(filename, MAX_FILE_BYTES)
+        except OSError:  # absent, not a regular file, or over the size
             return None
         digest = hashlib.sha256(data).hexdigest()
         self.deps[filename] = digest
@@ -360,8 +357,7 @@ class ProjectFiles:
         if filename in self.deps:
             return
         try:
-            with open(filename, "rb") as fh:
-                self.deps[filename] = hashlib.sha256(fh.read(MAX_FILE_BYTES + 1)).hexdigest()
+            self.deps[filename] = hashlib.sha256(read_regular(filename, MAX_FILE_BYTES)).hexdigest()
         except OSError:
             pass
 

@@ -36,4 +36,5 @@ def call_layouts(rule: Rule, ev: Construction) -> Tuple[List[Tuple[ModuleCall, C
 def where(analysis, layout: CallLayout) -> str:
     """The evidence line of a layout, in words."""
     ev = analysis.evidence(layout)
-    return f"{ev['layout']}, line {ev['layout_line']}: `{ev['layout_source']}`"
+    there = f"{ev['layout_file']} " if ev.get("layout_file") else ""  # another file's
+    return f"{ev['layout']}, {there}line {ev['layout_line']}: `{ev['layout_source']}`"

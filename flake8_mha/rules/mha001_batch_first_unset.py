@@ -35,16 +35,26 @@ class BatchFirstUnset(Rule):
         never called in the file. Any explicit value, `True` or `False`, is
         accepted, and so is a `**kwargs` splat that may carry it.
 
-        The layout of the data comes from the code only (RULES.md, "Layout"):
-        einops patterns and `einsum` strings, shape-unpacking names
-        (`B, L, D = x.shape`) and `view`/`reshape`/`torch.randn` with named
-        sizes, `transpose`/`permute`/`swapaxes`/`movedim`/`flatten`/`unflatten`
-        of a known layout, embeddings of ids of known layout, convolution
-        feature maps `(N, C, ...)`, layout-preserving operations, an attention
-        module's own output, shape comments on the same or previous line, and
-        jaxtyping annotations, followed through locals, helpers, methods and
-        callers. When the data is known to be batch-first, the message says so
-        and names the line that decided it.
+        The layout of the data comes from the code only (docs/evidence.md,
+        "Layout evidence"): einops patterns and `einsum` strings,
+        shape-unpacking names (`B, L, D = x.shape`) and
+        `view`/`reshape`/`torch.randn` with named sizes,
+        `transpose`/`permute`/`swapaxes`/`movedim`/`flatten`/`unflatten` of a
+        known layout, embeddings of ids of known layout, convolution feature
+        maps `(N, C, ...)`, layout-preserving operations, an attention
+        module's own output, shape comments (at the end of the line, on the
+        line above, just below a reshape, or after a parameter in the
+        signature) and jaxtyping annotations,
+        followed through locals, helpers, methods, callers and module calls
+        (`self.block(x)`, an `nn.ModuleList` looped over or indexed, an
+        `nn.Sequential` of the file's blocks, and what a block's `forward`
+        returns). When the data is known to be batch-first, the message says
+        so and names the line that decided it.
+
+        An axis swap (`x.permute(1, 0, 2)`, `x.transpose(0, 1)`) of data whose
+        layout the code never states, passed straight to the module call (or
+        to a module of the file whose `forward` reaches it), is the conversion
+        to the layout the module reads: that call is not reported.
 
         A module fed data known to be sequence-first on every call is correct:
         it is not reported here (the opt-in MHA903 asks to say so explicitly).
@@ -93,6 +103,14 @@ class BatchFirstUnset(Rule):
         - Unknown layout is reported (as before the layout analysis): no prior is
           assumed either way, and the default is a trap whenever the data is
           batch-first. A module never called in the file is reported too.
+        - An axis swap right before the call counts only when the data's
+          layout is otherwise unknown, and only through at most one local
+          assignment (`x = x.permute(1, 0, 2)  # NLD -> LND`, then the call):
+          in the released packages reviewed, every such swap was the
+          conversion to sequence-first. Any stated layout decides over it.
+        - A member of an `nn.Sequential` after the first is fed the output of
+          the one before it; a member whose output layout is not known makes
+          the rest of the chain unknown.
         - Unbatched 2-D input `(L, E)` has no batch axis: a module fed only
           unbatched data is not reported (nor by MHA903).
         - A length-1 query (a learned pooling query `q.expand(B, 1, E)`) is read
@@ -204,6 +222,9 @@ class BatchFirstImplicit(Rule):
         - Every call must be known sequence-first; unbatched `(L, E)` calls do
           not count against it, but a module fed only unbatched data is not
           reported. One call of unknown layout and the module is MHA001's.
+        - An axis swap of data of unknown layout right before the call (the
+          CLIP pattern: `x.permute(1, 0, 2)  # NLD -> LND`) counts as
+          sequence-first data: the message names the swap.
         - The fix writes exactly what torch already does: the numbers do not
           change. A construction with a `**kwargs` splat is never reported.
         - MHA902 (also opt-in) reports every explicit `batch_first=False`: the two

@@ -60,6 +60,9 @@ class LayoutMismatch(Rule):
           mismatched calls reported.
         - Unbatched `(L, E)` data, and calls whose inputs disagree with each
           other, are not reported.
+        - An axis swap of data whose layout the code never states, right
+          before the call, is the conversion to the layout the module reads:
+          never a mismatch.
         - Never auto-fixed: whether the transpose or the flag is wrong is the
           author's call.
         """

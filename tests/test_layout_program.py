@@ -1,0 +1,630 @@
+"""Layout through the program (issue 26, item 4): module calls and containers.
+
+The data's layout flows into a module's ``forward`` from every call of it
+(``self.block(x)``, a loop or an index over an ``nn.ModuleList``, a call of an
+``nn.Sequential`` of the file's module classes) and back out of it; an axis
+swap of data whose layout the code never states, fed straight to a module
+call, is the conversion to the layout that module reads (docs/evidence.md);
+shape comments count above, at the end of, and just below a statement.
+
+Each case checks the exact (code, line, column) and the line the layout
+evidence names.
+"""
+from __future__ import annotations
+
+import textwrap
+
+from flake8_mha import focus
+from flake8_mha.engine import analyze_source
+
+CODES = ["MHA001", "MHA010", "MHA903"]
+HEAD = "import torch\nimport torch.nn as nn\nfrom collections import OrderedDict\n"  # lines 1-3
+
+# the residual block of the CLIP pattern: the attention is built on line 7
+BLOCK = """\
+class Block(nn.Module):
+    def __init__(self, d):
+        super().__init__()
+        self.attn = nn.MultiheadAttention(d, 8)
+        self.ln_1 = nn.LayerNorm(d)
+        self.mlp = nn.Sequential(OrderedDict([("fc", nn.Linear(d, 4 * d)), ("proj", nn.Linear(4 * d, d))]))
+
+    def attention(self, x):
+        return self.attn(x, x, x, need_weights=False)[0]
+
+    def forward(self, x):
+        x = x + self.attention(self.ln_1(x))
+        x = x + self.mlp(x)
+        return x
+"""
+BUILT = (7, 21)  # where ``nn.MultiheadAttention`` stands
+AFTER = 4 + BLOCK.count("\n")  # the first line after the block
+
+
+def findings(body: str, codes=CODES):
+    src = HEAD + BLOCK + textwrap.dedent(body)
+    return analyze_source(src, "t.py", codes)
+
+
+def only(body: str, codes=CODES):
+    found = findings(body, codes)
+    assert len(found) == 1, [(f.code, f.line, f.col, f.message) for f in found]
+    return found[0]
+
+
+def line_of(body: str, text: str) -> int:
+    """The line of the file (HEAD + BLOCK + body) where ``text`` first stands."""
+    for i, line in enumerate(textwrap.dedent(body).splitlines()):
+        if text in line:
+            return AFTER + i
+    raise AssertionError(text)
+
+
+CLIP_TOWER = """\
+class Transformer(nn.Module):
+    def __init__(self, width, layers):
+        super().__init__()
+        self.resblocks = nn.Sequential(*[Block(width) for _ in range(layers)])
+
+    def forward(self, x):
+        return self.resblocks(x)
+
+
+class TextTower(nn.Module):
+    def __init__(self, vocab, width, layers):
+        super().__init__()
+        self.token_embedding = nn.Embedding(vocab, width)
+        self.transformer = Transformer(width, layers)
+
+    def forward(self, text):
+        x = self.token_embedding(text)
+        x = x.permute(1, 0, 2)  # NLD -> LND
+        x = self.transformer(x)
+        x = x.permute(1, 0, 2)  # LND -> NLD
+        return x
+"""
+
+
+# ----------------------------------------------------------------------- the CLIP pattern
+
+def test_clip_pattern_fed_sequence_first_gives_no_mha001():
+    f = only(CLIP_TOWER, ["MHA001", "MHA010", "MHA903"])
+    # opt-in MHA903: correct but implicit, and the evidence is the swap
+    assert (f.code, f.line, f.col) == ("MHA903",) + BUILT
+    assert f.evidence["layout_line"] == line_of(CLIP_TOWER, "x = x.permute(1, 0, 2)  # NLD")
+    assert f.evidence["layout_how"] == "axis swap before the module call"
+    assert f.evidence["layout_kind"] == "sequence-first"
+    assert findings(CLIP_TOWER, ["MHA001", "MHA010"]) == []
+
+
+def test_same_blocks_fed_batch_first_give_mha001():
+    body = CLIP_TOWER.replace(
+        "        x = self.token_embedding(text)\n        x = x.permute(1, 0, 2)  # NLD -> LND\n",
+        "        B, L = text.shape\n        x = self.token_embedding(text)\n",
+    )
+    f = only(body)
+    assert (f.code, f.line, f.col) == ("MHA001",) + BUILT
+    assert f.evidence["layout_line"] == line_of(body, "x = self.token_embedding(text)")
+    assert f.evidence["layout_kind"] == "batch-first"
+    assert "is fed batch-first data ((N, L, E), line" in f.message
+
+
+def test_known_layout_beats_the_swap():
+    # batch-first data made batch-first again by a swap of the wrong axes: the
+    # known layout decides, not the swap
+    body = """\
+    class Tower(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.blocks = nn.Sequential(Block(64), Block(64))
+
+        def forward(self, x):
+            L, B, E = x.shape
+            return self.blocks(x.permute(1, 0, 2))
+    """
+    f = only(body)
+    assert (f.code, f.line, f.col, f.evidence["layout_kind"]) == ("MHA001",) + BUILT + (
+        "batch-first",)
+    assert f.evidence["layout_how"] == "permute"
+
+
+# ----------------------------------------------------------------------- containers
+
+def _seq_first(body: str, swap_text: str) -> None:
+    f = only(body)
+    assert (f.code, f.line, f.col) == ("MHA903",) + BUILT
+    assert f.evidence["layout_line"] == line_of(body, swap_text)
+    assert f.evidence["layout_kind"] == "sequence-first"
+
+
+def _batch_first(body: str) -> None:
+    f = only(body)
+    assert (f.code, f.line, f.col, f.evidence["layout_kind"]) == ("MHA001",) + BUILT + (
+        "batch-first",)
+
+
+SEQUENTIAL_FORMS = {
+    "list": "nn.Sequential(Block(64), Block(64))",
+    "starred_comprehension": "nn.Sequential(*[Block(64) for _ in range(4)])",
+    "starred_list": "nn.Sequential(*[Block(64), Block(64)])",
+    "ordered_dict": 'nn.Sequential(OrderedDict([("b0", Block(64)), ("b1", Block(64))]))',
+    "ordered_dict_comprehension": (
+        'nn.Sequential(OrderedDict([(f"b{i}", Block(64)) for i in range(4)]))'),
+    "with_torch_members": "nn.Sequential(nn.LayerNorm(64), Block(64), nn.Dropout(0.1))",
+}
+
+
+def _sequential_body(built: str, feed: str) -> str:
+    return f"""\
+    class Tower(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.blocks = {built}
+
+        def forward(self, x):
+            B, L, E = x.shape
+            return self.blocks({feed})
+    """
+
+
+def test_every_sequential_form_carries_the_layout_to_its_members():
+    for name, built in SEQUENTIAL_FORMS.items():
+        _seq_first(_sequential_body(built, "x.transpose(0, 1)"), "x.transpose(0, 1)")
+        _batch_first(_sequential_body(built, "x"))
+
+
+def test_modulelist_loop_and_index_carry_the_layout():
+    loop = """\
+    class Tower(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.blocks = nn.ModuleList([Block(64) for _ in range(4)])
+
+        def forward(self, x):
+            B, L, E = x.shape
+            x = x.transpose(0, 1)
+            for blk in self.blocks:
+                x = blk(x)
+            return x
+    """
+    _seq_first(loop, "x = x.transpose(0, 1)")
+    _batch_first(loop.replace("x = x.transpose(0, 1)", "x = x * 1"))
+    index = loop.replace("for blk in self.blocks:\n            x = blk(x)",
+                         "x = self.blocks[0](x)")
+    _seq_first(index, "x = x.transpose(0, 1)")
+
+
+def test_a_loop_over_a_sequential_carries_the_layout():
+    # OneFormer's text transformer: ``for layer in self.layers`` over a Sequential
+    body = """\
+    class Tower(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.layers = nn.Sequential(*[Block(64) for _ in range(4)])
+            self.emb = nn.Embedding(10, 64)
+            self.pos = nn.Parameter(torch.empty(77, 64))
+
+        def forward(self, text):
+            h = self.emb(text) + self.pos
+            h = h.permute(1, 0, 2)
+            for layer in self.layers:
+                h = layer(h)
+            return h
+    """
+    _seq_first(body, "h = h.permute(1, 0, 2)")
+    # a swap before a method (not a module's call) says nothing
+    helper = body.replace("            for layer in self.layers:\n                h = layer(h)\n"
+                          "            return h\n",
+                          "            return self.run(h)\n\n"
+                          "        def run(self, h):\n"
+                          "            for layer in self.layers:\n"
+                          "                h = layer(h)\n"
+                          "            return h\n")
+    assert helper != body
+    assert [(f.code, f.line, f.evidence["layout_kind"]) for f in findings(helper)] == [
+        ("MHA001", BUILT[0], None)]
+
+
+def test_layers_cloned_by_a_helper_carry_the_layout():
+    # DETR's ``_get_clones``: a ModuleList of deep copies of the layer it is given
+    body = """\
+    import copy
+
+
+    def _get_clones(module, N):
+        return nn.ModuleList([copy.deepcopy(module) for i in range(N)])
+
+
+    class Decoder(nn.Module):
+        def __init__(self):
+            super().__init__()
+            layer = Block(64)
+            self.layers = _get_clones(layer, 6)
+
+        def forward(self, tgt):
+            B, L, E = tgt.shape
+            out = tgt.transpose(0, 1)
+            for layer in self.layers:
+                out = layer(out)
+            return out
+    """
+    _seq_first(body, "out = tgt.transpose(0, 1)")
+    _batch_first(body.replace("out = tgt.transpose(0, 1)", "out = tgt"))
+
+
+def test_a_user_layer_run_by_torch_s_transformer_decoder():
+    # timm's ML-Decoder: torch's TransformerDecoder runs the file's own layer
+    body = """\
+    class Layer(nn.Module):
+        def __init__(self, d):
+            super().__init__()
+            self.norm1 = nn.LayerNorm(d)
+            self.multihead_attn = nn.MultiheadAttention(d, 8)
+
+        def forward(self, tgt, memory, tgt_mask=None, memory_mask=None):
+            tgt = self.norm1(tgt)
+            tgt2 = self.multihead_attn(tgt, memory, memory)[0]
+            return tgt + tgt2
+
+
+    class Head(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.query_embed = nn.Embedding(20, 64)
+            self.decoder = nn.TransformerDecoder(Layer(64), num_layers=2)
+
+        def forward(self, x):
+            bs = x.shape[0]
+            tgt = self.query_embed.weight.unsqueeze(1).expand(-1, bs, -1)
+            return self.decoder(tgt, x.transpose(0, 1))
+    """
+    found = [(f.code, f.line, f.col, f.evidence["layout_line"]) for f in findings(body)]
+    mine = [f for f in found if f[1] == line_of(body, "self.multihead_attn = ")]
+    assert mine == [("MHA903", line_of(body, "self.multihead_attn = "), 31,
+                     line_of(body, "tgt = self.query_embed"))]
+    bad = body.replace(".expand(-1, bs, -1)", ".expand(bs, -1, -1)")
+    mine = [f for f in findings(bad) if f.line == line_of(body, "self.multihead_attn = ")]
+    assert [(f.code, f.evidence["layout_kind"]) for f in mine] == [("MHA001", "batch-first")]
+
+
+def test_a_member_that_changes_the_layout_is_followed(monkeypatch):
+    monkeypatch.setattr(focus, "FOCUS", False)  # Flip names no attention word
+    body = """\
+    class Flip(nn.Module):
+        def forward(self, x):
+            return x.transpose(0, 1)
+
+
+    class Tower(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.blocks = nn.Sequential(Flip(), Block(64))
+
+        def forward(self, x):
+            B, L, E = x.shape
+            return self.blocks(x)
+    """
+    f = only(body)
+    assert (f.code, f.line, f.col) == ("MHA903",) + BUILT
+    assert f.evidence["layout_line"] == line_of(body, "return x.transpose(0, 1)")
+    # the block after Flip is fed Flip's output: batch-first data made sequence-first
+    _batch_first(body.replace("return self.blocks(x)", "return self.blocks(x.transpose(0, 1))"))
+
+
+def test_layout_flows_back_out_of_the_blocks():
+    # the tower reads the chain's output: a second attention fed it sees its layout
+    body = """\
+    class Tower(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.blocks = nn.Sequential(*[Block(64) for _ in range(2)])
+            self.pool = nn.MultiheadAttention(64, 8)
+
+        def forward(self, x):
+            B, L, E = x.shape
+            h = self.blocks(x.transpose(0, 1))
+            return self.pool(h, h, h)[0]
+    """
+    found = sorted((f.code, f.line, f.col, f.evidence["layout_line"]) for f in findings(body))
+    swap = line_of(body, "h = self.blocks(")
+    assert found == [("MHA903",) + BUILT + (swap,),
+                     ("MHA903", line_of(body, "self.pool = "), 21, swap)]
+
+
+# ----------------------------------------------------------------------- the swap as evidence
+
+def test_swap_of_unknown_data_before_a_module_call_is_the_conversion():
+    forms = [
+        "attn(x.permute(1, 0, 2), k, k)",
+        "attn(x.transpose(0, 1), k, k)",
+        "attn(x.transpose(1, 0), k, k)",
+        "attn(x.swapaxes(0, 1), k, k)",
+        "attn(torch.transpose(x, 0, 1), k, k)",
+        'attn(rearrange(x, "p q r -> q p r"), k, k)',
+    ]
+    for call in forms:
+        body = f"""\
+        from einops import rearrange
+        attn = nn.MultiheadAttention(64, 8)
+        def f(x):
+            k = {call[5:call.index(", k, k")]}
+            return {call.replace(", k, k", ", k, k")}[0]
+        """
+        found = [(f.code, f.line, f.col) for f in findings(body)]
+        # the block's own attention is never called: MHA001 on it, MHA903 on attn
+        assert found == [("MHA001",) + BUILT, ("MHA903", line_of(body, "attn = "), 8)], call
+
+
+def test_swap_through_one_local_assignment_counts_not_two():
+    one = """\
+    attn = nn.MultiheadAttention(64, 8)
+    def f(x):
+        y = x.transpose(0, 1)
+        return attn(y, y, y)[0]
+    """
+    found = {f.code: f for f in findings(one)}
+    assert found["MHA903"].line == line_of(one, "attn = ")
+    assert found["MHA903"].evidence["layout_line"] == line_of(one, "y = x.transpose")
+    two = one.replace("return attn(y, y, y)[0]", "z = y\n    return attn(z, z, z)[0]")
+    assert [(f.code, f.line) for f in findings(two)] == [
+        ("MHA001", BUILT[0]), ("MHA001", line_of(two, "attn = "))]
+
+
+def test_swap_before_a_plain_function_is_not_evidence():
+    body = """\
+    attn = nn.MultiheadAttention(64, 8)
+    def double(t):
+        return t * 2
+    def f(x):
+        y = double(x.transpose(0, 1))
+        return attn(y, y, y)[0]
+    """
+    assert [(f.code, f.line) for f in findings(body)] == [
+        ("MHA001", BUILT[0]), ("MHA001", line_of(body, "attn = "))]
+
+
+def test_swap_never_makes_a_mismatch():
+    body = """\
+    attn = nn.MultiheadAttention(64, 8, batch_first=True)
+    def f(x):
+        y = x.transpose(0, 1)
+        return attn(y, y, y)[0]
+    """
+    assert [(f.code, f.line) for f in findings(body)] == [("MHA001", BUILT[0])]
+
+
+def test_a_comment_on_the_swap_says_more_than_the_swap():
+    body = """\
+    attn = nn.MultiheadAttention(64, 8)
+    def f(x):
+        y = x.transpose(0, 1)  # (B, L, E)
+        return attn(y, y, y)[0]
+    """
+    got = {f.code: f for f in findings(body)}
+    assert set(got) == {"MHA001"}
+    mine = [f for f in findings(body) if f.line == line_of(body, "attn = ")]
+    assert mine[0].evidence["layout_kind"] == "batch-first"
+    assert mine[0].evidence["layout_how"] == "shape comment"
+
+
+# ----------------------------------------------------------------------- shape comments
+
+def _comment_case(where: str) -> str:
+    lines = {
+        "end": ("    y = x.transpose(0, 1)  # y: (B, L, E)\n", ""),
+        "above": ("    # y: (B, L, E)\n    y = x.transpose(0, 1)\n", ""),
+        "below": ("    y = x.transpose(0, 1)\n    # y: (B, L, E)\n", ""),
+    }[where]
+    # ``scale = 1.0`` keeps the comment below from being the one above the call
+    return ("attn = nn.MultiheadAttention(64, 8)\n"
+            "def f(x):\n" + lines[0] + "    scale = 1.0\n    return attn(y, y, y)[0] * scale\n")
+
+
+def test_shape_comments_count_above_at_the_end_and_just_below():
+    for where in ("end", "above", "below"):
+        body = _comment_case(where)
+        mine = [f for f in findings(body) if f.line == line_of(body, "attn = ")]
+        assert [(f.code, f.col) for f in mine] == [("MHA001", 8)], where
+        assert mine[0].evidence["layout_kind"] == "batch-first", where
+        assert mine[0].evidence["layout_line"] == line_of(body, "# y: (B, L, E)"), where
+
+
+def test_a_parameter_s_own_comment_in_the_signature_counts():
+    for comment, kind in (("# nq, bs, d_model", "sequence-first"),
+                          ("# (B, L, E)", "batch-first"),
+                          ("# bs x seq_len x d_model", "batch-first")):
+        body = ("attn = nn.MultiheadAttention(64, 8)\n"
+                "def f(\n"
+                f"    tgt,  {comment}\n"
+                "    other=None,  # pos for query. MLP(Sine(pos))\n"
+                "):\n"
+                "    return attn(tgt, tgt, tgt)[0]\n")
+        mine = [f for f in findings(body, ["MHA001", "MHA903"])
+                if f.line == line_of(body, "attn = ")]
+        assert len(mine) == 1, comment
+        assert mine[0].evidence["layout_kind"] == kind, comment
+        assert mine[0].evidence["layout_line"] == line_of(body, comment), comment
+    # prose is not a shape
+    body = ("attn = nn.MultiheadAttention(64, 8)\n"
+            "def f(\n"
+            "    tgt,  # the queries, already normalised\n"
+            "):\n"
+            "    return attn(tgt, tgt, tgt)[0]\n")
+    mine = [f for f in findings(body) if f.line == line_of(body, "attn = ")]
+    assert [(f.code, f.evidence["layout_kind"]) for f in mine] == [("MHA001", None)]
+
+
+def test_a_comment_below_counts_only_for_a_statement_that_changes_the_axes():
+    # the comment below the embedding heads the transpose: it is not the embedding's
+    body = ("emb = nn.Embedding(10, 64)\n"
+            "attn = nn.MultiheadAttention(64, 8)\n"
+            "def f(ids):\n"
+            "    x = emb(ids)\n"
+            "    # (L, B, E) for the attention\n"
+            "    x = x.transpose(0, 1)\n"
+            "    return attn(x, x, x)[0]\n")
+    mine = [f for f in findings(body) if f.line == line_of(body, "attn = ")]
+    assert [(f.code, f.evidence["layout_how"]) for f in mine] == [
+        ("MHA903", "axis swap before the module call")]
+
+
+def test_a_comment_naming_the_argument_beats_the_swap():
+    body = ("attn = nn.MultiheadAttention(64, 8)\n"
+            "def f(x):\n"
+            "    y = x.transpose(0, 1)\n"
+            "    return attn(y, y, y)[0]  # y: (B, L, E)\n")
+    mine = [f for f in findings(body) if f.line == line_of(body, "attn = ")]
+    assert [(f.code, f.evidence["layout_kind"]) for f in mine] == [("MHA001", "batch-first")]
+
+
+# ----------------------------------------------------------------------- across files
+
+import os  # noqa: E402
+import pathlib  # noqa: E402
+import re  # noqa: E402
+import subprocess  # noqa: E402
+import sys  # noqa: E402
+
+ROOT = pathlib.Path(__file__).resolve().parent.parent
+PACKAGES = ROOT / "fixtures" / "program_layout"
+_LINE = re.compile(r"^(?P<path>.+?):(?P<line>\d+):(?P<col>\d+): (?P<code>MHA\d{3}) (?P<msg>.*)$")
+GOOD = "fixtures/program_layout/clip_like"
+BAD = "fixtures/program_layout/clip_like_batch_first"
+FILES = ("__init__.py", "block.py", "transformer.py", "tower.py")
+BAD_MESSAGE = (
+    "MultiheadAttention built without batch_first is fed batch-first data ((N, L, E), "
+    "clip_like_batch_first/tower.py line 15: `self.token_embedding(text)`): it reads axis 0 "
+    "as the sequence and mixes samples across the batch")
+
+
+def _run(*args, tool=("-m", "flake8", "--isolated")):
+    proc = subprocess.run([sys.executable, *tool, *args], cwd=ROOT, capture_output=True,
+                          text=True, timeout=300)
+    found = set()
+    for line in proc.stdout.splitlines():
+        m = _LINE.match(line)
+        assert m is not None, line
+        found.add((os.path.normpath(m["path"]), int(m["line"]), int(m["col"]), m["code"],
+                   m["msg"]))
+    return proc.returncode, found
+
+
+def _at(package, *rows):
+    return {(os.path.normpath(f"{package}/{name}"), line, col, code, msg)
+            for name, line, col, code, msg in rows}
+
+
+def test_clip_package_per_file_and_whole_give_the_same_findings():
+    """Issue 26's 'Done when': the CLIP pattern over three files, sequence-first,
+    gives no MHA001; the same blocks fed batch-first give MHA001 at the block,
+    naming the tower's line; per file and over the package alike."""
+    want = _at(BAD, ("block.py", 11, 21, "MHA001", BAD_MESSAGE))
+    status, whole = _run("--select", "MHA0,MHA1", GOOD, BAD)
+    assert (status, whole) == (1, want)
+    per_file = set()
+    for package in (GOOD, BAD):
+        for name in FILES:
+            per_file |= _run("--select", "MHA0,MHA1", f"{package}/{name}")[1]
+    assert per_file == want
+    # an editor's way: the buffer on stdin, named by its path
+    stdin = set()
+    for package in (GOOD, BAD):
+        path = f"{package}/block.py"
+        proc = subprocess.run(
+            [sys.executable, "-m", "flake8", "--isolated", "--select", "MHA0,MHA1",
+             "--stdin-display-name", path, "-"],
+            cwd=ROOT, input=(ROOT / path).read_text(), capture_output=True, text=True,
+            timeout=300)
+        for line in proc.stdout.splitlines():
+            m = _LINE.match(line)
+            stdin.add((os.path.normpath(m["path"]), int(m["line"]), int(m["col"]), m["code"],
+                       m["msg"]))
+    assert stdin == want
+
+
+def test_clip_package_opt_in_mha903_names_the_tower_swap():
+    status, got = _run("--select", "MHA001,MHA903", f"{GOOD}/block.py")
+    assert status == 1
+    assert got == _at(GOOD, ("block.py", 11, 21, "MHA903",
+                             "MultiheadAttention built without batch_first is fed sequence-first "
+                             "data on every call ((L, N, ?), clip_like/tower.py line 15: "
+                             "`x.permute(1, 0, 2)`): correct, but say batch_first=False"))
+
+
+def test_clip_package_through_flake8_mha_check():
+    tool = ("-m", "flake8_mha.cli", "check", "--no-cache")
+    status, got = _run("--select", "MHA001,MHA010", GOOD, BAD, tool=tool)
+    assert (status, got) == (1, _at(BAD, ("block.py", 11, 21, "MHA001", BAD_MESSAGE)))
+    status, got = _run("--select", "MHA001,MHA010", GOOD, tool=tool)
+    assert (status, got) == (0, set())
+
+
+def _package(tmp_path, tower_forward: str) -> pathlib.Path:
+    pkg = tmp_path / "pkg"
+    pkg.mkdir(exist_ok=True)
+    (pkg / "__init__.py").write_text("")
+    (pkg / "block.py").write_text(
+        "import torch.nn as nn\n\n\n" + BLOCK.replace("nn.Sequential(OrderedDict([", "nn.Sequential(dict([")
+    )
+    (pkg / "tower.py").write_text(
+        "import torch.nn as nn\n\nfrom .block import Block\n\n\n"
+        "class Tower(nn.Module):\n"
+        "    def __init__(self):\n"
+        "        super().__init__()\n"
+        "        self.blocks = nn.ModuleList([Block(64) for _ in range(2)])\n\n"
+        "    def forward(self, x):\n" + tower_forward)
+    return pkg
+
+
+def test_an_edit_of_the_calling_file_changes_the_block_s_finding(tmp_path):
+    loop = "        for blk in self.blocks:\n            x = blk(x)\n        return x\n"
+    pkg = _package(tmp_path, "        x = x.transpose(0, 1)\n" + loop)
+    block = pkg / "block.py"
+
+    def lint():
+        return [(f.code, f.line, f.col, f.evidence.get("layout_file"))
+                for f in analyze_source(block.read_text(), str(block), CODES)]
+
+    assert lint() == [("MHA903", 7, 21, "pkg/tower.py")]
+    (pkg / "tower.py").write_text((pkg / "tower.py").read_text().replace(
+        "        x = x.transpose(0, 1)\n", "        x = x.contiguous()  # (B, L, E)\n"))
+    assert lint() == [("MHA001", 7, 21, "pkg/tower.py")]
+
+
+def test_a_block_no_file_calls_keeps_today_s_finding(tmp_path):
+    pkg = _package(tmp_path, "        return x\n")
+    block = pkg / "block.py"
+    found = analyze_source(block.read_text(), str(block), CODES)
+    assert [(f.code, f.line, f.col, f.evidence["layout_kind"]) for f in found] == [
+        ("MHA001", 7, 21, None)]
+
+
+LOOP = "fixtures/program_layout/modulelist_loop"
+LOOP_MESSAGE = (
+    "MultiheadAttention built without batch_first is fed batch-first data ((N, L, E), "
+    "modulelist_loop/model.py line 18: `self.embed(ids)`): it reads axis 0 as the sequence "
+    "and mixes samples across the batch")
+
+
+def test_modulelist_loop_and_index_across_files_per_file_and_whole():
+    want = _at(LOOP, ("blocks.py", 18, 21, "MHA001", LOOP_MESSAGE))
+    assert _run("--select", "MHA0,MHA1", LOOP) == (1, want)
+    per_file = set()
+    for name in ("__init__.py", "blocks.py", "stacks.py", "model.py"):
+        per_file |= _run("--select", "MHA0,MHA1", f"{LOOP}/{name}")[1]
+    assert per_file == want
+    # the sequence-first block: the opt-in MHA903 names model.py's permute
+    status, got = _run("--select", "MHA903", f"{LOOP}/blocks.py")
+    assert [(g[1], g[2], g[3]) for g in got] == [(7, 21, "MHA903")]
+    assert "modulelist_loop/model.py line 15: `self.stem(images).flatten(2).permute(2, 0, 1)`" in (
+        next(iter(got))[4])
+
+
+def test_a_broken_file_of_the_project_never_breaks_the_block_s_analysis(tmp_path):
+    pkg = _package(tmp_path, "        return x\n")
+    (pkg / "broken.py").write_text("from .block import Block\nBlock(64)(x.transpose(0, 1)\n")
+    (pkg / "latin.py").write_bytes(b"from .block import Block\n# caf\xe9\n")
+    block = pkg / "block.py"
+    found = analyze_source(block.read_text(), str(block), CODES)
+    assert [(f.code, f.line, f.col, f.evidence["layout_kind"]) for f in found] == [
+        ("MHA001", 7, 21, None)]
