@@ -205,10 +205,9 @@ _CACHE_DIRS: Dict[str, Optional[str]] = {}
 
 
 def flake8_cache_dir() -> Optional[str]:
-    """The results cache flake8's runs share with ``flake8-mha check``:
-    ``.flake8-mha-cache`` at the project root of the folder flake8 runs in
-    (``config.project_root``), made on first use; None when it cannot be
-    (a read-only tree: silently off).  Decided once per folder and process."""
+    """``check``'s results cache at the project root of the folder flake8 runs
+    in, made on first use; None (silently off) where it cannot be.  Decided
+    once per folder and process."""
     from .cache import DEFAULT_DIR, usable
     from .config import project_root
 
@@ -228,16 +227,11 @@ def analyze_for_flake8(
     gated: bool = False,
 ) -> List[Finding]:
     """What the flake8 adapter reports: every static code, no ``# noqa`` (flake8
-    applies both itself).  Raises ``engine.SourceSyntaxError``.
-
-    ``use_cache``: read and write the per-file results cache that ``check``
-    keeps (``flake8_cache_dir``), with the same keys and invalidation
-    (``_through_cache``: the file's text and path, the codes, the package's
-    source, and the imported project files' hashes); the summaries of
-    imported files are kept there too.  Without it nothing is written.
-    ``gated``: the file names no attention word, and is analysed only where
-    the project-aware gate lets it in (``program.files``; read with ``ast``,
-    libcst is not imported for it); the gate's answer is cached the same way."""
+    applies both).  Raises ``engine.SourceSyntaxError``.  ``use_cache``: through
+    ``check``'s results cache (``_through_cache``, same keys and invalidation;
+    summaries of imported files kept there too), else nothing is written.
+    ``gated``: no attention word; analysed only if the project-aware gate (on
+    ``ast``, no libcst) lets it in, its answer cached the same way."""
     cache_dir = flake8_cache_dir() if use_cache else None
     data = source.encode("utf-8", "surrogatepass")
 
