@@ -175,6 +175,66 @@ def parsed(files):
     return out
 
 
+def focused_texts(files, gated: bool = False):
+    """Per file the engine must analyse: the focused text LibCST parses (the
+    first parse inside ``analyze_source``, as ``parsed`` times it).  ``gated``:
+    only the files ``gate`` keeps (target 1's files that must be analysed)."""
+    import libcst
+
+    from flake8_mha import engine
+
+    out = {}
+    seen = []
+    real = libcst.parse_module
+
+    def capture(text, *args, **kwargs):
+        seen.append(text)
+        return real(text, *args, **kwargs)
+
+    engine.cst.parse_module = capture
+    codes = engine.select_codes(["MHA"])
+    try:
+        for path in files:
+            try:
+                source = engine.decode_source(path.read_bytes())
+                if not engine.prefilter(source):
+                    continue
+                tree = ast.parse(source)
+            except (OSError, SyntaxError, ValueError, UnicodeDecodeError, LookupError):
+                continue
+            if gated and not gate(tree):
+                continue
+            seen.clear()
+            engine.analyze_source(source, str(path), codes, tree=tree)
+            if seen:
+                out[path] = seen[0]
+    finally:
+        engine.cst.parse_module = real
+    return out
+
+
+# The floor in a fresh process: CPU of ``import libcst``, then of LibCST's parse
+# of each text in the JSON list at argv[1], garbage collection paused as the
+# engine pauses it; prints {"import": s, "parse": s} (CPU seconds).
+FLOOR_SCRIPT = """
+import gc, json, sys, time
+t = time.process_time()
+import libcst
+imported = time.process_time() - t
+texts = json.load(open(sys.argv[1], encoding="utf-8"))
+parse = 0.0
+for text in texts:
+    gc.disable()
+    t = time.process_time()
+    module = libcst.parse_module(text)
+    parse += time.process_time() - t
+    del module
+    gc.enable()
+    gc.collect(0)
+print(json.dumps({"import": imported, "parse": parse}))
+"""
+
+
 class Floors:
     def __init__(self, args) -> None:
         self.args = args

@@ -377,13 +377,14 @@ def _parse_and_analyze(
             project = Project(path) if os.path.isfile(path) else None
         if not project:  # this file alone: its own wrappers are still followed
             project = Project(path, files=False)
-        project.own(source)
-        text = source
+        screen = None
         if screened != _DEEP:
             screen = tree if isinstance(tree, ast.Module) else _ast_or_none(source)
-            if screen is not None:
-                keep = project.imported_names(screen) if project else ()
-                text = focus(source, screen, keep=keep)
+        project.own(source, screen)  # its own summaries read this ``ast`` (not parsed again)
+        text = source
+        if screen is not None:
+            keep = project.imported_names(screen) if project else ()
+            text = focus(source, screen, keep=keep)
         module = cst.parse_module(text)
     except cst.ParserSyntaxError as exc:
         _raise_if_invalid_python(source, exc)

@@ -25,11 +25,13 @@ This module imports neither libcst nor the analyzer at import time.
 
 from __future__ import annotations
 
+import ast
 import dataclasses
 import functools
 import io
 import os
 import tokenize
+import zlib
 from dataclasses import dataclass, field
 from typing import Any, Dict, List, Optional, Sequence, Tuple
 
@@ -198,24 +200,105 @@ def lint_text(
     return apply_noqa(findings, source_lines(text))
 
 
-def analyze_for_flake8(source: str, path: str, tree, project_wide: bool = True) -> List[Finding]:
-    """What the flake8 adapter reports: every static code, no ``# noqa`` (flake8
-    applies both itself).  Raises ``engine.SourceSyntaxError``.  Summaries of
-    imported files are kept in ``.flake8-mha-cache`` at the project root
-    (``config.project_root``) when that folder exists (``flake8-mha check``
-    makes it)."""
-    from .cache import DEFAULT_DIR
+FLAKE8_MODE = "flake8"  # the plugin's cache entries: every code, no noqa, keyed apart from check's
+_CACHE_DIRS: Dict[str, Optional[str]] = {}
+
+
+def flake8_cache_dir() -> Optional[str]:
+    """``check``'s results cache at the project root of the folder flake8 runs
+    in, made on first use; None (silently off) where it cannot be.  Decided
+    once per folder and process."""
+    from .cache import DEFAULT_DIR, usable
     from .config import project_root
-    from .engine import analyze_source
 
-    cache_dir = os.path.join(project_root(os.getcwd()), DEFAULT_DIR)
-    cache_dir = cache_dir if project_wide and os.path.isdir(cache_dir) else None
-    project = make_project(path, cache_dir) if project_wide else None
-    skimmed = skim_data(source)  # same lines and columns; the tree's positions hold
-    found = analyze_source(skimmed, path, codes=all_codes(), tree=tree, project=project or False)
-    from .notebook import as_nbqa_maps
+    here = os.getcwd()
+    if here not in _CACHE_DIRS:
+        folder = os.path.join(project_root(here), DEFAULT_DIR)
+        _CACHE_DIRS[here] = folder if usable(folder) else None
+    return _CACHE_DIRS[here]
 
-    return as_nbqa_maps(source, found)
+
+def analyze_for_flake8(
+    source: str,
+    path: str,
+    tree,
+    project_wide: bool = True,
+    use_cache: bool = False,
+    gated: bool = False,
+) -> List[Finding]:
+    """What the flake8 adapter reports: every static code, no ``# noqa`` (flake8
+    applies both).  Raises ``engine.SourceSyntaxError``.  ``use_cache``: through
+    ``check``'s results cache (``_through_cache``, same keys and invalidation;
+    summaries of imported files kept there too), else nothing is written.
+    ``gated``: no attention word; analysed only if the project-aware gate (on
+    ``ast``, no libcst) lets it in, its answer cached the same way."""
+    cache_dir = flake8_cache_dir() if use_cache else None
+    data = source.encode("utf-8", "surrogatepass")
+
+    def lint(path_, data_, codes, disable_noqa, mode, project) -> FileOutcome:
+        if gated:
+            if project is None or "import" not in source:
+                return FileOutcome(path)
+            try:
+                if not project.imported_names(
+                    tree if isinstance(tree, ast.Module) else ast.parse(source)
+                ):
+                    return FileOutcome(path)
+            except (SyntaxError, ValueError, RecursionError, MemoryError, OSError):
+                return FileOutcome(path)
+        from .engine import analyze_source
+
+        full = project
+        if gated:  # the gate read the project with ``ast`` only: the analysis needs more
+            from .program.callsites import Project
+
+            full = Project(path, project.store, project.version)
+        codes = list(codes) or all_codes()  # () without the cache: known only once needed
+        skimmed = skim_data(source)  # same lines and columns; the tree's positions hold
+        found = analyze_source(skimmed, path, codes=codes, tree=tree, project=full or False)
+        if gated:
+            project.deps.update(full.deps)  # the manifest lists what both read
+        from .notebook import as_nbqa_maps
+
+        return FileOutcome(path, [Item(f) for f in as_nbqa_maps(source, found)])
+
+    make = _gate_project if gated else make_project
+    # the codes make the cache's key; without the cache they are asked for only to
+    # analyse (finding them imports the rules and libcst, which the gate spares)
+    codes = _flake8_codes(cache_dir) if cache_dir is not None else ()
+    out = _through_cache(cache_dir, data, path, codes, True, FLAKE8_MODE, lint, project_wide, make)
+    if cache_dir is not None and not out.from_cache and zlib.crc32(data) % 64 == 0:
+        from .cache import Cache
+
+        Cache(cache_dir).prune()  # flake8 has no end of run: about one write in 64 prunes
+    return [i.finding for i in out.items]
+
+
+_CODES: Dict[str, List[str]] = {}
+
+
+def _flake8_codes(cache_dir: str) -> List[str]:
+    """Every static code (the plugin reports them all), once per process, read
+    from the cache as ``check`` reads its codes (``cache.selected_codes``), so
+    that a warm run imports neither the rules nor libcst."""
+    if cache_dir not in _CODES:
+        from .cache import selected_codes
+
+        _CODES[cache_dir] = selected_codes(cache_dir, {"flake8": "every code"}, all_codes)
+    return _CODES[cache_dir]
+
+
+def _gate_project(path: str, cache_dir: Optional[str]):
+    """``make_project`` for the gate: the project's files read with ``ast`` only."""
+    if not os.path.isfile(path):
+        return None
+    from .program.files import ProjectFiles
+
+    if cache_dir is None:
+        return ProjectFiles(path)
+    from .cache import SideStore, source_hash
+
+    return ProjectFiles(path, SideStore(cache_dir, "sum-"), source_hash())
 
 
 def make_project(path: str, cache_dir: Optional[str]):
@@ -393,13 +476,16 @@ def _through_cache(
     mode: str,
     lint,
     project_wide: bool = True,
+    make=None,
 ) -> FileOutcome:
     """``lint(path, data, ...)``, or what it gave for the same key (``cache.py``).
-    Only mode check is cached: a fix needs the tree.  With project-wide
-    analysis the key adds the imported project files (their paths and
-    hashes, listed by the file's dependency manifest)."""
-    if cache_dir is None or mode != "check":
-        project = make_project(path, None) if project_wide else None
+    Only modes check and flake8 (the plugin's, ``analyze_for_flake8``) are
+    cached: a fix needs the tree.  With project-wide analysis the key adds the
+    imported project files (their paths and hashes, listed by the file's
+    dependency manifest).  ``make``: how the project is made (``make_project``)."""
+    make = make or make_project  # the flake8 plugin's gate reads the project with ast only
+    if cache_dir is None or mode not in ("check", FLAKE8_MODE):
+        project = make(path, None) if project_wide else None
         return lint(path, data, codes, disable_noqa, mode, project)
     from . import cache as cache_mod
 
@@ -431,7 +517,7 @@ def _through_cache(
             )
         except (TypeError, KeyError, ValueError):
             pass  # recompute
-    project = make_project(path, cache_dir) if project_wide else None
+    project = make(path, cache_dir) if project_wide else None
     out = lint(path, data, codes, disable_noqa, mode, project)
     key = base
     if project is not None:

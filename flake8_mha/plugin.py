@@ -23,6 +23,10 @@ class MHAChecker:
     name = "flake8-mha"
     version = __version__
     project_wide = True  # --mha-no-project-wide turns it off (docs/reach.md)
+    # the results cache (cache.py), shared with ``flake8-mha check``: on for a
+    # flake8 run (``parse_options``) unless --mha-no-cache; off for a checker
+    # made without flake8's options (a test's, an embedding's)
+    use_cache = False
 
     def __init__(self, tree, lines, filename: str = "<unknown>") -> None:
         self.tree = tree
@@ -38,30 +42,41 @@ class MHAChecker:
             parse_from_config=True,
             help="flake8-mha: do not follow calls into the project's other files",
         )
+        option_manager.add_option(
+            "--mha-no-cache",
+            action="store_true",
+            parse_from_config=True,
+            help="flake8-mha: neither read nor write the cache of per-file results "
+            "(.flake8-mha-cache at the project root, shared with flake8-mha check)",
+        )
 
     @classmethod
     def parse_options(cls, options) -> None:
         cls.project_wide = not getattr(options, "mha_no_project_wide", False)
+        cls.use_cache = not getattr(options, "mha_no_cache", False)
         keep_opt_in_codes_off(options)
 
     def run(self) -> Iterator[Tuple[int, int, str, type]]:
         try:
             source = "".join(self.lines)
-            if not any(word in source for word in TRIGGER_WORDS):
-                if not self.project_wide:
-                    return
-                from .program.files import reaches_a_sink  # ast only: no LibCST import
-
-                if not reaches_a_sink(source, self.filename, self.tree):
-                    return  # no call of the project's wrappers either (docs/reach.md)
-            from .engine import SourceSyntaxError
+            # a file without an attention word is analysed only where it calls the
+            # project's wrappers (docs/reach.md): the gate reads it with ast, no LibCST
+            gated = not any(word in source for word in TRIGGER_WORDS)
+            if gated and (not self.project_wide or "import" not in source):
+                return
             from .pipeline import analyze_for_flake8
 
             try:
                 # every code runs; flake8's own select/ignore and noqa decide what is shown
-                findings = analyze_for_flake8(source, self.filename, self.tree, self.project_wide)
-            except SourceSyntaxError:
-                return  # flake8 reports E999
+                findings = analyze_for_flake8(
+                    source, self.filename, self.tree, self.project_wide, self.use_cache, gated
+                )
+            except Exception as exc:
+                from .engine import SourceSyntaxError  # libcst is imported by now
+
+                if isinstance(exc, SourceSyntaxError):
+                    return  # flake8 reports E999
+                raise
         except Exception as exc:  # pragma: no cover - last line of defence
             yield (
                 1,

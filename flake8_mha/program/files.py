@@ -108,15 +108,19 @@ class ProjectFiles:
         self._own_source: Optional[str] = None
         self.module = None  # the linted file's LibCST module, while it is analysed
         self._own_table: Optional[Dict[str, dict]] = None
+        self._own_tree: Optional[ast.Module] = None
 
-    def own(self, source: str) -> None:
+    def own(self, source: str, tree: Optional[ast.Module] = None) -> None:
         """The linted file's own text.  Its functions, classes and factories are
         summarised as another file's are, and a call of one is followed through
         its summary at the call site: the same mechanism wherever the callee
-        lives (docs/reach.md)."""
+        lives (docs/reach.md).  ``tree``: Python's ``ast`` of exactly ``source``
+        when the caller has it (flake8 hands it over), read instead of parsing
+        the text again; it is not changed."""
         if source != self._own_source:
             self._own_source, self._own_table = source, None
             self._chained.clear()
+        self._own_tree = tree
 
     def own_name(self) -> str:
         """The linted file as a ``through`` entry names it."""
@@ -128,7 +132,7 @@ class ProjectFiles:
             key = "own\0" + hashlib.sha256(src.encode("utf-8", "surrogatepass")).hexdigest()
             got = _MEMO.get(key)
             if got is None:
-                got = summarise(src) if SDPA_NAME in src else {}
+                got = summarise(src, tree=self._own_tree) if SDPA_NAME in src else {}
                 if len(_MEMO) >= MAX_MEMO:
                     _MEMO.clear()
                 _MEMO[key] = got

@@ -29,7 +29,9 @@ _SDPA_POSITIONS = SDPA_SIGNATURE.names
 # --------------------------------------------------------------------------- summaries
 
 
-def summarise(source: str, package_init: bool = False, screen: bool = True) -> Dict[str, dict]:
+def summarise(
+    source: str, package_init: bool = False, screen: bool = True, tree: Optional[ast.Module] = None
+) -> Dict[str, dict]:
     """``{"attend": {...}, "Attn.forward": {...}, "make_attention()": {...}}``:
     per function (``name``), method (``Class.method``) and factory's returned
     nested function (``name()``), what reaches SDPA.  Functions that reach no
@@ -54,10 +56,11 @@ def summarise(source: str, package_init: bool = False, screen: bool = True) -> D
         and not chains.imports_project_code(source)
     ):
         return {}  # no wrapper, no import of what may be one, no re-export (relative)
-    try:
-        tree = ast.parse(source)
-    except (SyntaxError, ValueError, RecursionError, MemoryError):
-        return {}
+    if tree is None:  # ``tree``: the ``ast`` of exactly ``source``, when the caller has it
+        try:
+            tree = ast.parse(source)
+        except (SyntaxError, ValueError, RecursionError, MemoryError):
+            return {}
     out: Dict[str, dict] = {}
     if package_init:
         found = _reexports(tree)
