@@ -67,7 +67,7 @@ def _gated_in(source: str, path: str, project, tree) -> bool:
         return reaches_a_sink(source, path, tree)
     # the run's own project: the files the gate reads become the file's dependencies
     # (an edit that turns one into a wrapper re-analyses this file, cache or not)
-    if "import" not in source:
+    if "import" not in source or not project.imports_lead_to_sink(source):
         return False
     try:
         return bool(project.imported_names(tree or ast.parse(source)))

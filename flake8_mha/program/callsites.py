@@ -37,8 +37,8 @@ class Project(ProjectFiles):
 
     settled: Dict[str, Dict[str, tuple]]
 
-    def own(self, source: str) -> None:
-        super().own(source)
+    def own(self, source: str, tree=None) -> None:
+        super().own(source, tree)
         self.settled = {}
         self.lambdas: Dict[int, set] = {}  # id(a followed lambda's call) -> its callers' sinks
 

@@ -285,20 +285,31 @@ class ProjectFiles:
             text = decode(read_regular(filename, MAX_FILE_BYTES))
         except (OSError, SyntaxError, UnicodeDecodeError, LookupError):
             text = ""
-        found = SDPA_NAME in text
-        if not found and chains.imports_project_code(text):
-            package = self.package_of(filename)
-            for level, module, names in chains.imported_from(text):
-                if any(
-                    self.leads_to_sink(f, depth + 1)
-                    for f in self._lead(level, module, names, package)
-                ):
-                    found = True
-                    break
+        found = SDPA_NAME in text or self.imports_lead_to_sink(
+            text, self.package_of(filename), depth + 1
+        )
         if len(_LEADS) > 20_000:
             _LEADS.clear()
         _LEADS[key] = found
         return found
+
+    def imports_lead_to_sink(self, text: str, package=None, depth: int = 0) -> bool:
+        """Whether one of the project files ``text``'s import lines name leads
+        to SDPA (``leads_to_sink``): read as text, no parse.  The gate asks it
+        first, so a file whose imports lead nowhere (a file of torch's own
+        tree: torch is no project code to the screen) costs a few regular
+        expressions.  The files it names become dependencies of the cached
+        findings."""
+        if not chains.imports_project_code(text):
+            return False
+        package = tuple(self.package) if package is None else package
+        for level, module, names in chains.imported_from(text):
+            for f in self._lead(level, module, names, package):
+                if depth == 0:
+                    self.depend(f)
+                if self.leads_to_sink(f, depth):
+                    return True
+        return False
 
     def _lead(self, level: int, module: str, names, package) -> List[str]:
         """The project files an import line may bring a callee from: the
@@ -538,13 +549,16 @@ def reaches_a_sink(source: str, path: str, tree: Optional[ast.Module] = None) ->
     other.  Read with ``ast``; False for a file not on disk."""
     if "import" not in source or not os.path.isfile(path):
         return False
+    files = ProjectFiles(path)
+    if not files.imports_lead_to_sink(source):
+        return False
     if tree is None:
         try:
             tree = ast.parse(source)
         except (SyntaxError, ValueError, RecursionError, MemoryError):
             return False
     try:
-        return bool(ProjectFiles(path).imported_names(tree))
+        return bool(files.imported_names(tree))
     except (OSError, ValueError, RecursionError):
         return False
 
