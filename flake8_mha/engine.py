@@ -58,21 +58,15 @@ def prefilter(source: str) -> bool:
 def _gated_in(source: str, path: str, project, tree) -> bool:
     """The project-aware gate, for a file without an attention word: it calls
     a project function, or builds a project class, that reaches a sink
-    (``program.files.reaches_a_sink``).  Never with ``project`` False (this
+    (``program.files.ProjectFiles.gate``; a run's own project records what it
+    reads as the file's dependencies).  Never with ``project`` False (this
     file alone)."""
     if project is False or project is None or not getattr(project, "files", True):
         return False
     tree = tree if isinstance(tree, ast.Module) else None
     if not isinstance(project, Project):
         return reaches_a_sink(source, path, tree)
-    # the run's own project: the files the gate reads become the file's dependencies
-    # (an edit that turns one into a wrapper re-analyses this file, cache or not)
-    if "import" not in source or not project.imports_lead_to_sink(source):
-        return False
-    try:
-        return bool(project.imported_names(tree or ast.parse(source)))
-    except (SyntaxError, ValueError, RecursionError, MemoryError, OSError):
-        return False
+    return project.gate(source, tree)
 
 
 def default_codes() -> List[str]:

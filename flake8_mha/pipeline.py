@@ -236,16 +236,11 @@ def analyze_for_flake8(
     data = source.encode("utf-8", "surrogatepass")
 
     def lint(path_, data_, codes, disable_noqa, mode, project) -> FileOutcome:
-        if gated:
-            if project is None or "import" not in source:
-                return FileOutcome(path)
-            try:
-                if not project.imported_names(
-                    tree if isinstance(tree, ast.Module) else ast.parse(source)
-                ):
-                    return FileOutcome(path)
-            except (SyntaxError, ValueError, RecursionError, MemoryError, OSError):
-                return FileOutcome(path)
+        if gated and (
+            project is None
+            or not project.gate(source, tree if isinstance(tree, ast.Module) else None)
+        ):
+            return FileOutcome(path)
         from .engine import analyze_source
 
         full = project
@@ -255,7 +250,10 @@ def analyze_for_flake8(
             full = Project(path, project.store, project.version)
         codes = list(codes) or all_codes()  # () without the cache: known only once needed
         skimmed = skim_data(source)  # same lines and columns; the tree's positions hold
-        found = analyze_source(skimmed, path, codes=codes, tree=tree, project=full or False)
+        # the gate has let a gated file in: analyze_source need not ask it again
+        found = analyze_source(
+            skimmed, path, codes=codes, tree=tree, project=full or False, use_prefilter=not gated
+        )
         if gated:
             project.deps.update(full.deps)  # the manifest lists what both read
         from .notebook import as_nbqa_maps

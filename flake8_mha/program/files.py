@@ -4,7 +4,7 @@ functions those files define (``summaries.py``), kept once per process and
 in the results cache's side store.
 
 ``callsites.py`` builds on this to follow a call of a summarised function at
-its call site in the LibCST tree; the project-aware gate (``reaches_a_sink``)
+its call site in the LibCST tree; the project-aware gate (``ProjectFiles.gate``)
 needs nothing more than this module, so a file without an attention word
 costs no LibCST import.  The project root: the linted file's directory, or,
 when that directory is a package (holds ``__init__.py``), the directory above
@@ -293,6 +293,20 @@ class ProjectFiles:
         _LEADS[key] = found
         return found
 
+    def gate(self, source: str, tree: Optional[ast.Module] = None) -> bool:
+        """The project-aware gate: whether a file that names no attention word
+        calls a function of its project, or builds a class or factory of it,
+        whose summary reaches a sink (``attend(...)``, ``self.attn = Attention()``
+        with ``from .attn import Attention``).  Such a file is analysed like any
+        other.  First as text (``imports_lead_to_sink``), then with ``ast``; the
+        files it reads become dependencies of the cached findings."""
+        if "import" not in source or not self.imports_lead_to_sink(source):
+            return False
+        try:
+            return bool(self.imported_names(tree or ast.parse(source)))
+        except (SyntaxError, ValueError, RecursionError, MemoryError, OSError):
+            return False
+
     def imports_lead_to_sink(self, text: str, package=None, depth: int = 0) -> bool:
         """Whether one of the project files ``text``'s import lines name leads
         to SDPA (``leads_to_sink``): read as text, no parse.  The gate asks it
@@ -542,25 +556,9 @@ def decode(data: bytes) -> str:
 
 
 def reaches_a_sink(source: str, path: str, tree: Optional[ast.Module] = None) -> bool:
-    """The project-aware gate: whether a file that names no attention word
-    calls a function of its project, or builds a class or factory of it,
-    whose summary reaches a sink (``attend(...)``, ``self.attn = Attention()``
-    with ``from .attn import Attention``).  Such a file is analysed like any
-    other.  Read with ``ast``; False for a file not on disk."""
-    if "import" not in source or not os.path.isfile(path):
-        return False
-    files = ProjectFiles(path)
-    if not files.imports_lead_to_sink(source):
-        return False
-    if tree is None:
-        try:
-            tree = ast.parse(source)
-        except (SyntaxError, ValueError, RecursionError, MemoryError):
-            return False
-    try:
-        return bool(files.imported_names(tree))
-    except (OSError, ValueError, RecursionError):
-        return False
+    """The project-aware gate for a file on disk (``ProjectFiles.gate``); False
+    for a file not on disk."""
+    return os.path.isfile(path) and ProjectFiles(path).gate(source, tree)
 
 
 _ARITHMETIC = {
