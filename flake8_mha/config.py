@@ -243,26 +243,6 @@ def check_output_file(path: str, option: str) -> None:
 
 # -- configuration files ------------------------------------------------------
 
-CONFIG_KEYS = (
-    "select",
-    "ignore",
-    "extend-select",
-    "extend-ignore",
-    "enable-extensions",
-    "per-file-ignores",
-    "exclude",
-    "extend-exclude",
-    "respect-gitignore",
-    "max-line-length",
-    "format",
-    "jobs",
-    "statistics",
-    "disable-noqa",
-    "output-file",
-    "cache-dir",
-    "no-cache",
-    "no-project-wide",
-)
 # the keys of flake8's own [flake8] section that concern us; its other keys are flake8's
 FLAKE8_KEYS = (
     "select",
@@ -274,6 +254,18 @@ FLAKE8_KEYS = (
     "exclude",
     "extend-exclude",
     "max-line-length",
+)
+# our own section takes flake8's keys and these
+CONFIG_KEYS = FLAKE8_KEYS + (
+    "respect-gitignore",
+    "format",
+    "jobs",
+    "statistics",
+    "disable-noqa",
+    "output-file",
+    "cache-dir",
+    "no-cache",
+    "no-project-wide",
 )
 INI_FILES = ("setup.cfg", "tox.ini", ".flake8")  # flake8's order
 
