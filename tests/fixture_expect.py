@@ -7,8 +7,11 @@ one line: ``# MHA005:17 MHA102:17``.  A fixture may open with
 """
 from __future__ import annotations
 
+import os
 import pathlib
 import re
+import subprocess
+import sys
 from typing import List, Optional, Set, Tuple
 
 ROOT = pathlib.Path(__file__).resolve().parent.parent
@@ -35,3 +38,16 @@ def expected(path: pathlib.Path) -> Set[Tuple[int, int, str]]:
 def selected(path: pathlib.Path) -> Optional[List[str]]:
     m = _SELECT.search(path.read_text(encoding="utf-8"))
     return [c.strip() for c in m.group(1).split(",") if c.strip()] if m else None
+
+
+def flake8_findings(fixture: str, *args: str) -> Tuple[int, Set[Tuple[int, int, str]]]:
+    """Real flake8 (``--isolated --select MHA``) on ``fixtures/<fixture>``:
+    its exit status and the ``(line, column, code)`` it printed."""
+    proc = subprocess.run(
+        [sys.executable, "-m", "flake8", "--isolated", "--select", "MHA", *args,
+         os.path.join("fixtures", fixture)],
+        cwd=ROOT, capture_output=True, text=True, timeout=300)
+    assert not proc.stderr, proc.stderr
+    got = {tuple(int(x) for x in line.split(":")[1:3]) + (line.split()[1],)
+           for line in proc.stdout.splitlines()}
+    return proc.returncode, got

@@ -4,11 +4,10 @@ the opt-in ones, unless the user's pylsp settings ask for them."""
 from __future__ import annotations
 
 import json
-import os
 
 import pytest
 
-from test_editor_pylsp import SETTINGS, LspClient, _flake8_executable
+from test_editor_pylsp import SETTINGS, _flake8_executable, published_diagnostics
 
 pytestmark = pytest.mark.slow
 
@@ -29,24 +28,8 @@ def _mha_codes(tmp_path, extend_select=None):
     flake8["executable"] = _flake8_executable()
     if extend_select:
         flake8["extendSelect"] = extend_select
-    uri = path.as_uri()
-    client = LspClient(tmp_path)
-    try:
-        client.request("initialize", {
-            "processId": os.getpid(), "rootUri": tmp_path.as_uri(), "capabilities": {},
-            "initializationOptions": settings["pylsp"]})
-        client.notify("initialized", {})
-        client.notify("workspace/didChangeConfiguration", {"settings": settings})
-        client.notify("textDocument/didOpen", {"textDocument": {
-            "uri": uri, "languageId": "python", "version": 1, "text": SOURCE}})
-        published = client.wait(
-            lambda m: m.get("method") == "textDocument/publishDiagnostics"
-            and m["params"]["uri"] == uri
-            and any(str(d.get("code", "")).startswith("MHA") for d in m["params"]["diagnostics"]),
-            timeout=120)
-    finally:
-        client.close()
-    return sorted((d["range"]["start"]["line"], d["code"]) for d in published["params"]["diagnostics"]
+    diagnostics = published_diagnostics(tmp_path, path, SOURCE, settings)
+    return sorted((d["range"]["start"]["line"], d["code"]) for d in diagnostics
                   if str(d.get("code", "")).startswith("MHA"))
 
 

@@ -121,12 +121,9 @@ SETTINGS = {"pylsp": {"plugins": {
 }}}
 
 
-def test_pylsp_publishes_mha_diagnostics_at_the_right_place(tmp_path):
-    settings = json.loads(json.dumps(SETTINGS))
-    settings["pylsp"]["plugins"]["flake8"]["executable"] = _flake8_executable()
-    path = tmp_path / "model.py"
-    text = (DATA / "bad_model.py").read_text(encoding="utf-8")
-    path.write_text(text, encoding="utf-8")
+def published_diagnostics(tmp_path, path, text, settings) -> list:
+    """Open ``path`` (holding ``text``) in a real pylsp session rooted at
+    ``tmp_path`` and return the first diagnostics it publishes with an MHA code."""
     uri = path.as_uri()
     client = LspClient(tmp_path)
     try:
@@ -145,7 +142,16 @@ def test_pylsp_publishes_mha_diagnostics_at_the_right_place(tmp_path):
             timeout=120)
     finally:
         client.close()
-    diagnostics = published["params"]["diagnostics"]
+    return published["params"]["diagnostics"]
+
+
+def test_pylsp_publishes_mha_diagnostics_at_the_right_place(tmp_path):
+    settings = json.loads(json.dumps(SETTINGS))
+    settings["pylsp"]["plugins"]["flake8"]["executable"] = _flake8_executable()
+    path = tmp_path / "model.py"
+    text = (DATA / "bad_model.py").read_text(encoding="utf-8")
+    path.write_text(text, encoding="utf-8")
+    diagnostics = published_diagnostics(tmp_path, path, text, settings)
     got = sorted((d["range"]["start"]["line"], d["range"]["start"]["character"], d["code"])
                  for d in diagnostics if str(d["code"]).startswith("MHA"))
     # bad_model.py:10:21 MHA001, 14:18 MHA102, 17:13 MHA006, 18:13 MHA007 (1-based, as printed)

@@ -5,7 +5,6 @@ witness measures the damage with real torch."""
 from __future__ import annotations
 
 import importlib.util
-import os
 import pathlib
 import subprocess
 import sys
@@ -193,17 +192,11 @@ def test_multihead_attention_with_masked_memory():
 # --------------------------------------------------------------------------- real flake8
 
 def test_real_flake8_reports_the_fixture_exactly():
-    from fixture_expect import expected
+    from fixture_expect import expected, flake8_findings
 
-    proc = subprocess.run(
-        [sys.executable, "-m", "flake8", "--isolated", "--select", "MHA",
-         os.path.join("fixtures", FIXTURE)],
-        cwd=ROOT, capture_output=True, text=True, timeout=300)
-    assert proc.returncode == 1, proc.stderr
-    got = {tuple(int(x) for x in line.split(":")[1:3]) + (line.split()[1],)
-           for line in proc.stdout.splitlines()}
-    want = {(line, col, code) for line, col, code in expected(ROOT / "fixtures" / FIXTURE)}
-    assert got == want
+    status, got = flake8_findings(FIXTURE)
+    assert status == 1
+    assert got == expected(ROOT / "fixtures" / FIXTURE)
     assert (36, 15, "MHA015") in got and len(got) == 5
 
 
