@@ -204,15 +204,13 @@ def _analyze_module(
             before = len(asks) if asks is not None else 0
             made = list(method(ev))
             asked = asks[before:] if made and asks is not None else ()
-            if asked:
-                carried = _carried(rule.CODE, ev)
-                asked = [a for a in asked if a[2] in carried]
             for rep in made:
                 reports.append((rule.CODE, annotate(rep, ev)))
-                located.append((rep, ev, asked))
-    for rep, ev, asked in located:  # once every rule has asked what it needs of the project
+                located.append((rule.CODE, rep, ev, asked))
+    for code, rep, ev, asked in located:  # once every rule has asked what it needs of the project
         _settled(rep, ev, project)
-        _from_callers(rep, asked)
+        if asked:
+            _from_callers(rep, ev, asked, _carried(code, ev))
     if not reports:
         return []
     starts = start_positions(module, [rep.node for _, rep in reports])
@@ -345,16 +343,35 @@ def _carried(code: str, ev) -> Set[str]:
     return names
 
 
-def _from_callers(report, asked) -> None:
+# the facts of SDPA's arguments a witness reads from a finding's evidence
+_WITNESSED = ("dropout_p", "is_causal")
+
+
+def _from_callers(report, ev, asked, carried: Set[str]) -> None:
     """What the project's callers decided in a finding, from the asks its
     rule made of the project while judging it (``Project.asks``): a
     parameter every call leaves off is said in the message (the value is
     the program's); a class never built, or a function never called, in the
     project is judged by its API as before, and the message says its
-    callers are outside the project."""
+    callers are outside the project.  An SDPA argument that is a parameter
+    every call passes alike goes into the evidence (``program``; and as the
+    argument's value when the rule did not know it), for the confirmer's
+    witness: the value the program really passes."""
     called: Dict[str, Dict[str, tuple]] = {}
     outside: Dict[str, str] = {}  # the class or function -> how it would be used
+    key = _function_key(ev.site.scope) if isinstance(ev, SdpaCall) else None
     for kind, owner, param, answer in asked:
+        if answer[0] in ("settled", "known") and kind == "called" and owner == key:
+            # what the program passes, for the witness (its value, where the
+            # rule did not know it: a value that is not off)
+            for arg in _WITNESSED:
+                expr = ev.args.args.get(arg)
+                if isinstance(expr, cst.Name) and expr.value == param and arg in report.evidence:
+                    if report.evidence[arg] is None:
+                        report.evidence[arg] = answer[1]
+                    report.evidence.setdefault("program", {})[arg] = answer[1]
+        if param not in carried:
+            continue  # not what the judgement rests on: no word in the message
         if answer[0] == "settled" and kind == "called":
             called.setdefault(owner, {})[param] = answer[1:]
         elif answer[0] == "outside":
@@ -362,11 +379,11 @@ def _from_callers(report, asked) -> None:
                 outside.setdefault(owner.split(".")[0], "built")
             else:
                 outside.setdefault(owner, "called")
-    for key, facts in sorted(called.items()):
+    for fn, facts in sorted(called.items()):
         shown = ", ".join(f"{p}={v!r}" for p, (v, _) in sorted(facts.items()))
         count = max(n for _, n in facts.values())
-        report.message += f"; every call of {key} in the project ({count}) has {shown}"
-        report.evidence.setdefault("called", {})[key] = {p: v for p, (v, _) in facts.items()}
+        report.message += f"; every call of {fn} in the project ({count}) has {shown}"
+        report.evidence.setdefault("called", {})[fn] = {p: v for p, (v, _) in facts.items()}
     for name, verb in outside.items():
         report.message += f"; {name} is never {verb} in the project: its callers are outside it"
     if outside:

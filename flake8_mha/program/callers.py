@@ -167,17 +167,32 @@ def constructions(path: str, cls: str, params: List[str], own_text: Optional[str
     ``block=Cls``), or built with a splat.
     ``own_text``: the linted text of ``path`` (an editor's unsaved buffer).
     Returns (that list or None, the files it read)."""
-    key = (os.path.abspath(path), cls, tuple(params), own_text)
+    files = _project_files(path)
+    key = (cls, tuple(params), own_text, _states(files))
     if key not in _CONSTRUCTIONS:
         if len(_CONSTRUCTIONS) > 256:
             _CONSTRUCTIONS.clear()
-        _CONSTRUCTIONS[key] = _constructions(path, cls, params, own_text)
+        _CONSTRUCTIONS[key] = _read_constructions(files, cls, params, own_text), files[1:]
     return _CONSTRUCTIONS[key]
 
 
-def _constructions(path, cls, params, own_text):
-    files = [os.path.abspath(path)] + [os.path.abspath(p) for p in dependents([path])]
-    return _read_constructions(files, cls, params, own_text), files[1:]
+def _project_files(path: str) -> List[str]:
+    """``path`` and the project files that import it (``dependents``)."""
+    return [os.path.abspath(path)] + [os.path.abspath(p) for p in dependents([path])]
+
+
+def _states(files: List[str]) -> tuple:
+    """The files as they are now: an answer cached for them holds while none
+    of them changed (an editor's process lives across edits)."""
+    out = []
+    for name in files:
+        try:
+            st = os.stat(name)
+        except OSError:
+            out.append((name, None))
+            continue
+        out.append((name, st.st_mtime_ns, st.st_size))
+    return tuple(out)
 
 
 def _read_constructions(files, cls, params, own_text):
@@ -411,16 +426,16 @@ def calls(path: str, key: str, signature, own_text: Optional[str] = None):
     by calling it, a subclass.  Names are matched as text (an attribute of
     the same name elsewhere counts as a call too): what cannot be told
     apart is never settled wrongly, only left unsettled."""
-    cache = (os.path.abspath(path), key, repr(signature), own_text)
+    files = _project_files(path)
+    cache = (key, repr(signature), own_text, _states(files))
     if cache not in _CALLS:
         if len(_CALLS) > 256:
             _CALLS.clear()
-        _CALLS[cache] = _calls(path, key, signature, own_text)
+        _CALLS[cache] = _calls(files, key, signature, own_text)
     return _CALLS[cache]
 
 
-def _calls(path, key, signature, own_text):
-    files = [os.path.abspath(path)] + [os.path.abspath(p) for p in dependents([path])]
+def _calls(files, key, signature, own_text):
     if len(files) > MAX_CALLER_FILES:
         return None, files[1:]
     indexes = []

@@ -43,9 +43,11 @@ class Project(ProjectFiles):
         self.lambdas: Dict[int, set] = {}  # id(a followed lambda's call) -> its callers' sinks
         # what the rules asked of the project about parameters, in order:
         # (BUILT or CALLED, the class or function, the parameter, the answer),
-        # the answer ("settled", value, count), (OUTSIDE,) or (OPEN,); the
+        # the answer (SETTLED, value, count), (KNOWN, value, count) for a
+        # value every call passes that is not off, (OUTSIDE,) or (OPEN,); the
         # engine reads the asks each rule made for each finding (its messages)
         self.asks: List[tuple] = []
+        self._answers: Dict[tuple, tuple] = {}  # (BUILT or CALLED, owner, param) -> (got, answer)
 
     # -- the call site ------------------------------------------------------------
     def classify(self, site: CallSite, resolver) -> Optional[SdpaCall]:
@@ -335,22 +337,30 @@ class Project(ProjectFiles):
         around."""
         if not self.files or self._own_source is None:
             return None
+        asked = (BUILT, cls, param)
+        if asked not in self._answers:
+            self._answers[asked] = self._constructed(cls, param)
+        got, answer = self._answers[asked]
+        if answer is None:
+            return None
+        self.asks.append(asked + (answer,))
+        if got is not None:
+            self.settled.setdefault(cls, {})[param] = (got[0], answer[2])
+        return got
+
+    def _constructed(self, cls: str, param: str):
         signature = callers.init_signature(self._own_source, cls)
         if signature is None or param not in signature[0]:
-            return None
+            return None, None
         params, defaults = signature
         try:
             built, read = callers.constructions(self.path, cls, params, self._own_source)
         except (OSError, ValueError, RecursionError):
-            return None
+            return None, None
         for filename in read:  # the cached findings now depend on these files
             self.depend(filename)
         got = _one_value(built, param, defaults)
-        self.asks.append((BUILT, cls, param, _answer(built, got)))
-        if got is None:
-            return None
-        self.settled.setdefault(cls, {})[param] = (got[0], len(built))
-        return got
+        return got, _answer(built, got)
 
     def called(self, key: str, param: str):
         """``(value,)`` when every call in the project of this file's function
@@ -363,20 +373,31 @@ class Project(ProjectFiles):
         switches something on is judged at each call that passes it."""
         if not self.files or self._own_source is None:
             return None
+        asked = (CALLED, key, param)
+        if asked not in self._answers:
+            self._answers[asked] = self._called(key, param)
+        got, answer = self._answers[asked]
+        if answer is not None:
+            self.asks.append(asked + (answer,))
+        return got
+
+    def _called(self, key: str, param: str):
         signature = callers.function_signature(self._own_source, key)
         if signature is None or param not in signature[0] + signature[1]:
-            return None
+            return None, None
         try:
             found, read = callers.calls(self.path, key, signature, self._own_source)
         except (OSError, ValueError, RecursionError):
-            return None
+            return None, None
         for filename in read:
             self.depend(filename)
         got = _one_value(found, param, signature[2])
+        answer = _answer(found, got)
         if got is not None and not _off(got[0]):
-            got = None
-        self.asks.append((CALLED, key, param, _answer(found, got)))
-        return got
+            # known, not settled: the rules judge it at each call; the confirmer's
+            # witness runs with it (engine._from_callers)
+            answer, got = (KNOWN,) + answer[1:], None
+        return got, answer
 
     # -- return values: mask builders in other files --------------------------------
     def returned(self, call: cst.Call, env, scope, text: str):
@@ -415,7 +436,7 @@ class Project(ProjectFiles):
 
 
 BUILT, CALLED = "built", "called"
-OUTSIDE, OPEN, SETTLED = "outside", "open", "settled"
+OUTSIDE, OPEN, SETTLED, KNOWN = "outside", "open", "settled", "known"
 
 
 def _one_value(found, param: str, defaults: dict) -> Optional[tuple]:
