@@ -200,3 +200,58 @@ def test_a_function_passed_around_in_a_file_beyond_is_still_a_use(tmp_path):
     pkg = _copy(tmp_path)
     (pkg / "extra.py").write_text("from .attend import causal_attend\n\nHANDLERS = [causal_attend]\n")
     assert (37, 12, "MHA006") in _found(pkg / "attend.py")
+
+
+# ------------------------------------------------ the confirmer runs what the program passes
+
+MASK_ASSUMED = "mask origin unknown: used a (N, 1, 1, S) padding mask (True = attend)"
+DROPOUT_ASSUMED = "the damage shows only with dropout_p=0.1, and dropout_p is unknown"
+CAUSAL_ASSUMED = "is_causal may be True on this path: used True"
+
+
+def _confirm(tmp_path, *args):
+    out = tmp_path / "confirm.json"
+    proc = subprocess.run(
+        [sys.executable, "-m", "flake8_mha.cli", "confirm", "--no-cache", "--json", str(out),
+         *args, REL],
+        cwd=ROOT, capture_output=True, text=True, timeout=600,
+    )
+    if "torch is not available" in proc.stdout + proc.stderr:
+        pytest.skip("torch is not installed")
+    doc = json.loads(out.read_text())
+    got = {(r["line"], r["code"]): (r["verdict"], r["depends_on"]) for r in doc["results"]}
+    return proc.returncode, got, proc.stdout, doc
+
+
+def test_confirm_uses_what_the_program_passes(tmp_path):
+    status, got, table, doc = _confirm(tmp_path)
+    assert status == 1
+    assert got == {
+        (32, "MHA006"): ("CONFIRMED*", [MASK_ASSUMED]),  # causal=True: every construction
+        (41, "MHA006"): ("CONFIRMED*", [MASK_ASSUMED]),
+        (46, "MHA006"): ("CONFIRMED*", [MASK_ASSUMED]),
+        (53, "MHA006"): ("CONFIRMED*", [MASK_ASSUMED]),
+        # the triangle twice, and every call leaves dropout_p at 0: harmless here
+        (63, "MHA006"): ("NOT REPRODUCED", []),
+        # its one call passes dropout_p=0.1: the dropout call raises, nothing assumed
+        (72, "MHA006"): ("CONFIRMED", []),
+        (83, "MHA005"): ("CONFIRMED", []),  # 8 heads: every construction passes heads=8
+        (101, "MHA006"): ("CONFIRMED*", [MASK_ASSUMED]),
+        (106, "MHA006"): ("CONFIRMED*", [MASK_ASSUMED]),
+    }
+    # the table marks what the verdict still rests on, and only that
+    assert table.count("[assumed*:") == 6
+    assert "dropout_p is unknown" not in table
+    # MHA005's witness kept the head count the program uses (a note, not an assumption)
+    mha005 = next(r for r in doc["results"] if r["code"] == "MHA005")
+    assert mha005["evidence"]["num_heads"] == 8
+    assert mha005["assumed"] == ["embed_dim unknown: used 64 (8 heads of 8)"]
+
+
+def test_without_the_project_the_witness_fills_the_unknowns(tmp_path):
+    # the same files, each alone: the values the program passes are unknown again
+    _, got, _, _ = _confirm(tmp_path, "--no-project-wide")
+    assert got[(63, "MHA006")] == ("CONFIRMED*", [DROPOUT_ASSUMED])
+    assert got[(72, "MHA006")] == ("CONFIRMED*", [DROPOUT_ASSUMED])
+    assert got[(32, "MHA006")] == ("CONFIRMED*", [MASK_ASSUMED, CAUSAL_ASSUMED])
+    assert (21, "MHA006") in got and (83, "MHA005") not in got
