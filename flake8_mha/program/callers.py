@@ -157,7 +157,9 @@ def _listdir(path: str) -> List[str]:
         return []
 
 
-def constructions(path: str, cls: str, params: List[str], own_text: Optional[str] = None):
+def constructions(
+    path: str, cls: str, params: List[str], own_text: Optional[str] = None, files=None
+):
     """Every construction of the class ``cls`` (defined in ``path``, its
     ``__init__`` taking ``params`` after ``self``) in the project: per
     construction, each parameter's literal value, ``UNKNOWN`` or ``MISSING``.
@@ -166,8 +168,9 @@ def constructions(path: str, cls: str, params: List[str], own_text: Optional[str
     subclassed, passed around as a value (``partial(Cls, ...)``,
     ``block=Cls``), or built with a splat.
     ``own_text``: the linted text of ``path`` (an editor's unsaved buffer).
-    Returns (that list or None, the files it read)."""
-    files = _project_files(path)
+    ``files``: ``project_files(path)`` when the caller has it.  Returns (that
+    list or None, the files it read)."""
+    files = files if files is not None else project_files(path)
     key = (cls, tuple(params), own_text, _states(files))
     if key not in _CONSTRUCTIONS:
         if len(_CONSTRUCTIONS) > 256:
@@ -176,8 +179,9 @@ def constructions(path: str, cls: str, params: List[str], own_text: Optional[str
     return _CONSTRUCTIONS[key]
 
 
-def _project_files(path: str) -> List[str]:
-    """``path`` and the project files that import it (``dependents``)."""
+def project_files(path: str) -> List[str]:
+    """``path`` and the project files that import it (``dependents``): where
+    its constructions and calls are looked for."""
     return [os.path.abspath(path)] + [os.path.abspath(p) for p in dependents([path])]
 
 
@@ -410,12 +414,13 @@ def _index(path: str, own_text: Optional[str]) -> Optional[_Index]:
     return _INDEXES[key]
 
 
-def calls(path: str, key: str, signature, own_text: Optional[str] = None):
+def calls(path: str, key: str, signature, own_text: Optional[str] = None, files=None):
     """Every call in the project of the function ``key`` of ``path``: a
     module-level function (``attend``) or the ``forward`` of a module-level
     class (``Attend.forward``, called through its instances).  Per call, each
     parameter's literal value, ``UNKNOWN``, or its default when the call
-    leaves it out.  ``signature``: ``function_signature``'s answer.
+    leaves it out.  ``signature``: ``function_signature``'s answer;
+    ``files``: ``project_files(path)`` when the caller has it.
 
     Returns (that list, the files read): the list is empty when nothing in
     the project calls it (its callers are outside the project), None when a
@@ -426,7 +431,7 @@ def calls(path: str, key: str, signature, own_text: Optional[str] = None):
     by calling it, a subclass.  Names are matched as text (an attribute of
     the same name elsewhere counts as a call too): what cannot be told
     apart is never settled wrongly, only left unsettled."""
-    files = _project_files(path)
+    files = files if files is not None else project_files(path)
     cache = (key, repr(signature), own_text, _states(files))
     if cache not in _CALLS:
         if len(_CALLS) > 256:

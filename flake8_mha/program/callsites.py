@@ -48,6 +48,7 @@ class Project(ProjectFiles):
         # engine reads the asks each rule made for each finding (its messages)
         self.asks: List[tuple] = []
         self._answers: Dict[tuple, tuple] = {}  # (BUILT or CALLED, owner, param) -> (got, answer)
+        self._around: Optional[list] = None  # callers.project_files of this file, once asked
 
     # -- the call site ------------------------------------------------------------
     def classify(self, site: CallSite, resolver) -> Optional[SdpaCall]:
@@ -354,13 +355,22 @@ class Project(ProjectFiles):
             return None, None
         params, defaults = signature
         try:
-            built, read = callers.constructions(self.path, cls, params, self._own_source)
+            built, read = callers.constructions(
+                self.path, cls, params, self._own_source, self._project_files()
+            )
         except (OSError, ValueError, RecursionError):
             return None, None
         for filename in read:  # the cached findings now depend on these files
             self.depend(filename)
         got = _one_value(built, param, defaults)
         return got, _answer(built, got)
+
+    def _project_files(self) -> list:
+        """The files where this file's constructions and calls are looked for,
+        found once per analysis (a walk of the project's imports)."""
+        if self._around is None:
+            self._around = callers.project_files(self.path)
+        return self._around
 
     def called(self, key: str, param: str):
         """``(value,)`` when every call in the project of this file's function
@@ -386,7 +396,9 @@ class Project(ProjectFiles):
         if signature is None or param not in signature[0] + signature[1]:
             return None, None
         try:
-            found, read = callers.calls(self.path, key, signature, self._own_source)
+            found, read = callers.calls(
+                self.path, key, signature, self._own_source, self._project_files()
+            )
         except (OSError, ValueError, RecursionError):
             return None, None
         for filename in read:
