@@ -44,6 +44,8 @@ MESSAGES = {
                                   "outside it",
     (106, 12, "MHA006"): MHA006 + "; loose_attend is never called in the project: its "
                                   "callers are outside it",
+    (120, 16, "MHA006"): MHA006 + "; every construction of TriangleBuilt in the project (1) "
+                                  "passes p=0.0",
 }
 
 
@@ -117,7 +119,7 @@ def _found(path):
 
 SETTLED = [(32, 16, "MHA006"), (41, 12, "MHA006"), (46, 12, "MHA006"), (53, 16, "MHA006"),
            (63, 16, "MHA006"), (72, 16, "MHA006"), (83, 16, "MHA005"), (101, 16, "MHA006"),
-           (106, 12, "MHA006")]
+           (106, 12, "MHA006"), (120, 16, "MHA006")]
 
 
 def test_the_fixture_in_a_copy(tmp_path):
@@ -171,9 +173,10 @@ def test_this_file_alone_knows_no_caller():
     got = engine.analyze_source(text, str(PKG / "attend.py"), project=False)
     assert [(f.line, f.code) for f in got] == [
         (21, "MHA006"), (32, "MHA006"), (37, "MHA006"), (41, "MHA006"), (46, "MHA006"),
-        (53, "MHA006"), (63, "MHA006"), (72, "MHA006"), (101, "MHA006"), (106, "MHA006")]
+        (53, "MHA006"), (63, "MHA006"), (72, "MHA006"), (101, "MHA006"), (106, "MHA006"),
+        (120, "MHA006"), (120, "MHA007")]
     # nothing is said of callers the analysis did not look for
-    assert all(f.message == MHA006 for f in got)
+    assert all(f.message == MHA006 for f in got if f.code == "MHA006")
 
 
 def test_an_edit_of_a_caller_invalidates_the_cached_finding(tmp_path, monkeypatch, capsys):
@@ -238,6 +241,8 @@ def test_confirm_uses_what_the_program_passes(tmp_path):
         (83, "MHA005"): ("CONFIRMED", []),  # 8 heads: every construction passes heads=8
         (101, "MHA006"): ("CONFIRMED*", [MASK_ASSUMED]),
         (106, "MHA006"): ("CONFIRMED*", [MASK_ASSUMED]),
+        # the dropout from the constructor: every construction passes p=0.0
+        (120, "MHA006"): ("NOT REPRODUCED", []),
     }
     # the table marks what the verdict still rests on, and only that
     assert table.count("[assumed*:") == 6
@@ -254,4 +259,6 @@ def test_without_the_project_the_witness_fills_the_unknowns(tmp_path):
     assert got[(63, "MHA006")] == ("CONFIRMED*", [DROPOUT_ASSUMED])
     assert got[(72, "MHA006")] == ("CONFIRMED*", [DROPOUT_ASSUMED])
     assert got[(32, "MHA006")] == ("CONFIRMED*", [MASK_ASSUMED, CAUSAL_ASSUMED])
+    assert got[(120, "MHA006")] == ("CONFIRMED*", [DROPOUT_ASSUMED])
+    assert got[(120, "MHA007")] == ("CONFIRMED*", ["dropout_p unknown: used 0.1"])
     assert (21, "MHA006") in got and (83, "MHA005") not in got
