@@ -24,7 +24,7 @@ import libcst as cst
 from . import positions, torch_api
 from .events import Construction, ModuleCall, SdpaCall, classify
 from .findings import Finding
-from .flow import CallSite, FlowPass, ScopeKind
+from .flow import CallSite, DefKind, FlowPass, ScopeKind, lookup
 from .focus import focus
 from .lines import source_lines
 from .program.callsites import Project, annotate
@@ -194,17 +194,23 @@ def _analyze_module(
                     reports.append((rule.CODE, rep))
     decided = _decided_by_callers(ctx.events, project)
     located = []
+    asks = getattr(project, "asks", None)
     for ev in ctx.events:
         handler = _HANDLERS[type(ev)]
         for rule in rules:
             method = getattr(rule, handler, None)
             if method is None or rule.CODE in decided.get(id(ev), ()):
                 continue
-            for rep in method(ev):
+            before = len(asks) if asks is not None else 0
+            made = list(method(ev))
+            asked = asks[before:] if made and asks is not None else ()
+            for rep in made:
                 reports.append((rule.CODE, annotate(rep, ev)))
-                located.append((rep, ev))
-    for rep, ev in located:  # once every rule has asked what it needs of the project
+                located.append((rule.CODE, rep, ev, asked))
+    for code, rep, ev, asked in located:  # once every rule has asked what it needs of the project
         _settled(rep, ev, project)
+        if asked:
+            _from_callers(rep, ev, asked, _carried(code, ev))
     if not reports:
         return []
     starts = start_positions(module, [rep.node for _, rep in reports])
@@ -225,6 +231,22 @@ _JUDGES = {
     "MHA006": ("attn_mask", "is_causal"),  # the pair: judged at the call only when both pass
     "MHA007": ("dropout_p",),
     "MHA015": ("key", "value"),
+}
+
+
+# the arguments of a torch module's construction or call each code judges by
+# value (where a fact of the project about them is said in the message)
+_HEADS = ("embed_dim", "num_heads", "d_model", "nhead", "kdim", "vdim")
+_FLAGS = ("is_causal", "src_is_causal", "tgt_is_causal", "memory_is_causal")
+_MASKS = ("attn_mask", "src_mask", "mask", "tgt_mask", "memory_mask", "key_padding_mask")
+_JUDGES_MODULES = {
+    "MHA001": ("batch_first",),
+    "MHA005": _FLAGS + _MASKS,
+    "MHA008": _HEADS,
+    "MHA014": _HEADS,
+    "MHA101": ("num_heads", "nhead"),
+    "MHA901": ("batch_first",),
+    "MHA902": ("batch_first",),
 }
 
 
@@ -279,6 +301,93 @@ def _settled(report, ev, project):
         report.message += f"; every construction of {cls} in the project ({count}) passes {shown}"
         report.evidence["constructed"] = {p: v for p, (v, _) in facts.items()}
     return report
+
+
+def _carried(code: str, ev) -> Set[str]:
+    """The names whose value the arguments a code judges carry as they are:
+    the argument itself, through locals, ``self.<attr>`` (and what its
+    class assigns it), conditions, boolean and arithmetic operations; not
+    into calls or subscripts (a mask made from ``self.pad_id`` carries its
+    meaning, not the value of ``pad_id``).  A fact the project gave about a
+    parameter outside these was not what the finding's judgement rests on."""
+    args = ev.args.args
+    keys = (_JUDGES if isinstance(ev, SdpaCall) else _JUDGES_MODULES).get(code, ())
+    stack = [(args[k], ev.site.env, ev.site.scope, 0) for k in keys if k in args]
+    names: Set[str] = set()
+    while stack:
+        node, env, scope, depth = stack.pop()
+        if isinstance(node, cst.Name):
+            names.add(node.value)
+            defs = lookup(node.value, env, scope) if depth < 6 else ()
+        elif isinstance(node, cst.Attribute) and isinstance(node.value, cst.Name):
+            names.add(node.attr.value)
+            owners = lookup(node.value.value, env, scope) if depth < 6 else ()
+            if not owners or any(d.kind != DefKind.SELF for d in owners):
+                continue
+            defs = owners[0].extra.attrs.get(node.attr.value, ())
+        else:
+            parts = {
+                cst.IfExp: ("test", "body", "orelse"),
+                cst.BooleanOperation: ("left", "right"),
+                cst.BinaryOperation: ("left", "right"),
+                cst.UnaryOperation: ("expression",),
+                cst.Comparison: ("left",),
+            }.get(type(node), ())
+            stack.extend((getattr(node, p), env, scope, depth) for p in parts)
+            if isinstance(node, cst.Comparison):
+                stack.extend((c.comparator, env, scope, depth) for c in node.comparisons)
+            continue
+        for d in defs:
+            if d.kind == DefKind.ASSIGN and d.node is not None:
+                stack.append((d.node, d.env, d.scope, depth + 1))
+    return names
+
+
+# the facts of SDPA's arguments a witness reads from a finding's evidence
+_WITNESSED = ("dropout_p", "is_causal")
+
+
+def _from_callers(report, ev, asked, carried: Set[str]) -> None:
+    """What the project's callers decided in a finding, from the asks its
+    rule made of the project while judging it (``Project.asks``): a
+    parameter every call leaves off is said in the message (the value is
+    the program's); a class never built, or a function never called, in the
+    project is judged by its API as before, and the message says its
+    callers are outside the project.  An SDPA argument that is a parameter
+    every call passes alike goes into the evidence (``program``; and as the
+    argument's value when the rule did not know it), for the confirmer's
+    witness: the value the program really passes."""
+    called: Dict[str, Dict[str, tuple]] = {}
+    outside: Dict[str, str] = {}  # the class or function -> how it would be used
+    key = _function_key(ev.site.scope) if isinstance(ev, SdpaCall) else None
+    for kind, owner, param, answer in asked:
+        if answer[0] in ("settled", "known") and kind == "called" and owner == key:
+            # what the program passes, for the witness (its value, where the
+            # rule did not know it: a value that is not off)
+            for arg in _WITNESSED:
+                expr = ev.args.args.get(arg)
+                if isinstance(expr, cst.Name) and expr.value == param and arg in report.evidence:
+                    if report.evidence[arg] is None:
+                        report.evidence[arg] = answer[1]
+                    report.evidence.setdefault("program", {})[arg] = answer[1]
+        if param not in carried:
+            continue  # not what the judgement rests on: no word in the message
+        if answer[0] == "settled" and kind == "called":
+            called.setdefault(owner, {})[param] = answer[1:]
+        elif answer[0] == "outside":
+            if kind == "built" or owner.endswith(".forward"):
+                outside.setdefault(owner.split(".")[0], "built")
+            else:
+                outside.setdefault(owner, "called")
+    for fn, facts in sorted(called.items()):
+        shown = ", ".join(f"{p}={v!r}" for p, (v, _) in sorted(facts.items()))
+        count = max(n for _, n in facts.values())
+        report.message += f"; every call of {fn} in the project ({count}) has {shown}"
+        report.evidence.setdefault("called", {})[fn] = {p: v for p, (v, _) in facts.items()}
+    for name, verb in outside.items():
+        report.message += f"; {name} is never {verb} in the project: its callers are outside it"
+    if outside:
+        report.evidence["callers_outside"] = list(outside)
 
 
 def _function_key(scope) -> Optional[str]:

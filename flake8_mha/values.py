@@ -4,8 +4,9 @@ Known: literals, names whose every reaching definition is known (module
 constants, locals assigned once), ``self.<attr>`` set to the same known value
 everywhere in its class, module-level constants imported from another file
 of the project, an ``__init__`` parameter every construction of its class
-in the project passes alike (the engine gives the module scope the
-project), and arithmetic on those.  Parameters, config
+in the project passes alike, a parameter every call of its function (or
+module's ``forward``) in the project leaves off (the engine gives the
+module scope the project), and arithmetic on those.  Parameters, config
 objects and anything from outside the project are unknown; unknown never
 fires a rule.
 """
@@ -159,22 +160,32 @@ def _imported_value(d: Def, scope: Optional[Scope], name: str):
 
 
 def _constructed_value(d: Def, name: str):
-    """The value of a parameter of a module-level class's ``__init__`` that
-    every construction of the class in the project passes alike (RULES.md,
-    "known statically": what every construction in the project passes)."""
+    """The value of a parameter that the project fixes: of a module-level
+    class's ``__init__``, what every construction of the class in the project
+    passes alike; of a module-level function or a module-level class's
+    ``forward``, an off value (None, False, 0) that every call in the project
+    leaves it at (RULES.md, "known statically"; docs/reach.md, "Facts from
+    the callers")."""
     scope = d.scope
-    cls = scope.parent if scope is not None else None
-    if (
-        cls is None
-        or cls.kind != ScopeKind.CLASS
-        or cls.parent is None
-        or cls.parent.kind != ScopeKind.MODULE
-        or not isinstance(scope.node, cst.FunctionDef)
-        or scope.node.name.value != "__init__"
-    ):
+    parent = scope.parent if scope is not None else None
+    if parent is None or scope is None or not isinstance(scope.node, cst.FunctionDef):
         return UNKNOWN
+    function = scope.node.name.value
     project = _project(scope)
-    got = project.constructed(cls.node.name.value, name) if project is not None else None
+    if project is None:
+        return UNKNOWN
+    if parent.kind == ScopeKind.MODULE:
+        got = project.called(function, name)
+    elif parent.kind != ScopeKind.CLASS or parent.parent is None:
+        return UNKNOWN
+    elif parent.parent.kind != ScopeKind.MODULE:
+        return UNKNOWN
+    elif function == "__init__":
+        got = project.constructed(parent.node.name.value, name)
+    elif function == "forward":
+        got = project.called(f"{parent.node.name.value}.forward", name)
+    else:
+        return UNKNOWN
     return UNKNOWN if got is None else got[0]
 
 

@@ -157,26 +157,46 @@ def _listdir(path: str) -> List[str]:
         return []
 
 
-def constructions(path: str, cls: str, params: List[str], own_text: Optional[str] = None):
+def constructions(
+    path: str, cls: str, params: List[str], own_text: Optional[str] = None, files=None
+):
     """Every construction of the class ``cls`` (defined in ``path``, its
     ``__init__`` taking ``params`` after ``self``) in the project: per
     construction, each parameter's literal value, ``UNKNOWN`` or ``MISSING``.
-    None when the project does not settle it: the class is never built in the
-    project (its callers are outside), it is subclassed, passed around as a
-    value (``partial(Cls, ...)``, ``block=Cls``), or built with a splat.
+    Empty when the class is never built in the project (its callers are
+    outside it); None when the project does not settle it: the class is
+    subclassed, passed around as a value (``partial(Cls, ...)``,
+    ``block=Cls``), or built with a splat.
     ``own_text``: the linted text of ``path`` (an editor's unsaved buffer).
-    Returns (that list or None, the files it read)."""
-    key = (os.path.abspath(path), cls, tuple(params), own_text)
+    ``files``: ``project_files(path)`` when the caller has it.  Returns (that
+    list or None, the files it read)."""
+    files = files if files is not None else project_files(path)
+    key = (cls, tuple(params), own_text, _states(files))
     if key not in _CONSTRUCTIONS:
         if len(_CONSTRUCTIONS) > 256:
             _CONSTRUCTIONS.clear()
-        _CONSTRUCTIONS[key] = _constructions(path, cls, params, own_text)
+        _CONSTRUCTIONS[key] = _read_constructions(files, cls, params, own_text), files[1:]
     return _CONSTRUCTIONS[key]
 
 
-def _constructions(path, cls, params, own_text):
-    files = [os.path.abspath(path)] + [os.path.abspath(p) for p in dependents([path])]
-    return _read_constructions(files, cls, params, own_text), files[1:]
+def project_files(path: str) -> List[str]:
+    """``path`` and the project files that import it (``dependents``): where
+    its constructions and calls are looked for."""
+    return [os.path.abspath(path)] + [os.path.abspath(p) for p in dependents([path])]
+
+
+def _states(files: List[str]) -> tuple:
+    """The files as they are now: an answer cached for them holds while none
+    of them changed (an editor's process lives across edits)."""
+    out = []
+    for name in files:
+        try:
+            st = os.stat(name)
+        except OSError:
+            out.append((name, None))
+            continue
+        out.append((name, st.st_mtime_ns, st.st_size))
+    return tuple(out)
 
 
 def _read_constructions(files, cls, params, own_text):
@@ -199,7 +219,7 @@ def _read_constructions(files, cls, params, own_text):
         if found is None:
             return None
         out.extend(found)
-    return out or None
+    return out
 
 
 def _built_in(tree: ast.Module, cls: str, params: List[str]) -> Optional[List[Dict[str, object]]]:
@@ -290,3 +310,279 @@ def _init_signature(text: str, cls: str):
                             defaults[a.arg] = _literal(d)
                     return params, defaults
     return None
+
+
+# ------------------------------------------------------ calls of a function
+
+
+class _Call:
+    """One call in a file, as ``calls`` reads it: its positional arguments and
+    keywords as literals (``UNKNOWN`` otherwise), whether it splats, and where
+    its result goes when it builds something (``("attr", name)`` for
+    ``x.name = C(...)``, ``("name", name)`` for ``name = C(...)``, else None)."""
+
+    __slots__ = ("args", "keywords", "splat", "into")
+
+    def __init__(self, node: ast.Call, into):
+        self.splat = any(isinstance(a, ast.Starred) for a in node.args) or any(
+            k.arg is None for k in node.keywords
+        )
+        self.args = [_literal(a) for a in node.args]
+        self.keywords = {k.arg: _literal(k.value) for k in node.keywords if k.arg is not None}
+        self.into = into
+
+
+class _Index:
+    """What ``calls`` needs of one file, read once: its calls by the name
+    called (``f(...)``) and by the attribute called (``x.f(...)``), the names
+    and attributes read otherwise (passed around: the callers cannot be
+    told), the names used as class bases, and ``from ... import f as g``."""
+
+    __slots__ = ("by_name", "by_attr", "loaded_names", "loaded_attrs", "bases", "aliases")
+
+    def __init__(self, tree: ast.Module):
+        self.by_name: Dict[str, List[_Call]] = {}
+        self.by_attr: Dict[str, List[_Call]] = {}
+        self.loaded_names: Set[str] = set()
+        self.loaded_attrs: Set[str] = set()
+        self.bases: Set[str] = set()
+        self.aliases: Dict[str, Set[str]] = {}
+        into: Dict[int, tuple] = {}
+        funcs: Set[int] = set()
+        for node in ast.walk(tree):
+            if isinstance(node, ast.Assign) and len(node.targets) == 1:
+                target = node.targets[0]
+                if isinstance(target, ast.Attribute):
+                    into[id(node.value)] = ("attr", target.attr)
+                elif isinstance(target, ast.Name):
+                    into[id(node.value)] = ("name", target.id)
+            elif isinstance(node, ast.Call):
+                funcs.add(id(node.func))
+            elif isinstance(node, ast.ClassDef):
+                for b in node.bases:
+                    if isinstance(b, ast.Name):
+                        self.bases.add(b.id)
+                    elif isinstance(b, ast.Attribute):
+                        self.bases.add(b.attr)
+            elif isinstance(node, ast.ImportFrom):
+                for a in node.names:
+                    if a.asname:
+                        self.aliases.setdefault(a.name, set()).add(a.asname)
+        for node in ast.walk(tree):
+            if isinstance(node, ast.Call):
+                func = node.func
+                if isinstance(func, ast.Name):
+                    self.by_name.setdefault(func.id, []).append(_Call(node, into.get(id(node))))
+                elif isinstance(func, ast.Attribute):
+                    self.by_attr.setdefault(func.attr, []).append(_Call(node, into.get(id(node))))
+            elif isinstance(node, ast.Name) and isinstance(node.ctx, ast.Load):
+                if id(node) not in funcs:
+                    self.loaded_names.add(node.id)
+            elif isinstance(node, ast.Attribute) and isinstance(node.ctx, ast.Load):
+                if id(node) not in funcs:
+                    self.loaded_attrs.add(node.attr)
+
+
+_INDEXES: Dict[tuple, Optional[_Index]] = {}
+_CALLS: Dict[tuple, tuple] = {}
+MAX_CALLER_FILES = 400  # more files than this import the callee: its callers are not settled
+
+
+def _index(path: str, own_text: Optional[str]) -> Optional[_Index]:
+    """The file's ``_Index`` (cached by its size and time, or by the text of
+    an unsaved buffer); None when it cannot be read or parsed."""
+    if own_text is not None:
+        key: tuple = ("text", hash(own_text), len(own_text))
+    else:
+        try:
+            st = os.stat(path)
+        except OSError:
+            return None
+        key = (path, st.st_mtime_ns, st.st_size)
+    if key not in _INDEXES:
+        if len(_INDEXES) > 4096:
+            _INDEXES.clear()
+        got: Optional[_Index] = None
+        try:
+            text = own_text
+            if text is None:
+                text = read_regular(path, MAX_BYTES).decode("utf-8", "replace")
+            got = _Index(ast.parse(text))
+        except (OSError, SyntaxError, ValueError, RecursionError, MemoryError):
+            got = None
+        _INDEXES[key] = got
+    return _INDEXES[key]
+
+
+def calls(path: str, key: str, signature, own_text: Optional[str] = None, files=None):
+    """Every call in the project of the function ``key`` of ``path``: a
+    module-level function (``attend``) or the ``forward`` of a module-level
+    class (``Attend.forward``, called through its instances).  Per call, each
+    parameter's literal value, ``UNKNOWN``, or its default when the call
+    leaves it out.  ``signature``: ``function_signature``'s answer;
+    ``files``: ``project_files(path)`` when the caller has it.
+
+    Returns (that list, the files read): the list is empty when nothing in
+    the project calls it (its callers are outside the project), None when a
+    call, or another use, cannot be read: the function (or class) passed
+    around as a value, a call with ``*args``/``**kwargs`` or that does not
+    fit the signature, an instance kept anywhere but in a plain attribute or
+    name (a container, an argument), an instance attribute read other than
+    by calling it, a subclass.  Names are matched as text (an attribute of
+    the same name elsewhere counts as a call too): what cannot be told
+    apart is never settled wrongly, only left unsettled."""
+    files = files if files is not None else project_files(path)
+    cache = (key, repr(signature), own_text, _states(files))
+    if cache not in _CALLS:
+        if len(_CALLS) > 256:
+            _CALLS.clear()
+        _CALLS[cache] = _calls(files, key, signature, own_text)
+    return _CALLS[cache]
+
+
+def _calls(files, key, signature, own_text):
+    if len(files) > MAX_CALLER_FILES:
+        return None, files[1:]
+    indexes = []
+    for i, name in enumerate(files):
+        index = _index(name, own_text if i == 0 else None)
+        if index is None:
+            return None, files[1:]
+        indexes.append(index)
+    if "." in key:
+        found = _instance_calls(indexes, key.split(".")[0])
+    else:
+        found = _function_calls(indexes, key)
+    if found is None:
+        return None, files[1:]
+    out = []
+    for call in found:
+        bound = _bind_literals(call, signature)
+        if bound is None:
+            return None, files[1:]
+        out.append(bound)
+    return out, files[1:]
+
+
+def _names(index: _Index, name: str) -> Set[str]:
+    return {name} | index.aliases.get(name, set())
+
+
+def _function_calls(indexes: List[_Index], name: str) -> Optional[List[_Call]]:
+    found: List[_Call] = []
+    for index in indexes:
+        names = _names(index, name)
+        if names & index.loaded_names or name in index.loaded_attrs or names & index.bases:
+            return None  # passed around (``partial(f)``, ``fn=f``): called elsewhere
+        for n in names:
+            found.extend(index.by_name.get(n, ()))
+        found.extend(index.by_attr.get(name, ()))  # ``module.f(...)``
+    return found
+
+
+def _instance_calls(indexes: List[_Index], cls: str) -> Optional[List[_Call]]:
+    """The calls of the instances of ``cls``: each construction kept in a
+    plain attribute (``self.attn = Cls(...)``) or name, and every call of
+    that attribute or name in the project."""
+    attrs: Set[str] = set()
+    names: Set[str] = set()
+    for index in indexes:
+        own = _names(index, cls)
+        if own & index.loaded_names or cls in index.loaded_attrs or own & index.bases:
+            return None  # passed around or subclassed: built and called elsewhere
+        for n in own:
+            for built in index.by_name.get(n, ()):
+                if built.into is None:
+                    return None  # in a container, an argument, returned: not followed
+                (attrs if built.into[0] == "attr" else names).add(built.into[1])
+        if index.by_attr.get(cls):
+            return None  # ``module.Cls(...)``: not followed
+    found: List[_Call] = []
+    for index in indexes:
+        if attrs & index.loaded_attrs or names & index.loaded_names:
+            return None  # the instance read otherwise than called (``.forward``, a hook)
+        for a in attrs:
+            found.extend(index.by_attr.get(a, ()))
+        for n in names:
+            found.extend(index.by_name.get(n, ()))
+    return found
+
+
+def _bind_literals(call: _Call, signature) -> Optional[Dict[str, object]]:
+    positional, kwonly, defaults, varargs, varkw = signature
+    if call.splat:
+        return None
+    got: Dict[str, object] = {}
+    if len(call.args) > len(positional) and not varargs:
+        return None
+    for name, value in zip(positional, call.args):
+        got[name] = value
+    for name, value in call.keywords.items():
+        if name in got:
+            return None
+        if name not in positional and name not in kwonly:
+            if not varkw:
+                return None
+            continue
+        got[name] = value
+    for name in list(positional) + list(kwonly):
+        if name not in got:
+            if name not in defaults:
+                return None  # a required parameter left out: not a call of this function
+            got[name] = defaults[name]
+    return got
+
+
+_FUNCTION_SIGNATURES: Dict[tuple, object] = {}
+
+
+def function_signature(text: str, key: str):
+    """(positional parameters, keyword-only ones, {parameter: literal
+    default}, takes ``*args``, takes ``**kwargs``) of the module-level
+    function ``key`` of ``text``, or of the ``forward`` of a module-level
+    class (``Cls.forward``, parameters after ``self``); None when it is
+    decorated, defined more than once, or not there."""
+    cache = (hash(text), len(text), key)
+    if cache not in _FUNCTION_SIGNATURES:
+        if len(_FUNCTION_SIGNATURES) > 256:
+            _FUNCTION_SIGNATURES.clear()
+        _FUNCTION_SIGNATURES[cache] = _function_signature(text, key)
+    return _FUNCTION_SIGNATURES[cache]
+
+
+def _function_signature(text: str, key: str):
+    try:
+        tree = ast.parse(text)
+    except (SyntaxError, ValueError, RecursionError, MemoryError):
+        return None
+    body, name, skip = tree.body, key, 0
+    if "." in key:
+        cls, name = key.split(".", 1)
+        classes = [n for n in tree.body if isinstance(n, ast.ClassDef) and n.name == cls]
+        if len(classes) != 1 or classes[0].decorator_list:
+            return None
+        body, skip = classes[0].body, 1
+    defs = [
+        n
+        for n in body
+        if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)) and n.name == name
+    ]
+    if len(defs) != 1 or not isinstance(defs[0], ast.FunctionDef) or defs[0].decorator_list:
+        return None
+    args = defs[0].args
+    if args.posonlyargs:
+        return None
+    pos = args.args[skip:]
+    defaults: Dict[str, object] = {}
+    for a, d in zip(pos[len(pos) - len(args.defaults) :], args.defaults):
+        defaults[a.arg] = _literal(d)
+    for a, d in zip(args.kwonlyargs, args.kw_defaults):
+        if d is not None:
+            defaults[a.arg] = _literal(d)
+    return (
+        tuple(a.arg for a in pos),
+        tuple(a.arg for a in args.kwonlyargs),
+        defaults,
+        args.vararg is not None,
+        args.kwarg is not None,
+    )

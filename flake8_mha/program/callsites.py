@@ -14,7 +14,7 @@ the callee lives.  See docs/reach.md for what is followed and what is not.
 
 from __future__ import annotations
 
-from typing import Dict, Optional, Tuple
+from typing import Dict, List, Optional, Tuple
 
 import libcst as cst
 
@@ -41,6 +41,14 @@ class Project(ProjectFiles):
         super().own(source, tree)
         self.settled = {}
         self.lambdas: Dict[int, set] = {}  # id(a followed lambda's call) -> its callers' sinks
+        # what the rules asked of the project about parameters, in order:
+        # (BUILT or CALLED, the class or function, the parameter, the answer),
+        # the answer (SETTLED, value, count), (KNOWN, value, count) for a
+        # value every call passes that is not off, (OUTSIDE,) or (OPEN,); the
+        # engine reads the asks each rule made for each finding (its messages)
+        self.asks: List[tuple] = []
+        self._answers: Dict[tuple, tuple] = {}  # (BUILT or CALLED, owner, param) -> (got, answer)
+        self._around: Optional[list] = None  # callers.project_files of this file, once asked
 
     # -- the call site ------------------------------------------------------------
     def classify(self, site: CallSite, resolver) -> Optional[SdpaCall]:
@@ -326,34 +334,82 @@ class Project(ProjectFiles):
         the project passes the same literal for its ``__init__`` parameter
         ``param`` (a construction that leaves it out passes the literal
         default), else None: also when the class is never built in the project
-        (its callers are outside it), subclassed or passed around."""
+        (its callers are outside it: the ask says so), subclassed or passed
+        around."""
         if not self.files or self._own_source is None:
             return None
+        asked = (BUILT, cls, param)
+        if asked not in self._answers:
+            self._answers[asked] = self._constructed(cls, param)
+        got, answer = self._answers[asked]
+        if answer is None:
+            return None
+        self.asks.append(asked + (answer,))
+        if got is not None:
+            self.settled.setdefault(cls, {})[param] = (got[0], answer[2])
+        return got
+
+    def _constructed(self, cls: str, param: str):
         signature = callers.init_signature(self._own_source, cls)
         if signature is None or param not in signature[0]:
-            return None
+            return None, None
         params, defaults = signature
         try:
-            built, read = callers.constructions(self.path, cls, params, self._own_source)
+            built, read = callers.constructions(
+                self.path, cls, params, self._own_source, self._project_files()
+            )
         except (OSError, ValueError, RecursionError):
-            return None
+            return None, None
         for filename in read:  # the cached findings now depend on these files
             self.depend(filename)
-        values = set()
-        for b in built or ():
-            value = b.get(param, callers.MISSING)
-            if value == callers.MISSING:
-                if param not in defaults:
-                    return None
-                value = defaults[param]
-            if value == callers.UNKNOWN:
-                return None
-            values.add((type(value), value))
-        if len(values) != 1:
+        got = _one_value(built, param, defaults)
+        return got, _answer(built, got)
+
+    def _project_files(self) -> list:
+        """The files where this file's constructions and calls are looked for,
+        found once per analysis (a walk of the project's imports)."""
+        if self._around is None:
+            self._around = callers.project_files(self.path)
+        return self._around
+
+    def called(self, key: str, param: str):
+        """``(value,)`` when every call in the project of this file's function
+        ``key`` (``attend``, or ``Attend.forward``: the calls of Attend's
+        instances) leaves its parameter ``param`` off: ``None``, ``False`` or
+        0, passed as a literal or left at that default.  None otherwise: also
+        when a call or another use of it cannot be read (``callers.calls``),
+        and when nothing in the project calls it (its callers are outside
+        it: the ask says so).  Only an off value is settled: a value that
+        switches something on is judged at each call that passes it."""
+        if not self.files or self._own_source is None:
             return None
-        value = values.pop()[1]
-        self.settled.setdefault(cls, {})[param] = (value, len(built or ()))
-        return (value,)
+        asked = (CALLED, key, param)
+        if asked not in self._answers:
+            self._answers[asked] = self._called(key, param)
+        got, answer = self._answers[asked]
+        if answer is not None:
+            self.asks.append(asked + (answer,))
+        return got
+
+    def _called(self, key: str, param: str):
+        signature = callers.function_signature(self._own_source, key)
+        if signature is None or param not in signature[0] + signature[1]:
+            return None, None
+        try:
+            found, read = callers.calls(
+                self.path, key, signature, self._own_source, self._project_files()
+            )
+        except (OSError, ValueError, RecursionError):
+            return None, None
+        for filename in read:
+            self.depend(filename)
+        got = _one_value(found, param, signature[2])
+        answer = _answer(found, got)
+        if got is not None and not _off(got[0]):
+            # known, not settled: the rules judge it at each call; the confirmer's
+            # witness runs with it (engine._from_callers)
+            answer, got = (KNOWN,) + answer[1:], None
+        return got, answer
 
     # -- return values: mask builders in other files --------------------------------
     def returned(self, call: cst.Call, env, scope, text: str):
@@ -389,6 +445,40 @@ class Project(ProjectFiles):
         if not got:
             return None
         return mask_of(got, call, f"{text} -> {self.relative(filename)}:{got['line']}")
+
+
+BUILT, CALLED = "built", "called"
+OUTSIDE, OPEN, SETTLED, KNOWN = "outside", "open", "settled", "known"
+
+
+def _one_value(found, param: str, defaults: dict) -> Optional[tuple]:
+    """``(value,)`` when every entry of ``found`` (per construction or call,
+    parameter -> literal) gives ``param`` the same literal, else None."""
+    values = set()
+    for entry in found or ():
+        value = entry.get(param, callers.MISSING)
+        if value == callers.MISSING:
+            if param not in defaults:
+                return None
+            value = defaults[param]
+        if value == callers.UNKNOWN:
+            return None
+        values.add((type(value), value))
+    if len(values) != 1:
+        return None
+    return (values.pop()[1],)
+
+
+def _answer(found, got) -> tuple:
+    if found is not None and not found:
+        return (OUTSIDE,)
+    if got is None:
+        return (OPEN,)
+    return (SETTLED, got[0], len(found))
+
+
+def _off(value) -> bool:
+    return value is None or value is False or (type(value) in (int, float) and value == 0)
 
 
 def _imported(node, env, scope, depth: int = 0) -> Optional[Tuple[int, str]]:

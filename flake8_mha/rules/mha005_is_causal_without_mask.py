@@ -44,6 +44,12 @@ class IsCausalWithoutMask(Rule):
         - The mask counts as given unless it is missing or statically `None`.
         - Not for `F.scaled_dot_product_attention`, where `is_causal=True`
           without a mask is the right way to ask for causal attention.
+        - A mask that is a parameter of the function (or of the module's
+          `forward`) counts as missing when every call of it in the project
+          leaves it `None`: then the hint alone reaches the module, and the
+          message says which calls decided it (docs/reach.md, "Facts from the
+          callers"). One call that passes a mask, or that the analysis cannot
+          read, leaves the mask given.
         """
     VALID = [
         "import torch.nn as nn\nattn = nn.MultiheadAttention(64, 8, batch_first=True)\n"

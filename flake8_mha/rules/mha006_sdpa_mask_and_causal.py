@@ -66,6 +66,14 @@ class SdpaMaskAndCausal(Rule):
           replayed (`attn_mask=ctx.attn_mask, is_causal=ctx.is_causal` in an
           autograd backward). A literal `is_causal=True`, or a flag from
           `self`/a config, with a mask that can be non-None, is reported.
+        - The program decides what its API allows: a mask parameter of a
+          function, or of a module's `forward`, that every call in the project
+          leaves `None` (or a flag every construction passes as `False`) is
+          clean, and the message of a finding that stands names the facts it
+          used. A class nothing in the project builds (a function nothing
+          calls) is judged by its API, and the message says its callers are
+          outside the project. One call the analysis cannot read settles
+          nothing (docs/reach.md, "Facts from the callers").
         """
     VALID = [
         "import torch.nn.functional as F\ndef f(q, k, v, m):\n"

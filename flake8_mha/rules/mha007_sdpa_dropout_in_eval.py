@@ -75,6 +75,12 @@ class SdpaDropoutInEval(Rule):
           module that is not 0; every branch must be known (a branch from a
           parameter or a call leaves the whole value the caller's: silent).
         - Outside a method of an `nn.Module` subclass: not reported.
+        - A probability from the constructor (`self.p = p`) is known when every
+          construction in the project passes the same literal (0: not
+          reported); when nothing in the project builds the class, the
+          finding says its callers are outside the project. A `dropout_p`
+          parameter that every call leaves at 0 is 0 (docs/reach.md, "Facts
+          from the callers").
         """
     VALID = [
         "import torch.nn as nn\nimport torch.nn.functional as F\nclass A(nn.Module):\n"
