@@ -224,12 +224,19 @@ class Project(ProjectFiles):
             return self._partial(call, env, scope, resolver)
         made = _imported(call.func, env, scope)
         if made is not None:
-            return self._function(made, call=False)
-        name = _own_definition(call.func, env, scope, DefKind.CLASS, DefKind.DEF)
-        if name is None:
-            return None
-        got = self.effective(self.path, name + ".forward") or self.effective(self.path, name + "()")
-        return (self.path, got) if got is not None else None
+            found = self._function(made, call=False)
+        else:
+            name = _own_definition(call.func, env, scope, DefKind.CLASS, DefKind.DEF)
+            if name is None:
+                return None
+            got = self.effective(self.path, name + ".forward") or self.effective(
+                self.path, name + "()"
+            )
+            found = (self.path, got) if got is not None else None
+        if found is None or "closure" not in found[1]:
+            return found
+        bound = bind_factory(found[1], call)
+        return (found[0], bound) if bound is not None else None
 
     def _partial(self, call, env, scope, resolver) -> Optional[Tuple[str, dict]]:
         """``functools.partial(f, *pre, **kw)``: ``f``'s summary with ``pre``
@@ -449,6 +456,40 @@ def _own_definition(node, env, scope, *kinds) -> Optional[str]:
         return None
     name = getattr(d.node, "name", None)
     return name.value if isinstance(name, cst.Name) else None
+
+
+def bind_factory(summary: dict, call: cst.Call) -> Optional[dict]:
+    """The product of a factory call (``make_attn(0.1)``): ``summary`` (the
+    returned function's) with the factory's parameters it reads fixed to what
+    this call passes, or to the factory's defaults, as defaults no call of
+    the product can change.  A sink reached by a closure parameter whose
+    value is not a literal here is left out (unknown)."""
+    factory = summary["closure"]
+    args = _bind({**factory, "varargs": False, "varkw": False}, call)
+    if args is None:
+        return None
+    defaults = dict(summary["defaults"])
+    unknown = set()
+    for param in factory["params"]:
+        expr = args.get(param)
+        if expr is None:
+            value = factory["defaults"].get(param)
+            if value is None:
+                unknown.add(param)
+            else:
+                defaults[param] = value
+            continue
+        value = literal(expr)
+        if value is UNKNOWN or not (value is None or type(value) in (bool, int, float)):
+            unknown.add(param)
+        else:
+            defaults[param] = repr(value)
+    reach = {k: v for k, v in summary["reach"].items() if v["param"] not in unknown}
+    if not reach:
+        return None
+    out = {k: v for k, v in summary.items() if k != "closure"}
+    out.update(defaults=defaults, reach=reach)
+    return out
 
 
 def _bind(summary: dict, call: cst.Call) -> Optional[Dict[str, cst.BaseExpression]]:

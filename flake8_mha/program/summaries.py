@@ -16,7 +16,7 @@ from ..torch_api import SDPA_NAME, SDPA_QUALNAME, SDPA_SIGNATURE, canonical
 from . import chains
 from .chains import dotted_name, own_nodes
 
-SUMMARY_VERSION = 5
+SUMMARY_VERSION = 6
 REEXPORTS = "@reexports"  # the key of an __init__'s re-exports in its summary table
 IMPORTS = "@imports"  # the file's imports, where the callees its edges name live
 ATTRS = "@attrs"  # per class, what kind of module each self.<attr> holds (chains.py)
@@ -76,7 +76,7 @@ def summarise(
             _add(out, node.name, node, False, sdpa_names, calls)
             inner = _returned_function(node)
             if inner is not None:
-                _add(out, node.name + "()", inner, False, sdpa_names, calls)
+                _add(out, node.name + "()", inner, False, sdpa_names, calls, factory=node)
         elif isinstance(node, ast.ClassDef):
             own = chains.class_attrs(node)
             if own:
@@ -86,6 +86,7 @@ def summarise(
                     calls = direct and (may_call is None or _spans(may_call, item))
                     key = f"{node.name}.{item.name}"
                     _add(out, key, item, True, sdpa_names, calls, own, node.name)
+    _add_partials(tree, out, sdpa_names, direct)
     imported = chains.imports(tree)
     changed = True
     while changed:  # an edge stays while its callee may reach a sink: a fixpoint
@@ -141,8 +142,10 @@ def _reexports(tree: ast.Module) -> Dict[str, list]:
     return {name: got for name, got in chains.imports(tree).items() if got[0]}
 
 
-def _add(out, name, func, method, sdpa_names, calls=True, attrs=None, cls=None) -> None:
-    got = _function_summary(func, method, sdpa_names, calls, attrs or {})
+def _add(
+    out, name, func, method, sdpa_names, calls=True, attrs=None, cls=None, factory=None
+) -> None:
+    got = _function_summary(func, method, sdpa_names, calls, attrs or {}, factory)
     if got is not None and cls is not None:
         got["cls"] = cls
     if got is not None:
@@ -204,6 +207,105 @@ def _is_sdpa(call: ast.Call, sdpa_names) -> bool:
     return False
 
 
+def _partial_names(tree: ast.Module) -> Tuple[set, set]:
+    """(names bound to ``functools.partial``, names bound to ``functools``)."""
+    direct, modules = set(), set()
+    for node in statements(tree):
+        if isinstance(node, ast.ImportFrom) and node.module == "functools" and not node.level:
+            direct.update(a.asname or a.name for a in node.names if a.name == "partial")
+        elif isinstance(node, ast.Import):
+            modules.update(a.asname or a.name for a in node.names if a.name == "functools")
+    return direct, modules
+
+
+def _add_partials(tree: ast.Module, out: Dict[str, dict], sdpa_names, direct: bool) -> None:
+    """``causal = functools.partial(F.scaled_dot_product_attention, is_causal=True)``
+    or ``partial(attend, ...)`` of a summarised function of the file, bound
+    once at module level: a summary of its own under that name, so that
+    another file's ``causal(q, k, v, attn_mask=m)`` is followed as the
+    function it stands for (the twin of ``callsites.Project._partial`` for
+    the linted file)."""
+    names, modules = _partial_names(tree)
+    if not (names or modules):
+        return
+    assigned: Dict[str, int] = {}
+    for node in tree.body:
+        for target in getattr(node, "targets", ()):
+            if isinstance(target, ast.Name):
+                assigned[target.id] = assigned.get(target.id, 0) + 1
+    for node in tree.body:
+        if not (
+            isinstance(node, ast.Assign)
+            and len(node.targets) == 1
+            and isinstance(node.targets[0], ast.Name)
+            and assigned[node.targets[0].id] == 1
+            and node.targets[0].id not in out
+            and isinstance(node.value, ast.Call)
+            and node.value.args
+            and not isinstance(node.value.args[0], ast.Starred)
+        ):
+            continue
+        call = node.value
+        func = dotted_name(call.func)
+        if func is None:
+            continue
+        head, _, attr = func.partition(".")
+        if not (func in names or (attr == "partial" and head in modules)):
+            continue
+        inner = call.args[0]
+        if direct and _is_sdpa(ast.Call(func=inner, args=[], keywords=[]), sdpa_names):
+            base = {
+                "line": call.lineno,
+                "positional": list(_SDPA_POSITIONS),
+                "kwonly": [],
+                "defaults": {"attn_mask": "None", "dropout_p": "0.0", "is_causal": "False"},
+                "reach": {
+                    n: {"param": n, "ops": []} for n in ("attn_mask", "dropout_p", "is_causal")
+                },
+                "varargs": False,
+                "varkw": False,
+            }
+        elif isinstance(inner, ast.Name) and isinstance(out.get(inner.id), dict):
+            base = dict(out[inner.id])
+            if "." in inner.id or "closure" in base:
+                continue
+        else:
+            continue
+        got = _bind_partial(base, call)
+        if got is not None:
+            got["name"] = node.targets[0].id
+            out[got["name"]] = got
+
+
+def _bind_partial(summary: dict, call: ast.Call) -> Optional[dict]:
+    """``summary`` with the ``partial`` call's arguments bound: positional
+    ones fill the first parameters, keywords become defaults a later call
+    may override; a bound value that is not a plain constant makes the sinks
+    it reaches unknown (left out)."""
+    positional = list(summary["positional"])
+    defaults = dict(summary["defaults"])
+    reach = dict(summary["reach"])
+    bound: Dict[str, ast.AST] = {}
+    for a in call.args[1:]:
+        if isinstance(a, ast.Starred) or not positional:
+            return None
+        bound[positional.pop(0)] = a
+    for k in call.keywords:
+        if k.arg is None or (k.arg not in positional and k.arg not in summary["kwonly"]):
+            return None
+        bound[k.arg] = k.value
+    for param, expr in bound.items():
+        if isinstance(expr, ast.Constant) and (
+            expr.value is None or type(expr.value) in (bool, int, float)
+        ):
+            defaults[param] = repr(expr.value)
+        else:
+            reach = {k: v for k, v in reach.items() if v["param"] != param}
+    if not reach and not summary.get("edges"):
+        return None
+    return dict(summary, positional=positional, defaults=defaults, reach=reach)
+
+
 def _returned_function(func) -> Optional[ast.FunctionDef]:
     """The nested function a factory returns (``def call(...): ...; return call``)."""
     nested = {
@@ -221,11 +323,20 @@ def _returned_function(func) -> Optional[ast.FunctionDef]:
     return found
 
 
-def _function_summary(func, method: bool, sdpa_names, direct=True, attrs=None) -> Optional[dict]:
+def _function_summary(
+    func, method: bool, sdpa_names, direct=True, attrs=None, factory=None
+) -> Optional[dict]:
     """What one function's parameters reach: ``reach`` through its own SDPA
     calls (``direct``: the function's text may hold one), ``edges`` through
     its calls of other functions and modules (``chains.py``), with what the
-    composition of both at use needs to settle them (``settle``)."""
+    composition of both at use needs to settle them (``settle``).
+
+    ``factory``: the function that returns ``func`` (``def make(p): def
+    run(q, k, v): ... dropout_p=p ...; return run``).  Its parameters that
+    ``func`` reads as they are (neither ``func`` nor the factory rebinds
+    them) reach the sinks too; they are listed under ``closure`` with the
+    factory's signature, and only the factory's call binds them
+    (``callsites.bind_factory``): a call of the product cannot pass them."""
     args = func.args
     # *args/**kwargs parameters take what the named ones do not: only named
     # parameters are followed (an SDPA call given **kwargs is not described)
@@ -240,6 +351,7 @@ def _function_summary(func, method: bool, sdpa_names, direct=True, attrs=None) -
     if not params:
         return None
     defaults = _defaults(args, method)
+    closure = _closure_params(factory, func, params) if factory is not None else set()
     # one walk of the function's own nodes gathers all a summary reads
     calls: List[ast.Call] = []  # SDPA's
     others: List[ast.Call] = []  # every other call: the edges' candidates
@@ -267,9 +379,10 @@ def _function_summary(func, method: bool, sdpa_names, direct=True, attrs=None) -
             stores.setdefault(n.target.id, []).append(n)
         elif t in _TESTING:
             tests.append(n.test)
+    reads = params | (closure - set(stores))  # a closure name the product rebinds is its own
     edges = []
     if others:
-        edges = chains.edges(others, loops, attrs or {}, lambda e: _reach(e, params, stores, 0))
+        edges = chains.edges(others, loops, attrs or {}, lambda e: _reach(e, reads, stores, 0))
     if not calls and not edges:
         return None
     reached: Dict[str, dict] = {}
@@ -279,7 +392,7 @@ def _function_summary(func, method: bool, sdpa_names, direct=True, attrs=None) -
         here = {}
         for name, expr in _sdpa_arguments(call).items():
             if name in SINK_ARGS:
-                got = _reach(expr, params, stores, 0)
+                got = _reach(expr, reads, stores, 0)
                 if got is not None:
                     here[name] = got
                 elif name in ("attn_mask", "is_causal") and not _none_or_false(expr):
@@ -304,10 +417,33 @@ def _function_summary(func, method: bool, sdpa_names, direct=True, attrs=None) -
         out["own_mask"] = True
     if edges:
         out["edges"] = edges
+    used = sorted(reads - params)
+    if used:
+        fargs = factory.args
+        out["closure"] = {
+            "params": used,
+            "positional": [a.arg for a in fargs.posonlyargs + fargs.args],
+            "kwonly": [a.arg for a in fargs.kwonlyargs],
+            "defaults": _defaults(fargs, False),
+        }
     settle(out["reach"], out)
     if not out["reach"] and not edges:
         return None
     return out
+
+
+def _closure_params(factory, func, params: set) -> set:
+    """The factory's named parameters the product may read as they are: not
+    shadowed by the product's own parameters, and never rebound in the
+    factory's body (``p = p or 0.1``, a ``nonlocal``)."""
+    fargs = factory.args
+    outer = {a.arg for a in fargs.posonlyargs + fargs.args + fargs.kwonlyargs} - params
+    for n in ast.walk(factory):
+        if isinstance(n, ast.Name) and not isinstance(n.ctx, ast.Load):
+            outer.discard(n.id)
+        elif isinstance(n, ast.Nonlocal):
+            outer.difference_update(n.names)
+    return outer
 
 
 _STORING = (ast.Assign, ast.AnnAssign, ast.AugAssign, ast.For, ast.With)
