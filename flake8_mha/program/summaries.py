@@ -13,10 +13,10 @@ import re
 from typing import Dict, List, Optional, Tuple
 
 from ..torch_api import SDPA_NAME, SDPA_QUALNAME, SDPA_SIGNATURE, canonical
-from . import chains
-from .chains import dotted_name, own_nodes
+from . import chains, forms
+from .chains import dotted_name, own_nodes, statements
 
-SUMMARY_VERSION = 6
+SUMMARY_VERSION = 7
 REEXPORTS = "@reexports"  # the key of an __init__'s re-exports in its summary table
 IMPORTS = "@imports"  # the file's imports, where the callees its edges name live
 ATTRS = "@attrs"  # per class, what kind of module each self.<attr> holds (chains.py)
@@ -49,9 +49,11 @@ def summarise(
     hundreds of modules (tests/test_summaries_screen.py: the same tables with
     and without)."""
     mentions = SDPA_NAME in source
+    holds_modules = forms.MODULE_WORDS.search(source) is not None
     if (
         screen
         and not mentions
+        and not holds_modules
         and not _RELATIVE_IMPORT.search(source)
         and not chains.imports_project_code(source)
     ):
@@ -69,6 +71,7 @@ def summarise(
     sdpa_names = _sdpa_names(tree)
     direct = mentions and bool(sdpa_names[0] or sdpa_names[1])
     may_call = _lines_naming(source, {SDPA_NAME, *sdpa_names[0]}) if screen and direct else None
+    torch_names = forms.torch_names(tree) if holds_modules else {}
     attrs: Dict[str, Dict[str, str]] = {}
     for node in tree.body:
         if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
@@ -81,12 +84,15 @@ def summarise(
             own = chains.class_attrs(node)
             if own:
                 attrs[node.name] = own
+            held = forms.torch_modules(own, torch_names) if holds_modules and own else {}
             for item in node.body:
                 if isinstance(item, (ast.FunctionDef, ast.AsyncFunctionDef)):
                     calls = direct and (may_call is None or _spans(may_call, item))
                     key = f"{node.name}.{item.name}"
-                    _add(out, key, item, True, sdpa_names, calls, own, node.name)
-    _add_partials(tree, out, sdpa_names, direct)
+                    _add(out, key, item, True, sdpa_names, calls, own, node.name, held=held)
+    forms.add_partials(
+        tree, out, lambda e: direct and _is_sdpa(ast.Call(func=e, args=[], keywords=[]), sdpa_names)
+    )
     imported = chains.imports(tree)
     changed = True
     while changed:  # an edge stays while its callee may reach a sink: a fixpoint
@@ -143,9 +149,9 @@ def _reexports(tree: ast.Module) -> Dict[str, list]:
 
 
 def _add(
-    out, name, func, method, sdpa_names, calls=True, attrs=None, cls=None, factory=None
+    out, name, func, method, sdpa_names, calls=True, attrs=None, cls=None, factory=None, held=None
 ) -> None:
-    got = _function_summary(func, method, sdpa_names, calls, attrs or {}, factory)
+    got = _function_summary(func, method, sdpa_names, calls, attrs or {}, factory, held)
     if got is not None and cls is not None:
         got["cls"] = cls
     if got is not None:
@@ -174,24 +180,6 @@ def _sdpa_names(tree: ast.Module) -> Tuple[set, set]:
     return direct, modules
 
 
-_BODIES = ("body", "orelse", "finalbody", "handlers", "cases")
-
-
-def statements(tree: ast.AST):
-    """Every statement of ``tree`` at any depth (and the ``except`` and ``case``
-    clauses that hold some), without the expressions, which are most of a
-    module's nodes: an import is a statement, so a walk for imports needs no
-    more (``nn/functional.py``: 1,545 of ``ast.walk``'s 20,665 nodes)."""
-    stack = list(getattr(tree, "body", ()))
-    while stack:
-        node = stack.pop()
-        yield node
-        for field in _BODIES:
-            value = getattr(node, field, None)
-            if value and isinstance(value, list):
-                stack.extend(value)
-
-
 def _is_sdpa(call: ast.Call, sdpa_names) -> bool:
     direct, modules = sdpa_names
     func = call.func
@@ -205,105 +193,6 @@ def _is_sdpa(call: ast.Call, sdpa_names) -> bool:
         if head == local:
             return canonical(f"{full}.{rest}") == SDPA_QUALNAME
     return False
-
-
-def _partial_names(tree: ast.Module) -> Tuple[set, set]:
-    """(names bound to ``functools.partial``, names bound to ``functools``)."""
-    direct, modules = set(), set()
-    for node in statements(tree):
-        if isinstance(node, ast.ImportFrom) and node.module == "functools" and not node.level:
-            direct.update(a.asname or a.name for a in node.names if a.name == "partial")
-        elif isinstance(node, ast.Import):
-            modules.update(a.asname or a.name for a in node.names if a.name == "functools")
-    return direct, modules
-
-
-def _add_partials(tree: ast.Module, out: Dict[str, dict], sdpa_names, direct: bool) -> None:
-    """``causal = functools.partial(F.scaled_dot_product_attention, is_causal=True)``
-    or ``partial(attend, ...)`` of a summarised function of the file, bound
-    once at module level: a summary of its own under that name, so that
-    another file's ``causal(q, k, v, attn_mask=m)`` is followed as the
-    function it stands for (the twin of ``callsites.Project._partial`` for
-    the linted file)."""
-    names, modules = _partial_names(tree)
-    if not (names or modules):
-        return
-    assigned: Dict[str, int] = {}
-    for node in tree.body:
-        for target in getattr(node, "targets", ()):
-            if isinstance(target, ast.Name):
-                assigned[target.id] = assigned.get(target.id, 0) + 1
-    for node in tree.body:
-        if not (
-            isinstance(node, ast.Assign)
-            and len(node.targets) == 1
-            and isinstance(node.targets[0], ast.Name)
-            and assigned[node.targets[0].id] == 1
-            and node.targets[0].id not in out
-            and isinstance(node.value, ast.Call)
-            and node.value.args
-            and not isinstance(node.value.args[0], ast.Starred)
-        ):
-            continue
-        call = node.value
-        func = dotted_name(call.func)
-        if func is None:
-            continue
-        head, _, attr = func.partition(".")
-        if not (func in names or (attr == "partial" and head in modules)):
-            continue
-        inner = call.args[0]
-        if direct and _is_sdpa(ast.Call(func=inner, args=[], keywords=[]), sdpa_names):
-            base = {
-                "line": call.lineno,
-                "positional": list(_SDPA_POSITIONS),
-                "kwonly": [],
-                "defaults": {"attn_mask": "None", "dropout_p": "0.0", "is_causal": "False"},
-                "reach": {
-                    n: {"param": n, "ops": []} for n in ("attn_mask", "dropout_p", "is_causal")
-                },
-                "varargs": False,
-                "varkw": False,
-            }
-        elif isinstance(inner, ast.Name) and isinstance(out.get(inner.id), dict):
-            base = dict(out[inner.id])
-            if "." in inner.id or "closure" in base:
-                continue
-        else:
-            continue
-        got = _bind_partial(base, call)
-        if got is not None:
-            got["name"] = node.targets[0].id
-            out[got["name"]] = got
-
-
-def _bind_partial(summary: dict, call: ast.Call) -> Optional[dict]:
-    """``summary`` with the ``partial`` call's arguments bound: positional
-    ones fill the first parameters, keywords become defaults a later call
-    may override; a bound value that is not a plain constant makes the sinks
-    it reaches unknown (left out)."""
-    positional = list(summary["positional"])
-    defaults = dict(summary["defaults"])
-    reach = dict(summary["reach"])
-    bound: Dict[str, ast.AST] = {}
-    for a in call.args[1:]:
-        if isinstance(a, ast.Starred) or not positional:
-            return None
-        bound[positional.pop(0)] = a
-    for k in call.keywords:
-        if k.arg is None or (k.arg not in positional and k.arg not in summary["kwonly"]):
-            return None
-        bound[k.arg] = k.value
-    for param, expr in bound.items():
-        if isinstance(expr, ast.Constant) and (
-            expr.value is None or type(expr.value) in (bool, int, float)
-        ):
-            defaults[param] = repr(expr.value)
-        else:
-            reach = {k: v for k, v in reach.items() if v["param"] != param}
-    if not reach and not summary.get("edges"):
-        return None
-    return dict(summary, positional=positional, defaults=defaults, reach=reach)
 
 
 def _returned_function(func) -> Optional[ast.FunctionDef]:
@@ -324,7 +213,7 @@ def _returned_function(func) -> Optional[ast.FunctionDef]:
 
 
 def _function_summary(
-    func, method: bool, sdpa_names, direct=True, attrs=None, factory=None
+    func, method: bool, sdpa_names, direct=True, attrs=None, factory=None, held=None
 ) -> Optional[dict]:
     """What one function's parameters reach: ``reach`` through its own SDPA
     calls (``direct``: the function's text may hold one), ``edges`` through
@@ -336,7 +225,12 @@ def _function_summary(
     ``func`` reads as they are (neither ``func`` nor the factory rebinds
     them) reach the sinks too; they are listed under ``closure`` with the
     factory's signature, and only the factory's call binds them
-    (``callsites.bind_factory``): a call of the product cannot pass them."""
+    (``callsites.bind_factory``): a call of the product cannot pass them.
+
+    ``held``: ``self.<attr>`` -> the torch attention module it holds (a
+    method's class); a parameter that reaches such a module's mask argument
+    (``self.mha(x, x, x, key_padding_mask=pad)``) reaches the sink
+    ``"MultiheadAttention.key_padding_mask"``."""
     args = func.args
     # *args/**kwargs parameters take what the named ones do not: only named
     # parameters are followed (an SDPA call given **kwargs is not described)
@@ -351,7 +245,7 @@ def _function_summary(
     if not params:
         return None
     defaults = _defaults(args, method)
-    closure = _closure_params(factory, func, params) if factory is not None else set()
+    closure = forms.closure_params(factory, func, params) if factory is not None else set()
     # one walk of the function's own nodes gathers all a summary reads
     calls: List[ast.Call] = []  # SDPA's
     others: List[ast.Call] = []  # every other call: the edges' candidates
@@ -383,7 +277,10 @@ def _function_summary(
     edges = []
     if others:
         edges = chains.edges(others, loops, attrs or {}, lambda e: _reach(e, reads, stores, 0))
-    if not calls and not edges:
+    modules = (
+        forms.module_calls(others, held, method and forms.positional_self(func)) if held else []
+    )
+    if not calls and not edges and not modules:
         return None
     reached: Dict[str, dict] = {}
     line = None
@@ -401,6 +298,19 @@ def _function_summary(
             reached, line = here, call.lineno
         else:  # several SDPA calls: keep what every one of them agrees on
             reached = {k: v for k, v in reached.items() if here.get(k) == v}
+    module_reach: Dict[str, dict] = {}
+    for i, (call, spec) in enumerate(modules):
+        here = {}
+        for name, expr in forms.module_arguments(call, spec).items():
+            got = _reach(expr, reads, stores, 0)
+            if got is not None:
+                here[f"{spec.name}.{name}"] = got
+        if i == 0:
+            module_reach = here
+            line = line if line is not None else call.lineno
+        else:  # several calls of the module: what every one agrees on
+            module_reach = {k: v for k, v in module_reach.items() if here.get(k) == v}
+    reached.update(module_reach)
     out = {
         "line": line,
         "positional": positional,
@@ -430,20 +340,6 @@ def _function_summary(
     if not out["reach"] and not edges:
         return None
     return out
-
-
-def _closure_params(factory, func, params: set) -> set:
-    """The factory's named parameters the product may read as they are: not
-    shadowed by the product's own parameters, and never rebound in the
-    factory's body (``p = p or 0.1``, a ``nonlocal``)."""
-    fargs = factory.args
-    outer = {a.arg for a in fargs.posonlyargs + fargs.args + fargs.kwonlyargs} - params
-    for n in ast.walk(factory):
-        if isinstance(n, ast.Name) and not isinstance(n.ctx, ast.Load):
-            outer.discard(n.id)
-        elif isinstance(n, ast.Nonlocal):
-            outer.difference_update(n.names)
-    return outer
 
 
 _STORING = (ast.Assign, ast.AnnAssign, ast.AugAssign, ast.For, ast.With)
@@ -637,7 +533,7 @@ def valid_table(table) -> bool:
         ):
             return False
         for arg, how in s["reach"].items():
-            if arg not in SINK_ARGS or not _valid_reach(how):
+            if (arg not in SINK_ARGS and arg not in forms.MODULE_SINKS) or not _valid_reach(how):
                 return False
         for e in edges:
             if not (
