@@ -27,7 +27,7 @@ from .findings import Finding
 from .flow import CallSite, DefKind, FlowPass, ScopeKind, lookup
 from .focus import focus
 from .lines import source_lines
-from .program.callsites import Project, annotate
+from .program.callsites import Project, WrappedModuleCall, annotate
 from .program.files import reaches_a_sink
 from .resolve import Resolver
 from .rules.base import all_rules
@@ -37,6 +37,7 @@ MAX_BYTES = 8 * 1024 * 1024
 _HANDLERS = {
     Construction: "on_construction",
     ModuleCall: "on_module_call",
+    WrappedModuleCall: "on_module_call",
     SdpaCall: "on_sdpa_call",
 }
 
@@ -201,6 +202,8 @@ def _analyze_module(
             method = getattr(rule, handler, None)
             if method is None or rule.CODE in decided.get(id(ev), ()):
                 continue
+            if isinstance(ev, WrappedModuleCall) and rule.CODE not in ev.CODES:
+                continue
             before = len(asks) if asks is not None else 0
             made = list(method(ev))
             asked = asks[before:] if made and asks is not None else ()
@@ -274,13 +277,20 @@ def _decided_by_callers(events, project) -> Dict[int, Set[str]]:
     if not followed:
         return out
     for ev in events:
-        if not isinstance(ev, SdpaCall):
+        if not isinstance(ev, (SdpaCall, ModuleCall)) or isinstance(ev, WrappedModuleCall):
             continue
         key = _function_key(ev.site.scope)
         if key not in followed:
             continue
         summary = project.effective(project.path, key)
         sinks = set(summary["reach"]) if summary else set()
+        if isinstance(ev, ModuleCall):
+            # a held module's mask that a parameter gives: each caller's mask is
+            # judged at its call (MHA003, MHA004), not their join in here
+            given = {f"{ev.spec.name}.{arg}" for arg in ev.spec.mask_args if ev.args.given(arg)}
+            if given and given <= sinks:
+                out[id(ev)] = set(WrappedModuleCall.CODES)
+            continue
         codes = {c for c, judged in _JUDGES.items() if sinks.issuperset(judged)}
         if codes:
             out[id(ev)] = codes

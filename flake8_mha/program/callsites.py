@@ -18,11 +18,11 @@ from typing import Dict, List, Optional, Tuple
 
 import libcst as cst
 
-from ..events import SdpaCall
+from ..events import ModuleCall, SdpaCall
 from ..flow import CallSite, DefKind, ScopeKind, import_path, lookup
 from ..positions import start_positions
 from ..resolve import Bound
-from ..torch_api import SDPA_NAME, SDPA_QUALNAME, SDPA_SIGNATURE
+from ..torch_api import BY_NAME, SDPA_NAME, SDPA_QUALNAME, SDPA_SIGNATURE
 from ..values import UNKNOWN, literal
 from . import callers
 from .files import ProjectFiles, decode, module_parts, project_root  # noqa: F401
@@ -61,7 +61,7 @@ class Project(ProjectFiles):
             # analysis goes on
             return None
 
-    def _classify(self, site: CallSite, resolver) -> Optional[SdpaCall]:
+    def _classify(self, site: CallSite, resolver):
         found = self._callee(site.node.func, site, resolver)
         if found is None:
             return None
@@ -69,8 +69,12 @@ class Project(ProjectFiles):
         args = _bind(summary, site.node)
         if args is None:
             return None
+        if not any("." not in sink for sink in summary["reach"]):
+            return self._module_call(site, filename, summary, args)
         mapped: Dict[str, cst.BaseExpression] = {}
         for sink_arg, how in summary["reach"].items():
+            if "." in sink_arg:  # a torch module's argument: judged where SDPA is not
+                continue
             param = how["param"]
             expr = args.get(param)
             if expr is None:
@@ -100,6 +104,45 @@ class Project(ProjectFiles):
         if summary.get("chain"):  # [[file, function], ...] from the callee down to the sink
             through["chain"] = [list(step) for step in summary["chain"]]
         return SdpaCall(site, bound, through)
+
+    def _module_call(self, site, filename, summary, args) -> Optional["WrappedModuleCall"]:
+        """A call of a wrapper whose parameters reach a torch attention
+        module's mask arguments (and no SDPA call): the module call it amounts
+        to, with the caller's masks under the module's argument names."""
+        specs = {sink.split(".", 1)[0] for sink in summary["reach"]}
+        if len(specs) != 1:
+            return None
+        spec = BY_NAME.get(specs.pop())
+        if spec is None:
+            return None
+        mapped: Dict[str, cst.BaseExpression] = {}
+        for sink, how in summary["reach"].items():
+            expr = args.get(how["param"])
+            if expr is None:  # left to its default: a default mask is not judged
+                continue
+            built = _apply(expr, how["ops"])
+            if built is not None:
+                mapped[sink.split(".", 1)[1]] = built
+        if not mapped:
+            return None
+        bound = Bound.__new__(Bound)
+        bound.args = mapped
+        bound.star = bound.double_star = False
+        bound.positional_count = 0
+        through = {
+            "function": summary["name"],
+            "file": self.relative(summary.get("sink_file", filename)),
+            "line": summary["line"],
+            "sink": spec.name,
+            "params": {
+                k.split(".", 1)[1]: v["param"]
+                for k, v in summary["reach"].items()
+                if k.split(".", 1)[1] in mapped
+            },
+        }
+        if summary.get("chain"):
+            through["chain"] = [list(step) for step in summary["chain"]]
+        return WrappedModuleCall(site, spec, [], bound, through)
 
     def _callee(self, func, site: CallSite, resolver) -> Optional[Tuple[str, dict]]:
         """The summary a call runs: a function of the project or of this file
@@ -232,12 +275,19 @@ class Project(ProjectFiles):
             return self._partial(call, env, scope, resolver)
         made = _imported(call.func, env, scope)
         if made is not None:
-            return self._function(made, call=False)
-        name = _own_definition(call.func, env, scope, DefKind.CLASS, DefKind.DEF)
-        if name is None:
-            return None
-        got = self.effective(self.path, name + ".forward") or self.effective(self.path, name + "()")
-        return (self.path, got) if got is not None else None
+            found = self._function(made, call=False)
+        else:
+            name = _own_definition(call.func, env, scope, DefKind.CLASS, DefKind.DEF)
+            if name is None:
+                return None
+            got = self.effective(self.path, name + ".forward") or self.effective(
+                self.path, name + "()"
+            )
+            found = (self.path, got) if got is not None else None
+        if found is None or "closure" not in found[1]:
+            return found
+        bound = bind_factory(found[1], call)
+        return (found[0], bound) if bound is not None else None
 
     def _partial(self, call, env, scope, resolver) -> Optional[Tuple[str, dict]]:
         """``functools.partial(f, *pre, **kw)``: ``f``'s summary with ``pre``
@@ -541,6 +591,40 @@ def _own_definition(node, env, scope, *kinds) -> Optional[str]:
     return name.value if isinstance(name, cst.Name) else None
 
 
+def bind_factory(summary: dict, call: cst.Call) -> Optional[dict]:
+    """The product of a factory call (``make_attn(0.1)``): ``summary`` (the
+    returned function's) with the factory's parameters it reads fixed to what
+    this call passes, or to the factory's defaults, as defaults no call of
+    the product can change.  A sink reached by a closure parameter whose
+    value is not a literal here is left out (unknown)."""
+    factory = summary["closure"]
+    args = _bind({**factory, "varargs": False, "varkw": False}, call)
+    if args is None:
+        return None
+    defaults = dict(summary["defaults"])
+    unknown = set()
+    for param in factory["params"]:
+        expr = args.get(param)
+        if expr is None:
+            value = factory["defaults"].get(param)
+            if value is None:
+                unknown.add(param)
+            else:
+                defaults[param] = value
+            continue
+        value = literal(expr)
+        if value is UNKNOWN or not (value is None or type(value) in (bool, int, float)):
+            unknown.add(param)
+        else:
+            defaults[param] = repr(value)
+    reach = {k: v for k, v in summary["reach"].items() if v["param"] not in unknown}
+    if not reach:
+        return None
+    out = {k: v for k, v in summary.items() if k != "closure"}
+    out.update(defaults=defaults, reach=reach)
+    return out
+
+
 def _bind(summary: dict, call: cst.Call) -> Optional[Dict[str, cst.BaseExpression]]:
     """The caller's argument for each parameter it passes; None behind a splat
     or when the call does not fit the signature."""
@@ -601,6 +685,22 @@ def _paren(expr: cst.BaseExpression) -> cst.BaseExpression:
     return expr.with_changes(lpar=[cst.LeftParen()], rpar=[cst.RightParen()])
 
 
+class WrappedModuleCall(ModuleCall):
+    """A call of a project wrapper that hands its parameters to a torch
+    attention module's mask arguments (``SelfAttn.forward(x, pad)`` ->
+    ``self.mha(x, x, x, key_padding_mask=pad)``): the module call, with the
+    caller's arguments.  Only the rules that judge a mask by its value alone
+    (``CODES``) look at it: the module's construction, layout and result
+    are the wrapper's own, judged where the wrapper calls it."""
+
+    __slots__ = ("through",)
+    CODES = frozenset({"MHA003", "MHA004"})
+
+    def __init__(self, site, spec, instances, args, through):
+        super().__init__(site, spec, instances, args)
+        self.through = through
+
+
 def annotate(report, ev):
     """A rule's report on an SDPA call reached through a wrapper names the
     wrapper's SDPA call (message and evidence ``through``); others unchanged."""
@@ -611,8 +711,9 @@ def annotate(report, ev):
     shown = f"the function {name} returns" if name.endswith("()") else name + "()"
     if through.get("chain"):
         shown = " -> ".join(_called(step[1]) for step in through["chain"])
+    sink = f"{through['sink']}'s {', '.join(through['params'])}" if "sink" in through else SDPA_NAME
     report.message += (
-        f"; the call reaches {SDPA_NAME} at {through['file']}:{through['line']} through {shown}"
+        f"; the call reaches {sink} at {through['file']}:{through['line']} through {shown}"
     )
     report.evidence["through"] = dict(through)
     return report

@@ -20,8 +20,8 @@ import os
 from typing import Dict, List, Optional, Tuple
 
 from ..atomic import read_regular
-from ..torch_api import SDPA_NAME
 from . import chains
+from .forms import names_a_sink
 from .summaries import (
     ATTRS,
     IMPORTS,
@@ -132,7 +132,7 @@ class ProjectFiles:
             key = "own\0" + hashlib.sha256(src.encode("utf-8", "surrogatepass")).hexdigest()
             got = _MEMO.get(key)
             if got is None:
-                got = summarise(src, tree=self._own_tree) if SDPA_NAME in src else {}
+                got = summarise(src, tree=self._own_tree) if names_a_sink(src) else {}
                 if len(_MEMO) >= MAX_MEMO:
                     _MEMO.clear()
                 _MEMO[key] = got
@@ -285,7 +285,7 @@ class ProjectFiles:
             text = decode(read_regular(filename, MAX_FILE_BYTES))
         except (OSError, SyntaxError, UnicodeDecodeError, LookupError):
             text = ""
-        found = SDPA_NAME in text or self.imports_lead_to_sink(
+        found = names_a_sink(text) or self.imports_lead_to_sink(
             text, self.package_of(filename), depth + 1
         )
         if len(_LEADS) > 20_000:

@@ -13,10 +13,10 @@ import re
 from typing import Dict, List, Optional, Tuple
 
 from ..torch_api import SDPA_NAME, SDPA_QUALNAME, SDPA_SIGNATURE, canonical
-from . import chains
-from .chains import dotted_name, own_nodes
+from . import chains, forms
+from .chains import dotted_name, own_nodes, statements
 
-SUMMARY_VERSION = 5
+SUMMARY_VERSION = 7
 REEXPORTS = "@reexports"  # the key of an __init__'s re-exports in its summary table
 IMPORTS = "@imports"  # the file's imports, where the callees its edges name live
 ATTRS = "@attrs"  # per class, what kind of module each self.<attr> holds (chains.py)
@@ -49,9 +49,11 @@ def summarise(
     hundreds of modules (tests/test_summaries_screen.py: the same tables with
     and without)."""
     mentions = SDPA_NAME in source
+    holds_modules = forms.MODULE_WORDS.search(source) is not None
     if (
         screen
         and not mentions
+        and not holds_modules
         and not _RELATIVE_IMPORT.search(source)
         and not chains.imports_project_code(source)
     ):
@@ -69,6 +71,7 @@ def summarise(
     sdpa_names = _sdpa_names(tree)
     direct = mentions and bool(sdpa_names[0] or sdpa_names[1])
     may_call = _lines_naming(source, {SDPA_NAME, *sdpa_names[0]}) if screen and direct else None
+    torch_names = forms.torch_names(tree) if holds_modules else {}
     attrs: Dict[str, Dict[str, str]] = {}
     for node in tree.body:
         if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
@@ -76,16 +79,20 @@ def summarise(
             _add(out, node.name, node, False, sdpa_names, calls)
             inner = _returned_function(node)
             if inner is not None:
-                _add(out, node.name + "()", inner, False, sdpa_names, calls)
+                _add(out, node.name + "()", inner, False, sdpa_names, calls, factory=node)
         elif isinstance(node, ast.ClassDef):
             own = chains.class_attrs(node)
             if own:
                 attrs[node.name] = own
+            held = forms.torch_modules(own, torch_names) if holds_modules and own else {}
             for item in node.body:
                 if isinstance(item, (ast.FunctionDef, ast.AsyncFunctionDef)):
                     calls = direct and (may_call is None or _spans(may_call, item))
                     key = f"{node.name}.{item.name}"
-                    _add(out, key, item, True, sdpa_names, calls, own, node.name)
+                    _add(out, key, item, True, sdpa_names, calls, own, node.name, held=held)
+    forms.add_partials(
+        tree, out, lambda e: direct and _is_sdpa(ast.Call(func=e, args=[], keywords=[]), sdpa_names)
+    )
     imported = chains.imports(tree)
     changed = True
     while changed:  # an edge stays while its callee may reach a sink: a fixpoint
@@ -141,8 +148,10 @@ def _reexports(tree: ast.Module) -> Dict[str, list]:
     return {name: got for name, got in chains.imports(tree).items() if got[0]}
 
 
-def _add(out, name, func, method, sdpa_names, calls=True, attrs=None, cls=None) -> None:
-    got = _function_summary(func, method, sdpa_names, calls, attrs or {})
+def _add(
+    out, name, func, method, sdpa_names, calls=True, attrs=None, cls=None, factory=None, held=None
+) -> None:
+    got = _function_summary(func, method, sdpa_names, calls, attrs or {}, factory, held)
     if got is not None and cls is not None:
         got["cls"] = cls
     if got is not None:
@@ -169,24 +178,6 @@ def _sdpa_names(tree: ast.Module) -> Tuple[set, set]:
                     else:
                         modules.add(("torch", "torch"))
     return direct, modules
-
-
-_BODIES = ("body", "orelse", "finalbody", "handlers", "cases")
-
-
-def statements(tree: ast.AST):
-    """Every statement of ``tree`` at any depth (and the ``except`` and ``case``
-    clauses that hold some), without the expressions, which are most of a
-    module's nodes: an import is a statement, so a walk for imports needs no
-    more (``nn/functional.py``: 1,545 of ``ast.walk``'s 20,665 nodes)."""
-    stack = list(getattr(tree, "body", ()))
-    while stack:
-        node = stack.pop()
-        yield node
-        for field in _BODIES:
-            value = getattr(node, field, None)
-            if value and isinstance(value, list):
-                stack.extend(value)
 
 
 def _is_sdpa(call: ast.Call, sdpa_names) -> bool:
@@ -221,11 +212,25 @@ def _returned_function(func) -> Optional[ast.FunctionDef]:
     return found
 
 
-def _function_summary(func, method: bool, sdpa_names, direct=True, attrs=None) -> Optional[dict]:
+def _function_summary(
+    func, method: bool, sdpa_names, direct=True, attrs=None, factory=None, held=None
+) -> Optional[dict]:
     """What one function's parameters reach: ``reach`` through its own SDPA
     calls (``direct``: the function's text may hold one), ``edges`` through
     its calls of other functions and modules (``chains.py``), with what the
-    composition of both at use needs to settle them (``settle``)."""
+    composition of both at use needs to settle them (``settle``).
+
+    ``factory``: the function that returns ``func`` (``def make(p): def
+    run(q, k, v): ... dropout_p=p ...; return run``).  Its parameters that
+    ``func`` reads as they are (neither ``func`` nor the factory rebinds
+    them) reach the sinks too; they are listed under ``closure`` with the
+    factory's signature, and only the factory's call binds them
+    (``callsites.bind_factory``): a call of the product cannot pass them.
+
+    ``held``: ``self.<attr>`` -> the torch attention module it holds (a
+    method's class); a parameter that reaches such a module's mask argument
+    (``self.mha(x, x, x, key_padding_mask=pad)``) reaches the sink
+    ``"MultiheadAttention.key_padding_mask"``."""
     args = func.args
     # *args/**kwargs parameters take what the named ones do not: only named
     # parameters are followed (an SDPA call given **kwargs is not described)
@@ -240,6 +245,7 @@ def _function_summary(func, method: bool, sdpa_names, direct=True, attrs=None) -
     if not params:
         return None
     defaults = _defaults(args, method)
+    closure = forms.closure_params(factory, func, params) if factory is not None else set()
     # one walk of the function's own nodes gathers all a summary reads
     calls: List[ast.Call] = []  # SDPA's
     others: List[ast.Call] = []  # every other call: the edges' candidates
@@ -267,10 +273,14 @@ def _function_summary(func, method: bool, sdpa_names, direct=True, attrs=None) -
             stores.setdefault(n.target.id, []).append(n)
         elif t in _TESTING:
             tests.append(n.test)
+    reads = params | (closure - set(stores))  # a closure name the product rebinds is its own
     edges = []
     if others:
-        edges = chains.edges(others, loops, attrs or {}, lambda e: _reach(e, params, stores, 0))
-    if not calls and not edges:
+        edges = chains.edges(others, loops, attrs or {}, lambda e: _reach(e, reads, stores, 0))
+    modules = (
+        forms.module_calls(others, held, method and forms.positional_self(func)) if held else []
+    )
+    if not calls and not edges and not modules:
         return None
     reached: Dict[str, dict] = {}
     line = None
@@ -279,7 +289,7 @@ def _function_summary(func, method: bool, sdpa_names, direct=True, attrs=None) -
         here = {}
         for name, expr in _sdpa_arguments(call).items():
             if name in SINK_ARGS:
-                got = _reach(expr, params, stores, 0)
+                got = _reach(expr, reads, stores, 0)
                 if got is not None:
                     here[name] = got
                 elif name in ("attn_mask", "is_causal") and not _none_or_false(expr):
@@ -288,6 +298,19 @@ def _function_summary(func, method: bool, sdpa_names, direct=True, attrs=None) -
             reached, line = here, call.lineno
         else:  # several SDPA calls: keep what every one of them agrees on
             reached = {k: v for k, v in reached.items() if here.get(k) == v}
+    module_reach: Dict[str, dict] = {}
+    for i, (call, spec) in enumerate(modules):
+        here = {}
+        for name, expr in forms.module_arguments(call, spec).items():
+            got = _reach(expr, reads, stores, 0)
+            if got is not None:
+                here[f"{spec.name}.{name}"] = got
+        if i == 0:
+            module_reach = here
+            line = line if line is not None else call.lineno
+        else:  # several calls of the module: what every one agrees on
+            module_reach = {k: v for k, v in module_reach.items() if here.get(k) == v}
+    reached.update(module_reach)
     out = {
         "line": line,
         "positional": positional,
@@ -304,6 +327,15 @@ def _function_summary(func, method: bool, sdpa_names, direct=True, attrs=None) -
         out["own_mask"] = True
     if edges:
         out["edges"] = edges
+    used = sorted(reads - params)
+    if used:
+        fargs = factory.args
+        out["closure"] = {
+            "params": used,
+            "positional": [a.arg for a in fargs.posonlyargs + fargs.args],
+            "kwonly": [a.arg for a in fargs.kwonlyargs],
+            "defaults": _defaults(fargs, False),
+        }
     settle(out["reach"], out)
     if not out["reach"] and not edges:
         return None
@@ -501,7 +533,7 @@ def valid_table(table) -> bool:
         ):
             return False
         for arg, how in s["reach"].items():
-            if arg not in SINK_ARGS or not _valid_reach(how):
+            if (arg not in SINK_ARGS and arg not in forms.MODULE_SINKS) or not _valid_reach(how):
                 return False
         for e in edges:
             if not (
