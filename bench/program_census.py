@@ -8,7 +8,8 @@ into ``bench/.cache``), the engine runs as ``check`` does, and this counts:
 
 - call sites seen through a summary (``SdpaCall.through``): with the callee
   in the same file or another one, and through a chain of several functions;
-- of them, those that pass a mask or a flag (the ones a rule can judge);
+- of them, those that pass a mask or a flag (the ones a rule can judge), and
+  those of a wrapper of a torch attention module (``through["sink"]``);
 - files the project-aware gate admitted (no attention word, but a call of a
   project wrapper).
 
@@ -74,6 +75,8 @@ def main(argv=None) -> int:
             row["same file" if own else "other file"] += 1
             if through.get("chain"):
                 row["chain"] += 1
+            if through.get("sink"):  # a wrapper of a torch module it holds
+                row["module wrapper"] += 1
             if mapped:
                 row["passes a mask or flag"] += 1
         row["gate admitted"] = len(gated) - before[1]

@@ -255,6 +255,17 @@ def may_reach(edge: dict, summary: dict, imported, attrs, table) -> bool:
     return "." not in name and name in table
 
 
+def may_be_project_class(name: str, imported: Dict[str, list], table: Dict[str, dict]) -> bool:
+    """Whether a base class, as written, may be one whose ``forward`` the
+    project summarises: imported from what may be project code, or a class
+    of the same file that has a summarised ``forward`` or inherits one."""
+    head = name.split(".")[0]
+    if head in imported:
+        level, dotted = imported[head]
+        return bool(level) or dotted.split(".")[0] not in _EXTERNAL
+    return "." not in name and (f"{name}.forward" in table or name in table.get("@bases", {}))
+
+
 _FROM_LINE = re.compile(r"^[ \t]*from[ \t]+(\.*)([\w.]*)[ \t]+import[ \t]+\(?([^#\n]*)", re.M)
 _PLAIN_IMPORT = re.compile(r"^[ \t]*import[ \t]+([^#\n]+)", re.M)
 

@@ -24,6 +24,7 @@ from . import chains
 from .forms import names_a_sink
 from .summaries import (
     ATTRS,
+    BASES,
     IMPORTS,
     MAX_FILE_BYTES,
     REEXPORTS,
@@ -132,7 +133,9 @@ class ProjectFiles:
             key = "own\0" + hashlib.sha256(src.encode("utf-8", "surrogatepass")).hexdigest()
             got = _MEMO.get(key)
             if got is None:
-                got = summarise(src, tree=self._own_tree) if names_a_sink(src) else {}
+                # summarise screens the text itself: a file that names no sink
+                # and imports no project code has no summary
+                got = summarise(src, tree=self._own_tree)
                 if len(_MEMO) >= MAX_MEMO:
                     _MEMO.clear()
                 _MEMO[key] = got
@@ -428,7 +431,18 @@ class ProjectFiles:
             got = self.effective(filename, obj)
         else:
             got = self.effective(filename, obj + ".forward") or self.effective(filename, obj + "()")
+            if got is None:
+                return self._inherited(filename, self.summaries(filename), obj, 0)
         return (filename, got) if got is not None else None
+
+    def _inherited(self, filename, table, cls, depth) -> Optional[Tuple[str, dict]]:
+        """The ``forward`` a class of ``filename`` inherits as it is
+        (``BASES``): its first base that has one, in this file or imported."""
+        for base in table.get(BASES, {}).get(cls, ()):
+            found = self._named(filename, table, base, self.package_of(filename), depth + 1, False)
+            if found is not None:
+                return found
+        return None
 
     # -- chains: a summary's edges resolved and composed (chains.py) --------------
     def effective(self, filename: str, key: str, depth: int = 0) -> Optional[dict]:
@@ -517,6 +531,9 @@ class ProjectFiles:
         else:
             got = self.effective(filename, name + ".forward", depth)
             got = got or self.effective(filename, name + "()", depth)
+            if got is None and depth < MAX_CHAIN and "." not in name:
+                table = self._own() if filename == self.path else self.summaries(filename)
+                return self._inherited(filename, table, name, depth)
         return (filename, got) if got is not None else None
 
     def package_of(self, filename: str) -> Tuple[str, ...]:

@@ -203,3 +203,15 @@ def closure_params(factory, func, params: set) -> set:
         elif isinstance(n, ast.Nonlocal):
             outer.difference_update(n.names)
     return outer
+
+
+def inherits_forward(cls: ast.ClassDef, own_attrs) -> list:
+    """The bases (as written: ``"Attention"``, ``"layers.Attention"``) of a
+    class that runs a base's ``forward`` as it is: it defines no method but
+    perhaps ``__init__``, and that holds no module of its own (``own_attrs``,
+    ``chains.class_attrs``), so what the base's ``forward`` calls on ``self``
+    is what the base holds.  Empty for any other class."""
+    methods = {n.name for n in cls.body if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef))}
+    if not cls.bases or own_attrs or not methods <= {"__init__"}:
+        return []
+    return [name for name in map(dotted_name, cls.bases) if name is not None]

@@ -16,10 +16,11 @@ from ..torch_api import SDPA_NAME, SDPA_QUALNAME, SDPA_SIGNATURE, canonical
 from . import chains, forms
 from .chains import dotted_name, own_nodes, statements
 
-SUMMARY_VERSION = 7
+SUMMARY_VERSION = 8
 REEXPORTS = "@reexports"  # the key of an __init__'s re-exports in its summary table
 IMPORTS = "@imports"  # the file's imports, where the callees its edges name live
 ATTRS = "@attrs"  # per class, what kind of module each self.<attr> holds (chains.py)
+BASES = "@bases"  # per class that only inherits its forward: its bases, as written
 MAX_FILE_BYTES = 2 * 1024 * 1024
 # the SDPA arguments a wrapper's parameter may reach (the ones the rules read)
 SINK_ARGS = ("attn_mask", "dropout_p", "is_causal", "key", "value")
@@ -85,6 +86,9 @@ def summarise(
             if own:
                 attrs[node.name] = own
             held = forms.torch_modules(own, torch_names) if holds_modules and own else {}
+            bases = forms.inherits_forward(node, own)
+            if bases:
+                out.setdefault(BASES, {})[node.name] = bases
             for item in node.body:
                 if isinstance(item, (ast.FunctionDef, ast.AsyncFunctionDef)):
                     calls = direct and (may_call is None or _spans(may_call, item))
@@ -109,7 +113,17 @@ def summarise(
                     got.pop("edges")
                     if not got["reach"]:
                         del out[key]
-    if any(v.get("edges") for k, v in out.items() if not k.startswith("@")):
+    if (
+        BASES in out
+    ):  # a base that may have a forward reaching a sink: this file's, or the project's
+        kept = {
+            cls: [b for b in bases if chains.may_be_project_class(b, imported, out)]
+            for cls, bases in out[BASES].items()
+        }
+        out[BASES] = {cls: bases for cls, bases in kept.items() if bases}
+        if not out[BASES]:
+            del out[BASES]
+    if BASES in out or any(v.get("edges") for k, v in out.items() if not k.startswith("@")):
         out[IMPORTS] = imported
         if attrs:
             out[ATTRS] = attrs
@@ -505,6 +519,12 @@ def valid_table(table) -> bool:
             if not isinstance(s, dict) or not all(
                 isinstance(v, list) and len(v) == 2 and type(v[0]) is int and isinstance(v[1], str)
                 for v in s.values()
+            ):
+                return False
+            continue
+        if name == BASES:
+            if not isinstance(s, dict) or not all(
+                isinstance(v, list) and all(isinstance(b, str) for b in v) for v in s.values()
             ):
                 return False
             continue
