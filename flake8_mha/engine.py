@@ -239,9 +239,15 @@ _JUDGES = {
 
 # the arguments of a torch module's construction or call each code judges by
 # value (where a fact of the project about them is said in the message)
-_HEADS = ("embed_dim", "num_heads", "d_model", "nhead", "kdim", "vdim")
-_FLAGS = ("is_causal", "src_is_causal", "tgt_is_causal", "memory_is_causal")
-_MASKS = ("attn_mask", "src_mask", "mask", "tgt_mask", "memory_mask", "key_padding_mask")
+_SPECS = tuple(torch_api.MODULES.values())
+_HEADS = tuple(
+    sorted(
+        {n for s in _SPECS for n in (s.embed_param, s.heads_param) if n}
+        | {"kdim", "vdim"} & set(torch_api.MULTIHEAD_ATTENTION.init.names)
+    )
+)
+_FLAGS = tuple(sorted({p.flag for s in _SPECS for p in s.causal_pairs}))
+_MASKS = tuple(sorted({a for s in _SPECS for a in s.mask_args}))
 _JUDGES_MODULES = {
     "MHA001": ("batch_first",),
     "MHA005": _FLAGS + _MASKS,
