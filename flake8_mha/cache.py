@@ -318,21 +318,21 @@ def write_entry(path: str, data: bytes) -> None:
     again, so durability buys nothing here, and its two fsyncs per file were
     most of the time a cold flake8 run spent writing entries (3,581 over
     torch's tree).  Raises ``OSError``."""
-    import tempfile
-
     from .atomic import TMP_SUFFIX
 
     folder = os.path.dirname(path)
     if not os.path.isdir(folder):
         os.makedirs(folder, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix="." + os.path.basename(path) + ".", suffix=TMP_SUFFIX, dir=folder)
+    tmp = os.path.join(
+        folder, "." + os.path.basename(path) + "." + os.urandom(8).hex() + TMP_SUFFIX
+    )
+    # mode 0o666: the umask applies, as for ``open()``
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_BINARY", 0), 0o666)
     try:
         try:
             view = memoryview(data)
             while view:
                 view = view[os.write(fd, view) :]
-            if hasattr(os, "fchmod"):
-                os.fchmod(fd, _mode())  # as ``open()`` would make it
         finally:
             os.close(fd)
         os.replace(tmp, path)
@@ -343,18 +343,6 @@ def write_entry(path: str, data: bytes) -> None:
                 os.unlink(tmp)
             except OSError:
                 pass
-
-
-_MODE: List[int] = []
-
-
-def _mode() -> int:
-    """0o666 less the umask, read once per process (``atomic._umask`` reads a file)."""
-    if not _MODE:
-        from .atomic import _umask
-
-        _MODE.append(0o666 & ~_umask())
-    return _MODE[0]
 
 
 def file_hashes(paths: Sequence[str]) -> Dict[str, Optional[str]]:
