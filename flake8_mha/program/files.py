@@ -17,6 +17,7 @@ from __future__ import annotations
 import ast
 import hashlib
 import os
+from stat import S_ISREG
 from typing import Dict, List, Optional, Tuple
 
 from ..atomic import read_regular
@@ -65,13 +66,24 @@ def module_parts(path: str, root: str) -> List[str]:
 
 
 def module_file(root: str, parts: List[str]) -> Optional[str]:
-    if not parts or any(not p.isidentifier() for p in parts):
+    """``root/a/b.py`` or ``root/a/b/__init__.py`` for ``["a", "b"]``, if it is a
+    regular file.  Called for every cut of every import name (callers.py
+    resolves the imports of every file of a root): one ``stat`` a candidate,
+    without ``os.path.join`` and ``isfile``'s layers."""
+    if not parts or not all(map(str.isidentifier, parts)):
         return None
-    base = os.path.join(root, *parts)
-    for candidate in (base + ".py", os.path.join(base, "__init__.py")):
-        if os.path.isfile(candidate):
-            return candidate
+    base = os.path.join(root, _SEP.join(parts))
+    for candidate in (base + ".py", base + _INIT):
+        try:
+            if S_ISREG(os.stat(candidate).st_mode):
+                return candidate
+        except (OSError, ValueError):
+            pass
     return None
+
+
+_SEP = os.sep
+_INIT = os.sep + "__init__.py"
 
 
 # --------------------------------------------------------------------------- the project
@@ -215,10 +227,14 @@ class ProjectFiles:
         if not bound:
             return []
         names: List[str] = []
+        asked = set()  # a callee called again asks the same question
         for node in calls:
             callee = dotted_name(node.func)
-            chain = callee.split(".") if callee is not None else None
-            if chain is None or chain[0] not in bound or chain[0] in names:
+            if callee is None or callee in asked:
+                continue
+            asked.add(callee)
+            chain = callee.split(".")
+            if chain[0] not in bound or chain[0] in names:
                 continue
             for level, dotted in bound[chain[0]]:
                 target = (level, ".".join([dotted, *chain[1:]]))
