@@ -40,7 +40,7 @@ _INPROC = textwrap.dedent("""
     paths = json.load(open(listing))
     if mode in ("parse", "ours"):
         import libcst as cst
-        from flake8_mha.engine import analyze_source, decode_source
+        from flake8_mha.lint.engine import analyze_source, decode_source
         from flake8_mha.rules.base import all_rules
         codes = [r.CODE for r in all_rules() if r.CODE != "MHA000"]
         texts = [decode_source(open(p, "rb").read()) for p in paths]
@@ -190,7 +190,7 @@ def table(p1, p2, versions) -> str:
         out += [f"    {c}" for c in p2["commands"].values()]
         out += ["", "In process: `python -c` in each virtualenv timing, per file, "
                 "`libcst.parse_module(text)`, "
-                "`flake8_mha.engine.analyze_source(text, path, all codes)` "
+                "`flake8_mha.lint.engine.analyze_source(text, path, all codes)` "
                 "and `list(torchfix.torchfix.TorchChecker(None, lines).run())`.", ""]
     out += ["Versions: " + "; ".join(f"{v}: " + ", ".join(f"{k} {x}" for k, x in d.items())
                                      for v, d in versions.items()), ""]

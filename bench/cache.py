@@ -1,5 +1,5 @@
 """Issue 15 target 4: a second ``flake8-mha check`` over an unchanged tree
-costs at most 10% of the first (the cache of per-file results, flake8_mha/cache.py).
+costs at most 10% of the first (the cache of per-file results, flake8_mha/app/cache.py).
 
 Copies the installed torch package's ``nn/`` folder to a temporary folder and
 times ``flake8-mha check nn`` there in a fresh process, cold (cache folder
@@ -27,7 +27,7 @@ from _common import machine, median, py_files, torch_root  # noqa: E402
 
 
 def run_check(folder: pathlib.Path, jobs: int) -> "tuple[float, str]":
-    cmd = [sys.executable, "-m", "flake8_mha.cli", "check", "nn", "-j", str(jobs)]
+    cmd = [sys.executable, "-m", "flake8_mha.frontends.cli", "check", "nn", "-j", str(jobs)]
     t = time.perf_counter()
     proc = subprocess.run(cmd, cwd=folder, capture_output=True, text=True, timeout=3600)
     elapsed = time.perf_counter() - t

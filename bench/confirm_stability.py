@@ -60,7 +60,7 @@ def main(argv: List[str] = None) -> int:
     args = parser.parse_args(argv)
 
     from flake8_mha.confirm.runner import Runner
-    from flake8_mha.engine import check_paths
+    from flake8_mha.lint.engine import check_paths
 
     findings = []
     for path in args.fixtures:

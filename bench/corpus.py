@@ -110,7 +110,7 @@ def py_files(root: pathlib.Path) -> List[pathlib.Path]:
 
 
 def analyze(projects, codes: Optional[List[str]]):
-    from flake8_mha.engine import SourceSyntaxError, analyze_file, select_codes
+    from flake8_mha.lint.engine import SourceSyntaxError, analyze_file, select_codes
 
     wanted = codes or select_codes(["MHA"])
     out = []
@@ -145,12 +145,12 @@ def sinks(projects, reach: bool = True):
     """Every mask sink of the census: (rel, analysis, site, event, sink, mask)."""
     import libcst as cst
 
-    from flake8_mha.engine import Context, decode_source, prefilter
-    from flake8_mha.events import ModuleCall, SdpaCall, classify
-    from flake8_mha.flow import FlowPass
-    from flake8_mha.masks import analysis_for
-    from flake8_mha.program.callsites import Project
-    from flake8_mha.resolve import Resolver
+    from flake8_mha.lint.engine import Context, decode_source, prefilter
+    from flake8_mha.analysis.events import ModuleCall, SdpaCall, classify
+    from flake8_mha.analysis.flow import FlowPass
+    from flake8_mha.analysis.masks import analysis_for
+    from flake8_mha.analysis.program.callsites import Project
+    from flake8_mha.analysis.resolve import Resolver
 
     for name, version in projects:
         root = fetch(name, version)

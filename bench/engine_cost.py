@@ -39,7 +39,7 @@ def main(argv=None) -> int:
     if args.checkout:
         sys.path.insert(0, str(pathlib.Path(args.checkout).resolve()))
     import flake8_mha
-    from flake8_mha.engine import analyze_source, decode_source, prefilter, select_codes
+    from flake8_mha.lint.engine import analyze_source, decode_source, prefilter, select_codes
 
     stages = _timed_stages() if args.stages else {}
 
@@ -72,8 +72,8 @@ def _timed_stages() -> dict:
     """Wrap the engine's stages so that each adds its CPU time to the dict returned."""
     import libcst
 
-    from flake8_mha import engine
-    from flake8_mha.program import callsites as project
+    from flake8_mha.lint import engine
+    from flake8_mha.analysis.program import callsites as project
 
     spent = dict.fromkeys(("ast", "imported_names", "focus", "libcst parse", "analysis"), 0.0)
 

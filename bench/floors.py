@@ -79,8 +79,8 @@ def gate(tree: ast.Module) -> str:
     ``isinstance(m, nn.MultiheadAttention)``, nor a dict key), F (a fill),
     H (softmax beside a product), G (grouped-query repetition).  ""
     when none: no rule can report there."""
-    from flake8_mha import torch_api
-    from flake8_mha.heads import name_role
+    from flake8_mha.core import torch_api
+    from flake8_mha.analysis.heads import name_role
 
     events = set(torch_api.MODULE_NAMES) | {"scaled_dot_product_attention"}
     data, calls, words, keywords = set(), set(), set(), set()
@@ -137,7 +137,7 @@ def parsed(files):
 
     import libcst
 
-    from flake8_mha import engine
+    from flake8_mha.lint import engine
 
     out = {}
     current = {}
@@ -181,7 +181,7 @@ def focused_texts(files, gated: bool = False):
     only the files ``gate`` keeps (target 1's files that must be analysed)."""
     import libcst
 
-    from flake8_mha import engine
+    from flake8_mha.lint import engine
 
     out = {}
     seen = []

@@ -24,8 +24,8 @@ from _common import machine, py_files, shown, torch_root  # noqa: E402
 
 
 def _one(path: str):
-    from flake8_mha import focus as focus_mod
-    from flake8_mha.engine import SourceSyntaxError, analyze_file, select_codes
+    from flake8_mha.analysis import focus as focus_mod
+    from flake8_mha.lint.engine import SourceSyntaxError, analyze_file, select_codes
 
     codes = select_codes(["MHA"])
     out = []
@@ -51,7 +51,7 @@ def _one(path: str):
 
 
 def _passes(path: pathlib.Path) -> bool:
-    from flake8_mha.torch_api import TRIGGER_WORDS
+    from flake8_mha.core.torch_api import TRIGGER_WORDS
 
     data = path.read_bytes()
     return any(w.encode() in data for w in TRIGGER_WORDS)

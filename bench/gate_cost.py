@@ -27,9 +27,9 @@ def main(argv=None) -> int:
     ap.add_argument("files", nargs="*", help="files to gate (default: torch's)")
     ap.add_argument("--profile", type=int, default=0, help="print the N costliest functions")
     args = ap.parse_args(argv)
-    from flake8_mha.engine import decode_source
-    from flake8_mha.program.files import ProjectFiles
-    from flake8_mha.torch_api import TRIGGER_WORDS
+    from flake8_mha.lint.engine import decode_source
+    from flake8_mha.analysis.program.files import ProjectFiles
+    from flake8_mha.core.torch_api import TRIGGER_WORDS
 
     work = []
     for path in [pathlib.Path(f) for f in args.files] or py_files(torch_root()):

@@ -29,7 +29,7 @@ def main(argv=None) -> int:
     ap.add_argument("--set", choices=sorted(corpus.SETS), default="apps")
     ap.add_argument("--only", help="comma-separated project names")
     args = ap.parse_args(argv)
-    from flake8_mha.engine import SourceSyntaxError, analyze_file
+    from flake8_mha.lint.engine import SourceSyntaxError, analyze_file
 
     only = set(args.only.split(",")) if args.only else None
     differ = total_gated = total_all = 0

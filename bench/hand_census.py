@@ -2,7 +2,7 @@
 ``python bench/corpus.py --hand``.
 
 For every softmax over attention scores (a query-key product, see
-``flake8_mha/scores.py``) the terms added, subtracted or multiplied into the
+``flake8_mha/analysis/scores.py``) the terms added, subtracted or multiplied into the
 scores on the way, and every ``masked_fill``/``where`` with a large negative
 whose filled tensor is such scores; for each, whether the mask analysis knew
 the mask's meaning (keep or ignore), knew it was additive, or knew nothing.
@@ -18,12 +18,12 @@ from typing import Dict, List, Tuple
 def _census_file(source: str, rel: str, counts, known: List[str]) -> None:
     import libcst as cst
 
-    from flake8_mha.engine import Context
-    from flake8_mha.flow import FlowPass
-    from flake8_mha.masks import ADDITIVE, IGNORE, KEEP, At, analysis_for
-    from flake8_mha.resolve import Resolver
+    from flake8_mha.lint.engine import Context
+    from flake8_mha.analysis.flow import FlowPass
+    from flake8_mha.analysis.masks import ADDITIVE, IGNORE, KEEP, At, analysis_for
+    from flake8_mha.analysis.resolve import Resolver
     from flake8_mha.rules._mask_rule import _filled_tensor
-    from flake8_mha.scores import analysis_for as scores_for
+    from flake8_mha.analysis.scores import analysis_for as scores_for
 
     module = cst.parse_module(source)
     flow = FlowPass()
@@ -80,7 +80,7 @@ def _census_file(source: str, rel: str, counts, known: List[str]) -> None:
 def _splat(site, ctx, a, rel, counts, known) -> None:
     """A torch attention call with ``*args``/``**kw``: is a mask bound there
     (the star-args spread, issue 17), and is its meaning known?"""
-    from flake8_mha.events import ModuleCall, SdpaCall, classify
+    from flake8_mha.analysis.events import ModuleCall, SdpaCall, classify
 
     ev = classify(site, ctx.resolver)
     if isinstance(ev, ModuleCall):
@@ -117,7 +117,7 @@ COLUMNS = [
 
 
 def hand_census(projects, fetch, py_files, norm) -> int:
-    from flake8_mha.engine import decode_source, prefilter
+    from flake8_mha.lint.engine import decode_source, prefilter
 
     per: Dict[str, collections.Counter] = {}
     known: List[str] = []

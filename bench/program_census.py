@@ -36,8 +36,8 @@ def main(argv=None) -> int:
     ap.add_argument("--list", action="store_true", help="print every followed call site")
     args = ap.parse_args(argv)
 
-    from flake8_mha import engine
-    from flake8_mha.program import callsites
+    from flake8_mha.lint import engine
+    from flake8_mha.analysis.program import callsites
 
     seen = []
     real_classify = callsites.Project._classify

@@ -30,14 +30,14 @@ _CODES = None
 
 def _init() -> None:
     global _CODES
-    from flake8_mha.engine import select_codes
+    from flake8_mha.lint.engine import select_codes
 
     _CODES = select_codes(["MHA"])
 
 
 def _one(path: str):
     """(path, status, findings as (code, line, message), seconds)."""
-    from flake8_mha.engine import SourceSyntaxError, analyze_file
+    from flake8_mha.lint.engine import SourceSyntaxError, analyze_file
 
     t = time.perf_counter()
     try:

@@ -20,7 +20,7 @@ sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent))
 from _common import ROOT, machine, median, py_files, torch_root  # noqa: E402
 
 sys.path.insert(0, str(ROOT))
-from flake8_mha.engine import analyze_source, decode_source, prefilter, select_codes  # noqa: E402
+from flake8_mha.lint.engine import analyze_source, decode_source, prefilter, select_codes  # noqa: E402
 
 
 def timed(fn, reps: int) -> float:

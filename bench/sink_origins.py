@@ -252,7 +252,7 @@ def _param_class(index: Index, rel: str, func, cls) -> Tuple[str, str]:
 
 def run(projects, listing: bool) -> int:
     import corpus
-    from flake8_mha.engine import decode_source
+    from flake8_mha.lint.engine import decode_source
 
     total: Dict[str, int] = collections.Counter()
     detail: Dict[Tuple[str, str], int] = collections.Counter()

@@ -379,7 +379,7 @@ class Bench:
     def target6(self) -> None:
         tree = self.torch / "nn" if self.args.quick else self.torch
         variants = {
-            f"-j {j}": [self.mha_py, "-m", "flake8_mha.cli", "check", "--no-cache", "-j", str(j)]
+            f"-j {j}": [self.mha_py, "-m", "flake8_mha.frontends.cli", "check", "--no-cache", "-j", str(j)]
             + [str(tree)]
             for j in (1, 2)
         }
@@ -400,7 +400,7 @@ class Bench:
             speedup >= 1.7,
         )
         self.commands.append(
-            (6, f"python -m flake8_mha.cli check --no-cache -j 1|2 {shown_path(tree)}")
+            (6, f"python -m flake8_mha.frontends.cli check --no-cache -j 1|2 {shown_path(tree)}")
         )
 
     # -- target 7: project-wide against per-file --------------------------------------
@@ -414,7 +414,7 @@ class Bench:
 
     def target7(self) -> None:
         folder = self.copy_nn("t7")
-        check = [self.mha_py, "-m", "flake8_mha.cli", "check", "-j", "1", "nn"]
+        check = [self.mha_py, "-m", "flake8_mha.frontends.cli", "check", "-j", "1", "nn"]
         cache = folder / ".flake8-mha-cache"
         cold = {"per-file": [], "project-wide": []}
         warm = {"per-file": [], "project-wide": []}
@@ -440,7 +440,7 @@ class Bench:
                 "at most 1.2x" + (" (the same)" if kind == "warm" else ""),
                 ratio <= 1.2,
             )
-        self.commands.append((7, f"python -m flake8_mha.cli check -j 1 nn [{PROJECT_OFF}]"))
+        self.commands.append((7, f"python -m flake8_mha.frontends.cli check -j 1 nn [{PROJECT_OFF}]"))
 
     # -- target 8: flake8 re-run with the plugin's results cache -----------------------
     def target8(self) -> None:

@@ -36,8 +36,8 @@ import threading
 from dataclasses import dataclass, field
 from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
 
-from . import torch_api
-from .torch_api import MaskConvention
+from .core import torch_api
+from .core.torch_api import MaskConvention
 
 __all__ = ["sanitize", "SanitizerReport", "SanitizerError"]
 
@@ -603,7 +603,7 @@ def _check_module_after(name: str, module, values: Dict[str, Any]) -> None:
 
 # --- pytest ----------------------------------------------------------------------
 # ``pytest -p flake8_mha.sanitizer`` loads this module as a plugin; the
-# ``--mha-sanitize`` option comes from flake8_mha.pytest_plugin (an entry point).
+# ``--mha-sanitize`` option comes from flake8_mha.frontends.pytest_plugin (an entry point).
 
 
 def pytest_configure(config) -> None:

@@ -14,7 +14,7 @@ import textwrap
 
 import pytest
 
-from flake8_mha.engine import analyze_source, select_codes
+from flake8_mha.lint.engine import analyze_source, select_codes
 
 ROOT = pathlib.Path(__file__).resolve().parent.parent
 

@@ -1,4 +1,4 @@
-"""The cache of per-file results (``flake8_mha/cache.py``): a second run reads
+"""The cache of per-file results (``flake8_mha/app/cache.py``): a second run reads
 it and says exactly what the first said; anything that changes findings misses."""
 from __future__ import annotations
 
@@ -11,9 +11,9 @@ import sys
 
 import pytest
 
-from flake8_mha import cache as cache_mod
-from flake8_mha import engine
-from flake8_mha.check import main as check_main
+from flake8_mha.app import cache as cache_mod
+from flake8_mha.lint import engine
+from flake8_mha.frontends.check import main as check_main
 
 ROOT = pathlib.Path(__file__).resolve().parent.parent
 FIXTURES = ROOT / "fixtures"
@@ -197,7 +197,7 @@ def test_prune_keeps_the_newest(tmp_path):
 
 def test_parallel_runs_agree(tree):
     def run(*args):
-        proc = subprocess.run([sys.executable, "-m", "flake8_mha.cli", "check", "src",
+        proc = subprocess.run([sys.executable, "-m", "flake8_mha.frontends.cli", "check", "src",
                                "--format", "json", *args], cwd=tree, capture_output=True,
                               text=True, timeout=300)
         return proc.returncode, proc.stdout, proc.stderr

@@ -33,7 +33,7 @@ BAD_LINES = [
 
 
 def run(*args: str, cwd=None, check_no_traceback: bool = True) -> subprocess.CompletedProcess:
-    proc = subprocess.run([sys.executable, "-m", "flake8_mha.cli", *args], cwd=cwd,
+    proc = subprocess.run([sys.executable, "-m", "flake8_mha.frontends.cli", *args], cwd=cwd,
                           capture_output=True, text=True, timeout=300)
     if check_no_traceback:
         assert "Traceback" not in proc.stderr, proc.stderr
@@ -360,8 +360,8 @@ def _codes():
 @pytest.mark.parametrize("code", _codes())
 def test_explain_prints_the_docs_page(code):
     # the page docs/rules/CODE.md is generated from the same text
-    # (flake8_mha.docs; test_rules.py checks the files are up to date)
-    from flake8_mha.docs import pages
+    # (flake8_mha.app.docs; test_rules.py checks the files are up to date)
+    from flake8_mha.app.docs import pages
 
     proc = run("explain", code.lower())
     assert proc.returncode == 0
@@ -393,9 +393,9 @@ def test_every_code_the_sanitizer_emits_has_a_page_and_explain():
 
 
 def test_runtime_only_codes_are_no_static_codes(tmp_path):
-    from flake8_mha.engine import select_codes
-    from flake8_mha.selection import all_codes
-    from flake8_mha.plugin import OFF_BY_DEFAULT
+    from flake8_mha.lint.engine import select_codes
+    from flake8_mha.lint.selection import all_codes
+    from flake8_mha.frontends.plugin import OFF_BY_DEFAULT
 
     assert "MHA011" not in all_codes() and "MHA011" not in select_codes(["MHA"])
     assert "MHA011" not in OFF_BY_DEFAULT

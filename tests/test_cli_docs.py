@@ -4,10 +4,10 @@ from __future__ import annotations
 import pathlib
 import re
 
-from flake8_mha.config import CONFIG_KEYS, FORMATS
-from flake8_mha.fix import NEVER_FIXED, fixable_codes
-from flake8_mha.output import JSON_SCHEMA_VERSION
-from flake8_mha.pipeline import DEFAULT_EXCLUDES
+from flake8_mha.app.config import CONFIG_KEYS, FORMATS
+from flake8_mha.app.fix import NEVER_FIXED, fixable_codes
+from flake8_mha.app.output import JSON_SCHEMA_VERSION
+from flake8_mha.app.pipeline import DEFAULT_EXCLUDES
 
 ROOT = pathlib.Path(__file__).resolve().parent.parent
 CLI = (ROOT / "docs" / "cli.md").read_text(encoding="utf-8")

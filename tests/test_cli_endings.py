@@ -16,7 +16,7 @@ import pytest
 
 ROOT = pathlib.Path(__file__).resolve().parent.parent
 FIXTURES = ROOT / "fixtures"
-CLI = [sys.executable, "-m", "flake8_mha.cli"]
+CLI = [sys.executable, "-m", "flake8_mha.frontends.cli"]
 BAD = "import torch.nn as nn\n\nattn = nn.MultiheadAttention(64, 8)\n"
 
 

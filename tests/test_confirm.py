@@ -16,7 +16,7 @@ import textwrap
 
 import pytest
 
-from flake8_mha.findings import Finding
+from flake8_mha.core.findings import Finding
 
 # The witnesses run in a worker process: no need to import torch here.
 if importlib.util.find_spec("torch") is None:

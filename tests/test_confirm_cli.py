@@ -12,10 +12,10 @@ import sys
 
 import pytest
 
-from flake8_mha.confirm.cli import _Progress, main
+from flake8_mha.frontends.confirm_cli import _Progress, main
 from flake8_mha.confirm.report import render_table, summary_line, to_json
 from flake8_mha.confirm.runner import INSTALL_HINT, Outcome
-from flake8_mha.findings import Finding
+from flake8_mha.core.findings import Finding
 
 ROOT = pathlib.Path(__file__).resolve().parent.parent
 
@@ -64,9 +64,9 @@ def _needs_torch():
 
 def _needs_engine():
     try:
-        from flake8_mha.pipeline import lint_paths  # noqa: F401
+        from flake8_mha.app.pipeline import lint_paths  # noqa: F401
     except ImportError as exc:
-        pytest.skip(f"flake8_mha.pipeline.lint_paths is not available yet ({exc})")
+        pytest.skip(f"flake8_mha.app.pipeline.lint_paths is not available yet ({exc})")
 
 
 @pytest.fixture()
@@ -228,8 +228,8 @@ def test_docs_thresholds_table_is_current():
 
 
 def test_select_and_ignore_are_the_pipelines_prefixes():
-    from flake8_mha.confirm.cli import build_parser
-    from flake8_mha.options import options_from_args
+    from flake8_mha.frontends.confirm_cli import build_parser
+    from flake8_mha.app.options import options_from_args
 
     def codes(*argv):
         args = build_parser().parse_args([*argv, "."])
@@ -257,7 +257,7 @@ def test_progress_rewrites_one_line():
 def test_bad_code_selection_is_a_usage_error_as_in_check(tmp_path):
     (tmp_path / "m.py").write_text(CLEAN)
     for command in ([sys.executable, "-m", "flake8_mha.confirm"],
-                    [sys.executable, "-m", "flake8_mha.cli", "check"]):
+                    [sys.executable, "-m", "flake8_mha.frontends.cli", "check"]):
         proc = subprocess.run([*command, "--select", "NOPE", "m.py"], cwd=tmp_path, env=_env(),
                               capture_output=True, text=True, timeout=120)
         assert proc.returncode == 2

@@ -30,7 +30,7 @@ from flake8_mha.confirm.runner import FAIL_ON, Outcome
 from flake8_mha.confirm.witnesses import (
     CONFIRMED, CONFIRMED_ASSUMED, INCONCLUSIVE, NOT_REPRODUCED, SKIPPED,
 )
-from flake8_mha.findings import Finding
+from flake8_mha.core.findings import Finding
 
 _VERDICT = r"(?:CONFIRMED\*?|NOT REPRODUCED|INCONCLUSIVE|SKIPPED)"
 _INLINE = re.compile(rf"\b(MHA\d{{3}}):\d+\s*=>\s*({_VERDICT}(?:\|{_VERDICT})*)")
@@ -134,7 +134,7 @@ def corpus() -> List[Tuple[Finding, Outcome, str]]:
     """Every finding of every fixture, through one confirm run."""
     from flake8_mha.confirm.runner import Runner
     from flake8_mha.confirm.worker import TEST_FAULTS_ENV
-    from flake8_mha.engine import analyze_source, select_codes
+    from flake8_mha.lint.engine import analyze_source, select_codes
 
     findings: List[Tuple[Finding, str]] = []
     for path in fixture_files():
@@ -187,7 +187,7 @@ def test_a_confirmed_star_names_what_it_rests_on_and_a_confirmed_rests_on_nothin
 
 def test_mha006_evidence_tells_the_causal_triangle_from_a_padding_mask():
     from fixture_expect import FIXTURES
-    from flake8_mha.engine import analyze_source, select_codes
+    from flake8_mha.lint.engine import analyze_source, select_codes
 
     path = FIXTURES / "verdicts" / "MHA006_causal_triangle.py"
     found = {f.line: f.evidence for f in analyze_source(

@@ -31,7 +31,7 @@ def write(path: pathlib.Path, text: str) -> None:
 
 
 def mha(*args: str, cwd, stdin: str = None) -> subprocess.CompletedProcess:
-    proc = subprocess.run([sys.executable, "-m", "flake8_mha.cli", *args], cwd=cwd,
+    proc = subprocess.run([sys.executable, "-m", "flake8_mha.frontends.cli", *args], cwd=cwd,
                           capture_output=True, text=True, env=ENV, timeout=300, input=stdin)
     assert "Traceback" not in proc.stderr, proc.stderr
     return proc

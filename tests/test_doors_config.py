@@ -14,7 +14,7 @@ import textwrap
 
 import pytest
 
-from flake8_mha.check import parse_options
+from flake8_mha.frontends.check import parse_options
 
 ROOT = pathlib.Path(__file__).resolve().parent.parent
 ENV = dict(os.environ, PYTHONPATH=os.pathsep.join(
@@ -36,7 +36,7 @@ def write(path: pathlib.Path, text: str) -> None:
 
 
 def check(*args: str, cwd) -> subprocess.CompletedProcess:
-    proc = subprocess.run([sys.executable, "-m", "flake8_mha.cli", "check", *args], cwd=cwd,
+    proc = subprocess.run([sys.executable, "-m", "flake8_mha.frontends.cli", "check", *args], cwd=cwd,
                           capture_output=True, text=True, env=ENV, timeout=300)
     assert "Traceback" not in proc.stderr, proc.stderr
     return proc
@@ -223,12 +223,12 @@ def test_confirm_reads_flake8_s_configuration_too(tree):
     pytest.importorskip("torch")
     write(tree / "setup.cfg", "[flake8]\nextend-ignore = MHA001,MHA101,MHA008\n")
     write(tree / "only.py", ONE_001)
-    proc = subprocess.run([sys.executable, "-m", "flake8_mha.cli", "confirm", "--no-progress",
+    proc = subprocess.run([sys.executable, "-m", "flake8_mha.frontends.cli", "confirm", "--no-progress",
                            "only.py"], cwd=tree, capture_output=True, text=True, env=ENV,
                           timeout=600)
     assert proc.returncode == 0, proc.stdout + proc.stderr
     assert proc.stdout.startswith("0 findings")
-    proc = subprocess.run([sys.executable, "-m", "flake8_mha.cli", "confirm", "--no-progress",
+    proc = subprocess.run([sys.executable, "-m", "flake8_mha.frontends.cli", "confirm", "--no-progress",
                            "--isolated", "only.py"], cwd=tree, capture_output=True, text=True,
                           env=ENV, timeout=600)
     assert "only.py:3:9" in proc.stdout and "MHA001" in proc.stdout

@@ -5,8 +5,8 @@ from __future__ import annotations
 import pathlib
 import re
 
-from flake8_mha.check import _parser
-from flake8_mha.confirm.cli import build_parser
+from flake8_mha.frontends.check import _parser
+from flake8_mha.frontends.confirm_cli import build_parser
 
 ROOT = pathlib.Path(__file__).resolve().parent.parent
 CLI = (ROOT / "docs" / "cli.md").read_text(encoding="utf-8")

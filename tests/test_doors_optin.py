@@ -24,7 +24,7 @@ MHA902 = "optin.py:3:5: MHA902 "
 
 
 def run(tool, *args, cwd):
-    command = ["flake8"] if tool == "flake8" else ["flake8_mha.cli", "check"]
+    command = ["flake8"] if tool == "flake8" else ["flake8_mha.frontends.cli", "check"]
     proc = subprocess.run([sys.executable, "-m", *command, *args], cwd=cwd, capture_output=True,
                           text=True, env=ENV, timeout=300)
     assert "Traceback" not in proc.stderr, proc.stderr

@@ -28,8 +28,10 @@ import time
 
 import pytest
 
-from flake8_mha import atomic, check, pipeline
-from flake8_mha.atomic import TMP_SUFFIX, FileChanged, WriteError, write_bytes
+from flake8_mha.core import atomic
+from flake8_mha.frontends import check
+from flake8_mha.app import pipeline
+from flake8_mha.core.atomic import TMP_SUFFIX, FileChanged, WriteError, write_bytes
 
 ROOT = pathlib.Path(__file__).resolve().parent.parent
 DATA = ROOT / "tests" / "data"
@@ -47,7 +49,7 @@ needs_torch = pytest.mark.skipif(importlib.util.find_spec("torch") is None,
 
 
 def cli(*args: str, cwd) -> subprocess.CompletedProcess:
-    proc = subprocess.run([sys.executable, "-m", "flake8_mha.cli", *args], cwd=cwd,
+    proc = subprocess.run([sys.executable, "-m", "flake8_mha.frontends.cli", *args], cwd=cwd,
                           capture_output=True, text=True, timeout=300)
     assert "Traceback" not in proc.stderr, proc.stderr
     return proc
@@ -139,7 +141,7 @@ def blocked_replace(src, dst):
     os.rename(flag + ".tmp", flag)
     time.sleep(300)
 os.replace = blocked_replace
-from flake8_mha.check import main
+from flake8_mha.frontends.check import main
 sys.exit(main(sys.argv[2:]))
 """
 
@@ -365,7 +367,7 @@ def test_write_bytes_compares_and_swaps(tmp_path):
 ])
 def test_a_fix_that_adds_a_finding_or_does_not_parse_is_refused(
         src, monkeypatch, capsys, broken, message):
-    import flake8_mha.fix as fix
+    import flake8_mha.app.fix as fix
 
     real = fix.fix_text
 
@@ -387,7 +389,7 @@ def test_a_fix_that_adds_a_finding_or_does_not_parse_is_refused(
 
 
 def test_a_notebook_fix_that_adds_a_finding_is_refused(tmp_path, monkeypatch, capsys):
-    import flake8_mha.fix as fix
+    import flake8_mha.app.fix as fix
     from test_notebook import DEMO, save
 
     nb = save(tmp_path / "demo.ipynb", DEMO)
@@ -415,8 +417,8 @@ def test_a_notebook_fix_that_adds_a_finding_is_refused(tmp_path, monkeypatch, ca
 MEET_AFTER_ANALYSIS = """
 import os, sys, time
 me, go = sys.argv[1], sys.argv[2]
-import flake8_mha.check as check
-import flake8_mha.pipeline as pipeline
+import flake8_mha.frontends.check as check
+import flake8_mha.app.pipeline as pipeline
 real = pipeline.run_files
 def run_files(*args, **kwargs):
     outcomes = real(*args, **kwargs)
@@ -488,7 +490,7 @@ def test_two_fix_runs_that_analysed_the_same_tree_write_each_file_once(tmp_path)
 
 def test_two_free_running_fix_runs_corrupt_nothing(tmp_path):
     tree = _tree(tmp_path)
-    procs = [subprocess.Popen([sys.executable, "-m", "flake8_mha.cli", "check", "--fix", "-j",
+    procs = [subprocess.Popen([sys.executable, "-m", "flake8_mha.frontends.cli", "check", "--fix", "-j",
                                "2", "."], cwd=tree, stdout=subprocess.PIPE,
                               stderr=subprocess.PIPE, text=True) for _ in range(2)]
     results = [p.communicate(timeout=300) for p in procs]
@@ -513,7 +515,7 @@ def _runner(**kwargs):
 
 
 def _findings(*evidence):
-    from flake8_mha.findings import Finding
+    from flake8_mha.core.findings import Finding
 
     return [Finding(code, n + 1, 1, "m", "faults.py", ev) for n, (code, ev) in enumerate(evidence)]
 
@@ -601,7 +603,7 @@ def test_confirm_takes_the_limits_and_writes_its_json_atomically(tmp_path):
 @needs_torch
 def test_confirm_json_on_a_full_disk_is_one_line_and_keeps_the_old_report(
         tmp_path, monkeypatch, capsys):
-    from flake8_mha.confirm.cli import main
+    from flake8_mha.frontends.confirm_cli import main
 
     (tmp_path / "good.py").write_text("x = 1\n")
     (tmp_path / "r.json").write_text("old")

@@ -1,6 +1,6 @@
 """Faults, round two (issue 29): nothing hangs, nothing stale, no cache entry
 trusted blindly.  Each test reproduces one of the faults D1 to D11 through
-the real command, ``python -m flake8_mha.cli``, in a subprocess whose timeout
+the real command, ``python -m flake8_mha.frontends.cli``, in a subprocess whose timeout
 bounds a run that would hang."""
 from __future__ import annotations
 
@@ -24,7 +24,7 @@ REACH = FIXTURES / "project_reach"
 
 def cli(*args: str, cwd, timeout: float = 120) -> subprocess.CompletedProcess:
     env = dict(os.environ, PYTHONPATH=str(ROOT))
-    proc = subprocess.run([sys.executable, "-m", "flake8_mha.cli", *args], cwd=cwd, env=env,
+    proc = subprocess.run([sys.executable, "-m", "flake8_mha.frontends.cli", *args], cwd=cwd, env=env,
                           capture_output=True, text=True, timeout=timeout)
     assert "Traceback" not in proc.stderr, proc.stderr
     assert "internal error" not in proc.stdout + proc.stderr
@@ -34,7 +34,7 @@ def cli(*args: str, cwd, timeout: float = 120) -> subprocess.CompletedProcess:
 def cli_bytes(*args: str, cwd, timeout: float = 120) -> subprocess.CompletedProcess:
     """``cli`` with stdout as bytes: a diff's CRs are part of it."""
     env = dict(os.environ, PYTHONPATH=str(ROOT))
-    proc = subprocess.run([sys.executable, "-m", "flake8_mha.cli", *args], cwd=cwd, env=env,
+    proc = subprocess.run([sys.executable, "-m", "flake8_mha.frontends.cli", *args], cwd=cwd, env=env,
                           capture_output=True, timeout=timeout)
     assert b"Traceback" not in proc.stderr, proc.stderr
     return proc
@@ -316,7 +316,7 @@ PARENT = r"""
 import os, sys, threading, time
 from flake8_mha.confirm.runner import Runner
 from flake8_mha.confirm.worker import TEST_FAULTS_ENV
-from flake8_mha.findings import Finding
+from flake8_mha.core.findings import Finding
 
 flag, out, in_thread = sys.argv[1], sys.argv[2], sys.argv[3] == "1"
 runner = Runner(env=dict(os.environ, **{TEST_FAULTS_ENV: "1"}), timeout=600)
@@ -460,7 +460,7 @@ def test_a_fifo_dev_zero_a_20mb_file_and_a_corrupt_cache_each_named_once(tmp_pat
     os.mkfifo(tree / "x.py")
     os.symlink("/dev/zero", tree / "z.py")
     env = dict(os.environ, PYTHONPATH=str(ROOT))
-    proc = subprocess.run([sys.executable, "-m", "flake8_mha.cli", "check", "-j", jobs, "tree"],
+    proc = subprocess.run([sys.executable, "-m", "flake8_mha.frontends.cli", "check", "-j", jobs, "tree"],
                           cwd=tmp_path, env=env, capture_output=True, text=True,
                           timeout=120, preexec_fn=_capped_memory)
     assert "Traceback" not in proc.stderr and "internal error" not in proc.stdout
@@ -488,7 +488,7 @@ def test_d7_a_1mb_literal_is_skimmed_in_bounded_time_and_memory(tmp_path):
         "    return F.scaled_dot_product_attention(q, k, v, attn_mask=m, is_causal=True)\n")
     env = dict(os.environ, PYTHONPATH=str(ROOT))
     # before: 19-50 s and 2.2 GB; flake8 alone (pycodestyle) takes longer than that
-    proc = subprocess.run([sys.executable, "-m", "flake8_mha.cli", "check", "--no-cache",
+    proc = subprocess.run([sys.executable, "-m", "flake8_mha.frontends.cli", "check", "--no-cache",
                            "big.py"], cwd=tmp_path, env=env, capture_output=True, text=True,
                           timeout=120, preexec_fn=_capped_memory_1g)
     assert (proc.returncode, proc.stderr) == (1, "")
@@ -502,7 +502,7 @@ def _capped_memory_1g():
 
 
 def test_d7_skimming_keeps_every_position_and_every_syntax_error():
-    from flake8_mha.lines import skim_data
+    from flake8_mha.core.lines import skim_data
 
     data = "[" + ", ".join(f'"k{i}"' for i in range(5000)) + "]"
     text = f"x = {data}\ny = {{1: {data}}}\nz = f({data})\nw = v[{data[1:-1]}]\n"

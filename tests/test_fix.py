@@ -10,8 +10,8 @@ import textwrap
 
 import pytest
 
-from flake8_mha.engine import analyze_source
-from flake8_mha.fix import FIXES, NEVER_FIXED, Fix, fix_source, fixable_codes, register
+from flake8_mha.lint.engine import analyze_source
+from flake8_mha.app.fix import FIXES, NEVER_FIXED, Fix, fix_source, fixable_codes, register
 from flake8_mha.rules.base import REGISTRY, all_rules
 
 ROOT = pathlib.Path(__file__).resolve().parent.parent
@@ -19,7 +19,7 @@ DATA = ROOT / "tests" / "data"
 
 
 def run(*args: str, cwd) -> subprocess.CompletedProcess:
-    proc = subprocess.run([sys.executable, "-m", "flake8_mha.cli", *args], cwd=cwd,
+    proc = subprocess.run([sys.executable, "-m", "flake8_mha.frontends.cli", *args], cwd=cwd,
                           capture_output=True, text=True, timeout=300)
     assert "Traceback" not in proc.stderr, proc.stderr
     return proc

@@ -14,8 +14,8 @@ import sys
 
 import pytest
 
-from flake8_mha.config import Options
-from flake8_mha.pipeline import lint_paths, write_fixes
+from flake8_mha.app.config import Options
+from flake8_mha.app.pipeline import lint_paths, write_fixes
 
 SOURCE = """\
 import torch.nn as nn
@@ -168,7 +168,7 @@ def test_check_fix_reads_max_line_length_from_flake8s_configuration(tmp_path):
     (tmp_path / "m.py").write_text(SOURCE.replace(CALL, CALL.replace(
         "query_states, key_states, value_states", "q, k, v")))
     env = dict(os.environ, PYTHONPATH=str(pathlib.Path(__file__).resolve().parent.parent))
-    proc = subprocess.run([sys.executable, "-m", "flake8_mha.cli", "check", "--fix", "m.py"],
+    proc = subprocess.run([sys.executable, "-m", "flake8_mha.frontends.cli", "check", "--fix", "m.py"],
                           cwd=tmp_path, env=env, capture_output=True, text=True, timeout=300)
     assert (proc.returncode, proc.stdout) == (0, ""), proc.stderr
     fixed = (tmp_path / "m.py").read_text()

@@ -2,8 +2,8 @@
 definitions, the resolver's qualified names), not a resolution of their own."""
 from __future__ import annotations
 
-from flake8_mha.engine import analyze_source
-from flake8_mha.fix import fix_source
+from flake8_mha.lint.engine import analyze_source
+from flake8_mha.app.fix import fix_source
 
 HEAD = """\
 import torch

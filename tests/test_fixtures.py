@@ -10,7 +10,7 @@ import sys
 import pytest
 
 from fixture_expect import FIXTURES, ROOT, expected, fixture_files, selected
-from flake8_mha.engine import analyze_source, select_codes
+from flake8_mha.lint.engine import analyze_source, select_codes
 
 FILES = fixture_files()
 IDS = [p.name for p in FILES]

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import libcst as cst
 
-from flake8_mha.engine import analyze_module, analyze_source, select_codes
-from flake8_mha.focus import focus
+from flake8_mha.lint.engine import analyze_module, analyze_source, select_codes
+from flake8_mha.analysis.focus import focus
 
 HEAD = "import torch.nn as nn\nimport torch.nn.functional as F\nHEADS = 3\n\n"
 FILLER = "def helper_{i}(x):\n    y = x + {i}\n    return y * 2\n\n\n"

@@ -11,8 +11,8 @@ import pathlib
 import pytest
 
 from fixture_expect import fixture_files
-from flake8_mha import focus as focus_mod
-from flake8_mha.engine import analyze_source, select_codes
+from flake8_mha.analysis import focus as focus_mod
+from flake8_mha.lint.engine import analyze_source, select_codes
 from flake8_mha.rules.base import all_rules
 
 EVERY = select_codes(["MHA"])

@@ -9,9 +9,9 @@ import ast
 import subprocess
 import sys
 
-from flake8_mha.engine import analyze_source, select_codes
-from flake8_mha.focus import focus
-from flake8_mha.lines import source_lines
+from flake8_mha.lint.engine import analyze_source, select_codes
+from flake8_mha.analysis.focus import focus
+from flake8_mha.core.lines import source_lines
 
 ALL = select_codes(["MHA"])
 SDPA = "F.scaled_dot_product_attention(q, k, v, attn_mask=m, is_causal=True)"
@@ -58,7 +58,7 @@ def test_engine_reports_the_lines_python_numbers_after_page_breaks():
 
 def test_check_and_flake8_keep_lines_and_noqa_after_page_breaks(tmp_path):
     (tmp_path / "m.py").write_text(PAGED)
-    check = subprocess.run([sys.executable, "-m", "flake8_mha.cli", "check", "--no-cache", "m.py"],
+    check = subprocess.run([sys.executable, "-m", "flake8_mha.frontends.cli", "check", "--no-cache", "m.py"],
                            cwd=tmp_path, capture_output=True, text=True)
     assert check.returncode == 1, check.stderr
     assert [line.split(" ")[0] + " " + line.split(" ")[1] for line in check.stdout.splitlines()] \

@@ -17,9 +17,9 @@ import os
 
 import pytest
 
-from flake8_mha import cache as cache_mod
-from flake8_mha import notebook as nbk
-from flake8_mha import pipeline
+from flake8_mha.app import cache as cache_mod
+from flake8_mha.app import notebook as nbk
+from flake8_mha.app import pipeline
 
 hypothesis = pytest.importorskip("hypothesis")
 from hypothesis import HealthCheck, given, settings  # noqa: E402

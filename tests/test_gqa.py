@@ -18,7 +18,7 @@ import textwrap
 import pytest
 
 from fixture_expect import ROOT
-from flake8_mha.engine import analyze_source, select_codes
+from flake8_mha.lint.engine import analyze_source, select_codes
 
 GQA = ["MHA013", "MHA014", "MHA904"]
 FIX13 = ROOT / "fixtures" / "MHA013_gqa_repeat_grouping.py"
@@ -461,7 +461,7 @@ def test_real_flake8_clean_file_exits_zero(tmp_path):
                                         ("MHA014", "gqa-heads-do-not-divide"),
                                         ("MHA904", "gqa-repeat-tiling")])
 def test_explain(code, name):
-    proc = subprocess.run([sys.executable, "-m", "flake8_mha.cli", "explain", code.lower()],
+    proc = subprocess.run([sys.executable, "-m", "flake8_mha.frontends.cli", "explain", code.lower()],
                           capture_output=True, text=True, timeout=120)
     assert proc.returncode == 0, proc.stderr
     assert proc.stdout.startswith(f"# {code}: {name}\n")
@@ -533,7 +533,7 @@ def test_mha014_witness_dividing_counts_and_unknown_counts():
 @needs_torch
 def test_confirm_cli_confirms_every_gqa_fixture_finding(tmp_path):
     out = tmp_path / "c.json"
-    proc = subprocess.run([sys.executable, "-m", "flake8_mha.cli", "confirm", "--select", "MHA",
+    proc = subprocess.run([sys.executable, "-m", "flake8_mha.frontends.cli", "confirm", "--select", "MHA",
                            "--json", str(out), "--no-progress", *FILES],
                           cwd=ROOT, capture_output=True, text=True, timeout=600)
     assert proc.returncode == 1, proc.stderr

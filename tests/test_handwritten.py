@@ -18,7 +18,7 @@ import textwrap
 import libcst as cst
 import pytest
 
-from flake8_mha.engine import analyze_source
+from flake8_mha.lint.engine import analyze_source
 
 ROOT = pathlib.Path(__file__).resolve().parent.parent
 
@@ -285,7 +285,7 @@ def test_assert_inside_a_loop_does_not_hold_after_it():
 
 
 def test_worlds_keep_pairs_assigned_together():
-    from flake8_mha.flow import FlowPass
+    from flake8_mha.analysis.flow import FlowPass
 
     src = textwrap.dedent("""\
         def f(c):
@@ -299,7 +299,7 @@ def test_worlds_keep_pairs_assigned_together():
         """)
     flow = FlowPass()
     flow.run(cst.parse_module(src))
-    from flake8_mha.flow import worlds
+    from flake8_mha.analysis.flow import worlds
 
     (site,) = [s for s in flow.calls
                if isinstance(s.node.func, cst.Name) and s.node.func.value == "g"]
@@ -401,7 +401,7 @@ def test_real_flake8_reports_the_fixtures_exactly():
 
 
 def test_explain_mha012():
-    proc = subprocess.run([sys.executable, "-m", "flake8_mha.cli", "explain", "MHA012"],
+    proc = subprocess.run([sys.executable, "-m", "flake8_mha.frontends.cli", "explain", "MHA012"],
                           capture_output=True, text=True, timeout=120)
     assert proc.returncode == 0
     assert proc.stdout.startswith("# MHA012: mask-multiplied-before-softmax\n")
@@ -448,7 +448,7 @@ def test_mha004_witness_dispatches_the_additive_case():
 @needs_torch
 def test_mha012_witness_through_the_confirmer_worker():
     proc = subprocess.run(
-        [sys.executable, "-m", "flake8_mha.cli", "confirm", "--fail-on", "none",
+        [sys.executable, "-m", "flake8_mha.frontends.cli", "confirm", "--fail-on", "none",
          "fixtures/MHA012_mask_multiplied_before_softmax.py"],
         cwd=ROOT, capture_output=True, text=True, timeout=300)
     assert proc.returncode == 0, proc.stderr

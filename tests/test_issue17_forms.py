@@ -15,7 +15,7 @@ import textwrap
 import pytest
 
 from fixture_expect import FIXTURES, ROOT, expected
-from flake8_mha.engine import analyze_source
+from flake8_mha.lint.engine import analyze_source
 
 
 def found(source: str, *codes: str):

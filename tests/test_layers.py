@@ -1,29 +1,31 @@
-"""The package's imports only point down, and nothing reaches into another
-module's private state.
+"""The package's imports only point down, the folders are the layers, and
+nothing reaches into another module's private state.
 
-Layers, bottom to top (issue 11):
+Layers, bottom to top, each a folder of ``flake8_mha/`` (issues 11 and 26):
 
-    core       findings, torch_api, atomic (and the package root: __version__)
-    analysis   flow, values, resolve, events, focus, callgraph, masks (package), layout,
-               scores, relational
-    rules      flake8_mha.rules.*
-    engine     engine, noqa, selection (which codes a run reports)
-    front ends, in two tiers:
-      services     config, output, docs, fix, pipeline, notebook (what the entry
-                   points share; they never import an entry point)
-      entry points plugin, cli, check, pytest_plugin,
-                   confirm/cli.py
+    core/       what torch and einx are (torch_api, einx_api), findings, atomic
+                writes, lines and positions; the package root (``__version__``)
+    analysis/   flow, values, resolve, events, focus, the program's calls
+                (program/), reach, masks/, layout/, heads, gqa, scores
+    rules/      one code per module
+    lint/       one file's findings: engine, noqa, selection
+    app/        what the entry points share: pipeline, cache, config, options,
+                discovery, output, fix, notebook, docs (never an entry point)
+    frontends/  the entry points: plugin, cli, check, confirm_cli, pytest_plugin
 
 ``confirm/`` (runner, worker, witnesses, report, docs) and ``sanitizer.py``
-stand beside the stack on the core only.  Every import counts, including
-imports inside functions.  One thing is not an edge: a package's
-``__init__`` importing its own direct submodules (the package is made of
-them: ``confirm/witnesses/__init__`` collecting the witnesses).  Rule modules
-are imported by ``rules.base.all_rules`` through ``pkgutil`` discovery, which
-is not an import statement and is not seen here.
+stand beside the stack on the core only (``sanitizer.py`` keeps its place at
+the top: ``pytest -p flake8_mha.sanitizer`` is its public name).  The one
+module outside its folder's layer is ``confirm/__main__.py``, an entry point
+(``python -m flake8_mha.confirm``).  Every import counts, including imports
+inside functions.  One thing is not an edge: a package's ``__init__``
+importing its own direct submodules (the package is made of them:
+``confirm/witnesses/__init__`` collecting the witnesses).  Rule modules are
+imported by ``rules.base.all_rules`` through ``pkgutil`` discovery, which is
+not an import statement and is not seen here.
 
-Read with ``ast`` (nothing is imported), so a new module must be given a
-layer below before it can land.
+Read with ``ast`` (nothing is imported), so a new module lands in a layer by
+the folder it is put in.
 """
 from __future__ import annotations
 
@@ -37,55 +39,19 @@ ROOT = pathlib.Path(__file__).resolve().parent.parent
 PACKAGE = ROOT / "flake8_mha"
 PKG = "flake8_mha"
 
-CORE, ANALYSIS, RULES, ENGINE, SERVICE, FRONT, CONFIRM, SANITIZER = (
-    "core", "analysis", "rules", "engine", "front-end service", "entry point", "confirm",
-    "sanitizer")
+CORE, ANALYSIS, RULES, LINT, APP, FRONT, CONFIRM, SANITIZER = (
+    "core", "analysis", "rules", "lint", "app", "frontends", "confirm", "sanitizer")
 
 # module (or package prefix) -> layer; the longest matching prefix wins
 LAYER_OF = {
-    PKG: CORE,
-    f"{PKG}.findings": CORE,
-    f"{PKG}.torch_api": CORE,
-    f"{PKG}.tree": ANALYSIS,
-    f"{PKG}.callgraph": ANALYSIS,
-    f"{PKG}.atomic": CORE,
-    f"{PKG}.lines": CORE,
-    f"{PKG}.flow": ANALYSIS,
-    f"{PKG}.env": ANALYSIS,
-    f"{PKG}.values": ANALYSIS,
-    f"{PKG}.resolve": ANALYSIS,
-    f"{PKG}.reach": ANALYSIS,
-    f"{PKG}.events": ANALYSIS,
-    f"{PKG}.focus": ANALYSIS,
-    f"{PKG}.masks": ANALYSIS,
-    f"{PKG}.layout": ANALYSIS,
-    f"{PKG}.scores": ANALYSIS,
-    f"{PKG}.relational": ANALYSIS,
-    f"{PKG}.splats": ANALYSIS,
-    f"{PKG}.einx_api": ANALYSIS,
-    f"{PKG}.heads": ANALYSIS,
-    f"{PKG}.program": ANALYSIS,
-    f"{PKG}.gqa": ANALYSIS,
+    PKG: CORE,  # the package root: __version__ and the lazy ``sanitize`` facade
+    f"{PKG}.core": CORE,
+    f"{PKG}.analysis": ANALYSIS,
     f"{PKG}.rules": RULES,
-    f"{PKG}.engine": ENGINE,
-    f"{PKG}.noqa": ENGINE,
-    f"{PKG}.plugin": FRONT,
-    f"{PKG}.cli": FRONT,
-    f"{PKG}.check": FRONT,
-    f"{PKG}.notebook": SERVICE,
-    f"{PKG}.selection": ENGINE,
-    f"{PKG}.output": SERVICE,
-    f"{PKG}.config": SERVICE,
-    f"{PKG}.docs": SERVICE,
-    f"{PKG}.pipeline": SERVICE,
-    f"{PKG}.discovery": SERVICE,
-    f"{PKG}.gitignore": SERVICE,
-    f"{PKG}.options": SERVICE,
-    f"{PKG}.fix": SERVICE,
-    f"{PKG}.cache": SERVICE,
-    f"{PKG}.pytest_plugin": FRONT,
+    f"{PKG}.lint": LINT,
+    f"{PKG}.app": APP,
+    f"{PKG}.frontends": FRONT,
     f"{PKG}.confirm": CONFIRM,
-    f"{PKG}.confirm.cli": FRONT,
     f"{PKG}.confirm.__main__": FRONT,
     f"{PKG}.sanitizer": SANITIZER,
 }
@@ -95,9 +61,9 @@ MAY_IMPORT = {
     CORE: {CORE},
     ANALYSIS: {CORE, ANALYSIS},
     RULES: {CORE, ANALYSIS, RULES},
-    ENGINE: {CORE, ANALYSIS, RULES, ENGINE},
-    SERVICE: {CORE, ANALYSIS, RULES, ENGINE, SERVICE, CONFIRM},
-    FRONT: {CORE, ANALYSIS, RULES, ENGINE, SERVICE, FRONT, CONFIRM, SANITIZER},
+    LINT: {CORE, ANALYSIS, RULES, LINT},
+    APP: {CORE, ANALYSIS, RULES, LINT, APP, CONFIRM},
+    FRONT: {CORE, ANALYSIS, RULES, LINT, APP, FRONT, CONFIRM, SANITIZER},
     CONFIRM: {CORE, CONFIRM},
     SANITIZER: {CORE, SANITIZER},
 }
@@ -186,6 +152,24 @@ def _own_submodule(source: str, target: str) -> bool:
 
 EDGES: List[Import] = [imp for name in MODULES for imp in imports(name)
                        if imp.target != imp.source and not _own_submodule(imp.source, imp.target)]
+
+
+FOLDERS = {CORE, ANALYSIS, RULES, LINT, APP, FRONT, CONFIRM}
+
+
+def test_the_top_of_the_package_is_its_layers():
+    """Nothing sits beside the layer folders but the package root and the sanitizer."""
+    top = sorted(p.name for p in PACKAGE.iterdir() if p.name != "__pycache__")
+    assert top == sorted(["__init__.py", "sanitizer.py", *FOLDERS])
+    for folder in FOLDERS:
+        assert (PACKAGE / folder / "__init__.py").is_file(), folder
+
+
+def test_a_module_is_in_the_layer_of_its_folder():
+    strays = [name for name in MODULES
+              if name.count(".") >= 2 and layer(name) != name.split(".")[1]
+              and name != f"{PKG}.confirm.__main__"]
+    assert not strays, strays
 
 
 def test_every_module_has_a_layer():
@@ -298,9 +282,9 @@ def test_no_module_reaches_into_others_through_sys_modules():
 # -- the checker itself --------------------------------------------------------------
 
 def test_the_checker_sees_imports_inside_functions_and_relative_forms():
-    found = {(imp.target, imp.names) for imp in imports(f"{PKG}.check")}
-    assert (f"{PKG}.docs", ("page",)) in found  # ``from .docs import page`` inside explain()
-    docs = {(imp.target, imp.names) for imp in imports(f"{PKG}.docs")}
+    found = {(imp.target, imp.names) for imp in imports(f"{PKG}.frontends.check")}
+    assert (f"{PKG}.app.docs", ("page",)) in found  # ``from ..app.docs import page`` in explain()
+    docs = {(imp.target, imp.names) for imp in imports(f"{PKG}.app.docs")}
     assert (f"{PKG}.confirm.witnesses", ("WITNESSES",)) in docs
     assert (f"{PKG}.rules.base", ("all_rules",)) in docs
 
@@ -312,10 +296,12 @@ def test_the_cycle_finder_finds_a_cycle():
 
 @pytest.mark.parametrize("name,expected", [
     (f"{PKG}.rules.mha002_ignore_mask_to_sdpa", RULES),
-    (f"{PKG}.confirm.cli", FRONT),
-    (f"{PKG}.config", SERVICE),
+    (f"{PKG}.frontends.confirm_cli", FRONT),
+    (f"{PKG}.confirm.__main__", FRONT),
+    (f"{PKG}.app.config", APP),
     (f"{PKG}.confirm.witnesses._common", CONFIRM),
-    (f"{PKG}.masks", ANALYSIS),
+    (f"{PKG}.analysis.masks", ANALYSIS),
+    (f"{PKG}.analysis.program.callsites", ANALYSIS),
 ])
 def test_layer_lookup(name, expected):
     assert layer(name) == expected

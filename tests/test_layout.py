@@ -14,7 +14,7 @@ import textwrap
 
 import pytest
 
-from flake8_mha.engine import analyze_source
+from flake8_mha.lint.engine import analyze_source
 
 CODES = ["MHA001", "MHA010", "MHA903"]
 HEAD = "import torch\nimport torch.nn as nn\n"  # lines 1-2
@@ -436,7 +436,7 @@ def test_through_real_flake8(tmp_path):
 def test_mha903_is_off_by_default_and_fixed_through_the_cli(tmp_path):
     path = tmp_path / "model.py"
     path.write_text(BAD_FILE, encoding="utf-8")
-    run = [sys.executable, "-m", "flake8_mha.cli", "check"]
+    run = [sys.executable, "-m", "flake8_mha.frontends.cli", "check"]
     default = subprocess.run(run + ["model.py"], cwd=tmp_path, capture_output=True, text=True)
     assert [line.split(" ")[:2] for line in default.stdout.splitlines()] == [["model.py:8:12:", "MHA010"]]
     diff = subprocess.run(run + ["--select", "MHA903", "--diff", "model.py"], cwd=tmp_path,
@@ -454,7 +454,7 @@ def test_mha903_is_off_by_default_and_fixed_through_the_cli(tmp_path):
 def test_layout_evidence_is_in_the_json_output(tmp_path):
     path = tmp_path / "model.py"
     path.write_text(BAD_FILE, encoding="utf-8")
-    proc = subprocess.run([sys.executable, "-m", "flake8_mha.cli", "check", "--format", "json",
+    proc = subprocess.run([sys.executable, "-m", "flake8_mha.frontends.cli", "check", "--format", "json",
                            "model.py"], cwd=tmp_path, capture_output=True, text=True)
     data = json.loads(proc.stdout)
     items = data["findings"] if isinstance(data, dict) else data
@@ -465,7 +465,7 @@ def test_layout_evidence_is_in_the_json_output(tmp_path):
 
 def test_explain_new_codes():
     for code in ("MHA010", "MHA903"):
-        proc = subprocess.run([sys.executable, "-m", "flake8_mha.cli", "explain", code],
+        proc = subprocess.run([sys.executable, "-m", "flake8_mha.frontends.cli", "explain", code],
                               capture_output=True, text=True)
         assert proc.returncode == 0 and proc.stdout.startswith(f"# {code}: "), proc.stderr
 

@@ -14,8 +14,8 @@ from __future__ import annotations
 
 import textwrap
 
-from flake8_mha import focus
-from flake8_mha.engine import analyze_source
+from flake8_mha.analysis import focus
+from flake8_mha.lint.engine import analyze_source
 
 CODES = ["MHA001", "MHA010", "MHA903"]
 HEAD = "import torch\nimport torch.nn as nn\nfrom collections import OrderedDict\n"  # lines 1-3
@@ -552,7 +552,7 @@ def test_clip_package_opt_in_mha903_names_the_tower_swap():
 
 
 def test_clip_package_through_flake8_mha_check():
-    tool = ("-m", "flake8_mha.cli", "check", "--no-cache")
+    tool = ("-m", "flake8_mha.frontends.cli", "check", "--no-cache")
     status, got = _run("--select", "MHA001,MHA010", GOOD, BAD, tool=tool)
     assert (status, got) == (1, _at(BAD, ("block.py", 11, 21, "MHA001", BAD_MESSAGE)))
     status, got = _run("--select", "MHA001,MHA010", GOOD, tool=tool)

@@ -15,10 +15,10 @@ import libcst as cst
 import pytest
 
 from fixture_expect import FIXTURES, ROOT, expected
-from flake8_mha.engine import Context, analyze_source
-from flake8_mha.events import ModuleCall, SdpaCall, classify
-from flake8_mha.flow import FlowPass
-from flake8_mha.masks import (
+from flake8_mha.lint.engine import Context, analyze_source
+from flake8_mha.analysis.events import ModuleCall, SdpaCall, classify
+from flake8_mha.analysis.flow import FlowPass
+from flake8_mha.analysis.masks import (
     ADDITIVE,
     BOOL,
     FLOAT01,
@@ -38,7 +38,7 @@ from flake8_mha.masks import (
     tri_meaning,
     tri_transpose,
 )
-from flake8_mha.resolve import Resolver
+from flake8_mha.analysis.resolve import Resolver
 
 CODES = ["MHA002", "MHA003", "MHA004", "MHA009"]
 HEAD = "import torch\nimport torch.nn as nn\nimport torch.nn.functional as F\n"
@@ -739,7 +739,7 @@ MASK_FIXTURES = sorted(p for p in FIXTURES.glob("MHA00[2349]*.py"))
 
 @pytest.mark.parametrize("path", MASK_FIXTURES, ids=[p.name for p in MASK_FIXTURES])
 def test_fixture_through_engine(path):
-    from flake8_mha.engine import select_codes
+    from flake8_mha.lint.engine import select_codes
 
     found = analyze_source(path.read_text(encoding="utf-8"), str(path), select_codes())
     assert {(f.line, f.col, f.code) for f in found} == expected(path)
@@ -812,8 +812,8 @@ def test_one_table_serves_both_call_forms(function, method):
 
 
 def test_every_operation_has_its_handler():
-    from flake8_mha.masks import MaskEvaluator
-    from flake8_mha.masks.ops import FUNCTIONS, METHODS, OPS
+    from flake8_mha.analysis.masks import MaskEvaluator
+    from flake8_mha.analysis.masks.ops import FUNCTIONS, METHODS, OPS
 
     for op in OPS:
         assert callable(getattr(MaskEvaluator, "_op_" + op.handler, None)), op.handler
@@ -825,7 +825,7 @@ def test_every_operation_has_its_handler():
 
 
 def test_meaning_and_kind_are_typed_and_read_as_their_text():
-    from flake8_mha.masks import Kind, Meaning, Shape
+    from flake8_mha.analysis.masks import Kind, Meaning, Shape
 
     m = only_value("""
         def f(q, k, v, tokens, pad_id):
@@ -843,7 +843,7 @@ def test_meaning_and_kind_are_typed_and_read_as_their_text():
 def test_the_analysis_lives_in_the_file_context():
     import gc
 
-    from flake8_mha.masks import MaskAnalysis
+    from flake8_mha.analysis.masks import MaskAnalysis
 
     module = cst.parse_module(HEAD + "m = 1\n")
     flow = FlowPass()

@@ -17,7 +17,7 @@ import json
 import os
 
 from fixture_expect import FIXTURES, ROOT
-from flake8_mha.engine import analyze_source, select_codes
+from flake8_mha.lint.engine import analyze_source, select_codes
 
 MASK_CODES = ["MHA002", "MHA003", "MHA004", "MHA009"]
 SNAPSHOT = ROOT / "tests" / "masks_parity.json"

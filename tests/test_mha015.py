@@ -12,7 +12,7 @@ import textwrap
 
 import pytest
 
-from flake8_mha.engine import analyze_source
+from flake8_mha.lint.engine import analyze_source
 
 ROOT = pathlib.Path(__file__).resolve().parent.parent
 FIXTURE = "MHA015_mask_on_keys_values.py"
@@ -201,7 +201,7 @@ def test_real_flake8_reports_the_fixture_exactly():
 
 
 def test_explain_mha015():
-    proc = subprocess.run([sys.executable, "-m", "flake8_mha.cli", "explain", "MHA015"],
+    proc = subprocess.run([sys.executable, "-m", "flake8_mha.frontends.cli", "explain", "MHA015"],
                           capture_output=True, text=True, timeout=120)
     assert proc.returncode == 0
     assert proc.stdout.startswith("# MHA015: mask-on-keys-values\n")

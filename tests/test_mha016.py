@@ -10,7 +10,7 @@ import textwrap
 
 import pytest
 
-from flake8_mha.engine import analyze_source
+from flake8_mha.lint.engine import analyze_source
 
 ROOT = pathlib.Path(__file__).resolve().parent.parent
 FIXTURE = "MHA016_mask_heads_order.py"

@@ -17,7 +17,7 @@ MSG_102 = ("attention weights computed and thrown away: pass need_weights=False,
 
 
 def run(*args: str, cwd) -> subprocess.CompletedProcess:
-    proc = subprocess.run([sys.executable, "-m", "flake8_mha.cli", *args], cwd=cwd,
+    proc = subprocess.run([sys.executable, "-m", "flake8_mha.frontends.cli", *args], cwd=cwd,
                           capture_output=True, text=True, timeout=300)
     assert "Traceback" not in proc.stderr, proc.stderr
     return proc
@@ -166,7 +166,7 @@ def test_diff_for_a_notebook(nb_dir):
 
 
 def test_magic_masking_keeps_lines_and_blocks():
-    from flake8_mha.notebook import mask_cell
+    from flake8_mha.app.notebook import mask_cell
 
     text, magics = mask_cell("for i in range(3):\n    !echo $i\n    x = %env HOME\ny = 1", [0])
     assert text == ("for i in range(3):\n    pass  # flake8-mha: ipython 1\n"

@@ -33,7 +33,7 @@ MHA001 = ("nb.ipynb:cell_2:1:8: MHA001 MultiheadAttention built without batch_fi
 
 def run(*args, cwd) -> subprocess.CompletedProcess:
     env = dict(os.environ, PYTHONPATH=str(ROOT))
-    proc = subprocess.run([sys.executable, "-m", "flake8_mha.cli", *args], cwd=cwd, env=env,
+    proc = subprocess.run([sys.executable, "-m", "flake8_mha.frontends.cli", *args], cwd=cwd, env=env,
                           capture_output=True, text=True, timeout=600)
     assert "Traceback" not in proc.stderr, proc.stderr
     return proc

@@ -15,7 +15,7 @@ DATA = ROOT / "tests" / "data"
 
 
 def run(*args: str, cwd) -> subprocess.CompletedProcess:
-    proc = subprocess.run([sys.executable, "-m", "flake8_mha.cli", *args], cwd=cwd,
+    proc = subprocess.run([sys.executable, "-m", "flake8_mha.frontends.cli", *args], cwd=cwd,
                           capture_output=True, text=True, timeout=300)
     assert "Traceback" not in proc.stderr, proc.stderr
     return proc
@@ -180,8 +180,8 @@ def test_github_levels_follow_each_rules_severity(tmp_path):
 
 
 def test_github_escapes_properties_and_data():
-    from flake8_mha.findings import Finding
-    from flake8_mha.output import Item, github_line
+    from flake8_mha.core.findings import Finding
+    from flake8_mha.app.output import Item, github_line
 
     item = Item(Finding("MHA001", 3, 4, "50% off,\nnew line: yes", "a,b:c.py"))
     assert github_line(item) == ("::error file=a%2Cb%3Ac.py,line=3,col=4,title=MHA001::"

@@ -13,9 +13,9 @@ from typing import Dict, Set
 
 ROOT = pathlib.Path(__file__).resolve().parent.parent
 PACKAGE = ROOT / "flake8_mha"
-FRONT = {"flake8_mha.pipeline", "flake8_mha.selection", "flake8_mha.check", "flake8_mha.cli",
-         "flake8_mha.config", "flake8_mha.notebook", "flake8_mha.output", "flake8_mha.noqa",
-         "flake8_mha.plugin", "flake8_mha.confirm.cli", "flake8_mha.confirm.report",
+FRONT = {"flake8_mha.app.pipeline", "flake8_mha.lint.selection", "flake8_mha.frontends.check", "flake8_mha.frontends.cli",
+         "flake8_mha.app.config", "flake8_mha.app.notebook", "flake8_mha.app.output", "flake8_mha.lint.noqa",
+         "flake8_mha.frontends.plugin", "flake8_mha.frontends.confirm_cli", "flake8_mha.confirm.report",
          "flake8_mha.rules.runtime"}
 
 
@@ -66,8 +66,8 @@ def _reaches(graph, start: str, goal: str) -> bool:
 
 def test_the_graph_sees_imports_inside_functions():
     graph = _graph()
-    assert "flake8_mha.pipeline" in graph["flake8_mha.check"]
-    assert "flake8_mha.notebook" in graph["flake8_mha.pipeline"]  # imported in a function
+    assert "flake8_mha.app.pipeline" in graph["flake8_mha.frontends.check"]
+    assert "flake8_mha.app.notebook" in graph["flake8_mha.app.pipeline"]  # imported in a function
 
 
 def test_no_front_end_module_is_on_an_import_cycle():
@@ -78,8 +78,8 @@ def test_no_front_end_module_is_on_an_import_cycle():
 
 def test_configuration_and_notebooks_do_not_import_upwards():
     graph = _graph()
-    assert not _reaches(graph, "flake8_mha.config", "flake8_mha.plugin")
-    assert not _reaches(graph, "flake8_mha.config", "flake8_mha.pipeline")
+    assert not _reaches(graph, "flake8_mha.app.config", "flake8_mha.frontends.plugin")
+    assert not _reaches(graph, "flake8_mha.app.config", "flake8_mha.app.pipeline")
     # pure translation, no linting: only the core helper that splits lines as Python does
-    assert graph["flake8_mha.notebook"] <= {"flake8_mha.lines"}
-    assert not _reaches(graph, "flake8_mha.selection", "flake8_mha.config")
+    assert graph["flake8_mha.app.notebook"] <= {"flake8_mha.core.lines"}
+    assert not _reaches(graph, "flake8_mha.lint.selection", "flake8_mha.app.config")

@@ -85,7 +85,7 @@ def _env() -> dict:
 
 
 def _run(*args, cwd):
-    proc = subprocess.run([sys.executable, "-m", "flake8_mha.cli", *args], cwd=cwd, env=_env(),
+    proc = subprocess.run([sys.executable, "-m", "flake8_mha.frontends.cli", *args], cwd=cwd, env=_env(),
                           capture_output=True, text=True, timeout=300)
     assert "Traceback" not in proc.stderr, proc.stderr
     return proc

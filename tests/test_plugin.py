@@ -5,7 +5,7 @@ import subprocess
 import sys
 import textwrap
 
-from flake8_mha.engine import analyze_source
+from flake8_mha.lint.engine import analyze_source
 
 BAD = "import torch.nn as nn\nattn = nn.MultiheadAttention(64, 8)\n"
 
@@ -13,11 +13,11 @@ BAD = "import torch.nn as nn\nattn = nn.MultiheadAttention(64, 8)\n"
 def test_plugin_and_engine_never_import_torch():
     code = textwrap.dedent(f"""
         import sys
-        from flake8_mha.plugin import MHAChecker
+        from flake8_mha.frontends.plugin import MHAChecker
         lines = {BAD!r}.splitlines(True)
         found = list(MHAChecker(None, lines, "x.py").run())
         assert found and found[0][2].startswith("MHA001"), found
-        import flake8_mha.engine, flake8_mha.rules.base
+        import flake8_mha.lint.engine, flake8_mha.rules.base
         flake8_mha.rules.base.all_rules()
         print(sorted(m for m in sys.modules if m == "torch" or m.startswith("torch.")))
     """)
@@ -27,7 +27,7 @@ def test_plugin_and_engine_never_import_torch():
 
 
 def test_plugin_reports_zero_based_columns_to_flake8():
-    from flake8_mha.plugin import MHAChecker
+    from flake8_mha.frontends.plugin import MHAChecker
 
     found = list(MHAChecker(None, BAD.splitlines(True), "x.py").run())
     assert [(line, col, text.split()[0]) for line, col, text, _ in found] == [(2, 7, "MHA001")]

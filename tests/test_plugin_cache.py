@@ -22,7 +22,7 @@ CACHE = ".flake8-mha-cache"
 # every finding from the cache
 NO_ANALYSIS = """
 import sys
-import flake8_mha.engine as engine
+import flake8_mha.lint.engine as engine
 
 def refuse(*args, **kwargs):
     raise RuntimeError("analysed")

@@ -10,7 +10,7 @@ import time
 import pytest
 
 from fixture_expect import fixture_files
-from flake8_mha.engine import analyze_source, prefilter, select_codes
+from flake8_mha.lint.engine import analyze_source, prefilter, select_codes
 
 ALL = select_codes(["MHA"])
 
@@ -36,7 +36,7 @@ def test_the_plugin_does_not_load_libcst_for_attention_free_files(tmp_path):
     path.write_text("import os\nprint(os.sep)\n")
     code = textwrap.dedent(f"""
         import ast, sys
-        from flake8_mha.plugin import MHAChecker
+        from flake8_mha.frontends.plugin import MHAChecker
         text = open({str(path)!r}).read()
         found = list(MHAChecker(ast.parse(text), text.splitlines(True), {str(path)!r}).run())
         print(found, "libcst" in sys.modules, "torch" in sys.modules)

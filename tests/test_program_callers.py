@@ -18,7 +18,7 @@ import sys
 import pytest
 
 from fixture_expect import FIXTURES, ROOT, expected
-from flake8_mha import engine
+from flake8_mha.lint import engine
 
 PKG = FIXTURES / "program_calls" / "callers"
 FILES = sorted(PKG.glob("*.py"))
@@ -90,7 +90,7 @@ def test_flake8_one_file_at_a_time(path):
 
 def test_check_reports_what_flake8_reports():
     proc = subprocess.run(
-        [sys.executable, "-m", "flake8_mha.cli", "check", "--no-cache", "--format", "json", REL],
+        [sys.executable, "-m", "flake8_mha.frontends.cli", "check", "--no-cache", "--format", "json", REL],
         cwd=ROOT, capture_output=True, text=True, timeout=300,
     )
     assert proc.returncode == 1, proc.stderr
@@ -180,7 +180,7 @@ def test_this_file_alone_knows_no_caller():
 
 
 def test_an_edit_of_a_caller_invalidates_the_cached_finding(tmp_path, monkeypatch, capsys):
-    from flake8_mha.check import main as check_main
+    from flake8_mha.frontends.check import main as check_main
 
     monkeypatch.chdir(tmp_path)
     pkg = _copy(tmp_path)
@@ -215,7 +215,7 @@ CAUSAL_ASSUMED = "is_causal may be True on this path: used True"
 def _confirm(tmp_path, *args):
     out = tmp_path / "confirm.json"
     proc = subprocess.run(
-        [sys.executable, "-m", "flake8_mha.cli", "confirm", "--no-cache", "--json", str(out),
+        [sys.executable, "-m", "flake8_mha.frontends.cli", "confirm", "--no-cache", "--json", str(out),
          *args, REL],
         cwd=ROOT, capture_output=True, text=True, timeout=600,
     )

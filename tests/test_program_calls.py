@@ -17,7 +17,7 @@ import textwrap
 import pytest
 
 from fixture_expect import FIXTURES, ROOT, expected
-from flake8_mha import engine
+from flake8_mha.lint import engine
 
 ZOO = FIXTURES / "program_calls" / "zoo"
 FILES = sorted(ZOO.glob("*.py"))
@@ -66,7 +66,7 @@ def test_flake8_one_file_at_a_time(path):
 
 def test_check_reports_what_flake8_reports():
     proc = subprocess.run(
-        [sys.executable, "-m", "flake8_mha.cli", "check", "--no-cache", "--format", "json",
+        [sys.executable, "-m", "flake8_mha.frontends.cli", "check", "--no-cache", "--format", "json",
          "fixtures/program_calls/zoo"],
         cwd=ROOT, capture_output=True, text=True, timeout=300,
     )
@@ -169,7 +169,7 @@ def test_a_chain_across_three_files_names_every_link():
 
 
 def test_a_summary_records_its_calls_as_edges():
-    from flake8_mha.program.summaries import summarise
+    from flake8_mha.analysis.program.summaries import summarise
 
     table = summarise(textwrap.dedent("""\
         import torch.nn as nn
@@ -196,7 +196,7 @@ def test_a_summary_records_its_calls_as_edges():
 
 
 def test_edges_that_cannot_reach_a_sink_are_not_kept():
-    from flake8_mha.program.summaries import summarise
+    from flake8_mha.analysis.program.summaries import summarise
 
     # torch, the standard library, builtins, and own functions that reach nothing
     assert summarise(textwrap.dedent("""\
@@ -248,7 +248,7 @@ def test_constants_from_another_file_are_known():
 
 
 def test_a_constant_assigned_twice_is_unknown(tmp_path):
-    from flake8_mha.program.files import module_constants
+    from flake8_mha.analysis.program.files import module_constants
     import ast
 
     tree = ast.parse("A = 4\nB = A * 2\nC = 1\nC = 2\nD = C + 1\nE = f(3)\nF: int = 6\n")
@@ -264,7 +264,7 @@ def test_an_edit_anywhere_on_the_chain_invalidates_the_cached_finding(tmp_path, 
     the cache on, an edit of the last file (the wrapper stops inverting) and
     then of the middle one (the block stops forwarding) each change the
     tower's findings on the next run."""
-    from flake8_mha.check import main as check_main
+    from flake8_mha.frontends.check import main as check_main
 
     monkeypatch.chdir(tmp_path)
     pkg = tmp_path / "zoo"
@@ -290,7 +290,7 @@ def test_an_edit_anywhere_on_the_chain_invalidates_the_cached_finding(tmp_path, 
 
 def test_a_file_the_gate_dropped_is_analysed_once_its_import_becomes_a_wrapper(
         tmp_path, monkeypatch, capsys):
-    from flake8_mha.check import main as check_main
+    from flake8_mha.frontends.check import main as check_main
 
     monkeypatch.chdir(tmp_path)
     pkg = tmp_path / "pkg"
@@ -317,7 +317,7 @@ def test_a_file_the_gate_dropped_is_analysed_once_its_import_becomes_a_wrapper(
 
 
 def test_the_files_that_call_into_a_changed_file(monkeypatch):
-    from flake8_mha.program.callers import dependents
+    from flake8_mha.analysis.program.callers import dependents
 
     monkeypatch.chdir(ROOT)
     zoo = "fixtures/program_calls/zoo/"
@@ -399,7 +399,7 @@ def test_a_flag_from_the_caller_meets_the_wrappers_own_mask():
 
 
 def test_check_dependents_checks_the_importers_of_the_named_files(tmp_path, monkeypatch, capsys):
-    from flake8_mha.check import main as check_main
+    from flake8_mha.frontends.check import main as check_main
 
     monkeypatch.chdir(ROOT)
     status = check_main(["--isolated", "--no-cache", "--dependents",
@@ -459,7 +459,7 @@ def test_a_module_missing_on_the_cold_run_re_analyses_its_importer_when_it_comes
     """Issue 29's D3, from the cold side: the wrapper's file is not there on
     the first run (a branch switch, ``git stash``); when it comes, the cached
     entry of the file that imports it misses."""
-    from flake8_mha.check import main as check_main
+    from flake8_mha.frontends.check import main as check_main
 
     monkeypatch.chdir(tmp_path)
     pkg = tmp_path / "pkg"

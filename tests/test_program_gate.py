@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 
 from fixture_expect import FIXTURES
-from flake8_mha import engine
+from flake8_mha.lint import engine
 
 FILES = sorted(FIXTURES.rglob("*.py"))
 

@@ -72,7 +72,7 @@ def test_every_door_reports_the_same_findings(pkg):
     assert editor == want
     assert _flake8(_rel(pkg)) == want
     proc = subprocess.run(
-        [sys.executable, "-m", "flake8_mha.cli", "check", "--no-cache", "--format", "json",
+        [sys.executable, "-m", "flake8_mha.frontends.cli", "check", "--no-cache", "--format", "json",
          "--select", DEFAULT, _rel(pkg)],
         cwd=ROOT, capture_output=True, text=True, timeout=300,
     )

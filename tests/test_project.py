@@ -14,11 +14,11 @@ import textwrap
 import pytest
 
 from fixture_expect import FIXTURES, ROOT
-from flake8_mha import engine
-from flake8_mha.check import main as check_main
-from flake8_mha.engine import analyze_source, select_codes
-from flake8_mha.program.callsites import Project, annotate, project_root
-from flake8_mha.program.summaries import summarise
+from flake8_mha.lint import engine
+from flake8_mha.frontends.check import main as check_main
+from flake8_mha.lint.engine import analyze_source, select_codes
+from flake8_mha.analysis.program.callsites import Project, annotate, project_root
+from flake8_mha.analysis.program.summaries import summarise
 
 TREE = FIXTURES / "project_reach"
 MODEL = TREE / "pkg" / "model.py"
@@ -321,7 +321,8 @@ def _plain_package(tmp_path, caller: str):
 def test_plugin_does_no_project_work_for_a_file_that_reaches_no_sink(monkeypatch, tmp_path):
     """No attention word, and what it imports from the project reaches no sink:
     the gate drops it before any LibCST or project analysis."""
-    from flake8_mha import pipeline, plugin
+    from flake8_mha.app import pipeline
+    from flake8_mha.frontends import plugin
 
     def boom(*args, **kwargs):
         raise AssertionError("project work for a file the gate drops")
@@ -336,7 +337,7 @@ def test_plugin_does_no_project_work_for_a_file_that_reaches_no_sink(monkeypatch
 def test_the_gate_keeps_a_file_that_calls_a_project_wrapper(tmp_path):
     """No attention word, but it calls the project's SDPA wrapper: analysed
     (issue 26: the caller used to be dropped by the trigger-word pre-filter)."""
-    from flake8_mha import plugin
+    from flake8_mha.frontends import plugin
 
     text = (
         "from .attn import attend\n"
@@ -475,7 +476,7 @@ def _built(findings):
 
 
 def test_builder_summary_reads_what_a_mask_builder_returns():
-    from flake8_mha.program.summaries import builder_summary
+    from flake8_mha.analysis.program.summaries import builder_summary
 
     source = BUILDERS.read_text()
     pad = builder_summary(source, "make_pad_mask")
@@ -500,7 +501,7 @@ def test_builder_summary_reads_what_a_mask_builder_returns():
     ],
 )
 def test_a_builder_with_an_unknown_path_has_no_summary(body):
-    from flake8_mha.program.summaries import builder_summary
+    from flake8_mha.analysis.program.summaries import builder_summary
 
     source = "import torch\n\n\ndef build(lengths, n):\n" + body
     assert builder_summary(source, "build") == {}
@@ -517,7 +518,7 @@ def test_a_builder_with_an_unknown_path_has_no_summary(body):
     ],
 )
 def test_a_builder_is_the_function_the_name_holds(before, after, known):
-    from flake8_mha.program.summaries import builder_summary
+    from flake8_mha.analysis.program.summaries import builder_summary
 
     source = (
         "import torch\n\n\n" + before + "def build(n):\n"

@@ -13,7 +13,7 @@ import textwrap
 import pytest
 
 from fixture_expect import FIXTURES, ROOT, expected
-from flake8_mha.engine import analyze_source
+from flake8_mha.lint.engine import analyze_source
 
 HEADER = "import torch\nimport torch.nn as nn\nimport torch.nn.functional as F\n"
 

@@ -5,7 +5,7 @@ import textwrap
 
 import pytest
 
-from flake8_mha.engine import analyze_source
+from flake8_mha.lint.engine import analyze_source
 
 
 def codes_at(src, codes=None):

@@ -13,9 +13,9 @@ import time
 import libcst as cst
 import pytest
 
-from flake8_mha.config import Options
-from flake8_mha.engine import SourceSyntaxError, analyze_file, analyze_source
-from flake8_mha.pipeline import discover, lint_paths
+from flake8_mha.app.config import Options
+from flake8_mha.lint.engine import SourceSyntaxError, analyze_file, analyze_source
+from flake8_mha.app.pipeline import discover, lint_paths
 
 
 def check_paths(paths):
@@ -132,7 +132,7 @@ def test_fifty_thousand_lines():
 
 _DEEP = textwrap.dedent("""\
     import sys
-    from flake8_mha.engine import SourceSyntaxError, analyze_source
+    from flake8_mha.lint.engine import SourceSyntaxError, analyze_source
     expr = sys.argv[1]
     src = ("import torch.nn.functional as F\\n"
            "def f(q, k, v, a):\\n"
@@ -170,7 +170,7 @@ def test_deep_nesting_never_crashes(expr, expect):
 def test_deep_else_if_chain_in_a_subprocess(elifs, expect):
     src = "import torch\nif a:\n    pass\n" + "elif a:\n    pass\n" * elifs
     src += "attn = torch.nn.MultiheadAttention(8, 2)\n"
-    code = ("import sys; from flake8_mha.engine import analyze_source;"
+    code = ("import sys; from flake8_mha.lint.engine import analyze_source;"
             "print([f.code + ' ' + f.message for f in analyze_source(sys.stdin.read())])")
     res = subprocess.run([sys.executable, "-c", code], input=src, capture_output=True, text=True,
                          timeout=300)
@@ -269,7 +269,7 @@ def test_walk_skips_nothing_it_should_not(tmp_path):
 
 # --- the command line and flake8, as a user runs them -----------------------------------------
 
-CLI = [sys.executable, "-m", "flake8_mha.cli"]
+CLI = [sys.executable, "-m", "flake8_mha.frontends.cli"]
 
 
 @pytest.mark.parametrize("argv, needle", [

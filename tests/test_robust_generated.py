@@ -14,7 +14,7 @@ import warnings
 import pytest
 
 from fixture_expect import fixture_files
-from flake8_mha.engine import SourceSyntaxError, analyze_source, decode_source, select_codes
+from flake8_mha.lint.engine import SourceSyntaxError, analyze_source, decode_source, select_codes
 
 hypothesis = pytest.importorskip("hypothesis")
 hypothesmith = pytest.importorskip("hypothesmith")

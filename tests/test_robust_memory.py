@@ -6,7 +6,7 @@ import gc
 
 import libcst as cst
 
-from flake8_mha.engine import analyze_source, select_codes
+from flake8_mha.lint.engine import analyze_source, select_codes
 
 SOURCE = '''
 import torch

@@ -7,7 +7,7 @@ import libcst as cst
 import pytest
 from libcst.metadata import MetadataWrapper, PositionProvider
 
-from flake8_mha.engine import start_positions
+from flake8_mha.lint.engine import start_positions
 from fixture_expect import fixture_files
 
 TRICKY = [

@@ -10,7 +10,7 @@ from collections import Counter
 
 import pytest
 
-from flake8_mha.fix import FIXES, fixable_codes
+from flake8_mha.app.fix import FIXES, fixable_codes
 from flake8_mha.rules.base import REGISTRY, RuleLoadError, all_rules, rule_modules
 
 RULES = all_rules()
@@ -42,7 +42,7 @@ def test_fix_is_declared_in_its_rules_module(code):
 
 @pytest.mark.parametrize("rule", RULES, ids=lambda r: r.CODE)
 def test_page_has_a_fix_section_exactly_when_a_fix_exists(rule):
-    from flake8_mha.docs import page
+    from flake8_mha.app.docs import page
 
     text = page(rule)
     assert ("\n## Fix\n" in text) == (rule.CODE in FIXES), rule.CODE
@@ -79,7 +79,7 @@ def test_a_rule_module_that_fails_to_import_is_an_error(broken_rules_dir):
 
 
 def test_a_broken_rule_module_is_not_turned_into_per_file_mha000(broken_rules_dir):
-    from flake8_mha.engine import analyze_source
+    from flake8_mha.lint.engine import analyze_source
 
     with pytest.raises(RuleLoadError):
         analyze_source(BAD, "x.py")
@@ -101,7 +101,7 @@ WANT = ("flake8-mha: rule module flake8_mha.rules.mha998_broken failed to import
 def test_cli_check_stops_with_one_line(tmp_path, broken_rules_dir):
     proc = _run_with_broken_rule(
         tmp_path, broken_rules_dir,
-        "from flake8_mha.cli import main\nsys.exit(main(['check', sys.argv[1]]))")
+        "from flake8_mha.frontends.cli import main\nsys.exit(main(['check', sys.argv[1]]))")
     assert proc.returncode == 1
     assert proc.stderr == WANT
     assert proc.stdout == ""

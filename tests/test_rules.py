@@ -4,7 +4,7 @@ from __future__ import annotations
 import pytest
 
 from fixture_expect import ROOT, expected, fixture_files
-from flake8_mha.engine import analyze_source
+from flake8_mha.lint.engine import analyze_source
 from flake8_mha.rules.base import all_rules
 
 RULES = all_rules()
@@ -58,13 +58,13 @@ def test_invalid_examples_report_at_the_stated_place(rule, example):
 
 
 def test_docs_pages_are_generated_from_the_classes():
-    from flake8_mha.docs import main
+    from flake8_mha.app.docs import main
 
-    assert main(["--check"]) == 0, "run: python -m flake8_mha.docs"
+    assert main(["--check"]) == 0, "run: python -m flake8_mha.app.docs"
 
 
 def test_explain_prints_the_page(capsys):
-    from flake8_mha.cli import main
+    from flake8_mha.frontends.cli import main
 
     assert main(["explain", "mha001"]) == 0
     out = capsys.readouterr().out
@@ -73,6 +73,6 @@ def test_explain_prints_the_page(capsys):
 
 
 def test_opt_in_codes_match_the_plugin_list():
-    from flake8_mha.plugin import OFF_BY_DEFAULT
+    from flake8_mha.frontends.plugin import OFF_BY_DEFAULT
 
     assert tuple(sorted(r.CODE for r in RULES if not r.DEFAULT_ENABLED)) == OFF_BY_DEFAULT

@@ -8,9 +8,9 @@ import textwrap
 import libcst as cst
 import pytest
 
-from flake8_mha.engine import analyze_source
-from flake8_mha.flow import FlowPass
-from flake8_mha.splats import expand_call
+from flake8_mha.lint.engine import analyze_source
+from flake8_mha.analysis.flow import FlowPass
+from flake8_mha.analysis.splats import expand_call
 
 HEAD = "import torch.nn.functional as F\n"
 

@@ -9,7 +9,7 @@ import textwrap
 
 import pytest
 
-from flake8_mha.engine import analyze_source
+from flake8_mha.lint.engine import analyze_source
 
 BUILDERS = """\
 import torch

@@ -11,8 +11,8 @@ import pathlib
 
 import pytest
 
-from flake8_mha.program import summaries
-from flake8_mha.program.summaries import REEXPORTS, summarise
+from flake8_mha.analysis.program import summaries
+from flake8_mha.analysis.program.summaries import REEXPORTS, summarise
 
 ROOT = pathlib.Path(__file__).resolve().parent.parent
 

@@ -5,7 +5,7 @@ import inspect
 
 import pytest
 
-from flake8_mha import torch_api
+from flake8_mha.core import torch_api
 
 torch = pytest.importorskip("torch")
 

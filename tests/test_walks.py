@@ -16,8 +16,8 @@ import sys
 import libcst as cst
 import pytest
 
-from flake8_mha import tree
-from flake8_mha.layout.comments import CommentIndex, _statement_lines
+from flake8_mha.analysis import tree
+from flake8_mha.analysis.layout.comments import CommentIndex, _statement_lines
 
 ROOT = pathlib.Path(__file__).resolve().parent.parent
 
@@ -159,7 +159,7 @@ def test_comments_in_unusual_places_are_read():
 
 def _visitor_unpacks(scope) -> list:
     """``layout.comments._collect_unpacks`` as first written, with a visitor."""
-    from flake8_mha.layout import comments
+    from flake8_mha.analysis.layout import comments
 
     found: list = []
     root = scope.node
@@ -191,7 +191,7 @@ class _OneStatement:
 def _visitor_mutations(class_node) -> set:
     """``reach._mutated_attrs`` as first written, with a visitor (what a target
     changes is read by the same helper: only the walk is compared)."""
-    from flake8_mha.reach import _MUTATORS, _items_changed, _self_attr_name
+    from flake8_mha.analysis.reach import _MUTATORS, _items_changed, _self_attr_name
 
     attrs: set = set()
 
@@ -231,9 +231,9 @@ def _visitor_names(node) -> set:
 
 @pytest.mark.parametrize("name,source", SOURCES, ids=[n for n, _ in SOURCES])
 def test_the_analyses_walks_find_what_the_visitors_found(name, source):
-    from flake8_mha.flow import FlowPass
-    from flake8_mha.layout.comments import _collect_unpacks, _names_in
-    from flake8_mha.reach import _mutated_attrs
+    from flake8_mha.analysis.flow import FlowPass
+    from flake8_mha.analysis.layout.comments import _collect_unpacks, _names_in
+    from flake8_mha.analysis.reach import _mutated_attrs
 
     module = cst.parse_module(source)
     flow = FlowPass()
@@ -249,9 +249,9 @@ def test_the_analyses_walks_find_what_the_visitors_found(name, source):
 
 
 def test_the_edges_have_what_the_walks_look_for():
-    from flake8_mha.flow import FlowPass
-    from flake8_mha.layout.comments import _collect_unpacks
-    from flake8_mha.reach import _mutated_attrs
+    from flake8_mha.analysis.flow import FlowPass
+    from flake8_mha.analysis.layout.comments import _collect_unpacks
+    from flake8_mha.analysis.reach import _mutated_attrs
 
     module = cst.parse_module(EDGES)
     flow = FlowPass()

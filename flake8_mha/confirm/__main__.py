@@ -2,6 +2,6 @@
 
 import sys
 
-from .cli import main
+from ..frontends.confirm_cli import main
 
 sys.exit(main(sys.argv[1:]))

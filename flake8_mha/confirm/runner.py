@@ -29,7 +29,7 @@ import time
 from dataclasses import dataclass, field
 from typing import Any, Callable, Dict, IO, List, Optional
 
-from ..findings import Finding
+from ..core.findings import Finding
 from .witnesses import (
     CONFIRMED,
     CONFIRMED_ASSUMED,

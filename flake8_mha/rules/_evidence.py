@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import Any, Dict
 
-from ..events import ModuleCall
+from ..analysis.events import ModuleCall
 from .construction import construction_evidence
 
 

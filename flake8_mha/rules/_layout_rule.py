@@ -11,8 +11,8 @@ from __future__ import annotations
 
 from typing import Any, List, Tuple
 
-from ..events import Construction, ModuleCall
-from ..layout import BATCH_FIRST, SEQ_FIRST, CallLayout, analysis_for
+from ..analysis.events import Construction, ModuleCall
+from ..analysis.layout import BATCH_FIRST, SEQ_FIRST, CallLayout, analysis_for
 from .base import Rule
 
 LAYOUT_MODULES_DOC = (

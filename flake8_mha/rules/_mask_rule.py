@@ -10,8 +10,8 @@ from __future__ import annotations
 
 from typing import Optional, Tuple
 
-from ..masks import FLOAT01, INT, Mask, MaskAnalysis, Sink, analysis_for
-from ..torch_api import SDPA_NAME
+from ..analysis.masks import FLOAT01, INT, Mask, MaskAnalysis, Sink, analysis_for
+from ..core.torch_api import SDPA_NAME
 from .base import Report, Rule
 from .construction import construction_evidence
 
@@ -51,7 +51,7 @@ class MaskRule(Rule):
 def fills_attention_scores(ctx, sink: Sink) -> bool:
     """Whether the tensor a ``masked_fill``/``where`` sink fills is attention
     scores (a query-key product, or scores of any origin whose softmax is
-    multiplied with values: see ``flake8_mha/scores.py``) and the filled
+    multiplied with values: see ``flake8_mha/analysis/scores.py``) and the filled
     scores of that very product reach a softmax later in the same function.
 
     A triangle at such a fill is judged like one at an attention argument; at
@@ -59,7 +59,7 @@ def fills_attention_scores(ctx, sink: Sink) -> bool:
     never softmaxed) it stays unjudged.  Decision: "reach" means a softmax
     over attention scores, called after the fill in the same scope, whose
     walk back finds the same product; the fill need not be the last one."""
-    from .. import scores as scores_mod
+    from ..analysis import scores as scores_mod
 
     if sink.module not in ("masked_fill", "where"):
         return False
@@ -85,7 +85,7 @@ def fills_attention_scores(ctx, sink: Sink) -> bool:
 
 
 def _contains(outer, inner) -> bool:
-    from ..flow import children
+    from ..analysis.flow import children
 
     stack = [outer]
     while stack:
@@ -99,8 +99,8 @@ def _contains(outer, inner) -> bool:
 def _filled_tensor(ctx, site):
     import libcst as cst
 
-    from ..masks.calls import arg
-    from ..einx_api import EINX_WHERE, einx_aligned, einx_where_args
+    from ..analysis.masks.calls import arg
+    from ..core.einx_api import EINX_WHERE, einx_aligned, einx_where_args
 
     call = site.node
     func = call.func
@@ -112,7 +112,7 @@ def _filled_tensor(ctx, site):
         got = einx_where_args(call)
         if got is None:
             return None
-        from ..masks import At
+        from ..analysis.masks import At
 
         desc, _, a, b = got
         here = At(site.env, site.scope, None, 0)
@@ -122,7 +122,7 @@ def _filled_tensor(ctx, site):
         a, b = arg(call, 1, "input"), arg(call, 2, "other")
         if a is None or b is None:
             return None
-        from ..masks import At
+        from ..analysis.masks import At
 
         here = At(site.env, site.scope, None, 0)
         return b if ev.is_big_negative(a, here) else a

@@ -5,7 +5,7 @@ A fix is a ``Fix(code, title, safety, apply)``: ``apply(call, ctx)`` gets the
 ``cst.Call`` a finding points at and returns the rewritten call, or ``None``
 when no fix is safe there.  Each rule module declares its own fix beside the
 rule (``FIX = register(Fix(...))``), the way Fixit keeps rule and autofix
-together; ``flake8_mha.fix`` applies them.  Adding a fix is one declaration,
+together; ``flake8_mha.app.fix`` applies them.  Adding a fix is one declaration,
 for example::
 
     FIX = register(Fix("MHA0XX", "Invert the mask where SDPA receives it: `~mask`",
@@ -24,11 +24,11 @@ from typing import Any, Callable, Dict, FrozenSet, Optional, Tuple
 import libcst as cst
 from libcst.metadata import PositionProvider
 
-from ..events import self_name
-from ..findings import Finding
-from ..flow import CallSite, DefKind, Env, Scope, lookup
-from ..resolve import Resolver, call_arguments
-from ..torch_api import Signature
+from ..analysis.events import self_name
+from ..core.findings import Finding
+from ..analysis.flow import CallSite, DefKind, Env, Scope, lookup
+from ..analysis.resolve import Resolver, call_arguments
+from ..core.torch_api import Signature
 
 NEVER_FIXED = {
     "MHA001": "adding batch_first=True changes how the caller's tensors are read; "

@@ -6,8 +6,8 @@ from __future__ import annotations
 
 from typing import Any, Dict
 
-from ..events import Construction
-from ..values import UNKNOWN
+from ..analysis.events import Construction
+from ..analysis.values import UNKNOWN
 
 MODULES_DOC = (
     "`nn.MultiheadAttention`, `nn.TransformerEncoderLayer`, `nn.TransformerDecoderLayer` "

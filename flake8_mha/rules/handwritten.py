@@ -2,7 +2,7 @@
 additive case of MHA004 (``NumericZeroOneMask.on_call`` delegates here).
 
 Both read ``scores.analysis_for(ctx)``: a softmax over attention scores and
-the terms added or multiplied on the way (see ``flake8_mha/scores.py`` for
+the terms added or multiplied on the way (see ``flake8_mha/analysis/scores.py`` for
 what counts as attention scores).  A term is a mask only when the mask
 analysis knows its meaning (keep or ignore) and its kind (bool, float or
 integer 0/1); an additive mask (-inf or large negative filled), a float bias,
@@ -15,10 +15,21 @@ from typing import Iterator, List, Tuple
 
 import libcst as cst
 
-from ..flow import CallSite
-from ..masks import ADDITIVE, BOOL, FLOAT01, IGNORE, INT, KEEP, At, Mask, Sink, analysis_for
-from ..scores import Scores, Term
-from ..scores import analysis_for as scores_for
+from ..analysis.flow import CallSite
+from ..analysis.masks import (
+    ADDITIVE,
+    BOOL,
+    FLOAT01,
+    IGNORE,
+    INT,
+    KEEP,
+    At,
+    Mask,
+    Sink,
+    analysis_for,
+)
+from ..analysis.scores import Scores, Term
+from ..analysis.scores import analysis_for as scores_for
 from .base import Example, Report, Rule
 
 _NUMERIC = (BOOL, FLOAT01, INT)

@@ -9,8 +9,8 @@ from typing import Iterator, Optional
 
 import libcst as cst
 
-from ..events import Construction
-from ..layout import BATCH_FIRST, SEQ_FIRST, UNBATCHED, CallLayout
+from ..analysis.events import Construction
+from ..analysis.layout import BATCH_FIRST, SEQ_FIRST, UNBATCHED, CallLayout
 from ._layout_rule import LAYOUT_MODULES_DOC, call_layouts, default_left, where
 from .autofix import Fix, FixContext, add_keyword, register
 from .base import Example, Report, Rule

@@ -6,10 +6,10 @@ from typing import Iterator, Optional
 
 import libcst as cst
 
-from .. import torch_api
-from ..events import SdpaCall
-from ..flow import CallSite
-from ..masks import ADDITIVE, BOOL, IGNORE, KEEP, Mask, Sink
+from ..core import torch_api
+from ..analysis.events import SdpaCall
+from ..analysis.flow import CallSite
+from ..analysis.masks import ADDITIVE, BOOL, IGNORE, KEEP, Mask, Sink
 from .autofix import Fix, FixContext, invert, register, rewrite_argument
 from ._mask_rule import MaskRule, fills_attention_scores, sink_text, true_word
 from .base import Example, Report

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from typing import Iterator
 
-from ..events import ModuleCall
-from ..flow import CallSite
-from ..masks import BOOL, IGNORE, KEEP, Mask, Sink
+from ..analysis.events import ModuleCall
+from ..analysis.flow import CallSite
+from ..analysis.masks import BOOL, IGNORE, KEEP, Mask, Sink
 from ._mask_rule import MaskRule, fills_attention_scores, sink_text, true_word
 from .base import Example, Report
 

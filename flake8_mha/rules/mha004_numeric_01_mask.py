@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from typing import Iterator
 
-from ..events import ModuleCall, SdpaCall
-from ..flow import CallSite
-from ..masks import FLOAT01, IGNORE, INT, KEEP, Mask, Sink
+from ..analysis.events import ModuleCall, SdpaCall
+from ..analysis.flow import CallSite
+from ..analysis.masks import FLOAT01, IGNORE, INT, KEEP, Mask, Sink
 from ._mask_rule import MaskRule, sink_text
 from .base import Example, Report
 

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from typing import Iterator
 
-from ..events import ModuleCall
-from ..values import definitely
+from ..analysis.events import ModuleCall
+from ..analysis.values import definitely
 from ._evidence import module_call_evidence
 from .base import Example, Report, Rule
 

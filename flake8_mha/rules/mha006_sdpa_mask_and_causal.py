@@ -7,11 +7,11 @@ from typing import Iterator, Optional, Tuple
 
 import libcst as cst
 
-from .. import torch_api
-from ..events import SdpaCall
-from ..flow import CallSite, DefKind, lookup, walk
-from ..relational import excludes, world_sites
-from ..values import UNKNOWN, definitely
+from ..core import torch_api
+from ..analysis.events import SdpaCall
+from ..analysis.flow import CallSite, DefKind, lookup, walk
+from ..analysis.relational import excludes, world_sites
+from ..analysis.values import UNKNOWN, definitely
 from .autofix import Fix, FixContext, find_arg, register, remove_arg
 from ._syntax import dotted, same
 from .base import Example, Report, Rule
@@ -118,7 +118,7 @@ def _mha006_mask(ctx, expr: cst.BaseExpression, site: CallSite) -> dict:
     and origin: "causal_triangle" (the very triangle is_causal applies: a bool
     tril(ones(L, S)) or generate_square_subsequent_mask), "padding" (no
     triangle in it), "other" (a triangle combined with more), or None."""
-    from ..masks import ADDITIVE, BOOL, BROADCAST, KEEP, PADDING, SQUARE, analysis_for
+    from ..analysis.masks import ADDITIVE, BOOL, BROADCAST, KEEP, PADDING, SQUARE, analysis_for
 
     evaluator = analysis_for(ctx).evaluator
     m = evaluator.at(expr, site)

@@ -6,10 +6,10 @@ from typing import Iterator, Literal, Optional, Tuple
 
 import libcst as cst
 
-from .. import torch_api
-from ..events import SdpaCall, is_module_class, self_name
-from ..flow import CallSite, DefKind, lookup, walk
-from ..values import UNKNOWN
+from ..core import torch_api
+from ..analysis.events import SdpaCall, is_module_class, self_name
+from ..analysis.flow import CallSite, DefKind, lookup, walk
+from ..analysis.values import UNKNOWN
 from .autofix import Fix, FixContext, atom, parenthesize, register, rewrite_argument
 from ._syntax import dotted, root_name
 from .base import Example, Report, Rule

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from typing import Iterator
 
-from ..events import SdpaCall
-from ..masks import ADDITIVE, IGNORE, KEEP, PADDING
+from ..analysis.events import SdpaCall
+from ..analysis.masks import ADDITIVE, IGNORE, KEEP, PADDING
 from ._mask_rule import MaskRule
 from .base import Example, Report
 

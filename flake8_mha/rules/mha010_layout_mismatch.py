@@ -5,8 +5,8 @@ from __future__ import annotations
 
 from typing import Any, Dict, Iterator
 
-from ..events import ModuleCall
-from ..layout import analysis_for
+from ..analysis.events import ModuleCall
+from ..analysis.layout import analysis_for
 from ._layout_rule import LAYOUT_MODULES_DOC, KIND_TEXT, where
 from .base import Example, Report, Rule
 from .construction import construction_evidence

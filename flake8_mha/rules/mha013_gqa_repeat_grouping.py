@@ -3,16 +3,16 @@ the file also groups them (MHA013) or anywhere (MHA904, opt-in).  MHA014 is in
 ``mha014_gqa_heads_do_not_divide.py``.
 
 The analysis (which call expands which axis of which tensor, and why we
-believe it is the K/V head axis) is in ``flake8_mha/gqa.py`` and
-``flake8_mha/heads.py``; these classes decide what to report.
+believe it is the K/V head axis) is in ``flake8_mha/analysis/gqa.py`` and
+``flake8_mha/analysis/heads.py``; these classes decide what to report.
 """
 
 from __future__ import annotations
 
 from typing import Any, Dict, Iterator, Optional
 
-from ..flow import CallSite
-from ..gqa import TILE, Expansion, GqaAnalysis, as_int, axes_text, code_text, line_of
+from ..analysis.flow import CallSite
+from ..analysis.gqa import TILE, Expansion, GqaAnalysis, as_int, axes_text, code_text, line_of
 from .base import Example, Rule, Report
 
 _VIA_TEXT = {

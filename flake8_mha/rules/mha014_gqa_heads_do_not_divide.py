@@ -1,12 +1,12 @@
 """MHA014: SDPA with ``enable_gqa=True`` whose statically known query and KV
-head counts do not divide.  The layouts come from ``flake8_mha/heads.py``."""
+head counts do not divide.  The layouts come from ``flake8_mha/analysis/heads.py``."""
 
 from __future__ import annotations
 
 from typing import Iterator
 
-from ..events import SdpaCall
-from ..gqa import GqaAnalysis, as_int, axes_text, code_text, line_of, sdpa_gqa_flag
+from ..analysis.events import SdpaCall
+from ..analysis.gqa import GqaAnalysis, as_int, axes_text, code_text, line_of, sdpa_gqa_flag
 from .base import Example, Report, Rule
 
 

@@ -2,7 +2,7 @@
 attention scores.
 
 Where K/V meet the queries: the query-key product of hand-written attention
-and the values its weights multiply (``flake8_mha/scores.py``), SDPA's
+and the values its weights multiply (``flake8_mha/analysis/scores.py``), SDPA's
 ``key``/``value``, and ``nn.MultiheadAttention``'s ``key``/``value``.  From
 there the walk goes back through locals, shape and dtype methods and
 transposes to a multiplication by a mask (``k * keep``, ``k.mul(keep)``,
@@ -16,12 +16,23 @@ from typing import Iterator, List, Optional, Tuple
 
 import libcst as cst
 
-from ..events import ModuleCall, SdpaCall
-from ..flow import CallSite, lookup
-from ..masks import ADDITIVE, BOOL, FLOAT01, IGNORE, INT, KEEP, At, Mask, Origin, analysis_for
-from ..scores import analysis_for as scores_for
-from ..torch_api import MULTIHEAD_ATTENTION, SDPA_NAME
-from ..values import value_of
+from ..analysis.events import ModuleCall, SdpaCall
+from ..analysis.flow import CallSite, lookup
+from ..analysis.masks import (
+    ADDITIVE,
+    BOOL,
+    FLOAT01,
+    IGNORE,
+    INT,
+    KEEP,
+    At,
+    Mask,
+    Origin,
+    analysis_for,
+)
+from ..analysis.scores import analysis_for as scores_for
+from ..core.torch_api import MULTIHEAD_ATTENTION, SDPA_NAME
+from ..analysis.values import value_of
 from .base import Example, Report, Rule
 
 MAX_DEPTH = 10

@@ -16,11 +16,11 @@ from typing import Iterator, List, Optional, Tuple
 
 import libcst as cst
 
-from ..events import ModuleCall
-from ..flow import CallSite, lookup
-from ..gqa import GqaAnalysis, code_text
-from ..heads import arg_of, call_sizes, is_one
-from ..masks import At, analysis_for
+from ..analysis.events import ModuleCall
+from ..analysis.flow import CallSite, lookup
+from ..analysis.gqa import GqaAnalysis, code_text
+from ..analysis.heads import arg_of, call_sizes, is_one
+from ..analysis.masks import At, analysis_for
 from .base import Example, Report, Rule
 from .construction import construction_evidence
 

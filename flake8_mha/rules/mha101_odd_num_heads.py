@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Iterator
 
-from ..events import Construction
+from ..analysis.events import Construction
 from .base import Example, Report, Rule
 from .construction import construction_evidence, init_value, int_or_none
 

@@ -6,8 +6,8 @@ from typing import Iterator, Optional
 
 import libcst as cst
 
-from ..events import ModuleCall
-from ..flow import CallSite
+from ..analysis.events import ModuleCall
+from ..analysis.flow import CallSite
 from .autofix import Fix, FixContext, add_keyword, find_arg, register
 from ._evidence import module_call_evidence
 from .base import Example, Report, Rule

@@ -11,7 +11,7 @@ import statistics
 import time
 from typing import Any, Callable, Dict, Iterable, List, Optional, Sequence, Tuple
 
-from ... import torch_api
+from ...core import torch_api
 from . import CONFIRMED, CONFIRMED_ASSUMED, NOT_REPRODUCED, SKIPPED
 
 # The module kinds and SDPA, named as torch_api (the one description of

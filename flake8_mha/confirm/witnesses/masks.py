@@ -10,7 +10,7 @@ from __future__ import annotations
 import math
 from typing import Any, Callable, Dict, List, Optional, Tuple
 
-from ... import torch_api
+from ...core import torch_api
 from . import Witness
 from ._common import (
     DEC_LAYER,

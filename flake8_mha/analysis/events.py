@@ -1,0 +1,195 @@
+"""What a call is, in torch's terms: the events the rules subscribe to.
+
+The engine classifies every call the flow pass met once; each rule then
+receives only the events it declares (``on_construction``, ``on_module_call``,
+``on_sdpa_call``, ``on_call``)."""
+
+from __future__ import annotations
+
+from typing import List, Literal, Optional
+
+import libcst as cst
+
+from ..core import torch_api
+from .flow import CallSite, ClassInfo, DefKind, lookup
+from .reach import is_getattr
+from .resolve import Bound, Instance, Resolver
+from .splats import expand_call
+from ..core.torch_api import ModuleSpec
+
+
+# How a construction was reached: a direct call of the torch class, a call of
+# a subclass without its own __init__, or super().__init__ in a subclass.
+Via = Literal["call", "subclass", "super"]
+
+
+class Construction:
+    """A torch module being built: ``nn.MultiheadAttention(...)``, a subclass
+    without its own ``__init__``, or ``super().__init__(...)`` in a subclass."""
+
+    __slots__ = ("site", "spec", "args", "via", "cls")
+
+    def __init__(
+        self, site: CallSite, spec: ModuleSpec, args: Bound, via: Via, cls: Optional[ClassInfo]
+    ):
+        self.site = site
+        self.spec = spec
+        self.args = args
+        self.via = via
+        self.cls = cls
+
+
+class ModuleCall:
+    """A call of a known torch module instance (its forward)."""
+
+    __slots__ = ("site", "spec", "instances", "args")
+
+    def __init__(self, site: CallSite, spec: ModuleSpec, instances: List[Instance], args: Bound):
+        self.site = site
+        self.spec = spec
+        self.instances = instances
+        self.args = args
+
+    def single_ctor(self) -> Optional[Construction]:
+        """The one construction every instance comes from, if there is one."""
+        ctors = {id(i.ctor.node): i for i in self.instances if i.ctor is not None}
+        if len(ctors) != 1 or any(i.ctor is None for i in self.instances):
+            return None
+        inst = next(iter(ctors.values()))
+        return Construction(inst.ctor, self.spec, inst.init_args(), "call", inst.subclass)
+
+
+class SdpaCall:
+    """A call of ``F.scaled_dot_product_attention``, or of a project wrapper
+    that forwards its parameters to one (``through``: the wrapper's name, file
+    and SDPA line, see ``program/callsites.py``; ``args`` then holds the caller's
+    arguments under SDPA's names)."""
+
+    __slots__ = ("site", "args", "through")
+
+    def __init__(self, site: CallSite, args: Bound, through: Optional[dict] = None):
+        self.site = site
+        self.args = args
+        self.through = through
+
+
+def classify(site: CallSite, resolver: Resolver):
+    """The event for one call site, or None for a call no rule cares about."""
+    call = site.node
+    func = call.func
+    env, scope = site.env, site.scope
+    qn = resolver.qualname(func, env, scope)
+    if qn is not None:
+        spec = torch_api.module_spec(qn)
+        if spec is not None:
+            return Construction(site, spec, Bound(call, spec.init), "call", None)
+        if qn == torch_api.SDPA_QUALNAME:
+            return SdpaCall(site, Bound(expand_call(call, env, scope), torch_api.SDPA_SIGNATURE))
+        if isinstance(func, cst.Attribute) and func.attr.value == "__init__":
+            spec = torch_api.module_spec(qn[: -len(".__init__")])
+            cls = site.cls
+            if spec is not None and cls is not None and _in_own_init(site):
+                # nn.MultiheadAttention.__init__(self, ...)
+                return Construction(site, spec, _bind_skip_self(call, spec), "super", cls)
+        if not qn.startswith("builtins."):
+            return None
+    if isinstance(func, cst.Attribute) and func.attr.value == "__init__" and _is_super(func.value):
+        cls = site.cls
+        if cls is not None and _in_own_init(site):
+            found = resolver.class_spec(cls)
+            if found is not None and _direct_torch_base(cls, resolver) is found[0]:
+                return Construction(site, found[0], Bound(call, found[0].init), "super", cls)
+        return None
+    info = resolver.local_class(func, env, scope)
+    if info is not None:
+        found = resolver.class_spec(info)
+        if found is not None and not found[1]:
+            return Construction(site, found[0], Bound(call, found[0].init), "subclass", info)
+        return None
+    target = func
+    if isinstance(func, cst.Attribute) and func.attr.value == "forward":
+        target = func.value
+    if not isinstance(target, (cst.Name, cst.Attribute, cst.Subscript)) and not is_getattr(target):
+        return None
+    instances = resolver.instances(target, env, scope)
+    spec = Resolver.common_spec(instances)
+    if spec is None:
+        return None
+    return ModuleCall(site, spec, instances, Bound(expand_call(call, env, scope), spec.forward))
+
+
+def _bind_skip_self(call: cst.Call, spec: ModuleSpec) -> Bound:
+    if call.args and call.args[0].keyword is None and not call.args[0].star:
+        call = call.with_changes(args=call.args[1:])
+    return Bound(call, spec.init)
+
+
+def _is_super(node: cst.CSTNode) -> bool:
+    return (
+        isinstance(node, cst.Call)
+        and isinstance(node.func, cst.Name)
+        and node.func.value == "super"
+    )
+
+
+def _in_own_init(site: CallSite) -> bool:
+    func = site.function
+    return func is not None and func.name.value == "__init__"
+
+
+def _direct_torch_base(cls: ClassInfo, resolver: Resolver) -> Optional[ModuleSpec]:
+    """The torch class a ``super().__init__`` in ``cls`` reaches: a direct torch
+    base, not a local intermediate class (whose own ``__init__`` is reported)."""
+    for base in cls.base_exprs:
+        spec = torch_api.module_spec(resolver.qualname(base, cls.env, cls.scope))
+        if spec is not None:
+            return spec
+        parent = resolver.local_class(base, cls.env, cls.scope)
+        if parent is not None:
+            found = resolver.class_spec(parent)
+            if found is not None:
+                if found[1]:
+                    return None  # the parent's own __init__ builds the torch module
+                return _direct_torch_base(parent, resolver)
+    return None
+
+
+def is_module_class(cls: Optional[ClassInfo], resolver: Resolver, depth: int = 0) -> bool:
+    """Whether ``cls`` derives from ``torch.nn.Module`` (through this file's classes)."""
+    if cls is None or depth > 16:
+        return False
+    for base in cls.base_exprs:
+        qn = resolver.qualname(base, cls.env, cls.scope)
+        if qn is not None and (
+            qn == torch_api.MODULE
+            or torch_api.module_spec(qn) is not None
+            or qn.startswith("torch.nn.")
+            and qn[len("torch.nn.") :][:1].isupper()
+        ):
+            return True
+        parent = resolver.local_class(base, cls.env, cls.scope)
+        if (
+            parent is not None
+            and parent is not cls
+            and is_module_class(parent, resolver, depth + 1)
+        ):
+            return True
+    return False
+
+
+def self_name(site: CallSite) -> Optional[str]:
+    """The name of ``self`` in the method enclosing ``site``, if any."""
+    func = site.function
+    if func is None:
+        return None
+    for name in ("self",):
+        defs = lookup(name, site.env, site.scope)
+        if defs and all(d.kind == DefKind.SELF for d in defs):
+            return name
+    params = func.params.params
+    if params:
+        first = params[0].name.value
+        defs = lookup(first, site.env, site.scope)
+        if defs and all(d.kind == DefKind.SELF for d in defs):
+            return first
+    return None

@@ -1,0 +1,317 @@
+"""Calls, in the layout analysis: what a call does to the axes of a tensor.
+
+Torch's axis transforms (transpose, permute, flatten, ...), sized views,
+einops ``rearrange`` and ``einsum`` patterns, layout-preserving functions and
+modules, a torch attention module's output, and the file's own helpers and
+methods.  ``LayoutCalls`` is a part of ``LayoutEvaluator`` (evaluate.py),
+kept apart so each stays small enough to read.
+"""
+
+from __future__ import annotations
+
+from typing import Dict, Optional, Sequence, Tuple
+
+import libcst as cst
+
+from ..program.callgraph import bind_call
+from ..flow import Def, lookup
+from ..heads import EINOPS_REARRANGE
+from .domain import (
+    BATCH,
+    CHANNEL,
+    CONV,
+    CTORS,
+    EMBED,
+    PRESERVE_FUNCS,
+    PRESERVE_METHODS,
+    PRESERVE_MODULES,
+    SEQ,
+    SPATIAL,
+    Layout,
+    group_role,
+    is_swap,
+    is_swap_pattern,
+    parse_einops_side,
+    positional,
+    roles_of_names,
+    transform,
+    useful,
+)
+
+CYCLE = Layout((), None, "cycle")  # met again while being computed: no say in a join
+_TRANSFORMS = (
+    "transpose",
+    "swapaxes",
+    "swapdims",
+    "permute",
+    "movedim",
+    "moveaxis",
+    "flatten",
+    "unflatten",
+    "unsqueeze",
+    "squeeze",
+)
+_TORCH_TRANSFORMS = {"torch." + m: m for m in _TRANSFORMS}
+_SIZED = ("view", "reshape", "expand", "new_zeros", "new_ones", "new_empty")
+_NESTED = {
+    "torch.nested.nested_tensor",
+    "torch.nested.as_nested_tensor",
+    "torch.nested.narrow",
+    "torch.nested.nested_tensor_from_jagged",
+}
+MODULE_OUTPUT_ARG = {  # the input whose shape a module's output has
+    "MultiheadAttention": "query",
+    "TransformerEncoderLayer": "src",
+    "TransformerEncoder": "src",
+    "TransformerDecoderLayer": "tgt",
+    "TransformerDecoder": "tgt",
+    "Transformer": "tgt",
+}
+
+
+def join(values: Sequence[Optional[Layout]]) -> Optional[Layout]:
+    """The layout every path gives (roles agree), else unknown; cycles have no say."""
+    out: Optional[Layout] = None
+    seen = False
+    for v in values:
+        if v is CYCLE:
+            continue
+        if v is None:
+            return None
+        if out is None:
+            out = v
+        elif not same(v, out):
+            return None
+        seen = True
+    return out if seen else CYCLE if values else None
+
+
+def same(a: Layout, b: Layout) -> bool:
+    """The same axis roles, and both or neither a conversion (``conforms``)."""
+    return a.roles == b.roles and a.conforms == b.conforms
+
+
+def real(v: Optional[Layout]) -> Optional[Layout]:
+    return None if v is CYCLE else v
+
+
+class Frame:
+    __slots__ = ("func", "fscope", "args", "env", "scope", "parent")
+
+    def __init__(self, func, fscope, args, env, scope, parent):
+        self.func, self.fscope, self.args = func, fscope, args
+        self.env, self.scope, self.parent = env, scope, parent
+
+
+class LayoutCalls:
+    """The call cases of ``LayoutEvaluator`` (which supplies ``eval``,
+    ``qualname``, ``resolver``, ... )."""
+
+    def _module_ctor(self, func, env, scope) -> Optional[Tuple[str, cst.Call, Def]]:
+        """``self.proj`` / a local holding ``nn.Linear(...)``: (torch class name, its call)."""
+        defs: Sequence[Def] = ()
+        if isinstance(func, cst.Attribute):
+            cls = self.resolver.self_class(func, env, scope)
+            if cls is not None:
+                defs = self.resolver.attr_defs(cls, func.attr.value)
+        elif isinstance(func, cst.Name):
+            defs = lookup(func.value, env, scope)
+        if len(defs) != 1 or defs[0].kind != "assign" or not isinstance(defs[0].node, cst.Call):
+            return None
+        d = defs[0]
+        qn = self.qualname(d.node.func, d.env, d.scope)
+        if qn is None or not qn.startswith("torch.nn."):
+            return None
+        return qn.rsplit(".", 1)[1], d.node, d
+
+    def _call(self, node: cst.Call, env, scope, frame, depth, index) -> Optional[Layout]:
+        func = node.func
+        # a torch attention module: its output has its query's (src's, tgt's) shape
+        target = (
+            func.value if isinstance(func, cst.Attribute) and func.attr.value == "forward" else func
+        )
+        if isinstance(target, (cst.Name, cst.Attribute, cst.Subscript)):
+            try:
+                instances = self.resolver.instances(target, env, scope)
+            except RecursionError:  # pragma: no cover
+                instances = None
+            spec = self.resolver.common_spec(instances)
+            if spec is not None:
+                if spec.name == "MultiheadAttention" and index != 0:
+                    return None  # the (output, weights) pair itself
+                from ..resolve import Bound
+
+                arg = Bound(node, spec.forward).get(MODULE_OUTPUT_ARG.get(spec.name, "query"))
+                if arg is None:
+                    return None
+                got = real(self.eval(arg, env, scope, frame, depth))
+                if got is None or got.conforms:
+                    return got  # a conversion keeps its evidence: the swap
+                return Layout(got.roles, node, "module output")
+        if index is not None:
+            return None
+        qn = None
+        if not (
+            isinstance(func, cst.Attribute)
+            and not isinstance(func.value, (cst.Name, cst.Attribute))
+        ):
+            qn = self.qualname(func, env, scope)
+        if qn is not None and (qn.startswith("torch.") or qn.startswith("einops.")):
+            return self._torch_call(qn, node, env, scope, frame, depth)
+        if isinstance(func, cst.Attribute):
+            got = self._method_call(func.attr.value, func.value, node, env, scope, frame, depth)
+            if got is not None:
+                return got
+        ctor = self._module_ctor(func, env, scope)
+        if ctor is not None:
+            return self._torch_module(ctor, node, env, scope, frame, depth)
+        found = self.callee(node, env, scope)
+        if found is not None:
+            return self._helper(found, node, env, scope, frame, depth)
+        return self.module_output(node, env, scope, frame, depth)
+
+    def _torch_module(self, ctor, node, env, scope, frame, depth) -> Optional[Layout]:
+        name, built, d = ctor
+        args = positional(node)
+        if not args:
+            return None
+        if name in PRESERVE_MODULES or (name == "Sequential" and self._all_preserving(built, d)):
+            return self.eval(args[0], env, scope, frame, depth)  # the evidence stays where it was
+        if name == "Sequential":
+            return self.module_output(node, env, scope, frame, depth)
+        if name == "Embedding":
+            ids = real(self.eval(args[0], env, scope, frame, depth))
+            if ids is None or EMBED in ids.roles:
+                return None
+            return Layout(ids.roles + (EMBED,), node, "embedding of ids")
+        if name in CONV:
+            k = CONV[name]
+            return Layout(
+                (BATCH, CHANNEL) + ((SEQ,) if k == 1 else (SPATIAL,) * k), node, "conv feature map"
+            )
+        return None
+
+    def _all_preserving(self, built: cst.Call, d: Def) -> bool:
+        for arg in built.args:
+            if arg.star or not isinstance(arg.value, cst.Call):
+                return False
+            qn = self.qualname(arg.value.func, d.env, d.scope)
+            if (
+                qn is None
+                or not qn.startswith("torch.nn.")
+                or qn.rsplit(".", 1)[1] not in PRESERVE_MODULES
+            ):
+                return False
+        return bool(built.args)
+
+    def _helper(self, found, node, env, scope, frame, depth) -> Optional[Layout]:
+        func, skip = found
+        fscope = self.flow.functions.get(id(func))
+        if fscope is None or not fscope.returns:
+            return None
+        hops, f = 0, frame
+        while f is not None:
+            hops += 1
+            if f.func is func:
+                return None
+            f = f.parent
+        if hops > 4:
+            return None
+        inner = Frame(func, fscope, bind_call(func, node, skip), env, scope, frame)
+        return join([self.eval(expr, renv, fscope, inner, depth) for expr, renv in fscope.returns])
+
+    def _method_call(self, attr, owner, node, env, scope, frame, depth) -> Optional[Layout]:
+        if attr in _TRANSFORMS:
+            inner = real(self.eval(owner, env, scope, frame, depth))
+            if inner is None:
+                return self.swap_layout(node) if is_swap(node, attr) else None
+            return transform(inner, attr, node, node)
+        if attr in PRESERVE_METHODS:
+            return self.eval(owner, env, scope, frame, depth)
+        if attr in _SIZED:
+            return self._sized(node, attr)
+        return None
+
+    def _sized(self, node: cst.Call, how: str) -> Optional[Layout]:
+        args = [a.value for a in node.args if a.keyword is None and not a.star]
+        if len(args) == 1 and isinstance(args[0], (cst.Tuple, cst.List)):
+            args = [e.value for e in args[0].elements]
+        names = [a.value if isinstance(a, cst.Name) else _attr_name(a) for a in args]
+        roles = roles_of_names(names)
+        if useful(roles):
+            return Layout(roles, node, f"{how} with named sizes")
+        return None
+
+    def _torch_call(self, qn, node, env, scope, frame, depth) -> Optional[Layout]:
+        args = positional(node)
+        if qn in EINOPS_REARRANGE and len(args) >= 2:
+            return self._rearrange(args[0], args[1], node, env, scope, frame, depth)
+        if qn in ("torch.einsum", "torch.functional.einsum") and len(args) >= 2:
+            return self._einsum(args, node, env, scope, frame, depth)
+        if qn in _TORCH_TRANSFORMS and args:
+            inner = real(self.eval(args[0], env, scope, frame, depth))
+            rest = node.with_changes(args=node.args[1:])
+            if inner is None:
+                swap = is_swap(rest, _TORCH_TRANSFORMS[qn])
+                return self.swap_layout(node) if swap else None
+            return transform(inner, _TORCH_TRANSFORMS[qn], rest, node)
+        if qn in PRESERVE_FUNCS and args:
+            return self.eval(args[0], env, scope, frame, depth)
+        if qn in CTORS:
+            return self._sized(node, qn)
+        if qn in _NESTED:
+            # a nested tensor is a batch of (L_i, E) sequences: (N, *, E), batch first
+            return Layout((BATCH, SEQ, EMBED), node, "nested tensor")
+        return None
+
+    def _rearrange(self, tensor, pattern, node, env, scope, frame, depth) -> Optional[Layout]:
+        if not isinstance(pattern, cst.SimpleString):
+            return None
+        text = pattern.evaluated_value
+        if not isinstance(text, str) or "->" not in text:
+            return None
+        left_s, right_s = text.split("->", 1)
+        left, right = parse_einops_side(left_s), parse_einops_side(right_s)
+        if left is None or right is None:
+            return None
+        inner = real(self.eval(tensor, env, scope, frame, depth))
+        if inner is None and is_swap_pattern(text):
+            swap = self.swap_layout(node)
+            if swap is not None and not useful(tuple(roles_of_names(left))):
+                return swap  # ``"x y z -> y x z"``: names that say nothing
+        if inner is not None and len(inner.roles) == len(left):
+            named = {g: r for g, r in zip(left, inner.roles) if " " not in g}
+        else:
+            all_names = [n for g in left for n in g.split()]
+            named = dict(zip(all_names, roles_of_names(all_names)))
+        roles = tuple(group_role(g, named) for g in right)
+        if not useful(roles):
+            return None
+        return Layout(roles, node, "einops pattern")
+
+    def _einsum(self, args, node, env, scope, frame, depth) -> Optional[Layout]:
+        eq = args[0]
+        if not isinstance(eq, cst.SimpleString) or not isinstance(eq.evaluated_value, str):
+            return None
+        text = eq.evaluated_value.replace(" ", "")
+        if "->" not in text or "." in text:
+            return None
+        ins, out = text.split("->", 1)
+        operands = ins.split(",")
+        letters: Dict[str, Optional[str]] = {}
+        for spec, arg in zip(operands, args[1:]):
+            got = real(self.eval(arg, env, scope, frame, depth))
+            if got is not None and len(got.roles) == len(spec):
+                for ch, role in zip(spec, got.roles):
+                    letters.setdefault(ch, role)
+        guessed = dict(zip(out, roles_of_names(list(out))))
+        roles = tuple(letters.get(ch) or guessed.get(ch) for ch in out)
+        if not useful(roles) or roles.count(BATCH) != 1:
+            return None
+        return Layout(roles, node, "einsum string")
+
+
+def _attr_name(node) -> Optional[str]:
+    if isinstance(node, cst.Attribute):
+        return node.attr.value  # self.num_heads, cfg.d_model
+    return None

@@ -1,0 +1,282 @@
+"""Following a tensor's layout through the code of one file (one flow pass).
+
+The evaluator mirrors the mask evaluator's reach (locals, ``self.<attr>``,
+helpers with their arguments bound, the callers of a function) through the
+shared ``callgraph``; what calls do to the axes is ``calls.py``.
+"""
+
+from __future__ import annotations
+
+from typing import Dict, Optional, Tuple
+
+import libcst as cst
+
+from ..program.callgraph import ChainSite, FileCalls, bind_call, frame_for
+from ..flow import CallSite, Def, Scope, lookup
+from ..values import unpacked
+from .calls import CYCLE, MODULE_OUTPUT_ARG, LayoutCalls, join, real
+from .comments import CommentIndex
+from .domain import (
+    MAX_CALLER_DEPTH,
+    MAX_DEPTH,
+    SEQ,
+    SPATIAL,
+    Layout,
+)
+from .program import ProgramLayout
+from .project_callers import MAX_HOPS
+
+
+class LayoutEvaluator(FileCalls, LayoutCalls, ProgramLayout):
+    def __init__(self, ctx, hops: int = MAX_HOPS, session: Optional[dict] = None):
+        self.ctx = ctx
+        # the file on disk (a Project's), whose project the analysis may read
+        project = getattr(ctx, "project", None)
+        self.path = getattr(project, "path", None) if getattr(project, "files", True) else None
+        self.hops = hops if self.path is not None else 0
+        # the linted file's project: the other files read become its findings' dependencies
+        self.session = {("project",): project} if session is None else session
+        self.flow = ctx.flow
+        self.resolver = ctx.resolver
+        self.module = ctx.module
+        self.comments = CommentIndex(ctx.module)
+        self._cache: Dict[Tuple[int, int], Optional[Layout]] = {}
+        self._active: set = set()
+        self._caller_depth = 0
+        self._positions = None
+
+    # ---------------------------------------------------------------- helpers
+    def line(self, node: Optional[cst.CSTNode]) -> Optional[int]:
+        if node is None:
+            return None
+        from ...core.positions import line_of
+
+        return line_of(self.module, node)
+
+    def text(self, node: Optional[cst.CSTNode]) -> str:
+        if node is None:
+            return ""
+        if isinstance(node, cst.Comment):
+            code = node.value
+        else:
+            try:
+                code = self.module.code_for_node(node)
+            except Exception:  # pragma: no cover - defensive
+                return "?"
+        code = " ".join(code.split())
+        return code if len(code) <= 80 else code[:77] + "..."
+
+    def qualname(self, node, env, scope) -> Optional[str]:
+        try:
+            return self.resolver.qualname(node, env, scope)
+        except RecursionError:  # pragma: no cover
+            return None
+
+    # ---------------------------------------------------------------- entry
+    def at(self, expr: cst.BaseExpression, site: CallSite) -> Optional[Layout]:
+        """The layout of ``expr`` as the call at ``site`` receives it."""
+        got = real(self.eval(expr, site.env, site.scope, None, 0))
+        if (got is None or got.conforms) and isinstance(expr, cst.Name):
+            # ``out = attn(x, x, x)  # x: (L, N, E)``: a comment says more than a swap
+            stated = self.comments.named(site.stmt, expr.value)
+            defs = lookup(expr.value, site.env, site.scope)
+            if stated is None and got is None and defs and all(d.kind == "param" for d in defs):
+                # a comment at the top of the function speaks of the parameter as it came in
+                stated = self._function_comment(site.scope, expr.value)
+            got = stated or got
+        return got
+
+    def eval(self, node, env, scope, frame, depth) -> Optional[Layout]:
+        if depth > MAX_DEPTH:
+            return None
+        try:
+            return self._eval(node, env, scope, frame, depth + 1)
+        except RecursionError:  # pragma: no cover
+            return None
+
+    def _eval(self, node, env, scope, frame, depth) -> Optional[Layout]:
+        t = type(node)
+        if t is cst.Name:
+            return self._name(node, env, scope, frame, depth)
+        if t is cst.Attribute:
+            return self._attribute(node, env, scope, frame, depth)
+        if t is cst.Call:
+            return self._call(node, env, scope, frame, depth, None)
+        if t is cst.BinaryOperation:
+            return self._binop(node, env, scope, frame, depth)
+        if t is cst.Subscript:
+            return self._subscript(node, env, scope, frame, depth)
+        if t is cst.IfExp:
+            return join(
+                [
+                    self.eval(node.body, env, scope, frame, depth),
+                    self.eval(node.orelse, env, scope, frame, depth),
+                ]
+            )
+        if t is cst.NamedExpr:
+            return self.eval(node.value, env, scope, frame, depth)
+        return None
+
+    # ---------------------------------------------------------------- names
+    def _name(self, node: cst.Name, env, scope, frame, depth) -> Optional[Layout]:
+        defs = lookup(node.value, env, scope)
+        if not defs:
+            return None
+        got = join([self._def(d, frame, depth) for d in defs])
+        if real(got) is None:
+            unpack = self._unpacking(node.value, defs, scope)
+            if unpack is not None:
+                return unpack
+        return got
+
+    def _def(self, d: Def, frame, depth) -> Optional[Layout]:
+        frame = frame_for(d.scope, frame)
+        key = (id(d), self._caller_depth)
+        if frame is None and key in self._cache:
+            return self._cache[key]
+        guard = (id(d), id(frame))
+        if guard in self._active:
+            return CYCLE
+        self._active.add(guard)
+        try:
+            value = self._def_value(d, frame, depth)
+        finally:
+            self._active.discard(guard)
+        if frame is None:
+            self._cache[key] = value
+        return value
+
+    def _def_value(self, d: Def, frame, depth) -> Optional[Layout]:
+        kind = d.kind
+        if kind == "assign":
+            got = self.eval(d.node, d.env, d.scope, frame, depth)
+            if real(got) is not None and not got.conforms:
+                return got
+            return self.comments.of_value(d.node) or got  # a comment says more than a swap
+        if kind == "unpack":
+            el = unpacked(d)
+            if el is not None:
+                return self.eval(el, d.env, d.scope, frame, depth)
+            if d.index == (0,) and isinstance(d.node, cst.Call):
+                return self._call(d.node, d.env, d.scope, frame, depth, 0)
+            return None
+        if kind == "param":
+            return self._param(d, frame, depth)
+        if kind == "augassign":
+            node: cst.AugAssign = d.node
+            if (
+                isinstance(
+                    node.operator,
+                    (cst.AddAssign, cst.SubtractAssign, cst.MultiplyAssign, cst.DivideAssign),
+                )
+                and d.extra
+            ):
+                return join([self._def(p, frame, depth) for p in d.extra])
+        return None
+
+    def _unpacking(self, name: str, defs, scope) -> Optional[Layout]:
+        """``B, L, D = x.shape`` with the same ``x`` in force: the names say x's layout."""
+        for roles, node, env in self.comments.unpackings(scope, name, self.flow):
+            then = lookup(name, env, scope)
+            if {id(d) for d in then} == {id(d) for d in defs}:
+                return Layout(roles, node, "shape unpacking")
+        return None
+
+    def _param(self, d: Def, frame, depth) -> Optional[Layout]:
+        p: cst.Param = d.node
+        name = p.name.value
+        func = d.extra
+        if frame is not None and frame.func is func:
+            arg = frame.args.get(name)
+            if arg is None or isinstance(arg, Layout):
+                return arg  # a member of a container run on a layout (program.py)
+            return self.eval(arg, frame.env, frame.scope, frame.parent, depth)
+        if not isinstance(func, cst.FunctionDef):
+            return None
+        got = self._from_callers(func, name, depth)
+        if real(got) is None:
+            stated = (
+                self.comments.annotation(p)
+                or self.comments.param_comment(p)
+                or self._function_comment(d.scope, name)
+            )
+            if stated is not None:
+                return stated
+        return got
+
+    def _function_comment(self, scope: Optional[Scope], name: str) -> Optional[Layout]:
+        while scope is not None and scope.kind != "function":
+            scope = scope.parent
+        if scope is None:
+            return None
+        return self.comments.function_named(scope.node, name)
+
+    def _from_callers(self, func, name, depth) -> Optional[Layout]:
+        callers = self.callers().get(id(func), [])
+        if self._caller_depth >= MAX_CALLER_DEPTH:
+            return None
+        guard = ("callers", id(func), name)
+        if guard in self._active:
+            return CYCLE
+        self._active.add(guard)
+        self._caller_depth += 1
+        values = []
+        try:
+            for site, skip in callers:
+                if isinstance(site, ChainSite):
+                    first = [q.name.value for q in func.params.params[skip : skip + 1]]
+                    if first != [name]:
+                        continue  # the member's other parameters keep their defaults
+                    values.append(self.chain_input(site, func, depth))
+                    continue
+                arg = bind_call(func, site.node, skip).get(name)
+                if arg is None:
+                    return None
+                values.append(self.at(arg, site))
+            values.extend(self.torch_layer_inputs(func, name))  # run by nn.TransformerEncoder
+            values.extend(self.project_inputs(func, name))  # the project's other files
+        finally:
+            self._caller_depth -= 1
+            self._active.discard(guard)
+        return join(values) if values else None
+
+    # ---------------------------------------------------------------- callers
+    # ---------------------------------------------------------------- expressions
+    def _attribute(self, node: cst.Attribute, env, scope, frame, depth) -> Optional[Layout]:
+        cls = self.resolver.self_class(node, env, scope)
+        if cls is not None:
+            defs = self.resolver.attr_defs(cls, node.attr.value)
+            if not defs:
+                return None
+            return join([self._def(d, None, depth) for d in defs])
+        if node.attr.value == "data":
+            return self.eval(node.value, env, scope, frame, depth)
+        return None
+
+    def _subscript(self, node: cst.Subscript, env, scope, frame, depth) -> Optional[Layout]:
+        sl = node.slice
+        if (
+            len(sl) == 1
+            and isinstance(sl[0].slice, cst.Index)
+            and isinstance(sl[0].slice.value, cst.Integer)
+            and sl[0].slice.value.value == "0"
+            and isinstance(node.value, cst.Call)
+        ):
+            return self._call(node.value, env, scope, frame, depth, 0)  # attn(q, k, v)[0]
+        return None
+
+    def _binop(self, node: cst.BinaryOperation, env, scope, frame, depth) -> Optional[Layout]:
+        if not isinstance(node.operator, (cst.Add, cst.Subtract, cst.Multiply, cst.Divide)):
+            return None
+        left = real(self.eval(node.left, env, scope, frame, depth))
+        right = real(self.eval(node.right, env, scope, frame, depth))
+        if left is None or right is None:
+            return left or right  # residual / broadcast add of a known tensor
+        if left.roles == right.roles:
+            return left
+        if len(left.roles) != len(right.roles):
+            return left if len(left.roles) > len(right.roles) else right
+        return None
+
+
+__all__ = ["LayoutEvaluator", "join", "MODULE_OUTPUT_ARG", "SEQ", "SPATIAL"]

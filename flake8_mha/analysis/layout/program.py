@@ -1,0 +1,440 @@
+"""Layout across the module calls of one file: containers, module outputs, swaps.
+
+A part of ``LayoutEvaluator`` (evaluate.py), kept apart so each stays small:
+
+- an ``nn.Sequential`` of the file's module classes (``callgraph.Slot``) feeds
+  its argument to the first member and each member's output to the next; the
+  layout a member is fed, and the layout the container gives back, are
+  computed by running the members' ``forward`` on the layout itself;
+- an axis swap (``x.permute(1, 0, 2)``, ``x.transpose(0, 1)``,
+  ``rearrange(x, "x y z -> y x z")``) of data whose layout the file never
+  states, fed straight (or through one local assignment) to a module call, is
+  the conversion to the layout that module reads (docs/evidence.md): a
+  ``Layout`` with ``conforms`` set, which the rules read as the module's own
+  layout.  Such a swap never makes a mismatch (MHA010).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import Dict, List, Optional, Set
+
+import libcst as cst
+
+from ..program.callgraph import Built, ChainSite, Slot
+from ..flow import ClassInfo, lookup
+from ..resolve import Bound
+from ...core.torch_api import MODULES
+from . import project_callers
+from .calls import Frame, join, real, same
+from .domain import PRESERVE_MODULES, Layout, positional
+
+SWAP_HOW = "axis swap before the module call"
+# what torch's containers feed the first and second parameters of their layers
+_LAYER_INPUTS = {"TransformerEncoder": ("src",), "TransformerDecoder": ("tgt", "memory")}
+_REACH_DEPTH = 4
+_REACH_HOPS = 2  # the hops a reach question is asked with: enough to name a class
+
+
+def site_spec(kind: str):
+    """The torch spec of a container by its class name."""
+    return next(spec for spec in MODULES.values() if spec.name == kind).forward
+
+
+class ProgramLayout:
+    """Mixed into ``LayoutEvaluator``: ``eval``, ``at``, ``callee``,
+    ``sequential_slots``, ``method_of``, ``flow``, ``resolver`` come from it."""
+
+    _swap_marks: Optional[Set[int]] = None
+    _reaches: Dict[int, bool]
+    _calls_in: Optional[Dict[int, list]] = None
+    _torch_layers: Optional[list] = None
+    _targets: Dict[int, Optional[project_callers.Target]]
+    path: Optional[str] = None  # the file, when it is one of a project on disk
+    hops: int = 0  # how many more files away the analysis may look
+    session: Dict[tuple, object]  # (file, hops) -> evaluator, for one linted file
+
+    # ------------------------------------------------------------ swaps
+    def swap_layout(self, node: cst.Call, rank: int = 3) -> Optional[Layout]:
+        """The conforming layout of a swap of unknown data, when the swap is fed
+        to a module call; None otherwise."""
+        if id(node) not in self._marks():
+            return None
+        return Layout((None,) * rank, node, SWAP_HOW, conforms=True)
+
+    def _index(self) -> None:
+        if getattr(self, "_calls_in", None) is None:
+            self._torch_layers = None
+            self._reaches = {}
+            self._targets = {}
+            self._calls_in = {}
+            for site in self.flow.calls:
+                self._calls_in.setdefault(id(site.function), []).append(site)
+
+    def _marks(self) -> Set[int]:
+        if self._swap_marks is None:
+            self._index()
+            self._swap_marks = set()
+            for site in self.flow.calls:
+                if self._is_module_call(site.node, site.env, site.scope):
+                    for arg in site.node.args:
+                        if not arg.star:
+                            self._mark(arg.value, site.env, site.scope)
+        return self._swap_marks
+
+    def _mark(self, expr, env, scope) -> None:
+        if isinstance(expr, cst.Call):
+            self._swap_marks.add(id(expr))
+        elif isinstance(expr, cst.Name):
+            defs = lookup(expr.value, env, scope)
+            if len(defs) == 1 and defs[0].kind == "assign" and isinstance(defs[0].node, cst.Call):
+                self._swap_marks.add(id(defs[0].node))  # one local assignment
+
+    def _is_module_call(self, call: cst.Call, env, scope) -> bool:
+        """A call of an attention module, or of a module of this file (or an
+        ``nn.Sequential`` of them) whose ``forward`` reaches one."""
+        func = call.func
+        if isinstance(func, cst.Attribute) and func.attr.value == "forward":
+            func = func.value
+        if not isinstance(func, (cst.Name, cst.Attribute, cst.Subscript)):
+            return False
+        try:
+            if self.resolver.common_spec(self.resolver.instances(func, env, scope)) is not None:
+                return True
+        except RecursionError:  # pragma: no cover
+            return False
+        if self._call_reaches(call, env, scope, 0):
+            return True
+        targets = self.held_targets(func, env, scope)
+        return bool(targets) and all(self._foreign_reaches(t, 0) for t in targets)
+
+    def _call_reaches(self, call: cst.Call, env, scope, depth: int) -> bool:
+        if depth > _REACH_DEPTH:
+            return False
+        found = self.callee(call, env, scope)
+        funcs: List[cst.FunctionDef] = []
+        if found is not None:
+            if found[1] != 1 or found[0].name.value != "forward":
+                return False  # a function or another method: not a module's call
+            funcs.append(found[0])
+        else:
+            for slot in self.sequential_slots(call, env, scope) or ():
+                for member in slot.members:
+                    forward = self._forward(member)
+                    if forward is not None:
+                        funcs.append(forward)
+                    elif isinstance(member, Built):
+                        target = self._target(member.call.func, member.env, member.scope)
+                        if target is not None and self._foreign_reaches(target, depth + 1):
+                            return True
+        return any(self._function_reaches(f, depth) for f in funcs)
+
+    def _function_reaches(self, func: cst.FunctionDef, depth: int) -> bool:
+        self._index()
+        key = id(func)
+        if key in self._reaches:
+            return self._reaches[key]
+        self._reaches[key] = False  # cycle guard
+        got = False
+        for site in self._calls_in.get(key, ()):
+            func_expr = site.node.func
+            try:
+                instances = (
+                    self.resolver.instances(func_expr, site.env, site.scope)
+                    if isinstance(func_expr, (cst.Name, cst.Attribute, cst.Subscript))
+                    else None
+                )
+            except RecursionError:  # pragma: no cover
+                instances = None
+            if self.resolver.common_spec(instances) is not None or self._helper_reaches(
+                site, depth
+            ):
+                got = True
+                break
+        self._reaches[key] = got
+        return got
+
+    def _helper_reaches(self, site, depth: int) -> bool:
+        found = self.callee(site.node, site.env, site.scope)
+        if found is not None:
+            return self._function_reaches(found[0], depth + 1) if depth < _REACH_DEPTH else False
+        return self._call_reaches(site.node, site.env, site.scope, depth + 1)
+
+    # ------------------------------------------------------------ nn.Sequential
+    def chain_input(self, chained: ChainSite, func: cst.FunctionDef, depth) -> Optional[Layout]:
+        """The layout the member whose ``forward`` is ``func`` is fed by the
+        member before it, at one call of an ``nn.Sequential``."""
+        start = self.at(chained.site.node.args[0].value, chained.site)
+        if start is None:
+            return None
+        fed: List[Optional[Layout]] = []
+        self._walk(chained.slots, start, depth, func, fed, False)
+        return join(fed) if fed else None
+
+    def module_output(self, call: cst.Call, env, scope, frame, depth) -> Optional[Layout]:
+        """What a call of an ``nn.Sequential`` of known members, or of a module
+        of another file of the project, gives back."""
+        slots = self.sequential_slots(call, env, scope)
+        func = call.func
+        if isinstance(func, cst.Attribute) and func.attr.value == "forward":
+            func = func.value
+        targets = None
+        if slots is None and isinstance(func, (cst.Name, cst.Attribute, cst.Subscript)):
+            targets = self.held_targets(func, env, scope)
+            if not targets or len(set(targets)) != 1:
+                return None
+        args = positional(call)
+        if not args or (slots is None and targets is None):
+            return None
+        start = real(self.eval(args[0], env, scope, frame, depth))
+        if start is None:
+            return None
+        if slots is not None:
+            return self._walk(slots, start, depth, None, [], False)
+        return self.foreign_output(targets[0], start)
+
+    def _walk(self, slots: List[Slot], layout, depth, func, fed, first_too) -> Optional[Layout]:
+        """Run the members on ``layout`` in order; collect in ``fed`` what
+        ``func`` (a ``forward`` of this file, or a class of another file) is
+        given where the member before it feeds it (and at the first place
+        too when ``first_too``)."""
+        first = True
+        for slot in slots:
+            if func is not None and (first_too or not first or slot.repeat):
+                if any(self._is_member(m, func) for m in slot.members):
+                    fed.append(layout)
+            if layout is None:
+                return None
+            out = join([self.member_output(m, layout, depth) for m in slot.members])
+            if slot.repeat:
+                # any number of times: only a member that keeps the layout keeps it known
+                layout = layout if out is not None and same(out, layout) else None
+            else:
+                layout = real(out)
+            first = False
+        return layout
+
+    def _forward(self, member) -> Optional[cst.FunctionDef]:
+        return self.method_of(member, "forward") if isinstance(member, ClassInfo) else None
+
+    def _is_member(self, member, func) -> bool:
+        if isinstance(func, tuple):
+            return (
+                isinstance(member, Built)
+                and self._target(member.call.func, member.env, member.scope) == func
+            )
+        return self._forward(member) is func
+
+    def member_output(self, member, layout: Layout, depth) -> Optional[Layout]:
+        """What one member of a container gives back when fed ``layout``."""
+        if isinstance(member, str):
+            return layout if member in PRESERVE_MODULES else None
+        if isinstance(member, Built):
+            target = self._target(member.call.func, member.env, member.scope)
+            return self.foreign_output(target, layout) if target is not None else None
+        forward = self._forward(member)
+        if forward is None:
+            return None
+        return self.output_of(forward, layout, depth)
+
+    def output_of(self, func: cst.FunctionDef, layout: Layout, depth) -> Optional[Layout]:
+        """What ``forward`` returns when its first argument has ``layout``
+        (the other parameters keep their defaults)."""
+        fscope = self.flow.functions.get(id(func))
+        p = func.params
+        names = [q.name.value for q in list(p.posonly_params) + list(p.params)]
+        if fscope is None or not fscope.returns or len(names) < 2:
+            return None
+        guard = ("output", id(func))
+        if guard in self._active:
+            return None
+        self._active.add(guard)
+        try:
+            inner = Frame(func, fscope, {names[1]: layout}, None, None, None)
+            return join([self.eval(e, env, fscope, inner, depth) for e, env in fscope.returns])
+        finally:
+            self._active.discard(guard)
+
+    # ------------------------------------------------------------ torch's containers
+    def torch_layer_inputs(self, func: cst.FunctionDef, name: str) -> List[Optional[Layout]]:
+        """What ``nn.TransformerEncoder``/``Decoder`` calls of this file feed
+        ``name`` of ``func``, the ``forward`` of a class of this file they were
+        built from: torch runs each layer on the one before's output, so the
+        first parameter is the call's ``src``/``tgt`` (the second a decoder's
+        ``memory``) while the layer keeps the layout."""
+        self._index()
+        if self._torch_layers is None:
+            self._torch_layers = self._layer_sites()
+        names = [q.name.value for q in list(func.params.posonly_params) + list(func.params.params)]
+        out: List[Optional[Layout]] = []
+        for site, kind, forwards in self._torch_layers:
+            if id(func) not in forwards or name not in names[1:3]:
+                continue
+            arg = _LAYER_INPUTS[kind][names.index(name) - 1]
+            given = Bound(site.node, site_spec(kind)).get(arg)
+            got = self.at(given, site) if given is not None else None
+            if got is not None and names.index(name) == 1:
+                out_layout = self.output_of(func, got, 0)  # fed the layer before's output
+                got = got if out_layout is not None and same(out_layout, got) else None
+            out.append(got)
+        return out
+
+    def _layer_sites(self) -> list:
+        found = []
+        for site in self.flow.calls:
+            func = site.node.func
+            if not isinstance(func, (cst.Name, cst.Attribute, cst.Subscript)):
+                continue
+            try:
+                instances = self.resolver.instances(func, site.env, site.scope)
+            except RecursionError:  # pragma: no cover
+                continue
+            spec = self.resolver.common_spec(instances)
+            if spec is None or spec.name not in _LAYER_INPUTS:
+                continue
+            forwards: Set[int] = set()
+            for inst in instances:
+                args = inst.init_args()
+                layer = args.get(spec.init.names[0]) if args is not None else None
+                if layer is None:
+                    continue
+                classes = self.resolver.instance_classes(layer, inst.ctor.env, inst.ctor.scope)
+                for cls in classes or ():
+                    forward = self.method_of(cls, "forward")
+                    if forward is not None:
+                        forwards.add(id(forward))
+            if forwards:
+                found.append((site, spec.name, forwards))
+        return found
+
+    # ------------------------------------------------------------ other files
+    def _target(self, node, env, scope) -> Optional[project_callers.Target]:
+        """The class of another project file an expression names (an import)."""
+        if self.path is None or self.hops <= 0:
+            return None
+        self._index()
+        key = id(node)
+        if key not in self._targets:
+            try:
+                self._targets[key] = project_callers.imported_class(self.path, node, env, scope)
+            except RecursionError:  # pragma: no cover
+                self._targets[key] = None
+        return self._targets[key]
+
+    def held_targets(self, node, env, scope) -> Optional[List[project_callers.Target]]:
+        """The classes of other project files whose instance ``node`` holds."""
+        if self.path is None or self.hops <= 0:
+            return None
+
+        def leaf(call: cst.Call, cenv, cscope):
+            target = self._target(call.func, cenv, cscope)
+            return [target] if target is not None else None
+
+        try:
+            return self.resolver.held(node, env, scope, leaf)
+        except RecursionError:  # pragma: no cover
+            return None
+
+    def other(self, there, hops: int):
+        """The evaluator of another file, made once per analysis of the linted
+        file (``session``): an answer never depends on what an earlier file's
+        analysis asked."""
+        key = (there.path, hops)
+        found = self.session.get(key)
+        if found is None:
+            found = self.session[key] = type(self)(there.ctx, hops=hops, session=self.session)
+        return found
+
+    def _unit(self, path: str):
+        """Another project file, read once, and a dependency of the linted
+        file's cached findings from now on (an edit of it re-analyses)."""
+        project = self.session.get(("project",))
+        if project is not None and hasattr(project, "depend"):
+            project.depend(path)
+        return project_callers.unit(path)
+
+    def _foreign(self, target: project_callers.Target, hops: Optional[int] = None):
+        """(the other file's evaluator, the class's ``forward``), or None."""
+        there = self._unit(target[0])
+        if there is None or target[1] not in there.classes:
+            return None
+        ev = self.other(there, self.hops - 1 if hops is None else hops)
+        forward = ev.method_of(there.classes[target[1]], "forward")
+        return (ev, forward) if forward is not None else None
+
+    def foreign_output(self, target, layout: Layout) -> Optional[Layout]:
+        found = self._foreign(target)
+        if found is None:
+            return None
+        ev, forward = found
+        return ev.export(ev.output_of(forward, layout, 0))
+
+    def _foreign_reaches(self, target, depth: int) -> bool:
+        """Whether the class's ``forward`` reaches an attention module (looked
+        for up to ``_REACH_DEPTH`` calls away, whatever the hops left)."""
+        if depth > _REACH_DEPTH:
+            return False
+        found = self._foreign(target, _REACH_HOPS)
+        return found is not None and found[0]._function_reaches(found[1], depth)
+
+    def export(self, layout: Optional[Layout]) -> Optional[Layout]:
+        """A layout as another file sees it: its evidence keeps this file's
+        name, line and code (``origin``)."""
+        if layout is None or not layout.roles or layout.origin is not None or self.path is None:
+            return real(layout)
+        line = self.line(layout.node) if layout.node is not None else None
+        origin = (self.path, line, self.text(layout.node))
+        return dataclasses.replace(layout, origin=origin)
+
+    def project_inputs(self, func: cst.FunctionDef, name: str) -> List[Optional[Layout]]:
+        """What the other files of the project feed ``name``, the first
+        parameter of the ``forward`` of a module-level class of this file."""
+        if self.path is None or self.hops <= 0 or func.name.value != "forward":
+            return []
+        cls = next(
+            (
+                c
+                for c in self.flow.classes.values()
+                if c.scope is self.flow.module_scope and c.methods.get("forward") is func
+            ),
+            None,
+        )
+        p = func.params
+        names = [q.name.value for q in list(p.posonly_params) + list(p.params)]
+        if cls is None or names[1:2] != [name]:
+            return []
+        target = (self.path, cls.name)
+        out: List[Optional[Layout]] = []
+        files = project_callers.candidates(self.path, cls.name)
+        if files is None:
+            return []  # too many files name the class: not read, as before issue 26
+        for other in files:
+            there = self._unit(other)
+            if there is not None:
+                ev = self.other(there, self.hops - 1)
+                out.extend(ev.export(v) for v in ev.fed_to(target))
+        return out
+
+    def fed_to(self, target) -> List[Optional[Layout]]:
+        """The layouts this file feeds the ``forward`` of ``target``, a class
+        of another file: at each call of an instance of it, and in each
+        ``nn.Sequential`` it is a member of."""
+        out: List[Optional[Layout]] = []
+        for site in self.flow.calls:
+            func = site.node.func
+            if isinstance(func, cst.Attribute) and func.attr.value == "forward":
+                func = func.value
+            if not isinstance(func, (cst.Name, cst.Attribute, cst.Subscript)):
+                continue
+            held = self.held_targets(func, site.env, site.scope)
+            if held:
+                if target in held:
+                    args = positional(site.node)
+                    same_class = all(t == target for t in held)
+                    out.append(self.at(args[0], site) if args and same_class else None)
+                continue
+            slots = self.sequential_slots(site.node, site.env, site.scope)
+            if slots and any(self._is_member(m, target) for s in slots for m in s.members):
+                start = self.at(site.node.args[0].value, site)
+                self._walk(slots, start, 0, target, out, True)
+        return out

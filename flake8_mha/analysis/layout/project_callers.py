@@ -1,0 +1,248 @@
+"""Layout across the files of one project.
+
+flake8 hands the analyzer one file at a time, but the CLIP pattern spreads
+over three: the tower swaps its data to sequence-first and calls a
+``Transformer``, whose ``nn.Sequential`` of residual blocks runs the block
+that holds the attention.  Linting the block's file, the layout its
+``forward`` is fed comes from the other two.
+
+This module finds those files and reads them with the same layout
+evaluator:
+
+- the project root and imports are ``project.py``'s (``project_root``,
+  ``Project.locate``);
+- a class is named by ``(its file, its name)``; another file's call runs it
+  when the callee's name is imported from that file (``from .block import
+  Block``, ``import pkg.block as B``), through one package re-export;
+- which files may call a class: a text screen for its name (a capitalised
+  word), over the project's ``.py`` files, before anything is parsed (one
+  index per process); at most ``MAX_CANDIDATES`` of them are read;
+- every file read is parsed whole (a ``Unit``), kept for the next question
+  (the ``MAX_UNITS`` used last, per process), and re-read when its size or
+  modification time changes; its layout evaluators are new for each linted
+  file (``ProgramLayout.other``), so an answer does not depend on what an
+  earlier file asked (``flake8 file.py`` and ``flake8 pkg/`` agree);
+- at most ``MAX_HOPS`` files away from the linted file, in either direction.
+
+Nothing is imported or run.  What cannot be found is unknown.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from typing import Dict, List, Optional, Tuple
+
+import libcst as cst
+
+from ...core.atomic import read_regular
+from ..flow import ClassInfo, DefKind, FlowPass, lookup
+from ..program.callsites import Project
+from ..program.files import project_root
+from ..resolve import Resolver
+
+MAX_HOPS = 3
+MAX_CANDIDATES = 8
+MAX_UNITS = 12  # parsed files kept per process
+MAX_FILES = 5000
+MAX_DIRS = 2000
+MAX_FILE_BYTES = 1024 * 1024
+MAX_REEXPORT_HOPS = 2
+_SKIP_DIRS = {"__pycache__", "node_modules", "site-packages", "build", "dist", "venv", "env"}
+
+Target = Tuple[str, str]  # (absolute path of the defining file, class name)
+
+
+class _Ctx:
+    """What ``LayoutEvaluator`` reads of an engine Context."""
+
+    def __init__(self, module, flow, resolver, path):
+        self.module, self.flow, self.resolver = module, flow, resolver
+        self.project = _Where(path)
+
+
+class _Where:
+    __slots__ = ("path",)
+
+    def __init__(self, path: str):
+        self.path = path
+
+
+class Unit:
+    """One project file, parsed and walked once."""
+
+    def __init__(self, path: str, module: cst.Module):
+        self.path = path
+        self.flow = FlowPass()
+        self.flow.run(module)
+        self.resolver = Resolver(self.flow)
+        self.ctx = _Ctx(module, self.flow, self.resolver, path)
+        self.classes: Dict[str, ClassInfo] = {
+            info.name: info
+            for info in self.flow.classes.values()
+            if info.scope is self.flow.module_scope
+        }
+
+
+# per process: path -> ((size, mtime_ns), Unit or None)
+_UNITS: Dict[str, Tuple[Tuple[int, int], Optional[Unit]]] = {}
+# per process: project root -> word -> the files that hold it
+_INDEX: Dict[str, Dict[str, List[str]]] = {}
+
+
+def _stamp(path: str) -> Optional[Tuple[int, int]]:
+    try:
+        st = os.stat(path)
+    except OSError:
+        return None
+    return st.st_size, st.st_mtime_ns
+
+
+def _read(path: str) -> Optional[str]:
+    try:
+        data = read_regular(path, MAX_FILE_BYTES)
+    except OSError:  # also a FIFO, a device, a file over the size
+        return None
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError:
+        return None
+
+
+def unit(path: str) -> Optional[Unit]:
+    """The parsed file at ``path`` (None when it cannot be read or parsed)."""
+    path = os.path.abspath(path)
+    stamp = _stamp(path)
+    if stamp is None:
+        return None
+    kept = _UNITS.pop(path, None)
+    if kept is not None and kept[0] == stamp:
+        _UNITS[path] = kept  # the most recently used last
+        return kept[1]
+    text = _read(path)
+    found: Optional[Unit] = None
+    if text is not None:
+        try:
+            found = Unit(path, cst.parse_module(text))
+        except Exception:  # another file never breaks this one's analysis: unknown
+            found = None
+    _UNITS[path] = (stamp, found)
+    while len(_UNITS) > MAX_UNITS:  # a tree is large: keep the few used last
+        del _UNITS[next(iter(_UNITS))]
+    return found
+
+
+_CLASS_WORD = re.compile(r"\b[A-Z][A-Za-z0-9_]+\b")
+
+
+def _word_index(root: str) -> Dict[str, List[str]]:
+    """Every capitalised word (a class name, by convention) of the project's
+    files that import something -> those files; built once per process."""
+    index = _INDEX.get(root)
+    if index is None:
+        index = {}
+        count = dirs_seen = 0
+        for here, dirs, names in os.walk(root):
+            dirs_seen += 1
+            if dirs_seen > MAX_DIRS:
+                break  # not a project (a home directory): what was seen is all
+            dirs[:] = sorted(d for d in dirs if not d.startswith(".") and d not in _SKIP_DIRS)
+            for name in sorted(names):
+                if not name.endswith(".py") or count >= MAX_FILES:
+                    continue
+                count += 1
+                path = os.path.abspath(os.path.join(here, name))
+                text = _read(path)
+                if text is None or "import" not in text:
+                    continue
+                for word in set(_CLASS_WORD.findall(text)):
+                    index.setdefault(word, []).append(path)
+        _INDEX[root] = index
+    return index
+
+
+def candidates(path: str, name: str) -> Optional[List[str]]:
+    """The project's files other than ``path`` that name ``name`` (a word) and
+    import something: the only ones that may call the class.  None when there
+    are more than ``MAX_CANDIDATES`` (a caller not read could feed anything).
+    The index is made once per process: a file added later is not seen until
+    the next run."""
+    me = os.path.abspath(path)
+    found = [p for p in _word_index(project_root(path)).get(name, ()) if p != me]
+    return found if len(found) <= MAX_CANDIDATES else None
+
+
+# --------------------------------------------------------------------------- names
+
+
+def imported_class(path: str, node, env, scope, hops: int = 0) -> Optional[Target]:
+    """The project class an expression names through an import of the file at
+    ``path`` (``Block`` after ``from .block import Block``, ``B.Block`` after
+    ``import pkg.block as B``), or None."""
+    chain: List[str] = []
+    while isinstance(node, cst.Attribute):
+        chain.insert(0, node.attr.value)
+        node = node.value
+    if not isinstance(node, cst.Name):
+        return None
+    defs = lookup(node.value, env, scope)
+    if len(defs) != 1 or defs[0].kind != DefKind.IMPORT:
+        return None
+    level, dotted = _import_target(defs[0].node, node.value)
+    if dotted is None:
+        return None
+    dotted = ".".join([dotted] + chain) if dotted else ".".join(chain)
+    return _class_at(path, level, dotted, hops)
+
+
+def _import_target(stmt, bound: str) -> Tuple[int, Optional[str]]:
+    """(relative level, dotted name) the import statement binds ``bound`` to."""
+    from ..flow import import_path
+
+    if isinstance(stmt, cst.ImportFrom) and not isinstance(stmt.names, cst.ImportStar):
+        module = import_path(stmt.module) if stmt.module is not None else ""
+        for alias in stmt.names:
+            name = alias.asname.name if alias.asname is not None else alias.name
+            if isinstance(name, cst.Name) and name.value == bound:
+                full = import_path(alias.name)
+                return len(stmt.relative), (module + "." if module else "") + full
+    if isinstance(stmt, cst.Import):
+        for alias in stmt.names:
+            full = import_path(alias.name)
+            if alias.asname is not None:
+                name = alias.asname.name
+                if isinstance(name, cst.Name) and name.value == bound:
+                    return 0, full
+            elif full.split(".")[0] == bound:
+                return 0, bound
+    return 0, None
+
+
+def _class_at(path: str, level: int, dotted: str, hops: int) -> Optional[Target]:
+    if not dotted or dotted.split(".")[0] in ("torch", "typing", "collections"):
+        return None
+    try:
+        found = Project(path).locate(level, dotted)
+    except (OSError, ValueError):
+        return None
+    if found is None:
+        return None
+    filename, obj = found
+    filename = os.path.abspath(filename)
+    if "." in obj:
+        return None
+    there = unit(filename)
+    if there is None:
+        return None
+    if obj in there.classes:
+        return filename, obj
+    if hops >= MAX_REEXPORT_HOPS:
+        return None
+    # a package's ``__init__`` re-exporting the class from a module of its own
+    defs = there.flow.module_scope.final_env.get(obj, ())
+    if len(defs) != 1 or defs[0].kind != DefKind.IMPORT:
+        return None
+    level2, dotted2 = _import_target(defs[0].node, obj)
+    if dotted2 is None:
+        return None
+    return _class_at(filename, level2, dotted2, hops + 1)

@@ -1,0 +1,296 @@
+"""Calls between functions of the file: frames, argument binding, callers,
+return paths.
+
+A helper's parameter is evaluated either inside a ``Frame`` (the helper's
+parameters bound to one caller's argument expressions, while the evaluator
+follows that call into the helper's return paths) or, outside any frame, as
+the join of what every call of the function in this file passes.
+"""
+
+from __future__ import annotations
+
+from typing import Dict, List, NamedTuple, Optional
+
+import libcst as cst
+
+from ..program.callgraph import FileCalls, bind_call, frame_for  # noqa: F401  (the package's names for them)
+from ..flow import ClassInfo, Def, Env, Scope, children, lookup
+from ..splats import element, expand_call
+from .domain import NONE_MASK, UNKNOWN_MASK, Mask, join_all
+from .names import parameter_by_name
+
+MAX_CALLER_DEPTH = 3
+MAX_HELPER_FRAMES = 4
+
+
+class Frame:
+    """Parameters of a helper function bound to a caller's argument expressions."""
+
+    __slots__ = ("func", "fscope", "args", "env", "scope", "parent")
+
+    def __init__(self, func, fscope, args, env, scope, parent):
+        self.func = func  # the FunctionDef
+        self.fscope = fscope
+        self.args: Dict[str, Optional[cst.BaseExpression]] = args  # None: unknown (a splat)
+        self.env = env  # the caller's environment
+        self.scope = scope
+        self.parent: Optional[Frame] = parent
+
+
+class At(NamedTuple):
+    """Where an expression is evaluated: the reaching definitions (``env``) and
+    scope of the flow pass, the helper frame whose parameters are bound, and
+    the evaluation depth spent so far (the evaluator gives up past a limit).
+
+    Immutable; a NamedTuple rather than a frozen dataclass because the
+    evaluator makes one per step and a tuple is several times cheaper to make.
+    """
+
+    env: Env
+    scope: Optional[Scope]
+    frame: Optional[Frame]
+    depth: int
+
+    def deeper(self) -> "At":
+        return At(self.env, self.scope, self.frame, self.depth + 1)
+
+    def but(self, env: Env, scope: Optional[Scope], frame: Optional[Frame]) -> "At":
+        """Another place, at the same depth."""
+        return At(env, scope, frame, self.depth)
+
+    def of(self, d: Def, frame: Optional[Frame]) -> "At":
+        """The place of a definition, at the same depth."""
+        return At(d.env, d.scope, frame, self.depth)
+
+
+def kw(call: cst.Call, name: str) -> Optional[cst.BaseExpression]:
+    for arg in call.args:
+        if arg.keyword is not None and arg.keyword.value == name:
+            return arg.value
+    return None
+
+
+def _pos(call: cst.Call, i: int) -> Optional[cst.BaseExpression]:
+    n = 0
+    for arg in call.args:
+        if arg.star:
+            return None
+        if arg.keyword is None:
+            if n == i:
+                return arg.value
+            n += 1
+    return None
+
+
+def arg(call: cst.Call, i: int, name: str) -> Optional[cst.BaseExpression]:
+    """The argument passed as ``name=`` or as the ``i``-th positional one."""
+    found = kw(call, name)
+    return found if found is not None else _pos(call, i)
+
+
+def positional(call: cst.Call) -> Optional[list]:
+    """The positional arguments, or None behind a ``*splat``."""
+    out = []
+    for a in call.args:
+        if a.star:
+            return None
+        if a.keyword is None:
+            out.append(a.value)
+    return out
+
+
+def is_none(node: Optional[cst.CSTNode]) -> bool:
+    return isinstance(node, cst.Name) and node.value == "None"
+
+
+# --------------------------------------------------------------------------- return paths
+
+
+def is_generator(func: cst.FunctionDef) -> bool:
+    stack = list(children(func.body))
+    while stack:
+        n = stack.pop()
+        if isinstance(n, (cst.Yield,)):
+            return True
+        if isinstance(n, (cst.FunctionDef, cst.Lambda, cst.ClassDef)):
+            continue
+        stack.extend(children(n))
+    return False
+
+
+def falls_off_end(func: cst.FunctionDef) -> bool:
+    body = func.body
+    if isinstance(body, cst.IndentedBlock) and body.body:
+        last = body.body[-1]
+        if isinstance(last, cst.SimpleStatementLine) and any(
+            isinstance(s, (cst.Return, cst.Raise)) for s in last.body
+        ):
+            return False
+        if isinstance(last, cst.If) and _all_paths_return(last):
+            return False
+    return True
+
+
+def _all_paths_return(node) -> bool:
+    if isinstance(node, cst.If):
+        if node.orelse is None:
+            return False
+        body_ok = _block_returns(node.body)
+        if isinstance(node.orelse, cst.If):
+            return body_ok and _all_paths_return(node.orelse)
+        return body_ok and _block_returns(node.orelse.body)
+    return False
+
+
+def _block_returns(block) -> bool:
+    stmts = block.body
+    if not stmts:
+        return False
+    last = stmts[-1]
+    if isinstance(last, cst.SimpleStatementLine):
+        return any(isinstance(s, (cst.Return, cst.Raise)) for s in last.body)
+    if isinstance(last, cst.If):
+        return _all_paths_return(last)
+    return False
+
+
+# --------------------------------------------------------------------------- the evaluator's part
+
+
+class Calls(FileCalls):
+    """The part of ``MaskEvaluator`` that follows calls: parameters from their
+    callers, helpers into their return paths, ``self.method(...)`` and
+    ``module(...)`` into ``forward``."""
+
+    def _param(self, d: Def, at: At) -> Mask:
+        p: cst.Param = d.node
+        name = p.name.value
+        func = d.extra
+        frame = at.frame
+        if frame is not None and frame.func is func:
+            if name in frame.args:
+                arg = frame.args[name]
+                if arg is None:
+                    return UNKNOWN_MASK
+                return self.eval(arg, at.but(frame.env, frame.scope, frame.parent))
+            if p.default is not None:
+                return self.eval(p.default, at.but({}, d.scope.parent if d.scope else None, None))
+            return UNKNOWN_MASK
+        if not isinstance(func, cst.FunctionDef):
+            return UNKNOWN_MASK  # a lambda's parameter
+        key = (id(p), self._caller_depth)
+        if key in self._param_cache:
+            return self._param_cache[key]
+        guard = ("param", id(p))
+        if guard in self._active:
+            return UNKNOWN_MASK
+        self._active.add(guard)
+        try:
+            value = self._from_callers(func, name, p, d, at)
+        finally:
+            self._active.discard(guard)
+        if value.meaning is None and value.kind is None and not value.none:
+            named = parameter_by_name(p, name, func)
+            if named is not None:
+                value = named
+        self._param_cache[key] = value
+        return value
+
+    def _from_callers(self, func: cst.FunctionDef, name: str, p: cst.Param, d: Def, at: At) -> Mask:
+        """The join of what every call of ``func`` in this file passes as ``name``."""
+        callers = self.callers().get(id(func), [])
+        if not callers or self._caller_depth >= MAX_CALLER_DEPTH:
+            return UNKNOWN_MASK
+        values = []
+        self._caller_depth += 1
+        try:
+            for site, skip in callers:
+                args = bind_call(func, expand_call(site.node, site.env, site.scope), skip)
+                if name in args:
+                    arg = args[name]
+                    if arg is None:
+                        return UNKNOWN_MASK
+                    values.append(self.eval(arg, at.but(site.env, site.scope, None)))
+                elif p.default is not None:
+                    if is_none(p.default):
+                        values.append(NONE_MASK)
+                    else:
+                        default_at = at.but({}, d.scope.parent if d.scope else None, None)
+                        values.append(self.eval(p.default, default_at))
+                else:
+                    return UNKNOWN_MASK
+        finally:
+            self._caller_depth -= 1
+        return self._agreed(values)
+
+    @staticmethod
+    def _agreed(values: List[Mask]) -> Mask:
+        """The join of values that may each be the one at run time: unknown when
+        one of them is (a join would let the known ones speak for it)."""
+        for v in values:
+            if not v.none and v.meaning is None and v.kind is None:
+                return UNKNOWN_MASK
+        return join_all(values)
+
+    def _self_class(self, node: cst.Attribute, env, scope) -> Optional[ClassInfo]:
+        return self.resolver.self_class(node, env, scope)
+
+    def _helper(self, found, node: cst.Call, at: At, index) -> Mask:
+        """The value a helper of this file returns for this call (element
+        ``index`` of it when the call's result is unpacked)."""
+        func, skip = found
+        fscope = self.flow.functions.get(id(func))
+        if fscope is None or not fscope.returns or is_generator(func):
+            return UNKNOWN_MASK
+        depth_frames = 0
+        f = at.frame
+        while f is not None:
+            depth_frames += 1
+            if f.func is func:
+                return UNKNOWN_MASK  # recursion
+            f = f.parent
+        if depth_frames > MAX_HELPER_FRAMES:
+            return UNKNOWN_MASK
+        bound = bind_call(func, expand_call(node, at.env, at.scope), skip)
+        inner = Frame(func, fscope, bound, at.env, at.scope, at.frame)
+        values = []
+        for expr, renv in fscope.returns:
+            inside = at.but(renv, fscope, inner)
+            if index:
+                values.append(self._indexed(expr, index, inside))
+            else:
+                values.append(self.eval(expr, inside))
+        if falls_off_end(func):
+            values.append(NONE_MASK)
+        return join_all(values)
+
+    def _indexed(self, node, index, at: At) -> Mask:
+        """Element ``index`` of a tuple-valued expression (a helper returning several masks)."""
+        if not index:
+            return self.eval(node, at)
+        if isinstance(node, (cst.Tuple, cst.List)):
+            found = element(node, index[0], at.env, at.scope)  # counts through *splats
+            if found is None:
+                return UNKNOWN_MASK
+            return join_all(
+                [
+                    self._indexed(
+                        e, index[1:], At(env, scope, frame_for(scope, at.frame), at.depth)
+                    )
+                    for e, env, scope in found
+                ]
+            )
+        if isinstance(node, cst.Call):
+            found = self.callee(node, at.env, at.scope)
+            if found is not None:
+                return self._helper(found, node, at, index)
+        if isinstance(node, cst.Name):
+            defs = lookup(node.value, at.env, at.scope)
+            if defs and all(d.kind == "assign" for d in defs):
+                return join_all(
+                    [
+                        self._indexed(d.node, index, at.of(d, frame_for(d.scope, at.frame)))
+                        for d in defs
+                    ]
+                )
+        return UNKNOWN_MASK

@@ -1,0 +1,460 @@
+"""The evaluator: the mask value of an expression at a point of the flow pass.
+
+``MaskEvaluator.eval(node, at)`` computes the value of an expression where
+``at`` (an ``At``: the environment of reaching definitions, the scope, the
+helper frame and the depth spent) says.  It knows a fixed list of sources
+(pad-id comparisons, ``arange`` against lengths, triangles of ones,
+``generate_square_subsequent_mask``, tokenizer ``attention_mask``s,
+parameters named like padding masks) and transfers (inversions, dtype
+conversions, reshapes, slicing, ``masked_fill`` with -inf, ``&``/``|``,
+helper functions of the same file, ``self.<attr>`` buffers, branches).
+Anything else is unknown, and an unknown part never makes a rule fire.
+
+This module is the core (names, definitions, operators, dispatch); the parts
+live beside it: ``calls`` (helpers, callers), ``numbers``, ``compare``,
+``shapes``, ``dtypes`` and ``ops`` (torch's operations, one table for both
+call forms).
+"""
+
+from __future__ import annotations
+
+from dataclasses import replace
+from typing import Dict, Optional, Tuple
+
+import libcst as cst
+
+from ..flow import CallSite, Def, Scope, children, lookup, walk
+from ..splats import element, item, spread_index
+from ..values import unpacked
+from .calls import At, Calls, frame_for
+from .compare import COMPARE_OPS, Comparisons
+from .domain import (
+    ADDITIVE,
+    BOOL,
+    FLOAT01,
+    IGNORE,
+    INT,
+    KEEP,
+    NONE_MASK,
+    UNKNOWN_MASK,
+    Kind,
+    Mask,
+    Origin,
+    additive,
+    broadcast,
+    combine,
+    flip_meaning,
+    join,
+    join_all,
+    tri_complement,
+    tri_meaning,
+)
+from .dtypes import Dtypes
+from .names import TOKENIZER_KEYS, string_key
+from .numbers import MAX_DEPTH, Numbers
+from .offsets import Offsets
+from .ops import Ops
+from .segments import Segments
+from .shapes import Shapes, index_layout
+
+_TEXT_MAX = 48
+_HARMLESS_INPLACE = {"requires_grad_", "share_memory_", "retain_grad"}
+
+
+class MaskEvaluator(Calls, Numbers, Comparisons, Segments, Offsets, Shapes, Dtypes, Ops):
+    """Evaluates mask expressions of one file (one flow pass)."""
+
+    def __init__(self, ctx):
+        self.ctx = ctx
+        self.flow = ctx.flow
+        self.resolver = ctx.resolver
+        self.module = ctx.module
+        # values are cached per caller depth: deeper, fewer callers may be followed
+        self._def_cache: Dict[Tuple[int, int], Mask] = {}
+        self._param_cache: Dict[Tuple[int, int], Mask] = {}
+        self._active: set = set()
+        self._positions = None
+        self._caller_depth = 0
+        self._mutation_cache: Dict[int, Dict[str, list]] = {}
+        self._argument_nodes: Dict[int, set] = {}
+
+    # ----------------------------------------------------------------- text and lines
+    def text(self, node: cst.CSTNode) -> str:
+        if getattr(node, "lpar", None):
+            node = node.with_changes(lpar=[], rpar=[])
+        try:
+            code = self.module.code_for_node(node)
+        except Exception:  # pragma: no cover - defensive
+            return "?"
+        code = " ".join(code.split())
+        if len(code) > _TEXT_MAX:
+            code = code[: _TEXT_MAX - 3] + "..."
+        return code
+
+    def origin(self, node: cst.CSTNode, by_name: bool = False) -> Origin:
+        return Origin(node, self.text(node), by_name)
+
+    def line(self, node: cst.CSTNode) -> Optional[int]:
+        from ...core.positions import line_of
+
+        return line_of(self.module, node)
+
+    def describe(self, origin: Optional[Origin]) -> str:
+        if origin is None:
+            return "mask"
+        line = self.line(origin.node)
+        where = f"line {line}" if line is not None else "this file"
+        return f"mask from {where} ({origin.text})"
+
+    def source_text(self, origin: Optional[Origin]) -> Optional[str]:
+        if origin is None:
+            return None
+        line = self.line(origin.node)
+        return f"line {line}: {origin.text}" if line is not None else origin.text
+
+    def qualname(self, node, env, scope) -> Optional[str]:
+        try:
+            return self.resolver.qualname(node, env, scope)
+        except RecursionError:  # pragma: no cover
+            return None
+
+    # ----------------------------------------------------------------- entry
+    def at(self, expr: cst.BaseExpression, site: CallSite) -> Mask:
+        """The value of ``expr`` as the call at ``site`` receives it."""
+        return self.eval(expr, At(site.env, site.scope, None, 0))
+
+    def eval(self, node: cst.CSTNode, at: At) -> Mask:
+        if at.depth > MAX_DEPTH:
+            return UNKNOWN_MASK
+        try:
+            return self._eval(node, at.deeper())
+        except RecursionError:  # pragma: no cover - pathological nesting
+            return UNKNOWN_MASK
+
+    def _eval(self, node, at: At) -> Mask:
+        t = type(node)
+        if t is cst.Name:
+            if node.value == "None":
+                return NONE_MASK
+            return self._name(node, at)
+        if t is cst.Attribute:
+            return self._attribute(node, at)
+        if t is cst.Subscript:
+            return self._subscript(node, at)
+        if t is cst.Call:
+            return self._call(node, at)
+        if t is cst.Comparison:
+            if len(node.comparisons) != 1:
+                return UNKNOWN_MASK
+            comp = node.comparisons[0]
+            op = COMPARE_OPS.get(type(comp.operator))
+            if op is None:
+                return UNKNOWN_MASK
+            return self._compare(node.left, op, comp.comparator, node, at)
+        if t is cst.UnaryOperation:
+            if isinstance(node.operator, cst.BitInvert):
+                return self._flip(self.eval(node.expression, at), node, bitwise=True)
+            return UNKNOWN_MASK
+        if t is cst.BinaryOperation:
+            return self._binop(node, at)
+        if t is cst.IfExp:
+            return join(self.eval(node.body, at), self.eval(node.orelse, at))
+        if t is cst.NamedExpr:
+            return self.eval(node.value, at)
+        return UNKNOWN_MASK
+
+    # ----------------------------------------------------------------- names and definitions
+    def _name(self, node: cst.Name, at: At) -> Mask:
+        defs = lookup(node.value, at.env, at.scope)
+        if not defs:
+            return UNKNOWN_MASK
+        for d in defs:
+            changes = self._mutations(d.scope).get(node.value) if d.scope is not None else None
+            if changes and not self._inside_its_one_change(node, changes):
+                return UNKNOWN_MASK  # changed in place: x.fill_(v), x.triu_(1), x[i] = v
+        return join_all([self._def(d, at) for d in defs])
+
+    def _def(self, d: Def, at: At) -> Mask:
+        frame = frame_for(d.scope, at.frame)
+        cacheable = frame is None
+        key = (id(d), self._caller_depth)
+        if cacheable and key in self._def_cache:
+            return self._def_cache[key]
+        guard = (id(d), id(frame))
+        if guard in self._active:
+            return UNKNOWN_MASK
+        self._active.add(guard)
+        try:
+            value = self._def_value(d, At(d.env, d.scope, frame, at.depth))
+        finally:
+            self._active.discard(guard)
+        if cacheable:
+            self._def_cache[key] = value
+        return value
+
+    def _def_value(self, d: Def, at: At) -> Mask:
+        """``at`` is the definition's own place (its env and scope)."""
+        kind = d.kind
+        if kind == "assign":
+            return self.eval(d.node, at)
+        if kind == "unpack":
+            el = unpacked(d)
+            if el is not None:
+                return self.eval(el, at)
+            return self._indexed(d.node, d.index, at)
+        if kind == "param":
+            return self._param(d, at)
+        if kind == "augassign":
+            return self._augassign(d, at)
+        return UNKNOWN_MASK
+
+    def _augassign(self, d: Def, at: At) -> Mask:
+        node: cst.AugAssign = d.node
+        op = type(node.operator)
+        prev = join_all([self._def(p, at) for p in d.extra]) if d.extra else UNKNOWN_MASK
+        other = self.eval(node.value, at)
+        text = self.text(node)
+        if op in (cst.BitAndAssign, cst.BitOrAssign):
+            return combine(prev, other, node, text, "and" if op is cst.BitAndAssign else "or")
+        if op is cst.MultiplyAssign:
+            return combine(prev, other, node, text, "mul")
+        if op is cst.AddAssign and prev.meaning == ADDITIVE and other.meaning == ADDITIVE:
+            return Mask(
+                meaning=ADDITIVE,
+                kind=Kind.ADDITIVE,
+                origin=prev.origin,
+                kind_origin=prev.kind_origin,
+                layout=broadcast(prev.layout, other.layout),
+            )
+        return UNKNOWN_MASK
+
+    def _mutations(self, scope: Scope) -> Dict[str, list]:
+        key = id(scope)
+        found = self._mutation_cache.get(key)
+        if found is None:
+            found = _mutated_names(scope.node)
+            self._mutation_cache[key] = found
+        return found
+
+    def _inside_its_one_change(self, node: cst.Name, changes: list) -> bool:
+        """``mask`` in ``mask.masked_fill_(mask.bool(), v)``: the arguments are
+        read before the change, so they see the value the name had.  Only for a
+        name changed once in its function, by that call, outside any loop."""
+        if len(changes) != 1:
+            return False
+        change, in_loop = changes[0]
+        if in_loop or not isinstance(change, cst.Call):
+            return False
+        inside = self._argument_nodes.get(id(change))
+        if inside is None:
+            inside = {id(n) for a in change.args for n in walk(a)}
+            self._argument_nodes[id(change)] = inside
+        return id(node) in inside
+
+    # ----------------------------------------------------------------- attributes, subscripts
+    def _attribute(self, node: cst.Attribute, at: At) -> Mask:
+        attr = node.attr.value
+        cls = self._self_class(node, at.env, at.scope)
+        if cls is not None:
+            defs = self.resolver.attr_defs(cls, attr)
+            if not defs:
+                return UNKNOWN_MASK
+            return join_all([self._def(d, At(at.env, at.scope, None, at.depth)) for d in defs])
+        if attr in ("T", "mT"):
+            return self._transpose(self.eval(node.value, at), node, two_d=attr == "T")
+        if attr == "data":
+            return self.eval(node.value, at)
+        if attr in TOKENIZER_KEYS:
+            return self._tokenizer(node)
+        return UNKNOWN_MASK
+
+    def _tokenizer(self, node) -> Mask:
+        origin = self.origin(node, by_name=True)
+        return Mask(meaning=KEEP, kind=INT, dtype="int64", origin=origin, kind_origin=origin)
+
+    def _subscript(self, node: cst.Subscript, at: At) -> Mask:
+        key = string_key(node)
+        index = spread_index(node)
+        found = (
+            item(node.value, key, at.env, at.scope)
+            if key is not None
+            else (element(node.value, index, at.env, at.scope) if index is not None else None)
+        )
+        if found is not None:  # args[i] of a tuple, kw["k"] of a dict the code writes out
+            return join_all(
+                [
+                    self.eval(e, At(env, scope, frame_for(scope, at.frame), at.depth))
+                    for e, env, scope in found
+                ]
+            )
+        if key is not None:
+            if key in TOKENIZER_KEYS and not self._is_kwargs(node.value, at):
+                return self._tokenizer(node)
+            if key in TOKENIZER_KEYS:
+                return Mask(meaning=KEEP, origin=self.origin(node, by_name=True))
+            return UNKNOWN_MASK
+        inner = self.eval(node.value, at)
+        if inner.none or not inner.known:
+            return UNKNOWN_MASK
+        layout = index_layout(inner.layout, node.slice)
+        return replace(
+            inner, layout=layout, fill=None, shape_origin=self._shape_origin(inner, layout, node)
+        )
+
+    def _is_kwargs(self, node, at: At) -> bool:
+        if not isinstance(node, cst.Name):
+            return False
+        for d in lookup(node.value, at.env, at.scope):
+            if (
+                d.kind == "param"
+                and isinstance(d.extra, cst.FunctionDef)
+                and d.node is d.extra.params.star_kwarg
+            ):
+                return True
+        return False
+
+    # ----------------------------------------------------------------- operators
+    def _flip(self, inner: Mask, node, bitwise: bool = False, kind: Optional[Kind] = None) -> Mask:
+        if inner.none:
+            return UNKNOWN_MASK
+        if inner.meaning not in (KEEP, IGNORE) and inner.tri is None:
+            return UNKNOWN_MASK
+        if bitwise and inner.kind not in (BOOL, None):
+            return UNKNOWN_MASK  # ~ on an integer mask is bitwise: -1/-2, not a mask
+        tri = tri_complement(inner.tri)
+        meaning = tri_meaning(tri) if inner.tri is not None else flip_meaning(inner.meaning)
+        new_kind = kind if kind is not None else inner.kind
+        origin = Origin(node, self.text(node), by_name=bool(inner.origin and inner.origin.by_name))
+        return Mask(
+            meaning=meaning,
+            kind=new_kind,
+            layout=inner.layout,
+            dtype="bool" if new_kind == BOOL else inner.dtype,
+            tri=tri,
+            origin=origin if meaning else None,
+            kind_origin=(
+                inner.kind_origin if new_kind == inner.kind else Origin(node, self.text(node))
+            ),
+            shape_origin=inner.shape_origin,
+            causal=inner.causal or inner.tri is not None,
+        )
+
+    def _binop(self, node: cst.BinaryOperation, at: At) -> Mask:
+        op = type(node.operator)
+        text = self.text(node)
+        if op in (cst.BitAnd, cst.BitOr):
+            a = self.eval(node.left, at)
+            b = self.eval(node.right, at)
+            return combine(a, b, node, text, "and" if op is cst.BitAnd else "or")
+        if op is cst.Subtract:
+            return self._one_minus(node, at)
+        if op is cst.Multiply:
+            for mask_side, other in ((node.left, node.right), (node.right, node.left)):
+                if self.is_big_negative(other, at):
+                    inner = self.eval(mask_side, at)
+                    if inner.meaning == IGNORE:
+                        return additive(self.origin(node), inner.layout, inner.shape_origin)
+                    if inner.fill == "ones" and inner.meaning is None:
+                        return Mask(fill="neg", layout=inner.layout)  # ones(L, L) * -inf
+                    return UNKNOWN_MASK
+            a = self.eval(node.left, at)
+            b = self.eval(node.right, at)
+            return combine(a, b, node, text, "mul")
+        if op is cst.Add:
+            a = self.eval(node.left, at)
+            b = self.eval(node.right, at)
+            if (
+                ADDITIVE in (a.meaning, b.meaning)
+                and (a.meaning in (ADDITIVE, None) and not a.none)
+                and (b.meaning in (ADDITIVE, None) and not b.none)
+                and a.kind in (ADDITIVE, None)
+                and b.kind in (ADDITIVE, None)
+            ):
+                return additive(self.origin(node), broadcast(a.layout, b.layout), None)
+            return UNKNOWN_MASK
+        return UNKNOWN_MASK
+
+    def _one_minus(self, node: cst.BinaryOperation, at: At) -> Mask:
+        """``1 - m`` / ``1.0 - m`` of a 0/1 mask flips it."""
+        one = self._number(node.left, at)
+        if one in (1, 1.0) and one is not True:
+            inner = self.eval(node.right, at)
+            if inner.kind in (FLOAT01, INT) or (
+                inner.kind is None and inner.meaning in (KEEP, IGNORE) and inner.origin is not None
+            ):
+                is_float = isinstance(one, float) and not isinstance(one, bool)
+                kind = FLOAT01 if is_float or inner.kind == FLOAT01 else inner.kind
+                out = self._flip(inner, node, kind=kind)
+                if is_float and inner.kind == INT:
+                    out = replace(out, dtype="float32", kind_origin=self.origin(node))
+                return out
+        return UNKNOWN_MASK
+
+    # ----------------------------------------------------------------- calls
+    def _call(self, node: cst.Call, at: At) -> Mask:
+        func = node.func
+        qn = None
+        if not (
+            isinstance(func, cst.Attribute)
+            and not isinstance(func.value, (cst.Name, cst.Attribute))
+        ):
+            qn = self.qualname(func, at.env, at.scope)
+        if qn is not None and qn.startswith("torch."):
+            return self._torch_call(qn, node, at)
+        if isinstance(func, cst.Attribute) and qn is None:
+            got = self._method_call(func.attr.value, func.value, node, at)
+            if got is not None:
+                return got
+        found = self.callee(node, at.env, at.scope)
+        if found is not None:
+            return self._helper(found, node, at, None)
+        stored = self.stored_functions(node, at.env, at.scope)
+        if stored is not None:  # self.make = onnx_make if onnxable else make
+            return self._agreed([self._helper((f, 0), node, at, None) for f in stored])
+        project = getattr(self.ctx, "project", None)
+        if project is not None:  # a mask builder in another project file (docs/reach.md)
+            got = project.returned(node, at.env, at.scope, self.text(node.func) + "()")
+            if got is not None:
+                return got
+        return UNKNOWN_MASK
+
+
+def _mutated_names(root: cst.CSTNode) -> Dict[str, list]:
+    """Names changed in place in a function (or module) body, not counting
+    nested functions and classes: ``x.fill_(v)``, ``x.masked_fill_(m, v)``,
+    ``x[i] = v``, ``x[i] += v``; for each, the changing nodes and whether
+    each stands in a loop."""
+    out: Dict[str, list] = {}
+    start = children(root.body) if isinstance(root, cst.FunctionDef) else children(root)
+    stack = [(n, False) for n in start]
+    while stack:
+        n, in_loop = stack.pop()
+        if isinstance(n, (cst.FunctionDef, cst.ClassDef, cst.Lambda)):
+            continue
+        bases = []
+        if isinstance(n, cst.Call) and isinstance(n.func, cst.Attribute):
+            attr = n.func.attr.value
+            if attr.endswith("_") and not attr.endswith("__") and attr not in _HARMLESS_INPLACE:
+                bases.append(_root_of(n.func.value))
+        elif isinstance(n, cst.Assign):
+            bases.extend(
+                _root_of(t.target.value) for t in n.targets if isinstance(t.target, cst.Subscript)
+            )
+        elif isinstance(n, cst.AugAssign) and isinstance(n.target, cst.Subscript):
+            bases.append(_root_of(n.target.value))
+        for base in bases:
+            if base is not None:
+                out.setdefault(base, []).append((n, in_loop))
+        in_loop = in_loop or isinstance(n, _LOOPS)
+        stack.extend((c, in_loop) for c in children(n))
+    return out
+
+
+_LOOPS = (cst.For, cst.While, cst.ListComp, cst.SetComp, cst.DictComp, cst.GeneratorExp)
+
+
+def _root_of(node: cst.CSTNode) -> Optional[str]:
+    """``m`` for ``m``, ``m[...]``, ``m.view(...)``-free chains of subscripts."""
+    while isinstance(node, cst.Subscript):
+        node = node.value
+    return node.value if isinstance(node, cst.Name) else None

@@ -1,0 +1,588 @@
+"""The project files that call into a set of changed files (issue 26).
+
+A pre-commit hook hands ``check`` the files a commit changes.  A broken
+wrapper (a ``~`` removed from a shared mask helper) changes nothing in its
+callers' text, yet their findings change: the hook must check them too.
+``dependents`` finds, under each changed file's project root, the files that
+import it, directly or through a chain of importers (``MAX_HOPS``), read as
+text and resolved like the analysis resolves imports (``files.py``).
+Nothing is imported or run.
+"""
+
+from __future__ import annotations
+
+import ast
+import os
+from typing import Dict, Iterable, List, Optional, Set
+
+from ...core.atomic import read_regular
+from . import chains
+from .files import ProjectFiles, project_root
+
+MAX_HOPS = 3  # importer of an importer of ...: chains are rarely longer
+MAX_FILES = 20_000  # a root with more .py files than this is not scanned
+MAX_BYTES = 2 * 1024 * 1024
+_SKIP_DIRS = {
+    ".git",
+    ".hg",
+    ".svn",
+    "__pycache__",
+    ".tox",
+    ".nox",
+    ".venv",
+    "venv",
+    "build",
+    "dist",
+    "node_modules",
+    ".mypy_cache",
+    ".pytest_cache",
+    ".flake8-mha-cache",
+}
+# the project's .py files, per root, for this process (a flake8 run asks per file)
+_FILES: Dict[str, Optional[List[str]]] = {}
+# per file, by (path, mtime, size): the project files its import lines name
+_IMPORTS: Dict[tuple, frozenset] = {}
+_CONSTRUCTIONS: Dict[tuple, tuple] = {}
+UNKNOWN = "<unknown>"  # an argument whose value is not a literal
+MISSING = "<missing>"  # a parameter the construction does not pass (its default applies)
+
+
+def dependents(changed: Iterable[str]) -> List[str]:
+    """The ``.py`` files of the changed files' projects that import one of them
+    (or an importer of one), sorted, the changed files themselves left out."""
+    targets = {os.path.abspath(p) for p in changed if p.endswith(".py") and os.path.isfile(p)}
+    found: Set[str] = set()
+    by_root: Dict[str, Set[str]] = {}
+    for path in targets:
+        by_root.setdefault(project_root(path), set()).add(path)
+    for root, wanted in by_root.items():
+        importers = _importers(root)
+        if importers is None:
+            continue
+        frontier = set(wanted)
+        seen = set(wanted)
+        for _ in range(MAX_HOPS):
+            nxt = {f for t in frontier for f in importers.get(t, ()) if f not in seen}
+            if not nxt:
+                break
+            seen |= nxt
+            frontier = nxt
+        found |= seen - targets
+    return sorted(os.path.relpath(p) for p in found)
+
+
+def _importers(root: str) -> Optional[Dict[str, Set[str]]]:
+    """``imported file -> the project files that import it``, from each file's
+    import lines (re-read only when a file's size or time changed)."""
+    files = _python_files(root)
+    if files is None:
+        return None
+    out: Dict[str, Set[str]] = {}
+    for path in files:
+        for target in _imported_files(path):
+            out.setdefault(target, set()).add(path)
+    return out
+
+
+def _imported_files(path: str) -> frozenset:
+    try:
+        st = os.stat(path)
+    except OSError:
+        return frozenset()
+    key = (path, st.st_mtime_ns, st.st_size)
+    got = _IMPORTS.get(key)
+    if got is None:
+        got = frozenset(_resolve_imports(path, st.st_size))
+        if len(_IMPORTS) > 50_000:
+            _IMPORTS.clear()
+        _IMPORTS[key] = got
+    return got
+
+
+def _resolve_imports(path: str, size: int) -> Set[str]:
+    if size > MAX_BYTES:
+        return set()
+    try:
+        text = read_regular(path, MAX_BYTES).decode("utf-8", "replace")
+    except OSError:  # a FIFO or a device too (atomic.NotRegular), or over the size
+        return set()
+    files = ProjectFiles(path)
+    package = files.package_of(files.path)
+    out: Set[str] = set()
+    for level, module, names in chains.imported_from(text):
+        for name in names or [None]:
+            dotted = ".".join(p for p in (module, name) if p)
+            loc = files.locate(level, dotted + "._", package) if dotted else None
+            if loc is not None:
+                out.add(os.path.abspath(loc[0]))
+    return out
+
+
+def _python_files(root: str):
+    """The ``.py`` files below a project root (a folder holding packages). A
+    plain folder (a script's, ``$HOME``) is not walked: only its own files."""
+    if root in _FILES:
+        return _FILES[root]
+    out: Optional[List[str]] = []
+    packages = any(
+        os.path.isfile(os.path.join(root, d, "__init__.py"))
+        for d in _listdir(root)
+        if os.path.isdir(os.path.join(root, d))
+    )
+    for here, dirs, names in os.walk(root):
+        if not packages:
+            dirs[:] = []
+        dirs[:] = sorted(d for d in dirs if d not in _SKIP_DIRS and not d.startswith("."))
+        for name in names:
+            if name.endswith(".py"):
+                out.append(os.path.join(here, name))
+                if len(out) > MAX_FILES:
+                    out = None
+                    break
+        if out is None:
+            break
+    if len(_FILES) > 64:
+        _FILES.clear()
+    _FILES[root] = out
+    return out
+
+
+# ------------------------------------------------------ constructions of a class
+
+
+def _listdir(path: str) -> List[str]:
+    try:
+        return sorted(os.listdir(path))
+    except OSError:
+        return []
+
+
+def constructions(
+    path: str, cls: str, params: List[str], own_text: Optional[str] = None, files=None
+):
+    """Every construction of the class ``cls`` (defined in ``path``, its
+    ``__init__`` taking ``params`` after ``self``) in the project: per
+    construction, each parameter's literal value, ``UNKNOWN`` or ``MISSING``.
+    Empty when the class is never built in the project (its callers are
+    outside it); None when the project does not settle it: the class is
+    subclassed, passed around as a value (``partial(Cls, ...)``,
+    ``block=Cls``), or built with a splat.
+    ``own_text``: the linted text of ``path`` (an editor's unsaved buffer).
+    ``files``: ``project_files(path)`` when the caller has it.  Returns (that
+    list or None, the files it read)."""
+    files = files if files is not None else project_files(path)
+    key = (cls, tuple(params), own_text, _states(files))
+    if key not in _CONSTRUCTIONS:
+        if len(_CONSTRUCTIONS) > 256:
+            _CONSTRUCTIONS.clear()
+        _CONSTRUCTIONS[key] = _read_constructions(files, cls, params, own_text), files[1:]
+    return _CONSTRUCTIONS[key]
+
+
+def project_files(path: str) -> List[str]:
+    """``path`` and the project files that import it (``dependents``): where
+    its constructions and calls are looked for."""
+    return [os.path.abspath(path)] + [os.path.abspath(p) for p in dependents([path])]
+
+
+def _states(files: List[str]) -> tuple:
+    """The files as they are now: an answer cached for them holds while none
+    of them changed (an editor's process lives across edits)."""
+    out = []
+    for name in files:
+        try:
+            st = os.stat(name)
+        except OSError:
+            out.append((name, None))
+            continue
+        out.append((name, st.st_mtime_ns, st.st_size))
+    return tuple(out)
+
+
+def _read_constructions(files, cls, params, own_text):
+    out: List[Dict[str, object]] = []
+    for i, name in enumerate(files):
+        if i == 0 and own_text is not None:
+            text = own_text
+        else:
+            try:
+                text = read_regular(name, MAX_BYTES).decode("utf-8", "replace")
+            except OSError:
+                return None
+        if cls not in text:
+            continue
+        try:
+            tree = ast.parse(text)
+        except (SyntaxError, ValueError, RecursionError, MemoryError):
+            return None
+        found = _built_in(tree, cls, params)
+        if found is None:
+            return None
+        out.extend(found)
+    return out
+
+
+def _built_in(tree: ast.Module, cls: str, params: List[str]) -> Optional[List[Dict[str, object]]]:
+    """The constructions of ``cls`` in one file, or None when one of them, or
+    another use of the class, leaves the project's constructions unsettled."""
+    names = {cls}
+    for node in ast.walk(tree):
+        if isinstance(node, ast.ImportFrom):
+            for a in node.names:
+                if a.name == cls and a.asname:
+                    names.add(a.asname)
+    calls: List[ast.Call] = []
+    called = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.ClassDef):
+            if any(_names_class(b, names) for b in node.bases):
+                return None  # a subclass: its own constructions and super() calls
+        elif isinstance(node, ast.Call) and _names_class(node.func, names):
+            calls.append(node)
+            called.add(id(node.func))
+    for node in ast.walk(tree):
+        if isinstance(node, (ast.Name, ast.Attribute)) and _names_class(node, names):
+            if id(node) not in called and isinstance(node.ctx, ast.Load):
+                return None  # passed around as a value: built elsewhere, with anything
+    out = []
+    for call in calls:
+        got: Dict[str, object] = {p: MISSING for p in params}
+        for i, a in enumerate(call.args):
+            if isinstance(a, ast.Starred) or i >= len(params):
+                return None
+            got[params[i]] = _literal(a)
+        for k in call.keywords:
+            if k.arg is None:
+                return None
+            got[k.arg] = _literal(k.value)
+        out.append(got)
+    return out
+
+
+def _names_class(node: ast.AST, names: Set[str]) -> bool:
+    if isinstance(node, ast.Name):
+        return node.id in names
+    return isinstance(node, ast.Attribute) and node.attr in names
+
+
+def _literal(node: ast.AST) -> object:
+    if isinstance(node, ast.Constant) and (
+        node.value is None or type(node.value) in (bool, int, float, str)
+    ):
+        return node.value
+    return UNKNOWN
+
+
+_SIGNATURES: Dict[tuple, object] = {}
+
+
+def init_signature(text: str, cls: str):
+    """(parameters after ``self``, {parameter: literal default}) of the
+    ``__init__`` of the top-level class ``cls`` in ``text``; None when it has
+    none of its own, or takes ``*args``/``**kwargs``."""
+    key = (hash(text), len(text), cls)
+    if key not in _SIGNATURES:
+        if len(_SIGNATURES) > 256:
+            _SIGNATURES.clear()
+        _SIGNATURES[key] = _init_signature(text, cls)
+    return _SIGNATURES[key]
+
+
+def _init_signature(text: str, cls: str):
+    try:
+        tree = ast.parse(text)
+    except (SyntaxError, ValueError, RecursionError, MemoryError):
+        return None
+    for node in tree.body:
+        if isinstance(node, ast.ClassDef) and node.name == cls:
+            for item in node.body:
+                if isinstance(item, ast.FunctionDef) and item.name == "__init__":
+                    args = item.args
+                    if args.vararg or args.kwarg or args.posonlyargs:
+                        return None
+                    params = [a.arg for a in args.args[1:]] + [a.arg for a in args.kwonlyargs]
+                    defaults: Dict[str, object] = {}
+                    pos = args.args[1:]
+                    for a, d in zip(pos[len(pos) - len(args.defaults) :], args.defaults):
+                        defaults[a.arg] = _literal(d)
+                    for a, d in zip(args.kwonlyargs, args.kw_defaults):
+                        if d is not None:
+                            defaults[a.arg] = _literal(d)
+                    return params, defaults
+    return None
+
+
+# ------------------------------------------------------ calls of a function
+
+
+class _Call:
+    """One call in a file, as ``calls`` reads it: its positional arguments and
+    keywords as literals (``UNKNOWN`` otherwise), whether it splats, and where
+    its result goes when it builds something (``("attr", name)`` for
+    ``x.name = C(...)``, ``("name", name)`` for ``name = C(...)``, else None)."""
+
+    __slots__ = ("args", "keywords", "splat", "into")
+
+    def __init__(self, node: ast.Call, into):
+        self.splat = any(isinstance(a, ast.Starred) for a in node.args) or any(
+            k.arg is None for k in node.keywords
+        )
+        self.args = [_literal(a) for a in node.args]
+        self.keywords = {k.arg: _literal(k.value) for k in node.keywords if k.arg is not None}
+        self.into = into
+
+
+class _Index:
+    """What ``calls`` needs of one file, read once: its calls by the name
+    called (``f(...)``) and by the attribute called (``x.f(...)``), the names
+    and attributes read otherwise (passed around: the callers cannot be
+    told), the names used as class bases, and ``from ... import f as g``."""
+
+    __slots__ = ("by_name", "by_attr", "loaded_names", "loaded_attrs", "bases", "aliases")
+
+    def __init__(self, tree: ast.Module):
+        self.by_name: Dict[str, List[_Call]] = {}
+        self.by_attr: Dict[str, List[_Call]] = {}
+        self.loaded_names: Set[str] = set()
+        self.loaded_attrs: Set[str] = set()
+        self.bases: Set[str] = set()
+        self.aliases: Dict[str, Set[str]] = {}
+        into: Dict[int, tuple] = {}
+        funcs: Set[int] = set()
+        for node in ast.walk(tree):
+            if isinstance(node, ast.Assign) and len(node.targets) == 1:
+                target = node.targets[0]
+                if isinstance(target, ast.Attribute):
+                    into[id(node.value)] = ("attr", target.attr)
+                elif isinstance(target, ast.Name):
+                    into[id(node.value)] = ("name", target.id)
+            elif isinstance(node, ast.Call):
+                funcs.add(id(node.func))
+            elif isinstance(node, ast.ClassDef):
+                for b in node.bases:
+                    if isinstance(b, ast.Name):
+                        self.bases.add(b.id)
+                    elif isinstance(b, ast.Attribute):
+                        self.bases.add(b.attr)
+            elif isinstance(node, ast.ImportFrom):
+                for a in node.names:
+                    if a.asname:
+                        self.aliases.setdefault(a.name, set()).add(a.asname)
+        for node in ast.walk(tree):
+            if isinstance(node, ast.Call):
+                func = node.func
+                if isinstance(func, ast.Name):
+                    self.by_name.setdefault(func.id, []).append(_Call(node, into.get(id(node))))
+                elif isinstance(func, ast.Attribute):
+                    self.by_attr.setdefault(func.attr, []).append(_Call(node, into.get(id(node))))
+            elif isinstance(node, ast.Name) and isinstance(node.ctx, ast.Load):
+                if id(node) not in funcs:
+                    self.loaded_names.add(node.id)
+            elif isinstance(node, ast.Attribute) and isinstance(node.ctx, ast.Load):
+                if id(node) not in funcs:
+                    self.loaded_attrs.add(node.attr)
+
+
+_INDEXES: Dict[tuple, Optional[_Index]] = {}
+_CALLS: Dict[tuple, tuple] = {}
+MAX_CALLER_FILES = 400  # more files than this import the callee: its callers are not settled
+
+
+def _index(path: str, own_text: Optional[str]) -> Optional[_Index]:
+    """The file's ``_Index`` (cached by its size and time, or by the text of
+    an unsaved buffer); None when it cannot be read or parsed."""
+    if own_text is not None:
+        key: tuple = ("text", hash(own_text), len(own_text))
+    else:
+        try:
+            st = os.stat(path)
+        except OSError:
+            return None
+        key = (path, st.st_mtime_ns, st.st_size)
+    if key not in _INDEXES:
+        if len(_INDEXES) > 4096:
+            _INDEXES.clear()
+        got: Optional[_Index] = None
+        try:
+            text = own_text
+            if text is None:
+                text = read_regular(path, MAX_BYTES).decode("utf-8", "replace")
+            got = _Index(ast.parse(text))
+        except (OSError, SyntaxError, ValueError, RecursionError, MemoryError):
+            got = None
+        _INDEXES[key] = got
+    return _INDEXES[key]
+
+
+def calls(path: str, key: str, signature, own_text: Optional[str] = None, files=None):
+    """Every call in the project of the function ``key`` of ``path``: a
+    module-level function (``attend``) or the ``forward`` of a module-level
+    class (``Attend.forward``, called through its instances).  Per call, each
+    parameter's literal value, ``UNKNOWN``, or its default when the call
+    leaves it out.  ``signature``: ``function_signature``'s answer;
+    ``files``: ``project_files(path)`` when the caller has it.
+
+    Returns (that list, the files read): the list is empty when nothing in
+    the project calls it (its callers are outside the project), None when a
+    call, or another use, cannot be read: the function (or class) passed
+    around as a value, a call with ``*args``/``**kwargs`` or that does not
+    fit the signature, an instance kept anywhere but in a plain attribute or
+    name (a container, an argument), an instance attribute read other than
+    by calling it, a subclass.  Names are matched as text (an attribute of
+    the same name elsewhere counts as a call too): what cannot be told
+    apart is never settled wrongly, only left unsettled."""
+    files = files if files is not None else project_files(path)
+    cache = (key, repr(signature), own_text, _states(files))
+    if cache not in _CALLS:
+        if len(_CALLS) > 256:
+            _CALLS.clear()
+        _CALLS[cache] = _calls(files, key, signature, own_text)
+    return _CALLS[cache]
+
+
+def _calls(files, key, signature, own_text):
+    if len(files) > MAX_CALLER_FILES:
+        return None, files[1:]
+    indexes = []
+    for i, name in enumerate(files):
+        index = _index(name, own_text if i == 0 else None)
+        if index is None:
+            return None, files[1:]
+        indexes.append(index)
+    if "." in key:
+        found = _instance_calls(indexes, key.split(".")[0])
+    else:
+        found = _function_calls(indexes, key)
+    if found is None:
+        return None, files[1:]
+    out = []
+    for call in found:
+        bound = _bind_literals(call, signature)
+        if bound is None:
+            return None, files[1:]
+        out.append(bound)
+    return out, files[1:]
+
+
+def _names(index: _Index, name: str) -> Set[str]:
+    return {name} | index.aliases.get(name, set())
+
+
+def _function_calls(indexes: List[_Index], name: str) -> Optional[List[_Call]]:
+    found: List[_Call] = []
+    for index in indexes:
+        names = _names(index, name)
+        if names & index.loaded_names or name in index.loaded_attrs or names & index.bases:
+            return None  # passed around (``partial(f)``, ``fn=f``): called elsewhere
+        for n in names:
+            found.extend(index.by_name.get(n, ()))
+        found.extend(index.by_attr.get(name, ()))  # ``module.f(...)``
+    return found
+
+
+def _instance_calls(indexes: List[_Index], cls: str) -> Optional[List[_Call]]:
+    """The calls of the instances of ``cls``: each construction kept in a
+    plain attribute (``self.attn = Cls(...)``) or name, and every call of
+    that attribute or name in the project."""
+    attrs: Set[str] = set()
+    names: Set[str] = set()
+    for index in indexes:
+        own = _names(index, cls)
+        if own & index.loaded_names or cls in index.loaded_attrs or own & index.bases:
+            return None  # passed around or subclassed: built and called elsewhere
+        for n in own:
+            for built in index.by_name.get(n, ()):
+                if built.into is None:
+                    return None  # in a container, an argument, returned: not followed
+                (attrs if built.into[0] == "attr" else names).add(built.into[1])
+        if index.by_attr.get(cls):
+            return None  # ``module.Cls(...)``: not followed
+    found: List[_Call] = []
+    for index in indexes:
+        if attrs & index.loaded_attrs or names & index.loaded_names:
+            return None  # the instance read otherwise than called (``.forward``, a hook)
+        for a in attrs:
+            found.extend(index.by_attr.get(a, ()))
+        for n in names:
+            found.extend(index.by_name.get(n, ()))
+    return found
+
+
+def _bind_literals(call: _Call, signature) -> Optional[Dict[str, object]]:
+    positional, kwonly, defaults, varargs, varkw = signature
+    if call.splat:
+        return None
+    got: Dict[str, object] = {}
+    if len(call.args) > len(positional) and not varargs:
+        return None
+    for name, value in zip(positional, call.args):
+        got[name] = value
+    for name, value in call.keywords.items():
+        if name in got:
+            return None
+        if name not in positional and name not in kwonly:
+            if not varkw:
+                return None
+            continue
+        got[name] = value
+    for name in list(positional) + list(kwonly):
+        if name not in got:
+            if name not in defaults:
+                return None  # a required parameter left out: not a call of this function
+            got[name] = defaults[name]
+    return got
+
+
+_FUNCTION_SIGNATURES: Dict[tuple, object] = {}
+
+
+def function_signature(text: str, key: str):
+    """(positional parameters, keyword-only ones, {parameter: literal
+    default}, takes ``*args``, takes ``**kwargs``) of the module-level
+    function ``key`` of ``text``, or of the ``forward`` of a module-level
+    class (``Cls.forward``, parameters after ``self``); None when it is
+    decorated, defined more than once, or not there."""
+    cache = (hash(text), len(text), key)
+    if cache not in _FUNCTION_SIGNATURES:
+        if len(_FUNCTION_SIGNATURES) > 256:
+            _FUNCTION_SIGNATURES.clear()
+        _FUNCTION_SIGNATURES[cache] = _function_signature(text, key)
+    return _FUNCTION_SIGNATURES[cache]
+
+
+def _function_signature(text: str, key: str):
+    try:
+        tree = ast.parse(text)
+    except (SyntaxError, ValueError, RecursionError, MemoryError):
+        return None
+    body, name, skip = tree.body, key, 0
+    if "." in key:
+        cls, name = key.split(".", 1)
+        classes = [n for n in tree.body if isinstance(n, ast.ClassDef) and n.name == cls]
+        if len(classes) != 1 or classes[0].decorator_list:
+            return None
+        body, skip = classes[0].body, 1
+    defs = [
+        n
+        for n in body
+        if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)) and n.name == name
+    ]
+    if len(defs) != 1 or not isinstance(defs[0], ast.FunctionDef) or defs[0].decorator_list:
+        return None
+    args = defs[0].args
+    if args.posonlyargs:
+        return None
+    pos = args.args[skip:]
+    defaults: Dict[str, object] = {}
+    for a, d in zip(pos[len(pos) - len(args.defaults) :], args.defaults):
+        defaults[a.arg] = _literal(d)
+    for a, d in zip(args.kwonlyargs, args.kw_defaults):
+        if d is not None:
+            defaults[a.arg] = _literal(d)
+    return (
+        tuple(a.arg for a in pos),
+        tuple(a.arg for a in args.kwonlyargs),
+        defaults,
+        args.vararg is not None,
+        args.kwarg is not None,
+    )

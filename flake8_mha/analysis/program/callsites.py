@@ -1,0 +1,726 @@
+"""Calls of the project's own functions, followed at the call site.
+
+A file calls ``attend(q, k, v, mask, is_causal=True)``, defined in this file
+or imported from its project, and ``attend`` hands its parameters to
+``F.scaled_dot_product_attention``.  ``files.py`` finds the file
+``attend`` lives in (never importing or running it) and its summary
+(``summaries.py``): which parameters reach which SDPA argument and through
+what transformation.  Here the call of ``attend`` becomes an SDPA call whose
+arguments are the caller's (``SdpaCall.through`` names the wrapper), so the
+SDPA rules fire at the call site, naming the wrapper's SDPA call.  The same
+summary serves a wrapper of the linted file itself: one mechanism, wherever
+the callee lives.  See docs/reach.md for what is followed and what is not.
+"""
+
+from __future__ import annotations
+
+from typing import Dict, List, Optional, Tuple
+
+import libcst as cst
+
+from ..events import ModuleCall, SdpaCall
+from ..flow import CallSite, DefKind, ScopeKind, import_path, lookup
+from ...core.positions import start_positions
+from ..resolve import Bound
+from ...core.torch_api import BY_NAME, SDPA_NAME, SDPA_QUALNAME, SDPA_SIGNATURE
+from ..values import UNKNOWN, literal
+from . import callers
+from .files import ProjectFiles, decode, module_parts, project_root  # noqa: F401
+from .summaries import RETURNS_VERSION, builder_summary, mask_of
+
+
+class Project(ProjectFiles):
+    """The project around one linted file, and calls of its functions.
+    ``settled``: per class of this file, the ``__init__`` parameters whose
+    value every construction in the project fixes, as the analysis asked
+    (``{cls: {param: (value, constructions)}}``), for the messages."""
+
+    settled: Dict[str, Dict[str, tuple]]
+
+    def own(self, source: str, tree=None) -> None:
+        super().own(source, tree)
+        self.settled = {}
+        self.lambdas: Dict[int, set] = {}  # id(a followed lambda's call) -> its callers' sinks
+        # what the rules asked of the project about parameters, in order:
+        # (BUILT or CALLED, the class or function, the parameter, the answer),
+        # the answer (SETTLED, value, count), (KNOWN, value, count) for a
+        # value every call passes that is not off, (OUTSIDE,) or (OPEN,); the
+        # engine reads the asks each rule made for each finding (its messages)
+        self.asks: List[tuple] = []
+        self._answers: Dict[tuple, tuple] = {}  # (BUILT or CALLED, owner, param) -> (got, answer)
+        self._around: Optional[list] = None  # callers.project_files of this file, once asked
+
+    # -- the call site ------------------------------------------------------------
+    def classify(self, site: CallSite, resolver) -> Optional[SdpaCall]:
+        """The SDPA call a call of a project wrapper amounts to, or None."""
+        try:
+            return self._classify(site, resolver)
+        except (OSError, ValueError, RecursionError):
+            # another file that cannot be read or resolved (a path too long, a
+            # name with a NUL): that call is not followed; the file's own
+            # analysis goes on
+            return None
+
+    def _classify(self, site: CallSite, resolver):
+        found = self._callee(site.node.func, site, resolver)
+        if found is None:
+            return None
+        filename, summary = found
+        args = _bind(summary, site.node)
+        if args is None:
+            return None
+        if not any("." not in sink for sink in summary["reach"]):
+            return self._module_call(site, filename, summary, args)
+        mapped: Dict[str, cst.BaseExpression] = {}
+        for sink_arg, how in summary["reach"].items():
+            if "." in sink_arg:  # a torch module's argument: judged where SDPA is not
+                continue
+            param = how["param"]
+            expr = args.get(param)
+            if expr is None:
+                if param not in summary["defaults"] or summary["defaults"][param] is None:
+                    continue
+                try:
+                    expr = cst.parse_expression(summary["defaults"][param])
+                except cst.ParserSyntaxError:
+                    continue
+            built = _apply(expr, how["ops"])
+            if built is not None:
+                mapped[sink_arg] = built
+        if not mapped:
+            return None
+        bound = Bound.__new__(Bound)
+        bound.args = mapped
+        bound.star = bound.double_star = False
+        bound.positional_count = 0
+        through = {
+            "function": summary["name"],
+            "file": self.relative(summary.get("sink_file", filename)),
+            "line": summary["line"],
+            "params": {k: v["param"] for k, v in summary["reach"].items() if k in mapped},
+        }
+        if summary.get("own_mask"):  # the wrapper masks the scores with its own mask or flag
+            through["own_mask"] = True
+        if summary.get("chain"):  # [[file, function], ...] from the callee down to the sink
+            through["chain"] = [list(step) for step in summary["chain"]]
+        return SdpaCall(site, bound, through)
+
+    def _module_call(self, site, filename, summary, args) -> Optional["WrappedModuleCall"]:
+        """A call of a wrapper whose parameters reach a torch attention
+        module's mask arguments (and no SDPA call): the module call it amounts
+        to, with the caller's masks under the module's argument names."""
+        specs = {sink.split(".", 1)[0] for sink in summary["reach"]}
+        if len(specs) != 1:
+            return None
+        spec = BY_NAME.get(specs.pop())
+        if spec is None:
+            return None
+        mapped: Dict[str, cst.BaseExpression] = {}
+        for sink, how in summary["reach"].items():
+            expr = args.get(how["param"])
+            if expr is None:  # left to its default: a default mask is not judged
+                continue
+            built = _apply(expr, how["ops"])
+            if built is not None:
+                mapped[sink.split(".", 1)[1]] = built
+        if not mapped:
+            return None
+        bound = Bound.__new__(Bound)
+        bound.args = mapped
+        bound.star = bound.double_star = False
+        bound.positional_count = 0
+        through = {
+            "function": summary["name"],
+            "file": self.relative(summary.get("sink_file", filename)),
+            "line": summary["line"],
+            "sink": spec.name,
+            "params": {
+                k.split(".", 1)[1]: v["param"]
+                for k, v in summary["reach"].items()
+                if k.split(".", 1)[1] in mapped
+            },
+        }
+        if summary.get("chain"):
+            through["chain"] = [list(step) for step in summary["chain"]]
+        return WrappedModuleCall(site, spec, [], bound, through)
+
+    def _callee(self, func, site: CallSite, resolver) -> Optional[Tuple[str, dict]]:
+        """The summary a call runs: a function of the project or of this file
+        called by name, or what the object called runs, followed by the
+        resolver to the constructions that made it (``self.attn`` built in
+        ``__init__``, a factory's product, the items of a ``ModuleList`` or
+        ``Sequential`` by index or in a loop, ``getattr(self, f"stage_{i}")``
+        after a ``setattr`` loop): one summary for all of them, or None."""
+        env, scope = site.env, site.scope
+        target = _imported(func, env, scope)
+        if target is not None:
+            return self._function(target, call=True)
+        own = _own_definition(func, env, scope, DefKind.DEF)
+        if own is not None:
+            got = self.effective(self.path, own)
+            return (self.path, got) if got is not None else None
+        method = self._method(func, env, scope, resolver)
+        if method is not None:
+            return method
+
+        lam = self._lambda(func, env, scope, resolver)
+        if lam is not None:
+            return lam
+
+        def leaf(call, env, scope):
+            got = self._built(call, env, scope, resolver)
+            return [got] if got is not None else None
+
+        try:
+            held = resolver.held(func, env, scope, leaf)
+        except RecursionError:  # pragma: no cover - pathological nesting
+            return None
+        if not held or any(got[1] is not held[0][1] for got in held):
+            return None
+        return held[0]
+
+    def _lambda(self, func, env, scope, resolver) -> Optional[Tuple[str, dict]]:
+        """``self.fn = lambda q, k, v, m: attend(q, k, v, m, True)`` then
+        ``self.fn(...)``: the lambda's one call, seen through its callee's
+        summary, with the lambda's parameters in the callee's place."""
+        if isinstance(func, cst.Attribute) and isinstance(func.value, cst.Name):
+            cls = resolver.self_class(func, env, scope)
+            defs = resolver.attr_defs(cls, func.attr.value) if cls is not None else []
+        elif isinstance(func, cst.Name):
+            defs = lookup(func.value, env, scope)
+        else:
+            return None
+        if len(defs) != 1 or defs[0].kind != DefKind.ASSIGN:
+            return None
+        lam = defs[0].node
+        if not isinstance(lam, cst.Lambda) or not isinstance(lam.body, cst.Call):
+            return None
+        params = [p.name.value for p in lam.params.params]
+        if lam.params.star_arg not in (None, cst.MaybeSentinel.DEFAULT) or lam.params.star_kwarg:
+            return None
+        inner = CallSite(lam.body, defs[0].env, defs[0].scope, (), (), None)
+        found = self._callee(lam.body.func, inner, resolver)
+        if found is None:
+            return None
+        filename, summary = found
+        args = _bind(summary, lam.body)
+        if args is None:
+            return None
+        reach, defaults = {}, {}
+        for sink, how in summary["reach"].items():
+            expr = args.get(how["param"])
+            if isinstance(expr, cst.Name) and expr.value in params:
+                reach[sink] = {"param": expr.value, "ops": how["ops"]}
+            elif expr is not None and literal(expr) is not UNKNOWN:
+                name = f"<{sink}>"  # fixed by the lambda: a default no call can change
+                reach[sink] = {"param": name, "ops": how["ops"]}
+                defaults[name] = repr(literal(expr))
+            elif expr is None and how["param"] in summary["defaults"]:
+                name = f"<{sink}>"
+                reach[sink] = {"param": name, "ops": how["ops"]}
+                defaults[name] = summary["defaults"][how["param"]]
+        if not reach:
+            return None
+        # the lambda's own call is judged at the lambda's calls, which see all of it
+        self.lambdas.setdefault(id(lam.body), set()).update(reach)
+        return filename, dict(summary, positional=params, kwonly=[], defaults=defaults, reach=reach)
+
+    def _method(self, func, env, scope, resolver) -> Optional[Tuple[str, dict]]:
+        """``self.helper(...)`` and ``super().forward(...)``: the method of the
+        class (or the first base that defines it) the call runs, when that
+        class is one of this file's top-level classes or is imported from a
+        project file.  None for anything else (then: a module attribute?)."""
+        if not isinstance(func, cst.Attribute):
+            return None
+        name = func.attr.value
+        owner = func.value
+        is_super = (
+            isinstance(owner, cst.Call)
+            and isinstance(owner.func, cst.Name)
+            and owner.func.value == "super"
+            and not owner.args
+        )
+        if is_super:
+            cls = _enclosing_class(scope)
+        elif isinstance(owner, cst.Name):
+            cls = resolver.self_class(func, env, scope)
+        else:
+            return None
+        if cls is None:
+            return None
+        for c in resolver.base_classes(cls)[1 if is_super else 0 :]:
+            if name in c.methods:
+                if c.scope is None or c.scope.kind != ScopeKind.MODULE:
+                    return None
+                got = self.effective(self.path, f"{c.name}.{name}")
+                return (self.path, got) if got is not None else None
+        if is_super or not resolver.attr_defs(cls, name):  # not a module held on self
+            for c in resolver.base_classes(cls):
+                for base in c.base_exprs:  # a base class imported from a project file
+                    target = _imported(base, c.env, c.scope)
+                    loc = self._defined(target) if target is not None else None
+                    if loc is not None:
+                        got = self.effective(loc[0], f"{loc[1]}.{name}")
+                        if got is not None:
+                            return loc[0], got
+        return None
+
+    def _built(self, call, env, scope, resolver=None) -> Optional[Tuple[str, dict]]:
+        """What the object ``call`` builds runs when called: a project class's
+        ``forward``, the function a project factory returns, or what
+        ``functools.partial(f, ...)`` of a project function or of SDPA runs."""
+        if not isinstance(call, cst.Call):
+            return None
+        if resolver is not None and resolver.qualname(call.func, env, scope) == "functools.partial":
+            return self._partial(call, env, scope, resolver)
+        made = _imported(call.func, env, scope)
+        if made is not None:
+            found = self._function(made, call=False)
+        else:
+            name = _own_definition(call.func, env, scope, DefKind.CLASS, DefKind.DEF)
+            if name is None:
+                return None
+            got = self.effective(self.path, name + ".forward") or self.effective(
+                self.path, name + "()"
+            )
+            found = (self.path, got) if got is not None else None
+            if found is None and "." not in name:  # a forward inherited as it is
+                found = self._inherited(self.path, self._own(), name, 0)
+        if found is None or "closure" not in found[1]:
+            return found
+        bound = bind_factory(found[1], call)
+        return (found[0], bound) if bound is not None else None
+
+    def _partial(self, call, env, scope, resolver) -> Optional[Tuple[str, dict]]:
+        """``functools.partial(f, *pre, **kw)``: ``f``'s summary with ``pre``
+        filling its first parameters and ``kw`` its named ones, as defaults the
+        later call can override by keyword.  A bound value that is not a
+        literal makes the sinks it reaches unknown (left out)."""
+        if not call.args or call.args[0].keyword is not None or call.args[0].star:
+            return None
+        inner = call.args[0].value
+        if resolver.qualname(inner, env, scope) == SDPA_QUALNAME:
+            found = (self.path, self._sdpa_summary(call))
+        else:
+            target = _imported(inner, env, scope)
+            own = _own_definition(inner, env, scope, DefKind.DEF)
+            if target is not None:
+                found = self._function(target, call=True)
+            elif own is not None:
+                got = self.effective(self.path, own)
+                found = (self.path, got) if got is not None else None
+            else:
+                found = None
+        if found is None:
+            return None
+        filename, summary = found
+        positional = list(summary["positional"])
+        defaults = dict(summary["defaults"])
+        bound: Dict[str, cst.BaseExpression] = {}
+        for a in call.args[1:]:
+            if a.star:
+                return None
+            if a.keyword is None:
+                if not positional:
+                    return None
+                bound[positional.pop(0)] = a.value
+            else:
+                bound[a.keyword.value] = a.value
+        reach = dict(summary["reach"])
+        for param, expr in bound.items():
+            value = literal(expr)
+            if value is UNKNOWN or not (value is None or type(value) in (bool, int, float)):
+                reach = {k: v for k, v in reach.items() if v["param"] != param}
+            else:
+                defaults[param] = repr(value)
+        if not reach:
+            return None
+        return filename, dict(summary, positional=positional, defaults=defaults, reach=reach)
+
+    def _sdpa_summary(self, call) -> dict:
+        """SDPA itself as a summary (for ``partial(F.scaled_dot_product_attention,
+        ...)``): each of its mask and flag parameters reaches itself; its line
+        is the ``partial`` call's."""
+        names = list(SDPA_SIGNATURE.names)
+        line = 0
+        if self.module is not None:
+            line = start_positions(self.module, [call])[id(call)][0]
+        return {
+            "name": SDPA_NAME,
+            "line": line,
+            "positional": names,
+            "kwonly": [],
+            "defaults": {"attn_mask": "None", "dropout_p": "0.0", "is_causal": "False"},
+            "reach": {n: {"param": n, "ops": []} for n in ("attn_mask", "dropout_p", "is_causal")},
+            "varargs": False,
+            "varkw": False,
+        }
+
+    # -- constants from other files ------------------------------------------------
+    def imported_constant(self, stmt: cst.ImportFrom, name: str):
+        """``(value,)`` of the module-level constant ``name`` that the import
+        statement ``stmt`` brings from a project file (``from .config import
+        WIDTH``), or None.  Asked by ``values.py`` only for a value a rule
+        needs, so a file's other imports cost nothing."""
+        if isinstance(stmt.names, cst.ImportStar):
+            return None
+        for alias in stmt.names:
+            bound = alias.asname.name if alias.asname is not None else alias.name
+            if isinstance(bound, cst.Name) and bound.value == name:
+                break
+        else:
+            return None
+        dotted = import_path(alias.name)
+        if "." in dotted:
+            return None
+        base = import_path(stmt.module) if stmt.module is not None else ""
+        try:
+            loc = self._defined((len(stmt.relative), f"{base}.{dotted}".lstrip(".")))
+            table = self.constants(loc[0]) if loc else {}
+        except (OSError, ValueError, RecursionError):
+            return None
+        return (table[loc[1]],) if loc and loc[1] in table else None
+
+    def constructed(self, cls: str, param: str):
+        """``(value,)`` when every construction of this file's class ``cls`` in
+        the project passes the same literal for its ``__init__`` parameter
+        ``param`` (a construction that leaves it out passes the literal
+        default), else None: also when the class is never built in the project
+        (its callers are outside it: the ask says so), subclassed or passed
+        around."""
+        if not self.files or self._own_source is None:
+            return None
+        asked = (BUILT, cls, param)
+        if asked not in self._answers:
+            self._answers[asked] = self._constructed(cls, param)
+        got, answer = self._answers[asked]
+        if answer is None:
+            return None
+        self.asks.append(asked + (answer,))
+        if got is not None:
+            self.settled.setdefault(cls, {})[param] = (got[0], answer[2])
+        return got
+
+    def _constructed(self, cls: str, param: str):
+        signature = callers.init_signature(self._own_source, cls)
+        if signature is None or param not in signature[0]:
+            return None, None
+        params, defaults = signature
+        try:
+            built, read = callers.constructions(
+                self.path, cls, params, self._own_source, self._project_files()
+            )
+        except (OSError, ValueError, RecursionError):
+            return None, None
+        for filename in read:  # the cached findings now depend on these files
+            self.depend(filename)
+        got = _one_value(built, param, defaults)
+        return got, _answer(built, got)
+
+    def _project_files(self) -> list:
+        """The files where this file's constructions and calls are looked for,
+        found once per analysis (a walk of the project's imports)."""
+        if self._around is None:
+            self._around = callers.project_files(self.path)
+        return self._around
+
+    def called(self, key: str, param: str):
+        """``(value,)`` when every call in the project of this file's function
+        ``key`` (``attend``, or ``Attend.forward``: the calls of Attend's
+        instances) leaves its parameter ``param`` off: ``None``, ``False`` or
+        0, passed as a literal or left at that default.  None otherwise: also
+        when a call or another use of it cannot be read (``callers.calls``),
+        and when nothing in the project calls it (its callers are outside
+        it: the ask says so).  Only an off value is settled: a value that
+        switches something on is judged at each call that passes it."""
+        if not self.files or self._own_source is None:
+            return None
+        asked = (CALLED, key, param)
+        if asked not in self._answers:
+            self._answers[asked] = self._called(key, param)
+        got, answer = self._answers[asked]
+        if answer is not None:
+            self.asks.append(asked + (answer,))
+        return got
+
+    def _called(self, key: str, param: str):
+        signature = callers.function_signature(self._own_source, key)
+        if signature is None or param not in signature[0] + signature[1]:
+            return None, None
+        try:
+            found, read = callers.calls(
+                self.path, key, signature, self._own_source, self._project_files()
+            )
+        except (OSError, ValueError, RecursionError):
+            return None, None
+        for filename in read:
+            self.depend(filename)
+        got = _one_value(found, param, signature[2])
+        answer = _answer(found, got)
+        if got is not None and not _off(got[0]):
+            # known, not settled: the rules judge it at each call; the confirmer's
+            # witness runs with it (engine._from_callers)
+            answer, got = (KNOWN,) + answer[1:], None
+        return got, answer
+
+    # -- return values: mask builders in other files --------------------------------
+    def returned(self, call: cst.Call, env, scope, text: str):
+        """The mask a call of a project function in another file returns
+        (``make_pad_mask(lens)`` with ``make_pad_mask`` imported), as a
+        ``masks.Mask`` whose origins are ``call`` and name the other file's
+        place; None when that function is not a mask builder the analysis
+        understands with its parameters unknown."""
+        try:
+            return self._returned(call, env, scope, text)
+        except (OSError, ValueError, RecursionError):
+            return None
+
+    def _returned(self, call: cst.Call, env, scope, text: str):
+        target = _imported(call.func, env, scope)
+        if target is None:
+            return None
+        loc = self._defined(target)
+        if loc is None:
+            return None
+        filename, name = loc
+        if "." in name:
+            return None  # a method: its self is the caller's object
+
+        def built(data: bytes) -> dict:
+            try:
+                return builder_summary(decode(data), name)
+            except (SyntaxError, UnicodeDecodeError, LookupError, cst.ParserSyntaxError):
+                return {}
+
+        valid = lambda got: isinstance(got, dict)  # noqa: E731
+        got = self._kept(filename, (str(RETURNS_VERSION), name), valid, built)
+        if not got:
+            return None
+        return mask_of(got, call, f"{text} -> {self.relative(filename)}:{got['line']}")
+
+
+BUILT, CALLED = "built", "called"
+OUTSIDE, OPEN, SETTLED, KNOWN = "outside", "open", "settled", "known"
+
+
+def _one_value(found, param: str, defaults: dict) -> Optional[tuple]:
+    """``(value,)`` when every entry of ``found`` (per construction or call,
+    parameter -> literal) gives ``param`` the same literal, else None."""
+    values = set()
+    for entry in found or ():
+        value = entry.get(param, callers.MISSING)
+        if value == callers.MISSING:
+            if param not in defaults:
+                return None
+            value = defaults[param]
+        if value == callers.UNKNOWN:
+            return None
+        values.add((type(value), value))
+    if len(values) != 1:
+        return None
+    return (values.pop()[1],)
+
+
+def _answer(found, got) -> tuple:
+    if found is not None and not found:
+        return (OUTSIDE,)
+    if got is None:
+        return (OPEN,)
+    return (SETTLED, got[0], len(found))
+
+
+def _off(value) -> bool:
+    return value is None or value is False or (type(value) in (int, float) and value == 0)
+
+
+def _imported(node, env, scope, depth: int = 0) -> Optional[Tuple[int, str]]:
+    """(relative level, dotted name) of what an imported name (or an attribute
+    of an imported module) is, read from the import statement itself."""
+    if depth > 8:
+        return None
+    if isinstance(node, cst.Attribute):
+        base = _imported(node.value, env, scope, depth + 1)
+        if base is None:
+            return None
+        return base[0], (base[1] + "." if base[1] else "") + node.attr.value
+    if not isinstance(node, cst.Name):
+        return None
+    defs = lookup(node.value, env, scope)
+    if len(defs) != 1 or defs[0].kind != DefKind.IMPORT:
+        return None
+    stmt = defs[0].node
+    if isinstance(stmt, cst.ImportFrom) and not isinstance(stmt.names, cst.ImportStar):
+        module = import_path(stmt.module) if stmt.module is not None else ""
+        for alias in stmt.names:
+            bound = alias.asname.name if alias.asname is not None else alias.name
+            if isinstance(bound, cst.Name) and bound.value == node.value:
+                name = import_path(alias.name)
+                return len(stmt.relative), (module + "." if module else "") + name
+        return None
+    if isinstance(stmt, cst.Import):
+        for alias in stmt.names:
+            full = import_path(alias.name)
+            if alias.asname is not None:
+                bound = alias.asname.name
+                if isinstance(bound, cst.Name) and bound.value == node.value:
+                    return 0, full
+            elif full.split(".")[0] == node.value:
+                return 0, node.value
+    return None
+
+
+def _enclosing_class(scope):
+    """The ``ClassInfo`` of the class whose method holds ``scope``."""
+    while scope is not None and scope.kind != ScopeKind.FUNCTION:
+        scope = scope.parent
+    if scope is None or scope.parent is None or scope.parent.kind != ScopeKind.CLASS:
+        return None
+    return scope.parent.cls
+
+
+def _own_definition(node, env, scope, *kinds) -> Optional[str]:
+    """The name of the module-level ``def`` or ``class`` of the linted file a
+    name means (one definition, of one of ``kinds``), else None."""
+    if not isinstance(node, cst.Name):
+        return None
+    defs = lookup(node.value, env, scope)
+    if len(defs) != 1:
+        return None
+    d = defs[0]
+    if d.kind not in kinds or d.scope is None or d.scope.kind != ScopeKind.MODULE:
+        return None
+    name = getattr(d.node, "name", None)
+    return name.value if isinstance(name, cst.Name) else None
+
+
+def bind_factory(summary: dict, call: cst.Call) -> Optional[dict]:
+    """The product of a factory call (``make_attn(0.1)``): ``summary`` (the
+    returned function's) with the factory's parameters it reads fixed to what
+    this call passes, or to the factory's defaults, as defaults no call of
+    the product can change.  A sink reached by a closure parameter whose
+    value is not a literal here is left out (unknown)."""
+    factory = summary["closure"]
+    args = _bind({**factory, "varargs": False, "varkw": False}, call)
+    if args is None:
+        return None
+    defaults = dict(summary["defaults"])
+    unknown = set()
+    for param in factory["params"]:
+        expr = args.get(param)
+        if expr is None:
+            value = factory["defaults"].get(param)
+            if value is None:
+                unknown.add(param)
+            else:
+                defaults[param] = value
+            continue
+        value = literal(expr)
+        if value is UNKNOWN or not (value is None or type(value) in (bool, int, float)):
+            unknown.add(param)
+        else:
+            defaults[param] = repr(value)
+    reach = {k: v for k, v in summary["reach"].items() if v["param"] not in unknown}
+    if not reach:
+        return None
+    out = {k: v for k, v in summary.items() if k != "closure"}
+    out.update(defaults=defaults, reach=reach)
+    return out
+
+
+def _bind(summary: dict, call: cst.Call) -> Optional[Dict[str, cst.BaseExpression]]:
+    """The caller's argument for each parameter it passes; None behind a splat
+    or when the call does not fit the signature."""
+    positional, kwonly = summary["positional"], summary["kwonly"]
+    out: Dict[str, cst.BaseExpression] = {}
+    i = 0
+    for a in call.args:
+        if a.star:
+            return None
+        if a.keyword is None:
+            if i >= len(positional):
+                if summary.get("varargs"):
+                    continue  # into the wrapper's *args
+                return None
+            out[positional[i]] = a.value
+            i += 1
+        else:
+            name = a.keyword.value
+            if name in out:
+                return None
+            if name not in positional and name not in kwonly:
+                if summary.get("varkw"):
+                    continue  # into the wrapper's **kwargs
+                return None
+            out[name] = a.value
+    return out
+
+
+def _apply(expr: cst.BaseExpression, ops: list) -> Optional[cst.BaseExpression]:
+    """The caller's argument with the wrapper's transformations applied
+    (``None`` stays ``None``: a wrapper that transforms a mask it may be
+    given as None guards it, or fails loudly)."""
+    if isinstance(expr, cst.Name) and expr.value == "None":
+        return expr
+    for step in ops:
+        kind = step[0]
+        if kind == "invert":
+            expr = cst.UnaryOperation(cst.BitInvert(), _paren(expr))
+        elif kind == "index":
+            try:
+                template = cst.parse_expression(f"_[{step[1]}]")
+            except cst.ParserSyntaxError:
+                return None
+            expr = template.with_changes(value=_paren(expr))
+        elif kind in ("bool", "unsqueeze"):
+            args = [cst.Arg(cst.Integer(str(step[1])))] if kind == "unsqueeze" else []
+            if kind == "unsqueeze" and step[1] < 0:
+                args = [cst.Arg(cst.parse_expression(str(step[1])))]
+            expr = cst.Call(cst.Attribute(_paren(expr), cst.Name(kind)), args)
+        else:
+            return None
+    return expr
+
+
+def _paren(expr: cst.BaseExpression) -> cst.BaseExpression:
+    if isinstance(expr, (cst.Name, cst.Attribute, cst.Call, cst.Subscript)) or expr.lpar:
+        return expr
+    return expr.with_changes(lpar=[cst.LeftParen()], rpar=[cst.RightParen()])
+
+
+class WrappedModuleCall(ModuleCall):
+    """A call of a project wrapper that hands its parameters to a torch
+    attention module's mask arguments (``SelfAttn.forward(x, pad)`` ->
+    ``self.mha(x, x, x, key_padding_mask=pad)``): the module call, with the
+    caller's arguments.  Only the rules that judge a mask by its value alone
+    (``CODES``) look at it: the module's construction, layout and result
+    are the wrapper's own, judged where the wrapper calls it."""
+
+    __slots__ = ("through",)
+    CODES = frozenset({"MHA003", "MHA004"})
+
+    def __init__(self, site, spec, instances, args, through):
+        super().__init__(site, spec, instances, args)
+        self.through = through
+
+
+def annotate(report, ev):
+    """A rule's report on an SDPA call reached through a wrapper names the
+    wrapper's SDPA call (message and evidence ``through``); others unchanged."""
+    through = getattr(ev, "through", None)
+    if through is None:
+        return report
+    name = through["function"]
+    shown = f"the function {name} returns" if name.endswith("()") else name + "()"
+    if through.get("chain"):
+        shown = " -> ".join(_called(step[1]) for step in through["chain"])
+    sink = f"{through['sink']}'s {', '.join(through['params'])}" if "sink" in through else SDPA_NAME
+    report.message += (
+        f"; the call reaches {sink} at {through['file']}:{through['line']} through {shown}"
+    )
+    report.evidence["through"] = dict(through)
+    return report
+
+
+def _called(name: str) -> str:
+    """How a chain names one function: ``Block.forward()``, ``make_attention()()``."""
+    return name + "()"

@@ -1,0 +1,217 @@
+"""The forms a wrapper takes beyond a plain function, read with ``ast`` for
+``summaries.py``: a factory's product that reads the factory's parameters
+(closures), a ``functools.partial`` bound at module level, and a method that
+hands its parameters to a torch attention module it holds
+(``self.mha(x, x, x, key_padding_mask=pad)``)."""
+
+from __future__ import annotations
+
+import ast
+import re
+from typing import Dict, Optional, Tuple
+
+from ...core.torch_api import BY_NAME, SDPA_NAME, SDPA_SIGNATURE, module_spec
+from .chains import dotted_name, statements
+
+# the torch attention modules a wrapper may hold, and their mask arguments as sinks of a
+# summary (``"MultiheadAttention.key_padding_mask"``) beside SDPA's
+WRAPPED = tuple(name for name in sorted(BY_NAME) if name != "Transformer")  # not the whole model
+MODULE_SINKS = tuple(f"{name}.{arg}" for name in WRAPPED for arg in BY_NAME[name].mask_args)
+# a construction of a torch module class a wrapper may hold
+MODULE_WORDS = re.compile(r"\b(?:" + "|".join(WRAPPED) + r")\s*\(")
+
+
+def names_a_sink(text: str) -> bool:
+    """The text screen of a file that may hold a wrapper: it names SDPA, or
+    builds a torch attention module (``nn.MultiheadAttention(...)``)."""
+    return SDPA_NAME in text or MODULE_WORDS.search(text) is not None
+
+
+def partial_names(tree: ast.Module) -> Tuple[set, set]:
+    """(names bound to ``functools.partial``, names bound to ``functools``)."""
+    direct, modules = set(), set()
+    for node in statements(tree):
+        if isinstance(node, ast.ImportFrom) and node.module == "functools" and not node.level:
+            direct.update(a.asname or a.name for a in node.names if a.name == "partial")
+        elif isinstance(node, ast.Import):
+            modules.update(a.asname or a.name for a in node.names if a.name == "functools")
+    return direct, modules
+
+
+def add_partials(tree: ast.Module, out: Dict[str, dict], is_sdpa) -> None:
+    """``causal = functools.partial(F.scaled_dot_product_attention, is_causal=True)``
+    or ``partial(attend, ...)`` of a summarised function of the file, bound
+    once at module level: a summary of its own under that name, so that
+    another file's ``causal(q, k, v, attn_mask=m)`` is followed as the
+    function it stands for (the twin of ``callsites.Project._partial`` for
+    the linted file).  ``is_sdpa``: whether an expression names SDPA."""
+    names, modules = partial_names(tree)
+    if not (names or modules):
+        return
+    assigned: Dict[str, int] = {}
+    for node in tree.body:
+        for target in getattr(node, "targets", ()):
+            if isinstance(target, ast.Name):
+                assigned[target.id] = assigned.get(target.id, 0) + 1
+    for node in tree.body:
+        if not (
+            isinstance(node, ast.Assign)
+            and len(node.targets) == 1
+            and isinstance(node.targets[0], ast.Name)
+            and assigned[node.targets[0].id] == 1
+            and node.targets[0].id not in out
+            and isinstance(node.value, ast.Call)
+            and node.value.args
+            and not isinstance(node.value.args[0], ast.Starred)
+        ):
+            continue
+        call = node.value
+        func = dotted_name(call.func)
+        if func is None:
+            continue
+        head, _, attr = func.partition(".")
+        if not (func in names or (attr == "partial" and head in modules)):
+            continue
+        inner = call.args[0]
+        if is_sdpa(inner):
+            base = {
+                "line": call.lineno,
+                "positional": list(SDPA_SIGNATURE.names),
+                "kwonly": [],
+                "defaults": {"attn_mask": "None", "dropout_p": "0.0", "is_causal": "False"},
+                "reach": {
+                    n: {"param": n, "ops": []} for n in ("attn_mask", "dropout_p", "is_causal")
+                },
+                "varargs": False,
+                "varkw": False,
+            }
+        elif isinstance(inner, ast.Name) and isinstance(out.get(inner.id), dict):
+            base = dict(out[inner.id])
+            if "." in inner.id or "closure" in base:
+                continue
+        else:
+            continue
+        got = bind_partial(base, call)
+        if got is not None:
+            got["name"] = node.targets[0].id
+            out[got["name"]] = got
+
+
+def bind_partial(summary: dict, call: ast.Call) -> Optional[dict]:
+    """``summary`` with the ``partial`` call's arguments bound: positional
+    ones fill the first parameters, keywords become defaults a later call
+    may override; a bound value that is not a plain constant makes the sinks
+    it reaches unknown (left out)."""
+    positional = list(summary["positional"])
+    defaults = dict(summary["defaults"])
+    reach = dict(summary["reach"])
+    bound: Dict[str, ast.AST] = {}
+    for a in call.args[1:]:
+        if isinstance(a, ast.Starred) or not positional:
+            return None
+        bound[positional.pop(0)] = a
+    for k in call.keywords:
+        if k.arg is None or (k.arg not in positional and k.arg not in summary["kwonly"]):
+            return None
+        bound[k.arg] = k.value
+    for param, expr in bound.items():
+        if isinstance(expr, ast.Constant) and (
+            expr.value is None or type(expr.value) in (bool, int, float)
+        ):
+            defaults[param] = repr(expr.value)
+        else:
+            reach = {k: v for k, v in reach.items() if v["param"] != param}
+    if not reach and not summary.get("edges"):
+        return None
+    return dict(summary, positional=positional, defaults=defaults, reach=reach)
+
+
+def torch_names(tree: ast.Module) -> Dict[str, str]:
+    """Local name -> the torch module it is (``nn`` -> ``torch.nn``), and the
+    attention module classes imported by name (``MultiheadAttention`` ->
+    ``torch.nn.MultiheadAttention``)."""
+    out: Dict[str, str] = {}
+    for node in statements(tree):
+        if isinstance(node, ast.Import):
+            for a in node.names:
+                if a.name == "torch" or a.name.startswith("torch."):
+                    out[a.asname or a.name.split(".")[0]] = a.name if a.asname else "torch"
+        elif isinstance(node, ast.ImportFrom) and not node.level and node.module:
+            if node.module == "torch" or node.module.startswith("torch."):
+                for a in node.names:
+                    out[a.asname or a.name] = f"{node.module}.{a.name}"
+    return out
+
+
+def torch_modules(attrs: Dict[str, str], torch_names: Dict[str, str]) -> Dict[str, str]:
+    """``self.<attr>`` -> the torch attention module class name it holds."""
+    out = {}
+    for attr, ctor in attrs.items():
+        head, _, rest = ctor.partition(".")
+        base = torch_names.get(head)
+        if base is None:
+            continue
+        spec = module_spec(base + ("." + rest if rest else ""))
+        if spec is not None:
+            out[attr] = spec.name
+    return out
+
+
+def positional_self(func) -> Optional[str]:
+    """The name a method calls its instance (``self``)."""
+    args = func.args.posonlyargs + func.args.args
+    return args[0].arg if args else None
+
+
+def module_calls(others, held: Dict[str, str], self_name: Optional[str]):
+    """The calls ``self.<attr>(...)`` of a held torch attention module: (call, spec)."""
+    out = []
+    for call in others:
+        f = call.func
+        if (
+            self_name
+            and isinstance(f, ast.Attribute)
+            and isinstance(f.value, ast.Name)
+            and f.value.id == self_name
+            and f.attr in held
+        ):
+            out.append((call, BY_NAME[held[f.attr]]))
+    return out
+
+
+def module_arguments(call: ast.Call, spec) -> Dict[str, ast.AST]:
+    """The mask arguments of one module call, by name (none behind a splat)."""
+    if any(isinstance(a, ast.Starred) for a in call.args) or any(
+        k.arg is None for k in call.keywords
+    ):
+        return {}
+    names = spec.forward.names
+    got = {names[i]: a for i, a in enumerate(call.args) if i < len(names)}
+    got.update({k.arg: k.value for k in call.keywords})
+    return {k: v for k, v in got.items() if k in spec.mask_args}
+
+
+def closure_params(factory, func, params: set) -> set:
+    """The factory's named parameters the product may read as they are: not
+    shadowed by the product's own parameters, and never rebound in the
+    factory's body (``p = p or 0.1``, a ``nonlocal``)."""
+    fargs = factory.args
+    outer = {a.arg for a in fargs.posonlyargs + fargs.args + fargs.kwonlyargs} - params
+    for n in ast.walk(factory):
+        if isinstance(n, ast.Name) and not isinstance(n.ctx, ast.Load):
+            outer.discard(n.id)
+        elif isinstance(n, ast.Nonlocal):
+            outer.difference_update(n.names)
+    return outer
+
+
+def inherits_forward(cls: ast.ClassDef, own_attrs) -> list:
+    """The bases (as written: ``"Attention"``, ``"layers.Attention"``) of a
+    class that runs a base's ``forward`` as it is: it defines no method but
+    perhaps ``__init__``, and that holds no module of its own (``own_attrs``,
+    ``chains.class_attrs``), so what the base's ``forward`` calls on ``self``
+    is what the base holds.  Empty for any other class."""
+    methods = {n.name for n in cls.body if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef))}
+    if not cls.bases or own_attrs or not methods <= {"__init__"}:
+        return []
+    return [name for name in map(dotted_name, cls.bases) if name is not None]

@@ -1,0 +1,738 @@
+"""Summaries of a project file's attention wrappers, read with Python's ``ast``
+(the file is never imported): per function, method and factory-made nested
+function, which parameters reach which SDPA argument and through what
+transformation.  ``files.py`` and ``callsites.py`` find the files and uses the summaries at the
+call sites; docs/reach.md says what a summary holds and what is not followed.
+"""
+
+from __future__ import annotations
+
+import ast
+import bisect
+import re
+from typing import Dict, List, Optional, Tuple
+
+from ...core.torch_api import SDPA_NAME, SDPA_QUALNAME, SDPA_SIGNATURE, canonical
+from . import chains, forms
+from .chains import dotted_name, own_nodes, statements
+
+SUMMARY_VERSION = 8
+REEXPORTS = "@reexports"  # the key of an __init__'s re-exports in its summary table
+IMPORTS = "@imports"  # the file's imports, where the callees its edges name live
+ATTRS = "@attrs"  # per class, what kind of module each self.<attr> holds (chains.py)
+BASES = "@bases"  # per class that only inherits its forward: its bases, as written
+MAX_FILE_BYTES = 2 * 1024 * 1024
+# the SDPA arguments a wrapper's parameter may reach (the ones the rules read)
+SINK_ARGS = ("attn_mask", "dropout_p", "is_causal", "key", "value")
+_SDPA_POSITIONS = SDPA_SIGNATURE.names
+
+
+# --------------------------------------------------------------------------- summaries
+
+
+def summarise(
+    source: str, package_init: bool = False, screen: bool = True, tree: Optional[ast.Module] = None
+) -> Dict[str, dict]:
+    """``{"attend": {...}, "Attn.forward": {...}, "make_attention()": {...}}``:
+    per function (``name``), method (``Class.method``) and factory's returned
+    nested function (``name()``), what reaches SDPA.  Functions that reach no
+    SDPA argument are left out.  A package's ``__init__.py`` (``package_init``)
+    also lists what it re-exports from the project (``from .attention import
+    Attention``) under ``REEXPORTS``: ``{name: [level, dotted]}``.
+
+    ``screen``: skip what cannot call SDPA, by its text.  Every spelling of an
+    SDPA call holds the word ``scaled_dot_product_attention`` (``F.`` and
+    ``torch._C._nn.`` paths end with it, a direct import names it), or, for
+    ``from ... import scaled_dot_product_attention as sdpa``, the local name:
+    a file without the word has no wrapper (only its re-exports are read), and
+    a function whose lines hold neither is not summarised.  Inside torch's own
+    tree, where ``import torch`` is a project import, this spares reading
+    hundreds of modules (tests/test_summaries_screen.py: the same tables with
+    and without)."""
+    mentions = SDPA_NAME in source
+    holds_modules = forms.MODULE_WORDS.search(source) is not None
+    if (
+        screen
+        and not mentions
+        and not holds_modules
+        and not _RELATIVE_IMPORT.search(source)
+        and not chains.imports_project_code(source)
+    ):
+        return {}  # no wrapper, no import of what may be one, no re-export (relative)
+    if tree is None:  # ``tree``: the ``ast`` of exactly ``source``, when the caller has it
+        try:
+            tree = ast.parse(source)
+        except (SyntaxError, ValueError, RecursionError, MemoryError):
+            return {}
+    out: Dict[str, dict] = {}
+    if package_init:
+        found = _reexports(tree)
+        if found:
+            out[REEXPORTS] = found
+    sdpa_names = _sdpa_names(tree)
+    direct = mentions and bool(sdpa_names[0] or sdpa_names[1])
+    may_call = _lines_naming(source, {SDPA_NAME, *sdpa_names[0]}) if screen and direct else None
+    torch_names = forms.torch_names(tree) if holds_modules else {}
+    attrs: Dict[str, Dict[str, str]] = {}
+    for node in tree.body:
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            calls = direct and (may_call is None or _spans(may_call, node))
+            _add(out, node.name, node, False, sdpa_names, calls)
+            inner = _returned_function(node)
+            if inner is not None:
+                _add(out, node.name + "()", inner, False, sdpa_names, calls, factory=node)
+        elif isinstance(node, ast.ClassDef):
+            own = chains.class_attrs(node)
+            if own:
+                attrs[node.name] = own
+            held = forms.torch_modules(own, torch_names) if holds_modules and own else {}
+            bases = forms.inherits_forward(node, own)
+            if bases:
+                out.setdefault(BASES, {})[node.name] = bases
+            for item in node.body:
+                if isinstance(item, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                    calls = direct and (may_call is None or _spans(may_call, item))
+                    key = f"{node.name}.{item.name}"
+                    _add(out, key, item, True, sdpa_names, calls, own, node.name, held=held)
+    forms.add_partials(
+        tree, out, lambda e: direct and _is_sdpa(ast.Call(func=e, args=[], keywords=[]), sdpa_names)
+    )
+    imported = chains.imports(tree)
+    changed = True
+    while changed:  # an edge stays while its callee may reach a sink: a fixpoint
+        changed = False
+        for key in [k for k in out if not k.startswith("@")]:
+            got = out[key]
+            edges = got.get("edges", ())
+            kept = [e for e in edges if chains.may_reach(e, got, imported, attrs, out)]
+            if len(kept) != len(edges):
+                changed = True
+                if kept:
+                    got["edges"] = kept
+                else:
+                    got.pop("edges")
+                    if not got["reach"]:
+                        del out[key]
+    if (
+        BASES in out
+    ):  # a base that may have a forward reaching a sink: this file's, or the project's
+        kept = {
+            cls: [b for b in bases if chains.may_be_project_class(b, imported, out)]
+            for cls, bases in out[BASES].items()
+        }
+        out[BASES] = {cls: bases for cls, bases in kept.items() if bases}
+        if not out[BASES]:
+            del out[BASES]
+    if BASES in out or any(v.get("edges") for k, v in out.items() if not k.startswith("@")):
+        out[IMPORTS] = imported
+        if attrs:
+            out[ATTRS] = attrs
+    return out
+
+
+# ``from .x import y`` / ``from .. import y``, also across a backslash continuation
+_RELATIVE_IMPORT = re.compile(r"\bfrom[ \t\f\\\r\n]+\.")
+
+
+def _lines_naming(source: str, words) -> List[int]:
+    """The (1-based, sorted) numbers of the lines that hold one of ``words`` as
+    an identifier."""
+    found = re.compile(r"\b(?:" + "|".join(map(re.escape, sorted(words))) + r")\b")
+    source = source.replace("\r\n", "\n").replace("\r", "\n")  # as the tokenizer counts lines
+    out: List[int] = []
+    line = 1
+    at = 0
+    for m in found.finditer(source):
+        line += source.count("\n", at, m.start())
+        at = m.start()
+        if not out or out[-1] != line:
+            out.append(line)
+    return out
+
+
+def _spans(lines: List[int], node: ast.AST) -> bool:
+    """Whether one of ``lines`` falls within ``node``'s."""
+    i = bisect.bisect_left(lines, node.lineno)
+    return i < len(lines) and lines[i] <= (node.end_lineno or node.lineno)
+
+
+def _reexports(tree: ast.Module) -> Dict[str, list]:
+    """Names a package's ``__init__`` binds by relative import, at its top
+    level (also inside a top-level ``if``/``try``)."""
+    return {name: got for name, got in chains.imports(tree).items() if got[0]}
+
+
+def _add(
+    out, name, func, method, sdpa_names, calls=True, attrs=None, cls=None, factory=None, held=None
+) -> None:
+    got = _function_summary(func, method, sdpa_names, calls, attrs or {}, factory, held)
+    if got is not None and cls is not None:
+        got["cls"] = cls
+    if got is not None:
+        got["name"] = name
+        out[name] = got
+
+
+def _sdpa_names(tree: ast.Module) -> Tuple[set, set]:
+    """(names bound to SDPA itself, names bound to torch.nn.functional or torch)."""
+    direct, modules = set(), set()
+    for node in statements(tree):
+        if isinstance(node, ast.ImportFrom) and node.module and not node.level:
+            for a in node.names:
+                full = f"{node.module}.{a.name}"
+                if canonical(full) == SDPA_QUALNAME:
+                    direct.add(a.asname or a.name)
+                elif full in ("torch.nn.functional", "torch.nn", "torch._C._nn"):
+                    modules.add((a.asname or a.name, full))
+        elif isinstance(node, ast.Import):
+            for a in node.names:
+                if a.name.split(".")[0] == "torch":
+                    if a.asname:
+                        modules.add((a.asname, a.name))
+                    else:
+                        modules.add(("torch", "torch"))
+    return direct, modules
+
+
+def _is_sdpa(call: ast.Call, sdpa_names) -> bool:
+    direct, modules = sdpa_names
+    func = call.func
+    if isinstance(func, ast.Name):
+        return func.id in direct
+    text = dotted_name(func)
+    if text is None or not text.endswith("." + SDPA_NAME):
+        return False
+    head, _, rest = text.partition(".")
+    for local, full in modules:
+        if head == local:
+            return canonical(f"{full}.{rest}") == SDPA_QUALNAME
+    return False
+
+
+def _returned_function(func) -> Optional[ast.FunctionDef]:
+    """The nested function a factory returns (``def call(...): ...; return call``)."""
+    nested = {
+        n.name: n for n in func.body if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef))
+    }
+    if not nested:
+        return None
+    found = None
+    for n in ast.walk(func):
+        if isinstance(n, ast.Return) and n.value is not None:
+            if isinstance(n.value, ast.Name) and n.value.id in nested:
+                if found is not None and found is not nested[n.value.id]:
+                    return None
+                found = nested[n.value.id]
+    return found
+
+
+def _function_summary(
+    func, method: bool, sdpa_names, direct=True, attrs=None, factory=None, held=None
+) -> Optional[dict]:
+    """What one function's parameters reach: ``reach`` through its own SDPA
+    calls (``direct``: the function's text may hold one), ``edges`` through
+    its calls of other functions and modules (``chains.py``), with what the
+    composition of both at use needs to settle them (``settle``).
+
+    ``factory``: the function that returns ``func`` (``def make(p): def
+    run(q, k, v): ... dropout_p=p ...; return run``).  Its parameters that
+    ``func`` reads as they are (neither ``func`` nor the factory rebinds
+    them) reach the sinks too; they are listed under ``closure`` with the
+    factory's signature, and only the factory's call binds them
+    (``callsites.bind_factory``): a call of the product cannot pass them.
+
+    ``held``: ``self.<attr>`` -> the torch attention module it holds (a
+    method's class); a parameter that reaches such a module's mask argument
+    (``self.mha(x, x, x, key_padding_mask=pad)``) reaches the sink
+    ``"MultiheadAttention.key_padding_mask"``."""
+    args = func.args
+    # *args/**kwargs parameters take what the named ones do not: only named
+    # parameters are followed (an SDPA call given **kwargs is not described)
+    positional = [a.arg for a in args.posonlyargs + args.args]
+    if method:
+        deco = {dotted_name(d) for d in func.decorator_list}
+        if "staticmethod" in deco or not positional:
+            return None
+        positional = positional[1:]
+    kwonly = [a.arg for a in args.kwonlyargs]
+    params = set(positional) | set(kwonly)
+    if not params:
+        return None
+    defaults = _defaults(args, method)
+    closure = forms.closure_params(factory, func, params) if factory is not None else set()
+    # one walk of the function's own nodes gathers all a summary reads
+    calls: List[ast.Call] = []  # SDPA's
+    others: List[ast.Call] = []  # every other call: the edges' candidates
+    loops: List[ast.For] = []
+    stores: Dict[str, List[ast.AST]] = {}
+    tests: List[ast.AST] = []
+    training = False
+    for n in own_nodes(func):
+        t = type(n)
+        if t is ast.Call:
+            if direct and _is_sdpa(n, sdpa_names):
+                calls.append(n)
+            else:
+                others.append(n)
+        elif t is ast.Attribute:
+            if n.attr == "training":
+                training = True
+        elif t in _STORING:
+            for x in ast.walk(n):
+                if type(x) is ast.Name and type(x.ctx) is ast.Store:
+                    stores.setdefault(x.id, []).append(n)
+            if t is ast.For:
+                loops.append(n)
+        elif t is ast.NamedExpr:
+            stores.setdefault(n.target.id, []).append(n)
+        elif t in _TESTING:
+            tests.append(n.test)
+    reads = params | (closure - set(stores))  # a closure name the product rebinds is its own
+    edges = []
+    if others:
+        edges = chains.edges(others, loops, attrs or {}, lambda e: _reach(e, reads, stores, 0))
+    modules = (
+        forms.module_calls(others, held, method and forms.positional_self(func)) if held else []
+    )
+    if not calls and not edges and not modules:
+        return None
+    reached: Dict[str, dict] = {}
+    line = None
+    own_mask = False  # some SDPA call masks its scores with what no parameter gives
+    for i, call in enumerate(calls):
+        here = {}
+        for name, expr in _sdpa_arguments(call).items():
+            if name in SINK_ARGS:
+                got = _reach(expr, reads, stores, 0)
+                if got is not None:
+                    here[name] = got
+                elif name in ("attn_mask", "is_causal") and not _none_or_false(expr):
+                    own_mask = True
+        if i == 0:
+            reached, line = here, call.lineno
+        else:  # several SDPA calls: keep what every one of them agrees on
+            reached = {k: v for k, v in reached.items() if here.get(k) == v}
+    module_reach: Dict[str, dict] = {}
+    for i, (call, spec) in enumerate(modules):
+        here = {}
+        for name, expr in forms.module_arguments(call, spec).items():
+            got = _reach(expr, reads, stores, 0)
+            if got is not None:
+                here[f"{spec.name}.{name}"] = got
+        if i == 0:
+            module_reach = here
+            line = line if line is not None else call.lineno
+        else:  # several calls of the module: what every one agrees on
+            module_reach = {k: v for k, v in module_reach.items() if here.get(k) == v}
+    reached.update(module_reach)
+    out = {
+        "line": line,
+        "positional": positional,
+        "kwonly": kwonly,
+        "defaults": {k: v for k, v in defaults.items() if k in params},
+        "reach": reached,
+        "varargs": args.vararg is not None,
+        "varkw": args.kwarg is not None,
+        "rebound": sorted(params & set(stores)),
+        "related": _related_pairs(tests, params),
+        "training": training,
+    }
+    if own_mask:
+        out["own_mask"] = True
+    if edges:
+        out["edges"] = edges
+    used = sorted(reads - params)
+    if used:
+        fargs = factory.args
+        out["closure"] = {
+            "params": used,
+            "positional": [a.arg for a in fargs.posonlyargs + fargs.args],
+            "kwonly": [a.arg for a in fargs.kwonlyargs],
+            "defaults": _defaults(fargs, False),
+        }
+    settle(out["reach"], out)
+    if not out["reach"] and not edges:
+        return None
+    return out
+
+
+_STORING = (ast.Assign, ast.AnnAssign, ast.AugAssign, ast.For, ast.With)
+_TESTING = (ast.If, ast.While, ast.IfExp, ast.Assert)
+
+
+def settle(reached: Dict[str, dict], summary: dict) -> None:
+    """Drop, in place, what a function decides itself: ``is_causal`` when a
+    guard or a fold-and-clear relates it to the mask (its flag parameter
+    rebound, or tested together with the mask parameter), ``dropout_p`` when
+    the function reads ``.training``."""
+    mask = reached.get("attn_mask", {}).get("param")
+    flag = reached.get("is_causal", {}).get("param")
+    rebound = summary.get("rebound", ())
+    if flag is not None and (
+        flag in rebound
+        or (mask is not None and (mask in rebound or [mask, flag] in summary.get("related", ())))
+    ):
+        reached.pop("is_causal")  # a guard or fold-and-clear relates the pair: the wrapper's
+    if summary.get("training"):
+        reached.pop("dropout_p", None)  # dropout gated on self.training inside
+
+
+def _related_pairs(tests: List[ast.AST], params: set) -> List[list]:
+    """Every ordered pair of parameters one test reads together (an
+    ``assert``, an ``if``)."""
+    out = set()
+    for t in tests:
+        names = sorted({n.id for n in ast.walk(t) if isinstance(n, ast.Name)} & params)
+        out.update((a, b) for a in names for b in names if a != b)
+    return [list(p) for p in sorted(out)]
+
+
+def _defaults(args: ast.arguments, method: bool) -> Dict[str, Optional[str]]:
+    """Parameter -> the default's source when it is a plain constant (None when
+    it has another default); parameters without a default are absent."""
+    out: Dict[str, Optional[str]] = {}
+    pos = args.posonlyargs + args.args
+    for a, d in zip(pos[len(pos) - len(args.defaults) :], args.defaults):
+        out[a.arg] = _const(d)
+    for a, d in zip(args.kwonlyargs, args.kw_defaults):
+        if d is not None:
+            out[a.arg] = _const(d)
+    return out
+
+
+def _const(node: ast.AST) -> Optional[str]:
+    if isinstance(node, ast.Constant) and isinstance(node.value, (bool, int, float, type(None))):
+        return repr(node.value)
+    return None
+
+
+def _sdpa_arguments(call: ast.Call) -> Dict[str, ast.AST]:
+    out = {}
+    for i, a in enumerate(call.args):
+        if isinstance(a, ast.Starred):
+            return {}
+        if i < len(_SDPA_POSITIONS):
+            out[_SDPA_POSITIONS[i]] = a
+    for k in call.keywords:
+        if k.arg is None:
+            return {}
+        out[k.arg] = k.value
+    return out
+
+
+def _reach(expr: ast.AST, params: set, stores, depth: int) -> Optional[dict]:
+    """``{"param": name, "ops": [...]}`` when ``expr`` is a parameter, unchanged
+    or through transformations the rules know; None otherwise."""
+    if depth > 8:
+        return None
+    if isinstance(expr, ast.Name):
+        defs = stores.get(expr.id)
+        if expr.id in params and not defs:
+            return {"param": expr.id, "ops": []}
+        if expr.id not in params and defs and len(defs) == 1:
+            d = defs[0]
+            if (
+                isinstance(d, ast.Assign)
+                and len(d.targets) == 1
+                and isinstance(d.targets[0], ast.Name)
+            ):
+                return _reach(d.value, params, stores, depth + 1)
+        return None
+    op = _op(expr)
+    if op is None:
+        return None
+    inner, step = op
+    got = _reach(inner, params, stores, depth + 1)
+    if got is None:
+        return None
+    got["ops"] = got["ops"] + [step] if step else got["ops"]
+    return got
+
+
+def _op(expr: ast.AST) -> Optional[Tuple[ast.AST, Optional[list]]]:
+    """(operand, step) for a transformation a summary can describe."""
+    if isinstance(expr, ast.UnaryOp) and isinstance(expr.op, ast.Invert):
+        return expr.operand, ["invert"]
+    if isinstance(expr, ast.Subscript):
+        sl = expr.slice
+        items = sl.elts if isinstance(sl, ast.Tuple) else [sl]
+        if all(_broadcast_item(i) for i in items) and any(_is_none(i) for i in items):
+            text = ", ".join(ast.unparse(i) for i in items)
+            return expr.value, ["index", text]
+        return None
+    if not isinstance(expr, ast.Call) or expr.keywords:
+        return None
+    func = expr.func
+    if isinstance(func, ast.Attribute) and dotted_name(func) in (
+        "torch.logical_not",
+        "torch.bitwise_not",
+    ):
+        if len(expr.args) == 1:
+            return expr.args[0], ["invert"]
+        return None
+    if not isinstance(func, ast.Attribute):
+        return None
+    name, args = func.attr, expr.args
+    if name in ("logical_not", "bitwise_not") and not args:
+        return func.value, ["invert"]
+    if name == "bool" and not args:
+        return func.value, ["bool"]
+    if name == "unsqueeze" and len(args) == 1 and _small_int(args[0]) is not None:
+        return func.value, ["unsqueeze", _small_int(args[0])]
+    if name == "to" and len(args) == 1 and isinstance(args[0], ast.Attribute):
+        if args[0].attr == "device":
+            return func.value, None  # moved, unchanged
+        if dotted_name(args[0]) == "torch.bool":
+            return func.value, ["bool"]
+    return None
+
+
+def _small_int(node: ast.AST) -> Optional[int]:
+    if isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.USub):
+        v = _small_int(node.operand)
+        return None if v is None else -v
+    if isinstance(node, ast.Constant) and type(node.value) is int and abs(node.value) < 8:
+        return node.value
+    return None
+
+
+def _none_or_false(node: ast.AST) -> bool:
+    return isinstance(node, ast.Constant) and node.value in (None, False)
+
+
+def _is_none(node: ast.AST) -> bool:
+    return isinstance(node, ast.Constant) and node.value is None
+
+
+def _broadcast_item(node: ast.AST) -> bool:
+    if _is_none(node) or (isinstance(node, ast.Constant) and node.value is Ellipsis):
+        return True
+    return isinstance(node, ast.Slice) and node.lower is node.upper is node.step is None
+
+
+def valid_table(table) -> bool:
+    """A summary table as ``summarise`` makes it (one read from disk may not be)."""
+    if not isinstance(table, dict):
+        return False
+    for name, s in table.items():
+        if name in (REEXPORTS, IMPORTS):
+            if not isinstance(s, dict) or not all(
+                isinstance(v, list) and len(v) == 2 and type(v[0]) is int and isinstance(v[1], str)
+                for v in s.values()
+            ):
+                return False
+            continue
+        if name == BASES:
+            if not isinstance(s, dict) or not all(
+                isinstance(v, list) and all(isinstance(b, str) for b in v) for v in s.values()
+            ):
+                return False
+            continue
+        if name == ATTRS:
+            if not isinstance(s, dict) or not all(
+                isinstance(v, dict) and all(isinstance(c, str) for c in v.values())
+                for v in s.values()
+            ):
+                return False
+            continue
+        if not isinstance(s, dict) or not isinstance(name, str):
+            return False
+        edges = s.get("edges", [])
+        if not (
+            (isinstance(s.get("line"), int) or (s.get("line") is None and edges))
+            and isinstance(s.get("name"), str)
+            and isinstance(s.get("positional"), list)
+            and isinstance(s.get("kwonly"), list)
+            and all(isinstance(p, str) for p in s["positional"] + s["kwonly"])
+            and isinstance(s.get("defaults"), dict)
+            and all(v is None or isinstance(v, str) for v in s["defaults"].values())
+            and isinstance(s.get("reach"), dict)
+            and type(s.get("varargs", False)) is bool
+            and type(s.get("varkw", False)) is bool
+            and isinstance(edges, list)
+        ):
+            return False
+        for arg, how in s["reach"].items():
+            if (arg not in SINK_ARGS and arg not in forms.MODULE_SINKS) or not _valid_reach(how):
+                return False
+        for e in edges:
+            if not (
+                isinstance(e, dict)
+                and isinstance(e.get("callee"), list)
+                and len(e["callee"]) == 2
+                and all(isinstance(c, str) for c in e["callee"])
+                and isinstance(e.get("pos"), dict)
+                and isinstance(e.get("kw"), dict)
+                and all(_valid_reach(r) for r in [*e["pos"].values(), *e["kw"].values()])
+            ):
+                return False
+    return True
+
+
+def _valid_reach(how) -> bool:
+    """``{"param": name, "ops": [...]}`` with known steps."""
+    if not isinstance(how, dict):
+        return False
+    if not isinstance(how.get("param"), str) or not isinstance(how.get("ops"), list):
+        return False
+    for step in how["ops"]:
+        if not isinstance(step, list) or not step or step[0] not in _OPS:
+            return False
+        if step[0] == "index" and not (len(step) == 2 and isinstance(step[1], str)):
+            return False
+        if step[0] == "unsqueeze" and not (len(step) == 2 and type(step[1]) is int):
+            return False
+    return True
+
+
+_OPS = ("invert", "index", "bool", "unsqueeze")
+
+
+# --------------------------------------------------------------------------- mask builders
+
+RETURNS_VERSION = 1
+_MASK_FIELDS = ("meaning", "kind", "dtype", "fill")
+
+
+def builder_summary(source: str, name: str) -> dict:
+    """What the top-level function ``name`` of a file returns, as the mask
+    analysis sees it with every parameter unknown (``{}`` when nothing is
+    known): ``def make_pad_mask(lengths): return arange(...)[None, :] >=
+    lengths[:, None]`` is an ignore padding mask whatever ``lengths`` is.
+    Each return path is evaluated in the file it is written in (its own
+    helpers and constants are followed, its parameters are not), and the
+    paths are joined.  Small JSON, cached by the file's bytes and ``name``."""
+    import libcst as cst
+
+    from ..flow import FlowPass
+    from ..masks import At, MaskEvaluator, join_all
+    from ..masks.calls import Frame, falls_off_end, is_generator
+    from ..masks.domain import NONE_MASK
+    from ..resolve import Resolver
+
+    module = cst.parse_module(source)
+    func = None
+    for stmt in module.body:
+        if isinstance(stmt, cst.FunctionDef) and stmt.name.value == name:
+            func = stmt  # the last definition wins, as at import time
+        elif func is not None and _rebinds(stmt, name):
+            return {}  # ``make_mask = other(make_mask)``: not the function read here
+    if func is None or func.asynchronous is not None or is_generator(func):
+        return {}
+    if any(_decorator_name(d.decorator) not in _SAME_RESULT for d in func.decorators):
+        return {}  # a decorator may change what a call returns
+    flow = FlowPass()
+    flow.run(module)
+    fscope = flow.functions.get(id(func))
+    if fscope is None or not fscope.returns:
+        return {}
+    ev = MaskEvaluator(_FileContext(module, flow, Resolver(flow)))
+    params = func.params
+    names = [p.name.value for p in (*params.posonly_params, *params.params, *params.kwonly_params)]
+    frame = Frame(func, fscope, dict.fromkeys(names), {}, None, None)
+    values = [ev.eval(expr, At(renv, fscope, frame, 0)) for expr, renv in fscope.returns]
+    if falls_off_end(func):
+        values.append(NONE_MASK)
+    m = join_all(values)
+    if m.none or not m.known:
+        return {}
+    out: dict = {k: (None if getattr(m, k) is None else str(getattr(m, k))) for k in _MASK_FIELDS}
+    out["layout"] = list(m.layout) if m.layout is not None else None
+    out["tri"] = list(m.tri) if m.tri is not None else None
+    out["causal"] = bool(m.causal)
+    out["by_name"] = bool(m.origin is not None and m.origin.by_name)
+    origin = m.origin or m.kind_origin or m.shape_origin
+    out["source"] = ev.text(origin.node) if origin is not None else None
+    line = ev.line(origin.node) if origin is not None else None
+    out["line"] = line if line is not None else ev.line(func)
+    out["name"] = name
+    return out
+
+
+# decorators that keep what the function returns
+_SAME_RESULT = {"lru_cache", "cache", "no_grad", "inference_mode", "script", "compile", "wraps"}
+
+
+def _decorator_name(node) -> str:
+    import libcst as cst
+
+    if isinstance(node, cst.Call):
+        node = node.func
+    if isinstance(node, cst.Attribute):
+        return node.attr.value
+    return node.value if isinstance(node, cst.Name) else ""
+
+
+def _rebinds(stmt, name: str) -> bool:
+    """Whether a top-level statement may bind ``name`` again (an assignment,
+    an import, a class, anything compound that could hold one)."""
+    import libcst as cst
+
+    if isinstance(stmt, cst.SimpleStatementLine):
+        for small in stmt.body:
+            if isinstance(small, (cst.Assign, cst.AnnAssign, cst.AugAssign)):
+                targets = (
+                    [t.target for t in small.targets]
+                    if isinstance(small, cst.Assign)
+                    else [small.target]
+                )
+                if any(name in _names(t) for t in targets):
+                    return True
+            elif isinstance(small, (cst.Import, cst.ImportFrom)):
+                code = cst.Module([]).code_for_node(small)
+                if name in code:
+                    return True
+        return False
+    if isinstance(stmt, cst.ClassDef):
+        return stmt.name.value == name
+    if isinstance(stmt, cst.FunctionDef):
+        return False
+    return name in cst.Module([]).code_for_node(stmt)  # if/try/for at top level
+
+
+def _names(target) -> set:
+    import libcst as cst
+
+    if isinstance(target, cst.Name):
+        return {target.value}
+    if isinstance(target, (cst.Tuple, cst.List)):
+        out: set = set()
+        for el in target.elements:
+            out |= _names(el.value)
+        return out
+    return set()
+
+
+class _FileContext:
+    """What the mask evaluator reads of a file (the engine's Context, minus the rules)."""
+
+    def __init__(self, module, flow, resolver):
+        self.module = module
+        self.flow = flow
+        self.resolver = resolver
+        self.analyses: dict = {}
+        self.project = None  # the other file's own imports are not followed
+
+
+def mask_of(summary: dict, call, text: str):
+    """The ``masks.Mask`` a call of a summarised builder gives; every origin
+    is the call (its line in the linted file), its text names the builder's place."""
+    from ..masks.domain import Kind, Mask, Meaning, Origin
+
+    origin = Origin(call, f"{text}: {summary.get('source')}", bool(summary.get("by_name")))
+    meaning = Meaning(summary["meaning"]) if summary.get("meaning") else None
+    kind = Kind(summary["kind"]) if summary.get("kind") else None
+    layout = tuple(summary["layout"]) if summary.get("layout") else None
+    tri = tuple(summary["tri"]) if summary.get("tri") else None
+    return Mask(
+        meaning=meaning,
+        kind=kind,
+        layout=layout,
+        dtype=summary.get("dtype"),
+        tri=tri,
+        fill=summary.get("fill"),
+        origin=origin if meaning is not None else None,
+        kind_origin=origin if kind is not None else None,
+        shape_origin=origin if layout is not None else None,
+        causal=bool(summary.get("causal")),
+    )

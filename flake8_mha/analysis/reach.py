@@ -1,0 +1,318 @@
+"""Module identity through the containers and accessors real code uses
+(issue 14), for ``Resolver.held``:
+
+* the submodules torch builds inside a module: ``transformer.encoder`` /
+  ``.decoder`` of an ``nn.Transformer`` built here without a custom one, and
+  ``.layers`` of a ``TransformerEncoder``/``Decoder`` (copies of the layer it
+  was given, or of the layer an ``nn.Transformer`` builds);
+* the values of an ``nn.ModuleDict`` built from a dict literal or ``dict(k=...)``;
+* one element of ``zip(...)`` / ``enumerate(...)`` in a ``for`` target;
+* ``getattr(self, f"stage_{i}_x")`` matched against the ``setattr(self,
+  f"stage_{i}_x", ...)`` calls of its class: same literal parts, no other
+  dynamic ``setattr`` and no plain attribute the template could name.
+
+Every helper answers None (unknown) when unsure.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any, Callable, List, Optional, Tuple
+
+import libcst as cst
+
+from ..core import torch_api
+from .flow import Env
+from .tree import walk
+
+Resolver = Any  # resolve.Resolver (which imports this module)
+Leaf = Callable
+
+MODULE_DICT = "torch.nn.ModuleDict"
+# (owner class, attribute) -> the class torch builds there
+_SUBMODULES = {
+    ("Transformer", "encoder"): torch_api.TRANSFORMER_ENCODER,
+    ("Transformer", "decoder"): torch_api.TRANSFORMER_DECODER,
+}
+_CUSTOM = {"encoder": "custom_encoder", "decoder": "custom_decoder"}
+_LAYER_OF = {
+    "TransformerEncoder": torch_api.TRANSFORMER_ENCODER_LAYER,
+    "TransformerDecoder": torch_api.TRANSFORMER_DECODER_LAYER,
+}
+Template = Tuple[Optional[str], ...]  # literal parts; None for a placeholder
+
+
+def _plain_torch(res: Resolver, node, env: Env, scope, depth: int):
+    """The torch instances ``node`` holds, each built here by a direct call of
+    the torch class (no subclass), or None."""
+    got = res.held(node, env, scope, res.torch_leaf, depth + 1)
+    if not got or any(i.subclass is not None or i.ctor is None for i in got):
+        return None
+    return got
+
+
+def submodule(
+    res: Resolver, node: cst.Attribute, env: Env, scope, leaf: Leaf, depth: int
+) -> Optional[list]:
+    """``<transformer>.encoder`` / ``.decoder``: the module torch built there."""
+    if leaf != res.torch_leaf or node.attr.value not in _CUSTOM:
+        return None
+    owners = _plain_torch(res, node.value, env, scope, depth)
+    if not owners:
+        return None
+    out = []
+    for inst in owners:
+        spec = _SUBMODULES.get((inst.spec.name, node.attr.value))
+        if spec is None or inst.init_args().maybe_given(_CUSTOM[node.attr.value]):
+            return None
+        out.append(type(inst)(spec, None, None, False))
+    return out
+
+
+def layers(
+    res: Resolver, node: cst.Attribute, env: Env, scope, leaf: Leaf, depth: int
+) -> Optional[list]:
+    """``<encoder>.layers``: the layers a TransformerEncoder/Decoder holds."""
+    if leaf != res.torch_leaf or node.attr.value != "layers":
+        return None
+    # an instance without a construction call here is one ``submodule`` gave:
+    # built by nn.Transformer (a subclass with its own __init__ is unknown)
+    value = node.value
+    owners = res.held(value, env, scope, leaf, depth + 1)
+    if not owners or any(i.subclass is not None for i in owners):
+        return None
+    built_by_transformer = (
+        isinstance(value, cst.Attribute)
+        and value.attr.value in _CUSTOM
+        and submodule(res, value, env, scope, leaf, depth + 1) is not None
+    )
+    out: list = []
+    for inst in owners:
+        layer_spec = _LAYER_OF.get(inst.spec.name)
+        if layer_spec is None:
+            return None
+        if inst.ctor is None:  # built by nn.Transformer from its own arguments, or unknown
+            if not built_by_transformer:
+                return None
+            out.append(type(inst)(layer_spec, None, None, False))
+            continue
+        given = inst.init_args().get(inst.spec.init.names[0])
+        if given is None:
+            return None
+        site = res.site_of.get(id(inst.ctor.node))
+        got = res.held(given, site.env, site.scope, leaf, depth + 1) if site else None
+        if not got or any(g.spec is not layer_spec for g in got):
+            return None
+        out.extend(got)
+    return out
+
+
+def module_dict_values(
+    res: Resolver, call: cst.Call, env: Env, scope, leaf: Leaf, depth: int
+) -> Optional[list]:
+    """The modules an ``nn.ModuleDict({...})`` / ``nn.ModuleDict(dict(k=...))`` holds."""
+    if res.qualname(call.func, env, scope) != MODULE_DICT:
+        return None
+    if not call.args:
+        return []  # filled by item assignment: the caller does not see those, so unknown
+    if len(call.args) != 1 or call.args[0].keyword is not None or call.args[0].star:
+        return None
+    arg = call.args[0].value
+    values: List[cst.BaseExpression] = []
+    if isinstance(arg, cst.Dict):
+        for el in arg.elements:
+            if not isinstance(el, cst.DictElement):
+                return None
+            values.append(el.value)
+    elif (
+        isinstance(arg, cst.Call)
+        and res.qualname(arg.func, env, scope) == "builtins.dict"
+        and all(a.keyword is not None for a in arg.args)
+    ):
+        values = [a.value for a in arg.args]
+    else:
+        return None
+    out: list = []
+    for v in values:
+        got = res.held(v, env, scope, leaf, depth + 1)
+        if not got:
+            return None
+        out.extend(got)
+    return out
+
+
+def for_element(
+    res: Resolver, iterable, index: Tuple[int, ...], env: Env, scope, leaf: Leaf, depth: int
+) -> Optional[list]:
+    """What the ``for`` target part at ``index`` holds, walking ``enumerate``/``zip``."""
+    if not index:
+        return res.held_elements(iterable, env, scope, leaf, depth + 1)
+    if not isinstance(iterable, cst.Call) or any(a.star for a in iterable.args):
+        return None
+    qn = res.qualname(iterable.func, env, scope)
+    first, rest = index[0], index[1:]
+    args = iterable.args
+    if (
+        qn == "builtins.enumerate"
+        and first == 1
+        and args
+        and args[0].keyword is None
+        and len(args) <= 2
+    ):  # enumerate(m), enumerate(m, 1), enumerate(m, start=1)
+        return for_element(res, args[0].value, rest, env, scope, leaf, depth + 1)
+    if qn == "builtins.zip":
+        positional = [a for a in args if a.keyword is None]
+        if (
+            first < len(positional)
+            and len(positional) + 1 >= len(args)
+            and all(a.keyword is None or a.keyword.value == "strict" for a in args)
+        ):
+            return for_element(res, positional[first].value, rest, env, scope, leaf, depth + 1)
+    return None
+
+
+# getattr / setattr with a name template ------------------------------------------
+
+
+def template(node: cst.BaseExpression) -> Optional[Template]:
+    if isinstance(node, cst.SimpleString):
+        try:
+            value = node.evaluated_value
+        except Exception:
+            return None
+        return (value,) if isinstance(value, str) else None
+    if isinstance(node, cst.FormattedString):
+        parts: List[Optional[str]] = []
+        for part in node.parts:
+            if isinstance(part, cst.FormattedStringText):
+                if "{" in part.value or "\\" in part.value:
+                    return None  # escapes: not worth the risk
+                parts.append(part.value)
+            else:
+                parts.append(None)
+        return tuple(parts)
+    return None
+
+
+def _regex(tpl: Template) -> "re.Pattern":
+    return re.compile("".join(".*" if p is None else re.escape(p) for p in tpl) + r"\Z", re.S)
+
+
+def _self_call(res: Resolver, call: cst.Call, name: str, arity: int, env: Env, scope):
+    """The class whose ``self`` is the first argument of ``name(self, ...)``."""
+    if (
+        not isinstance(call.func, cst.Name)
+        or call.func.value != name
+        or len(call.args) != arity
+        or any(a.star or a.keyword for a in call.args)
+    ):
+        return None
+    from .flow import lookup
+
+    if lookup(name, env, scope):
+        return None  # a local getattr/setattr shadows the builtin
+    first = call.args[0].value
+    if not isinstance(first, cst.Name):
+        return None
+    return res.self_class(cst.Attribute(value=first, attr=cst.Name("x")), env, scope)
+
+
+def fetched(
+    res: Resolver, call: cst.Call, env: Env, scope, leaf: Leaf, depth: int
+) -> Optional[list]:
+    """``getattr(self, <template>)``: the values of the matching ``setattr`` calls."""
+    owner = _self_call(res, call, "getattr", 2, env, scope)
+    if owner is None:
+        return None
+    tpl = template(call.args[1].value)
+    if tpl is None:
+        return None
+    classes = {id(c.node) for c in res.base_classes(owner)}
+    pattern = _regex(tpl)
+    for cls in res.base_classes(owner):
+        if any(pattern.match(attr) for attr in cls.attrs):
+            return None  # a plain attribute the template may name
+    out: list = []
+    for site in res.flow.calls:
+        set_owner = _self_call(res, site.node, "setattr", 3, site.env, site.scope)
+        if set_owner is None or id(set_owner.node) not in classes:
+            continue
+        set_tpl = template(site.node.args[1].value)
+        if set_tpl is None:
+            return None  # a setattr whose name we cannot read may name it
+        if set_tpl != tpl:
+            if pattern.match("".join(p or "" for p in set_tpl)) or _regex(set_tpl).match(
+                "".join(p or "" for p in tpl)
+            ):
+                return None  # another template that may name the same attribute
+            continue
+        got = res.held(site.node.args[2].value, site.env, site.scope, leaf, depth + 1)
+        if not got:
+            return None
+        out.extend(got)
+    return out or None
+
+
+def is_getattr(node: cst.CSTNode) -> bool:
+    return (
+        isinstance(node, cst.Call)
+        and isinstance(node.func, cst.Name)
+        and node.func.value == "getattr"
+    )
+
+
+# containers changed in place ------------------------------------------------------
+_MUTATORS = {"update", "pop", "popitem", "setdefault", "clear", "__setitem__", "__delitem__"}
+
+
+def mutated_in_place(res: Resolver, owner, attr: str) -> bool:
+    """Whether a method of ``owner`` (or of its base classes here) replaces an
+    item of ``self.<attr>``: ``self.attn["x"] = m``, ``del self.attn["x"]``,
+    ``self.attn.update(...)``. Then the container's entries are unknown."""
+    cache = res.reach_cache
+    for cls in res.base_classes(owner):
+        key = id(cls.node)
+        if key not in cache:
+            cache[key] = _mutated_attrs(cls.node)
+        if attr in cache[key]:
+            return True
+    return False
+
+
+def _self_attr_name(node) -> Optional[str]:
+    if isinstance(node, cst.Attribute) and isinstance(node.value, cst.Name):
+        return node.attr.value
+    return None
+
+
+def _mutated_attrs(class_node: cst.CSTNode) -> set:
+    """The ``self.NAME`` containers the class changes in place: an item or a
+    slice assigned, augmented or deleted (``self.NAME[k] = ...``), or a
+    method that replaces entries called (``self.NAME.update(...)``)."""
+    attrs: set = set()
+    for node in walk(class_node):
+        t = type(node)
+        if t in (cst.AssignTarget, cst.AugAssign, cst.AnnAssign, cst.Del):
+            attrs |= _items_changed(node.target)
+        elif t is cst.Call:
+            func = node.func
+            if isinstance(func, cst.Attribute) and func.attr.value in _MUTATORS:
+                name = _self_attr_name(func.value)
+                if name is not None:
+                    attrs.add(name)
+    return attrs
+
+
+def _items_changed(target) -> set:
+    """``{"NAME"}`` for an assignment target ``self.NAME[k]`` (also inside a
+    tuple or list of targets)."""
+    if isinstance(target, (cst.Tuple, cst.List)):
+        out: set = set()
+        for el in target.elements:
+            out |= _items_changed(el.value)
+        return out
+    if isinstance(target, cst.Subscript):
+        name = _self_attr_name(target.value)
+        if name is not None:
+            return {name}
+    return set()

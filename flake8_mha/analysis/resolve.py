@@ -1,0 +1,472 @@
+"""Which expressions are torch's: qualified names through every import
+spelling, torch module classes (and the file's subclasses of them), and the
+module instance an expression holds (``self.attn``, ``self.layers[i]``, a loop
+variable over a ``ModuleList``, a local)."""
+
+from __future__ import annotations
+
+from typing import Callable, Dict, List, Optional, Tuple
+
+import libcst as cst
+
+from . import reach
+from ..core import torch_api
+from .flow import CallSite, ClassInfo, Def, DefKind, Env, FlowPass, Scope, lookup
+from ..core.torch_api import Argument, ModuleSpec, Signature
+
+MAX_DEPTH = 16
+_CONTAINERS = {torch_api.MODULE_LIST, "torch.nn.Sequential", "builtins.list", "builtins.tuple"}
+Leaf = Callable[[cst.Call, Env, Optional[Scope]], Optional[list]]
+
+
+class Bound:
+    """A call's arguments bound to a torch signature (``Signature.bind``)."""
+
+    __slots__ = ("args", "star", "double_star", "positional_count")
+
+    def __init__(self, call: cst.Call, sig: Signature, skip: int = 0):
+        binding = sig.bind(call_arguments(call), skip)
+        self.args: Dict[str, cst.BaseExpression] = {
+            name: call.args[index].value for name, index in binding.slots.items()
+        }
+        self.star = binding.star
+        self.double_star = binding.double_star
+        self.positional_count = binding.positional_count
+
+    def get(self, name: str) -> Optional[cst.BaseExpression]:
+        return self.args.get(name)
+
+    def given(self, name: str) -> bool:
+        return name in self.args
+
+    def maybe_given(self, name: str) -> bool:
+        """Given, or a ``*args``/``**kwargs`` splat could be carrying it."""
+        return name in self.args or self.star or self.double_star
+
+
+def call_arguments(call: cst.Call) -> List[Argument]:
+    """A LibCST call's arguments as the binder reads them: (keyword, star)."""
+    return [(arg.keyword.value if arg.keyword is not None else None, arg.star) for arg in call.args]
+
+
+class Instance:
+    """A torch module object an expression is known to hold."""
+
+    __slots__ = ("spec", "ctor", "subclass", "overrides_forward")
+
+    def __init__(
+        self,
+        spec: ModuleSpec,
+        ctor: Optional[CallSite],
+        subclass: Optional[ClassInfo],
+        overrides_forward: bool,
+    ):
+        self.spec = spec
+        self.ctor = ctor  # the construction call whose arguments follow torch's signature
+        self.subclass = subclass
+        self.overrides_forward = overrides_forward
+
+    def init_args(self) -> Optional[Bound]:
+        if self.ctor is None:
+            return None
+        return Bound(self.ctor.node, self.spec.init)
+
+
+class Resolver:
+    def __init__(self, flow: FlowPass):
+        self.flow = flow
+        self.site_of: Dict[int, CallSite] = {id(site.node): site for site in flow.calls}
+        self._following: set = set()  # self attributes being followed (wrapping cycles)
+        self._class_spec: Dict[int, Optional[Tuple[ModuleSpec, bool, bool]]] = {}
+        self.reach_cache: Dict[int, set] = {}  # id(ClassDef) -> attributes changed in place
+        # who calls each function of the file (callgraph.FileCalls.callers): made
+        # once here, for the mask and layout analyses both
+        self.file_callers: Optional[Dict[int, list]] = None
+
+    # qualified names -----------------------------------------------------------
+    def qualname(
+        self, node: cst.CSTNode, env: Env, scope: Optional[Scope], depth: int = 0
+    ) -> Optional[str]:
+        if depth > MAX_DEPTH:
+            return None
+        if isinstance(node, cst.Name):
+            defs = lookup(node.value, env, scope)
+            found = None
+            for d in defs:
+                if d.kind == DefKind.IMPORT:
+                    qn = d.extra
+                elif d.kind == DefKind.ASSIGN and isinstance(d.node, (cst.Name, cst.Attribute)):
+                    if isinstance(d.node, cst.Name) and d.node.value == "None":
+                        continue  # ``try: from torch... except ImportError: X = None``
+                    qn = self.qualname(d.node, d.env, d.scope, depth + 1)
+                else:
+                    return None
+                if qn is None or (found is not None and qn != found):
+                    return None
+                found = qn
+            if found is None and not defs and node.value in _BUILTINS:
+                return "builtins." + node.value
+            return torch_api.canonical(found)
+        if isinstance(node, cst.Attribute):
+            base = self.qualname(node.value, env, scope, depth + 1)
+            if base is None:
+                return None
+            return torch_api.canonical(base + "." + node.attr.value)
+        return None
+
+    def local_class(
+        self, node: cst.CSTNode, env: Env, scope: Optional[Scope]
+    ) -> Optional[ClassInfo]:
+        if isinstance(node, cst.Name):
+            defs = lookup(node.value, env, scope)
+            if len(defs) == 1 and defs[0].kind == DefKind.CLASS:
+                return defs[0].extra
+        return None
+
+    def class_spec(
+        self, info: ClassInfo, depth: int = 0
+    ) -> Optional[Tuple[ModuleSpec, bool, bool]]:
+        """(torch spec, has its own __init__, overrides forward) for a subclass of a torch module."""
+        key = id(info.node)
+        if key in self._class_spec:
+            return self._class_spec[key]
+        self._class_spec[key] = None  # cycle guard
+        result = None
+        if depth <= MAX_DEPTH:
+            for base in info.base_exprs:
+                spec = torch_api.module_spec(self.qualname(base, info.env, info.scope))
+                if spec is not None:
+                    result = (spec, "__init__" in info.methods, "forward" in info.methods)
+                    break
+                parent = self.local_class(base, info.env, info.scope)
+                if parent is not None:
+                    inherited = self.class_spec(parent, depth + 1)
+                    if inherited is not None:
+                        spec, own_init, own_fwd = inherited
+                        result = (
+                            spec,
+                            own_init or "__init__" in info.methods,
+                            own_fwd or "forward" in info.methods,
+                        )
+                        break
+        self._class_spec[key] = result
+        return result
+
+    def base_classes(self, info: ClassInfo, depth: int = 0) -> List[ClassInfo]:
+        """The class and its base classes defined in this file."""
+        out = [info]
+        if depth < MAX_DEPTH:
+            for base in info.base_exprs:
+                parent = self.local_class(base, info.env, info.scope)
+                if parent is not None and parent is not info:
+                    out.extend(self.base_classes(parent, depth + 1))
+        return out
+
+    def attr_defs(self, info: ClassInfo, attr: str) -> List[Def]:
+        defs: List[Def] = []
+        for cls in self.base_classes(info):
+            defs.extend(cls.attrs.get(attr, ()))
+        return defs
+
+    # what an expression holds -------------------------------------------------
+    # ``held`` follows a value through locals, ``self.<attr>`` (with base
+    # classes), loop variables over containers, ``enumerate``, tuple unpacking,
+    # subscripts and ``copy.deepcopy`` down to the calls that built it; ``leaf``
+    # says what such a call builds (a list of objects) or None when unknown.
+    # One unknown path makes the whole answer unknown.
+
+    def held(
+        self, node: cst.CSTNode, env: Env, scope: Optional[Scope], leaf: Leaf, depth: int = 0
+    ) -> Optional[list]:
+        if depth > MAX_DEPTH:
+            return None
+        t = type(node)
+        if t is cst.Call:
+            inner = self._same_module(node, env, scope)
+            if inner is not None:
+                return self.held(inner, env, scope, leaf, depth + 1)
+            if reach.is_getattr(node):
+                return reach.fetched(self, node, env, scope, leaf, depth)
+            return leaf(node, env, scope)
+        if t is cst.Name:
+            return self._held_from_defs(lookup(node.value, env, scope), leaf, depth)
+        if t is cst.Attribute:
+            defs = self._self_attr(node, env, scope)
+            if defs is None:
+                return reach.submodule(self, node, env, scope, leaf, depth)
+            key = (id(self.self_class(node, env, scope)), node.attr.value)
+            if key in self._following:  # self.attn = checkpoint_wrapper(self.attn)
+                return _CYCLE
+            self._following.add(key)
+            try:
+                return self._held_from_defs(tuple(defs), leaf, depth)
+            finally:
+                self._following.discard(key)
+        if t is cst.Subscript:
+            return self.held_elements(node.value, env, scope, leaf, depth + 1)
+        return None
+
+    def _same_module(self, call: cst.Call, env: Env, scope) -> Optional[cst.BaseExpression]:
+        """The module a call gives back as itself: ``copy.deepcopy(m)``, ``m.to(device)``,
+        ``.cuda()``, ``.half()``, ``.eval()``... (each returns the module or a copy of
+        it), and wrappers whose call runs the module: ``torch.compile(m)``,
+        ``checkpoint_wrapper(m)``, ``nn.utils.*(m)`` (weight or spectral norm)."""
+        func = call.func
+        if (
+            isinstance(func, cst.Attribute)
+            and func.attr.value in _SAME_MODULE_METHODS
+            and self.qualname(func, env, scope) is None
+        ):
+            return func.value
+        qn = self.qualname(func, env, scope)
+        if qn is None or not call.args:
+            return None
+        if (
+            qn == "copy.deepcopy"
+            or qn == "torch.compile"
+            or qn.startswith("torch.nn.utils.")
+            or qn.rsplit(".", 1)[-1] == "checkpoint_wrapper"
+        ):
+            first = call.args[0]
+            if first.keyword is None and not first.star:
+                return first.value
+            for arg in call.args:
+                if arg.keyword is not None and arg.keyword.value in ("module", "model"):
+                    return arg.value
+        return None
+
+    def _self_attr(self, node: cst.Attribute, env: Env, scope) -> Optional[List[Def]]:
+        owner = self.self_class(node, env, scope)
+        if owner is None:
+            return None
+        return self.attr_defs(owner, node.attr.value) or None
+
+    def self_class(self, node: cst.Attribute, env: Env, scope) -> Optional[ClassInfo]:
+        """The class of ``self`` in ``self.<attr>``."""
+        if not isinstance(node.value, cst.Name):
+            return None
+        owners = lookup(node.value.value, env, scope)
+        if len(owners) != 1 or owners[0].kind != DefKind.SELF:
+            return None
+        return owners[0].extra
+
+    def _held_from_defs(self, defs, leaf: Leaf, depth: int) -> Optional[list]:
+        if not defs:
+            return None
+        out: list = []
+        for d in defs:
+            if d.kind == DefKind.ASSIGN:
+                got = self.held(d.node, d.env, d.scope, leaf, depth + 1)
+                if got is _CYCLE:
+                    continue  # the attribute wrapping itself: its other definitions say
+            elif d.kind == DefKind.FOR:  # ``for a in m``, ``for i, (a, b) in enumerate(zip(...))``
+                got = reach.for_element(self, d.node, d.index, d.env, d.scope, leaf, depth)
+            elif d.kind == DefKind.UNPACK:
+                from .values import unpacked
+
+                el = unpacked(d)
+                got = self.held(el, d.env, d.scope, leaf, depth + 1) if el is not None else None
+            else:
+                got = None
+            if not got:
+                return None
+            out.extend(got)
+        return out or None
+
+    def held_elements(
+        self, node: cst.CSTNode, env: Env, scope: Optional[Scope], leaf: Leaf, depth: int = 0
+    ) -> Optional[list]:
+        """What the container ``node`` (ModuleList, Sequential, list, ...) holds."""
+        if depth > MAX_DEPTH:
+            return None
+        t = type(node)
+        if t is cst.Call:
+            qn = self.qualname(node.func, env, scope)
+            if qn in _CONTAINERS:
+                if not node.args:
+                    return []  # filled by .append(): the caller adds those
+                if len(node.args) == 1 and not node.args[0].star:
+                    return self.held_elements(node.args[0].value, env, scope, leaf, depth + 1)
+                if qn == "torch.nn.Sequential":
+                    return self._sequential_members(node, env, scope, leaf, depth)
+            cloned = self._clones(node, env, scope, leaf, depth)
+            if cloned is not None:
+                return cloned
+            return reach.module_dict_values(self, node, env, scope, leaf, depth)
+        if t in (cst.List, cst.Tuple):
+            out: list = []
+            for el in node.elements:
+                if isinstance(el, cst.StarredElement):
+                    got = self.held_elements(el.value, env, scope, leaf, depth + 1)
+                else:
+                    got = self.held(el.value, env, scope, leaf, depth + 1)
+                if not got:
+                    return None
+                out.extend(got)
+            return out
+        if t in (cst.ListComp, cst.GeneratorExp):
+            return self.held(node.elt, env, scope, leaf, depth + 1)
+        if t is cst.Name:
+            defs = lookup(node.value, env, scope)
+            return self._elements_from_defs(defs, _scope_appends(scope, node.value), leaf, depth)
+        if t is cst.Attribute:
+            owner = self.self_class(node, env, scope)
+            defs = self._self_attr(node, env, scope)
+            if owner is None or defs is None:
+                return reach.layers(self, node, env, scope, leaf, depth)
+            if reach.mutated_in_place(self, owner, node.attr.value):
+                return None  # self.attn["x"] = m, self.layers[0] = m, self.attn.update(...)
+            appended: List[Def] = []
+            for cls in self.base_classes(owner):
+                appended.extend(cls.appends.get(node.attr.value, ()))
+            return self._elements_from_defs(defs, appended, leaf, depth)
+        return None
+
+    def _clones(self, call: cst.Call, env, scope, leaf: Leaf, depth: int) -> Optional[list]:
+        """``_get_clones(layer, n)``: a function of this file whose one return is
+        ``nn.ModuleList([copy.deepcopy(module) for i in range(n)])`` holds copies
+        of the module it is given."""
+        if not isinstance(call.func, cst.Name) or any(a.star for a in call.args):
+            return None
+        defs = lookup(call.func.value, env, scope)
+        if len(defs) != 1 or defs[0].kind != DefKind.DEF:
+            return None
+        func: cst.FunctionDef = defs[0].node
+        fscope = self.flow.functions.get(id(func))
+        if fscope is None or len(fscope.returns) != 1:
+            return None
+        ret, renv = fscope.returns[0]
+        if (
+            not isinstance(ret, cst.Call)
+            or len(ret.args) != 1
+            or self.qualname(ret.func, renv, fscope) not in _CONTAINERS
+            or not isinstance(ret.args[0].value, (cst.ListComp, cst.GeneratorExp))
+        ):
+            return None
+        elt = ret.args[0].value.elt
+        if isinstance(elt, cst.Call) and len(elt.args) == 1:
+            if self.qualname(elt.func, renv, fscope) != "copy.deepcopy":
+                return None
+            elt = elt.args[0].value
+        names = [p.name.value for p in list(func.params.posonly_params) + list(func.params.params)]
+        if not isinstance(elt, cst.Name) or elt.value not in names:
+            return None
+        given = None
+        for i, arg in enumerate(call.args):
+            if (arg.keyword is None and i == names.index(elt.value)) or (
+                arg.keyword is not None and arg.keyword.value == elt.value
+            ):
+                given = arg.value
+        return self.held(given, env, scope, leaf, depth + 1) if given is not None else None
+
+    def _sequential_members(self, node: cst.Call, env, scope, leaf: Leaf, depth: int):
+        """``nn.Sequential(a, b)``, ``nn.Sequential(*[Block() for _ in range(n)])``:
+        every module given (one argument alone may be an ``OrderedDict``: above)."""
+        out: list = []
+        for arg in node.args:
+            if arg.keyword is not None or arg.star == "**":
+                return None
+            if arg.star:
+                got = self.held_elements(arg.value, env, scope, leaf, depth + 1)
+            else:
+                got = self.held(arg.value, env, scope, leaf, depth + 1)
+            if not got:
+                return None
+            out.extend(got)
+        return out
+
+    def _elements_from_defs(self, defs, appended, leaf: Leaf, depth: int) -> Optional[list]:
+        if not defs:
+            return None
+        out: list = []
+        for d in defs:
+            if d.kind != DefKind.ASSIGN:
+                return None
+            got = self.held_elements(d.node, d.env, d.scope, leaf, depth + 1)
+            if got is None:
+                return None
+            out.extend(got)
+        for d in appended:
+            if d.kind == DefKind.FOR:
+                got = self.held_elements(d.node, d.env, d.scope, leaf, depth + 1)
+            else:
+                got = self.held(d.node, d.env, d.scope, leaf, depth + 1)
+            if not got:
+                return None
+            out.extend(got)
+        return out or None
+
+    # torch module instances ----------------------------------------------------
+    def _torch_leaf(
+        self, call: cst.Call, env: Env, scope: Optional[Scope]
+    ) -> Optional[List[Instance]]:
+        site = self.site_of.get(id(call))
+        spec = torch_api.module_spec(self.qualname(call.func, env, scope))
+        if spec is not None:
+            return [Instance(spec, site, None, False)]
+        info = self.local_class(call.func, env, scope)
+        if info is None:
+            return None
+        found = self.class_spec(info)
+        if found is None:
+            return None
+        spec, own_init, own_fwd = found
+        return [Instance(spec, None if own_init else site, info, own_fwd)]
+
+    torch_leaf = _torch_leaf  # the leaf of ``instances``, for reach.py
+
+    def instances(
+        self, node: cst.CSTNode, env: Env, scope: Optional[Scope]
+    ) -> Optional[List[Instance]]:
+        """The torch modules ``node`` may hold, or None when not known to be one."""
+        return self.held(node, env, scope, self._torch_leaf)
+
+    def _class_leaf(
+        self, call: cst.Call, env: Env, scope: Optional[Scope]
+    ) -> Optional[List[ClassInfo]]:
+        info = self.local_class(call.func, env, scope)
+        return [info] if info is not None else None
+
+    def instance_classes(
+        self, node: cst.CSTNode, env: Env, scope: Optional[Scope]
+    ) -> Optional[List[ClassInfo]]:
+        """The classes of this file whose instance ``node`` may hold."""
+        return self.held(node, env, scope, self._class_leaf)
+
+    # a single torch spec for a set of instances --------------------------------
+    @staticmethod
+    def common_spec(instances: Optional[List[Instance]]) -> Optional[ModuleSpec]:
+        if not instances:
+            return None
+        spec = instances[0].spec
+        if any(i.spec is not spec or i.overrides_forward for i in instances):
+            return None
+        return spec
+
+
+_BUILTINS = {"list", "tuple", "zip", "enumerate", "dict"}
+# a module's methods that return the module itself (or a converted copy)
+_SAME_MODULE_METHODS = {
+    "to",
+    "cuda",
+    "cpu",
+    "half",
+    "float",
+    "double",
+    "bfloat16",
+    "type",
+    "eval",
+    "train",
+    "requires_grad_",
+    "to_empty",
+    "share_memory",
+}
+_CYCLE: list = []  # an attribute met again while following it
+
+
+def _scope_appends(scope: Optional[Scope], name: str) -> List[Def]:
+    while scope is not None:
+        if name in scope.appends:
+            return scope.appends[name]
+        scope = scope.parent
+    return []

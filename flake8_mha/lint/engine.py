@@ -1,0 +1,740 @@
+"""The analysis core: pre-filter, one LibCST parse, one flow pass, every rule.
+
+Never imports torch.  ``analyze_source`` is what the flake8 adapter and the
+CLI call (through the lint pipeline, ``pipeline.py``, which walks, reads and
+decodes files for every entry point).
+"""
+
+from __future__ import annotations
+
+import ast
+import contextlib
+import gc
+import io
+import os
+import re
+import sys
+import threading
+import tokenize
+import warnings
+from typing import Dict, Iterable, List, Optional, Sequence, Set, Tuple
+
+import libcst as cst
+
+from ..core import positions, torch_api
+from ..analysis.events import Construction, ModuleCall, SdpaCall, classify
+from ..core.findings import Finding
+from ..analysis.flow import CallSite, DefKind, FlowPass, ScopeKind, lookup
+from ..analysis.focus import focus
+from ..core.lines import source_lines
+from ..analysis.program.callsites import Project, WrappedModuleCall, annotate
+from ..analysis.program.files import reaches_a_sink
+from ..analysis.resolve import Resolver
+from ..rules.base import all_rules
+from ..analysis.values import value_of
+
+MAX_BYTES = 8 * 1024 * 1024
+_HANDLERS = {
+    Construction: "on_construction",
+    ModuleCall: "on_module_call",
+    WrappedModuleCall: "on_module_call",
+    SdpaCall: "on_sdpa_call",
+}
+
+
+class SourceSyntaxError(Exception):
+    """The file is not valid Python (flake8 reports E999; the CLI says so)."""
+
+    def __init__(self, message: str, line: int = 1, col: int = 1):
+        super().__init__(message)
+        self.line = line
+        self.col = col
+
+
+def prefilter(source: str) -> bool:
+    """Cheap text test: can this file contain an attention API at all?"""
+    return any(word in source for word in torch_api.TRIGGER_WORDS)
+
+
+def _gated_in(source: str, path: str, project, tree) -> bool:
+    """The project-aware gate, for a file without an attention word: it calls
+    a project function, or builds a project class, that reaches a sink
+    (``program.files.ProjectFiles.gate``; a run's own project records what it
+    reads as the file's dependencies).  Never with ``project`` False (this
+    file alone)."""
+    if project is False or project is None or not getattr(project, "files", True):
+        return False
+    tree = tree if isinstance(tree, ast.Module) else None
+    if not isinstance(project, Project):
+        return reaches_a_sink(source, path, tree)
+    return project.gate(source, tree)
+
+
+def default_codes() -> List[str]:
+    return [rule.CODE for rule in all_rules() if rule.DEFAULT_ENABLED and rule.CODE != "MHA000"]
+
+
+class Context:
+    """What rules may ask about the file being analyzed."""
+
+    def __init__(self, module: cst.Module, flow: FlowPass, resolver: Resolver):
+        self.module = module
+        self.flow = flow
+        self.resolver = resolver
+        self.events: List[object] = []
+        self._calls_by_ctor: Optional[Dict[int, List[ModuleCall]]] = None
+        # analyses made lazily for this file (``masks.analysis_for`` keeps its
+        # MaskAnalysis here): they live and die with the file's Context
+        self.analyses: Dict[str, object] = {}
+
+    def value(self, node: cst.CSTNode, site: CallSite):
+        return value_of(node, site.env, site.scope)
+
+    def name_read(self, name: str, site: CallSite) -> bool:
+        """Whether ``name`` is read anywhere in the function around ``site`` (or its closures)."""
+        scope = site.scope
+        while scope is not None and scope.kind != "function" and scope.parent is not None:
+            scope = scope.parent
+        if name in scope.loads:
+            return True
+        for inner in self.flow.functions.values():
+            parent = inner.parent
+            while parent is not None:
+                if parent is scope:
+                    if name in inner.loads:
+                        return True
+                    break
+                parent = parent.parent
+        return False
+
+    def module_calls_of(self, ev: Construction) -> List[ModuleCall]:
+        if self._calls_by_ctor is None:
+            index: Dict[int, List[ModuleCall]] = {}
+            for other in self.events:
+                if isinstance(other, ModuleCall):
+                    for inst in other.instances:
+                        if inst.ctor is not None:
+                            index.setdefault(id(inst.ctor.node), []).append(other)
+            self._calls_by_ctor = index
+        return self._calls_by_ctor.get(id(ev.site.node), [])
+
+    def used_for_self_attention(self, ev: Construction) -> bool:
+        for call in self.module_calls_of(ev):
+            qkv = torch_api.MULTIHEAD_ATTENTION.forward.names[:3]  # query, key, value
+            q, k, v = (call.args.get(n) for n in qkv)
+            if (
+                q is not None
+                and k is not None
+                and v is not None
+                and q.deep_equals(k)
+                and k.deep_equals(v)
+            ):
+                return True
+        return False
+
+
+def analyze_module(
+    module: cst.Module, codes: Optional[Iterable[str]] = None, path: str = "", project=None
+) -> List[Finding]:
+    """``project``: a ``project.Project`` to see calls of the project's own
+    attention wrappers in other files (None: this file alone)."""
+    contexts: List[Context] = []
+    try:
+        return _analyze_module(module, codes, path, contexts, project)
+    finally:
+        for ctx in contexts:
+            _forget(ctx)
+
+
+def _forget(ctx: Context) -> None:
+    """Drop what analyses cached for this file.
+
+    A MaskAnalysis holds its Context, so the pair is a cycle that only a
+    garbage collection frees, and the engine pauses collection while a file
+    is analyzed.  Clearing the store ends it at once; tests/test_robust_memory.py
+    checks that no tree outlives its file.
+    """
+    ctx.analyses.clear()
+    positions.forget()
+
+
+def _analyze_module(
+    module: cst.Module,
+    codes: Optional[Iterable[str]],
+    path: str,
+    contexts: List["Context"],
+    project=None,
+) -> List[Finding]:
+    flow = FlowPass()
+    flow.run(module)
+    if project is not None:
+        project.module = module  # positions of what a call site names (partial of SDPA)
+    if project is not None and project.files:  # facts of the project (values.py)
+        flow.module_scope.project = project
+    resolver = Resolver(flow)
+    ctx = Context(module, flow, resolver)
+    ctx.project = project  # mask builders in other files (masks/evaluator.py)
+    contexts.append(ctx)
+    wanted = set(codes) if codes is not None else set(default_codes())
+    rules = [rule(ctx) for rule in all_rules() if rule.CODE in wanted]
+    if not rules:
+        return []
+    for site in flow.calls:
+        ev = classify(site, resolver)
+        if ev is None and project is not None:
+            ev = project.classify(site, resolver)
+        if ev is not None:
+            ctx.events.append(ev)
+    reports: List[tuple] = []
+    # rules that look at every call (mask sinks such as masked_fill) get the raw sites
+    for rule in rules:
+        method = getattr(rule, "on_call", None)
+        if method is not None:
+            for site in flow.calls:
+                for rep in method(site):
+                    reports.append((rule.CODE, rep))
+    decided = _decided_by_callers(ctx.events, project)
+    located = []
+    asks = getattr(project, "asks", None)
+    for ev in ctx.events:
+        handler = _HANDLERS[type(ev)]
+        for rule in rules:
+            method = getattr(rule, handler, None)
+            if method is None or rule.CODE in decided.get(id(ev), ()):
+                continue
+            if isinstance(ev, WrappedModuleCall) and rule.CODE not in ev.CODES:
+                continue
+            before = len(asks) if asks is not None else 0
+            made = list(method(ev))
+            asked = asks[before:] if made and asks is not None else ()
+            for rep in made:
+                reports.append((rule.CODE, annotate(rep, ev)))
+                located.append((rule.CODE, rep, ev, asked))
+    for code, rep, ev, asked in located:  # once every rule has asked what it needs of the project
+        _settled(rep, ev, project)
+        if asked:
+            _from_callers(rep, ev, asked, _carried(code, ev))
+    if not reports:
+        return []
+    starts = start_positions(module, [rep.node for _, rep in reports])
+    findings = set()
+    for code, rep in reports:
+        line, col0 = starts[id(rep.node)]
+        findings.add(Finding(code, line, col0 + 1, rep.message, path, rep.evidence))
+    return sorted(findings, key=lambda f: (f.line, f.col, f.code))
+
+
+# the SDPA arguments each code judges (when the wrapper's parameters carry all
+# of them, the code judges them at the wrapper's call sites instead)
+_JUDGES = {
+    "MHA002": ("attn_mask",),
+    "MHA003": ("attn_mask",),
+    "MHA004": ("attn_mask",),
+    "MHA009": ("attn_mask",),
+    "MHA006": ("attn_mask", "is_causal"),  # the pair: judged at the call only when both pass
+    "MHA007": ("dropout_p",),
+    "MHA015": ("key", "value"),
+}
+
+
+# the arguments of a torch module's construction or call each code judges by
+# value (where a fact of the project about them is said in the message)
+_SPECS = tuple(torch_api.MODULES.values())
+_HEADS = tuple(
+    sorted(
+        {n for s in _SPECS for n in (s.embed_param, s.heads_param) if n}
+        | {"kdim", "vdim"} & set(torch_api.MULTIHEAD_ATTENTION.init.names)
+    )
+)
+_FLAGS = tuple(sorted({p.flag for s in _SPECS for p in s.causal_pairs}))
+_MASKS = tuple(sorted({a for s in _SPECS for a in s.mask_args}))
+_JUDGES_MODULES = {
+    "MHA001": ("batch_first",),
+    "MHA005": _FLAGS + _MASKS,
+    "MHA008": _HEADS,
+    "MHA014": _HEADS,
+    "MHA101": ("num_heads", "nhead"),
+    "MHA901": ("batch_first",),
+    "MHA902": ("batch_first",),
+}
+
+
+def _decided_by_callers(events, project) -> Dict[int, Set[str]]:
+    """``id(event) -> codes`` not to judge at an SDPA call (or a wrapper call)
+    inside a function of this file that the file's own calls follow through
+    its summary: what that function's parameters carry there is each
+    caller's, and is judged at each call (RULES.md: where the fact enters the
+    chain), not joined over the callers inside the function."""
+    if project is None:
+        return {}
+    out: Dict[int, Set[str]] = {}
+    lambdas = getattr(project, "lambdas", {})
+    for ev in events:  # the call a followed lambda makes
+        sinks = lambdas.get(id(ev.site.node)) if isinstance(ev, SdpaCall) else None
+        if sinks:
+            out[id(ev)] = {c for c, judged in _JUDGES.items() if sinks.issuperset(judged)}
+    own = project.own_name()
+    followed: Set[str] = set()
+    for ev in events:
+        through = getattr(ev, "through", None)
+        if through is not None:
+            steps = through.get("chain") or [[through["file"], through["function"]]]
+            followed.update(name for file, name in steps if file == own)
+    if not followed:
+        return out
+    for ev in events:
+        if not isinstance(ev, (SdpaCall, ModuleCall)) or isinstance(ev, WrappedModuleCall):
+            continue
+        key = _function_key(ev.site.scope)
+        if key not in followed:
+            continue
+        summary = project.effective(project.path, key)
+        sinks = set(summary["reach"]) if summary else set()
+        if isinstance(ev, ModuleCall):
+            # a held module's mask that a parameter gives: each caller's mask is
+            # judged at its call (MHA003, MHA004), not their join in here
+            given = {f"{ev.spec.name}.{arg}" for arg in ev.spec.mask_args if ev.args.given(arg)}
+            if given and given <= sinks:
+                out[id(ev)] = set(WrappedModuleCall.CODES)
+            continue
+        codes = {c for c, judged in _JUDGES.items() if sinks.issuperset(judged)}
+        if codes:
+            out[id(ev)] = codes
+    return out
+
+
+def _settled(report, ev, project):
+    """A finding inside a class whose ``__init__`` parameters the project fixes
+    (every construction passes the same literal) says so: the value is the
+    program's, not the class's API."""
+    settled = getattr(project, "settled", None)
+    key = _function_key(ev.site.scope) if settled else None
+    cls = key.split(".")[0] if key and "." in key else None
+    facts = settled.get(cls) if cls else None
+    if facts:
+        shown = ", ".join(f"{p}={v!r}" for p, (v, _) in sorted(facts.items()))
+        count = max(n for _, n in facts.values())
+        report.message += f"; every construction of {cls} in the project ({count}) passes {shown}"
+        report.evidence["constructed"] = {p: v for p, (v, _) in facts.items()}
+    return report
+
+
+def _carried(code: str, ev) -> Set[str]:
+    """The names whose value the arguments a code judges carry as they are:
+    the argument itself, through locals, ``self.<attr>`` (and what its
+    class assigns it), conditions, boolean and arithmetic operations; not
+    into calls or subscripts (a mask made from ``self.pad_id`` carries its
+    meaning, not the value of ``pad_id``).  A fact the project gave about a
+    parameter outside these was not what the finding's judgement rests on."""
+    args = ev.args.args
+    keys = (_JUDGES if isinstance(ev, SdpaCall) else _JUDGES_MODULES).get(code, ())
+    stack = [(args[k], ev.site.env, ev.site.scope, 0) for k in keys if k in args]
+    names: Set[str] = set()
+    while stack:
+        node, env, scope, depth = stack.pop()
+        if isinstance(node, cst.Name):
+            names.add(node.value)
+            defs = lookup(node.value, env, scope) if depth < 6 else ()
+        elif isinstance(node, cst.Attribute) and isinstance(node.value, cst.Name):
+            names.add(node.attr.value)
+            owners = lookup(node.value.value, env, scope) if depth < 6 else ()
+            if not owners or any(d.kind != DefKind.SELF for d in owners):
+                continue
+            defs = owners[0].extra.attrs.get(node.attr.value, ())
+        else:
+            parts = {
+                cst.IfExp: ("test", "body", "orelse"),
+                cst.BooleanOperation: ("left", "right"),
+                cst.BinaryOperation: ("left", "right"),
+                cst.UnaryOperation: ("expression",),
+                cst.Comparison: ("left",),
+            }.get(type(node), ())
+            stack.extend((getattr(node, p), env, scope, depth) for p in parts)
+            if isinstance(node, cst.Comparison):
+                stack.extend((c.comparator, env, scope, depth) for c in node.comparisons)
+            continue
+        for d in defs:
+            if d.kind == DefKind.ASSIGN and d.node is not None:
+                stack.append((d.node, d.env, d.scope, depth + 1))
+    return names
+
+
+# the facts of SDPA's arguments a witness reads from a finding's evidence
+_WITNESSED = ("dropout_p", "is_causal")
+
+
+def _from_callers(report, ev, asked, carried: Set[str]) -> None:
+    """What the project's callers decided in a finding, from the asks its
+    rule made of the project while judging it (``Project.asks``): a
+    parameter every call leaves off is said in the message (the value is
+    the program's); a class never built, or a function never called, in the
+    project is judged by its API as before, and the message says its
+    callers are outside the project.  An SDPA argument that is a parameter
+    every call passes alike goes into the evidence (``program``; and as the
+    argument's value when the rule did not know it), for the confirmer's
+    witness: the value the program really passes."""
+    called: Dict[str, Dict[str, tuple]] = {}
+    outside: Dict[str, str] = {}  # the class or function -> how it would be used
+    key = _function_key(ev.site.scope) if isinstance(ev, SdpaCall) else None
+    for kind, owner, param, answer in asked:
+        if answer[0] in ("settled", "known") and kind == "called" and owner == key:
+            # what the program passes, for the witness (its value, where the
+            # rule did not know it: a value that is not off)
+            for arg in _WITNESSED:
+                expr = ev.args.args.get(arg)
+                if isinstance(expr, cst.Name) and expr.value == param and arg in report.evidence:
+                    if report.evidence[arg] is None:
+                        report.evidence[arg] = answer[1]
+                    report.evidence.setdefault("program", {})[arg] = answer[1]
+        if param not in carried:
+            continue  # not what the judgement rests on: no word in the message
+        if answer[0] == "settled" and kind == "called":
+            called.setdefault(owner, {})[param] = answer[1:]
+        elif answer[0] == "outside":
+            if kind == "built" or owner.endswith(".forward"):
+                outside.setdefault(owner.split(".")[0], "built")
+            else:
+                outside.setdefault(owner, "called")
+    for fn, facts in sorted(called.items()):
+        shown = ", ".join(f"{p}={v!r}" for p, (v, _) in sorted(facts.items()))
+        count = max(n for _, n in facts.values())
+        report.message += f"; every call of {fn} in the project ({count}) has {shown}"
+        report.evidence.setdefault("called", {})[fn] = {p: v for p, (v, _) in facts.items()}
+    for name, verb in outside.items():
+        report.message += f"; {name} is never {verb} in the project: its callers are outside it"
+    if outside:
+        report.evidence["callers_outside"] = list(outside)
+
+
+def _function_key(scope) -> Optional[str]:
+    """How a summary table names the function a call site is in: ``attend``,
+    ``Attention.forward``, ``make_attention()`` (the function a factory
+    returns); None inside anything else."""
+    while scope is not None and scope.kind != ScopeKind.FUNCTION:
+        scope = scope.parent
+    if scope is None or not isinstance(scope.node, cst.FunctionDef):
+        return None
+    name = scope.node.name.value
+    parent = scope.parent
+    if parent is not None and parent.kind == ScopeKind.CLASS:
+        outer = parent.parent
+        if outer is not None and outer.kind == ScopeKind.MODULE and parent.node is not None:
+            return f"{parent.node.name.value}.{name}"
+        return None
+    if parent is not None and parent.kind == ScopeKind.FUNCTION:
+        outer = parent.parent
+        if outer is not None and outer.kind == ScopeKind.MODULE:
+            return parent.node.name.value + "()"
+        return None
+    return name
+
+
+def start_positions(module: cst.Module, nodes: Sequence[cst.CSTNode]) -> Dict[int, Tuple[int, int]]:
+    """``id(node) -> (line, 0-based column)`` of each node's start, as LibCST's
+    ``PositionProvider`` reports it (``positions.py``: a lean codegen that stops
+    once the last of them is done)."""
+    return positions.start_positions(module, nodes)
+
+
+def analyze_source(
+    source: str,
+    path: str = "<string>",
+    codes: Optional[Iterable[str]] = None,
+    use_prefilter: bool = True,
+    tree: Optional[ast.AST] = None,
+    project: object = "auto",
+) -> List[Finding]:
+    """Findings for one file's text.  Raises ``SourceSyntaxError`` for a file
+    that is not valid Python; every other failure becomes one MHA000.
+
+    ``tree``: the file's ``ast`` when the caller has it (flake8 does); it
+    proves that Python parsed the file, which spares a check (see
+    ``_nesting_guard``).  ``project``: a ``project.Project`` (calls of the
+    project's wrappers in other files), False for this file alone, or "auto":
+    a Project when ``path`` is a file on disk (summaries kept in memory)."""
+    try:
+        if use_prefilter and not prefilter(source) and not _gated_in(source, path, project, tree):
+            return []
+        if len(source) > MAX_BYTES:
+            return [
+                _internal(path, f"file larger than {MAX_BYTES // (1024 * 1024)} MiB, not analyzed")
+            ]
+        with _gc_paused():
+            return _on_deep_stack(_parse_and_analyze, source, path, codes, tree, project)
+    except SourceSyntaxError:
+        raise
+    except RecursionError:
+        return [_internal(path, "nesting too deep to analyze")]
+    except MemoryError:
+        return [_internal(path, "out of memory while analyzing")]
+    except Exception as exc:  # never let one file stop the run
+        return [_internal(path, f"internal error {type(exc).__name__}: {exc}; please report it")]
+
+
+def _ast_or_none(source: str) -> Optional[ast.Module]:
+    try:
+        return ast.parse(source)
+    except (SyntaxError, ValueError, RecursionError, MemoryError):
+        return None  # focus then parses the file whole
+
+
+def _parse_and_analyze(
+    source: str, path: str, codes: Optional[Iterable[str]], tree: Optional[ast.AST], project=None
+) -> List[Finding]:
+    # a function of its own so that the tree is unreachable once it returns
+    screened = _screen(source)
+    if tree is None:
+        refused = _nesting_guard(source, path, screened)
+        if refused is not None:
+            return [refused]
+    try:
+        # only what can matter is parsed (focus.py: same lines and columns); a file with
+        # a very long line or deep brackets, where LibCST's parser may give up, is
+        # parsed whole, so that its refusal (MHA000) stays what it was (a long
+        # bracketed span alone is data, such as torch's 25,000-line ``op_db``: focused)
+        if project == "auto":
+            project = Project(path) if os.path.isfile(path) else None
+        if not project:  # this file alone: its own wrappers are still followed
+            project = Project(path, files=False)
+        screen = None
+        if screened != _DEEP:
+            screen = tree if isinstance(tree, ast.Module) else _ast_or_none(source)
+        project.own(source, screen)  # its own summaries read this ``ast`` (not parsed again)
+        text = source
+        if screen is not None:
+            keep = project.imported_names(screen) if project else ()
+            text = focus(source, screen, keep=keep)
+        module = cst.parse_module(text)
+    except cst.ParserSyntaxError as exc:
+        _raise_if_invalid_python(source, exc)
+        return [_internal(path, f"LibCST cannot parse this file ({_first_line(exc)})")]
+    return analyze_module(module, codes, path, project)
+
+
+# LibCST's native parser recurses on the C stack once per nesting level (a
+# 10,000-term ``a and b and ...`` is 10,000 levels, though Python's own ast
+# keeps it flat): on the 8 MiB main-thread stack that is a segmentation
+# fault that kills flake8.  A thread with a large stack (address space,
+# touched only as deep as the file goes) parses it, and has room for a
+# recursion limit that lets the flow pass walk what LibCST could parse.
+STACK_BYTES = 512 * 1024 * 1024
+RECURSION_LIMIT = 50_000
+
+
+def _on_deep_stack(fn, *args):
+    result: Dict[str, object] = {}
+
+    def target() -> None:
+        try:
+            result["value"] = fn(*args)
+        except BaseException as exc:  # re-raised in the caller's thread
+            result["error"] = exc
+
+    old_limit = sys.getrecursionlimit()
+    try:
+        old_size = threading.stack_size(STACK_BYTES)
+    except (ValueError, RuntimeError):  # pragma: no cover - platform without it
+        return fn(*args)
+    try:
+        thread = threading.Thread(target=target, name="flake8-mha", daemon=True)
+        thread.start()
+    except RuntimeError:  # pragma: no cover - no thread to be had: do it here
+        return fn(*args)
+    finally:
+        threading.stack_size(old_size)
+    sys.setrecursionlimit(max(old_limit, RECURSION_LIMIT))
+    try:
+        thread.join()
+    finally:
+        sys.setrecursionlimit(old_limit)
+    if "error" in result:
+        raise result["error"]  # type: ignore[misc]
+    return result["value"]
+
+
+@contextlib.contextmanager
+def _gc_paused():
+    """No cyclic garbage collection while one file is parsed and analyzed.
+
+    The LibCST tree is millions of small objects, all alive until the end:
+    each automatic collection walks all of them again, which was half the
+    parse time of a large file.  When the file is done, one young-generation
+    collection frees the tree (the flow pass's scopes form cycles that keep it
+    reachable) at once instead of leaving it to a later full collection.
+    """
+    if not gc.isenabled():
+        yield
+        return
+    gc.disable()
+    try:
+        yield
+    finally:
+        gc.enable()
+        gc.collect(0)
+
+
+# CPython's own limits; each is far below the nesting at which LibCST's native
+# parser overflows its stack and kills the process (about 2,000 brackets,
+# 6,000 chained attributes or lambdas, measured with LibCST 1.9).
+MAX_BRACKETS = 200
+_NESTING_ERRORS = (
+    "too many nested parentheses",
+    "too many levels of indentation",
+    "too many statically nested blocks",
+)
+_BRACKETS = re.compile(r"[][(){}]")
+
+
+def _nesting_guard(source: str, path: str, screened: str) -> Optional[Finding]:
+    """Keep from LibCST what could crash it: a file nested deeper than Python
+    itself accepts.  Python's parser fails cleanly on those (SyntaxError,
+    RecursionError, MemoryError); LibCST's native parser would take the whole
+    process down with a stack overflow, or take minutes (its cost grows with
+    the square of the depth).  Returns MHA000, raises SourceSyntaxError, or
+    returns None to go on.  ``screened``: what ``_screen`` says of the source."""
+    if screened == _SHALLOW:
+        return None
+    try:
+        _quiet_ast_parse(source)
+    except SyntaxError as err:
+        msg = err.msg or ""
+        if any(text in msg for text in _NESTING_ERRORS):
+            raise _as_e999(err) from None
+        # newer syntax than this Python knows, or invalid: LibCST decides,
+        # unless brackets nest deeper than any Python accepts
+        if _bracket_depth(source) > MAX_BRACKETS:
+            return _internal(
+                path, f"nesting too deep to analyze (more than {MAX_BRACKETS} brackets)"
+            )
+    except (RecursionError, MemoryError):
+        return _internal(path, "nesting too deep to analyze (Python's own parser gives up on it)")
+    except ValueError:  # null bytes: LibCST reports them
+        pass
+    return None
+
+
+# Nesting N levels deep takes at least N tokens in one line or one bracketed
+# span; below these bounds nothing is deep enough to trouble LibCST, and the
+# screen (one pass over the brackets) costs a tenth of Python's parse.
+_SHALLOW_DEPTH = 100
+_SHALLOW_SPAN = 4000
+
+
+_SHALLOW, _LONG, _DEEP = "shallow", "long", "deep"
+
+
+def _screen(source: str) -> str:
+    """``_SHALLOW``: nothing long or deep; ``_LONG``: a bracketed span longer than
+    the bound and nothing else (a list of data, which LibCST parses whole as
+    well as focused); ``_DEEP``: a line longer than the bound, or brackets
+    nested deeper than ``_SHALLOW_DEPTH``."""
+    if max(map(len, source_lines(source)), default=0) > _SHALLOW_SPAN:
+        return _DEEP
+    opened: List[int] = []
+    long = False
+    for match in _BRACKETS.finditer(source):
+        if match.group() in "([{":
+            opened.append(match.start())
+            if len(opened) > _SHALLOW_DEPTH:
+                return _DEEP
+        elif opened and match.start() - opened.pop() > _SHALLOW_SPAN:
+            long = True
+    return _LONG if long else _SHALLOW
+
+
+def _bracket_depth(source: str) -> int:
+    depth = deepest = 0
+    for ch in _BRACKETS.findall(source):
+        if ch in "([{":
+            depth += 1
+            if depth > deepest:
+                deepest = depth
+        elif depth:
+            depth -= 1
+    return deepest
+
+
+def _quiet_ast_parse(source: str) -> ast.AST:
+    # without the SyntaxWarnings ("'int' object is not callable") Python's
+    # compiler prints for odd but valid code: they are not ours to report
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        return ast.parse(source)
+
+
+def _as_e999(err: SyntaxError) -> SourceSyntaxError:
+    """flake8's E999 for the error: its text (``IndentationError: unexpected
+    indent``) and its column (flake8 prints Python's 1-based offset plus one)."""
+    return SourceSyntaxError(
+        f"{type(err).__name__}: {err.msg}", err.lineno or 1, (err.offset or 0) + 1
+    )
+
+
+def _raise_if_invalid_python(source: str, exc: Exception) -> None:
+    try:
+        _quiet_ast_parse(source)
+    except SyntaxError as err:
+        raise _as_e999(err) from None
+    except (ValueError, RecursionError, MemoryError):
+        pass
+
+
+def _first_line(exc: Exception) -> str:
+    text = str(exc).strip().splitlines()
+    return text[0] if text else type(exc).__name__
+
+
+def _internal(path: str, reason: str) -> Finding:
+    return Finding(
+        "MHA000",
+        1,
+        1,
+        f"flake8-mha could not analyze this file: {reason}",
+        path,
+        {"reason": reason},
+    )
+
+
+def decode_source(data: bytes) -> str:
+    """Decode as Python does (BOM, coding cookie, UTF-8 default)."""
+    encoding, _ = tokenize.detect_encoding(io.BytesIO(data).readline)
+    text = data.decode(encoding)
+    if text.startswith("\ufeff"):
+        text = text[1:]
+    return text
+
+
+def analyze_file(
+    path: str, codes: Optional[Iterable[str]] = None, use_prefilter: bool = True
+) -> List[Finding]:
+    """Findings for a file on disk.  Raises OSError and SourceSyntaxError."""
+    with open(path, "rb") as fh:
+        data = fh.read()
+    if use_prefilter and not any(w.encode() in data for w in torch_api.TRIGGER_WORDS):
+        # UTF-16/32 files would hide the words: they start with a BOM or NULs; a file
+        # that imports may call a project wrapper (the gate, in analyze_source)
+        if not data.startswith((b"\xff\xfe", b"\xfe\xff")) and b"\x00" not in data[:4]:
+            if b"import" not in data:
+                return []
+    try:
+        source = decode_source(data)
+    except (SyntaxError, UnicodeDecodeError, LookupError) as exc:
+        return [_internal(path, f"cannot decode the file ({_first_line(exc)})")]
+    return analyze_source(source, path, codes, use_prefilter)
+
+
+def select_codes(
+    select: Optional[Sequence[str]] = None, ignore: Optional[Sequence[str]] = None
+) -> List[str]:
+    """Static codes enabled by prefix lists, by flake8's decision rules
+    (``selection.Decider``): the default codes unless selected.  MHA000 is left out."""
+    from .selection import Decider, codes
+
+    decide = Decider(
+        select=list(select) if select else None, ignore=list(ignore) if ignore else None
+    )
+    return [code for code in codes(decide) if code != "MHA000"]
+
+
+if sys.version_info < (3, 9):  # pragma: no cover
+    raise ImportError("flake8-mha needs Python 3.9+")
