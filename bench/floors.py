@@ -245,7 +245,9 @@ class Floors:
 
     def alone(self, paths, reps):
         """flake8 alone's CPU seconds and peak MB (medians) over paths."""
-        argv = [self.base_py, "-m", "flake8", "--select=E9", "-j", "1", *map(str, paths)]
+        # isolated (-I): a checkout on PYTHONPATH with an editable install's
+        # egg-info in it would load the plugin into flake8 alone
+        argv = [self.base_py, "-I", "-m", "flake8", "--select=E9", "-j", "1", *map(str, paths)]
         runs = interleaved({"flake8 alone": argv}, reps)["flake8 alone"]
         return median([r["cpu"] for r in runs]), median([r["rss_mb"] for r in runs])
 

@@ -214,6 +214,15 @@ class Bench:
         self.mha_py = sys.executable
         compile_plugin()  # as installed: not compiled again by every process
         os.environ.update(env_with_path())  # every process measured inherits it
+        # flake8 alone runs isolated (-I): PYTHONPATH holds the checkout, and an
+        # editable install leaves flake8_mha.egg-info there, which would load the
+        # plugin into flake8 alone too
+        seen = subprocess.run(
+            [*self.python(self.base_py), "-m", "flake8", "--version"],
+            capture_output=True, text=True, cwd=tempfile.gettempdir(),
+        ).stdout
+        if "flake8-mha" in seen:
+            raise SystemExit(f"flake8 alone ({self.base_py}) loads the plugin: {seen.strip()}")
         self.torch = torch_root()
         self.rows = []  # (target, measurement, baseline, with plugin, ratio, target text, met)
         self.commands = []
@@ -226,9 +235,13 @@ class Bench:
     def empty_cache(self, name=None) -> None:
         shutil.rmtree(self.cold / CACHE_DIR, ignore_errors=True)
 
+    def python(self, python: str) -> list:
+        """How to start ``python``: flake8 alone's isolated from PYTHONPATH."""
+        return [python, "-I"] if python == self.base_py else [python]
+
     def flake8(self, python: str, paths, jobs: int = 1, plugin_args=()):
         return [
-            python,
+            *self.python(python),
             "-m",
             "flake8",
             "--select=E9,MHA",
@@ -481,7 +494,7 @@ class Bench:
         folder.mkdir(exist_ok=True)
 
         def editor(python):
-            return [python, "-c", EDITOR_SCRIPT, str(path), str(n), "[]", str(BENCH)]
+            return [*self.python(python), "-c", EDITOR_SCRIPT, str(path), str(n), "[]", str(BENCH)]
 
         log(f"target 9: an editor process re-lints {EDITOR_FILE} after a one-line edit ({n} edits)")
         runs = interleaved(

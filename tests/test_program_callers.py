@@ -262,3 +262,22 @@ def test_without_the_project_the_witness_fills_the_unknowns(tmp_path):
     assert got[(120, "MHA006")] == ("CONFIRMED*", [DROPOUT_ASSUMED])
     assert got[(120, "MHA007")] == ("CONFIRMED*", ["dropout_p unknown: used 0.1"])
     assert (21, "MHA006") in got and (83, "MHA005") not in got
+
+
+def test_an_installed_package_is_its_own_project(tmp_path):
+    """Inside ``site-packages`` the root above a package holds every other
+    installed package: the callers of a file are looked for in its own
+    package only.  In a checkout, every package of the root counts."""
+    from flake8_mha.analysis.program import callers
+
+    for where, expect_other in (("site-packages", False), ("checkout", True)):
+        root = tmp_path / where
+        for pkg in ("lib", "other"):
+            (root / pkg).mkdir(parents=True)
+            (root / pkg / "__init__.py").write_text("")
+        (root / "lib" / "attn.py").write_text("def attend(q):\n    return q\n")
+        (root / "lib" / "model.py").write_text("from .attn import attend\n")
+        (root / "other" / "user.py").write_text("from lib.attn import attend\n")
+        found = {p.replace("\\", "/").rsplit(f"{where}/", 1)[-1]
+                 for p in callers.dependents([str(root / "lib" / "attn.py")])}
+        assert ("lib/model.py" in found, "other/user.py" in found) == (True, expect_other), where

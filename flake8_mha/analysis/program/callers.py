@@ -54,7 +54,7 @@ def dependents(changed: Iterable[str]) -> List[str]:
     found: Set[str] = set()
     by_root: Dict[str, Set[str]] = {}
     for path in targets:
-        by_root.setdefault(project_root(path), set()).add(path)
+        by_root.setdefault(_scope(path), set()).add(path)
     for root, wanted in by_root.items():
         importers = _importers(root)
         if importers is None:
@@ -69,6 +69,21 @@ def dependents(changed: Iterable[str]) -> List[str]:
             frontier = nxt
         found |= seen - targets
     return sorted(os.path.relpath(p) for p in found)
+
+
+_INSTALLED = {"site-packages", "dist-packages"}
+
+
+def _scope(path: str) -> str:
+    """The folder whose files may import ``path``: its project root, or, for
+    an installed package (a root that is ``site-packages``), that package's
+    own folder: the other packages installed beside it are not its project."""
+    root = project_root(path)
+    if os.path.basename(root) in _INSTALLED:
+        rel = os.path.relpath(os.path.abspath(path), root).split(os.sep)
+        if len(rel) > 1:
+            return os.path.join(root, rel[0])
+    return root
 
 
 def _importers(root: str) -> Optional[Dict[str, Set[str]]]:

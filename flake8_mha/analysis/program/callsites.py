@@ -89,10 +89,7 @@ class Project(ProjectFiles):
                 mapped[sink_arg] = built
         if not mapped:
             return None
-        bound = Bound.__new__(Bound)
-        bound.args = mapped
-        bound.star = bound.double_star = False
-        bound.positional_count = 0
+        bound = _bound(mapped)
         through = {
             "function": summary["name"],
             "file": self.relative(summary.get("sink_file", filename)),
@@ -125,10 +122,7 @@ class Project(ProjectFiles):
                 mapped[sink.split(".", 1)[1]] = built
         if not mapped:
             return None
-        bound = Bound.__new__(Bound)
-        bound.args = mapped
-        bound.star = bound.double_star = False
-        bound.positional_count = 0
+        bound = _bound(mapped)
         through = {
             "function": summary["name"],
             "file": self.relative(summary.get("sink_file", filename)),
@@ -591,6 +585,15 @@ def _own_definition(node, env, scope, *kinds) -> Optional[str]:
         return None
     name = getattr(d.node, "name", None)
     return name.value if isinstance(name, cst.Name) else None
+
+
+def _bound(mapped: Dict[str, cst.BaseExpression]) -> Bound:
+    """The caller's arguments under the sink's names, as a call's ``Bound``."""
+    bound = Bound.__new__(Bound)
+    bound.args = mapped
+    bound.star = bound.double_star = False
+    bound.positional_count = 0
+    return bound
 
 
 def bind_factory(summary: dict, call: cst.Call) -> Optional[dict]:
