@@ -22,10 +22,11 @@ from ..events import ModuleCall, SdpaCall
 from ..flow import CallSite, DefKind, ScopeKind, import_path, lookup
 from ...core.positions import start_positions
 from ..resolve import Bound
-from ...core.torch_api import BY_NAME, SDPA_NAME, SDPA_QUALNAME, SDPA_SIGNATURE
+from ...core.torch_api import BY_NAME, SDPA_NAME, SDPA_QUALNAME
 from ..values import UNKNOWN, literal
 from . import callers
 from .files import ProjectFiles, decode, module_parts, project_root  # noqa: F401
+from .forms import sdpa_summary
 from .summaries import RETURNS_VERSION, builder_summary, mask_of
 
 
@@ -335,20 +336,10 @@ class Project(ProjectFiles):
         """SDPA itself as a summary (for ``partial(F.scaled_dot_product_attention,
         ...)``): each of its mask and flag parameters reaches itself; its line
         is the ``partial`` call's."""
-        names = list(SDPA_SIGNATURE.names)
         line = 0
         if self.module is not None:
             line = start_positions(self.module, [call])[id(call)][0]
-        return {
-            "name": SDPA_NAME,
-            "line": line,
-            "positional": names,
-            "kwonly": [],
-            "defaults": {"attn_mask": "None", "dropout_p": "0.0", "is_causal": "False"},
-            "reach": {n: {"param": n, "ops": []} for n in ("attn_mask", "dropout_p", "is_causal")},
-            "varargs": False,
-            "varkw": False,
-        }
+        return sdpa_summary(line)
 
     # -- constants from other files ------------------------------------------------
     def imported_constant(self, stmt: cst.ImportFrom, name: str):

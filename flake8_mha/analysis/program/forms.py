@@ -27,6 +27,21 @@ def names_a_sink(text: str) -> bool:
     return SDPA_NAME in text or MODULE_WORDS.search(text) is not None
 
 
+def sdpa_summary(line: int) -> dict:
+    """SDPA itself as a summary (what ``partial(F.scaled_dot_product_attention,
+    ...)`` stands for): each of its mask and flag parameters reaches itself."""
+    return {
+        "name": SDPA_NAME,
+        "line": line,
+        "positional": list(SDPA_SIGNATURE.names),
+        "kwonly": [],
+        "defaults": {"attn_mask": "None", "dropout_p": "0.0", "is_causal": "False"},
+        "reach": {n: {"param": n, "ops": []} for n in ("attn_mask", "dropout_p", "is_causal")},
+        "varargs": False,
+        "varkw": False,
+    }
+
+
 def partial_names(tree: ast.Module) -> Tuple[set, set]:
     """(names bound to ``functools.partial``, names bound to ``functools``)."""
     direct, modules = set(), set()
@@ -74,17 +89,7 @@ def add_partials(tree: ast.Module, out: Dict[str, dict], is_sdpa) -> None:
             continue
         inner = call.args[0]
         if is_sdpa(inner):
-            base = {
-                "line": call.lineno,
-                "positional": list(SDPA_SIGNATURE.names),
-                "kwonly": [],
-                "defaults": {"attn_mask": "None", "dropout_p": "0.0", "is_causal": "False"},
-                "reach": {
-                    n: {"param": n, "ops": []} for n in ("attn_mask", "dropout_p", "is_causal")
-                },
-                "varargs": False,
-                "varkw": False,
-            }
+            base = sdpa_summary(call.lineno)
         elif isinstance(inner, ast.Name) and isinstance(out.get(inner.id), dict):
             base = dict(out[inner.id])
             if "." in inner.id or "closure" in base:
