@@ -12,7 +12,7 @@ import pathlib
 import re
 import subprocess
 import sys
-from typing import List, Optional, Set, Tuple
+from typing import List, NamedTuple, Optional, Set, Tuple
 
 ROOT = pathlib.Path(__file__).resolve().parent.parent
 FIXTURES = ROOT / "fixtures"
@@ -40,14 +40,41 @@ def selected(path: pathlib.Path) -> Optional[List[str]]:
     return [c.strip() for c in m.group(1).split(",") if c.strip()] if m else None
 
 
-def flake8_findings(fixture: str, *args: str) -> Tuple[int, Set[Tuple[int, int, str]]]:
-    """Real flake8 (``--isolated --select MHA``) on ``fixtures/<fixture>``:
-    its exit status and the ``(line, column, code)`` it printed."""
+# one line of flake8's default report for one of our codes
+FLAKE8_LINE = re.compile(
+    r"^(?P<path>.+?):(?P<line>\d+):(?P<col>\d+): (?P<code>MHA\d{3}) (?P<msg>.*)$")
+
+
+class Reported(NamedTuple):
+    path: str
+    line: int
+    col: int
+    code: str
+    msg: str
+
+
+def flake8_run(*args: str, select: str = "MHA", stdin: Optional[str] = None,
+               clean_stderr: bool = False) -> Tuple[int, List[Reported]]:
+    """Real flake8 (``--isolated --select <select>``) from the repository root:
+    its exit status (0 or 1, else the test fails) and every line it printed,
+    each of which must be one of our findings.  ``clean_stderr``: flake8 must
+    also print nothing on stderr."""
     proc = subprocess.run(
-        [sys.executable, "-m", "flake8", "--isolated", "--select", "MHA", *args,
-         os.path.join("fixtures", fixture)],
-        cwd=ROOT, capture_output=True, text=True, timeout=300)
-    assert not proc.stderr, proc.stderr
-    got = {tuple(int(x) for x in line.split(":")[1:3]) + (line.split()[1],)
-           for line in proc.stdout.splitlines()}
-    return proc.returncode, got
+        [sys.executable, "-m", "flake8", "--isolated", "--select", select, *args],
+        cwd=ROOT, input=stdin, capture_output=True, text=True, timeout=300)
+    assert proc.returncode in (0, 1), proc.stderr
+    if clean_stderr:
+        assert not proc.stderr, proc.stderr
+    out = []
+    for line in proc.stdout.splitlines():
+        m = FLAKE8_LINE.match(line)
+        assert m is not None, line
+        out.append(Reported(m["path"], int(m["line"]), int(m["col"]), m["code"], m["msg"]))
+    return proc.returncode, out
+
+
+def flake8_findings(fixture: str, *args: str) -> Tuple[int, Set[Tuple[int, int, str]]]:
+    """Real flake8 on ``fixtures/<fixture>``: its exit status and the
+    ``(line, column, code)`` it printed."""
+    status, found = flake8_run(*args, os.path.join("fixtures", fixture), clean_stderr=True)
+    return status, {(f.line, f.col, f.code) for f in found}

@@ -10,20 +10,18 @@ witness runs with the values the program passes.  Expectations: the inline
 from __future__ import annotations
 
 import json
-import re
 import shutil
 import subprocess
 import sys
 
 import pytest
 
-from fixture_expect import FIXTURES, ROOT, expected
+from fixture_expect import FIXTURES, ROOT, expected, flake8_run
 from flake8_mha.lint import engine
 
 PKG = FIXTURES / "program_calls" / "callers"
 FILES = sorted(PKG.glob("*.py"))
 REL = "fixtures/program_calls/callers/"
-_LINE = re.compile(r"^(?P<path>[^:]+):(?P<line>\d+):(?P<col>\d+): (?P<code>MHA\d{3}) (?P<msg>.*)$")
 MHA006 = ("scaled_dot_product_attention given attn_mask together with is_causal: it raises "
           "with dropout and silently applies both masks otherwise")
 MHA005 = ("is_causal=True without attn_mask: MultiheadAttention raises in training and "
@@ -60,17 +58,8 @@ def test_the_fixture_states_what_the_messages_say():
 
 
 def _flake8(*args):
-    proc = subprocess.run(
-        [sys.executable, "-m", "flake8", "--isolated", "--select", "MHA", *args],
-        cwd=ROOT, capture_output=True, text=True, timeout=300,
-    )
-    assert proc.returncode in (0, 1), proc.stderr
-    out = {}
-    for line in proc.stdout.splitlines():
-        m = _LINE.match(line)
-        assert m is not None, line
-        out[(m["path"].rsplit("/", 1)[-1], int(m["line"]), int(m["col"]), m["code"])] = m["msg"]
-    return proc.returncode, out
+    status, found = flake8_run(*args)
+    return status, {(f.path.rsplit("/", 1)[-1], f.line, f.col, f.code): f.msg for f in found}
 
 
 def _messages():

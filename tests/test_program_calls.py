@@ -9,19 +9,17 @@ are the inline ``# MHA002:13`` comments of each file."""
 from __future__ import annotations
 
 import json
-import re
 import subprocess
 import sys
 import textwrap
 
 import pytest
 
-from fixture_expect import FIXTURES, ROOT, expected
+from fixture_expect import FIXTURES, ROOT, expected, flake8_run
 from flake8_mha.lint import engine
 
 ZOO = FIXTURES / "program_calls" / "zoo"
 FILES = sorted(ZOO.glob("*.py"))
-_LINE = re.compile(r"^(?P<path>[^:]+):(?P<line>\d+):(?P<col>\d+): (?P<code>MHA\d{3}) ")
 
 
 def _want():
@@ -29,20 +27,8 @@ def _want():
 
 
 def _flake8(*args):
-    proc = subprocess.run(
-        [sys.executable, "-m", "flake8", "--isolated", "--select", "MHA", *args],
-        cwd=ROOT,
-        capture_output=True,
-        text=True,
-        timeout=300,
-    )
-    assert proc.returncode in (0, 1), proc.stderr
-    out = set()
-    for line in proc.stdout.splitlines():
-        m = _LINE.match(line)
-        assert m is not None, line
-        out.add((m["path"].rsplit("/", 1)[-1], int(m["line"]), int(m["col"]), m["code"]))
-    return proc.returncode, out
+    status, found = flake8_run(*args)
+    return status, {(f.path.rsplit("/", 1)[-1], f.line, f.col, f.code) for f in found}
 
 
 def test_the_fixture_expects_every_call_kind():

@@ -6,16 +6,14 @@ from __future__ import annotations
 
 import concurrent.futures
 import json
-import re
 import subprocess
 import sys
 
 import pytest
 
-from fixture_expect import FIXTURES, ROOT, expected
+from fixture_expect import FIXTURES, ROOT, expected, flake8_run
 
 DEFAULT = "MHA0,MHA1"  # the codes on by default (the opt-in MHA9xx are left out)
-_LINE = re.compile(r"^(?P<path>[^:]+):(?P<line>\d+):(?P<col>\d+): (?P<code>MHA\d{3}) ")
 
 
 def _packages():
@@ -37,17 +35,8 @@ def _rel(path) -> str:
 
 
 def _flake8(*args, stdin=None):
-    proc = subprocess.run(
-        [sys.executable, "-m", "flake8", "--isolated", "--select", DEFAULT, *args],
-        cwd=ROOT, input=stdin, capture_output=True, text=True, timeout=300,
-    )
-    assert proc.returncode in (0, 1), proc.stderr
-    out = set()
-    for line in proc.stdout.splitlines():
-        m = _LINE.match(line)
-        assert m is not None, line
-        out.add((m["path"].lstrip("./"), int(m["line"]), int(m["col"]), m["code"]))
-    return out
+    _, found = flake8_run(*args, select=DEFAULT, stdin=stdin)
+    return {(f.path.lstrip("./"), f.line, f.col, f.code) for f in found}
 
 
 def _want(pkg):

@@ -7,13 +7,11 @@ import json
 import os
 import pathlib
 import re
-import subprocess
-import sys
 import textwrap
 
 import pytest
 
-from fixture_expect import FIXTURES, ROOT
+from fixture_expect import FIXTURES, flake8_run
 from flake8_mha.lint import engine
 from flake8_mha.frontends.check import main as check_main
 from flake8_mha.lint.engine import analyze_source, select_codes
@@ -263,25 +261,15 @@ def test_annotate_leaves_plain_sdpa_reports_alone():
 
 # -- a real flake8 on one file of the tree, as pre-commit runs it ---------------------
 
-_LINE = re.compile(r"^(?P<path>.+?):(?P<line>\d+):(?P<col>\d+): (?P<code>MHA\d{3}) (?P<msg>.*)$")
 
 
 def _flake8(*args):
-    proc = subprocess.run(
-        [sys.executable, "-m", "flake8", "--isolated", "--select", "MHA", *args],
-        cwd=ROOT,
-        capture_output=True,
-        text=True,
-        timeout=300,
-    )
-    assert proc.returncode in (0, 1), proc.stderr
+    status, found = flake8_run(*args)
     out = set()
-    for line in proc.stdout.splitlines():
-        m = _LINE.match(line)
-        assert m is not None, line
-        place = _PLACE.search(m["msg"])
-        out.add((int(m["line"]), int(m["col"]), m["code"], place.group(1) if place else None))
-    return proc.returncode, out
+    for f in found:
+        place = _PLACE.search(f.msg)
+        out.add((f.line, f.col, f.code, place.group(1) if place else None))
+    return status, out
 
 
 def _from_the_root(findings):
