@@ -310,8 +310,7 @@ class Project(ProjectFiles):
             return None
         filename, summary = found
         positional = list(summary["positional"])
-        defaults = dict(summary["defaults"])
-        bound: Dict[str, cst.BaseExpression] = {}
+        bound: Dict[str, Optional[cst.BaseExpression]] = {}
         for a in call.args[1:]:
             if a.star:
                 return None
@@ -321,13 +320,7 @@ class Project(ProjectFiles):
                 bound[positional.pop(0)] = a.value
             else:
                 bound[a.keyword.value] = a.value
-        reach = dict(summary["reach"])
-        for param, expr in bound.items():
-            value = literal(expr)
-            if value is UNKNOWN or not (value is None or type(value) in (bool, int, float)):
-                reach = {k: v for k, v in reach.items() if v["param"] != param}
-            else:
-                defaults[param] = repr(value)
+        defaults, reach = _fixed(summary, bound)
         if not reach:
             return None
         return filename, dict(summary, positional=positional, defaults=defaults, reach=reach)
@@ -598,27 +591,34 @@ def bind_factory(summary: dict, call: cst.Call) -> Optional[dict]:
     if args is None:
         return None
     defaults = dict(summary["defaults"])
-    unknown = set()
+    bound: Dict[str, Optional[cst.BaseExpression]] = {}
     for param in factory["params"]:
-        expr = args.get(param)
-        if expr is None:
-            value = factory["defaults"].get(param)
-            if value is None:
-                unknown.add(param)
-            else:
-                defaults[param] = value
-            continue
-        value = literal(expr)
-        if value is UNKNOWN or not (value is None or type(value) in (bool, int, float)):
-            unknown.add(param)
+        if param in args or factory["defaults"].get(param) is None:
+            bound[param] = args.get(param)  # None: left out, no default: unknown
         else:
-            defaults[param] = repr(value)
-    reach = {k: v for k, v in summary["reach"].items() if v["param"] not in unknown}
+            defaults[param] = factory["defaults"][param]
+    defaults, reach = _fixed(dict(summary, defaults=defaults), bound)
     if not reach:
         return None
     out = {k: v for k, v in summary.items() if k != "closure"}
     out.update(defaults=defaults, reach=reach)
     return out
+
+
+def _fixed(summary: dict, bound: Dict[str, Optional[cst.BaseExpression]]) -> Tuple[dict, dict]:
+    """``summary``'s defaults and reach with each parameter of ``bound`` fixed
+    to the expression given for it: a plain literal (``None``, a bool, an int,
+    a float) becomes its default; anything else, or no expression, leaves
+    what the parameter reaches unknown (left out)."""
+    defaults = dict(summary["defaults"])
+    reach = dict(summary["reach"])
+    for param, expr in bound.items():
+        value = literal(expr) if expr is not None else UNKNOWN
+        if value is UNKNOWN or not (value is None or type(value) in (bool, int, float)):
+            reach = {k: v for k, v in reach.items() if v["param"] != param}
+        else:
+            defaults[param] = repr(value)
+    return defaults, reach
 
 
 def _bind(summary: dict, call: cst.Call) -> Optional[Dict[str, cst.BaseExpression]]:
