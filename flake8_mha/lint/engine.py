@@ -240,12 +240,7 @@ _JUDGES = {
 # the arguments of a torch module's construction or call each code judges by
 # value (where a fact of the project about them is said in the message)
 _SPECS = tuple(torch_api.MODULES.values())
-_HEADS = tuple(
-    sorted(
-        {n for s in _SPECS for n in (s.embed_param, s.heads_param) if n}
-        | {"kdim", "vdim"} & set(torch_api.MULTIHEAD_ATTENTION.init.names)
-    )
-)
+_HEADS = ("embed_dim", "num_heads", "d_model", "nhead", "kdim", "vdim")
 _FLAGS = tuple(sorted({p.flag for s in _SPECS for p in s.causal_pairs}))
 _MASKS = tuple(sorted({a for s in _SPECS for a in s.mask_args}))
 _JUDGES_MODULES = {
