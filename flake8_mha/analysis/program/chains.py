@@ -255,15 +255,18 @@ def may_reach(edge: dict, summary: dict, imported, attrs, table) -> bool:
     return "." not in name and name in table
 
 
-def may_be_project_class(name: str, imported: Dict[str, list], table: Dict[str, dict]) -> bool:
+def may_be_project_class(
+    name: str, imported: Dict[str, list], table: Dict[str, dict], inheriting: Dict[str, list]
+) -> bool:
     """Whether a base class, as written, may be one whose ``forward`` the
     project summarises: imported from what may be project code, or a class
-    of the same file that has a summarised ``forward`` or inherits one."""
+    of the same file that has a summarised ``forward`` (in ``table``) or
+    inherits one (in ``inheriting``)."""
     head = name.split(".")[0]
     if head in imported:
         level, dotted = imported[head]
         return bool(level) or dotted.split(".")[0] not in _EXTERNAL
-    return "." not in name and (f"{name}.forward" in table or name in table.get("@bases", {}))
+    return "." not in name and (f"{name}.forward" in table or name in inheriting)
 
 
 # Each pattern starts with its keyword, a literal that the regular expression

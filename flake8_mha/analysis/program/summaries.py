@@ -117,7 +117,7 @@ def summarise(
         BASES in out
     ):  # a base that may have a forward reaching a sink: this file's, or the project's
         kept = {
-            cls: [b for b in bases if chains.may_be_project_class(b, imported, out)]
+            cls: [b for b in bases if chains.may_be_project_class(b, imported, out, out[BASES])]
             for cls, bases in out[BASES].items()
         }
         out[BASES] = {cls: bases for cls, bases in kept.items() if bases}
