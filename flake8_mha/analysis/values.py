@@ -112,6 +112,9 @@ def value_of(node: cst.CSTNode, env: Env, scope: Optional[Scope], depth: int = 0
             defs = cls.attrs.get(node.attr.value)
             if defs:
                 return _defs_value(tuple(defs), scope, None, depth)
+        elif owners and len(owners) == 1 and owners[0].kind == DefKind.IMPORT:
+            # ``config.WIDTH`` after ``from . import config``
+            return _imported_value(owners[0], scope, node.value.value, node.attr.value)
     return UNKNOWN
 
 
@@ -149,13 +152,16 @@ def _project(scope: Optional[Scope]):
     return scope.project if scope is not None else None
 
 
-def _imported_value(d: Def, scope: Optional[Scope], name: str):
+def _imported_value(d: Def, scope: Optional[Scope], name: str, attr: Optional[str] = None):
     """The value of a constant ``name`` that the import statement ``d.node``
-    brings from a project file."""
+    brings from a project file; with ``attr``, of the constant ``attr`` of
+    the project module it binds to ``name``."""
     project = _project(scope)
-    if project is None or not isinstance(d.node, cst.ImportFrom):
+    if project is None or not isinstance(d.node, (cst.ImportFrom, cst.Import)):
         return UNKNOWN
-    got = project.imported_constant(d.node, name)
+    if name is not None and _rebound_elsewhere(name, scope):
+        return UNKNOWN
+    got = project.imported_constant(d.node, name, attr)
     return UNKNOWN if got is None else got[0]
 
 

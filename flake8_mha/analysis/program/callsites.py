@@ -335,25 +335,36 @@ class Project(ProjectFiles):
         return sdpa_summary(line)
 
     # -- constants from other files ------------------------------------------------
-    def imported_constant(self, stmt: cst.ImportFrom, name: str):
+    def imported_constant(self, stmt, name: str, attr: Optional[str] = None):
         """``(value,)`` of the module-level constant ``name`` that the import
         statement ``stmt`` brings from a project file (``from .config import
-        WIDTH``), or None.  Asked by ``values.py`` only for a value a rule
-        needs, so a file's other imports cost nothing."""
-        if isinstance(stmt.names, cst.ImportStar):
-            return None
-        for alias in stmt.names:
-            bound = alias.asname.name if alias.asname is not None else alias.name
-            if isinstance(bound, cst.Name) and bound.value == name:
-                break
+        WIDTH``), or, with ``attr``, of the constant ``attr`` of the project
+        module that ``stmt`` binds to ``name`` (``from . import config`` or
+        ``import pkg.config as config``, then ``config.WIDTH``); else None.
+        Asked by ``values.py`` only for a value a rule needs, so a file's
+        other imports cost nothing."""
+        if isinstance(stmt, cst.Import):
+            target = _imported_module(stmt, name)
+            if target is None or attr is None:
+                return None
+            level, dotted = 0, f"{target}.{attr}"
+        elif isinstance(stmt, cst.ImportFrom) and not isinstance(stmt.names, cst.ImportStar):
+            for alias in stmt.names:
+                bound = alias.asname.name if alias.asname is not None else alias.name
+                if isinstance(bound, cst.Name) and bound.value == name:
+                    break
+            else:
+                return None
+            dotted = import_path(alias.name)
+            if "." in dotted:
+                return None
+            base = import_path(stmt.module) if stmt.module is not None else ""
+            level = len(stmt.relative)
+            dotted = f"{base}.{dotted}".lstrip(".") + (f".{attr}" if attr else "")
         else:
             return None
-        dotted = import_path(alias.name)
-        if "." in dotted:
-            return None
-        base = import_path(stmt.module) if stmt.module is not None else ""
         try:
-            loc = self._defined((len(stmt.relative), f"{base}.{dotted}".lstrip(".")))
+            loc = self._defined((level, dotted))
             table = self.constants(loc[0]) if loc else {}
         except (OSError, ValueError, RecursionError):
             return None
@@ -544,6 +555,21 @@ def _imported(node, env, scope, depth: int = 0) -> Optional[Tuple[int, str]]:
                     return 0, full
             elif full.split(".")[0] == node.value:
                 return 0, node.value
+    return None
+
+
+def _imported_module(stmt: cst.Import, name: str) -> Optional[str]:
+    """The dotted module that ``import a.b as name`` binds to ``name``
+    (``import config`` binds ``config``; ``import a.b`` binds only ``a``)."""
+    if isinstance(stmt.names, cst.ImportStar):
+        return None
+    for alias in stmt.names:
+        dotted = import_path(alias.name)
+        if alias.asname is not None:
+            if isinstance(alias.asname.name, cst.Name) and alias.asname.name.value == name:
+                return dotted
+        elif dotted == name:
+            return dotted
     return None
 
 
