@@ -344,7 +344,9 @@ class _Closure:
         if outer is None:
             self._add_names({unit.name})
         else:
-            for a in unit.attrs - outer.kept_attrs:
+            # its self.NAMEs, and its own name: a method that calls it (``self.NAME(...)``)
+            # is a caller whose arguments the analysis follows into it
+            for a in (unit.attrs | {unit.name}) - outer.kept_attrs:
                 outer.kept_attrs.add(a)
                 self._wake(self.on_attr, (id(outer), a))
             if not outer.kept:

@@ -169,7 +169,7 @@ def _constructed_value(d: Def, name: str):
     """The value of a parameter that the project fixes: of a module-level
     class's ``__init__``, what every construction of the class in the project
     passes alike; of a module-level function or a module-level class's
-    ``forward``, an off value (None, False, 0) that every call in the project
+    ``forward`` or other method, an off value (None, False, 0) that every call in the project
     leaves it at (RULES.md, "known statically"; docs/reach.md, "Facts from
     the callers")."""
     scope = d.scope
@@ -188,10 +188,10 @@ def _constructed_value(d: Def, name: str):
         return UNKNOWN
     elif function == "__init__":
         got = project.constructed(parent.node.name.value, name)
-    elif function == "forward":
-        got = project.called(f"{parent.node.name.value}.forward", name)
-    else:
+    elif function.startswith("__"):  # __call__ and the like: called where no call is seen
         return UNKNOWN
+    else:  # ``forward``, through the instances; another method, as an attribute
+        got = project.called(f"{parent.node.name.value}.{function}", name)
     return UNKNOWN if got is None else got[0]
 
 

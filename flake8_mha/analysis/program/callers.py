@@ -336,15 +336,17 @@ class _Call:
     its result goes when it builds something (``("attr", name)`` for
     ``x.name = C(...)``, ``("name", name)`` for ``name = C(...)``, else None)."""
 
-    __slots__ = ("args", "keywords", "splat", "into")
+    __slots__ = ("args", "keywords", "splat", "into", "definer")
 
-    def __init__(self, node: ast.Call, into):
+    def __init__(self, node: ast.Call, into, definer: Optional[str] = None):
         self.splat = any(isinstance(a, ast.Starred) for a in node.args) or any(
             k.arg is None for k in node.keywords
         )
         self.args = [_literal(a) for a in node.args]
         self.keywords = {k.arg: _literal(k.value) for k in node.keywords if k.arg is not None}
         self.into = into
+        # ``self.NAME(...)`` in a class that defines a method NAME itself: that class's
+        self.definer = definer
 
 
 class _Index:
@@ -364,6 +366,19 @@ class _Index:
         self.aliases: Dict[str, Set[str]] = {}
         into: Dict[int, tuple] = {}
         funcs: Set[int] = set()
+        definers: Dict[int, str] = {}  # id of a self.NAME(...) call -> its class, which defines NAME
+        for node in ast.walk(tree):  # breadth first: an inner class overwrites its outer one
+            if isinstance(node, ast.ClassDef):
+                own = {n.name for n in node.body if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef))}
+                for inner in ast.walk(node):
+                    if (
+                        isinstance(inner, ast.Call)
+                        and isinstance(inner.func, ast.Attribute)
+                        and isinstance(inner.func.value, ast.Name)
+                        and inner.func.value.id == "self"
+                        and inner.func.attr in own
+                    ):
+                        definers[id(inner)] = node.name
         for node in ast.walk(tree):
             if isinstance(node, ast.Assign) and len(node.targets) == 1:
                 target = node.targets[0]
@@ -389,7 +404,8 @@ class _Index:
                 if isinstance(func, ast.Name):
                     self.by_name.setdefault(func.id, []).append(_Call(node, into.get(id(node))))
                 elif isinstance(func, ast.Attribute):
-                    self.by_attr.setdefault(func.attr, []).append(_Call(node, into.get(id(node))))
+                    call = _Call(node, into.get(id(node)), definers.get(id(node)))
+                    self.by_attr.setdefault(func.attr, []).append(call)
             elif isinstance(node, ast.Name) and isinstance(node.ctx, ast.Load):
                 if id(node) not in funcs:
                     self.loaded_names.add(node.id)
@@ -431,8 +447,9 @@ def _index(path: str, own_text: Optional[str]) -> Optional[_Index]:
 
 def calls(path: str, key: str, signature, own_text: Optional[str] = None, files=None):
     """Every call in the project of the function ``key`` of ``path``: a
-    module-level function (``attend``) or the ``forward`` of a module-level
-    class (``Attend.forward``, called through its instances).  Per call, each
+    module-level function (``attend``), the ``forward`` of a module-level
+    class (``Attend.forward``, called through its instances), or another
+    method of such a class (``Attend._attend``, called as an attribute).  Per call, each
     parameter's literal value, ``UNKNOWN``, or its default when the call
     leaves it out.  ``signature``: ``function_signature``'s answer;
     ``files``: ``project_files(path)`` when the caller has it.
@@ -464,8 +481,10 @@ def _calls(files, key, signature, own_text):
         if index is None:
             return None, files[1:]
         indexes.append(index)
-    if "." in key:
+    if key.endswith(".forward"):
         found = _instance_calls(indexes, key.split(".")[0])
+    elif "." in key:
+        found = _method_calls(indexes, *key.split(".", 1))
     else:
         found = _function_calls(indexes, key)
     if found is None:
@@ -523,6 +542,24 @@ def _instance_calls(indexes: List[_Index], cls: str) -> Optional[List[_Call]]:
     return found
 
 
+def _method_calls(indexes: List[_Index], cls: str, method: str) -> Optional[List[_Call]]:
+    """The calls of ``cls``'s method other than ``forward``
+    (``self._attend(...)``, ``super()._attend(...)``, ``block._attend(...)``):
+    every call of an attribute of that name in the project, whatever its
+    object, so that a call of another class's method of the same name can
+    only unsettle a parameter; but not ``self._attend(...)`` inside another
+    class that defines ``_attend`` itself, which calls its own.  None when
+    the method is read otherwise than called (``fn = self._attend``,
+    ``checkpoint(self._attend, ...)``): it is then called where this cannot
+    see."""
+    found: List[_Call] = []
+    for index in indexes:
+        if method in index.loaded_attrs:
+            return None
+        found.extend(c for c in index.by_attr.get(method, ()) if c.definer in (None, cls))
+    return found
+
+
 def _bind_literals(call: _Call, signature) -> Optional[Dict[str, object]]:
     positional, kwonly, defaults, varargs, varkw = signature
     if call.splat:
@@ -554,8 +591,8 @@ _FUNCTION_SIGNATURES: Dict[tuple, object] = {}
 def function_signature(text: str, key: str):
     """(positional parameters, keyword-only ones, {parameter: literal
     default}, takes ``*args``, takes ``**kwargs``) of the module-level
-    function ``key`` of ``text``, or of the ``forward`` of a module-level
-    class (``Cls.forward``, parameters after ``self``); None when it is
+    function ``key`` of ``text``, or of a method of a module-level class
+    (``Cls.forward``, ``Cls._attend``: parameters after ``self``); None when it is
     decorated, defined more than once, or not there."""
     cache = (hash(text), len(text), key)
     if cache not in _FUNCTION_SIGNATURES:
