@@ -109,6 +109,43 @@ def test_same_blocks_fed_batch_first_give_mha001():
     assert "is fed batch-first data ((N, L, E), line" in f.message
 
 
+SECOND_TOWER = """\
+
+
+from einops import rearrange
+
+
+class ImageTower(nn.Module):
+    def __init__(self, width, layers):
+        super().__init__()
+        self.conv1 = nn.Conv2d(3, width, 16, 16)
+        self.transformer = Transformer(width, layers)
+
+    def forward(self, image):
+        x = self.conv1(image)
+        x = x.reshape(x.shape[0], x.shape[1], -1).permute(0, 2, 1)
+        x = rearrange(x, "b n d -> n b d")
+        x = self.transformer(x)
+        return x
+"""
+
+
+def test_two_towers_stating_sequence_first_differently_agree():
+    # the text tower's swap gives (L, N, ?), the image tower's pattern (L, N, E): both
+    # sequence-first, so together sequence-first (they were joined to unknown: MHA001)
+    body = CLIP_TOWER + SECOND_TOWER
+    f = only(body)
+    assert (f.code, f.line, f.col) == ("MHA903",) + BUILT
+    assert f.evidence["layout_kind"] == "sequence-first"
+    assert findings(body, ["MHA001", "MHA010"]) == []
+
+
+def test_two_towers_one_batch_first_give_mha001():
+    body = CLIP_TOWER + SECOND_TOWER.replace('rearrange(x, "b n d -> n b d")', 'rearrange(x, "b n d -> b n d")')
+    f = only(body)
+    assert (f.code, f.line, f.col) == ("MHA001",) + BUILT
+
+
 def test_known_layout_beats_the_swap():
     # batch-first data made batch-first again by a swap of the wrong axes: the
     # known layout decides, not the swap

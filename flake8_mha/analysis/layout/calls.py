@@ -70,20 +70,48 @@ MODULE_OUTPUT_ARG = {  # the input whose shape a module's output has
 
 
 def join(values: Sequence[Optional[Layout]]) -> Optional[Layout]:
-    """The layout every path gives (roles agree), else unknown; cycles have no say."""
+    """The layout every path gives, else unknown; cycles have no say.
+
+    Paths agree when their axis roles do where both know them: ``(L, N, ?)``
+    and ``(L, N, E)`` give ``(L, N, ?)``, the roles both state.  An axis swap
+    of data of unknown layout (``conforms``) is converted to whatever the
+    module reads, so it conforms to the layout the other paths state (as
+    it does among one call's inputs); only swaps: the first swap."""
     out: Optional[Layout] = None
+    swap: Optional[Layout] = None
     seen = False
     for v in values:
         if v is CYCLE:
             continue
         if v is None:
             return None
-        if out is None:
-            out = v
-        elif not same(v, out):
-            return None
         seen = True
-    return out if seen else CYCLE if values else None
+        if v.conforms:
+            swap = swap or v
+        elif out is None:
+            out = v
+        else:
+            out = _meet(out, v)
+            if out is None:
+                return None
+    if not seen:
+        return CYCLE if values else None
+    return out if out is not None else swap
+
+
+def _meet(a: Layout, b: Layout) -> Optional[Layout]:
+    """The roles ``a`` and ``b`` both state (with ``a``'s evidence), or None
+    when they state different roles for one axis."""
+    if a.roles == b.roles:
+        return a
+    if len(a.roles) != len(b.roles):
+        return None
+    roles = []
+    for x, y in zip(a.roles, b.roles):
+        if x is not None and y is not None and x != y:
+            return None
+        roles.append(x if x == y else None)
+    return Layout(tuple(roles), a.node, a.how, origin=a.origin)
 
 
 def same(a: Layout, b: Layout) -> bool:
