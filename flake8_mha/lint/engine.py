@@ -290,7 +290,7 @@ def _decided_by_callers(events, project) -> Dict[int, Set[str]]:
             # judged at its call (MHA003, MHA004), not their join in here
             given = {f"{ev.spec.name}.{arg}" for arg in ev.spec.mask_args if ev.args.given(arg)}
             if given and given <= sinks:
-                out[id(ev)] = set(WrappedModuleCall.CODES)
+                out[id(ev)] = set(WrappedModuleCall.MASK_CODES)
             continue
         codes = {c for c, judged in _JUDGES.items() if sinks.issuperset(judged)}
         if codes:

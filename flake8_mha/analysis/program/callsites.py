@@ -114,16 +114,24 @@ class Project(ProjectFiles):
         if spec is None:
             return None
         mapped: Dict[str, cst.BaseExpression] = {}
+        # the module's arguments that may be given though the caller gives nothing:
+        # by the wrapper itself, or by a parameter's default that is not None
+        own = {sink.split(".", 1)[1] for sink in summary.get("module_own", ())}
         for sink, how in summary["reach"].items():
+            arg = sink.split(".", 1)[1]
             expr = args.get(how["param"])
             if expr is None:  # left to its default: a default mask is not judged
+                if summary["defaults"].get(how["param"]) != "None":
+                    own.add(arg)
                 continue
             built = _apply(expr, how["ops"])
             if built is not None:
-                mapped[sink.split(".", 1)[1]] = built
+                mapped[arg] = built
+            else:
+                own.add(arg)
         if not mapped:
             return None
-        bound = _bound(mapped)
+        bound = _bound(mapped, own)
         through = {
             "function": summary["name"],
             "file": self.relative(summary.get("sink_file", filename)),
@@ -597,13 +605,24 @@ def _own_definition(node, env, scope, *kinds) -> Optional[str]:
     return name.value if isinstance(name, cst.Name) else None
 
 
-def _bound(mapped: Dict[str, cst.BaseExpression]) -> Bound:
-    """The caller's arguments under the sink's names, as a call's ``Bound``."""
-    bound = Bound.__new__(Bound)
+def _bound(mapped: Dict[str, cst.BaseExpression], own=frozenset()) -> Bound:
+    """The caller's arguments under the sink's names, as a call's ``Bound``;
+    ``own``: the sink's arguments that something else may give (``maybe_given``)."""
+    bound = _Mapped.__new__(_Mapped)
     bound.args = mapped
     bound.star = bound.double_star = False
     bound.positional_count = 0
+    bound.own = frozenset(own)
     return bound
+
+
+class _Mapped(Bound):
+    """A wrapper call's arguments at the sink it reaches."""
+
+    __slots__ = ("own",)
+
+    def maybe_given(self, name: str) -> bool:
+        return name in self.args or name in self.own
 
 
 def bind_factory(summary: dict, call: cst.Call) -> Optional[dict]:
@@ -716,7 +735,10 @@ class WrappedModuleCall(ModuleCall):
     are the wrapper's own, judged where the wrapper calls it."""
 
     __slots__ = ("through",)
-    CODES = frozenset({"MHA003", "MHA004"})
+    # the masks by their value, and a causal hint the caller gives without its mask
+    CODES = frozenset({"MHA003", "MHA004", "MHA005"})
+    # what the caller's masks decide at the module call inside the wrapper
+    MASK_CODES = frozenset({"MHA003", "MHA004"})
 
     def __init__(self, site, spec, instances, args, through):
         super().__init__(site, spec, instances, args)

@@ -483,6 +483,7 @@ class ProjectFiles:
         }
         clash = set()
         callees = []
+        module_own: set = set()
         for edge in s["edges"]:
             found = self._edge(filename, table, s, edge, depth + 1)
             if found is None:
@@ -495,17 +496,27 @@ class ProjectFiles:
                 [[self.relative(filename), s["name"]]]
                 + callee.get("chain", [[self.relative(callee_file), callee["name"]]]),
             )
-            for sink, how in chains.compose(edge, callee).items():
+            composed = chains.compose(edge, callee)
+            for sink, how in composed.items():
                 if sink in reach and reach[sink] != how:
                     clash.add(sink)
                 elif sink not in reach:
                     reach[sink], ends[sink] = how, end
+            # a held module's argument the callee's parameter gives, which this
+            # function fills with what none of its parameters carries
+            module_own.update(k for k in callee["reach"] if "." in k and k not in composed)
+            module_own.update(callee.get("module_own", ()))
         for sink in clash:
             reach.pop(sink, None)
+            if "." in sink:
+                module_own.add(sink)
         settle(reach, s)
         got = None
         if reach and any(c.get("own_mask") for c in callees):
             s = dict(s, own_mask=True)
+        module_own.difference_update(s.get("module_own", ()))
+        if module_own:
+            s = dict(s, module_own=sorted(module_own | set(s.get("module_own", ()))))
         if reach:
             sink_file, line, chain = ends[sorted(reach)[0]]
             got = dict(s, reach=reach, line=line, sink_file=sink_file)

@@ -16,7 +16,12 @@ from .chains import dotted_name, statements
 # the torch attention modules a wrapper may hold, and their mask arguments as sinks of a
 # summary (``"MultiheadAttention.key_padding_mask"``) beside SDPA's
 WRAPPED = tuple(name for name in sorted(BY_NAME) if name != "Transformer")  # not the whole model
-MODULE_SINKS = tuple(f"{name}.{arg}" for name in WRAPPED for arg in BY_NAME[name].mask_args)
+# and the causal hints (``is_causal``, ``tgt_is_causal``), judged with their masks (MHA005)
+MODULE_SINKS = tuple(
+    f"{name}.{arg}"
+    for name in WRAPPED
+    for arg in BY_NAME[name].mask_args + tuple(p.flag for p in BY_NAME[name].causal_pairs)
+)
 # a construction of a torch module class a wrapper may hold
 MODULE_WORDS = re.compile(r"\b(?:" + "|".join(WRAPPED) + r")\s*\(")
 
@@ -184,16 +189,18 @@ def module_calls(others, held: Dict[str, str], self_name: Optional[str]):
     return out
 
 
-def module_arguments(call: ast.Call, spec) -> Dict[str, ast.AST]:
-    """The mask arguments of one module call, by name (none behind a splat)."""
+def module_arguments(call: ast.Call, spec) -> Optional[Dict[str, ast.AST]]:
+    """The mask and causal-hint arguments of one module call, by name; None
+    behind a splat (then what it passes is not known)."""
     if any(isinstance(a, ast.Starred) for a in call.args) or any(
         k.arg is None for k in call.keywords
     ):
-        return {}
+        return None
     names = spec.forward.names
     got = {names[i]: a for i, a in enumerate(call.args) if i < len(names)}
     got.update({k.arg: k.value for k in call.keywords})
-    return {k: v for k, v in got.items() if k in spec.mask_args}
+    wanted = set(spec.mask_args) | {p.flag for p in spec.causal_pairs}
+    return {k: v for k, v in got.items() if k in wanted}
 
 
 def closure_params(factory, func, params: set) -> set:

@@ -16,7 +16,7 @@ from ...core.torch_api import SDPA_NAME, SDPA_QUALNAME, SDPA_SIGNATURE, canonica
 from . import chains, forms
 from .chains import dotted_name, own_nodes, statements
 
-SUMMARY_VERSION = 8
+SUMMARY_VERSION = 9
 REEXPORTS = "@reexports"  # the key of an __init__'s re-exports in its summary table
 IMPORTS = "@imports"  # the file's imports, where the callees its edges name live
 ATTRS = "@attrs"  # per class, what kind of module each self.<attr> holds (chains.py)
@@ -313,12 +313,19 @@ def _function_summary(
         else:  # several SDPA calls: keep what every one of them agrees on
             reached = {k: v for k, v in reached.items() if here.get(k) == v}
     module_reach: Dict[str, dict] = {}
+    module_own: set = set()  # module arguments given by what no parameter carries
     for i, (call, spec) in enumerate(modules):
         here = {}
-        for name, expr in forms.module_arguments(call, spec).items():
+        given = forms.module_arguments(call, spec)
+        if given is None:  # a splat: any argument may be given
+            given = {}
+            module_own.update(f"{spec.name}.{a}" for a in spec.mask_args)
+        for name, expr in given.items():
             got = _reach(expr, reads, stores, 0)
             if got is not None:
                 here[f"{spec.name}.{name}"] = got
+            elif not _none_or_false(expr):
+                module_own.add(f"{spec.name}.{name}")
         if i == 0:
             module_reach = here
             line = line if line is not None else call.lineno
@@ -339,6 +346,8 @@ def _function_summary(
     }
     if own_mask:
         out["own_mask"] = True
+    if module_own:  # the held module's call gives these itself (its own mask, a literal)
+        out["module_own"] = sorted(module_own)
     if edges:
         out["edges"] = edges
     used = sorted(reads - params)
