@@ -244,6 +244,21 @@ EVIDENCE = [
             x = torch.nested.nested_tensor(chunks)
             return attn(x, x, x)[0]
         """, "MHA001", 5, "nested tensor"),
+    # a slice keeps every axis; a concatenation keeps what its known operands say
+    ("slice_keeps_the_layout", """\
+        attn = nn.MultiheadAttention(64, 8)
+        def f(x, n):
+            B, L, D = x.shape
+            y = x[:, :n]
+            return attn(y, y, y)[0]
+        """, "MHA001", 5, "shape unpacking"),
+    ("concat_with_a_token_of_unknown_layout", """\
+        attn = nn.MultiheadAttention(64, 8)
+        def f(x, token):
+            y = x.transpose(0, 1)  # (L, N, E)
+            y = torch.cat([token, y[1:]], dim=0)
+            return attn(y, y, y)[0]
+        """, "MHA903", 5, "shape comment"),
 ]
 
 

@@ -69,6 +69,9 @@ MODULE_OUTPUT_ARG = {  # the input whose shape a module's output has
 }
 
 
+_CONCAT = {"torch.cat", "torch.concat", "torch.concatenate"}
+
+
 def join(values: Sequence[Optional[Layout]]) -> Optional[Layout]:
     """The layout every path gives, else unknown; cycles have no say.
 
@@ -285,12 +288,30 @@ class LayoutCalls:
             return transform(inner, _TORCH_TRANSFORMS[qn], rest, node)
         if qn in PRESERVE_FUNCS and args:
             return self.eval(args[0], env, scope, frame, depth)
+        if qn in _CONCAT and args and isinstance(args[0], (cst.List, cst.Tuple)):
+            return self._concat(args[0], env, scope, frame, depth)
         if qn in CTORS:
             return self._sized(node, qn)
         if qn in _NESTED:
             # a nested tensor is a batch of (L_i, E) sequences: (N, *, E), batch first
             return Layout((BATCH, SEQ, EMBED), node, "nested tensor")
         return None
+
+    def _concat(self, seq, env, scope, frame, depth) -> Optional[Layout]:
+        """``torch.cat([a, b], dim=d)``: the tensors share their rank and every
+        size but one, so each axis keeps its role: the layout the operands
+        whose layout is known agree on (a presence token of unknown layout
+        prepended to sequence-first queries leaves them sequence-first)."""
+        known = []
+        for e in seq.elements:
+            if isinstance(e, cst.StarredElement):
+                return None
+            got = real(self.eval(e.value, env, scope, frame, depth))
+            if got is not None:
+                if got.conforms:
+                    return None
+                known.append(got)
+        return join(known) if known else None
 
     def _rearrange(self, tensor, pattern, node, env, scope, frame, depth) -> Optional[Layout]:
         if not isinstance(pattern, cst.SimpleString):

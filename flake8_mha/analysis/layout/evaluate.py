@@ -263,6 +263,9 @@ class LayoutEvaluator(FileCalls, LayoutCalls, ProgramLayout):
             and isinstance(node.value, cst.Call)
         ):
             return self._call(node.value, env, scope, frame, depth, 0)  # attn(q, k, v)[0]
+        if sl and all(isinstance(e.slice, cst.Slice) for e in sl):
+            # ``x[:n]``, ``x[1:]``, ``x[:, :k]``: a slice keeps every axis and its role
+            return self.eval(node.value, env, scope, frame, depth)
         return None
 
     def _binop(self, node: cst.BinaryOperation, env, scope, frame, depth) -> Optional[Layout]:
