@@ -15,7 +15,7 @@ from __future__ import annotations
 import textwrap
 
 from flake8_mha.analysis import focus
-from flake8_mha.lint.engine import analyze_source
+from flake8_mha.lint.engine import analyze_file, analyze_source
 
 CODES = ["MHA001", "MHA010", "MHA903"]
 HEAD = "import torch\nimport torch.nn as nn\nfrom collections import OrderedDict\n"  # lines 1-3
@@ -665,3 +665,39 @@ def test_a_broken_file_of_the_project_never_breaks_the_block_s_analysis(tmp_path
     found = analyze_source(block.read_text(), str(block), CODES)
     assert [(f.code, f.line, f.col, f.evidence["layout_kind"]) for f in found] == [
         ("MHA001", 7, 21, None)]
+
+
+# ------------------------------------------------- modules handed to a layer of another file
+
+HANDED = ROOT / "fixtures" / "program_layout" / "handed"
+
+
+def test_a_module_handed_to_a_layer_of_another_file_is_fed_what_that_layer_feeds():
+    found = analyze_file(str(HANDED / "build.py"), ["MHA001", "MHA903"])
+    assert [(f.code, f.line, f.col) for f in found] == [("MHA903", 11, 25), ("MHA001", 16, 23)]
+    assert found[0].evidence["layout_file"].endswith("handed/layers.py")
+    assert found[0].evidence["layout_line"] == 16  # tgt: ...  # nq, bs, d_model
+    assert found[1].evidence["layout_line"] == 31  # B, L, D = x.shape
+    assert "is fed batch-first data ((N, L, E)" in found[1].message
+    # alone, nothing calls them: both keep the plain MHA001
+    text = (HANDED / "build.py").read_text()
+    alone = analyze_source(text, str(HANDED / "build.py"), ["MHA001", "MHA903"], project=False)
+    assert [(f.code, f.line) for f in alone] == [("MHA001", 11), ("MHA001", 16)]
+
+
+def test_a_default_module_kept_with_or_is_fed_what_the_attribute_s_calls_feed():
+    found = analyze_file(str(HANDED / "layers.py"), ["MHA001", "MHA903"])
+    assert [(f.code, f.line, f.col) for f in found] == [("MHA903", 12, 44)]
+    src = HEAD + textwrap.dedent("""\
+        class Layer(nn.Module):
+            def __init__(self, attention=None):
+                super().__init__()
+                self.attn = attention or nn.MultiheadAttention(64, 8)
+
+            def forward(self, x):
+                B, L, D = x.shape
+                return self.attn(x, x, x)[0]
+        """)
+    got = analyze_source(src, "t.py", ["MHA001", "MHA903"])
+    assert [(f.code, f.line, f.col) for f in got] == [("MHA001", 7, 34)]
+    assert "is fed batch-first data" in got[0].message

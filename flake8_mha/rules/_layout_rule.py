@@ -27,10 +27,16 @@ def default_left(ev: Construction) -> bool:
     return ev.spec.has_batch_first and not ev.args.maybe_given("batch_first")
 
 
-def call_layouts(rule: Rule, ev: Construction) -> Tuple[List[Tuple[ModuleCall, CallLayout]], Any]:
-    """Each call of the module built at ``ev``, with the layout it is fed."""
+def call_layouts(rule: Rule, ev: Construction) -> Tuple[List[Tuple[Any, CallLayout]], Any]:
+    """Each call of the module built at ``ev``, with the layout it is fed; for
+    a module no call of this file runs, built inside the construction of a
+    class of another project file that keeps it, the calls of that class
+    (``(None, layout)``; docs/evidence.md)."""
     analysis = analysis_for(rule.ctx)
-    return [(call, analysis.of_call(call)) for call in analysis.calls_of(ev)], analysis
+    calls = analysis.calls_of(ev)
+    if not calls:
+        return [(None, c) for c in analysis.handed(ev)], analysis
+    return [(call, analysis.of_call(call)) for call in calls], analysis
 
 
 def where(analysis, layout: CallLayout) -> str:

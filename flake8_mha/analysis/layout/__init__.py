@@ -91,6 +91,28 @@ class LayoutAnalysis:
             return self._converted(ev, found[0])
         return found[0]
 
+    def handed(self, ev: Construction) -> List[CallLayout]:
+        """For a module no call of this file is known to run: what the class
+        of another project file it is handed to at its construction feeds it,
+        or, built as the default of a parameter (``param or
+        nn.MultiheadAttention(...)``), what the calls of the attribute that
+        keeps it feed it; at each of those calls (none: neither).  A swap of unknown data there is the conversion to what a
+        module left to the default reads: sequence-first."""
+        try:
+            got = self.evaluator.default_for(ev.site)
+            if got is None:
+                got = self.evaluator.handed_to(ev.site)
+        except RecursionError:  # pragma: no cover
+            got = None
+        out = []
+        for layout in got or ():
+            kind = _kind(layout)
+            if kind == CONVERTED:
+                stated = ev.args.get("batch_first")
+                kind = SEQ_FIRST if stated is None and not ev.args.maybe_given("batch_first") else None
+            out.append(CallLayout(kind, layout, "query"))
+        return out
+
     def _converted(self, ev: ModuleCall, call: CallLayout) -> CallLayout:
         """Data swapped right before the call, of a layout the code never states:
         converted to the layout the module reads (docs/evidence.md)."""

@@ -377,6 +377,93 @@ class ProgramLayout:
         found = self._foreign(target, _REACH_HOPS)
         return found is not None and found[0]._function_reaches(found[1], depth)
 
+    def handed_to(self, site) -> Optional[List[Optional[Layout]]]:
+        """A module built right inside the call that builds a class of another
+        project file (``Layer(cross_attention=nn.MultiheadAttention(...))``):
+        what that class feeds it, at each call of the attribute its
+        ``__init__`` keeps the parameter in (``self.cross_attn =
+        cross_attention``, or ``cross_attention or nn.MultiheadAttention(...)``).
+        None when it is not so handed, or no such call is found."""
+        parents = site.parents
+        if len(parents) < 2 or not isinstance(parents[-1], cst.Arg):
+            return None
+        arg, call = parents[-1], parents[-2]
+        if not isinstance(call, cst.Call) or arg.star or arg.value is not site.node:
+            return None
+        target = self._target(call.func, site.env, site.scope)
+        if target is None:
+            return None
+        there = self._unit(target[0])
+        if there is None or target[1] not in there.classes:
+            return None
+        cls = there.classes[target[1]]
+        init = cls.methods.get("__init__")
+        if init is None:
+            return None
+        params = [q.name.value for q in list(init.params.posonly_params) + list(init.params.params)]
+        names = params[1:] + [q.name.value for q in init.params.kwonly_params]
+        if arg.keyword is not None:
+            param = arg.keyword.value
+            if param not in names:
+                return None
+        else:
+            index = [a for a in call.args if a.keyword is None].index(arg)
+            if index >= len(params) - 1:
+                return None
+            param = params[1 + index]
+        held = {name for name, defs in cls.attrs.items() if any(_keeps(d.node, param) for d in defs)}
+        if not held:
+            return None
+        ev = self.other(there, self.hops - 1)
+        return [ev.export(v) for v in ev.attr_calls(cls, held)] or None
+
+    def default_for(self, site) -> Optional[List[Optional[Layout]]]:
+        """A module built as the default of a parameter an ``__init__`` keeps
+        (``self.self_attn = self_attention or nn.MultiheadAttention(...)``):
+        it runs at every call of that attribute when the parameter is left
+        out, so what those calls feed it.  None when not built so."""
+        parents = site.parents
+        if not parents or not isinstance(parents[-1], cst.BooleanOperation):
+            return None
+        either = parents[-1]
+        stmt = site.stmt
+        if (
+            not isinstance(either.operator, cst.Or)
+            or either.right is not site.node
+            or not isinstance(stmt, cst.Assign)
+            or len(stmt.targets) != 1
+            or stmt.value is not either
+        ):
+            return None
+        target = stmt.targets[0].target
+        cls = site.scope.cls
+        if (
+            cls is None
+            or not isinstance(target, cst.Attribute)
+            or not isinstance(target.value, cst.Name)
+            or target.value.value != "self"
+        ):
+            return None
+        return self.attr_calls(cls, {target.attr.value}) or None
+
+    def attr_calls(self, cls, held: Set[str]) -> List[Optional[Layout]]:
+        """The layout of the query at each call ``self.<attr>(...)`` of the
+        class ``cls`` of this file, for the attributes ``held``."""
+        out: List[Optional[Layout]] = []
+        for other in self.flow.calls:
+            func = other.node.func
+            if not (
+                isinstance(func, cst.Attribute)
+                and isinstance(func.value, cst.Name)
+                and func.value.value == "self"
+                and func.attr.value in held
+                and other.scope.cls is cls
+            ):
+                continue
+            query = _query(other.node)
+            out.append(self.at(query, other) if query is not None else None)
+        return out
+
     def export(self, layout: Optional[Layout]) -> Optional[Layout]:
         """A layout as another file sees it: its evidence keeps this file's
         name, line and code (``origin``)."""
@@ -438,3 +525,26 @@ class ProgramLayout:
                 start = self.at(site.node.args[0].value, site)
                 self._walk(slots, start, 0, target, out, True)
         return out
+
+
+def _keeps(node, param: str) -> bool:
+    """An ``__init__`` assignment that keeps the parameter ``param``:
+    ``param``, or ``param or <default module>``."""
+    if isinstance(node, cst.Name):
+        return node.value == param
+    if isinstance(node, cst.BooleanOperation) and isinstance(node.operator, cst.Or):
+        return isinstance(node.left, cst.Name) and node.left.value == param
+    return False
+
+
+def _query(call: cst.Call) -> Optional[cst.BaseExpression]:
+    """The query a call of an attention module is given (first positional or
+    ``query=``); None behind a splat."""
+    for a in call.args:
+        if a.star:
+            return None
+        if a.keyword is None:
+            return a.value
+        if a.keyword.value == "query":
+            return a.value
+    return None
