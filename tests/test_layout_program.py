@@ -674,15 +674,17 @@ HANDED = ROOT / "fixtures" / "program_layout" / "handed"
 
 def test_a_module_handed_to_a_layer_of_another_file_is_fed_what_that_layer_feeds():
     found = analyze_file(str(HANDED / "build.py"), ["MHA001", "MHA903"])
-    assert [(f.code, f.line, f.col) for f in found] == [("MHA903", 11, 25), ("MHA001", 16, 23)]
+    found += analyze_file(str(HANDED / "tokens.py"), ["MHA001", "MHA903"])
+    assert [(f.code, f.line, f.col) for f in found] == [("MHA903", 11, 25), ("MHA001", 8, 23)]
     assert found[0].evidence["layout_file"].endswith("handed/layers.py")
     assert found[0].evidence["layout_line"] == 16  # tgt: ...  # nq, bs, d_model
     assert found[1].evidence["layout_line"] == 31  # B, L, D = x.shape
     assert "is fed batch-first data ((N, L, E)" in found[1].message
     # alone, nothing calls them: both keep the plain MHA001
-    text = (HANDED / "build.py").read_text()
-    alone = analyze_source(text, str(HANDED / "build.py"), ["MHA001", "MHA903"], project=False)
-    assert [(f.code, f.line) for f in alone] == [("MHA001", 11), ("MHA001", 16)]
+    for name, line in (("build.py", 11), ("tokens.py", 8)):
+        text = (HANDED / name).read_text()
+        alone = analyze_source(text, str(HANDED / name), ["MHA001", "MHA903"], project=False)
+        assert [(f.code, f.line) for f in alone] == [("MHA001", line)]
 
 
 def test_a_default_module_kept_with_or_is_fed_what_the_attribute_s_calls_feed():

@@ -75,8 +75,8 @@ _CONCAT = {"torch.cat", "torch.concat", "torch.concatenate"}
 def join(values: Sequence[Optional[Layout]]) -> Optional[Layout]:
     """The layout every path gives, else unknown; cycles have no say.
 
-    Paths agree when their axis roles do where both know them: ``(L, N, ?)``
-    and ``(L, N, E)`` give ``(L, N, ?)``, the roles both state.  An axis swap
+    Paths agree when their axis roles do where both state them: ``(L, N, ?)``
+    and ``(?, N, E)`` give ``(L, N, E)``, what they state together.  An axis swap
     of data of unknown layout (``conforms``) is converted to whatever the
     module reads, so it conforms to the layout the other paths state (as
     it does among one call's inputs); only swaps: the first swap."""
@@ -103,8 +103,8 @@ def join(values: Sequence[Optional[Layout]]) -> Optional[Layout]:
 
 
 def _meet(a: Layout, b: Layout) -> Optional[Layout]:
-    """The roles ``a`` and ``b`` both state (with ``a``'s evidence), or None
-    when they state different roles for one axis."""
+    """The roles ``a`` and ``b`` state together (with ``a``'s evidence), or
+    None when they state different roles for one axis."""
     if a.roles == b.roles:
         return a
     if len(a.roles) != len(b.roles):
@@ -113,7 +113,7 @@ def _meet(a: Layout, b: Layout) -> Optional[Layout]:
     for x, y in zip(a.roles, b.roles):
         if x is not None and y is not None and x != y:
             return None
-        roles.append(x if x == y else None)
+        roles.append(x if x is not None else y)
     return Layout(tuple(roles), a.node, a.how, origin=a.origin)
 
 
