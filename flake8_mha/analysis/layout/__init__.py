@@ -109,7 +109,9 @@ class LayoutAnalysis:
             kind = _kind(layout)
             if kind == CONVERTED:
                 stated = ev.args.get("batch_first")
-                kind = SEQ_FIRST if stated is None and not ev.args.maybe_given("batch_first") else None
+                kind = (
+                    SEQ_FIRST if stated is None and not ev.args.maybe_given("batch_first") else None
+                )
             out.append(CallLayout(kind, layout, "query"))
         return out
 

@@ -411,7 +411,9 @@ class ProgramLayout:
             if index >= len(params) - 1:
                 return None
             param = params[1 + index]
-        held = {name for name, defs in cls.attrs.items() if any(_keeps(d.node, param) for d in defs)}
+        held = {
+            name for name, defs in cls.attrs.items() if any(_keeps(d.node, param) for d in defs)
+        }
         if not held:
             return None
         ev = self.other(there, self.hops - 1)

@@ -366,10 +366,16 @@ class _Index:
         self.aliases: Dict[str, Set[str]] = {}
         into: Dict[int, tuple] = {}
         funcs: Set[int] = set()
-        definers: Dict[int, str] = {}  # id of a self.NAME(...) call -> its class, which defines NAME
+        definers: Dict[
+            int, str
+        ] = {}  # id of a self.NAME(...) call -> its class, which defines NAME
         for node in ast.walk(tree):  # breadth first: an inner class overwrites its outer one
             if isinstance(node, ast.ClassDef):
-                own = {n.name for n in node.body if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef))}
+                own = {
+                    n.name
+                    for n in node.body
+                    if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef))
+                }
                 for inner in ast.walk(node):
                     if (
                         isinstance(inner, ast.Call)
