@@ -270,3 +270,18 @@ def test_an_installed_package_is_its_own_project(tmp_path):
         found = {p.replace("\\", "/").rsplit(f"{where}/", 1)[-1]
                  for p in callers.dependents([str(root / "lib" / "attn.py")])}
         assert ("lib/model.py" in found, "other/user.py" in found) == (True, expect_other), where
+
+
+def test_a_file_that_calls_a_kept_instance_without_naming_its_class_is_read(tmp_path):
+    # the callers' files are read only where their text names the class (or the
+    # function); a file that only calls the attribute an instance is kept in is
+    # read too, and its call with a mask leaves the mask open
+    pkg = _copy(tmp_path)
+    (pkg / "runner.py").write_text(
+        "from .blocks import Block\n\n\n"
+        "def run(q, k, v, keep):\n"
+        "    blk = Block()\n"
+        "    return blk.attend(q, k, v, keep)\n"
+    )
+    assert "Attend" not in (pkg / "runner.py").read_text()
+    assert _found(pkg / "attend.py") == sorted(SETTLED + [(21, 16, "MHA006")])

@@ -481,12 +481,28 @@ def calls(path: str, key: str, signature, own_text: Optional[str] = None, files=
 def _calls(files, key, signature, own_text):
     if len(files) > MAX_CALLER_FILES:
         return None, files[1:]
-    indexes = []
+    if key.endswith(".forward"):
+        words = {key.split(".")[0]}  # the class: its instances are found from its constructions
+    else:
+        words = {key.rsplit(".", 1)[-1]}  # the function or method called by its name
+    indexes, unread = [], []
     for i, name in enumerate(files):
+        if i and not _mentions(name, words):
+            unread.append(name)  # cannot call it: its text never names it
+            continue
         index = _index(name, own_text if i == 0 else None)
         if index is None:
             return None, files[1:]
         indexes.append(index)
+    if key.endswith(".forward") and unread:
+        # where the instances are kept: a file that names one of those may call them
+        kept = _kept_names(indexes, key.split(".")[0])
+        for name in unread if kept else ():
+            if _mentions(name, kept):
+                index = _index(name, None)
+                if index is None:
+                    return None, files[1:]
+                indexes.append(index)
     if key.endswith(".forward"):
         found = _instance_calls(indexes, key.split(".")[0])
     elif "." in key:
@@ -502,6 +518,28 @@ def _calls(files, key, signature, own_text):
             return None, files[1:]
         out.append(bound)
     return out, files[1:]
+
+
+def _mentions(path: str, words: Set[str]) -> bool:
+    """Whether the file's text names one of ``words`` (every call, import or
+    use of a name spells it); True when it cannot be read (then ``_index``
+    says so)."""
+    try:
+        data = read_regular(path, MAX_BYTES)
+    except OSError:
+        return True
+    return any(w.encode() in data for w in words)
+
+
+def _kept_names(indexes: List[_Index], cls: str) -> Set[str]:
+    """The attributes and names the constructions of ``cls`` are kept in."""
+    out: Set[str] = set()
+    for index in indexes:
+        for n in _names(index, cls):
+            for built in index.by_name.get(n, ()):
+                if built.into is not None:
+                    out.add(built.into[1])
+    return out
 
 
 def _names(index: _Index, name: str) -> Set[str]:
