@@ -141,6 +141,14 @@ def module_dict_values(
     return out
 
 
+def _dict_view(call: cst.Call) -> Optional[str]:
+    """``"values"`` or ``"items"`` for ``x.values()`` / ``x.items()``."""
+    func = call.func
+    if isinstance(func, cst.Attribute) and func.attr.value in ("values", "items") and not call.args:
+        return func.attr.value
+    return None
+
+
 def for_element(
     res: Resolver, iterable, index: Tuple[int, ...], env: Env, scope, leaf: Leaf, depth: int
 ) -> Optional[list]:
@@ -149,6 +157,8 @@ def for_element(
         return res.held_elements(iterable, env, scope, leaf, depth + 1)
     if not isinstance(iterable, cst.Call) or any(a.star for a in iterable.args):
         return None
+    if index[0] == 1 and _dict_view(iterable) == "items":  # for name, block in self.heads.items()
+        return for_element(res, iterable, index[1:], env, scope, leaf, depth + 1)
     qn = res.qualname(iterable.func, env, scope)
     first, rest = index[0], index[1:]
     args = iterable.args

@@ -292,6 +292,8 @@ class Resolver:
             cloned = self._clones(node, env, scope, leaf, depth)
             if cloned is not None:
                 return cloned
+            if reach._dict_view(node) is not None:  # self.heads.values(), .items()' values
+                return self.held_elements(node.func.value, env, scope, leaf, depth + 1)
             return reach.module_dict_values(self, node, env, scope, leaf, depth)
         if t in (cst.List, cst.Tuple):
             out: list = []

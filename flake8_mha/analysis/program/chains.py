@@ -24,7 +24,7 @@ import sys
 from typing import Dict, List, Optional
 
 # a ``self.<attr>`` built as one of these holds modules whose items are called
-_CONTAINERS = ("ModuleList", "Sequential")
+_CONTAINERS = ("ModuleList", "Sequential", "ModuleDict")
 MAX_EDGES = 64
 _BUILTINS = frozenset(
     dir(builtins)
@@ -147,6 +147,12 @@ def _built(node: ast.AST) -> Optional[str]:
             items.append(inner.elt)
         elif isinstance(inner, (ast.List, ast.Tuple)):
             items.extend(inner.elts)
+        elif isinstance(inner, ast.Dict) and name.endswith("ModuleDict"):
+            if None in inner.keys:
+                return None  # a ** splat
+            items.extend(inner.values)
+        elif isinstance(inner, ast.DictComp) and name.endswith("ModuleDict"):
+            items.append(inner.value)
         elif isinstance(a, ast.Starred):
             return None
         else:
@@ -161,7 +167,8 @@ def edges(calls, loops_over, attrs: Dict[str, str], reach_of) -> List[dict]:
     describe) to a function, method or module that may reach a sink:
     ``{"callee": [...], "pos": {"0": reach}, "kw": {"attn_mask": reach},
     "line": n}``.  ``loops_over``: the function's ``for`` statements (a loop
-    variable over ``self.blocks`` calls its items); ``reach_of(expr)``: the
+    variable over ``self.blocks``, or over ``self.heads.values()`` or
+    ``.items()``, calls its items); ``reach_of(expr)``: the
     parameter an argument is, and through what (``summaries``)."""
     loops: Dict[str, str] = {}  # for blk in self.blocks / enumerate(self.blocks)
     for n in loops_over:
@@ -174,6 +181,17 @@ def edges(calls, loops_over, attrs: Dict[str, str], reach_of) -> List[dict]:
             and len(target.elts) == 2
         ):
             it, target = it.args[0], target.elts[1]
+        if (  # for block in self.heads.values(); for name, block in self.heads.items()
+            isinstance(it, ast.Call)
+            and isinstance(it.func, ast.Attribute)
+            and it.func.attr in ("values", "items")
+            and not it.args
+        ):
+            if it.func.attr == "items":
+                if not (isinstance(target, ast.Tuple) and len(target.elts) == 2):
+                    continue
+                target = target.elts[1]
+            it = it.func.value
         attr = _self_attr(it)
         if attr is not None and attr in attrs and isinstance(target, ast.Name):
             loops[target.id] = attr
@@ -216,6 +234,14 @@ def _callee(func: ast.AST, loops: Dict[str, str], attrs: Dict[str, str]) -> Opti
     attr = _self_attr(func)
     if attr is not None:
         return ["self", attr] if attr in attrs else ["method", attr]
+    if (  # super().forward(...), super(Cls, self).attend(...): a base's method
+        isinstance(func, ast.Attribute)
+        and isinstance(func.value, ast.Call)
+        and isinstance(func.value.func, ast.Name)
+        and func.value.func.id == "super"
+        and not func.value.keywords
+    ):
+        return ["super", func.attr]
     name = dotted_name(func)
     return ["name", name] if name is not None else None
 
@@ -242,6 +268,11 @@ def may_reach(edge: dict, summary: dict, imported, attrs, table) -> bool:
     kind, name = edge["callee"]
     if kind == "method":
         return f"{summary.get('cls')}.{name}" in table
+    if kind == "super":
+        bases = summary.get("bases", ())
+        return any(may_be_project_class(b, imported, table, {}) for b in bases) or any(
+            f"{b}.{name}" in table for b in bases
+        )
     if kind == "self":
         name = attrs.get(summary.get("cls") or "", {}).get(name)
         if name is None:

@@ -538,7 +538,36 @@ class ProjectFiles:
             if ctor is None:
                 return None
             return self._named(filename, table, ctor, package, depth, call=False)
+        if kind == "super":
+            return self._super(filename, table, s, name, package, depth)
         return self._named(filename, table, name, package, depth, call=True)
+
+    def _super(self, filename, table, s, name, package, depth) -> Optional[Tuple[str, dict]]:
+        """``super().name(...)``: the method of the first base (as written,
+        in this file or imported) that has a summary of it.  Not when the
+        class holds modules of its own and the base's method calls modules
+        on ``self``: what those are would be this class's, not the base's."""
+        own_attrs = bool(table.get(ATTRS, {}).get(s.get("cls") or ""))
+        for base in s.get("bases", ()):
+            head, _, rest = base.partition(".")
+            imported = table.get(IMPORTS, {}).get(head)
+            if imported is not None:
+                loc = self._defined(
+                    (imported[0], imported[1] + ("." + rest if rest else "")), package
+                )
+            else:
+                loc = (filename, base) if not rest else None
+            if loc is None or "." in loc[1]:
+                continue
+            there = self._own() if loc[0] == self.path else self.summaries(loc[0])
+            raw = there.get(f"{loc[1]}.{name}")
+            if raw is None:
+                continue
+            if own_attrs and any(e["callee"][0] == "self" for e in raw.get("edges", ())):
+                return None
+            got = self.effective(loc[0], f"{loc[1]}.{name}", depth)
+            return (loc[0], got) if got is not None else None
+        return None
 
     def _named(self, filename, table, name, package, depth, call) -> Optional[Tuple[str, dict]]:
         """A function called (``call``), or a class or factory built, by the

@@ -16,7 +16,7 @@ from ...core.torch_api import SDPA_NAME, SDPA_QUALNAME, SDPA_SIGNATURE, canonica
 from . import chains, forms
 from .chains import dotted_name, own_nodes, statements
 
-SUMMARY_VERSION = 9
+SUMMARY_VERSION = 10
 REEXPORTS = "@reexports"  # the key of an __init__'s re-exports in its summary table
 IMPORTS = "@imports"  # the file's imports, where the callees its edges name live
 ATTRS = "@attrs"  # per class, what kind of module each self.<attr> holds (chains.py)
@@ -94,6 +94,10 @@ def summarise(
                     calls = direct and (may_call is None or _spans(may_call, item))
                     key = f"{node.name}.{item.name}"
                     _add(out, key, item, True, sdpa_names, calls, own, node.name, held=held)
+                    got = out.get(key)
+                    if got and any(e["callee"][0] == "super" for e in got.get("edges", ())):
+                        # where super() looks: the bases as written
+                        got["bases"] = [b for b in map(dotted_name, node.bases) if b is not None]
     forms.add_partials(
         tree, out, lambda e: direct and _is_sdpa(ast.Call(func=e, args=[], keywords=[]), sdpa_names)
     )
