@@ -252,6 +252,15 @@ EVIDENCE = [
             y = x[:, :n]
             return attn(y, y, y)[0]
         """, "MHA001", 5, "shape unpacking"),
+    ("a_helper_s_returned_tuple_unpacked", """\
+        attn = nn.MultiheadAttention(64, 8)
+        def prepare(x):
+            y = x.transpose(0, 1)  # (L, N, E)
+            return y, y.shape[0]
+        def f(x):
+            y, n = prepare(x)
+            return attn(y, y, y)[0]
+        """, "MHA903", 5, "shape comment"),
     ("concat_with_a_token_of_unknown_layout", """\
         attn = nn.MultiheadAttention(64, 8)
         def f(x, token):

@@ -179,8 +179,11 @@ class LayoutCalls:
                 if got is None or got.conforms:
                     return got  # a conversion keeps its evidence: the swap
                 return Layout(got.roles, node, "module output")
-        if index is not None:
-            return None
+        if index is not None:  # ``a, b = helper(x)``: the helper's returned tuples
+            found = self.callee(node, env, scope)
+            if found is None:
+                return None
+            return self._helper(found, node, env, scope, frame, depth, index)
         qn = None
         if not (
             isinstance(func, cst.Attribute)
@@ -235,11 +238,23 @@ class LayoutCalls:
                 return False
         return bool(built.args)
 
-    def _helper(self, found, node, env, scope, frame, depth) -> Optional[Layout]:
+    def _helper(self, found, node, env, scope, frame, depth, index=None) -> Optional[Layout]:
         func, skip = found
         fscope = self.flow.functions.get(id(func))
         if fscope is None or not fscope.returns:
             return None
+        returns = fscope.returns
+        if index is not None:  # the element ``index`` of every returned tuple, or unknown
+            picked = []
+            for expr, renv in returns:
+                if (
+                    not isinstance(expr, cst.Tuple)
+                    or len(expr.elements) <= index
+                    or any(isinstance(e, cst.StarredElement) for e in expr.elements)
+                ):
+                    return None
+                picked.append((expr.elements[index].value, renv))
+            returns = picked
         hops, f = 0, frame
         while f is not None:
             hops += 1
@@ -249,7 +264,7 @@ class LayoutCalls:
         if hops > 4:
             return None
         inner = Frame(func, fscope, bind_call(func, node, skip), env, scope, frame)
-        return join([self.eval(expr, renv, fscope, inner, depth) for expr, renv in fscope.returns])
+        return join([self.eval(expr, renv, fscope, inner, depth) for expr, renv in returns])
 
     def _method_call(self, attr, owner, node, env, scope, frame, depth) -> Optional[Layout]:
         if attr in _TRANSFORMS:
