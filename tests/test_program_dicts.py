@@ -91,3 +91,39 @@ def test_super_into_a_base_that_calls_modules_on_self_is_not_followed_with_modul
     found = engine.analyze_file(str(tmp_path / "pkg" / "m.py"))
     assert [(f.line, f.code) for f in found] == [(34, "MHA006")]
     assert found[0].col == 12  # Same()(...), not Own()(...)
+
+
+def test_a_factory_that_returns_a_module_runs_that_module_s_forward():
+    # fixtures/program_calls/factories/tower.py: build_attend() and build_named() return an
+    # Attend; calls of what they build, held directly or in a ModuleList, are followed
+    tower = FIXTURES / "program_calls" / "factories" / "tower.py"
+    found = {(f.line, f.col, f.code) for f in engine.analyze_file(str(tower))}
+    assert found == expected(tower) == {(16, 13, "MHA006"), (19, 21, "MHA006")}
+    table = summaries.summarise((FIXTURES / "program_calls" / "factories" / "modules.py").read_text())
+    assert table[summaries.MODULES] == {"build_attend": "Attend", "build_named": "Attend"}
+
+
+def test_a_factory_returning_two_kinds_or_a_parameter_is_not_followed():
+    table = summaries.summarise(textwrap.dedent("""\
+        import torch.nn.functional as F
+        import torch.nn as nn
+
+        class A(nn.Module):
+            def forward(self, q, k, v, mask=None):
+                return F.scaled_dot_product_attention(q, k, v, attn_mask=mask)
+
+        class B(A):
+            pass
+
+        def either(flag):
+            if flag:
+                return A()
+            return B()
+
+        def given(module):
+            return module
+
+        def one():
+            return A()
+        """))
+    assert table[summaries.MODULES] == {"one": "A"}

@@ -289,6 +289,8 @@ class Project(ProjectFiles):
             found = (self.path, got) if got is not None else None
             if found is None and "." not in name:  # a forward inherited as it is
                 found = self._inherited(self.path, self._own(), name, 0)
+            if found is None and "." not in name:  # a factory of a module
+                found = self.made_module(self.path, self._own(), name, 0)
         if found is None or "closure" not in found[1]:
             return found
         bound = bind_factory(found[1], call)

@@ -28,6 +28,7 @@ from .summaries import (
     BASES,
     IMPORTS,
     MAX_FILE_BYTES,
+    MODULES,
     REEXPORTS,
     SUMMARY_VERSION,
     dotted_name,
@@ -448,8 +449,19 @@ class ProjectFiles:
         else:
             got = self.effective(filename, obj + ".forward") or self.effective(filename, obj + "()")
             if got is None:
-                return self._inherited(filename, self.summaries(filename), obj, 0)
+                table = self.summaries(filename)
+                return self._inherited(filename, table, obj, 0) or self.made_module(
+                    filename, table, obj, 0
+                )
         return (filename, got) if got is not None else None
+
+    def made_module(self, filename, table, name, depth) -> Optional[Tuple[str, dict]]:
+        """What the module a factory function of ``filename`` returns runs when
+        called (``def build_attn(): return Attention()``, ``MODULES``)."""
+        ctor = table.get(MODULES, {}).get(name)
+        if ctor is None or depth >= MAX_CHAIN:
+            return None
+        return self._named(filename, table, ctor, self.package_of(filename), depth + 1, False)
 
     def _inherited(self, filename, table, cls, depth) -> Optional[Tuple[str, dict]]:
         """The ``forward`` a class of ``filename`` inherits as it is
@@ -589,7 +601,9 @@ class ProjectFiles:
             got = got or self.effective(filename, name + "()", depth)
             if got is None and depth < MAX_CHAIN and "." not in name:
                 table = self._own() if filename == self.path else self.summaries(filename)
-                return self._inherited(filename, table, name, depth)
+                return self._inherited(filename, table, name, depth) or self.made_module(
+                    filename, table, name, depth
+                )
         return (filename, got) if got is not None else None
 
     def package_of(self, filename: str) -> Tuple[str, ...]:

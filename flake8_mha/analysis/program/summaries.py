@@ -16,10 +16,11 @@ from ...core.torch_api import SDPA_NAME, SDPA_QUALNAME, SDPA_SIGNATURE, canonica
 from . import chains, forms
 from .chains import dotted_name, own_nodes, statements
 
-SUMMARY_VERSION = 10
+SUMMARY_VERSION = 11
 REEXPORTS = "@reexports"  # the key of an __init__'s re-exports in its summary table
 IMPORTS = "@imports"  # the file's imports, where the callees its edges name live
 ATTRS = "@attrs"  # per class, what kind of module each self.<attr> holds (chains.py)
+MODULES = "@modules"  # per function that returns a module it builds: its constructor, as written
 BASES = "@bases"  # per class that only inherits its forward: its bases, as written
 MAX_FILE_BYTES = 2 * 1024 * 1024
 # the SDPA arguments a wrapper's parameter may reach (the ones the rules read)
@@ -81,6 +82,9 @@ def summarise(
             inner = _returned_function(node)
             if inner is not None:
                 _add(out, node.name + "()", inner, False, sdpa_names, calls, factory=node)
+            made = _returned_module(node)
+            if made is not None:
+                out.setdefault(MODULES, {})[node.name] = made
         elif isinstance(node, ast.ClassDef):
             own = chains.class_attrs(node)
             if own:
@@ -117,6 +121,16 @@ def summarise(
                     got.pop("edges")
                     if not got["reach"]:
                         del out[key]
+    if MODULES in out:  # a factory of a module whose forward may reach a sink
+        modules = {
+            f: ctor
+            for f, ctor in out[MODULES].items()
+            if chains.may_be_project_class(ctor, imported, out, out.get(BASES, {}))
+        }
+        if modules:
+            out[MODULES] = modules
+        else:
+            del out[MODULES]
     if (
         BASES in out
     ):  # a base that may have a forward reaching a sink: this file's, or the project's
@@ -127,7 +141,11 @@ def summarise(
         out[BASES] = {cls: bases for cls, bases in kept.items() if bases}
         if not out[BASES]:
             del out[BASES]
-    if BASES in out or any(v.get("edges") for k, v in out.items() if not k.startswith("@")):
+    if (
+        BASES in out
+        or MODULES in out
+        or any(v.get("edges") for k, v in out.items() if not k.startswith("@"))
+    ):
         out[IMPORTS] = imported
         if attrs:
             out[ATTRS] = attrs
@@ -211,6 +229,36 @@ def _is_sdpa(call: ast.Call, sdpa_names) -> bool:
         if head == local:
             return canonical(f"{full}.{rest}") == SDPA_QUALNAME
     return False
+
+
+def _returned_module(func) -> Optional[str]:
+    """The constructor (as written) of the module a factory function returns
+    (``def build_attn(): return Attention(dim)``, or through one local name):
+    every ``return`` of the function itself gives a construction of that one
+    class; None otherwise."""
+    assigned: Dict[str, List[ast.AST]] = {}
+    returns: List[ast.AST] = []
+    todo = list(func.body)
+    while todo:
+        n = todo.pop()
+        if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.Lambda)):
+            continue
+        if isinstance(n, ast.Return):
+            returns.append(n.value)
+        elif isinstance(n, ast.Assign):
+            for t in n.targets:
+                if isinstance(t, ast.Name):
+                    assigned.setdefault(t.id, []).append(n.value)
+        todo.extend(ast.iter_child_nodes(n))
+    kinds = set()
+    for value in returns:
+        if isinstance(value, ast.Name) and len(assigned.get(value.id, ())) == 1:
+            value = assigned[value.id][0]
+        kinds.add(chains._constructor(value) if value is not None else None)
+    if len(kinds) != 1:
+        return None
+    made = kinds.pop()
+    return made if made is not None and made[:1].isupper() else None
 
 
 def _returned_function(func) -> Optional[ast.FunctionDef]:
@@ -533,6 +581,10 @@ def valid_table(table) -> bool:
                 isinstance(v, list) and len(v) == 2 and type(v[0]) is int and isinstance(v[1], str)
                 for v in s.values()
             ):
+                return False
+            continue
+        if name == MODULES:
+            if not isinstance(s, dict) or not all(isinstance(c, str) for c in s.values()):
                 return False
             continue
         if name == BASES:
