@@ -108,7 +108,7 @@ def class_attrs(cls: ast.ClassDef) -> Dict[str, str]:
                 if n.func.attr == "append" and len(n.args) == 1:
                     attr = _self_attr(n.func.value)
                     if attr is not None:
-                        note(attr, _constructor(n.args[0]))
+                        note(attr, constructor(n.args[0]))
     return {k: v for k, v in found.items() if v}
 
 
@@ -122,7 +122,7 @@ def _self_attr(node: ast.AST) -> Optional[str]:
     return None
 
 
-def _constructor(node: ast.AST) -> Optional[str]:
+def constructor(node: ast.AST) -> Optional[str]:
     """``"Attention"`` for ``Attention(...)``; None for anything else."""
     if isinstance(node, ast.Call):
         name = dotted_name(node.func)
@@ -134,7 +134,7 @@ def _constructor(node: ast.AST) -> Optional[str]:
 def _built(node: ast.AST) -> Optional[str]:
     """The one constructor of what an assignment gives ``self.<attr>``: a
     module, or the items of a container of one kind of module."""
-    got = _constructor(node)
+    got = constructor(node)
     if got is not None or not isinstance(node, ast.Call):
         return got
     name = dotted_name(node.func) or ""
@@ -157,7 +157,7 @@ def _built(node: ast.AST) -> Optional[str]:
             return None
         else:
             items.append(inner)
-    kinds = {_constructor(i) for i in items}
+    kinds = {constructor(i) for i in items}
     return kinds.pop() if len(kinds) == 1 and None not in kinds else None
 
 

@@ -1,17 +1,18 @@
 """The forms a wrapper takes beyond a plain function, read with ``ast`` for
 ``summaries.py``: a factory's product that reads the factory's parameters
-(closures), a ``functools.partial`` bound at module level, and a method that
+(closures), a ``functools.partial`` bound at module level, a method that
 hands its parameters to a torch attention module it holds
-(``self.mha(x, x, x, key_padding_mask=pad)``)."""
+(``self.mha(x, x, x, key_padding_mask=pad)``), and a factory that returns a
+module it builds (``def build_attn(): return Attention()``)."""
 
 from __future__ import annotations
 
 import ast
 import re
-from typing import Dict, Optional, Tuple
+from typing import Dict, List, Optional, Tuple
 
 from ...core.torch_api import BY_NAME, SDPA_NAME, SDPA_SIGNATURE, module_spec
-from .chains import dotted_name, statements
+from .chains import constructor, dotted_name, statements
 
 # the torch attention modules a wrapper may hold, and their mask arguments as sinks of a
 # summary (``"MultiheadAttention.key_padding_mask"``) beside SDPA's
@@ -227,3 +228,33 @@ def inherits_forward(cls: ast.ClassDef, own_attrs) -> list:
     if not cls.bases or own_attrs or not methods <= {"__init__"}:
         return []
     return [name for name in map(dotted_name, cls.bases) if name is not None]
+
+
+def returned_module(func) -> Optional[str]:
+    """The constructor (as written) of the module a factory function returns
+    (``def build_attn(): return Attention(dim)``, or through one local name):
+    every ``return`` of the function itself gives a construction of that one
+    class; None otherwise."""
+    assigned: Dict[str, List[ast.AST]] = {}
+    returns: List[ast.AST] = []
+    todo = list(func.body)
+    while todo:
+        n = todo.pop()
+        if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.Lambda)):
+            continue
+        if isinstance(n, ast.Return):
+            returns.append(n.value)
+        elif isinstance(n, ast.Assign):
+            for t in n.targets:
+                if isinstance(t, ast.Name):
+                    assigned.setdefault(t.id, []).append(n.value)
+        todo.extend(ast.iter_child_nodes(n))
+    kinds = set()
+    for value in returns:
+        if isinstance(value, ast.Name) and len(assigned.get(value.id, ())) == 1:
+            value = assigned[value.id][0]
+        kinds.add(constructor(value) if value is not None else None)
+    if len(kinds) != 1:
+        return None
+    made = kinds.pop()
+    return made if made is not None and made[:1].isupper() else None

@@ -82,7 +82,7 @@ def summarise(
             inner = _returned_function(node)
             if inner is not None:
                 _add(out, node.name + "()", inner, False, sdpa_names, calls, factory=node)
-            made = _returned_module(node)
+            made = forms.returned_module(node)
             if made is not None:
                 out.setdefault(MODULES, {})[node.name] = made
         elif isinstance(node, ast.ClassDef):
@@ -229,36 +229,6 @@ def _is_sdpa(call: ast.Call, sdpa_names) -> bool:
         if head == local:
             return canonical(f"{full}.{rest}") == SDPA_QUALNAME
     return False
-
-
-def _returned_module(func) -> Optional[str]:
-    """The constructor (as written) of the module a factory function returns
-    (``def build_attn(): return Attention(dim)``, or through one local name):
-    every ``return`` of the function itself gives a construction of that one
-    class; None otherwise."""
-    assigned: Dict[str, List[ast.AST]] = {}
-    returns: List[ast.AST] = []
-    todo = list(func.body)
-    while todo:
-        n = todo.pop()
-        if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.Lambda)):
-            continue
-        if isinstance(n, ast.Return):
-            returns.append(n.value)
-        elif isinstance(n, ast.Assign):
-            for t in n.targets:
-                if isinstance(t, ast.Name):
-                    assigned.setdefault(t.id, []).append(n.value)
-        todo.extend(ast.iter_child_nodes(n))
-    kinds = set()
-    for value in returns:
-        if isinstance(value, ast.Name) and len(assigned.get(value.id, ())) == 1:
-            value = assigned[value.id][0]
-        kinds.add(chains._constructor(value) if value is not None else None)
-    if len(kinds) != 1:
-        return None
-    made = kinds.pop()
-    return made if made is not None and made[:1].isupper() else None
 
 
 def _returned_function(func) -> Optional[ast.FunctionDef]:
