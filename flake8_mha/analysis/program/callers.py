@@ -629,7 +629,7 @@ def _bind_literals(call: _Call, signature) -> Optional[Dict[str, object]]:
     return got
 
 
-_FUNCTION_SIGNATURES: Dict[tuple, object] = {}
+_SIGNATURES: Dict[tuple, Dict[str, object]] = {}
 
 
 def function_signature(text: str, key: str):
@@ -637,35 +637,44 @@ def function_signature(text: str, key: str):
     default}, takes ``*args``, takes ``**kwargs``) of the module-level
     function ``key`` of ``text``, or of a method of a module-level class
     (``Cls.forward``, ``Cls._attend``: parameters after ``self``); None when it is
-    decorated, defined more than once, or not there."""
-    cache = (hash(text), len(text), key)
-    if cache not in _FUNCTION_SIGNATURES:
-        if len(_FUNCTION_SIGNATURES) > 256:
-            _FUNCTION_SIGNATURES.clear()
-        _FUNCTION_SIGNATURES[cache] = _function_signature(text, key)
-    return _FUNCTION_SIGNATURES[cache]
+    decorated, defined more than once, or not there.  The text is parsed once
+    for all its keys (a 3 MB generated file asks for a dozen)."""
+    cache = (hash(text), len(text))
+    if cache not in _SIGNATURES:
+        if len(_SIGNATURES) > 8:
+            _SIGNATURES.clear()
+        _SIGNATURES[cache] = _signatures(text)
+    return _SIGNATURES[cache].get(key)
 
 
-def _function_signature(text: str, key: str):
+def _signatures(text: str) -> Dict[str, object]:
     try:
         tree = ast.parse(text)
     except (SyntaxError, ValueError, RecursionError, MemoryError):
-        return None
-    body, name, skip = tree.body, key, 0
-    if "." in key:
-        cls, name = key.split(".", 1)
-        classes = [n for n in tree.body if isinstance(n, ast.ClassDef) and n.name == cls]
-        if len(classes) != 1 or classes[0].decorator_list:
-            return None
-        body, skip = classes[0].body, 1
-    defs = [
-        n
-        for n in body
-        if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)) and n.name == name
-    ]
-    if len(defs) != 1 or not isinstance(defs[0], ast.FunctionDef) or defs[0].decorator_list:
-        return None
-    args = defs[0].args
+        return {}
+    out: Dict[str, object] = {}
+    kinds = (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)
+    top = [n for n in tree.body if isinstance(n, kinds)]
+    names = [n.name for n in top]
+    for n in top:
+        once = names.count(n.name) == 1
+        if isinstance(n, ast.FunctionDef) and once and not n.decorator_list:
+            out[n.name] = _signature_of(n, 0)
+        if isinstance(n, ast.ClassDef) and once and not n.decorator_list:
+            inner = [m for m in n.body if isinstance(m, kinds)]
+            inner_names = [m.name for m in inner]
+            for m in inner:
+                if (
+                    isinstance(m, ast.FunctionDef)
+                    and inner_names.count(m.name) == 1
+                    and not m.decorator_list
+                ):
+                    out[f"{n.name}.{m.name}"] = _signature_of(m, 1)
+    return out
+
+
+def _signature_of(func: ast.FunctionDef, skip: int):
+    args = func.args
     if args.posonlyargs:
         return None
     pos = args.args[skip:]
