@@ -482,7 +482,7 @@ class ProjectFiles:
         memo = (filename, key)
         if memo in self._chained:
             return self._chained[memo]
-        table = self._own() if filename == self.path else self.summaries(filename)
+        table = self._table(filename)
         s = table.get(key) if not key.startswith("@") else None
         if not isinstance(s, dict):
             return None
@@ -561,18 +561,10 @@ class ProjectFiles:
         on ``self``: what those are would be this class's, not the base's."""
         own_attrs = bool(table.get(ATTRS, {}).get(s.get("cls") or ""))
         for base in s.get("bases", ()):
-            head, _, rest = base.partition(".")
-            imported = table.get(IMPORTS, {}).get(head)
-            if imported is not None:
-                loc = self._defined(
-                    (imported[0], imported[1] + ("." + rest if rest else "")), package
-                )
-            else:
-                loc = (filename, base) if not rest else None
+            loc = self._written(filename, table, base, package)
             if loc is None or "." in loc[1]:
                 continue
-            there = self._own() if loc[0] == self.path else self.summaries(loc[0])
-            raw = there.get(f"{loc[1]}.{name}")
+            raw = self._table(loc[0]).get(f"{loc[1]}.{name}")
             if raw is None:
                 continue
             if own_attrs and any(e["callee"][0] == "self" for e in raw.get("edges", ())):
@@ -581,26 +573,33 @@ class ProjectFiles:
             return (loc[0], got) if got is not None else None
         return None
 
-    def _named(self, filename, table, name, package, depth, call) -> Optional[Tuple[str, dict]]:
-        """A function called (``call``), or a class or factory built, by the
-        name a file writes: one of the file's own, or one it imports."""
+    def _table(self, filename: str) -> Dict[str, dict]:
+        """The summary table of the linted file or of another project file."""
+        return self._own() if filename == self.path else self.summaries(filename)
+
+    def _written(self, filename, table, name, package) -> Optional[Tuple[str, str]]:
+        """(file, name) where a name as ``filename`` writes it is defined: its
+        own (a plain name), or what it imports (``attn.Attention`` too)."""
         head, _, rest = name.partition(".")
         imported = table.get(IMPORTS, {}).get(head)
         if imported is not None:
-            target = (imported[0], imported[1] + ("." + rest if rest else ""))
-            loc = self._defined(target, package)
-            if loc is None:
-                return None
-            filename, name = loc
-        elif rest:
+            return self._defined((imported[0], imported[1] + ("." + rest if rest else "")), package)
+        return None if rest else (filename, name)
+
+    def _named(self, filename, table, name, package, depth, call) -> Optional[Tuple[str, dict]]:
+        """A function called (``call``), or a class or factory built, by the
+        name a file writes: one of the file's own, or one it imports."""
+        loc = self._written(filename, table, name, package)
+        if loc is None:
             return None
+        filename, name = loc
         if call:
             got = None if "." in name else self.effective(filename, name, depth)
         else:
             got = self.effective(filename, name + ".forward", depth)
             got = got or self.effective(filename, name + "()", depth)
             if got is None and depth < MAX_CHAIN and "." not in name:
-                table = self._own() if filename == self.path else self.summaries(filename)
+                table = self._table(filename)
                 return self._inherited(filename, table, name, depth) or self.made_module(
                     filename, table, name, depth
                 )
