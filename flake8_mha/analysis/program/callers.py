@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import ast
 import os
-from typing import Dict, Iterable, List, Optional, Set
+from typing import Dict, Iterable, List, Optional, Set, Tuple
 
 from ...core.atomic import read_regular
 from . import chains
@@ -496,9 +496,10 @@ def _calls(files, key, signature, own_text):
         indexes.append(index)
     if key.endswith(".forward") and unread:
         # where the instances are kept: a file that names one of those may call them
-        kept = _kept_names(indexes, key.split(".")[0])
-        for name in unread if kept else ():
-            if _mentions(name, kept):
+        kept = _kept(indexes, key.split(".")[0])  # None: the answer is unsettled anyway
+        words = set().union(*kept) if kept else set()
+        for name in unread if words else ():
+            if _mentions(name, words):
                 index = _index(name, None)
                 if index is None:
                     return None, files[1:]
@@ -531,17 +532,6 @@ def _mentions(path: str, words: Set[str]) -> bool:
     return any(w.encode() in data for w in words)
 
 
-def _kept_names(indexes: List[_Index], cls: str) -> Set[str]:
-    """The attributes and names the constructions of ``cls`` are kept in."""
-    out: Set[str] = set()
-    for index in indexes:
-        for n in _names(index, cls):
-            for built in index.by_name.get(n, ()):
-                if built.into is not None:
-                    out.add(built.into[1])
-    return out
-
-
 def _names(index: _Index, name: str) -> Set[str]:
     return {name} | index.aliases.get(name, set())
 
@@ -562,6 +552,24 @@ def _instance_calls(indexes: List[_Index], cls: str) -> Optional[List[_Call]]:
     """The calls of the instances of ``cls``: each construction kept in a
     plain attribute (``self.attn = Cls(...)``) or name, and every call of
     that attribute or name in the project."""
+    kept = _kept(indexes, cls)
+    if kept is None:
+        return None
+    attrs, names = kept
+    found: List[_Call] = []
+    for index in indexes:
+        if attrs & index.loaded_attrs or names & index.loaded_names:
+            return None  # the instance read otherwise than called (``.forward``, a hook)
+        for a in attrs:
+            found.extend(index.by_attr.get(a, ()))
+        for n in names:
+            found.extend(index.by_name.get(n, ()))
+    return found
+
+
+def _kept(indexes: List[_Index], cls: str) -> Optional[Tuple[Set[str], Set[str]]]:
+    """(attributes, names) the constructions of ``cls`` are kept in; None
+    when one is not kept so, or the class is used otherwise."""
     attrs: Set[str] = set()
     names: Set[str] = set()
     for index in indexes:
@@ -575,15 +583,7 @@ def _instance_calls(indexes: List[_Index], cls: str) -> Optional[List[_Call]]:
                 (attrs if built.into[0] == "attr" else names).add(built.into[1])
         if index.by_attr.get(cls):
             return None  # ``module.Cls(...)``: not followed
-    found: List[_Call] = []
-    for index in indexes:
-        if attrs & index.loaded_attrs or names & index.loaded_names:
-            return None  # the instance read otherwise than called (``.forward``, a hook)
-        for a in attrs:
-            found.extend(index.by_attr.get(a, ()))
-        for n in names:
-            found.extend(index.by_name.get(n, ()))
-    return found
+    return attrs, names
 
 
 def _method_calls(indexes: List[_Index], cls: str, method: str) -> Optional[List[_Call]]:
