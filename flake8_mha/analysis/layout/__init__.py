@@ -99,9 +99,9 @@ class LayoutAnalysis:
         keeps it feed it; at each of those calls (none: neither).  A swap of unknown data there is the conversion to what a
         module left to the default reads: sequence-first."""
         try:
-            got = self.evaluator.default_for(ev.site)
+            got = self.evaluator.default_for(ev.site, ev.spec)
             if got is None:
-                got = self.evaluator.handed_to(ev.site)
+                got = self.evaluator.handed_to(ev.site, ev.spec)
         except RecursionError:  # pragma: no cover
             got = None
         out = []

@@ -26,7 +26,7 @@ from ..flow import ClassInfo, lookup
 from ..resolve import Bound
 from ...core.torch_api import MODULES
 from . import project_callers
-from .calls import Frame, join, real, same
+from .calls import MODULE_OUTPUT_ARG, Frame, join, real, same
 from .domain import PRESERVE_MODULES, Layout, positional
 
 SWAP_HOW = "axis swap before the module call"
@@ -377,7 +377,7 @@ class ProgramLayout:
         found = self._foreign(target, _REACH_HOPS)
         return found is not None and found[0]._function_reaches(found[1], depth)
 
-    def handed_to(self, site) -> Optional[List[Optional[Layout]]]:
+    def handed_to(self, site, spec) -> Optional[List[Optional[Layout]]]:
         """A module built right inside the call that builds a class of another
         project file (``Layer(cross_attention=nn.MultiheadAttention(...))``):
         what that class feeds it, at each call of the attribute its
@@ -417,9 +417,9 @@ class ProgramLayout:
         if not held:
             return None
         ev = self.other(there, self.hops - 1)
-        return [ev.export(v) for v in ev.attr_calls(cls, held)] or None
+        return [ev.export(v) for v in ev.attr_calls(cls, held, spec)] or None
 
-    def default_for(self, site) -> Optional[List[Optional[Layout]]]:
+    def default_for(self, site, spec) -> Optional[List[Optional[Layout]]]:
         """A module built as the default of a parameter an ``__init__`` keeps
         (``self.self_attn = self_attention or nn.MultiheadAttention(...)``):
         it runs at every call of that attribute when the parameter is left
@@ -446,11 +446,14 @@ class ProgramLayout:
             or target.value.value != "self"
         ):
             return None
-        return self.attr_calls(cls, {target.attr.value}) or None
+        return self.attr_calls(cls, {target.attr.value}, spec) or None
 
-    def attr_calls(self, cls, held: Set[str]) -> List[Optional[Layout]]:
-        """The layout of the query at each call ``self.<attr>(...)`` of the
-        class ``cls`` of this file, for the attributes ``held``."""
+    def attr_calls(self, cls, held: Set[str], spec) -> List[Optional[Layout]]:
+        """The layout of the query (``src``, ``tgt``: the input its output
+        takes the shape of) at each call ``self.<attr>(...)`` of the class
+        ``cls`` of this file, for the attributes ``held``, which hold a
+        module of ``spec``."""
+        arg = MODULE_OUTPUT_ARG.get(spec.name, "query")
         out: List[Optional[Layout]] = []
         for other in self.flow.calls:
             func = other.node.func
@@ -462,7 +465,7 @@ class ProgramLayout:
                 and other.scope.cls is cls
             ):
                 continue
-            query = _query(other.node)
+            query = Bound(other.node, spec.forward).get(arg)
             out.append(self.at(query, other) if query is not None else None)
         return out
 
@@ -537,16 +540,3 @@ def _keeps(node, param: str) -> bool:
     if isinstance(node, cst.BooleanOperation) and isinstance(node.operator, cst.Or):
         return isinstance(node.left, cst.Name) and node.left.value == param
     return False
-
-
-def _query(call: cst.Call) -> Optional[cst.BaseExpression]:
-    """The query a call of an attention module is given (first positional or
-    ``query=``); None behind a splat."""
-    for a in call.args:
-        if a.star:
-            return None
-        if a.keyword is None:
-            return a.value
-        if a.keyword.value == "query":
-            return a.value
-    return None
