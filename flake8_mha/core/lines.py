@@ -87,7 +87,7 @@ def skim_data(text: str, min_chars: int = SKIM_CHARS) -> str:
         kind = m.lastgroup
         if kind == "o":
             pos = m.start()
-            before = text[:pos].rstrip()[-1:]
+            before = _char_before(text, pos)
             display = m.group() in "[{" and not _NOT_DISPLAY_AFTER.match(before)
             stack.append((pos, display))
         elif kind == "x" and stack:
@@ -104,6 +104,16 @@ def skim_data(text: str, min_chars: int = SKIM_CHARS) -> str:
         out += [text[at : start + 1], _KEPT.sub(" ", text[start + 1 : end])]
         at = end
     return "".join(out) + text[at:] if out else text
+
+
+def _char_before(text: str, pos: int) -> str:
+    """The last non-blank character before ``pos`` ("" at the start): read
+    backwards, not by copying the text up to ``pos`` for each bracket, which
+    made a large file's skim quadratic."""
+    at = pos - 1
+    while at >= 0 and text[at].isspace():
+        at -= 1
+    return text[at] if at >= 0 else ""
 
 
 def _is_data(display: str) -> bool:

@@ -10,10 +10,12 @@ files that cannot concern attention, libcst.
 
 from __future__ import annotations
 
+import sys
 from typing import Iterator, Tuple
 
 from .. import __version__
 from ..lint.selection import OFF_BY_DEFAULT
+from ..core import collector
 from ..core.torch_api import TRIGGER_WORDS
 
 __all__ = ["MHAChecker", "MHAOptIn", "OFF_BY_DEFAULT"]
@@ -67,16 +69,20 @@ class MHAChecker:
             from ..app.pipeline import analyze_for_flake8
 
             try:
-                # every code runs; flake8's own select/ignore and noqa decide what is shown
-                findings = analyze_for_flake8(
-                    source, self.filename, self.tree, self.project_wide, self.use_cache, gated
-                )
+                # every code runs; flake8's own select/ignore and noqa decide what is shown;
+                # no automatic collection while the file's trees are alive (collector.py)
+                with collector.paused():
+                    findings = analyze_for_flake8(
+                        source, self.filename, self.tree, self.project_wide, self.use_cache, gated
+                    )
             except Exception as exc:
                 from ..lint.engine import SourceSyntaxError  # libcst is imported by now
 
                 if isinstance(exc, SourceSyntaxError):
                     return  # flake8 reports E999
                 raise
+            if "libcst" in sys.modules:
+                collector.settle()  # what the analysis imported, off the collector's walks
         except Exception as exc:  # pragma: no cover - last line of defence
             yield (
                 1,

@@ -8,8 +8,6 @@ decodes files for every entry point).
 from __future__ import annotations
 
 import ast
-import contextlib
-import gc
 import io
 import os
 import re
@@ -21,7 +19,7 @@ from typing import Dict, Iterable, List, Optional, Sequence, Set, Tuple
 
 import libcst as cst
 
-from ..core import positions, torch_api
+from ..core import collector, positions, torch_api
 from ..analysis.events import Construction, ModuleCall, SdpaCall, classify
 from ..core.findings import Finding
 from ..analysis.flow import CallSite, DefKind, FlowPass, ScopeKind, lookup
@@ -454,7 +452,7 @@ def analyze_source(
             return [
                 _internal(path, f"file larger than {MAX_BYTES // (1024 * 1024)} MiB, not analyzed")
             ]
-        with _gc_paused():
+        with collector.paused():
             return _on_deep_stack(_parse_and_analyze, source, path, codes, tree, project)
     except SourceSyntaxError:
         raise
@@ -545,27 +543,6 @@ def _on_deep_stack(fn, *args):
     if "error" in result:
         raise result["error"]  # type: ignore[misc]
     return result["value"]
-
-
-@contextlib.contextmanager
-def _gc_paused():
-    """No cyclic garbage collection while one file is parsed and analyzed.
-
-    The LibCST tree is millions of small objects, all alive until the end:
-    each automatic collection walks all of them again, which was half the
-    parse time of a large file.  When the file is done, one young-generation
-    collection frees the tree (the flow pass's scopes form cycles that keep it
-    reachable) at once instead of leaving it to a later full collection.
-    """
-    if not gc.isenabled():
-        yield
-        return
-    gc.disable()
-    try:
-        yield
-    finally:
-        gc.enable()
-        gc.collect(0)
 
 
 # CPython's own limits; each is far below the nesting at which LibCST's native
