@@ -20,6 +20,7 @@ from typing import Dict, Iterable, List, Optional, Sequence, Set, Tuple
 import libcst as cst
 
 from ..core import collector, positions, torch_api
+from ..core import screen as screen_mod
 from ..analysis.events import Construction, ModuleCall, SdpaCall, classify
 from ..core.findings import Finding
 from ..analysis.flow import CallSite, DefKind, FlowPass, ScopeKind, lookup
@@ -50,8 +51,9 @@ class SourceSyntaxError(Exception):
 
 
 def prefilter(source: str) -> bool:
-    """Cheap text test: can this file contain an attention API at all?"""
-    return any(word in source for word in torch_api.TRIGGER_WORDS)
+    """Cheap text test: can this file contain an attention API at all?  Its
+    code is read once the file is parsed with ``ast`` (``screen.py``)."""
+    return screen_mod.text_names_a_trigger(source)
 
 
 def _gated_in(source: str, path: str, project, tree) -> bool:
@@ -446,14 +448,17 @@ def analyze_source(
     project's wrappers in other files), False for this file alone, or "auto":
     a Project when ``path`` is a file on disk (summaries kept in memory)."""
     try:
-        if use_prefilter and not prefilter(source) and not _gated_in(source, path, project, tree):
+        by_text = prefilter(source)
+        if use_prefilter and not by_text and not _gated_in(source, path, project, tree):
             return []
         if len(source) > MAX_BYTES:
             return [
                 _internal(path, f"file larger than {MAX_BYTES // (1024 * 1024)} MiB, not analyzed")
             ]
         with collector.paused():
-            return _on_deep_stack(_parse_and_analyze, source, path, codes, tree, project)
+            return _on_deep_stack(
+                _parse_and_analyze, source, path, codes, tree, project, use_prefilter and by_text
+            )
     except SourceSyntaxError:
         raise
     except RecursionError:
@@ -472,8 +477,16 @@ def _ast_or_none(source: str) -> Optional[ast.Module]:
 
 
 def _parse_and_analyze(
-    source: str, path: str, codes: Optional[Iterable[str]], tree: Optional[ast.AST], project=None
+    source: str,
+    path: str,
+    codes: Optional[Iterable[str]],
+    tree: Optional[ast.AST],
+    project=None,
+    code_screen: bool = False,
 ) -> List[Finding]:
+    """``code_screen``: the file passed the text pre-filter; once parsed with
+    ``ast``, a file whose trigger words are all in comments and docstrings
+    goes to the project-aware gate, as a file without one does."""
     # a function of its own so that the tree is unreachable once it returns
     screened = _screen(source)
     if tree is None:
@@ -492,6 +505,13 @@ def _parse_and_analyze(
         screen = None
         if screened != _DEEP:
             screen = tree if isinstance(tree, ast.Module) else _ast_or_none(source)
+        if (
+            code_screen
+            and screen is not None
+            and not screen_mod.code_names_a_trigger(screen)
+            and not _gated_in(source, path, project, screen)
+        ):
+            return []
         project.own(source, screen)  # its own summaries read this ``ast`` (not parsed again)
         text = source
         if screen is not None:
