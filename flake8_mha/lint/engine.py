@@ -197,6 +197,8 @@ def _analyze_module(
     located = []
     asks = getattr(project, "asks", None)
     for ev in ctx.events:
+        if isinstance(ev, Construction) and _never_built(ev, project):
+            continue
         handler = _HANDLERS[type(ev)]
         for rule in rules:
             method = getattr(rule, handler, None)
@@ -211,9 +213,10 @@ def _analyze_module(
                 reports.append((rule.CODE, annotate(rep, ev)))
                 located.append((rule.CODE, rep, ev, asked))
     for code, rep, ev, asked in located:  # once every rule has asked what it needs of the project
-        _settled(rep, ev, project)
+        carried = _carried(code, ev)
+        _settled(rep, ev, project, carried)
         if asked:
-            _from_callers(rep, ev, asked, _carried(code, ev))
+            _from_callers(rep, ev, asked, carried)
     if not reports:
         return []
     starts = start_positions(module, [rep.node for _, rep in reports])
@@ -236,6 +239,10 @@ _JUDGES = {
     "MHA015": ("key", "value"),
 }
 
+
+# arguments a code does not judge but whose value decides the damage it reports:
+# MHA006's pair raises only with dropout (a rate the project fixes at 0 is said)
+_DAMAGE_ARGS = {"MHA006": ("dropout_p",)}
 
 # the arguments of a torch module's construction or call each code judges by
 # value (where a fact of the project about them is said in the message)
@@ -298,19 +305,50 @@ def _decided_by_callers(events, project) -> Dict[int, Set[str]]:
     return out
 
 
-def _settled(report, ev, project):
+def _never_built(ev, project) -> bool:
+    """A module built as the default of an ``__init__`` parameter
+    (``self.self_attn = self_attention or nn.MultiheadAttention(...)``) where
+    every construction of the class in the project builds a module for that
+    parameter itself: the default never runs in this program, and what its
+    arguments would do does no damage (docs/reach.md)."""
+    site = ev.site
+    either = site.parents[-1] if site.parents else None
+    func, cls = site.scope.node if site.scope else None, site.scope.cls if site.scope else None
+    if (
+        not isinstance(either, cst.BooleanOperation)
+        or not isinstance(either.operator, cst.Or)
+        or either.right is not site.node
+        or not isinstance(either.left, cst.Name)
+        or cls is None
+        or not isinstance(func, cst.FunctionDef)
+        or func.name.value != "__init__"
+        or not isinstance(project, Project)
+    ):
+        return False
+    params = {p.name.value for p in func.params.params}
+    name = either.left.value
+    return name in params and project.always_handed(cls.name, name)
+
+
+def _settled(report, ev, project, carried: Set[str]):
     """A finding inside a class whose ``__init__`` parameters the project fixes
     (every construction passes the same literal) says so: the value is the
-    program's, not the class's API."""
+    program's, not the class's API.  The message names only the parameters
+    the judged arguments carry (``carried``): a dropout rate the project
+    fixes says nothing about a module's ``batch_first``.  The evidence keeps
+    them all, for the confirmer's witness (the module the program builds)."""
     settled = getattr(project, "settled", None)
     key = _function_key(ev.site.scope) if settled else None
     cls = key.split(".")[0] if key and "." in key else None
     facts = settled.get(cls) if cls else None
-    if facts:
-        shown = ", ".join(f"{p}={v!r}" for p, (v, _) in sorted(facts.items()))
-        count = max(n for _, n in facts.values())
+    if not facts:
+        return report
+    report.evidence["constructed"] = {p: v for p, (v, _) in facts.items()}
+    told = {p: fact for p, fact in facts.items() if p in carried}
+    if told:
+        shown = ", ".join(f"{p}={v!r}" for p, (v, _) in sorted(told.items()))
+        count = max(n for _, n in told.values())
         report.message += f"; every construction of {cls} in the project ({count}) passes {shown}"
-        report.evidence["constructed"] = {p: v for p, (v, _) in facts.items()}
     return report
 
 
@@ -323,6 +361,7 @@ def _carried(code: str, ev) -> Set[str]:
     parameter outside these was not what the finding's judgement rests on."""
     args = ev.args.args
     keys = (_JUDGES if isinstance(ev, SdpaCall) else _JUDGES_MODULES).get(code, ())
+    keys = keys + _DAMAGE_ARGS.get(code, ())
     stack = [(args[k], ev.site.env, ev.site.scope, 0) for k in keys if k in args]
     names: Set[str] = set()
     while stack:
