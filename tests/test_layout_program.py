@@ -14,6 +14,8 @@ from __future__ import annotations
 
 import textwrap
 
+import pytest
+
 from flake8_mha.analysis import focus
 from flake8_mha.lint.engine import analyze_file, analyze_source
 
@@ -287,6 +289,65 @@ def test_layers_cloned_by_a_helper_carry_the_layout():
     """
     _seq_first(body, "out = tgt.transpose(0, 1)")
     _batch_first(body.replace("out = tgt.transpose(0, 1)", "out = tgt"))
+
+
+ENCODER_BUILT_BY_PARENT = """\
+    import copy
+
+
+    def _get_clones(module, N):
+        return nn.ModuleList([copy.deepcopy(module) for i in range(N)])
+
+
+    class Encoder(nn.Module):
+        def __init__(self, layer, num_layers):
+            super().__init__()
+            self.layers = _get_clones(layer, num_layers)
+
+        def forward(self, src):
+            out = src
+            for layer in self.layers:
+                out = layer(out)
+            return out
+
+
+    class Parent(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.encoder = Encoder(Block(64), 6)
+
+        def forward(self, x):
+            B, L, E = x.shape
+            return self.encoder(x.transpose(0, 1))
+    """
+
+
+def test_layers_cloned_from_a_constructor_parameter_carry_the_layout():
+    # DETR: the parent builds the layer and hands it to the encoder's constructor
+    body = ENCODER_BUILT_BY_PARENT
+    _seq_first(body, "return self.encoder(x.transpose(0, 1))")
+    _batch_first(body.replace("self.encoder(x.transpose(0, 1))", "self.encoder(x)"))
+
+
+@pytest.mark.parametrize(
+    "other",
+    [
+        "Encoder(*parts)",  # a splat: what it passes is not known
+        "Encoder(num_layers=2, layer=None)",  # not a module the file builds
+    ],
+)
+def test_a_constructor_parameter_is_unknown_unless_every_construction_settles_it(other):
+    body = ENCODER_BUILT_BY_PARENT + textwrap.indent(
+        textwrap.dedent(f"""\
+
+
+            def other(parts):
+                return {other}
+            """),
+        "    ",
+    )
+    f = only(body)
+    assert (f.code, f.line, f.col, f.evidence["layout_kind"]) == ("MHA001",) + BUILT + (None,)
 
 
 def test_a_user_layer_run_by_torch_s_transformer_decoder():
@@ -667,6 +728,33 @@ def test_a_broken_file_of_the_project_never_breaks_the_block_s_analysis(tmp_path
         ("MHA001", 7, 21, None)]
 
 
+# ------------------------------------------------------------------- DETR's cloned layers
+
+DETR = "fixtures/program_layout/detr"
+DETR_SEQ = (
+    "MultiheadAttention built without batch_first is fed sequence-first data on every call "
+    "((L, N, C), line 50: `src.flatten(2).permute(2, 0, 1)`): correct, but say "
+    "batch_first=False")
+DETR_BATCH = (
+    "MultiheadAttention built without batch_first is fed batch-first data ((N, L, E), line 41: "
+    "`self.embed(ids)`): it reads axis 0 as the sequence and mixes samples across the batch")
+
+
+def test_detr_s_layers_per_file_and_over_the_package():
+    """The layer handed to the encoder's constructor and cloned there is fed
+    what the parent feeds the encoder: sequence-first image features give
+    MHA903 (opt-in), batch-first tokens MHA001; per file as over the package."""
+    want = _at(DETR, ("transformer.py", 16, 26, "MHA903", DETR_SEQ),
+               ("tokens.py", 15, 26, "MHA001", DETR_BATCH))
+    assert _run("--select", "MHA0,MHA1,MHA903", DETR) == (1, want)
+    for name in ("transformer.py", "tokens.py", "model.py"):
+        mine = {row for row in want if row[0].endswith(name)}
+        assert _run("--select", "MHA0,MHA1,MHA903", f"{DETR}/{name}") == (
+            1 if mine else 0, mine)
+    # by default MHA903 is off: the correct encoder reports nothing
+    assert _run("--select", "MHA0,MHA1", f"{DETR}/transformer.py") == (0, set())
+
+
 # ------------------------------------------------- modules handed to a layer of another file
 
 HANDED = ROOT / "fixtures" / "program_layout" / "handed"
@@ -703,3 +791,43 @@ def test_a_default_module_kept_with_or_is_fed_what_the_attribute_s_calls_feed():
     got = analyze_source(src, "t.py", ["MHA001", "MHA903"])
     assert [(f.code, f.line, f.col) for f in got] == [("MHA001", 7, 34)]
     assert "is fed batch-first data" in got[0].message
+
+
+# ------------------------------------------- a default that no construction lets run
+
+ALWAYS = ROOT / "fixtures" / "program_layout" / "always_handed"
+
+
+def test_a_default_every_construction_replaces_is_not_judged():
+    """SAM 3: ``self_attention or nn.MultiheadAttention(...)`` where every
+    construction of the layer in the package builds the module itself."""
+    layers = ALWAYS / "layers.py"
+    found = analyze_file(str(layers), ["MHA001", "MHA903"])
+    assert [(f.code, f.line, f.col) for f in found] == [("MHA001", 24, 46)]
+    # this file alone: nothing says the default never runs
+    alone = analyze_source(layers.read_text(), str(layers), ["MHA001"], project=False)
+    assert [(f.code, f.line, f.col) for f in alone] == [("MHA001", 10, 44), ("MHA001", 24, 46)]
+
+
+@pytest.mark.parametrize(
+    "handed",
+    [
+        "self_attention=attention",  # a name: it may be None
+        "self_attention=None",
+        "**options",
+    ],
+)
+def test_a_default_is_judged_unless_every_construction_builds_the_module(tmp_path, handed):
+    pkg = tmp_path / "pkg"
+    pkg.mkdir()
+    (pkg / "__init__.py").write_text("")
+    layers = pkg / "layers.py"
+    layers.write_text((ALWAYS / "layers.py").read_text())
+    (pkg / "build.py").write_text(
+        "import torch.nn as nn\n\nfrom .layers import EncoderLayer\n\n\n"
+        "def build_encoder(attention=None, **options):\n"
+        "    a = EncoderLayer(256, self_attention=nn.MultiheadAttention(256, 8, batch_first=True))\n"
+        f"    return a, EncoderLayer(256, {handed})\n"
+    )
+    found = analyze_file(str(layers), ["MHA001"])
+    assert [(f.code, f.line, f.col) for f in found] == [("MHA001", 10, 44), ("MHA001", 24, 46)]

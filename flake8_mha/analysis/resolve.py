@@ -78,6 +78,7 @@ class Resolver:
         self.site_of: Dict[int, CallSite] = {id(site.node): site for site in flow.calls}
         self._following: set = set()  # self attributes being followed (wrapping cycles)
         self._class_spec: Dict[int, Optional[Tuple[ModuleSpec, bool, bool]]] = {}
+        self._built: Dict[tuple, List[CallSite]] = {}  # a local class's constructions
         self.reach_cache: Dict[int, set] = {}  # id(ClassDef) -> attributes changed in place
         # who calls each function of the file (callgraph.FileCalls.callers): made
         # once here, for the mask and layout analyses both
@@ -266,12 +267,62 @@ class Resolver:
 
                 el = unpacked(d)
                 got = self.held(el, d.env, d.scope, leaf, depth + 1) if el is not None else None
+            elif d.kind == DefKind.PARAM:
+                got = self._constructed_with(d, leaf, depth)
             else:
                 got = None
             if not got:
                 return None
             out.extend(got)
         return out or None
+
+    def _constructed_with(self, d: Def, leaf: Leaf, depth: int) -> Optional[list]:
+        """A parameter of a class's ``__init__``: what every construction of the
+        class in this file passes for it.  DETR's ``TransformerEncoder(
+        encoder_layer, num_layers)`` keeps ``_get_clones(encoder_layer, n)``,
+        and ``Transformer.__init__`` builds it with the layer it made.  None
+        when the class is built nowhere in the file, or one construction
+        leaves the parameter out or passes it through a splat."""
+        func, scope = d.extra, d.scope
+        info = scope.cls if scope is not None else None
+        if (
+            info is None
+            or not isinstance(func, cst.FunctionDef)
+            or func.name.value != "__init__"
+            or info.methods.get("__init__") is not func
+        ):
+            return None
+        names = [p.name.value for p in list(func.params.posonly_params) + list(func.params.params)]
+        name = d.node.name.value
+        index = names.index(name) - 1 if name in names[1:] else None  # after self
+        out: list = []
+        for site in self._constructions(info):
+            given = None
+            for i, arg in enumerate(site.node.args):
+                if arg.star:
+                    return None
+                if (arg.keyword is None and i == index) or (
+                    arg.keyword is not None and arg.keyword.value == name
+                ):
+                    given = arg.value
+            got = self.held(given, site.env, site.scope, leaf, depth + 1) if given else None
+            if not got:
+                return None
+            out.extend(got)
+        return out or None
+
+    def _constructions(self, info: ClassInfo) -> List[CallSite]:
+        """The calls of this file that build the class ``info`` by its name."""
+        key = ("built", id(info.node))
+        if key not in self._built:
+            self._built[key] = [
+                site
+                for site in self.flow.calls
+                if isinstance(site.node.func, cst.Name)
+                and site.node.func.value == info.name
+                and self.local_class(site.node.func, site.env, site.scope) is info
+            ]
+        return self._built[key]
 
     def held_elements(
         self, node: cst.CSTNode, env: Env, scope: Optional[Scope], leaf: Leaf, depth: int = 0

@@ -45,6 +45,7 @@ _IMPORTS: Dict[tuple, frozenset] = {}
 _CONSTRUCTIONS: Dict[tuple, tuple] = {}
 UNKNOWN = "<unknown>"  # an argument whose value is not a literal
 MISSING = "<missing>"  # a parameter the construction does not pass (its default applies)
+BUILT_MODULE = "<module>"  # an argument that builds a class there (module_or_unknown)
 
 
 def dependents(changed: Iterable[str]) -> List[str]:
@@ -173,7 +174,7 @@ def _listdir(path: str) -> List[str]:
 
 
 def constructions(
-    path: str, cls: str, params: List[str], own_text: Optional[str] = None, files=None
+    path: str, cls: str, params: List[str], own_text: Optional[str] = None, files=None, reader=None
 ):
     """Every construction of the class ``cls`` (defined in ``path``, its
     ``__init__`` taking ``params`` after ``self``) in the project: per
@@ -183,14 +184,17 @@ def constructions(
     subclassed, passed around as a value (``partial(Cls, ...)``,
     ``block=Cls``), or built with a splat.
     ``own_text``: the linted text of ``path`` (an editor's unsaved buffer).
-    ``files``: ``project_files(path)`` when the caller has it.  Returns (that
-    list or None, the files it read)."""
+    ``files``: ``project_files(path)`` when the caller has it.  ``reader``:
+    what an argument is read as (``_literal``; ``module_or_unknown``).
+    Returns (that list or None, the files it read)."""
     files = files if files is not None else project_files(path)
-    key = (cls, tuple(params), own_text, _states(files))
+    reader = reader or _literal
+    key = (cls, tuple(params), own_text, _states(files), reader)
     if key not in _CONSTRUCTIONS:
         if len(_CONSTRUCTIONS) > 256:
             _CONSTRUCTIONS.clear()
-        _CONSTRUCTIONS[key] = _read_constructions(files, cls, params, own_text), files[1:]
+        found = _read_constructions(files, cls, params, own_text, reader)
+        _CONSTRUCTIONS[key] = found, files[1:]
     return _CONSTRUCTIONS[key]
 
 
@@ -214,7 +218,7 @@ def _states(files: List[str]) -> tuple:
     return tuple(out)
 
 
-def _read_constructions(files, cls, params, own_text):
+def _read_constructions(files, cls, params, own_text, reader):
     out: List[Dict[str, object]] = []
     for i, name in enumerate(files):
         if i == 0 and own_text is not None:
@@ -230,14 +234,14 @@ def _read_constructions(files, cls, params, own_text):
             tree = ast.parse(text)
         except (SyntaxError, ValueError, RecursionError, MemoryError):
             return None
-        found = _built_in(tree, cls, params)
+        found = _built_in(tree, cls, params, reader)
         if found is None:
             return None
         out.extend(found)
     return out
 
 
-def _built_in(tree: ast.Module, cls: str, params: List[str]) -> Optional[List[Dict[str, object]]]:
+def _built_in(tree: ast.Module, cls: str, params: List[str], reader=None):
     """The constructions of ``cls`` in one file, or None when one of them, or
     another use of the class, leaves the project's constructions unsettled."""
     names = {cls}
@@ -265,13 +269,25 @@ def _built_in(tree: ast.Module, cls: str, params: List[str]) -> Optional[List[Di
         for i, a in enumerate(call.args):
             if isinstance(a, ast.Starred) or i >= len(params):
                 return None
-            got[params[i]] = _literal(a)
+            got[params[i]] = (reader or _literal)(a)
         for k in call.keywords:
             if k.arg is None:
                 return None
-            got[k.arg] = _literal(k.value)
+            got[k.arg] = (reader or _literal)(k.value)
         out.append(got)
     return out
+
+
+def module_or_unknown(node: ast.AST) -> object:
+    """``BUILT_MODULE`` for an argument that builds a class right there
+    (``self_attention=nn.MultiheadAttention(...)``: never None), else
+    ``UNKNOWN``."""
+    if isinstance(node, ast.Call):
+        func = node.func
+        name = func.attr if isinstance(func, ast.Attribute) else getattr(func, "id", "")
+        if name[:1].isupper():
+            return BUILT_MODULE
+    return UNKNOWN
 
 
 def _names_class(node: ast.AST, names: Set[str]) -> bool:

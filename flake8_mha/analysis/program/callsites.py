@@ -416,6 +416,32 @@ class Project(ProjectFiles):
         got = _one_value(built, param, defaults)
         return got, _answer(built, got)
 
+    def always_handed(self, cls: str, param: str) -> bool:
+        """Whether every construction of this file's class ``cls`` in the
+        project (one at least) builds a module right there for its
+        ``__init__`` parameter ``param`` (``self_attention=nn.MultiheadAttention(
+        ...)``): a default built as ``param or nn.MultiheadAttention(...)``
+        never runs in this program."""
+        if not self.files or self._own_source is None:
+            return False
+        signature = callers.init_signature(self._own_source, cls)
+        if signature is None or param not in signature[0]:
+            return False
+        try:
+            built, read = callers.constructions(
+                self.path,
+                cls,
+                signature[0],
+                self._own_source,
+                self._project_files(),
+                callers.module_or_unknown,
+            )
+        except (OSError, ValueError, RecursionError):
+            return False
+        for filename in read:
+            self.depend(filename)
+        return bool(built) and all(b.get(param) == callers.BUILT_MODULE for b in built)
+
     def _project_files(self) -> list:
         """The files where this file's constructions and calls are looked for,
         found once per analysis (a walk of the project's imports)."""
