@@ -268,7 +268,40 @@ EVIDENCE = [
             y = torch.cat([token, y[1:]], dim=0)
             return attn(y, y, y)[0]
         """, "MHA903", 5, "shape comment"),
+    # one size named as the batch places the batch axis (SAM 3's segmentation head)
+    ("one_batch_size_from_axis_1", """\
+        attn = nn.MultiheadAttention(64, 8)
+        def f(hidden, prompt):
+            bs = hidden.shape[1]
+            out = attn(query=hidden, key=prompt, value=prompt)[0]
+            return out.view(-1, bs, 64)
+        """, "MHA903", 5, "shape unpacking"),
+    ("one_batch_size_from_axis_0", """\
+        attn = nn.MultiheadAttention(64, 8)
+        def f(x):
+            batch_size = x.size(0)
+            return attn(x, x, x)[0].view(batch_size, -1)
+        """, "MHA001", 5, "shape unpacking"),
 ]
+
+
+@pytest.mark.parametrize(
+    "size",
+    [
+        "n = x.shape[1]",  # the batch in torch's docs, the sequence in einops
+        "seq_len = x.shape[0]",  # a length alone does not place the batch
+        "bs = x.shape[2]",  # not an axis of the module's 3-D input that places it
+        "bs = y.shape[1]",  # another tensor
+    ],
+)
+def test_one_size_that_does_not_place_the_batch_is_no_evidence(size):
+    f = only(f"""\
+        attn = nn.MultiheadAttention(64, 8)
+        def f(x, y):
+            {size}
+            return attn(x, x, x)[0]
+        """)
+    assert (f.code, f.line, f.evidence["layout_kind"]) == ("MHA001", 3, None)
 
 
 @pytest.mark.parametrize("name,body,code,line,how", EVIDENCE, ids=[e[0] for e in EVIDENCE])

@@ -10,7 +10,7 @@ import libcst as cst
 
 from ..flow import lookup
 from ..tree import walk, walk_in_order
-from .domain import Layout, parse_shape_comment, roles_of_names, useful
+from .domain import BATCH, Layout, parse_shape_comment, roles_of_names, useful
 
 _Entry = Tuple[cst.Comment, Dict[Optional[str], tuple]]
 _DIM = re.compile(r"[A-Za-z_]\w*")
@@ -299,20 +299,28 @@ def _collect_unpacks(scope) -> list:
         return (t is cst.FunctionDef and node is not root) or t is cst.ClassDef
 
     for node in walk_in_order(root, inner):
-        if type(node) is not cst.Assign:
+        if type(node) is not cst.Assign or len(node.targets) != 1:
             continue
-        if len(node.targets) != 1 or not isinstance(node.targets[0].target, (cst.Tuple, cst.List)):
+        target = node.targets[0].target
+        if isinstance(target, cst.Name):  # bs = x.shape[1]
+            tensor, roles = _one_size(target.value, node.value)
+            names = [target.value]
+            if tensor is None:
+                continue
+        elif isinstance(target, (cst.Tuple, cst.List)):
+            tensor = _shape_of(node.value)
+            if tensor is None:
+                continue
+            elements = target.elements
+            if any(
+                isinstance(e, cst.StarredElement) or not isinstance(e.value, cst.Name)
+                for e in elements
+            ):
+                continue
+            names = [e.value.value for e in elements]
+            roles = roles_of_names([None if n == "_" else n for n in names])
+        else:
             continue
-        tensor = _shape_of(node.value)
-        if tensor is None:
-            continue
-        elements = node.targets[0].target.elements
-        if any(
-            isinstance(e, cst.StarredElement) or not isinstance(e.value, cst.Name) for e in elements
-        ):
-            continue
-        names = [e.value.value for e in elements]
-        roles = roles_of_names([None if n == "_" else n for n in names])
         if not useful(roles):
             continue
         env = None
@@ -323,6 +331,50 @@ def _collect_unpacks(scope) -> list:
         if env is not None:
             found.append((tensor, roles, node, env))
     return found
+
+
+# the axis one size is read from, for the 3-D input of an attention module
+_AXIS = {0: 0, 1: 1, -3: 0, -2: 1}
+
+
+def _one_size(name: str, value: cst.BaseExpression) -> Tuple[Optional[str], tuple]:
+    """``bs = x.shape[1]``, ``batch_size = x.size(0)``: (x, its roles) when
+    the name is a batch size read from axis 0 or 1 (or -3, -2) of ``x``,
+    whose other axes stay unknown: ``(?, N, ?)`` is sequence-first data, as
+    the module's 3-D input.  ``n`` alone says nothing (the batch in torch's
+    docs, the sequence in einops); a sequence length alone does not place
+    the batch."""
+    index = tensor = None
+    if isinstance(value, cst.Subscript) and len(value.slice) == 1:
+        index, tensor = value.slice[0].slice, _shape_of(value.value)
+        index = index.value if isinstance(index, cst.Index) else None
+    elif (
+        isinstance(value, cst.Call)
+        and len(value.args) == 1
+        and isinstance(value.func, cst.Attribute)
+        and value.func.attr.value == "size"
+        and isinstance(value.func.value, cst.Name)
+    ):
+        index, tensor = value.args[0].value, value.func.value.value
+    axis = _AXIS.get(_int(index)) if index is not None else None
+    role = roles_of_names([name])[0] if name.lower() != "n" else None
+    if tensor is None or axis is None or role != BATCH:
+        return None, ()
+    roles = [None, None, None]
+    roles[axis] = role
+    return tensor, tuple(roles)
+
+
+def _int(node: cst.BaseExpression) -> Optional[int]:
+    if isinstance(node, cst.Integer):
+        return int(node.value)
+    if (
+        isinstance(node, cst.UnaryOperation)
+        and isinstance(node.operator, cst.Minus)
+        and isinstance(node.expression, cst.Integer)
+    ):
+        return -int(node.expression.value)
+    return None
 
 
 def _shape_of(value: cst.BaseExpression) -> Optional[str]:
