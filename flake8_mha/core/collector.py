@@ -20,6 +20,12 @@ import contextlib
 import gc
 
 _SETTLED = []
+_LOADED = []  # the analyzer (libcst, the rules) is imported: engine.py says so
+
+
+def loaded() -> None:
+    """Called once by the engine's import: there is something to settle."""
+    _LOADED.append(True)
 
 
 @contextlib.contextmanager
@@ -45,8 +51,9 @@ def settle() -> None:
     generation (``gc.freeze``), after one full collection so that no garbage
     is kept.  Those objects live as long as the process anyway; full
     collections stop walking them.  A process that never analyses a file
-    never calls it."""
-    if _SETTLED:
+    never calls it: until the engine is imported (``loaded``), this does
+    nothing."""
+    if _SETTLED or not _LOADED:
         return
     _SETTLED.append(True)
     gc.collect()

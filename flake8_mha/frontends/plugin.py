@@ -11,7 +11,6 @@ files that cannot concern attention, libcst.
 from __future__ import annotations
 
 import ast
-import sys
 from typing import Iterator, Tuple
 
 from .. import __version__
@@ -85,8 +84,7 @@ class MHAChecker:
                 if isinstance(exc, SourceSyntaxError):
                     return  # flake8 reports E999
                 raise
-            if "libcst" in sys.modules:
-                collector.settle()  # what the analysis imported, off the collector's walks
+            collector.settle()  # once the analyzer is imported: off the collector's walks
         except Exception as exc:  # pragma: no cover - last line of defence
             yield (
                 1,

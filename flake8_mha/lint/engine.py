@@ -50,6 +50,9 @@ class SourceSyntaxError(Exception):
         self.col = col
 
 
+collector.loaded()  # what the plugin settles after its first analysis (collector.py)
+
+
 def prefilter(source: str) -> bool:
     """Cheap text test: can this file contain an attention API at all?  Its
     code is read once the file is parsed with ``ast`` (``screen.py``)."""
