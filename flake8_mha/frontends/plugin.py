@@ -71,6 +71,9 @@ class MHAChecker:
                 return
             from ..app.pipeline import analyze_for_flake8
 
+            # the analyzer an earlier file imported, off the collector's walks (once;
+            # not after the first file, so that a one-file run pays nothing)
+            collector.settle()
             try:
                 # every code runs; flake8's own select/ignore and noqa decide what is shown;
                 # no automatic collection while the file's trees are alive (collector.py)
@@ -84,7 +87,6 @@ class MHAChecker:
                 if isinstance(exc, SourceSyntaxError):
                     return  # flake8 reports E999
                 raise
-            collector.settle()  # once the analyzer is imported: off the collector's walks
         except Exception as exc:  # pragma: no cover - last line of defence
             yield (
                 1,
