@@ -380,7 +380,10 @@ def test_a_user_layer_run_by_torch_s_transformer_decoder():
     mine = [f for f in found if f[1] == line_of(body, "self.multihead_attn = ")]
     assert mine == [("MHA903", line_of(body, "self.multihead_attn = "), 31,
                      line_of(body, "tgt = self.query_embed"))]
-    bad = body.replace(".expand(-1, bs, -1)", ".expand(bs, -1, -1)")
+    # batch-first queries and memory (``bs = x.shape[0]`` says x is batch-first:
+    # its transpose would be sequence-first memory, a conflict with no one layout)
+    bad = body.replace(".expand(-1, bs, -1)", ".expand(bs, -1, -1)").replace(
+        "x.transpose(0, 1)", "x")
     mine = [f for f in findings(bad) if f.line == line_of(body, "self.multihead_attn = ")]
     assert [(f.code, f.evidence["layout_kind"]) for f in mine] == [("MHA001", "batch-first")]
 
@@ -753,6 +756,35 @@ def test_detr_s_layers_per_file_and_over_the_package():
             1 if mine else 0, mine)
     # by default MHA903 is off: the correct encoder reports nothing
     assert _run("--select", "MHA0,MHA1", f"{DETR}/transformer.py") == (0, set())
+
+
+SPLIT = "fixtures/program_layout/detr_split"
+
+
+def test_a_layer_handed_to_an_encoder_of_another_file_is_fed_what_the_model_feeds():
+    """The layer and the encoder that clones its constructor's parameter in
+    one file, the model that builds both in another: the encoder's file is
+    read with that parameter holding the model's layer.  The token layer is
+    called by keyword (``layer(tokens=x)``)."""
+    seq = (
+        "MultiheadAttention built without batch_first is fed sequence-first data on every "
+        "call ((L, N, C), detr_split/model.py line 15: `# NxCxHxW -> HWxNxC`): correct, but "
+        "say batch_first=False")
+    batch = (
+        "MultiheadAttention built without batch_first is fed batch-first data ((N, L, E), "
+        "detr_split/tokens.py line 16: `self.embed(ids)`): it reads axis 0 as the sequence "
+        "and mixes samples across the batch")
+    want = _at(SPLIT, ("layers.py", 15, 26, "MHA903", seq),
+               ("token_layers.py", 14, 21, "MHA001", batch))
+    assert _run("--select", "MHA0,MHA1,MHA903", SPLIT) == (1, want)
+    for name in ("layers.py", "token_layers.py"):
+        mine = {row for row in want if row[0].endswith("/" + name)}
+        assert _run("--select", "MHA0,MHA1,MHA903", f"{SPLIT}/{name}") == (1, mine)
+    # without the other files, nothing feeds them: the plain message
+    status, alone = _run("--select", "MHA0,MHA1,MHA903", "--mha-no-project-wide", SPLIT)
+    assert {(r[0], r[1], r[3]) for r in alone} == {
+        (os.path.normpath(f"{SPLIT}/layers.py"), 15, "MHA001"),
+        (os.path.normpath(f"{SPLIT}/token_layers.py"), 14, "MHA001")}
 
 
 # ------------------------------------------------- modules handed to a layer of another file

@@ -79,6 +79,9 @@ class Resolver:
         self._following: set = set()  # self attributes being followed (wrapping cycles)
         self._class_spec: Dict[int, Optional[Tuple[ModuleSpec, bool, bool]]] = {}
         self._built: Dict[tuple, List[CallSite]] = {}  # a local class's constructions
+        # (id(__init__), parameter) -> what it holds, as a function of the leaf: set
+        # while another file that builds the class with an argument there is read
+        self.assumed: Dict[tuple, Callable[[Leaf], Optional[list]]] = {}
         self.reach_cache: Dict[int, set] = {}  # id(ClassDef) -> attributes changed in place
         # who calls each function of the file (callgraph.FileCalls.callers): made
         # once here, for the mask and layout analyses both
@@ -284,6 +287,9 @@ class Resolver:
         when the class is built nowhere in the file, or one construction
         leaves the parameter out or passes it through a splat."""
         func, scope = d.extra, d.scope
+        given = self.assumed.get((id(func), d.node.name.value))
+        if given is not None:  # what another file hands the parameter (layout/program.py)
+            return given(leaf)
         info = scope.cls if scope is not None else None
         if (
             info is None

@@ -183,10 +183,16 @@ class ProgramLayout:
             targets = self.held_targets(func, env, scope)
             if not targets or len(set(targets)) != 1:
                 return None
-        args = positional(call)
-        if not args or (slots is None and targets is None):
+        if slots is None and targets is None:
             return None
-        start = real(self.eval(args[0], env, scope, frame, depth))
+        if slots is not None:
+            args = positional(call)
+            first = args[0] if args else None
+        else:
+            first = self._first_input(call, targets[0])
+        if first is None:
+            return None
+        start = real(self.eval(first, env, scope, frame, depth))
         if start is None:
             return None
         if slots is not None:
@@ -330,6 +336,7 @@ class ProgramLayout:
             target = self._target(call.func, cenv, cscope)
             return [target] if target is not None else None
 
+        leaf.targets = True  # what a parameter handed a target answers (_through)
         try:
             return self.resolver.held(node, env, scope, leaf)
         except RecursionError:  # pragma: no cover
@@ -397,20 +404,9 @@ class ProgramLayout:
         if there is None or target[1] not in there.classes:
             return None
         cls = there.classes[target[1]]
-        init = cls.methods.get("__init__")
-        if init is None:
+        param = _param_for(cls.methods.get("__init__"), call, arg)
+        if param is None:
             return None
-        params = [q.name.value for q in list(init.params.posonly_params) + list(init.params.params)]
-        names = params[1:] + [q.name.value for q in init.params.kwonly_params]
-        if arg.keyword is not None:
-            param = arg.keyword.value
-            if param not in names:
-                return None
-        else:
-            index = [a for a in call.args if a.keyword is None].index(arg)
-            if index >= len(params) - 1:
-                return None
-            param = params[1 + index]
         held = {
             name for name, defs in cls.attrs.items() if any(_keeps(d.node, param) for d in defs)
         }
@@ -521,15 +517,79 @@ class ProgramLayout:
             held = self.held_targets(func, site.env, site.scope)
             if held:
                 if target in held:
-                    args = positional(site.node)
+                    first = self._first_input(site.node, target)
                     same_class = all(t == target for t in held)
-                    out.append(self.at(args[0], site) if args and same_class else None)
+                    out.append(self.at(first, site) if first is not None and same_class else None)
                 continue
             slots = self.sequential_slots(site.node, site.env, site.scope)
             if slots and any(self._is_member(m, target) for s in slots for m in s.members):
                 start = self.at(site.node.args[0].value, site)
                 self._walk(slots, start, 0, target, out, True)
+                continue
+            owner = self._target(site.node.func, site.env, site.scope)
+            if owner is not None and owner != target:
+                for arg in site.node.args:
+                    if not arg.star and target in (
+                        self.held_targets(arg.value, site.env, site.scope) or ()
+                    ):
+                        out.extend(self._through(owner, site.node, arg, target))
         return out
+
+    def _first_input(self, call: cst.Call, target) -> Optional[cst.BaseExpression]:
+        """What a call of an instance of ``target`` passes for the first
+        parameter of its ``forward``: the first positional argument, or the
+        keyword of that name (``layer(tgt=x, memory=m)``)."""
+        args = positional(call)
+        if args:
+            return args[0]
+        found = self._foreign(target, 0)
+        params = found[1].params.params if found is not None else ()
+        name = params[1].name.value if len(params) > 1 else None
+        for arg in call.args:
+            if arg.keyword is not None and arg.keyword.value == name:
+                return arg.value
+        return None
+
+    def _through(self, owner, call: cst.Call, arg: cst.Arg, target) -> List[Optional[Layout]]:
+        """An instance of ``target`` handed to the construction of ``owner``, a
+        class of another project file (``Encoder(layer=Layer(...))``, or a name
+        that holds one): what ``owner`` feeds it there, where its ``__init__``
+        keeps the parameter (``self.layers = _get_clones(layer, n)``) and its
+        methods call what it keeps.  The other file is read with that
+        parameter known to hold the instance, and only while it is read."""
+        there = self._unit(owner[0])
+        if there is None or owner[1] not in there.classes or self.hops <= 0:
+            return []
+        init = there.classes[owner[1]].methods.get("__init__")
+        param = _param_for(init, call, arg)
+        if param is None:
+            return []
+        ev = self.other(there, self.hops - 1)
+        key = (id(init), param)
+        if key in ev.resolver.assumed:
+            return []  # already being read: a cycle of constructions
+
+        def given(leaf):
+            return [target] if getattr(leaf, "targets", False) else None
+
+        ev.resolver.assumed[key] = given
+        try:
+            return [ev.export(v) for v in ev.fed_to(target)]
+        finally:
+            del ev.resolver.assumed[key]
+
+
+def _param_for(init, call: cst.Call, arg: cst.Arg) -> Optional[str]:
+    """The parameter of ``init`` (an ``__init__``, or None) that ``arg`` of the
+    construction ``call`` fills, by keyword or position; None when none."""
+    if not isinstance(init, cst.FunctionDef):
+        return None
+    params = [q.name.value for q in list(init.params.posonly_params) + list(init.params.params)]
+    if arg.keyword is not None:
+        names = params[1:] + [q.name.value for q in init.params.kwonly_params]
+        return arg.keyword.value if arg.keyword.value in names else None
+    index = [a for a in call.args if a.keyword is None].index(arg)
+    return params[1 + index] if index < len(params) - 1 else None
 
 
 def _keeps(node, param: str) -> bool:

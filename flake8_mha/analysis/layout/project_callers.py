@@ -41,7 +41,7 @@ from ..program.callsites import Project
 from ..program.files import project_root
 from ..resolve import Resolver
 
-MAX_HOPS = 3
+MAX_HOPS = 4
 MAX_CANDIDATES = 8
 MAX_UNITS = 12  # parsed files kept per process
 MAX_FILES = 5000
@@ -163,12 +163,22 @@ def _word_index(root: str) -> Dict[str, List[str]]:
 
 def candidates(path: str, name: str) -> Optional[List[str]]:
     """The project's files other than ``path`` that name ``name`` (a word) and
-    import something: the only ones that may call the class.  None when there
-    are more than ``MAX_CANDIDATES`` (a caller not read could feed anything).
+    import something: the only ones that may call the class.  Past
+    ``MAX_CANDIDATES`` of them, only those that also name ``path``'s module
+    (its file name, as an import names it).  None when there are still more
+    (a caller not read could feed anything).
     The index is made once per process: a file added later is not seen until
     the next run."""
     me = os.path.abspath(path)
     found = [p for p in _word_index(project_root(path)).get(name, ()) if p != me]
+    if len(found) > MAX_CANDIDATES:
+        # a common class name (``Transformer``, ``Block``): only the files that
+        # also name the defining module (``from .block import Block``) import it
+        # from here, unless through a package's re-export
+        stem = os.path.splitext(os.path.basename(me))[0]
+        if stem != "__init__":
+            word = re.compile(r"\b" + re.escape(stem) + r"\b")
+            found = [p for p in found if word.search(_read(p) or "")]
     return found if len(found) <= MAX_CANDIDATES else None
 
 
