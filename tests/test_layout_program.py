@@ -863,3 +863,19 @@ def test_a_default_is_judged_unless_every_construction_builds_the_module(tmp_pat
     )
     found = analyze_file(str(layers), ["MHA001"])
     assert [(f.code, f.line, f.col) for f in found] == [("MHA001", 10, 44), ("MHA001", 24, 46)]
+
+
+def test_the_same_answer_when_another_file_is_read_again(monkeypatch):
+    """A file read for its layouts can be dropped and read again during one
+    analysis (more files read than are kept): each rule that asks must still
+    get the same answer (a silent MHA903 and MHA001 at SAM 3's build file)."""
+    from flake8_mha.analysis.layout import project_callers
+
+    want = [(f.code, f.line, f.col) for f in analyze_file(str(HANDED / "build.py"),
+                                                          ["MHA001", "MHA903"])]
+    assert want == [("MHA903", 11, 25)]
+    monkeypatch.setattr(project_callers, "MAX_UNITS", 1)
+    monkeypatch.setattr(project_callers, "_UNITS", {})
+    got = [(f.code, f.line, f.col) for f in analyze_file(str(HANDED / "build.py"),
+                                                         ["MHA001", "MHA903"])]
+    assert got == want

@@ -348,7 +348,9 @@ class ProgramLayout:
         analysis asked."""
         key = (there.path, hops)
         found = self.session.get(key)
-        if found is None:
+        if found is None or found.ctx is not there.ctx:
+            # (a file read again since, when more files were read than are kept:
+            # its classes are new objects, the old evaluator's would not match them)
             found = self.session[key] = type(self)(there.ctx, hops=hops, session=self.session)
         return found
 
