@@ -299,8 +299,9 @@ def _broken_tree(tmp_path: pathlib.Path) -> pathlib.Path:
     (root / "b_syntax.py").write_text("import torch  # nn.Transformer\ndef broken(:\n")
     (root / "c_latin1.py").write_bytes(b"import torch  # nn.Transformer\ns = '\xe9'\n")
     # Python parses it, LibCST's parser refuses it: the one file flake8-mha cannot analyze
+    # (its code names attention: words only in comments would send it to the gate)
     strings = " ".join(["'a'"] * 10_000)
-    (root / "d_libcst.py").write_text(f"import torch  # nn.Transformer\nx = {strings}\n")
+    (root / "d_libcst.py").write_text(f"from torch.nn import Transformer\nx = {strings}\n")
     (root / "e_good.py").write_text(GOOD)
     return root
 

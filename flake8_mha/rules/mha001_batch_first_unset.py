@@ -37,7 +37,8 @@ class BatchFirstUnset(Rule):
 
         The layout of the data comes from the code only (docs/evidence.md,
         "Layout evidence"): einops patterns and `einsum` strings,
-        shape-unpacking names (`B, L, D = x.shape`) and
+        shape-unpacking names (`B, L, D = x.shape`, or one batch size such as
+        `bs = x.shape[1]`) and
         `view`/`reshape`/`torch.randn` with named sizes,
         `transpose`/`permute`/`swapaxes`/`movedim`/`flatten`/`unflatten` of a
         known layout, embeddings of ids of known layout, convolution feature
