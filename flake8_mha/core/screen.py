@@ -28,11 +28,12 @@ def code_names_a_trigger(tree: ast.AST, words: Sequence[str] = TRIGGER_WORDS) ->
     """Whether a trigger word stands in ``tree``'s code: any string field of
     any node (a name, an attribute, an import, a keyword, a string constant),
     except strings that are whole statements (docstrings).  Stops at the
-    first one."""
+    first one, read from the top of the file down (imports come first)."""
     stack = [tree]
-    pop, push, AST = stack.pop, stack.append, ast.AST
+    pop, AST = stack.pop, ast.AST
     while stack:
         node = pop()
+        children = []
         for field in node._fields:
             value = getattr(node, field, None)
             if isinstance(value, str):
@@ -42,11 +43,12 @@ def code_names_a_trigger(tree: ast.AST, words: Sequence[str] = TRIGGER_WORDS) ->
                 for item in value:
                     if isinstance(item, AST):
                         if not _bare_string(item):
-                            push(item)
+                            children.append(item)
                     elif isinstance(item, str) and any(word in item for word in words):
                         return True  # global, nonlocal
             elif isinstance(value, AST) and not _bare_string(value):
-                push(value)
+                children.append(value)
+        stack.extend(reversed(children))
     return False
 
 

@@ -10,13 +10,12 @@ files that cannot concern attention, libcst.
 
 from __future__ import annotations
 
-import ast
 from typing import Iterator, Tuple
 
 from .. import __version__
 from ..lint.selection import OFF_BY_DEFAULT
 from ..core import collector
-from ..core.screen import code_names_a_trigger, text_names_a_trigger
+from ..core.screen import text_names_a_trigger
 
 __all__ = ["MHAChecker", "MHAOptIn", "OFF_BY_DEFAULT"]
 
@@ -63,10 +62,9 @@ class MHAChecker:
             source = "".join(self.lines)
             # a file without an attention word is analysed only where it calls the
             # project's wrappers (docs/reach.md): the gate reads it with ast, no LibCST
+            # (words only in comments and docstrings: the engine's code screen, on a
+            # cache miss, sends the file to the gate; screen.py)
             gated = not text_names_a_trigger(source)
-            if not gated and isinstance(self.tree, ast.Module):
-                # the words only in comments and docstrings: the gate decides (screen.py)
-                gated = not code_names_a_trigger(self.tree)
             if gated and (not self.project_wide or "import" not in source):
                 return
             from ..app.pipeline import analyze_for_flake8

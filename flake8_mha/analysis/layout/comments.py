@@ -10,7 +10,7 @@ import libcst as cst
 
 from ..flow import lookup
 from ..tree import walk, walk_in_order
-from .domain import BATCH, Layout, parse_shape_comment, roles_of_names, useful
+from .domain import BATCH, Layout, int_literal, parse_shape_comment, roles_of_names, useful
 
 _Entry = Tuple[cst.Comment, Dict[Optional[str], tuple]]
 _DIM = re.compile(r"[A-Za-z_]\w*")
@@ -356,25 +356,13 @@ def _one_size(name: str, value: cst.BaseExpression) -> Tuple[Optional[str], tupl
         and isinstance(value.func.value, cst.Name)
     ):
         index, tensor = value.args[0].value, value.func.value.value
-    axis = _AXIS.get(_int(index)) if index is not None else None
+    axis = _AXIS.get(int_literal(index)) if index is not None else None
     role = roles_of_names([name])[0] if name.lower() != "n" else None
     if tensor is None or axis is None or role != BATCH:
         return None, ()
     roles = [None, None, None]
     roles[axis] = role
     return tensor, tuple(roles)
-
-
-def _int(node: cst.BaseExpression) -> Optional[int]:
-    if isinstance(node, cst.Integer):
-        return int(node.value)
-    if (
-        isinstance(node, cst.UnaryOperation)
-        and isinstance(node.operator, cst.Minus)
-        and isinstance(node.expression, cst.Integer)
-    ):
-        return -int(node.expression.value)
-    return None
 
 
 def _shape_of(value: cst.BaseExpression) -> Optional[str]:

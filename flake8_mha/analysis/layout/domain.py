@@ -379,7 +379,7 @@ CTORS = {
 }
 
 
-def _int_lit(node: cst.BaseExpression) -> Optional[int]:
+def int_literal(node: cst.BaseExpression) -> Optional[int]:
     if isinstance(node, cst.Integer):
         return int(node.value)
     if (
@@ -397,7 +397,7 @@ def _ints(args: Sequence[cst.Arg]) -> Optional[List[int]]:
         vals = [e.value for e in vals[0].elements]
     out = []
     for v in vals:
-        i = _int_lit(v)
+        i = int_literal(v)
         if i is None:
             return None
         out.append(i)
@@ -453,7 +453,7 @@ def transform(layout: Layout, method: str, call: cst.Call, node) -> Optional[Lay
             return None
         return Layout(tuple(roles[d] for d in norm), node, method)
     if method in ("movedim", "moveaxis"):
-        dims = [_int_lit(a) for a in args]
+        dims = [int_literal(a) for a in args]
         if len(dims) != 2 or None in dims:
             return None
         s, d = _norm(dims[0], rank), _norm(dims[1], rank)
@@ -466,13 +466,13 @@ def transform(layout: Layout, method: str, call: cst.Call, node) -> Optional[Lay
         start = _kwarg(call, "start_dim") or (args[0] if args else None)
         end = _kwarg(call, "end_dim") or (args[1] if len(args) > 1 else None)
         s = (
-            _norm(_int_lit(start), rank)
-            if start is not None and _int_lit(start) is not None
+            _norm(int_literal(start), rank)
+            if start is not None and int_literal(start) is not None
             else (0 if start is None else None)
         )
         e = (
-            _norm(_int_lit(end), rank)
-            if end is not None and _int_lit(end) is not None
+            _norm(int_literal(end), rank)
+            if end is not None and int_literal(end) is not None
             else (rank - 1 if end is None else None)
         )
         if s is None or e is None or e < s:
@@ -482,7 +482,7 @@ def transform(layout: Layout, method: str, call: cst.Call, node) -> Optional[Lay
     if method == "unflatten":
         if len(args) != 2:
             return None
-        d = _int_lit(args[0])
+        d = int_literal(args[0])
         sizes = args[1]
         if d is None or not isinstance(sizes, (cst.Tuple, cst.List)):
             return None
@@ -495,17 +495,17 @@ def transform(layout: Layout, method: str, call: cst.Call, node) -> Optional[Lay
             return None
         return Layout(tuple(roles[:d] + split + roles[d + 1 :]), node, method)
     if method in ("unsqueeze",):
-        if len(args) != 1 or _int_lit(args[0]) is None:
+        if len(args) != 1 or int_literal(args[0]) is None:
             return None
-        d = _int_lit(args[0])
+        d = int_literal(args[0])
         d = d + rank + 1 if d < 0 else d
         if not 0 <= d <= rank:
             return None
         return Layout(tuple(roles[:d] + [None] + roles[d:]), node, method)
     if method == "squeeze":
-        if len(args) != 1 or _int_lit(args[0]) is None:
+        if len(args) != 1 or int_literal(args[0]) is None:
             return None
-        d = _norm(_int_lit(args[0]), rank)
+        d = _norm(int_literal(args[0]), rank)
         if d is None or roles[d] in (BATCH, SEQ):
             return None  # a batch or sequence of size 1 only, perhaps
         return Layout(tuple(roles[:d] + roles[d + 1 :]), node, method)
