@@ -287,3 +287,29 @@ def test_a_file_that_calls_a_kept_instance_without_naming_its_class_is_read(tmp_
     )
     assert "Attend" not in (pkg / "runner.py").read_text()
     assert _found(pkg / "attend.py") == sorted(SETTLED + [(21, 16, "MHA006")])
+
+
+def test_a_text_s_signatures_are_parsed_once_whatever_else_is_asked(monkeypatch):
+    """The callers' facts ask for the signatures of many functions and
+    classes of one linted text (a dozen on a 3 MB generated file): its
+    functions' signatures come from one parse, not one per question, also
+    when ``__init__`` signatures and another text's functions are asked in
+    between (the two caches once shared one name, and the functions' small
+    bound emptied both)."""
+    from flake8_mha.analysis.program import callers
+
+    text = "".join(
+        f"class C{i}:\n    def __init__(self, a, b=1):\n        pass\n\n"
+        f"    def forward(self, x, mask=None):\n        pass\n\n" for i in range(12)
+    ) + "def attend(q, k, v, mask=None):\n    pass\n"
+    other = "def helper(x):\n    pass\n"
+    parsed = []
+    real = callers._signatures
+    monkeypatch.setattr(callers, "_signatures", lambda t: parsed.append(t) or real(t))
+    assert callers.function_signature(text, "attend")[0] == ("q", "k", "v", "mask")
+    for i in range(12):
+        assert list(callers.init_signature(text, f"C{i}")[0]) == ["a", "b"]
+    assert callers.function_signature(other, "helper")[0] == ("x",)
+    for i in range(12):
+        assert callers.function_signature(text, f"C{i}.forward")[0] == ("x", "mask")
+    assert parsed.count(text) == 1

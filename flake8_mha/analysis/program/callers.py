@@ -241,7 +241,7 @@ def _read_constructions(files, cls, params, own_text, reader):
     return out
 
 
-def _built_in(tree: ast.Module, cls: str, params: List[str], reader=None):
+def _built_in(tree: ast.Module, cls: str, params: List[str], reader):
     """The constructions of ``cls`` in one file, or None when one of them, or
     another use of the class, leaves the project's constructions unsettled."""
     names = {cls}
@@ -269,11 +269,11 @@ def _built_in(tree: ast.Module, cls: str, params: List[str], reader=None):
         for i, a in enumerate(call.args):
             if isinstance(a, ast.Starred) or i >= len(params):
                 return None
-            got[params[i]] = (reader or _literal)(a)
+            got[params[i]] = reader(a)
         for k in call.keywords:
             if k.arg is None:
                 return None
-            got[k.arg] = (reader or _literal)(k.value)
+            got[k.arg] = reader(k.value)
         out.append(got)
     return out
 
@@ -282,12 +282,8 @@ def module_or_unknown(node: ast.AST) -> object:
     """``BUILT_MODULE`` for an argument that builds a class right there
     (``self_attention=nn.MultiheadAttention(...)``: never None), else
     ``UNKNOWN``."""
-    if isinstance(node, ast.Call):
-        func = node.func
-        name = func.attr if isinstance(func, ast.Attribute) else getattr(func, "id", "")
-        if name[:1].isupper():
-            return BUILT_MODULE
-    return UNKNOWN
+    name = chains.constructor(node) or ""
+    return BUILT_MODULE if name.rpartition(".")[2][:1].isupper() else UNKNOWN
 
 
 def _names_class(node: ast.AST, names: Set[str]) -> bool:
@@ -645,7 +641,7 @@ def _bind_literals(call: _Call, signature) -> Optional[Dict[str, object]]:
     return got
 
 
-_SIGNATURES: Dict[tuple, Dict[str, object]] = {}
+_FUNCTION_SIGNATURES: Dict[tuple, Dict[str, object]] = {}  # by text: every key's
 
 
 def function_signature(text: str, key: str):
@@ -656,11 +652,11 @@ def function_signature(text: str, key: str):
     decorated, defined more than once, or not there.  The text is parsed once
     for all its keys (a 3 MB generated file asks for a dozen)."""
     cache = (hash(text), len(text))
-    if cache not in _SIGNATURES:
-        if len(_SIGNATURES) > 8:
-            _SIGNATURES.clear()
-        _SIGNATURES[cache] = _signatures(text)
-    return _SIGNATURES[cache].get(key)
+    if cache not in _FUNCTION_SIGNATURES:
+        if len(_FUNCTION_SIGNATURES) > 8:
+            _FUNCTION_SIGNATURES.clear()
+        _FUNCTION_SIGNATURES[cache] = _signatures(text)
+    return _FUNCTION_SIGNATURES[cache].get(key)
 
 
 def _signatures(text: str) -> Dict[str, object]:
