@@ -149,6 +149,19 @@ class CallSite:
         return self.scope.cls
 
     @property
+    def or_default_of(self) -> Optional[cst.BaseExpression]:
+        """``left`` when this call is the right side of ``left or <call>``
+        (``self_attention or nn.MultiheadAttention(...)``), else None."""
+        either = self.parents[-1] if self.parents else None
+        if (
+            isinstance(either, cst.BooleanOperation)
+            and isinstance(either.operator, cst.Or)
+            and either.right is self.node
+        ):
+            return either.left
+        return None
+
+    @property
     def function(self) -> Optional[cst.FunctionDef]:
         scope = self.scope
         while scope is not None and scope.kind != ScopeKind.FUNCTION:

@@ -315,13 +315,10 @@ def _never_built(ev, project) -> bool:
     parameter itself: the default never runs in this program, and what its
     arguments would do does no damage (docs/reach.md)."""
     site = ev.site
-    either = site.parents[-1] if site.parents else None
+    left = site.or_default_of
     func, cls = site.scope.node if site.scope else None, site.scope.cls if site.scope else None
     if (
-        not isinstance(either, cst.BooleanOperation)
-        or not isinstance(either.operator, cst.Or)
-        or either.right is not site.node
-        or not isinstance(either.left, cst.Name)
+        not isinstance(left, cst.Name)
         or cls is None
         or not isinstance(func, cst.FunctionDef)
         or func.name.value != "__init__"
@@ -329,8 +326,7 @@ def _never_built(ev, project) -> bool:
     ):
         return False
     params = {p.name.value for p in func.params.params}
-    name = either.left.value
-    return name in params and project.always_handed(cls.name, name)
+    return left.value in params and project.always_handed(cls.name, left.value)
 
 
 def _settled(report, ev, project, carried: Set[str]):

@@ -422,17 +422,12 @@ class ProgramLayout:
         (``self.self_attn = self_attention or nn.MultiheadAttention(...)``):
         it runs at every call of that attribute when the parameter is left
         out, so what those calls feed it.  None when not built so."""
-        parents = site.parents
-        if not parents or not isinstance(parents[-1], cst.BooleanOperation):
-            return None
-        either = parents[-1]
         stmt = site.stmt
         if (
-            not isinstance(either.operator, cst.Or)
-            or either.right is not site.node
+            site.or_default_of is None
             or not isinstance(stmt, cst.Assign)
             or len(stmt.targets) != 1
-            or stmt.value is not either
+            or stmt.value is not site.parents[-1]
         ):
             return None
         target = stmt.targets[0].target

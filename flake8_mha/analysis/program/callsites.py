@@ -401,20 +401,32 @@ class Project(ProjectFiles):
         return got
 
     def _constructed(self, cls: str, param: str):
+        found = self._constructions(cls, param)
+        if found is None:
+            return None, None
+        built, defaults = found
+        got = _one_value(built, param, defaults)
+        return got, _answer(built, got)
+
+    def _constructions(self, cls: str, param: str, reader=None):
+        """(every construction of this file's class ``cls`` in the project, as
+        ``callers.constructions`` reads them with ``reader``, the literal
+        defaults of its ``__init__``); None when ``param`` is not a parameter
+        of its own ``__init__`` or the project cannot be read.  The files read
+        become dependencies of the cached findings."""
         signature = callers.init_signature(self._own_source, cls)
         if signature is None or param not in signature[0]:
-            return None, None
+            return None
         params, defaults = signature
         try:
             built, read = callers.constructions(
-                self.path, cls, params, self._own_source, self._project_files()
+                self.path, cls, params, self._own_source, self._project_files(), reader
             )
         except (OSError, ValueError, RecursionError):
-            return None, None
-        for filename in read:  # the cached findings now depend on these files
+            return None
+        for filename in read:
             self.depend(filename)
-        got = _one_value(built, param, defaults)
-        return got, _answer(built, got)
+        return built, defaults
 
     def always_handed(self, cls: str, param: str) -> bool:
         """Whether every construction of this file's class ``cls`` in the
@@ -424,22 +436,8 @@ class Project(ProjectFiles):
         never runs in this program."""
         if not self.files or self._own_source is None:
             return False
-        signature = callers.init_signature(self._own_source, cls)
-        if signature is None or param not in signature[0]:
-            return False
-        try:
-            built, read = callers.constructions(
-                self.path,
-                cls,
-                signature[0],
-                self._own_source,
-                self._project_files(),
-                callers.module_or_unknown,
-            )
-        except (OSError, ValueError, RecursionError):
-            return False
-        for filename in read:
-            self.depend(filename)
+        found = self._constructions(cls, param, callers.module_or_unknown)
+        built = found[0] if found is not None else None
         return bool(built) and all(b.get(param) == callers.BUILT_MODULE for b in built)
 
     def _project_files(self) -> list:
