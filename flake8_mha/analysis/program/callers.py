@@ -310,7 +310,7 @@ def init_signature(text: str, cls: str):
     key = (hash(text), len(text), cls)
     if key not in _SIGNATURES:
         if len(_SIGNATURES) > 256:
-            _SIGNATURES.clear()
+            del _SIGNATURES[next(iter(_SIGNATURES))]  # the oldest
         _SIGNATURES[key] = _init_signature(text, cls)
     return _SIGNATURES[key]
 
@@ -654,7 +654,7 @@ def function_signature(text: str, key: str):
     cache = (hash(text), len(text))
     if cache not in _FUNCTION_SIGNATURES:
         if len(_FUNCTION_SIGNATURES) > 8:
-            _FUNCTION_SIGNATURES.clear()
+            del _FUNCTION_SIGNATURES[next(iter(_FUNCTION_SIGNATURES))]  # the oldest
         _FUNCTION_SIGNATURES[cache] = _signatures(text)
     return _FUNCTION_SIGNATURES[cache].get(key)
 
