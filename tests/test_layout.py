@@ -202,7 +202,49 @@ EVIDENCE = [
                 embed (torch.Tensor): Input embeddings with shape (bs, num_queries, d_model).
             '''
             return attn(embed, embed, embed)[0]
-        """, "MHA001", 5, "shape comment"),
+        """, "MHA001", 8, "shape comment"),
+    # transformers' docstrings: the entry's type, or its description on the
+    # lines below it, states the shape; the evidence is the entry's line
+    ("docstring_description_below", """\
+        attn = nn.MultiheadAttention(64, 8)
+        def f(hidden_states):
+            '''
+            Args:
+                hidden_states (`torch.Tensor`):
+                    Input to the layer of shape `(seq_len, batch, embed_dim)`.
+            '''
+            return attn(hidden_states, hidden_states, hidden_states)[0]
+        """, "MHA903", 7, "shape comment"),
+    ("docstring_shape_in_the_type", """\
+        attn = nn.MultiheadAttention(64, 8)
+        def f(inputs_embeds):
+            r'''
+            Args:
+                inputs_embeds (`torch.Tensor` of shape `(batch_size, sequence_length, hidden_size)`):
+                    The embeddings.
+            '''
+            return attn(inputs_embeds, inputs_embeds, inputs_embeds)[0]
+        """, "MHA001", 7, "shape comment"),
+    # ``repeat`` by a named size: that axis takes the size's role
+    ("repeat_by_a_named_size", """\
+        attn = nn.MultiheadAttention(64, 8)
+        def f(src, query):
+            batch_size = src.shape[0]
+            q = query.unsqueeze(1).repeat(1, batch_size, 1)
+            return attn(q, q, q)[0]
+        """, "MHA903", 6, "repeat with named sizes"),
+    # ``tensor if pos is None else tensor + pos``: pos has a known layout, so it
+    # is no None, and the sum has pos's layout
+    ("none_test_of_known_data", """\
+        attn = nn.MultiheadAttention(64, 8)
+        def with_pos(tensor, pos):
+            return tensor if pos is None else tensor + pos
+        def f(x, pos_embed):
+            # (L, N, E)
+            pos = pos_embed.float()
+            q = with_pos(x, pos)
+            return attn(q, q, x)[0]
+        """, "MHA903", 7, "shape comment"),
     ("jaxtyping", """\
         attn = nn.MultiheadAttention(64, 8)
         from jaxtyping import Float
@@ -302,6 +344,32 @@ def test_one_size_that_does_not_place_the_batch_is_no_evidence(size):
             return attn(x, x, x)[0]
         """)
     assert (f.code, f.line, f.evidence["layout_kind"]) == ("MHA001", 3, None)
+
+
+def test_channels_and_embedding_name_one_axis():
+    """``(seq_len, batch, embed_dim)`` plus ``[num_queries, batch_size,
+    num_channels]`` is sequence-first: the last axis is the features in both."""
+    f = only("""\
+        attn = nn.MultiheadAttention(64, 8)
+        def f(x, weight):  # x: (L, N, E)
+            # [num_queries, batch_size, num_channels]
+            pos = weight.unsqueeze(1).float()
+            q = x + pos
+            return attn(q, q, q)[0]
+        """, ["MHA001", "MHA903"])
+    assert (f.code, f.line, f.col) == ("MHA903", 3, 8)
+
+
+def test_repeat_by_a_size_it_cannot_name_is_no_evidence():
+    """``n`` alone, ``h`` alone, or ``x.shape[0]`` of data of unknown layout."""
+    for count in ("n, 1, 1", "1, h, 1", "x.shape[0], 1, 1", "*sizes"):
+        f = only(f"""\
+            attn = nn.MultiheadAttention(64, 8)
+            def f(x, t, n, h, sizes):
+                q = t.repeat({count})
+                return attn(q, q, q)[0]
+            """)
+        assert (f.code, f.line, f.evidence["layout_kind"]) == ("MHA001", 3, None), count
 
 
 @pytest.mark.parametrize("name,body,code,line,how", EVIDENCE, ids=[e[0] for e in EVIDENCE])

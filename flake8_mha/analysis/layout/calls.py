@@ -29,6 +29,7 @@ from .domain import (
     SPATIAL,
     Layout,
     group_role,
+    int_literal,
     is_swap,
     is_swap_pattern,
     parse_einops_side,
@@ -94,7 +95,7 @@ def join(values: Sequence[Optional[Layout]]) -> Optional[Layout]:
         elif out is None:
             out = v
         else:
-            out = _meet(out, v)
+            out = meet(out, v)
             if out is None:
                 return None
     if not seen:
@@ -102,16 +103,21 @@ def join(values: Sequence[Optional[Layout]]) -> Optional[Layout]:
     return out if out is not None else swap
 
 
-def _meet(a: Layout, b: Layout) -> Optional[Layout]:
+_FEATURE = (EMBED, CHANNEL)
+
+
+def meet(a: Layout, b: Layout) -> Optional[Layout]:
     """The roles ``a`` and ``b`` state together (with ``a``'s evidence), or
-    None when they state different roles for one axis."""
+    None when they state different roles for one axis.  Embedding and channel
+    name one axis, the features: ``# [num_queries, batch_size, num_channels]``
+    and ``(seq_len, batch, embed_dim)`` agree."""
     if a.roles == b.roles:
         return a
     if len(a.roles) != len(b.roles):
         return None
     roles = []
     for x, y in zip(a.roles, b.roles):
-        if x is not None and y is not None and x != y:
+        if x is not None and y is not None and x != y and not (x in _FEATURE and y in _FEATURE):
             return None
         roles.append(x if x is not None else y)
     return Layout(tuple(roles), a.node, a.how, origin=a.origin)
@@ -276,7 +282,61 @@ class LayoutCalls:
             return self.eval(owner, env, scope, frame, depth)
         if attr in _SIZED:
             return self._sized(node, attr)
+        if attr == "repeat":
+            return self._repeat(owner, node, env, scope, frame, depth)
         return None
+
+    def _repeat(self, owner, node: cst.Call, env, scope, frame, depth) -> Optional[Layout]:
+        """``q.unsqueeze(1).repeat(1, batch_size, 1)``: an axis repeated a named
+        number of times (``batch_size``, ``x.shape[1]`` of known ``x``) takes
+        that size's role; an axis repeated once keeps the tensor's own."""
+        if any(a.keyword is not None or a.star for a in node.args):
+            return None
+        args = [a.value for a in node.args]
+        if len(args) == 1 and isinstance(args[0], (cst.Tuple, cst.List)):
+            if any(isinstance(e, cst.StarredElement) for e in args[0].elements):
+                return None
+            args = [e.value for e in args[0].elements]
+        inner = real(self.eval(owner, env, scope, frame, depth))
+        if inner is not None and len(inner.roles) != len(args):
+            inner = None
+        roles = []
+        for i, count in enumerate(args):
+            if isinstance(count, cst.Integer) and count.value == "1":
+                roles.append(inner.roles[i] if inner is not None else None)
+            else:
+                roles.append(self._size_role(count, env, scope, frame, depth))
+        if inner is not None and tuple(roles) == inner.roles:
+            return inner
+        return Layout(tuple(roles), node, "repeat with named sizes") if useful(roles) else None
+
+    def _size_role(self, size, env, scope, frame, depth) -> Optional[str]:
+        """The role of the axis a size names: ``batch_size``, ``self.num_heads``,
+        ``x.shape[1]`` / ``x.size(1)`` of an ``x`` whose layout is known."""
+        if isinstance(size, (cst.Name, cst.Attribute)):
+            name = size.value if isinstance(size, cst.Name) else _attr_name(size)
+            if name and name.lower() not in ("n", "h", "shape"):  # n, h: ambiguous alone
+                return roles_of_names([name])[0]
+            return None
+        of, index = None, None
+        if isinstance(size, cst.Subscript) and len(size.slice) == 1:
+            sl = size.slice[0].slice
+            if isinstance(size.value, cst.Attribute) and size.value.attr.value == "shape":
+                if isinstance(sl, cst.Index):
+                    of, index = size.value.value, int_literal(sl.value)
+        elif (
+            isinstance(size, cst.Call)
+            and isinstance(size.func, cst.Attribute)
+            and size.func.attr.value == "size"
+            and len(size.args) == 1
+        ):
+            of, index = size.func.value, int_literal(size.args[0].value)
+        if of is None or index is None:
+            return None
+        known = real(self.eval(of, env, scope, frame, depth))
+        if known is None or not -len(known.roles) <= index < len(known.roles):
+            return None
+        return known.roles[index]
 
     def _sized(self, node: cst.Call, how: str) -> Optional[Layout]:
         args = [a.value for a in node.args if a.keyword is None and not a.star]

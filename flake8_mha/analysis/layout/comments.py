@@ -14,7 +14,54 @@ from .domain import BATCH, Layout, int_literal, parse_shape_comment, roles_of_na
 
 _Entry = Tuple[cst.Comment, Dict[Optional[str], tuple]]
 _DIM = re.compile(r"[A-Za-z_]\w*")
-_GOOGLE_ARG = re.compile(r"^\s*(\w+)\s*\([^()]*\)\s*:(.*)$")
+# ``name (type): text`` (Google style; the type may hold ``of shape `(B, L)```)
+# and ``name : type`` (numpy style), each maybe followed by indented lines
+_GOOGLE_ARG = re.compile(r"^(\s*)(\w+)\s*\((.*)\)\s*:(.*)$")
+_NUMPY_ARG = re.compile(r"^(\s*)(\w+)\s+:\s*(.*)$")
+
+
+class DocLine:
+    """Evidence on one line of a docstring: the docstring's node, the line's
+    offset in it and its text (what a finding quotes: the entry, not the
+    docstring's first line)."""
+
+    __slots__ = ("doc", "offset", "value")
+
+    def __init__(self, doc: cst.CSTNode, offset: int, value: str):
+        self.doc, self.offset, self.value = doc, offset, value
+
+
+def _indent(text: str) -> int:
+    return len(text) - len(text.lstrip())
+
+
+def _docstring_shapes(doc: str) -> List[Tuple[int, str, Dict[Optional[str], tuple]]]:
+    """What a docstring states of its function's parameters: a line
+    ``x: (B, L, E)``, or an argument entry whose type or description says
+    ``shape (...)``; the description may run on over the lines indented below
+    the entry (``hidden_states (`torch.Tensor`):`` then ``Input of shape
+    `(seq_len, batch, embed_dim)`.``), as transformers writes them."""
+    out: List[Tuple[int, str, Dict[Optional[str], tuple]]] = []
+    lines = doc.splitlines()
+    for i, text in enumerate(lines):
+        entry = _GOOGLE_ARG.match(text) or _NUMPY_ARG.match(text)
+        if entry is None:
+            found = parse_shape_comment(text)
+            if any(k is not None for k in found):
+                out.append((i, text.strip(), found))
+            continue
+        said = [text.strip()]
+        for more in lines[i + 1 :]:
+            if more.strip() and _indent(more) <= len(entry.group(1)):
+                break
+            said.append(more.strip())
+        # the entry's first mention of a shape speaks of this parameter
+        whole = " ".join(part for part in said if part)
+        at = whole.lower().find("shape", len(entry.group(2)))
+        stated = parse_shape_comment(whole[at:]).get(None) if at >= 0 else None
+        if stated:
+            out.append((i, whole, {entry.group(2): stated}))
+    return out
 
 
 def _parsed(comment: Optional[cst.Comment]) -> List[_Entry]:
@@ -217,16 +264,10 @@ class CommentIndex:
                     out += _parsed(line.comment)
                 doc = func.get_docstring(clean=False)
                 if doc and isinstance(first, cst.SimpleStatementLine):
-                    for text in doc.splitlines():
-                        found = parse_shape_comment(text)
-                        google = _GOOGLE_ARG.match(text)
-                        if google is not None and "shape" in google.group(2).lower():
-                            # ``embed (Tensor): Input embeddings with shape (bs, num_queries, d_model).``
-                            stated = parse_shape_comment(google.group(2)).get(None)
-                            found = {google.group(1): stated} if stated else {}
-                        if any(k is not None for k in found):
-                            node = first.body[0]
-                            out.append((node, found))
+                    node = first.body[0]
+                    out += [
+                        (DocLine(node, i, text), found) for i, text, found in _docstring_shapes(doc)
+                    ]
         return out
 
     @staticmethod

@@ -367,6 +367,13 @@ PRESERVE_FUNCS = {
     "torch.nn.functional.tanh",
     "torch.nn.functional.rms_norm",
     "torch.nn.functional.mish",
+    # a new tensor of the same shape
+    "torch.zeros_like",
+    "torch.ones_like",
+    "torch.empty_like",
+    "torch.full_like",
+    "torch.rand_like",
+    "torch.randn_like",
 }
 CTORS = {
     "torch.randn",

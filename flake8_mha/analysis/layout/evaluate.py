@@ -14,8 +14,8 @@ import libcst as cst
 from ..program.callgraph import ChainSite, FileCalls, bind_call, frame_for
 from ..flow import CallSite, Def, Scope, lookup
 from ..values import unpacked
-from .calls import CYCLE, MODULE_OUTPUT_ARG, LayoutCalls, join, real
-from .comments import CommentIndex
+from .calls import CYCLE, MODULE_OUTPUT_ARG, LayoutCalls, join, meet, real
+from .comments import CommentIndex, DocLine
 from .domain import (
     MAX_CALLER_DEPTH,
     MAX_DEPTH,
@@ -51,12 +51,15 @@ class LayoutEvaluator(FileCalls, LayoutCalls, ProgramLayout):
             return None
         from ...core.positions import line_of
 
+        if isinstance(node, DocLine):
+            at = line_of(self.module, node.doc)
+            return at + node.offset if at is not None else None
         return line_of(self.module, node)
 
     def text(self, node: Optional[cst.CSTNode]) -> str:
         if node is None:
             return ""
-        if isinstance(node, cst.Comment):
+        if isinstance(node, (cst.Comment, DocLine)):
             code = node.value
         else:
             try:
@@ -107,6 +110,9 @@ class LayoutEvaluator(FileCalls, LayoutCalls, ProgramLayout):
         if t is cst.Subscript:
             return self._subscript(node, env, scope, frame, depth)
         if t is cst.IfExp:
+            taken = self._none_test(node.test, env, scope, frame, depth)
+            if taken is not None:
+                return self.eval(node.body if taken else node.orelse, env, scope, frame, depth)
             return join(
                 [
                     self.eval(node.body, env, scope, frame, depth),
@@ -116,6 +122,25 @@ class LayoutEvaluator(FileCalls, LayoutCalls, ProgramLayout):
         if t is cst.NamedExpr:
             return self.eval(node.value, env, scope, frame, depth)
         return None
+
+    def _none_test(self, test, env, scope, frame, depth) -> Optional[bool]:
+        """``pos is None`` / ``pos is not None`` when ``pos`` has a known layout:
+        it is a tensor on every path, so the test's outcome is known
+        (``tensor if pos is None else tensor + pos``, DETR's ``with_pos_embed``)."""
+        if not (
+            isinstance(test, cst.Comparison)
+            and len(test.comparisons) == 1
+            and isinstance(test.left, cst.Name)
+            and isinstance(test.comparisons[0].comparator, cst.Name)
+            and test.comparisons[0].comparator.value == "None"
+        ):
+            return None
+        op = test.comparisons[0].operator
+        if not isinstance(op, (cst.Is, cst.IsNot)):
+            return None
+        if real(self.eval(test.left, env, scope, frame, depth)) is None:
+            return None
+        return isinstance(op, cst.IsNot)
 
     # ---------------------------------------------------------------- names
     def _name(self, node: cst.Name, env, scope, frame, depth) -> Optional[Layout]:
@@ -275,11 +300,9 @@ class LayoutEvaluator(FileCalls, LayoutCalls, ProgramLayout):
         right = real(self.eval(node.right, env, scope, frame, depth))
         if left is None or right is None:
             return left or right  # residual / broadcast add of a known tensor
-        if left.roles == right.roles:
-            return left
         if len(left.roles) != len(right.roles):
             return left if len(left.roles) > len(right.roles) else right
-        return None
+        return meet(left, right)
 
 
 __all__ = ["LayoutEvaluator", "join", "MODULE_OUTPUT_ARG", "SEQ", "SPATIAL"]

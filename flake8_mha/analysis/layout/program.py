@@ -21,7 +21,7 @@ from typing import Dict, List, Optional, Set
 
 import libcst as cst
 
-from ..program.callgraph import Built, ChainSite, Slot
+from ..program.callgraph import Built, ChainSite, Slot, bind_call
 from ..flow import ClassInfo, lookup
 from ..resolve import Bound
 from ...core.torch_api import MODULES
@@ -189,7 +189,7 @@ class ProgramLayout:
             args = positional(call)
             first = args[0] if args else None
         else:
-            first = self._first_input(call, targets[0])
+            first = self._input(call, targets[0], None)
         if first is None:
             return None
         start = real(self.eval(first, env, scope, frame, depth))
@@ -472,8 +472,9 @@ class ProgramLayout:
         return dataclasses.replace(layout, origin=origin)
 
     def project_inputs(self, func: cst.FunctionDef, name: str) -> List[Optional[Layout]]:
-        """What the other files of the project feed ``name``, the first
-        parameter of the ``forward`` of a module-level class of this file."""
+        """What the other files of the project feed ``name``, a parameter of
+        the ``forward`` of a module-level class of this file (the data, or
+        what is added to it: ``query_pos``)."""
         if self.path is None or self.hops <= 0 or func.name.value != "forward":
             return []
         cls = next(
@@ -486,8 +487,9 @@ class ProgramLayout:
         )
         p = func.params
         names = [q.name.value for q in list(p.posonly_params) + list(p.params)]
-        if cls is None or names[1:2] != [name]:
+        if cls is None or name not in names[1:]:
             return []
+        wanted = None if names[1] == name else name
         target = (self.path, cls.name)
         out: List[Optional[Layout]] = []
         files = project_callers.candidates(self.path, cls.name)
@@ -497,13 +499,14 @@ class ProgramLayout:
             there = self._unit(other)
             if there is not None:
                 ev = self.other(there, self.hops - 1)
-                out.extend(ev.export(v) for v in ev.fed_to(target))
+                out.extend(ev.export(v) for v in ev.fed_to(target, wanted))
         return out
 
-    def fed_to(self, target) -> List[Optional[Layout]]:
+    def fed_to(self, target, name: Optional[str] = None) -> List[Optional[Layout]]:
         """The layouts this file feeds the ``forward`` of ``target``, a class
         of another file: at each call of an instance of it, and in each
-        ``nn.Sequential`` it is a member of."""
+        ``nn.Sequential`` it is a member of.  ``name``: a parameter other than
+        the first (only calls pass it; a ``Sequential`` passes the first)."""
         out: List[Optional[Layout]] = []
         for site in self.flow.calls:
             func = site.node.func
@@ -514,11 +517,11 @@ class ProgramLayout:
             held = self.held_targets(func, site.env, site.scope)
             if held:
                 if target in held:
-                    first = self._first_input(site.node, target)
+                    first = self._input(site.node, target, name)
                     same_class = all(t == target for t in held)
                     out.append(self.at(first, site) if first is not None and same_class else None)
                 continue
-            slots = self.sequential_slots(site.node, site.env, site.scope)
+            slots = self.sequential_slots(site.node, site.env, site.scope) if name is None else None
             if slots and any(self._is_member(m, target) for s in slots for m in s.members):
                 start = self.at(site.node.args[0].value, site)
                 self._walk(slots, start, 0, target, out, True)
@@ -529,25 +532,32 @@ class ProgramLayout:
                     if not arg.star and target in (
                         self.held_targets(arg.value, site.env, site.scope) or ()
                     ):
-                        out.extend(self._through(owner, site.node, arg, target))
+                        out.extend(self._through(owner, site.node, arg, target, name))
         return out
 
-    def _first_input(self, call: cst.Call, target) -> Optional[cst.BaseExpression]:
-        """What a call of an instance of ``target`` passes for the first
-        parameter of its ``forward``: the first positional argument, or the
-        keyword of that name (``layer(tgt=x, memory=m)``)."""
+    def _input(self, call: cst.Call, target, name: Optional[str]) -> Optional[cst.BaseExpression]:
+        """What a call of an instance of ``target`` passes for a parameter of
+        its ``forward``: for the first (``name`` None), the first positional
+        argument or the keyword of that name (``layer(tgt=x, memory=m)``);
+        otherwise the argument bound to ``name`` (None when not passed)."""
         args = positional(call)
-        if args:
+        if name is None and args:
             return args[0]
         found = self._foreign(target, 0)
-        params = found[1].params.params if found is not None else ()
-        name = params[1].name.value if len(params) > 1 else None
+        if found is None:
+            return None
+        if name is not None:
+            return bind_call(found[1], call, 1).get(name)
+        params = found[1].params.params
+        first = params[1].name.value if len(params) > 1 else None
         for arg in call.args:
-            if arg.keyword is not None and arg.keyword.value == name:
+            if arg.keyword is not None and arg.keyword.value == first:
                 return arg.value
         return None
 
-    def _through(self, owner, call: cst.Call, arg: cst.Arg, target) -> List[Optional[Layout]]:
+    def _through(
+        self, owner, call: cst.Call, arg: cst.Arg, target, name: Optional[str] = None
+    ) -> List[Optional[Layout]]:
         """An instance of ``target`` handed to the construction of ``owner``, a
         class of another project file (``Encoder(layer=Layer(...))``, or a name
         that holds one): what ``owner`` feeds it there, where its ``__init__``
@@ -571,7 +581,7 @@ class ProgramLayout:
 
         ev.resolver.assumed[key] = given
         try:
-            return [ev.export(v) for v in ev.fed_to(target)]
+            return [ev.export(v) for v in ev.fed_to(target, name)]
         finally:
             del ev.resolver.assumed[key]
 
