@@ -82,6 +82,10 @@ class Resolver:
         # (id(__init__), parameter) -> what it holds, as a function of the leaf: set
         # while another file that builds the class with an argument there is read
         self.assumed: Dict[tuple, Callable[[Leaf], Optional[list]]] = {}
+        # an imported function's import statement and name -> (index, name) of
+        # the parameter whose copies the container it returns holds, or None
+        # (``_get_clones`` of another project file; set where files are read)
+        self.imported_clones: Optional[Callable[[cst.CSTNode, str], Optional[tuple]]] = None
         self.reach_cache: Dict[int, set] = {}  # id(ClassDef) -> attributes changed in place
         # who calls each function of the file (callgraph.FileCalls.callers): made
         # once here, for the mask and layout analyses both
@@ -259,6 +263,8 @@ class Resolver:
             return None
         out: list = []
         for d in defs:
+            if d.kind == DefKind.ASSIGN and isinstance(d.node, cst.Name) and d.node.value == "None":
+                continue  # ``self.encode = None`` then, maybe, a module: a call runs the module
             if d.kind == DefKind.ASSIGN:
                 got = self.held(d.node, d.env, d.scope, leaf, depth + 1)
                 if got is _CYCLE:
@@ -388,6 +394,8 @@ class Resolver:
         if not isinstance(call.func, cst.Name) or any(a.star for a in call.args):
             return None
         defs = lookup(call.func.value, env, scope)
+        if len(defs) == 1 and defs[0].kind == DefKind.IMPORT:
+            return self._imported_clones(call, defs[0], env, scope, leaf, depth)
         if len(defs) != 1 or defs[0].kind != DefKind.DEF:
             return None
         func: cst.FunctionDef = defs[0].node
@@ -418,6 +426,26 @@ class Resolver:
                 given = arg.value
         return self.held(given, env, scope, leaf, depth + 1) if given is not None else None
 
+    def _imported_clones(self, call: cst.Call, d: Def, env, scope, leaf: Leaf, depth: int):
+        """``_get_clones(layer, n)`` imported: torch's own, or a function of
+        another project file read as above (``imported_clones``)."""
+        if d.extra == "torch.nn.modules.transformer._get_clones":
+            param = (0, "module")
+        elif self.imported_clones is not None:
+            param = self.imported_clones(d.node, call.func.value)
+        else:
+            param = None
+        if param is None:
+            return None
+        index, name = param
+        given = None
+        for i, arg in enumerate(call.args):
+            if (arg.keyword is None and i == index) or (
+                arg.keyword is not None and arg.keyword.value == name
+            ):
+                given = arg.value
+        return self.held(given, env, scope, leaf, depth + 1) if given is not None else None
+
     def _sequential_members(self, node: cst.Call, env, scope, leaf: Leaf, depth: int):
         """``nn.Sequential(a, b)``, ``nn.Sequential(*[Block() for _ in range(n)])``:
         every module given (one argument alone may be an ``OrderedDict``: above)."""
@@ -441,6 +469,8 @@ class Resolver:
         for d in defs:
             if d.kind != DefKind.ASSIGN:
                 return None
+            if isinstance(d.node, cst.Name) and d.node.value == "None":
+                continue  # ``self.encode = None`` then, maybe, a container: iterated, it is that
             got = self.held_elements(d.node, d.env, d.scope, leaf, depth + 1)
             if got is None:
                 return None

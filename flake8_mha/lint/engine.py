@@ -25,6 +25,7 @@ from ..analysis.events import Construction, ModuleCall, SdpaCall, classify
 from ..core.findings import Finding
 from ..analysis.flow import CallSite, DefKind, FlowPass, ScopeKind, lookup
 from ..analysis.focus import focus
+from ..analysis.layout import project_callers
 from ..core.lines import source_lines
 from ..analysis.program.callsites import Project, WrappedModuleCall, annotate
 from ..analysis.program.files import reaches_a_sink
@@ -175,6 +176,8 @@ def _analyze_module(
     if project is not None and project.files:  # facts of the project (values.py)
         flow.module_scope.project = project
     resolver = Resolver(flow)
+    if project is not None and project.files and os.path.isfile(path):
+        resolver.imported_clones = project_callers.clones_reader(os.path.abspath(path))
     ctx = Context(module, flow, resolver)
     ctx.project = project  # mask builders in other files (masks/evaluator.py)
     contexts.append(ctx)

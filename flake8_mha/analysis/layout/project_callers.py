@@ -29,6 +29,7 @@ Nothing is imported or run.  What cannot be found is unknown.
 
 from __future__ import annotations
 
+import ast
 import os
 import re
 from typing import Dict, List, Optional, Tuple
@@ -76,6 +77,7 @@ class Unit:
         self.flow = FlowPass()
         self.flow.run(module)
         self.resolver = Resolver(self.flow)
+        self.resolver.imported_clones = clones_reader(path)
         self.ctx = _Ctx(module, self.flow, self.resolver, path)
         self.classes: Dict[str, ClassInfo] = {
             info.name: info
@@ -180,6 +182,93 @@ def candidates(path: str, name: str) -> Optional[List[str]]:
             word = re.compile(r"\b" + re.escape(stem) + r"\b")
             found = [p for p in found if word.search(_read(p) or "")]
     return found if len(found) <= MAX_CANDIDATES else None
+
+
+# --------------------------------------------------------------------------- clones
+
+# per process: (path, name) -> ((size, mtime_ns), (index, name) or None)
+_CLONES: Dict[Tuple[str, str], tuple] = {}
+
+
+def clones_reader(path: str):
+    """For the resolver of the file at ``path`` (``Resolver.imported_clones``):
+    the parameter whose deep copies the function an import names returns in a
+    container, ``return nn.ModuleList([copy.deepcopy(module) for i in
+    range(N)])`` (DETR's ``_get_clones``, kept in a utilities file)."""
+
+    def read(stmt, bound: str) -> Optional[Tuple[int, str]]:
+        level, dotted = _import_target(stmt, bound)
+        if not dotted or dotted.split(".")[0] in ("torch", "typing", "collections"):
+            return None
+        try:
+            found = Project(path).locate(level, dotted)
+        except (OSError, ValueError):
+            return None
+        if found is None or "." in found[1]:
+            return None
+        return _clones_param(os.path.abspath(found[0]), found[1])
+
+    return read
+
+
+def _clones_param(filename: str, name: str) -> Optional[Tuple[int, str]]:
+    stamp = _stamp(filename)
+    kept = _CLONES.get((filename, name))
+    if kept is not None and kept[0] == stamp:
+        return kept[1]
+    got = None
+    text = _read(filename) if stamp is not None else None
+    if text is not None and name in text and "deepcopy" in text:
+        try:
+            tree = ast.parse(text)
+        except (SyntaxError, ValueError, RecursionError, MemoryError):
+            tree = None
+        func = next(
+            (
+                n
+                for n in getattr(tree, "body", ())
+                if isinstance(n, ast.FunctionDef) and n.name == name
+            ),
+            None,
+        )
+        got = _copies_of(func) if func is not None else None
+    if len(_CLONES) > 256:
+        del _CLONES[next(iter(_CLONES))]
+    _CLONES[(filename, name)] = (stamp, got)
+    return got
+
+
+def _copies_of(func: ast.FunctionDef) -> Optional[Tuple[int, str]]:
+    """``def f(module, N): return <...>.ModuleList([<copy.>deepcopy(module) for
+    ...])``: (0, "module"); None for any other body."""
+    body = [
+        s for s in func.body if not (isinstance(s, ast.Expr) and isinstance(s.value, ast.Constant))
+    ]
+    if len(body) != 1 or not isinstance(body[0], ast.Return):
+        return None
+    ret = body[0].value
+    if (
+        not isinstance(ret, ast.Call)
+        or len(ret.args) != 1
+        or ret.keywords
+        or _last(ret.func) != "ModuleList"
+        or not isinstance(ret.args[0], (ast.ListComp, ast.GeneratorExp))
+    ):
+        return None
+    elt = ret.args[0].elt
+    if not (isinstance(elt, ast.Call) and _last(elt.func) == "deepcopy" and len(elt.args) == 1):
+        return None
+    names = [a.arg for a in func.args.posonlyargs + func.args.args]
+    copied = elt.args[0]
+    if not isinstance(copied, ast.Name) or copied.id not in names:
+        return None
+    return names.index(copied.id), copied.id
+
+
+def _last(node) -> Optional[str]:
+    if isinstance(node, ast.Attribute):
+        return node.attr
+    return node.id if isinstance(node, ast.Name) else None
 
 
 # --------------------------------------------------------------------------- names

@@ -154,7 +154,11 @@ class FileCalls:
                 if found is not None:
                     func, skip = found
                     index.setdefault(id(func), []).append((site, skip))
-                else:
+                    continue
+                chosen = self._chosen_methods(site)
+                for func in chosen:  # each may run: a caller of each
+                    index.setdefault(id(func), []).append((site, 1))
+                if not chosen:
                     self._sequential_callers(site, index)
             self.resolver.file_callers = index
         return self.resolver.file_callers
@@ -303,6 +307,27 @@ class FileCalls:
         if isinstance(func, (cst.Name, cst.Attribute, cst.Subscript)):
             return self.forward_of(func, env, scope)
         return None
+
+    def _chosen_methods(self, site: CallSite) -> List[cst.FunctionDef]:
+        """``fn = self.forward_pre if self.pre_norm else self.forward_post``
+        then ``fn(...)``: a local assigned once, only bound methods of the
+        class (through conditional expressions); each is a callee."""
+        func = site.node.func
+        if not isinstance(func, cst.Name):
+            return []
+        defs = lookup(func.value, site.env, site.scope)
+        if len(defs) != 1 or defs[0].kind != DefKind.ASSIGN or defs[0].index not in ((), None):
+            return []
+        out: List[cst.FunctionDef] = []
+        for expr in _choices(defs[0].node):
+            if not isinstance(expr, cst.Attribute):
+                return []
+            cls = self.resolver.self_class(expr, defs[0].env, defs[0].scope)
+            method = self.method_of(cls, expr.attr.value) if cls is not None else None
+            if method is None or static_kind(method) != "method":
+                return []
+            out.append(method)
+        return out
 
     def forward_of(self, node, env, scope) -> Optional[Tuple[cst.FunctionDef, int]]:
         """The one ``forward`` of this file an instance's call runs."""
