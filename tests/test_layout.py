@@ -360,6 +360,45 @@ def test_channels_and_embedding_name_one_axis():
     assert (f.code, f.line, f.col) == ("MHA903", 3, 8)
 
 
+def test_a_method_chosen_by_a_conditional_is_called():
+    """``fn = self.forward_pre if self.pre_norm else self.forward_post`` then
+    ``fn(x)``: each method is called with ``x`` (SAM 3's and DETR's layers)."""
+    f = only("""\
+        class Layer(nn.Module):
+            def __init__(self, pre_norm):
+                super().__init__()
+                self.attn = nn.MultiheadAttention(64, 8)
+                self.pre_norm = pre_norm
+            def forward_pre(self, x):
+                return self.attn(x, x, x)[0]
+            def forward_post(self, x):
+                return x + self.attn(x, x, x)[0]
+            def forward(self, x):
+                fn = self.forward_pre if self.pre_norm else self.forward_post
+                return fn(x)
+        layer = Layer(True)
+        def run(feats):
+            x = feats.flatten(2).permute(2, 0, 1)  # (N, C, H, W) -> (HW, N, C)
+            return layer(x)
+        """)
+    assert (f.code, f.line, f.col) == ("MHA903", 6, 21)
+    assert f.evidence["layout_line"] == 17
+
+
+def test_a_docstring_s_returns_section_is_not_its_parameters():
+    f = only("""\
+        attn = nn.MultiheadAttention(64, 8)
+        def f(x):
+            '''Encode.
+
+            Returns:
+                x (torch.Tensor): the output, of shape (B, L, E).
+            '''
+            return attn(x, x, x)[0]
+        """)
+    assert (f.code, f.line, f.evidence["layout_kind"]) == ("MHA001", 3, None)
+
+
 def test_repeat_by_a_size_it_cannot_name_is_no_evidence():
     """``n`` alone, ``h`` alone, or ``x.shape[0]`` of data of unknown layout."""
     for count in ("n, 1, 1", "1, h, 1", "x.shape[0], 1, 1", "*sizes"):

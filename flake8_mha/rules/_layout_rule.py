@@ -36,7 +36,8 @@ def call_layouts(rule: Rule, ev: Construction) -> Tuple[List[Tuple[Any, CallLayo
     calls = analysis.calls_of(ev)
     if not calls:
         return [(None, c) for c in analysis.handed(ev)], analysis
-    return [(call, analysis.of_call(call)) for call in calls], analysis
+    with analysis.evaluator.judging(ev.site):
+        return [(call, analysis.of_call(call)) for call in calls], analysis
 
 
 def where(analysis, layout: CallLayout) -> str:

@@ -20,6 +20,7 @@ from typing import Any, Dict, List, Optional
 from ..events import Construction, ModuleCall
 from .domain import BATCH, SEQ, Layout, parse_shape_comment, roles_of_names
 from .evaluate import LayoutEvaluator
+from .program import DEFAULT
 
 BATCH_FIRST, SEQ_FIRST, UNBATCHED = "batch-first", "sequence-first", "unbatched"
 CONVERTED = "converted"  # an axis swap of unknown data: whatever the module reads
@@ -59,10 +60,10 @@ class LayoutAnalysis:
     def __init__(self, ctx):
         self.ctx = ctx
         self.evaluator = LayoutEvaluator(ctx)
-        self._calls: Dict[int, CallLayout] = {}
+        self._calls: Dict[tuple, CallLayout] = {}
 
     def of_call(self, ev: ModuleCall) -> CallLayout:
-        key = id(ev.site.node)
+        key = (id(ev.site.node), self.evaluator.session.get(DEFAULT))
         if key not in self._calls:
             self._calls[key] = self._of_call(ev)
         return self._calls[key]

@@ -31,6 +31,29 @@ class DocLine:
         self.doc, self.offset, self.value = doc, offset, value
 
 
+_RETURNS_SECTIONS = {
+    "returns",
+    "return",
+    "yields",
+    "yield",
+    "raises",
+    "outputs",
+    "output",
+    "examples",
+    "example",
+}
+_ARGS_SECTIONS = {
+    "args",
+    "arguments",
+    "parameters",
+    "params",
+    "inputs",
+    "input",
+    "keyword args",
+    "shape",
+}
+
+
 def _indent(text: str) -> int:
     return len(text) - len(text.lstrip())
 
@@ -43,7 +66,14 @@ def _docstring_shapes(doc: str) -> List[Tuple[int, str, Dict[Optional[str], tupl
     `(seq_len, batch, embed_dim)`.``), as transformers writes them."""
     out: List[Tuple[int, str, Dict[Optional[str], tuple]]] = []
     lines = doc.splitlines()
+    returns = False
     for i, text in enumerate(lines):
+        header = text.strip().rstrip(":").lower()
+        if header in _RETURNS_SECTIONS or header in _ARGS_SECTIONS:
+            returns = header in _RETURNS_SECTIONS  # what a function gives back is not its input
+            continue
+        if returns:
+            continue
         entry = _GOOGLE_ARG.match(text) or _NUMPY_ARG.match(text)
         if entry is None:
             found = parse_shape_comment(text)

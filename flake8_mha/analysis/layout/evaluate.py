@@ -23,7 +23,7 @@ from .domain import (
     SPATIAL,
     Layout,
 )
-from .program import ProgramLayout
+from .program import DEFAULT, ProgramLayout
 from .project_callers import MAX_HOPS
 
 
@@ -40,7 +40,7 @@ class LayoutEvaluator(FileCalls, LayoutCalls, ProgramLayout):
         self.resolver = ctx.resolver
         self.module = ctx.module
         self.comments = CommentIndex(ctx.module)
-        self._cache: Dict[Tuple[int, int], Optional[Layout]] = {}
+        self._cache: Dict[tuple, Optional[Layout]] = {}
         self._active: set = set()
         self._caller_depth = 0
         self._positions = None
@@ -156,7 +156,7 @@ class LayoutEvaluator(FileCalls, LayoutCalls, ProgramLayout):
 
     def _def(self, d: Def, frame, depth) -> Optional[Layout]:
         frame = frame_for(d.scope, frame)
-        key = (id(d), self._caller_depth)
+        key = (id(d), self._caller_depth, self.session.get(DEFAULT))
         if frame is None and key in self._cache:
             return self._cache[key]
         guard = (id(d), id(frame))

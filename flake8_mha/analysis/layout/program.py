@@ -16,6 +16,7 @@ A part of ``LayoutEvaluator`` (evaluate.py), kept apart so each stays small:
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 from typing import Dict, List, Optional, Set
 
@@ -34,6 +35,10 @@ SWAP_HOW = "axis swap before the module call"
 _LAYER_INPUTS = {"TransformerEncoder": ("src",), "TransformerDecoder": ("tgt", "memory")}
 _REACH_DEPTH = 4
 _REACH_HOPS = 2  # the hops a reach question is asked with: enough to name a class
+
+
+# the session's key for the module default being judged (``default_for``)
+DEFAULT = ("default",)
 
 
 def site_spec(kind: str):
@@ -346,7 +351,7 @@ class ProgramLayout:
         """The evaluator of another file, made once per analysis of the linted
         file (``session``): an answer never depends on what an earlier file's
         analysis asked."""
-        key = (there.path, hops)
+        key = (there.path, hops, self.session.get(DEFAULT))
         found = self.session.get(key)
         if found is None or found.ctx is not there.ctx:
             # (a file read again since, when more files were read than are kept:
@@ -439,7 +444,39 @@ class ProgramLayout:
             or target.value.value != "self"
         ):
             return None
-        return self.attr_calls(cls, {target.attr.value}, spec) or None
+        with self.judging(site):
+            return self.attr_calls(cls, {target.attr.value}, spec) or None
+
+    @contextlib.contextmanager
+    def judging(self, site):
+        """While the module built at ``site`` is judged: when it is the default
+        of an ``__init__`` parameter (``param or nn.MultiheadAttention(...)``),
+        only the instances of its class built without a module for that
+        parameter run it (SAM 3's layer: one construction hands it attention
+        modules, one leaves them out); the calls that reach it through the
+        others are left out (``_through``)."""
+        init, left, cls = site.scope.node, site.or_default_of, site.scope.cls
+        positional = (
+            [q.name.value for q in init.params.params] if isinstance(init, cst.FunctionDef) else []
+        )
+        if (
+            self.path is None
+            or cls is None
+            or not isinstance(left, cst.Name)
+            or left.value not in positional[1:]
+        ):
+            yield
+            return
+        before = self.session.get(DEFAULT)
+        self.session[DEFAULT] = (
+            (self.path, cls.name),
+            left.value,
+            positional.index(left.value) - 1,
+        )
+        try:
+            yield
+        finally:
+            self.session[DEFAULT] = before
 
     def attr_calls(self, cls, held: Set[str], spec) -> List[Optional[Layout]]:
         """The layout of the query (``src``, ``tgt``: the input its output
@@ -567,6 +604,8 @@ class ProgramLayout:
         there = self._unit(owner[0])
         if there is None or owner[1] not in there.classes or self.hops <= 0:
             return []
+        if _hands_the_default(self.session.get(DEFAULT), target, arg.value, self, call):
+            return []  # this instance never runs the default being judged
         init = there.classes[owner[1]].methods.get("__init__")
         param = _param_for(init, call, arg)
         if param is None:
@@ -584,6 +623,38 @@ class ProgramLayout:
             return [ev.export(v) for v in ev.fed_to(target, name)]
         finally:
             del ev.resolver.assumed[key]
+
+
+def _hands_the_default(unless, target, value, ev, site_call) -> bool:
+    """``value`` builds ``target`` handing a module for the parameter whose
+    default is being judged (``unless``: (class, parameter, its index)):
+    ``Layer(..., self_attention=nn.MultiheadAttention(...))``, or a name
+    assigned only that."""
+    if unless is None or unless[0] != target:
+        return False
+    if isinstance(value, cst.Name):
+        site = next((s for s in ev.flow.calls if s.node is site_call), None)
+        defs = lookup(value.value, site.env, site.scope) if site is not None else ()
+        if len(defs) != 1 or defs[0].kind != "assign":
+            return False
+        value = defs[0].node
+    if not isinstance(value, cst.Call):
+        return False
+    _, param, index = unless
+    given = None
+    for i, arg in enumerate(value.args):
+        if arg.star:
+            return False
+        if (arg.keyword is not None and arg.keyword.value == param) or (
+            arg.keyword is None and i == index
+        ):
+            given = arg.value
+    return isinstance(given, cst.Call) and _builds_a_class(given.func)
+
+
+def _builds_a_class(func) -> bool:
+    name = func.attr.value if isinstance(func, cst.Attribute) else getattr(func, "value", "")
+    return isinstance(name, str) and name[:1].isupper()
 
 
 def _param_for(init, call: cst.Call, arg: cst.Arg) -> Optional[str]:
