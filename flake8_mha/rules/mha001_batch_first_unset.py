@@ -39,13 +39,16 @@ class BatchFirstUnset(Rule):
         "Layout evidence"): einops patterns and `einsum` strings,
         shape-unpacking names (`B, L, D = x.shape`, or one batch size such as
         `bs = x.shape[1]`) and
-        `view`/`reshape`/`torch.randn` with named sizes,
+        `view`/`reshape`/`torch.randn` with named sizes, `repeat` by a named
+        size (`q.unsqueeze(1).repeat(1, batch_size, 1)`),
         `transpose`/`permute`/`swapaxes`/`movedim`/`flatten`/`unflatten` of a
         known layout, embeddings of ids of known layout, convolution feature
         maps `(N, C, ...)`, layout-preserving operations, an attention
         module's own output, shape comments (at the end of the line, on the
         line above, just below a reshape, or after a parameter in the
-        signature) and jaxtyping annotations,
+        signature), docstring entries that give a parameter's shape (also on
+        the lines below the entry, as transformers writes them) and jaxtyping
+        annotations,
         followed through locals, helpers, methods, callers and module calls
         (`self.block(x)`, an `nn.ModuleList` looped over or indexed, an
         `nn.Sequential` of the file's blocks, and what a block's `forward`
