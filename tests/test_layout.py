@@ -385,6 +385,52 @@ def test_a_method_chosen_by_a_conditional_is_called():
     assert f.evidence["layout_line"] == 17
 
 
+def test_sam3_s_geometry_encoder_in_one_file():
+    """What SAM 3's geometry encoder does to its prompts before its layers,
+    in one file: a batch size read from one definition of the data (joined
+    later with others), a helper's returned sequence built by
+    ``torch.zeros((max_length, batch_size, hidden_size))`` and written by
+    ``scatter``, a projection first set to None, and a layer whose output
+    comes back through ``fwd_fn``."""
+    f = only("""\
+        def concat(seq1, seq2):
+            max_length, batch_size, hidden_size = 9, seq1.size(1), seq1.size(2)
+            out = torch.zeros((max_length, batch_size, hidden_size))
+            out = out.scatter(0, seq1.long(), seq2)
+            return out, max_length
+        class Layer(nn.Module):
+            def __init__(self, pre_norm):
+                super().__init__()
+                self.attn = nn.MultiheadAttention(64, 8)
+                self.pre_norm = pre_norm
+            def forward_pre(self, tgt):
+                return tgt + self.attn(tgt, tgt, tgt)[0]
+            def forward_post(self, tgt):
+                return tgt + self.attn(tgt, tgt, tgt)[0]
+            def forward(self, tgt):
+                fwd_fn = self.forward_pre if self.pre_norm else self.forward_post
+                return fwd_fn(tgt)
+        class Geometry(nn.Module):
+            def __init__(self, proj, n):
+                super().__init__()
+                self.final_proj = None
+                if proj:
+                    self.final_proj = nn.Linear(64, 64)
+                self.layers = nn.ModuleList([Layer(True) for _ in range(n)])
+            def forward(self, embeds, cls):
+                bs = embeds.shape[1]
+                if cls is not None:
+                    embeds, n = concat(embeds, cls)
+                if self.final_proj is not None:
+                    embeds = self.final_proj(embeds)
+                for layer in self.layers:
+                    embeds = layer(embeds)
+                return embeds
+        """)
+    assert (f.code, f.line, f.col) == ("MHA903", 11, 21)
+    assert f.evidence["layout"] == "(?, N, E)"
+
+
 def test_a_docstring_s_returns_section_is_not_its_parameters():
     f = only("""\
         attn = nn.MultiheadAttention(64, 8)

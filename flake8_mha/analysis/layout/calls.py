@@ -153,6 +153,8 @@ class LayoutCalls:
                 defs = self.resolver.attr_defs(cls, func.attr.value)
         elif isinstance(func, cst.Name):
             defs = lookup(func.value, env, scope)
+        # ``self.final_proj = None``, then maybe the module: a call runs the module
+        defs = [d for d in defs if not (isinstance(d.node, cst.Name) and d.node.value == "None")]
         if len(defs) != 1 or defs[0].kind != "assign" or not isinstance(defs[0].node, cst.Call):
             return None
         d = defs[0]
@@ -208,6 +210,9 @@ class LayoutCalls:
         found = self.callee(node, env, scope)
         if found is not None:
             return self._helper(found, node, env, scope, frame, depth)
+        chosen = self.chosen_methods(node, env, scope)
+        if chosen:  # ``fwd_fn(...)``: what every method it may be returns
+            return join([self._helper((m, 1), node, env, scope, frame, depth) for m in chosen])
         return self.module_output(node, env, scope, frame, depth)
 
     def _torch_module(self, ctor, node, env, scope, frame, depth) -> Optional[Layout]:

@@ -319,6 +319,15 @@ PRESERVE_MODULES = {
 }
 CONV = {"Conv1d": 1, "Conv2d": 2, "Conv3d": 3, "LazyConv1d": 1, "LazyConv2d": 2, "LazyConv3d": 3}
 PRESERVE_METHODS = {
+    # the same shape: ``x.scatter(dim, index, src)`` writes into a copy of x
+    "scatter",
+    "scatter_add",
+    "scatter_reduce",
+    "index_add",
+    "index_copy",
+    "index_fill",
+    "index_put",
+    "masked_scatter",
     "contiguous",
     "float",
     "half",

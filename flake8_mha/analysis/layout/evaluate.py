@@ -147,7 +147,15 @@ class LayoutEvaluator(FileCalls, LayoutCalls, ProgramLayout):
         defs = lookup(node.value, env, scope)
         if not defs:
             return None
-        got = join([self._def(d, frame, depth) for d in defs])
+        values = []
+        for d in defs:
+            value = self._def(d, frame, depth)
+            if value is None and len(defs) > 1:
+                # ``bs = x.shape[1]`` where only this definition of x reaches: it
+                # speaks of this one (SAM 3's prompts, joined later with others)
+                value = self._unpacking(node.value, [d], scope)
+            values.append(value)
+        got = join(values)
         if real(got) is None:
             unpack = self._unpacking(node.value, defs, scope)
             if unpack is not None:

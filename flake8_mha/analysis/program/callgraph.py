@@ -155,7 +155,7 @@ class FileCalls:
                     func, skip = found
                     index.setdefault(id(func), []).append((site, skip))
                     continue
-                chosen = self._chosen_methods(site)
+                chosen = self.chosen_methods(site.node, site.env, site.scope)
                 for func in chosen:  # each may run: a caller of each
                     index.setdefault(id(func), []).append((site, 1))
                 if not chosen:
@@ -308,14 +308,14 @@ class FileCalls:
             return self.forward_of(func, env, scope)
         return None
 
-    def _chosen_methods(self, site: CallSite) -> List[cst.FunctionDef]:
+    def chosen_methods(self, call: cst.Call, env, scope) -> List[cst.FunctionDef]:
         """``fn = self.forward_pre if self.pre_norm else self.forward_post``
         then ``fn(...)``: a local assigned once, only bound methods of the
         class (through conditional expressions); each is a callee."""
-        func = site.node.func
+        func = call.func
         if not isinstance(func, cst.Name):
             return []
-        defs = lookup(func.value, site.env, site.scope)
+        defs = lookup(func.value, env, scope)
         if len(defs) != 1 or defs[0].kind != DefKind.ASSIGN or defs[0].index not in ((), None):
             return []
         out: List[cst.FunctionDef] = []
