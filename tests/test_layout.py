@@ -417,7 +417,10 @@ def test_sam3_s_geometry_encoder_in_one_file():
                 if proj:
                     self.final_proj = nn.Linear(64, 64)
                 self.layers = nn.ModuleList([Layer(True) for _ in range(n)])
-            def forward(self, embeds, cls):
+            def encode(self, boxes):
+                return boxes.float(), boxes
+            def forward(self, boxes, cls):
+                embeds, mask = self.encode(boxes)
                 bs = embeds.shape[1]
                 if cls is not None:
                     embeds, n = concat(embeds, cls)
