@@ -197,16 +197,10 @@ def clones_reader(path: str):
     range(N)])`` (DETR's ``_get_clones``, kept in a utilities file)."""
 
     def read(stmt, bound: str) -> Optional[Tuple[int, str]]:
-        level, dotted = _import_target(stmt, bound)
-        if not dotted or dotted.split(".")[0] in ("torch", "typing", "collections"):
-            return None
-        try:
-            found = Project(path).locate(level, dotted)
-        except (OSError, ValueError):
-            return None
+        found = _located(path, *_import_target(stmt, bound))
         if found is None or "." in found[1]:
             return None
-        return _clones_param(os.path.abspath(found[0]), found[1])
+        return _clones_param(found[0], found[1])
 
     return read
 
@@ -317,17 +311,23 @@ def _import_target(stmt, bound: str) -> Tuple[int, Optional[str]]:
     return 0, None
 
 
-def _class_at(path: str, level: int, dotted: str, hops: int) -> Optional[Target]:
+def _located(path: str, level: int, dotted: Optional[str]) -> Optional[Tuple[str, str]]:
+    """(absolute file, object path) of what an import of the file at ``path``
+    names in its project; None for torch's and the standard library's."""
     if not dotted or dotted.split(".")[0] in ("torch", "typing", "collections"):
         return None
     try:
         found = Project(path).locate(level, dotted)
     except (OSError, ValueError):
         return None
+    return (os.path.abspath(found[0]), found[1]) if found is not None else None
+
+
+def _class_at(path: str, level: int, dotted: str, hops: int) -> Optional[Target]:
+    found = _located(path, level, dotted)
     if found is None:
         return None
     filename, obj = found
-    filename = os.path.abspath(filename)
     if "." in obj:
         return None
     there = unit(filename)
