@@ -455,9 +455,12 @@ class ProgramLayout:
         parameter run it (SAM 3's layer: one construction hands it attention
         modules, one leaves them out); the calls that reach it through the
         others are left out (``_through``)."""
-        init, left, cls = site.scope.node, site.or_default_of, site.scope.cls
+        scope, left = site.scope, site.or_default_of
+        init, cls = (scope.node, scope.cls) if scope is not None else (None, None)
         positional = (
-            [q.name.value for q in init.params.params] if isinstance(init, cst.FunctionDef) else []
+            [q.name.value for q in init.params.params]
+            if isinstance(init, cst.FunctionDef) and init.name.value == "__init__"
+            else []
         )
         if (
             self.path is None
