@@ -225,6 +225,24 @@ EVIDENCE = [
             '''
             return attn(inputs_embeds, inputs_embeds, inputs_embeds)[0]
         """, "MHA001", 7, "shape comment"),
+    ("docstring_sphinx_param", """\
+        attn = nn.MultiheadAttention(64, 8)
+        def f(x):
+            '''Encode.
+
+            :param x: the tokens, of shape (batch, seq, dim)
+            '''
+            return attn(x, x, x)[0]
+        """, "MHA001", 7, "shape comment"),
+    ("docstring_entry_without_a_type", """\
+        attn = nn.MultiheadAttention(64, 8)
+        def f(memory):
+            '''Args:
+                memory: features
+                    with shape (L, N, E)
+            '''
+            return attn(memory, memory, memory)[0]
+        """, "MHA903", 6, "shape comment"),
     # ``repeat`` by a named size: that axis takes the size's role
     ("repeat_by_a_named_size", """\
         attn = nn.MultiheadAttention(64, 8)

@@ -18,6 +18,9 @@ _DIM = re.compile(r"[A-Za-z_]\w*")
 # and ``name : type`` (numpy style), each maybe followed by indented lines
 _GOOGLE_ARG = re.compile(r"^(\s*)(\w+)\s*\((.*)\)\s*:(.*)$")
 _NUMPY_ARG = re.compile(r"^(\s*)(\w+)\s+:\s*(.*)$")
+# ``name: text`` (Google style without a type) and Sphinx's ``:param name: text``
+_PLAIN_ARG = re.compile(r"^(\s*)(\w+):\s+(.*)$")
+_SPHINX_ARG = re.compile(r"^(\s*):param\s+(?:[\w.\[\], ]+\s+)?(\w+):\s*(.*)$")
 
 
 class DocLine:
@@ -74,9 +77,14 @@ def _docstring_shapes(doc: str) -> List[Tuple[int, str, Dict[Optional[str], tupl
             continue
         if returns:
             continue
-        entry = _GOOGLE_ARG.match(text) or _NUMPY_ARG.match(text)
-        if entry is None:
-            found = parse_shape_comment(text)
+        entry = (
+            _GOOGLE_ARG.match(text)
+            or _NUMPY_ARG.match(text)
+            or _SPHINX_ARG.match(text)
+            or _PLAIN_ARG.match(text)
+        )
+        found = parse_shape_comment(text)
+        if entry is None or any(k is not None for k in found):  # ``x: (B, L, E)``
             if any(k is not None for k in found):
                 out.append((i, text.strip(), found))
             continue
@@ -88,6 +96,9 @@ def _docstring_shapes(doc: str) -> List[Tuple[int, str, Dict[Optional[str], tupl
         # the entry's first mention of a shape speaks of this parameter
         whole = " ".join(part for part in said if part)
         at = whole.lower().find("shape", len(entry.group(2)))
+        told = entry.groups()[-1].strip().lstrip("`")
+        if at < 0 and told[:1] in ("(", "["):  # ``x (Tensor): (L, N, E)``: the text is a shape
+            at = whole.find(told)
         stated = parse_shape_comment(whole[at:]).get(None) if at >= 0 else None
         if stated:
             out.append((i, whole, {entry.group(2): stated}))
