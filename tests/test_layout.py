@@ -452,6 +452,51 @@ def test_sam3_s_geometry_encoder_in_one_file():
     assert f.evidence["layout"] == "(?, N, E)"
 
 
+def test_an_element_of_the_tuple_a_layer_returns():
+    """transformers' layers return ``outputs = (hidden_states,)``, maybe
+    ``outputs += (weights,)``, through ``forward_post``; the caller keeps
+    ``layer_outputs[0]`` for the next layer."""
+    f = only("""\
+        class Layer(nn.Module):
+            def __init__(self, d):
+                super().__init__()
+                self.attn = nn.MultiheadAttention(d, 8)
+            def forward_post(self, hidden_states, output_attentions=False):
+                hidden_states, weights = self.attn(hidden_states, hidden_states, hidden_states)
+                outputs = (hidden_states,)
+                if output_attentions:
+                    outputs += (weights,)
+                return outputs
+            def forward(self, hidden_states, output_attentions=False):
+                outputs = self.forward_post(hidden_states, output_attentions)
+                return outputs
+        class Decoder(nn.Module):
+            def __init__(self, d):
+                super().__init__()
+                self.layers = nn.ModuleList([Layer(d) for _ in range(3)])
+            def forward(self, feats):
+                hidden_states = feats.flatten(2).permute(2, 0, 1)  # (N, C, H, W) -> (HW, N, C)
+                for layer in self.layers:
+                    layer_outputs = layer(hidden_states)
+                    hidden_states = layer_outputs[0]
+                return hidden_states
+        """)
+    assert (f.code, f.line, f.col) == ("MHA903", 6, 21)
+    assert f.evidence["layout_line"] == 21
+
+
+def test_a_tensor_s_own_index_is_no_layout():
+    """``x[0]`` of a tensor drops its first axis: no layout comes of it."""
+    f = only("""\
+        attn = nn.MultiheadAttention(64, 8)
+        def f(feats):
+            x = feats.flatten(2).permute(2, 0, 1)  # (N, C, H, W) -> (HW, N, C)
+            y = x[0]
+            return attn(y, y, y)[0]
+        """)
+    assert (f.code, f.line, f.evidence["layout_kind"]) == ("MHA001", 3, None)
+
+
 def test_a_docstring_s_returns_section_is_not_its_parameters():
     f = only("""\
         attn = nn.MultiheadAttention(64, 8)

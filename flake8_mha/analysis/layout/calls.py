@@ -255,17 +255,6 @@ class LayoutCalls:
         if fscope is None or not fscope.returns:
             return None
         returns = fscope.returns
-        if index is not None:  # the element ``index`` of every returned tuple, or unknown
-            picked = []
-            for expr, renv in returns:
-                if (
-                    not isinstance(expr, cst.Tuple)
-                    or len(expr.elements) <= index
-                    or any(isinstance(e, cst.StarredElement) for e in expr.elements)
-                ):
-                    return None
-                picked.append((expr.elements[index].value, renv))
-            returns = picked
         hops, f = 0, frame
         while f is not None:
             hops += 1
@@ -275,6 +264,8 @@ class LayoutCalls:
         if hops > 4:
             return None
         inner = Frame(func, fscope, bind_call(func, node, skip), env, scope, frame)
+        if index is not None:  # the element ``index`` of every returned tuple, or unknown
+            return join([self.element(e, renv, fscope, inner, depth, index) for e, renv in returns])
         return join([self.eval(expr, renv, fscope, inner, depth) for expr, renv in returns])
 
     def _method_call(self, attr, owner, node, env, scope, frame, depth) -> Optional[Layout]:

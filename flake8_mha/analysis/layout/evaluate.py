@@ -296,10 +296,55 @@ class LayoutEvaluator(FileCalls, LayoutCalls, ProgramLayout):
             and isinstance(node.value, cst.Call)
         ):
             return self._call(node.value, env, scope, frame, depth, 0)  # attn(q, k, v)[0]
+        if (
+            len(sl) == 1
+            and isinstance(sl[0].slice, cst.Index)
+            and isinstance(sl[0].slice.value, cst.Integer)
+            and isinstance(node.value, cst.Name)
+        ):
+            # ``layer_outputs[0]`` after ``layer_outputs = layer(...)``: an element
+            # of the tuple a call returns (a tensor's own index gives unknown)
+            index = int(sl[0].slice.value.value)
+            return self.element(node.value, env, scope, frame, depth, index)
         if sl and all(isinstance(e.slice, cst.Slice) for e in sl):
             # ``x[:n]``, ``x[1:]``, ``x[:, :k]``: a slice keeps every axis and its role
             return self.eval(node.value, env, scope, frame, depth)
         return None
+
+    def element(self, expr, env, scope, frame, depth, index: int) -> Optional[Layout]:
+        """The layout of element ``index`` of the tuple ``expr`` holds: a tuple
+        written out, a call of a helper or module whose every return gives
+        one (``return outputs`` after ``outputs = (hidden_states,)``, and any
+        ``outputs += (weights,)`` after it), or a name assigned only those.
+        Unknown for anything else: indexing a tensor drops an axis."""
+        if depth > MAX_DEPTH:
+            return None
+        if isinstance(expr, cst.Tuple):
+            items = expr.elements
+            if len(items) <= index or any(
+                isinstance(e, cst.StarredElement) for e in items[: index + 1]
+            ):
+                return None
+            return self.eval(items[index].value, env, scope, frame, depth + 1)
+        if isinstance(expr, cst.Call):
+            return self._call(expr, env, scope, frame, depth + 1, index)
+        if not isinstance(expr, cst.Name):
+            return None
+        values: list = []
+        todo, seen = list(lookup(expr.value, env, scope)), set()
+        while todo:
+            d = todo.pop()
+            if id(d) in seen:
+                continue
+            seen.add(id(d))
+            if d.kind == "assign":
+                inner = frame_for(d.scope, frame)
+                values.append(self.element(d.node, d.env, d.scope, inner, depth + 1, index))
+            elif d.kind == "augassign" and isinstance(d.node.operator, cst.AddAssign) and d.extra:
+                todo.extend(d.extra)  # ``outputs += (more,)`` keeps the elements before it
+            else:
+                return None
+        return join(values) if values else None
 
     def _binop(self, node: cst.BinaryOperation, env, scope, frame, depth) -> Optional[Layout]:
         if not isinstance(node.operator, (cst.Add, cst.Subtract, cst.Multiply, cst.Divide)):
