@@ -497,6 +497,23 @@ def test_a_tensor_s_own_index_is_no_layout():
     assert (f.code, f.line, f.evidence["layout_kind"]) == ("MHA001", 3, None)
 
 
+def test_n_beside_a_batch_and_a_sequence_is_no_role():
+    """SpeechBrain's ``[B, L, N]``: N is the filters, not a second sequence;
+    the layout is batch-first all the same."""
+    f = only("""\
+        attn = nn.MultiheadAttention(64, 8)
+        def f(src):
+            '''Arguments
+            ---------
+            src : torch.Tensor
+                Tensor shape [B, L, N]
+            '''
+            return attn(src, src, src)[0]
+        """)
+    assert (f.code, f.line, f.evidence["layout"], f.evidence["layout_line"]) == (
+        "MHA001", 3, "(N, L, ?)", 7)
+
+
 def test_a_docstring_s_returns_section_is_not_its_parameters():
     f = only("""\
         attn = nn.MultiheadAttention(64, 8)

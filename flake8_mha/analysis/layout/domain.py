@@ -185,10 +185,13 @@ def roles_of_names(names: Sequence[Optional[str]]) -> Tuple[Optional[str], ...]:
 
     ``n``/``N`` is the batch (torch's docs: ``(L, N, E)``) unless another name
     in the same shape is the batch, where it is the sequence (einops's
-    ``b n d``); ``h`` is height beside ``w`` and a head count otherwise.
+    ``b n d``), or unknown when a sequence is named too (SpeechBrain's
+    ``[B, L, N]``, N the filters); ``h`` is height beside ``w`` and a head
+    count otherwise.
     """
     low = [n.lower().strip() if n else None for n in names]
     has_batch = any(n in _BATCH_NAMES for n in low if n)
+    has_seq = any(n in _SEQ_NAMES for n in low if n)
     has_w = "w" in low
     out: List[Optional[str]] = []
     for n in low:
@@ -197,7 +200,7 @@ def roles_of_names(names: Sequence[Optional[str]]) -> Tuple[Optional[str], ...]:
         elif n in _BATCH_NAMES:
             out.append(BATCH)
         elif n == "n":
-            out.append(SEQ if has_batch else BATCH)
+            out.append((None if has_seq else SEQ) if has_batch else BATCH)
         elif n in ("h", "w") and has_w:
             out.append(SPATIAL)
         elif n == "h":
