@@ -72,6 +72,20 @@ class Instance:
         return Bound(self.ctor.node, self.spec.init)
 
 
+ABSENT = ""  # what a star import binds a name to when it cannot bind it
+
+
+def last_star(stars, binds) -> Optional[str]:
+    """Of star imports in source order, the last that binds the name decides
+    (a later one overrides an earlier one); one that may bind it, unknown
+    whether, leaves it unknown (None); none that does: ``ABSENT``."""
+    for star in reversed(stars):
+        got = binds(star)
+        if got != ABSENT:
+            return got
+    return ABSENT
+
+
 class Resolver:
     def __init__(self, flow: FlowPass):
         self.flow = flow
@@ -86,6 +100,9 @@ class Resolver:
         # the parameter whose copies the container it returns holds, or None
         # (``_get_clones`` of another project file; set where files are read)
         self.imported_clones: Optional[Callable[[cst.CSTNode, str], Optional[tuple]]] = None
+        # ``<star import's module>.<name>`` -> the qualified name that project
+        # module binds the name to by its own imports, or None (where files are read)
+        self.star_names: Optional[Callable[[str], Optional[str]]] = None
         self.reach_cache: Dict[int, set] = {}  # id(ClassDef) -> attributes changed in place
         # who calls each function of the file (callgraph.FileCalls.callers): made
         # once here, for the mask and layout analyses both
@@ -100,6 +117,10 @@ class Resolver:
         if isinstance(node, cst.Name):
             defs = lookup(node.value, env, scope)
             found = None
+            if self.star_names is not None and defs and all(d.node is None for d in defs):
+                # a name only star imports may bind (``from ..imports import *``):
+                # what the last project module that binds it binds it to
+                defs = self._star_bound(defs)
             for d in defs:
                 if d.kind == DefKind.IMPORT:
                     qn = d.extra
@@ -121,6 +142,14 @@ class Resolver:
                 return None
             return torch_api.canonical(base + "." + node.attr.value)
         return None
+
+    def _star_bound(self, defs) -> tuple:
+        got = last_star([d.extra for d in defs if d.kind == DefKind.IMPORT], self.star_names)
+        if got is None:
+            return defs  # unknown: the names as written (no qualified name agrees)
+        if got == ABSENT:
+            return ()
+        return (Def(DefKind.IMPORT, extra=got),)
 
     def local_class(
         self, node: cst.CSTNode, env: Env, scope: Optional[Scope]

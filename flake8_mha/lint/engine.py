@@ -178,6 +178,7 @@ def _analyze_module(
     resolver = Resolver(flow)
     if project is not None and project.files and os.path.isfile(path):
         resolver.imported_clones = project_callers.clones_reader(os.path.abspath(path))
+        resolver.star_names = project_callers.star_reader(os.path.abspath(path))
     ctx = Context(module, flow, resolver)
     ctx.project = project  # mask builders in other files (masks/evaluator.py)
     contexts.append(ctx)

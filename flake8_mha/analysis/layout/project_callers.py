@@ -40,7 +40,7 @@ from ...core.atomic import read_regular
 from ..flow import ClassInfo, DefKind, FlowPass, lookup
 from ..program.callsites import Project
 from ..program.files import project_root
-from ..resolve import Resolver
+from ..resolve import ABSENT, Resolver, last_star
 
 MAX_HOPS = 4
 MAX_CANDIDATES = 8
@@ -49,6 +49,7 @@ MAX_FILES = 5000
 MAX_DIRS = 2000
 MAX_FILE_BYTES = 1024 * 1024
 MAX_REEXPORT_HOPS = 2
+MAX_STAR_HOPS = 5  # star imports of star imports (fastai's style: imports.py, layers.py, ...)
 _SKIP_DIRS = {"__pycache__", "node_modules", "site-packages", "build", "dist", "venv", "env"}
 
 Target = Tuple[str, str]  # (absolute path of the defining file, class name)
@@ -78,6 +79,7 @@ class Unit:
         self.flow.run(module)
         self.resolver = Resolver(self.flow)
         self.resolver.imported_clones = clones_reader(path)
+        self.resolver.star_names = star_reader(path)
         self.ctx = _Ctx(module, self.flow, self.resolver, path)
         self.classes: Dict[str, ClassInfo] = {
             info.name: info
@@ -203,6 +205,95 @@ def clones_reader(path: str):
         return _clones_param(found[0], found[1])
 
     return read
+
+
+def star_reader(path: str):
+    """For the resolver of the file at ``path`` (``Resolver.star_names``):
+    ``from ..imports import *`` then ``nn.Linear``: the name ``nn`` as the
+    project module ``imports`` binds it by an import of its own (``import
+    torch.nn as nn``: ``torch.nn``). None when that module binds it otherwise,
+    more than once, or not at all (it may come from a star import of its own)."""
+
+    def read(dotted: str) -> Optional[str]:
+        base, _, name = dotted.rpartition(".")
+        return _star_name(path, base, name, 0)
+
+    return read
+
+
+def _star_name(path: str, base: str, name: str, depth: int) -> Optional[str]:
+    """What ``from <base> import *`` in the file at ``path`` binds ``name``
+    to: a qualified name, ``ABSENT`` (the module binds it nowhere, nor do its
+    own star imports), or None (unknown)."""
+    level = len(base) - len(base.lstrip("."))
+    module = base[level:]
+    found = _located(path, level, (module + "." if module else "") + name)
+    if found is None or found[1] != name or depth > MAX_STAR_HOPS:
+        return None
+    bound, stars = _module_imports(found[0])
+    if name in bound:
+        return bound[name] or None  # "" : bound otherwise (a definition, twice)
+    return last_star(stars, lambda star: _star_name(found[0], star, name, depth + 1))
+
+
+# per process: path -> ((size, mtime_ns), ({name: what it binds}, [star imports]))
+_IMPORTS: Dict[str, tuple] = {}
+
+
+def _module_imports(filename: str) -> Tuple[Dict[str, str], List[str]]:
+    """The names a module binds at its top level: to the qualified name of an
+    absolute import when it is the name's one binding (``import torch.nn as
+    nn``, ``from torch import nn``), else to ""; and the modules it
+    star-imports, as written (``..imports``)."""
+    stamp = _stamp(filename)
+    kept = _IMPORTS.get(filename)
+    if kept is not None and kept[0] == stamp:
+        return kept[1]
+    text = _read(filename) if stamp is not None else None
+    try:
+        tree = ast.parse(text) if text is not None else None
+    except (SyntaxError, ValueError, RecursionError, MemoryError):
+        tree = None
+    bound: Dict[str, List[str]] = {}
+    stars: List[str] = []
+    todo = list(reversed(tree.body)) if tree is not None else []
+    while todo:  # the module's own statements in order, also under if/try/with, not in defs
+        node = todo.pop()
+        names: List[Tuple[str, str]] = []
+        if isinstance(node, ast.Import):
+            for a in node.names:
+                names.append((a.asname, a.name) if a.asname else (a.name.split(".")[0],) * 2)
+        elif isinstance(node, ast.ImportFrom) and any(a.name == "*" for a in node.names):
+            stars.append("." * node.level + (node.module or ""))
+            continue
+        elif isinstance(node, ast.ImportFrom) and not node.level and node.module:
+            names += [(a.asname or a.name, f"{node.module}.{a.name}") for a in node.names]
+        elif isinstance(node, ast.ImportFrom):  # relative: what it binds is another file's
+            names += [(a.asname or a.name, "") for a in node.names]
+        elif isinstance(node, (ast.If, ast.Try, ast.With)):
+            inner = []
+            for field in ("body", "handlers", "orelse", "finalbody"):
+                inner.extend(getattr(node, field, ()))
+            todo.extend(reversed(inner))
+            continue
+        elif isinstance(node, ast.ExceptHandler):
+            todo.extend(reversed(node.body))
+            continue
+        elif isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            bound.setdefault(node.name, []).append("")  # a definition binds the name
+            continue
+        else:  # so does an assignment
+            for sub in ast.walk(node):
+                if isinstance(sub, ast.Name) and isinstance(sub.ctx, ast.Store):
+                    bound.setdefault(sub.id, []).append("")
+            continue
+        for local, qualified in names:
+            bound.setdefault(local, []).append(qualified)
+    got = ({name: qs[0] if len(qs) == 1 else "" for name, qs in bound.items()}, stars)
+    if len(_IMPORTS) > 64:
+        del _IMPORTS[next(iter(_IMPORTS))]
+    _IMPORTS[filename] = (stamp, got)
+    return got
 
 
 def _clones_param(filename: str, name: str) -> Optional[Tuple[int, str]]:
