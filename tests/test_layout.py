@@ -514,6 +514,22 @@ def test_n_beside_a_batch_and_a_sequence_is_no_role():
         "MHA001", 3, "(N, L, ?)", 7)
 
 
+def test_n_beside_an_unnamed_size_is_no_batch():
+    """ESPnet's DPTNet: ``reshape(batch * n_chunks, chunk_size, N)``, N the
+    features; the layer then permutes to sequence-first as its comment says."""
+    f = only("""\
+        attn = nn.MultiheadAttention(64, 8)
+        def layer(x):
+            # (batch, seq, input_size) -> (seq, batch, input_size)
+            src = x.permute(1, 0, 2)
+            return attn(src, src, src)[0].permute(1, 0, 2)
+        def run(x, batch, n_chunks, chunk_size, N):
+            x = x.transpose(1, -1).reshape(batch * n_chunks, chunk_size, N)
+            return layer(x)
+        """, ["MHA001", "MHA903"])
+    assert (f.code, f.line, f.evidence["layout_line"]) == ("MHA903", 3, 5)
+
+
 def test_a_docstring_s_returns_section_is_not_its_parameters():
     f = only("""\
         attn = nn.MultiheadAttention(64, 8)

@@ -339,6 +339,10 @@ class LayoutCalls:
         if len(args) == 1 and isinstance(args[0], (cst.Tuple, cst.List)):
             args = [e.value for e in args[0].elements]
         names = [a.value if isinstance(a, cst.Name) else _attr_name(a) for a in args]
+        if None in names:
+            # ``reshape(batch * n_chunks, chunk_size, N)``: an unnamed size may be
+            # the batch, so ``N`` alone says nothing (it is often the features)
+            names = [None if n is not None and n.lower() == "n" else n for n in names]
         roles = roles_of_names(names)
         if useful(roles):
             return Layout(roles, node, f"{how} with named sizes")
