@@ -162,6 +162,22 @@ class CallSite:
         return None
 
     @property
+    def init_default(self) -> Optional[Tuple[str, int]]:
+        """(the parameter, its index after ``self``) when this call is the
+        default an ``__init__`` builds for one of its parameters:
+        ``self_attention or nn.MultiheadAttention(...)``; else None."""
+        left, scope = self.or_default_of, self.scope
+        func = scope.node if scope is not None and scope.cls is not None else None
+        if (
+            not isinstance(left, cst.Name)
+            or not isinstance(func, cst.FunctionDef)
+            or func.name.value != "__init__"
+        ):
+            return None
+        names = [p.name.value for p in func.params.params][1:]
+        return (left.value, names.index(left.value)) if left.value in names else None
+
+    @property
     def function(self) -> Optional[cst.FunctionDef]:
         scope = self.scope
         while scope is not None and scope.kind != ScopeKind.FUNCTION:

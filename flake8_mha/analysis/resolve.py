@@ -12,6 +12,7 @@ import libcst as cst
 from . import reach
 from ..core import torch_api
 from .flow import CallSite, ClassInfo, Def, DefKind, Env, FlowPass, Scope, lookup
+from .tree import is_none
 from ..core.torch_api import Argument, ModuleSpec, Signature
 
 MAX_DEPTH = 16
@@ -72,6 +73,18 @@ class Instance:
         return Bound(self.ctor.node, self.spec.init)
 
 
+def passed(call: cst.Call, index: int, name: str) -> Optional[cst.BaseExpression]:
+    """What ``call`` passes for the parameter ``name``, the ``index``-th
+    positional one (splats aside: the caller rules them out)."""
+    given = None
+    for i, arg in enumerate(call.args):
+        if (arg.keyword is None and i == index) or (
+            arg.keyword is not None and arg.keyword.value == name
+        ):
+            given = arg.value
+    return given
+
+
 ABSENT = ""  # what a star import binds a name to when it cannot bind it
 
 
@@ -125,7 +138,7 @@ class Resolver:
                 if d.kind == DefKind.IMPORT:
                     qn = d.extra
                 elif d.kind == DefKind.ASSIGN and isinstance(d.node, (cst.Name, cst.Attribute)):
-                    if isinstance(d.node, cst.Name) and d.node.value == "None":
+                    if is_none(d.node):
                         continue  # ``try: from torch... except ImportError: X = None``
                     qn = self.qualname(d.node, d.env, d.scope, depth + 1)
                 else:
@@ -292,7 +305,7 @@ class Resolver:
             return None
         out: list = []
         for d in defs:
-            if d.kind == DefKind.ASSIGN and isinstance(d.node, cst.Name) and d.node.value == "None":
+            if d.kind == DefKind.ASSIGN and is_none(d.node):
                 continue  # ``self.encode = None`` then, maybe, a module: a call runs the module
             if d.kind == DefKind.ASSIGN:
                 got = self.held(d.node, d.env, d.scope, leaf, depth + 1)
@@ -447,12 +460,7 @@ class Resolver:
         names = [p.name.value for p in list(func.params.posonly_params) + list(func.params.params)]
         if not isinstance(elt, cst.Name) or elt.value not in names:
             return None
-        given = None
-        for i, arg in enumerate(call.args):
-            if (arg.keyword is None and i == names.index(elt.value)) or (
-                arg.keyword is not None and arg.keyword.value == elt.value
-            ):
-                given = arg.value
+        given = passed(call, names.index(elt.value), elt.value)
         return self.held(given, env, scope, leaf, depth + 1) if given is not None else None
 
     def _imported_clones(self, call: cst.Call, d: Def, env, scope, leaf: Leaf, depth: int):
@@ -464,15 +472,7 @@ class Resolver:
             param = self.imported_clones(d.node, call.func.value)
         else:
             param = None
-        if param is None:
-            return None
-        index, name = param
-        given = None
-        for i, arg in enumerate(call.args):
-            if (arg.keyword is None and i == index) or (
-                arg.keyword is not None and arg.keyword.value == name
-            ):
-                given = arg.value
+        given = passed(call, *param) if param is not None else None
         return self.held(given, env, scope, leaf, depth + 1) if given is not None else None
 
     def _sequential_members(self, node: cst.Call, env, scope, leaf: Leaf, depth: int):
@@ -498,7 +498,7 @@ class Resolver:
         for d in defs:
             if d.kind != DefKind.ASSIGN:
                 return None
-            if isinstance(d.node, cst.Name) and d.node.value == "None":
+            if is_none(d.node):
                 continue  # ``self.encode = None`` then, maybe, a container: iterated, it is that
             got = self.held_elements(d.node, d.env, d.scope, leaf, depth + 1)
             if got is None:

@@ -109,3 +109,8 @@ def walk_in_order(
         yield n
         if prune is None or not prune(n):
             stack.extend(reversed(list(children(n))))
+
+
+def is_none(node: Optional[cst.CSTNode]) -> bool:
+    """The literal ``None``."""
+    return isinstance(node, cst.Name) and node.value == "None"

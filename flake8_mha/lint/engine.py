@@ -177,8 +177,7 @@ def _analyze_module(
         flow.module_scope.project = project
     resolver = Resolver(flow)
     if project is not None and project.files and os.path.isfile(path):
-        resolver.imported_clones = project_callers.clones_reader(os.path.abspath(path))
-        resolver.star_names = project_callers.star_reader(os.path.abspath(path))
+        project_callers.attach_readers(resolver, os.path.abspath(path))
     ctx = Context(module, flow, resolver)
     ctx.project = project  # mask builders in other files (masks/evaluator.py)
     contexts.append(ctx)
@@ -318,19 +317,10 @@ def _never_built(ev, project) -> bool:
     every construction of the class in the project builds a module for that
     parameter itself: the default never runs in this program, and what its
     arguments would do does no damage (docs/reach.md)."""
-    site = ev.site
-    left = site.or_default_of
-    func, cls = site.scope.node if site.scope else None, site.scope.cls if site.scope else None
-    if (
-        not isinstance(left, cst.Name)
-        or cls is None
-        or not isinstance(func, cst.FunctionDef)
-        or func.name.value != "__init__"
-        or not isinstance(project, Project)
-    ):
+    default = ev.site.init_default
+    if default is None or not isinstance(project, Project):
         return False
-    params = {p.name.value for p in func.params.params}
-    return left.value in params and project.always_handed(cls.name, left.value)
+    return project.always_handed(ev.site.scope.cls.name, default[0])
 
 
 def _settled(report, ev, project, carried: Set[str]):

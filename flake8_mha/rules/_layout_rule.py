@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from typing import Any, List, Tuple
 
-from ..analysis.events import Construction, ModuleCall
+from ..analysis.events import Construction
 from ..analysis.layout import BATCH_FIRST, SEQ_FIRST, CallLayout, analysis_for
 from .base import Rule
 

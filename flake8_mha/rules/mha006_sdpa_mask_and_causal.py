@@ -11,6 +11,7 @@ from ..core import torch_api
 from ..analysis.events import SdpaCall
 from ..analysis.flow import CallSite, DefKind, lookup, walk
 from ..analysis.relational import excludes, world_sites
+from ..analysis.tree import is_none
 from ..analysis.values import UNKNOWN, definitely
 from .autofix import Fix, FixContext, find_arg, register, remove_arg
 from ._syntax import dotted, same
@@ -392,7 +393,6 @@ def _none_when(mask: cst.CSTNode, causal: cst.CSTNode, site: CallSite) -> bool:
     if not isinstance(expr, cst.IfExp):
         return False
     test = expr.test
-    is_none = lambda n: isinstance(n, cst.Name) and n.value == "None"  # noqa: E731
     if is_none(expr.body) and same(test, causal):
         return True
     if (

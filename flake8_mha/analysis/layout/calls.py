@@ -16,6 +16,7 @@ import libcst as cst
 from ..program.callgraph import bind_call
 from ..flow import Def, lookup
 from ..heads import EINOPS_REARRANGE
+from ..tree import is_none
 from .domain import (
     BATCH,
     CHANNEL,
@@ -29,12 +30,12 @@ from .domain import (
     SPATIAL,
     Layout,
     group_role,
-    int_literal,
     is_swap,
     is_swap_pattern,
     parse_einops_side,
     positional,
     roles_of_names,
+    size_read,
     transform,
     useful,
 )
@@ -154,7 +155,7 @@ class LayoutCalls:
         elif isinstance(func, cst.Name):
             defs = lookup(func.value, env, scope)
         # ``self.final_proj = None``, then maybe the module: a call runs the module
-        defs = [d for d in defs if not (isinstance(d.node, cst.Name) and d.node.value == "None")]
+        defs = [d for d in defs if not is_none(d.node)]
         if len(defs) != 1 or defs[0].kind != "assign" or not isinstance(defs[0].node, cst.Call):
             return None
         d = defs[0]
@@ -314,21 +315,10 @@ class LayoutCalls:
             if name and name.lower() not in ("n", "h", "shape"):  # n, h: ambiguous alone
                 return roles_of_names([name])[0]
             return None
-        of, index = None, None
-        if isinstance(size, cst.Subscript) and len(size.slice) == 1:
-            sl = size.slice[0].slice
-            if isinstance(size.value, cst.Attribute) and size.value.attr.value == "shape":
-                if isinstance(sl, cst.Index):
-                    of, index = size.value.value, int_literal(sl.value)
-        elif (
-            isinstance(size, cst.Call)
-            and isinstance(size.func, cst.Attribute)
-            and size.func.attr.value == "size"
-            and len(size.args) == 1
-        ):
-            of, index = size.func.value, int_literal(size.args[0].value)
-        if of is None or index is None:
+        read = size_read(size)
+        if read is None:
             return None
+        of, index = read
         known = real(self.eval(of, env, scope, frame, depth))
         if known is None or not -len(known.roles) <= index < len(known.roles):
             return None

@@ -10,7 +10,7 @@ import libcst as cst
 
 from ..flow import lookup
 from ..tree import walk, walk_in_order
-from .domain import BATCH, Layout, int_literal, parse_shape_comment, roles_of_names, useful
+from .domain import BATCH, Layout, parse_shape_comment, roles_of_names, size_read, useful
 
 _Entry = Tuple[cst.Comment, Dict[Optional[str], tuple]]
 _DIM = re.compile(r"[A-Za-z_]\w*")
@@ -426,21 +426,12 @@ def _one_size(name: str, value: cst.BaseExpression) -> Tuple[Optional[str], tupl
     the module's 3-D input.  ``n`` alone says nothing (the batch in torch's
     docs, the sequence in einops); a sequence length alone does not place
     the batch."""
-    index = tensor = None
-    if isinstance(value, cst.Subscript) and len(value.slice) == 1:
-        index, tensor = value.slice[0].slice, _shape_of(value.value)
-        index = index.value if isinstance(index, cst.Index) else None
-    elif (
-        isinstance(value, cst.Call)
-        and len(value.args) == 1
-        and isinstance(value.func, cst.Attribute)
-        and value.func.attr.value == "size"
-        and isinstance(value.func.value, cst.Name)
-    ):
-        index, tensor = value.args[0].value, value.func.value.value
-    axis = _AXIS.get(int_literal(index)) if index is not None else None
+    read = size_read(value)
+    if read is None or not isinstance(read[0], cst.Name):
+        return None, ()
+    tensor, axis = read[0].value, _AXIS.get(read[1])
     role = roles_of_names([name])[0] if name.lower() != "n" else None
-    if tensor is None or axis is None or role != BATCH:
+    if axis is None or role != BATCH:
         return None, ()
     roles = [None, None, None]
     roles[axis] = role

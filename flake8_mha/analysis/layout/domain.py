@@ -410,6 +410,36 @@ def int_literal(node: cst.BaseExpression) -> Optional[int]:
     return None
 
 
+def size_read(value: cst.BaseExpression) -> Optional[Tuple[cst.BaseExpression, int]]:
+    """``x.shape[k]``, ``x.size()[k]``, ``x.size(k)`` (``k`` a literal): (x, k)."""
+    if isinstance(value, cst.Subscript) and len(value.slice) == 1:
+        index, owner = value.slice[0].slice, value.value
+        if not isinstance(index, cst.Index):
+            return None
+        if isinstance(owner, cst.Attribute) and owner.attr.value == "shape":
+            tensor = owner.value
+        elif (
+            isinstance(owner, cst.Call)
+            and not owner.args
+            and isinstance(owner.func, cst.Attribute)
+            and owner.func.attr.value == "size"
+        ):
+            tensor = owner.func.value
+        else:
+            return None
+        k = int_literal(index.value)
+    elif (
+        isinstance(value, cst.Call)
+        and len(value.args) == 1
+        and isinstance(value.func, cst.Attribute)
+        and value.func.attr.value == "size"
+    ):
+        tensor, k = value.func.value, int_literal(value.args[0].value)
+    else:
+        return None
+    return (tensor, k) if k is not None else None
+
+
 def _ints(args: Sequence[cst.Arg]) -> Optional[List[int]]:
     vals = [a.value for a in args if not a.star]
     if len(vals) == 1 and isinstance(vals[0], (cst.Tuple, cst.List)):

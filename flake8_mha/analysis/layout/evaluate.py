@@ -7,7 +7,7 @@ shared ``callgraph``; what calls do to the axes is ``calls.py``.
 
 from __future__ import annotations
 
-from typing import Dict, Optional, Tuple
+from typing import Dict, Optional
 
 import libcst as cst
 

@@ -24,7 +24,7 @@ import libcst as cst
 
 from ..program.callgraph import Built, ChainSite, Slot, bind_call
 from ..flow import ClassInfo, lookup
-from ..resolve import Bound
+from ..resolve import Bound, passed
 from ...core.torch_api import MODULES
 from . import project_callers
 from .calls import MODULE_OUTPUT_ARG, Frame, join, real, same
@@ -455,27 +455,12 @@ class ProgramLayout:
         parameter run it (SAM 3's layer: one construction hands it attention
         modules, one leaves them out); the calls that reach it through the
         others are left out (``_through``)."""
-        scope, left = site.scope, site.or_default_of
-        init, cls = (scope.node, scope.cls) if scope is not None else (None, None)
-        positional = (
-            [q.name.value for q in init.params.params]
-            if isinstance(init, cst.FunctionDef) and init.name.value == "__init__"
-            else []
-        )
-        if (
-            self.path is None
-            or cls is None
-            or not isinstance(left, cst.Name)
-            or left.value not in positional[1:]
-        ):
+        default = site.init_default
+        if self.path is None or default is None:
             yield
             return
         before = self.session.get(DEFAULT)
-        self.session[DEFAULT] = (
-            (self.path, cls.name),
-            left.value,
-            positional.index(left.value) - 1,
-        )
+        self.session[DEFAULT] = ((self.path, site.scope.cls.name),) + default
         try:
             yield
         finally:
@@ -636,22 +621,14 @@ def _hands_the_default(unless, target, value, ev, site_call) -> bool:
     if unless is None or unless[0] != target:
         return False
     if isinstance(value, cst.Name):
-        site = next((s for s in ev.flow.calls if s.node is site_call), None)
+        site = ev.resolver.site_of.get(id(site_call))
         defs = lookup(value.value, site.env, site.scope) if site is not None else ()
         if len(defs) != 1 or defs[0].kind != "assign":
             return False
         value = defs[0].node
-    if not isinstance(value, cst.Call):
+    if not isinstance(value, cst.Call) or any(arg.star for arg in value.args):
         return False
-    _, param, index = unless
-    given = None
-    for i, arg in enumerate(value.args):
-        if arg.star:
-            return False
-        if (arg.keyword is not None and arg.keyword.value == param) or (
-            arg.keyword is None and i == index
-        ):
-            given = arg.value
+    given = passed(value, unless[2], unless[1])
     return isinstance(given, cst.Call) and _builds_a_class(given.func)
 
 

@@ -40,7 +40,7 @@ from ...core.atomic import read_regular
 from ..flow import ClassInfo, DefKind, FlowPass, lookup
 from ..program.callsites import Project
 from ..program.files import project_root
-from ..resolve import ABSENT, Resolver, last_star
+from ..resolve import Resolver, last_star
 
 MAX_HOPS = 4
 MAX_CANDIDATES = 8
@@ -78,8 +78,7 @@ class Unit:
         self.flow = FlowPass()
         self.flow.run(module)
         self.resolver = Resolver(self.flow)
-        self.resolver.imported_clones = clones_reader(path)
-        self.resolver.star_names = star_reader(path)
+        attach_readers(self.resolver, path, keep=False)
         self.ctx = _Ctx(module, self.flow, self.resolver, path)
         self.classes: Dict[str, ClassInfo] = {
             info.name: info
@@ -192,39 +191,49 @@ def candidates(path: str, name: str) -> Optional[List[str]]:
 _CLONES: Dict[Tuple[str, str], tuple] = {}
 
 
-def clones_reader(path: str):
-    """For the resolver of the file at ``path`` (``Resolver.imported_clones``):
-    the parameter whose deep copies the function an import names returns in a
-    container, ``return nn.ModuleList([copy.deepcopy(module) for i in
+def attach_readers(resolver: Resolver, path: str, keep: bool = True) -> None:
+    """Let the resolver of the file at ``path`` read the project's other
+    files for what its imports name: ``imported_clones`` and ``star_names``.
+    ``keep``: each answer is kept for the resolver's life, one analysis of
+    the linted file (a ``Unit``'s resolver outlives it: asked again, the
+    other files' stamps are checked again)."""
+    kept = _kept_answers if keep else (lambda read: read)
+    resolver.imported_clones = kept(lambda stmt, bound: _clones_at(path, stmt, bound))
+    resolver.star_names = kept(lambda dotted: _star_name(path, *_split(dotted), 0))
+
+
+def _kept_answers(read):
+    answers: Dict[tuple, object] = {}
+
+    def kept(*key):
+        if key not in answers:
+            answers[key] = read(*key)
+        return answers[key]
+
+    return kept
+
+
+def _split(dotted: str) -> Tuple[str, str]:
+    base, _, name = dotted.rpartition(".")
+    return base, name
+
+
+def _clones_at(path: str, stmt, bound: str) -> Optional[Tuple[int, str]]:
+    """The parameter whose deep copies the function an import names returns
+    in a container, ``return nn.ModuleList([copy.deepcopy(module) for i in
     range(N)])`` (DETR's ``_get_clones``, kept in a utilities file)."""
-
-    def read(stmt, bound: str) -> Optional[Tuple[int, str]]:
-        found = _located(path, *_import_target(stmt, bound))
-        if found is None or "." in found[1]:
-            return None
-        return _clones_param(found[0], found[1])
-
-    return read
-
-
-def star_reader(path: str):
-    """For the resolver of the file at ``path`` (``Resolver.star_names``):
-    ``from ..imports import *`` then ``nn.Linear``: the name ``nn`` as the
-    project module ``imports`` binds it by an import of its own (``import
-    torch.nn as nn``: ``torch.nn``). None when that module binds it otherwise,
-    more than once, or not at all (it may come from a star import of its own)."""
-
-    def read(dotted: str) -> Optional[str]:
-        base, _, name = dotted.rpartition(".")
-        return _star_name(path, base, name, 0)
-
-    return read
+    found = _located(path, *_import_target(stmt, bound))
+    if found is None or "." in found[1]:
+        return None
+    return _clones_param(found[0], found[1])
 
 
 def _star_name(path: str, base: str, name: str, depth: int) -> Optional[str]:
     """What ``from <base> import *`` in the file at ``path`` binds ``name``
-    to: a qualified name, ``ABSENT`` (the module binds it nowhere, nor do its
-    own star imports), or None (unknown)."""
+    to: a qualified name (``from ..imports import *`` then ``nn.Linear``:
+    ``torch.nn``, as ``imports`` binds it by ``import torch.nn as nn``),
+    ``ABSENT`` (the module binds it nowhere, nor do its own star imports), or
+    None (unknown: bound otherwise, or more than once)."""
     level = len(base) - len(base.lstrip("."))
     module = base[level:]
     found = _located(path, level, (module + "." if module else "") + name)
@@ -245,15 +254,10 @@ def _module_imports(filename: str) -> Tuple[Dict[str, str], List[str]]:
     absolute import when it is the name's one binding (``import torch.nn as
     nn``, ``from torch import nn``), else to ""; and the modules it
     star-imports, as written (``..imports``)."""
-    stamp = _stamp(filename)
-    kept = _IMPORTS.get(filename)
-    if kept is not None and kept[0] == stamp:
-        return kept[1]
-    text = _read(filename) if stamp is not None else None
-    try:
-        tree = ast.parse(text) if text is not None else None
-    except (SyntaxError, ValueError, RecursionError, MemoryError):
-        tree = None
+    return _per_stamp(_IMPORTS, filename, filename, 64, lambda: _imports_of(_tree(filename)))
+
+
+def _imports_of(tree: Optional[ast.Module]) -> Tuple[Dict[str, str], List[str]]:
     bound: Dict[str, List[str]] = {}
     stars: List[str] = []
     todo = list(reversed(tree.body)) if tree is not None else []
@@ -289,25 +293,12 @@ def _module_imports(filename: str) -> Tuple[Dict[str, str], List[str]]:
             continue
         for local, qualified in names:
             bound.setdefault(local, []).append(qualified)
-    got = ({name: qs[0] if len(qs) == 1 else "" for name, qs in bound.items()}, stars)
-    if len(_IMPORTS) > 64:
-        del _IMPORTS[next(iter(_IMPORTS))]
-    _IMPORTS[filename] = (stamp, got)
-    return got
+    return {name: qs[0] if len(qs) == 1 else "" for name, qs in bound.items()}, stars
 
 
 def _clones_param(filename: str, name: str) -> Optional[Tuple[int, str]]:
-    stamp = _stamp(filename)
-    kept = _CLONES.get((filename, name))
-    if kept is not None and kept[0] == stamp:
-        return kept[1]
-    got = None
-    text = _read(filename) if stamp is not None else None
-    if text is not None and name in text and "deepcopy" in text:
-        try:
-            tree = ast.parse(text)
-        except (SyntaxError, ValueError, RecursionError, MemoryError):
-            tree = None
+    def compute():
+        tree = _tree(filename, (name, "deepcopy"))
         func = next(
             (
                 n
@@ -316,11 +307,35 @@ def _clones_param(filename: str, name: str) -> Optional[Tuple[int, str]]:
             ),
             None,
         )
-        got = _copies_of(func) if func is not None else None
-    if len(_CLONES) > 256:
-        del _CLONES[next(iter(_CLONES))]
-    _CLONES[(filename, name)] = (stamp, got)
+        return _copies_of(func) if func is not None else None
+
+    return _per_stamp(_CLONES, (filename, name), filename, 256, compute)
+
+
+def _per_stamp(cache: dict, key, filename: str, limit: int, compute):
+    """``compute()`` for a file, kept until its size or modification time
+    changes; past ``limit`` entries the oldest goes."""
+    stamp = _stamp(filename)
+    kept = cache.get(key)
+    if kept is not None and kept[0] == stamp:
+        return kept[1]
+    got = compute()
+    if len(cache) > limit:
+        del cache[next(iter(cache))]
+    cache[key] = (stamp, got)
     return got
+
+
+def _tree(filename: str, words=()) -> Optional[ast.Module]:
+    """The file's ``ast``; None when it cannot be read or parsed, or its text
+    lacks one of ``words``."""
+    text = _read(filename)
+    if text is None or not all(w in text for w in words):
+        return None
+    try:
+        return ast.parse(text)
+    except (SyntaxError, ValueError, RecursionError, MemoryError):
+        return None
 
 
 def _copies_of(func: ast.FunctionDef) -> Optional[Tuple[int, str]]:

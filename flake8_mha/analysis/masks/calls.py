@@ -16,6 +16,7 @@ import libcst as cst
 from ..program.callgraph import FileCalls, bind_call, frame_for  # noqa: F401  (the package's names for them)
 from ..flow import ClassInfo, Def, Env, Scope, children, lookup
 from ..splats import element, expand_call
+from ..tree import is_none
 from .domain import NONE_MASK, UNKNOWN_MASK, Mask, join_all
 from .names import parameter_by_name
 
@@ -97,10 +98,6 @@ def positional(call: cst.Call) -> Optional[list]:
         if a.keyword is None:
             out.append(a.value)
     return out
-
-
-def is_none(node: Optional[cst.CSTNode]) -> bool:
-    return isinstance(node, cst.Name) and node.value == "None"
 
 
 # --------------------------------------------------------------------------- return paths

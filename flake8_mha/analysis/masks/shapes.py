@@ -8,7 +8,8 @@ from typing import List, Optional
 
 import libcst as cst
 
-from .calls import At, arg, is_none, positional
+from ..tree import is_none
+from .calls import At, arg, positional
 from .domain import (
     ADDITIVE,
     BROADCAST,

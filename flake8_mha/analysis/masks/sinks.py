@@ -14,7 +14,8 @@ import libcst as cst
 
 from ...core.einx_api import EINX_WHERE, einx_where_args
 from ..flow import CallSite
-from .calls import At, arg, is_none
+from ..tree import is_none
+from .calls import At, arg
 from .domain import IGNORE, KEEP, Mask, Meaning, join_all
 from .evaluator import MaskEvaluator
 
