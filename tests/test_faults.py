@@ -561,7 +561,9 @@ def test_limits_cross_as_crashed_verdicts_and_the_run_goes_on():
 
     findings = _findings(("MHA008", {"_test_fault": "allocate"}), ("MHA008", OK_008),
                          ("MHA008", {"_test_fault": "spin"}), ("MHA008", dict(OK_008, n=2)))
-    runner = _runner(timeout=120, memory_limit=700, cpu_limit=2)
+    # 5 s of CPU: filling 700 MB takes well under one, but a machine short of memory
+    # charges the page reclaim to the worker's system time (2 s was crossed once so)
+    runner = _runner(timeout=120, memory_limit=700, cpu_limit=5)
     try:
         outcomes = runner.run(findings)
     finally:
@@ -570,7 +572,7 @@ def test_limits_cross_as_crashed_verdicts_and_the_run_goes_on():
     assert outcomes[0].reason == ("memory limit (700 MB): an allocation of 64 MB more was "
                                   "refused; a fresh worker runs the rest")
     # SIGXCPU: the CPU limit ended the spin, long before the 120 s timeout
-    assert outcomes[2].reason.startswith("cpu limit (2 s of CPU time): the worker died "
+    assert outcomes[2].reason.startswith("cpu limit (5 s of CPU time): the worker died "
                                          "(killed by SIGXCPU)")
 
 
