@@ -237,7 +237,11 @@ class Resolver:
                 return self.held(inner, env, scope, leaf, depth + 1)
             if reach.is_getattr(node):
                 return reach.fetched(self, node, env, scope, leaf, depth)
+            if self.qualname(node.func, env, scope) in _UNCALLABLE:
+                return NOT_CALLABLE
             return leaf(node, env, scope)
+        if t in _DISPLAYS:
+            return NOT_CALLABLE
         if t is cst.Name:
             return self._held_from_defs(lookup(node.value, env, scope), leaf, depth)
         if t is cst.Attribute:
@@ -253,8 +257,76 @@ class Resolver:
             finally:
                 self._following.discard(key)
         if t is cst.Subscript:
+            at = self._element_at(node, env, scope, depth)
+            if at is not None:
+                return self.held(at[0], at[1], at[2], leaf, depth + 1)
             return self.held_elements(node.value, env, scope, leaf, depth + 1)
         return None
+
+    def _element_at(self, node: cst.Subscript, env: Env, scope, depth: int):
+        """``blocks[1]`` of a container built once from a literal sequence
+        (``nn.ModuleList([a, b])``, ``nn.Sequential(a, b)``, ``[a, b]``) and
+        never filled afterwards: that member, with its env and scope."""
+        index = _int_index(node)
+        if index is None:
+            return None
+        value, venv, vscope = node.value, env, scope
+        for _ in range(MAX_DEPTH - depth):
+            if isinstance(value, cst.Call) and self._is_cast(value, venv, vscope):
+                value = value.args[1].value
+                continue
+            if isinstance(value, cst.Name):
+                defs = lookup(value.value, venv, vscope)
+                if _scope_appends(vscope, value.value):
+                    return None
+            elif isinstance(value, cst.Attribute):
+                owner = self.self_class(value, venv, vscope)
+                defs = self._self_attr(value, venv, vscope) or []
+                if owner is None or reach.mutated_in_place(self, owner, value.attr.value):
+                    return None
+                if any(cls.appends.get(value.attr.value) for cls in self.base_classes(owner)):
+                    return None
+            else:
+                break
+            defs = [d for d in defs if not is_none(d.node)]
+            if len(defs) > 1:  # a module in one branch, the container in another
+                defs = [d for d in defs if not self._indexes_nothing(d)]
+            if len(defs) != 1 or defs[0].kind != DefKind.ASSIGN:
+                return None
+            value, venv, vscope = defs[0].node, defs[0].env, defs[0].scope
+        members = None
+        if isinstance(value, (cst.List, cst.Tuple)):
+            members = value.elements
+        elif isinstance(value, cst.Call) and not any(a.star or a.keyword for a in value.args):
+            qn = self.qualname(value.func, venv, vscope)
+            if qn == "torch.nn.Sequential":
+                members = value.args
+            elif qn == torch_api.MODULE_LIST and len(value.args) == 1:
+                inner = value.args[0].value
+                members = inner.elements if isinstance(inner, (cst.List, cst.Tuple)) else None
+        if members is None or any(isinstance(m, cst.StarredElement) for m in members):
+            return None
+        if not -len(members) <= index < len(members):
+            return None
+        return members[index].value, venv, vscope
+
+    def _is_cast(self, call: cst.Call, env: Env, scope) -> bool:
+        """``typing.cast(T, value)``: the value itself."""
+        return (
+            len(call.args) == 2
+            and not any(a.star or a.keyword for a in call.args)
+            and self.qualname(call.func, env, scope) == "typing.cast"
+        )
+
+    def _indexes_nothing(self, d: Def) -> bool:
+        """A definition holding a torch module that is no container (a
+        ``TransformerEncoder``): an index or a loop cannot be reading it."""
+        node = d.node
+        return (
+            d.kind == DefKind.ASSIGN
+            and isinstance(node, cst.Call)
+            and torch_api.module_spec(self.qualname(node.func, d.env, d.scope)) is not None
+        )
 
     def _same_module(self, call: cst.Call, env: Env, scope) -> Optional[cst.BaseExpression]:
         """The module a call gives back as itself: ``copy.deepcopy(m)``, ``m.to(device)``,
@@ -262,6 +334,8 @@ class Resolver:
         it), and wrappers whose call runs the module: ``torch.compile(m)``,
         ``checkpoint_wrapper(m)``, ``nn.utils.*(m)`` (weight or spectral norm)."""
         func = call.func
+        if self._is_cast(call, env, scope):
+            return call.args[1].value
         if (
             isinstance(func, cst.Attribute)
             and func.attr.value in _SAME_MODULE_METHODS
@@ -304,6 +378,7 @@ class Resolver:
         if not defs:
             return None
         out: list = []
+        containers = False
         for d in defs:
             if d.kind == DefKind.ASSIGN and is_none(d.node):
                 continue  # ``self.encode = None`` then, maybe, a module: a call runs the module
@@ -311,6 +386,10 @@ class Resolver:
                 got = self.held(d.node, d.env, d.scope, leaf, depth + 1)
                 if got is _CYCLE:
                     continue  # the attribute wrapping itself: its other definitions say
+                if got is NOT_CALLABLE:
+                    # a ModuleList in one branch, a module in another: a call runs the module
+                    containers = True
+                    continue
             elif d.kind == DefKind.FOR:  # ``for a in m``, ``for i, (a, b) in enumerate(zip(...))``
                 got = reach.for_element(self, d.node, d.index, d.env, d.scope, leaf, depth)
             elif d.kind == DefKind.UNPACK:
@@ -325,7 +404,7 @@ class Resolver:
             if not got:
                 return None
             out.extend(got)
-        return out or None
+        return out or (NOT_CALLABLE if containers else None)
 
     def _constructed_with(self, d: Def, leaf: Leaf, depth: int) -> Optional[list]:
         """A parameter of a class's ``__init__``: what every construction of the
@@ -386,6 +465,8 @@ class Resolver:
             return None
         t = type(node)
         if t is cst.Call:
+            if self._is_cast(node, env, scope):
+                return self.held_elements(node.args[1].value, env, scope, leaf, depth + 1)
             qn = self.qualname(node.func, env, scope)
             if qn in _CONTAINERS:
                 if not node.args:
@@ -495,6 +576,9 @@ class Resolver:
         if not defs:
             return None
         out: list = []
+        real = [d for d in defs if d.kind != DefKind.ASSIGN or not is_none(d.node)]
+        if len(real) > 1:  # a module in one branch, the container in another
+            defs = [d for d in real if not self._indexes_nothing(d)] or real
         for d in defs:
             if d.kind != DefKind.ASSIGN:
                 return None
@@ -580,6 +664,32 @@ _SAME_MODULE_METHODS = {
     "share_memory",
 }
 _CYCLE: list = []  # an attribute met again while following it
+# what a container that cannot be called holds, called: nothing (a falsy
+# answer that ``_held_from_defs`` tells from unknown)
+NOT_CALLABLE: list = []
+_UNCALLABLE = {
+    torch_api.MODULE_LIST,
+    reach.MODULE_DICT,
+    "torch.nn.ParameterList",
+    "torch.nn.ParameterDict",
+    "builtins.list",
+    "builtins.tuple",
+    "builtins.dict",
+}
+_DISPLAYS = (cst.List, cst.Tuple, cst.Dict, cst.ListComp, cst.DictComp, cst.GeneratorExp)
+
+
+def _int_index(node: cst.Subscript) -> Optional[int]:
+    """The literal integer of ``x[1]`` / ``x[-1]``."""
+    if len(node.slice) != 1 or not isinstance(node.slice[0].slice, cst.Index):
+        return None
+    value = node.slice[0].slice.value
+    sign = 1
+    if isinstance(value, cst.UnaryOperation) and isinstance(value.operator, cst.Minus):
+        value, sign = value.expression, -1
+    if isinstance(value, cst.Integer):
+        return sign * int(value.value, 0)
+    return None
 
 
 def _scope_appends(scope: Optional[Scope], name: str) -> List[Def]:

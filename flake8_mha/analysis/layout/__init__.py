@@ -103,6 +103,8 @@ class LayoutAnalysis:
             got = self.evaluator.default_for(ev.site, ev.spec)
             if got is None:
                 got = self.evaluator.handed_to(ev.site, ev.spec)
+            if got is None:
+                got = self.evaluator.fed_in_sequential(ev.site)
         except RecursionError:  # pragma: no cover
             got = None
         out = []
@@ -113,6 +115,10 @@ class LayoutAnalysis:
                 kind = (
                     SEQ_FIRST if stated is None and not ev.args.maybe_given("batch_first") else None
                 )
+                if kind == SEQ_FIRST:  # as ``_converted`` reads a swap
+                    layout = Layout(
+                        (SEQ, BATCH, None), layout.node, layout.how, origin=layout.origin
+                    )
             out.append(CallLayout(kind, layout, "query"))
         return out
 

@@ -71,7 +71,7 @@ MODULE_OUTPUT_ARG = {  # the input whose shape a module's output has
 }
 
 
-_CONCAT = {"torch.cat", "torch.concat", "torch.concatenate"}
+CONCAT = {"torch.cat", "torch.concat", "torch.concatenate"}
 
 
 def join(values: Sequence[Optional[Layout]]) -> Optional[Layout]:
@@ -353,7 +353,7 @@ class LayoutCalls:
             return transform(inner, _TORCH_TRANSFORMS[qn], rest, node)
         if qn in PRESERVE_FUNCS and args:
             return self.eval(args[0], env, scope, frame, depth)
-        if qn in _CONCAT and args and isinstance(args[0], (cst.List, cst.Tuple)):
+        if qn in CONCAT and args and isinstance(args[0], (cst.List, cst.Tuple)):
             return self._concat(args[0], env, scope, frame, depth)
         if qn in CTORS:
             return self._sized(node, qn)
@@ -366,15 +366,16 @@ class LayoutCalls:
         """``torch.cat([a, b], dim=d)``: the tensors share their rank and every
         size but one, so each axis keeps its role: the layout the operands
         whose layout is known agree on (a presence token of unknown layout
-        prepended to sequence-first queries leaves them sequence-first)."""
+        prepended to sequence-first queries leaves them sequence-first).
+        Operands swapped from unknown layouts are converted to one layout
+        together (monai's pyramid: each level ``.permute(1, 0, 2)``, joined
+        to the layer before's output); beside a known layout, they take it."""
         known = []
         for e in seq.elements:
             if isinstance(e, cst.StarredElement):
                 return None
             got = real(self.eval(e.value, env, scope, frame, depth))
             if got is not None:
-                if got.conforms:
-                    return None
                 known.append(got)
         return join(known) if known else None
 

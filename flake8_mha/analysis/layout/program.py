@@ -22,17 +22,19 @@ from typing import Dict, List, Optional, Set
 
 import libcst as cst
 
-from ..program.callgraph import Built, ChainSite, Slot, bind_call
+from ..program.callgraph import Built, ChainSite, Slot, TorchMember, bind_call
 from ..flow import ClassInfo, lookup
 from ..resolve import Bound, passed
 from ...core.torch_api import MODULES
 from . import project_callers
-from .calls import MODULE_OUTPUT_ARG, Frame, join, real, same
+from .calls import CONCAT, MODULE_OUTPUT_ARG, Frame, join, real, same
 from .domain import PRESERVE_MODULES, Layout, positional
 
 SWAP_HOW = "axis swap before the module call"
 # what torch's containers feed the first and second parameters of their layers
 _LAYER_INPUTS = {"TransformerEncoder": ("src",), "TransformerDecoder": ("tgt", "memory")}
+_ONE_INPUT = {"TransformerEncoder", "TransformerEncoderLayer"}  # called with ``src`` alone
+_ONE_LAYER = {"torch.nn.TransformerEncoder", "torch.nn.TransformerDecoder"}  # repeat one layer
 _REACH_DEPTH = 4
 _REACH_HOPS = 2  # the hops a reach question is asked with: enough to name a class
 
@@ -70,6 +72,7 @@ class ProgramLayout:
     def _index(self) -> None:
         if getattr(self, "_calls_in", None) is None:
             self._torch_layers = None
+            self._sequentials = None
             self._reaches = {}
             self._targets = {}
             self._calls_in = {}
@@ -90,6 +93,14 @@ class ProgramLayout:
     def _mark(self, expr, env, scope) -> None:
         if isinstance(expr, cst.Call):
             self._swap_marks.add(id(expr))
+            seq = expr.args[0].value if expr.args and not expr.args[0].star else None
+            if (
+                isinstance(seq, (cst.List, cst.Tuple))
+                and self.qualname(expr.func, env, scope) in CONCAT
+            ):
+                for el in seq.elements:  # each operand of ``torch.cat((a.permute(...), ...))``
+                    if not isinstance(el, cst.StarredElement):
+                        self._mark(el.value, env, scope)
         elif isinstance(expr, cst.Name):
             defs = lookup(expr.value, env, scope)
             if len(defs) == 1 and defs[0].kind == "assign" and isinstance(defs[0].node, cst.Call):
@@ -225,10 +236,68 @@ class ProgramLayout:
             first = False
         return layout
 
+    def fed_in_sequential(self, site) -> Optional[List[Optional[Layout]]]:
+        """A torch module built as a member of an ``nn.Sequential`` of this
+        file, or as the layer of a ``TransformerEncoder`` that is one: what
+        each call of the ``Sequential`` feeds it (the output of the members
+        before it).  None when it is no member of one that is called."""
+        built = {id(site.node)}
+        parents = site.parents
+        if len(parents) >= 2 and isinstance(parents[-1], cst.Arg):
+            arg, call = parents[-1], parents[-2]
+            if (
+                isinstance(call, cst.Call)
+                and arg.value is site.node
+                and not arg.star
+                and (
+                    arg.keyword is None
+                    and call.args[0] is arg
+                    or arg.keyword is not None
+                    and arg.keyword.value in ("encoder_layer", "decoder_layer")
+                )
+                and self.qualname(call.func, site.env, site.scope) in _ONE_LAYER
+            ):
+                built.add(id(call))
+        self._index()
+        if self._sequentials is None:
+            self._sequentials = self._sequential_calls()
+        fed: List[Optional[Layout]] = []
+        for seq, slots in self._sequentials:
+            if not any(_built_at(m, built) for slot in slots for m in slot.members):
+                continue
+            start = self.at(seq.node.args[0].value, seq)
+            got: List[Optional[Layout]] = []
+            if start is not None:
+                self._walk(slots, start, 0, frozenset(built), got, True)
+            fed.extend(got or [None])  # the layout died before the member: unknown
+        return fed or None
+
+    def _sequential_calls(self) -> list:
+        """The calls of this file that run an ``nn.Sequential`` holding a
+        torch attention module, with its members."""
+        found = []
+        for site in self.flow.calls:
+            func = site.node.func
+            if not isinstance(func, (cst.Name, cst.Attribute, cst.Subscript)):
+                continue
+            try:
+                slots = self.sequential_slots(site.node, site.env, site.scope)
+            except RecursionError:  # pragma: no cover
+                continue
+            if slots and any(
+                isinstance(m, TorchMember) and m in MODULE_OUTPUT_ARG
+                for slot in slots
+                for m in slot.members
+            ):
+                found.append((site, slots))
+        return found
+
     def _forward(self, member) -> Optional[cst.FunctionDef]:
         return self.method_of(member, "forward") if isinstance(member, ClassInfo) else None
 
     def _is_member(self, member, func) -> bool:
+        if isinstance(func, frozenset):  # the torch modules built by these calls
+            return _built_at(member, func)
         if isinstance(func, tuple):
             return (
                 isinstance(member, Built)
@@ -239,7 +308,8 @@ class ProgramLayout:
     def member_output(self, member, layout: Layout, depth) -> Optional[Layout]:
         """What one member of a container gives back when fed ``layout``."""
         if isinstance(member, str):
-            return layout if member in PRESERVE_MODULES else None
+            # an encoder (layer) gives back its ``src``'s shape
+            return layout if member in PRESERVE_MODULES or member in _ONE_INPUT else None
         if isinstance(member, Built):
             target = self._target(member.call.func, member.env, member.scope)
             return self.foreign_output(target, layout) if target is not None else None
@@ -630,6 +700,10 @@ def _hands_the_default(unless, target, value, ev, site_call) -> bool:
         return False
     given = passed(value, unless[2], unless[1])
     return isinstance(given, cst.Call) and _builds_a_class(given.func)
+
+
+def _built_at(member, calls) -> bool:
+    return isinstance(member, TorchMember) and id(member.call) in calls
 
 
 def _builds_a_class(func) -> bool:

@@ -33,8 +33,20 @@ class Built:
         self.call, self.env, self.scope = call, env, scope
 
 
-# What one member of an ``nn.Sequential`` is: a class of this file, the name of a
-# torch module class (``"LayerNorm"``), or another call (``Built``).
+class TorchMember(str):
+    """A torch module class's name (``"LayerNorm"``) that also knows the call
+    that built the member, so a layer built inside a container can be found."""
+
+    __slots__ = ("call",)
+
+    def __new__(cls, name: str, call: cst.Call):
+        self = super().__new__(cls, name)
+        self.call = call
+        return self
+
+
+# What one member of an ``nn.Sequential`` is: a class of this file, a torch
+# module class (``TorchMember``, a name), or another call (``Built``).
 Member = Union[ClassInfo, str, Built]
 
 
@@ -276,7 +288,7 @@ class FileCalls:
             return [info]
         qn = self.resolver.qualname(built.func, env, scope)
         if qn is not None and qn.startswith("torch.nn.") and qn.count(".") == 2:
-            return [qn.rsplit(".", 1)[1]]
+            return [TorchMember(qn.rsplit(".", 1)[1], built)]
         if isinstance(built.func, (cst.Name, cst.Attribute)):
             return [Built(built, env, scope)]
         return None

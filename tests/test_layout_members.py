@@ -1,0 +1,149 @@
+"""Modules reached through containers whose calls the layout analysis once
+lost (MONAI's MIL model, docs/evidence.md "Containers"):
+
+- an attribute that holds a ``TransformerEncoder`` in one branch and an
+  ``nn.ModuleList`` in another: its call can only run the encoder;
+- ``typing.cast(nn.ModuleList, self.levels)[1]``: the member written second
+  in the literal list, not any member;
+- a torch encoder written as a member of an ``nn.Sequential``: fed what the
+  members before it give back at each call of the ``Sequential``;
+- ``torch.cat`` of tensors each swapped from an unknown layout: one
+  conversion.
+
+Each case checks the exact (code, line, column) and the evidence line.
+"""
+from __future__ import annotations
+
+import textwrap
+
+from flake8_mha.lint.engine import analyze_source
+
+CODES = ["MHA001", "MHA903"]
+HEAD = "from typing import cast\n\nimport torch\nimport torch.nn as nn\n"  # lines 1-4
+
+
+def got(body: str):
+    src = HEAD + textwrap.dedent(body)
+    return sorted(
+        (f.code, f.line, f.col, f.evidence.get("layout_line"))
+        for f in analyze_source(src, "t.py", CODES)
+    )
+
+
+BRANCHES = """\
+class Head(nn.Module):
+    def __init__(self, dim, pyramid):
+        super().__init__()
+        self.transformer = None
+        if not pyramid:
+            layer = nn.TransformerEncoderLayer(dim, 8)
+            self.transformer = nn.TransformerEncoder(layer, 2)
+        else:
+            self.transformer = nn.ModuleList([nn.Linear(dim, dim), nn.Linear(dim, dim)])
+
+    def forward(self, x):
+        B, L, E = x.shape
+        x = self.transformer(FEED)
+        return x
+"""
+
+
+def test_a_call_of_an_attribute_that_may_be_a_modulelist_runs_the_module():
+    # the layer on line 10; ``B, L, E = x.shape`` on line 16, the call on line 17
+    assert got(BRANCHES.replace("FEED", "x.permute(1, 0, 2)")) == [("MHA903", 10, 21, 17)]
+    assert got(BRANCHES.replace("FEED", "x")) == [("MHA001", 10, 21, 16)]
+
+
+def test_a_modulelist_alone_is_not_callable_and_says_nothing():
+    body = BRANCHES.replace(
+        "self.transformer = nn.TransformerEncoder(layer, 2)", "self.other = layer"
+    ).replace("FEED", "x.permute(1, 0, 2)")
+    # the layer's own calls are unknown: today's finding, without evidence
+    assert got(body) == [("MHA001", 10, 21, None)]
+
+
+LEVELS = """\
+class Pyramid(nn.Module):
+    def __init__(self, dim):
+        super().__init__()
+        self.levels = nn.ModuleList(
+            [
+                nn.TransformerEncoder(nn.TransformerEncoderLayer(dim, 8), 2),
+                nn.Sequential(nn.Linear(2 * dim, dim), nn.TransformerEncoder(nn.TransformerEncoderLayer(dim, 8), 2)),
+            ]
+        )
+
+    def forward(self, fine, coarse):
+        B, L, E = fine.shape
+        levels = cast(nn.ModuleList, self.levels)
+        x = levels[0](FIRST)
+        return levels[1](torch.cat((x, SECOND), dim=2))
+"""
+
+
+def test_an_index_into_a_literal_list_runs_that_member():
+    # the layers on lines 10 (col 39) and 11 (col 78); the shapes on line 16
+    seq = LEVELS.replace("FIRST", "fine.permute(1, 0, 2)")
+    seq = seq.replace("SECOND", "coarse.permute(1, 0, 2)")
+    assert got(seq) == [("MHA903", 10, 39, 18), ("MHA903", 11, 78, 18)]
+    # the first level fed batch-first data: both, since the second is fed its output
+    mixed = LEVELS.replace("FIRST", "fine").replace("SECOND", "coarse.permute(1, 0, 2)")
+    assert got(mixed) == [("MHA001", 10, 39, 16), ("MHA001", 11, 78, 18)]  # its output
+
+
+def test_an_index_out_of_the_literal_or_a_list_filled_later_runs_any_member():
+    out = LEVELS.replace("levels[1]", "levels[2]")
+    out = out.replace("FIRST", "fine.permute(1, 0, 2)").replace("SECOND", "coarse")
+    # ``levels[2]`` is no member: it may be either, so it is no known call of
+    # the second; the first is still run by ``levels[0]``
+    assert got(out) == [("MHA001", 11, 78, None), ("MHA903", 10, 39, 18)]
+    filled = out.replace(
+        "        )\n\n    def forward", "        )\n        self.levels.append(nn.Identity())\n\n    def forward"
+    )
+    assert "append" in filled
+    assert got(filled.replace("levels[2]", "levels[1]")) == [
+        ("MHA001", 10, 39, None), ("MHA001", 11, 78, None)]
+
+
+SEQUENTIAL = """\
+class Tower(nn.Module):
+    def __init__(self, dim):
+        super().__init__()
+        self.blocks = nn.Sequential(
+            nn.Linear(dim, dim),
+            MIDDLE,
+            nn.TransformerEncoderLayer(dim, 8),
+        )
+
+    def forward(self, x):
+        B, L, E = x.shape
+        return self.blocks(FEED)
+"""
+
+
+def test_a_torch_encoder_inside_a_sequential_is_fed_what_comes_before_it():
+    # the layer on line 11; the shapes on line 15, the call on line 16
+    keep = SEQUENTIAL.replace("MIDDLE", "nn.LayerNorm(dim)")
+    assert got(keep.replace("FEED", "x.transpose(0, 1)")) == [("MHA903", 11, 13, 16)]
+    assert got(keep.replace("FEED", "x")) == [("MHA001", 11, 13, 15)]
+    # a member of unknown output before it: the layout is lost, today's finding
+    lost = SEQUENTIAL.replace("MIDDLE", "nn.Flatten()").replace("FEED", "x.transpose(0, 1)")
+    assert got(lost) == [("MHA001", 11, 13, None)]
+
+
+def test_a_concatenation_of_swaps_is_one_conversion_and_a_stated_layout_decides():
+    body = """\
+    class Head(nn.Module):
+        def __init__(self, dim):
+            super().__init__()
+            self.enc = nn.TransformerEncoder(nn.TransformerEncoderLayer(dim, 8), 2)
+
+        def forward(self, a, b):
+            return self.enc(torch.cat((a.permute(1, 0, 2), SECOND), dim=2))
+    """
+    # the layer on line 8; the call on line 11
+    assert got(body.replace("SECOND", "b.permute(1, 0, 2)")) == [("MHA903", 8, 42, 11)]
+    stated = body.replace("SECOND", "b").replace(
+        "def forward(self, a, b):", "def forward(self, a, b):\n            N, L, E = b.shape"
+    )
+    assert got(stated) == [("MHA001", 8, 42, 11)]
