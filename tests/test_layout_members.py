@@ -147,3 +147,89 @@ def test_a_concatenation_of_swaps_is_one_conversion_and_a_stated_layout_decides(
         "def forward(self, a, b):", "def forward(self, a, b):\n            N, L, E = b.shape"
     )
     assert got(stated) == [("MHA001", 8, 42, 11)]
+
+
+ROTATED = """\
+class Layer(nn.Module):
+    def __init__(self, d):
+        super().__init__()
+        self.mha = nn.MultiheadAttention(d, 4BATCH_FIRST)
+
+    def forward(self, x):
+        tomha = x.permute(ORDER)
+        return self.mha(tomha, tomha, tomha, need_weights=False)[0]
+"""
+
+
+def test_a_channels_first_map_rotated_before_the_call_is_sequence_first():
+    # asteroid's DPTNet: ``(batch, channels, seq_len)`` permuted (2, 0, 1); the
+    # attention on line 8, the permute on line 11
+    def case(order, batch_first=""):
+        body = ROTATED.replace("ORDER", order).replace("BATCH_FIRST", batch_first)
+        return got(body) if not batch_first else sorted(
+            (f.code, f.line, f.col, f.evidence.get("layout_line"))
+            for f in analyze_source(HEAD + body, "t.py", ["MHA010"])
+        )
+
+    assert case("2, 0, 1") == [("MHA903", 8, 20, 11)]
+    # a batch-first module fed it mixes the batch: MHA010 at the call, line 12
+    assert case("2, 0, 1", ", batch_first=True") == [("MHA010", 12, 16, 11)]
+    # channels moved last with the batch kept first is batch-first data: no conversion
+    assert case("0, 2, 1") == [("MHA001", 8, 20, None)]
+    assert case("1, 2, 0") == [("MHA001", 8, 20, None)]
+
+
+CLIP_BLOCKS = """\
+class LayerNorm(nn.LayerNorm):
+    def forward(self, x):
+        orig_type = x.dtype
+        ret = super().forward(x.type(torch.float32))
+        return ret.type(orig_type)
+
+
+class Block(nn.Module):
+    def __init__(self, d, return_attention=False):
+        super().__init__()
+        self.attn = nn.MultiheadAttention(d, 8)
+        self.ln_1 = LayerNorm(d)
+        self.return_attention = return_attention
+
+    def forward(self, x):
+        h = self.ln_1(x)
+        if self.return_attention:
+            y, weights = self.attn(h, h, h)
+            return x + y, weights
+        return x + self.attn(h, h, h, need_weights=False)[0]
+
+
+class Tower(nn.Module):
+    def __init__(self, d, n):
+        super().__init__()
+        self.n = n
+        self.blocks = nn.ModuleList()
+        for _ in range(n - 1):
+            self.blocks.append(Block(d))
+        self.blocks.append(Block(d, return_attention=True))
+
+    def forward(self, x):
+        B, L, E = x.shape
+        x = x.permute(1, 0, 2)
+        for idx, blk in enumerate(self.blocks):
+            if idx < self.n - 1:
+                x = blk(x)
+            else:
+                x, weights = blk(x)
+        return x, weights
+"""
+
+
+def test_mmpretrain_s_clip_blocks_keep_the_layout():
+    # a LayerNorm subclass casting to float and back through ``super().forward``,
+    # and a block that returns ``x`` on one branch and ``(x, weights)`` on the
+    # other: read whole, the loop's ``x`` is the tensor; unpacked, the tuple
+    # the attention on line 15, the shapes on line 37, the permute on line 38
+    assert got(CLIP_BLOCKS) == [("MHA903", 15, 21, 38)]
+    assert got(CLIP_BLOCKS.replace("x = x.permute(1, 0, 2)", "pass")) == [("MHA001", 15, 21, 37)]
+    # without the reading of ``super().forward`` the layout is lost at ``ln_1``
+    lost = CLIP_BLOCKS.replace("super().forward(x.type(torch.float32))", "self.cast(x)")
+    assert got(lost) == [("MHA001", 15, 21, None)]

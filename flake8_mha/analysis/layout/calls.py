@@ -30,6 +30,7 @@ from .domain import (
     SPATIAL,
     Layout,
     group_role,
+    is_rotation,
     is_swap,
     is_swap_pattern,
     parse_einops_side,
@@ -105,6 +106,18 @@ def join(values: Sequence[Optional[Layout]]) -> Optional[Layout]:
 
 
 _FEATURE = (EMBED, CHANNEL)
+
+
+def shaped(returns: list, index: Optional[int]) -> list:
+    """The returns of a function that its caller can be using: read whole
+    (``x = blk(x)``), not the tuples of the branch that also gives back the
+    weights; unpacked (``x, attn = blk(x)``), only the tuples.  All of them
+    when none or all are tuples (mmpretrain's CLIP block returns ``x, attention``
+    on one branch and ``x`` on the other)."""
+    tuples = [r for r in returns if isinstance(r[0], cst.Tuple)]
+    if not tuples or len(tuples) == len(returns):
+        return returns
+    return tuples if index is not None else [r for r in returns if not isinstance(r[0], cst.Tuple)]
 
 
 def meet(a: Layout, b: Layout) -> Optional[Layout]:
@@ -237,6 +250,30 @@ class LayoutCalls:
             )
         return None
 
+    def _preserving_base(self, owner, scope) -> bool:
+        """``super()`` in a class of this file whose torch base keeps the shape
+        (CLIP's ``class LayerNorm(nn.LayerNorm)``, cast to float and back)."""
+        if not (
+            isinstance(owner, cst.Call)
+            and isinstance(owner.func, cst.Name)
+            and owner.func.value == "super"
+        ):
+            return False
+        while scope is not None and scope.cls is None:
+            scope = scope.parent
+        cls = scope.cls if scope is not None else None
+        if cls is None:
+            return False
+        for base in cls.base_exprs:
+            qn = self.qualname(base, cls.env, cls.scope)
+            if (
+                qn is not None
+                and qn.startswith("torch.nn.")
+                and qn.rsplit(".", 1)[1] in PRESERVE_MODULES
+            ):
+                return True
+        return False
+
     def _all_preserving(self, built: cst.Call, d: Def) -> bool:
         for arg in built.args:
             if arg.star or not isinstance(arg.value, cst.Call):
@@ -255,7 +292,7 @@ class LayoutCalls:
         fscope = self.flow.functions.get(id(func))
         if fscope is None or not fscope.returns:
             return None
-        returns = fscope.returns
+        returns = shaped(fscope.returns, index)
         hops, f = 0, frame
         while f is not None:
             hops += 1
@@ -273,10 +310,15 @@ class LayoutCalls:
         if attr in _TRANSFORMS:
             inner = real(self.eval(owner, env, scope, frame, depth))
             if inner is None:
+                if is_rotation(node, attr):
+                    return self.rotation_layout(node)
                 return self.swap_layout(node) if is_swap(node, attr) else None
             return transform(inner, attr, node, node)
         if attr in PRESERVE_METHODS:
             return self.eval(owner, env, scope, frame, depth)
+        if attr == "forward" and self._preserving_base(owner, scope):
+            args = positional(node)  # ``super().forward(x.type(torch.float32))`` of a LayerNorm
+            return self.eval(args[0], env, scope, frame, depth) if args else None
         if attr in _SIZED:
             return self._sized(node, attr)
         if attr == "repeat":

@@ -356,6 +356,7 @@ PRESERVE_METHODS = {
     "div",
     "masked_fill",
     "type_as",
+    "type",  # ``x.type(torch.float32)``
     "requires_grad_",
     "add_",
     "mul_",
@@ -576,6 +577,20 @@ def is_swap(call: cst.Call, method: str) -> bool:
     if method == "permute":
         return dims == [1, 0, 2]
     return sorted(dims) == [0, 1]
+
+
+def is_rotation(call: cst.Call, method: str) -> bool:
+    """``permute(2, 0, 1)``: a channels-first map ``(N, C, L)`` made ``(L, N, C)``
+    (of the other 3-D layouts it makes no attention input: the features would
+    not be last)."""
+    if method != "permute" or len(call.args) != 3:
+        return False
+    args = positional(call)
+    return len(args) == 3 and [a.value if isinstance(a, cst.Integer) else None for a in args] == [
+        "2",
+        "0",
+        "1",
+    ]
 
 
 def is_swap_pattern(text: str) -> bool:

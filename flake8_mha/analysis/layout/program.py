@@ -27,10 +27,11 @@ from ..flow import ClassInfo, lookup
 from ..resolve import Bound, passed
 from ...core.torch_api import MODULES
 from . import project_callers
-from .calls import CONCAT, MODULE_OUTPUT_ARG, Frame, join, real, same
-from .domain import PRESERVE_MODULES, Layout, positional
+from .calls import CONCAT, MODULE_OUTPUT_ARG, Frame, join, real, same, shaped
+from .domain import BATCH, CHANNEL, PRESERVE_MODULES, SEQ, Layout, positional
 
 SWAP_HOW = "axis swap before the module call"
+ROTATION_HOW = "channels-first map made sequence-first before the module call"
 # what torch's containers feed the first and second parameters of their layers
 _LAYER_INPUTS = {"TransformerEncoder": ("src",), "TransformerDecoder": ("tgt", "memory")}
 _ONE_INPUT = {"TransformerEncoder", "TransformerEncoderLayer"}  # called with ``src`` alone
@@ -68,6 +69,14 @@ class ProgramLayout:
         if id(node) not in self._marks():
             return None
         return Layout((None,) * rank, node, SWAP_HOW, conforms=True)
+
+    def rotation_layout(self, node: cst.Call) -> Optional[Layout]:
+        """``x.permute(2, 0, 1)`` of unknown data fed to a module call: the
+        ``(N, C, L)`` map it must have been, made sequence-first ``(L, N, C)``
+        (asteroid's DPTNet); None when not fed to one."""
+        if id(node) not in self._marks():
+            return None
+        return Layout((SEQ, BATCH, CHANNEL), node, ROTATION_HOW)
 
     def _index(self) -> None:
         if getattr(self, "_calls_in", None) is None:
@@ -332,7 +341,8 @@ class ProgramLayout:
         self._active.add(guard)
         try:
             inner = Frame(func, fscope, {names[1]: layout}, None, None, None)
-            return join([self.eval(e, env, fscope, inner, depth) for e, env in fscope.returns])
+            returns = shaped(fscope.returns, None)
+            return join([self.eval(e, env, fscope, inner, depth) for e, env in returns])
         finally:
             self._active.discard(guard)
 
