@@ -69,7 +69,9 @@ class SdpaMaskAndCausal(Rule):
           `self`/a config, with a mask that can be non-None, is reported.
         - The program decides what its API allows: a mask parameter of a
           function, or of a module's `forward`, that every call in the project
-          leaves `None` (or a flag every construction passes as `False`) is
+          leaves `None` (or a flag every construction passes as `False`, also
+          when it hands down its own constructor's flag: `Attend(causal=causal)`
+          in an `Attention` no construction makes causal) is
           clean, and the message of a finding that stands names the facts it
           used. A class nothing in the project builds (a function nothing
           calls) is judged by its API, and the message says its callers are

@@ -46,6 +46,54 @@ _CONSTRUCTIONS: Dict[tuple, tuple] = {}
 UNKNOWN = "<unknown>"  # an argument whose value is not a literal
 MISSING = "<missing>"  # a parameter the construction does not pass (its default applies)
 BUILT_MODULE = "<module>"  # an argument that builds a class there (module_or_unknown)
+MAX_FORWARDS = 3  # classes a parameter is followed up through (``forwarded``)
+
+
+class Forwarded:
+    """An argument that is a parameter of the ``__init__`` of a top-level
+    class of the file it stands in, passed on unchanged (TTS's
+    ``Attention(causal=False)`` builds ``Attend(causal=causal)``): it has the
+    value every construction of that class passes for it (``forwarded``)."""
+
+    __slots__ = ("path", "cls", "param")
+
+    def __init__(self, path: str, cls: str, param: str):
+        self.path, self.cls, self.param = path, cls, param
+
+
+def forwarded(value: Forwarded, depend, depth: int = 0) -> Optional[tuple]:
+    """``(value,)`` when every construction in the project of the class whose
+    ``__init__`` forwards its parameter passes it the same literal (left out:
+    its literal default), following such parameters up ``MAX_FORWARDS``
+    classes; None otherwise, also when that class is never built.  ``depend``
+    is told each file read."""
+    if depth >= MAX_FORWARDS:
+        return None
+    try:
+        text = read_regular(value.path, MAX_BYTES).decode("utf-8", "replace")
+    except OSError:
+        return None
+    depend(value.path)
+    signature = init_signature(text, value.cls)
+    if signature is None or value.param not in signature[0]:
+        return None
+    built, read = constructions(value.path, value.cls, signature[0])
+    for name in read:
+        depend(name)
+    if not built:
+        return None
+    out = set()
+    for entry in built:
+        got = entry.get(value.param, MISSING)
+        if got == MISSING:
+            got = signature[1].get(value.param, UNKNOWN)
+        if isinstance(got, Forwarded):
+            up = forwarded(got, depend, depth + 1)
+            got = up[0] if up is not None else UNKNOWN
+        if got == UNKNOWN:
+            return None
+        out.add((type(got), got))
+    return (out.pop()[1],) if len(out) == 1 else None
 
 
 def dependents(changed: Iterable[str]) -> List[str]:
@@ -234,14 +282,14 @@ def _read_constructions(files, cls, params, own_text, reader):
             tree = ast.parse(text)
         except (SyntaxError, ValueError, RecursionError, MemoryError):
             return None
-        found = _built_in(tree, cls, params, reader)
+        found = _built_in(tree, cls, params, reader, name)
         if found is None:
             return None
         out.extend(found)
     return out
 
 
-def _built_in(tree: ast.Module, cls: str, params: List[str], reader):
+def _built_in(tree: ast.Module, cls: str, params: List[str], reader, path: str):
     """The constructions of ``cls`` in one file, or None when one of them, or
     another use of the class, leaves the project's constructions unsettled."""
     names = {cls}
@@ -264,17 +312,47 @@ def _built_in(tree: ast.Module, cls: str, params: List[str], reader):
             if id(node) not in called and isinstance(node.ctx, ast.Load):
                 return None  # passed around as a value: built elsewhere, with anything
     out = []
+    owners = _init_owners(tree) if reader is _literal else {}
     for call in calls:
         got: Dict[str, object] = {p: MISSING for p in params}
+        owner = owners.get(id(call))
         for i, a in enumerate(call.args):
             if isinstance(a, ast.Starred) or i >= len(params):
                 return None
-            got[params[i]] = reader(a)
+            got[params[i]] = _read(reader, a, owner, path)
         for k in call.keywords:
             if k.arg is None:
                 return None
-            got[k.arg] = reader(k.value)
+            got[k.arg] = _read(reader, k.value, owner, path)
         out.append(got)
+    return out
+
+
+def _read(reader, node: ast.AST, owner, path: str) -> object:
+    if owner is not None and isinstance(node, ast.Name) and node.id in owner[1]:
+        return Forwarded(path, owner[0], node.id)
+    return reader(node)
+
+
+def _init_owners(tree: ast.Module) -> Dict[int, tuple]:
+    """Per call inside the ``__init__`` of a top-level class: (the class, the
+    parameters of that ``__init__`` it never assigns)."""
+    out: Dict[int, tuple] = {}
+    for top in tree.body:
+        if not isinstance(top, ast.ClassDef):
+            continue
+        for item in top.body:
+            if not isinstance(item, ast.FunctionDef) or item.name != "__init__":
+                continue
+            a = item.args
+            params = {p.arg for p in a.posonlyargs + a.args[1:] + a.kwonlyargs}
+            nodes = list(ast.walk(item))
+            for n in nodes:
+                if isinstance(n, ast.Name) and not isinstance(n.ctx, ast.Load):
+                    params.discard(n.id)  # rebound: not what the callers passed
+            for n in nodes:
+                if isinstance(n, ast.Call):
+                    out[id(n)] = (top.name, params)
     return out
 
 

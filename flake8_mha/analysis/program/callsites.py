@@ -405,7 +405,7 @@ class Project(ProjectFiles):
         if found is None:
             return None, None
         built, defaults = found
-        got = _one_value(built, param, defaults)
+        got = _one_value(built, param, defaults, self.depend)
         return got, _answer(built, got)
 
     def _constructions(self, cls: str, param: str, reader=None):
@@ -526,7 +526,7 @@ BUILT, CALLED = "built", "called"
 OUTSIDE, OPEN, SETTLED, KNOWN = "outside", "open", "settled", "known"
 
 
-def _one_value(found, param: str, defaults: dict) -> Optional[tuple]:
+def _one_value(found, param: str, defaults: dict, depend=None) -> Optional[tuple]:
     """``(value,)`` when every entry of ``found`` (per construction or call,
     parameter -> literal) gives ``param`` the same literal, else None."""
     values = set()
@@ -536,6 +536,9 @@ def _one_value(found, param: str, defaults: dict) -> Optional[tuple]:
             if param not in defaults:
                 return None
             value = defaults[param]
+        if isinstance(value, callers.Forwarded):  # a parameter of the building class's own
+            up = callers.forwarded(value, depend) if depend is not None else None
+            value = up[0] if up is not None else callers.UNKNOWN
         if value == callers.UNKNOWN:
             return None
         values.add((type(value), value))
