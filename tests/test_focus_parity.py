@@ -169,3 +169,39 @@ def test_a_file_libcst_refuses_is_still_reported_so():
     src = f"import torch  # nn.Transformer\nx = {strings}\n"
     focused, full = _both(src, "d.py")
     assert focused == full and [r[0] for r in full] == ["MHA000"]
+
+
+def test_the_forward_of_a_class_kept_code_builds_is_kept():
+    # LAVIS's CLIP: a LayerNorm subclass whose forward names nothing relevant;
+    # blanked, the layout died at ``self.ln_1(x)`` and MHA001 fired on
+    # sequence-first data
+    src = (
+        "import torch.nn as nn\n"
+        "import torch.nn.functional as F\n"
+        "class LayerNorm(nn.LayerNorm):\n"
+        "    def forward(self, x):\n"
+        "        orig_type = x.dtype\n"
+        "        x = F.layer_norm(x, self.normalized_shape, self.weight, self.bias, self.eps)\n"
+        "        return x.to(orig_type)\n"
+        "    def extra_repr(self):\n"
+        "        return 'fp16-safe'\n"
+        "class Block(nn.Module):\n"
+        "    def __init__(self, d):\n"
+        "        super().__init__()\n"
+        "        self.attn = nn.MultiheadAttention(d, 8)\n"
+        "        self.ln_1 = LayerNorm(d)\n"
+        "    def forward(self, x):\n"
+        "        h = self.ln_1(x)\n"
+        "        return self.attn(h, h, h, need_weights=False)[0]\n"
+        "class Tower(nn.Module):\n"
+        "    def __init__(self):\n"
+        "        super().__init__()\n"
+        "        self.block = Block(64)\n"
+        "    def forward(self, x):\n"
+        "        x = x.permute(1, 0, 2)  # NLD -> LND\n"
+        "        return self.block(x)\n"
+    )
+    out = focus_mod.focus(src)
+    assert "return x.to(orig_type)" in out and "fp16-safe" not in out
+    focused, full = _both(src, "clip.py")
+    assert focused == full and [r[:3] for r in full] == [("MHA903", 13, 21)]  # not MHA001
