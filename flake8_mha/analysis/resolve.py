@@ -688,7 +688,10 @@ def _int_index(node: cst.Subscript) -> Optional[int]:
     if isinstance(value, cst.UnaryOperation) and isinstance(value.operator, cst.Minus):
         value, sign = value.expression, -1
     if isinstance(value, cst.Integer):
-        return sign * int(value.value, 0)
+        try:
+            return sign * int(value.value, 0)
+        except ValueError:  # pragma: no cover - ``010`` is no Python 3 literal
+            return None
     return None
 
 
