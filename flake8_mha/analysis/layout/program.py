@@ -285,10 +285,7 @@ class ProgramLayout:
         """The calls of this file that run an ``nn.Sequential`` holding a
         torch attention module, with its members."""
         found = []
-        for site in self.flow.calls:
-            func = site.node.func
-            if not isinstance(func, (cst.Name, cst.Attribute, cst.Subscript)):
-                continue
+        for site in self._named_calls():
             try:
                 slots = self.sequential_slots(site.node, site.env, site.scope)
             except RecursionError:  # pragma: no cover
@@ -370,12 +367,17 @@ class ProgramLayout:
             out.append(got)
         return out
 
+    def _named_calls(self):
+        """The calls of this file of a name, attribute or item (``blk(x)``,
+        ``self.blocks(x)``, ``self.levels[1](x)``): those that may run a module."""
+        for site in self.flow.calls:
+            if isinstance(site.node.func, (cst.Name, cst.Attribute, cst.Subscript)):
+                yield site
+
     def _layer_sites(self) -> list:
         found = []
-        for site in self.flow.calls:
+        for site in self._named_calls():
             func = site.node.func
-            if not isinstance(func, (cst.Name, cst.Attribute, cst.Subscript)):
-                continue
             try:
                 instances = self.resolver.instances(func, site.env, site.scope)
             except RecursionError:  # pragma: no cover
