@@ -239,7 +239,10 @@ class Resolver:
                 return reach.fetched(self, node, env, scope, leaf, depth)
             if self.qualname(node.func, env, scope) in _UNCALLABLE:
                 return NOT_CALLABLE
-            return leaf(node, env, scope)
+            got = leaf(node, env, scope)
+            if got is None:
+                got = self._made(node, env, scope, leaf, depth)
+            return got
         if t in _DISPLAYS:
             return NOT_CALLABLE
         if t is cst.Name:
@@ -509,6 +512,43 @@ class Resolver:
                 appended.extend(cls.appends.get(node.attr.value, ()))
             return self._elements_from_defs(defs, appended, leaf, depth)
         return None
+
+    def _made(self, call: cst.Call, env, scope, leaf: Leaf, depth: int) -> Optional[list]:
+        """What a factory of this file gives back (``def build_attn(d): return
+        nn.MultiheadAttention(d, 8)``, then ``self.attn = build_attn(64)``): a
+        module-level function, or a method called on ``self``, every return of
+        which is known to hold something; its arguments are not bound (the
+        module built there is that one construction, whatever its sizes)."""
+        func = call.func
+        target = None
+        if isinstance(func, cst.Name):
+            defs = lookup(func.value, env, scope)
+            if len(defs) == 1 and defs[0].kind == DefKind.DEF:
+                target = defs[0].node
+        elif isinstance(func, cst.Attribute):
+            owner = self.self_class(func, env, scope)
+            if owner is not None:
+                for cls in self.base_classes(owner):
+                    if func.attr.value in cls.methods:
+                        target = cls.methods[func.attr.value]
+                        break
+        fscope = self.flow.functions.get(id(target)) if target is not None else None
+        if fscope is None or not fscope.returns:
+            return None
+        key = ("made", id(target))
+        if key in self._following:
+            return None
+        self._following.add(key)
+        try:
+            out: list = []
+            for ret, renv in fscope.returns:
+                got = self.held(ret, renv, fscope, leaf, depth + 1)
+                if not got:
+                    return None
+                out.extend(got)
+            return out
+        finally:
+            self._following.discard(key)
 
     def _clones(self, call: cst.Call, env, scope, leaf: Leaf, depth: int) -> Optional[list]:
         """``_get_clones(layer, n)``: a function of this file whose one return is
