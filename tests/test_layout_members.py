@@ -233,3 +233,38 @@ def test_mmpretrain_s_clip_blocks_keep_the_layout():
     # without the reading of ``super().forward`` the layout is lost at ``ln_1``
     lost = CLIP_BLOCKS.replace("super().forward(x.type(torch.float32))", "self.cast(x)")
     assert got(lost) == [("MHA001", 15, 21, None)]
+
+
+FACTORIES = """\
+def build_attn(dim, heads=8):
+    attn = nn.MultiheadAttention(dim, heads)
+    return attn
+
+
+class Model(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.c = build_attn(64)
+        self.d = self._make(64)
+
+    def _make(self, dim):
+        return nn.MultiheadAttention(dim, 4)
+
+    def forward(self, x):
+        B, L, E = x.shape
+        y = self.d(x, x, x, need_weights=False)[0]
+        x = x.transpose(0, 1)
+        return self.c(x, x, x, need_weights=False)[0], y
+"""
+
+
+def test_a_module_a_factory_of_the_file_builds_is_what_its_calls_run():
+    # the function's construction on line 6, the method's on line 17; the shapes
+    # on line 20, the swap on line 22
+    assert got(FACTORIES) == [("MHA001", 17, 16, 20), ("MHA903", 6, 12, 22)]
+    # a branch that gives back None: a call of it would raise, the module runs
+    optional = FACTORIES.replace("    return attn\n", "    if heads > 8:\n        return None\n    return attn\n")
+    assert got(optional) == [("MHA001", 19, 16, 22), ("MHA903", 6, 12, 24)]
+    # a branch that gives back what is not known: its calls may run anything
+    other = FACTORIES.replace("    return attn\n", "    if heads > 8:\n        return make_other(dim)\n    return attn\n")
+    assert got(other) == [("MHA001", 6, 12, None), ("MHA001", 19, 16, 22)]

@@ -542,11 +542,13 @@ class Resolver:
         try:
             out: list = []
             for ret, renv in fscope.returns:
+                if is_none(ret):
+                    continue  # no module: a call would raise, so a call runs the others
                 got = self.held(ret, renv, fscope, leaf, depth + 1)
                 if not got:
                     return None
                 out.extend(got)
-            return out
+            return out or None
         finally:
             self._following.discard(key)
 
