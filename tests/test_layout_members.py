@@ -268,3 +268,95 @@ def test_a_module_a_factory_of_the_file_builds_is_what_its_calls_run():
     # a branch that gives back what is not known: its calls may run anything
     other = FACTORIES.replace("    return attn\n", "    if heads > 8:\n        return make_other(dim)\n    return attn\n")
     assert got(other) == [("MHA001", 6, 12, None), ("MHA001", 19, 16, 22)]
+
+
+OPENMMLAB = """\
+from mmengine.model import ModuleList
+
+
+class Block(nn.Module):
+    def __init__(self, d):
+        super().__init__()
+        self.attn = nn.MultiheadAttention(d, 8)
+
+    def forward(self, x):
+        return x + self.attn(x, x, x, need_weights=False)[0]
+
+
+class Tower(nn.Module):
+    def __init__(self, d, n):
+        super().__init__()
+        self.blocks = ModuleList([Block(d) for _ in range(n)])
+
+    def forward(self, x):
+        SHAPE = x.shape
+        for blk in self.blocks:
+            x = blk(x)
+        return x
+"""
+
+
+def test_openmmlab_s_containers_hold_and_run_their_modules():
+    # mmengine's ModuleList (mmaction's UniFormerV2): the attention on line 11,
+    # the shapes on line 23
+    assert got(OPENMMLAB.replace("SHAPE", "L, N, C")) == [("MHA903", 11, 21, 23)]
+    assert got(OPENMMLAB.replace("SHAPE", "N, L, C")) == [("MHA001", 11, 21, 23)]
+
+
+def test_a_stated_sequence_and_features_leave_the_batch_the_other_axis():
+    # ``L, NT, C = x.shape``: NT (batch times frames) names nothing, but a 3-D
+    # attention input whose sequence and features are stated has its batch
+    # in the axis left
+    assert got(OPENMMLAB.replace("SHAPE", "L, NT, C")) == [("MHA903", 11, 21, 23)]
+    assert got(OPENMMLAB.replace("SHAPE", "NT, L, C")) == [("MHA001", 11, 21, 23)]
+    # the features not stated: nothing is known
+    assert got(OPENMMLAB.replace("SHAPE", "L, NT, Q")) == [("MHA001", 11, 21, None)]
+
+
+def test_a_reshape_by_channel_names_the_channels():
+    # pypots' CSDI: ``reshape(B * K, channel, L)`` then ``permute(2, 0, 1)``
+    body = OPENMMLAB.replace(
+        "        SHAPE = x.shape\n",
+        "        B, channel, K, L = x.shape\n"
+        "        x = x.reshape(B * K, channel, L).permute(2, 0, 1)\n",
+    )
+    assert got(body) == [("MHA903", 11, 21, 24)]
+
+
+WEIGHTS = """\
+class Extractor(nn.Module):
+    def __init__(self, d):
+        super().__init__()
+        self.attn = nn.MultiheadAttention(d, 8)
+        nn.init.xavier_uniform_(self.attn.in_proj_weight)
+
+    def forward(self, x, y):
+        d = self.attn.embed_dim
+        q = x @ self.attn.in_proj_weight[:d].T
+        k = y @ self.attn.in_proj_weight[d:-d].T
+        v = y @ self.attn.in_proj_weight[-d:].T
+        out = (q @ k.transpose(-2, -1)).softmax(dim=-1) @ v
+        return self.attn.out_proj(out)
+
+
+class Block(nn.Module):
+    def __init__(self, d):
+        super().__init__()
+        self.attn = nn.MultiheadAttention(d, 8)
+
+    def forward(self, x):
+        return self.attn(x, x, x, need_weights=False)[0]
+"""
+
+
+def test_a_module_kept_only_for_its_weights_is_not_reported():
+    # mmaction's UniFormerV2 Extractor: the attention on line 8 is never run;
+    # the Block's, on line 23, is called with data of unknown layout
+    assert got(WEIGHTS) == [("MHA001", 23, 21, None)]
+    # the module called, handed on, or called from outside its class: reported
+    called = WEIGHTS.replace("return self.attn.out_proj(out)", "return self.attn(out, out, out)[0]")
+    assert got(called) == [("MHA001", 8, 21, None), ("MHA001", 23, 21, None)]
+    handed = WEIGHTS.replace("d = self.attn.embed_dim", "d = run(self.attn)")
+    assert got(handed) == [("MHA001", 8, 21, None), ("MHA001", 23, 21, None)]
+    outside = WEIGHTS + "\n\ndef probe(e, x):\n    return e.attn(x, x, x)\n"
+    assert got(outside) == [("MHA001", 8, 21, None), ("MHA001", 23, 21, None)]

@@ -354,6 +354,13 @@ _ALIASES = {
     "torch.nn.modules.Dropout": DROPOUT,
     "torch._C._nn.scaled_dot_product_attention": SDPA_QUALNAME,
 }
+# OpenMMLab's containers (mmdet, mmseg, mmaction, mmocr, mmpretrain build their
+# layers in them): subclasses of torch's that only add ``init_cfg``, and hold,
+# run and iterate their modules as torch's do
+for _where in ("mmengine.model", "mmengine.model.base_module"):
+    _ALIASES[_where + ".ModuleList"] = MODULE_LIST
+    _ALIASES[_where + ".Sequential"] = "torch.nn.Sequential"
+    _ALIASES[_where + ".ModuleDict"] = "torch.nn.ModuleDict"
 for _spec in list(MODULES.values()):
     _ALIASES["torch.nn.modules.transformer." + _spec.name] = _spec.qualname
     _ALIASES["torch.nn.modules." + _spec.name] = _spec.qualname

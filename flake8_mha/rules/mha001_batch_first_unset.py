@@ -104,6 +104,12 @@ class BatchFirstUnset(Rule):
           count as the layer's calls.
         - A subclass with its own `__init__` is reported at its
           `super().__init__(...)` call; one without is reported where it is built.
+        - A module kept on `self.<attr>` whose every use in the file reads an
+          attribute of it (`self.attn.in_proj_weight`, `self.attn.out_proj(out)`,
+          `self.attn.num_heads`) and that nothing calls is not reported: its
+          weights serve hand-written attention and its `forward` never runs
+          (mmaction's UniFormerV2). Any other use of an attribute of that name in
+          the file (a call, an argument, an alias) keeps the finding.
         - Unknown layout is reported (as before the layout analysis): no prior is
           assumed either way, and the default is a trap whenever the data is
           batch-first. A module never called in the file is reported too.
@@ -176,6 +182,8 @@ class BatchFirstUnset(Rule):
             )
             return
         unknown = [c for _, c in calls if c.kind is None]
+        if not calls and analysis.weights_only(ev):
+            return  # its weights serve hand-written attention; it is never run
         if unknown or not calls:
             evidence.update(analysis.evidence(unknown[0] if unknown else CallLayout(None)))
             evidence["called"] = bool(calls)

@@ -14,8 +14,11 @@ prior is assumed.  Never imports torch.
 
 from __future__ import annotations
 
+import ast
 from dataclasses import dataclass
 from typing import Any, Dict, List, Optional
+
+import libcst as cst
 
 from ..events import Construction, ModuleCall
 from .domain import BATCH, SEQ, Layout, parse_shape_comment, roles_of_names
@@ -61,6 +64,7 @@ class LayoutAnalysis:
         self.ctx = ctx
         self.evaluator = LayoutEvaluator(ctx)
         self._calls: Dict[tuple, CallLayout] = {}
+        self._uses: Optional[Dict[tuple, List[int]]] = None  # weights_only's census
 
     def of_call(self, ev: ModuleCall) -> CallLayout:
         key = (id(ev.site.node), self.evaluator.session.get(DEFAULT))
@@ -174,6 +178,34 @@ class LayoutAnalysis:
                     out.append(other)
         return out
 
+    def weights_only(self, ev: Construction) -> bool:
+        """A module kept on ``self.<attr>`` that the file only reads attributes
+        of (``self.attn.in_proj_weight``, ``self.attn.out_proj(out)``,
+        ``self.attn.num_heads``) and never calls, passes on or aliases: its
+        weights serve hand-written attention, its ``forward`` never runs
+        (mmaction's UniFormerV2 ``Extractor``, CLIP variants)."""
+        stmt = ev.site.stmt
+        if not (
+            isinstance(stmt, cst.Assign)
+            and len(stmt.targets) == 1
+            and stmt.value is ev.site.node
+            and isinstance(stmt.targets[0].target, cst.Attribute)
+            and isinstance(stmt.targets[0].target.value, cst.Name)
+            and stmt.targets[0].target.value.value == "self"
+        ):
+            return False
+        name = stmt.targets[0].target.attr.value
+        cls = ev.site.cls
+        project = getattr(self.ctx, "project", None)
+        tree = project.own_tree() if project is not None else None
+        if cls is None or tree is None:
+            return False
+        if self._uses is None:  # read from the whole text: the focused one leaves code out
+            self._uses = _attribute_uses(tree)
+        read, other = self._uses.get((cls.name, name), (0, 0))
+        # the assignment itself is the one other use; none of ``block.attn(...)`` and the like
+        return read > 0 and other == 1 and (None, name) not in self._uses
+
     def _layer_is(self, inst, container: str, ev: Construction) -> bool:
         args = inst.init_args()
         if args is None:
@@ -227,6 +259,29 @@ class LayoutAnalysis:
             return
         for li in layers:
             yield li.ctor, li.spec, li.init_args()
+
+
+def _attribute_uses(tree: ast.Module) -> Dict[tuple, List[int]]:
+    """Per (class name, attribute) for ``self.name`` in that top-level class's
+    body, and per (None, name) for ``<anything else>.name`` in the file: how
+    often it is read only for an attribute of its own (``self.name.weight``),
+    and how often it is used otherwise (called, passed, assigned, aliased)."""
+    uses: Dict[tuple, List[int]] = {}
+
+    def count(node: ast.AST, cls: Optional[str]) -> None:
+        owners = set()
+        for n in ast.walk(node):
+            if isinstance(n, ast.Attribute) and isinstance(n.value, ast.Attribute):
+                owners.add(id(n.value))  # ``n.value`` is read for an attribute
+        for n in ast.walk(node):
+            if isinstance(n, ast.Attribute):
+                own = cls is not None and isinstance(n.value, ast.Name) and n.value.id == "self"
+                counts = uses.setdefault((cls if own else None, n.attr), [0, 0])
+                counts[0 if id(n) in owners else 1] += 1
+
+    for top in tree.body:
+        count(top, top.name if isinstance(top, ast.ClassDef) else None)
+    return uses
 
 
 def _relative(path: str) -> str:

@@ -59,10 +59,18 @@ class Layout:
     def batch_first(self) -> Optional[bool]:
         """True: batch axis first (N, L, E); False: second (L, N, E); None: not known
         or not a 3-D batched tensor."""
-        if len(self.roles) != 3 or self.roles.count(BATCH) != 1:
+        roles = self.roles
+        if len(roles) != 3:
             return None
-        at = self.roles.index(BATCH)
-        return True if at == 0 else False if at == 1 else None
+        if roles.count(BATCH) == 1:
+            at = roles.index(BATCH)
+            return True if at == 0 else False if at == 1 else None
+        if BATCH not in roles and roles.count(SEQ) == 1 and roles[2] in (EMBED, CHANNEL):
+            # a 3-D attention input with its sequence and its features stated: the
+            # other axis is the batch (``L, NT, C = x.shape``: NT names nothing)
+            at = roles.index(SEQ)
+            return False if at == 0 and roles[1] is None else True if roles[0] is None else None
+        return None
 
     @property
     def unbatched(self) -> bool:
@@ -175,7 +183,17 @@ _EMBED_NAMES = {
     "embedding_dim",
     "f",
 }
-_CHANNEL_NAMES = {"c", "ch", "channels", "n_channels", "num_channels", "in_channels", "cin", "c_in"}
+_CHANNEL_NAMES = {
+    "c",
+    "ch",
+    "channel",
+    "channels",
+    "n_channels",
+    "num_channels",
+    "in_channels",
+    "cin",
+    "c_in",
+}
 _HEAD_NAMES = {"heads", "num_heads", "n_heads", "nh", "nhead", "n_head", "nheads", "num_head"}
 _SPATIAL_NAMES = {"h", "w", "height", "width_", "x_", "y_", "z", "d_", "hh", "ww"}
 

@@ -136,6 +136,16 @@ class ProjectFiles:
             self._chained.clear()
         self._own_tree = tree
 
+    def own_tree(self) -> Optional[ast.Module]:
+        """Python's ``ast`` of the linted file's whole text (not the focused
+        text LibCST parses), parsed once if the caller did not hand it over."""
+        if self._own_tree is None and self._own_source is not None:
+            try:
+                self._own_tree = ast.parse(self._own_source)
+            except (SyntaxError, ValueError, RecursionError, MemoryError):
+                return None
+        return self._own_tree
+
     def own_name(self) -> str:
         """The linted file as a ``through`` entry names it."""
         return self.relative(self.path)
