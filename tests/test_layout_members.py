@@ -360,3 +360,18 @@ def test_a_module_kept_only_for_its_weights_is_not_reported():
     assert got(handed) == [("MHA001", 8, 21, None), ("MHA001", 23, 21, None)]
     outside = WEIGHTS + "\n\ndef probe(e, x):\n    return e.attn(x, x, x)\n"
     assert got(outside) == [("MHA001", 8, 21, None), ("MHA001", 23, 21, None)]
+
+
+def test_a_transformer_used_through_its_parts_is_still_judged():
+    # darts: ``self.transformer.encoder(...)`` runs a part built with the
+    # Transformer's batch_first, so reading only its attributes is no excuse
+    body = """\
+    class Forecaster(nn.Module):
+        def __init__(self, d):
+            super().__init__()
+            self.transformer = nn.Transformer(d, 8)
+
+        def forward(self, src):
+            return self.transformer.encoder(src)
+    """
+    assert got(body) == [("MHA001", 8, 28, None)]

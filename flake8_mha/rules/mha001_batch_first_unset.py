@@ -104,12 +104,14 @@ class BatchFirstUnset(Rule):
           count as the layer's calls.
         - A subclass with its own `__init__` is reported at its
           `super().__init__(...)` call; one without is reported where it is built.
-        - A module kept on `self.<attr>` whose every use in the file reads an
+        - An `nn.MultiheadAttention` kept on `self.<attr>` whose every use in the file reads an
           attribute of it (`self.attn.in_proj_weight`, `self.attn.out_proj(out)`,
           `self.attn.num_heads`) and that nothing calls is not reported: its
           weights serve hand-written attention and its `forward` never runs
           (mmaction's UniFormerV2). Any other use of an attribute of that name in
-          the file (a call, an argument, an alias) keeps the finding.
+          the file (a call, an argument, an alias) keeps the finding. A
+          transformer module used only through its parts (`self.transformer.encoder(x)`)
+          keeps it: the parts run with its `batch_first`.
         - Unknown layout is reported (as before the layout analysis): no prior is
           assumed either way, and the default is a trap whenever the data is
           batch-first. A module never called in the file is reported too.

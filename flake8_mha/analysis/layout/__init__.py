@@ -183,8 +183,12 @@ class LayoutAnalysis:
         of (``self.attn.in_proj_weight``, ``self.attn.out_proj(out)``,
         ``self.attn.num_heads``) and never calls, passes on or aliases: its
         weights serve hand-written attention, its ``forward`` never runs
-        (mmaction's UniFormerV2 ``Extractor``, CLIP variants)."""
+        (mmaction's UniFormerV2 ``Extractor``, CLIP variants).  Only an
+        ``nn.MultiheadAttention``: what its attributes run (``out_proj``) reads
+        no layout, where a transformer's parts run with its ``batch_first``."""
         stmt = ev.site.stmt
+        if ev.spec.name != "MultiheadAttention":
+            return False  # ``self.transformer.encoder(x)`` runs a part with its batch_first
         if not (
             isinstance(stmt, cst.Assign)
             and len(stmt.targets) == 1
