@@ -13,6 +13,7 @@ from . import reach
 from ..core import torch_api
 from .flow import CallSite, ClassInfo, Def, DefKind, Env, FlowPass, Scope, lookup
 from .tree import is_none
+from .values import literal
 from ..core.torch_api import Argument, ModuleSpec, Signature
 
 MAX_DEPTH = 16
@@ -212,6 +213,13 @@ class Resolver:
                     out.extend(self.base_classes(parent, depth + 1))
         return out
 
+    def method_of(self, cls: ClassInfo, name: str) -> Optional[cst.FunctionDef]:
+        """A method of a class of this file, or of one of its bases."""
+        for c in self.base_classes(cls):
+            if name in c.methods:
+                return c.methods[name]
+        return None
+
     def attr_defs(self, info: ClassInfo, attr: str) -> List[Def]:
         defs: List[Def] = []
         for cls in self.base_classes(info):
@@ -291,9 +299,7 @@ class Resolver:
                     return None
             else:
                 break
-            defs = [d for d in defs if not is_none(d.node)]
-            if len(defs) > 1:  # a module in one branch, the container in another
-                defs = [d for d in defs if not self._indexes_nothing(d)]
+            defs = self._container_defs(defs)
             if len(defs) != 1 or defs[0].kind != DefKind.ASSIGN:
                 return None
             value, venv, vscope = defs[0].node, defs[0].env, defs[0].scope
@@ -320,6 +326,15 @@ class Resolver:
             and not any(a.star or a.keyword for a in call.args)
             and self.qualname(call.func, env, scope) == "typing.cast"
         )
+
+    def _container_defs(self, defs) -> list:
+        """The definitions an index or a loop can be reading: not ``None``, and
+        of several, not a torch module that is no container (a module in one
+        branch, the container in another); all of them when none is one."""
+        real = [d for d in defs if d.kind != DefKind.ASSIGN or not is_none(d.node)]
+        if len(real) > 1:
+            return [d for d in real if not self._indexes_nothing(d)] or real
+        return real
 
     def _indexes_nothing(self, d: Def) -> bool:
         """A definition holding a torch module that is no container (a
@@ -528,10 +543,7 @@ class Resolver:
         elif isinstance(func, cst.Attribute):
             owner = self.self_class(func, env, scope)
             if owner is not None:
-                for cls in self.base_classes(owner):
-                    if func.attr.value in cls.methods:
-                        target = cls.methods[func.attr.value]
-                        break
+                target = self.method_of(owner, func.attr.value)
         fscope = self.flow.functions.get(id(target)) if target is not None else None
         if fscope is None or not fscope.returns:
             return None
@@ -618,14 +630,10 @@ class Resolver:
         if not defs:
             return None
         out: list = []
-        real = [d for d in defs if d.kind != DefKind.ASSIGN or not is_none(d.node)]
-        if len(real) > 1:  # a module in one branch, the container in another
-            defs = [d for d in real if not self._indexes_nothing(d)] or real
-        for d in defs:
+        # ``self.encode = None`` then, maybe, a container: iterated, it is that
+        for d in self._container_defs(defs):
             if d.kind != DefKind.ASSIGN:
                 return None
-            if is_none(d.node):
-                continue  # ``self.encode = None`` then, maybe, a container: iterated, it is that
             got = self.held_elements(d.node, d.env, d.scope, leaf, depth + 1)
             if got is None:
                 return None
@@ -725,16 +733,8 @@ def _int_index(node: cst.Subscript) -> Optional[int]:
     """The literal integer of ``x[1]`` / ``x[-1]``."""
     if len(node.slice) != 1 or not isinstance(node.slice[0].slice, cst.Index):
         return None
-    value = node.slice[0].slice.value
-    sign = 1
-    if isinstance(value, cst.UnaryOperation) and isinstance(value.operator, cst.Minus):
-        value, sign = value.expression, -1
-    if isinstance(value, cst.Integer):
-        try:
-            return sign * int(value.value, 0)
-        except ValueError:  # pragma: no cover - ``010`` is no Python 3 literal
-            return None
-    return None
+    value = literal(node.slice[0].slice.value)
+    return value if type(value) is int else None
 
 
 def _scope_appends(scope: Optional[Scope], name: str) -> List[Def]:

@@ -120,6 +120,13 @@ def shaped(returns: list, index: Optional[int]) -> list:
     return tuples if index is not None else [r for r in returns if not isinstance(r[0], cst.Tuple)]
 
 
+def _keeps_shape(qn: Optional[str]) -> bool:
+    """A torch module class whose output has its input's shape (``nn.LayerNorm``)."""
+    return (
+        qn is not None and qn.startswith("torch.nn.") and qn.rsplit(".", 1)[1] in PRESERVE_MODULES
+    )
+
+
 def meet(a: Layout, b: Layout) -> Optional[Layout]:
     """The roles ``a`` and ``b`` state together (with ``a``'s evidence), or
     None when they state different roles for one axis.  Embedding and channel
@@ -264,26 +271,13 @@ class LayoutCalls:
         cls = scope.cls if scope is not None else None
         if cls is None:
             return False
-        for base in cls.base_exprs:
-            qn = self.qualname(base, cls.env, cls.scope)
-            if (
-                qn is not None
-                and qn.startswith("torch.nn.")
-                and qn.rsplit(".", 1)[1] in PRESERVE_MODULES
-            ):
-                return True
-        return False
+        return any(_keeps_shape(self.qualname(b, cls.env, cls.scope)) for b in cls.base_exprs)
 
     def _all_preserving(self, built: cst.Call, d: Def) -> bool:
         for arg in built.args:
             if arg.star or not isinstance(arg.value, cst.Call):
                 return False
-            qn = self.qualname(arg.value.func, d.env, d.scope)
-            if (
-                qn is None
-                or not qn.startswith("torch.nn.")
-                or qn.rsplit(".", 1)[1] not in PRESERVE_MODULES
-            ):
+            if not _keeps_shape(self.qualname(arg.value.func, d.env, d.scope)):
                 return False
         return bool(built.args)
 

@@ -35,7 +35,6 @@ ROTATION_HOW = "channels-first map made sequence-first before the module call"
 # what torch's containers feed the first and second parameters of their layers
 _LAYER_INPUTS = {"TransformerEncoder": ("src",), "TransformerDecoder": ("tgt", "memory")}
 _ONE_INPUT = {"TransformerEncoder", "TransformerEncoderLayer"}  # called with ``src`` alone
-_ONE_LAYER = {"torch.nn.TransformerEncoder", "torch.nn.TransformerDecoder"}  # repeat one layer
 _REACH_DEPTH = 4
 _REACH_HOPS = 2  # the hops a reach question is asked with: enough to name a class
 
@@ -252,21 +251,16 @@ class ProgramLayout:
         before it).  None when it is no member of one that is called."""
         built = {id(site.node)}
         parents = site.parents
-        if len(parents) >= 2 and isinstance(parents[-1], cst.Arg):
-            arg, call = parents[-1], parents[-2]
-            if (
-                isinstance(call, cst.Call)
-                and arg.value is site.node
-                and not arg.star
-                and (
-                    arg.keyword is None
-                    and call.args[0] is arg
-                    or arg.keyword is not None
-                    and arg.keyword.value in ("encoder_layer", "decoder_layer")
-                )
-                and self.qualname(call.func, site.env, site.scope) in _ONE_LAYER
-            ):
-                built.add(id(call))
+        if (
+            len(parents) >= 2
+            and isinstance(parents[-1], cst.Arg)
+            and isinstance(parents[-2], cst.Call)
+        ):
+            call = parents[-2]
+            spec = MODULES.get(self.qualname(call.func, site.env, site.scope) or "")
+            if spec is not None and spec.name in _LAYER_INPUTS:  # the layer torch repeats
+                if Bound(call, spec.init).get(spec.init.names[0]) is site.node:
+                    built.add(id(call))
         self._index()
         if self._sequentials is None:
             self._sequentials = self._sequential_calls()

@@ -80,20 +80,30 @@ def forwarded(value: Forwarded, depend, depth: int = 0) -> Optional[tuple]:
     built, read = constructions(value.path, value.cls, signature[0])
     for name in read:
         depend(name)
-    if not built:
-        return None
-    out = set()
-    for entry in built:
-        got = entry.get(value.param, MISSING)
-        if got == MISSING:
-            got = signature[1].get(value.param, UNKNOWN)
-        if isinstance(got, Forwarded):
-            up = forwarded(got, depend, depth + 1)
-            got = up[0] if up is not None else UNKNOWN
-        if got == UNKNOWN:
+    return one_value(built, value.param, signature[1], depend, depth + 1)
+
+
+def one_value(found, param: str, defaults: dict, depend=None, depth: int = 0) -> Optional[tuple]:
+    """``(value,)`` when every entry of ``found`` (per construction or call,
+    parameter -> literal, ``MISSING``: its default) gives ``param`` the same
+    literal, else None.  A ``Forwarded`` argument has what the class above
+    is passed (``forwarded``, told ``depend``; without it, unknown)."""
+    values = set()
+    for entry in found or ():
+        value = entry.get(param, MISSING)
+        if value == MISSING:
+            if param not in defaults:
+                return None
+            value = defaults[param]
+        if isinstance(value, Forwarded):  # a parameter of the building class's own
+            up = forwarded(value, depend, depth) if depend is not None else None
+            value = up[0] if up is not None else UNKNOWN
+        if value == UNKNOWN:
             return None
-        out.add((type(got), got))
-    return (out.pop()[1],) if len(out) == 1 else None
+        values.add((type(value), value))
+    if len(values) != 1:
+        return None
+    return (values.pop()[1],)
 
 
 def dependents(changed: Iterable[str]) -> List[str]:

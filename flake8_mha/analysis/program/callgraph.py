@@ -358,10 +358,7 @@ class FileCalls:
 
     def method_of(self, cls: ClassInfo, name: str) -> Optional[cst.FunctionDef]:
         """A method of a class of this file, or of one of its bases."""
-        for c in self.resolver.base_classes(cls):
-            if name in c.methods:
-                return c.methods[name]
-        return None
+        return self.resolver.method_of(cls, name)
 
     def stored_functions(self, call: cst.Call, env, scope) -> Optional[List[cst.FunctionDef]]:
         """The functions of this file that ``self.<attr>`` may hold at ``self.<attr>(...)``:

@@ -405,7 +405,7 @@ class Project(ProjectFiles):
         if found is None:
             return None, None
         built, defaults = found
-        got = _one_value(built, param, defaults, self.depend)
+        got = callers.one_value(built, param, defaults, self.depend)
         return got, _answer(built, got)
 
     def _constructions(self, cls: str, param: str, reader=None):
@@ -478,7 +478,7 @@ class Project(ProjectFiles):
             return None, None
         for filename in read:
             self.depend(filename)
-        got = _one_value(found, param, signature[2])
+        got = callers.one_value(found, param, signature[2])
         answer = _answer(found, got)
         if got is not None and not _off(got[0]):
             # known, not settled: the rules judge it at each call; the confirmer's
@@ -524,27 +524,6 @@ class Project(ProjectFiles):
 
 BUILT, CALLED = "built", "called"
 OUTSIDE, OPEN, SETTLED, KNOWN = "outside", "open", "settled", "known"
-
-
-def _one_value(found, param: str, defaults: dict, depend=None) -> Optional[tuple]:
-    """``(value,)`` when every entry of ``found`` (per construction or call,
-    parameter -> literal) gives ``param`` the same literal, else None."""
-    values = set()
-    for entry in found or ():
-        value = entry.get(param, callers.MISSING)
-        if value == callers.MISSING:
-            if param not in defaults:
-                return None
-            value = defaults[param]
-        if isinstance(value, callers.Forwarded):  # a parameter of the building class's own
-            up = callers.forwarded(value, depend) if depend is not None else None
-            value = up[0] if up is not None else callers.UNKNOWN
-        if value == callers.UNKNOWN:
-            return None
-        values.add((type(value), value))
-    if len(values) != 1:
-        return None
-    return (values.pop()[1],)
 
 
 def _answer(found, got) -> tuple:
