@@ -375,3 +375,56 @@ def test_a_transformer_used_through_its_parts_is_still_judged():
             return self.transformer.encoder(src)
     """
     assert got(body) == [("MHA001", 8, 28, None)]
+
+
+FACTORY = "import torch.nn as nn\n\n\ndef build(width):\n    return nn.MultiheadAttention(width, 8)\n"
+USER = """\
+import torch.nn as nn
+
+from .factories import build
+
+
+class Tower(nn.Module):
+    def __init__(self, width):
+        super().__init__()
+        self.embed = nn.Embedding(100, width)
+        self.attn = build(width)
+
+    def forward(self, ids):
+        x = self.embed(ids)
+        x = x.permute(1, 0, 2)  # NLD -> LND
+        return self.attn(x, x, x)[0]
+"""
+
+
+def _factory_package(tmp_path, user: str):
+    pkg = tmp_path / "pkg"
+    pkg.mkdir()
+    (pkg / "__init__.py").write_text("")
+    (pkg / "factories.py").write_text(FACTORY)
+    (pkg / "tower.py").write_text(user)
+    path = pkg / "factories.py"
+    return [
+        (f.code, f.line, f.col, f.evidence.get("layout_file"), f.evidence.get("layout_line"))
+        for f in analyze_source(FACTORY, str(path), CODES)
+    ]
+
+
+def test_a_module_a_factory_of_another_file_builds_is_what_its_callers_run(tmp_path):
+    """``self.attn = build(width)``, ``build`` imported from the file that
+    builds and returns the module: the caller's swap to sequence-first
+    reaches the construction (MHA903, naming the caller's line), and
+    batch-first data fed there gives MHA001 with that line."""
+    assert _factory_package(tmp_path, USER) == [("MHA903", 5, 12, "pkg/tower.py", 14)]
+    (tmp_path / "b").mkdir()
+    batch_first = USER.replace("        x = x.permute(1, 0, 2)  # NLD -> LND\n", "").replace(
+        "x = self.embed(ids)", "x = self.embed(ids)  # (batch, seq, width)"
+    )
+    assert _factory_package(tmp_path / "b", batch_first) == [("MHA001", 5, 12, "pkg/tower.py", 13)]
+
+
+def test_a_factory_result_used_otherwise_keeps_the_finding(tmp_path):
+    """Kept anywhere but on ``self`` (a list, an argument), its calls are not
+    followed: unknown, and MHA001 stays."""
+    other = USER.replace("self.attn = build(width)", "self.attn = [build(width)][0]")
+    assert _factory_package(tmp_path, other) == [("MHA001", 5, 12, None, None)]

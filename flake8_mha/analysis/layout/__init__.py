@@ -109,6 +109,8 @@ class LayoutAnalysis:
                 got = self.evaluator.handed_to(ev.site, ev.spec)
             if got is None:
                 got = self.evaluator.fed_in_sequential(ev.site)
+            if got is None:
+                got = self.evaluator.made_for(ev.site, ev.spec)
         except RecursionError:  # pragma: no cover
             got = None
         out = []

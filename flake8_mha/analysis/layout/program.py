@@ -498,6 +498,35 @@ class ProgramLayout:
         ev = self.other(there, self.hops - 1)
         return [ev.export(v) for v in ev.attr_calls(cls, held, spec)] or None
 
+    def made_for(self, site, spec) -> Optional[List[Optional[Layout]]]:
+        """A module a function of this file builds and returns (``def
+        build_attn(d): return nn.MultiheadAttention(d, 8)``), called from
+        other project files: what the calls of the attribute each caller keeps
+        it in feed it (any other use: unknown).  None when not built so, or
+        no caller is found."""
+        scope, stmt = site.scope, site.stmt
+        if (
+            self.path is None
+            or self.hops <= 0
+            or scope.cls is not None
+            or scope.parent is not self.flow.module_scope
+            or not isinstance(scope.node, cst.FunctionDef)
+            or not isinstance(stmt, cst.Return)
+            or stmt.value is not site.node
+        ):
+            return None
+        name = scope.node.name.value
+        out: List[Optional[Layout]] = []
+        for other in project_callers.factory_files(self.path, name) or ():
+            there = self._unit(other)
+            if there is None:
+                return None
+            ev = self.other(there, self.hops - 1)
+            for cls, attr in project_callers.factory_calls(there, self.path, name):
+                kept = ev.attr_calls(cls, {attr}, spec) if cls is not None else [None]
+                out.extend(ev.export(v) for v in kept)
+        return out or None
+
     def default_for(self, site, spec) -> Optional[List[Optional[Layout]]]:
         """A module built as the default of a parameter an ``__init__`` keeps
         (``self.self_attn = self_attention or nn.MultiheadAttention(...)``):
@@ -559,6 +588,10 @@ class ProgramLayout:
                 and other.scope.cls is cls
             ):
                 continue
+            marks = self._marks()  # a module of ``spec`` runs there, whatever the resolver knows
+            for given in other.node.args:
+                if not given.star and id(given.value) not in marks:
+                    self._mark(given.value, other.env, other.scope)
             query = Bound(other.node, spec.forward).get(arg)
             out.append(self.at(query, other) if query is not None else None)
         return out

@@ -38,6 +38,7 @@ import libcst as cst
 
 from ...core.atomic import read_regular
 from ..flow import ClassInfo, DefKind, FlowPass, lookup
+from ..program.callers import importers_of
 from ..program.callsites import Project
 from ..program.files import project_root
 from ..resolve import Resolver, last_star
@@ -378,6 +379,12 @@ def imported_class(path: str, node, env, scope, hops: int = 0) -> Optional[Targe
     """The project class an expression names through an import of the file at
     ``path`` (``Block`` after ``from .block import Block``, ``B.Block`` after
     ``import pkg.block as B``), or None."""
+    named = _imported_name(node, env, scope)
+    return _class_at(path, *named, hops) if named is not None else None
+
+
+def _imported_name(node, env, scope) -> Optional[Tuple[int, str]]:
+    """(relative level, dotted name) an expression names through an import."""
     chain: List[str] = []
     while isinstance(node, cst.Attribute):
         chain.insert(0, node.attr.value)
@@ -390,8 +397,45 @@ def imported_class(path: str, node, env, scope, hops: int = 0) -> Optional[Targe
     level, dotted = _import_target(defs[0].node, node.value)
     if dotted is None:
         return None
-    dotted = ".".join([dotted] + chain) if dotted else ".".join(chain)
-    return _class_at(path, level, dotted, hops)
+    return level, ".".join([dotted] + chain) if dotted else ".".join(chain)
+
+
+def factory_files(path: str, name: str) -> Optional[List[str]]:
+    """The project files that import the file at ``path`` and name ``name``, a
+    function of it: the only ones that may call it; None when they cannot be
+    listed or are more than ``MAX_CANDIDATES``."""
+    files = importers_of(path)
+    if files is None:
+        return None
+    word = re.compile(r"\b" + re.escape(name) + r"\b")
+    files = [f for f in files if word.search(_read(f) or "")]
+    return files if len(files) <= MAX_CANDIDATES else None
+
+
+def factory_calls(there: Unit, path: str, name: str) -> List[Tuple[Optional[ClassInfo], str]]:
+    """Each call in ``there`` of the function ``name`` of the file at
+    ``path``: the class and attribute it is kept in (``self.attn =
+    build_attn(64)``), or (None, "") for any other use."""
+    me = os.path.abspath(path)
+    out: List[Tuple[Optional[ClassInfo], str]] = []
+    for site in there.flow.calls:
+        named = _imported_name(site.node.func, site.env, site.scope)
+        if named is None or _located(there.path, *named) != (me, name):
+            continue
+        stmt, cls = site.stmt, site.scope.cls
+        target = stmt.targets[0].target if isinstance(stmt, cst.Assign) else None
+        if (
+            cls is not None
+            and len(stmt.targets) == 1
+            and stmt.value is site.node
+            and isinstance(target, cst.Attribute)
+            and isinstance(target.value, cst.Name)
+            and target.value.value == "self"
+        ):
+            out.append((cls, target.attr.value))
+        else:
+            out.append((None, ""))
+    return out
 
 
 def _import_target(stmt, bound: str) -> Tuple[int, Optional[str]]:

@@ -130,6 +130,12 @@ def dependents(changed: Iterable[str]) -> List[str]:
     return sorted(os.path.relpath(p) for p in found)
 
 
+def importers_of(path: str) -> Optional[List[str]]:
+    """The project files that import the file at ``path`` (None: not scanned)."""
+    found = _importers(_scope(os.path.abspath(path)))
+    return None if found is None else sorted(found.get(os.path.abspath(path), ()))
+
+
 _INSTALLED = {"site-packages", "dist-packages"}
 
 
