@@ -217,6 +217,8 @@ class FlowPass:
         self.calls: List[CallSite] = []
         self.classes: Dict[int, ClassInfo] = {}  # id(ClassDef) -> info
         self.functions: Dict[int, Scope] = {}  # id(FunctionDef) -> its scope
+        self.scopes: List[Scope] = []  # every scope made, for ``release``
+        self._params: List[Def] = []  # parameters see one another: cycles too
         self._deferred: List[Tuple[cst.FunctionDef, Scope, Env]] = []
         self._conds: Tuple = ()
         self._parents: List[cst.CSTNode] = []
@@ -227,6 +229,7 @@ class FlowPass:
     def run(self, module: cst.Module) -> Scope:
         scope = Scope(ScopeKind.MODULE, module, None)
         self.module_scope = scope
+        self.scopes.append(scope)
         scope.final_env = self.block(module.body, EMPTY_ENV, scope)
         # function bodies run after the module body, so that they see every
         # module-level name (as Python does at call time)
@@ -236,6 +239,24 @@ class FlowPass:
         for fscope in self.functions.values():
             scope.mutated_globals |= fscope.globals
         return scope
+
+    def release(self) -> None:
+        """End the cycles the pass made (a scope and the definitions it holds
+        point at each other, and so do a class and its body), so that the
+        file's trees are freed as soon as its analysis is done instead of by
+        a collection that walks every node.  The pass answers nothing after."""
+        for scope in self.scopes:
+            scope.final_env, scope.returns, scope.appends = EMPTY_ENV, [], {}
+            scope.parent = scope.cls = scope.project = None
+        for info in self.classes.values():
+            info.scope = info.env = None
+            info.attrs, info.appends, info.methods = {}, {}, {}
+        for site in self.calls:
+            site.env = site.scope = None
+        for d in self._params:
+            d.env = d.scope = None
+        self._params = []
+        self.calls, self.classes, self.functions, self.scopes = [], {}, {}, []
 
     # statements
     def block(self, stmts: Sequence[cst.CSTNode], env: Env, scope: Scope) -> Env:
@@ -418,6 +439,7 @@ class FlowPass:
             info = ClassInfo(node.name.value, node, scope, env)
             self.classes[id(node)] = info
             cscope = Scope(ScopeKind.CLASS, node, scope, cls=info)
+            self.scopes.append(cscope)
             cenv = self.body(node.body, EMPTY_ENV, cscope)
             cscope.final_env = cenv
             for name, defs in cenv.items():
@@ -461,6 +483,7 @@ class FlowPass:
         elif outer.kind == ScopeKind.FUNCTION:
             fscope.cls = outer.cls
         self.functions[id(node)] = fscope
+        self.scopes.append(fscope)
         env: Env = EMPTY_ENV
         params = _all_params(node.params)
         is_static = any(
@@ -478,6 +501,7 @@ class FlowPass:
             env = env.set(name, (d,))
         for d in made:  # each parameter sees all of them, as Python binds them at once
             d.env = env
+        self._params.extend(made)
         saved_conds, saved_parents = self._conds, self._parents
         self._conds, self._parents = (), []
         fscope.final_env = self.body(node.body, env, fscope)
@@ -557,6 +581,7 @@ class FlowPass:
                 lenv = lenv.set(p.name.value, (d,))
             for d in made:
                 d.env = lenv
+            self._params.extend(made)
             parents.append(node)
             self.expr(node.body, lenv, scope)
             parents.pop()

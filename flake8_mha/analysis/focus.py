@@ -155,11 +155,15 @@ def focus(
             tree = ast.parse(source)
         except (SyntaxError, ValueError, RecursionError, MemoryError):
             return source
+    units: List[_Unit] = []
     try:
         keep_words = KEEP_WORDS | frozenset(keep)
-        return _focus(source, source_lines(source), tree, words, keep_words)
+        return _focus(source, source_lines(source), tree, words, keep_words, units)
     except (RecursionError, _Unscreenable):  # pragma: no cover - parse it whole
         return source
+    finally:  # a unit and its children point at each other: freed now, not by a collection
+        for unit in units:
+            unit.children = unit.outer = None
 
 
 def _focus(
@@ -168,10 +172,12 @@ def _focus(
     tree: ast.Module,
     words: Sequence[str],
     keep: FrozenSet[str] = KEEP_WORDS,
+    units: Optional[List[_Unit]] = None,
 ) -> str:
+    """``units``: filled with every definition, classes before their methods."""
     lines = _code_lines(original, tree)  # what the words are looked for in
     top: List[_Unit] = []
-    units: List[_Unit] = []  # every definition, classes before their methods
+    units = [] if units is None else units
     stmts: List[_Stmt] = []  # module-level statements: those that may go, and the others
     shared = _shared_lines(tree.body)
 
@@ -195,7 +201,7 @@ def _focus(
                 (top if outer is None else outer.children).append(unit)
                 if is_class:
                     unit.base = unit.trigger and any(w in text_of(first, last) for w in words)
-                    scan(stmt.body, unit)  # type: ignore[union-attr]
+                    scan(stmt.body, unit)  # type: ignore[union-attr]  # noqa: F821 (del below)
                 continue
             text = text_of(stmt.lineno - 1, end - 1)
             if outer is None:
@@ -223,6 +229,7 @@ def _focus(
                     outer.base = outer.trigger = True
 
     scan(tree.body, None)
+    del scan  # a recursive closure is a cycle: end it
     elements = _idle_elements(stmts, lines, original, words, keep)
     if elements:  # what the kept text of a pruned statement names, without the data
         pruned = _without(lines, [e for e, _ in elements])
@@ -239,10 +246,11 @@ def _focus(
             drop.append(unit)
             return
         for child in unit.children:
-            collect(child)
+            collect(child)  # noqa: F821 (del below)
 
     for unit in top:
         collect(unit)
+    del collect
     drop.extend(st for st in stmts if not st.kept)
     elements = [e for e, st in elements if st.kept]
     if not drop and not elements:

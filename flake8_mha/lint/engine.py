@@ -155,10 +155,15 @@ def _forget(ctx: Context) -> None:
 
     A MaskAnalysis holds its Context, so the pair is a cycle that only a
     garbage collection frees, and the engine pauses collection while a file
-    is analyzed.  Clearing the store ends it at once; tests/test_robust_memory.py
-    checks that no tree outlives its file.
+    is analyzed.  Clearing the store ends it at once, and so does releasing
+    the flow pass's scopes: the file's trees are then freed by reference
+    counting, and the collection that ends the pause (``collector.paused``)
+    has little left to walk.  tests/test_robust_memory.py checks that no tree
+    outlives its file.
     """
     ctx.analyses.clear()
+    ctx.flow.release()
+    ctx.__dict__.clear()  # the analyses a rule keeps on it point back at it
     positions.forget()
 
 
