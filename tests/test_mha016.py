@@ -98,13 +98,50 @@ def test_message_names_the_expansion_and_the_fix():
     assert f.evidence["per_sample"] is True and f.evidence["expansion_line"] == 13
 
 
+HELPERS = """\
+    import torch.nn as nn
+
+    def tile(mask, heads):
+        return mask.repeat(heads, 1, 1)
+
+    def interleave(mask, heads):
+        return mask.repeat_interleave(heads, dim=0)
+
+    class Block(nn.Module):
+        def __init__(self, num_heads):
+            super().__init__()
+            self.num_heads = num_heads
+            self.attn = nn.MultiheadAttention(64, num_heads, batch_first=True)
+
+        def expand(self, mask):
+            return mask.repeat(self.num_heads, 1, 1)
+
+        def forward(self, x, tokens, pad_id, L):
+            pad = (tokens == pad_id)[:, None, :].expand(-1, L, -1)
+            a = self.attn(x, x, x, attn_mask=tile(pad, self.num_heads))[0]
+            b = self.attn(x, x, x, attn_mask=self.expand(pad))[0]
+            c = self.attn(x, x, x, attn_mask=interleave(pad, self.num_heads))[0]
+            return a + b + c
+    """
+
+
+def test_a_helper_of_the_file_that_expands_its_parameter_head_major():
+    """A function or a ``self`` method whose one return repeats its
+    parameter head-major expands the caller's argument; one that interleaves
+    does not."""
+    assert found(HELPERS) == [("MHA016", 20, 13), ("MHA016", 21, 13)]
+    out = analyze_source(textwrap.dedent(HELPERS), "t.py", ["MHA016"])
+    assert out[0].evidence["expansion"] == "tile(pad, self.num_heads)"
+    assert "(use pad.repeat_interleave(num_heads, dim=0))" in out[0].message
+
+
 def test_real_flake8_reports_the_fixture_exactly():
     from fixture_expect import expected, flake8_findings
 
     status, got = flake8_findings(FIXTURE)
     assert status == 1
     assert got == expected(ROOT / "fixtures" / FIXTURE)
-    assert got == {(24, 16, "MHA016"), (29, 16, "MHA016")}
+    assert got == {(24, 16, "MHA016"), (29, 16, "MHA016"), (61, 16, "MHA016")}
 
 
 needs_torch = pytest.mark.skipif(importlib.util.find_spec("torch") is None,
@@ -112,7 +149,7 @@ needs_torch = pytest.mark.skipif(importlib.util.find_spec("torch") is None,
 
 
 @needs_torch
-@pytest.mark.parametrize("line, via", [(24, "repeat"), (29, "cat")])
+@pytest.mark.parametrize("line, via", [(24, "repeat"), (29, "cat"), (61, "repeat")])
 def test_witness_compares_with_key_padding_mask(line, via):
     from flake8_mha.confirm.witnesses import CONFIRMED, WITNESSES
 

@@ -18,6 +18,7 @@ import libcst as cst
 
 from ..analysis.events import ModuleCall
 from ..analysis.flow import CallSite, lookup
+from ..analysis.resolve import passed
 from ..analysis.gqa import GqaAnalysis, code_text
 from ..analysis.heads import arg_of, call_sizes, is_one
 from ..analysis.masks import At, analysis_for
@@ -47,7 +48,11 @@ class MaskHeadsOrder(Rule):
         `mask.repeat(num_heads, 1, 1)` (or `pad[:, None].repeat(num_heads, L,
         1)`), `torch.tile(mask, (num_heads, 1, 1))`, `torch.cat([mask] *
         num_heads)`, `einops.repeat(mask, "b i j -> (h b) i j", h=num_heads)`,
-        followed through locals and dtype methods.
+        followed through locals and dtype methods, and into a function or
+        `self` method of the file whose one return expands its parameter
+        (`def tile(mask, heads): return mask.repeat(heads, 1, 1)`; the
+        repeat factor is then read inside it). A helper in another file is
+        not followed.
 
         The repeat factor must be the head count (`num_heads`, `self.nhead`,
         `n_head`: the head-axis analysis of MHA013 decides), and the mask
@@ -166,6 +171,10 @@ class MaskHeadsOrder(Rule):
             return None
         if qn == "einops.repeat":
             return self._einops(node, env, scope, here, gqa)
+        if qn is None:
+            got = self._helper(node, env, scope, d)
+            if got is not None:
+                return got
         if qn is not None or not isinstance(func, cst.Attribute):
             return None
         name = func.attr.value
@@ -176,6 +185,37 @@ class MaskHeadsOrder(Rule):
             if sizes and self._heads_first(sizes, env, scope, gqa):
                 return node, func.value, name, here
         return None
+
+    def _helper(self, call: cst.Call, env, scope, depth: int) -> Optional[Found]:
+        """A function or ``self`` method of this file whose every return
+        expands one of its parameters head-major (``def tile(mask, heads):
+        return mask.repeat(heads, 1, 1)``): the caller's argument for it,
+        expanded at the call."""
+        resolver, func, target = self.ctx.resolver, call.func, None
+        if isinstance(func, cst.Name):
+            defs = lookup(func.value, env, scope)
+            if len(defs) == 1 and defs[0].kind == "def":
+                target = defs[0].node
+        elif isinstance(func, cst.Attribute):
+            owner = resolver.self_class(func, env, scope)
+            if owner is not None:
+                target = resolver.method_of(owner, func.attr.value)
+        fscope = self.ctx.flow.functions.get(id(target)) if target is not None else None
+        if fscope is None or len(fscope.returns) != 1 or any(a.star for a in call.args):
+            return None
+        ret, renv = fscope.returns[0]
+        got = self.head_major(ret, renv, fscope, None, depth)
+        if got is None or not isinstance(got[1], cst.Name):
+            return None
+        params = [p.name.value for p in target.params.params]
+        skip = 1 if isinstance(func, cst.Attribute) else 0  # ``self``
+        name = got[1].value
+        if name not in params[skip:]:
+            return None
+        given = passed(call, params.index(name) - skip, name)
+        if given is None:
+            return None
+        return call, given, got[2], CallSite(call, env, scope, (), (), None)
 
     def _heads_first(self, sizes, env, scope, gqa: GqaAnalysis) -> bool:
         if len(sizes) != 3 or gqa.factor_kind(sizes[0], env, scope) != "heads":
