@@ -428,3 +428,76 @@ def test_a_factory_result_used_otherwise_keeps_the_finding(tmp_path):
     followed: unknown, and MHA001 stays."""
     other = USER.replace("self.attn = build(width)", "self.attn = [build(width)][0]")
     assert _factory_package(tmp_path, other) == [("MHA001", 5, 12, None, None)]
+
+
+MVTS = '''\
+import math
+
+import torch
+from torch import nn
+
+
+def get_pos_encoder(kind):
+    return {"fixed": nn.Identity, "learnable": nn.Dropout}[kind]
+
+
+class Encoder(nn.Module):
+    def __init__(self, feat_dim, d_model, pos_encoding="fixed"):
+        super().__init__()
+        self.d_model = d_model
+        self.project_inp = nn.Linear(feat_dim, d_model)
+        self.pos_enc = get_pos_encoder(pos_encoding)(d_model)
+        layer = nn.TransformerEncoderLayer(d_model, 8)
+        self.transformer_encoder = nn.TransformerEncoder(layer, 2)
+
+    def forward(self, X, padding_masks):
+        inp = X.permute(1, 0, 2)
+        inp = self.project_inp(inp) * math.sqrt(self.d_model)
+        inp = self.pos_enc(inp)
+        out = self.transformer_encoder(inp, src_key_padding_mask=~padding_masks)
+        return out.permute(1, 0, 2)
+'''
+
+
+def _mvts(text: str):
+    return [
+        (f.code, f.line, f.col, f.evidence.get("layout_line"))
+        for f in analyze_source(text, "mvts.py", CODES)
+    ]
+
+
+def test_a_swap_followed_through_per_token_steps_to_the_module_call():
+    """mvts_transformer (sktime, tsai): the swap, then a projection scaled by
+    a number and a positional encoding no one can read, each rebinding the
+    data, then the encoder: the swap is the conversion (MHA903, naming it)."""
+    assert _mvts(MVTS) == [("MHA903", 17, 17, 21)]
+    # no swap: the steps alone say nothing, and MHA001 stays
+    unswapped = MVTS.replace("inp = X.permute(1, 0, 2)", "inp = X")
+    assert _mvts(unswapped) == [("MHA001", 17, 17, None)]
+    # a step that takes more than the data (a known reshaping helper, two
+    # arguments) ends the chain
+    two = MVTS.replace("inp = self.pos_enc(inp)", "inp = self.pos_enc(inp, X)")
+    assert _mvts(two) == [("MHA001", 17, 17, None)]
+
+
+def test_a_layer_chosen_between_torch_s_and_a_class_of_the_file():
+    """mvts_transformer's ``encoder_layer`` is a ``TransformerEncoderLayer``
+    on one branch and a ``BatchNorm`` layer class of the file on the other:
+    the encoder built from it runs the torch layer (the class's own
+    attention is judged where it is built), so the swap reaches it."""
+    branch = MVTS.replace(
+        "        layer = nn.TransformerEncoderLayer(d_model, 8)\n",
+        "        if norm == 'LayerNorm':\n"
+        "            layer = nn.TransformerEncoderLayer(d_model, 8)\n"
+        "        else:\n"
+        "            layer = BatchNormLayer(d_model)\n",
+    ).replace('pos_encoding="fixed"):', 'pos_encoding="fixed", norm="BatchNorm"):')
+    branch += (
+        "\n\nclass BatchNormLayer(nn.Module):\n"
+        "    def __init__(self, d_model):\n"
+        "        super().__init__()\n"
+        "        self.norm = nn.BatchNorm1d(d_model)\n\n"
+        "    def forward(self, src, src_mask=None, src_key_padding_mask=None, is_causal=None):\n"
+        "        return src\n"
+    )
+    assert _mvts(branch) == [("MHA903", 18, 21, 24)]

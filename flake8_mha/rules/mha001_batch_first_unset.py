@@ -117,9 +117,14 @@ class BatchFirstUnset(Rule):
           batch-first. A module never called in the file is reported too.
         - An axis swap right before the call counts only when the data's
           layout is otherwise unknown, and only through at most one local
-          assignment (`x = x.permute(1, 0, 2)  # NLD -> LND`, then the call):
-          in the released packages reviewed, every such swap was the
-          conversion to sequence-first. Any stated layout decides over it.
+          assignment (`x = x.permute(1, 0, 2)  # NLD -> LND`, then the call),
+          or through up to four per-token steps that rebind the data, each a
+          call of a module kept on `self` with the data as its one argument,
+          possibly scaled (`x = self.project(x) * math.sqrt(d)`, then `x =
+          self.pos_enc(x)`, as in mvts_transformer): in the released packages
+          reviewed, every such swap was the conversion to sequence-first. A
+          module of unknown kind passes the conversion on; any stated layout
+          decides over it.
         - A member of an `nn.Sequential` after the first is fed the output of
           the one before it; a member whose output layout is not known makes
           the rest of the chain unknown.

@@ -21,6 +21,7 @@ from typing import Any, Dict, List, Optional
 import libcst as cst
 
 from ..events import Construction, ModuleCall
+from ..flow import lookup
 from .domain import BATCH, SEQ, Layout, parse_shape_comment, roles_of_names
 from .evaluate import LayoutEvaluator
 from .program import DEFAULT
@@ -223,6 +224,8 @@ class LayoutAnalysis:
             layers = self.ctx.resolver.instances(layer, inst.ctor.env, inst.ctor.scope)
         except RecursionError:  # pragma: no cover
             return False
+        if not layers and isinstance(layer, cst.Name):
+            layers = self._torch_layers(layer, inst.ctor.env, inst.ctor.scope)
         return any(li.ctor is not None and li.ctor.node is ev.site.node for li in layers or ())
 
     def stated_batch_first(self, ev: ModuleCall, default=None) -> Optional[bool]:
@@ -260,11 +263,36 @@ class LayoutAnalysis:
                 layers = self.ctx.resolver.instances(layer, inst.ctor.env, inst.ctor.scope)
             except RecursionError:  # pragma: no cover
                 layers = None
+        if not layers and isinstance(layer, cst.Name):
+            layers = self._torch_layers(layer, inst.ctor.env, inst.ctor.scope)
         if not layers:
             yield inst.ctor, inst.spec, None
             return
         for li in layers:
             yield li.ctor, li.spec, li.init_args()
+
+    def _torch_layers(self, name: cst.Name, env, scope) -> Optional[list]:
+        """The torch layers a name bound on several branches holds, leaving out
+        a module class of this file (mvts_transformer's ``encoder_layer`` is a
+        ``TransformerEncoderLayer`` or its own ``BatchNorm`` layer): that
+        class's attention is judged where it is built, fed what the container
+        feeds it.  None when a branch binds anything else."""
+        resolver, out = self.ctx.resolver, []
+        for d in lookup(name.value, env, scope):
+            if d.kind != "assign" or not isinstance(d.node, cst.Call):
+                return None
+            try:
+                got = resolver.instances(d.node, d.env, d.scope)
+            except RecursionError:  # pragma: no cover
+                return None
+            if got:
+                out.extend(got)
+                continue
+            func = d.node.func
+            built = lookup(func.value, d.env, d.scope) if isinstance(func, cst.Name) else ()
+            if not built or any(b.kind != "class" for b in built):
+                return None
+        return out or None
 
 
 def _attribute_uses(tree: ast.Module) -> Dict[tuple, List[int]]:

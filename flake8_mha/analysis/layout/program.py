@@ -27,7 +27,7 @@ from ..flow import ClassInfo, lookup
 from ..resolve import Bound, passed
 from ...core.torch_api import MODULES
 from . import project_callers
-from .calls import CONCAT, MODULE_OUTPUT_ARG, Frame, join, real, same, shaped
+from .calls import CONCAT, MODULE_OUTPUT_ARG, Frame, fed_alone, join, real, same, shaped
 from .domain import BATCH, CHANNEL, PRESERVE_MODULES, SEQ, Layout, positional
 
 SWAP_HOW = "axis swap before the module call"
@@ -37,6 +37,7 @@ _LAYER_INPUTS = {"TransformerEncoder": ("src",), "TransformerDecoder": ("tgt", "
 _ONE_INPUT = {"TransformerEncoder", "TransformerEncoderLayer"}  # called with ``src`` alone
 _REACH_DEPTH = 4
 _REACH_HOPS = 2  # the hops a reach question is asked with: enough to name a class
+_STEPS = 4  # per-token steps (``x = self.pos_enc(x)``) a swap is followed through
 
 
 # the session's key for the module default being judged (``default_for``)
@@ -98,9 +99,12 @@ class ProgramLayout:
                             self._mark(arg.value, site.env, site.scope)
         return self._swap_marks
 
-    def _mark(self, expr, env, scope) -> None:
+    def _mark(self, expr, env, scope, depth: int = 0) -> None:
         if isinstance(expr, cst.Call):
             self._swap_marks.add(id(expr))
+            inner = fed_alone(expr)
+            if inner is not None and depth < _STEPS:  # ``self.pos_enc(x)``: what it is fed
+                self._mark(inner, env, scope, depth + 1)
             seq = expr.args[0].value if expr.args and not expr.args[0].star else None
             if (
                 isinstance(seq, (cst.List, cst.Tuple))
@@ -111,8 +115,12 @@ class ProgramLayout:
                         self._mark(el.value, env, scope)
         elif isinstance(expr, cst.Name):
             defs = lookup(expr.value, env, scope)
-            if len(defs) == 1 and defs[0].kind == "assign" and isinstance(defs[0].node, cst.Call):
-                self._swap_marks.add(id(defs[0].node))  # one local assignment
+            if len(defs) == 1 and defs[0].kind == "assign":
+                value = defs[0].node  # one local assignment, or a chain of per-token steps
+                if isinstance(value, cst.BinaryOperation) and depth < _STEPS:
+                    value = value.left  # ``self.project(x) * math.sqrt(d)``
+                if isinstance(value, cst.Call):
+                    self._mark(value, defs[0].env, defs[0].scope, depth + 1)
 
     def _is_module_call(self, call: cst.Call, env, scope) -> bool:
         """A call of an attention module, or of a module of this file (or an
@@ -386,6 +394,14 @@ class ProgramLayout:
                 if layer is None:
                     continue
                 classes = self.resolver.instance_classes(layer, inst.ctor.env, inst.ctor.scope)
+                if classes is None and isinstance(layer, cst.Name):  # a class on one branch
+                    defs = lookup(layer.value, inst.ctor.env, inst.ctor.scope)
+                    got = [
+                        self.resolver.local_class(d.node.func, d.env, d.scope)
+                        for d in defs
+                        if isinstance(d.node, cst.Call)
+                    ]
+                    classes = [c for c in got if c is not None]
                 for cls in classes or ():
                     forward = self.method_of(cls, "forward")
                     if forward is not None:
