@@ -237,6 +237,10 @@ def fetched(
     tpl = template(call.args[1].value)
     if tpl is None:
         return None
+    if None not in tpl:  # ``getattr(self, "attn")``: the attribute itself
+        plain = cst.Attribute(value=call.args[0].value, attr=cst.Name("".join(tpl)))
+        if any("".join(tpl) in cls.attrs for cls in res.base_classes(owner)):
+            return res.held(plain, env, scope, leaf, depth + 1)
     classes = {id(c.node) for c in res.base_classes(owner)}
     pattern = _regex(tpl)
     for cls in res.base_classes(owner):

@@ -155,6 +155,12 @@ class Project(ProjectFiles):
         ``Sequential`` by index or in a loop, ``getattr(self, f"stage_{i}")``
         after a ``setattr`` loop): one summary for all of them, or None."""
         env, scope = site.env, site.scope
+        if (
+            isinstance(func, cst.Attribute)
+            and func.attr.value == "forward"
+            and isinstance(func.value, (cst.Attribute, cst.Subscript))
+        ):
+            func = func.value  # ``self.attn.forward(...)`` runs what ``self.attn(...)`` does
         target = _imported(func, env, scope)
         if target is not None:
             return self._function(target, call=True)
@@ -203,6 +209,12 @@ class Project(ProjectFiles):
             return None
         inner = CallSite(lam.body, defs[0].env, defs[0].scope, (), (), None)
         found = self._callee(lam.body.func, inner, resolver)
+        if (
+            found is None
+            and resolver.qualname(lam.body.func, inner.env, inner.scope) == SDPA_QUALNAME
+        ):
+            label = func.value if isinstance(func, cst.Name) else func.attr.value
+            found = (self.path, dict(self._sdpa_summary(lam.body), name=label))  # a lambda of SDPA
         if found is None:
             return None
         filename, summary = found

@@ -224,6 +224,20 @@ def edges(calls, loops_over, attrs: Dict[str, str], reach_of) -> List[dict]:
 
 
 def _callee(func: ast.AST, loops: Dict[str, str], attrs: Dict[str, str]) -> Optional[list]:
+    if isinstance(func, ast.Attribute) and func.attr == "forward" and _self_attr(func.value):
+        func = func.value  # ``self.attn.forward(...)`` runs what ``self.attn(...)`` does
+    if (  # getattr(self, "attn")(...)
+        isinstance(func, ast.Call)
+        and isinstance(func.func, ast.Name)
+        and func.func.id == "getattr"
+        and len(func.args) == 2
+        and not func.keywords
+        and isinstance(func.args[0], ast.Name)
+        and func.args[0].id == "self"
+        and isinstance(func.args[1], ast.Constant)
+        and func.args[1].value in attrs
+    ):
+        return ["self", func.args[1].value]
     if isinstance(func, ast.Name):
         if func.id in loops:
             return ["self", loops[func.id]]

@@ -16,7 +16,7 @@ from ...core.torch_api import SDPA_NAME, SDPA_QUALNAME, SDPA_SIGNATURE, canonica
 from . import chains, forms
 from .chains import dotted_name, own_nodes, statements
 
-SUMMARY_VERSION = 11
+SUMMARY_VERSION = 12
 REEXPORTS = "@reexports"  # the key of an __init__'s re-exports in its summary table
 IMPORTS = "@imports"  # the file's imports, where the callees its edges name live
 ATTRS = "@attrs"  # per class, what kind of module each self.<attr> holds (chains.py)
@@ -85,6 +85,10 @@ def summarise(
             made = forms.returned_module(node)
             if made is not None:
                 out.setdefault(MODULES, {})[node.name] = made
+        elif _named_lambda(node):  # ``attend = lambda q, k, v, m: sdpa(...)``
+            func = _as_function(node)
+            calls = direct and (may_call is None or _spans(may_call, func))
+            _add(out, func.name, func, False, sdpa_names, calls)
         elif isinstance(node, ast.ClassDef):
             own = chains.class_attrs(node)
             if own:
@@ -193,6 +197,27 @@ def _add(
     if got is not None:
         got["name"] = name
         out[name] = got
+
+
+def _named_lambda(node: ast.stmt) -> bool:
+    return (
+        isinstance(node, ast.Assign)
+        and len(node.targets) == 1
+        and isinstance(node.targets[0], ast.Name)
+        and isinstance(node.value, ast.Lambda)
+    )
+
+
+def _as_function(node: ast.Assign) -> ast.FunctionDef:
+    """``name = lambda a: body`` as ``def name(a): return body``, at its place."""
+    lam = node.value
+    ret = ast.copy_location(ast.Return(value=lam.body), lam.body)
+    func = ast.FunctionDef(
+        name=node.targets[0].id, args=lam.args, body=[ret], decorator_list=[], returns=None
+    )
+    if "type_params" in ast.FunctionDef._fields:  # pragma: no cover - Python 3.12+
+        func.type_params = []
+    return ast.copy_location(func, node)
 
 
 def _sdpa_names(tree: ast.Module) -> Tuple[set, set]:
