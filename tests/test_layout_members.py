@@ -501,3 +501,36 @@ def test_a_layer_chosen_between_torch_s_and_a_class_of_the_file():
         "        return src\n"
     )
     assert _mvts(branch) == [("MHA903", 18, 21, 24)]
+
+
+ROUND_TRIP = """\
+class Imputer(nn.Module):
+    def __init__(self, dim):
+        super().__init__()
+        self.pos = PositionalEncoding(dim)
+        self.time_layer = nn.TransformerEncoder(nn.TransformerEncoderLayer(dim, 8), 1)
+
+    def forward(self, last, decay):
+        a = self.pos(last.permute(1, 0, 2)).permute(1, 0, 2)
+        b = self.pos(decay.permute(1, 0, 2)).permute(1, 0, 2)
+        data = torch.cat([a, b], dim=1)
+        return self.time_layer(data)
+
+
+class PositionalEncoding(nn.Module):
+    def __init__(self, dim):
+        super().__init__()
+        self.pe = nn.Parameter(torch.zeros(512, 1, dim))
+
+    def forward(self, x):
+        return x + self.pe[: x.size(0)]
+"""
+
+
+def test_a_concatenation_kept_in_a_local_is_not_a_conversion():
+    """pypots' CSAI (a real bug): each operand is swapped to sequence-first
+    for a positional encoding and swapped back, then concatenated into a
+    local fed to an encoder left sequence-first.  The swaps back are not
+    conversions for that encoder: a concatenation's operands count only
+    when the concatenation is passed straight to the call."""
+    assert got(ROUND_TRIP) == [("MHA001", 9, 49, None)]

@@ -119,8 +119,11 @@ class ProgramLayout:
                 value = defs[0].node  # one local assignment, or a chain of per-token steps
                 if isinstance(value, cst.BinaryOperation) and depth < _STEPS:
                     value = value.left  # ``self.project(x) * math.sqrt(d)``
-                if isinstance(value, cst.Call):
-                    self._mark(value, defs[0].env, defs[0].scope, depth + 1)
+                if isinstance(value, cst.Call):  # (a concatenation's operands count only passed)
+                    self._swap_marks.add(id(value))
+                    inner = fed_alone(value)
+                    if inner is not None and depth < _STEPS:
+                        self._mark(inner, defs[0].env, defs[0].scope, depth + 1)
 
     def _is_module_call(self, call: cst.Call, env, scope) -> bool:
         """A call of an attention module, or of a module of this file (or an
