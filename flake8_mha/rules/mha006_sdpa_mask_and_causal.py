@@ -77,6 +77,15 @@ class SdpaMaskAndCausal(Rule):
           calls) is judged by its API, and the message says its callers are
           outside the project. One call the analysis cannot read settles
           nothing (docs/reach.md, "Facts from the callers").
+        - One instance at a time: when every construction and every call
+          taken together may meet, but each instance of the class is either
+          built with its flag off or never given a mask (a decoder's causal
+          `Attend` without a mask, an encoder's masked `Attend` that is not
+          causal), the call is clean. Each construction kept on `self` (or
+          as an item of an `nn.ModuleList`/`nn.Sequential`) is paired with
+          the calls of what keeps it; a flag and a mask handed down together
+          are asked of the class above (docs/reach.md, "One instance at a
+          time").
         """
     VALID = [
         "import torch.nn.functional as F\ndef f(q, k, v, m):\n"
@@ -161,7 +170,52 @@ def _excluded(mask: cst.CSTNode, causal: cst.CSTNode, site: CallSite) -> bool:
         return True
     if _flag_safe(causal, masks, env, scope, site, 0) or _handled_in_function(site, mask, causal):
         return True
-    return _saved_pair(mask, causal, site)
+    return _saved_pair(mask, causal, site) or _never_paired(mask, causal, site)
+
+
+def _never_paired(mask: cst.CSTNode, causal: cst.CSTNode, site: CallSite) -> bool:
+    """In a module's ``forward``, ``is_causal=self.causal`` (kept from an
+    ``__init__`` parameter; also ``self.causal and ...``) with a mask that is
+    a parameter of that ``forward``: no instance of the class in the project
+    is both built causal and given a mask (``program/instances.py``)."""
+    scope = site.scope
+    cls, func = scope.cls, scope.node
+    if cls is None or not isinstance(func, cst.FunctionDef) or func.name.value != "forward":
+        return False
+    module = scope
+    while module.parent is not None:
+        module = module.parent
+    project = module.project
+    given = _resolve_local(mask, site)
+    if project is None or not isinstance(given, cst.Name):
+        return False
+    defs = lookup(given.value, site.env, site.scope)
+    if len(defs) != 1 or defs[0].kind != DefKind.PARAM:
+        return False
+    flag = _resolve_local(causal, site)
+    if isinstance(flag, cst.BooleanOperation) and isinstance(flag.operator, cst.And):
+        flag = flag.left  # ``self.causal and q.shape[-2] > 1``: on only when it is
+    if not (
+        isinstance(flag, cst.Attribute)
+        and isinstance(flag.value, cst.Name)
+        and flag.value.value == "self"
+    ):
+        return False
+    kept = {_init_param(d) for d in cls.attrs.get(flag.attr.value, ())}
+    if len(kept) != 1 or None in kept:
+        return False
+    return project.never_paired(cls.name, kept.pop(), given.value)
+
+
+def _init_param(d) -> Optional[str]:
+    """The ``__init__`` parameter ``self.<attr> = <param>`` keeps, or None."""
+    if d.kind != DefKind.ASSIGN or not isinstance(d.node, cst.Name) or d.scope is None:
+        return None
+    func = d.scope.node
+    if not isinstance(func, cst.FunctionDef) or func.name.value != "__init__":
+        return None
+    got = lookup(d.node.value, d.env, d.scope)
+    return d.node.value if len(got) == 1 and got[0].kind == DefKind.PARAM else None
 
 
 def _resolve_local(node: cst.CSTNode, site: CallSite, depth: int = 0) -> cst.CSTNode:

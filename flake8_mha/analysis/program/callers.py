@@ -249,10 +249,10 @@ def constructions(
     ``block=Cls``), or built with a splat.
     ``own_text``: the linted text of ``path`` (an editor's unsaved buffer).
     ``files``: ``project_files(path)`` when the caller has it.  ``reader``:
-    what an argument is read as (``_literal``; ``module_or_unknown``).
+    what an argument is read as (``literal``; ``module_or_unknown``).
     Returns (that list or None, the files it read)."""
     files = files if files is not None else project_files(path)
-    reader = reader or _literal
+    reader = reader or literal
     key = (cls, tuple(params), own_text, _states(files), reader)
     if key not in _CONSTRUCTIONS:
         if len(_CONSTRUCTIONS) > 256:
@@ -328,7 +328,7 @@ def _built_in(tree: ast.Module, cls: str, params: List[str], reader, path: str):
             if id(node) not in called and isinstance(node.ctx, ast.Load):
                 return None  # passed around as a value: built elsewhere, with anything
     out = []
-    owners = _init_owners(tree) if reader is _literal else {}
+    owners = _init_owners(tree) if reader is literal else {}
     for call in calls:
         got: Dict[str, object] = {p: MISSING for p in params}
         owner = owners.get(id(call))
@@ -386,7 +386,7 @@ def _names_class(node: ast.AST, names: Set[str]) -> bool:
     return isinstance(node, ast.Attribute) and node.attr in names
 
 
-def _literal(node: ast.AST) -> object:
+def literal(node: ast.AST) -> object:
     if isinstance(node, ast.Constant) and (
         node.value is None or type(node.value) in (bool, int, float, str)
     ):
@@ -425,10 +425,10 @@ def _init_signature(text: str, cls: str):
                     defaults: Dict[str, object] = {}
                     pos = args.args[1:]
                     for a, d in zip(pos[len(pos) - len(args.defaults) :], args.defaults):
-                        defaults[a.arg] = _literal(d)
+                        defaults[a.arg] = literal(d)
                     for a, d in zip(args.kwonlyargs, args.kw_defaults):
                         if d is not None:
-                            defaults[a.arg] = _literal(d)
+                            defaults[a.arg] = literal(d)
                     return params, defaults
     return None
 
@@ -448,8 +448,8 @@ class _Call:
         self.splat = any(isinstance(a, ast.Starred) for a in node.args) or any(
             k.arg is None for k in node.keywords
         )
-        self.args = [_literal(a) for a in node.args]
-        self.keywords = {k.arg: _literal(k.value) for k in node.keywords if k.arg is not None}
+        self.args = [literal(a) for a in node.args]
+        self.keywords = {k.arg: literal(k.value) for k in node.keywords if k.arg is not None}
         self.into = into
         # ``self.NAME(...)`` in a class that defines a method NAME itself: that class's
         self.definer = definer
@@ -786,10 +786,10 @@ def _signature_of(func: ast.FunctionDef, skip: int):
     pos = args.args[skip:]
     defaults: Dict[str, object] = {}
     for a, d in zip(pos[len(pos) - len(args.defaults) :], args.defaults):
-        defaults[a.arg] = _literal(d)
+        defaults[a.arg] = literal(d)
     for a, d in zip(args.kwonlyargs, args.kw_defaults):
         if d is not None:
-            defaults[a.arg] = _literal(d)
+            defaults[a.arg] = literal(d)
     return (
         tuple(a.arg for a in pos),
         tuple(a.arg for a in args.kwonlyargs),

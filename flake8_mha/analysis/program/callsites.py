@@ -24,7 +24,7 @@ from ...core.positions import start_positions
 from ..resolve import Bound
 from ...core.torch_api import BY_NAME, SDPA_NAME, SDPA_QUALNAME
 from ..values import UNKNOWN, literal
-from . import callers
+from . import callers, instances
 from .files import ProjectFiles, decode, module_parts, project_root  # noqa: F401
 from .forms import sdpa_summary
 from .summaries import RETURNS_VERSION, builder_summary, mask_of
@@ -439,6 +439,18 @@ class Project(ProjectFiles):
         for filename in read:
             self.depend(filename)
         return built, defaults
+
+    def never_paired(self, cls: str, flag: str, mask: str) -> bool:
+        """No instance of ``cls`` is built with ``flag`` on and given ``mask``."""
+        if not self.files or self._own_source is None:
+            return False
+        try:
+            got = instances.paired(
+                self._project_files(), self._own_source, cls, flag, mask, self.depend
+            )
+        except (OSError, ValueError, RecursionError):
+            return False
+        return got is False
 
     def always_handed(self, cls: str, param: str) -> bool:
         """Whether every construction of this file's class ``cls`` in the

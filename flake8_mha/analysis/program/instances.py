@@ -1,0 +1,291 @@
+"""Each instance of a class on its own (issue 26, item 5): does one of them
+get both a flag and a mask?
+
+``Attend(causal=True)`` kept on ``self.attend`` by a decoder that never
+passes a mask, and ``Attend(causal=False)`` kept by an encoder that passes
+one: every construction taken together makes ``is_causal`` maybe true, and
+every call taken together passes a mask, yet no instance ever gets both.
+``paired`` pairs each construction with the calls of the attribute it is
+kept in, inside the class that keeps it.  It is read with Python's ``ast``
+from the project files that name the class; nothing is imported or run.
+
+What it cannot read leaves the answer unknown (None), never a guess: the
+class named anywhere but in ``self.<attr> = Cls(...)`` inside a class, the
+attribute read otherwise than called, a class that keeps one being
+subclassed (its subclasses' methods may call it), a call with ``*args`` or
+``**kwargs``.
+"""
+
+from __future__ import annotations
+
+import ast
+from typing import Dict, List, Optional, Tuple
+
+from ...core.atomic import read_regular
+from . import callers
+
+MAX_BYTES = 2 * 1024 * 1024
+UNKNOWN = callers.UNKNOWN
+_OFF = (None, False, 0)
+MAX_DEPTH = 3  # classes a flag and a mask handed down together are followed up
+
+
+def paired(
+    files: List[str],
+    own_text: str,
+    cls: str,
+    flag: str,
+    mask: str,
+    depend,
+    depth: int = 0,
+) -> Optional[bool]:
+    """Whether an instance of ``cls`` (a top-level class of ``files[0]``,
+    whose text is ``own_text``) may be built with its ``__init__`` parameter
+    ``flag`` on and called with its ``forward`` parameter ``mask`` given:
+    True, False (no instance is: each is built with the flag off or never
+    given a mask), or None (unknown, also when nothing in the project builds
+    it).  An instance kept by a class that hands down its own constructor's
+    flag and its own ``forward``'s mask (``SABlock(causal=causal)``, then
+    ``self.attn(x, attn_mask=attn_mask)``) is that class's question, asked
+    the same way up to ``MAX_DEPTH`` classes.  ``depend`` is told each file
+    read."""
+    init = callers.init_signature(own_text, cls)
+    forward = callers.function_signature(own_text, f"{cls}.forward")
+    if init is None or forward is None or flag not in init[0]:
+        return None
+    positional, kwonly, defaults, varargs, varkw = forward
+    params = list(positional) + list(kwonly)
+    if mask not in params or varargs or varkw:
+        return None
+    found = 0
+    for i, path in enumerate(files):
+        text = own_text if i == 0 else _read(path)
+        if text is None:
+            return None
+        if cls not in text:
+            continue
+        depend(path)
+        try:
+            tree = ast.parse(text)
+        except (SyntaxError, ValueError, RecursionError, MemoryError):
+            return None
+        kept = _kept(tree, cls)
+        if kept is None:
+            return None
+        for owner, attr, built, how in kept:
+            found += 1
+            given = _given(built, init[0], 0)
+            if given is None:
+                return None
+            if flag in given and callers.literal(given[flag]) in _OFF:
+                continue
+            if flag not in given and init[1].get(flag, UNKNOWN) in _OFF:
+                continue  # built with the flag off: whatever it is given
+            calls = _calls_of(owner, attr, how)
+            if calls is None:
+                return None
+            masked = []
+            for call in calls:
+                passed = _given(call, params, len(kwonly))
+                if passed is None:
+                    return None
+                if mask in passed and callers.literal(passed[mask]) is not None:
+                    masked.append(passed[mask])
+                elif mask not in passed and defaults.get(mask, UNKNOWN) is not None:
+                    masked.append(None)
+            if not masked:
+                continue  # never given a mask: whatever its flag
+            up = _handed_down(owner, given.get(flag), masked, tree)
+            if up is None or depth >= MAX_DEPTH:
+                return True  # the flag maybe on, a mask maybe given: one instance may get both
+            answer = paired(
+                callers.project_files(path), text, owner.name, up[0], up[1], depend, depth + 1
+            )
+            if answer is not False:
+                return answer
+    return False if found else None
+
+
+def _handed_down(owner: ast.ClassDef, flag, masks, tree) -> Optional[Tuple[str, str]]:
+    """(its ``__init__`` parameter, its ``forward`` parameter) when ``owner``,
+    a top-level class, hands down both: the flag is a parameter of its
+    ``__init__`` and every mask given is the one parameter of its
+    ``forward``."""
+    if owner not in tree.body or not isinstance(flag, ast.Name):
+        return None
+    names = {m.id for m in masks if isinstance(m, ast.Name)}
+    if len(names) != 1 or len(masks) != sum(isinstance(m, ast.Name) for m in masks):
+        return None
+    methods = {m.name: m for m in owner.body if isinstance(m, ast.FunctionDef)}
+    init, forward = methods.get("__init__"), methods.get("forward")
+    if init is None or forward is None:
+        return None
+    mask = names.pop()
+    if flag.id not in {a.arg for a in init.args.args + init.args.kwonlyargs}:
+        return None
+    if mask not in {a.arg for a in forward.args.args + forward.args.kwonlyargs}:
+        return None
+    inside = {id(n) for n in ast.walk(forward)}
+    return (flag.id, mask) if all(id(m) in inside for m in masks) else None
+
+
+def _read(path: str) -> Optional[str]:
+    try:
+        return read_regular(path, MAX_BYTES).decode("utf-8", "replace")
+    except OSError:
+        return None
+
+
+DIRECT, ITEMS, CHAIN = "direct", "items", "chain"  # how an attribute keeps an instance
+_LISTS = {"ModuleList": ITEMS, "Sequential": CHAIN}
+
+
+def _kept(tree: ast.Module, cls: str) -> Optional[List[Tuple[ast.ClassDef, str, ast.Call, str]]]:
+    """``(the class, the attribute, the construction, how)`` of each
+    instance a method keeps on ``self``: ``self.<attr> = cls(...)``
+    (``DIRECT``), or an item of an ``nn.ModuleList`` (``ITEMS``) or
+    ``nn.Sequential`` (``CHAIN``) built there from a display, a
+    comprehension or a local list of them; None when ``cls`` is named any
+    other way, or a class that keeps one is subclassed."""
+    out: List[Tuple[ast.ClassDef, str, ast.Call, str]] = []
+    placed = set()
+    for owner in ast.walk(tree):
+        if not isinstance(owner, ast.ClassDef):
+            continue
+        for method in owner.body:
+            if not isinstance(method, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                continue
+            parents = {id(c): n for n in ast.walk(method) for c in ast.iter_child_nodes(n)}
+            for node in ast.walk(method):
+                if isinstance(node, ast.Call) and isinstance(node.func, ast.Name):
+                    if node.func.id == cls:
+                        keeper = _keeper(node, parents, method)
+                        if keeper is not None:
+                            out.append((owner, keeper[0], node, keeper[1]))
+                            placed.add(id(node.func))
+    owners = {o.name for o, _, _, _ in out}
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Name) and node.id == cls and id(node) not in placed:
+            if not isinstance(node.ctx, ast.Store):
+                return None  # passed around, subclassed, built elsewhere
+        if isinstance(node, ast.ClassDef) and any(
+            isinstance(b, ast.Name) and b.id in owners for b in node.bases
+        ):
+            return None
+    return out
+
+
+def _keeper(call: ast.Call, parents, method) -> Optional[Tuple[str, str]]:
+    """(the attribute, how) that keeps what ``call`` builds."""
+    how, node = DIRECT, call
+    while True:
+        up = parents.get(id(node))
+        if isinstance(up, (ast.List, ast.Tuple, ast.ListComp, ast.GeneratorExp, ast.Starred)):
+            how, node = ITEMS if how == DIRECT else how, up
+            continue
+        if isinstance(up, ast.comprehension):
+            return None  # iterated over, not built
+        if isinstance(up, ast.Call) and node is not up.func and _container(up) is not None:
+            how, node = _container(up), up
+            continue
+        break
+    if not isinstance(up, ast.Assign) or len(up.targets) != 1:
+        return None
+    target = up.targets[0]
+    if _self_attr(target) is not None:
+        return (target.attr, how) if how != ITEMS or node is not call else None
+    if not isinstance(target, ast.Name) or how != ITEMS or _container(node) is not None:
+        return None
+    for other in ast.walk(method):  # ``blocks = [...]``, then ``self.x = nn.Sequential(*blocks)``
+        if (
+            isinstance(other, ast.Assign)
+            and len(other.targets) == 1
+            and isinstance(other.value, ast.Call)
+        ):
+            kind = _container(other.value)
+            held = [a.value if isinstance(a, ast.Starred) else a for a in other.value.args]
+            if kind and any(isinstance(a, ast.Name) and a.id == target.id for a in held):
+                attr = _self_attr(other.targets[0])
+                return (attr, kind) if attr is not None else None
+    return None
+
+
+def _container(call: ast.AST) -> Optional[str]:
+    if not isinstance(call, ast.Call):
+        return None
+    func = call.func
+    name = func.attr if isinstance(func, ast.Attribute) else getattr(func, "id", None)
+    return _LISTS.get(name)
+
+
+def _self_attr(node: ast.AST) -> Optional[str]:
+    if isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name):
+        return node.attr if node.value.id == "self" else None
+    return None
+
+
+def _calls_of(owner: ast.ClassDef, attr: str, how: str) -> Optional[List[ast.Call]]:
+    """The calls of the instance ``self.<attr>`` keeps in ``owner``'s
+    methods: ``self.<attr>(...)`` (or ``.forward(...)``); for items, a loop
+    variable's calls (``for blk in self.<attr>``, over ``enumerate`` too)
+    and ``self.<attr>[i](...)``; for a ``Sequential``, its calls, which hand
+    a member their first argument alone.  None when ``self.<attr>`` is read
+    any other way there (``len(...)`` aside)."""
+    calls: List[ast.Call] = []
+    seen = set()
+    loops: Dict[str, ast.For] = {}
+    for node in ast.walk(owner):
+        if isinstance(node, ast.For):
+            it, target = node.iter, node.target
+            if isinstance(it, ast.Call) and getattr(it.func, "id", None) == "enumerate" and it.args:
+                it = it.args[0]
+                target = (
+                    target.elts[1]
+                    if isinstance(target, ast.Tuple) and len(target.elts) == 2
+                    else None
+                )
+            if _self_attr(it) == attr and how == ITEMS and isinstance(target, ast.Name):
+                loops[target.id] = node
+                seen.add(id(it))
+        elif isinstance(node, ast.Call) and getattr(node.func, "id", None) == "len" and node.args:
+            seen.add(id(node.args[0]))
+    for node in ast.walk(owner):
+        if not isinstance(node, ast.Call):
+            continue
+        func = node.func
+        if isinstance(func, ast.Attribute) and func.attr == "forward":
+            func = func.value
+        if how == ITEMS and isinstance(func, ast.Subscript) and _self_attr(func.value) == attr:
+            calls.append(node)
+            seen.add(id(func.value))
+        elif how == ITEMS and isinstance(func, ast.Name) and func.id in loops:
+            if any(node is n for n in ast.walk(loops[func.id])):
+                calls.append(node)
+        elif _self_attr(func) == attr:
+            seen.add(id(func))
+            if how == CHAIN:  # the members get the first argument alone
+                node = ast.Call(func=func, args=node.args[:1], keywords=[])
+            calls.append(node)
+    for node in ast.walk(owner):
+        if _self_attr(node) == attr and isinstance(node.ctx, ast.Load) and id(node) not in seen:
+            return None  # passed on, aliased, read for an attribute
+    return calls
+
+
+def _given(call: ast.Call, params, kwonly: int) -> Optional[Dict[str, ast.AST]]:
+    """What the call passes for each parameter it gives (left out: absent);
+    None for a splat or a call that does not fit ``params`` (the last
+    ``kwonly`` of them keyword-only)."""
+    if any(isinstance(a, ast.Starred) for a in call.args) or any(
+        k.arg is None for k in call.keywords
+    ):
+        return None
+    positional = list(params)[: len(params) - kwonly]
+    if len(call.args) > len(positional):
+        return None
+    out: Dict[str, ast.AST] = dict(zip(positional, call.args))
+    for k in call.keywords:
+        if k.arg not in params:
+            return None
+        out[k.arg] = k.value
+    return out

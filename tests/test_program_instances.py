@@ -1,0 +1,133 @@
+"""MHA006 judged one instance at a time (issue 26, item 5): a class built
+causal by one caller and given a mask by another is clean when no single
+instance gets both.  Checked through the engine on packages written to disk,
+with the exact code, line and column."""
+from __future__ import annotations
+
+from flake8_mha.lint.engine import analyze_source
+
+ATTEND = '''\
+import torch.nn.functional as F
+from torch import nn
+
+
+class Attend(nn.Module):
+    def __init__(self, causal=False):
+        super().__init__()
+        self.causal = causal
+
+    def forward(self, q, k, v, mask=None):
+        return F.scaled_dot_product_attention(q, k, v, attn_mask=mask, is_causal={flag})
+'''
+DECODER = '''\
+from torch import nn
+
+from .attend import Attend
+
+
+class Decoder(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.blocks = nn.Sequential(*[Attend(causal=True) for _ in range(2)])
+
+    def forward(self, x):
+        return self.blocks(x)
+'''
+ENCODER = '''\
+from torch import nn
+
+from .attend import Attend
+
+
+class Encoder(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.attend = Attend()
+
+    def forward(self, x, keep):
+        return self.attend(x, x, x, mask=keep)
+'''
+
+
+def _lint(tmp_path, flag="self.causal", **more):
+    pkg = tmp_path / "pkg"
+    pkg.mkdir(parents=True)
+    (pkg / "__init__.py").write_text("")
+    files = {"attend.py": ATTEND.format(flag=flag), "decoder.py": DECODER, "encoder.py": ENCODER}
+    files.update(more)
+    for name, text in files.items():
+        (pkg / name).write_text(text)
+    path = pkg / "attend.py"
+    return [(f.code, f.line, f.col) for f in analyze_source(path.read_text(), str(path), ["MHA006"])]
+
+
+def test_no_instance_gets_both_the_flag_and_a_mask(tmp_path):
+    """The decoder's causal instances (items of a ``Sequential``, which hands
+    them its input alone) never get a mask; the encoder's, which get one, are
+    not causal."""
+    assert _lint(tmp_path) == []
+
+
+def test_a_causal_instance_given_a_mask_is_reported(tmp_path):
+    prefix = ENCODER.replace("Attend()", "Attend(causal=True)").replace("Encoder", "Prefix")
+    assert _lint(tmp_path, **{"prefix.py": prefix}) == [("MHA006", 11, 16)]
+
+
+def test_a_flag_on_only_with_another_condition_is_the_flag(tmp_path):
+    """lucidrains' ``is_causal = self.causal and q.shape[-2] > 1``."""
+    assert _lint(tmp_path, flag="self.causal and q.shape[-2] > 1") == []
+    prefix = ENCODER.replace("Attend()", "Attend(causal=True)").replace("Encoder", "Prefix")
+    got = _lint(tmp_path / "b", flag="self.causal and q.shape[-2] > 1", **{"prefix.py": prefix})
+    assert got == [("MHA006", 11, 16)]
+
+
+def test_a_flag_and_a_mask_handed_down_are_asked_of_the_class_above(tmp_path):
+    """monai's ``TransformerBlock(causal=causal)`` keeps an ``SABlock(causal=
+    causal)`` and calls it with its own ``attn_mask``: which of its own
+    instances is built causal and given a mask decides."""
+    block = '''\
+from torch import nn
+
+from .attend import Attend
+
+
+class Block(nn.Module):
+    def __init__(self, causal=False):
+        super().__init__()
+        self.attn = Attend(causal=causal)
+
+    def forward(self, x, attn_mask=None):
+        return self.attn(x, x, x, attn_mask)
+'''
+    model = '''\
+from torch import nn
+
+from .block import Block
+
+
+class Model(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.causal = nn.ModuleList([Block(causal=True) for _ in range(2)])
+        self.masked = Block()
+
+    def forward(self, x, keep):
+        for blk in self.causal:
+            x = blk(x)
+        return self.masked(x, attn_mask=keep)
+'''
+    assert _lint(tmp_path, **{"block.py": block, "model.py": model}) == []
+    both = model.replace("x = blk(x)", "x = blk(x, attn_mask=keep)")
+    assert _lint(tmp_path / "b", **{"block.py": block, "model.py": both}) == [("MHA006", 11, 16)]
+
+
+def test_an_instance_used_otherwise_settles_nothing(tmp_path):
+    """Handed to a function, the instance's calls are not known: as before."""
+    other = '''\
+from .attend import Attend
+
+
+def build():
+    return Attend(causal=True)
+'''
+    assert _lint(tmp_path, **{"other.py": other}) == [("MHA006", 11, 16)]
