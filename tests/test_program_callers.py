@@ -124,8 +124,7 @@ def test_the_fixture_in_a_copy(tmp_path):
     # the mask is the caller's own parameter: not a literal
     (("c = causal_attend(q, k, v)", "c = causal_attend(q, k, v, causal_mask)"),
      (37, 12, "MHA006")),
-    # called through .forward, or handed to another function: calls not read
-    (("a = self.attend(q, k, v)", "a = self.attend.forward(q, k, v)"), (21, 16, "MHA006")),
+    # handed to another function: calls not read
     (("a = self.attend(q, k, v)", "a = run(self.attend, q, k, v)"), (21, 16, "MHA006")),
     (("c = causal_attend(q, k, v)", "c = run(causal_attend, q, k, v)"), (37, 12, "MHA006")),
     # a splat at the call; a call that does not fit the signature
@@ -272,6 +271,20 @@ def test_an_installed_package_is_its_own_project(tmp_path):
         found = {p.replace("\\", "/").rsplit(f"{where}/", 1)[-1]
                  for p in callers.dependents([str(root / "lib" / "attn.py")])}
         assert ("lib/model.py" in found, "other/user.py" in found) == (True, expect_other), where
+
+
+def test_a_call_through_forward_is_the_call(tmp_path):
+    """``self.attend.forward(q, k, v)`` is ``self.attend(q, k, v)`` (issue 26,
+    "a call is a call"): it passes no mask, so the causal ``Attend`` stays
+    settled (before the seventh stop it was not read, and MHA006 stood)."""
+    pkg = _copy(tmp_path)
+    blocks = pkg / "blocks.py"
+    blocks.write_text(blocks.read_text().replace(
+        "a = self.attend(q, k, v)", "a = self.attend.forward(q, k, v)"))
+    assert _found(pkg / "attend.py") == SETTLED
+    blocks.write_text(blocks.read_text().replace(
+        "a = self.attend.forward(q, k, v)", "a = self.attend.forward(q, k, v, keep)"))
+    assert _found(pkg / "attend.py") == sorted(SETTLED + [(21, 16, "MHA006")])
 
 
 def test_a_file_that_calls_a_kept_instance_without_naming_its_class_is_read(tmp_path):

@@ -19,6 +19,7 @@ subclassed (its subclasses' methods may call it), a call with ``*args`` or
 from __future__ import annotations
 
 import ast
+import re
 from typing import Dict, List, Optional, Tuple
 
 from ...core.atomic import read_regular
@@ -57,7 +58,7 @@ def paired(
     params = list(positional) + list(kwonly)
     if mask not in params or varargs or varkw:
         return None
-    found = 0
+    found, trees, kept_attrs, owners = 0, [], set(), set()
     for i, path in enumerate(files):
         text = own_text if i == 0 else _read(path)
         if text is None:
@@ -72,8 +73,11 @@ def paired(
         kept = _kept(tree, cls)
         if kept is None:
             return None
+        trees.append((path, tree))
         for owner, attr, built, how in kept:
             found += 1
+            kept_attrs.add(attr)
+            owners.add(owner.name)
             given = _given(built, init[0], 0)
             if given is None:
                 return None
@@ -82,8 +86,8 @@ def paired(
             if flag not in given and init[1].get(flag, UNKNOWN) in _OFF:
                 continue  # built with the flag off: whatever it is given
             calls = _calls_of(owner, attr, how)
-            if calls is None:
-                return None
+            if not calls:
+                return None  # never called here: its callers are outside the project
             masked = []
             for call in calls:
                 passed = _given(call, params, len(kwonly))
@@ -103,7 +107,37 @@ def paired(
             )
             if answer is not False:
                 return answer
-    return False if found else None
+    if not found or _reached_from_outside(files, trees, kept_attrs, owners):
+        return None
+    return False
+
+
+def _reached_from_outside(files, trees, attrs, owners) -> bool:
+    """Whether the instances may be reached on anything but ``self``: in a
+    file that names a class keeping one, any other use of the attribute
+    (``blk.attend(q, k, v, keep)`` after ``blk = Block()``); in any file, a
+    call of an attribute of that name given more than one argument.  Their
+    calls there are not paired."""
+    parsed = dict(trees)
+    for path in files:
+        text = _read(path)
+        if text is None or not any(a in text for a in attrs):
+            continue
+        try:
+            tree = parsed.get(path) or ast.parse(text)
+        except (SyntaxError, ValueError, RecursionError, MemoryError):
+            return True
+        named = any(re.search(r"\b" + re.escape(o) + r"\b", text) for o in owners)
+        calls = {id(n.func): n for n in ast.walk(tree) if isinstance(n, ast.Call)}
+        for node in ast.walk(tree):
+            if not isinstance(node, ast.Attribute) or node.attr not in attrs:
+                continue
+            if isinstance(node.value, ast.Name) and node.value.id == "self":
+                continue
+            call = calls.get(id(node))
+            if named or (call is not None and len(call.args) + len(call.keywords) > 1):
+                return True
+    return False
 
 
 def _handed_down(owner: ast.ClassDef, flag, masks, tree) -> Optional[Tuple[str, str]]:
@@ -126,7 +160,18 @@ def _handed_down(owner: ast.ClassDef, flag, masks, tree) -> Optional[Tuple[str, 
     if mask not in {a.arg for a in forward.args.args + forward.args.kwonlyargs}:
         return None
     inside = {id(n) for n in ast.walk(forward)}
-    return (flag.id, mask) if all(id(m) in inside for m in masks) else None
+    if not all(id(m) in inside for m in masks):
+        return None
+    if _rebinds(init, flag.id) or _rebinds(forward, mask):
+        return None  # ``causal = not causal``: not the parameter handed down
+    return flag.id, mask
+
+
+def _rebinds(func: ast.FunctionDef, name: str) -> bool:
+    return any(
+        isinstance(n, ast.Name) and n.id == name and isinstance(n.ctx, (ast.Store, ast.Del))
+        for n in ast.walk(func)
+    )
 
 
 def _read(path: str) -> Optional[str]:
@@ -262,6 +307,8 @@ def _calls_of(owner: ast.ClassDef, attr: str, how: str) -> Optional[List[ast.Cal
             if any(node is n for n in ast.walk(loops[func.id])):
                 calls.append(node)
         elif _self_attr(func) == attr:
+            if how == ITEMS:
+                return None  # a ModuleList called: it raises, the items are not what runs
             seen.add(id(func))
             if how == CHAIN:  # the members get the first argument alone
                 node = ast.Call(func=func, args=node.args[:1], keywords=[])
