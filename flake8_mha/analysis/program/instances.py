@@ -107,12 +107,12 @@ def paired(
             )
             if answer is not False:
                 return answer
-    if not found or _reached_from_outside(files, trees, kept_attrs, owners):
+    if not found or _reached_from_outside(files, trees, kept_attrs, owners, depend):
         return None
     return False
 
 
-def _reached_from_outside(files, trees, attrs, owners) -> bool:
+def _reached_from_outside(files, trees, attrs, owners, depend) -> bool:
     """Whether the instances may be reached on anything but ``self``: in a
     file that names a class keeping one, any other use of the attribute
     (``blk.attend(q, k, v, keep)`` after ``blk = Block()``); in any file, a
@@ -123,6 +123,7 @@ def _reached_from_outside(files, trees, attrs, owners) -> bool:
         text = _read(path)
         if text is None or not any(a in text for a in attrs):
             continue
+        depend(path)  # a use added there later unsettles the answer
         try:
             tree = parsed.get(path) or ast.parse(text)
         except (SyntaxError, ValueError, RecursionError, MemoryError):
