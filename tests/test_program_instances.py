@@ -131,3 +131,22 @@ def build():
     return Attend(causal=True)
 '''
     assert _lint(tmp_path, **{"other.py": other}) == [("MHA006", 11, 16)]
+
+
+def test_a_subclass_of_the_keeping_class_in_another_file_settles_nothing(tmp_path):
+    """``class MaskedDecoder(Decoder)`` in a file that never names ``Attend``
+    may call the causal instance with a mask: the pairing cannot see it."""
+    decoder = DECODER.replace(
+        "self.blocks = nn.Sequential(*[Attend(causal=True) for _ in range(2)])",
+        "self.attend = Attend(causal=True)",
+    ).replace("return self.blocks(x)", "return self.attend(x, x, x)")
+    sub = '''\
+from .decoder import Decoder
+
+
+class MaskedDecoder(Decoder):
+    def forward(self, x, keep):
+        return self.attend(x, x, x, keep)
+'''
+    assert _lint(tmp_path, **{"decoder.py": decoder}) == []
+    assert _lint(tmp_path / "b", **{"decoder.py": decoder, "sub.py": sub}) == [("MHA006", 11, 16)]

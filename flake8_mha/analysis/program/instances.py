@@ -129,6 +129,11 @@ def _reached_from_outside(files, trees, attrs, owners, depend) -> bool:
         except (SyntaxError, ValueError, RecursionError, MemoryError):
             return True
         named = any(re.search(r"\b" + re.escape(o) + r"\b", text) for o in owners)
+        if named and any(
+            isinstance(n, ast.ClassDef) and any(_base_name(b) in owners for b in n.bases)
+            for n in ast.walk(tree)
+        ):
+            return True  # a subclass of a keeping class: its methods may call the instance
         calls = {id(n.func): n for n in ast.walk(tree) if isinstance(n, ast.Call)}
         for node in ast.walk(tree):
             if not isinstance(node, ast.Attribute) or node.attr not in attrs:
@@ -139,6 +144,12 @@ def _reached_from_outside(files, trees, attrs, owners, depend) -> bool:
             if named or (call is not None and len(call.args) + len(call.keywords) > 1):
                 return True
     return False
+
+
+def _base_name(node: ast.AST) -> Optional[str]:
+    if isinstance(node, ast.Attribute):
+        return node.attr
+    return node.id if isinstance(node, ast.Name) else None
 
 
 def _handed_down(owner: ast.ClassDef, flag, masks, tree) -> Optional[Tuple[str, str]]:
