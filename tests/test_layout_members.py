@@ -534,3 +534,13 @@ def test_a_concatenation_kept_in_a_local_is_not_a_conversion():
     conversions for that encoder: a concatenation's operands count only
     when the concatenation is passed straight to the call."""
     assert got(ROUND_TRIP) == [("MHA001", 9, 49, None)]
+
+
+def test_a_factory_result_returned_by_a_method_is_unknown_not_an_error(tmp_path):
+    """``return build(64)`` in a method of the caller's class: a statement
+    with no target.  The factory's module is then used otherwise (unknown),
+    and the analysis does not fail (it once raised, giving MHA000)."""
+    other = USER.replace(
+        "        self.attn = build(width)\n", ""
+    ) + "\n    def make(self, width):\n        return build(width)\n"
+    assert _factory_package(tmp_path, other) == [("MHA001", 5, 12, None, None)]

@@ -423,11 +423,10 @@ def factory_calls(there: Unit, path: str, name: str) -> List[Tuple[Optional[Clas
         if named is None or _located(there.path, *named) != (me, name):
             continue
         stmt, cls = site.stmt, site.scope.cls
-        target = stmt.targets[0].target if isinstance(stmt, cst.Assign) else None
+        kept = isinstance(stmt, cst.Assign) and len(stmt.targets) == 1 and stmt.value is site.node
+        target = stmt.targets[0].target if kept else None
         if (
             cls is not None
-            and len(stmt.targets) == 1
-            and stmt.value is site.node
             and isinstance(target, cst.Attribute)
             and isinstance(target.value, cst.Name)
             and target.value.value == "self"
