@@ -238,8 +238,9 @@ def fetched(
     if tpl is None:
         return None
     if None not in tpl:  # ``getattr(self, "attn")``: the attribute itself
-        plain = cst.Attribute(value=call.args[0].value, attr=cst.Name("".join(tpl)))
-        if any("".join(tpl) in cls.attrs for cls in res.base_classes(owner)):
+        name = "".join(tpl)
+        if any(name in cls.attrs for cls in res.base_classes(owner)):
+            plain = cst.Attribute(value=call.args[0].value, attr=cst.Name(name))
             return res.held(plain, env, scope, leaf, depth + 1)
     classes = {id(c.node) for c in res.base_classes(owner)}
     pattern = _regex(tpl)

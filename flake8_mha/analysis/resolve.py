@@ -528,22 +528,25 @@ class Resolver:
             return self._elements_from_defs(defs, appended, leaf, depth)
         return None
 
+    def own_function(self, call: cst.Call, env, scope) -> Optional[cst.FunctionDef]:
+        """The function of this file a call names: a function defined once,
+        by its name, or a method (of the class or a base) called on ``self``."""
+        func = call.func
+        if isinstance(func, cst.Name):
+            defs = lookup(func.value, env, scope)
+            return defs[0].node if len(defs) == 1 and defs[0].kind == DefKind.DEF else None
+        if isinstance(func, cst.Attribute):
+            owner = self.self_class(func, env, scope)
+            return self.method_of(owner, func.attr.value) if owner is not None else None
+        return None
+
     def _made(self, call: cst.Call, env, scope, leaf: Leaf, depth: int) -> Optional[list]:
         """What a factory of this file gives back (``def build_attn(d): return
         nn.MultiheadAttention(d, 8)``, then ``self.attn = build_attn(64)``): a
         module-level function, or a method called on ``self``, every return of
         which is known to hold something; its arguments are not bound (the
         module built there is that one construction, whatever its sizes)."""
-        func = call.func
-        target = None
-        if isinstance(func, cst.Name):
-            defs = lookup(func.value, env, scope)
-            if len(defs) == 1 and defs[0].kind == DefKind.DEF:
-                target = defs[0].node
-        elif isinstance(func, cst.Attribute):
-            owner = self.self_class(func, env, scope)
-            if owner is not None:
-                target = self.method_of(owner, func.attr.value)
+        target = self.own_function(call, env, scope)
         fscope = self.flow.functions.get(id(target)) if target is not None else None
         if fscope is None or not fscope.returns:
             return None

@@ -146,7 +146,9 @@ def _defs_value(defs, scope, name: Optional[str], depth: int):
     return result
 
 
-def _project(scope: Optional[Scope]):
+def project_of(scope: Optional[Scope]):
+    """The project the engine gave the module scope around ``scope`` (None:
+    this file alone)."""
     while scope is not None and scope.parent is not None:
         scope = scope.parent
     return scope.project if scope is not None else None
@@ -156,7 +158,7 @@ def _imported_value(d: Def, scope: Optional[Scope], name: str, attr: Optional[st
     """The value of a constant ``name`` that the import statement ``d.node``
     brings from a project file; with ``attr``, of the constant ``attr`` of
     the project module it binds to ``name``."""
-    project = _project(scope)
+    project = project_of(scope)
     if project is None or not isinstance(d.node, (cst.ImportFrom, cst.Import)):
         return UNKNOWN
     if name is not None and _rebound_elsewhere(name, scope):
@@ -177,7 +179,7 @@ def _constructed_value(d: Def, name: str):
     if parent is None or scope is None or not isinstance(scope.node, cst.FunctionDef):
         return UNKNOWN
     function = scope.node.name.value
-    project = _project(scope)
+    project = project_of(scope)
     if project is None:
         return UNKNOWN
     if parent.kind == ScopeKind.MODULE:

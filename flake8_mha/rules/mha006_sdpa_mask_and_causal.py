@@ -12,7 +12,7 @@ from ..analysis.events import SdpaCall
 from ..analysis.flow import CallSite, DefKind, lookup, walk
 from ..analysis.relational import excludes, world_sites
 from ..analysis.tree import is_none
-from ..analysis.values import UNKNOWN, definitely
+from ..analysis.values import UNKNOWN, definitely, project_of
 from .autofix import Fix, FixContext, find_arg, register, remove_arg
 from ._syntax import dotted, same
 from .base import Example, Report, Rule
@@ -182,10 +182,7 @@ def _never_paired(mask: cst.CSTNode, causal: cst.CSTNode, site: CallSite) -> boo
     cls, func = scope.cls, scope.node
     if cls is None or not isinstance(func, cst.FunctionDef) or func.name.value != "forward":
         return False
-    module = scope
-    while module.parent is not None:
-        module = module.parent
-    project = module.project
+    project = project_of(scope)
     given = _resolve_local(mask, site)
     if project is None or not isinstance(given, cst.Name):
         return False

@@ -191,15 +191,8 @@ class MaskHeadsOrder(Rule):
         expands one of its parameters head-major (``def tile(mask, heads):
         return mask.repeat(heads, 1, 1)``): the caller's argument for it,
         expanded at the call."""
-        resolver, func, target = self.ctx.resolver, call.func, None
-        if isinstance(func, cst.Name):
-            defs = lookup(func.value, env, scope)
-            if len(defs) == 1 and defs[0].kind == "def":
-                target = defs[0].node
-        elif isinstance(func, cst.Attribute):
-            owner = resolver.self_class(func, env, scope)
-            if owner is not None:
-                target = resolver.method_of(owner, func.attr.value)
+        func = call.func
+        target = self.ctx.resolver.own_function(call, env, scope)
         fscope = self.ctx.flow.functions.get(id(target)) if target is not None else None
         if fscope is None or len(fscope.returns) != 1 or any(a.star for a in call.args):
             return None

@@ -151,8 +151,8 @@ def same(a: Layout, b: Layout) -> bool:
 
 def fed_alone(call: cst.Call) -> Optional[cst.BaseExpression]:
     """The data a call of a module kept on ``self`` is fed, when it is its one
-    argument (``self.pos_enc(x)``, ``self.project(x)``): a per-token step
-    between a swap and the module call the swap is for."""
+    positional argument (``self.pos_enc(x)``, ``self.project(x)``): a
+    per-token step between a swap and the module call the swap is for."""
     func = call.func
     if (
         isinstance(func, cst.Attribute)
@@ -161,7 +161,6 @@ def fed_alone(call: cst.Call) -> Optional[cst.BaseExpression]:
         and len(call.args) == 1
         and call.args[0].keyword is None
         and not call.args[0].star
-        and isinstance(call.args[0].value, (cst.Name, cst.Call))
     ):
         return call.args[0].value
     return None
@@ -253,26 +252,16 @@ class LayoutCalls:
         if chosen:  # ``fwd_fn(...)``: what every method it may be returns
             return join([self._helper((m, 1), node, env, scope, frame, depth) for m in chosen])
         got = self.module_output(node, env, scope, frame, depth)
-        if got is None and self._opaque(node, env, scope):
+        data = fed_alone(node) if got is None else None
+        if data is not None and self._opaque(func, env, scope):
             # a module no one can read (``get_pos_encoder(kind)(d)``) fed converted
             # data: the conversion, fed through it to the module call it is for
-            fed = real(self.eval(node.args[0].value, env, scope, frame, depth))
+            fed = real(self.eval(data, env, scope, frame, depth))
             return fed if fed is not None and fed.conforms else None
         return got
 
-    def _opaque(self, node: cst.Call, env, scope) -> bool:
-        """``self.<attr>``, called with one positional argument, whose module
-        is not known."""
-        func = node.func
-        if not (
-            len(node.args) == 1
-            and node.args[0].keyword is None
-            and not node.args[0].star
-            and isinstance(func, cst.Attribute)
-            and isinstance(func.value, cst.Name)
-            and func.value.value == "self"
-        ):
-            return False
+    def _opaque(self, func: cst.Attribute, env, scope) -> bool:
+        """Whether the module ``self.<attr>`` holds is not known."""
         try:
             return not self.resolver.instances(func, env, scope)
         except RecursionError:  # pragma: no cover

@@ -101,18 +101,18 @@ def class_attrs(cls: ast.ClassDef) -> Dict[str, str]:
             continue
         for n in ast.walk(item):
             if isinstance(n, ast.Assign) and len(n.targets) == 1:
-                attr = _self_attr(n.targets[0])
+                attr = self_attr(n.targets[0])
                 if attr is not None:
                     note(attr, _built(n.value))
             elif isinstance(n, ast.Call) and isinstance(n.func, ast.Attribute):
                 if n.func.attr == "append" and len(n.args) == 1:
-                    attr = _self_attr(n.func.value)
+                    attr = self_attr(n.func.value)
                     if attr is not None:
                         note(attr, constructor(n.args[0]))
     return {k: v for k, v in found.items() if v}
 
 
-def _self_attr(node: ast.AST) -> Optional[str]:
+def self_attr(node: ast.AST) -> Optional[str]:
     if (
         isinstance(node, ast.Attribute)
         and isinstance(node.value, ast.Name)
@@ -192,7 +192,7 @@ def edges(calls, loops_over, attrs: Dict[str, str], reach_of) -> List[dict]:
                     continue
                 target = target.elts[1]
             it = it.func.value
-        attr = _self_attr(it)
+        attr = self_attr(it)
         if attr is not None and attr in attrs and isinstance(target, ast.Name):
             loops[target.id] = attr
     out: List[dict] = []
@@ -224,7 +224,7 @@ def edges(calls, loops_over, attrs: Dict[str, str], reach_of) -> List[dict]:
 
 
 def _callee(func: ast.AST, loops: Dict[str, str], attrs: Dict[str, str]) -> Optional[list]:
-    if isinstance(func, ast.Attribute) and func.attr == "forward" and _self_attr(func.value):
+    if isinstance(func, ast.Attribute) and func.attr == "forward" and self_attr(func.value):
         func = func.value  # ``self.attn.forward(...)`` runs what ``self.attn(...)`` does
     if (  # getattr(self, "attn")(...)
         isinstance(func, ast.Call)
@@ -243,9 +243,9 @@ def _callee(func: ast.AST, loops: Dict[str, str], attrs: Dict[str, str]) -> Opti
             return ["self", loops[func.id]]
         return ["name", func.id] if func.id not in _BUILTINS else None
     if isinstance(func, ast.Subscript):  # self.blocks[0](...)
-        attr = _self_attr(func.value)
+        attr = self_attr(func.value)
         return ["self", attr] if attr in attrs else None
-    attr = _self_attr(func)
+    attr = self_attr(func)
     if attr is not None:
         return ["self", attr] if attr in attrs else ["method", attr]
     if (  # super().forward(...), super(Cls, self).attend(...): a base's method

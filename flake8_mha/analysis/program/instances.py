@@ -24,6 +24,7 @@ from typing import Dict, List, Optional, Tuple
 
 from ...core.atomic import read_regular
 from . import callers
+from .chains import dotted_name, self_attr
 
 MAX_BYTES = 2 * 1024 * 1024
 UNKNOWN = callers.UNKNOWN
@@ -73,7 +74,7 @@ def paired(
         kept = _kept(tree, cls)
         if kept is None:
             return None
-        trees.append((path, tree))
+        trees.append((path, (text, tree)))
         for owner, attr, built, how in kept:
             found += 1
             kept_attrs.add(attr)
@@ -117,20 +118,22 @@ def _reached_from_outside(files, trees, attrs, owners, depend) -> bool:
     file that names a class keeping one, any other use of the attribute
     (``blk.attend(q, k, v, keep)`` after ``blk = Block()``); in any file, a
     call of an attribute of that name given more than one argument.  Their
-    calls there are not paired."""
+    calls there are not paired.  ``trees``: (path, (text, tree)) of the
+    files already read."""
     parsed = dict(trees)
     for path in files:
-        text = _read(path)
+        text, tree = parsed.get(path) or (_read(path), None)
         if text is None or not any(a in text for a in attrs):
             continue
         depend(path)  # a use added there later unsettles the answer
         try:
-            tree = parsed.get(path) or ast.parse(text)
+            tree = tree or ast.parse(text)
         except (SyntaxError, ValueError, RecursionError, MemoryError):
             return True
         named = any(re.search(r"\b" + re.escape(o) + r"\b", text) for o in owners)
         if named and any(
-            isinstance(n, ast.ClassDef) and any(_base_name(b) in owners for b in n.bases)
+            isinstance(n, ast.ClassDef)
+            and any((dotted_name(b) or "").rsplit(".", 1)[-1] in owners for b in n.bases)
             for n in ast.walk(tree)
         ):
             return True  # a subclass of a keeping class: its methods may call the instance
@@ -144,12 +147,6 @@ def _reached_from_outside(files, trees, attrs, owners, depend) -> bool:
             if named or (call is not None and len(call.args) + len(call.keywords) > 1):
                 return True
     return False
-
-
-def _base_name(node: ast.AST) -> Optional[str]:
-    if isinstance(node, ast.Attribute):
-        return node.attr
-    return node.id if isinstance(node, ast.Name) else None
 
 
 def _handed_down(owner: ast.ClassDef, flag, masks, tree) -> Optional[Tuple[str, str]]:
@@ -249,7 +246,7 @@ def _keeper(call: ast.Call, parents, method) -> Optional[Tuple[str, str]]:
     if not isinstance(up, ast.Assign) or len(up.targets) != 1:
         return None
     target = up.targets[0]
-    if _self_attr(target) is not None:
+    if self_attr(target) is not None:
         return (target.attr, how) if how != ITEMS or node is not call else None
     if not isinstance(target, ast.Name) or how != ITEMS or _container(node) is not None:
         return None
@@ -262,7 +259,7 @@ def _keeper(call: ast.Call, parents, method) -> Optional[Tuple[str, str]]:
             kind = _container(other.value)
             held = [a.value if isinstance(a, ast.Starred) else a for a in other.value.args]
             if kind and any(isinstance(a, ast.Name) and a.id == target.id for a in held):
-                attr = _self_attr(other.targets[0])
+                attr = self_attr(other.targets[0])
                 return (attr, kind) if attr is not None else None
     return None
 
@@ -273,12 +270,6 @@ def _container(call: ast.AST) -> Optional[str]:
     func = call.func
     name = func.attr if isinstance(func, ast.Attribute) else getattr(func, "id", None)
     return _LISTS.get(name)
-
-
-def _self_attr(node: ast.AST) -> Optional[str]:
-    if isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name):
-        return node.attr if node.value.id == "self" else None
-    return None
 
 
 def _calls_of(owner: ast.ClassDef, attr: str, how: str) -> Optional[List[ast.Call]]:
@@ -301,7 +292,7 @@ def _calls_of(owner: ast.ClassDef, attr: str, how: str) -> Optional[List[ast.Cal
                     if isinstance(target, ast.Tuple) and len(target.elts) == 2
                     else None
                 )
-            if _self_attr(it) == attr and how == ITEMS and isinstance(target, ast.Name):
+            if self_attr(it) == attr and how == ITEMS and isinstance(target, ast.Name):
                 loops[target.id] = node
                 seen.add(id(it))
         elif isinstance(node, ast.Call) and getattr(node.func, "id", None) == "len" and node.args:
@@ -312,13 +303,13 @@ def _calls_of(owner: ast.ClassDef, attr: str, how: str) -> Optional[List[ast.Cal
         func = node.func
         if isinstance(func, ast.Attribute) and func.attr == "forward":
             func = func.value
-        if how == ITEMS and isinstance(func, ast.Subscript) and _self_attr(func.value) == attr:
+        if how == ITEMS and isinstance(func, ast.Subscript) and self_attr(func.value) == attr:
             calls.append(node)
             seen.add(id(func.value))
         elif how == ITEMS and isinstance(func, ast.Name) and func.id in loops:
             if any(node is n for n in ast.walk(loops[func.id])):
                 calls.append(node)
-        elif _self_attr(func) == attr:
+        elif self_attr(func) == attr:
             if how == ITEMS:
                 return None  # a ModuleList called: it raises, the items are not what runs
             seen.add(id(func))
@@ -326,7 +317,7 @@ def _calls_of(owner: ast.ClassDef, attr: str, how: str) -> Optional[List[ast.Cal
                 node = ast.Call(func=func, args=node.args[:1], keywords=[])
             calls.append(node)
     for node in ast.walk(owner):
-        if _self_attr(node) == attr and isinstance(node.ctx, ast.Load) and id(node) not in seen:
+        if self_attr(node) == attr and isinstance(node.ctx, ast.Load) and id(node) not in seen:
             return None  # passed on, aliased, read for an attribute
     return calls
 
