@@ -150,3 +150,28 @@ class MaskedDecoder(Decoder):
 '''
     assert _lint(tmp_path, **{"decoder.py": decoder}) == []
     assert _lint(tmp_path / "b", **{"decoder.py": decoder, "sub.py": sub}) == [("MHA006", 11, 16)]
+
+
+def test_an_edit_of_a_keeping_class_invalidates_the_cached_finding(tmp_path, monkeypatch, capsys):
+    """Through ``check``'s results cache: the files the pairing read are
+    dependencies of the callee's findings, so giving the decoder's causal
+    instance a mask brings MHA006 back on the next run."""
+    import json
+    import shutil
+
+    from fixture_expect import FIXTURES
+    from flake8_mha.frontends.check import main as check_main
+
+    monkeypatch.chdir(tmp_path)
+    pkg = tmp_path / "instances"
+    shutil.copytree(FIXTURES / "program_calls" / "instances", pkg)
+
+    def run():
+        status = check_main(["--format", "json", "instances/attend.py"])
+        found = json.loads(capsys.readouterr().out)["findings"]
+        return status, [(f["line"], f["col"], f["code"]) for f in found]
+
+    assert run() == run() == (0, [])  # the second from the cache
+    decoder = pkg / "decoder.py"
+    decoder.write_text(decoder.read_text().replace("x = x + layer(x, x, x)", "x = x + layer(x, x, x, x)"))
+    assert run() == (1, [(13, 16, "MHA006")])
