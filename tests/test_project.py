@@ -464,7 +464,7 @@ def _built(findings):
 
 
 def test_builder_summary_reads_what_a_mask_builder_returns():
-    from flake8_mha.analysis.program.summaries import builder_summary
+    from flake8_mha.analysis.program.returns import builder_summary
 
     source = BUILDERS.read_text()
     pad = builder_summary(source, "make_pad_mask")
@@ -489,7 +489,7 @@ def test_builder_summary_reads_what_a_mask_builder_returns():
     ],
 )
 def test_a_builder_with_an_unknown_path_has_no_summary(body):
-    from flake8_mha.analysis.program.summaries import builder_summary
+    from flake8_mha.analysis.program.returns import builder_summary
 
     source = "import torch\n\n\ndef build(lengths, n):\n" + body
     assert builder_summary(source, "build") == {}
@@ -506,7 +506,7 @@ def test_a_builder_with_an_unknown_path_has_no_summary(body):
     ],
 )
 def test_a_builder_is_the_function_the_name_holds(before, after, known):
-    from flake8_mha.analysis.program.summaries import builder_summary
+    from flake8_mha.analysis.program.returns import builder_summary
 
     source = (
         "import torch\n\n\n" + before + "def build(n):\n"

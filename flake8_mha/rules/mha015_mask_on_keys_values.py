@@ -33,6 +33,8 @@ from ..analysis.masks import (
 from ..analysis.scores import analysis_for as scores_for
 from ..core.torch_api import MULTIHEAD_ATTENTION, SDPA_NAME
 from ..analysis.values import value_of
+from ..analysis.program.returns import helper_reading
+from ..core.positions import line_of
 from .base import Example, Report, Rule
 
 MAX_DEPTH = 10
@@ -129,7 +131,12 @@ class MaskOnKeysValues(Rule):
         The mask's meaning comes from the mask analysis (a tokenizer
         `attention_mask`, `tokens != pad_id`, `arange(S) < lengths[:, None]`),
         followed through locals, shape and dtype methods, transposes and
-        einops `rearrange`.
+        einops `rearrange`. A helper whose one return multiplies by, or
+        zero-fills with, one of its parameters (`def zero_pad(x, keep):
+        return x * keep[..., None]`), in the same file or in another file of
+        the project, is read in its own file and judged with the caller's
+        argument for that parameter, as if the multiplication were written
+        at the call.
         """
     WHY = """
         Zeroing a key does not remove it: its score is q . 0 = 0, and softmax
@@ -215,6 +222,7 @@ class MaskOnKeysValues(Rule):
     def __init__(self, ctx) -> None:
         super().__init__(ctx)
         self._done: set = set()
+        self._helpers: dict = {}  # id(call) -> the Helper it runs
 
     # hand-written attention ----------------------------------------------------
     def on_call(self, site: CallSite) -> Iterator[Report]:
@@ -333,6 +341,10 @@ class MaskOnKeysValues(Rule):
             return None
         func = node.func
         qn = analysis_for(self.ctx).evaluator.qualname(func, env, scope)
+        if qn is None or not qn.startswith(_LIBRARIES):  # the project's own helper
+            got = self._helper(node, env, scope)
+            if got is not None:
+                return got
         if qn in ("torch.mul", "torch.multiply") and len(node.args) == 2:
             a, b = node.args[0].value, node.args[1].value
             return (
@@ -354,6 +366,27 @@ class MaskOnKeysValues(Rule):
             got = self._zero_fill(node, node.args[0].value, node.args[1].value, env, scope)
             return got or self.masked(func.value, env, scope, d)
         return None
+
+    def _helper(self, call: cst.Call, env, scope) -> Optional[Found]:
+        """A helper of this file or of another project file whose one return
+        multiplies by, or zero-fills where, one of its parameters
+        (``def zero_pad(x, keep): return x * keep[..., None]``): the caller's
+        argument for that parameter, judged at the call as if written there."""
+        got = helper_reading(self.ctx, call, env, scope, "mha015", _read_helper)
+        arg = got.args.get(got.form["params"][0]) if got is not None else None
+        if arg is None:
+            return None
+        self._helpers[id(call)] = got
+        invert = bool(got.form.get("invert"))
+        if got.form["op"] == "mul" and not invert:
+            return self._mask_factor(call, arg, env, scope)
+        mask = self._mask(arg, env, scope)
+        if mask is None:
+            return None
+        if got.form["op"] == "mul":  # ``x * ~pad``: the inverse of an ignore-mask keeps
+            return (call, mask, "mul") if mask.meaning == IGNORE and mask.kind in _NUMERIC else None
+        want = KEEP if invert else IGNORE  # ``x.masked_fill(~keep, 0)`` zeroes the padding
+        return (call, mask, "fill") if mask.meaning == want and mask.kind in (BOOL, None) else None
 
     def _mask_factor(self, at, factor, env, scope) -> Optional[Found]:
         mask = self._mask(factor, env, scope)
@@ -409,6 +442,13 @@ class MaskOnKeysValues(Rule):
         data["line"] = a.evaluator.line(mask.origin.node) if mask.origin is not None else None
         data["by_name"] = bool(mask.origin and mask.origin.by_name)
         data["applied"] = _text(self.ctx, at).strip("`")
+        helper = self._helpers.get(id(at))
+        if helper is not None:  # applied in a helper: where, and how
+            data["helper"] = {
+                "file": helper.where,
+                "line": helper.form.get("line"),
+                "applied": helper.form.get("applied"),
+            }
         module = {"handwritten": "scores", "sdpa": SDPA_NAME}.get(sink, sink)
         evidence = {
             "module": module,
@@ -429,6 +469,115 @@ class MaskOnKeysValues(Rule):
             consequence=self.KEYS if "keys" in which else self.VALUES,
             how=how,
         )
+
+
+# methods and functions that keep a mask parameter what it is, in a helper
+_MASK_SHAPING = {"unsqueeze", "float", "half", "double", "to", "type", "type_as", "bool"}
+_MASK_SHAPING |= {"long", "int", "view", "reshape", "expand", "expand_as", "view_as"}
+_LIBRARIES = ("torch.", "einops.", "numpy.", "math.", "functools.", "builtins.")
+
+
+def _read_helper(ctx, func: cst.FunctionDef, fscope) -> Optional[dict]:
+    """MHA015's reading of a helper, in the helper's own file: its one return
+    multiplies by its parameter ``params[0]`` (``op`` "mul"), or zero-fills
+    where it holds (``op`` "fill"), possibly inverted (``invert``)."""
+    if len(fscope.returns) != 1:
+        return None
+    ret, renv = fscope.returns[0]
+    got = _applied(ctx, ret, renv, fscope, 0)
+    if got is None:
+        return None
+    node, name, op, invert = got
+    return {
+        "params": [name],
+        "op": op,
+        "invert": invert,
+        "applied": " ".join(ctx.module.code_for_node(node).split())[:80],
+        "line": line_of(ctx.module, node),
+    }
+
+
+def _applied(ctx, node, env, scope, depth: int):
+    """(where, parameter, op, inverted) of the mask parameter ``node`` is
+    multiplied by or zero-filled with, walking back as ``masked`` does."""
+    if node is None or depth > MAX_DEPTH:
+        return None
+    d = depth + 1
+    if isinstance(node, cst.Name):
+        defs = lookup(node.value, env, scope)
+        if len(defs) == 1 and defs[0].kind == "assign" and defs[0].node is not None:
+            return _applied(ctx, defs[0].node, defs[0].env, defs[0].scope, d)
+        return None
+    if isinstance(node, cst.Subscript):
+        return _applied(ctx, node.value, env, scope, d)
+    if isinstance(node, cst.BinaryOperation):
+        if isinstance(node.operator, cst.Multiply):
+            for factor in (node.right, node.left):
+                got = _mask_param(factor, env, scope, False, 0)
+                if got is not None:
+                    return (node, got[0], "mul", got[1])
+            return _applied(ctx, node.left, env, scope, d) or _applied(
+                ctx, node.right, env, scope, d
+            )
+        if isinstance(node.operator, (cst.Divide, cst.FloorDivide)):
+            return _applied(ctx, node.left, env, scope, d)
+        return None
+    if not isinstance(node, cst.Call):
+        return None
+    func = node.func
+    qn = ctx.resolver.qualname(func, env, scope)
+    if qn in ("torch.mul", "torch.multiply") and len(node.args) == 2:
+        for arg in (node.args[1], node.args[0]):
+            got = _mask_param(arg.value, env, scope, False, 0)
+            if got is not None:
+                return (node, got[0], "mul", got[1])
+        return None
+    if qn in _SAME_ROWS_FUNCS and node.args and node.args[0].keyword is None:
+        return _applied(ctx, node.args[0].value, env, scope, d)
+    if qn is not None or not isinstance(func, cst.Attribute):
+        return None
+    name = func.attr.value
+    if name in _SAME_ROWS:
+        return _applied(ctx, func.value, env, scope, d)
+    if name in ("mul", "mul_", "multiply") and node.args:
+        got = _mask_param(node.args[0].value, env, scope, False, 0)
+        return (node, got[0], "mul", got[1]) if got is not None else None
+    if name in ("masked_fill", "masked_fill_") and len(node.args) >= 2:
+        try:
+            zero = value_of(node.args[1].value, env, scope)
+        except RecursionError:  # pragma: no cover
+            return None
+        if isinstance(zero, bool) or not isinstance(zero, (int, float)) or zero != 0:
+            return None
+        got = _mask_param(node.args[0].value, env, scope, False, 0)
+        return (node, got[0], "fill", got[1]) if got is not None else None
+    return None
+
+
+def _mask_param(node, env, scope, invert: bool, depth: int):
+    """(parameter, inverted) when ``node`` is a parameter of the helper, reshaped,
+    cast or inverted (``keep[..., None].float()``, ``~pad``); else None."""
+    if depth > MAX_DEPTH:
+        return None
+    d = depth + 1
+    if isinstance(node, cst.Name):
+        defs = lookup(node.value, env, scope)
+        if len(defs) == 1 and defs[0].kind == "param":
+            return node.value, invert
+        if len(defs) == 1 and defs[0].kind == "assign" and defs[0].node is not None:
+            return _mask_param(defs[0].node, defs[0].env, defs[0].scope, invert, d)
+        return None
+    if isinstance(node, cst.Subscript):
+        return _mask_param(node.value, env, scope, invert, d)
+    if isinstance(node, cst.UnaryOperation) and isinstance(node.operator, cst.BitInvert):
+        return _mask_param(node.expression, env, scope, not invert, d)
+    if isinstance(node, cst.Call) and isinstance(node.func, cst.Attribute):
+        name = node.func.attr.value
+        if name in _MASK_SHAPING:
+            return _mask_param(node.func.value, env, scope, invert, d)
+        if name == "logical_not" and not node.args:
+            return _mask_param(node.func.value, env, scope, not invert, d)
+    return None
 
 
 def _text(ctx, node) -> str:

@@ -18,16 +18,19 @@ import libcst as cst
 
 from ..analysis.events import ModuleCall
 from ..analysis.flow import CallSite, lookup
-from ..analysis.resolve import passed
+from ..analysis.program.returns import helper_reading
 from ..analysis.gqa import GqaAnalysis, code_text
 from ..analysis.heads import arg_of, call_sizes, is_one
 from ..analysis.masks import At, analysis_for
+from ..core.positions import line_of
 from .base import Example, Report, Rule
 from .construction import construction_evidence
 
 MAX_DEPTH = 8
 # methods that keep a mask's rows in their order
 _SAME_ROWS = {"to", "bool", "float", "half", "type", "type_as", "contiguous", "detach", "clone"}
+# roots of qualified names that are never a helper of the project
+_LIBRARIES = ("torch.", "einops.", "numpy.", "math.", "functools.", "builtins.")
 _SHARED = ("causal", "tri", "subsequent", "future", "square")
 
 Found = Tuple[cst.CSTNode, cst.CSTNode, str, CallSite]  # expansion, the mask, via, where
@@ -49,10 +52,12 @@ class MaskHeadsOrder(Rule):
         1)`), `torch.tile(mask, (num_heads, 1, 1))`, `torch.cat([mask] *
         num_heads)`, `einops.repeat(mask, "b i j -> (h b) i j", h=num_heads)`,
         followed through locals and dtype methods, and into a function or
-        `self` method of the file whose one return expands its parameter
-        (`def tile(mask, heads): return mask.repeat(heads, 1, 1)`; the
-        repeat factor is then read inside it). A helper in another file is
-        not followed.
+        `self` method of the file, or a function of another file of the
+        project, whose one return expands its parameter (`def tile(mask,
+        heads): return mask.repeat(heads, 1, 1)`; the repeat factor is then
+        read inside it, and the finding's evidence names the helper's line).
+        A module built by a factory of another file is not known to be
+        `nn.MultiheadAttention` here: its calls are not judged.
 
         The repeat factor must be the head count (`num_heads`, `self.nhead`,
         `n_head`: the head-axis analysis of MHA013 decides), and the mask
@@ -119,6 +124,10 @@ class MaskHeadsOrder(Rule):
         ),
     ]
 
+    def __init__(self, ctx) -> None:
+        super().__init__(ctx)
+        self._helpers: dict = {}  # id(call) -> the Helper it runs
+
     def on_module_call(self, ev: ModuleCall) -> Iterator[Report]:
         for name in ev.spec.attn_mask_args:  # those that take a 3-D (N * H, L, S) mask
             expr = ev.args.get(name)
@@ -171,7 +180,7 @@ class MaskHeadsOrder(Rule):
             return None
         if qn == "einops.repeat":
             return self._einops(node, env, scope, here, gqa)
-        if qn is None:
+        if qn is None or not qn.startswith(_LIBRARIES):  # the project's own helper
             got = self._helper(node, env, scope, d)
             if got is not None:
                 return got
@@ -187,28 +196,21 @@ class MaskHeadsOrder(Rule):
         return None
 
     def _helper(self, call: cst.Call, env, scope, depth: int) -> Optional[Found]:
-        """A function or ``self`` method of this file whose every return
-        expands one of its parameters head-major (``def tile(mask, heads):
-        return mask.repeat(heads, 1, 1)``): the caller's argument for it,
-        expanded at the call."""
-        func = call.func
-        target = self.ctx.resolver.own_function(call, env, scope)
-        fscope = self.ctx.flow.functions.get(id(target)) if target is not None else None
-        if fscope is None or len(fscope.returns) != 1 or any(a.star for a in call.args):
+        """A function or ``self`` method of this file, or a function of another
+        project file, whose one return expands one of its parameters
+        head-major (``def tile(mask, heads): return mask.repeat(heads, 1,
+        1)``; the repeat factor is read inside it): the caller's argument for
+        it, expanded at the call."""
+        got = helper_reading(self.ctx, call, env, scope, "mha016", _read_helper)
+        if got is None or got.args.get(got.form["params"][0]) is None:
             return None
-        ret, renv = fscope.returns[0]
-        got = self.head_major(ret, renv, fscope, None, depth)
-        if got is None or not isinstance(got[1], cst.Name):
-            return None
-        params = [p.name.value for p in target.params.params]
-        skip = 1 if isinstance(func, cst.Attribute) else 0  # ``self``
-        name = got[1].value
-        if name not in params[skip:]:
-            return None
-        given = passed(call, params.index(name) - skip, name)
-        if given is None:
-            return None
-        return call, given, got[2], CallSite(call, env, scope, (), (), None)
+        self._helpers[id(call)] = got
+        return (
+            call,
+            got.args[got.form["params"][0]],
+            got.form["via"],
+            CallSite(call, env, scope, (), (), None),
+        )
 
     def _heads_first(self, sizes, env, scope, gqa: GqaAnalysis) -> bool:
         if len(sizes) != 3 or gqa.factor_kind(sizes[0], env, scope) != "heads":
@@ -286,6 +288,13 @@ class MaskHeadsOrder(Rule):
                 "mask": data,
             }
         )
+        helper = self._helpers.get(id(expansion))
+        if helper is not None:  # the expansion written in a helper: where, and how
+            evidence["helper"] = {
+                "file": helper.where,
+                "line": helper.form.get("line"),
+                "expansion": helper.form.get("expansion"),
+            }
         recv = code_text(self.ctx, mask_expr)
         return self.report(
             ev.site.node,
@@ -295,6 +304,23 @@ class MaskHeadsOrder(Rule):
             arg=arg,
             fix=f"{recv}.repeat_interleave(num_heads, dim=0)",
         )
+
+
+def _read_helper(ctx, func: cst.FunctionDef, fscope) -> Optional[dict]:
+    """MHA016's reading of a helper, in the helper's own file: its one return
+    expands its parameter ``params[0]`` head-major."""
+    if len(fscope.returns) != 1:
+        return None
+    ret, renv = fscope.returns[0]
+    got = MaskHeadsOrder(ctx).head_major(ret, renv, fscope, None, 1)
+    if got is None or not isinstance(got[1], cst.Name):
+        return None
+    return {
+        "params": [got[1].value],
+        "via": got[2],
+        "expansion": code_text(ctx, got[0]),
+        "line": line_of(ctx.module, got[0]),
+    }
 
 
 __all__: List[str] = ["MaskHeadsOrder"]

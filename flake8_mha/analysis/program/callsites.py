@@ -27,10 +27,10 @@ from ..values import UNKNOWN, literal
 from . import callers, instances
 from .files import ProjectFiles, decode, module_parts, project_root  # noqa: F401
 from .forms import sdpa_summary
-from .summaries import RETURNS_VERSION, builder_summary, mask_of
+from .returns import ReturnsFiles, imported_target as _imported
 
 
-class Project(ProjectFiles):
+class Project(ReturnsFiles):
     """The project around one linted file, and calls of its functions.
     ``settled``: per class of this file, the ``__init__`` parameters whose
     value every construction in the project fixes, as the analysis asked
@@ -510,41 +510,6 @@ class Project(ProjectFiles):
             answer, got = (KNOWN,) + answer[1:], None
         return got, answer
 
-    # -- return values: mask builders in other files --------------------------------
-    def returned(self, call: cst.Call, env, scope, text: str):
-        """The mask a call of a project function in another file returns
-        (``make_pad_mask(lens)`` with ``make_pad_mask`` imported), as a
-        ``masks.Mask`` whose origins are ``call`` and name the other file's
-        place; None when that function is not a mask builder the analysis
-        understands with its parameters unknown."""
-        try:
-            return self._returned(call, env, scope, text)
-        except (OSError, ValueError, RecursionError):
-            return None
-
-    def _returned(self, call: cst.Call, env, scope, text: str):
-        target = _imported(call.func, env, scope)
-        if target is None:
-            return None
-        loc = self._defined(target)
-        if loc is None:
-            return None
-        filename, name = loc
-        if "." in name:
-            return None  # a method: its self is the caller's object
-
-        def built(data: bytes) -> dict:
-            try:
-                return builder_summary(decode(data), name)
-            except (SyntaxError, UnicodeDecodeError, LookupError, cst.ParserSyntaxError):
-                return {}
-
-        valid = lambda got: isinstance(got, dict)  # noqa: E731
-        got = self._kept(filename, (str(RETURNS_VERSION), name), valid, built)
-        if not got:
-            return None
-        return mask_of(got, call, f"{text} -> {self.relative(filename)}:{got['line']}")
-
 
 BUILT, CALLED = "built", "called"
 OUTSIDE, OPEN, SETTLED, KNOWN = "outside", "open", "settled", "known"
@@ -560,42 +525,6 @@ def _answer(found, got) -> tuple:
 
 def _off(value) -> bool:
     return value is None or value is False or (type(value) in (int, float) and value == 0)
-
-
-def _imported(node, env, scope, depth: int = 0) -> Optional[Tuple[int, str]]:
-    """(relative level, dotted name) of what an imported name (or an attribute
-    of an imported module) is, read from the import statement itself."""
-    if depth > 8:
-        return None
-    if isinstance(node, cst.Attribute):
-        base = _imported(node.value, env, scope, depth + 1)
-        if base is None:
-            return None
-        return base[0], (base[1] + "." if base[1] else "") + node.attr.value
-    if not isinstance(node, cst.Name):
-        return None
-    defs = lookup(node.value, env, scope)
-    if len(defs) != 1 or defs[0].kind != DefKind.IMPORT:
-        return None
-    stmt = defs[0].node
-    if isinstance(stmt, cst.ImportFrom) and not isinstance(stmt.names, cst.ImportStar):
-        module = import_path(stmt.module) if stmt.module is not None else ""
-        for alias in stmt.names:
-            bound = alias.asname.name if alias.asname is not None else alias.name
-            if isinstance(bound, cst.Name) and bound.value == node.value:
-                name = import_path(alias.name)
-                return len(stmt.relative), (module + "." if module else "") + name
-        return None
-    if isinstance(stmt, cst.Import):
-        for alias in stmt.names:
-            full = import_path(alias.name)
-            if alias.asname is not None:
-                bound = alias.asname.name
-                if isinstance(bound, cst.Name) and bound.value == node.value:
-                    return 0, full
-            elif full.split(".")[0] == node.value:
-                return 0, node.value
-    return None
 
 
 def _imported_module(stmt: cst.Import, name: str) -> Optional[str]:

@@ -1,0 +1,344 @@
+"""What a call of one of the project's helpers gives back, read in the
+helper's own file and applied at the call.
+
+Two readings share one way of finding the helper, wherever it lives:
+
+- **mask builders** (``make_pad_mask(lens)``, imported from another file):
+  the mask every return of the function is, with its parameters unknown
+  (``builder_summary``), for the mask analysis;
+- **helper forms**: what a function's one return does to its parameters,
+  asked by a rule with its own reading (``helper_reading``).  MHA016 asks
+  whether ``def tile(mask, heads): return mask.repeat(heads, 1, 1)`` expands
+  its ``mask`` head-major; MHA015 whether ``def zero_pad(x, keep): return x
+  * keep[..., None]`` multiplies its result by its ``keep``.  The caller's
+  arguments for the parameters the form names are then judged at the call.
+
+The linted file's own helpers are read in its own tree; another project
+file's are parsed with LibCST once, read, and kept by the file's bytes
+(``files.py``'s ``_kept``): the same reading, wherever the helper is.
+"""
+
+from __future__ import annotations
+
+from typing import Callable, Dict, NamedTuple, Optional, Tuple
+
+import libcst as cst
+
+from ..flow import DefKind, import_path, lookup
+from ..resolve import passed
+from .files import ProjectFiles, decode
+
+RETURNS_VERSION = 1
+HELPER_VERSION = 1
+_MASK_FIELDS = ("meaning", "kind", "dtype", "fill")
+
+# a rule's reading of a helper: (the helper's file context, its def, its flow
+# scope) -> a small JSON dict naming parameters, or None
+Read = Callable[[object, cst.FunctionDef, object], Optional[dict]]
+
+
+class Helper(NamedTuple):
+    """A call of a helper whose form a rule read: the form, the caller's
+    argument for each parameter the form names, and where the helper is
+    (``None``: the linted file)."""
+
+    form: dict
+    args: Dict[str, Optional[cst.BaseExpression]]
+    where: Optional[str]
+
+
+def helper_reading(ctx, call: cst.Call, env, scope, salt: str, read: Read) -> Optional[Helper]:
+    """What ``read`` says of the helper ``call`` runs: a function or ``self``
+    method of the linted file, or a function another project file defines and
+    this one imports.  ``salt`` names the reading (its cache key)."""
+    if any(a.star for a in call.args):
+        return None
+    target = ctx.resolver.own_function(call, env, scope)
+    if target is not None:
+        fscope = ctx.flow.functions.get(id(target))
+        reading = ctx.analyses.setdefault("helper readings", set())
+        if fscope is None or (salt, id(target)) in reading:
+            return None  # recursion reads nothing
+        reading.add((salt, id(target)))
+        try:
+            form = read(ctx, target, fscope)
+        finally:
+            reading.discard((salt, id(target)))
+        if not form:
+            return None
+        skip = 1 if isinstance(call.func, cst.Attribute) else 0  # ``self``
+        return _bound(form, _params(target)[skip:], call, None)
+    project = getattr(ctx, "project", None)
+    if isinstance(project, ReturnsFiles):
+        try:
+            return project.helper_form(call, env, scope, salt, read)
+        except (OSError, ValueError, RecursionError):
+            return None
+    return None
+
+
+def _params(func: cst.FunctionDef) -> list:
+    p = func.params
+    return [x.name.value for x in (*p.posonly_params, *p.params)]
+
+
+def _bound(form: dict, params: list, call: cst.Call, where: Optional[str]) -> Optional[Helper]:
+    args: Dict[str, Optional[cst.BaseExpression]] = {}
+    for name in form.get("params", ()):
+        if name not in params:
+            return None
+        args[name] = passed(call, params.index(name), name)
+    return Helper(form, args, where)
+
+
+class ReturnsFiles(ProjectFiles):
+    """The project's files, with what their helpers return."""
+
+    # -- mask builders ----------------------------------------------------------------
+    def returned(self, call: cst.Call, env, scope, text: str):
+        """The mask a call of a project function in another file returns
+        (``make_pad_mask(lens)`` with ``make_pad_mask`` imported), as a
+        ``masks.Mask`` whose origins are ``call`` and name the other file's
+        place; None when that function is not a mask builder the analysis
+        understands with its parameters unknown."""
+        try:
+            return self._returned(call, env, scope, text)
+        except (OSError, ValueError, RecursionError):
+            return None
+
+    def _returned(self, call: cst.Call, env, scope, text: str):
+        target = imported_target(call.func, env, scope)
+        if target is None:
+            return None
+        loc = self._defined(target)
+        if loc is None:
+            return None
+        filename, name = loc
+        if "." in name:
+            return None  # a method: its self is the caller's object
+
+        def built(data: bytes) -> dict:
+            try:
+                return builder_summary(decode(data), name)
+            except (SyntaxError, UnicodeDecodeError, LookupError, cst.ParserSyntaxError):
+                return {}
+
+        valid = lambda got: isinstance(got, dict)  # noqa: E731
+        got = self._kept(filename, (str(RETURNS_VERSION), name), valid, built)
+        if not got:
+            return None
+        return mask_of(got, call, f"{text} -> {self.relative(filename)}:{got['line']}")
+
+    # -- helper forms -------------------------------------------------------------------
+    def helper_form(self, call: cst.Call, env, scope, salt: str, read: Read) -> Optional[Helper]:
+        """``read`` of a top-level function of another project file that
+        ``call`` names through an import."""
+        target = imported_target(call.func, env, scope)
+        loc = self._defined(target) if target is not None else None
+        if loc is None or "." in loc[1]:
+            return None  # a method: its self is the caller's object
+        filename, name = loc
+
+        def built(data: bytes) -> dict:
+            try:
+                got = read_function(decode(data), name)
+                form = read(*got) if got is not None else None
+            except (SyntaxError, UnicodeDecodeError, LookupError, cst.ParserSyntaxError):
+                return {}
+            if not form:
+                return {}
+            return dict(form, all_params=_params(got[1]))
+
+        valid = lambda got: isinstance(got, dict)  # noqa: E731
+        got = self._kept(filename, ("helper", str(HELPER_VERSION), salt, name), valid, built)
+        if not got:
+            return None
+        return _bound(got, got["all_params"], call, self.relative(filename))
+
+
+def imported_target(node, env, scope, depth: int = 0) -> Optional[Tuple[int, str]]:
+    """(relative level, dotted name) of what an imported name (or an attribute
+    of an imported module) is, read from the import statement itself."""
+    if depth > 8:
+        return None
+    if isinstance(node, cst.Attribute):
+        base = imported_target(node.value, env, scope, depth + 1)
+        if base is None:
+            return None
+        return base[0], (base[1] + "." if base[1] else "") + node.attr.value
+    if not isinstance(node, cst.Name):
+        return None
+    defs = lookup(node.value, env, scope)
+    if len(defs) != 1 or defs[0].kind != DefKind.IMPORT:
+        return None
+    stmt = defs[0].node
+    if isinstance(stmt, cst.ImportFrom) and not isinstance(stmt.names, cst.ImportStar):
+        module = import_path(stmt.module) if stmt.module is not None else ""
+        for alias in stmt.names:
+            bound = alias.asname.name if alias.asname is not None else alias.name
+            if isinstance(bound, cst.Name) and bound.value == node.value:
+                name = import_path(alias.name)
+                return len(stmt.relative), (module + "." if module else "") + name
+        return None
+    if isinstance(stmt, cst.Import):
+        for alias in stmt.names:
+            full = import_path(alias.name)
+            if alias.asname is not None:
+                bound = alias.asname.name
+                if isinstance(bound, cst.Name) and bound.value == node.value:
+                    return 0, full
+            elif full.split(".")[0] == node.value:
+                return 0, node.value
+    return None
+
+
+def builder_summary(source: str, name: str) -> dict:
+    """What the top-level function ``name`` of a file returns, as the mask
+    analysis sees it with every parameter unknown (``{}`` when nothing is
+    known): ``def make_pad_mask(lengths): return arange(...)[None, :] >=
+    lengths[:, None]`` is an ignore padding mask whatever ``lengths`` is.
+    Each return path is evaluated in the file it is written in (its own
+    helpers and constants are followed, its parameters are not), and the
+    paths are joined.  Small JSON, cached by the file's bytes and ``name``."""
+    from ..masks import At, MaskEvaluator, join_all
+    from ..masks.calls import Frame, falls_off_end
+    from ..masks.domain import NONE_MASK
+
+    read = read_function(source, name)
+    if read is None:
+        return {}
+    fctx, func, fscope = read
+    if not fscope.returns:
+        return {}
+    ev = MaskEvaluator(fctx)
+    params = func.params
+    names = [p.name.value for p in (*params.posonly_params, *params.params, *params.kwonly_params)]
+    frame = Frame(func, fscope, dict.fromkeys(names), {}, None, None)
+    values = [ev.eval(expr, At(renv, fscope, frame, 0)) for expr, renv in fscope.returns]
+    if falls_off_end(func):
+        values.append(NONE_MASK)
+    m = join_all(values)
+    if m.none or not m.known:
+        return {}
+    out: dict = {k: (None if getattr(m, k) is None else str(getattr(m, k))) for k in _MASK_FIELDS}
+    out["layout"] = list(m.layout) if m.layout is not None else None
+    out["tri"] = list(m.tri) if m.tri is not None else None
+    out["causal"] = bool(m.causal)
+    out["by_name"] = bool(m.origin is not None and m.origin.by_name)
+    origin = m.origin or m.kind_origin or m.shape_origin
+    out["source"] = ev.text(origin.node) if origin is not None else None
+    line = ev.line(origin.node) if origin is not None else None
+    out["line"] = line if line is not None else ev.line(func)
+    out["name"] = name
+    return out
+
+
+def read_function(source: str, name: str):
+    """(the file's context, the top-level ``def name``, its flow scope) of a
+    file's text, for a reading of what the function returns; None when the
+    name is not one plain function there (rebound after it, async, a
+    generator, or under a decorator that may change what a call gives)."""
+    from ..flow import FlowPass
+    from ..masks.calls import is_generator
+    from ..resolve import Resolver
+
+    module = cst.parse_module(source)
+    func = None
+    for stmt in module.body:
+        if isinstance(stmt, cst.FunctionDef) and stmt.name.value == name:
+            func = stmt  # the last definition wins, as at import time
+        elif func is not None and _rebinds(stmt, name):
+            return None  # ``make_mask = other(make_mask)``: not the function read here
+    if func is None or func.asynchronous is not None or is_generator(func):
+        return None
+    if any(_decorator_name(d.decorator) not in _SAME_RESULT for d in func.decorators):
+        return None  # a decorator may change what a call returns
+    flow = FlowPass()
+    flow.run(module)
+    fscope = flow.functions.get(id(func))
+    if fscope is None:
+        return None
+    return _FileContext(module, flow, Resolver(flow)), func, fscope
+
+
+# decorators that keep what the function returns
+_SAME_RESULT = {"lru_cache", "cache", "no_grad", "inference_mode", "script", "compile", "wraps"}
+
+
+def _decorator_name(node) -> str:
+    if isinstance(node, cst.Call):
+        node = node.func
+    if isinstance(node, cst.Attribute):
+        return node.attr.value
+    return node.value if isinstance(node, cst.Name) else ""
+
+
+def _rebinds(stmt, name: str) -> bool:
+    """Whether a top-level statement may bind ``name`` again (an assignment,
+    an import, a class, anything compound that could hold one)."""
+    if isinstance(stmt, cst.SimpleStatementLine):
+        for small in stmt.body:
+            if isinstance(small, (cst.Assign, cst.AnnAssign, cst.AugAssign)):
+                targets = (
+                    [t.target for t in small.targets]
+                    if isinstance(small, cst.Assign)
+                    else [small.target]
+                )
+                if any(name in _names(t) for t in targets):
+                    return True
+            elif isinstance(small, (cst.Import, cst.ImportFrom)):
+                code = cst.Module([]).code_for_node(small)
+                if name in code:
+                    return True
+        return False
+    if isinstance(stmt, cst.ClassDef):
+        return stmt.name.value == name
+    if isinstance(stmt, cst.FunctionDef):
+        return False
+    return name in cst.Module([]).code_for_node(stmt)  # if/try/for at top level
+
+
+def _names(target) -> set:
+    if isinstance(target, cst.Name):
+        return {target.value}
+    if isinstance(target, (cst.Tuple, cst.List)):
+        out: set = set()
+        for el in target.elements:
+            out |= _names(el.value)
+        return out
+    return set()
+
+
+class _FileContext:
+    """What the mask evaluator reads of a file (the engine's Context, minus the rules)."""
+
+    def __init__(self, module, flow, resolver):
+        self.module = module
+        self.flow = flow
+        self.resolver = resolver
+        self.analyses: dict = {}
+        self.project = None  # the other file's own imports are not followed
+
+
+def mask_of(summary: dict, call, text: str):
+    """The ``masks.Mask`` a call of a summarised builder gives; every origin
+    is the call (its line in the linted file), its text names the builder's place."""
+    from ..masks.domain import Kind, Mask, Meaning, Origin
+
+    origin = Origin(call, f"{text}: {summary.get('source')}", bool(summary.get("by_name")))
+    meaning = Meaning(summary["meaning"]) if summary.get("meaning") else None
+    kind = Kind(summary["kind"]) if summary.get("kind") else None
+    layout = tuple(summary["layout"]) if summary.get("layout") else None
+    tri = tuple(summary["tri"]) if summary.get("tri") else None
+    return Mask(
+        meaning=meaning,
+        kind=kind,
+        layout=layout,
+        dtype=summary.get("dtype"),
+        tri=tri,
+        fill=summary.get("fill"),
+        origin=origin if meaning is not None else None,
+        kind_origin=origin if kind is not None else None,
+        shape_origin=origin if layout is not None else None,
+        causal=bool(summary.get("causal")),
+    )

@@ -1,0 +1,157 @@
+"""Helpers that do the damage in one return, wherever they live (issue 26: "a
+call is a call"; RULES.md MHA015, MHA016).  ``def tile(mask, heads): return
+mask.repeat(heads, 1, 1)`` and ``def zero_pad(x, keep): return x * keep[...,
+None]`` are read in their own file (``analysis/program/returns.py``), and the
+caller's argument is judged at the call: the same finding, at the same line
+and column, whether the helper is in the linted file or another one.
+Checked as a user sees it: code, line and column, and the evidence's place."""
+from __future__ import annotations
+
+import textwrap
+
+from fixture_expect import ROOT, flake8_run
+from flake8_mha.lint.engine import analyze_source
+
+HELPERS = """\
+import torch
+
+
+def tile_heads(mask, num_heads):
+    return mask.repeat(num_heads, 1, 1)
+
+
+def interleave_heads(mask, num_heads):
+    return mask.repeat_interleave(num_heads, dim=0)
+
+
+def zero_pad(x, keep):
+    return x * keep[..., None]
+
+
+def fill_pad(x, keep):
+    return x.masked_fill(~keep[..., None], 0)
+
+
+def scaled(x, s):
+    return x * s
+
+
+def looping(mask, num_heads):
+    return looping(mask, num_heads)
+"""
+
+ENCODER = """\
+import torch
+import torch.nn.functional as F
+from torch import nn
+
+from .helpers import fill_pad, interleave_heads, looping, scaled, tile_heads, zero_pad
+
+
+class Encoder(nn.Module):
+    def __init__(self, dim, heads):
+        super().__init__()
+        self.heads = heads
+        self.mha = nn.MultiheadAttention(dim, heads, batch_first=True)
+
+    def forward(self, x, lengths):
+        keep = torch.arange(x.shape[1])[None, :] < lengths[:, None]
+        m = ~keep[:, None, :].expand(-1, x.shape[1], -1)
+        a = self.mha(x, x, x, attn_mask=tile_heads(m, self.heads), need_weights=False)[0]
+        b = self.mha(x, x, x, attn_mask=interleave_heads(m, self.heads), need_weights=False)[0]
+        c = self.mha(x, x, x, attn_mask=looping(m, self.heads), need_weights=False)[0]
+        return a + b + c
+
+    def attend(self, q, x, lengths):
+        keep = torch.arange(x.shape[1])[None, :] < lengths[:, None]
+        a = F.scaled_dot_product_attention(q, zero_pad(x, keep), x)
+        b = F.scaled_dot_product_attention(q, x, fill_pad(x, keep))
+        c = F.scaled_dot_product_attention(q, scaled(x, 0.5), x)
+        d = F.scaled_dot_product_attention(q, zero_pad(x, keep), x, attn_mask=keep[:, None])
+        return a + b + c + d
+"""
+
+
+def _package(tmp_path, helpers=HELPERS):
+    pkg = tmp_path / "pkg"
+    pkg.mkdir()
+    (pkg / "__init__.py").write_text("")
+    (pkg / "helpers.py").write_text(helpers)
+    (pkg / "encoder.py").write_text(ENCODER)
+    return pkg
+
+
+def _found(pkg, codes=("MHA015", "MHA016")):
+    path = pkg / "encoder.py"
+    found = analyze_source(path.read_text(), str(path), list(codes))
+    return found, [(f.code, f.line, f.col) for f in found]
+
+
+def test_helpers_of_another_file_are_read_at_the_call(tmp_path):
+    found, where = _found(_package(tmp_path))
+    # the interleaving helper, a factor that is no mask, a recursive helper and
+    # scores masked beside the zeroed keys are silent
+    assert where == [("MHA016", 17, 13), ("MHA015", 24, 13), ("MHA015", 25, 13)]
+    assert "`tile_heads(m, self.heads)` repeats the mask head-major" in found[0].message
+    assert found[0].evidence["helper"] == {
+        "file": "pkg/helpers.py", "line": 5, "expansion": "mask.repeat(num_heads, 1, 1)"}
+    assert found[1].evidence["mask"]["helper"] == {
+        "file": "pkg/helpers.py", "line": 13, "applied": "x * keep[..., None]"}
+    assert "is a keep-mask applied to the keys" in found[1].message
+    assert "applied to the values" in found[2].message
+
+
+def test_the_same_helpers_in_the_linted_file_give_the_same_findings():
+    source = HELPERS + ENCODER.replace(
+        "from .helpers import fill_pad, interleave_heads, looping, scaled, tile_heads, zero_pad\n",
+        "",
+    ).replace("import torch\nimport torch.nn.functional as F\n", "import torch.nn.functional as F\n")
+    found = analyze_source(textwrap.dedent(source), "one.py", ["MHA015", "MHA016"])
+    shift = HELPERS.count("\n") - 2  # the helpers' lines, less the two imports dropped
+    assert [(f.code, f.line - shift, f.col) for f in found] == [
+        ("MHA016", 17, 13), ("MHA015", 24, 13), ("MHA015", 25, 13)]
+    assert found[0].evidence["helper"]["file"] is None  # the linted file
+    assert found[0].evidence["helper"]["line"] == 5
+
+
+def test_an_edit_of_the_helper_file_is_read_again(tmp_path):
+    pkg = _package(tmp_path)
+    assert _found(pkg)[1][0] == ("MHA016", 17, 13)
+    (pkg / "helpers.py").write_text(HELPERS.replace(
+        "return mask.repeat(num_heads, 1, 1)", "return mask.repeat_interleave(num_heads, dim=0)"))
+    assert [w for w in _found(pkg)[1] if w[0] == "MHA016"] == []
+
+
+def test_a_helper_that_keeps_its_mask_elsewhere_is_not_read(tmp_path):
+    # two returns, or a mask that is no parameter: nothing to bind at the call
+    helpers = HELPERS.replace(
+        "def tile_heads(mask, num_heads):\n    return mask.repeat(num_heads, 1, 1)\n",
+        "def tile_heads(mask, num_heads):\n    if num_heads == 1:\n        return mask\n"
+        "    return mask.repeat(num_heads, 1, 1)\n",
+    ).replace("return x * keep[..., None]", "return x * GLOBAL_KEEP[..., None]")
+    where = _found(_package(tmp_path, helpers))[1]
+    assert where == [("MHA015", 25, 13)]
+
+
+def test_the_fixture_package_through_flake8_per_file_and_over_the_package():
+    package = "fixtures/program_calls/helpers"
+    want = [("encoder.py", 17, 16, "MHA016"), ("model.py", 16, 16, "MHA015"),
+            ("model.py", 20, 16, "MHA015")]
+    status, found = flake8_run(package, select="MHA")
+    assert status == 1
+    assert sorted((f.path.rsplit("/", 1)[1], f.line, f.col, f.code) for f in found) == want
+    for name in ("encoder.py", "model.py"):
+        status, found = flake8_run(f"{package}/{name}", select="MHA")
+        assert sorted((f.line, f.col, f.code) for f in found) == [
+            (w[1], w[2], w[3]) for w in want if w[0] == name]
+
+
+def test_the_model_file_is_let_in_by_the_project_aware_gate():
+    from flake8_mha.core.torch_api import TRIGGER_WORDS
+
+    path = "fixtures/program_calls/helpers/model.py"
+    text = (ROOT / path).read_text()
+    assert [w for w in TRIGGER_WORDS if w in text] == []  # the word pre-filter turns it away
+    status, found = flake8_run(path, select="MHA")
+    assert (status, [(f.line, f.col, f.code) for f in found]) == (
+        1, [(16, 16, "MHA015"), (20, 16, "MHA015")])
