@@ -117,6 +117,9 @@ class Resolver:
         # ``<star import's module>.<name>`` -> the qualified name that project
         # module binds the name to by its own imports, or None (where files are read)
         self.star_names: Optional[Callable[[str], Optional[str]]] = None
+        # a name an import binds, called -> the torch attention module class a
+        # function of another project file builds and returns (where files are read)
+        self.imported_module: Optional[Callable[[cst.CSTNode, Env, Scope], Optional[str]]] = None
         self.reach_cache: Dict[int, set] = {}  # id(ClassDef) -> attributes changed in place
         # who calls each function of the file (callgraph.FileCalls.callers): made
         # once here, for the mask and layout analyses both
@@ -250,6 +253,10 @@ class Resolver:
             got = leaf(node, env, scope)
             if got is None:
                 got = self._made(node, env, scope, leaf, depth)
+            if got is None and self.imported_module is not None and leaf == self._torch_leaf:
+                qn = self.imported_module(node.func, env, scope)
+                spec = torch_api.module_spec(qn) if qn is not None else None
+                got = [Instance(spec, None, None, False)] if spec is not None else None
             return got
         if t in _DISPLAYS:
             return NOT_CALLABLE

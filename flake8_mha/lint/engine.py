@@ -183,6 +183,8 @@ def _analyze_module(
     resolver = Resolver(flow)
     if project is not None and project.files and os.path.isfile(path):
         project_callers.attach_readers(resolver, os.path.abspath(path))
+    if project is not None and project.files:  # torch modules made by another file's factory
+        resolver.imported_module = project.module_made
     ctx = Context(module, flow, resolver)
     ctx.project = project  # mask builders in other files (masks/evaluator.py)
     contexts.append(ctx)

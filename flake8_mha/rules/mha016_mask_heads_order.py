@@ -56,8 +56,6 @@ class MaskHeadsOrder(Rule):
         project, whose one return expands its parameter (`def tile(mask,
         heads): return mask.repeat(heads, 1, 1)`; the repeat factor is then
         read inside it, and the finding's evidence names the helper's line).
-        A module built by a factory of another file is not known to be
-        `nn.MultiheadAttention` here: its calls are not judged.
 
         The repeat factor must be the head count (`num_heads`, `self.nhead`,
         `n_head`: the head-axis analysis of MHA013 decides), and the mask

@@ -29,6 +29,7 @@ from .summaries import (
     IMPORTS,
     MAX_FILE_BYTES,
     MODULES,
+    TORCH_MODULES,
     REEXPORTS,
     SUMMARY_VERSION,
     dotted_name,
@@ -250,13 +251,25 @@ class ProjectFiles:
             for level, dotted in bound[chain[0]]:
                 target = (level, ".".join([dotted, *chain[1:]]))
                 try:
-                    useful = self._function(target, True) or self._function(target, False)
+                    useful = (
+                        self._function(target, True)
+                        or self._function(target, False)
+                        or self.torch_factory(target)
+                    )
                 except (OSError, ValueError, RecursionError):
                     useful = True  # unreadable: keep, as before
                 if useful:
                     names.append(chain[0])
                     break
         return names
+
+    def torch_factory(self, target: Tuple[int, str]) -> Optional[str]:
+        """The torch attention module class a project function the import
+        ``target`` names builds and returns (``TORCH_MODULES``), else None."""
+        loc = self._defined(target)
+        if loc is None or "." in loc[1]:
+            return None
+        return self.summaries(loc[0]).get(TORCH_MODULES, {}).get(loc[1])
 
     def _in_project(self, level: int, dotted: str) -> bool:
         """Whether the module ``dotted`` (or a package on its way) is a file of

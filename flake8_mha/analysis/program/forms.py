@@ -154,6 +154,15 @@ def torch_names(tree: ast.Module) -> Dict[str, str]:
     return out
 
 
+def torch_class(ctor: str, torch_names: Dict[str, str]) -> Optional[str]:
+    """The torch attention module class (qualified) a constructor as written
+    names (``nn.MultiheadAttention`` with ``from torch import nn``), else None."""
+    head, _, rest = ctor.partition(".")
+    base = torch_names.get(head)
+    qn = base + ("." + rest if rest else "") if base is not None else None
+    return qn if qn is not None and module_spec(qn) is not None else None
+
+
 def torch_modules(attrs: Dict[str, str], torch_names: Dict[str, str]) -> Dict[str, str]:
     """``self.<attr>`` -> the torch attention module class name it holds."""
     out = {}
@@ -230,11 +239,12 @@ def inherits_forward(cls: ast.ClassDef, own_attrs) -> list:
     return [name for name in map(dotted_name, cls.bases) if name is not None]
 
 
-def returned_module(func) -> Optional[str]:
+def returned_module(func, dotted: bool = False) -> Optional[str]:
     """The constructor (as written) of the module a factory function returns
     (``def build_attn(): return Attention(dim)``, or through one local name):
     every ``return`` of the function itself gives a construction of that one
-    class; None otherwise."""
+    class; None otherwise.  ``dotted``: ``nn.MultiheadAttention(...)`` too
+    (a class reached through a module name)."""
     assigned: Dict[str, List[ast.AST]] = {}
     returns: List[ast.AST] = []
     todo = list(func.body)
@@ -257,4 +267,5 @@ def returned_module(func) -> Optional[str]:
     if len(kinds) != 1:
         return None
     made = kinds.pop()
-    return made if made is not None and made[:1].isupper() else None
+    last = made.rsplit(".", 1)[-1] if dotted and made is not None else made
+    return made if last is not None and last[:1].isupper() else None

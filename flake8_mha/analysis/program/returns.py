@@ -155,6 +155,18 @@ class ReturnsFiles(ProjectFiles):
             return None
         return _bound(got, got["all_params"], call, self.relative(filename))
 
+    # -- torch modules made by factories ----------------------------------------------
+    def module_made(self, node, env, scope) -> Optional[str]:
+        """The torch attention module class (qualified) that a top-level
+        function of another project file builds and returns (its summary's
+        ``TORCH_MODULES``), for the call of the name ``node`` imports; the
+        module's constructor arguments stay the factory's own (unknown here)."""
+        target = imported_target(node, env, scope)
+        try:
+            return self.torch_factory(target) if target is not None else None
+        except (OSError, ValueError, RecursionError):
+            return None
+
 
 def imported_target(node, env, scope, depth: int = 0) -> Optional[Tuple[int, str]]:
     """(relative level, dotted name) of what an imported name (or an attribute

@@ -16,11 +16,12 @@ from ...core.torch_api import SDPA_NAME, SDPA_QUALNAME, SDPA_SIGNATURE, canonica
 from . import chains, forms
 from .chains import dotted_name, own_nodes, statements
 
-SUMMARY_VERSION = 12
+SUMMARY_VERSION = 13
 REEXPORTS = "@reexports"  # the key of an __init__'s re-exports in its summary table
 IMPORTS = "@imports"  # the file's imports, where the callees its edges name live
 ATTRS = "@attrs"  # per class, what kind of module each self.<attr> holds (chains.py)
 MODULES = "@modules"  # per function that returns a module it builds: its constructor, as written
+TORCH_MODULES = "@torch"  # per function that returns a torch attention module: its class
 BASES = "@bases"  # per class that only inherits its forward: its bases, as written
 MAX_FILE_BYTES = 2 * 1024 * 1024
 # the SDPA arguments a wrapper's parameter may reach (the ones the rules read)
@@ -32,7 +33,10 @@ _SDPA_POSITIONS = SDPA_SIGNATURE.names
 
 
 def summarise(
-    source: str, package_init: bool = False, screen: bool = True, tree: Optional[ast.Module] = None
+    source: str,
+    package_init: bool = False,
+    screen: bool = True,
+    tree: Optional[ast.Module] = None,
 ) -> Dict[str, dict]:
     """``{"attend": {...}, "Attn.forward": {...}, "make_attention()": {...}}``:
     per function (``name``), method (``Class.method``) and factory's returned
@@ -75,37 +79,9 @@ def summarise(
     may_call = _lines_naming(source, {SDPA_NAME, *sdpa_names[0]}) if screen and direct else None
     torch_names = forms.torch_names(tree) if holds_modules else {}
     attrs: Dict[str, Dict[str, str]] = {}
+    facts = (sdpa_names, direct, may_call, holds_modules, torch_names)
     for node in tree.body:
-        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
-            calls = direct and (may_call is None or _spans(may_call, node))
-            _add(out, node.name, node, False, sdpa_names, calls)
-            inner = _returned_function(node)
-            if inner is not None:
-                _add(out, node.name + "()", inner, False, sdpa_names, calls, factory=node)
-            made = forms.returned_module(node)
-            if made is not None:
-                out.setdefault(MODULES, {})[node.name] = made
-        elif _named_lambda(node):  # ``attend = lambda q, k, v, m: sdpa(...)``
-            func = _as_function(node)
-            calls = direct and (may_call is None or _spans(may_call, func))
-            _add(out, func.name, func, False, sdpa_names, calls)
-        elif isinstance(node, ast.ClassDef):
-            own = chains.class_attrs(node)
-            if own:
-                attrs[node.name] = own
-            held = forms.torch_modules(own, torch_names) if holds_modules and own else {}
-            bases = forms.inherits_forward(node, own)
-            if bases:
-                out.setdefault(BASES, {})[node.name] = bases
-            for item in node.body:
-                if isinstance(item, (ast.FunctionDef, ast.AsyncFunctionDef)):
-                    calls = direct and (may_call is None or _spans(may_call, item))
-                    key = f"{node.name}.{item.name}"
-                    _add(out, key, item, True, sdpa_names, calls, own, node.name, held=held)
-                    got = out.get(key)
-                    if got and any(e["callee"][0] == "super" for e in got.get("edges", ())):
-                        # where super() looks: the bases as written
-                        got["bases"] = [b for b in map(dotted_name, node.bases) if b is not None]
+        _summarise_node(node, out, attrs, *facts)
     forms.add_partials(
         tree, out, lambda e: direct and _is_sdpa(ast.Call(func=e, args=[], keywords=[]), sdpa_names)
     )
@@ -180,6 +156,45 @@ def _spans(lines: List[int], node: ast.AST) -> bool:
     """Whether one of ``lines`` falls within ``node``'s."""
     i = bisect.bisect_left(lines, node.lineno)
     return i < len(lines) and lines[i] <= (node.end_lineno or node.lineno)
+
+
+def _summarise_node(node, out, attrs, sdpa_names, direct, may_call, holds_modules, torch_names):
+    """What one top-level statement adds to a file's summary table (``out``)
+    and to its classes' attributes (``attrs``)."""
+    if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+        calls = direct and (may_call is None or _spans(may_call, node))
+        _add(out, node.name, node, False, sdpa_names, calls)
+        inner = _returned_function(node)
+        if inner is not None:
+            _add(out, node.name + "()", inner, False, sdpa_names, calls, factory=node)
+        made = forms.returned_module(node, dotted=True)
+        if made is not None and made[:1].isupper():
+            out.setdefault(MODULES, {})[node.name] = made
+        torch_made = forms.torch_class(made, torch_names) if made and holds_modules else None
+        if torch_made is not None and not node.decorator_list:
+            # ``def make(d, h): return nn.MultiheadAttention(d, h)``
+            out.setdefault(TORCH_MODULES, {})[node.name] = torch_made
+    elif _named_lambda(node):  # ``attend = lambda q, k, v, m: sdpa(...)``
+        func = _as_function(node)
+        calls = direct and (may_call is None or _spans(may_call, func))
+        _add(out, func.name, func, False, sdpa_names, calls)
+    elif isinstance(node, ast.ClassDef):
+        own = chains.class_attrs(node)
+        if own:
+            attrs[node.name] = own
+        held = forms.torch_modules(own, torch_names) if holds_modules and own else {}
+        bases = forms.inherits_forward(node, own)
+        if bases:
+            out.setdefault(BASES, {})[node.name] = bases
+        for item in node.body:
+            if isinstance(item, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                calls = direct and (may_call is None or _spans(may_call, item))
+                key = f"{node.name}.{item.name}"
+                _add(out, key, item, True, sdpa_names, calls, own, node.name, held=held)
+                got = out.get(key)
+                if got and any(e["callee"][0] == "super" for e in got.get("edges", ())):
+                    # where super() looks: the bases as written
+                    got["bases"] = [b for b in map(dotted_name, node.bases) if b is not None]
 
 
 def _reexports(tree: ast.Module) -> Dict[str, list]:
@@ -578,7 +593,7 @@ def valid_table(table) -> bool:
             ):
                 return False
             continue
-        if name == MODULES:
+        if name in (MODULES, TORCH_MODULES):
             if not isinstance(s, dict) or not all(isinstance(c, str) for c in s.values()):
                 return False
             continue
