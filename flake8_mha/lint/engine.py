@@ -32,6 +32,7 @@ from ..analysis.program.files import reaches_a_sink
 from ..analysis.resolve import Resolver
 from ..rules.base import all_rules
 from ..analysis.values import value_of
+from . import reparse
 
 MAX_BYTES = 8 * 1024 * 1024
 _HANDLERS = {
@@ -551,12 +552,14 @@ def _parse_and_analyze(
             and not _gated_in(source, path, project, screen)
         ):
             return []
+        project.again = reparse.again(path)  # its summaries' unchanged parts are kept
         project.own(source, screen)  # its own summaries read this ``ast`` (not parsed again)
         text = source
         if screen is not None:
             keep = project.imported_names(screen) if project else ()
             text = focus(source, screen, keep=keep)
-        module = cst.parse_module(text)
+        # a file linted again in this process: only its changed statements (reparse.py)
+        module = reparse.parse(text, screen, path)
     except cst.ParserSyntaxError as exc:
         _raise_if_invalid_python(source, exc)
         return [_internal(path, f"LibCST cannot parse this file ({_first_line(exc)})")]

@@ -124,6 +124,7 @@ class ProjectFiles:
         self.module = None  # the linted file's LibCST module, while it is analysed
         self._own_table: Optional[Dict[str, dict]] = None
         self._own_tree: Optional[ast.Module] = None
+        self.again = False  # the linted file was linted before in this process (reparse.py)
 
     def own(self, source: str, tree: Optional[ast.Module] = None) -> None:
         """The linted file's own text.  Its functions, classes and factories are
@@ -159,7 +160,7 @@ class ProjectFiles:
             if got is None:
                 # summarise screens the text itself: a file that names no sink
                 # and imports no project code has no summary
-                got = summarise(src, tree=self._own_tree)
+                got = summarise(src, tree=self._own_tree, reuse=self.again)
                 if len(_MEMO) >= MAX_MEMO:
                     _MEMO.clear()
                 _MEMO[key] = got

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import ast
 import bisect
+import hashlib
 import re
 from typing import Dict, List, Optional, Tuple
 
@@ -37,6 +38,7 @@ def summarise(
     package_init: bool = False,
     screen: bool = True,
     tree: Optional[ast.Module] = None,
+    reuse: bool = False,
 ) -> Dict[str, dict]:
     """``{"attend": {...}, "Attn.forward": {...}, "make_attention()": {...}}``:
     per function (``name``), method (``Class.method``) and factory's returned
@@ -53,7 +55,12 @@ def summarise(
     a function whose lines hold neither is not summarised.  Inside torch's own
     tree, where ``import torch`` is a project import, this spares reading
     hundreds of modules (tests/test_summaries_screen.py: the same tables with
-    and without)."""
+    and without).
+
+    ``reuse``: each top-level definition's part of the table is kept for the
+    process, keyed by its text and what the file's imports make of it, and
+    an unchanged definition's is taken again, moved to its lines (a file
+    linted again after an edit; tests/test_reparse.py: the same tables)."""
     mentions = SDPA_NAME in source
     holds_modules = forms.MODULE_WORDS.search(source) is not None
     if (
@@ -80,8 +87,16 @@ def summarise(
     torch_names = forms.torch_names(tree) if holds_modules else {}
     attrs: Dict[str, Dict[str, str]] = {}
     facts = (sdpa_names, direct, may_call, holds_modules, torch_names)
-    for node in tree.body:
-        _summarise_node(node, out, attrs, *facts)
+    if not reuse:
+        for node in tree.body:
+            _summarise_node(node, out, attrs, *facts)
+    else:  # a file summarised again after an edit: each unchanged definition is kept
+        lines = source.splitlines(keepends=True)
+        context = repr((screen, direct, sorted(sdpa_names[0]), sorted(sdpa_names[1])))
+        context += repr((holds_modules, sorted(torch_names.items())))
+        for node in tree.body:
+            if isinstance(node, _DEFINITIONS) or _named_lambda(node):
+                _reused(node, lines, context, out, attrs, facts)
     forms.add_partials(
         tree, out, lambda e: direct and _is_sdpa(ast.Call(func=e, args=[], keywords=[]), sdpa_names)
     )
@@ -195,6 +210,49 @@ def _summarise_node(node, out, attrs, sdpa_names, direct, may_call, holds_module
                 if got and any(e["callee"][0] == "super" for e in got.get("edges", ())):
                     # where super() looks: the bases as written
                     got["bases"] = [b for b in map(dotted_name, node.bases) if b is not None]
+
+
+_DEFINITIONS = (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)
+# (a definition's text, what the file's imports make of it) -> what it adds to
+# the summary table, its lines counted from its first; per process, bounded
+_FRAGMENTS: Dict[bytes, tuple] = {}
+MAX_FRAGMENTS = 20_000
+
+
+def _reused(node, lines, context: str, out, attrs, facts) -> None:
+    """``_summarise_node`` for a definition, or what it gave for the same text
+    in the same file context, moved to the definition's lines."""
+    first = min([node.lineno] + [d.lineno for d in getattr(node, "decorator_list", ())])
+    text = "".join(lines[first - 1 : node.end_lineno or node.lineno])
+    key = hashlib.sha1((context + text).encode("utf-8", "surrogatepass")).digest()
+    kept = _FRAGMENTS.get(key)
+    if kept is None:
+        got_out: Dict[str, dict] = {}
+        got_attrs: Dict[str, Dict[str, str]] = {}
+        _summarise_node(node, got_out, got_attrs, *facts)
+        kept = _moved((got_out, got_attrs), -first)
+        if len(_FRAGMENTS) >= MAX_FRAGMENTS:
+            _FRAGMENTS.clear()
+        _FRAGMENTS[key] = kept
+    got_out, got_attrs = _moved(kept, first)
+    for name, value in got_out.items():
+        if name in (MODULES, TORCH_MODULES, BASES):
+            out.setdefault(name, {}).update(value)
+        else:
+            out[name] = value
+    attrs.update(got_attrs)
+
+
+def _moved(value, delta: int):
+    """A copy of a summary fragment with every ``"line"`` moved by ``delta``."""
+    if isinstance(value, dict):
+        return {
+            k: (v + delta if k == "line" and type(v) is int else _moved(v, delta))
+            for k, v in value.items()
+        }
+    if isinstance(value, (list, tuple)):
+        return type(value)(_moved(v, delta) for v in value)
+    return value
 
 
 def _reexports(tree: ast.Module) -> Dict[str, list]:

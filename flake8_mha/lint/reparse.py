@@ -1,0 +1,139 @@
+"""Parse again only what changed, in a process that lints the same file again.
+
+An editor that runs flake8 in a long-lived process (VS Code's flake8
+extension) lints a file after each edit, and an edit changes one top-level
+statement of it.  LibCST's parse is the largest part of the analysis, and
+the other statements' parses would be the same trees.  From the second lint
+of a path on, the focused text (``focus.py``) is cut at top-level statements
+into chunks; each chunk's parse is kept in memory, keyed by its text, and
+the module is put together from the chunks' trees.  The result is the tree a
+parse of the whole text gives, node for node (``tests/test_reparse.py``
+compares them on every fixture and on torch's attention files), so the
+findings, their lines and their columns are the same.
+
+A cut is made only where the parse of the whole cannot attach anything
+across it: before a statement at column 0 whose preceding lines, back to the
+previous statement's end, are blank or comments at column 0.  A file whose
+chunks disagree on the indentation or the newline is parsed whole, as is
+every file the process lints for the first time (a run over a tree keeps
+nothing).  What is kept is bounded by ``MAX_KEPT_CHARS`` of chunk text.
+"""
+
+from __future__ import annotations
+
+import ast
+from collections import OrderedDict
+from typing import Dict, List, Optional
+
+import libcst as cst
+
+MAX_KEPT_CHARS = 4_000_000  # of chunk text whose trees are kept
+MAX_PATHS = 256  # paths remembered as linted once
+_kept: "OrderedDict[str, cst.Module]" = OrderedDict()
+_kept_chars = [0]
+_linted: Dict[str, None] = {}
+
+
+def parse(text: str, tree: Optional[ast.Module], path: str) -> cst.Module:
+    """The LibCST module of ``text`` (the focused text of the file at
+    ``path``, whose ``ast`` is ``tree``, same lines)."""
+    again = path in _linted
+    if not again:
+        if len(_linted) >= MAX_PATHS:
+            del _linted[next(iter(_linted))]
+        _linted[path] = None
+    if not again or tree is None:
+        return cst.parse_module(text)
+    chunks = cut(text, tree)
+    if len(chunks) < 2:
+        return cst.parse_module(text)
+    got = assemble([_parsed(c) for c in chunks])
+    return got if got is not None else cst.parse_module(text)
+
+
+def again(path: str) -> bool:
+    """Whether this process has linted the file at ``path`` before."""
+    return path in _linted
+
+
+def forget() -> None:
+    """Drop every kept tree (tests; a process that wants its memory back)."""
+    _kept.clear()
+    _kept_chars[0] = 0
+    _linted.clear()
+
+
+def _parsed(chunk: str) -> cst.Module:
+    got = _kept.get(chunk)
+    if got is not None:
+        _kept.move_to_end(chunk)
+        return got
+    got = cst.parse_module(chunk)
+    if len(chunk) <= MAX_KEPT_CHARS // 4:
+        _kept[chunk] = got
+        _kept_chars[0] += len(chunk)
+        while _kept_chars[0] > MAX_KEPT_CHARS and _kept:
+            old, _ = _kept.popitem(last=False)
+            _kept_chars[0] -= len(old)
+    return got
+
+
+def cut(text: str, tree: ast.Module) -> List[str]:
+    """``text`` in chunks, each starting at a top-level statement where a cut
+    is safe (see the module's docstring); one chunk when there is none."""
+    lines = text.splitlines(keepends=True)
+    starts: List[int] = []  # 0-based line indexes where a chunk starts
+    last_end = -1  # the previous kept statement's last line (0-based)
+    for stmt in tree.body:
+        first = min([stmt.lineno] + [d.lineno for d in getattr(stmt, "decorator_list", ())]) - 1
+        end = (stmt.end_lineno or stmt.lineno) - 1
+        if first >= len(lines) or not lines[first].strip():
+            continue  # blanked by focus: its lines are part of whatever is around
+        if first > last_end >= 0 and _free(lines, last_end + 1, first):
+            if lines[first][:1] not in (" ", "\t") and first > 0:
+                starts.append(first)
+        last_end = max(last_end, end)
+    if not starts:
+        return [text]
+    bounds = [0] + starts + [len(lines)]
+    return ["".join(lines[a:b]) for a, b in zip(bounds, bounds[1:])]
+
+
+def _free(lines: List[str], a: int, b: int) -> bool:
+    """Lines ``a`` to ``b - 1`` are blank or comments at column 0."""
+    for line in lines[a:b]:
+        stripped = line.strip()
+        if stripped and not line.startswith("#"):
+            return False
+    return True
+
+
+def assemble(modules: List[cst.Module]) -> Optional[cst.Module]:
+    """One module of the chunks' modules, the trivia between chunks moved
+    where a parse of the whole puts it (the next statement's leading lines);
+    None when the chunks do not agree on indentation and newline."""
+    first = modules[0]
+    indent = None
+    body: list = []
+    pending: tuple = ()
+    for i, m in enumerate(modules):
+        if m.default_newline != first.default_newline or (i and not m.body):
+            return None
+        if any(isinstance(s, cst.BaseCompoundStatement) for s in m.body):
+            if indent is not None and m.default_indent != indent:
+                return None
+            indent = m.default_indent
+        if i == 0:
+            body.extend(m.body)
+        else:
+            head = m.body[0]
+            lead = (*pending, *m.header, *head.leading_lines)
+            body.append(head.with_changes(leading_lines=lead))
+            body.extend(m.body[1:])
+        pending = tuple(m.footer)
+    return first.with_changes(
+        body=body,
+        footer=pending,
+        default_indent=indent or first.default_indent,
+        has_trailing_newline=modules[-1].has_trailing_newline,
+    )

@@ -1,0 +1,110 @@
+"""A file linted again in the same process (an editor's long-lived flake8)
+parses again only the top-level statements that changed, and summarises
+again only the definitions that changed (``lint/reparse.py``,
+``summaries.summarise(reuse=True)``).  What the analysis sees must be
+exactly what a fresh parse and a fresh summary give: the same tree, node for
+node, and the same findings at the same lines and columns."""
+from __future__ import annotations
+
+import ast
+import importlib.util
+import pathlib
+
+import libcst as cst
+import pytest
+
+from fixture_expect import FIXTURES
+from flake8_mha.analysis.focus import focus
+from flake8_mha.analysis.program.summaries import summarise
+from flake8_mha.lint import reparse
+from flake8_mha.lint.engine import analyze_source
+
+TORCH_FILES = ("nn/modules/activation.py", "nn/modules/transformer.py", "nn/functional.py")
+FILES = sorted(FIXTURES.rglob("*.py"))
+
+
+def _torch_file(rel: str) -> pathlib.Path:
+    spec = importlib.util.find_spec("torch")
+    if spec is None or spec.origin is None:  # pragma: no cover - the test extra has it
+        pytest.skip("torch is not installed")
+    return pathlib.Path(spec.origin).parent / rel
+
+
+def _texts():
+    for p in FILES:
+        yield pytest.param(p, id=str(p.relative_to(FIXTURES)))
+    for rel in TORCH_FILES:
+        yield pytest.param(rel, id=f"torch/{rel}")
+
+
+def _read(which) -> str:
+    path = which if isinstance(which, pathlib.Path) else _torch_file(which)
+    return path.read_text(encoding="utf-8")
+
+
+def _edited(text: str) -> str:
+    """A line inserted before the first top-level class or def, and one
+    more line inside the last function: both what an editor does."""
+    lines = text.splitlines(keepends=True)
+    at = next((i for i, l in enumerate(lines) if l.startswith(("class ", "def "))), len(lines))
+    lines.insert(at, "_edit_marker = 1\n")
+    return "".join(lines)
+
+
+@pytest.mark.parametrize("which", _texts())
+def test_the_chunks_put_together_are_the_tree_of_the_whole(which):
+    text = _read(which)
+    tree = ast.parse(text)
+    for variant in (text, focus(text, tree)):
+        chunks = reparse.cut(variant, tree)
+        whole = cst.parse_module(variant)
+        got = reparse.assemble([cst.parse_module(c) for c in chunks])
+        assert "".join(chunks) == variant
+        if got is None:  # chunks that disagree on indentation: parsed whole
+            continue
+        assert got.deep_equals(whole)
+        assert got.code == whole.code
+
+
+def test_a_cut_is_never_made_where_a_comment_is_indented():
+    text = "def f():\n    x = 1\n    # about x\n\nclass A:\n    pass\n\n\ny = 2\n"
+    chunks = reparse.cut(text, ast.parse(text))
+    assert chunks == ["def f():\n    x = 1\n    # about x\n\nclass A:\n    pass\n\n\n", "y = 2\n"]
+
+
+@pytest.mark.parametrize("which", _texts())
+def test_a_summary_made_again_after_an_edit_is_the_fresh_one(which):
+    text = _read(which)
+    summarise(text, reuse=True)  # what the first lint keeps
+    edited = _edited(text)
+    assert summarise(edited, reuse=True) == summarise(edited)
+
+
+def _findings(text: str, path: str):
+    return [(f.code, f.line, f.col, f.message) for f in analyze_source(text, path)]
+
+
+@pytest.mark.parametrize("which", [p for p in FILES if p.parent == FIXTURES])
+def test_a_relint_after_an_edit_finds_what_a_fresh_process_finds(which, tmp_path):
+    path, other = str(tmp_path / "one" / which.name), str(tmp_path / "two" / which.name)
+    text = which.read_text(encoding="utf-8")
+    edited = _edited(text)
+    reparse.forget()
+    fresh = _findings(edited, path)  # the first lint of the path: parsed whole
+    assert reparse.again(path)
+    assert _findings(text, path) == _findings(text, other)  # chunks, then whole
+    assert _findings(edited, path) == fresh  # every chunk but the edited one kept
+    assert len(reparse._kept) > 0
+
+
+def test_what_is_kept_stays_bounded(monkeypatch):
+    monkeypatch.setattr(reparse, "MAX_KEPT_CHARS", 400)
+    reparse.forget()
+    text = "".join(f"def f{i}(x):\n    return x + {i}\n\n\n" for i in range(200))
+    tree = ast.parse(text)
+    reparse.parse(text, tree, "big.py")
+    got = reparse.parse(text, tree, "big.py")
+    assert got.code == text
+    assert 0 < reparse._kept_chars[0] <= 400
+    assert sum(len(c) for c in reparse._kept) == reparse._kept_chars[0]
+    reparse.forget()
