@@ -116,7 +116,8 @@ class MaskOnKeysValues(Rule):
     WHAT = """
         Flags a padding or keep mask multiplied into the keys or the values
         (`k * keep`, `v * keep[..., None]`, `k *= keep`, `k.mul(keep)`,
-        `k.masked_fill(~keep, 0)`) where nothing masks the attention scores.
+        `k.masked_fill(~keep, 0)`, `torch.where(keep[..., None], k, 0)`)
+        where nothing masks the attention scores.
 
         Where the keys and values meet the queries:
 
@@ -354,6 +355,8 @@ class MaskOnKeysValues(Rule):
             )
         if qn in _SAME_ROWS_FUNCS and node.args and node.args[0].keyword is None:
             return self.masked(node.args[0].value, env, scope, d)
+        if qn == "torch.where" and len(node.args) == 3:
+            return self._where(node, env, scope, d)
         if qn is not None or not isinstance(func, cst.Attribute):
             return None
         name = func.attr.value
@@ -387,6 +390,20 @@ class MaskOnKeysValues(Rule):
             return (call, mask, "mul") if mask.meaning == IGNORE and mask.kind in _NUMERIC else None
         want = KEEP if invert else IGNORE  # ``x.masked_fill(~keep, 0)`` zeroes the padding
         return (call, mask, "fill") if mask.meaning == want and mask.kind in (BOOL, None) else None
+
+    def _where(self, node: cst.Call, env, scope, depth: int) -> Optional[Found]:
+        """``torch.where(keep, k, 0)`` keeps the real keys and zeroes the rest;
+        ``torch.where(pad, 0, k)`` the same with an ignore-mask."""
+        if any(a.keyword is not None or a.star for a in node.args):
+            return None
+        cond, kept, other = (a.value for a in node.args)
+        for tensor, zero, meaning in ((kept, other, KEEP), (other, kept, IGNORE)):
+            if _zeros(zero, env, scope):
+                mask = self._mask(cond, env, scope)
+                if mask is not None and mask.meaning == meaning and mask.kind in (BOOL, None):
+                    return node, mask, "fill"
+                return self.masked(tensor, env, scope, depth)
+        return None
 
     def _mask_factor(self, at, factor, env, scope) -> Optional[Found]:
         mask = self._mask(factor, env, scope)
@@ -475,6 +492,19 @@ class MaskOnKeysValues(Rule):
 _MASK_SHAPING = {"unsqueeze", "float", "half", "double", "to", "type", "type_as", "bool"}
 _MASK_SHAPING |= {"long", "int", "view", "reshape", "expand", "expand_as", "view_as"}
 _LIBRARIES = ("torch.", "einops.", "numpy.", "math.", "functools.", "builtins.")
+
+
+def _zeros(node, env, scope) -> bool:
+    """A literal 0, or a tensor of zeros (``torch.zeros_like(k)``, ``k.new_zeros(...)``)."""
+    if isinstance(node, cst.Call):
+        func = node.func
+        name = func.attr.value if isinstance(func, cst.Attribute) else getattr(func, "value", "")
+        return name in ("zeros_like", "new_zeros", "zeros")
+    try:
+        v = value_of(node, env, scope)
+    except RecursionError:  # pragma: no cover
+        return False
+    return not isinstance(v, bool) and isinstance(v, (int, float)) and v == 0
 
 
 def _read_helper(ctx, func: cst.FunctionDef, fscope) -> Optional[dict]:

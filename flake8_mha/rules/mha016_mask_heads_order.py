@@ -21,6 +21,7 @@ from ..analysis.flow import CallSite, lookup
 from ..analysis.program.returns import helper_reading
 from ..analysis.gqa import GqaAnalysis, code_text
 from ..analysis.heads import arg_of, call_sizes, is_one
+from ..analysis.values import literal
 from ..analysis.masks import At, analysis_for
 from ..core.positions import line_of
 from .base import Example, Report, Rule
@@ -51,6 +52,9 @@ class MaskHeadsOrder(Rule):
         `mask.repeat(num_heads, 1, 1)` (or `pad[:, None].repeat(num_heads, L,
         1)`), `torch.tile(mask, (num_heads, 1, 1))`, `torch.cat([mask] *
         num_heads)`, `einops.repeat(mask, "b i j -> (h b) i j", h=num_heads)`,
+        a head axis put in front and merged with the batch axis
+        (`mask[None].expand(num_heads, N, L, S).reshape(-1, L, S)`,
+        `mask.unsqueeze(0).repeat(num_heads, 1, 1, 1).flatten(0, 1)`),
         followed through locals and dtype methods, and into a function or
         `self` method of the file, or a function of another file of the
         project, whose one return expands its parameter (`def tile(mask,
@@ -187,6 +191,8 @@ class MaskHeadsOrder(Rule):
         name = func.attr.value
         if name in _SAME_ROWS or name in ("masked_fill", "masked_fill_"):
             return self.head_major(func.value, env, scope, site, d)
+        if name in ("reshape", "view", "flatten"):
+            return self._merged(node, env, scope, here, gqa)
         if name in ("repeat", "tile"):
             sizes = call_sizes(node, env, scope)
             if sizes and self._heads_first(sizes, env, scope, gqa):
@@ -209,6 +215,33 @@ class MaskHeadsOrder(Rule):
             got.form["via"],
             CallSite(call, env, scope, (), (), None),
         )
+
+    def _merged(self, node: cst.Call, env, scope, here, gqa: GqaAnalysis) -> Optional[Found]:
+        """``m[None].expand(H, N, L, S).reshape(-1, L, S)`` (or ``.repeat(H, 1, 1,
+        1)``, ``unsqueeze(0)``, ``flatten(0, 1)``): a head axis put before the
+        batch axis, then merged with it: head-major."""
+        name = node.func.attr.value
+        if name == "flatten":
+            ends = [literal(a.value) for a in node.args if a.keyword is None]
+            if ends != [0, 1]:
+                return None
+        else:
+            sizes = call_sizes(node, env, scope)
+            if not sizes or len(sizes) != 3:
+                return None
+        inner = _through_names(node.func.value, env, scope)
+        if not isinstance(inner, cst.Call) or not isinstance(inner.func, cst.Attribute):
+            return None
+        if inner.func.attr.value not in ("expand", "repeat"):
+            return None
+        sizes = call_sizes(inner, env, scope)
+        if not sizes or len(sizes) != 4 or gqa.factor_kind(sizes[0], env, scope) != "heads":
+            return None
+        if inner.func.attr.value == "repeat" and not all(is_one(s) for s in sizes[1:]):
+            return None
+        base = _through_names(inner.func.value, env, scope)
+        mask = _new_first_axis(base)
+        return (node, mask, "expand", here) if mask is not None else None
 
     def _heads_first(self, sizes, env, scope, gqa: GqaAnalysis) -> bool:
         if len(sizes) != 3 or gqa.factor_kind(sizes[0], env, scope) != "heads":
@@ -302,6 +335,43 @@ class MaskHeadsOrder(Rule):
             arg=arg,
             fix=f"{recv}.repeat_interleave(num_heads, dim=0)",
         )
+
+
+def _through_names(node, env, scope, depth: int = 0):
+    """What a local name assigned once holds (``node`` itself otherwise)."""
+    while isinstance(node, cst.Name) and depth < MAX_DEPTH:
+        defs = lookup(node.value, env, scope)
+        if len(defs) != 1 or defs[0].kind != "assign" or defs[0].node is None or defs[0].index:
+            return node
+        node, env, scope, depth = defs[0].node, defs[0].env, defs[0].scope, depth + 1
+    return node
+
+
+def _new_first_axis(node) -> Optional[cst.CSTNode]:
+    """``m`` of ``m[None]``, ``m[None, ...]``, ``m.unsqueeze(0)``: a new axis in front."""
+    if isinstance(node, cst.Subscript) and node.slice:
+        first = node.slice[0].slice
+        rest = node.slice[1:]
+        if (
+            isinstance(first, cst.Index)
+            and isinstance(first.value, cst.Name)
+            and first.value.value == "None"
+            and all(
+                isinstance(s.slice, cst.Index) and isinstance(s.slice.value, cst.Ellipsis)
+                for s in rest
+            )
+        ):
+            return node.value
+        return None
+    if (
+        isinstance(node, cst.Call)
+        and isinstance(node.func, cst.Attribute)
+        and node.func.attr.value == "unsqueeze"
+        and len(node.args) == 1
+        and literal(node.args[0].value) == 0
+    ):
+        return node.func.value
+    return None
 
 
 def _read_helper(ctx, func: cst.FunctionDef, fscope) -> Optional[dict]:
