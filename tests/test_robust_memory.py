@@ -6,6 +6,7 @@ import gc
 
 import libcst as cst
 
+from flake8_mha.lint import reparse
 from flake8_mha.lint.engine import analyze_source, select_codes
 
 SOURCE = '''
@@ -33,7 +34,21 @@ def _live_modules() -> int:
 
 def test_trees_are_freed_after_each_file():
     codes = select_codes(["MHA"])
+    reparse.forget()
+    before = _live_modules()
+    for i in range(5):  # a run over a tree: each path once
+        assert analyze_source(SOURCE, f"block{i}.py", codes)
+    assert _live_modules() == before
+
+
+def test_a_file_linted_again_keeps_only_its_chunks_until_forgotten():
+    # an editor's process re-lints one path: its chunks' trees are kept (bounded
+    # by reparse.MAX_KEPT_CHARS), nothing else of the analyses
+    codes = select_codes(["MHA"])
+    reparse.forget()
     before = _live_modules()
     for _ in range(5):
         assert analyze_source(SOURCE, "block.py", codes)
+    assert _live_modules() == before + len(reparse._kept) and len(reparse._kept) == 3
+    reparse.forget()
     assert _live_modules() == before
