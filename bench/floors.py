@@ -181,7 +181,7 @@ def focused_texts(files, gated: bool = False):
     only the files ``gate`` keeps (target 1's files that must be analysed)."""
     import libcst
 
-    from flake8_mha.lint import engine
+    from flake8_mha.lint import engine, reparse
 
     out = {}
     seen = []
@@ -205,6 +205,7 @@ def focused_texts(files, gated: bool = False):
             if gated and not gate(tree):
                 continue
             seen.clear()
+            reparse.forget()  # the whole parse, as a process that lints the file once
             engine.analyze_source(source, str(path), codes, tree=tree)
             if seen:
                 out[path] = seen[0]
