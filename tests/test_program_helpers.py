@@ -225,3 +225,30 @@ def test_the_factory_package_through_flake8_per_file_and_over_the_package():
         status, found = flake8_run(target, select="MHA")
         assert status == 1
         assert sorted((f.line, f.col, f.code) for f in found) == want
+
+
+def test_the_mask_may_be_either_factor_of_the_helper(tmp_path):
+    pkg = tmp_path / "either"
+    pkg.mkdir()
+    (pkg / "__init__.py").write_text("")
+    (pkg / "ops.py").write_text("def gate(keep, x):\n    return keep[..., None] * x\n")
+    (pkg / "use.py").write_text(
+        "import torch\nimport torch.nn.functional as F\n\nfrom .ops import gate\n\n\n"
+        "def attend(q, x, lengths):\n"
+        "    keep = torch.arange(x.shape[1])[None, :] < lengths[:, None]\n"
+        "    return F.scaled_dot_product_attention(q, gate(keep, x), x)\n")
+    path = pkg / "use.py"
+    found = analyze_source(path.read_text(), str(path), ["MHA015"])
+    assert [(f.code, f.line, f.col) for f in found] == [("MHA015", 9, 12)]
+    assert found[0].evidence["mask"]["helper"]["applied"] == "keep[..., None] * x"
+
+
+def test_a_caller_whose_factor_is_not_the_head_count_is_silent(tmp_path):
+    # the helper names its factor num_heads, but this caller doubles the batch
+    # (classifier-free guidance): not a head tiling
+    pkg = _package(tmp_path)
+    text = ENCODER.replace("tile_heads(m, self.heads)", "tile_heads(m, 2)")
+    (pkg / "encoder.py").write_text(text)
+    path = pkg / "encoder.py"
+    found = analyze_source(text, str(path), ["MHA016"])
+    assert found == []

@@ -376,17 +376,28 @@ class MaskOnKeysValues(Rule):
         (``def zero_pad(x, keep): return x * keep[..., None]``): the caller's
         argument for that parameter, judged at the call as if written there."""
         got = helper_reading(self.ctx, call, env, scope, "mha015", _read_helper)
-        arg = got.args.get(got.form["params"][0]) if got is not None else None
+        if got is None:
+            return None
+        form = got.form
+        for name, invert in zip(form.get("params", ()), form.get("inverts", ())):
+            arg = got.args.get(name)
+            found = self._applied_by_helper(call, arg, form.get("op"), invert, env, scope)
+            if found is not None:
+                self._helpers[id(call)] = got
+                return found
+        return None
+
+    def _applied_by_helper(self, call, arg, op: str, invert: bool, env, scope) -> Optional[Found]:
+        """The caller's argument ``arg`` for a helper's mask parameter, judged
+        as the helper applies it (``op``, ``invert``: see ``_read_helper``)."""
         if arg is None:
             return None
-        self._helpers[id(call)] = got
-        invert = bool(got.form.get("invert"))
-        if got.form["op"] == "mul" and not invert:
+        if op == "mul" and not invert:
             return self._mask_factor(call, arg, env, scope)
         mask = self._mask(arg, env, scope)
         if mask is None:
             return None
-        if got.form["op"] == "mul":  # ``x * ~pad``: the inverse of an ignore-mask keeps
+        if op == "mul":  # ``x * ~pad``: the inverse of an ignore-mask keeps
             return (call, mask, "mul") if mask.meaning == IGNORE and mask.kind in _NUMERIC else None
         want = KEEP if invert else IGNORE  # ``x.masked_fill(~keep, 0)`` zeroes the padding
         return (call, mask, "fill") if mask.meaning == want and mask.kind in (BOOL, None) else None
@@ -509,26 +520,27 @@ def _zeros(node, env, scope) -> bool:
 
 def _read_helper(ctx, func: cst.FunctionDef, fscope) -> Optional[dict]:
     """MHA015's reading of a helper, in the helper's own file: its one return
-    multiplies by its parameter ``params[0]`` (``op`` "mul"), or zero-fills
-    where it holds (``op`` "fill"), possibly inverted (``invert``)."""
+    multiplies by one of its parameters ``params`` (``op`` "mul"; both
+    factors when both are parameters), or zero-fills where one holds (``op``
+    "fill"), each possibly inverted (``inverts``)."""
     if len(fscope.returns) != 1:
         return None
     ret, renv = fscope.returns[0]
     got = _applied(ctx, ret, renv, fscope, 0)
     if got is None:
         return None
-    node, name, op, invert = got
+    node, candidates, op = got
     return {
-        "params": [name],
+        "params": [name for name, _ in candidates],
+        "inverts": [invert for _, invert in candidates],
         "op": op,
-        "invert": invert,
         "applied": " ".join(ctx.module.code_for_node(node).split())[:80],
         "line": line_of(ctx.module, node),
     }
 
 
 def _applied(ctx, node, env, scope, depth: int):
-    """(where, parameter, op, inverted) of the mask parameter ``node`` is
+    """(where, [(parameter, inverted)], op) of the parameters ``node`` is
     multiplied by or zero-filled with, walking back as ``masked`` does."""
     if node is None or depth > MAX_DEPTH:
         return None
@@ -542,10 +554,9 @@ def _applied(ctx, node, env, scope, depth: int):
         return _applied(ctx, node.value, env, scope, d)
     if isinstance(node, cst.BinaryOperation):
         if isinstance(node.operator, cst.Multiply):
-            for factor in (node.right, node.left):
-                got = _mask_param(factor, env, scope, False, 0)
-                if got is not None:
-                    return (node, got[0], "mul", got[1])
+            found = [_mask_param(f, env, scope, False, 0) for f in (node.right, node.left)]
+            if any(found):
+                return (node, [f for f in found if f is not None], "mul")
             return _applied(ctx, node.left, env, scope, d) or _applied(
                 ctx, node.right, env, scope, d
             )
@@ -557,11 +568,8 @@ def _applied(ctx, node, env, scope, depth: int):
     func = node.func
     qn = ctx.resolver.qualname(func, env, scope)
     if qn in ("torch.mul", "torch.multiply") and len(node.args) == 2:
-        for arg in (node.args[1], node.args[0]):
-            got = _mask_param(arg.value, env, scope, False, 0)
-            if got is not None:
-                return (node, got[0], "mul", got[1])
-        return None
+        found = [_mask_param(a.value, env, scope, False, 0) for a in reversed(node.args)]
+        return (node, [f for f in found if f is not None], "mul") if any(found) else None
     if qn in _SAME_ROWS_FUNCS and node.args and node.args[0].keyword is None:
         return _applied(ctx, node.args[0].value, env, scope, d)
     if qn is not None or not isinstance(func, cst.Attribute):
@@ -571,7 +579,7 @@ def _applied(ctx, node, env, scope, depth: int):
         return _applied(ctx, func.value, env, scope, d)
     if name in ("mul", "mul_", "multiply") and node.args:
         got = _mask_param(node.args[0].value, env, scope, False, 0)
-        return (node, got[0], "mul", got[1]) if got is not None else None
+        return (node, [got], "mul") if got is not None else None
     if name in ("masked_fill", "masked_fill_") and len(node.args) >= 2:
         try:
             zero = value_of(node.args[1].value, env, scope)
@@ -580,7 +588,7 @@ def _applied(ctx, node, env, scope, depth: int):
         if isinstance(zero, bool) or not isinstance(zero, (int, float)) or zero != 0:
             return None
         got = _mask_param(node.args[0].value, env, scope, False, 0)
-        return (node, got[0], "fill", got[1]) if got is not None else None
+        return (node, [got], "fill") if got is not None else None
     return None
 
 

@@ -59,7 +59,9 @@ class MaskHeadsOrder(Rule):
         `self` method of the file, or a function of another file of the
         project, whose one return expands its parameter (`def tile(mask,
         heads): return mask.repeat(heads, 1, 1)`; the repeat factor is then
-        read inside it, and the finding's evidence names the helper's line).
+        read inside it, and when it is one of the helper's parameters the
+        caller's argument for it must not be another count, such as a
+        literal `2`; the finding's evidence names the helper's line).
 
         The repeat factor must be the head count (`num_heads`, `self.nhead`,
         `n_head`: the head-axis analysis of MHA013 decides), and the mask
@@ -129,6 +131,7 @@ class MaskHeadsOrder(Rule):
     def __init__(self, ctx) -> None:
         super().__init__(ctx)
         self._helpers: dict = {}  # id(call) -> the Helper it runs
+        self.factor: Optional[cst.CSTNode] = None  # the last head-count factor read
 
     def on_module_call(self, ev: ModuleCall) -> Iterator[Report]:
         for name in ev.spec.attn_mask_args:  # those that take a 3-D (N * H, L, S) mask
@@ -206,13 +209,18 @@ class MaskHeadsOrder(Rule):
         1)``; the repeat factor is read inside it): the caller's argument for
         it, expanded at the call."""
         got = helper_reading(self.ctx, call, env, scope, "mha016", _read_helper)
-        if got is None or got.args.get(got.form["params"][0]) is None:
+        given = got.args.get((got.form.get("params") or [""])[0]) if got is not None else None
+        if given is None:
             return None
+        factor = got.args.get(got.form.get("factor") or "")
+        kind = GqaAnalysis.of(self.ctx).factor_kind(factor, env, scope) if factor else "other"
+        if kind not in ("heads", "other"):
+            return None  # ``tile(mask, 2)``: the caller's factor is not the head count
         self._helpers[id(call)] = got
         return (
             call,
-            got.args[got.form["params"][0]],
-            got.form["via"],
+            given,
+            got.form.get("via", "repeat"),
             CallSite(call, env, scope, (), (), None),
         )
 
@@ -235,7 +243,7 @@ class MaskHeadsOrder(Rule):
         if inner.func.attr.value not in ("expand", "repeat"):
             return None
         sizes = call_sizes(inner, env, scope)
-        if not sizes or len(sizes) != 4 or gqa.factor_kind(sizes[0], env, scope) != "heads":
+        if not sizes or len(sizes) != 4 or not self._heads(sizes[0], env, scope, gqa):
             return None
         if inner.func.attr.value == "repeat" and not all(is_one(s) for s in sizes[1:]):
             return None
@@ -243,8 +251,16 @@ class MaskHeadsOrder(Rule):
         mask = _new_first_axis(base)
         return (node, mask, "expand", here) if mask is not None else None
 
+    def _heads(self, factor, env, scope, gqa: GqaAnalysis) -> bool:
+        """Whether a repeat factor is the head count; the last one that is
+        stays in ``factor`` (a helper's reading names it, see ``_read_helper``)."""
+        if gqa.factor_kind(factor, env, scope) != "heads":
+            return False
+        self.factor = factor
+        return True
+
     def _heads_first(self, sizes, env, scope, gqa: GqaAnalysis) -> bool:
-        if len(sizes) != 3 or gqa.factor_kind(sizes[0], env, scope) != "heads":
+        if len(sizes) != 3 or not self._heads(sizes[0], env, scope, gqa):
             return False
         # (H, 1, 1), or (H, L, 1) for an (N, 1, S) padding mask: rows stay per sample
         return is_one(sizes[2]) and gqa.factor_kind(sizes[1], env, scope) not in ("heads", "beam")
@@ -260,7 +276,7 @@ class MaskHeadsOrder(Rule):
                     isinstance(lst, cst.List)
                     and len(lst.elements) == 1
                     and not isinstance(lst.elements[0], cst.StarredElement)
-                    and gqa.factor_kind(factor, env, scope) == "heads"
+                    and self._heads(factor, env, scope, gqa)
                 ):
                     return node, lst.elements[0].value, "cat", here
         if isinstance(seq, cst.ListComp) and seq.for_in.inner_for_in is None:
@@ -270,7 +286,7 @@ class MaskHeadsOrder(Rule):
                 and isinstance(it.func, cst.Name)
                 and it.func.value == "range"
                 and len(it.args) == 1
-                and gqa.factor_kind(it.args[0].value, env, scope) == "heads"
+                and self._heads(it.args[0].value, env, scope, gqa)
             ):
                 return node, seq.elt, "cat", here
         return None
@@ -292,7 +308,7 @@ class MaskHeadsOrder(Rule):
         size = next((a.value for a in node.args if a.keyword and a.keyword.value == new), None)
         if new in left or batch != left[0] or size is None:
             return None
-        if gqa.factor_kind(size, env, scope) != "heads":
+        if not self._heads(size, env, scope, gqa):
             return None
         return node, recv, "einops", here
 
@@ -376,15 +392,23 @@ def _new_first_axis(node) -> Optional[cst.CSTNode]:
 
 def _read_helper(ctx, func: cst.FunctionDef, fscope) -> Optional[dict]:
     """MHA016's reading of a helper, in the helper's own file: its one return
-    expands its parameter ``params[0]`` head-major."""
+    expands its parameter ``params[0]`` head-major; ``factor``: the parameter
+    that gives the head count, when one does (the caller's argument for it is
+    then judged too)."""
     if len(fscope.returns) != 1:
         return None
     ret, renv = fscope.returns[0]
-    got = MaskHeadsOrder(ctx).head_major(ret, renv, fscope, None, 1)
+    walker = MaskHeadsOrder(ctx)
+    got = walker.head_major(ret, renv, fscope, None, 1)
     if got is None or not isinstance(got[1], cst.Name):
         return None
+    factor = walker.factor
+    p = func.params
+    names = {x.name.value for x in (*p.posonly_params, *p.params, *p.kwonly_params)}
+    own = factor.value if isinstance(factor, cst.Name) and factor.value in names else None
     return {
-        "params": [got[1].value],
+        "params": [got[1].value] + ([own] if own else []),
+        "factor": own,
         "via": got[2],
         "expansion": code_text(ctx, got[0]),
         "line": line_of(ctx.module, got[0]),

@@ -29,7 +29,7 @@ from ..resolve import passed
 from .files import ProjectFiles, decode
 
 RETURNS_VERSION = 1
-HELPER_VERSION = 1
+HELPER_VERSION = 2
 _MASK_FIELDS = ("meaning", "kind", "dtype", "fill")
 
 # a rule's reading of a helper: (the helper's file context, its def, its flow
