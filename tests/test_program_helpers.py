@@ -72,13 +72,17 @@ class Encoder(nn.Module):
 """
 
 
-def _package(tmp_path, helpers=HELPERS):
-    pkg = tmp_path / "pkg"
-    pkg.mkdir()
-    (pkg / "__init__.py").write_text("")
-    (pkg / "helpers.py").write_text(helpers)
-    (pkg / "encoder.py").write_text(ENCODER)
+def _write(root, name, files):
+    """A package ``name`` under ``root``: an empty ``__init__.py`` and ``files``."""
+    pkg = root / name
+    pkg.mkdir(exist_ok=True)
+    for filename, text in {"__init__.py": "", **files}.items():
+        (pkg / filename).write_text(text)
     return pkg
+
+
+def _package(tmp_path, helpers=HELPERS):
+    return _write(tmp_path, "pkg", {"helpers.py": helpers, "encoder.py": ENCODER})
 
 
 def _found(pkg, codes=("MHA015", "MHA016")):
@@ -196,11 +200,7 @@ class Mixer(nn.Module):
 
 
 def _factory_package(tmp_path, factory=FACTORY):
-    pkg = tmp_path / "fpkg"
-    pkg.mkdir(exist_ok=True)
-    (pkg / "__init__.py").write_text("")
-    (pkg / "factory.py").write_text(factory)
-    (pkg / "mixer.py").write_text(MIXER)
+    pkg = _write(tmp_path, "fpkg", {"factory.py": factory, "mixer.py": MIXER})
     path = pkg / "mixer.py"
     found = analyze_source(path.read_text(), str(path), ["MHA003"])
     return [(f.code, f.line, f.col) for f in found]
@@ -228,16 +228,13 @@ def test_the_factory_package_through_flake8_per_file_and_over_the_package():
 
 
 def test_the_mask_may_be_either_factor_of_the_helper(tmp_path):
-    pkg = tmp_path / "either"
-    pkg.mkdir()
-    (pkg / "__init__.py").write_text("")
-    (pkg / "ops.py").write_text("def gate(keep, x):\n    return keep[..., None] * x\n")
-    (pkg / "use.py").write_text(
+    use = (
         "import torch\nimport torch.nn.functional as F\n\nfrom .ops import gate\n\n\n"
         "def attend(q, x, lengths):\n"
         "    keep = torch.arange(x.shape[1])[None, :] < lengths[:, None]\n"
         "    return F.scaled_dot_product_attention(q, gate(keep, x), x)\n")
-    path = pkg / "use.py"
+    ops = "def gate(keep, x):\n    return keep[..., None] * x\n"
+    path = _write(tmp_path, "either", {"ops.py": ops, "use.py": use}) / "use.py"
     found = analyze_source(path.read_text(), str(path), ["MHA015"])
     assert [(f.code, f.line, f.col) for f in found] == [("MHA015", 9, 12)]
     assert found[0].evidence["mask"]["helper"]["applied"] == "keep[..., None] * x"
