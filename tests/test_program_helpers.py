@@ -249,3 +249,27 @@ def test_a_caller_whose_factor_is_not_the_head_count_is_silent(tmp_path):
     path = pkg / "encoder.py"
     found = analyze_source(text, str(path), ["MHA016"])
     assert found == []
+
+
+def test_a_damaged_stored_reading_is_read_again(tmp_path):
+    from flake8_mha.analysis.program import files
+    from flake8_mha.analysis.program.returns import _valid_form
+
+    assert _valid_form({}) and not _valid_form([]) and not _valid_form({"params": ["m"]})
+    assert _valid_form({"params": ["m"], "all_params": ["m", "h"], "via": "repeat"})
+    files._MEMO.clear()  # read from the store, not this process's memory
+    pkg = _package(tmp_path)
+
+    class Store(dict):
+        def put(self, key, value):
+            self[key] = {"params": "damaged"} if "params" in value else value
+
+    store = Store()
+    path = pkg / "encoder.py"
+    from flake8_mha.analysis.program.callsites import Project
+
+    for _ in range(2):  # the second run reads the damaged entries: read again
+        files._MEMO.clear()
+        project = Project(str(path), store)
+        found = analyze_source(path.read_text(), str(path), ["MHA016"], project=project)
+        assert [(f.code, f.line, f.col) for f in found] == [("MHA016", 17, 13)]

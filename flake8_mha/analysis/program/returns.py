@@ -149,7 +149,7 @@ class ReturnsFiles(ProjectFiles):
                 return {}
             return dict(form, all_params=_params(got[1]))
 
-        valid = lambda got: isinstance(got, dict)  # noqa: E731
+        valid = _valid_form
         got = self._kept(filename, ("helper", str(HELPER_VERSION), salt, name), valid, built)
         if not got:
             return None
@@ -166,6 +166,17 @@ class ReturnsFiles(ProjectFiles):
             return self.torch_factory(target) if target is not None else None
         except (OSError, ValueError, RecursionError):
             return None
+
+
+def _valid_form(got) -> bool:
+    """A stored helper reading as ``helper_form`` writes it: ``{}``, or its
+    parameters and the helper's (a changed or damaged entry is read again)."""
+    if not isinstance(got, dict):
+        return False
+    if not got:
+        return True
+    names = (got.get("params"), got.get("all_params"))
+    return all(isinstance(n, list) and all(isinstance(x, str) for x in n) for n in names)
 
 
 def imported_target(node, env, scope, depth: int = 0) -> Optional[Tuple[int, str]]:
