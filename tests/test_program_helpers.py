@@ -32,6 +32,10 @@ def fill_pad(x, keep):
     return x.masked_fill(~keep[..., None], 0)
 
 
+def where_pad(x, keep):
+    return torch.where(keep[..., None], x, 0.0)
+
+
 def scaled(x, s):
     return x * s
 
@@ -45,7 +49,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from .helpers import fill_pad, interleave_heads, looping, scaled, tile_heads, zero_pad
+from .helpers import fill_pad, interleave_heads, looping, scaled, tile_heads, where_pad, zero_pad
 
 
 class Encoder(nn.Module):
@@ -68,7 +72,8 @@ class Encoder(nn.Module):
         b = F.scaled_dot_product_attention(q, x, fill_pad(x, keep))
         c = F.scaled_dot_product_attention(q, scaled(x, 0.5), x)
         d = F.scaled_dot_product_attention(q, zero_pad(x, keep), x, attn_mask=keep[:, None])
-        return a + b + c + d
+        e = F.scaled_dot_product_attention(q, where_pad(x, keep), x)
+        return a + b + c + d + e
 """
 
 
@@ -95,7 +100,8 @@ def test_helpers_of_another_file_are_read_at_the_call(tmp_path):
     found, where = _found(_package(tmp_path))
     # the interleaving helper, a factor that is no mask, a recursive helper and
     # scores masked beside the zeroed keys are silent
-    assert where == [("MHA016", 17, 13), ("MHA015", 24, 13), ("MHA015", 25, 13)]
+    assert where == [
+        ("MHA016", 17, 13), ("MHA015", 24, 13), ("MHA015", 25, 13), ("MHA015", 28, 13)]
     assert "`tile_heads(m, self.heads)` repeats the mask head-major" in found[0].message
     assert found[0].evidence["helper"] == {
         "file": "pkg/helpers.py", "line": 5, "expansion": "mask.repeat(num_heads, 1, 1)"}
@@ -107,13 +113,14 @@ def test_helpers_of_another_file_are_read_at_the_call(tmp_path):
 
 def test_the_same_helpers_in_the_linted_file_give_the_same_findings():
     source = HELPERS + ENCODER.replace(
-        "from .helpers import fill_pad, interleave_heads, looping, scaled, tile_heads, zero_pad\n",
+        "from .helpers import fill_pad, interleave_heads, looping, scaled, tile_heads, where_pad, "
+        "zero_pad\n",
         "",
     ).replace("import torch\nimport torch.nn.functional as F\n", "import torch.nn.functional as F\n")
     found = analyze_source(textwrap.dedent(source), "one.py", ["MHA015", "MHA016"])
     shift = HELPERS.count("\n") - 2  # the helpers' lines, less the two imports dropped
     assert [(f.code, f.line - shift, f.col) for f in found] == [
-        ("MHA016", 17, 13), ("MHA015", 24, 13), ("MHA015", 25, 13)]
+        ("MHA016", 17, 13), ("MHA015", 24, 13), ("MHA015", 25, 13), ("MHA015", 28, 13)]
     assert found[0].evidence["helper"]["file"] is None  # the linted file
     assert found[0].evidence["helper"]["line"] == 5
 
@@ -134,7 +141,7 @@ def test_a_helper_that_keeps_its_mask_elsewhere_is_not_read(tmp_path):
         "    return mask.repeat(num_heads, 1, 1)\n",
     ).replace("return x * keep[..., None]", "return x * GLOBAL_KEEP[..., None]")
     where = _found(_package(tmp_path, helpers))[1]
-    assert where == [("MHA015", 25, 13)]
+    assert where == [("MHA015", 25, 13), ("MHA015", 28, 13)]
 
 
 def test_the_fixture_package_through_flake8_per_file_and_over_the_package():

@@ -572,6 +572,14 @@ def _applied(ctx, node, env, scope, depth: int):
         return (node, [f for f in found if f is not None], "mul") if any(found) else None
     if qn in _SAME_ROWS_FUNCS and node.args and node.args[0].keyword is None:
         return _applied(ctx, node.args[0].value, env, scope, d)
+    if qn == "torch.where" and len(node.args) == 3 and all(a.keyword is None for a in node.args):
+        cond, kept, other = (a.value for a in node.args)
+        # ``where(keep, x, 0)`` zeroes where ``keep`` does not hold: a fill by ``~keep``
+        for zero, invert in ((other, True), (kept, False)):
+            if _zeros(zero, env, scope):
+                got = _mask_param(cond, env, scope, invert, 0)
+                return (node, [got], "fill") if got is not None else None
+        return None
     if qn is not None or not isinstance(func, cst.Attribute):
         return None
     name = func.attr.value
