@@ -108,3 +108,21 @@ def test_what_is_kept_stays_bounded(monkeypatch):
     assert 0 < reparse._kept_chars[0] <= 400
     assert sum(len(c) for c in reparse._kept) == reparse._kept_chars[0]
     reparse.forget()
+
+
+def test_a_chunk_libcst_refuses_gives_the_whole_parse_s_error(monkeypatch):
+    reparse.forget()
+    text = "x = 1\n\n\ndef f():\n    return 2\n"
+    tree = ast.parse(text)
+    reparse.parse(text, tree, "bad.py")
+    real = cst.parse_module
+
+    def refuse_chunks(source, *args, **kwargs):
+        if source != text:
+            raise cst.ParserSyntaxError("chunk", lines=[source], raw_line=1, raw_column=0)
+        return real(source, *args, **kwargs)
+
+    monkeypatch.setattr(reparse.cst, "parse_module", refuse_chunks)
+    got = reparse.parse(text, tree, "bad.py")  # chunked, refused, parsed whole
+    assert got.code == text
+    reparse.forget()

@@ -47,7 +47,10 @@ def parse(text: str, tree: Optional[ast.Module], path: str) -> cst.Module:
     chunks = cut(text, tree)
     if len(chunks) < 2:
         return cst.parse_module(text)
-    got = assemble([_parsed(c) for c in chunks])
+    try:
+        got = assemble([_parsed(c) for c in chunks])
+    except cst.ParserSyntaxError:  # the whole text's own error, with its own position
+        got = None
     return got if got is not None else cst.parse_module(text)
 
 
