@@ -126,3 +126,47 @@ def test_a_chunk_libcst_refuses_gives_the_whole_parse_s_error(monkeypatch):
     got = reparse.parse(text, tree, "bad.py")  # chunked, refused, parsed whole
     assert got.code == text
     reparse.forget()
+
+
+# what a review found: each text once gave another tree, or other findings, on
+# its second lint
+TRICKY = [
+    "x=1\n   \n   \ny=2\n",  # whitespace-only lines LibCST drops at a text's end
+    "x = 1;\n\x0c\n\"\"\"doc\"\"\"\n\t# tabc\n  # ic\n",  # indented comments at a chunk's end
+    "x = 1  # a\x0cy = 2\nz = 3\n",  # a form feed: no line break to Python
+    "x = 1  # a\u2028y = 2\nz = 3\n",  # nor a Unicode line separator
+    "import torch.nn as nn\n\nblocks = []\n" + "blocks.append(nn.MultiheadAttention(8, 2))\n" * 3,
+]
+
+
+@pytest.mark.parametrize("text", TRICKY)
+def test_a_second_parse_is_the_whole_parse_on_tricky_texts(text):
+    reparse.forget()
+    tree = ast.parse(text)
+    first = reparse.parse(text, tree, "tricky.py")
+    second = reparse.parse(text, tree, "tricky.py")
+    assert second.code == first.code and second.deep_equals(first)
+    reparse.forget()
+
+
+@pytest.mark.parametrize("text", [
+    "import torch.nn as nn\n\n    \ndef build():\n    return nn.MultiheadAttention(8, 2)\n",
+    "import torch.nn as nn\na = nn.MultiheadAttention(8, 2)  # see\x0cb\nm = nn.MultiheadAttention(8, 2)\n",
+    "import torch.nn as nn\n\nblocks = []\n" + "blocks.append(nn.MultiheadAttention(8, 2))\n" * 3,
+])
+def test_a_relint_of_a_tricky_text_reports_the_same_lines(text, tmp_path):
+    reparse.forget()
+    path = str(tmp_path / "t.py")
+    first = [(f.code, f.line, f.col) for f in analyze_source(text, path, ["MHA001"])]
+    assert first
+    assert [(f.code, f.line, f.col) for f in analyze_source(text, path, ["MHA001"])] == first
+    reparse.forget()
+
+
+def test_a_summary_after_a_form_feed_is_made_again_when_its_definition_changes():
+    t1 = ("import torch.nn.functional as F\n\x0c\ndef attend(q, k, v, mask):\n"
+          "    return F.scaled_dot_product_attention(q, k, v, attn_mask=mask)\n")
+    t2 = t1.replace("attn_mask=mask)", "is_causal=mask)")
+    summarise(t1, reuse=True)
+    assert summarise(t2, reuse=True) == summarise(t2)
+    assert "is_causal" in summarise(t2, reuse=True)["attend"]["reach"]

@@ -27,6 +27,8 @@ from typing import Dict, List, Optional
 
 import libcst as cst
 
+from ..core.lines import source_lines
+
 MAX_KEPT_CHARS = 4_000_000  # of chunk text whose trees are kept
 MAX_PATHS = 256  # paths remembered as linted once
 _kept: "OrderedDict[str, cst.Module]" = OrderedDict()
@@ -47,11 +49,18 @@ def parse(text: str, tree: Optional[ast.Module], path: str) -> cst.Module:
     chunks = cut(text, tree)
     if len(chunks) < 2:
         return cst.parse_module(text)
+    used: set = set()
     try:
-        got = assemble([_parsed(c) for c in chunks])
-    except cst.ParserSyntaxError:  # the whole text's own error, with its own position
+        got = assemble([_parsed(c, used) for c in chunks])
+    except (cst.ParserSyntaxError, _NoRoundTrip):  # the whole parse, its error at its place
         got = None
     return got if got is not None else cst.parse_module(text)
+
+
+class _NoRoundTrip(Exception):
+    """A chunk whose tree does not give its text back (LibCST drops a
+    whitespace-only line that ends a text after a blank one): the whole text
+    is parsed instead."""
 
 
 def again(path: str) -> bool:
@@ -66,13 +75,20 @@ def forget() -> None:
     _linted.clear()
 
 
-def _parsed(chunk: str) -> cst.Module:
+def _parsed(chunk: str, used: set) -> cst.Module:
+    """The chunk's tree, kept or parsed; a tree is used once per module (the
+    analyses key what they learn by node identity: two equal statements of
+    one file must be two nodes)."""
     got = _kept.get(chunk)
-    if got is not None:
+    if got is not None and id(got) not in used:
         _kept.move_to_end(chunk)
+        used.add(id(got))
         return got
     got = cst.parse_module(chunk)
-    if len(chunk) <= MAX_KEPT_CHARS // 4:
+    if got.code != chunk:
+        raise _NoRoundTrip
+    used.add(id(got))
+    if chunk not in _kept and len(chunk) <= MAX_KEPT_CHARS // 4:
         _kept[chunk] = got
         _kept_chars[0] += len(chunk)
         while _kept_chars[0] > MAX_KEPT_CHARS and _kept:
@@ -84,7 +100,7 @@ def _parsed(chunk: str) -> cst.Module:
 def cut(text: str, tree: ast.Module) -> List[str]:
     """``text`` in chunks, each starting at a top-level statement where a cut
     is safe (see the module's docstring); one chunk when there is none."""
-    lines = text.splitlines(keepends=True)
+    lines = source_lines(text)  # as Python numbers them: not at form feeds
     starts: List[int] = []  # 0-based line indexes where a chunk starts
     last_end = -1  # the previous kept statement's last line (0-based)
     for stmt in tree.body:

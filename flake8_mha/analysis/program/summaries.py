@@ -13,6 +13,7 @@ import hashlib
 import re
 from typing import Dict, List, Optional, Tuple
 
+from ...core.lines import source_lines
 from ...core.torch_api import SDPA_NAME, SDPA_QUALNAME, SDPA_SIGNATURE, canonical
 from . import chains, forms
 from .chains import dotted_name, own_nodes, statements
@@ -91,7 +92,7 @@ def summarise(
         for node in tree.body:
             _summarise_node(node, out, attrs, *facts)
     else:  # a file summarised again after an edit: each unchanged definition is kept
-        lines = source.splitlines(keepends=True)
+        lines = source_lines(source)  # as Python numbers them: not at form feeds
         context = repr((screen, direct, sorted(sdpa_names[0]), sorted(sdpa_names[1])))
         context += repr((holds_modules, sorted(torch_names.items())))
         for node in tree.body:
