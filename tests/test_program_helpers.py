@@ -280,3 +280,54 @@ def test_a_damaged_stored_reading_is_read_again(tmp_path):
         project = Project(str(path), store)
         found = analyze_source(path.read_text(), str(path), ["MHA016"], project=project)
         assert [(f.code, f.line, f.col) for f in found] == [("MHA016", 17, 13)]
+
+
+BINDINGS = """\
+import torch
+import torch.nn.functional as F
+from torch import nn
+
+
+def tile_kw(mask, *, num_heads):
+    return mask.repeat(num_heads, 1, 1)
+
+
+def tile_two(mask, num_heads=2):
+    return mask.repeat(num_heads, 1, 1)
+
+
+class Enc(nn.Module):
+    def __init__(self, d, h):
+        super().__init__()
+        self.heads = h
+        self.mha = nn.MultiheadAttention(d, h, batch_first=True)
+
+    @staticmethod
+    def tile(mask, num_heads):
+        return mask.repeat(num_heads, 1, 1)
+
+    @staticmethod
+    def zero_pad(x, keep):
+        return x * keep[..., None]
+
+    def forward(self, x, q, lengths):
+        N, L, _ = x.shape
+        keep = torch.arange(L)[None, :] < lengths[:, None]
+        m = (~keep)[:, None, :].expand(N, L, L)
+        a = self.mha(x, x, x, attn_mask=tile_kw(m, num_heads=self.heads), need_weights=False)[0]
+        b = self.mha(x, x, x, attn_mask=tile_two(m), need_weights=False)[0]
+        c = self.mha(x, x, x, attn_mask=self.tile(m, self.heads), need_weights=False)[0]
+        d = F.scaled_dot_product_attention(q, self.zero_pad(x, keep), x)
+        mask = m[None].expand(self.heads, N, L, L)
+        mask = mask.reshape(-1, L, L)
+        e = self.mha(x, x, x, attn_mask=mask, need_weights=False)[0]
+        return a + b + c + d + e
+"""
+
+
+def test_keyword_only_static_and_default_parameters_bind_as_python_binds_them():
+    found = analyze_source(BINDINGS, "bindings.py", ["MHA015", "MHA016"])
+    # tile_two(m) repeats by its default 2 (not the head count): silent; the
+    # reassigned ``mask`` is read where it was written
+    assert [(f.code, f.line, f.col) for f in found] == [
+        ("MHA016", 32, 13), ("MHA016", 34, 13), ("MHA015", 35, 13), ("MHA016", 38, 13)]

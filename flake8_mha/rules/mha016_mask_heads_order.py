@@ -213,7 +213,10 @@ class MaskHeadsOrder(Rule):
         if given is None:
             return None
         factor = got.args.get(got.form.get("factor") or "")
-        kind = GqaAnalysis.of(self.ctx).factor_kind(factor, env, scope) if factor else "other"
+        if factor is not None:
+            kind = GqaAnalysis.of(self.ctx).factor_kind(factor, env, scope)
+        else:  # left out: the helper's default, if it has one
+            kind = got.form.get("factor_default") or "other"
         if kind not in ("heads", "other"):
             return None  # ``tile(mask, 2)``: the caller's factor is not the head count
         self._helpers[id(call)] = got
@@ -237,19 +240,21 @@ class MaskHeadsOrder(Rule):
             sizes = call_sizes(node, env, scope)
             if not sizes or len(sizes) != 3:
                 return None
-        inner = _through_names(node.func.value, env, scope)
+        inner, ienv, iscope = _through_names(node.func.value, env, scope)
         if not isinstance(inner, cst.Call) or not isinstance(inner.func, cst.Attribute):
             return None
         if inner.func.attr.value not in ("expand", "repeat"):
             return None
-        sizes = call_sizes(inner, env, scope)
-        if not sizes or len(sizes) != 4 or not self._heads(sizes[0], env, scope, gqa):
+        sizes = call_sizes(inner, ienv, iscope)
+        if not sizes or len(sizes) != 4 or not self._heads(sizes[0], ienv, iscope, gqa):
             return None
         if inner.func.attr.value == "repeat" and not all(is_one(s) for s in sizes[1:]):
             return None
-        base = _through_names(inner.func.value, env, scope)
+        base, benv, bscope = _through_names(inner.func.value, ienv, iscope)
         mask = _new_first_axis(base)
-        return (node, mask, "expand", here) if mask is not None else None
+        # the mask is read where it is written (``mask = mask[None]...``: the name before)
+        where = CallSite(base, benv, bscope, (), (), None)
+        return (node, mask, "expand", where) if mask is not None else None
 
     def _heads(self, factor, env, scope, gqa: GqaAnalysis) -> bool:
         """Whether a repeat factor is the head count; the last one that is
@@ -354,13 +359,14 @@ class MaskHeadsOrder(Rule):
 
 
 def _through_names(node, env, scope, depth: int = 0):
-    """What a local name assigned once holds (``node`` itself otherwise)."""
+    """(what a local name assigned once holds, where it is written); ``node``
+    and its own place otherwise."""
     while isinstance(node, cst.Name) and depth < MAX_DEPTH:
         defs = lookup(node.value, env, scope)
         if len(defs) != 1 or defs[0].kind != "assign" or defs[0].node is None or defs[0].index:
-            return node
+            break
         node, env, scope, depth = defs[0].node, defs[0].env, defs[0].scope, depth + 1
-    return node
+    return node, env, scope
 
 
 def _new_first_axis(node) -> Optional[cst.CSTNode]:
@@ -404,11 +410,15 @@ def _read_helper(ctx, func: cst.FunctionDef, fscope) -> Optional[dict]:
         return None
     factor = walker.factor
     p = func.params
-    names = {x.name.value for x in (*p.posonly_params, *p.params, *p.kwonly_params)}
-    own = factor.value if isinstance(factor, cst.Name) and factor.value in names else None
+    params = {x.name.value: x for x in (*p.posonly_params, *p.params, *p.kwonly_params)}
+    own = factor.value if isinstance(factor, cst.Name) and factor.value in params else None
+    default = params[own].default if own else None
+    # what a caller that leaves the factor out gets: ``def tile(m, num_heads=2)``
+    kind = GqaAnalysis.of(ctx).factor_kind(default, renv, fscope) if default else None
     return {
         "params": [got[1].value] + ([own] if own else []),
         "factor": own,
+        "factor_default": kind,
         "via": got[2],
         "expansion": code_text(ctx, got[0]),
         "line": line_of(ctx.module, got[0]),

@@ -29,7 +29,7 @@ from ..resolve import passed
 from .files import ProjectFiles, decode
 
 RETURNS_VERSION = 1
-HELPER_VERSION = 2
+HELPER_VERSION = 3
 _MASK_FIELDS = ("meaning", "kind", "dtype", "fill")
 
 # a rule's reading of a helper: (the helper's file context, its def, its flow
@@ -66,8 +66,12 @@ def helper_reading(ctx, call: cst.Call, env, scope, salt: str, read: Read) -> Op
             reading.discard((salt, id(target)))
         if not form:
             return None
-        skip = 1 if isinstance(call.func, cst.Attribute) else 0  # ``self``
-        return _bound(form, _params(target)[skip:], call, None)
+        static = any(
+            isinstance(d.decorator, cst.Name) and d.decorator.value == "staticmethod"
+            for d in target.decorators
+        )
+        skip = 1 if isinstance(call.func, cst.Attribute) and not static else 0  # ``self``
+        return _bound(form, _params(target)[skip:], call, None, _keyword_only(target))
     project = getattr(ctx, "project", None)
     if isinstance(project, ReturnsFiles):
         try:
@@ -82,12 +86,23 @@ def _params(func: cst.FunctionDef) -> list:
     return [x.name.value for x in (*p.posonly_params, *p.params)]
 
 
-def _bound(form: dict, params: list, call: cst.Call, where: Optional[str]) -> Optional[Helper]:
+def _keyword_only(func: cst.FunctionDef) -> list:
+    return [x.name.value for x in func.params.kwonly_params]
+
+
+def _bound(
+    form: dict, params: list, call: cst.Call, where: Optional[str], kwonly=()
+) -> Optional[Helper]:
+    """The caller's argument for each parameter the form names (None: not
+    passed); None when the form names a parameter the helper does not have."""
     args: Dict[str, Optional[cst.BaseExpression]] = {}
     for name in form.get("params", ()):
-        if name not in params:
+        if name in params:
+            args[name] = passed(call, params.index(name), name)
+        elif name in kwonly:
+            args[name] = passed(call, -1, name)  # by keyword only
+        else:
             return None
-        args[name] = passed(call, params.index(name), name)
     return Helper(form, args, where)
 
 
@@ -147,13 +162,14 @@ class ReturnsFiles(ProjectFiles):
                 return {}
             if not form:
                 return {}
-            return dict(form, all_params=_params(got[1]))
+            return dict(form, all_params=_params(got[1]), kwonly=_keyword_only(got[1]))
 
         valid = _valid_form
         got = self._kept(filename, ("helper", str(HELPER_VERSION), salt, name), valid, built)
         if not got:
             return None
-        return _bound(got, got["all_params"], call, self.relative(filename))
+        kwonly = got.get("kwonly") if isinstance(got.get("kwonly"), list) else []
+        return _bound(got, got["all_params"], call, self.relative(filename), kwonly)
 
     # -- torch modules made by factories ----------------------------------------------
     def module_made(self, node, env, scope) -> Optional[str]:
