@@ -33,7 +33,7 @@ from ..analysis.masks import (
 from ..analysis.scores import analysis_for as scores_for
 from ..core.torch_api import MULTIHEAD_ATTENTION, SDPA_NAME
 from ..analysis.values import value_of
-from ..analysis.program.returns import helper_reading
+from ..analysis.program.returns import helper_reading, may_be_helper
 from ..core.positions import line_of
 from .base import Example, Report, Rule
 
@@ -342,7 +342,7 @@ class MaskOnKeysValues(Rule):
             return None
         func = node.func
         qn = analysis_for(self.ctx).evaluator.qualname(func, env, scope)
-        if qn is None or not qn.startswith(_LIBRARIES):  # the project's own helper
+        if may_be_helper(qn):  # the project's own helper
             got = self._helper(node, env, scope)
             if got is not None:
                 return got
@@ -438,11 +438,7 @@ class MaskOnKeysValues(Rule):
         return "mask" in text and not any(w in text for w in _NOT_PADDING)
 
     def _zero_fill(self, at, cond, value, env, scope) -> Optional[Found]:
-        try:
-            v = value_of(value, env, scope)
-        except RecursionError:  # pragma: no cover
-            return None
-        if isinstance(v, bool) or not isinstance(v, (int, float)) or v != 0:
+        if not _zero(value, env, scope):
             return None
         mask = self._mask(cond, env, scope)
         if mask is not None and mask.meaning == IGNORE and mask.kind in (BOOL, None):
@@ -502,20 +498,24 @@ class MaskOnKeysValues(Rule):
 # methods and functions that keep a mask parameter what it is, in a helper
 _MASK_SHAPING = {"unsqueeze", "float", "half", "double", "to", "type", "type_as", "bool"}
 _MASK_SHAPING |= {"long", "int", "view", "reshape", "expand", "expand_as", "view_as"}
-_LIBRARIES = ("torch.", "einops.", "numpy.", "math.", "functools.", "builtins.")
 
 
-def _zeros(node, env, scope) -> bool:
-    """A literal 0, or a tensor of zeros (``torch.zeros_like(k)``, ``k.new_zeros(...)``)."""
-    if isinstance(node, cst.Call):
-        func = node.func
-        name = func.attr.value if isinstance(func, cst.Attribute) else getattr(func, "value", "")
-        return name in ("zeros_like", "new_zeros", "zeros")
+def _zero(node, env, scope) -> bool:
+    """A number known to be 0 (a literal, or a constant that holds one)."""
     try:
         v = value_of(node, env, scope)
     except RecursionError:  # pragma: no cover
         return False
     return not isinstance(v, bool) and isinstance(v, (int, float)) and v == 0
+
+
+def _zeros(node, env, scope) -> bool:
+    """A 0, or a tensor of zeros (``torch.zeros_like(k)``, ``k.new_zeros(...)``)."""
+    if isinstance(node, cst.Call):
+        func = node.func
+        name = func.attr.value if isinstance(func, cst.Attribute) else getattr(func, "value", "")
+        return name in ("zeros_like", "new_zeros", "zeros")
+    return _zero(node, env, scope)
 
 
 def _read_helper(ctx, func: cst.FunctionDef, fscope) -> Optional[dict]:
@@ -589,11 +589,7 @@ def _applied(ctx, node, env, scope, depth: int):
         got = _mask_param(node.args[0].value, env, scope, False, 0)
         return (node, [got], "mul") if got is not None else None
     if name in ("masked_fill", "masked_fill_") and len(node.args) >= 2:
-        try:
-            zero = value_of(node.args[1].value, env, scope)
-        except RecursionError:  # pragma: no cover
-            return None
-        if isinstance(zero, bool) or not isinstance(zero, (int, float)) or zero != 0:
+        if not _zero(node.args[1].value, env, scope):
             return None
         got = _mask_param(node.args[0].value, env, scope, False, 0)
         return (node, [got], "fill") if got is not None else None

@@ -18,7 +18,7 @@ import libcst as cst
 
 from ..analysis.events import ModuleCall
 from ..analysis.flow import CallSite, lookup
-from ..analysis.program.returns import helper_reading
+from ..analysis.program.returns import helper_reading, may_be_helper
 from ..analysis.gqa import GqaAnalysis, code_text
 from ..analysis.heads import arg_of, call_sizes, is_one
 from ..analysis.values import literal
@@ -30,8 +30,6 @@ from .construction import construction_evidence
 MAX_DEPTH = 8
 # methods that keep a mask's rows in their order
 _SAME_ROWS = {"to", "bool", "float", "half", "type", "type_as", "contiguous", "detach", "clone"}
-# roots of qualified names that are never a helper of the project
-_LIBRARIES = ("torch.", "einops.", "numpy.", "math.", "functools.", "builtins.")
 _SHARED = ("causal", "tri", "subsequent", "future", "square")
 
 Found = Tuple[cst.CSTNode, cst.CSTNode, str, CallSite]  # expansion, the mask, via, where
@@ -185,8 +183,8 @@ class MaskHeadsOrder(Rule):
             return None
         if qn == "einops.repeat":
             return self._einops(node, env, scope, here, gqa)
-        if qn is None or not qn.startswith(_LIBRARIES):  # the project's own helper
-            got = self._helper(node, env, scope, d)
+        if may_be_helper(qn):  # the project's own helper
+            got = self._helper(node, env, scope)
             if got is not None:
                 return got
         if qn is not None or not isinstance(func, cst.Attribute):
@@ -202,7 +200,7 @@ class MaskHeadsOrder(Rule):
                 return node, func.value, name, here
         return None
 
-    def _helper(self, call: cst.Call, env, scope, depth: int) -> Optional[Found]:
+    def _helper(self, call: cst.Call, env, scope) -> Optional[Found]:
         """A function or ``self`` method of this file, or a function of another
         project file, whose one return expands one of its parameters
         head-major (``def tile(mask, heads): return mask.repeat(heads, 1,

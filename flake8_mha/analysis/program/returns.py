@@ -122,24 +122,17 @@ class ReturnsFiles(ProjectFiles):
             return None
 
     def _returned(self, call: cst.Call, env, scope, text: str):
-        target = imported_target(call.func, env, scope)
-        if target is None:
-            return None
-        loc = self._defined(target)
+        loc = self._elsewhere(call.func, env, scope)
         if loc is None:
             return None
         filename, name = loc
-        if "." in name:
-            return None  # a method: its self is the caller's object
-
-        def built(data: bytes) -> dict:
-            try:
-                return builder_summary(decode(data), name)
-            except (SyntaxError, UnicodeDecodeError, LookupError, cst.ParserSyntaxError):
-                return {}
-
         valid = lambda got: isinstance(got, dict)  # noqa: E731
-        got = self._kept(filename, (str(RETURNS_VERSION), name), valid, built)
+        got = self._read(
+            filename,
+            (str(RETURNS_VERSION), name),
+            valid,
+            lambda source: builder_summary(source, name),
+        )
         if not got:
             return None
         return mask_of(got, call, f"{text} -> {self.relative(filename)}:{got['line']}")
@@ -148,28 +141,45 @@ class ReturnsFiles(ProjectFiles):
     def helper_form(self, call: cst.Call, env, scope, salt: str, read: Read) -> Optional[Helper]:
         """``read`` of a top-level function of another project file that
         ``call`` names through an import."""
-        target = imported_target(call.func, env, scope)
-        loc = self._defined(target) if target is not None else None
-        if loc is None or "." in loc[1]:
-            return None  # a method: its self is the caller's object
+        loc = self._elsewhere(call.func, env, scope)
+        if loc is None:
+            return None
         filename, name = loc
 
-        def built(data: bytes) -> dict:
-            try:
-                got = read_function(decode(data), name)
-                form = read(*got) if got is not None else None
-            except (SyntaxError, UnicodeDecodeError, LookupError, cst.ParserSyntaxError):
-                return {}
+        def compute(text: str) -> Optional[dict]:
+            got = read_function(text, name)
+            form = read(*got) if got is not None else None
             if not form:
-                return {}
+                return None
             return dict(form, all_params=_params(got[1]), kwonly=_keyword_only(got[1]))
 
-        valid = _valid_form
-        got = self._kept(filename, ("helper", str(HELPER_VERSION), salt, name), valid, built)
+        key = ("helper", str(HELPER_VERSION), salt, name)
+        got = self._read(filename, key, _valid_form, compute)
         if not got:
             return None
         kwonly = got.get("kwonly") if isinstance(got.get("kwonly"), list) else []
         return _bound(got, got["all_params"], call, self.relative(filename), kwonly)
+
+    # -- the other file ------------------------------------------------------------------
+    def _elsewhere(self, node, env, scope) -> Optional[Tuple[str, str]]:
+        """(file, name) of the top-level function of another project file that
+        the imported name ``node`` is; None otherwise (a method: its self is
+        the caller's object)."""
+        target = imported_target(node, env, scope)
+        loc = self._defined(target) if target is not None else None
+        return loc if loc is not None and "." not in loc[1] else None
+
+    def _read(self, filename: str, salt: tuple, valid, compute) -> Optional[dict]:
+        """``compute(text)`` of a project file (``{}`` for what it cannot read
+        or gives nothing for), kept by the file's bytes and ``salt``."""
+
+        def built(data: bytes) -> dict:
+            try:
+                return compute(decode(data)) or {}
+            except (SyntaxError, UnicodeDecodeError, LookupError, cst.ParserSyntaxError):
+                return {}
+
+        return self._kept(filename, salt, valid, built)
 
     # -- torch modules made by factories ----------------------------------------------
     def module_made(self, node, env, scope) -> Optional[str]:
@@ -182,6 +192,16 @@ class ReturnsFiles(ProjectFiles):
             return self.torch_factory(target) if target is not None else None
         except (OSError, ValueError, RecursionError):
             return None
+
+
+# roots of qualified names that are never a helper of the project
+LIBRARIES = ("torch.", "einops.", "numpy.", "math.", "functools.", "builtins.")
+
+
+def may_be_helper(qualname: Optional[str]) -> bool:
+    """Whether a call with this qualified name (None: unknown) may run a helper
+    of the project: a cheap test before ``helper_reading``."""
+    return qualname is None or not qualname.startswith(LIBRARIES)
 
 
 def _valid_form(got) -> bool:
