@@ -731,6 +731,96 @@ def test_a_broken_file_of_the_project_never_breaks_the_block_s_analysis(tmp_path
         ("MHA001", 7, 21, None)]
 
 
+REGISTRY = "fixtures/program_layout/registry_entry"
+REGISTRY_SEQ = (
+    "MultiheadAttention built without batch_first is fed sequence-first data on every call "
+    "((L, N, C), registry_entry/tower.py line 15: `x.permute(1, 0, 2)`): correct, but say "
+    "batch_first=False")
+REGISTRY_BATCH = (
+    "MultiheadAttention built without batch_first is fed batch-first data ((N, L, E), "
+    "registry_entry/tower.py line 27: `# (B, L, E)`): it reads axis 0 as the sequence and "
+    "mixes samples across the batch")
+
+
+def test_data_from_outside_the_project_leaves_the_layout_to_the_project_s_calls():
+    """A class no file of the project calls (built from a registry) loops the
+    blocks over its ``forward``'s own data: the project's calls decide, so the
+    sequence-first block gives no MHA001 and the batch-first one still does;
+    per file, over the package, and through ``check`` alike (mmpretrain)."""
+    want = _at(REGISTRY, ("blocks.py", 9, 21, "MHA903", REGISTRY_SEQ),
+               ("blocks.py", 23, 21, "MHA001", REGISTRY_BATCH))
+    assert _run("--select", "MHA001,MHA903", REGISTRY) == (1, want)
+    per_file = set()
+    for name in ("__init__.py", "blocks.py", "tower.py", "registry.py"):
+        per_file |= _run("--select", "MHA001,MHA903", f"{REGISTRY}/{name}")[1]
+    assert per_file == want
+    tool = ("-m", "flake8_mha.frontends.cli", "check", "--no-cache")
+    assert _run("--select", "MHA001,MHA903", REGISTRY, tool=tool) == (1, want)
+
+
+def test_a_block_only_data_from_outside_reaches_keeps_today_s_finding(tmp_path):
+    """The outside caller's data says nothing either way: a block that only
+    the registry's class runs stays unknown, and MHA001 stays."""
+    pkg = _package(tmp_path, "        return x\n")
+    (pkg / "registry.py").write_text(
+        "import torch.nn as nn\n\nfrom .block import Block\n\n\n"
+        "class Configured(nn.Module):\n"
+        "    def __init__(self):\n"
+        "        super().__init__()\n"
+        "        self.blocks = nn.ModuleList([Block(64) for _ in range(2)])\n\n"
+        "    def forward(self, x):\n"
+        "        for blk in self.blocks:\n"
+        "            x = blk(x)\n"
+        "        return x\n")
+    block = pkg / "block.py"
+    found = analyze_source(block.read_text(), str(block), CODES)
+    assert [(f.code, f.line, f.col, f.evidence["layout_kind"]) for f in found] == [
+        ("MHA001", 7, 21, None)]
+
+
+POST_NORM = "fixtures/program_layout/post_norm"
+POST_NORM_SEQ = (
+    "MultiheadAttention built without batch_first is fed sequence-first data on every call "
+    "((L, N, ?), post_norm/series.py line 18: `X.permute(1, 0, 2)`): correct, but say "
+    "batch_first=False")
+POST_NORM_BATCH = (
+    "MultiheadAttention built without batch_first is fed batch-first data ((N, L, E), "
+    "post_norm/tokens.py line 13: `# (batch, seq_len, d_model)`): it reads axis 0 as the "
+    "sequence and mixes samples across the batch")
+
+
+def test_a_layer_of_another_file_run_by_torch_s_encoder_is_fed_the_encoder_s_input():
+    """``nn.TransformerEncoder(Layer(...), n)`` with the layer class in another
+    file: every pass is fed what the model feeds the encoder, because the
+    layer's ``permute(1, 2, 0)``, ``BatchNorm1d``, ``permute(2, 0, 1)`` gives
+    back the axes it was fed (mvts_transformer, in sktime and tsai)."""
+    want = _at(POST_NORM, ("layers.py", 10, 26, "MHA903", POST_NORM_SEQ),
+               ("layers.py", 41, 26, "MHA001", POST_NORM_BATCH))
+    assert _run("--select", "MHA001,MHA903", POST_NORM) == (1, want)
+    per_file = set()
+    for name in ("__init__.py", "layers.py", "series.py", "tokens.py"):
+        per_file |= _run("--select", "MHA001,MHA903", f"{POST_NORM}/{name}")[1]
+    assert per_file == want
+    tool = ("-m", "flake8_mha.frontends.cli", "check", "--no-cache")
+    assert _run("--select", "MHA001,MHA903", POST_NORM, tool=tool) == (1, want)
+
+
+def test_a_layer_that_does_not_give_its_axes_back_is_not_followed_past_the_first_pass(tmp_path):
+    """A layer whose output is laid out otherwise (here batch-first after a
+    swap it never undoes) feeds the next pass something else: unknown, so
+    MHA001 stays even though the model swaps to sequence-first."""
+    pkg = tmp_path / "pkg"
+    pkg.mkdir()
+    (pkg / "__init__.py").write_text("")
+    layers = (ROOT / POST_NORM / "layers.py").read_text()
+    (pkg / "layers.py").write_text(layers.replace(
+        "        return src.permute(2, 0, 1)\n", "        return src.permute(0, 2, 1)\n", 1))
+    (pkg / "series.py").write_text((ROOT / POST_NORM / "series.py").read_text())
+    found = analyze_source((pkg / "layers.py").read_text(), str(pkg / "layers.py"), CODES)
+    assert [(f.code, f.line, f.col) for f in found] == [
+        ("MHA001", 10, 26), ("MHA001", 41, 26)]
+
+
 # ------------------------------------------------------------------- DETR's cloned layers
 
 DETR = "fixtures/program_layout/detr"

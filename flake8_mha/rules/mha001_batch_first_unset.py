@@ -125,6 +125,13 @@ class BatchFirstUnset(Rule):
           reviewed, every such swap was the conversion to sequence-first. A
           module of unknown kind passes the conversion on; any stated layout
           decides over it.
+        - Data that a `forward` receives from outside the project (its class is
+          built from a registry by a config, or by the package's users: no file
+          of the project calls it) says nothing about the layout either way.
+          When the project's own calls feed the module, they decide; when none
+          does, the layout stays unknown and the module is reported
+          (mmpretrain's CLIP blocks, run by its tower and by a registered
+          transformer).
         - A member of an `nn.Sequential` after the first is fed the output of
           the one before it; a member whose output layout is not known makes
           the rest of the chain unknown.

@@ -337,6 +337,20 @@ PRESERVE_MODULES = {
     "Softmax",
     "SELU",
     "CELU",
+    "ReLU6",
+    "Hardtanh",
+    "LogSoftmax",
+    "Dropout2d",
+    "Dropout3d",
+    # normalisations over the channels (axis 1) give back their input's shape:
+    # a post-norm layer's ``permute(1, 2, 0)``, ``BatchNorm1d``, ``permute(2, 0, 1)``
+    "BatchNorm1d",
+    "BatchNorm2d",
+    "BatchNorm3d",
+    "InstanceNorm1d",
+    "InstanceNorm2d",
+    "InstanceNorm3d",
+    "GroupNorm",
 }
 CONV = {"Conv1d": 1, "Conv2d": 2, "Conv3d": 3, "LazyConv1d": 1, "LazyConv2d": 2, "LazyConv3d": 3}
 PRESERVE_METHODS = {

@@ -23,11 +23,12 @@ from .domain import (
     SPATIAL,
     Layout,
 )
+from .across_files import ProjectLayout
 from .program import DEFAULT, ProgramLayout
 from .project_callers import MAX_HOPS
 
 
-class LayoutEvaluator(FileCalls, LayoutCalls, ProgramLayout):
+class LayoutEvaluator(FileCalls, LayoutCalls, ProgramLayout, ProjectLayout):
     def __init__(self, ctx, hops: int = MAX_HOPS, session: Optional[dict] = None):
         self.ctx = ctx
         # the file on disk (a Project's), whose project the analysis may read

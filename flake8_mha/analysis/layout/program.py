@@ -16,27 +16,25 @@ A part of ``LayoutEvaluator`` (evaluate.py), kept apart so each stays small:
 
 from __future__ import annotations
 
-import contextlib
-import dataclasses
 from typing import Dict, List, Optional, Set
 
 import libcst as cst
 
-from ..program.callgraph import Built, ChainSite, Slot, TorchMember, bind_call
+from ..program.callgraph import Built, ChainSite, Slot, TorchMember
 from ..flow import ClassInfo, lookup
-from ..resolve import Bound, passed
+from ..resolve import Bound
 from ...core.torch_api import MODULES
 from . import project_callers
 from .calls import CONCAT, MODULE_OUTPUT_ARG, Frame, fed_alone, join, real, same, shaped
-from .domain import BATCH, CHANNEL, PRESERVE_MODULES, SEQ, Layout, positional
+from .domain import BATCH, CHANNEL, EMBED, PRESERVE_MODULES, SEQ, Layout, positional
 
 SWAP_HOW = "axis swap before the module call"
 ROTATION_HOW = "channels-first map made sequence-first before the module call"
 # what torch's containers feed the first and second parameters of their layers
-_LAYER_INPUTS = {"TransformerEncoder": ("src",), "TransformerDecoder": ("tgt", "memory")}
+LAYER_INPUTS = {"TransformerEncoder": ("src",), "TransformerDecoder": ("tgt", "memory")}
 _ONE_INPUT = {"TransformerEncoder", "TransformerEncoderLayer"}  # called with ``src`` alone
-_REACH_DEPTH = 4
-_REACH_HOPS = 2  # the hops a reach question is asked with: enough to name a class
+REACH_DEPTH = 4
+REACH_HOPS = 2  # the hops a reach question is asked with: enough to name a class
 _STEPS = 4  # per-token steps (``x = self.pos_enc(x)``) a swap is followed through
 
 
@@ -57,6 +55,7 @@ class ProgramLayout:
     _reaches: Dict[int, bool]
     _calls_in: Optional[Dict[int, list]] = None
     _torch_layers: Optional[list] = None
+    _foreign_layers: Optional[list] = None
     _targets: Dict[int, Optional[project_callers.Target]]
     path: Optional[str] = None  # the file, when it is one of a project on disk
     hops: int = 0  # how many more files away the analysis may look
@@ -144,7 +143,7 @@ class ProgramLayout:
         return bool(targets) and all(self._foreign_reaches(t, 0) for t in targets)
 
     def _call_reaches(self, call: cst.Call, env, scope, depth: int) -> bool:
-        if depth > _REACH_DEPTH:
+        if depth > REACH_DEPTH:
             return False
         found = self.callee(call, env, scope)
         funcs: List[cst.FunctionDef] = []
@@ -192,7 +191,7 @@ class ProgramLayout:
     def _helper_reaches(self, site, depth: int) -> bool:
         found = self.callee(site.node, site.env, site.scope)
         if found is not None:
-            return self._function_reaches(found[0], depth + 1) if depth < _REACH_DEPTH else False
+            return self._function_reaches(found[0], depth + 1) if depth < REACH_DEPTH else False
         return self._call_reaches(site.node, site.env, site.scope, depth + 1)
 
     # ------------------------------------------------------------ nn.Sequential
@@ -269,7 +268,7 @@ class ProgramLayout:
         ):
             call = parents[-2]
             spec = MODULES.get(self.qualname(call.func, site.env, site.scope) or "")
-            if spec is not None and spec.name in _LAYER_INPUTS:  # the layer torch repeats
+            if spec is not None and spec.name in LAYER_INPUTS:  # the layer torch repeats
                 if Bound(call, spec.init).get(spec.init.names[0]) is site.node:
                     built.add(id(call))
         self._index()
@@ -277,7 +276,7 @@ class ProgramLayout:
             self._sequentials = self._sequential_calls()
         fed: List[Optional[Layout]] = []
         for seq, slots in self._sequentials:
-            if not any(_built_at(m, built) for slot in slots for m in slot.members):
+            if not any(built_at(m, built) for slot in slots for m in slot.members):
                 continue
             start = self.at(seq.node.args[0].value, seq)
             got: List[Optional[Layout]] = []
@@ -308,7 +307,7 @@ class ProgramLayout:
 
     def _is_member(self, member, func) -> bool:
         if isinstance(func, frozenset):  # the torch modules built by these calls
-            return _built_at(member, func)
+            return built_at(member, func)
         if isinstance(func, tuple):
             return (
                 isinstance(member, Built)
@@ -363,14 +362,28 @@ class ProgramLayout:
         for site, kind, forwards in self._torch_layers:
             if id(func) not in forwards or name not in names[1:3]:
                 continue
-            arg = _LAYER_INPUTS[kind][names.index(name) - 1]
+            arg = LAYER_INPUTS[kind][names.index(name) - 1]
             given = Bound(site.node, site_spec(kind)).get(arg)
             got = self.at(given, site) if given is not None else None
-            if got is not None and names.index(name) == 1:
-                out_layout = self.output_of(func, got, 0)  # fed the layer before's output
-                got = got if out_layout is not None and same(out_layout, got) else None
+            if got is not None and names.index(name) == 1 and not self.keeps_layout(func, got):
+                got = None  # each layer is fed the layer before's output
             out.append(got)
         return out
+
+    def keeps_layout(self, func: cst.FunctionDef, layout: Layout) -> bool:
+        """``forward`` gives back what it was fed, axis for axis: read on
+        ``layout`` itself, else (for a swap, whose axes have no names, or a
+        layout with unnamed axes) on named axes, so that a post-norm layer's
+        ``permute(1, 2, 0)``, ``BatchNorm1d``, ``permute(2, 0, 1)`` comes back
+        to the axes it left (mvts_transformer)."""
+        out = self.output_of(func, layout, 0)
+        if out is not None and same(out, layout):
+            return True
+        if len(layout.roles) != 3:
+            return False
+        probe = Layout((SEQ, BATCH, EMBED), None, "probe")
+        out = self.output_of(func, probe, 0)
+        return out is not None and out.roles == probe.roles and not out.conforms
 
     def _named_calls(self):
         """The calls of this file of a name, attribute or item (``blk(x)``,
@@ -388,7 +401,7 @@ class ProgramLayout:
             except RecursionError:  # pragma: no cover
                 continue
             spec = self.resolver.common_spec(instances)
-            if spec is None or spec.name not in _LAYER_INPUTS:
+            if spec is None or spec.name not in LAYER_INPUTS:
                 continue
             forwards: Set[int] = set()
             for inst in instances:
@@ -413,380 +426,6 @@ class ProgramLayout:
                 found.append((site, spec.name, forwards))
         return found
 
-    # ------------------------------------------------------------ other files
-    def _target(self, node, env, scope) -> Optional[project_callers.Target]:
-        """The class of another project file an expression names (an import)."""
-        if self.path is None or self.hops <= 0:
-            return None
-        self._index()
-        key = id(node)
-        if key not in self._targets:
-            try:
-                self._targets[key] = project_callers.imported_class(self.path, node, env, scope)
-            except RecursionError:  # pragma: no cover
-                self._targets[key] = None
-        return self._targets[key]
 
-    def held_targets(self, node, env, scope) -> Optional[List[project_callers.Target]]:
-        """The classes of other project files whose instance ``node`` holds."""
-        if self.path is None or self.hops <= 0:
-            return None
-
-        def leaf(call: cst.Call, cenv, cscope):
-            target = self._target(call.func, cenv, cscope)
-            return [target] if target is not None else None
-
-        leaf.targets = True  # what a parameter handed a target answers (_through)
-        try:
-            return self.resolver.held(node, env, scope, leaf)
-        except RecursionError:  # pragma: no cover
-            return None
-
-    def other(self, there, hops: int):
-        """The evaluator of another file, made once per analysis of the linted
-        file (``session``): an answer never depends on what an earlier file's
-        analysis asked."""
-        key = (there.path, hops, self.session.get(DEFAULT))
-        found = self.session.get(key)
-        if found is None or found.ctx is not there.ctx:
-            # (a file read again since, when more files were read than are kept:
-            # its classes are new objects, the old evaluator's would not match them)
-            found = self.session[key] = type(self)(there.ctx, hops=hops, session=self.session)
-        return found
-
-    def _unit(self, path: str):
-        """Another project file, read once, and a dependency of the linted
-        file's cached findings from now on (an edit of it re-analyses)."""
-        project = self.session.get(("project",))
-        if project is not None and hasattr(project, "depend"):
-            project.depend(path)
-        return project_callers.unit(path)
-
-    def _foreign(self, target: project_callers.Target, hops: Optional[int] = None):
-        """(the other file's evaluator, the class's ``forward``), or None."""
-        there = self._unit(target[0])
-        if there is None or target[1] not in there.classes:
-            return None
-        ev = self.other(there, self.hops - 1 if hops is None else hops)
-        forward = ev.method_of(there.classes[target[1]], "forward")
-        return (ev, forward) if forward is not None else None
-
-    def foreign_output(self, target, layout: Layout) -> Optional[Layout]:
-        found = self._foreign(target)
-        if found is None:
-            return None
-        ev, forward = found
-        return ev.export(ev.output_of(forward, layout, 0))
-
-    def _foreign_reaches(self, target, depth: int) -> bool:
-        """Whether the class's ``forward`` reaches an attention module (looked
-        for up to ``_REACH_DEPTH`` calls away, whatever the hops left)."""
-        if depth > _REACH_DEPTH:
-            return False
-        found = self._foreign(target, _REACH_HOPS)
-        return found is not None and found[0]._function_reaches(found[1], depth)
-
-    def handed_to(self, site, spec) -> Optional[List[Optional[Layout]]]:
-        """A module built right inside the call that builds a class of another
-        project file (``Layer(cross_attention=nn.MultiheadAttention(...))``):
-        what that class feeds it, at each call of the attribute its
-        ``__init__`` keeps the parameter in (``self.cross_attn =
-        cross_attention``, or ``cross_attention or nn.MultiheadAttention(...)``).
-        None when it is not so handed, or no such call is found."""
-        parents = site.parents
-        if len(parents) < 2 or not isinstance(parents[-1], cst.Arg):
-            return None
-        arg, call = parents[-1], parents[-2]
-        if not isinstance(call, cst.Call) or arg.star or arg.value is not site.node:
-            return None
-        target = self._target(call.func, site.env, site.scope)
-        if target is None:
-            return None
-        there = self._unit(target[0])
-        if there is None or target[1] not in there.classes:
-            return None
-        cls = there.classes[target[1]]
-        param = _param_for(cls.methods.get("__init__"), call, arg)
-        if param is None:
-            return None
-        held = {
-            name for name, defs in cls.attrs.items() if any(_keeps(d.node, param) for d in defs)
-        }
-        if not held:
-            return None
-        ev = self.other(there, self.hops - 1)
-        return [ev.export(v) for v in ev.attr_calls(cls, held, spec)] or None
-
-    def made_for(self, site, spec) -> Optional[List[Optional[Layout]]]:
-        """A module a function of this file builds and returns (``def
-        build_attn(d): return nn.MultiheadAttention(d, 8)``), called from
-        other project files: what the calls of the attribute each caller keeps
-        it in feed it (any other use: unknown).  None when not built so, or
-        no caller is found."""
-        scope, stmt = site.scope, site.stmt
-        if (
-            self.path is None
-            or self.hops <= 0
-            or scope.cls is not None
-            or scope.parent is not self.flow.module_scope
-            or not isinstance(scope.node, cst.FunctionDef)
-            or not isinstance(stmt, cst.Return)
-            or stmt.value is not site.node
-        ):
-            return None
-        name = scope.node.name.value
-        out: List[Optional[Layout]] = []
-        for other in project_callers.factory_files(self.path, name) or ():
-            there = self._unit(other)
-            if there is None:
-                return None
-            ev = self.other(there, self.hops - 1)
-            for cls, attr in project_callers.factory_calls(there, self.path, name):
-                kept = ev.attr_calls(cls, {attr}, spec) if cls is not None else [None]
-                out.extend(ev.export(v) for v in kept)
-        return out or None
-
-    def default_for(self, site, spec) -> Optional[List[Optional[Layout]]]:
-        """A module built as the default of a parameter an ``__init__`` keeps
-        (``self.self_attn = self_attention or nn.MultiheadAttention(...)``):
-        it runs at every call of that attribute when the parameter is left
-        out, so what those calls feed it.  None when not built so."""
-        stmt = site.stmt
-        if (
-            site.or_default_of is None
-            or not isinstance(stmt, cst.Assign)
-            or len(stmt.targets) != 1
-            or stmt.value is not site.parents[-1]
-        ):
-            return None
-        target = stmt.targets[0].target
-        cls = site.scope.cls
-        if (
-            cls is None
-            or not isinstance(target, cst.Attribute)
-            or not isinstance(target.value, cst.Name)
-            or target.value.value != "self"
-        ):
-            return None
-        with self.judging(site):
-            return self.attr_calls(cls, {target.attr.value}, spec) or None
-
-    @contextlib.contextmanager
-    def judging(self, site):
-        """While the module built at ``site`` is judged: when it is the default
-        of an ``__init__`` parameter (``param or nn.MultiheadAttention(...)``),
-        only the instances of its class built without a module for that
-        parameter run it (SAM 3's layer: one construction hands it attention
-        modules, one leaves them out); the calls that reach it through the
-        others are left out (``_through``)."""
-        default = site.init_default
-        if self.path is None or default is None:
-            yield
-            return
-        before = self.session.get(DEFAULT)
-        self.session[DEFAULT] = ((self.path, site.scope.cls.name),) + default
-        try:
-            yield
-        finally:
-            self.session[DEFAULT] = before
-
-    def attr_calls(self, cls, held: Set[str], spec) -> List[Optional[Layout]]:
-        """The layout of the query (``src``, ``tgt``: the input its output
-        takes the shape of) at each call ``self.<attr>(...)`` of the class
-        ``cls`` of this file, for the attributes ``held``, which hold a
-        module of ``spec``."""
-        arg = MODULE_OUTPUT_ARG.get(spec.name, "query")
-        out: List[Optional[Layout]] = []
-        for other in self.flow.calls:
-            func = other.node.func
-            if not (
-                isinstance(func, cst.Attribute)
-                and isinstance(func.value, cst.Name)
-                and func.value.value == "self"
-                and func.attr.value in held
-                and other.scope.cls is cls
-            ):
-                continue
-            marks = self._marks()  # a module of ``spec`` runs there, whatever the resolver knows
-            for given in other.node.args:
-                if not given.star and id(given.value) not in marks:
-                    self._mark(given.value, other.env, other.scope)
-            query = Bound(other.node, spec.forward).get(arg)
-            out.append(self.at(query, other) if query is not None else None)
-        return out
-
-    def export(self, layout: Optional[Layout]) -> Optional[Layout]:
-        """A layout as another file sees it: its evidence keeps this file's
-        name, line and code (``origin``)."""
-        if layout is None or not layout.roles or layout.origin is not None or self.path is None:
-            return real(layout)
-        line = self.line(layout.node) if layout.node is not None else None
-        origin = (self.path, line, self.text(layout.node))
-        return dataclasses.replace(layout, origin=origin)
-
-    def project_inputs(self, func: cst.FunctionDef, name: str) -> List[Optional[Layout]]:
-        """What the other files of the project feed ``name``, a parameter of
-        the ``forward`` of a module-level class of this file (the data, or
-        what is added to it: ``query_pos``)."""
-        if self.path is None or self.hops <= 0 or func.name.value != "forward":
-            return []
-        cls = next(
-            (
-                c
-                for c in self.flow.classes.values()
-                if c.scope is self.flow.module_scope and c.methods.get("forward") is func
-            ),
-            None,
-        )
-        p = func.params
-        names = [q.name.value for q in list(p.posonly_params) + list(p.params)]
-        if cls is None or name not in names[1:]:
-            return []
-        wanted = None if names[1] == name else name
-        target = (self.path, cls.name)
-        out: List[Optional[Layout]] = []
-        files = project_callers.candidates(self.path, cls.name)
-        if files is None:
-            return []  # too many files name the class: not read, as before issue 26
-        for other in files:
-            there = self._unit(other)
-            if there is not None:
-                ev = self.other(there, self.hops - 1)
-                out.extend(ev.export(v) for v in ev.fed_to(target, wanted))
-        return out
-
-    def fed_to(self, target, name: Optional[str] = None) -> List[Optional[Layout]]:
-        """The layouts this file feeds the ``forward`` of ``target``, a class
-        of another file: at each call of an instance of it, and in each
-        ``nn.Sequential`` it is a member of.  ``name``: a parameter other than
-        the first (only calls pass it; a ``Sequential`` passes the first)."""
-        out: List[Optional[Layout]] = []
-        for site in self.flow.calls:
-            func = site.node.func
-            if isinstance(func, cst.Attribute) and func.attr.value == "forward":
-                func = func.value
-            if not isinstance(func, (cst.Name, cst.Attribute, cst.Subscript)):
-                continue
-            held = self.held_targets(func, site.env, site.scope)
-            if held:
-                if target in held:
-                    first = self._input(site.node, target, name)
-                    same_class = all(t == target for t in held)
-                    out.append(self.at(first, site) if first is not None and same_class else None)
-                continue
-            slots = self.sequential_slots(site.node, site.env, site.scope) if name is None else None
-            if slots and any(self._is_member(m, target) for s in slots for m in s.members):
-                start = self.at(site.node.args[0].value, site)
-                self._walk(slots, start, 0, target, out, True)
-                continue
-            owner = self._target(site.node.func, site.env, site.scope)
-            if owner is not None and owner != target:
-                for arg in site.node.args:
-                    if not arg.star and target in (
-                        self.held_targets(arg.value, site.env, site.scope) or ()
-                    ):
-                        out.extend(self._through(owner, site.node, arg, target, name))
-        return out
-
-    def _input(self, call: cst.Call, target, name: Optional[str]) -> Optional[cst.BaseExpression]:
-        """What a call of an instance of ``target`` passes for a parameter of
-        its ``forward``: for the first (``name`` None), the first positional
-        argument or the keyword of that name (``layer(tgt=x, memory=m)``);
-        otherwise the argument bound to ``name`` (None when not passed)."""
-        args = positional(call)
-        if name is None and args:
-            return args[0]
-        found = self._foreign(target, 0)
-        if found is None:
-            return None
-        if name is not None:
-            return bind_call(found[1], call, 1).get(name)
-        params = found[1].params.params
-        first = params[1].name.value if len(params) > 1 else None
-        for arg in call.args:
-            if arg.keyword is not None and arg.keyword.value == first:
-                return arg.value
-        return None
-
-    def _through(
-        self, owner, call: cst.Call, arg: cst.Arg, target, name: Optional[str] = None
-    ) -> List[Optional[Layout]]:
-        """An instance of ``target`` handed to the construction of ``owner``, a
-        class of another project file (``Encoder(layer=Layer(...))``, or a name
-        that holds one): what ``owner`` feeds it there, where its ``__init__``
-        keeps the parameter (``self.layers = _get_clones(layer, n)``) and its
-        methods call what it keeps.  The other file is read with that
-        parameter known to hold the instance, and only while it is read."""
-        there = self._unit(owner[0])
-        if there is None or owner[1] not in there.classes or self.hops <= 0:
-            return []
-        if _hands_the_default(self.session.get(DEFAULT), target, arg.value, self, call):
-            return []  # this instance never runs the default being judged
-        init = there.classes[owner[1]].methods.get("__init__")
-        param = _param_for(init, call, arg)
-        if param is None:
-            return []
-        ev = self.other(there, self.hops - 1)
-        key = (id(init), param)
-        if key in ev.resolver.assumed:
-            return []  # already being read: a cycle of constructions
-
-        def given(leaf):
-            return [target] if getattr(leaf, "targets", False) else None
-
-        ev.resolver.assumed[key] = given
-        try:
-            return [ev.export(v) for v in ev.fed_to(target, name)]
-        finally:
-            del ev.resolver.assumed[key]
-
-
-def _hands_the_default(unless, target, value, ev, site_call) -> bool:
-    """``value`` builds ``target`` handing a module for the parameter whose
-    default is being judged (``unless``: (class, parameter, its index)):
-    ``Layer(..., self_attention=nn.MultiheadAttention(...))``, or a name
-    assigned only that."""
-    if unless is None or unless[0] != target:
-        return False
-    if isinstance(value, cst.Name):
-        site = ev.resolver.site_of.get(id(site_call))
-        defs = lookup(value.value, site.env, site.scope) if site is not None else ()
-        if len(defs) != 1 or defs[0].kind != "assign":
-            return False
-        value = defs[0].node
-    if not isinstance(value, cst.Call) or any(arg.star for arg in value.args):
-        return False
-    given = passed(value, unless[2], unless[1])
-    return isinstance(given, cst.Call) and _builds_a_class(given.func)
-
-
-def _built_at(member, calls) -> bool:
+def built_at(member, calls) -> bool:
     return isinstance(member, TorchMember) and id(member.call) in calls
-
-
-def _builds_a_class(func) -> bool:
-    name = func.attr.value if isinstance(func, cst.Attribute) else getattr(func, "value", "")
-    return isinstance(name, str) and name[:1].isupper()
-
-
-def _param_for(init, call: cst.Call, arg: cst.Arg) -> Optional[str]:
-    """The parameter of ``init`` (an ``__init__``, or None) that ``arg`` of the
-    construction ``call`` fills, by keyword or position; None when none."""
-    if not isinstance(init, cst.FunctionDef):
-        return None
-    params = [q.name.value for q in list(init.params.posonly_params) + list(init.params.params)]
-    if arg.keyword is not None:
-        names = params[1:] + [q.name.value for q in init.params.kwonly_params]
-        return arg.keyword.value if arg.keyword.value in names else None
-    index = [a for a in call.args if a.keyword is None].index(arg)
-    return params[1 + index] if index < len(params) - 1 else None
-
-
-def _keeps(node, param: str) -> bool:
-    """An ``__init__`` assignment that keeps the parameter ``param``:
-    ``param``, or ``param or <default module>``."""
-    if isinstance(node, cst.Name):
-        return node.value == param
-    if isinstance(node, cst.BooleanOperation) and isinstance(node.operator, cst.Or):
-        return isinstance(node.left, cst.Name) and node.left.value == param
-    return False

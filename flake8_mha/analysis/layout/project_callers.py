@@ -20,7 +20,7 @@ evaluator:
 - every file read is parsed whole (a ``Unit``), kept for the next question
   (the ``MAX_UNITS`` used last, per process), and re-read when its size or
   modification time changes; its layout evaluators are new for each linted
-  file (``ProgramLayout.other``), so an answer does not depend on what an
+  file (``ProjectLayout.other``), so an answer does not depend on what an
   earlier file asked (``flake8 file.py`` and ``flake8 pkg/`` agree);
 - at most ``MAX_HOPS`` files away from the linted file, in either direction.
 
