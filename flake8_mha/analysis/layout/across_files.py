@@ -309,9 +309,10 @@ class ProjectLayout:
                 if target in held:
                     first = self._input(site.node, target, name)
                     same_class = all(t == target for t in held)
-                    if same_class and self._from_outside(first, site, target):
+                    got = self.at(first, site) if first is not None and same_class else None
+                    if got is None and same_class and self._from_outside(first, site, target):
                         continue  # data from outside the project: the project's calls decide
-                    out.append(self.at(first, site) if first is not None and same_class else None)
+                    out.append(got)
                 continue
             slots = self.sequential_slots(site.node, site.env, site.scope) if name is None else None
             if slots and any(self._is_member(m, target) for s in slots for m in s.members):
@@ -351,7 +352,8 @@ class ProjectLayout:
 
     def never_called(self, func: cst.FunctionDef, name: str) -> bool:
         """``func`` is the ``forward`` of a module-level class of this file
-        that nothing in the project calls, and nothing states ``name``'s layout."""
+        that nothing in the project calls or runs (the data it is given for
+        ``name`` comes from outside the project)."""
         if func.name.value != "forward" or self.path is None or self.hops <= 0:
             return False
         if self.callers().get(id(func)) or any(
