@@ -42,6 +42,7 @@ from .summaries import (
 MAX_REEXPORT_HOPS = 3
 MAX_CHAIN = 6  # calls followed from a call site down to a sink
 CONSTANTS_VERSION = 1
+_DOTTED = (ast.Name, ast.Attribute)  # a name a use can read as dotted
 
 # --------------------------------------------------------------------------- the root
 
@@ -222,9 +223,15 @@ class ProjectFiles:
         no wrapper keeps nothing (``import torch`` inside torch's own tree)."""
         bound: Dict[str, List[Tuple[int, str]]] = {}
         calls: List[ast.Call] = []
-        for node in _nodes(tree):  # one walk: imports anywhere bind (the calls are read after)
+        used: List[Tuple[ast.expr, bool]] = []  # (a base or an argument, called?)
+        for node in _nodes(tree):  # one walk: imports anywhere bind (the uses are read after)
             if isinstance(node, ast.Call):
                 calls.append(node)
+                # ``partial(attend, ...)``, ``checkpoint(block, x)``: called later
+                used.extend((a, True) for a in node.args if isinstance(a, _DOTTED))
+            elif isinstance(node, ast.ClassDef):
+                # ``class SelfAttention(AttentionBase)``: its methods are inherited
+                used.extend((b, False) for b in node.bases if isinstance(b, _DOTTED))
             elif isinstance(node, ast.ImportFrom):
                 for alias in node.names:
                     dotted = ".".join(p for p in (node.module, alias.name) if p)
@@ -241,11 +248,12 @@ class ProjectFiles:
             return []
         names: List[str] = []
         asked = set()  # a callee called again asks the same question
-        for node in calls:
-            callee = dotted_name(node.func)
-            if callee is None or callee in asked:
+        uses = [(node.func, True) for node in calls] + used
+        for expr, called in uses:
+            callee = dotted_name(expr)
+            if callee is None or (callee, called) in asked:
                 continue
-            asked.add(callee)
+            asked.add((callee, called))
             chain = callee.split(".")
             if chain[0] not in bound or chain[0] in names:
                 continue
@@ -253,9 +261,13 @@ class ProjectFiles:
                 target = (level, ".".join([dotted, *chain[1:]]))
                 try:
                     useful = (
-                        self._function(target, True)
-                        or self._function(target, False)
-                        or self.torch_factory(target)
+                        (
+                            self._function(target, True)
+                            or self._function(target, False)
+                            or self.torch_factory(target)
+                        )
+                        if called
+                        else self._function(target, False) or self._a_method_reaches(target)
                     )
                 except (OSError, ValueError, RecursionError):
                     useful = True  # unreadable: keep, as before
@@ -263,6 +275,21 @@ class ProjectFiles:
                     names.append(chain[0])
                     break
         return names
+
+    def _a_method_reaches(self, target: Tuple[int, str]) -> bool:
+        """Some method of the class the import ``target`` names reaches a
+        sink (a base class whose ``self._attend(...)`` its subclasses call)."""
+        loc = self._defined(target)
+        if loc is None or "." in loc[1]:
+            return False
+        filename, cls = loc
+        prefix = cls + "."
+        return any(
+            isinstance(key, str)
+            and key.startswith(prefix)
+            and self.effective(filename, key) is not None
+            for key in list(self.summaries(filename))
+        )
 
     def torch_factory(self, target: Tuple[int, str]) -> Optional[str]:
         """The torch attention module class a project function the import
