@@ -820,6 +820,32 @@ def test_a_layer_that_does_not_give_its_axes_back_is_not_followed_past_the_first
     assert [(f.code, f.line, f.col) for f in found] == [("MHA001", 10, 26)]
 
 
+CHECKPOINTED = "fixtures/program_layout/checkpointed"
+CHECKPOINTED_SEQ = (
+    "MultiheadAttention built without batch_first is fed sequence-first data on every call "
+    "((L, N, ?), checkpointed/text.py line 17: `x.permute(1, 0, 2)`): correct, but say "
+    "batch_first=False")
+CHECKPOINTED_BATCH = (
+    "MultiheadAttention built without batch_first is fed batch-first data ((N, L, E), "
+    "checkpointed/model.py line 14: `# (batch, seq_len, width)`): it reads axis 0 as the "
+    "sequence and mixes samples across the batch")
+
+
+def test_a_checkpointed_block_gives_back_what_the_block_does():
+    """``checkpoint(r, x, attn_mask, use_reentrant=False)`` runs ``r(x,
+    attn_mask)``: open_clip's loop over its blocks keeps the layout on both
+    branches; per file, over the package and through ``check``."""
+    want = _at(CHECKPOINTED, ("blocks.py", 11, 21, "MHA903", CHECKPOINTED_SEQ),
+               ("token_blocks.py", 9, 21, "MHA001", CHECKPOINTED_BATCH))
+    assert _run("--select", "MHA001,MHA903", CHECKPOINTED) == (1, want)
+    per_file = set()
+    for name in ("__init__.py", "blocks.py", "text.py", "token_blocks.py", "model.py"):
+        per_file |= _run("--select", "MHA001,MHA903", f"{CHECKPOINTED}/{name}")[1]
+    assert per_file == want
+    tool = ("-m", "flake8_mha.frontends.cli", "check", "--no-cache")
+    assert _run("--select", "MHA001,MHA903", CHECKPOINTED, tool=tool) == (1, want)
+
+
 # ------------------------------------------------------------------- DETR's cloned layers
 
 DETR = "fixtures/program_layout/detr"

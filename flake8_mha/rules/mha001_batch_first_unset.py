@@ -132,6 +132,9 @@ class BatchFirstUnset(Rule):
           does, the layout stays unknown and the module is reported
           (mmpretrain's CLIP blocks, run by its tower and by a registered
           transformer).
+        - `torch.utils.checkpoint.checkpoint(block, x, ...)` gives back what
+          `block(x, ...)` does (its own keywords, such as `use_reentrant`, are
+          not the block's): open_clip runs each block one way or the other.
         - A member of an `nn.Sequential` after the first is fed the output of
           the one before it; a member whose output layout is not known makes
           the rest of the chain unknown.

@@ -73,6 +73,30 @@ MODULE_OUTPUT_ARG = {  # the input whose shape a module's output has
 
 
 CONCAT = {"torch.cat", "torch.concat", "torch.concatenate"}
+# ``checkpoint(fn, *args)`` runs ``fn(*args)`` (activation checkpointing): its
+# own keywords are not ``fn``'s
+CHECKPOINT = {"torch.utils.checkpoint.checkpoint"}
+_CHECKPOINT_KEYWORDS = {
+    "use_reentrant",
+    "preserve_rng_state",
+    "context_fn",
+    "determinism_check",
+    "debug",
+    "early_stop",
+}
+
+
+def checkpointed(node: cst.Call) -> Optional[cst.Call]:
+    """The call ``checkpoint(fn, *args, **kwargs)`` makes: ``fn(*args,
+    **kwargs)``, built from the same argument nodes; None without ``fn``."""
+    if not node.args or node.args[0].keyword is not None or node.args[0].star:
+        return None
+    rest = [
+        a
+        for a in node.args[1:]
+        if not (a.keyword is not None and a.keyword.value in _CHECKPOINT_KEYWORDS)
+    ]
+    return node.with_changes(func=node.args[0].value, args=rest)
 
 
 def join(values: Sequence[Optional[Layout]]) -> Optional[Layout]:
@@ -236,6 +260,9 @@ class LayoutCalls:
             and not isinstance(func.value, (cst.Name, cst.Attribute))
         ):
             qn = self.qualname(func, env, scope)
+        if qn in CHECKPOINT:
+            run = self._checkpointed(node)
+            return self._call(run, env, scope, frame, depth, index) if run is not None else None
         if qn is not None and (qn.startswith("torch.") or qn.startswith("einops.")):
             return self._torch_call(qn, node, env, scope, frame, depth)
         if isinstance(func, cst.Attribute):
@@ -259,6 +286,14 @@ class LayoutCalls:
             fed = real(self.eval(data, env, scope, frame, depth))
             return fed if fed is not None and fed.conforms else None
         return got
+
+    def _checkpointed(self, node: cst.Call) -> Optional[cst.Call]:
+        """``checkpointed(node)``, made once per node and kept as long as the
+        evaluator, so that no other node ever shares its ``id``."""
+        made = self.__dict__.setdefault("_runs", {})
+        if id(node) not in made:
+            made[id(node)] = (node, checkpointed(node))
+        return made[id(node)][1]
 
     def _opaque(self, func: cst.Attribute, env, scope) -> bool:
         """Whether the module ``self.<attr>`` holds is not known."""
