@@ -846,6 +846,29 @@ def test_a_checkpointed_block_gives_back_what_the_block_does():
     assert _run("--select", "MHA001,MHA903", CHECKPOINTED, tool=tool) == (1, want)
 
 
+CONTAINERS = "fixtures/program_layout/factory_containers"
+
+
+def test_the_layer_of_an_encoder_a_factory_returns_is_fed_what_its_callers_feed():
+    """``layer = nn.TransformerDecoderLayer(...)``; ``return
+    nn.TransformerDecoder(layer, n)`` in one file, the decoder kept on
+    ``self`` and called in another: the layer is judged by that call (probe
+    p04 of issue 26 gave the plain MHA001 on sequence-first data)."""
+    status, got = _run("--select", "MHA001,MHA903", CONTAINERS)
+    rows = sorted((os.path.basename(g[0]), g[1], g[2], g[3]) for g in got)
+    assert (status, rows) == (1, [("build.py", 6, 13, "MHA001"),
+                                  ("seq_build.py", 7, 13, "MHA903"),
+                                  ("seq_build.py", 12, 34, "MHA903")])
+    messages = {g[1]: g[4] for g in got}
+    assert "factory_containers/model.py line 16: `# (B, T, D)`" in messages[6]
+    assert "factory_containers/model.py line 18: `tgt.transpose(0, 1)`" in messages[7]
+    assert "factory_containers/model.py line 19: `memory.transpose(0, 1)`" in messages[12]
+    per_file = set()
+    for name in ("__init__.py", "build.py", "seq_build.py", "model.py"):
+        per_file |= _run("--select", "MHA001,MHA903", f"{CONTAINERS}/{name}")[1]
+    assert per_file == got
+
+
 # ------------------------------------------------------------------- DETR's cloned layers
 
 DETR = "fixtures/program_layout/detr"

@@ -28,6 +28,7 @@ import libcst as cst
 from ..program.callgraph import bind_call
 from ..flow import ClassInfo, lookup
 from ..resolve import Bound, passed
+from ...core.torch_api import module_spec
 from . import project_callers
 from .calls import MODULE_OUTPUT_ARG, real
 from .domain import Layout, positional
@@ -162,10 +163,12 @@ class ProjectLayout:
             or scope.cls is not None
             or scope.parent is not self.flow.module_scope
             or not isinstance(scope.node, cst.FunctionDef)
-            or not isinstance(stmt, cst.Return)
-            or stmt.value is not site.node
         ):
             return None
+        if not (isinstance(stmt, cst.Return) and stmt.value is site.node):
+            spec = self._returned_container(site)  # the layer of an encoder returned
+            if spec is None:
+                return None
         name = scope.node.name.value
         out: List[Optional[Layout]] = []
         for other in project_callers.factory_files(self.path, name) or ():
@@ -177,6 +180,30 @@ class ProjectLayout:
                 kept = ev.attr_calls(cls, {attr}, spec) if cls is not None else [None]
                 out.extend(ev.export(v) for v in kept)
         return out or None
+
+    def _returned_container(self, site):
+        """The spec of the ``nn.TransformerEncoder``/``Decoder`` the function
+        of ``site`` returns built from the layer ``site`` builds (``layer =
+        nn.TransformerDecoderLayer(...)`` then ``return
+        nn.TransformerDecoder(layer, n)``, or the layer written inline): the
+        container's calls feed the layer, which keeps the layout. Else None."""
+        ret = None
+        for stmt in site.scope.node.body.body:
+            if isinstance(stmt, cst.SimpleStatementLine) and isinstance(stmt.body[0], cst.Return):
+                ret = stmt.body[0]
+        call = ret.value if ret is not None else None
+        there = self.resolver.site_of.get(id(call)) if isinstance(call, cst.Call) else None
+        if there is None:
+            return None
+        spec = module_spec(self.qualname(call.func, there.env, there.scope))
+        if spec is None or spec.name not in LAYER_INPUTS:
+            return None
+        layer = Bound(call, spec.init).get(spec.init.names[0])
+        if isinstance(layer, cst.Name):
+            defs = lookup(layer.value, there.env, there.scope)
+            if len(defs) == 1 and defs[0].kind == "assign":
+                layer = defs[0].node
+        return spec if layer is site.node else None
 
     def default_for(self, site, spec) -> Optional[List[Optional[Layout]]]:
         """A module built as the default of a parameter an ``__init__`` keeps
