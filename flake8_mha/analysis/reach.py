@@ -110,7 +110,8 @@ def layers(
 def module_dict_values(
     res: Resolver, call: cst.Call, env: Env, scope, leaf: Leaf, depth: int
 ) -> Optional[list]:
-    """The modules an ``nn.ModuleDict({...})`` / ``nn.ModuleDict(dict(k=...))`` holds."""
+    """The modules an ``nn.ModuleDict({...})`` / ``nn.ModuleDict(dict(k=...))``
+    / ``nn.ModuleDict({k: Attn() for k in names})`` holds."""
     if res.qualname(call.func, env, scope) != MODULE_DICT:
         return None
     if not call.args:
@@ -124,6 +125,8 @@ def module_dict_values(
             if not isinstance(el, cst.DictElement):
                 return None
             values.append(el.value)
+    elif isinstance(arg, cst.DictComp):
+        values = [arg.value]  # ``{name: Attn() for name in NAMES}``: one module per key
     elif (
         isinstance(arg, cst.Call)
         and res.qualname(arg.func, env, scope) == "builtins.dict"
