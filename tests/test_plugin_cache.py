@@ -108,6 +108,31 @@ def test_an_edit_to_an_imported_file_changes_the_callers_findings(project):
     assert flake8(project, "zoo/tower.py", analyse=False) == after
 
 
+def test_a_tree_copied_with_its_cache_checks_its_own_files(project, tmp_path_factory):
+    """The manifests name the imported files relative to the project root:
+    a copy of the tree with its cache (a CI cache restored into another
+    checkout) reads its entries while its files are the same, and an edit of
+    the copy's wrapper changes the copy's findings, not the original's."""
+    import json
+    import shutil
+
+    before = flake8(project, "zoo/tower.py")
+    manifests = list((project / CACHE).glob("??/deps-*.json"))
+    assert manifests
+    for m in manifests:
+        listed = json.loads(m.read_text())
+        names = listed["value"]
+        assert names and all(not os.path.isabs(n) for n in names), names
+    copy = tmp_path_factory.mktemp("copy") / "tree"
+    shutil.copytree(project, copy)
+    assert flake8(copy, "zoo/tower.py", analyse=False) == before  # the same files: read
+    attn = copy / "zoo" / "attn.py"
+    attn.write_text(attn.read_text().replace("attn_mask=attn_mask,", "attn_mask=~attn_mask,"))
+    after = flake8(copy, "zoo/tower.py")
+    assert after != before and ":19:" in after and " MHA002 " in after
+    assert flake8(project, "zoo/tower.py", analyse=False) == before
+
+
 def test_no_cache_writes_nothing(project):
     out = flake8(project, "--mha-no-cache", "zoo")
     assert " MHA002 " in out

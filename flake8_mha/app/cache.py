@@ -15,7 +15,9 @@ With project-wide analysis on (``program/``, docs/reach.md) a file's
 findings also depend on the project files it imports: a small manifest
 (``deps-<key>.json``, keyed as above) lists those files, and the results' key
 adds each one's path and SHA-256, so an edit to an imported file misses the
-dependent file's entry.  The summaries of imported files are kept here too
+dependent file's entry.  Paths under the folder that holds the cache are
+stored relative to it (``portable``): a tree copied elsewhere with its cache
+checks its own files.  The summaries of imported files are kept here too
 (``sum-<key>.json``, keyed by the file's bytes and the analyzer version).
 
 Safety: every entry is written to a temporary file and moved into place in
@@ -358,6 +360,36 @@ def file_hashes(paths: Sequence[str]) -> Dict[str, Optional[str]]:
         except (OSError, ValueError):
             out[p] = None
     return out
+
+
+def _root(cache_dir: str) -> str:
+    return os.path.dirname(os.path.abspath(cache_dir))
+
+
+def portable(paths: Sequence[str], cache_dir: str) -> List[str]:
+    """Dependency paths as the manifest stores them: relative to the folder
+    that holds the cache (the project root), with ``/``, when under it, so
+    that a tree copied or checked out elsewhere with its cache (CI restoring
+    it) checks its own files, not the old tree's.  Others stay absolute."""
+    root = _root(cache_dir)
+    out = []
+    for p in paths:
+        rel = os.path.relpath(os.path.abspath(p), root)
+        inside = rel != os.pardir and not rel.startswith(os.pardir + os.sep)
+        out.append(rel.replace(os.sep, "/") if inside and not os.path.isabs(rel) else p)
+    return out
+
+
+def located(paths: Sequence[str], cache_dir: str) -> List[str]:
+    """The files a stored manifest names, in this tree (``portable`` undone)."""
+    root = _root(cache_dir)
+    return [p if os.path.isabs(p) else os.path.join(root, *p.split("/")) for p in paths]
+
+
+def portable_hashes(deps: Dict[str, Optional[str]], cache_dir: str) -> Dict[str, Optional[str]]:
+    """``deps`` keyed by ``portable`` paths: what an entry's key is made of."""
+    paths = list(deps)
+    return dict(zip(portable(paths, cache_dir), (deps[p] for p in paths)))
 
 
 def manifest(

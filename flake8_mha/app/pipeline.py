@@ -495,7 +495,8 @@ def _through_cache(
     key = base  # a file that imports no project file has no manifest
     listed = manifests.get(base) if project_wide else None
     if isinstance(listed, list) and all(isinstance(p, str) for p in listed):
-        deps = cache_mod.file_hashes(listed)
+        listed = cache_mod.located(listed, cache_dir)
+        deps = cache_mod.portable_hashes(cache_mod.file_hashes(listed), cache_dir)
         key = cache_mod.entry_key(data, path, codes, disable_noqa, mode, deps, True)
     entry = cache.load(key, path, codes)
     if entry is not None:
@@ -522,7 +523,8 @@ def _through_cache(
         # a dependency listed before and gone now stays listed, as absent
         paths, deps = cache_mod.manifest(listed, project.deps)
         if paths or listed is not None:  # an empty list replaces one now wrong
-            manifests.put(base, paths)
+            manifests.put(base, cache_mod.portable(paths, cache_dir))
+            deps = cache_mod.portable_hashes(deps, cache_dir)
             key = cache_mod.entry_key(data, path, codes, disable_noqa, mode, deps, True)
     cache.store(
         key,
