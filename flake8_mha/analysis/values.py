@@ -175,6 +175,13 @@ def _constructed_value(d: Def, name: str):
     leaves it at (RULES.md, "known statically"; docs/reach.md, "Facts from
     the callers")."""
     scope = d.scope
+    if isinstance(d.extra, cst.Lambda):  # ``attend = lambda q, k, v, m=None: ...``
+        if scope is None or scope.kind != ScopeKind.MODULE:
+            return UNKNOWN
+        function = _lambda_name(d.extra, scope.node)
+        project = project_of(scope)
+        got = project.called(function, name) if function and project is not None else None
+        return UNKNOWN if got is None else got[0]
     parent = scope.parent if scope is not None else None
     if parent is None or scope is None or not isinstance(scope.node, cst.FunctionDef):
         return UNKNOWN
@@ -195,6 +202,21 @@ def _constructed_value(d: Def, name: str):
     else:  # ``forward``, through the instances; another method, as an attribute
         got = project.called(f"{parent.node.name.value}.{function}", name)
     return UNKNOWN if got is None else got[0]
+
+
+def _lambda_name(node: cst.Lambda, module) -> Optional[str]:
+    """The name a module-level ``name = lambda ...`` statement binds ``node`` to."""
+    for stmt in getattr(module, "body", ()):
+        if isinstance(stmt, cst.SimpleStatementLine):
+            for small in stmt.body:
+                if (
+                    isinstance(small, cst.Assign)
+                    and small.value is node
+                    and len(small.targets) == 1
+                    and isinstance(small.targets[0].target, cst.Name)
+                ):
+                    return small.targets[0].target.value
+    return None
 
 
 def _rebound_elsewhere(name: str, scope: Optional[Scope]) -> bool:

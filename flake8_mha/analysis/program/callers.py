@@ -762,6 +762,18 @@ def _signatures(text: str) -> Dict[str, object]:
     kinds = (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)
     top = [n for n in tree.body if isinstance(n, kinds)]
     names = [n.name for n in top]
+    bound = [  # ``attend = lambda q, k, v, m=None: ...``: a function of that name
+        (n.targets[0].id, n.value)
+        for n in tree.body
+        if isinstance(n, ast.Assign)
+        and len(n.targets) == 1
+        and isinstance(n.targets[0], ast.Name)
+        and isinstance(n.value, ast.Lambda)
+    ]
+    assigned = [name for name, _ in bound]
+    for name, node in bound:
+        if name not in names and assigned.count(name) == 1:
+            out[name] = _signature_of(node, 0)
     for n in top:
         once = names.count(n.name) == 1
         if isinstance(n, ast.FunctionDef) and once and not n.decorator_list:
@@ -779,7 +791,7 @@ def _signatures(text: str) -> Dict[str, object]:
     return out
 
 
-def _signature_of(func: ast.FunctionDef, skip: int):
+def _signature_of(func, skip: int):  # an ast.FunctionDef or ast.Lambda
     args = func.args
     if args.posonlyargs:
         return None
