@@ -470,3 +470,43 @@ def test_a_module_missing_on_the_cold_run_re_analyses_its_importer_when_it_comes
     capsys.readouterr()
     assert check_main(["pkg/caller.py"]) == 1
     assert capsys.readouterr().out.startswith("pkg/caller.py:5:12: MHA002 ")
+
+
+def test_a_setattr_loop_over_other_literal_names_leaves_the_template_known():
+    """``for name in ("text_attn", "image_attn"): setattr(self, name, ...)``
+    names none of ``layer{i}``: ``getattr(self, f"layer{i}")`` still reaches
+    the modules the template's own ``setattr`` stores (probe p10 of issue 26).
+    A looped name the template may match leaves it unknown."""
+    import textwrap
+
+    from flake8_mha.lint.engine import analyze_source
+
+    source = textwrap.dedent("""\
+        import torch.nn as nn
+        import torch.nn.functional as F
+
+
+        class Attn(nn.Module):
+            def forward(self, x, mask=None):
+                return F.scaled_dot_product_attention(x, x, x, attn_mask=mask)
+
+
+        class Model(nn.Module):
+            def __init__(self, depth=3):
+                super().__init__()
+                for i in range(depth):
+                    setattr(self, f"layer{i}", Attn())
+                for name in NAMES:
+                    setattr(self, name, Attn())
+
+            def forward(self, x, ids):
+                pad = (ids == 0)[:, None, None, :]
+                x = getattr(self, f"layer{0}")(x, pad)
+                return getattr(self, f"layer{1}")(x, ~pad)
+        """)
+    other = source.replace("for name in NAMES:", 'for name in ("text_attn", "image_attn"):')
+    found = analyze_source(other, "m.py", ["MHA002"])
+    assert [(f.code, f.line, f.col) for f in found] == [("MHA002", 20, 13)]
+    clash = source.replace("for name in NAMES:", 'for name in ("layer0", "extra"):')
+    assert analyze_source(clash, "m.py", ["MHA002"]) == []
+    assert analyze_source(source, "m.py", ["MHA002"]) == []  # names it cannot read

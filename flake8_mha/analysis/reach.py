@@ -257,7 +257,12 @@ def fetched(
             continue
         set_tpl = template(site.node.args[1].value)
         if set_tpl is None:
-            return None  # a setattr whose name we cannot read may name it
+            names = _looped_names(site.node.args[1].value, site.env, site.scope)
+            if names is None:
+                return None  # a setattr whose name we cannot read may name it
+            if not any(pattern.match(n) for n in names):
+                continue  # ``for name in ("text", "image"): setattr(self, name, ...)``
+            return None
         if set_tpl != tpl:
             if pattern.match("".join(p or "" for p in set_tpl)) or _regex(set_tpl).match(
                 "".join(p or "" for p in tpl)
@@ -269,6 +274,27 @@ def fetched(
             return None
         out.extend(got)
     return out or None
+
+
+def _looped_names(node: cst.BaseExpression, env: Env, scope) -> Optional[List[str]]:
+    """The strings a loop variable takes, for ``for name in ("a", "b"):``."""
+    from .flow import lookup
+
+    if not isinstance(node, cst.Name):
+        return None
+    defs = lookup(node.value, env, scope)
+    if len(defs) != 1 or defs[0].kind != "for" or defs[0].index not in ((), None):
+        return None
+    seq = defs[0].node
+    if not isinstance(seq, (cst.Tuple, cst.List)):
+        return None
+    out = []
+    for el in seq.elements:
+        got = template(el.value) if not isinstance(el, cst.StarredElement) else None
+        if got is None or None in got:
+            return None
+        out.append("".join(got))
+    return out
 
 
 def is_getattr(node: cst.CSTNode) -> bool:
