@@ -176,8 +176,10 @@ class MaskOnKeysValues(Rule):
         - A mask applied to the input before the K/V projections (`x * keep`
           then `k = self.wk(x)`) is not followed: the projection's bias moves
           the zeroed rows anyway, and the code may mask the scores elsewhere.
-        - K/V masked in one function and handed to attention in another (the
-          project's own attention class) is not followed yet.
+        - K/V masked and handed to a wrapper of the project (a function, or a
+          module whose `forward` passes them on to SDPA), in this file or
+          another, is followed: the finding is at the wrapper's call. A wrapper
+          given a mask or a causal flag of its own masks the scores: silent.
         - Scores recognised by use and made by a call the analysis cannot read
           that is given a mask or bias (`maybe_add_mask(attn, bias)`,
           `self.score(q, k, mask)`) may be masked inside it: silent.
