@@ -18,7 +18,7 @@ from ...core.torch_api import SDPA_NAME, SDPA_QUALNAME, SDPA_SIGNATURE, canonica
 from . import chains, forms
 from .chains import dotted_name, own_nodes, statements
 
-SUMMARY_VERSION = 13
+SUMMARY_VERSION = 14
 REEXPORTS = "@reexports"  # the key of an __init__'s re-exports in its summary table
 IMPORTS = "@imports"  # the file's imports, where the callees its edges name live
 ATTRS = "@attrs"  # per class, what kind of module each self.<attr> holds (chains.py)
@@ -409,6 +409,7 @@ def _function_summary(
         elif t in _TESTING:
             tests.append(n.test)
     reads = params | (closure - set(stores))  # a closure name the product rebinds is its own
+    stores = _rebinds(func, params, stores)
     edges = []
     if others:
         edges = chains.edges(others, loops, attrs or {}, lambda e: _reach(e, reads, stores, 0))
@@ -550,6 +551,71 @@ def _sdpa_arguments(call: ast.Call) -> Dict[str, ast.AST]:
     return out
 
 
+class _Rebound(list):
+    """The one store of a parameter that rebinds it to a transformation of
+    itself (``_rebinds``): ``ops``, the steps, and the statement."""
+
+    def __init__(self, stmt: ast.Assign, ops: list):
+        super().__init__([stmt])
+        self.ops = ops
+
+
+def _rebinds(func, params: set, stores: Dict[str, List[ast.AST]]) -> Dict[str, List[ast.AST]]:
+    """``stores`` with each parameter stored once, by ``p = <step of p>`` at
+    the function's top level or in the body of a top-level ``if p is not
+    None:``, marked (``_Rebound``): a use after it reads ``p`` through that
+    step on every path that gives a mask (``mask = mask[:, None, None, :]``,
+    ``mask = ~mask.bool()``).  Any other store leaves the parameter rebound."""
+    allowed = {}
+    for stmt in func.body:
+        if isinstance(stmt, ast.Assign):
+            allowed[id(stmt)] = stmt
+        elif isinstance(stmt, ast.If) and not stmt.orelse and _not_none_test(stmt.test):
+            for inner in stmt.body:
+                if isinstance(inner, ast.Assign):
+                    allowed[id(inner)] = (inner, stmt.test.left.id)
+    out = dict(stores)
+    for p in params & set(stores):
+        defs = stores[p]
+        got = allowed.get(id(defs[0])) if len(defs) == 1 else None
+        if got is None:
+            continue
+        stmt = got[0] if isinstance(got, tuple) else got
+        if isinstance(got, tuple) and got[1] != p:
+            continue
+        if len(stmt.targets) != 1 or not isinstance(stmt.targets[0], ast.Name):
+            continue
+        ops = _self_steps(stmt.value, p)
+        if ops is not None:
+            out[p] = _Rebound(stmt, ops)
+    return out
+
+
+def _not_none_test(test: ast.AST) -> bool:
+    return (
+        isinstance(test, ast.Compare)
+        and isinstance(test.left, ast.Name)
+        and len(test.ops) == 1
+        and isinstance(test.ops[0], ast.IsNot)
+        and _is_none(test.comparators[0])
+    )
+
+
+def _self_steps(expr: ast.AST, param: str) -> Optional[list]:
+    """The steps ``expr`` applies to the parameter ``param`` itself, or None."""
+    steps: list = []
+    for _ in range(8):
+        if isinstance(expr, ast.Name):
+            return steps if expr.id == param else None
+        op = _op(expr)
+        if op is None:
+            return None
+        expr, step = op
+        if step:
+            steps.insert(0, step)
+    return None
+
+
 def _reach(expr: ast.AST, params: set, stores, depth: int) -> Optional[dict]:
     """``{"param": name, "ops": [...]}`` when ``expr`` is a parameter, unchanged
     or through transformations the rules know; None otherwise."""
@@ -559,6 +625,12 @@ def _reach(expr: ast.AST, params: set, stores, depth: int) -> Optional[dict]:
         defs = stores.get(expr.id)
         if expr.id in params and not defs:
             return {"param": expr.id, "ops": []}
+        if (
+            expr.id in params
+            and isinstance(defs, _Rebound)
+            and getattr(expr, "lineno", 0) > defs[0].end_lineno
+        ):
+            return {"param": expr.id, "ops": list(defs.ops)}
         if expr.id not in params and defs and len(defs) == 1:
             d = defs[0]
             if (
