@@ -309,7 +309,7 @@ def test_a_text_s_signatures_are_parsed_once_whatever_else_is_asked(monkeypatch)
     when ``__init__`` signatures and another text's functions are asked in
     between (the two caches once shared one name, and the functions' small
     bound emptied both)."""
-    from flake8_mha.analysis.program import callers
+    from flake8_mha.analysis.program import signatures
 
     text = "".join(
         f"class C{i}:\n    def __init__(self, a, b=1):\n        pass\n\n"
@@ -317,12 +317,40 @@ def test_a_text_s_signatures_are_parsed_once_whatever_else_is_asked(monkeypatch)
     ) + "def attend(q, k, v, mask=None):\n    pass\n"
     other = "def helper(x):\n    pass\n"
     parsed = []
-    real = callers._signatures
-    monkeypatch.setattr(callers, "_signatures", lambda t: parsed.append(t) or real(t))
-    assert callers.function_signature(text, "attend")[0] == ("q", "k", "v", "mask")
+    real = signatures._signatures
+    monkeypatch.setattr(signatures, "_signatures", lambda t: parsed.append(t) or real(t))
+    assert signatures.function_signature(text, "attend")[0] == ("q", "k", "v", "mask")
     for i in range(12):
-        assert list(callers.init_signature(text, f"C{i}")[0]) == ["a", "b"]
-    assert callers.function_signature(other, "helper")[0] == ("x",)
+        assert list(signatures.init_signature(text, f"C{i}")[0]) == ["a", "b"]
+    assert signatures.function_signature(other, "helper")[0] == ("x",)
     for i in range(12):
-        assert callers.function_signature(text, f"C{i}.forward")[0] == ("x", "mask")
+        assert signatures.function_signature(text, f"C{i}.forward")[0] == ("x", "mask")
     assert parsed.count(text) == 1
+
+
+def test_the_linted_file_s_own_ast_is_read_not_parsed_again(monkeypatch):
+    """The questions about the linted file's own signatures, constructions and
+    calls read the ``ast`` flake8 made (a 3 MB file's second parse held 300 MB
+    more), and let go of it when the file is done."""
+    import ast
+
+    from flake8_mha.analysis.program import callers, signatures
+
+    path = FIXTURES / "program_calls" / "callers" / "attend.py"
+    text = path.read_text(encoding="utf-8")
+    tree = ast.parse(text)
+    parsed = []
+    real = ast.parse
+
+    def counting(source, *args, **kwargs):
+        if source == text:
+            parsed.append(1)
+        return real(source, *args, **kwargs)
+
+    monkeypatch.setattr(signatures.ast, "parse", counting)
+    monkeypatch.setattr(callers.ast, "parse", counting)
+    with_tree = engine.analyze_source(text, str(path), None, tree=tree)
+    assert parsed == [] and not signatures._GIVEN
+    monkeypatch.undo()
+    assert [(f.code, f.line, f.col) for f in with_tree] == [
+        (f.code, f.line, f.col) for f in engine.analyze_source(text, str(path))]

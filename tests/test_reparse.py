@@ -170,3 +170,42 @@ def test_a_summary_after_a_form_feed_is_made_again_when_its_definition_changes()
     summarise(t1, reuse=True)
     assert summarise(t2, reuse=True) == summarise(t2)
     assert "is_causal" in summarise(t2, reuse=True)["attend"]["reach"]
+
+
+def test_a_large_text_linted_once_is_parsed_by_pieces_and_keeps_nothing(monkeypatch):
+    """Above ``LARGE_TEXT`` the first parse is made of pieces too (the native
+    parser's memory peaks at a piece's): the same tree as the whole parse,
+    node for node, and nothing kept for a later lint."""
+    monkeypatch.setattr(reparse, "LARGE_TEXT", 2_000)
+    monkeypatch.setattr(reparse, "PIECE_CHARS", 500)
+    reparse.forget()
+    text = (FIXTURES / "MHA002_ignore_mask_to_sdpa.py").read_text(encoding="utf-8")
+    tree = ast.parse(text)
+    sizes = []
+    real = cst.parse_module
+    monkeypatch.setattr(reparse.cst, "parse_module", lambda s, *a, **k: sizes.append(len(s))
+                        or real(s, *a, **k))
+    got = reparse.parse(text, tree, "large.py")
+    assert len(sizes) > 2 and max(sizes) < len(text)  # pieces, not the whole
+    whole = real(text)
+    assert got.deep_equals(whole) and got.code == whole.code
+    assert not reparse._kept and reparse._kept_chars[0] == 0
+    for variant in (focus(text, tree), "x = 1\n" * 600):  # focused; one piece per line
+        assert reparse.parse(variant, ast.parse(variant), "other.py").deep_equals(real(variant))
+    reparse.forget()
+
+
+def test_a_large_text_s_findings_are_those_of_the_whole_parse(monkeypatch, tmp_path):
+    text = (FIXTURES / "MHA002_ignore_mask_to_sdpa.py").read_text(encoding="utf-8")
+    path = str(tmp_path / "large.py")
+    reparse.forget()
+    from flake8_mha.lint.engine import select_codes
+
+    every = select_codes(["MHA"])
+    whole = [(f.code, f.line, f.col, f.message) for f in analyze_source(text, path, every)]
+    reparse.forget()
+    monkeypatch.setattr(reparse, "LARGE_TEXT", 2_000)
+    monkeypatch.setattr(reparse, "PIECE_CHARS", 500)
+    pieces = [(f.code, f.line, f.col, f.message) for f in analyze_source(text, path, every)]
+    assert pieces == whole and whole
+    reparse.forget()

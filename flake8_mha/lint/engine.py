@@ -27,6 +27,7 @@ from ..analysis.flow import CallSite, DefKind, FlowPass, ScopeKind, lookup
 from ..analysis.focus import focus
 from ..analysis.layout import project_callers
 from ..core.lines import source_lines
+from ..analysis.program import signatures
 from ..analysis.program.callsites import Project, WrappedModuleCall, annotate
 from ..analysis.program.files import reaches_a_sink
 from ..analysis.resolve import Resolver
@@ -149,6 +150,7 @@ def analyze_module(
     finally:
         for ctx in contexts:
             _forget(ctx)
+        signatures.given_tree(None, None)  # flake8's ``ast`` of the file goes with it
 
 
 def _forget(ctx: Context) -> None:

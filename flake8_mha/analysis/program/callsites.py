@@ -24,7 +24,7 @@ from ...core.positions import start_positions
 from ..resolve import Bound
 from ...core.torch_api import BY_NAME, SDPA_NAME, SDPA_QUALNAME
 from ..values import UNKNOWN, literal
-from . import callers, instances
+from . import callers, instances, signatures
 from .files import ProjectFiles, decode, module_parts, project_root  # noqa: F401
 from .forms import sdpa_summary
 from .returns import ReturnsFiles, imported_target as _imported
@@ -40,6 +40,7 @@ class Project(ReturnsFiles):
 
     def own(self, source: str, tree=None) -> None:
         super().own(source, tree)
+        signatures.given_tree(source, tree)
         self.settled = {}
         self.lambdas: Dict[int, set] = {}  # id(a followed lambda's call) -> its callers' sinks
         # what the rules asked of the project about parameters, in order:
@@ -426,7 +427,7 @@ class Project(ReturnsFiles):
         defaults of its ``__init__``); None when ``param`` is not a parameter
         of its own ``__init__`` or the project cannot be read.  The files read
         become dependencies of the cached findings."""
-        signature = callers.init_signature(self._own_source, cls)
+        signature = signatures.init_signature(self._own_source, cls)
         if signature is None or param not in signature[0]:
             return None
         params, defaults = signature
@@ -491,7 +492,7 @@ class Project(ReturnsFiles):
         return got
 
     def _called(self, key: str, param: str):
-        signature = callers.function_signature(self._own_source, key)
+        signature = signatures.function_signature(self._own_source, key)
         if signature is None or param not in signature[0] + signature[1]:
             return None, None
         try:

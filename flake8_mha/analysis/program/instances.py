@@ -23,7 +23,7 @@ import re
 from typing import Dict, List, Optional, Tuple
 
 from ...core.atomic import read_regular
-from . import callers
+from . import callers, signatures
 from .chains import dotted_name, self_attr
 
 MAX_BYTES = 2 * 1024 * 1024
@@ -51,8 +51,8 @@ def paired(
     ``self.attn(x, attn_mask=attn_mask)``) is that class's question, asked
     the same way up to ``MAX_DEPTH`` classes.  ``depend`` is told each file
     read."""
-    init = callers.init_signature(own_text, cls)
-    forward = callers.function_signature(own_text, f"{cls}.forward")
+    init = signatures.init_signature(own_text, cls)
+    forward = signatures.function_signature(own_text, f"{cls}.forward")
     if init is None or forward is None or flag not in init[0]:
         return None
     positional, kwonly, defaults, varargs, varkw = forward
@@ -68,7 +68,7 @@ def paired(
             continue
         depend(path)
         try:
-            tree = ast.parse(text)
+            tree = signatures.parse(text)
         except (SyntaxError, ValueError, RecursionError, MemoryError):
             return None
         kept = _kept(tree, cls)
@@ -82,7 +82,7 @@ def paired(
             given = _given(built, init[0], 0)
             if given is None:
                 return None
-            if flag in given and callers.literal(given[flag]) in _OFF:
+            if flag in given and signatures.literal(given[flag]) in _OFF:
                 continue
             if flag not in given and init[1].get(flag, UNKNOWN) in _OFF:
                 continue  # built with the flag off: whatever it is given
@@ -94,7 +94,7 @@ def paired(
                 passed = _given(call, params, len(kwonly))
                 if passed is None:
                     return None
-                if mask in passed and callers.literal(passed[mask]) is not None:
+                if mask in passed and signatures.literal(passed[mask]) is not None:
                     masked.append(passed[mask])
                 elif mask not in passed and defaults.get(mask, UNKNOWN) is not None:
                     masked.append(None)
@@ -127,7 +127,7 @@ def _reached_from_outside(files, trees, attrs, owners, depend) -> bool:
             continue
         depend(path)  # a use added there later unsettles the answer
         try:
-            tree = tree or ast.parse(text)
+            tree = tree or signatures.parse(text)
         except (SyntaxError, ValueError, RecursionError, MemoryError):
             return True
         named = any(re.search(r"\b" + re.escape(o) + r"\b", text) for o in owners)

@@ -1,0 +1,157 @@
+"""The signatures of the linted file's functions and classes, read with
+Python's ``ast``: what ``callers.py`` binds the project's calls and
+constructions to.  The linted file's ``ast`` is the one flake8 made when it
+hands it over (``given_tree``), not a second parse.
+"""
+
+from __future__ import annotations
+
+import ast
+from typing import Dict, Optional, Tuple
+
+UNKNOWN = "<unknown>"  # an argument whose value is not a literal
+
+
+_GIVEN: Dict[Tuple[int, int], ast.Module] = {}  # the linted file's own ``ast``, by its text
+
+
+def given_tree(text: Optional[str], tree: Optional[ast.Module]) -> None:
+    """The ``ast`` flake8 already made of the linted file's ``text`` (exactly
+    that text): read instead of parsing the text again, here and by the
+    questions below (a 3 MB file's second parse holds 300 MB more).  One is
+    kept, the current file's."""
+    _GIVEN.clear()
+    if text is not None and tree is not None:
+        _GIVEN[(hash(text), len(text))] = tree
+
+
+def parse(text: str) -> ast.Module:
+    """``ast.parse(text)``, or the tree given for that text (never changed)."""
+    got = _GIVEN.get((hash(text), len(text)))
+    return got if got is not None else ast.parse(text)
+
+
+def literal(node: ast.AST) -> object:
+    if isinstance(node, ast.Constant) and (
+        node.value is None or type(node.value) in (bool, int, float, str)
+    ):
+        return node.value
+    return UNKNOWN
+
+
+_SIGNATURES: Dict[tuple, object] = {}
+
+
+def init_signature(text: str, cls: str):
+    """(parameters after ``self``, {parameter: literal default}) of the
+    ``__init__`` of the top-level class ``cls`` in ``text``; None when it has
+    none of its own, or takes ``*args``/``**kwargs``."""
+    key = (hash(text), len(text), cls)
+    if key not in _SIGNATURES:
+        if len(_SIGNATURES) > 256:
+            del _SIGNATURES[next(iter(_SIGNATURES))]  # the oldest
+        _SIGNATURES[key] = _init_signature(text, cls)
+    return _SIGNATURES[key]
+
+
+def _init_signature(text: str, cls: str):
+    try:
+        tree = parse(text)
+    except (SyntaxError, ValueError, RecursionError, MemoryError):
+        return None
+    for node in tree.body:
+        if isinstance(node, ast.ClassDef) and node.name == cls:
+            for item in node.body:
+                if isinstance(item, ast.FunctionDef) and item.name == "__init__":
+                    args = item.args
+                    if args.vararg or args.kwarg or args.posonlyargs:
+                        return None
+                    params = [a.arg for a in args.args[1:]] + [a.arg for a in args.kwonlyargs]
+                    defaults: Dict[str, object] = {}
+                    pos = args.args[1:]
+                    for a, d in zip(pos[len(pos) - len(args.defaults) :], args.defaults):
+                        defaults[a.arg] = literal(d)
+                    for a, d in zip(args.kwonlyargs, args.kw_defaults):
+                        if d is not None:
+                            defaults[a.arg] = literal(d)
+                    return params, defaults
+    return None
+
+
+# ------------------------------------------------------ calls of a function
+
+
+_FUNCTION_SIGNATURES: Dict[tuple, Dict[str, object]] = {}  # by text: every key's
+
+
+def function_signature(text: str, key: str):
+    """(positional parameters, keyword-only ones, {parameter: literal
+    default}, takes ``*args``, takes ``**kwargs``) of the module-level
+    function ``key`` of ``text``, or of a method of a module-level class
+    (``Cls.forward``, ``Cls._attend``: parameters after ``self``); None when it is
+    decorated, defined more than once, or not there.  The text is parsed once
+    for all its keys (a 3 MB generated file asks for a dozen)."""
+    cache = (hash(text), len(text))
+    if cache not in _FUNCTION_SIGNATURES:
+        if len(_FUNCTION_SIGNATURES) > 8:
+            del _FUNCTION_SIGNATURES[next(iter(_FUNCTION_SIGNATURES))]  # the oldest
+        _FUNCTION_SIGNATURES[cache] = _signatures(text)
+    return _FUNCTION_SIGNATURES[cache].get(key)
+
+
+def _signatures(text: str) -> Dict[str, object]:
+    try:
+        tree = parse(text)
+    except (SyntaxError, ValueError, RecursionError, MemoryError):
+        return {}
+    out: Dict[str, object] = {}
+    kinds = (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)
+    top = [n for n in tree.body if isinstance(n, kinds)]
+    names = [n.name for n in top]
+    bound = [  # ``attend = lambda q, k, v, m=None: ...``: a function of that name
+        (n.targets[0].id, n.value)
+        for n in tree.body
+        if isinstance(n, ast.Assign)
+        and len(n.targets) == 1
+        and isinstance(n.targets[0], ast.Name)
+        and isinstance(n.value, ast.Lambda)
+    ]
+    assigned = [name for name, _ in bound]
+    for name, node in bound:
+        if name not in names and assigned.count(name) == 1:
+            out[name] = _signature_of(node, 0)
+    for n in top:
+        once = names.count(n.name) == 1
+        if isinstance(n, ast.FunctionDef) and once and not n.decorator_list:
+            out[n.name] = _signature_of(n, 0)
+        if isinstance(n, ast.ClassDef) and once and not n.decorator_list:
+            inner = [m for m in n.body if isinstance(m, kinds)]
+            inner_names = [m.name for m in inner]
+            for m in inner:
+                if (
+                    isinstance(m, ast.FunctionDef)
+                    and inner_names.count(m.name) == 1
+                    and not m.decorator_list
+                ):
+                    out[f"{n.name}.{m.name}"] = _signature_of(m, 1)
+    return out
+
+
+def _signature_of(func, skip: int):  # an ast.FunctionDef or ast.Lambda
+    args = func.args
+    if args.posonlyargs:
+        return None
+    pos = args.args[skip:]
+    defaults: Dict[str, object] = {}
+    for a, d in zip(pos[len(pos) - len(args.defaults) :], args.defaults):
+        defaults[a.arg] = literal(d)
+    for a, d in zip(args.kwonlyargs, args.kw_defaults):
+        if d is not None:
+            defaults[a.arg] = literal(d)
+    return (
+        tuple(a.arg for a in pos),
+        tuple(a.arg for a in args.kwonlyargs),
+        defaults,
+        args.vararg is not None,
+        args.kwarg is not None,
+    )
