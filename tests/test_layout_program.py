@@ -731,6 +731,18 @@ def test_a_broken_file_of_the_project_never_breaks_the_block_s_analysis(tmp_path
         ("MHA001", 7, 21, None)]
 
 
+def _same_in_every_mode(package, names, want, select="MHA001,MHA903"):
+    """flake8 over the package, flake8 one file at a time, and ``check``
+    report ``want`` alike."""
+    assert _run("--select", select, package) == (1, want)
+    per_file = set()
+    for name in names:
+        per_file |= _run("--select", select, f"{package}/{name}")[1]
+    assert per_file == want
+    tool = ("-m", "flake8_mha.frontends.cli", "check", "--no-cache")
+    assert _run("--select", select, package, tool=tool) == (1, want)
+
+
 REGISTRY = "fixtures/program_layout/registry_entry"
 REGISTRY_SEQ = (
     "MultiheadAttention built without batch_first is fed sequence-first data on every call "
@@ -749,13 +761,7 @@ def test_data_from_outside_the_project_leaves_the_layout_to_the_project_s_calls(
     per file, over the package, and through ``check`` alike (mmpretrain)."""
     want = _at(REGISTRY, ("blocks.py", 9, 21, "MHA903", REGISTRY_SEQ),
                ("token_blocks.py", 8, 21, "MHA001", REGISTRY_BATCH))
-    assert _run("--select", "MHA001,MHA903", REGISTRY) == (1, want)
-    per_file = set()
-    for name in ("__init__.py", "blocks.py", "token_blocks.py", "tower.py", "registry.py"):
-        per_file |= _run("--select", "MHA001,MHA903", f"{REGISTRY}/{name}")[1]
-    assert per_file == want
-    tool = ("-m", "flake8_mha.frontends.cli", "check", "--no-cache")
-    assert _run("--select", "MHA001,MHA903", REGISTRY, tool=tool) == (1, want)
+    _same_in_every_mode(REGISTRY, ("__init__.py", "blocks.py", "token_blocks.py", "tower.py", "registry.py"), want)
 
 
 def test_a_block_only_data_from_outside_reaches_keeps_today_s_finding(tmp_path):
@@ -796,13 +802,7 @@ def test_a_layer_of_another_file_run_by_torch_s_encoder_is_fed_the_encoder_s_inp
     back the axes it was fed (mvts_transformer, in sktime and tsai)."""
     want = _at(POST_NORM, ("layers.py", 10, 26, "MHA903", POST_NORM_SEQ),
                ("token_layers.py", 8, 26, "MHA001", POST_NORM_BATCH))
-    assert _run("--select", "MHA001,MHA903", POST_NORM) == (1, want)
-    per_file = set()
-    for name in ("__init__.py", "layers.py", "token_layers.py", "series.py", "tokens.py"):
-        per_file |= _run("--select", "MHA001,MHA903", f"{POST_NORM}/{name}")[1]
-    assert per_file == want
-    tool = ("-m", "flake8_mha.frontends.cli", "check", "--no-cache")
-    assert _run("--select", "MHA001,MHA903", POST_NORM, tool=tool) == (1, want)
+    _same_in_every_mode(POST_NORM, ("__init__.py", "layers.py", "token_layers.py", "series.py", "tokens.py"), want)
 
 
 def test_a_layer_that_does_not_give_its_axes_back_is_not_followed_past_the_first_pass(tmp_path):
@@ -837,13 +837,7 @@ def test_a_checkpointed_block_gives_back_what_the_block_does():
     branches; per file, over the package and through ``check``."""
     want = _at(CHECKPOINTED, ("blocks.py", 11, 21, "MHA903", CHECKPOINTED_SEQ),
                ("token_blocks.py", 9, 21, "MHA001", CHECKPOINTED_BATCH))
-    assert _run("--select", "MHA001,MHA903", CHECKPOINTED) == (1, want)
-    per_file = set()
-    for name in ("__init__.py", "blocks.py", "text.py", "token_blocks.py", "model.py"):
-        per_file |= _run("--select", "MHA001,MHA903", f"{CHECKPOINTED}/{name}")[1]
-    assert per_file == want
-    tool = ("-m", "flake8_mha.frontends.cli", "check", "--no-cache")
-    assert _run("--select", "MHA001,MHA903", CHECKPOINTED, tool=tool) == (1, want)
+    _same_in_every_mode(CHECKPOINTED, ("__init__.py", "blocks.py", "text.py", "token_blocks.py", "model.py"), want)
 
 
 CONTAINERS = "fixtures/program_layout/factory_containers"
