@@ -374,7 +374,11 @@ def portable(paths: Sequence[str], cache_dir: str) -> List[str]:
     root = _root(cache_dir)
     out = []
     for p in paths:
-        rel = os.path.relpath(os.path.abspath(p), root)
+        try:
+            rel = os.path.relpath(os.path.abspath(p), root)
+        except ValueError:  # another drive (Windows): no relative path
+            out.append(p)
+            continue
         inside = rel != os.pardir and not rel.startswith(os.pardir + os.sep)
         out.append(rel.replace(os.sep, "/") if inside and not os.path.isabs(rel) else p)
     return out
