@@ -135,13 +135,11 @@ def parsed(files):
     of another file read for a mask builder), its findings, its gate letters."""
     import gc
 
-    import libcst
-
     from flake8_mha.lint import engine
 
     out = {}
     current = {}
-    real = libcst.parse_module
+    real = engine.reparse.parse  # the focused text's parse, whole or by pieces
 
     def timed(text, *args, **kwargs):
         start = time.process_time()
@@ -150,7 +148,7 @@ def parsed(files):
         finally:
             current.setdefault("parse", time.process_time() - start)
 
-    engine.cst.parse_module = timed
+    engine.reparse.parse = timed
     codes = engine.select_codes(["MHA"])
     try:
         for path in files:
@@ -171,7 +169,7 @@ def parsed(files):
                 "bytes": len(source.encode("utf-8")),
             }
     finally:
-        engine.cst.parse_module = real
+        engine.reparse.parse = real
     return out
 
 
@@ -179,19 +177,18 @@ def focused_texts(files, gated: bool = False):
     """Per file the engine must analyse: the focused text LibCST parses (the
     first parse inside ``analyze_source``, as ``parsed`` times it).  ``gated``:
     only the files ``gate`` keeps (target 1's files that must be analysed)."""
-    import libcst
-
     from flake8_mha.lint import engine, reparse
 
     out = {}
     seen = []
-    real = libcst.parse_module
+    real = reparse.parse
 
     def capture(text, *args, **kwargs):
+        # the whole focused text, also when a large one is parsed by pieces
         seen.append(text)
         return real(text, *args, **kwargs)
 
-    engine.cst.parse_module = capture
+    engine.reparse.parse = capture
     codes = engine.select_codes(["MHA"])
     try:
         for path in files:
@@ -210,7 +207,7 @@ def focused_texts(files, gated: bool = False):
             if seen:
                 out[path] = seen[0]
     finally:
-        engine.cst.parse_module = real
+        engine.reparse.parse = real
     return out
 
 
