@@ -71,9 +71,11 @@ def parse(text: str, tree: Optional[ast.Module], path: str) -> cst.Module:
     return got if got is not None else cst.parse_module(text)
 
 
-def _fresh(chunk: str) -> cst.Module:
+def _fresh(chunk: str, always: bool = False) -> cst.Module:
+    """The chunk's tree; ``_NoRoundTrip`` when it does not give the text back
+    (checked ``always``, else only for the ends that may not)."""
     got = cst.parse_module(chunk)
-    if _may_not_round_trip(chunk) and got.code != chunk:
+    if (always or _may_not_round_trip(chunk)) and got.code != chunk:
         raise _NoRoundTrip
     return got
 
@@ -129,9 +131,7 @@ def _parsed(chunk: str, used: set) -> cst.Module:
         _kept.move_to_end(chunk)
         used.add(id(got))
         return got
-    got = cst.parse_module(chunk)
-    if got.code != chunk:
-        raise _NoRoundTrip
+    got = _fresh(chunk, always=True)  # a kept tree is checked whatever its end
     used.add(id(got))
     if chunk not in _kept and len(chunk) <= MAX_KEPT_CHARS // 4:
         _kept[chunk] = got

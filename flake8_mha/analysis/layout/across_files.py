@@ -37,8 +37,8 @@ from .program import DEFAULT, LAYER_INPUTS, REACH_DEPTH, REACH_HOPS, site_spec
 
 class ProjectLayout:
     """Mixed into ``LayoutEvaluator`` with ``ProgramLayout``: ``eval``, ``at``,
-    ``output_of``, ``keeps_layout``, ``sequential_slots``, ``method_of``,
-    ``flow``, ``resolver`` come from them."""
+    ``output_of``, ``keeps_layout``, ``container_layers``, ``sequential_slots``,
+    ``method_of``, ``flow``, ``resolver`` come from them."""
 
     _targets: Dict[int, Optional[project_callers.Target]]
     _foreign_layers: Optional[list] = None
@@ -383,14 +383,18 @@ class ProjectLayout:
         ``name`` comes from outside the project)."""
         if func.name.value != "forward" or self.path is None or self.hops <= 0:
             return False
-        if self.callers().get(id(func)) or any(
-            v is not None for v in self.torch_layer_inputs(func, name)
-        ):
-            return False
-        cls = self._forward_class(func)
-        if cls is None or project_callers.candidates(self.path, cls.name) is None:
-            return False
-        return not self.project_inputs(func, name)
+        asked = self.__dict__.setdefault("_never_called", {})  # a loop asks it per call
+        key = (id(func), name)
+        if key not in asked:
+            cls = self._forward_class(func)
+            asked[key] = not (
+                self.callers().get(id(func))
+                or self.torch_layer_inputs(func, name)
+                or cls is None
+                or project_callers.candidates(self.path, cls.name) is None
+                or self.project_inputs(func, name)
+            )
+        return asked[key]
 
     def _input(self, call: cst.Call, target, name: Optional[str]) -> Optional[cst.BaseExpression]:
         """What a call of an instance of ``target`` passes for a parameter of
@@ -462,26 +466,16 @@ class ProjectLayout:
         return out
 
     def _foreign_layer_sites(self) -> list:
+        """The containers of ``container_layers`` built from classes of other
+        project files, with those classes."""
         if self._foreign_layers is None:
             self._foreign_layers = []
-            for site in self._named_calls():
-                try:
-                    instances = self.resolver.instances(site.node.func, site.env, site.scope)
-                except RecursionError:  # pragma: no cover
-                    continue
-                spec = self.resolver.common_spec(instances)
-                if spec is None or spec.name not in LAYER_INPUTS:
-                    continue
+            for site, kind, layers in self.container_layers():
                 targets: Set[project_callers.Target] = set()
-                for inst in instances:
-                    args = inst.init_args()
-                    layer = args.get(spec.init.names[0]) if args is not None else None
-                    if layer is not None:
-                        targets.update(
-                            self.held_targets(layer, inst.ctor.env, inst.ctor.scope) or ()
-                        )
+                for layer, env, scope in layers:
+                    targets.update(self.held_targets(layer, env, scope) or ())
                 if targets:
-                    self._foreign_layers.append((site, spec.name, targets))
+                    self._foreign_layers.append((site, kind, targets))
         return self._foreign_layers
 
 

@@ -55,7 +55,7 @@ class ProgramLayout:
     _reaches: Dict[int, bool]
     _calls_in: Optional[Dict[int, list]] = None
     _torch_layers: Optional[list] = None
-    _foreign_layers: Optional[list] = None
+    _containers: Optional[list] = None
     _targets: Dict[int, Optional[project_callers.Target]]
     path: Optional[str] = None  # the file, when it is one of a project on disk
     hops: int = 0  # how many more files away the analysis may look
@@ -80,6 +80,7 @@ class ProgramLayout:
     def _index(self) -> None:
         if getattr(self, "_calls_in", None) is None:
             self._torch_layers = None
+            self._containers = None
             self._sequentials = None
             self._reaches = {}
             self._targets = {}
@@ -392,26 +393,41 @@ class ProgramLayout:
             if isinstance(site.node.func, (cst.Name, cst.Attribute, cst.Subscript)):
                 yield site
 
-    def _layer_sites(self) -> list:
-        found = []
-        for site in self._named_calls():
-            func = site.node.func
-            try:
-                instances = self.resolver.instances(func, site.env, site.scope)
-            except RecursionError:  # pragma: no cover
-                continue
-            spec = self.resolver.common_spec(instances)
-            if spec is None or spec.name not in LAYER_INPUTS:
-                continue
-            forwards: Set[int] = set()
-            for inst in instances:
-                args = inst.init_args()
-                layer = args.get(spec.init.names[0]) if args is not None else None
-                if layer is None:
+    def container_layers(self) -> list:
+        """``(site, kind, [(layer, env, scope), ...])`` for each call of this
+        file of an ``nn.TransformerEncoder``/``Decoder``: the layer expression
+        each of its constructions was built from, where it is written (read
+        once; ``_layer_sites`` and ``across_files`` resolve them)."""
+        self._index()
+        if self._containers is None:
+            self._containers = []
+            for site in self._named_calls():
+                try:
+                    instances = self.resolver.instances(site.node.func, site.env, site.scope)
+                except RecursionError:  # pragma: no cover
                     continue
-                classes = self.resolver.instance_classes(layer, inst.ctor.env, inst.ctor.scope)
+                spec = self.resolver.common_spec(instances)
+                if spec is None or spec.name not in LAYER_INPUTS:
+                    continue
+                layers = []
+                for inst in instances:
+                    args = inst.init_args()
+                    layer = args.get(spec.init.names[0]) if args is not None else None
+                    if layer is not None:
+                        layers.append((layer, inst.ctor.env, inst.ctor.scope))
+                self._containers.append((site, spec.name, layers))
+        return self._containers
+
+    def _layer_sites(self) -> list:
+        """The containers of ``container_layers`` built from classes of this
+        file, with the ids of those classes' ``forward``."""
+        found = []
+        for site, kind, layers in self.container_layers():
+            forwards: Set[int] = set()
+            for layer, env, scope in layers:
+                classes = self.resolver.instance_classes(layer, env, scope)
                 if classes is None and isinstance(layer, cst.Name):  # a class on one branch
-                    defs = lookup(layer.value, inst.ctor.env, inst.ctor.scope)
+                    defs = lookup(layer.value, env, scope)
                     got = [
                         self.resolver.local_class(d.node.func, d.env, d.scope)
                         for d in defs
@@ -423,7 +439,7 @@ class ProgramLayout:
                     if forward is not None:
                         forwards.add(id(forward))
             if forwards:
-                found.append((site, spec.name, forwards))
+                found.append((site, kind, forwards))
         return found
 
 

@@ -391,6 +391,16 @@ def compose(edge: dict, callee: dict) -> Dict[str, dict]:
 _BODIES = ("body", "orelse", "finalbody", "handlers", "cases")
 
 
+def named_lambda(node: ast.stmt) -> bool:
+    """``name = lambda ...``: a function of that name."""
+    return (
+        isinstance(node, ast.Assign)
+        and len(node.targets) == 1
+        and isinstance(node.targets[0], ast.Name)
+        and isinstance(node.value, ast.Lambda)
+    )
+
+
 def statements(tree: ast.AST):
     """Every statement of ``tree`` at any depth (and the ``except`` and ``case``
     clauses that hold some), without the expressions, which are most of a

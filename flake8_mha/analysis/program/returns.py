@@ -26,6 +26,7 @@ import libcst as cst
 
 from ..flow import DefKind, import_path, lookup
 from ..resolve import passed
+from .callgraph import static_kind
 from .files import ProjectFiles, decode
 
 RETURNS_VERSION = 1
@@ -66,10 +67,7 @@ def helper_reading(ctx, call: cst.Call, env, scope, salt: str, read: Read) -> Op
             reading.discard((salt, id(target)))
         if not form:
             return None
-        static = any(
-            isinstance(d.decorator, cst.Name) and d.decorator.value == "staticmethod"
-            for d in target.decorators
-        )
+        static = static_kind(target) == "staticmethod"
         skip = 1 if isinstance(call.func, cst.Attribute) and not static else 0  # ``self``
         return _bound(form, _params(target)[skip:], call, None, _keyword_only(target))
     project = getattr(ctx, "project", None)

@@ -9,6 +9,8 @@ from __future__ import annotations
 import ast
 from typing import Dict, Optional, Tuple
 
+from .chains import named_lambda
+
 UNKNOWN = "<unknown>"  # an argument whose value is not a literal
 
 
@@ -109,12 +111,7 @@ def _signatures(text: str) -> Dict[str, object]:
     top = [n for n in tree.body if isinstance(n, kinds)]
     names = [n.name for n in top]
     bound = [  # ``attend = lambda q, k, v, m=None: ...``: a function of that name
-        (n.targets[0].id, n.value)
-        for n in tree.body
-        if isinstance(n, ast.Assign)
-        and len(n.targets) == 1
-        and isinstance(n.targets[0], ast.Name)
-        and isinstance(n.value, ast.Lambda)
+        (n.targets[0].id, n.value) for n in tree.body if named_lambda(n)
     ]
     assigned = [name for name, _ in bound]
     for name, node in bound:

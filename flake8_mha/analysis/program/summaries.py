@@ -16,7 +16,7 @@ from typing import Dict, List, Optional, Tuple
 from ...core.lines import source_lines
 from ...core.torch_api import SDPA_NAME, SDPA_QUALNAME, SDPA_SIGNATURE, canonical
 from . import chains, forms
-from .chains import dotted_name, own_nodes, statements
+from .chains import dotted_name, named_lambda, own_nodes, statements
 
 SUMMARY_VERSION = 14
 REEXPORTS = "@reexports"  # the key of an __init__'s re-exports in its summary table
@@ -96,7 +96,7 @@ def summarise(
         context = repr((screen, direct, sorted(sdpa_names[0]), sorted(sdpa_names[1])))
         context += repr((holds_modules, sorted(torch_names.items())))
         for node in tree.body:
-            if isinstance(node, _DEFINITIONS) or _named_lambda(node):
+            if isinstance(node, _DEFINITIONS) or named_lambda(node):
                 _reused(node, lines, context, out, attrs, facts)
     forms.add_partials(
         tree, out, lambda e: direct and _is_sdpa(ast.Call(func=e, args=[], keywords=[]), sdpa_names)
@@ -190,7 +190,7 @@ def _summarise_node(node, out, attrs, sdpa_names, direct, may_call, holds_module
         if torch_made is not None and not node.decorator_list:
             # ``def make(d, h): return nn.MultiheadAttention(d, h)``
             out.setdefault(TORCH_MODULES, {})[node.name] = torch_made
-    elif _named_lambda(node):  # ``attend = lambda q, k, v, m: sdpa(...)``
+    elif named_lambda(node):  # ``attend = lambda q, k, v, m: sdpa(...)``
         func = _as_function(node)
         calls = direct and (may_call is None or _spans(may_call, func))
         _add(out, func.name, func, False, sdpa_names, calls)
@@ -271,15 +271,6 @@ def _add(
     if got is not None:
         got["name"] = name
         out[name] = got
-
-
-def _named_lambda(node: ast.stmt) -> bool:
-    return (
-        isinstance(node, ast.Assign)
-        and len(node.targets) == 1
-        and isinstance(node.targets[0], ast.Name)
-        and isinstance(node.value, ast.Lambda)
-    )
 
 
 def _as_function(node: ast.Assign) -> ast.FunctionDef:
@@ -566,10 +557,10 @@ def _rebinds(func, params: set, stores: Dict[str, List[ast.AST]]) -> Dict[str, L
     None:``, marked (``_Rebound``): a use after it reads ``p`` through that
     step on every path that gives a mask (``mask = mask[:, None, None, :]``,
     ``mask = ~mask.bool()``).  Any other store leaves the parameter rebound."""
-    allowed = {}
+    allowed: Dict[int, Tuple[ast.Assign, Optional[str]]] = {}  # (statement, name tested)
     for stmt in func.body:
         if isinstance(stmt, ast.Assign):
-            allowed[id(stmt)] = stmt
+            allowed[id(stmt)] = (stmt, None)
         elif isinstance(stmt, ast.If) and not stmt.orelse and _not_none_test(stmt.test):
             for inner in stmt.body:
                 if isinstance(inner, ast.Assign):
@@ -578,16 +569,14 @@ def _rebinds(func, params: set, stores: Dict[str, List[ast.AST]]) -> Dict[str, L
     for p in params & set(stores):
         defs = stores[p]
         got = allowed.get(id(defs[0])) if len(defs) == 1 else None
-        if got is None:
+        if got is None or got[1] not in (None, p):
             continue
-        stmt = got[0] if isinstance(got, tuple) else got
-        if isinstance(got, tuple) and got[1] != p:
-            continue
+        stmt = got[0]
         if len(stmt.targets) != 1 or not isinstance(stmt.targets[0], ast.Name):
             continue
-        ops = _self_steps(stmt.value, p)
-        if ops is not None:
-            out[p] = _Rebound(stmt, ops)
+        got = _reach(stmt.value, {p}, {}, 0)  # the steps it applies to ``p`` itself
+        if got is not None:
+            out[p] = _Rebound(stmt, got["ops"])
     return out
 
 
@@ -599,21 +588,6 @@ def _not_none_test(test: ast.AST) -> bool:
         and isinstance(test.ops[0], ast.IsNot)
         and _is_none(test.comparators[0])
     )
-
-
-def _self_steps(expr: ast.AST, param: str) -> Optional[list]:
-    """The steps ``expr`` applies to the parameter ``param`` itself, or None."""
-    steps: list = []
-    for _ in range(8):
-        if isinstance(expr, ast.Name):
-            return steps if expr.id == param else None
-        op = _op(expr)
-        if op is None:
-            return None
-        expr, step = op
-        if step:
-            steps.insert(0, step)
-    return None
 
 
 def _reach(expr: ast.AST, params: set, stores, depth: int) -> Optional[dict]:
