@@ -686,7 +686,7 @@ class Resolver:
     def _class_leaf(
         self, call: cst.Call, env: Env, scope: Optional[Scope]
     ) -> Optional[List[ClassInfo]]:
-        info = self.local_class(call.func, env, scope)
+        info = self.local_class(class_default(call.func, env, scope), env, scope)
         return [info] if info is not None else None
 
     def instance_classes(
@@ -704,6 +704,20 @@ class Resolver:
         if any(i.spec is not spec or i.overrides_forward for i in instances):
             return None
         return spec
+
+
+def class_default(func, env: Env, scope: Optional[Scope]):
+    """``attn_layer(dim)`` inside ``def __init__(self, dim, attn_layer=Attention)``,
+    the parameter not rebound: the default class (timm's and open_clip's
+    ``attn_layer``, ``norm_layer``, ``block_fn``), the kind every construction
+    that leaves the parameter out gets.  Anything else: ``func`` itself."""
+    if not isinstance(func, cst.Name):
+        return func
+    defs = lookup(func.value, env, scope)
+    if len(defs) != 1 or defs[0].kind != DefKind.PARAM or not isinstance(defs[0].node, cst.Param):
+        return func
+    default = defs[0].node.default
+    return default if isinstance(default, (cst.Name, cst.Attribute)) else func
 
 
 _BUILTINS = {"list", "tuple", "zip", "enumerate", "dict"}

@@ -145,7 +145,10 @@ class BatchFirstUnset(Rule):
           literal `1` in a shape has no role, the named batch size decides.
         - Nested tensors (`torch.nested.*`) are batch-first `(N, *, E)`.
         - One module fed both layouts on different calls: reported here when any
-          call is batch-first (that call is named), whatever the others.
+          call is batch-first (that call is named), whatever the others. The
+          same when the layouts of several callers meet before one call (a
+          block's `forward` fed sequence-first frames by one caller and
+          batch-first tokens by another): the batch-first caller is named.
         - When the inputs of one call disagree (query batch-first, key
           sequence-first) the call's layout counts as unknown.
         - Never auto-fixed (`--fix` leaves it alone, see `fix.NEVER_FIXED`): even

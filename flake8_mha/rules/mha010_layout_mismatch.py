@@ -57,7 +57,11 @@ class LayoutMismatch(Rule):
           constant); a variable, a `**kwargs` splat, or the default (MHA001's
           business) is not this rule's.
         - Reported per call: one module fed both layouts has only its
-          mismatched calls reported.
+          mismatched calls reported. Where the layouts of several callers
+          meet before the call (a `forward` that two towers feed, one
+          batch-first, one sequence-first), the call is reported with the
+          caller that feeds the layout the module does not read: a correct
+          sibling never hides a wrong one.
         - Unbatched `(L, E)` data, and calls whose inputs disagree with each
           other, are not reported.
         - An axis swap of data whose layout the code never states, right

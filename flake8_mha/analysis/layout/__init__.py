@@ -82,6 +82,14 @@ class LayoutAnalysis:
             if expr is None:
                 continue
             layout = self.evaluator.at(expr, ev.site)
+            if layout is not None and layout.disagree:
+                # one path feeds what the module reads, another the opposite: that one
+                reads = self.stated_batch_first(ev, default=False)
+                layout = (
+                    None
+                    if reads is None
+                    else next((a for a in layout.disagree if a.batch_first is not reads), None)
+                )
             kind = _kind(layout)
             if kind is not None:
                 found.append(CallLayout(kind, layout, name))

@@ -13,7 +13,7 @@ from typing import Dict, Optional, Sequence, Tuple
 
 import libcst as cst
 
-from ..program.callgraph import bind_call
+from ..program.callgraph import CHECKPOINT, bind_call, checkpointed
 from ..flow import Def, lookup
 from ..heads import EINOPS_REARRANGE
 from ..tree import is_none
@@ -73,30 +73,6 @@ MODULE_OUTPUT_ARG = {  # the input whose shape a module's output has
 
 
 CONCAT = {"torch.cat", "torch.concat", "torch.concatenate"}
-# ``checkpoint(fn, *args)`` runs ``fn(*args)`` (activation checkpointing): its
-# own keywords are not ``fn``'s
-CHECKPOINT = {"torch.utils.checkpoint.checkpoint"}
-_CHECKPOINT_KEYWORDS = {
-    "use_reentrant",
-    "preserve_rng_state",
-    "context_fn",
-    "determinism_check",
-    "debug",
-    "early_stop",
-}
-
-
-def checkpointed(node: cst.Call) -> Optional[cst.Call]:
-    """The call ``checkpoint(fn, *args, **kwargs)`` makes: ``fn(*args,
-    **kwargs)``, built from the same argument nodes; None without ``fn``."""
-    if not node.args or node.args[0].keyword is not None or node.args[0].star:
-        return None
-    rest = [
-        a
-        for a in node.args[1:]
-        if not (a.keyword is not None and a.keyword.value in _CHECKPOINT_KEYWORDS)
-    ]
-    return node.with_changes(func=node.args[0].value, args=rest)
 
 
 def join(values: Sequence[Optional[Layout]]) -> Optional[Layout]:
@@ -123,10 +99,28 @@ def join(values: Sequence[Optional[Layout]]) -> Optional[Layout]:
         else:
             out = meet(out, v)
             if out is None:
-                return None
+                return _disagreeing(values)
     if not seen:
         return CYCLE if values else None
     return out if out is not None else swap
+
+
+def _disagreeing(values: Sequence[Optional[Layout]]) -> Optional[Layout]:
+    """Paths that state opposite layouts, one batch-first, one sequence-first
+    (each known on its own): unknown roles that keep one of each; None for
+    any other disagreement."""
+    firsts: Dict[bool, Layout] = {}
+    for v in values:
+        if v is CYCLE or v is None or v.conforms:
+            continue
+        for one in v.disagree or (v,):
+            if one.batch_first is None:
+                return None
+            firsts.setdefault(one.batch_first, one)
+    if len(firsts) != 2:
+        return None
+    rank = len(firsts[True].roles)
+    return Layout((None,) * rank, None, "paths disagree", disagree=(firsts[True], firsts[False]))
 
 
 _FEATURE = (EMBED, CHANNEL)
@@ -220,7 +214,10 @@ class LayoutCalls:
         if len(defs) != 1 or defs[0].kind != "assign" or not isinstance(defs[0].node, cst.Call):
             return None
         d = defs[0]
-        qn = self.qualname(d.node.func, d.env, d.scope)
+        from ..resolve import class_default  # resolve's users import this module
+
+        made_by = class_default(d.node.func, d.env, d.scope)
+        qn = self.qualname(made_by, d.env, d.scope)
         if qn is None or not qn.startswith("torch.nn."):
             return None
         return qn.rsplit(".", 1)[1], d.node, d

@@ -54,6 +54,11 @@ class Layout:
     # (file, line, code) of the evidence when it stands in another file of the
     # project (layout/project_callers.py); None: in the file analyzed
     origin: Optional[Tuple[str, Optional[int], str]] = None
+    # paths that meet here stating opposite layouts (one batch-first, one
+    # sequence-first): the roles are unknown, and a module that reads one of
+    # them is fed the other on one path (``LayoutAnalysis``: a correct sibling
+    # path does not hide a wrong one)
+    disagree: Tuple["Layout", ...] = ()
 
     @property
     def batch_first(self) -> Optional[bool]:

@@ -26,7 +26,16 @@ from ..resolve import Bound
 from ...core.torch_api import MODULES
 from . import project_callers
 from .calls import CONCAT, MODULE_OUTPUT_ARG, Frame, fed_alone, join, real, same, shaped
-from .domain import BATCH, CHANNEL, EMBED, PRESERVE_MODULES, SEQ, Layout, positional
+from .domain import (
+    BATCH,
+    CHANNEL,
+    EMBED,
+    PRESERVE_METHODS,
+    PRESERVE_MODULES,
+    SEQ,
+    Layout,
+    positional,
+)
 
 SWAP_HOW = "axis swap before the module call"
 ROTATION_HOW = "channels-first map made sequence-first before the module call"
@@ -100,6 +109,7 @@ class ProgramLayout:
         return self._swap_marks
 
     def _mark(self, expr, env, scope, depth: int = 0) -> None:
+        expr = _kept_owner(expr)  # ``x.transpose(0, 1).contiguous()``: the swap
         if isinstance(expr, cst.Call):
             self._swap_marks.add(id(expr))
             inner = fed_alone(expr)
@@ -119,6 +129,7 @@ class ProgramLayout:
                 value = defs[0].node  # one local assignment, or a chain of per-token steps
                 if isinstance(value, cst.BinaryOperation) and depth < _STEPS:
                     value = value.left  # ``self.project(x) * math.sqrt(d)``
+                value = _kept_owner(value)
                 if isinstance(value, cst.Call):  # (a concatenation's operands count only passed)
                     self._swap_marks.add(id(value))
                     inner = fed_alone(value)
@@ -445,3 +456,16 @@ class ProgramLayout:
 
 def built_at(member, calls) -> bool:
     return isinstance(member, TorchMember) and id(member.call) in calls
+
+
+def _kept_owner(expr):
+    """The tensor a call that keeps its shape is made on (``x.transpose(0,
+    1).contiguous()``, ``.float()``, ``.to(dtype)``: the swap), else ``expr``."""
+    while (
+        isinstance(expr, cst.Call)
+        and isinstance(expr.func, cst.Attribute)
+        and expr.func.attr.value in PRESERVE_METHODS
+        and isinstance(expr.func.value, cst.Call)
+    ):
+        expr = expr.func.value
+    return expr

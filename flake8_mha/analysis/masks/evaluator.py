@@ -24,6 +24,7 @@ from typing import Dict, Optional, Tuple
 import libcst as cst
 
 from ..flow import CallSite, Def, Scope, children, lookup, walk
+from ..heads import EINOPS_REARRANGE
 from ..splats import element, item, spread_index
 from ..values import unpacked
 from .calls import At, Calls, frame_for
@@ -401,6 +402,8 @@ class MaskEvaluator(Calls, Numbers, Comparisons, Segments, Offsets, Shapes, Dtyp
             qn = self.qualname(func, at.env, at.scope)
         if qn is not None and qn.startswith("torch."):
             return self._torch_call(qn, node, at)
+        if qn in EINOPS_REARRANGE:
+            return self._rearrange(node, at)
         if isinstance(func, cst.Attribute) and qn is None:
             got = self._method_call(func.attr.value, func.value, node, at)
             if got is not None:

@@ -17,6 +17,7 @@ from typing import Dict, Optional, Sequence, Tuple
 import libcst as cst
 
 from ...core import torch_api
+from ..heads import einops_axes
 from .calls import At, arg, kw, positional
 from .domain import (
     ADDITIVE,
@@ -267,6 +268,39 @@ class Ops:
         if src is None:
             return UNKNOWN_MASK
         return self._reshape(call.name, self.eval(src, at), call.rest(), call.node, at)
+
+    def _rearrange(self, node: cst.Call, at: At) -> Mask:
+        """``einops.rearrange(mask, "b j -> b 1 1 j")``: the same meaning when
+        the pattern only adds or drops axes of size one and keeps the named
+        axes in their order (a moved axis may transpose a triangle: unknown)."""
+        pos = positional(node)
+        if not pos or len(pos) != 2 or len(node.args) != 2:
+            return UNKNOWN_MASK
+        pattern = pos[1]
+        if not isinstance(pattern, cst.SimpleString) or "->" not in pattern.raw_value:
+            return UNKNOWN_MASK
+        left, right = (einops_axes(side) for side in pattern.raw_value.split("->", 1))
+        if left is None or right is None:
+            return UNKNOWN_MASK
+        unit = ("1", "()")
+        if any(a.startswith("(") and a != "()" for a in left + right):
+            return UNKNOWN_MASK  # a merge or a split
+        named_left = [a for a in left if a not in unit]
+        if [a for a in right if a not in unit] != named_left or len(set(named_left)) != len(
+            named_left
+        ):
+            return UNKNOWN_MASK
+        inner = self.eval(pos[0], at)
+        if inner.none or not inner.known and inner.fill is None:
+            return UNKNOWN_MASK
+        layout = inner.layout
+        new_layout = None
+        if layout is not None and len(layout) == len(left):
+            by_name = {a: lab for a, lab in zip(left, layout) if a not in unit}
+            new_layout = tuple("1" if a in unit else by_name[a] for a in right)
+        return replace(
+            inner, layout=new_layout, shape_origin=self._shape_origin(inner, new_layout, node)
+        )
 
     def _op_fresh(self, call: OpCall, at: At) -> Mask:
         node = call.node

@@ -16,6 +16,25 @@ from typing import Dict, List, Optional, Tuple, Union
 import libcst as cst
 
 from ..flow import CallSite, ClassInfo, DefKind, Scope, ScopeKind, lookup
+from .chains import CHECKPOINT_KEYWORDS
+
+# ``checkpoint(fn, *args)`` runs ``fn(*args)`` (activation checkpointing): its
+# own keywords are not ``fn``'s
+CHECKPOINT = {"torch.utils.checkpoint.checkpoint"}
+
+
+def checkpointed(node: cst.Call) -> Optional[cst.Call]:
+    """The call ``checkpoint(fn, *args, **kwargs)`` makes: ``fn(*args,
+    **kwargs)``, built from the same argument nodes; None without ``fn``."""
+    if not node.args or node.args[0].keyword is not None or node.args[0].star:
+        return None
+    rest = [
+        a
+        for a in node.args[1:]
+        if not (a.keyword is not None and a.keyword.value in CHECKPOINT_KEYWORDS)
+    ]
+    return node.with_changes(func=node.args[0].value, args=rest)
+
 
 Callers = Dict[int, List[Tuple[CallSite, int]]]
 SEQUENTIAL = "torch.nn.Sequential"

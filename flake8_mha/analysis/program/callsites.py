@@ -25,6 +25,7 @@ from ..resolve import Bound
 from ...core.torch_api import BY_NAME, SDPA_NAME, SDPA_QUALNAME
 from ..values import UNKNOWN, literal
 from . import callers, instances, signatures
+from .callgraph import CHECKPOINT, checkpointed
 from .files import ProjectFiles, decode, module_parts, project_root  # noqa: F401
 from .forms import sdpa_summary
 from .returns import ReturnsFiles, imported_target as _imported
@@ -64,11 +65,16 @@ class Project(ReturnsFiles):
             return None
 
     def _classify(self, site: CallSite, resolver):
-        found = self._callee(site.node.func, site, resolver)
+        node = site.node
+        if resolver.qualname(node.func, site.env, site.scope) in CHECKPOINT:
+            node = checkpointed(node)  # ``checkpoint(blk, x, mask)`` runs ``blk(x, mask)``
+            if node is None:
+                return None
+        found = self._callee(node.func, site, resolver)
         if found is None:
             return None
         filename, summary = found
-        args = _bind(summary, site.node)
+        args = _bind(summary, node)
         if args is None:
             return None
         if not any("." not in sink for sink in summary["reach"]):
@@ -632,6 +638,8 @@ def _bind(summary: dict, call: cst.Call) -> Optional[Dict[str, cst.BaseExpressio
     """The caller's argument for each parameter it passes; None behind a splat
     or when the call does not fit the signature."""
     positional, kwonly = summary["positional"], summary["kwonly"]
+    # keywords the wrapper's **kwargs hands on to a callee's parameter of that name
+    forwarded = {h["param"] for h in summary.get("reach", {}).values() if h.get("fwd")}
     out: Dict[str, cst.BaseExpression] = {}
     i = 0
     for a in call.args:
@@ -648,7 +656,7 @@ def _bind(summary: dict, call: cst.Call) -> Optional[Dict[str, cst.BaseExpressio
             name = a.keyword.value
             if name in out:
                 return None
-            if name not in positional and name not in kwonly:
+            if name not in positional and name not in kwonly and name not in forwarded:
                 if summary.get("varkw"):
                     continue  # into the wrapper's **kwargs
                 return None

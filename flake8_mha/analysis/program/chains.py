@@ -26,6 +26,17 @@ from typing import Dict, List, Optional
 # a ``self.<attr>`` built as one of these holds modules whose items are called
 _CONTAINERS = ("ModuleList", "Sequential", "ModuleDict")
 MAX_EDGES = 64
+# the keywords of ``torch.utils.checkpoint.checkpoint`` itself, not the function's it runs
+CHECKPOINT_KEYWORDS = frozenset(
+    (
+        "use_reentrant",
+        "preserve_rng_state",
+        "context_fn",
+        "determinism_check",
+        "debug",
+        "early_stop",
+    )
+)
 _BUILTINS = frozenset(
     dir(builtins)
 )  # per function: a generated file's huge forward is not followed
@@ -87,7 +98,12 @@ def class_attrs(cls: ast.ClassDef) -> Dict[str, str]:
     """``self.<attr>`` -> the constructor (as written: ``"Attention"``,
     ``"layers.Block"``) of the one kind of module it holds: built directly,
     or as every item of a ``ModuleList``/``Sequential`` (also filled by
-    ``.append``).  An attribute given two kinds, or anything else, is left out."""
+    ``.append``).  An attribute given two kinds, or anything else, is left out.
+
+    A constructor named by a parameter of the method that builds it, whose
+    default is a class (timm's ``attn_layer=Attention``, ``block_fn=Block``),
+    is that class: the kind every construction that leaves the parameter out
+    gets.  A parameter the method rebinds is not read so."""
     found: Dict[str, Optional[str]] = {}
 
     def note(attr: str, ctor: Optional[str]) -> None:
@@ -99,17 +115,79 @@ def class_attrs(cls: ast.ClassDef) -> Dict[str, str]:
     for item in cls.body:
         if not isinstance(item, (ast.FunctionDef, ast.AsyncFunctionDef)):
             continue
+        defaults = class_defaults(item)
         for n in ast.walk(item):
+            rows = None
             if isinstance(n, ast.Assign) and len(n.targets) == 1:
                 attr = self_attr(n.targets[0])
                 if attr is not None:
-                    note(attr, _built(n.value))
+                    built = _built(n.value)
+                    note(attr, defaults.get(built, built) if built else built)
+                    rows = _rows_of(n.value)
             elif isinstance(n, ast.Call) and isinstance(n.func, ast.Attribute):
                 if n.func.attr == "append" and len(n.args) == 1:
                     attr = self_attr(n.func.value)
                     if attr is not None:
-                        note(attr, constructor(n.args[0]))
+                        built = constructor(n.args[0])
+                        note(attr, defaults.get(built, built) if built else built)
+                        rows = _row(n.args[0])
+            for i, ctor in enumerate(rows or ()):
+                note(f"{attr}#{i}", defaults.get(ctor, ctor))
     return {k: v for k, v in found.items() if v}
+
+
+def _row(node: ast.AST) -> Optional[List[str]]:
+    """``nn.ModuleList([Attention(...), FeedForward(...)])``: the constructor
+    of each member, by position (a row of a layer table, vit-pytorch's
+    ``for attn, ff in self.layers``)."""
+    if not (isinstance(node, ast.Call) and len(node.args) == 1 and not node.keywords):
+        return None
+    name = dotted_name(node.func) or ""
+    if name.rsplit(".", 1)[-1] not in ("ModuleList", "Sequential"):
+        return None
+    items = node.args[0]
+    if not isinstance(items, (ast.List, ast.Tuple)) or len(items.elts) < 2:
+        return None
+    ctors = [constructor(e) for e in items.elts]
+    return ctors if None not in ctors else None  # type: ignore[return-value]
+
+
+def _rows_of(node: ast.AST) -> Optional[List[str]]:
+    """The rows every item of a container holds: ``nn.ModuleList([nn.ModuleList([A(),
+    B()]) for _ in range(depth)])``, or a literal list of equal rows."""
+    if not (isinstance(node, ast.Call) and len(node.args) == 1 and not node.keywords):
+        return None
+    name = dotted_name(node.func) or ""
+    if name.rsplit(".", 1)[-1] != "ModuleList":
+        return None
+    items = node.args[0]
+    if isinstance(items, (ast.ListComp, ast.GeneratorExp)):
+        return _row(items.elt)
+    if isinstance(items, (ast.List, ast.Tuple)) and items.elts:
+        rows = [_row(e) for e in items.elts]
+        return rows[0] if all(r is not None and r == rows[0] for r in rows) else None
+    return None
+
+
+def class_defaults(func: ast.AST) -> Dict[str, str]:
+    """``{"attn_layer": "Attention"}`` for ``def __init__(self, dim,
+    attn_layer=Attention)``: the parameters whose default names a class (a
+    capitalised name, maybe dotted: ``nn.LayerNorm``) and that the function
+    never rebinds."""
+    args = func.args  # type: ignore[attr-defined]
+    positional = list(args.posonlyargs) + list(args.args)
+    pairs = list(zip(positional[len(positional) - len(args.defaults) :], args.defaults))
+    pairs += [(a, d) for a, d in zip(args.kwonlyargs, args.kw_defaults) if d is not None]
+    out: Dict[str, str] = {}
+    for arg, default in pairs:
+        name = dotted_name(default) if isinstance(default, (ast.Name, ast.Attribute)) else None
+        if name is not None and name.rsplit(".", 1)[-1][:1].isupper():
+            out[arg.arg] = name
+    if out:
+        for n in ast.walk(func):
+            if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store):
+                out.pop(n.id, None)
+    return out
 
 
 def self_attr(node: ast.AST) -> Optional[str]:
@@ -161,7 +239,7 @@ def _built(node: ast.AST) -> Optional[str]:
     return kinds.pop() if len(kinds) == 1 and None not in kinds else None
 
 
-def edges(calls, loops_over, attrs: Dict[str, str], reach_of) -> List[dict]:
+def edges(calls, loops_over, attrs: Dict[str, str], reach_of, fwd=None) -> List[dict]:
     """The calls (``calls``: the function's own, SDPA's left out) that pass
     one of its parameters (through the transformations a summary can
     describe) to a function, method or module that may reach a sink:
@@ -169,7 +247,14 @@ def edges(calls, loops_over, attrs: Dict[str, str], reach_of) -> List[dict]:
     "line": n}``.  ``loops_over``: the function's ``for`` statements (a loop
     variable over ``self.blocks``, or over ``self.heads.values()`` or
     ``.items()``, calls its items); ``reach_of(expr)``: the
-    parameter an argument is, and through what (``summaries``)."""
+    parameter an argument is, and through what (``summaries``).
+
+    ``fwd``: the function's own ``**kwargs`` parameter, when it is handed on
+    untouched.  A call that passes it on as ``**kwargs`` (and no other
+    splat) forwards every keyword its own callers put there: the edge says
+    so (``"fwd"``), with how many positional arguments and which keywords the
+    call gives itself (``"given"``), which the callee's parameters so filled
+    cannot receive."""
     loops: Dict[str, str] = {}  # for blk in self.blocks / enumerate(self.blocks)
     for n in loops_over:
         it, target = n.iter, n.target
@@ -192,11 +277,28 @@ def edges(calls, loops_over, attrs: Dict[str, str], reach_of) -> List[dict]:
                     continue
                 target = target.elts[1]
             it = it.func.value
+        if (  # for attn, ff in zip(self.attns, self.ffs)
+            isinstance(it, ast.Call)
+            and dotted_name(it.func) == "zip"
+            and not it.keywords
+            and isinstance(target, ast.Tuple)
+            and len(target.elts) == len(it.args)
+        ):
+            for el, arg in zip(target.elts, it.args):
+                attr = self_attr(arg)
+                if isinstance(el, ast.Name) and attr is not None and attr in attrs:
+                    loops[el.id] = attr
+            continue
         attr = self_attr(it)
         if attr is not None and attr in attrs and isinstance(target, ast.Name):
             loops[target.id] = attr
+        elif attr is not None and isinstance(target, ast.Tuple):  # for attn, ff in self.layers
+            for i, el in enumerate(target.elts):
+                if isinstance(el, ast.Name) and f"{attr}#{i}" in attrs:
+                    loops[el.id] = f"{attr}#{i}"
     out: List[dict] = []
     for n in calls:
+        n = _checkpointed(n)
         callee = _callee(n.func, loops, attrs)
         if callee is None:
             continue
@@ -210,17 +312,48 @@ def edges(calls, loops_over, attrs: Dict[str, str], reach_of) -> List[dict]:
             got = reach_of(a)
             if got is not None:
                 pos[str(i)] = got
-        if starred or any(k.arg is None for k in n.keywords):
+        splats = [k for k in n.keywords if k.arg is None]
+        forwards = (
+            fwd is not None
+            and len(splats) == 1
+            and isinstance(splats[0].value, ast.Name)
+            and splats[0].value.id == fwd
+        )
+        if starred or (splats and not forwards):
             continue  # a splat: which parameter gets what is not known
         for k in n.keywords:
+            if k.arg is None:
+                continue
             got = reach_of(k.value)
             if got is not None:
                 kw[k.arg] = got
-        if pos or kw:
-            out.append({"callee": callee, "pos": pos, "kw": kw, "line": n.lineno})
+        if pos or kw or forwards:
+            edge = {"callee": callee, "pos": pos, "kw": kw, "line": n.lineno}
+            if forwards:
+                edge["fwd"] = True
+                edge["given"] = [len(n.args), sorted(k.arg for k in n.keywords if k.arg)]
+            out.append(edge)
             if len(out) >= MAX_EDGES:
                 break
     return sorted(out, key=lambda e: e["line"])
+
+
+def _checkpointed(call: ast.Call) -> ast.Call:
+    """``checkpoint(blk, x, mask, use_reentrant=False)`` (``torch.utils.checkpoint``,
+    by any import of it) runs ``blk(x, mask)``; any other call is itself."""
+    name = dotted_name(call.func) or ""
+    if (
+        name.rsplit(".", 1)[-1] != "checkpoint"
+        or not call.args
+        or isinstance(call.args[0], ast.Starred)
+        or name not in ("checkpoint", "torch.utils.checkpoint.checkpoint")
+        and not name.endswith("checkpoint.checkpoint")
+        and name != "cp.checkpoint"
+    ):
+        return call
+    keywords = [k for k in call.keywords if k.arg not in CHECKPOINT_KEYWORDS]
+    run = ast.Call(func=call.args[0], args=call.args[1:], keywords=keywords)
+    return ast.copy_location(run, call)
 
 
 def _callee(func: ast.AST, loops: Dict[str, str], attrs: Dict[str, str]) -> Optional[list]:
@@ -385,7 +518,22 @@ def compose(edge: dict, callee: dict) -> Dict[str, dict]:
             got = edge["pos"].get(str(positional.index(param)))
         if got is not None:
             out[sink] = {"param": got["param"], "ops": got["ops"] + how["ops"]}
+        elif edge.get("fwd") and _forwarded(param, positional, callee, edge["given"], how):
+            out[sink] = {"param": param, "ops": how["ops"], "fwd": True}
     return out
+
+
+def _forwarded(param: str, positional: list, callee: dict, given: list, how: dict) -> bool:
+    """Whether a keyword ``param`` put in the caller's ``**kwargs`` reaches the
+    callee's parameter of that name: the call does not fill it itself (by
+    position or keyword).  A parameter the callee only forwards in turn
+    (``how["fwd"]``) is a keyword of its own ``**kwargs``."""
+    count, keywords = given
+    if param in keywords:
+        return False
+    if param in positional:
+        return positional.index(param) >= count
+    return param in callee.get("kwonly", ()) or bool(how.get("fwd"))
 
 
 _BODIES = ("body", "orelse", "finalbody", "handlers", "cases")

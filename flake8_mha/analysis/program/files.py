@@ -36,8 +36,8 @@ from .summaries import (
     settle,
     statements,
     summarise,
-    valid_table,
 )
+from .tables import valid_table
 
 MAX_REEXPORT_HOPS = 3
 MAX_CHAIN = 6  # calls followed from a call site down to a sink

@@ -15,10 +15,11 @@ from typing import Dict, List, Optional, Tuple
 
 from ...core.lines import source_lines
 from ...core.torch_api import SDPA_NAME, SDPA_QUALNAME, SDPA_SIGNATURE, canonical
+from ..heads import einops_axes
 from . import chains, forms
 from .chains import dotted_name, named_lambda, own_nodes, statements
 
-SUMMARY_VERSION = 14
+SUMMARY_VERSION = 15
 REEXPORTS = "@reexports"  # the key of an __init__'s re-exports in its summary table
 IMPORTS = "@imports"  # the file's imports, where the callees its edges name live
 ATTRS = "@attrs"  # per class, what kind of module each self.<attr> holds (chains.py)
@@ -403,7 +404,9 @@ def _function_summary(
     stores = _rebinds(func, params, stores)
     edges = []
     if others:
-        edges = chains.edges(others, loops, attrs or {}, lambda e: _reach(e, reads, stores, 0))
+        fwd = _handed_on(func, args.kwarg.arg, stores) if args.kwarg is not None else None
+        reach_of = lambda e: _reach(e, reads, stores, 0)  # noqa: E731
+        edges = chains.edges(others, loops, attrs or {}, reach_of, fwd)
     modules = (
         forms.module_calls(others, held, method and forms.positional_self(func)) if held else []
     )
@@ -497,6 +500,31 @@ def settle(reached: Dict[str, dict], summary: dict) -> None:
         reached.pop("is_causal")  # a guard or fold-and-clear relates the pair: the wrapper's
     if summary.get("training"):
         reached.pop("dropout_p", None)  # dropout gated on self.training inside
+
+
+_CHANGES_DICT = frozenset(("pop", "popitem", "update", "setdefault", "clear"))
+
+
+def _handed_on(func, name: str, stores: Dict[str, List[ast.AST]]) -> Optional[str]:
+    """``name`` (the function's ``**kwargs``) when the function hands it on
+    as it came: never rebound, never changed in place (``kwargs.pop(...)``,
+    ``kwargs["k"] = v``, ``del kwargs["k"]``)."""
+    if name in stores:
+        return None
+    for n in own_nodes(func):
+        if (
+            isinstance(n, ast.Attribute)
+            and n.attr in _CHANGES_DICT
+            and isinstance(n.value, ast.Name)
+            and n.value.id == name
+        ) or (
+            isinstance(n, ast.Subscript)
+            and not isinstance(n.ctx, ast.Load)
+            and isinstance(n.value, ast.Name)
+            and n.value.id == name
+        ):
+            return None
+    return name
 
 
 def _related_pairs(tests: List[ast.AST], params: set) -> List[list]:
@@ -625,6 +653,23 @@ def _reach(expr: ast.AST, params: set, stores, depth: int) -> Optional[dict]:
     return got
 
 
+def _unit_axes_index(pattern: ast.AST) -> Optional[str]:
+    """The index an einops pattern that only adds axes of size one amounts to
+    (``"b j -> b 1 1 j"``: ``":, None, None, :"``); None for any other."""
+    if not (isinstance(pattern, ast.Constant) and isinstance(pattern.value, str)):
+        return None
+    if pattern.value.count("->") != 1:
+        return None
+    left, right = (einops_axes(side) for side in pattern.value.split("->"))
+    if not left or not right or any(a.startswith("(") or a.isdigit() for a in left):
+        return None
+    if [a for a in right if a not in ("1", "()")] != left or len(set(left)) != len(left):
+        return None
+    if len(right) == len(left):
+        return None  # nothing added
+    return ", ".join("None" if a in ("1", "()") else ":" for a in right)
+
+
 def _op(expr: ast.AST) -> Optional[Tuple[ast.AST, Optional[list]]]:
     """(operand, step) for a transformation a summary can describe."""
     if isinstance(expr, ast.UnaryOp) and isinstance(expr.op, ast.Invert):
@@ -639,6 +684,9 @@ def _op(expr: ast.AST) -> Optional[Tuple[ast.AST, Optional[list]]]:
     if not isinstance(expr, ast.Call) or expr.keywords:
         return None
     func = expr.func
+    if dotted_name(func) in ("rearrange", "einops.rearrange") and len(expr.args) == 2:
+        index = _unit_axes_index(expr.args[1])  # "b j -> b 1 1 j": [:, None, None, :]
+        return (expr.args[0], ["index", index]) if index is not None else None
     if isinstance(func, ast.Attribute) and dotted_name(func) in (
         "torch.logical_not",
         "torch.bitwise_not",
@@ -684,85 +732,3 @@ def _broadcast_item(node: ast.AST) -> bool:
     if _is_none(node) or (isinstance(node, ast.Constant) and node.value is Ellipsis):
         return True
     return isinstance(node, ast.Slice) and node.lower is node.upper is node.step is None
-
-
-def valid_table(table) -> bool:
-    """A summary table as ``summarise`` makes it (one read from disk may not be)."""
-    if not isinstance(table, dict):
-        return False
-    for name, s in table.items():
-        if name in (REEXPORTS, IMPORTS):
-            if not isinstance(s, dict) or not all(
-                isinstance(v, list) and len(v) == 2 and type(v[0]) is int and isinstance(v[1], str)
-                for v in s.values()
-            ):
-                return False
-            continue
-        if name in (MODULES, TORCH_MODULES):
-            if not isinstance(s, dict) or not all(isinstance(c, str) for c in s.values()):
-                return False
-            continue
-        if name == BASES:
-            if not isinstance(s, dict) or not all(
-                isinstance(v, list) and all(isinstance(b, str) for b in v) for v in s.values()
-            ):
-                return False
-            continue
-        if name == ATTRS:
-            if not isinstance(s, dict) or not all(
-                isinstance(v, dict) and all(isinstance(c, str) for c in v.values())
-                for v in s.values()
-            ):
-                return False
-            continue
-        if not isinstance(s, dict) or not isinstance(name, str):
-            return False
-        edges = s.get("edges", [])
-        if not (
-            (isinstance(s.get("line"), int) or (s.get("line") is None and edges))
-            and isinstance(s.get("name"), str)
-            and isinstance(s.get("positional"), list)
-            and isinstance(s.get("kwonly"), list)
-            and all(isinstance(p, str) for p in s["positional"] + s["kwonly"])
-            and isinstance(s.get("defaults"), dict)
-            and all(v is None or isinstance(v, str) for v in s["defaults"].values())
-            and isinstance(s.get("reach"), dict)
-            and type(s.get("varargs", False)) is bool
-            and type(s.get("varkw", False)) is bool
-            and isinstance(edges, list)
-        ):
-            return False
-        for arg, how in s["reach"].items():
-            if (arg not in SINK_ARGS and arg not in forms.MODULE_SINKS) or not _valid_reach(how):
-                return False
-        for e in edges:
-            if not (
-                isinstance(e, dict)
-                and isinstance(e.get("callee"), list)
-                and len(e["callee"]) == 2
-                and all(isinstance(c, str) for c in e["callee"])
-                and isinstance(e.get("pos"), dict)
-                and isinstance(e.get("kw"), dict)
-                and all(_valid_reach(r) for r in [*e["pos"].values(), *e["kw"].values()])
-            ):
-                return False
-    return True
-
-
-def _valid_reach(how) -> bool:
-    """``{"param": name, "ops": [...]}`` with known steps."""
-    if not isinstance(how, dict):
-        return False
-    if not isinstance(how.get("param"), str) or not isinstance(how.get("ops"), list):
-        return False
-    for step in how["ops"]:
-        if not isinstance(step, list) or not step or step[0] not in _OPS:
-            return False
-        if step[0] == "index" and not (len(step) == 2 and isinstance(step[1], str)):
-            return False
-        if step[0] == "unsqueeze" and not (len(step) == 2 and type(step[1]) is int):
-            return False
-    return True
-
-
-_OPS = ("invert", "index", "bool", "unsqueeze")

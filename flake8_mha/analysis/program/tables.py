@@ -1,0 +1,107 @@
+"""Whether a summary table read back from the results cache is one
+``summaries.summarise`` could have made: every key and value of the shapes it
+writes (a file on disk may have been changed, truncated or written by another
+version), else the table is made again."""
+
+from __future__ import annotations
+
+from . import forms
+from .summaries import ATTRS, BASES, IMPORTS, MODULES, REEXPORTS, SINK_ARGS, TORCH_MODULES
+
+
+def valid_table(table) -> bool:
+    """A summary table as ``summarise`` makes it (one read from disk may not be)."""
+    if not isinstance(table, dict):
+        return False
+    for name, s in table.items():
+        if name in (REEXPORTS, IMPORTS):
+            if not isinstance(s, dict) or not all(
+                isinstance(v, list) and len(v) == 2 and type(v[0]) is int and isinstance(v[1], str)
+                for v in s.values()
+            ):
+                return False
+            continue
+        if name in (MODULES, TORCH_MODULES):
+            if not isinstance(s, dict) or not all(isinstance(c, str) for c in s.values()):
+                return False
+            continue
+        if name == BASES:
+            if not isinstance(s, dict) or not all(
+                isinstance(v, list) and all(isinstance(b, str) for b in v) for v in s.values()
+            ):
+                return False
+            continue
+        if name == ATTRS:
+            if not isinstance(s, dict) or not all(
+                isinstance(v, dict) and all(isinstance(c, str) for c in v.values())
+                for v in s.values()
+            ):
+                return False
+            continue
+        if not isinstance(s, dict) or not isinstance(name, str):
+            return False
+        edges = s.get("edges", [])
+        if not (
+            (isinstance(s.get("line"), int) or (s.get("line") is None and edges))
+            and isinstance(s.get("name"), str)
+            and isinstance(s.get("positional"), list)
+            and isinstance(s.get("kwonly"), list)
+            and all(isinstance(p, str) for p in s["positional"] + s["kwonly"])
+            and isinstance(s.get("defaults"), dict)
+            and all(v is None or isinstance(v, str) for v in s["defaults"].values())
+            and isinstance(s.get("reach"), dict)
+            and type(s.get("varargs", False)) is bool
+            and type(s.get("varkw", False)) is bool
+            and isinstance(edges, list)
+        ):
+            return False
+        for arg, how in s["reach"].items():
+            if (arg not in SINK_ARGS and arg not in forms.MODULE_SINKS) or not _valid_reach(how):
+                return False
+        for e in edges:
+            if not (
+                isinstance(e, dict)
+                and isinstance(e.get("callee"), list)
+                and len(e["callee"]) == 2
+                and all(isinstance(c, str) for c in e["callee"])
+                and isinstance(e.get("pos"), dict)
+                and isinstance(e.get("kw"), dict)
+                and all(_valid_reach(r) for r in [*e["pos"].values(), *e["kw"].values()])
+                and _valid_given(e)
+            ):
+                return False
+    return True
+
+
+def _valid_reach(how) -> bool:
+    """``{"param": name, "ops": [...]}`` with known steps."""
+    if not isinstance(how, dict):
+        return False
+    if not isinstance(how.get("param"), str) or not isinstance(how.get("ops"), list):
+        return False
+    for step in how["ops"]:
+        if not isinstance(step, list) or not step or step[0] not in _OPS:
+            return False
+        if step[0] == "index" and not (len(step) == 2 and isinstance(step[1], str)):
+            return False
+        if step[0] == "unsqueeze" and not (len(step) == 2 and type(step[1]) is int):
+            return False
+    return True
+
+
+def _valid_given(edge: dict) -> bool:
+    """A forwarding edge's ``given``: ``[positional count, [keywords]]``."""
+    if "fwd" not in edge:
+        return "given" not in edge
+    given = edge.get("given")
+    return (
+        edge["fwd"] is True
+        and isinstance(given, list)
+        and len(given) == 2
+        and type(given[0]) is int
+        and isinstance(given[1], list)
+        and all(isinstance(k, str) for k in given[1])
+    )
+
+
+_OPS = ("invert", "index", "bool", "unsqueeze")

@@ -1,0 +1,104 @@
+"""Layers run in ways a plain call does not show.  Layers kept as a table (vit-pytorch's ``for attn, ff in self.layers`` over
+rows of ``nn.ModuleList([Attention(), FeedForward()])``, and ``for attn, ff
+in zip(self.attns, self.ffs)``), and a padding mask reshaped with einops
+(``rearrange(mask, "b j -> b 1 1 j")``, which keeps its meaning): each
+row's member is called by its position, and the wrong mask is reported at
+the call.  A block run under activation checkpointing (``checkpoint(blk,
+x, mask, use_reentrant=False)``) is called with the mask.  Checked as a user sees it: the exact code, line and column, over
+the package, one file at a time and through ``check``."""
+from __future__ import annotations
+
+import ast
+import subprocess
+import sys
+import textwrap
+
+import pytest
+from fixture_expect import ROOT, flake8_run
+from flake8_mha.analysis.program.chains import class_attrs
+from flake8_mha.analysis.program.summaries import summarise
+from flake8_mha.lint.engine import analyze_source
+
+PACKAGES = {
+    "fixtures/program_calls/layer_tables": [
+        ("model.py", 16, 13, "MHA002"), ("model.py", 18, 13, "MHA002")],
+    # checkpoint(blk, x, mask) runs blk(x, mask): in another file and at the call
+    "fixtures/program_calls/checkpointed": [
+        ("model.py", 16, 13, "MHA002"), ("model.py", 19, 17, "MHA002")],
+}
+
+
+def _rows(found):
+    return sorted((f.path.rsplit("/", 1)[1], f.line, f.col, f.code) for f in found)
+
+
+@pytest.mark.parametrize("package", sorted(PACKAGES))
+def test_over_the_package_one_file_at_a_time_and_through_check(package):
+    PACKAGE, WANT = package, PACKAGES[package]
+    assert "scaled_dot_product" not in (ROOT / PACKAGE / "model.py").read_text()
+    status, found = flake8_run(PACKAGE)
+    assert (status, _rows(found)) == (1, WANT)
+    status, found = flake8_run(f"{PACKAGE}/model.py")
+    assert (status, _rows(found)) == (1, WANT)
+    for path in sorted((ROOT / PACKAGE).glob("*.py")):
+        if path.name != "model.py":
+            assert flake8_run(f"{PACKAGE}/{path.name}") == (0, [])
+    proc = subprocess.run(
+        [sys.executable, "-m", "flake8_mha.frontends.cli", "check", "--no-cache", PACKAGE],
+        cwd=ROOT, capture_output=True, text=True, timeout=300)
+    got = sorted(line.split(" ", 2)[:2] for line in proc.stdout.splitlines() if ": MHA" in line)
+    assert (proc.returncode, got) == (1, [[f"{PACKAGE}/{f}:{l}:{c}:", code] for f, l, c, code in WANT])
+
+
+def test_a_row_of_a_layer_table_holds_one_kind_by_position():
+    cls = ast.parse(textwrap.dedent("""\
+        class T:
+            def __init__(self, depth):
+                self.layers = nn.ModuleList([])
+                for _ in range(depth):
+                    self.layers.append(nn.ModuleList([Attention(), FeedForward()]))
+                self.rows = nn.ModuleList([nn.ModuleList([Attention(), Mlp()]) for _ in range(2)])
+                self.mixed = nn.ModuleList([nn.ModuleList([Attention(), Mlp()]),
+                                            nn.ModuleList([Mlp(), Attention()])])
+        """)).body[0]
+    assert class_attrs(cls) == {"layers#0": "Attention", "layers#1": "FeedForward",
+                                "rows#0": "Attention", "rows#1": "Mlp"}
+
+
+def _reach(body: str):
+    source = "import torch.nn.functional as F\nfrom einops import rearrange\n\n\n"
+    source += textwrap.dedent(body)
+    return summarise(source).get("attend", {}).get("reach", {}).get("attn_mask")
+
+
+def test_an_einops_pattern_that_adds_unit_axes_is_an_index_step():
+    call = "    return F.scaled_dot_product_attention(q, k, v, attn_mask=m)\n"
+    head = "def attend(q, k, v, mask):\n"
+    assert _reach(head + "    m = rearrange(mask, 'b j -> b 1 1 j')\n" + call) == {
+        "param": "mask", "ops": [["index", ":, None, None, :"]]}
+    assert _reach(head + "    m = rearrange(mask, 'b j -> b () j')\n" + call) == {
+        "param": "mask", "ops": [["index", ":, None, :"]]}
+    for unread in ("'b j -> j b'", "'b i j -> b (i j)'", "'b j -> b j'", "'b 1 j -> b j'"):
+        assert _reach(head + f"    m = rearrange(mask, {unread})\n" + call) is None, unread
+
+
+SAME_FILE = """\
+import torch.nn.functional as F
+from einops import rearrange
+
+
+def attend(q, k, v, tokens):
+    pad = rearrange(tokens == 0, "b j -> b 1 1 j")
+    keep = rearrange(tokens != 0, "b j -> b () () j")
+    moved = rearrange(tokens == 0, "b i j -> b j i")
+    a = F.scaled_dot_product_attention(q, k, v, attn_mask=pad)
+    b = F.scaled_dot_product_attention(q, k, v, attn_mask=keep)
+    c = F.scaled_dot_product_attention(q, k, v, attn_mask=moved)
+    return a, b, c
+"""
+
+
+def test_a_mask_reshaped_by_einops_keeps_its_meaning():
+    found = analyze_source(SAME_FILE, "t.py", ["MHA002", "MHA009"])
+    # a pattern that moves axes may transpose a triangle: unknown, not reported
+    assert sorted((f.code, f.line, f.col) for f in found) == [("MHA002", 9, 9)]
