@@ -78,3 +78,28 @@ def flake8_findings(fixture: str, *args: str) -> Tuple[int, Set[Tuple[int, int, 
     ``(line, column, code)`` it printed."""
     status, found = flake8_run(*args, os.path.join("fixtures", fixture), clean_stderr=True)
     return status, {(f.line, f.col, f.code) for f in found}
+
+
+def package_rows(found) -> List[Tuple[str, int, int, str]]:
+    """(file name, line, column, code) of each finding, sorted."""
+    return sorted((f.path.rsplit("/", 1)[1], f.line, f.col, f.code) for f in found)
+
+
+def assert_package_runs(package: str, want: List[Tuple[str, int, int, str]]) -> List[Reported]:
+    """A fixture package as a user runs it: flake8 over the package, flake8
+    on each of its files alone, and ``flake8-mha check``, each reporting
+    exactly ``want`` ((file name, line, column, code)) with exit status 1.
+    Returns what flake8 printed over the package."""
+    status, found = flake8_run(package)
+    assert (status, package_rows(found)) == (1, sorted(want))
+    for path in sorted((ROOT / package).glob("*.py")):
+        mine = sorted(w for w in want if w[0] == path.name)
+        status, alone = flake8_run(f"{package}/{path.name}")
+        assert (status, package_rows(alone)) == (1 if mine else 0, mine), path.name
+    proc = subprocess.run(
+        [sys.executable, "-m", "flake8_mha.frontends.cli", "check", "--no-cache", package],
+        cwd=ROOT, capture_output=True, text=True, timeout=300)
+    out = sorted(line.split(" ", 2)[:2] for line in proc.stdout.splitlines() if ": MHA" in line)
+    assert (proc.returncode, out) == (1, sorted(
+        [f"{package}/{f}:{l}:{c}:", code] for f, l, c, code in want))
+    return found

@@ -11,20 +11,14 @@ built through a constructor parameter (issue 26):
 Each case checks the exact (code, line, column) and the evidence line."""
 from __future__ import annotations
 
-import subprocess
-import sys
 import textwrap
 
-from fixture_expect import ROOT, flake8_run
+from fixture_expect import assert_package_runs, flake8_run
 from flake8_mha.lint.engine import analyze_source
 
 PACKAGE = "fixtures/program_layout/mixed_towers"
 WANT = [("blocks.py", 14, 17, "MHA010"), ("pooled.py", 9, 21, "MHA001")]
 HEAD = "import torch\nimport torch.nn as nn\n"  # lines 1-2
-
-
-def _rows(found):
-    return sorted((f.path.rsplit("/", 1)[1], f.line, f.col, f.code) for f in found)
 
 
 def got(body: str, codes=("MHA001", "MHA010", "MHA903")):
@@ -36,21 +30,10 @@ def got(body: str, codes=("MHA001", "MHA010", "MHA903")):
 
 
 def test_over_the_package_one_file_at_a_time_and_through_check():
-    status, found = flake8_run(PACKAGE)
-    assert (status, _rows(found)) == (1, WANT)
+    found = assert_package_runs(PACKAGE, WANT)
     messages = {f.code: f.msg for f in found}
     assert "video.py line 15: `frames.permute(1, 0, 2)`" in messages["MHA010"]
     assert "video.py line 20: `B, T, C = frames.shape`" in messages["MHA001"]
-    for name, want in (("blocks.py", WANT[:1]), ("pooled.py", WANT[1:])):
-        status, found = flake8_run(f"{PACKAGE}/{name}")
-        assert (status, _rows(found)) == (1, want)
-    for name in ("text.py", "video.py", "__init__.py"):
-        assert flake8_run(f"{PACKAGE}/{name}") == (0, [])
-    proc = subprocess.run(
-        [sys.executable, "-m", "flake8_mha.frontends.cli", "check", "--no-cache", PACKAGE],
-        cwd=ROOT, capture_output=True, text=True, timeout=300)
-    out = sorted(line.split(" ", 2)[:2] for line in proc.stdout.splitlines() if ": MHA" in line)
-    assert (proc.returncode, out) == (1, [[f"{PACKAGE}/{f}:{l}:{c}:", code] for f, l, c, code in WANT])
 
 
 SIBLINGS = """\
@@ -125,3 +108,97 @@ def test_a_norm_built_through_a_parameter_with_a_class_default_keeps_the_layout(
             B, T, C = feats.shape
             return block(feats.permute(1, 0, 2))
         """) == [("MHA010", 11, 16, 19)]
+
+
+def test_the_callers_own_evidence_passed_through_another_file_keeps_its_place(tmp_path):
+    pkg = tmp_path / "pkg"
+    pkg.mkdir()
+    (pkg / "__init__.py").write_text("")
+    (pkg / "encoding.py").write_text(textwrap.dedent('''\
+        import torch.nn as nn
+
+
+        class PositionalEncoding(nn.Module):
+            def __init__(self, d, max_len=512):
+                super().__init__()
+                self.pe = nn.Parameter(torch.zeros(max_len, 1, d))
+
+            def forward(self, x):
+                """Shape:
+                    x: [sequence length, batch size, embed dim]
+                """
+                return x + self.pe[: x.size(0)]
+        '''))
+    (pkg / "model.py").write_text(textwrap.dedent('''\
+        import torch.nn as nn
+
+        from .encoding import PositionalEncoding
+
+
+        class Classifier(nn.Module):
+            def __init__(self, d=64):
+                super().__init__()
+                self.pos_enc = PositionalEncoding(d)
+                self.encoder = nn.TransformerEncoderLayer(d, 8)
+
+            def forward(self, X):
+                inp = X.permute(1, 0, 2)
+                inp = self.pos_enc(inp)
+                return self.encoder(inp)
+        '''))
+    status, found = flake8_run(str(pkg / "model.py"), select="MHA903")
+    assert (status, [(f.line, f.col, f.code) for f in found]) == (1, [(10, 24, "MHA903")])
+    # the swap is model.py's own line 13, not a line of encoding.py
+    assert "line 13: `X.permute(1, 0, 2)`" in found[0].msg and "encoding.py" not in found[0].msg
+
+
+def test_a_reshape_sized_by_the_tensors_own_axes_keeps_their_roles():
+    assert got("""\
+        class V(nn.Module):
+            def __init__(self, width):
+                super().__init__()
+                self.conv1 = nn.Conv2d(3, width, 16, 16, bias=False)
+                self.attn = nn.MultiheadAttention(width, 8)
+
+            def forward(self, x):
+                x = self.conv1(x)
+                B, C, H, W = x.shape
+                z = x.view(x.size(0), x.shape[1], -1).transpose(1, 2)
+                return self.attn(z, z, z, need_weights=False)[0]
+        """) == [("MHA001", 7, 21, 12)]
+
+
+def test_a_shape_unpacking_whose_names_the_function_reuses_later_still_speaks():
+    # ``bsz, max_len, _ = ...size()`` written twice: the first is rebound by the second
+    assert got("""\
+        class E(nn.Module):
+            def __init__(self):
+                super().__init__()
+                self.a1 = nn.MultiheadAttention(256, 4)
+                self.a2 = nn.MultiheadAttention(256, 4)
+
+            def forward(self, x, y):
+                x = self.proj(x)
+                bsz, max_len, _ = x.size()
+                a = self.a1(x, x, x, need_weights=False)[0]
+                bsz, max_len, _ = y.size()
+                return a, self.a2(y, y, y, need_weights=False)[0]
+        """) == [("MHA001", 6, 19, 11), ("MHA001", 7, 19, 13)]
+
+
+def test_a_comment_on_an_unpacking_speaks_of_its_first_target():
+    # fairseq's S2T encoder: ``x, input_lengths = self.subsample(...)  # T x B x C``
+    body = """\
+        class Encoder(nn.Module):
+            def __init__(self):
+                super().__init__()
+                self.subsample = Subsampler()
+                self.layer = nn.TransformerEncoderLayer(256, 4, batch_first=True)
+
+            def forward(self, src_tokens, src_lengths):
+                x, input_lengths = self.subsample(src_tokens, src_lengths)  {comment}
+                return self.layer(x)
+        """
+    assert got(body.format(comment="# T x B x C")) == [("MHA010", 11, 16, 10)]
+    # a comment that names another target is not the first one's
+    assert got(body.format(comment="# input_lengths: (B, T)")) == []

@@ -13,13 +13,11 @@ package, one file at a time and through ``check``."""
 from __future__ import annotations
 
 import ast
-import subprocess
-import sys
 import textwrap
 
 import pytest
 
-from fixture_expect import ROOT, flake8_run
+from fixture_expect import ROOT, assert_package_runs
 from flake8_mha.analysis.program.chains import class_attrs, class_defaults
 from flake8_mha.analysis.program.summaries import summarise
 from flake8_mha.core.torch_api import TRIGGER_WORDS
@@ -32,25 +30,10 @@ PACKAGES = {
 }
 
 
-def _rows(found):
-    return sorted((f.path.rsplit("/", 1)[1], f.line, f.col, f.code) for f in found)
-
-
 @pytest.mark.parametrize("package", sorted(PACKAGES))
 def test_over_the_package_one_file_at_a_time_and_through_check(package):
-    PACKAGE, WANT = package, PACKAGES[package]
-    assert [w for w in TRIGGER_WORDS if w in (ROOT / PACKAGE / "model.py").read_text()] == []
-    status, found = flake8_run(PACKAGE)
-    assert (status, _rows(found)) == (1, WANT)
-    status, found = flake8_run(f"{PACKAGE}/model.py")
-    assert (status, _rows(found)) == (1, WANT)
-    for name in ("attention.py", "blocks.py", "__init__.py"):
-        assert flake8_run(f"{PACKAGE}/{name}") == (0, [])
-    proc = subprocess.run(
-        [sys.executable, "-m", "flake8_mha.frontends.cli", "check", "--no-cache", PACKAGE],
-        cwd=ROOT, capture_output=True, text=True, timeout=300)
-    got = sorted(line.split(" ", 2)[:2] for line in proc.stdout.splitlines() if ": MHA" in line)
-    assert (proc.returncode, got) == (1, [[f"{PACKAGE}/{f}:{l}:{c}:", code] for f, l, c, code in WANT])
+    assert [w for w in TRIGGER_WORDS if w in (ROOT / package / "model.py").read_text()] == []
+    assert_package_runs(package, PACKAGES[package])
 
 
 def _init(source: str):

@@ -9,12 +9,10 @@ the package, one file at a time and through ``check``."""
 from __future__ import annotations
 
 import ast
-import subprocess
-import sys
 import textwrap
 
 import pytest
-from fixture_expect import ROOT, flake8_run
+from fixture_expect import ROOT, assert_package_runs
 from flake8_mha.analysis.program.chains import class_attrs
 from flake8_mha.analysis.program.summaries import summarise
 from flake8_mha.lint.engine import analyze_source
@@ -25,29 +23,19 @@ PACKAGES = {
     # checkpoint(blk, x, mask) runs blk(x, mask): in another file and at the call
     "fixtures/program_calls/checkpointed": [
         ("model.py", 16, 13, "MHA002"), ("model.py", 19, 17, "MHA002")],
+    # a subclass of a torch module in another file, with or without a forward
+    # that only hands its arguments to super().forward: the torch module
+    "fixtures/program_calls/torch_subclass": [
+        ("model.py", 17, 13, "MHA003"), ("model.py", 19, 13, "MHA003"),
+        ("model.py", 20, 13, "MHA005")],
 }
-
-
-def _rows(found):
-    return sorted((f.path.rsplit("/", 1)[1], f.line, f.col, f.code) for f in found)
 
 
 @pytest.mark.parametrize("package", sorted(PACKAGES))
 def test_over_the_package_one_file_at_a_time_and_through_check(package):
-    PACKAGE, WANT = package, PACKAGES[package]
-    assert "scaled_dot_product" not in (ROOT / PACKAGE / "model.py").read_text()
-    status, found = flake8_run(PACKAGE)
-    assert (status, _rows(found)) == (1, WANT)
-    status, found = flake8_run(f"{PACKAGE}/model.py")
-    assert (status, _rows(found)) == (1, WANT)
-    for path in sorted((ROOT / PACKAGE).glob("*.py")):
-        if path.name != "model.py":
-            assert flake8_run(f"{PACKAGE}/{path.name}") == (0, [])
-    proc = subprocess.run(
-        [sys.executable, "-m", "flake8_mha.frontends.cli", "check", "--no-cache", PACKAGE],
-        cwd=ROOT, capture_output=True, text=True, timeout=300)
-    got = sorted(line.split(" ", 2)[:2] for line in proc.stdout.splitlines() if ": MHA" in line)
-    assert (proc.returncode, got) == (1, [[f"{PACKAGE}/{f}:{l}:{c}:", code] for f, l, c, code in WANT])
+    assert "scaled_dot_product" not in (ROOT / package / "model.py").read_text()
+    assert "TransformerEncoderLayer" not in (ROOT / package / "model.py").read_text()
+    assert_package_runs(package, PACKAGES[package])
 
 
 def test_a_row_of_a_layer_table_holds_one_kind_by_position():
@@ -102,3 +90,20 @@ def test_a_mask_reshaped_by_einops_keeps_its_meaning():
     found = analyze_source(SAME_FILE, "t.py", ["MHA002", "MHA009"])
     # a pattern that moves axes may transpose a triangle: unknown, not reported
     assert sorted((f.code, f.line, f.col) for f in found) == [("MHA002", 9, 9)]
+
+
+def test_which_subclasses_of_a_torch_module_are_the_torch_module():
+    head = "import torch.nn as nn\n\n\nclass Layer(nn.TransformerEncoderLayer):\n"
+    fwd = "    def forward(self, src, src_mask=None, src_key_padding_mask=None):\n"
+    same = "        return super().forward(src, src_mask, src_key_padding_mask=src_key_padding_mask)\n"
+    torch_layer = {"@torch": {"Layer": "torch.nn.TransformerEncoderLayer"}}
+    assert summarise(head + "    pass\n") == torch_layer
+    assert summarise(head + fwd + same) == torch_layer
+    for own in (
+        "        return super().forward(src, src_key_padding_mask=src_mask)\n",  # moved
+        "        src = src * 2\n" + same,  # does more
+        "        return super().forward(src)\n",  # drops what its callers pass
+    ):
+        assert "@torch" not in summarise(head + fwd + own), own
+    renamed = "    def forward(self, x, mask=None):\n        return super().forward(x, mask)\n"
+    assert "@torch" not in summarise(head + renamed)  # not torch's names

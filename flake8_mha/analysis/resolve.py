@@ -11,6 +11,7 @@ import libcst as cst
 
 from . import reach
 from ..core import torch_api
+from .classes import class_default, delegates
 from .flow import CallSite, ClassInfo, Def, DefKind, Env, FlowPass, Scope, lookup
 from .tree import is_none
 from .values import literal
@@ -190,7 +191,10 @@ class Resolver:
             for base in info.base_exprs:
                 spec = torch_api.module_spec(self.qualname(base, info.env, info.scope))
                 if spec is not None:
-                    result = (spec, "__init__" in info.methods, "forward" in info.methods)
+                    own_fwd = "forward" in info.methods and not delegates(
+                        info.methods["forward"], spec
+                    )
+                    result = (spec, "__init__" in info.methods, own_fwd)
                     break
                 parent = self.local_class(base, info.env, info.scope)
                 if parent is not None:
@@ -704,20 +708,6 @@ class Resolver:
         if any(i.spec is not spec or i.overrides_forward for i in instances):
             return None
         return spec
-
-
-def class_default(func, env: Env, scope: Optional[Scope]):
-    """``attn_layer(dim)`` inside ``def __init__(self, dim, attn_layer=Attention)``,
-    the parameter not rebound: the default class (timm's and open_clip's
-    ``attn_layer``, ``norm_layer``, ``block_fn``), the kind every construction
-    that leaves the parameter out gets.  Anything else: ``func`` itself."""
-    if not isinstance(func, cst.Name):
-        return func
-    defs = lookup(func.value, env, scope)
-    if len(defs) != 1 or defs[0].kind != DefKind.PARAM or not isinstance(defs[0].node, cst.Param):
-        return func
-    default = defs[0].node.default
-    return default if isinstance(default, (cst.Name, cst.Attribute)) else func
 
 
 _BUILTINS = {"list", "tuple", "zip", "enumerate", "dict"}

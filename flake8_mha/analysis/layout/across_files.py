@@ -109,7 +109,10 @@ class ProjectLayout:
         if found is None:
             return None
         ev, forward = found
-        return ev.export(ev.output_of(forward, layout, 0))
+        out = ev.output_of(forward, layout, 0)
+        if out is not None and out.node is layout.node and out.origin == layout.origin:
+            return real(out)  # the caller's own evidence, passed through: not that file's
+        return ev.export(out)
 
     def _foreign_reaches(self, target, depth: int) -> bool:
         """Whether the class's ``forward`` reaches an attention module (looked

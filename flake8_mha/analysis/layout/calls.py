@@ -13,6 +13,7 @@ from typing import Dict, Optional, Sequence, Tuple
 
 import libcst as cst
 
+from ..classes import class_default
 from ..program.callgraph import CHECKPOINT, bind_call, checkpointed
 from ..flow import Def, lookup
 from ..heads import EINOPS_REARRANGE
@@ -214,8 +215,6 @@ class LayoutCalls:
         if len(defs) != 1 or defs[0].kind != "assign" or not isinstance(defs[0].node, cst.Call):
             return None
         d = defs[0]
-        from ..resolve import class_default  # resolve's users import this module
-
         made_by = class_default(d.node.func, d.env, d.scope)
         qn = self.qualname(made_by, d.env, d.scope)
         if qn is None or not qn.startswith("torch.nn."):
@@ -377,7 +376,7 @@ class LayoutCalls:
             args = positional(node)  # ``super().forward(x.type(torch.float32))`` of a LayerNorm
             return self.eval(args[0], env, scope, frame, depth) if args else None
         if attr in _SIZED:
-            return self._sized(node, attr)
+            return self._sized(node, attr, env, scope, frame, depth)
         if attr == "repeat":
             return self._repeat(owner, node, env, scope, frame, depth)
         return None
@@ -423,7 +422,7 @@ class LayoutCalls:
             return None
         return known.roles[index]
 
-    def _sized(self, node: cst.Call, how: str) -> Optional[Layout]:
+    def _sized(self, node: cst.Call, how: str, env=None, scope=None, frame=None, depth=0):
         args = [a.value for a in node.args if a.keyword is None and not a.star]
         if len(args) == 1 and isinstance(args[0], (cst.Tuple, cst.List)):
             args = [e.value for e in args[0].elements]
@@ -432,9 +431,13 @@ class LayoutCalls:
             # ``reshape(batch * n_chunks, chunk_size, N)``: an unnamed size may be
             # the batch, so ``N`` alone says nothing (it is often the features)
             names = [None if n is not None and n.lower() == "n" else n for n in names]
-        roles = roles_of_names(names)
+        roles = list(roles_of_names(names))
+        if env is not None:  # ``x.view(x.size(0), x.size(1), -1)``: the axes of a known x
+            for i, (arg, name) in enumerate(zip(args, names)):
+                if name is None and roles[i] is None and size_read(arg) is not None:
+                    roles[i] = self._size_role(arg, env, scope, frame, depth)
         if useful(roles):
-            return Layout(roles, node, f"{how} with named sizes")
+            return Layout(tuple(roles), node, f"{how} with named sizes")
         return None
 
     def _torch_call(self, qn, node, env, scope, frame, depth) -> Optional[Layout]:

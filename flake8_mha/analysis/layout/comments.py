@@ -259,8 +259,10 @@ class CommentIndex:
             for line, below in _lines_and_below(self.module):
                 _index(self, line, below)
 
-    def of_value(self, value: cst.CSTNode) -> Optional[Layout]:
-        """``x = f(y)  # (B, L, E)`` (or the comment on the line above)."""
+    def of_value(self, value: cst.CSTNode, first: bool = False) -> Optional[Layout]:
+        """``x = f(y)  # (B, L, E)`` (or the comment on the line above).
+        ``first``: the first target of an unpacking (``x, lengths = f(y)  # T x
+        B x C``), which only a comment naming no target describes."""
         self._build()
         found = self.by_value.get(id(value))
         if found is None:
@@ -268,7 +270,7 @@ class CommentIndex:
         names, entries = found
         for comment, layouts in entries:
             for key, roles in layouts.items():
-                if key is None or key in names:
+                if key is None or (key in names and not first):
                     return Layout(roles, comment, "shape comment")
         return None
 
@@ -405,14 +407,30 @@ def _collect_unpacks(scope) -> list:
             continue
         if not useful(roles):
             continue
-        env = None
-        for n in names:
-            for d in scope.final_env.get(n, ()) or ():
-                if d.node is node.value:
-                    env = d.env
+        env = _env_at(scope, names, node.value)
         if env is not None:
             found.append((tensor, roles, node, env))
     return found
+
+
+def _env_at(scope, names, value):
+    """The environment of the assignment of ``value`` to ``names``: found from
+    the definitions in force at the end of the function, and back through
+    the environments of those (``bsz, n, _ = x.size()`` twice in a function:
+    the first is rebound by the second)."""
+    for n in names:
+        todo = list(scope.final_env.get(n, ()) or ())
+        seen = set()
+        while todo:
+            d = todo.pop()
+            if id(d) in seen or len(seen) > 64:
+                continue
+            seen.add(id(d))
+            if d.node is value:
+                return d.env
+            if d.env is not None:
+                todo.extend(d.env.get(n, ()) or ())
+    return None
 
 
 # the axis one size is read from, for the 3-D input of an attention module

@@ -157,10 +157,15 @@ class LayoutEvaluator(FileCalls, LayoutCalls, ProgramLayout, ProjectLayout):
                 value = self._unpacking(node.value, [d], scope)
             values.append(value)
         got = join(values)
-        if real(got) is None:
+        known = real(got)
+        if known is None or (
+            not known.conforms and known.batch_first is None and not known.unbatched
+        ):
+            # ``bsz, max_len, _ = x.size()`` after ``x = self.subsample(...)``
+            # whose output says no batch axis: the names say more
             unpack = self._unpacking(node.value, defs, scope)
             if unpack is not None:
-                return unpack
+                return unpack if known is None else (meet(unpack, known) or unpack)
         return got
 
     def _def(self, d: Def, frame, depth) -> Optional[Layout]:
@@ -192,7 +197,11 @@ class LayoutEvaluator(FileCalls, LayoutCalls, ProgramLayout, ProjectLayout):
             if el is not None:
                 return self.eval(el, d.env, d.scope, frame, depth)
             if d.index == (0,) and isinstance(d.node, cst.Call):
-                return self._call(d.node, d.env, d.scope, frame, depth, 0)
+                got = self._call(d.node, d.env, d.scope, frame, depth, 0)
+                if real(got) is not None and not got.conforms:
+                    return got
+                # ``x, lengths = self.subsample(...)  # T x B x C``: the first one's
+                return self.comments.of_value(d.node, first=True) or got
             return None
         if kind == "param":
             return self._param(d, frame, depth)

@@ -24,7 +24,12 @@ MODULE_SINKS = tuple(
     for arg in BY_NAME[name].mask_args + tuple(p.flag for p in BY_NAME[name].causal_pairs)
 )
 # a construction of a torch module class a wrapper may hold
-MODULE_WORDS = re.compile(r"\b(?:" + "|".join(WRAPPED) + r")\s*\(")
+# or a subclass of one: ``class EncoderLayer(nn.TransformerEncoderLayer):``
+MODULE_WORDS = re.compile(
+    r"\b(?:" + "|".join(WRAPPED) + r")\s*\("
+    r"|^[ \t]*class[ \t]+\w+[ \t]*\([^)]*\b(?:" + "|".join(WRAPPED) + r")\b",
+    re.MULTILINE,
+)
 
 
 def names_a_sink(text: str) -> bool:
@@ -161,6 +166,63 @@ def torch_class(ctor: str, torch_names: Dict[str, str]) -> Optional[str]:
     base = torch_names.get(head)
     qn = base + ("." + rest if rest else "") if base is not None else None
     return qn if qn is not None and module_spec(qn) is not None else None
+
+
+def torch_subclass(cls: ast.ClassDef, torch_names: Dict[str, str]) -> Optional[str]:
+    """The torch attention module class (qualified) ``cls`` is, for its callers:
+    a direct subclass that keeps torch's ``forward``, or whose ``forward``
+    only hands its parameters, named and placed as torch's, to
+    ``super().forward(...)``; else None."""
+    if cls.decorator_list:
+        return None
+    for base in cls.bases:
+        name = dotted_name(base)
+        qn = torch_class(name, torch_names) if name is not None else None
+        if qn is None:
+            continue
+        forward = next(
+            (f for f in cls.body if isinstance(f, ast.FunctionDef) and f.name == "forward"), None
+        )
+        spec = module_spec(qn)
+        if forward is None or (spec is not None and _delegates(forward, spec.forward.names)):
+            return qn
+        return None
+    return None
+
+
+def _delegates(func: ast.FunctionDef, torch_names_in_order) -> bool:
+    body = [
+        s
+        for s in func.body
+        if not (isinstance(s, ast.Expr) and isinstance(getattr(s, "value", None), ast.Constant))
+    ]
+    if len(body) != 1 or not isinstance(body[0], ast.Return):
+        return False
+    call = body[0].value
+    if not (
+        isinstance(call, ast.Call)
+        and isinstance(call.func, ast.Attribute)
+        and call.func.attr == "forward"
+        and isinstance(call.func.value, ast.Call)
+        and dotted_name(call.func.value.func) == "super"
+    ):
+        return False
+    a = func.args
+    if a.vararg or a.kwarg or a.posonlyargs or func.decorator_list:
+        return False
+    names = [x.arg for x in a.args[1:] + a.kwonlyargs]
+    if names != list(torch_names_in_order[: len(names)]):
+        return False
+    passed: List[str] = []
+    for i, arg in enumerate(call.args):
+        if not isinstance(arg, ast.Name) or passed != names[:i] or arg.id != names[i]:
+            return False
+        passed.append(arg.id)
+    for k in call.keywords:
+        if k.arg is None or not isinstance(k.value, ast.Name) or k.value.id != k.arg:
+            return False
+        passed.append(k.arg)
+    return sorted(passed) == sorted(names)
 
 
 def torch_modules(attrs: Dict[str, str], torch_names: Dict[str, str]) -> Dict[str, str]:

@@ -15,11 +15,10 @@ from typing import Dict, List, Optional, Tuple
 
 from ...core.lines import source_lines
 from ...core.torch_api import SDPA_NAME, SDPA_QUALNAME, SDPA_SIGNATURE, canonical
-from ..heads import einops_axes
 from . import chains, forms
 from .chains import dotted_name, named_lambda, own_nodes, statements
 
-SUMMARY_VERSION = 15
+SUMMARY_VERSION = 16
 REEXPORTS = "@reexports"  # the key of an __init__'s re-exports in its summary table
 IMPORTS = "@imports"  # the file's imports, where the callees its edges name live
 ATTRS = "@attrs"  # per class, what kind of module each self.<attr> holds (chains.py)
@@ -199,6 +198,9 @@ def _summarise_node(node, out, attrs, sdpa_names, direct, may_call, holds_module
         own = chains.class_attrs(node)
         if own:
             attrs[node.name] = own
+        torch_sub = forms.torch_subclass(node, torch_names) if holds_modules else None
+        if torch_sub is not None:  # ``class EncoderLayer(nn.TransformerEncoderLayer)``
+            out.setdefault(TORCH_MODULES, {})[node.name] = torch_sub
         held = forms.torch_modules(own, torch_names) if holds_modules and own else {}
         bases = forms.inherits_forward(node, own)
         if bases:
@@ -653,6 +655,9 @@ def _reach(expr: ast.AST, params: set, stores, depth: int) -> Optional[dict]:
     return got
 
 
+_EINOPS_AXIS = re.compile(r"\([^)]*\)|\.\.\.|[A-Za-z_][A-Za-z_0-9]*|\d+")
+
+
 def _unit_axes_index(pattern: ast.AST) -> Optional[str]:
     """The index an einops pattern that only adds axes of size one amounts to
     (``"b j -> b 1 1 j"``: ``":, None, None, :"``); None for any other."""
@@ -660,7 +665,10 @@ def _unit_axes_index(pattern: ast.AST) -> Optional[str]:
         return None
     if pattern.value.count("->") != 1:
         return None
-    left, right = (einops_axes(side) for side in pattern.value.split("->"))
+    # einops' axes, as ``heads.einops_axes`` reads them (that module needs LibCST)
+    left, right = (_EINOPS_AXIS.findall(side) for side in pattern.value.split("->"))
+    if "..." in left + right:
+        return None
     if not left or not right or any(a.startswith("(") or a.isdigit() for a in left):
         return None
     if [a for a in right if a not in ("1", "()")] != left or len(set(left)) != len(left):
