@@ -74,11 +74,19 @@ def test_piped_into_head_ends_quietly(command):
 
 # -- Ctrl-C --------------------------------------------------------------------------------
 
+def _sigint_default() -> None:
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+
+
 def _interrupt(args, cwd, after: float) -> subprocess.CompletedProcess:
     """Start a run in its own process group, then press Ctrl-C: SIGINT to the
-    whole group, as a terminal sends it (workers included)."""
+    whole group, as a terminal sends it (workers included).  The run starts with
+    SIGINT at its default, as a terminal's foreground job does: a test session
+    started in the background (``cmd &`` in a script) ignores SIGINT, every child
+    would inherit that, and the run would rightly never see the Ctrl-C."""
     proc = subprocess.Popen([*CLI, *args], cwd=cwd, env=_env(), stdout=subprocess.PIPE,
-                            stderr=subprocess.PIPE, text=True, start_new_session=True)
+                            stderr=subprocess.PIPE, text=True, start_new_session=True,
+                            preexec_fn=_sigint_default)
     time.sleep(after)
     assert proc.poll() is None, "the run ended before Ctrl-C: make the tree bigger"
     os.killpg(proc.pid, signal.SIGINT)
