@@ -8,7 +8,7 @@ Layers, bottom to top, each a folder of ``flake8_mha/`` (issues 11 and 26):
     analysis/   flow, values, resolve, events, focus, the program's calls
                 (program/), reach, masks/, layout/, heads, gqa, scores
     rules/      one code per module
-    lint/       one file's findings: engine, noqa, selection
+    lint/       one file's findings: engine, facts, noqa, selection
     app/        what the entry points share: pipeline, cache, config, options,
                 discovery, output, fix, notebook, docs (never an entry point)
     frontends/  the entry points: plugin, cli, check, confirm_cli, pytest_plugin

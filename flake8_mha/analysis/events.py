@@ -73,6 +73,29 @@ class SdpaCall:
         self.through = through
 
 
+class FillCall:
+    """A call of a project function that fills attention scores with a big
+    negative where a mask parameter says (``scores.masked_fill(mask, -inf)``
+    inside ``masked_softmax(sim, mask)``), with the caller's mask in place of
+    the parameter (``program/callsites.py``).  ``door``: "ignore" when True
+    removes the score (masked_fill), "keep" when True keeps it
+    (``torch.where(mask, x, -inf)``); ``softmaxed``: the function that fills
+    softmaxes its scores (a triangle is judged only then); ``through``: the
+    function's name, file and fill line, as ``SdpaCall.through``."""
+
+    __slots__ = ("site", "mask", "given", "inverted", "door", "text", "softmaxed", "through")
+
+    def __init__(self, site, mask, door: str, text: str, softmaxed: bool, through: dict):
+        self.site = site
+        self.mask = mask  # the caller's argument with the function's steps applied
+        self.given = mask  # the caller's argument as written
+        self.inverted = False  # the function's steps invert it
+        self.door = door
+        self.text = text
+        self.softmaxed = softmaxed
+        self.through = through
+
+
 def classify(site: CallSite, resolver: Resolver):
     """The event for one call site, or None for a call no rule cares about."""
     call = site.node

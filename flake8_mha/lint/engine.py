@@ -15,15 +15,15 @@ import sys
 import threading
 import tokenize
 import warnings
-from typing import Dict, Iterable, List, Optional, Sequence, Set, Tuple
+from typing import Dict, Iterable, List, Optional, Sequence, Tuple
 
 import libcst as cst
 
 from ..core import collector, positions, torch_api
 from ..core import screen as screen_mod
-from ..analysis.events import Construction, ModuleCall, SdpaCall, classify
+from ..analysis.events import Construction, FillCall, ModuleCall, SdpaCall, classify
 from ..core.findings import Finding
-from ..analysis.flow import CallSite, DefKind, FlowPass, ScopeKind, lookup
+from ..analysis.flow import CallSite, FlowPass
 from ..analysis.focus import focus
 from ..analysis.layout import project_callers
 from ..core.lines import source_lines
@@ -33,7 +33,7 @@ from ..analysis.program.files import reaches_a_sink
 from ..analysis.resolve import Resolver
 from ..rules.base import all_rules
 from ..analysis.values import value_of
-from . import reparse
+from . import facts, reparse
 
 MAX_BYTES = 8 * 1024 * 1024
 _HANDLERS = {
@@ -41,6 +41,7 @@ _HANDLERS = {
     ModuleCall: "on_module_call",
     WrappedModuleCall: "on_module_call",
     SdpaCall: "on_sdpa_call",
+    FillCall: "on_fill_call",
 }
 
 
@@ -202,18 +203,25 @@ def _analyze_module(
         if ev is not None:
             ctx.events.append(ev)
     reports: List[tuple] = []
+    # the fills of this file judged at their callers instead (their masks are
+    # each caller's: RULES.md, where the fact enters the chain)
+    judged = facts.fills_judged_by_callers(ctx.events, project, module, flow)
     # rules that look at every call (mask sinks such as masked_fill) get the raw sites
     for rule in rules:
         method = getattr(rule, "on_call", None)
         if method is not None:
             for site in flow.calls:
+                if rule.CODE in facts.FILL_CODES and id(site.node) in judged:
+                    continue
                 for rep in method(site):
                     reports.append((rule.CODE, rep))
-    decided = _decided_by_callers(ctx.events, project)
+    decided = facts.decided_by_callers(ctx.events, project)
     located = []
     asks = getattr(project, "asks", None)
     for ev in ctx.events:
-        if isinstance(ev, Construction) and _never_built(ev, project):
+        if isinstance(ev, Construction) and facts.never_built(ev, project):
+            continue
+        if ev.site.conds and facts.dead_in_program(ev.site):
             continue
         handler = _HANDLERS[type(ev)]
         for rule in rules:
@@ -229,10 +237,10 @@ def _analyze_module(
                 reports.append((rule.CODE, annotate(rep, ev)))
                 located.append((rule.CODE, rep, ev, asked))
     for code, rep, ev, asked in located:  # once every rule has asked what it needs of the project
-        carried = _carried(code, ev)
-        _settled(rep, ev, project, carried)
+        carried = facts.carried(code, ev)
+        facts.settled(rep, ev, project, carried)
         if asked:
-            _from_callers(rep, ev, asked, carried)
+            facts.from_callers(rep, ev, asked, carried)
     if not reports:
         return []
     starts = start_positions(module, [rep.node for _, rep in reports])
@@ -241,229 +249,6 @@ def _analyze_module(
         line, col0 = starts[id(rep.node)]
         findings.add(Finding(code, line, col0 + 1, rep.message, path, rep.evidence))
     return sorted(findings, key=lambda f: (f.line, f.col, f.code))
-
-
-# the SDPA arguments each code judges (when the wrapper's parameters carry all
-# of them, the code judges them at the wrapper's call sites instead)
-_JUDGES = {
-    "MHA002": ("attn_mask",),
-    "MHA003": ("attn_mask",),
-    "MHA004": ("attn_mask",),
-    "MHA009": ("attn_mask",),
-    "MHA006": ("attn_mask", "is_causal"),  # the pair: judged at the call only when both pass
-    "MHA007": ("dropout_p",),
-    "MHA015": ("key", "value"),
-}
-
-
-# arguments a code does not judge but whose value decides the damage it reports:
-# MHA006's pair raises only with dropout (a rate the project fixes at 0 is said)
-_DAMAGE_ARGS = {"MHA006": ("dropout_p",)}
-
-# the arguments of a torch module's construction or call each code judges by
-# value (where a fact of the project about them is said in the message)
-_SPECS = tuple(torch_api.MODULES.values())
-_HEADS = ("embed_dim", "num_heads", "d_model", "nhead", "kdim", "vdim")
-_FLAGS = tuple(sorted({p.flag for s in _SPECS for p in s.causal_pairs}))
-_MASKS = tuple(sorted({a for s in _SPECS for a in s.mask_args}))
-_JUDGES_MODULES = {
-    "MHA001": ("batch_first",),
-    "MHA005": _FLAGS + _MASKS,
-    "MHA008": _HEADS,
-    "MHA014": _HEADS,
-    "MHA101": ("num_heads", "nhead"),
-    "MHA901": ("batch_first",),
-    "MHA902": ("batch_first",),
-}
-
-
-def _decided_by_callers(events, project) -> Dict[int, Set[str]]:
-    """``id(event) -> codes`` not to judge at an SDPA call (or a wrapper call)
-    inside a function of this file that the file's own calls follow through
-    its summary: what that function's parameters carry there is each
-    caller's, and is judged at each call (RULES.md: where the fact enters the
-    chain), not joined over the callers inside the function."""
-    if project is None:
-        return {}
-    out: Dict[int, Set[str]] = {}
-    lambdas = getattr(project, "lambdas", {})
-    for ev in events:  # the call a followed lambda makes
-        sinks = lambdas.get(id(ev.site.node)) if isinstance(ev, SdpaCall) else None
-        if sinks:
-            out[id(ev)] = {c for c, judged in _JUDGES.items() if sinks.issuperset(judged)}
-    own = project.own_name()
-    followed: Set[str] = set()
-    for ev in events:
-        through = getattr(ev, "through", None)
-        if through is not None:
-            steps = through.get("chain") or [[through["file"], through["function"]]]
-            followed.update(name for file, name in steps if file == own)
-    if not followed:
-        return out
-    for ev in events:
-        if not isinstance(ev, (SdpaCall, ModuleCall)) or isinstance(ev, WrappedModuleCall):
-            continue
-        key = _function_key(ev.site.scope)
-        if key not in followed:
-            continue
-        summary = project.effective(project.path, key)
-        sinks = set(summary["reach"]) if summary else set()
-        if isinstance(ev, ModuleCall):
-            # a held module's mask that a parameter gives: each caller's mask is
-            # judged at its call (MHA003, MHA004), not their join in here
-            given = {f"{ev.spec.name}.{arg}" for arg in ev.spec.mask_args if ev.args.given(arg)}
-            if given and given <= sinks:
-                out[id(ev)] = set(WrappedModuleCall.MASK_CODES)
-            continue
-        codes = {c for c, judged in _JUDGES.items() if sinks.issuperset(judged)}
-        if codes:
-            out[id(ev)] = codes
-    return out
-
-
-def _never_built(ev, project) -> bool:
-    """A module built as the default of an ``__init__`` parameter
-    (``self.self_attn = self_attention or nn.MultiheadAttention(...)``) where
-    every construction of the class in the project builds a module for that
-    parameter itself: the default never runs in this program, and what its
-    arguments would do does no damage (docs/reach.md)."""
-    default = ev.site.init_default
-    if default is None or not isinstance(project, Project):
-        return False
-    return project.always_handed(ev.site.scope.cls.name, default[0])
-
-
-def _settled(report, ev, project, carried: Set[str]):
-    """A finding inside a class whose ``__init__`` parameters the project fixes
-    (every construction passes the same literal) says so: the value is the
-    program's, not the class's API.  The message names only the parameters
-    the judged arguments carry (``carried``): a dropout rate the project
-    fixes says nothing about a module's ``batch_first``.  The evidence keeps
-    them all, for the confirmer's witness (the module the program builds)."""
-    settled = getattr(project, "settled", None)
-    key = _function_key(ev.site.scope) if settled else None
-    cls = key.split(".")[0] if key and "." in key else None
-    facts = settled.get(cls) if cls else None
-    if not facts:
-        return report
-    report.evidence["constructed"] = {p: v for p, (v, _) in facts.items()}
-    told = {p: fact for p, fact in facts.items() if p in carried}
-    if told:
-        shown = ", ".join(f"{p}={v!r}" for p, (v, _) in sorted(told.items()))
-        count = max(n for _, n in told.values())
-        report.message += f"; every construction of {cls} in the project ({count}) passes {shown}"
-    return report
-
-
-def _carried(code: str, ev) -> Set[str]:
-    """The names whose value the arguments a code judges carry as they are:
-    the argument itself, through locals, ``self.<attr>`` (and what its
-    class assigns it), conditions, boolean and arithmetic operations; not
-    into calls or subscripts (a mask made from ``self.pad_id`` carries its
-    meaning, not the value of ``pad_id``).  A fact the project gave about a
-    parameter outside these was not what the finding's judgement rests on."""
-    args = ev.args.args
-    keys = (_JUDGES if isinstance(ev, SdpaCall) else _JUDGES_MODULES).get(code, ())
-    keys = keys + _DAMAGE_ARGS.get(code, ())
-    stack = [(args[k], ev.site.env, ev.site.scope, 0) for k in keys if k in args]
-    names: Set[str] = set()
-    while stack:
-        node, env, scope, depth = stack.pop()
-        if isinstance(node, cst.Name):
-            names.add(node.value)
-            defs = lookup(node.value, env, scope) if depth < 6 else ()
-        elif isinstance(node, cst.Attribute) and isinstance(node.value, cst.Name):
-            names.add(node.attr.value)
-            owners = lookup(node.value.value, env, scope) if depth < 6 else ()
-            if not owners or any(d.kind != DefKind.SELF for d in owners):
-                continue
-            defs = owners[0].extra.attrs.get(node.attr.value, ())
-        else:
-            parts = {
-                cst.IfExp: ("test", "body", "orelse"),
-                cst.BooleanOperation: ("left", "right"),
-                cst.BinaryOperation: ("left", "right"),
-                cst.UnaryOperation: ("expression",),
-                cst.Comparison: ("left",),
-            }.get(type(node), ())
-            stack.extend((getattr(node, p), env, scope, depth) for p in parts)
-            if isinstance(node, cst.Comparison):
-                stack.extend((c.comparator, env, scope, depth) for c in node.comparisons)
-            continue
-        for d in defs:
-            if d.kind == DefKind.ASSIGN and d.node is not None:
-                stack.append((d.node, d.env, d.scope, depth + 1))
-    return names
-
-
-# the facts of SDPA's arguments a witness reads from a finding's evidence
-_WITNESSED = ("dropout_p", "is_causal")
-
-
-def _from_callers(report, ev, asked, carried: Set[str]) -> None:
-    """What the project's callers decided in a finding, from the asks its
-    rule made of the project while judging it (``Project.asks``): a
-    parameter every call leaves off is said in the message (the value is
-    the program's); a class never built, or a function never called, in the
-    project is judged by its API as before, and the message says its
-    callers are outside the project.  An SDPA argument that is a parameter
-    every call passes alike goes into the evidence (``program``; and as the
-    argument's value when the rule did not know it), for the confirmer's
-    witness: the value the program really passes."""
-    called: Dict[str, Dict[str, tuple]] = {}
-    outside: Dict[str, str] = {}  # the class or function -> how it would be used
-    key = _function_key(ev.site.scope) if isinstance(ev, SdpaCall) else None
-    for kind, owner, param, answer in asked:
-        if answer[0] in ("settled", "known") and kind == "called" and owner == key:
-            # what the program passes, for the witness (its value, where the
-            # rule did not know it: a value that is not off)
-            for arg in _WITNESSED:
-                expr = ev.args.args.get(arg)
-                if isinstance(expr, cst.Name) and expr.value == param and arg in report.evidence:
-                    if report.evidence[arg] is None:
-                        report.evidence[arg] = answer[1]
-                    report.evidence.setdefault("program", {})[arg] = answer[1]
-        if param not in carried:
-            continue  # not what the judgement rests on: no word in the message
-        if answer[0] == "settled" and kind == "called":
-            called.setdefault(owner, {})[param] = answer[1:]
-        elif answer[0] == "outside":
-            if kind == "built" or owner.endswith(".forward"):
-                outside.setdefault(owner.split(".")[0], "built")
-            else:
-                outside.setdefault(owner, "called")
-    for fn, facts in sorted(called.items()):
-        shown = ", ".join(f"{p}={v!r}" for p, (v, _) in sorted(facts.items()))
-        count = max(n for _, n in facts.values())
-        report.message += f"; every call of {fn} in the project ({count}) has {shown}"
-        report.evidence.setdefault("called", {})[fn] = {p: v for p, (v, _) in facts.items()}
-    for name, verb in outside.items():
-        report.message += f"; {name} is never {verb} in the project: its callers are outside it"
-    if outside:
-        report.evidence["callers_outside"] = list(outside)
-
-
-def _function_key(scope) -> Optional[str]:
-    """How a summary table names the function a call site is in: ``attend``,
-    ``Attention.forward``, ``make_attention()`` (the function a factory
-    returns); None inside anything else."""
-    while scope is not None and scope.kind != ScopeKind.FUNCTION:
-        scope = scope.parent
-    if scope is None or not isinstance(scope.node, cst.FunctionDef):
-        return None
-    name = scope.node.name.value
-    parent = scope.parent
-    if parent is not None and parent.kind == ScopeKind.CLASS:
-        outer = parent.parent
-        if outer is not None and outer.kind == ScopeKind.MODULE and parent.node is not None:
-            return f"{parent.node.name.value}.{name}"
-        return None
-    if parent is not None and parent.kind == ScopeKind.FUNCTION:
-        outer = parent.parent
-        if outer is not None and outer.kind == ScopeKind.MODULE:
-            return parent.node.name.value + "()"
-        return None
-    return name
 
 
 def start_positions(module: cst.Module, nodes: Sequence[cst.CSTNode]) -> Dict[int, Tuple[int, int]]:

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from typing import Optional, Tuple
 
-from ..analysis.masks import FLOAT01, INT, Mask, MaskAnalysis, Sink, analysis_for
+from ..analysis.masks import BOOL, FLOAT01, IGNORE, INT, Mask, MaskAnalysis, Sink, analysis_for
 from ..core.torch_api import SDPA_NAME
 from .base import Report, Rule
 from .construction import construction_evidence
@@ -42,6 +42,31 @@ class MaskRule(Rule):
         if sink is None:
             return None
         return sink, a.value(sink)
+
+    def fill_mask(self, ev, door) -> Optional[Tuple[Sink, Mask, str]]:
+        """The fill a ``FillCall`` amounts to (a project function that fills
+        scores with the caller's mask), the caller's mask there, and how the
+        message names it (the caller's own mask, and whether the function
+        inverts it), when its door is ``door``; a triangle only where that
+        function softmaxes the scores it fills (MHA003's decision on fills of
+        scores)."""
+        want = "ignore" if door == IGNORE else "keep"
+        if ev.door != want:
+            return None
+        kind = "masked_fill" if want == "ignore" else "where"
+        sink = Sink(ev.site, kind, kind, door, ev.mask, False, ev.text)
+        mask = self.analysis().value(sink)
+        if mask.kind not in (BOOL, None) or (mask.causal and not ev.softmaxed):
+            return None
+        a = self.analysis()
+        shown = a.evaluator.describe(mask.origin)
+        if ev.given is not ev.mask:
+            given = a.value(Sink(ev.site, sink.module, sink.arg, door, ev.given, False))
+            if given.origin is not None and a.evaluator.line(given.origin.node) is not None:
+                shown = a.evaluator.describe(given.origin)
+                if ev.inverted:
+                    shown += ", inverted by the function it is given to,"
+        return sink, mask, shown
 
     def _report(self, where: Sink, value: Mask, module_ev, message: str, **fmt) -> Report:
         evidence = self.analysis().evidence(where, value, module_ev, construction_evidence)

@@ -54,7 +54,10 @@ class IgnoreMaskToSdpa(MaskRule):
           True, the same door as SDPA: an ignore-mask there is reported too; one
           whose meaning comes from a triangle only where the filled tensor is
           attention scores that reach a softmax (see MHA003). `einx.where(desc,
-          mask, scores, -inf)` is read the same way (see MHA003).
+          mask, scores, -inf)` is read the same way (see MHA003). A project
+          function that keeps scores so by its mask parameter (`def
+          gate(sim, keep): return torch.where(keep, sim, -inf)`) is judged at
+          each call with the caller's mask, and reported there.
         - A float or integer 0/1 ignore-mask reports MHA004 as well.
         - Branches join: a mask that is an ignore-mask on one path and unknown or
           a keep-mask on another is not reported; `None` on a path does not count.
@@ -117,14 +120,19 @@ class IgnoreMaskToSdpa(MaskRule):
         ):
             yield self._message(sink, mask)
 
-    def _message(self, sink: Sink, mask: Mask) -> Report:
+    def on_fill_call(self, ev) -> Iterator[Report]:
+        got = self.fill_mask(ev, KEEP)
+        if got is not None and got[1].meaning == IGNORE:
+            yield self._message(got[0], got[1], shown=got[2])
+
+    def _message(self, sink: Sink, mask: Mask, shown=None) -> Report:
         a = self.analysis()
         return self._report(
             sink,
             mask,
             None,
             self.MESSAGE,
-            mask=a.evaluator.describe(mask.origin),
+            mask=shown or a.evaluator.describe(mask.origin),
             what=true_word(mask),
             sink=sink_text(sink),
         )

@@ -88,6 +88,14 @@ class KeepMaskAsIgnoreMask(MaskRule):
           the condition's last two axes in the place and order of the filled
           tensor's (`"i j, b h i j, -> b h i j"`), never through `...`,
           brackets or a transposed `"j i, b h i j"`. einops has no `where`.
+        - A function of the project that fills scores with its mask parameter
+          (`masked_softmax(sim, mask)` doing `sim.masked_fill(~mask, -inf)`,
+          in this file or another) is judged at each call, with the caller's
+          mask and the function's steps (`~`, broadcasting) applied, and
+          reported at the call that passes the wrong mask; the message names
+          the chain down to the fill. A triangle passed so is judged only when
+          that function also calls a softmax (docs/reach.md, "Fills of
+          scores").
         """
     VALID = [
         "import torch.nn as nn\n"
@@ -140,14 +148,19 @@ class KeepMaskAsIgnoreMask(MaskRule):
         ):
             yield self._message(sink, mask, None)
 
-    def _message(self, sink: Sink, mask: Mask, module_ev) -> Report:
+    def on_fill_call(self, ev) -> Iterator[Report]:
+        got = self.fill_mask(ev, IGNORE)
+        if got is not None and got[1].meaning == KEEP:
+            yield self._message(got[0], got[1], None, shown=got[2])
+
+    def _message(self, sink: Sink, mask: Mask, module_ev, shown=None) -> Report:
         a = self.analysis()
         return self._report(
             sink,
             mask,
             module_ev,
             self.MESSAGE,
-            mask=a.evaluator.describe(mask.origin),
+            mask=shown or a.evaluator.describe(mask.origin),
             what=true_word(mask),
             sink=sink_text(sink),
         )

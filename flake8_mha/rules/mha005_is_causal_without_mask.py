@@ -49,7 +49,12 @@ class IsCausalWithoutMask(Rule):
           leaves it `None`: then the hint alone reaches the module, and the
           message says which calls decided it (docs/reach.md, "Facts from the
           callers"). One call that passes a mask, or that the analysis cannot
-          read, leaves the mask given.
+          read, leaves the mask given. The calls of a module's instances
+          include those kept in `nn.ModuleList`/`nn.Sequential` and called in
+          a loop over it or by index.
+        - A call under `if self.causal:` where every construction in the
+          project passes `causal=False` never runs in the program: not judged
+          (nor is any call in a branch the program never takes).
         """
     VALID = [
         "import torch.nn as nn\nattn = nn.MultiheadAttention(64, 8, batch_first=True)\n"

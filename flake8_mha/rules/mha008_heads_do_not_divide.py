@@ -41,7 +41,14 @@ class HeadsDoNotDivide(Rule):
         layer = nn.TransformerEncoderLayer(d_model=D_MODEL, nhead=8, batch_first=True)
         """
     DECISIONS = """
-        - Values from parameters, config objects or other files are unknown: no report.
+        - Known values are literals, module-level constants of the file or of
+          the project file they are imported from (and arithmetic on them), and
+          a constructor parameter that every construction of its class in the
+          project passes alike, or leaves at a default that is such a constant
+          (`def __init__(self, embed_dim=TAG_DIM, num_heads=TAG_HEADS)`, built
+          `Block()` everywhere). Config objects, values from outside the
+          project, and parameters whose constructions disagree are unknown: no
+          report.
         """
     VALID = [
         "import torch.nn as nn\nattn = nn.MultiheadAttention(64, 8, batch_first=True)\n",

@@ -271,6 +271,10 @@ class LayoutCalls:
         found = self.callee(node, env, scope)
         if found is not None:
             return self._helper(found, node, env, scope, frame, depth)
+        if isinstance(func, cst.Name) and node.args:
+            got = self._swap_helper(node, env, scope, frame, depth)
+            if got is not None:
+                return got
         chosen = self.chosen_methods(node, env, scope)
         if chosen:  # ``fwd_fn(...)``: what every method it may be returns
             return join([self._helper((m, 1), node, env, scope, frame, depth) for m in chosen])
@@ -282,6 +286,32 @@ class LayoutCalls:
             fed = real(self.eval(data, env, scope, frame, depth))
             return fed if fed is not None and fed.conforms else None
         return got
+
+    def _swap_helper(self, node: cst.Call, env, scope, frame, depth) -> Optional[Layout]:
+        """A call of a helper another project file defines whose one return
+        swaps the first two axes of its parameter (``def to_time_major(x):
+        return x.transpose(0, 1)``): the swap, of the caller's argument, at
+        the call (its line is the evidence)."""
+        from ..program.returns import helper_reading
+
+        got = helper_reading(self.ctx, node, env, scope, "layout-swap", _read_swap)
+        if got is None or got.where is None:
+            return None  # this file's own helpers are followed as helpers
+        arg = got.args.get(got.form["params"][0])
+        if arg is None:
+            return None
+        swap = self.__dict__.setdefault("_swaps", {})
+        if id(node) not in swap:  # one made node per call, kept as long as the evaluator
+            made = cst.Call(
+                cst.Attribute(arg, cst.Name("transpose")),
+                [cst.Arg(cst.Integer("0")), cst.Arg(cst.Integer("1"))],
+            )
+            swap[id(node)] = (node, made)
+        made = swap[id(node)][1]
+        inner = real(self.eval(arg, env, scope, frame, depth))
+        if inner is None:
+            return self.swap_layout(node)  # the call itself is what the module is fed
+        return transform(inner, "transpose", made, node)
 
     def _checkpointed(self, node: cst.Call) -> Optional[cst.Call]:
         """``checkpointed(node)``, made once per node and kept as long as the
@@ -531,4 +561,33 @@ class LayoutCalls:
 def _attr_name(node) -> Optional[str]:
     if isinstance(node, cst.Attribute):
         return node.attr.value  # self.num_heads, cfg.d_model
+    return None
+
+
+def _read_swap(ctx, func: cst.FunctionDef, fscope) -> Optional[dict]:
+    """The layout's reading of a helper, in its own file: its one return is
+    ``p.transpose(0, 1)``, ``p.permute(1, 0, 2)``, ``p.swapaxes(0, 1)`` or
+    ``rearrange(p, "b n d -> n b d")`` of its parameter ``p``."""
+    if len(fscope.returns) != 1:
+        return None
+    ret = fscope.returns[0][0]
+    if not isinstance(ret, cst.Call):
+        return None
+    params = {x.name.value for x in (*func.params.posonly_params, *func.params.params)}
+    f = ret.func
+    if isinstance(f, cst.Attribute) and isinstance(f.value, cst.Name):
+        if f.value.value in params and is_swap(ret, f.attr.value):
+            return {"params": [f.value.value]}
+        return None
+    if isinstance(f, (cst.Name, cst.Attribute)) and len(ret.args) == 2:
+        name = f.attr.value if isinstance(f, cst.Attribute) else f.value
+        data, pattern = ret.args[0].value, ret.args[1].value
+        if (
+            name == "rearrange"
+            and isinstance(data, cst.Name)
+            and data.value in params
+            and isinstance(pattern, cst.SimpleString)
+            and is_swap_pattern(pattern.evaluated_value or "")
+        ):
+            return {"params": [data.value]}
     return None

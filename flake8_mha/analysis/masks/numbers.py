@@ -14,12 +14,12 @@ from typing import Optional, Tuple
 
 import libcst as cst
 
+from ...core.fills import SMALL_DIVISOR, constant_sign, helper_sign, sign
 from ..flow import lookup
 from ..values import UNKNOWN, value_of
 from .calls import At, Frame, arg, bind_call, frame_for
 
 MAX_DEPTH = 40
-BIG_NEGATIVE = -1e3  # a fill at or below this masks a score out after softmax
 _FOLLOW_HOPS = 8
 
 # torch (and friends) that wrap a number into a tensor: the sign of their first argument
@@ -28,44 +28,6 @@ _WRAPS = ("torch.tensor", "torch.as_tensor", "torch.scalar_tensor", "numpy.array
 _KEEPS_VALUE = ("to", "type_as", "item", "float", "half", "to_dense", "detach", "clone")
 _INF = ("math.inf", "torch.inf", "numpy.inf", "numpy.Inf", "numpy.infty")
 _OPPOSITE = {"pos": "neg", "neg": "pos"}
-# a big negative divided by a constant up to this stays at or below BIG_NEGATIVE: the
-# symbolic big negatives are -inf, finfo.min (-65504 in float16: /10 is -6550) and
-# imported infinities
-SMALL_DIVISOR = 10
-_NEGATIVE_WORDS = {"NEG", "NEGATIVE", "MINUS"}
-_INFINITE_WORDS = {"INF", "INFINITY", "INFTY", "NEGINF"}
-_LARGE_WORDS = {"LARGE", "BIG", "HUGE"}
-
-
-def constant_sign(name: str) -> Optional[str]:
-    """What an imported constant's name says, when its value is out of reach.
-
-    Decision (conservative): ``"pos"`` for a name with a word INF, INFINITY or
-    INFTY and no negative word (``INF``, ``INFINITY_NUMBER``); ``"neg"`` for
-    a name with a negative word (NEG, NEGATIVE, MINUS) and an infinite or
-    large word (``NEG_INF``, ``NEGATIVE_INFINITY``, ``LARGE_NEGATIVE``,
-    ``LARGE_NEGATIVE_NUMBER``), or the single word ``NEGINF``.  Words are the
-    parts between underscores, in any case.  Anything else is unknown: a
-    ``LARGE_NUMBER`` may be 100, a ``FLOAT_MIN`` may be the smallest positive
-    float, a ``MASK_VALUE`` may be anything."""
-    words = {w for w in name.upper().split("_") if w}
-    negative = bool(words & _NEGATIVE_WORDS) or "NEGINF" in words
-    if negative and (words & (_INFINITE_WORDS | _LARGE_WORDS)):
-        return "neg"
-    if not negative and words & _INFINITE_WORDS:
-        return "pos"
-    return None
-
-
-def sign(v) -> Optional[str]:
-    """ "neg" for a big negative number, "pos" for a big positive one."""
-    if isinstance(v, bool) or not isinstance(v, (int, float)):
-        return None
-    if v <= BIG_NEGATIVE:
-        return "neg"
-    if v >= -BIG_NEGATIVE:
-        return "pos"
-    return None
 
 
 def holds(a: float, op: str, b: float) -> bool:
@@ -249,7 +211,22 @@ class Numbers:
                 self._neg(expr, at.but(renv, fscope, inner)) for expr, renv in fscope.returns
             }
             return results.pop() if len(results) == 1 else None
-        return None
+        return self._imported_helper(node.func, at)
+
+    def _imported_helper(self, func, at: At) -> Optional[str]:
+        """A helper imported from another file (``max_neg_value(sim)`` from
+        ``.utils``), whose body this file cannot read: its name alone
+        (``helper_sign``), when the name is bound by an import only."""
+        root = func
+        while isinstance(root, cst.Attribute):
+            root = root.value
+        if not isinstance(root, cst.Name):
+            return None
+        defs = lookup(root.value, at.env, at.scope)
+        if not defs or any(d.kind != "import" for d in defs):
+            return None
+        last = func.attr.value if isinstance(func, cst.Attribute) else func.value
+        return helper_sign(last)
 
     def _neg_defs(self, defs, at: At) -> Optional[str]:
         if not defs:

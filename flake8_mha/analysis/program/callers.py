@@ -18,6 +18,7 @@ from typing import Dict, Iterable, List, Optional, Set, Tuple
 from ...core.atomic import read_regular
 from . import chains
 from .files import ProjectFiles, project_root
+from .call_index import Call, Index
 from .signatures import UNKNOWN, init_signature, literal, parse
 
 MAX_HOPS = 3  # importer of an importer of ...: chains are rarely longer
@@ -386,103 +387,13 @@ def _names_class(node: ast.AST, names: Set[str]) -> bool:
     return isinstance(node, ast.Attribute) and node.attr in names
 
 
-class _Call:
-    """One call in a file, as ``calls`` reads it: its positional arguments and
-    keywords as literals (``UNKNOWN`` otherwise), whether it splats, and where
-    its result goes when it builds something (``("attr", name)`` for
-    ``x.name = C(...)``, ``("name", name)`` for ``name = C(...)``, else None)."""
-
-    __slots__ = ("args", "keywords", "splat", "into", "definer")
-
-    def __init__(self, node: ast.Call, into, definer: Optional[str] = None):
-        self.splat = any(isinstance(a, ast.Starred) for a in node.args) or any(
-            k.arg is None for k in node.keywords
-        )
-        self.args = [literal(a) for a in node.args]
-        self.keywords = {k.arg: literal(k.value) for k in node.keywords if k.arg is not None}
-        self.into = into
-        # ``self.NAME(...)`` in a class that defines a method NAME itself: that class's
-        self.definer = definer
-
-
-class _Index:
-    """What ``calls`` needs of one file, read once: its calls by the name
-    called (``f(...)``) and by the attribute called (``x.f(...)``), the names
-    and attributes read otherwise (passed around: the callers cannot be
-    told), the names used as class bases, and ``from ... import f as g``."""
-
-    __slots__ = ("by_name", "by_attr", "loaded_names", "loaded_attrs", "bases", "aliases")
-
-    def __init__(self, tree: ast.Module):
-        self.by_name: Dict[str, List[_Call]] = {}
-        self.by_attr: Dict[str, List[_Call]] = {}
-        self.loaded_names: Set[str] = set()
-        self.loaded_attrs: Set[str] = set()
-        self.bases: Set[str] = set()
-        self.aliases: Dict[str, Set[str]] = {}
-        into: Dict[int, tuple] = {}
-        funcs: Set[int] = set()
-        definers: Dict[
-            int, str
-        ] = {}  # id of a self.NAME(...) call -> its class, which defines NAME
-        for node in ast.walk(tree):  # breadth first: an inner class overwrites its outer one
-            if isinstance(node, ast.ClassDef):
-                own = {
-                    n.name
-                    for n in node.body
-                    if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef))
-                }
-                for inner in ast.walk(node):
-                    if (
-                        isinstance(inner, ast.Call)
-                        and isinstance(inner.func, ast.Attribute)
-                        and isinstance(inner.func.value, ast.Name)
-                        and inner.func.value.id == "self"
-                        and inner.func.attr in own
-                    ):
-                        definers[id(inner)] = node.name
-        for node in ast.walk(tree):
-            if isinstance(node, ast.Assign) and len(node.targets) == 1:
-                target = node.targets[0]
-                if isinstance(target, ast.Attribute):
-                    into[id(node.value)] = ("attr", target.attr)
-                elif isinstance(target, ast.Name):
-                    into[id(node.value)] = ("name", target.id)
-            elif isinstance(node, ast.Call):
-                funcs.add(id(node.func))
-            elif isinstance(node, ast.ClassDef):
-                for b in node.bases:
-                    if isinstance(b, ast.Name):
-                        self.bases.add(b.id)
-                    elif isinstance(b, ast.Attribute):
-                        self.bases.add(b.attr)
-            elif isinstance(node, ast.ImportFrom):
-                for a in node.names:
-                    if a.asname:
-                        self.aliases.setdefault(a.name, set()).add(a.asname)
-        for node in ast.walk(tree):
-            if isinstance(node, ast.Call):
-                func = node.func
-                if isinstance(func, ast.Name):
-                    self.by_name.setdefault(func.id, []).append(_Call(node, into.get(id(node))))
-                elif isinstance(func, ast.Attribute):
-                    call = _Call(node, into.get(id(node)), definers.get(id(node)))
-                    self.by_attr.setdefault(func.attr, []).append(call)
-            elif isinstance(node, ast.Name) and isinstance(node.ctx, ast.Load):
-                if id(node) not in funcs:
-                    self.loaded_names.add(node.id)
-            elif isinstance(node, ast.Attribute) and isinstance(node.ctx, ast.Load):
-                if id(node) not in funcs:
-                    self.loaded_attrs.add(node.attr)
-
-
-_INDEXES: Dict[tuple, Optional[_Index]] = {}
+_INDEXES: Dict[tuple, Optional[Index]] = {}
 _CALLS: Dict[tuple, tuple] = {}
 MAX_CALLER_FILES = 400  # more files than this import the callee: its callers are not settled
 
 
-def _index(path: str, own_text: Optional[str]) -> Optional[_Index]:
-    """The file's ``_Index`` (cached by its size and time, or by the text of
+def _index(path: str, own_text: Optional[str]) -> Optional[Index]:
+    """The file's ``Index`` (cached by its size and time, or by the text of
     an unsaved buffer); None when it cannot be read or parsed."""
     if own_text is not None:
         key: tuple = ("text", hash(own_text), len(own_text))
@@ -495,12 +406,12 @@ def _index(path: str, own_text: Optional[str]) -> Optional[_Index]:
     if key not in _INDEXES:
         if len(_INDEXES) > 4096:
             _INDEXES.clear()
-        got: Optional[_Index] = None
+        got: Optional[Index] = None
         try:
             text = own_text
             if text is None:
                 text = read_regular(path, MAX_BYTES).decode("utf-8", "replace")
-            got = _Index(parse(text))
+            got = Index(parse(text))
         except (OSError, SyntaxError, ValueError, RecursionError, MemoryError):
             got = None
         _INDEXES[key] = got
@@ -588,12 +499,12 @@ def _mentions(path: str, words: Set[str]) -> bool:
     return any(w.encode() in data for w in words)
 
 
-def _names(index: _Index, name: str) -> Set[str]:
+def _names(index: Index, name: str) -> Set[str]:
     return {name} | index.aliases.get(name, set())
 
 
-def _function_calls(indexes: List[_Index], name: str) -> Optional[List[_Call]]:
-    found: List[_Call] = []
+def _function_calls(indexes: List[Index], name: str) -> Optional[List[Call]]:
+    found: List[Call] = []
     for index in indexes:
         names = _names(index, name)
         if names & index.loaded_names or name in index.loaded_attrs or names & index.bases:
@@ -604,30 +515,57 @@ def _function_calls(indexes: List[_Index], name: str) -> Optional[List[_Call]]:
     return found
 
 
-def _instance_calls(indexes: List[_Index], cls: str) -> Optional[List[_Call]]:
+def _instance_calls(indexes: List[Index], cls: str) -> Optional[List[Call]]:
     """The calls of the instances of ``cls``: each construction kept in a
     plain attribute (``self.attn = Cls(...)``) or name, and every call of
     that attribute or name in the project."""
     kept = _kept(indexes, cls)
     if kept is None:
         return None
-    attrs, names = kept
-    found: List[_Call] = []
+    attrs, names, held, whole = kept
+    found: List[Call] = []
     for index in indexes:
         if attrs & index.loaded_attrs or names & index.loaded_names:
             return None  # the instance read otherwise than called (``.forward``, a hook)
+        if held & (index.loaded_attrs | index.loaded_names):
+            return None  # the container read otherwise (``len(self.blocks)``, appended to)
         for a in attrs:
             found.extend(index.by_attr.get(a, ()))
         for n in names:
             found.extend(index.by_name.get(n, ()))
+        for h in held:
+            found.extend(c for c in index.by_item.get(h, ()) if _may_hold(index, c.within, h, cls))
+            called = [*index.by_attr.get(h, ()), *index.by_name.get(h, ())]
+            if called and h not in whole:
+                return None  # a ModuleList called as a whole: not a call of its items
+            found.extend(called)  # a Sequential called: its first item gets the input
+            for n in index.loop_names.get(h, ()):
+                if n in index.loaded_names:
+                    return None  # the item read otherwise than called
+                for c in index.by_name.get(n, ()):
+                    if not c.within or any(_may_hold(index, o, h, cls) for o, _ in c.within):
+                        found.append(c)
     return found
 
 
-def _kept(indexes: List[_Index], cls: str) -> Optional[Tuple[Set[str], Set[str]]]:
-    """(attributes, names) the constructions of ``cls`` are kept in; None
+def _may_hold(index: Index, owner: Optional[str], held: str, cls: str) -> bool:
+    """Whether ``self.<held>`` in a method of the class ``owner`` may hold
+    instances of ``cls``: unless that class fills it itself, with
+    constructions of other classes only (then its items are not ``cls``'s)."""
+    if owner is None:
+        return True
+    built = index.holds.get((owner, held))
+    return built is None or cls in built or "" in built
+
+
+def _kept(indexes: List[Index], cls: str) -> Optional[Tuple[Set[str], ...]]:
+    """(attributes, names, containers of modules, the containers among them
+    that are ``Sequential``) the constructions of ``cls`` are kept in; None
     when one is not kept so, or the class is used otherwise."""
     attrs: Set[str] = set()
     names: Set[str] = set()
+    held: Set[str] = set()
+    whole: Set[str] = set()
     for index in indexes:
         own = _names(index, cls)
         if own & index.loaded_names or cls in index.loaded_attrs or own & index.bases:
@@ -636,13 +574,16 @@ def _kept(indexes: List[_Index], cls: str) -> Optional[Tuple[Set[str], Set[str]]
             for built in index.by_name.get(n, ()):
                 if built.into is None:
                     return None  # in a container, an argument, returned: not followed
-                (attrs if built.into[0] == "attr" else names).add(built.into[1])
+                kind = built.into[0]
+                (attrs if kind == "attr" else names if kind == "name" else held).add(built.into[1])
+                if kind == "seq":
+                    whole.add(built.into[1])
         if index.by_attr.get(cls):
             return None  # ``module.Cls(...)``: not followed
-    return attrs, names
+    return attrs, names, held, whole
 
 
-def _method_calls(indexes: List[_Index], cls: str, method: str) -> Optional[List[_Call]]:
+def _method_calls(indexes: List[Index], cls: str, method: str) -> Optional[List[Call]]:
     """The calls of ``cls``'s method other than ``forward``
     (``self._attend(...)``, ``super()._attend(...)``, ``block._attend(...)``):
     every call of an attribute of that name in the project, whatever its
@@ -652,7 +593,7 @@ def _method_calls(indexes: List[_Index], cls: str, method: str) -> Optional[List
     the method is read otherwise than called (``fn = self._attend``,
     ``checkpoint(self._attend, ...)``): it is then called where this cannot
     see."""
-    found: List[_Call] = []
+    found: List[Call] = []
     for index in indexes:
         if method in index.loaded_attrs:
             return None
@@ -660,7 +601,7 @@ def _method_calls(indexes: List[_Index], cls: str, method: str) -> Optional[List
     return found
 
 
-def _bind_literals(call: _Call, signature) -> Optional[Dict[str, object]]:
+def _bind_literals(call: Call, signature) -> Optional[Dict[str, object]]:
     positional, kwonly, defaults, varargs, varkw = signature
     if call.splat:
         return None

@@ -18,20 +18,22 @@ from typing import Dict, List, Optional, Tuple
 
 import libcst as cst
 
-from ..events import ModuleCall, SdpaCall
-from ..flow import CallSite, DefKind, ScopeKind, import_path, lookup
+from ..events import FillCall, ModuleCall, SdpaCall
+from ..flow import CallSite, DefKind, ScopeKind, lookup
 from ...core.positions import start_positions
 from ..resolve import Bound
 from ...core.torch_api import BY_NAME, SDPA_NAME, SDPA_QUALNAME
 from ..values import UNKNOWN, literal
 from . import callers, instances, signatures
 from .callgraph import CHECKPOINT, checkpointed
-from .files import ProjectFiles, decode, module_parts, project_root  # noqa: F401
+from .files import ProjectFiles, decode, module_constants, module_parts, project_root  # noqa: F401
+from .fills import FILL_SINKS, FILL_TEXT, SOFTMAX
 from .forms import sdpa_summary
-from .returns import ReturnsFiles, imported_target as _imported
+from .constants import ConstantFiles
+from .returns import imported_target as _imported
 
 
-class Project(ReturnsFiles):
+class Project(ConstantFiles):
     """The project around one linted file, and calls of its functions.
     ``settled``: per class of this file, the ``__init__`` parameters whose
     value every construction in the project fixes, as the analysis asked
@@ -77,12 +79,14 @@ class Project(ReturnsFiles):
         args = _bind(summary, node)
         if args is None:
             return None
-        if not any("." not in sink for sink in summary["reach"]):
+        if all(sink in FILL_SINKS for sink in summary["reach"]):
+            return self._fill_call(site, filename, summary, args)
+        if not any("." not in sink and sink not in FILL_SINKS for sink in summary["reach"]):
             return self._module_call(site, filename, summary, args)
         mapped: Dict[str, cst.BaseExpression] = {}
         for sink_arg, how in summary["reach"].items():
-            if "." in sink_arg:  # a torch module's argument: judged where SDPA is not
-                continue
+            if "." in sink_arg or sink_arg in FILL_SINKS:
+                continue  # a torch module's argument, a fill: judged where SDPA is not
             param = how["param"]
             expr = args.get(param)
             if expr is None:
@@ -110,11 +114,42 @@ class Project(ReturnsFiles):
             through["chain"] = [list(step) for step in summary["chain"]]
         return SdpaCall(site, bound, through)
 
+    def _fill_call(self, site, filename, summary, args) -> Optional[FillCall]:
+        """A call of a function whose parameter reaches the mask of a fill of
+        scores (and nothing else): the fill it amounts to, with the caller's
+        mask.  One sink only (a function that both removes and keeps by its
+        masks is not judged); a mask left to its default is not judged."""
+        if len(summary["reach"]) != 1:
+            return None
+        ((sink, how),) = summary["reach"].items()
+        expr = args.get(how["param"])
+        if expr is None:
+            return None
+        ops = [step for step in how["ops"] if step != SOFTMAX]
+        built = _apply(expr, ops)
+        if built is None:
+            return None
+        through = {
+            "function": summary["name"],
+            "file": self.relative(summary.get("sink_file", filename)),
+            "line": summary["line"],
+            "fill": FILL_TEXT[sink],
+            "params": {sink: how["param"]},
+        }
+        if summary.get("chain"):
+            through["chain"] = [list(step) for step in summary["chain"]]
+        softmaxed = bool(how["ops"]) and how["ops"][-1] == SOFTMAX
+        ev = FillCall(site, built, FILL_SINKS[sink], FILL_TEXT[sink], softmaxed, through)
+        ev.given = expr
+        ev.inverted = sum(step[0] == "invert" for step in ops) % 2 == 1
+        return ev
+
     def _module_call(self, site, filename, summary, args) -> Optional["WrappedModuleCall"]:
         """A call of a wrapper whose parameters reach a torch attention
         module's mask arguments (and no SDPA call): the module call it amounts
         to, with the caller's masks under the module's argument names."""
-        specs = {sink.split(".", 1)[0] for sink in summary["reach"]}
+        reach = {k: v for k, v in summary["reach"].items() if k not in FILL_SINKS}
+        specs = {sink.split(".", 1)[0] for sink in reach}
         if len(specs) != 1:
             return None
         spec = BY_NAME.get(specs.pop())
@@ -124,7 +159,7 @@ class Project(ReturnsFiles):
         # the module's arguments that may be given though the caller gives nothing:
         # by the wrapper itself, or by a parameter's default that is not None
         own = {sink.split(".", 1)[1] for sink in summary.get("module_own", ())}
-        for sink, how in summary["reach"].items():
+        for sink, how in reach.items():
             arg = sink.split(".", 1)[1]
             expr = args.get(how["param"])
             if expr is None:  # left to its default: a default mask is not judged
@@ -146,7 +181,7 @@ class Project(ReturnsFiles):
             "sink": spec.name,
             "params": {
                 k.split(".", 1)[1]: v["param"]
-                for k, v in summary["reach"].items()
+                for k, v in reach.items()
                 if k.split(".", 1)[1] in mapped
             },
         }
@@ -363,42 +398,6 @@ class Project(ReturnsFiles):
             line = start_positions(self.module, [call])[id(call)][0]
         return sdpa_summary(line)
 
-    # -- constants from other files ------------------------------------------------
-    def imported_constant(self, stmt, name: str, attr: Optional[str] = None):
-        """``(value,)`` of the module-level constant ``name`` that the import
-        statement ``stmt`` brings from a project file (``from .config import
-        WIDTH``), or, with ``attr``, of the constant ``attr`` of the project
-        module that ``stmt`` binds to ``name`` (``from . import config`` or
-        ``import pkg.config as config``, then ``config.WIDTH``); else None.
-        Asked by ``values.py`` only for a value a rule needs, so a file's
-        other imports cost nothing."""
-        if isinstance(stmt, cst.Import):
-            target = _imported_module(stmt, name)
-            if target is None or attr is None:
-                return None
-            level, dotted = 0, f"{target}.{attr}"
-        elif isinstance(stmt, cst.ImportFrom) and not isinstance(stmt.names, cst.ImportStar):
-            for alias in stmt.names:
-                bound = alias.asname.name if alias.asname is not None else alias.name
-                if isinstance(bound, cst.Name) and bound.value == name:
-                    break
-            else:
-                return None
-            dotted = import_path(alias.name)
-            if "." in dotted:
-                return None
-            base = import_path(stmt.module) if stmt.module is not None else ""
-            level = len(stmt.relative)
-            dotted = f"{base}.{dotted}".lstrip(".") + (f".{attr}" if attr else "")
-        else:
-            return None
-        try:
-            loc = self._defined((level, dotted))
-            table = self.constants(loc[0]) if loc else {}
-        except (OSError, ValueError, RecursionError):
-            return None
-        return (table[loc[1]],) if loc and loc[1] in table else None
-
     def constructed(self, cls: str, param: str):
         """``(value,)`` when every construction of this file's class ``cls`` in
         the project passes the same literal for its ``__init__`` parameter
@@ -424,7 +423,7 @@ class Project(ReturnsFiles):
         if found is None:
             return None, None
         built, defaults = found
-        got = callers.one_value(built, param, defaults, self.depend)
+        got = callers.one_value(built, param, self.named_defaults(cls, defaults), self.depend)
         return got, _answer(built, got)
 
     def _constructions(self, cls: str, param: str, reader=None):
@@ -513,7 +512,7 @@ class Project(ReturnsFiles):
         answer = _answer(found, got)
         if got is not None and not _off(got[0]):
             # known, not settled: the rules judge it at each call; the confirmer's
-            # witness runs with it (engine._from_callers)
+            # witness runs with it (lint/facts.from_callers)
             answer, got = (KNOWN,) + answer[1:], None
         return got, answer
 
@@ -532,21 +531,6 @@ def _answer(found, got) -> tuple:
 
 def _off(value) -> bool:
     return value is None or value is False or (type(value) in (int, float) and value == 0)
-
-
-def _imported_module(stmt: cst.Import, name: str) -> Optional[str]:
-    """The dotted module that ``import a.b as name`` binds to ``name``
-    (``import config`` binds ``config``; ``import a.b`` binds only ``a``)."""
-    if isinstance(stmt.names, cst.ImportStar):
-        return None
-    for alias in stmt.names:
-        dotted = import_path(alias.name)
-        if alias.asname is not None:
-            if isinstance(alias.asname.name, cst.Name) and alias.asname.name.value == name:
-                return dotted
-        elif dotted == name:
-            return dotted
-    return None
 
 
 def _enclosing_class(scope):
@@ -725,7 +709,12 @@ def annotate(report, ev):
     shown = f"the function {name} returns" if name.endswith("()") else name + "()"
     if through.get("chain"):
         shown = " -> ".join(_called(step[1]) for step in through["chain"])
-    sink = f"{through['sink']}'s {', '.join(through['params'])}" if "sink" in through else SDPA_NAME
+    if "fill" in through:
+        sink = through["fill"]
+    elif "sink" in through:
+        sink = f"{through['sink']}'s {', '.join(through['params'])}"
+    else:
+        sink = SDPA_NAME
     report.message += (
         f"; the call reaches {sink} at {through['file']}:{through['line']} through {shown}"
     )

@@ -33,9 +33,18 @@ MODULE_WORDS = re.compile(
 
 
 def names_a_sink(text: str) -> bool:
-    """The text screen of a file that may hold a wrapper: it names SDPA, or
-    builds a torch attention module (``nn.MultiheadAttention(...)``)."""
-    return SDPA_NAME in text or MODULE_WORDS.search(text) is not None
+    """The text screen of a file that may hold a wrapper: it names SDPA,
+    builds a torch attention module (``nn.MultiheadAttention(...)``), or
+    fills scores (``masked_fill``, ``.where(``: ``fills.py``)."""
+    return (
+        SDPA_NAME in text
+        or MODULE_WORDS.search(text) is not None
+        or FILL_WORDS.search(text) is not None
+    )
+
+
+# a fill of scores a summary may read (``fills.py``)
+FILL_WORDS = re.compile(r"\bmasked_fill|\.where\(")
 
 
 def sdpa_summary(line: int) -> dict:

@@ -80,6 +80,40 @@ def _init_signature(text: str, cls: str):
     return None
 
 
+def init_default_names(text: str, cls: str) -> Dict[str, str]:
+    """``{parameter: name}`` for the ``__init__`` parameters of the top-level
+    class ``cls`` whose default is a name or a dotted name (``dim=WIDTH``,
+    ``heads=config.HEADS``): a constant the project may know."""
+    try:
+        tree = parse(text)
+    except (SyntaxError, ValueError, RecursionError, MemoryError):
+        return {}
+    for node in tree.body:
+        if isinstance(node, ast.ClassDef) and node.name == cls:
+            for item in node.body:
+                if isinstance(item, ast.FunctionDef) and item.name == "__init__":
+                    args = item.args
+                    pos = args.args[1:]
+                    pairs = list(zip(pos[len(pos) - len(args.defaults) :], args.defaults))
+                    pairs += [(a, d) for a, d in zip(args.kwonlyargs, args.kw_defaults) if d]
+                    out = {}
+                    for a, d in pairs:
+                        name = _dotted(d)
+                        if name is not None:
+                            out[a.arg] = name
+                    return out
+    return {}
+
+
+def _dotted(node: ast.AST) -> Optional[str]:
+    if isinstance(node, ast.Name):
+        return node.id
+    if isinstance(node, ast.Attribute):
+        inner = _dotted(node.value)
+        return None if inner is None else f"{inner}.{node.attr}"
+    return None
+
+
 # ------------------------------------------------------ calls of a function
 
 

@@ -15,10 +15,10 @@ from typing import Dict, List, Optional, Tuple
 
 from ...core.lines import source_lines
 from ...core.torch_api import SDPA_NAME, SDPA_QUALNAME, SDPA_SIGNATURE, canonical
-from . import chains, forms
+from . import chains, fills, forms, steps
 from .chains import dotted_name, named_lambda, own_nodes, statements
 
-SUMMARY_VERSION = 16
+SUMMARY_VERSION = 17
 REEXPORTS = "@reexports"  # the key of an __init__'s re-exports in its summary table
 IMPORTS = "@imports"  # the file's imports, where the callees its edges name live
 ATTRS = "@attrs"  # per class, what kind of module each self.<attr> holds (chains.py)
@@ -64,10 +64,12 @@ def summarise(
     linted again after an edit; tests/test_reparse.py: the same tables)."""
     mentions = SDPA_NAME in source
     holds_modules = forms.MODULE_WORDS.search(source) is not None
+    fills_scores = forms.FILL_WORDS.search(source) is not None
     if (
         screen
         and not mentions
         and not holds_modules
+        and not fills_scores
         and not _RELATIVE_IMPORT.search(source)
         and not chains.imports_project_code(source)
     ):
@@ -86,8 +88,11 @@ def summarise(
     direct = mentions and bool(sdpa_names[0] or sdpa_names[1])
     may_call = _lines_naming(source, {SDPA_NAME, *sdpa_names[0]}) if screen and direct else None
     torch_names = forms.torch_names(tree) if holds_modules else {}
+    # the file's own functions -> the sign of the one value each returns (a
+    # fill helper such as ``max_neg_value``); None without any fill in the file
+    helpers = fills.helper_signs(tree) if fills_scores else None
     attrs: Dict[str, Dict[str, str]] = {}
-    facts = (sdpa_names, direct, may_call, holds_modules, torch_names)
+    facts = (sdpa_names, direct, may_call, holds_modules, torch_names, helpers)
     if not reuse:
         for node in tree.body:
             _summarise_node(node, out, attrs, *facts)
@@ -95,6 +100,7 @@ def summarise(
         lines = source_lines(source)  # as Python numbers them: not at form feeds
         context = repr((screen, direct, sorted(sdpa_names[0]), sorted(sdpa_names[1])))
         context += repr((holds_modules, sorted(torch_names.items())))
+        context += repr(sorted(helpers.items()) if helpers is not None else None)
         for node in tree.body:
             if isinstance(node, _DEFINITIONS) or named_lambda(node):
                 _reused(node, lines, context, out, attrs, facts)
@@ -174,15 +180,26 @@ def _spans(lines: List[int], node: ast.AST) -> bool:
     return i < len(lines) and lines[i] <= (node.end_lineno or node.lineno)
 
 
-def _summarise_node(node, out, attrs, sdpa_names, direct, may_call, holds_modules, torch_names):
+def _summarise_node(
+    node, out, attrs, sdpa_names, direct, may_call, holds_modules, torch_names, helpers
+):
     """What one top-level statement adds to a file's summary table (``out``)
     and to its classes' attributes (``attrs``)."""
     if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
         calls = direct and (may_call is None or _spans(may_call, node))
-        _add(out, node.name, node, False, sdpa_names, calls)
+        _add(out, node.name, node, False, sdpa_names, calls, helpers=helpers)
         inner = _returned_function(node)
         if inner is not None:
-            _add(out, node.name + "()", inner, False, sdpa_names, calls, factory=node)
+            _add(
+                out,
+                node.name + "()",
+                inner,
+                False,
+                sdpa_names,
+                calls,
+                factory=node,
+                helpers=helpers,
+            )
         made = forms.returned_module(node, dotted=True)
         if made is not None and made[:1].isupper():
             out.setdefault(MODULES, {})[node.name] = made
@@ -193,7 +210,7 @@ def _summarise_node(node, out, attrs, sdpa_names, direct, may_call, holds_module
     elif named_lambda(node):  # ``attend = lambda q, k, v, m: sdpa(...)``
         func = _as_function(node)
         calls = direct and (may_call is None or _spans(may_call, func))
-        _add(out, func.name, func, False, sdpa_names, calls)
+        _add(out, func.name, func, False, sdpa_names, calls, helpers=helpers)
     elif isinstance(node, ast.ClassDef):
         own = chains.class_attrs(node)
         if own:
@@ -209,7 +226,18 @@ def _summarise_node(node, out, attrs, sdpa_names, direct, may_call, holds_module
             if isinstance(item, (ast.FunctionDef, ast.AsyncFunctionDef)):
                 calls = direct and (may_call is None or _spans(may_call, item))
                 key = f"{node.name}.{item.name}"
-                _add(out, key, item, True, sdpa_names, calls, own, node.name, held=held)
+                _add(
+                    out,
+                    key,
+                    item,
+                    True,
+                    sdpa_names,
+                    calls,
+                    own,
+                    node.name,
+                    held=held,
+                    helpers=helpers,
+                )
                 got = out.get(key)
                 if got and any(e["callee"][0] == "super" for e in got.get("edges", ())):
                     # where super() looks: the bases as written
@@ -266,9 +294,19 @@ def _reexports(tree: ast.Module) -> Dict[str, list]:
 
 
 def _add(
-    out, name, func, method, sdpa_names, calls=True, attrs=None, cls=None, factory=None, held=None
+    out,
+    name,
+    func,
+    method,
+    sdpa_names,
+    calls=True,
+    attrs=None,
+    cls=None,
+    factory=None,
+    held=None,
+    helpers=None,
 ) -> None:
-    got = _function_summary(func, method, sdpa_names, calls, attrs or {}, factory, held)
+    got = _function_summary(func, method, sdpa_names, calls, attrs or {}, factory, held, helpers)
     if got is not None and cls is not None:
         got["cls"] = cls
     if got is not None:
@@ -342,7 +380,7 @@ def _returned_function(func) -> Optional[ast.FunctionDef]:
 
 
 def _function_summary(
-    func, method: bool, sdpa_names, direct=True, attrs=None, factory=None, held=None
+    func, method: bool, sdpa_names, direct=True, attrs=None, factory=None, held=None, helpers=None
 ) -> Optional[dict]:
     """What one function's parameters reach: ``reach`` through its own SDPA
     calls (``direct``: the function's text may hold one), ``edges`` through
@@ -359,7 +397,12 @@ def _function_summary(
     ``held``: ``self.<attr>`` -> the torch attention module it holds (a
     method's class); a parameter that reaches such a module's mask argument
     (``self.mha(x, x, x, key_padding_mask=pad)``) reaches the sink
-    ``"MultiheadAttention.key_padding_mask"``."""
+    ``"MultiheadAttention.key_padding_mask"``.
+
+    ``helpers``: the file's own functions and the sign of what each returns
+    (``fills.helper_signs``), None when the file fills no scores; a
+    parameter that reaches the mask of a fill with a big negative reaches
+    the sink ``fills.MASKED_FILL`` or ``fills.WHERE_KEEP``."""
     args = func.args
     # *args/**kwargs parameters take what the named ones do not: only named
     # parameters are followed (an SDPA call given **kwargs is not described)
@@ -403,16 +446,17 @@ def _function_summary(
         elif t in _TESTING:
             tests.append(n.test)
     reads = params | (closure - set(stores))  # a closure name the product rebinds is its own
-    stores = _rebinds(func, params, stores)
+    stores = steps.rebinds(func, params, stores)
     edges = []
     if others:
         fwd = _handed_on(func, args.kwarg.arg, stores) if args.kwarg is not None else None
-        reach_of = lambda e: _reach(e, reads, stores, 0)  # noqa: E731
+        reach_of = lambda e: steps.reach(e, reads, stores, 0)  # noqa: E731
         edges = chains.edges(others, loops, attrs or {}, reach_of, fwd)
     modules = (
         forms.module_calls(others, held, method and forms.positional_self(func)) if held else []
     )
-    if not calls and not edges and not modules:
+    filled = fills.fill_sinks(others, stores, helpers) if helpers is not None else []
+    if not calls and not edges and not modules and not filled:
         return None
     reached: Dict[str, dict] = {}
     line = None
@@ -421,10 +465,10 @@ def _function_summary(
         here = {}
         for name, expr in _sdpa_arguments(call).items():
             if name in SINK_ARGS:
-                got = _reach(expr, reads, stores, 0)
+                got = steps.reach(expr, reads, stores, 0)
                 if got is not None:
                     here[name] = got
-                elif name in ("attn_mask", "is_causal") and not _none_or_false(expr):
+                elif name in ("attn_mask", "is_causal") and not steps.none_or_false(expr):
                     own_mask = True
         if i == 0:
             reached, line = here, call.lineno
@@ -439,10 +483,10 @@ def _function_summary(
             given = {}
             module_own.update(f"{spec.name}.{a}" for a in spec.mask_args)
         for name, expr in given.items():
-            got = _reach(expr, reads, stores, 0)
+            got = steps.reach(expr, reads, stores, 0)
             if got is not None:
                 here[f"{spec.name}.{name}"] = got
-            elif not _none_or_false(expr):
+            elif not steps.none_or_false(expr):
                 module_own.add(f"{spec.name}.{name}")
         if i == 0:
             module_reach = here
@@ -450,6 +494,9 @@ def _function_summary(
         else:  # several calls of the module: what every one agrees on
             module_reach = {k: v for k, v in module_reach.items() if here.get(k) == v}
     reached.update(module_reach)
+    reached.update(_fill_reach(filled, others, reads, stores))
+    if line is None and filled:
+        line = filled[0][2]
     out = {
         "line": line,
         "positional": positional,
@@ -480,6 +527,28 @@ def _function_summary(
     settle(out["reach"], out)
     if not out["reach"] and not edges:
         return None
+    return out
+
+
+def _fill_reach(filled, calls, reads, stores) -> Dict[str, dict]:
+    """What the parameters reach through the function's fills of scores: per
+    fill sink, the parameter every such fill's mask comes from (fills that
+    disagree, or one that no parameter gives, leave that sink out).  A
+    function that calls a softmax marks the fill's ops with ``fills.SOFTMAX``
+    (a triangle is judged only at fills of scores that are softmaxed)."""
+    out: Dict[str, dict] = {}
+    seen: Dict[str, Optional[dict]] = {}
+    soft = fills.softmaxes(calls) if filled else False
+    for sink, mask, _ in filled:
+        got = steps.reach(mask, reads, stores, 0)
+        if got is None:
+            continue  # the function's own mask: judged where it is made
+        if soft:
+            got["ops"] = got["ops"] + [list(fills.SOFTMAX)]
+        seen[sink] = None if sink in seen and seen[sink] != got else got
+    for sink, got in seen.items():
+        if got is not None:
+            out[sink] = got
     return out
 
 
@@ -570,173 +639,3 @@ def _sdpa_arguments(call: ast.Call) -> Dict[str, ast.AST]:
             return {}
         out[k.arg] = k.value
     return out
-
-
-class _Rebound(list):
-    """The one store of a parameter that rebinds it to a transformation of
-    itself (``_rebinds``): ``ops``, the steps, and the statement."""
-
-    def __init__(self, stmt: ast.Assign, ops: list):
-        super().__init__([stmt])
-        self.ops = ops
-
-
-def _rebinds(func, params: set, stores: Dict[str, List[ast.AST]]) -> Dict[str, List[ast.AST]]:
-    """``stores`` with each parameter stored once, by ``p = <step of p>`` at
-    the function's top level or in the body of a top-level ``if p is not
-    None:``, marked (``_Rebound``): a use after it reads ``p`` through that
-    step on every path that gives a mask (``mask = mask[:, None, None, :]``,
-    ``mask = ~mask.bool()``).  Any other store leaves the parameter rebound."""
-    allowed: Dict[int, Tuple[ast.Assign, Optional[str]]] = {}  # (statement, name tested)
-    for stmt in func.body:
-        if isinstance(stmt, ast.Assign):
-            allowed[id(stmt)] = (stmt, None)
-        elif isinstance(stmt, ast.If) and not stmt.orelse and _not_none_test(stmt.test):
-            for inner in stmt.body:
-                if isinstance(inner, ast.Assign):
-                    allowed[id(inner)] = (inner, stmt.test.left.id)
-    out = dict(stores)
-    for p in params & set(stores):
-        defs = stores[p]
-        got = allowed.get(id(defs[0])) if len(defs) == 1 else None
-        if got is None or got[1] not in (None, p):
-            continue
-        stmt = got[0]
-        if len(stmt.targets) != 1 or not isinstance(stmt.targets[0], ast.Name):
-            continue
-        got = _reach(stmt.value, {p}, {}, 0)  # the steps it applies to ``p`` itself
-        if got is not None:
-            out[p] = _Rebound(stmt, got["ops"])
-    return out
-
-
-def _not_none_test(test: ast.AST) -> bool:
-    return (
-        isinstance(test, ast.Compare)
-        and isinstance(test.left, ast.Name)
-        and len(test.ops) == 1
-        and isinstance(test.ops[0], ast.IsNot)
-        and _is_none(test.comparators[0])
-    )
-
-
-def _reach(expr: ast.AST, params: set, stores, depth: int) -> Optional[dict]:
-    """``{"param": name, "ops": [...]}`` when ``expr`` is a parameter, unchanged
-    or through transformations the rules know; None otherwise."""
-    if depth > 8:
-        return None
-    if isinstance(expr, ast.Name):
-        defs = stores.get(expr.id)
-        if expr.id in params and not defs:
-            return {"param": expr.id, "ops": []}
-        if (
-            expr.id in params
-            and isinstance(defs, _Rebound)
-            and getattr(expr, "lineno", 0) > defs[0].end_lineno
-        ):
-            return {"param": expr.id, "ops": list(defs.ops)}
-        if expr.id not in params and defs and len(defs) == 1:
-            d = defs[0]
-            if (
-                isinstance(d, ast.Assign)
-                and len(d.targets) == 1
-                and isinstance(d.targets[0], ast.Name)
-            ):
-                return _reach(d.value, params, stores, depth + 1)
-        return None
-    op = _op(expr)
-    if op is None:
-        return None
-    inner, step = op
-    got = _reach(inner, params, stores, depth + 1)
-    if got is None:
-        return None
-    got["ops"] = got["ops"] + [step] if step else got["ops"]
-    return got
-
-
-_EINOPS_AXIS = re.compile(r"\([^)]*\)|\.\.\.|[A-Za-z_][A-Za-z_0-9]*|\d+")
-
-
-def _unit_axes_index(pattern: ast.AST) -> Optional[str]:
-    """The index an einops pattern that only adds axes of size one amounts to
-    (``"b j -> b 1 1 j"``: ``":, None, None, :"``); None for any other."""
-    if not (isinstance(pattern, ast.Constant) and isinstance(pattern.value, str)):
-        return None
-    if pattern.value.count("->") != 1:
-        return None
-    # einops' axes, as ``heads.einops_axes`` reads them (that module needs LibCST)
-    left, right = (_EINOPS_AXIS.findall(side) for side in pattern.value.split("->"))
-    if "..." in left + right:
-        return None
-    if not left or not right or any(a.startswith("(") or a.isdigit() for a in left):
-        return None
-    if [a for a in right if a not in ("1", "()")] != left or len(set(left)) != len(left):
-        return None
-    if len(right) == len(left):
-        return None  # nothing added
-    return ", ".join("None" if a in ("1", "()") else ":" for a in right)
-
-
-def _op(expr: ast.AST) -> Optional[Tuple[ast.AST, Optional[list]]]:
-    """(operand, step) for a transformation a summary can describe."""
-    if isinstance(expr, ast.UnaryOp) and isinstance(expr.op, ast.Invert):
-        return expr.operand, ["invert"]
-    if isinstance(expr, ast.Subscript):
-        sl = expr.slice
-        items = sl.elts if isinstance(sl, ast.Tuple) else [sl]
-        if all(_broadcast_item(i) for i in items) and any(_is_none(i) for i in items):
-            text = ", ".join(ast.unparse(i) for i in items)
-            return expr.value, ["index", text]
-        return None
-    if not isinstance(expr, ast.Call) or expr.keywords:
-        return None
-    func = expr.func
-    if dotted_name(func) in ("rearrange", "einops.rearrange") and len(expr.args) == 2:
-        index = _unit_axes_index(expr.args[1])  # "b j -> b 1 1 j": [:, None, None, :]
-        return (expr.args[0], ["index", index]) if index is not None else None
-    if isinstance(func, ast.Attribute) and dotted_name(func) in (
-        "torch.logical_not",
-        "torch.bitwise_not",
-    ):
-        if len(expr.args) == 1:
-            return expr.args[0], ["invert"]
-        return None
-    if not isinstance(func, ast.Attribute):
-        return None
-    name, args = func.attr, expr.args
-    if name in ("logical_not", "bitwise_not") and not args:
-        return func.value, ["invert"]
-    if name == "bool" and not args:
-        return func.value, ["bool"]
-    if name == "unsqueeze" and len(args) == 1 and _small_int(args[0]) is not None:
-        return func.value, ["unsqueeze", _small_int(args[0])]
-    if name == "to" and len(args) == 1 and isinstance(args[0], ast.Attribute):
-        if args[0].attr == "device":
-            return func.value, None  # moved, unchanged
-        if dotted_name(args[0]) == "torch.bool":
-            return func.value, ["bool"]
-    return None
-
-
-def _small_int(node: ast.AST) -> Optional[int]:
-    if isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.USub):
-        v = _small_int(node.operand)
-        return None if v is None else -v
-    if isinstance(node, ast.Constant) and type(node.value) is int and abs(node.value) < 8:
-        return node.value
-    return None
-
-
-def _none_or_false(node: ast.AST) -> bool:
-    return isinstance(node, ast.Constant) and node.value in (None, False)
-
-
-def _is_none(node: ast.AST) -> bool:
-    return isinstance(node, ast.Constant) and node.value is None
-
-
-def _broadcast_item(node: ast.AST) -> bool:
-    if _is_none(node) or (isinstance(node, ast.Constant) and node.value is Ellipsis):
-        return True
-    return isinstance(node, ast.Slice) and node.lower is node.upper is node.step is None

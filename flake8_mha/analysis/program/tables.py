@@ -6,6 +6,7 @@ version), else the table is made again."""
 from __future__ import annotations
 
 from . import forms
+from .fills import FILL_SINKS, SOFTMAX
 from .summaries import ATTRS, BASES, IMPORTS, MODULES, REEXPORTS, SINK_ARGS, TORCH_MODULES
 
 
@@ -56,7 +57,9 @@ def valid_table(table) -> bool:
         ):
             return False
         for arg, how in s["reach"].items():
-            if (arg not in SINK_ARGS and arg not in forms.MODULE_SINKS) or not _valid_reach(how):
+            if (
+                arg not in SINK_ARGS and arg not in forms.MODULE_SINKS and arg not in FILL_SINKS
+            ) or not _valid_reach(how):
                 return False
         for e in edges:
             if not (
@@ -104,4 +107,4 @@ def _valid_given(edge: dict) -> bool:
     )
 
 
-_OPS = ("invert", "index", "bool", "unsqueeze")
+_OPS = ("invert", "index", "bool", "unsqueeze", SOFTMAX[0])

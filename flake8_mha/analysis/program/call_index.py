@@ -1,0 +1,226 @@
+"""One project file's calls, as ``callers.py`` reads them to find every call
+of a function or of a class's instances: calls by the name called and by
+the attribute called, the items of module containers (``self.blocks =
+nn.ModuleList([...])``) called by index or in loops, and the names and
+attributes read otherwise than called (then the callers cannot be told).
+Read with ``ast``; nothing is imported.
+"""
+
+from __future__ import annotations
+
+import ast
+from typing import Dict, List, Optional, Set, Tuple
+
+from .signatures import literal
+
+
+_CONTAINERS = ("ModuleList", "Sequential")
+
+
+def _container(target: ast.AST, value: ast.AST) -> Optional[str]:
+    """The attribute or name a container of modules is kept in
+    (``self.blocks = nn.ModuleList(...)``, ``layers = nn.Sequential(...)``)."""
+    if not isinstance(value, ast.Call):
+        return None
+    func = value.func
+    name = func.attr if isinstance(func, ast.Attribute) else getattr(func, "id", None)
+    if name not in _CONTAINERS:
+        return None
+    return _container_read(target)
+
+
+def _is_sequential(value: ast.Call) -> bool:
+    """A ``Sequential``: called as a whole, it runs its items in turn."""
+    func = value.func
+    return (func.attr if isinstance(func, ast.Attribute) else getattr(func, "id", None)) == (
+        "Sequential"
+    )
+
+
+def _is_self(node: ast.AST) -> bool:
+    return (
+        isinstance(node, ast.Attribute)
+        and isinstance(node.value, ast.Name)
+        and node.value.id == "self"
+    )
+
+
+def _container_read(node: ast.AST) -> Optional[str]:
+    if isinstance(node, ast.Attribute):
+        return node.attr
+    return node.id if isinstance(node, ast.Name) else None
+
+
+def _items(value: ast.Call) -> List[ast.Call]:
+    """The constructions a container is built from: its arguments, the
+    elements of a list or tuple argument, a comprehension's element, each
+    also splatted (``nn.Sequential(*[Block() for _ in range(n)])``)."""
+    out: List[ast.Call] = []
+    for a in value.args:
+        a = a.value if isinstance(a, ast.Starred) else a
+        if isinstance(a, (ast.List, ast.Tuple)):
+            out.extend(e for e in a.elts if isinstance(e, ast.Call))
+        elif isinstance(a, (ast.ListComp, ast.GeneratorExp)) and isinstance(a.elt, ast.Call):
+            out.append(a.elt)
+        elif isinstance(a, ast.Call):
+            out.append(a)
+    return out
+
+
+def _loop_over(target: ast.AST, iterated: ast.AST) -> Optional[Tuple[str, str, ast.AST]]:
+    """(the container, the loop's name for its item, the container's node
+    read) for ``for blk in self.blocks`` and ``for i, blk in
+    enumerate(self.blocks)``."""
+    if (
+        isinstance(iterated, ast.Call)
+        and isinstance(iterated.func, ast.Name)
+        and iterated.func.id == "enumerate"
+        and len(iterated.args) == 1
+        and isinstance(target, ast.Tuple)
+        and len(target.elts) == 2
+    ):
+        iterated, target = iterated.args[0], target.elts[1]
+    held = _container_read(iterated)
+    if held is None or not isinstance(target, ast.Name):
+        return None
+    return held, target.id, iterated
+
+
+class Call:
+    """One call in a file, as ``calls`` reads it: its positional arguments and
+    keywords as literals (``UNKNOWN`` otherwise), whether it splats, and where
+    its result goes when it builds something (``("attr", name)`` for
+    ``x.name = C(...)``, ``("name", name)`` for ``name = C(...)``, else None)."""
+
+    __slots__ = ("args", "keywords", "splat", "into", "definer", "within")
+
+    def __init__(self, node: ast.Call, into, definer: Optional[str] = None, within=None):
+        self.splat = any(isinstance(a, ast.Starred) for a in node.args) or any(
+            k.arg is None for k in node.keywords
+        )
+        self.args = [literal(a) for a in node.args]
+        self.keywords = {k.arg: literal(k.value) for k in node.keywords if k.arg is not None}
+        self.into = into
+        # ``self.NAME(...)`` in a class that defines a method NAME itself: that class's
+        self.definer = definer
+        # an item of ``self.<container>`` called in a class's method: the class
+        # (``self.blocks[i](x)``), or {(class, container)} for a loop's item name
+        self.within = within
+
+
+class Index:
+    """What ``calls`` needs of one file, read once: its calls by the name
+    called (``f(...)``) and by the attribute called (``x.f(...)``), the names
+    and attributes read otherwise (passed around: the callers cannot be
+    told), the names used as class bases, and ``from ... import f as g``."""
+
+    __slots__ = (
+        "by_name",
+        "by_attr",
+        "by_item",
+        "loop_names",
+        "holds",
+        "loaded_names",
+        "loaded_attrs",
+        "bases",
+        "aliases",
+    )
+
+    def __init__(self, tree: ast.Module):
+        self.by_name: Dict[str, List[Call]] = {}
+        self.by_attr: Dict[str, List[Call]] = {}
+        # a container of modules (``self.blocks = nn.ModuleList([...])``) by its
+        # attribute or name: the calls of its items (``self.blocks[i](x)``), and
+        # the names its items are bound to by a loop (``for blk in self.blocks``)
+        self.by_item: Dict[str, List[Call]] = {}
+        self.loop_names: Dict[str, Set[str]] = {}
+        # (class, container attribute) -> the classes its items are built from,
+        # for ``self.blocks = nn.ModuleList([Block(...) ...])`` in that class
+        self.holds: Dict[Tuple[str, str], Set[str]] = {}
+        self.loaded_names: Set[str] = set()
+        self.loaded_attrs: Set[str] = set()
+        self.bases: Set[str] = set()
+        self.aliases: Dict[str, Set[str]] = {}
+        into: Dict[int, tuple] = {}
+        funcs: Set[int] = set()
+        loops: Dict[str, Set[Tuple[str, str]]] = {}  # a loop's item name -> (class, container)
+        definers: Dict[
+            int, str
+        ] = {}  # id of a self.NAME(...) call -> its class, which defines NAME
+        enclosing: Dict[int, str] = {}  # id of a node in a class's body -> that class
+        for node in ast.walk(tree):  # breadth first: an inner class overwrites its outer one
+            if isinstance(node, ast.ClassDef):
+                for inner in ast.walk(node):
+                    enclosing[id(inner)] = node.name
+                own = {
+                    n.name
+                    for n in node.body
+                    if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef))
+                }
+                for inner in ast.walk(node):
+                    if (
+                        isinstance(inner, ast.Call)
+                        and isinstance(inner.func, ast.Attribute)
+                        and isinstance(inner.func.value, ast.Name)
+                        and inner.func.value.id == "self"
+                        and inner.func.attr in own
+                    ):
+                        definers[id(inner)] = node.name
+        for node in ast.walk(tree):
+            if isinstance(node, ast.Assign) and len(node.targets) == 1:
+                target = node.targets[0]
+                if isinstance(target, ast.Attribute):
+                    into[id(node.value)] = ("attr", target.attr)
+                elif isinstance(target, ast.Name):
+                    into[id(node.value)] = ("name", target.id)
+                held = _container(target, node.value)
+                whole = "seq" if held is not None and _is_sequential(node.value) else "items"
+                for built in _items(node.value) if held is not None else ():
+                    into[id(built)] = (whole, held)
+                    owner = enclosing.get(id(node))
+                    if owner is not None and _is_self(target):
+                        name = _container_read(built.func)
+                        self.holds.setdefault((owner, held), set()).add(name or "")
+            elif isinstance(node, ast.Call):
+                funcs.add(id(node.func))
+                func = node.func
+                if isinstance(func, ast.Subscript) and _container_read(func.value) is not None:
+                    funcs.add(id(func.value))  # ``self.blocks[i](x)``: an item called
+                    held = _container_read(func.value)
+                    call = Call(node, None, None, enclosing.get(id(node)))
+                    self.by_item.setdefault(held, []).append(call)
+            elif isinstance(node, (ast.For, ast.comprehension)):
+                got = _loop_over(node.target, node.iter)
+                if got is not None:  # ``for blk in self.blocks``: its items bound to ``blk``
+                    funcs.add(id(got[2]))
+                    self.loop_names.setdefault(got[0], set()).add(got[1])
+                    owner = enclosing.get(id(node))
+                    if owner is not None and _is_self(got[2]):
+                        loops[got[1]] = loops.get(got[1], set()) | {(owner, got[0])}
+            elif isinstance(node, ast.ClassDef):
+                for b in node.bases:
+                    if isinstance(b, ast.Name):
+                        self.bases.add(b.id)
+                    elif isinstance(b, ast.Attribute):
+                        self.bases.add(b.attr)
+            elif isinstance(node, ast.ImportFrom):
+                for a in node.names:
+                    if a.asname:
+                        self.aliases.setdefault(a.name, set()).add(a.asname)
+        for node in ast.walk(tree):
+            if isinstance(node, ast.Call):
+                func = node.func
+                if isinstance(func, ast.Name):
+                    owner = enclosing.get(id(node))
+                    of = {(c, h) for c, h in loops.get(func.id, ()) if c == owner}
+                    call = Call(node, into.get(id(node)), None, of or None)
+                    self.by_name.setdefault(func.id, []).append(call)
+                elif isinstance(func, ast.Attribute):
+                    call = Call(node, into.get(id(node)), definers.get(id(node)))
+                    self.by_attr.setdefault(func.attr, []).append(call)
+            elif isinstance(node, ast.Name) and isinstance(node.ctx, ast.Load):
+                if id(node) not in funcs:
+                    self.loaded_names.add(node.id)
+            elif isinstance(node, ast.Attribute) and isinstance(node.ctx, ast.Load):
+                if id(node) not in funcs:
+                    self.loaded_attrs.add(node.attr)

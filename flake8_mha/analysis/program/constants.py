@@ -1,0 +1,103 @@
+"""Constants of the project's files, as the linted file's analysis asks for
+them: a module-level constant another project file defines and this one
+imports (``from .config import WIDTH``, ``config.WIDTH``), and an
+``__init__`` default that names one (``dim=WIDTH``).  RULES.md: "known
+statically" counts the same module-level constants imported from another
+file of the project.
+"""
+
+from __future__ import annotations
+
+from typing import Optional
+
+import libcst as cst
+
+from ..flow import import_path
+from . import chains, signatures
+from .files import module_constants
+from .returns import ReturnsFiles
+
+
+class ConstantFiles(ReturnsFiles):
+    """The project's files, with their module-level constants."""
+
+    # -- constants from other files ------------------------------------------------
+    def imported_constant(self, stmt, name: str, attr: Optional[str] = None):
+        """``(value,)`` of the module-level constant ``name`` that the import
+        statement ``stmt`` brings from a project file (``from .config import
+        WIDTH``), or, with ``attr``, of the constant ``attr`` of the project
+        module that ``stmt`` binds to ``name`` (``from . import config`` or
+        ``import pkg.config as config``, then ``config.WIDTH``); else None.
+        Asked by ``values.py`` only for a value a rule needs, so a file's
+        other imports cost nothing."""
+        if isinstance(stmt, cst.Import):
+            target = _imported_module(stmt, name)
+            if target is None or attr is None:
+                return None
+            level, dotted = 0, f"{target}.{attr}"
+        elif isinstance(stmt, cst.ImportFrom) and not isinstance(stmt.names, cst.ImportStar):
+            for alias in stmt.names:
+                bound = alias.asname.name if alias.asname is not None else alias.name
+                if isinstance(bound, cst.Name) and bound.value == name:
+                    break
+            else:
+                return None
+            dotted = import_path(alias.name)
+            if "." in dotted:
+                return None
+            base = import_path(stmt.module) if stmt.module is not None else ""
+            level = len(stmt.relative)
+            dotted = f"{base}.{dotted}".lstrip(".") + (f".{attr}" if attr else "")
+        else:
+            return None
+        try:
+            loc = self._defined((level, dotted))
+            table = self.constants(loc[0]) if loc else {}
+        except (OSError, ValueError, RecursionError):
+            return None
+        return (table[loc[1]],) if loc and loc[1] in table else None
+
+    def named_defaults(self, cls: str, defaults: dict) -> dict:
+        """``defaults`` with the ``__init__`` defaults that name a constant
+        (``dim=WIDTH``, ``heads=config.HEADS``) replaced by its value, when it
+        is a module-level constant of this file or of the project file it is
+        imported from (RULES.md: known statically)."""
+        names = signatures.init_default_names(self._own_source, cls)
+        if not names:
+            return defaults
+        try:
+            tree = signatures.parse(self._own_source)
+        except (SyntaxError, ValueError, RecursionError, MemoryError):
+            return defaults
+        own = module_constants(tree)
+        imported = chains.imports(tree)
+        out = dict(defaults)
+        for param, dotted in names.items():
+            head, _, rest = dotted.partition(".")
+            if not rest and head in own:
+                out[param] = own[head]
+            elif head in imported:
+                level, path = imported[head]
+                try:
+                    loc = self._defined((level, path + ("." + rest if rest else "")))
+                    table = self.constants(loc[0]) if loc else {}
+                except (OSError, ValueError, RecursionError):
+                    continue
+                if loc and loc[1] in table:
+                    out[param] = table[loc[1]]
+        return out
+
+
+def _imported_module(stmt: cst.Import, name: str) -> Optional[str]:
+    """The dotted module that ``import a.b as name`` binds to ``name``
+    (``import config`` binds ``config``; ``import a.b`` binds only ``a``)."""
+    if isinstance(stmt.names, cst.ImportStar):
+        return None
+    for alias in stmt.names:
+        dotted = import_path(alias.name)
+        if alias.asname is not None:
+            if isinstance(alias.asname.name, cst.Name) and alias.asname.name.value == name:
+                return dotted
+        elif dotted == name:
+            return dotted
+    return None

@@ -1,0 +1,203 @@
+"""Fills of attention scores in a summarised function, read with ``ast``.
+
+``scores.masked_fill(mask, -inf)`` (and ``masked_fill_``,
+``torch.masked_fill``, ``torch.where(mask, -inf, scores)``) removes the
+scores where ``mask`` is True; ``torch.where(mask, scores, -inf)`` and
+``scores.where(mask, -inf)`` keep them where it is True.  When a function's
+parameter reaches such a fill's mask, the fill is a sink of its summary
+(``FILL_SINKS``): the caller's mask is judged at each call, as a mask given
+to SDPA through a wrapper is.  What counts as a fill that masks a score out
+is ``core/fills.py``'s measure, the one the mask evaluator applies.
+"""
+
+from __future__ import annotations
+
+import ast
+from typing import Dict, List, Optional, Tuple
+
+from ...core.fills import SMALL_DIVISOR, constant_sign, helper_sign, sign
+from .chains import dotted_name
+
+# summary sink -> what True means there
+MASKED_FILL = "masked_fill"  # True = the score is removed
+WHERE_KEEP = "where_keep"  # True = the score is kept
+FILL_SINKS = {MASKED_FILL: "ignore", WHERE_KEEP: "keep"}
+FILL_TEXT = {MASKED_FILL: "masked_fill(mask, -inf)", WHERE_KEEP: "torch.where(mask, x, -inf)"}
+SOFTMAX = ["softmax"]  # the last step of a fill's ops: the function softmaxes after the fill
+
+_OPPOSITE = {"pos": "neg", "neg": "pos"}
+_INF_ROOTS = ("math", "torch", "np", "numpy")
+_KEEPS_VALUE = ("to", "type_as", "item", "float", "half", "detach", "clone")
+_WRAPS = ("tensor", "as_tensor", "scalar_tensor")
+MAX_DEPTH = 12
+
+
+def fill_sinks(calls: List[ast.Call], stores, helpers) -> List[Tuple[str, ast.AST, int]]:
+    """``(sink, mask expression, line)`` for each call among ``calls`` that
+    fills with a big negative.  ``stores``: the function's names -> their
+    stores; ``helpers``: ``helper_signs`` of the file."""
+    out = []
+    for call in calls:
+        got = _fill(call, stores, helpers)
+        if got is not None:
+            out.append((got[0], got[1], call.lineno))
+    return out
+
+
+def helper_signs(tree: ast.Module) -> Dict[str, Optional[str]]:
+    """The file's top-level functions -> the sign of the one value each
+    returns ("neg" for ``def max_neg_value(t): return -torch.finfo(t.dtype).max``),
+    None for a function that returns something else or several values."""
+    out: Dict[str, Optional[str]] = {}
+    for node in tree.body:
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            returns = [
+                n.value for n in ast.walk(node) if isinstance(n, ast.Return) and n.value is not None
+            ]
+            out[node.name] = big_negative(returns[0], {}, {}) if len(returns) == 1 else None
+    return out
+
+
+def softmaxes(calls: List[ast.Call]) -> bool:
+    """Whether the function calls a softmax (``x.softmax(-1)``, ``F.softmax``)."""
+    for call in calls:
+        func = call.func
+        name = func.attr if isinstance(func, ast.Attribute) else getattr(func, "id", None)
+        if name in ("softmax", "log_softmax"):
+            return True
+    return False
+
+
+def _fill(call: ast.Call, stores, helpers) -> Optional[Tuple[str, ast.AST]]:
+    func = call.func
+    if not isinstance(func, ast.Attribute):
+        return None
+    name = func.attr
+    if name not in ("masked_fill", "masked_fill_", "where"):
+        return None
+    dotted = dotted_name(func)
+    module = dotted is not None and dotted.split(".")[0] == "torch" and dotted.count(".") == 1
+    args = _arguments(call)
+    if args is None:
+        return None
+    if name == "where":
+        if module:
+            cond, a, b = args.get(0, args.get("condition")), args.get(1), args.get(2)
+        else:  # x.where(cond, other): x where True
+            cond, a, b = (
+                args.get(0, args.get("condition")),
+                func.value,
+                args.get(1, args.get("other")),
+            )
+        if cond is None or a is None or b is None:
+            return None
+        a_neg = big_negative(a, stores, helpers) == "neg"
+        b_neg = big_negative(b, stores, helpers) == "neg"
+        if a_neg == b_neg:
+            return None
+        return (MASKED_FILL if a_neg else WHERE_KEEP), cond
+    if module:
+        mask, value = args.get(1, args.get("mask")), args.get(2, args.get("value"))
+    else:
+        mask, value = args.get(0, args.get("mask")), args.get(1, args.get("value"))
+    if mask is None or value is None or big_negative(value, stores, helpers) != "neg":
+        return None
+    return MASKED_FILL, mask
+
+
+def _arguments(call: ast.Call) -> Optional[Dict[object, ast.AST]]:
+    out: Dict[object, ast.AST] = {}
+    for i, a in enumerate(call.args):
+        if isinstance(a, ast.Starred):
+            return None
+        out[i] = a
+    for k in call.keywords:
+        if k.arg is None:
+            return None
+        out[k.arg] = k.value
+    return out
+
+
+def big_negative(node: ast.AST, stores, helpers, depth: int = 0) -> Optional[str]:
+    """ "neg" for a fill that removes a score (-inf, ``torch.finfo(t).min``,
+    ``-1e9``, ``-torch.finfo(t.dtype).max // 2``, a name or helper that is
+    one), "pos" for a big positive, None when unknown."""
+    if depth > MAX_DEPTH:
+        return None
+    depth += 1
+    t = type(node)
+    if t is ast.Constant:
+        return sign(node.value)
+    if t is ast.UnaryOp:
+        if isinstance(node.op, ast.USub):
+            return _OPPOSITE.get(big_negative(node.operand, stores, helpers, depth) or "")
+        if isinstance(node.op, ast.UAdd):
+            return big_negative(node.operand, stores, helpers, depth)
+        return None
+    if t is ast.Attribute:
+        if node.attr in ("inf", "infty", "Inf"):
+            return "pos" if dotted_name(node.value) in _INF_ROOTS else None
+        if node.attr in ("min", "max") and isinstance(node.value, ast.Call):
+            inner = dotted_name(node.value.func) or ""
+            if inner.split(".")[-1] in ("finfo", "iinfo"):
+                return "neg" if node.attr == "min" else "pos"
+            return None
+        return constant_sign(node.attr) if isinstance(node.value, ast.Name) else None
+    if t is ast.Name:
+        defs = stores.get(node.id)
+        if defs:
+            d = defs[0]
+            if (
+                len(defs) == 1
+                and isinstance(d, ast.Assign)
+                and len(d.targets) == 1
+                and isinstance(d.targets[0], ast.Name)
+            ):
+                return big_negative(d.value, stores, helpers, depth)
+            return None
+        return constant_sign(node.id)
+    if t is ast.BinOp:
+        a = big_negative(node.left, stores, helpers, depth)
+        c = _number(node.right)
+        if a is None or c is None or c == 0:
+            return None
+        if isinstance(node.op, ast.Mult) and abs(c) >= 1:
+            return a if c > 0 else _OPPOSITE[a]
+        if isinstance(node.op, (ast.Div, ast.FloorDiv)) and 0 < c <= SMALL_DIVISOR:
+            return a
+        return None
+    if t is ast.Call:
+        return _call(node, stores, helpers, depth)
+    return None
+
+
+def _call(node: ast.Call, stores, helpers, depth: int) -> Optional[str]:
+    func = node.func
+    if isinstance(func, ast.Name) and func.id == "float" and len(node.args) == 1:
+        arg = node.args[0]
+        if isinstance(arg, ast.Constant) and isinstance(arg.value, str):
+            try:
+                return sign(float(arg.value))
+            except ValueError:
+                return None
+        return big_negative(arg, stores, helpers, depth)
+    if isinstance(func, ast.Attribute):
+        if func.attr in _WRAPS and dotted_name(func.value) == "torch" and node.args:
+            return big_negative(node.args[0], stores, helpers, depth)
+        if func.attr in _KEEPS_VALUE:
+            return big_negative(func.value, stores, helpers, depth)
+        return None
+    if isinstance(func, ast.Name):
+        if func.id in helpers:  # the file's own helper
+            return helpers[func.id]
+        return helper_sign(func.id)  # imported: its name alone
+    return None
+
+
+def _number(node: ast.AST) -> Optional[float]:
+    if isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.USub):
+        v = _number(node.operand)
+        return None if v is None else -v
+    if isinstance(node, ast.Constant) and type(node.value) in (int, float):
+        return node.value
+    return None

@@ -1,0 +1,199 @@
+"""The steps a summary follows a parameter through (``summaries.py``), read
+with ``ast``: the parameter itself, a local bound once to a step of it, or
+a parameter rebound once to a step of itself at the function's top
+(``mask = mask[:, None, None, :]`` under ``if mask is not None:``), through
+the transformations the rules know (``~``, ``logical_not``, broadcasting
+indexes and unit-axes ``rearrange``, ``.bool()``, ``.unsqueeze(i)``, a
+device move).  docs/reach.md lists them.
+"""
+
+from __future__ import annotations
+
+import ast
+import re
+from typing import Dict, List, Optional, Tuple
+
+from .chains import dotted_name
+
+
+class _Rebound(list):
+    """The one store of a parameter that rebinds it to a transformation of
+    itself (``rebinds``): ``ops``, the steps, and the statement."""
+
+    def __init__(self, stmt: ast.Assign, ops: list):
+        super().__init__([stmt])
+        self.ops = ops
+
+
+def rebinds(func, params: set, stores: Dict[str, List[ast.AST]]) -> Dict[str, List[ast.AST]]:
+    """``stores`` with each parameter stored once, by ``p = <step of p>`` at
+    the function's top level or in the body of a top-level ``if p is not
+    None:``, marked (``_Rebound``): a use after it reads ``p`` through that
+    step on every path that gives a mask (``mask = mask[:, None, None, :]``,
+    ``mask = ~mask.bool()``).  Any other store leaves the parameter rebound."""
+    allowed: Dict[int, Tuple[ast.Assign, Optional[str]]] = {}  # (statement, name tested)
+    for stmt in func.body:
+        if isinstance(stmt, ast.Assign):
+            allowed[id(stmt)] = (stmt, None)
+        elif isinstance(stmt, ast.If) and not stmt.orelse and _not_none_test(stmt.test):
+            for inner in stmt.body:
+                if isinstance(inner, ast.Assign):
+                    allowed[id(inner)] = (inner, _not_none_test(stmt.test))
+    out = dict(stores)
+    for p in params & set(stores):
+        defs = stores[p]
+        got = allowed.get(id(defs[0])) if len(defs) == 1 else None
+        if got is None or got[1] not in (None, p):
+            continue
+        stmt = got[0]
+        if len(stmt.targets) != 1 or not isinstance(stmt.targets[0], ast.Name):
+            continue
+        got = reach(stmt.value, {p}, {}, 0)  # the steps it applies to ``p`` itself
+        if got is not None:
+            out[p] = _Rebound(stmt, got["ops"])
+    return out
+
+
+def _not_none_test(test: ast.AST) -> Optional[str]:
+    """The name ``p`` a test ``p is not None`` or ``exists(p)`` (the helper
+    of that meaning many attention packages define) reads, or None."""
+    if (
+        isinstance(test, ast.Compare)
+        and isinstance(test.left, ast.Name)
+        and len(test.ops) == 1
+        and isinstance(test.ops[0], ast.IsNot)
+        and _is_none(test.comparators[0])
+    ):
+        return test.left.id
+    if (
+        isinstance(test, ast.Call)
+        and isinstance(test.func, ast.Name)
+        and test.func.id == "exists"
+        and len(test.args) == 1
+        and not test.keywords
+        and isinstance(test.args[0], ast.Name)
+    ):
+        return test.args[0].id
+    return None
+
+
+def reach(expr: ast.AST, params: set, stores, depth: int) -> Optional[dict]:
+    """``{"param": name, "ops": [...]}`` when ``expr`` is a parameter, unchanged
+    or through transformations the rules know; None otherwise."""
+    if depth > 8:
+        return None
+    if isinstance(expr, ast.Name):
+        defs = stores.get(expr.id)
+        if expr.id in params and not defs:
+            return {"param": expr.id, "ops": []}
+        if (
+            expr.id in params
+            and isinstance(defs, _Rebound)
+            and getattr(expr, "lineno", 0) > defs[0].end_lineno
+        ):
+            return {"param": expr.id, "ops": list(defs.ops)}
+        if expr.id not in params and defs and len(defs) == 1:
+            d = defs[0]
+            if (
+                isinstance(d, ast.Assign)
+                and len(d.targets) == 1
+                and isinstance(d.targets[0], ast.Name)
+            ):
+                return reach(d.value, params, stores, depth + 1)
+        return None
+    op = _op(expr)
+    if op is None:
+        return None
+    inner, step = op
+    got = reach(inner, params, stores, depth + 1)
+    if got is None:
+        return None
+    got["ops"] = got["ops"] + [step] if step else got["ops"]
+    return got
+
+
+_EINOPS_AXIS = re.compile(r"\([^)]*\)|\.\.\.|[A-Za-z_][A-Za-z_0-9]*|\d+")
+
+
+def _unit_axes_index(pattern: ast.AST) -> Optional[str]:
+    """The index an einops pattern that only adds axes of size one amounts to
+    (``"b j -> b 1 1 j"``: ``":, None, None, :"``); None for any other."""
+    if not (isinstance(pattern, ast.Constant) and isinstance(pattern.value, str)):
+        return None
+    if pattern.value.count("->") != 1:
+        return None
+    # einops' axes, as ``heads.einops_axes`` reads them (that module needs LibCST)
+    left, right = (_EINOPS_AXIS.findall(side) for side in pattern.value.split("->"))
+    if "..." in left + right:
+        return None
+    if not left or not right or any(a.startswith("(") or a.isdigit() for a in left):
+        return None
+    if [a for a in right if a not in ("1", "()")] != left or len(set(left)) != len(left):
+        return None
+    if len(right) == len(left):
+        return None  # nothing added
+    return ", ".join("None" if a in ("1", "()") else ":" for a in right)
+
+
+def _op(expr: ast.AST) -> Optional[Tuple[ast.AST, Optional[list]]]:
+    """(operand, step) for a transformation a summary can describe."""
+    if isinstance(expr, ast.UnaryOp) and isinstance(expr.op, ast.Invert):
+        return expr.operand, ["invert"]
+    if isinstance(expr, ast.Subscript):
+        sl = expr.slice
+        items = sl.elts if isinstance(sl, ast.Tuple) else [sl]
+        if all(_broadcast_item(i) for i in items) and any(_is_none(i) for i in items):
+            text = ", ".join(ast.unparse(i) for i in items)
+            return expr.value, ["index", text]
+        return None
+    if not isinstance(expr, ast.Call) or expr.keywords:
+        return None
+    func = expr.func
+    if dotted_name(func) in ("rearrange", "einops.rearrange") and len(expr.args) == 2:
+        index = _unit_axes_index(expr.args[1])  # "b j -> b 1 1 j": [:, None, None, :]
+        return (expr.args[0], ["index", index]) if index is not None else None
+    if isinstance(func, ast.Attribute) and dotted_name(func) in (
+        "torch.logical_not",
+        "torch.bitwise_not",
+    ):
+        if len(expr.args) == 1:
+            return expr.args[0], ["invert"]
+        return None
+    if not isinstance(func, ast.Attribute):
+        return None
+    name, args = func.attr, expr.args
+    if name in ("logical_not", "bitwise_not") and not args:
+        return func.value, ["invert"]
+    if name == "bool" and not args:
+        return func.value, ["bool"]
+    if name == "unsqueeze" and len(args) == 1 and _small_int(args[0]) is not None:
+        return func.value, ["unsqueeze", _small_int(args[0])]
+    if name == "to" and len(args) == 1 and isinstance(args[0], ast.Attribute):
+        if args[0].attr == "device":
+            return func.value, None  # moved, unchanged
+        if dotted_name(args[0]) == "torch.bool":
+            return func.value, ["bool"]
+    return None
+
+
+def _small_int(node: ast.AST) -> Optional[int]:
+    if isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.USub):
+        v = _small_int(node.operand)
+        return None if v is None else -v
+    if isinstance(node, ast.Constant) and type(node.value) is int and abs(node.value) < 8:
+        return node.value
+    return None
+
+
+def none_or_false(node: ast.AST) -> bool:
+    return isinstance(node, ast.Constant) and node.value in (None, False)
+
+
+def _is_none(node: ast.AST) -> bool:
+    return isinstance(node, ast.Constant) and node.value is None
+
+
+def _broadcast_item(node: ast.AST) -> bool:
+    if _is_none(node) or (isinstance(node, ast.Constant) and node.value is Ellipsis):
+        return True
+    return isinstance(node, ast.Slice) and node.lower is node.upper is node.step is None

@@ -1,0 +1,90 @@
+"""Hand-written attention that fills its scores with a mask parameter
+(``sim.masked_fill(~mask, max_neg_value(sim))``, ``torch.where(keep, sim,
+-inf)``): the fill is a sink of the function's summary, and a caller's mask
+is judged at each call against the convention of the function it reaches,
+in another file or in the same one (a right caller beside a wrong one does
+not hide it).  Checked as a user sees it: the exact code, line and column,
+over the package, one file at a time and through ``check``."""
+from __future__ import annotations
+
+import ast
+import textwrap
+
+from fixture_expect import ROOT, assert_package_runs
+from flake8_mha.analysis.program import fills
+from flake8_mha.analysis.program.summaries import summarise
+from flake8_mha.core.fills import helper_sign
+from flake8_mha.core.torch_api import TRIGGER_WORDS
+from flake8_mha.lint.engine import analyze_source
+
+PACKAGE = "fixtures/program_calls/fills"
+WANT = [
+    ("attend.py", 53, 17, "MHA003"),
+    ("model.py", 19, 13, "MHA003"),
+    ("model.py", 21, 13, "MHA003"),
+    ("model.py", 28, 13, "MHA002"),
+]
+
+
+def test_over_the_package_one_file_at_a_time_and_through_check():
+    assert [w for w in TRIGGER_WORDS if w in (ROOT / PACKAGE / "model.py").read_text()] == []
+    assert_package_runs(PACKAGE, WANT)
+
+
+def _reach(body: str, name: str = "f"):
+    source = "import torch\n\n\n" + textwrap.dedent(body)
+    return summarise(source, screen=True).get(name, {}).get("reach")
+
+
+def test_which_fills_are_sinks_of_a_summary():
+    neg = [
+        "float('-inf')", "-float('inf')", "-torch.inf", "torch.finfo(s.dtype).min",
+        "-torch.finfo(s.dtype).max", "-torch.finfo(s.dtype).max // 2", "-1e9", "-10000.0",
+        "NEG_INF", "max_neg_value(s)",
+    ]
+    for value in neg:
+        got = _reach(f"def f(s, m):\n    return s.masked_fill(m, {value})\n")
+        assert got == {"masked_fill": {"param": "m", "ops": []}}, value
+    for value in ("0", "-1.0", "-100", "float('inf')", "LARGE_NUMBER", "fill"):
+        assert _reach(f"def f(s, m, fill=0):\n    return s.masked_fill(m, {value})\n") is None, value
+    # torch.where: which side the big negative is on says what True means
+    assert _reach("def f(s, m):\n    return torch.where(m, s, float('-inf'))\n") == {
+        "where_keep": {"param": "m", "ops": []}}
+    assert _reach("def f(s, m):\n    return torch.where(m, float('-inf'), s)\n") == {
+        "masked_fill": {"param": "m", "ops": []}}
+    # the steps the function applies, and a softmax after the fill
+    got = _reach("def f(s, m=None):\n"
+                 "    if m is not None:\n"
+                 "        m = m[:, None, None, :]\n"
+                 "    return s.masked_fill(~m, -1e9).softmax(-1)\n")
+    assert got == {"masked_fill": {"param": "m", "ops": [
+        ["index", ":, None, None, :"], ["invert"], ["softmax"]]}}
+    # a fill with the function's own mask is not the caller's business
+    assert _reach("def f(s, n):\n    c = torch.ones(n, n).triu(1).bool()\n"
+                  "    return s.masked_fill(c, -1e9)\n") is None
+
+
+def test_a_helper_of_the_file_is_read_and_an_imported_one_by_its_name():
+    source = "import torch\n\ndef neg(t):\n    return -torch.finfo(t.dtype).max\n\n" \
+             "def small(t):\n    return -1.0\n"
+    assert fills.helper_signs(ast.parse(source)) == {"neg": "neg", "small": None}
+    assert helper_sign("max_neg_value") == "neg"
+    assert helper_sign("neg_inf") == "neg"
+    assert helper_sign("max_value") is None
+    assert helper_sign("mask_value") is None
+
+
+def test_a_triangle_is_judged_only_where_the_function_softmaxes_what_it_fills():
+    head = "import torch\n\n\n"
+    scorer = head + "def spans(scores, allowed):\n" \
+                    "    return scores.masked_fill(~allowed, -1e4)\n\n\n"
+    caller = "def pairs(scores, n):\n" \
+             "    upper = torch.ones(n, n).triu(1).bool()\n" \
+             "    return spans(scores, upper)\n"
+    assert analyze_source(scorer + caller, "<string>", project=False) == []
+    attention = scorer.replace("-1e4)", "-1e4).softmax(-1)")
+    got = analyze_source(attention + caller, "<string>", project=False)
+    # ``triu(1)`` is True above the diagonal (the future): the helper inverts it
+    # and removes the past; reported at the call, where the triangle is given
+    assert [(f.code, f.line, f.col) for f in got] == [("MHA003", 10, 12)]
+    assert "through spans()" in got[0].message
