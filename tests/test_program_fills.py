@@ -88,3 +88,14 @@ def test_a_triangle_is_judged_only_where_the_function_softmaxes_what_it_fills():
     # and removes the past; reported at the call, where the triangle is given
     assert [(f.code, f.line, f.col) for f in got] == [("MHA003", 10, 12)]
     assert "through spans()" in got[0].message
+
+
+def test_a_negative_unsqueeze_in_the_steps_is_applied_at_the_call():
+    # ``unsqueeze(-1)``: the caller's mask gets the step as written (a unary minus)
+    source = ("import torch\n\n\n"
+              "def fill(s, m):\n"
+              "    return s.masked_fill(m.unsqueeze(-1), -1e9).softmax(-1)\n\n\n"
+              "def use(s, ids):\n"
+              "    return fill(s, ids != 0)\n")
+    got = analyze_source(source, "<string>")
+    assert [(f.code, f.line, f.col) for f in got] == [("MHA003", 9, 12)]

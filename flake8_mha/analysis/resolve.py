@@ -392,7 +392,17 @@ class Resolver:
         owner = self.self_class(node, env, scope)
         if owner is None:
             return None
-        return self.attr_defs(owner, node.attr.value) or None
+        return self.attr_defs(owner, node.attr.value) or self._subclass_defs(owner, node.attr.value)
+
+    def _subclass_defs(self, owner: ClassInfo, attr: str) -> Optional[List[Def]]:
+        """A base class's method reading an attribute only its subclasses of
+        this file assign (``self.attn`` in ``_Layer.forward``, built in
+        ``LayerA.__init__``): what those subclasses assign, joined."""
+        defs: List[Def] = []
+        for info in self.flow.classes.values():
+            if info is not owner and owner in self.base_classes(info)[1:]:
+                defs.extend(info.attrs.get(attr, ()))
+        return defs or None
 
     def self_class(self, node: cst.Attribute, env: Env, scope) -> Optional[ClassInfo]:
         """The class of ``self`` in ``self.<attr>``."""

@@ -308,16 +308,28 @@ class ProjectLayout:
         if cls is None or name not in names[1:]:
             return []
         wanted = None if names[1] == name else name
-        target = (self.path, cls.name)
         out: List[Optional[Layout]] = []
-        files = project_callers.candidates(self.path, cls.name)
-        if files is None:
-            return []  # too many files name the class: not read, as before issue 26
-        for other in files:
-            there = self._unit(other)
-            if there is not None:
-                ev = self.other(there, self.hops - 1)
-                out.extend(ev.export(v) for v in ev.fed_to(target, wanted))
+        # the class, and its subclasses of this file that inherit this forward
+        # (``class LayerA(_Layer)`` building the ``self.attn`` _Layer calls)
+        owners = [cls] + [
+            info
+            for info in self.flow.classes.values()
+            if info is not cls
+            and cls in self.resolver.base_classes(info)[1:]
+            and self.resolver.method_of(info, "forward") is func
+            and info.scope is not None
+            and info.scope.parent is None
+        ]
+        for owner in owners:
+            files = project_callers.candidates(self.path, owner.name)
+            if files is None:
+                return []  # too many files name the class: not read, as before issue 26
+            target = (self.path, owner.name)
+            for other in files:
+                there = self._unit(other)
+                if there is not None:
+                    ev = self.other(there, self.hops - 1)
+                    out.extend(ev.export(v) for v in ev.fed_to(target, wanted))
         return out
 
     def fed_to(self, target, name: Optional[str] = None) -> List[Optional[Layout]]:

@@ -292,11 +292,24 @@ class LayoutCalls:
         swaps the first two axes of its parameter (``def to_time_major(x):
         return x.transpose(0, 1)``): the swap, of the caller's argument, at
         the call (its line is the evidence)."""
-        from ..program.returns import helper_reading
+        from ..program.returns import ReturnsFiles
 
-        got = helper_reading(self.ctx, node, env, scope, "layout-swap", _read_swap)
-        if got is None or got.where is None:
-            return None  # this file's own helpers are followed as helpers
+        project = getattr(self.ctx, "project", None)
+        if not isinstance(project, ReturnsFiles):
+            # a file the layout reads for the linted one: its helpers' files, from its place
+            path = getattr(project, "path", None)
+            if not path:
+                return None
+            made = self.__dict__.setdefault("_helper_files", {})
+            if path not in made:
+                made[path] = ReturnsFiles(path)
+            project = made[path]
+        try:
+            got = project.helper_form(node, env, scope, "layout-swap", _read_swap)
+        except (OSError, ValueError, RecursionError):
+            return None
+        if got is None:
+            return None
         arg = got.args.get(got.form["params"][0])
         if arg is None:
             return None

@@ -123,18 +123,33 @@ class ProgramLayout:
                 for el in seq.elements:  # each operand of ``torch.cat((a.permute(...), ...))``
                     if not isinstance(el, cst.StarredElement):
                         self._mark(el.value, env, scope)
+        elif isinstance(expr, cst.Subscript) and depth < _STEPS:
+            self._mark(expr.value, env, scope, depth + 1)  # ``self.attn(x[:1], x, x)``
         elif isinstance(expr, cst.Name):
             defs = lookup(expr.value, env, scope)
             if len(defs) == 1 and defs[0].kind == "assign":
                 value = defs[0].node  # one local assignment, or a chain of per-token steps
                 if isinstance(value, cst.BinaryOperation) and depth < _STEPS:
                     value = value.left  # ``self.project(x) * math.sqrt(d)``
+                    if isinstance(value, cst.Name):  # ``x = x + pos`` after ``x = x.permute(...)``
+                        self._mark(value, defs[0].env, defs[0].scope, depth + 1)
+                        return
                 value = _kept_owner(value)
-                if isinstance(value, cst.Call):  # (a concatenation's operands count only passed)
+                if isinstance(value, cst.Call):
                     self._swap_marks.add(id(value))
                     inner = fed_alone(value)
                     if inner is not None and depth < _STEPS:
                         self._mark(inner, defs[0].env, defs[0].scope, depth + 1)
+                    seq = value.args[0].value if value.args and not value.args[0].star else None
+                    if (
+                        isinstance(seq, (cst.List, cst.Tuple))
+                        and depth < _STEPS
+                        and _along_first(value)
+                        and self.qualname(value.func, defs[0].env, defs[0].scope) in CONCAT
+                    ):  # ``x = torch.cat([cls, x], dim=0)`` after ``x = x.permute(1, 0, 2)``
+                        for el in seq.elements:
+                            if not isinstance(el, cst.StarredElement):
+                                self._mark(el.value, defs[0].env, defs[0].scope, depth + 1)
 
     def _is_module_call(self, call: cst.Call, env, scope) -> bool:
         """A call of an attention module, or of a module of this file (or an
@@ -469,3 +484,15 @@ def _kept_owner(expr):
     ):
         expr = expr.func.value
     return expr
+
+
+def _along_first(call: cst.Call) -> bool:
+    """``torch.cat(seq, dim=0)`` (or ``0`` by position): tokens joined along the
+    axis a swap to sequence-first made the sequence.  A concatenation kept in
+    a local along another axis (pypots' CSAI joins round-tripped operands
+    along ``dim=1``) is no conversion: its operands are not marked."""
+    for i, a in enumerate(call.args):
+        named = a.keyword.value if a.keyword is not None else None
+        if named in ("dim", "axis") or (named is None and i == 1 and not a.star):
+            return isinstance(a.value, cst.Integer) and a.value.value == "0"
+    return False

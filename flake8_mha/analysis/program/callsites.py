@@ -665,8 +665,8 @@ def _apply(expr: cst.BaseExpression, ops: list) -> Optional[cst.BaseExpression]:
                 return None
             expr = template.with_changes(value=_paren(expr))
         elif kind in ("bool", "unsqueeze"):
-            args = [cst.Arg(cst.Integer(str(step[1])))] if kind == "unsqueeze" else []
-            if kind == "unsqueeze" and step[1] < 0:
+            args = []
+            if kind == "unsqueeze":  # ``-1`` is a unary minus of an Integer, not an Integer
                 args = [cst.Arg(cst.parse_expression(str(step[1])))]
             expr = cst.Call(cst.Attribute(_paren(expr), cst.Name(kind)), args)
         else:
