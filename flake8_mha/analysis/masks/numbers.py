@@ -163,11 +163,13 @@ class Numbers:
         v = value_of(node, env, scope)
         return sign(v) if isinstance(v, (int, float)) and v is not UNKNOWN else None
 
-    def _imported_constant(self, node, at: At) -> Optional[str]:
+    def _imported_constant(self, node, at: At, rule=constant_sign) -> Optional[str]:
         """An imported constant the file cannot read, by its name only
-        (``constant.INFINITY_NUMBER``, ``NEG_INF`` from a module); see
-        ``constant_sign``.  The name (or the root of the attribute chain) must
-        be bound by an import and by nothing else."""
+        (``constant.INFINITY_NUMBER``, ``NEG_INF`` from a module; see
+        ``constant_sign``), or with ``rule=helper_sign`` an imported helper
+        called (``max_neg_value(sim)`` from ``.utils``).  The name (or the
+        root of the attribute chain) must be bound by an import and by
+        nothing else."""
         root = node
         while isinstance(root, cst.Attribute):
             root = root.value
@@ -177,7 +179,7 @@ class Numbers:
         if not defs or any(d.kind != "import" for d in defs):
             return None
         last = node.attr.value if isinstance(node, cst.Attribute) else node.value
-        return constant_sign(last)
+        return rule(last)
 
     def _neg_call(self, node: cst.Call, at: At) -> Optional[str]:
         f = float_literal(node)
@@ -211,22 +213,7 @@ class Numbers:
                 self._neg(expr, at.but(renv, fscope, inner)) for expr, renv in fscope.returns
             }
             return results.pop() if len(results) == 1 else None
-        return self._imported_helper(node.func, at)
-
-    def _imported_helper(self, func, at: At) -> Optional[str]:
-        """A helper imported from another file (``max_neg_value(sim)`` from
-        ``.utils``), whose body this file cannot read: its name alone
-        (``helper_sign``), when the name is bound by an import only."""
-        root = func
-        while isinstance(root, cst.Attribute):
-            root = root.value
-        if not isinstance(root, cst.Name):
-            return None
-        defs = lookup(root.value, at.env, at.scope)
-        if not defs or any(d.kind != "import" for d in defs):
-            return None
-        last = func.attr.value if isinstance(func, cst.Attribute) else func.value
-        return helper_sign(last)
+        return self._imported_constant(node.func, at, helper_sign)  # ``max_neg_value(sim)``
 
     def _neg_defs(self, defs, at: At) -> Optional[str]:
         if not defs:
