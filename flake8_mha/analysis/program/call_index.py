@@ -11,6 +11,7 @@ from __future__ import annotations
 import ast
 from typing import Dict, List, Optional, Set, Tuple
 
+from .chains import self_attr
 from .signatures import literal
 
 
@@ -34,14 +35,6 @@ def _is_sequential(value: ast.Call) -> bool:
     func = value.func
     return (func.attr if isinstance(func, ast.Attribute) else getattr(func, "id", None)) == (
         "Sequential"
-    )
-
-
-def _is_self(node: ast.AST) -> bool:
-    return (
-        isinstance(node, ast.Attribute)
-        and isinstance(node.value, ast.Name)
-        and node.value.id == "self"
     )
 
 
@@ -178,7 +171,7 @@ class Index:
                 for built in _items(node.value) if held is not None else ():
                     into[id(built)] = (whole, held)
                     owner = enclosing.get(id(node))
-                    if owner is not None and _is_self(target):
+                    if owner is not None and self_attr(target) is not None:
                         name = _container_read(built.func)
                         self.holds.setdefault((owner, held), set()).add(name or "")
             elif isinstance(node, ast.Call):
@@ -195,7 +188,7 @@ class Index:
                     funcs.add(id(got[2]))
                     self.loop_names.setdefault(got[0], set()).add(got[1])
                     owner = enclosing.get(id(node))
-                    if owner is not None and _is_self(got[2]):
+                    if owner is not None and self_attr(got[2]) is not None:
                         loops[got[1]] = loops.get(got[1], set()) | {(owner, got[0])}
             elif isinstance(node, ast.ClassDef):
                 for b in node.bases:
