@@ -46,6 +46,7 @@ import ast
 import re
 from typing import Dict, FrozenSet, Iterable, List, Optional, Sequence, Set, Tuple
 
+from ..core import walk as astwalk
 from ..core.lines import source_lines
 from .program.summaries import statements
 from ..core.torch_api import TRIGGER_WORDS
@@ -453,11 +454,11 @@ def _targets(stmt: ast.stmt) -> Set[str]:
             if root is not None:
                 out.add(root)
         elif not isinstance(value, (ast.Call, ast.Constant)):
-            out.update(n.id for n in ast.walk(value) if isinstance(n, ast.Name))
+            out.update(n.id for n in astwalk.walk(value) if isinstance(n, ast.Name))
         return out
     targets = stmt.targets if isinstance(stmt, ast.Assign) else [stmt.target]  # type: ignore[attr-defined]
     for target in targets:
-        for node in ast.walk(target):
+        for node in astwalk.walk(target):
             if isinstance(node, ast.Name):
                 out.add(node.id)
         root = _root(target)
@@ -535,7 +536,7 @@ def _bound(stmt: ast.stmt, walrus: bool = True) -> Set[str]:
     else:
         roots = [stmt]
     for root in roots:
-        for node in ast.walk(root):
+        for node in astwalk.walk(root):
             if isinstance(node, ast.Name) and isinstance(node.ctx, ast.Store):
                 out.add(node.id)
     return out
@@ -599,7 +600,7 @@ def _idle_elements(stmts, lines: List[str], original: List[str], words, keep) ->
         while stack:
             node = stack.pop()
             if not isinstance(node, _COLLECTIONS):
-                stack.extend(c for c in ast.iter_child_nodes(node) if isinstance(c, ast.expr))
+                stack.extend(c for c in astwalk.children(node) if isinstance(c, ast.expr))
                 continue
             for e in node.elts:
                 if isinstance(e, ast.Starred) or e.end_lineno is None or e.end_col_offset is None:

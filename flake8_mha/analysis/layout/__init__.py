@@ -20,6 +20,7 @@ from typing import Any, Dict, List, Optional
 
 import libcst as cst
 
+from ...core import walk as astwalk
 from ..events import Construction, ModuleCall
 from ..flow import lookup
 from .domain import BATCH, SEQ, Layout, parse_shape_comment, roles_of_names
@@ -312,10 +313,10 @@ def _attribute_uses(tree: ast.Module) -> Dict[tuple, List[int]]:
 
     def count(node: ast.AST, cls: Optional[str]) -> None:
         owners = set()
-        for n in ast.walk(node):
+        for n in astwalk.walk(node):
             if isinstance(n, ast.Attribute) and isinstance(n.value, ast.Attribute):
                 owners.add(id(n.value))  # ``n.value`` is read for an attribute
-        for n in ast.walk(node):
+        for n in astwalk.walk(node):
             if isinstance(n, ast.Attribute):
                 own = cls is not None and isinstance(n.value, ast.Name) and n.value.id == "self"
                 counts = uses.setdefault((cls if own else None, n.attr), [0, 0])

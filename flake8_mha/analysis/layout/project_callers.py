@@ -18,7 +18,9 @@ evaluator:
   word), over the project's ``.py`` files, before anything is parsed (one
   index per process); at most ``MAX_CANDIDATES`` of them are read;
 - every file read is parsed whole (a ``Unit``), kept for the next question
-  (the ``MAX_UNITS`` used last, per process), and re-read when its size or
+  (those used last, per process, up to ``MAX_UNITS`` files and
+  ``MAX_UNIT_BYTES`` of their text: a tree takes about 40 bytes a byte of
+  text, and a package's small files are all kept), and re-read when its size or
   modification time changes; its layout evaluators are new for each linted
   file (``ProjectLayout.other``), so an answer does not depend on what an
   earlier file asked (``flake8 file.py`` and ``flake8 pkg/`` agree);
@@ -36,6 +38,7 @@ from typing import Dict, List, Optional, Tuple
 
 import libcst as cst
 
+from ...core import walk as astwalk
 from ...core.atomic import read_regular
 from ..flow import ClassInfo, DefKind, FlowPass, lookup
 from ..program.callers import importers_of
@@ -45,7 +48,8 @@ from ..resolve import Resolver, last_star
 
 MAX_HOPS = 4
 MAX_CANDIDATES = 8
-MAX_UNITS = 12  # parsed files kept per process
+MAX_UNITS = 256  # parsed files kept per process
+MAX_UNIT_BYTES = 512 * 1024  # the text of the files kept (the last one read is always kept)
 MAX_FILES = 5000
 MAX_DIRS = 2000
 MAX_FILE_BYTES = 1024 * 1024
@@ -131,8 +135,10 @@ def unit(path: str) -> Optional[Unit]:
         except Exception:  # another file never breaks this one's analysis: unknown
             found = None
     _UNITS[path] = (stamp, found)
-    while len(_UNITS) > MAX_UNITS:  # a tree is large: keep the few used last
-        del _UNITS[next(iter(_UNITS))]
+    held = sum(kept[0][0] for kept in _UNITS.values())
+    while len(_UNITS) > 1 and (len(_UNITS) > MAX_UNITS or held > MAX_UNIT_BYTES):
+        oldest = next(iter(_UNITS))  # a tree is large: keep those used last
+        held -= _UNITS.pop(oldest)[0][0]
     return found
 
 
@@ -288,7 +294,7 @@ def _imports_of(tree: Optional[ast.Module]) -> Tuple[Dict[str, str], List[str]]:
             bound.setdefault(node.name, []).append("")  # a definition binds the name
             continue
         else:  # so does an assignment
-            for sub in ast.walk(node):
+            for sub in astwalk.walk(node):
                 if isinstance(sub, ast.Name) and isinstance(sub.ctx, ast.Store):
                     bound.setdefault(sub.id, []).append("")
             continue

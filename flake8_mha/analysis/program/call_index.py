@@ -11,6 +11,7 @@ from __future__ import annotations
 import ast
 from typing import Dict, List, Optional, Set, Tuple
 
+from ...core import walk as astwalk
 from .chains import self_attr
 from .signatures import literal
 
@@ -141,16 +142,16 @@ class Index:
             int, str
         ] = {}  # id of a self.NAME(...) call -> its class, which defines NAME
         enclosing: Dict[int, str] = {}  # id of a node in a class's body -> that class
-        for node in ast.walk(tree):  # breadth first: an inner class overwrites its outer one
+        for node in astwalk.walk(tree):  # breadth first: an inner class overwrites its outer one
             if isinstance(node, ast.ClassDef):
-                for inner in ast.walk(node):
+                for inner in astwalk.walk(node):
                     enclosing[id(inner)] = node.name
                 own = {
                     n.name
                     for n in node.body
                     if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef))
                 }
-                for inner in ast.walk(node):
+                for inner in astwalk.walk(node):
                     if (
                         isinstance(inner, ast.Call)
                         and isinstance(inner.func, ast.Attribute)
@@ -159,7 +160,7 @@ class Index:
                         and inner.func.attr in own
                     ):
                         definers[id(inner)] = node.name
-        for node in ast.walk(tree):
+        for node in astwalk.walk(tree):
             if isinstance(node, ast.Assign) and len(node.targets) == 1:
                 target = node.targets[0]
                 if isinstance(target, ast.Attribute):
@@ -200,7 +201,7 @@ class Index:
                 for a in node.names:
                     if a.asname:
                         self.aliases.setdefault(a.name, set()).add(a.asname)
-        for node in ast.walk(tree):
+        for node in astwalk.walk(tree):
             if isinstance(node, ast.Call):
                 func = node.func
                 if isinstance(func, ast.Name):

@@ -15,6 +15,7 @@ import ast
 import os
 from typing import Dict, Iterable, List, Optional, Set, Tuple
 
+from ...core import walk as astwalk
 from ...core.atomic import read_regular
 from . import chains
 from .files import ProjectFiles, project_root
@@ -310,21 +311,21 @@ def _built_in(tree: ast.Module, cls: str, params: List[str], reader, path: str):
     """The constructions of ``cls`` in one file, or None when one of them, or
     another use of the class, leaves the project's constructions unsettled."""
     names = {cls}
-    for node in ast.walk(tree):
+    for node in astwalk.walk(tree):
         if isinstance(node, ast.ImportFrom):
             for a in node.names:
                 if a.name == cls and a.asname:
                     names.add(a.asname)
     calls: List[ast.Call] = []
     called = set()
-    for node in ast.walk(tree):
+    for node in astwalk.walk(tree):
         if isinstance(node, ast.ClassDef):
             if any(_names_class(b, names) for b in node.bases):
                 return None  # a subclass: its own constructions and super() calls
         elif isinstance(node, ast.Call) and _names_class(node.func, names):
             calls.append(node)
             called.add(id(node.func))
-    for node in ast.walk(tree):
+    for node in astwalk.walk(tree):
         if isinstance(node, (ast.Name, ast.Attribute)) and _names_class(node, names):
             if id(node) not in called and isinstance(node.ctx, ast.Load):
                 return None  # passed around as a value: built elsewhere, with anything
@@ -363,7 +364,7 @@ def _init_owners(tree: ast.Module) -> Dict[int, tuple]:
                 continue
             a = item.args
             params = {p.arg for p in a.posonlyargs + a.args[1:] + a.kwonlyargs}
-            nodes = list(ast.walk(item))
+            nodes = list(astwalk.walk(item))
             for n in nodes:
                 if isinstance(n, ast.Name) and not isinstance(n.ctx, ast.Load):
                     params.discard(n.id)  # rebound: not what the callers passed

@@ -23,6 +23,8 @@ import re
 import sys
 from typing import Dict, List, Optional
 
+from ...core import walk as astwalk
+
 # a ``self.<attr>`` built as one of these holds modules whose items are called
 _CONTAINERS = ("ModuleList", "Sequential", "ModuleDict")
 MAX_EDGES = 64
@@ -55,15 +57,8 @@ def dotted_name(node: ast.AST) -> Optional[str]:
     return ".".join(reversed(parts))
 
 
-def own_nodes(func):
-    """The nodes of ``func``'s body, not those of nested functions or classes."""
-    stack = list(func.body)
-    while stack:
-        n = stack.pop()
-        yield n
-        if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda, ast.ClassDef)):
-            continue
-        stack.extend(ast.iter_child_nodes(n))
+# the nodes of a function's body, not those of nested functions or classes
+own_nodes = astwalk.own_nodes
 
 
 def imports(tree: ast.Module) -> Dict[str, list]:
@@ -116,7 +111,7 @@ def class_attrs(cls: ast.ClassDef) -> Dict[str, str]:
         if not isinstance(item, (ast.FunctionDef, ast.AsyncFunctionDef)):
             continue
         defaults = class_defaults(item)
-        for n in ast.walk(item):
+        for n in astwalk.walk(item):
             rows = None
             if isinstance(n, ast.Assign) and len(n.targets) == 1:
                 attr = self_attr(n.targets[0])
@@ -184,7 +179,7 @@ def class_defaults(func: ast.AST) -> Dict[str, str]:
         if name is not None and name.rsplit(".", 1)[-1][:1].isupper():
             out[arg.arg] = name
     if out:
-        for n in ast.walk(func):
+        for n in astwalk.walk(func):
             if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store):
                 out.pop(n.id, None)
     return out

@@ -15,6 +15,7 @@ from __future__ import annotations
 import ast
 from typing import Dict, List, Optional, Tuple
 
+from ...core import walk as astwalk
 from ...core.fills import SMALL_DIVISOR, constant_sign, helper_sign, sign
 from .chains import dotted_name
 
@@ -52,7 +53,9 @@ def helper_signs(tree: ast.Module) -> Dict[str, Optional[str]]:
     for node in tree.body:
         if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
             returns = [
-                n.value for n in ast.walk(node) if isinstance(n, ast.Return) and n.value is not None
+                n.value
+                for n in astwalk.walk(node)
+                if isinstance(n, ast.Return) and n.value is not None
             ]
             out[node.name] = big_negative(returns[0], {}, {}) if len(returns) == 1 else None
     return out

@@ -22,6 +22,7 @@ import ast
 import re
 from typing import Dict, List, Optional, Tuple
 
+from ...core import walk as astwalk
 from ...core.atomic import read_regular
 from . import callers, signatures
 from .chains import dotted_name, self_attr
@@ -134,11 +135,11 @@ def _reached_from_outside(files, trees, attrs, owners, depend) -> bool:
         if named and any(
             isinstance(n, ast.ClassDef)
             and any((dotted_name(b) or "").rsplit(".", 1)[-1] in owners for b in n.bases)
-            for n in ast.walk(tree)
+            for n in astwalk.walk(tree)
         ):
             return True  # a subclass of a keeping class: its methods may call the instance
-        calls = {id(n.func): n for n in ast.walk(tree) if isinstance(n, ast.Call)}
-        for node in ast.walk(tree):
+        calls = {id(n.func): n for n in astwalk.walk(tree) if isinstance(n, ast.Call)}
+        for node in astwalk.walk(tree):
             if not isinstance(node, ast.Attribute) or node.attr not in attrs:
                 continue
             if isinstance(node.value, ast.Name) and node.value.id == "self":
@@ -168,7 +169,7 @@ def _handed_down(owner: ast.ClassDef, flag, masks, tree) -> Optional[Tuple[str, 
         return None
     if mask not in {a.arg for a in forward.args.args + forward.args.kwonlyargs}:
         return None
-    inside = {id(n) for n in ast.walk(forward)}
+    inside = {id(n) for n in astwalk.walk(forward)}
     if not all(id(m) in inside for m in masks):
         return None
     if _rebinds(init, flag.id) or _rebinds(forward, mask):
@@ -179,7 +180,7 @@ def _handed_down(owner: ast.ClassDef, flag, masks, tree) -> Optional[Tuple[str, 
 def _rebinds(func: ast.FunctionDef, name: str) -> bool:
     return any(
         isinstance(n, ast.Name) and n.id == name and isinstance(n.ctx, (ast.Store, ast.Del))
-        for n in ast.walk(func)
+        for n in astwalk.walk(func)
     )
 
 
@@ -203,14 +204,14 @@ def _kept(tree: ast.Module, cls: str) -> Optional[List[Tuple[ast.ClassDef, str, 
     other way, or a class that keeps one is subclassed."""
     out: List[Tuple[ast.ClassDef, str, ast.Call, str]] = []
     placed = set()
-    for owner in ast.walk(tree):
+    for owner in astwalk.walk(tree):
         if not isinstance(owner, ast.ClassDef):
             continue
         for method in owner.body:
             if not isinstance(method, (ast.FunctionDef, ast.AsyncFunctionDef)):
                 continue
-            parents = {id(c): n for n in ast.walk(method) for c in ast.iter_child_nodes(n)}
-            for node in ast.walk(method):
+            parents = {id(c): n for n in astwalk.walk(method) for c in astwalk.children(n)}
+            for node in astwalk.walk(method):
                 if isinstance(node, ast.Call) and isinstance(node.func, ast.Name):
                     if node.func.id == cls:
                         keeper = _keeper(node, parents, method)
@@ -218,7 +219,7 @@ def _kept(tree: ast.Module, cls: str) -> Optional[List[Tuple[ast.ClassDef, str, 
                             out.append((owner, keeper[0], node, keeper[1]))
                             placed.add(id(node.func))
     owners = {o.name for o, _, _, _ in out}
-    for node in ast.walk(tree):
+    for node in astwalk.walk(tree):
         if isinstance(node, ast.Name) and node.id == cls and id(node) not in placed:
             if not isinstance(node.ctx, ast.Store):
                 return None  # passed around, subclassed, built elsewhere
@@ -250,7 +251,9 @@ def _keeper(call: ast.Call, parents, method) -> Optional[Tuple[str, str]]:
         return (target.attr, how) if how != ITEMS or node is not call else None
     if not isinstance(target, ast.Name) or how != ITEMS or _container(node) is not None:
         return None
-    for other in ast.walk(method):  # ``blocks = [...]``, then ``self.x = nn.Sequential(*blocks)``
+    for other in astwalk.walk(
+        method
+    ):  # ``blocks = [...]``, then ``self.x = nn.Sequential(*blocks)``
         if (
             isinstance(other, ast.Assign)
             and len(other.targets) == 1
@@ -282,7 +285,7 @@ def _calls_of(owner: ast.ClassDef, attr: str, how: str) -> Optional[List[ast.Cal
     calls: List[ast.Call] = []
     seen = set()
     loops: Dict[str, ast.For] = {}
-    for node in ast.walk(owner):
+    for node in astwalk.walk(owner):
         if isinstance(node, ast.For):
             it, target = node.iter, node.target
             if isinstance(it, ast.Call) and getattr(it.func, "id", None) == "enumerate" and it.args:
@@ -297,7 +300,7 @@ def _calls_of(owner: ast.ClassDef, attr: str, how: str) -> Optional[List[ast.Cal
                 seen.add(id(it))
         elif isinstance(node, ast.Call) and getattr(node.func, "id", None) == "len" and node.args:
             seen.add(id(node.args[0]))
-    for node in ast.walk(owner):
+    for node in astwalk.walk(owner):
         if not isinstance(node, ast.Call):
             continue
         func = node.func
@@ -307,7 +310,7 @@ def _calls_of(owner: ast.ClassDef, attr: str, how: str) -> Optional[List[ast.Cal
             calls.append(node)
             seen.add(id(func.value))
         elif how == ITEMS and isinstance(func, ast.Name) and func.id in loops:
-            if any(node is n for n in ast.walk(loops[func.id])):
+            if any(node is n for n in astwalk.walk(loops[func.id])):
                 calls.append(node)
         elif self_attr(func) == attr:
             if how == ITEMS:
@@ -316,7 +319,7 @@ def _calls_of(owner: ast.ClassDef, attr: str, how: str) -> Optional[List[ast.Cal
             if how == CHAIN:  # the members get the first argument alone
                 node = ast.Call(func=func, args=node.args[:1], keywords=[])
             calls.append(node)
-    for node in ast.walk(owner):
+    for node in astwalk.walk(owner):
         if self_attr(node) == attr and isinstance(node.ctx, ast.Load) and id(node) not in seen:
             return None  # passed on, aliased, read for an attribute
     return calls

@@ -13,6 +13,7 @@ import hashlib
 import re
 from typing import Dict, List, Optional, Tuple
 
+from ...core import walk as astwalk
 from ...core.lines import source_lines
 from ...core.torch_api import SDPA_NAME, SDPA_QUALNAME, SDPA_SIGNATURE, canonical
 from . import chains, fills, forms, steps
@@ -63,14 +64,14 @@ def summarise(
     an unchanged definition's is taken again, moved to its lines (a file
     linted again after an edit; tests/test_reparse.py: the same tables)."""
     mentions = SDPA_NAME in source
-    holds_modules = forms.MODULE_WORDS.search(source) is not None
-    fills_scores = forms.FILL_WORDS.search(source) is not None
+    holds_modules = forms.holds_modules(source)
+    fills_scores = forms.fills_scores(source)
     if (
         screen
         and not mentions
         and not holds_modules
         and not fills_scores
-        and not _RELATIVE_IMPORT.search(source)
+        and not _imports_relatively(source)
         and not chains.imports_project_code(source)
     ):
         return {}  # no wrapper, no import of what may be one, no re-export (relative)
@@ -154,8 +155,19 @@ def summarise(
     return out
 
 
-# ``from .x import y`` / ``from .. import y``, also across a backslash continuation
-_RELATIVE_IMPORT = re.compile(r"\bfrom[ \t\f\\\r\n]+\.")
+# ``from .x import y`` / ``from .. import y``, also across a backslash continuation;
+# the word's start is tested apart (``_imports_relatively``): a pattern that starts
+# with a literal is searched for that literal, one that starts with ``\b`` is tried
+# at every position, a hundred times slower
+_RELATIVE_IMPORT = re.compile(r"from[ \t\f\\\r\n]+\.")
+
+
+def _imports_relatively(source: str) -> bool:
+    for m in _RELATIVE_IMPORT.finditer(source):
+        before = source[m.start() - 1] if m.start() else " "
+        if not (before.isalnum() or before == "_"):
+            return True
+    return False
 
 
 def _lines_naming(source: str, words) -> List[int]:
@@ -370,7 +382,7 @@ def _returned_function(func) -> Optional[ast.FunctionDef]:
     if not nested:
         return None
     found = None
-    for n in ast.walk(func):
+    for n in astwalk.walk(func):
         if isinstance(n, ast.Return) and n.value is not None:
             if isinstance(n.value, ast.Name) and n.value.id in nested:
                 if found is not None and found is not nested[n.value.id]:
@@ -436,7 +448,7 @@ def _function_summary(
             if n.attr == "training":
                 training = True
         elif t in _STORING:
-            for x in ast.walk(n):
+            for x in astwalk.walk(n):
                 if type(x) is ast.Name and type(x.ctx) is ast.Store:
                     stores.setdefault(x.id, []).append(n)
             if t is ast.For:
@@ -603,7 +615,7 @@ def _related_pairs(tests: List[ast.AST], params: set) -> List[list]:
     ``assert``, an ``if``)."""
     out = set()
     for t in tests:
-        names = sorted({n.id for n in ast.walk(t) if isinstance(n, ast.Name)} & params)
+        names = sorted({n.id for n in astwalk.walk(t) if isinstance(n, ast.Name)} & params)
         out.update((a, b) for a in names for b in names if a != b)
     return [list(p) for p in sorted(out)]
 
