@@ -48,10 +48,26 @@ def children(node: ast.AST) -> List[ast.AST]:
     return out
 
 
+# the last functions own_nodes walked: several readers of one summary ask in turn
+_OWN: List[tuple] = []
+_OWN_KEPT = 4
+
+
 def own_nodes(func: ast.AST) -> List[ast.AST]:
     """The nodes of ``func``'s body, not those inside nested functions,
     lambdas or classes (which are listed themselves), depth first from the
-    last statement up."""
+    last statement up.  The list is shared by the next callers that ask for
+    the same function: do not change it."""
+    for kept, nodes in _OWN:
+        if kept is func:
+            return nodes
+    nodes = _own_nodes(func)
+    _OWN.insert(0, (func, nodes))
+    del _OWN[_OWN_KEPT:]
+    return nodes
+
+
+def _own_nodes(func: ast.AST) -> List[ast.AST]:
     out: List[ast.AST] = []
     add = out.append
     stack = list(func.body)  # type: ignore[attr-defined]

@@ -13,6 +13,7 @@ is ``core/fills.py``'s measure, the one the mask evaluator applies.
 from __future__ import annotations
 
 import ast
+from collections.abc import Mapping
 from typing import Dict, List, Optional, Tuple
 
 from ...core import walk as astwalk
@@ -45,20 +46,43 @@ def fill_sinks(calls: List[ast.Call], stores, helpers) -> List[Tuple[str, ast.AS
     return out
 
 
-def helper_signs(tree: ast.Module) -> Dict[str, Optional[str]]:
+def helper_signs(tree: ast.Module) -> "HelperSigns":
     """The file's top-level functions -> the sign of the one value each
     returns ("neg" for ``def max_neg_value(t): return -torch.finfo(t.dtype).max``),
     None for a function that returns something else or several values."""
-    out: Dict[str, Optional[str]] = {}
-    for node in tree.body:
-        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+    return HelperSigns(
+        {
+            node.name: node
+            for node in tree.body
+            if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef))
+        }
+    )
+
+
+class HelperSigns(Mapping):
+    """``helper_signs``'s mapping, each sign read when first asked for: a
+    file that fills scores has many functions and few fill helpers."""
+
+    def __init__(self, functions: Dict[str, ast.AST]) -> None:
+        self._functions = functions
+        self._signs: Dict[str, Optional[str]] = {}
+
+    def __getitem__(self, name: str) -> Optional[str]:
+        if name not in self._signs:
+            node = self._functions[name]
             returns = [
-                n.value
+                n.value  # type: ignore[attr-defined]
                 for n in astwalk.walk(node)
                 if isinstance(n, ast.Return) and n.value is not None
             ]
-            out[node.name] = big_negative(returns[0], {}, {}) if len(returns) == 1 else None
-    return out
+            self._signs[name] = big_negative(returns[0], {}, {}) if len(returns) == 1 else None
+        return self._signs[name]
+
+    def __iter__(self):
+        return iter(self._functions)
+
+    def __len__(self) -> int:
+        return len(self._functions)
 
 
 def softmaxes(calls: List[ast.Call]) -> bool:

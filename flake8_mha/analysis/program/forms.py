@@ -327,18 +327,14 @@ def returned_module(func, dotted: bool = False) -> Optional[str]:
     (a class reached through a module name)."""
     assigned: Dict[str, List[ast.AST]] = {}
     returns: List[ast.AST] = []
-    todo = list(func.body)
-    while todo:
-        n = todo.pop()
-        if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.Lambda)):
-            continue
-        if isinstance(n, ast.Return):
-            returns.append(n.value)
-        elif isinstance(n, ast.Assign):
-            for t in n.targets:
-                if isinstance(t, ast.Name):
-                    assigned.setdefault(t.id, []).append(n.value)
-        todo.extend(astwalk.children(n))
+    for n in astwalk.own_nodes(func):
+        t = n.__class__
+        if t is ast.Return:
+            returns.append(n.value)  # type: ignore[attr-defined]
+        elif t is ast.Assign:
+            for target in n.targets:  # type: ignore[attr-defined]
+                if isinstance(target, ast.Name):
+                    assigned.setdefault(target.id, []).append(n.value)  # type: ignore[attr-defined]
     kinds = set()
     for value in returns:
         if isinstance(value, ast.Name) and len(assigned.get(value.id, ())) == 1:
