@@ -68,36 +68,28 @@ def own_nodes(func: ast.AST) -> List[ast.AST]:
 
 
 def _own_nodes(func: ast.AST) -> List[ast.AST]:
-    out: List[ast.AST] = []
-    add = out.append
-    stack = list(func.body)  # type: ignore[attr-defined]
-    pop, push = stack.pop, stack.append
-    while stack:
-        n = pop()
-        add(n)
-        if isinstance(n, _SCOPES):
-            continue
-        for field in n._fields:
-            value = getattr(n, field, None)
-            if value.__class__ is list:
-                for item in value:
-                    if isinstance(item, _AST):
-                        push(item)
-            elif isinstance(value, _AST):
-                push(value)
-    return out
+    return _from_stack(list(func.body), _SCOPES)  # type: ignore[attr-defined]
 
 
 def depth_first(tree: ast.AST) -> List[ast.AST]:
     """Every node of ``tree``, depth first, each node's children in reverse:
     the order of a stack that pushes them in order."""
+    return _from_stack([tree], ())
+
+
+def _from_stack(stack: List[ast.AST], stop: tuple) -> List[ast.AST]:
+    """The nodes popped from ``stack``, each one's children pushed in order
+    after it, except below a node of a type in ``stop``.  (The loop over a
+    node's fields is ``walk``'s too, written out in each: a helper called
+    once a node would cost about a third more.)"""
     out: List[ast.AST] = []
     add = out.append
-    stack = [tree]
     pop, push = stack.pop, stack.append
     while stack:
         n = pop()
         add(n)
+        if stop and isinstance(n, stop):
+            continue
         for field in n._fields:
             value = getattr(n, field, None)
             if value.__class__ is list:
