@@ -61,14 +61,10 @@ def own_nodes(func: ast.AST) -> List[ast.AST]:
     for kept, nodes in _OWN:
         if kept is func:
             return nodes
-    nodes = _own_nodes(func)
+    nodes = _from_stack(list(func.body), _SCOPES)  # type: ignore[attr-defined]
     _OWN.insert(0, (func, nodes))
     del _OWN[_OWN_KEPT:]
     return nodes
-
-
-def _own_nodes(func: ast.AST) -> List[ast.AST]:
-    return _from_stack(list(func.body), _SCOPES)  # type: ignore[attr-defined]
 
 
 def depth_first(tree: ast.AST) -> List[ast.AST]:

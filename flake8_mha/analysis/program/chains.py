@@ -57,10 +57,6 @@ def dotted_name(node: ast.AST) -> Optional[str]:
     return ".".join(reversed(parts))
 
 
-# the nodes of a function's body, not those of nested functions or classes
-own_nodes = astwalk.own_nodes
-
-
 def imports(tree: ast.Module) -> Dict[str, list]:
     """``{local name: [level, dotted]}`` for the file's top-level imports (also
     inside a top-level ``if``/``try``): where a callee named in an edge lives."""

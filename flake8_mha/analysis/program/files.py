@@ -225,9 +225,8 @@ class ProjectFiles:
         bound: Dict[str, List[Tuple[int, str]]] = {}
         calls: List[ast.Call] = []
         used: List[Tuple[ast.expr, bool]] = []  # (a base or an argument, called?)
-        for node in astwalk.depth_first(
-            tree
-        ):  # one walk: imports anywhere bind (the uses are read after)
+        # one walk: imports anywhere bind (the uses are read after)
+        for node in astwalk.depth_first(tree):
             if isinstance(node, ast.Call):
                 calls.append(node)
                 # ``partial(attend, ...)``, ``checkpoint(block, x)``: called later

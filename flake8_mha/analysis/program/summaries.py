@@ -17,7 +17,7 @@ from ...core import walk as astwalk
 from ...core.lines import source_lines
 from ...core.torch_api import SDPA_NAME, SDPA_QUALNAME, SDPA_SIGNATURE, canonical
 from . import chains, fills, forms, steps
-from .chains import dotted_name, named_lambda, own_nodes, statements
+from .chains import dotted_name, named_lambda, statements
 
 SUMMARY_VERSION = 17
 REEXPORTS = "@reexports"  # the key of an __init__'s re-exports in its summary table
@@ -437,7 +437,7 @@ def _function_summary(
     stores: Dict[str, List[ast.AST]] = {}
     tests: List[ast.AST] = []
     training = False
-    for n in own_nodes(func):
+    for n in astwalk.own_nodes(func):
         t = type(n)
         if t is ast.Call:
             if direct and _is_sdpa(n, sdpa_names):
@@ -594,7 +594,7 @@ def _handed_on(func, name: str, stores: Dict[str, List[ast.AST]]) -> Optional[st
     ``kwargs["k"] = v``, ``del kwargs["k"]``)."""
     if name in stores:
         return None
-    for n in own_nodes(func):
+    for n in astwalk.own_nodes(func):
         if (
             isinstance(n, ast.Attribute)
             and n.attr in _CHANGES_DICT
