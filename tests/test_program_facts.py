@@ -38,7 +38,7 @@ def test_over_the_package_one_file_at_a_time_and_through_check():
 
 def _calls(text: str, cls: str):
     index = call_index.Index(ast.parse(textwrap.dedent(text)))
-    return callers._instance_calls([index], cls)
+    return callers._instance_calls([index], cls, callers._kept([index], cls))
 
 
 def test_items_of_containers_are_called_in_loops_and_by_index():

@@ -7,7 +7,7 @@ from typing import Iterator, Optional
 import libcst as cst
 
 from ..analysis.events import ModuleCall
-from ..analysis.flow import CallSite
+from ..analysis.flow import CallSite, ScopeKind
 from .autofix import Fix, FixContext, add_keyword, find_arg, register
 from ._evidence import module_call_evidence
 from .base import Example, Report, Rule
@@ -26,6 +26,10 @@ class AttentionWeightsDiscarded(Rule):
         `self.attn`, through a `ModuleList` item) whose second result is thrown
         away (`out, _ = attn(...)`, `attn(...)[0]`, `(out, w) = attn(...)` with
         `w` never read) while `need_weights` is not given as `False`.
+        Through a wrapper too: a function or method that returns the call's
+        whole result (`return self.mha(x, x, x)`) is reported at that call
+        when every call of it in the project keeps only the output, in this
+        file or another; the message names the wrapper and its first caller.
         """
     WHY = """
         `need_weights` defaults to `True`: the module then materialises the full
@@ -45,6 +49,20 @@ class AttentionWeightsDiscarded(Rule):
           variable.
         - A call whose whole result is dropped (an expression statement) is not
           reported.
+        - A wrapper's callers are read as the project's other facts from
+          callers are (docs/reach.md, "Facts from the callers"): each keeps
+          only the output when it takes `[0]` of the result or unpacks it to
+          two names whose second is never read in its file. One caller that
+          may keep the weights (reads them, returns the pair, passes it on,
+          runs the module inside an `nn.Sequential`), a use of the wrapper
+          the analysis cannot read (passed around, kept in a list, a
+          subclass), or no caller in the project at all (a library's public
+          module: its users may read the weights) leaves it unreported.
+        - When `need_weights` is the wrapper's own parameter
+          (`need_weights=need_weights`), it is reported only if every caller
+          also leaves that parameter `True`; no fix is offered then, since
+          the default or the callers are the author's to change. Wrappers of
+          wrappers are not followed.
         """
     VALID = [
         "import torch.nn as nn\nattn = nn.MultiheadAttention(64, 8, batch_first=True)\n"
@@ -63,19 +81,62 @@ class AttentionWeightsDiscarded(Rule):
         ),
     ]
 
+    # the weights returned by a wrapper, and thrown away by every one of its callers
+    THROUGH = (
+        "attention weights computed and thrown away by every caller of `{key}` ({where}): "
+        "pass need_weights=False, or nn.MultiheadAttention takes the slow path (about 2x) "
+        "to build them"
+    )
+
     def on_module_call(self, ev: ModuleCall) -> Iterator[Report]:
         if ev.spec.name != "MultiheadAttention":
             return
         site = ev.site
         nw = ev.args.get("need_weights")
+        param = None  # the wrapper's parameter need_weights is given, if it is one
         if nw is not None:
             if self.ctx.value(nw, site) is not True:
-                return  # False, or a variable: the caller decided
+                if not isinstance(nw, cst.Name):
+                    return  # False, or an expression: the caller decided
+                param = nw.value  # a parameter of the wrapper: its callers may decide
         elif ev.args.maybe_given("need_weights"):
             return
-        if not self._discarded(site):
+        if param is None and self._discarded(site):
+            yield self.report(site.node, module_call_evidence(self.ctx, ev))
             return
-        yield self.report(site.node, module_call_evidence(self.ctx, ev))
+        through = self._discarded_by_callers(site, param)
+        if through is not None:
+            key, where = through
+            evidence = module_call_evidence(self.ctx, ev)
+            yield self.report(site.node, evidence, self.THROUGH, key=key, where=where)
+
+    def _discarded_by_callers(self, site: CallSite, param: Optional[str]):
+        """(the wrapper, where its first caller is) when the call's whole
+        result is what a function or method returns (``return
+        self.mha(x, x, x)``), that function is called in the project, and
+        every call keeps only the first result (``out, _ = self.sa(x)``,
+        ``self.sa(x)[0]``) and leaves ``param`` (the wrapper's parameter
+        given as need_weights) True; else None.  A wrapper nothing in the
+        project calls is left alone: its callers are outside and may read
+        the weights."""
+        stmt = site.stmt
+        if site.parents or not isinstance(stmt, cst.Return) or stmt.value is not site.node:
+            return None
+        project = getattr(self.ctx, "project", None)
+        key = _function_key(site)
+        if key is None or project is None or not getattr(project, "files", False):
+            return None
+        found = project.results_kept(key)
+        if not found:
+            return None  # unsettled, or no caller in the project
+        for _, _, use, bound in found:
+            if use is None or (param is not None and bound.get(param) is not True):
+                return None
+        shown, line = found[0][0], found[0][1]
+        where = f"line {line}" if shown is None else f"{shown} line {line}"
+        if len(found) > 1:
+            where += f" and {len(found) - 1} more"
+        return key, where
 
     def _discarded(self, site: CallSite) -> bool:
         call = site.node
@@ -94,6 +155,26 @@ class AttentionWeightsDiscarded(Rule):
                 w = second.value
                 return isinstance(w, cst.Name) and not self.ctx.name_read(w.value, site)
         return False
+
+
+def _function_key(site: CallSite) -> Optional[str]:
+    """How the project names the function whose own body holds the call:
+    ``attend`` (module level) or ``Attention.forward`` (a method of a
+    module-level class, not a dunder one); None otherwise."""
+    scope = site.scope
+    parent = scope.parent if scope is not None else None
+    if parent is None or scope.kind != ScopeKind.FUNCTION:
+        return None
+    if not isinstance(scope.node, cst.FunctionDef) or scope.node.decorators:
+        return None
+    name = scope.node.name.value
+    if parent.kind == ScopeKind.MODULE:
+        return name
+    if parent.kind != ScopeKind.CLASS or parent.parent is None:
+        return None
+    if parent.parent.kind != ScopeKind.MODULE or name.startswith("__"):
+        return None
+    return f"{parent.node.name.value}.{name}"
 
 
 def _index_zero(sub: cst.Subscript) -> bool:

@@ -84,11 +84,14 @@ class Call:
     """One call in a file, as ``calls`` reads it: its positional arguments and
     keywords as literals (``UNKNOWN`` otherwise), whether it splats, and where
     its result goes when it builds something (``("attr", name)`` for
-    ``x.name = C(...)``, ``("name", name)`` for ``name = C(...)``, else None)."""
+    ``x.name = C(...)``, ``("name", name)`` for ``name = C(...)``, else None),
+    its line, and what is kept of the result when it is a pair (``use``):
+    ``FIRST`` for ``call(...)[0]``, the second name of ``out, w = call(...)``
+    (unread when the file never reads that name), else None."""
 
-    __slots__ = ("args", "keywords", "splat", "into", "definer", "within")
+    __slots__ = ("args", "keywords", "splat", "into", "definer", "within", "line", "use")
 
-    def __init__(self, node: ast.Call, into, definer: Optional[str] = None, within=None):
+    def __init__(self, node: ast.Call, into, definer: Optional[str] = None, within=None, use=None):
         self.splat = any(isinstance(a, ast.Starred) for a in node.args) or any(
             k.arg is None for k in node.keywords
         )
@@ -100,6 +103,29 @@ class Call:
         # an item of ``self.<container>`` called in a class's method: the class
         # (``self.blocks[i](x)``), or {(class, container)} for a loop's item name
         self.within = within
+        self.line = node.lineno
+        self.use = use
+
+
+FIRST = 0  # ``call(...)[0]``: only the first of the results is kept
+
+
+def _pair_use(node: ast.AST, uses: Dict[int, object]) -> None:
+    """Where ``node`` keeps only part of a call's pair of results, note it
+    for that call (``Call.use``)."""
+    if isinstance(node, ast.Subscript) and isinstance(node.value, ast.Call):
+        index = node.slice
+        if isinstance(index, ast.Constant) and index.value == 0 and type(index.value) is int:
+            uses[id(node.value)] = FIRST
+    elif (
+        isinstance(node, ast.Assign)
+        and isinstance(node.value, ast.Call)
+        and len(node.targets) == 1
+        and isinstance(node.targets[0], (ast.Tuple, ast.List))
+        and len(node.targets[0].elts) == 2
+        and isinstance(node.targets[0].elts[1], ast.Name)
+    ):
+        uses[id(node.value)] = node.targets[0].elts[1].id
 
 
 class Index:
@@ -142,6 +168,7 @@ class Index:
             int, str
         ] = {}  # id of a self.NAME(...) call -> its class, which defines NAME
         enclosing: Dict[int, str] = {}  # id of a node in a class's body -> that class
+        uses: Dict[int, object] = {}  # id of a call -> what is kept of its pair of results
         for node in astwalk.walk(tree):  # breadth first: an inner class overwrites its outer one
             if isinstance(node, ast.ClassDef):
                 for inner in astwalk.walk(node):
@@ -160,7 +187,8 @@ class Index:
                         and inner.func.attr in own
                     ):
                         definers[id(inner)] = node.name
-        for node in astwalk.walk(tree):
+        for node in astwalk.walk(tree):  # breadth first: a call's parent before it
+            _pair_use(node, uses)
             if isinstance(node, ast.Assign) and len(node.targets) == 1:
                 target = node.targets[0]
                 if isinstance(target, ast.Attribute):
@@ -181,7 +209,7 @@ class Index:
                 if isinstance(func, ast.Subscript) and _container_read(func.value) is not None:
                     funcs.add(id(func.value))  # ``self.blocks[i](x)``: an item called
                     held = _container_read(func.value)
-                    call = Call(node, None, None, enclosing.get(id(node)))
+                    call = Call(node, None, None, enclosing.get(id(node)), uses.get(id(node)))
                     self.by_item.setdefault(held, []).append(call)
             elif isinstance(node, (ast.For, ast.comprehension)):
                 got = _loop_over(node.target, node.iter)
@@ -207,10 +235,12 @@ class Index:
                 if isinstance(func, ast.Name):
                     owner = enclosing.get(id(node))
                     of = {(c, h) for c, h in loops.get(func.id, ()) if c == owner}
-                    call = Call(node, into.get(id(node)), None, of or None)
+                    call = Call(node, into.get(id(node)), None, of or None, uses.get(id(node)))
                     self.by_name.setdefault(func.id, []).append(call)
                 elif isinstance(func, ast.Attribute):
-                    call = Call(node, into.get(id(node)), definers.get(id(node)))
+                    call = Call(
+                        node, into.get(id(node)), definers.get(id(node)), None, uses.get(id(node))
+                    )
                     self.by_attr.setdefault(func.attr, []).append(call)
             elif isinstance(node, ast.Name) and isinstance(node.ctx, ast.Load):
                 if id(node) not in funcs:

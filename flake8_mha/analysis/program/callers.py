@@ -19,7 +19,7 @@ from ...core import walk as astwalk
 from ...core.atomic import read_regular
 from . import chains
 from .files import ProjectFiles, project_root
-from .call_index import Call, Index
+from .call_index import FIRST, Call, Index
 from .signatures import UNKNOWN, init_signature, literal, parse
 
 MAX_HOPS = 3  # importer of an importer of ...: chains are rarely longer
@@ -447,13 +447,59 @@ def calls(path: str, key: str, signature, own_text: Optional[str] = None, files=
 
 
 def _calls(files, key, signature, own_text):
+    found, _ = _found(files, key, own_text)
+    if found is None:
+        return None, files[1:]
+    out = []
+    for call, _ in found:
+        bound = _bind_literals(call, signature)
+        if bound is None:
+            return None, files[1:]
+        out.append(bound)
+    return out, files[1:]
+
+
+def results(path: str, key: str, signature, own_text: Optional[str] = None, files=None):
+    """Every call in the project of the function ``key`` of ``path``, as
+    ``calls`` finds them, with what each keeps of the result: (the file, the
+    call's line, ``KEPT_FIRST`` when only the first of a pair of results is
+    kept (``f(...)[0]``, ``out, _ = f(...)``, ``out, w = f(...)`` with ``w``
+    never read in that file), else None, its parameters bound as by
+    ``calls``).  Returns (that list or None, the files read), None as
+    ``calls`` says."""
+    files = files if files is not None else project_files(path)
+    cache = ("results", key, repr(signature), own_text, _states(files))
+    if cache not in _CALLS:
+        if len(_CALLS) > 256:
+            _CALLS.clear()
+        found, _ = _found(files, key, own_text)
+        out: Optional[list] = []
+        for call, (name, index, whole) in found or ():
+            bound = _bind_literals(call, signature)
+            if bound is None:
+                out = None
+                break
+            use = call.use if not whole else None  # in a Sequential: the next item's input
+            if isinstance(use, str):  # ``out, w = f(...)``: kept when ``w`` is read
+                use = FIRST if use not in index.loaded_names else None
+            out.append((name, call.line, KEPT_FIRST if use == FIRST else None, bound))
+        _CALLS[cache] = (out if found is not None else None, files[1:])
+    return _CALLS[cache]
+
+
+KEPT_FIRST = "first"
+
+
+def _found(files, key, own_text):
+    """The calls ``calls`` binds, each with (its file, that file's
+    ``Index``, whether it calls a ``Sequential`` that holds it), or None when they cannot be told; and the files read."""
     if len(files) > MAX_CALLER_FILES:
         return None, files[1:]
     if key.endswith(".forward"):
         words = {key.split(".")[0]}  # the class: its instances are found from its constructions
     else:
         words = {key.rsplit(".", 1)[-1]}  # the function or method called by its name
-    indexes, unread = [], []
+    indexes, unread, paths = [], [], []
     for i, name in enumerate(files):
         if i and not _mentions(name, words):
             unread.append(name)  # cannot call it: its text never names it
@@ -462,6 +508,7 @@ def _calls(files, key, signature, own_text):
         if index is None:
             return None, files[1:]
         indexes.append(index)
+        paths.append(name)
     if key.endswith(".forward") and unread:
         # where the instances are kept: a file that names one of those may call them
         kept = _kept(indexes, key.split(".")[0])  # None: the answer is unsettled anyway
@@ -472,20 +519,20 @@ def _calls(files, key, signature, own_text):
                 if index is None:
                     return None, files[1:]
                 indexes.append(index)
-    if key.endswith(".forward"):
-        found = _instance_calls(indexes, key.split(".")[0])
-    elif "." in key:
-        found = _method_calls(indexes, *key.split(".", 1))
-    else:
-        found = _function_calls(indexes, key)
-    if found is None:
-        return None, files[1:]
+                paths.append(name)
+    kept = _kept(indexes, key.split(".")[0]) if key.endswith(".forward") else None
+    whole: Set[int] = set()
     out = []
-    for call in found:
-        bound = _bind_literals(call, signature)
-        if bound is None:
+    for name, index in zip(paths, indexes):
+        if key.endswith(".forward"):
+            found = _instance_calls([index], key.split(".")[0], kept, whole)
+        elif "." in key:
+            found = _method_calls([index], *key.split(".", 1))
+        else:
+            found = _function_calls([index], key)
+        if found is None:
             return None, files[1:]
-        out.append(bound)
+        out.extend((call, (name, index, id(call) in whole)) for call in found)
     return out, files[1:]
 
 
@@ -516,11 +563,13 @@ def _function_calls(indexes: List[Index], name: str) -> Optional[List[Call]]:
     return found
 
 
-def _instance_calls(indexes: List[Index], cls: str) -> Optional[List[Call]]:
-    """The calls of the instances of ``cls``: each construction kept in a
-    plain attribute (``self.attn = Cls(...)``) or name, and every call of
-    that attribute or name in the project."""
-    kept = _kept(indexes, cls)
+def _instance_calls(indexes: List[Index], cls: str, kept, whole_calls=None) -> Optional[List[Call]]:
+    """The calls in ``indexes`` of the instances of ``cls``: each
+    construction kept in a plain attribute (``self.attn = Cls(...)``) or
+    name, and every call of that attribute or name (``kept``: ``_kept``'s
+    answer over every file read).  ``whole_calls``: a set that gets the
+    calls of a ``Sequential`` as a whole (the instance's result goes on to
+    the next item, unless it is the last)."""
     if kept is None:
         return None
     attrs, names, held, whole = kept
@@ -540,6 +589,8 @@ def _instance_calls(indexes: List[Index], cls: str) -> Optional[List[Call]]:
             if called and h not in whole:
                 return None  # a ModuleList called as a whole: not a call of its items
             found.extend(called)  # a Sequential called: its first item gets the input
+            if whole_calls is not None:
+                whole_calls.update(map(id, called))
             for n in index.loop_names.get(h, ()):
                 if n in index.loaded_names:
                     return None  # the item read otherwise than called

@@ -14,6 +14,7 @@ the callee lives.  See docs/reach.md for what is followed and what is not.
 
 from __future__ import annotations
 
+import os
 from typing import Dict, List, Optional, Tuple
 
 import libcst as cst
@@ -515,6 +516,33 @@ class Project(ConstantFiles):
             # witness runs with it (lint/facts.from_callers)
             answer, got = (KNOWN,) + answer[1:], None
         return got, answer
+
+    def results_kept(self, key: str) -> Optional[list]:
+        """Every call in the project of this file's function ``key`` (as
+        ``called`` reads them), each as (its file shown relative to the
+        root or None for this file, its line, ``callers.KEPT_FIRST`` when it keeps only the first
+        of a pair of results, its parameters' literal values); [] when
+        nothing in the project calls it, None when the calls cannot be told."""
+        if not self.files or self._own_source is None:
+            return None
+        signature = signatures.function_signature(self._own_source, key)
+        if signature is None:
+            return None
+        try:
+            found, read = callers.results(
+                self.path, key, signature, self._own_source, self._project_files()
+            )
+        except (OSError, ValueError, RecursionError):
+            return None
+        for filename in read:
+            self.depend(filename)
+        if found is None:
+            return None
+        own = os.path.abspath(self.path)
+        return [
+            (None if os.path.abspath(f) == own else self.relative(f), line, use, bound)
+            for f, line, use, bound in found
+        ]
 
 
 BUILT, CALLED = "built", "called"

@@ -1,0 +1,168 @@
+"""Issue 26: MHA102 through a wrapper.
+
+``fixtures/program_calls/weights``: a module (or method) that returns
+``nn.MultiheadAttention``'s pair of results is reported at that call when
+every call of it in the package keeps only the output, wherever the callers
+are (another file, the same file), and when need_weights is the wrapper's own
+parameter that every caller leaves True.  A caller that reads the weights, a
+call the analysis cannot read, or a wrapper nothing in the package calls
+leaves it unreported (docs/MHA102.md)."""
+from __future__ import annotations
+
+import json
+import shutil
+import subprocess
+import sys
+
+import pytest
+
+from fixture_expect import FIXTURES, ROOT, expected, flake8_run
+from flake8_mha.lint import engine
+
+PKG = FIXTURES / "program_calls" / "weights"
+FILES = sorted(PKG.glob("*.py"))
+REL = "fixtures/program_calls/weights/"
+TAIL = "pass need_weights=False, or nn.MultiheadAttention takes the slow path (about 2x) to build them"
+
+
+def _msg(key, where):
+    return f"attention weights computed and thrown away by every caller of `{key}` ({where}): {TAIL}"
+
+
+MESSAGES = {
+    ("attention.py", 17, 16, "MHA102"): _msg("SelfAttention.forward", REL + "model.py line 17 and 1 more"),
+    ("attention.py", 28, 16, "MHA102"): _msg("CrossAttention.forward", REL + "model.py line 20"),
+    ("local.py", 15, 16, "MHA102"): _msg("Pooled.attention", "line 18"),
+}
+
+
+def test_the_fixture_states_what_the_messages_say():
+    want = {(p.name,) + e for p in FILES for e in expected(p)}
+    assert want == set(MESSAGES)
+
+
+def _flake8(*args):
+    status, found = flake8_run(*args)
+    return status, {(f.path.rsplit("/", 1)[-1], f.line, f.col, f.code): f.msg for f in found}
+
+
+def test_flake8_over_the_package():
+    assert _flake8(REL) == (1, MESSAGES)
+
+
+@pytest.mark.parametrize("path", FILES, ids=lambda p: p.name)
+def test_flake8_one_file_at_a_time(path):
+    status, got = _flake8(str(path.relative_to(ROOT)))
+    want = {k: v for k, v in MESSAGES.items() if k[0] == path.name}
+    assert (status, got) == (1 if want else 0, want)
+
+
+def test_flake8_from_an_editor_buffer():
+    # the wrapper's file as an editor sends it: on stdin, named by --stdin-display-name
+    path = PKG / "attention.py"
+    status, found = flake8_run("--stdin-display-name", REL + "attention.py", "-",
+                               stdin=path.read_text(encoding="utf-8"))
+    assert status == 1
+    assert {(f.line, f.col, f.code) for f in found} == {(17, 16, "MHA102"), (28, 16, "MHA102")}
+
+
+def test_check_reports_what_flake8_reports():
+    proc = subprocess.run(
+        [sys.executable, "-m", "flake8_mha.frontends.cli", "check", "--no-cache", "--format", "json", REL],
+        cwd=ROOT, capture_output=True, text=True, timeout=300,
+    )
+    assert proc.returncode == 1, proc.stderr
+    found = json.loads(proc.stdout)["findings"]
+    assert {(f["path"].rsplit("/", 1)[-1], f["line"], f["col"], f["code"]): f["message"]
+            for f in found} == MESSAGES
+
+
+def test_the_fix_turns_the_weights_off_where_the_call_is(tmp_path):
+    pkg = _copy(tmp_path)
+    proc = subprocess.run(
+        [sys.executable, "-m", "flake8_mha.frontends.cli", "check", "--no-cache", "--fix", "--select",
+         "MHA102", str(pkg)],
+        cwd=tmp_path, capture_output=True, text=True, timeout=300,
+    )
+    assert proc.returncode in (0, 1), proc.stderr
+    text = (pkg / "attention.py").read_text()
+    assert "return self.mha(x, x, x, key_padding_mask=pad, need_weights=False)" in text
+    # the wrapper's own parameter: no fix (its default, or the callers, are the author's to change)
+    assert "return self.mha(x, memory, memory, need_weights=need_weights)" in text
+    assert "return self.mha(x, x, x, need_weights=False)" in (pkg / "local.py").read_text()
+    assert _found(pkg / "attention.py") == [(28, 16, "MHA102")]
+
+
+# ------------------------------------------------ what leaves the weights' use open
+
+
+def _copy(tmp_path):
+    pkg = tmp_path / "weights"
+    shutil.copytree(PKG, pkg)
+    return pkg
+
+
+def _found(path):
+    return [(f.line, f.col, f.code) for f in engine.analyze_file(str(path))]
+
+
+REPORTED = [(17, 16, "MHA102"), (28, 16, "MHA102")]
+
+
+def test_the_fixture_in_a_copy(tmp_path):
+    assert _found(_copy(tmp_path) / "attention.py") == REPORTED
+
+
+@pytest.mark.parametrize("change, gone", [
+    # a caller reads the weights, returns the pair, or hands it on whole
+    (("h, _ = self.attn(x, pad)", "h, w = self.attn(x, pad)\n        self.w = w"), 17),
+    (("x = x + self.attn(x)[0]", "x = x + self.attn(x)[1].mean()"), 17),
+    (("x = x + self.attn(x)[0]", "return self.attn(x)"), 17),
+    (("x = x + self.cross(x, memory)[0]", "pair = self.cross(x, memory)\n        x = x + pair[0]"), 28),
+    # a caller asks for the weights by the wrapper's parameter
+    (("self.cross(x, memory)[0]", "self.cross(x, memory, need_weights=True)[1]"), 28),
+    (("self.cross(x, memory)[0]", "self.cross(x, memory, need_weights=flag)[0]"), 28),
+    # the instance kept where its calls cannot all be seen, or the class subclassed
+    (("self.attn = SelfAttention(dim, heads)", "self.attn = [SelfAttention(dim, heads)]"), 17),
+    (("class Layer(nn.Module):", "class Sub(SelfAttention):\n    pass\n\n\nclass Layer(nn.Module):"), 17),
+    # a Sequential: its result is the last item's, or goes on to the next one
+    (("self.cross = CrossAttention(dim, heads)",
+      "self.cross = nn.Sequential(CrossAttention(dim, heads))"), 28),
+])
+def test_a_caller_that_may_keep_the_weights_leaves_the_finding_out(tmp_path, change, gone):
+    pkg = _copy(tmp_path)
+    model = pkg / "model.py"
+    text = model.read_text()
+    assert change[0] in text
+    model.write_text(text.replace(change[0], change[1]))
+    assert _found(pkg / "attention.py") == [f for f in REPORTED if f[0] != gone]
+
+
+def test_a_wrapper_nothing_in_the_package_calls_keeps_its_silence(tmp_path):
+    pkg = _copy(tmp_path)
+    (pkg / "model.py").unlink()
+    assert _found(pkg / "attention.py") == []
+
+
+def test_this_file_alone_knows_no_caller():
+    text = (PKG / "attention.py").read_text()
+    assert engine.analyze_source(text, str(PKG / "attention.py"), project=False) == []
+
+
+def test_an_edit_of_a_caller_invalidates_the_cached_finding(tmp_path, monkeypatch, capsys):
+    from flake8_mha.frontends.check import main as check_main
+
+    monkeypatch.chdir(tmp_path)
+    pkg = _copy(tmp_path)
+
+    def run():
+        status = check_main(["--format", "json", "weights/attention.py"])
+        return status, [(f["line"], f["code"]) for f in json.loads(capsys.readouterr().out)["findings"]]
+
+    first = run()
+    assert first == (1, [(17, "MHA102"), (28, "MHA102")])
+    assert run() == first  # from the cache
+    model = pkg / "model.py"
+    model.write_text(model.read_text().replace("h, _ = self.attn(x, pad)",
+                                               "h, w = self.attn(x, pad)\n        self.w = w"))
+    assert run() == (1, [(28, "MHA102")])
