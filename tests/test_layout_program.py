@@ -1011,3 +1011,55 @@ def test_the_same_answer_when_another_file_is_read_again(monkeypatch):
     got = [(f.code, f.line, f.col) for f in analyze_file(str(HANDED / "build.py"),
                                                          ["MHA001", "MHA903"])]
     assert got == want
+
+
+# ------------------------------------------------ nn.Transformer's parts run on their own
+
+SEQ2SEQ = """\
+class Seq2Seq(nn.Module):
+    def __init__(self, d):
+        super().__init__()
+        self.transformer = nn.Transformer(d, 8{extra})
+        self.embed = nn.Embedding(100, d)
+
+    def encode(self, tokens):
+        x = self.embed(tokens)  # (N, S, E)
+{body}
+"""
+TRANSFORMER = (AFTER + 3, 28)  # where ``nn.Transformer`` stands
+
+
+def _seq2seq(body: str, extra: str = ""):
+    text = SEQ2SEQ.format(extra=extra, body=textwrap.indent(textwrap.dedent(body), " " * 8))
+    return [(f.code, f.line, f.col, f.message) for f in findings(text)
+            if (f.line, f.col) == TRANSFORMER]
+
+
+def test_the_encoder_of_a_transformer_reads_its_batch_first():
+    got = _seq2seq("return self.transformer.encoder(x)\n")
+    assert [g[:3] for g in got] == [("MHA001",) + TRANSFORMER]
+    assert f"line {AFTER + 7}: `# (N, S, E)`" in got[0][3]
+
+
+@pytest.mark.parametrize("body", [
+    "x = x.transpose(0, 1)  # (S, N, E)\nreturn self.transformer.encoder(x)\n",
+    "x = x.transpose(0, 1)\nreturn self.transformer.encoder.forward(x)\n",
+    "m = self.transformer.encoder(x.transpose(0, 1))\n"
+    "return self.transformer.decoder(x.transpose(0, 1), m)\n",
+])
+def test_sequence_first_data_into_a_part_is_not_reported(body):
+    assert [g[:3] for g in _seq2seq(body)] == [("MHA903",) + TRANSFORMER]
+
+
+def test_a_part_fed_sequence_first_beside_a_whole_call_fed_batch_first():
+    body = ("m = self.transformer.encoder(x.transpose(0, 1))\n"
+            "return self.transformer(x, x)\n")
+    assert [g[:3] for g in _seq2seq(body)] == [("MHA001",) + TRANSFORMER]
+
+
+def test_a_custom_encoder_is_not_the_transformers_part():
+    # the encoder the caller handed in is its own module: its calls say nothing of this one
+    got = _seq2seq("x = x.transpose(0, 1)\nreturn self.transformer.encoder(x)\n",
+                   extra=", custom_encoder=nn.Identity()")
+    assert [g[:3] for g in got] == [("MHA001",) + TRANSFORMER]
+    assert "fed" not in got[0][3]

@@ -112,6 +112,12 @@ class BatchFirstUnset(Rule):
           the file (a call, an argument, an alias) keeps the finding. A
           transformer module used only through its parts (`self.transformer.encoder(x)`)
           keeps it: the parts run with its `batch_first`.
+        - The calls of an `nn.Transformer`'s own encoder and decoder
+          (`self.transformer.encoder(src)`, `.decoder(tgt, memory)`, also
+          through `.forward`) are calls of the Transformer: the layout they
+          are fed decides as a call of the whole does. Not when the
+          construction hands in a `custom_encoder`/`custom_decoder`: that
+          part is the caller's own module.
         - Unknown layout is reported (as before the layout analysis): no prior is
           assumed either way, and the default is a trap whenever the data is
           batch-first. A module never called in the file is reported too.

@@ -181,14 +181,31 @@ class LayoutAnalysis:
 
     # ------------------------------------------------------------ modules and their calls
     def calls_of(self, ev: Construction) -> List[ModuleCall]:
-        """The calls that run the module ``ev`` builds: its own, and those of a
-        ``TransformerEncoder``/``Decoder`` built from it."""
+        """The calls that run the module ``ev`` builds: its own, those of a
+        ``TransformerEncoder``/``Decoder`` built from it, and for an
+        ``nn.Transformer`` those of the parts it builds (``self.transformer.
+        encoder(src)``), which read the layout its ``batch_first`` says."""
         out = list(self.ctx.module_calls_of(ev))
         for other in self.ctx.events:
             if isinstance(other, ModuleCall) and other.spec.name in _CONTAINER_LAYER:
                 if any(self._layer_is(inst, other.spec.name, ev) for inst in other.instances):
                     out.append(other)
+                elif ev.spec.name == "Transformer" and self._part_of(other, ev):
+                    out.append(other)
         return out
+
+    def _part_of(self, call: ModuleCall, ev: Construction) -> bool:
+        """``call`` runs the encoder or decoder of the ``nn.Transformer`` built at ``ev``."""
+        func = call.site.node.func
+        if isinstance(func, cst.Attribute) and func.attr.value == "forward":
+            func = func.value
+        if not isinstance(func, cst.Attribute) or func.attr.value not in ("encoder", "decoder"):
+            return False
+        try:
+            owners = self.ctx.resolver.instances(func.value, call.site.env, call.site.scope)
+        except RecursionError:  # pragma: no cover
+            return False
+        return any(o.ctor is not None and o.ctor.node is ev.site.node for o in owners or ())
 
     def weights_only(self, ev: Construction) -> bool:
         """A module kept on ``self.<attr>`` that the file only reads attributes
