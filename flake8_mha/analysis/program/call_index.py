@@ -84,7 +84,9 @@ class Call:
     """One call in a file, as ``calls`` reads it: its positional arguments and
     keywords as literals (``UNKNOWN`` otherwise), whether it splats, and where
     its result goes when it builds something (``("attr", name)`` for
-    ``x.name = C(...)``, ``("name", name)`` for ``name = C(...)``, else None),
+    ``x.name = C(...)``, ``("name", name)`` for ``name = C(...)``,
+    ``("return", f)`` for ``return C(...)`` in the module-level function
+    ``f``, else None),
     its line, and what is kept of the result when it is a pair (``use``):
     ``FIRST`` for ``call(...)[0]``, the second name of ``out, w = call(...)``
     (unread when the file never reads that name), else None."""
@@ -169,6 +171,7 @@ class Index:
         ] = {}  # id of a self.NAME(...) call -> its class, which defines NAME
         enclosing: Dict[int, str] = {}  # id of a node in a class's body -> that class
         uses: Dict[int, object] = {}  # id of a call -> what is kept of its pair of results
+        in_loop: Dict[int, Tuple[str, str]] = {}  # id of a call of a loop's item -> its loop's
         for node in astwalk.walk(tree):  # breadth first: an inner class overwrites its outer one
             if isinstance(node, ast.ClassDef):
                 for inner in astwalk.walk(node):
@@ -187,6 +190,11 @@ class Index:
                         and inner.func.attr in own
                     ):
                         definers[id(inner)] = node.name
+        for node in tree.body:  # a module-level factory: ``return Block(...)``
+            if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                for inner in astwalk.own_nodes(node):
+                    if isinstance(inner, ast.Return) and isinstance(inner.value, ast.Call):
+                        into[id(inner.value)] = ("return", node.name)
         for node in astwalk.walk(tree):  # breadth first: a call's parent before it
             _pair_use(node, uses)
             if isinstance(node, ast.Assign) and len(node.targets) == 1:
@@ -219,6 +227,15 @@ class Index:
                     owner = enclosing.get(id(node))
                     if owner is not None and self_attr(got[2]) is not None:
                         loops[got[1]] = loops.get(got[1], set()) | {(owner, got[0])}
+                        if isinstance(node, ast.For):  # its body's calls of the item: this loop's
+                            for stmt in node.body:
+                                for inner in astwalk.walk(stmt):
+                                    if (
+                                        isinstance(inner, ast.Call)
+                                        and isinstance(inner.func, ast.Name)
+                                        and inner.func.id == got[1]
+                                    ):
+                                        in_loop[id(inner)] = (owner, got[0])
             elif isinstance(node, ast.ClassDef):
                 for b in node.bases:
                     if isinstance(b, ast.Name):
@@ -234,7 +251,10 @@ class Index:
                 func = node.func
                 if isinstance(func, ast.Name):
                     owner = enclosing.get(id(node))
-                    of = {(c, h) for c, h in loops.get(func.id, ()) if c == owner}
+                    if id(node) in in_loop:  # inside ``for blk in self.blocks``: that container's
+                        of = {in_loop[id(node)]}
+                    else:  # a name bound by loops elsewhere: any of their containers
+                        of = {(c, h) for c, h in loops.get(func.id, ()) if c == owner}
                     call = Call(node, into.get(id(node)), None, of or None, uses.get(id(node)))
                     self.by_name.setdefault(func.id, []).append(call)
                 elif isinstance(func, ast.Attribute):

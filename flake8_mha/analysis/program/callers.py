@@ -572,7 +572,7 @@ def _instance_calls(indexes: List[Index], cls: str, kept, whole_calls=None) -> O
     the next item, unless it is the last)."""
     if kept is None:
         return None
-    attrs, names, held, whole = kept
+    attrs, names, held, whole, makers = kept
     found: List[Call] = []
     for index in indexes:
         if attrs & index.loaded_attrs or names & index.loaded_names:
@@ -584,7 +584,9 @@ def _instance_calls(indexes: List[Index], cls: str, kept, whole_calls=None) -> O
         for n in names:
             found.extend(index.by_name.get(n, ()))
         for h in held:
-            found.extend(c for c in index.by_item.get(h, ()) if _may_hold(index, c.within, h, cls))
+            found.extend(
+                c for c in index.by_item.get(h, ()) if _may_hold(index, c.within, h, cls, makers)
+            )
             called = [*index.by_attr.get(h, ()), *index.by_name.get(h, ())]
             if called and h not in whole:
                 return None  # a ModuleList called as a whole: not a call of its items
@@ -595,29 +597,40 @@ def _instance_calls(indexes: List[Index], cls: str, kept, whole_calls=None) -> O
                 if n in index.loaded_names:
                     return None  # the item read otherwise than called
                 for c in index.by_name.get(n, ()):
-                    if not c.within or any(_may_hold(index, o, h, cls) for o, _ in c.within):
+                    if not c.within or any(
+                        held_there == h and _may_hold(index, o, h, cls, makers)
+                        for o, held_there in c.within
+                    ):
                         found.append(c)
     return found
 
 
-def _may_hold(index: Index, owner: Optional[str], held: str, cls: str) -> bool:
+def _may_hold(index: Index, owner: Optional[str], held: str, cls: str, makers=()) -> bool:
     """Whether ``self.<held>`` in a method of the class ``owner`` may hold
     instances of ``cls``: unless that class fills it itself, with
-    constructions of other classes only (then its items are not ``cls``'s)."""
+    constructions of other classes only (then its items are not ``cls``'s);
+    ``makers``: the factories that return ``cls``'s instances."""
     if owner is None:
         return True
     built = index.holds.get((owner, held))
-    return built is None or cls in built or "" in built
+    return built is None or cls in built or "" in built or bool(built & set(makers))
 
 
-def _kept(indexes: List[Index], cls: str) -> Optional[Tuple[Set[str], ...]]:
+MAX_FACTORIES = 2  # a factory of a factory of the class: followed no deeper
+
+
+def _kept(indexes: List[Index], cls: str, depth: int = 0) -> Optional[Tuple[Set[str], ...]]:
     """(attributes, names, containers of modules, the containers among them
-    that are ``Sequential``) the constructions of ``cls`` are kept in; None
-    when one is not kept so, or the class is used otherwise."""
+    that are ``Sequential``, the factories that return them) the
+    constructions of ``cls`` are kept in; None when one is not kept so, or
+    the class is used otherwise.  A construction a module-level function
+    returns (``def make(d): return Block(d)``) is kept where that function's
+    calls are."""
     attrs: Set[str] = set()
     names: Set[str] = set()
     held: Set[str] = set()
     whole: Set[str] = set()
+    makers: Set[str] = set()
     for index in indexes:
         own = _names(index, cls)
         if own & index.loaded_names or cls in index.loaded_attrs or own & index.bases:
@@ -625,14 +638,23 @@ def _kept(indexes: List[Index], cls: str) -> Optional[Tuple[Set[str], ...]]:
         for n in own:
             for built in index.by_name.get(n, ()):
                 if built.into is None:
-                    return None  # in a container, an argument, returned: not followed
+                    return None  # in a container, an argument: not followed
                 kind = built.into[0]
+                if kind == "return":
+                    makers.add(built.into[1])
+                    continue
                 (attrs if kind == "attr" else names if kind == "name" else held).add(built.into[1])
                 if kind == "seq":
                     whole.add(built.into[1])
         if index.by_attr.get(cls):
             return None  # ``module.Cls(...)``: not followed
-    return attrs, names, held, whole
+    for maker in sorted(makers - {cls}):
+        got = _kept(indexes, maker, depth + 1) if depth < MAX_FACTORIES else None
+        if got is None:
+            return None
+        for mine, theirs in zip((attrs, names, held, whole, makers), got):
+            mine |= theirs
+    return attrs, names, held, whole, makers
 
 
 def _method_calls(indexes: List[Index], cls: str, method: str) -> Optional[List[Call]]:
