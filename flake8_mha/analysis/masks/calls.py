@@ -32,7 +32,9 @@ class Frame:
     def __init__(self, func, fscope, args, env, scope, parent):
         self.func = func  # the FunctionDef
         self.fscope = fscope
-        self.args: Dict[str, Optional[cst.BaseExpression]] = args  # None: unknown (a splat)
+        # None: unknown (a splat); a Mask: a caller's argument already evaluated
+        # where it stands (a builder of another file: program/returns.py)
+        self.args: Dict[str, object] = args
         self.env = env  # the caller's environment
         self.scope = scope
         self.parent: Optional[Frame] = parent
@@ -169,6 +171,8 @@ class Calls(FileCalls):
                 arg = frame.args[name]
                 if arg is None:
                     return UNKNOWN_MASK
+                if isinstance(arg, Mask):  # what a caller in another file passes, evaluated there
+                    return arg
                 return self.eval(arg, at.but(frame.env, frame.scope, frame.parent))
             if p.default is not None:
                 return self.eval(p.default, at.but({}, d.scope.parent if d.scope else None, None))

@@ -416,7 +416,9 @@ class MaskEvaluator(Calls, Numbers, Comparisons, Segments, Offsets, Shapes, Dtyp
             return self._agreed([self._helper((f, 0), node, at, None) for f in stored])
         project = getattr(self.ctx, "project", None)
         if project is not None:  # a mask builder in another project file (docs/reach.md)
-            got = project.returned(node, at.env, at.scope, self.text(node.func) + "()")
+            got = project.returned(
+                node, at.env, at.scope, self.text(node.func) + "()", lambda e: self.eval(e, at)
+            )
             if got is not None:
                 return got
         return UNKNOWN_MASK

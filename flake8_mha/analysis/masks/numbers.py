@@ -82,8 +82,8 @@ class Numbers:
             name = d.node.name.value
             if name in fr.args:
                 value = fr.args[name]
-                if value is None:
-                    return None
+                if value is None or not isinstance(value, cst.CSTNode):
+                    return None  # unknown, or a value evaluated in another file
                 node, env, scope, frame = value, fr.env, fr.scope, fr.parent
             elif d.node.default is not None:
                 node, env, scope, frame = d.node.default, {}, d.scope.parent, None

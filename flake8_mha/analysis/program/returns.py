@@ -20,9 +20,13 @@ file's are parsed with LibCST once, read, and kept by the file's bytes
 
 from __future__ import annotations
 
+import os
+from dataclasses import replace
 from typing import Callable, Dict, NamedTuple, Optional, Tuple
 
 import libcst as cst
+
+from ...core.atomic import read_regular
 
 from ..flow import DefKind, import_path, lookup
 from ..resolve import passed
@@ -30,6 +34,11 @@ from .callgraph import static_kind
 from .files import ProjectFiles, decode
 
 RETURNS_VERSION = 1
+# a builder of another file read with LibCST, by (file, its state, name): the
+# few a linted file calls with masks of its own (``ReturnsFiles._transformed``)
+_FUNCTION_READS: Dict[tuple, object] = {}
+MAX_FUNCTION_READS = 16
+MAX_READ_BYTES = 2 * 1024 * 1024
 HELPER_VERSION = 3
 _MASK_FIELDS = ("meaning", "kind", "dtype", "fill")
 
@@ -108,22 +117,29 @@ class ReturnsFiles(ProjectFiles):
     """The project's files, with what their helpers return."""
 
     # -- mask builders ----------------------------------------------------------------
-    def returned(self, call: cst.Call, env, scope, text: str):
+    def returned(self, call: cst.Call, env, scope, text: str, evaluate=None):
         """The mask a call of a project function in another file returns
         (``make_pad_mask(lens)`` with ``make_pad_mask`` imported), as a
         ``masks.Mask`` whose origins are ``call`` and name the other file's
         place; None when that function is not a mask builder the analysis
-        understands with its parameters unknown."""
+        understands.  ``evaluate``: the caller's evaluation of an argument
+        expression; with it, a builder that transforms a mask it is passed
+        (``def invert(mask): return ~mask``) is evaluated with the caller's
+        masks for its parameters (``transformed``), else with them unknown."""
         try:
-            return self._returned(call, env, scope, text)
+            return self._returned(call, env, scope, text, evaluate)
         except (OSError, ValueError, RecursionError):
             return None
 
-    def _returned(self, call: cst.Call, env, scope, text: str):
+    def _returned(self, call: cst.Call, env, scope, text: str, evaluate=None):
         loc = self._elsewhere(call.func, env, scope)
         if loc is None:
             return None
         filename, name = loc
+        if evaluate is not None:
+            got = self._transformed(filename, name, call, env, scope, text, evaluate)
+            if got is not None:
+                return got
         valid = lambda got: isinstance(got, dict)  # noqa: E731
         got = self._read(
             filename,
@@ -134,6 +150,82 @@ class ReturnsFiles(ProjectFiles):
         if not got:
             return None
         return mask_of(got, call, f"{text} -> {self.relative(filename)}:{got['line']}")
+
+    def _transformed(self, filename, name, call, env, scope, text, evaluate):
+        """The mask the builder ``name`` of ``filename`` returns for this
+        call, its parameters bound to the masks the caller passes (each
+        evaluated by ``evaluate`` where the caller stands); None when no
+        argument is a known mask (the summary with unknown parameters then
+        says as much) or the result is unknown.  The result's origins that
+        the caller's masks carried stay theirs (lines of the linted file);
+        the others are ``call``, and name the builder's place."""
+        from ..masks import At, MaskEvaluator, join_all
+        from ..masks.calls import Frame, bind_call, falls_off_end
+        from ..masks.domain import NONE_MASK, Origin
+        from ..splats import expand_call
+
+        if not call.args:
+            return None
+        self.depend(filename)  # an edit of the builder changes what its callers are told
+        read = self._function_read(filename, name)
+        if read is None:
+            return None
+        fctx, func, fscope = read
+        if not fscope.returns:
+            return None
+        bound = bind_call(func, expand_call(call, env, scope), 0)
+        masks: dict = {}
+        for param, expr in bound.items():
+            got = evaluate(expr) if expr is not None else None
+            masks[param] = got if got is not None and (got.known or got.none) else None
+        if not any(m is not None and m.known for m in masks.values()):
+            return None
+        ev = MaskEvaluator(fctx)
+        frame = Frame(func, fscope, masks, {}, None, None)
+        values = [ev.eval(expr, At(renv, fscope, frame, 0)) for expr, renv in fscope.returns]
+        if falls_off_end(func):
+            values.append(NONE_MASK)
+        m = join_all(values)
+        if m.none or not m.known:
+            return None
+        carried = {
+            id(o)
+            for given in masks.values()
+            if given is not None
+            for o in (given.origin, given.kind_origin, given.shape_origin)
+            if o is not None
+        }
+        where = f"{text} -> {self.relative(filename)}"
+
+        def moved(o):
+            if o is None or id(o) in carried:
+                return o
+            return Origin(call, f"{where}:{ev.line(o.node)}: {ev.text(o.node)}", o.by_name)
+
+        return replace(
+            m,
+            origin=moved(m.origin),
+            kind_origin=moved(m.kind_origin),
+            shape_origin=moved(m.shape_origin),
+        )
+
+    def _function_read(self, filename: str, name: str):
+        """``read_function`` of a project file's text, kept for the process
+        by the file's state (a few files: the builders a linted file calls)."""
+        try:
+            st = os.stat(filename)
+        except OSError:
+            return None
+        key = (filename, st.st_mtime_ns, st.st_size, name)
+        if key not in _FUNCTION_READS:
+            if len(_FUNCTION_READS) >= MAX_FUNCTION_READS:
+                del _FUNCTION_READS[next(iter(_FUNCTION_READS))]  # the oldest
+            try:
+                text = decode(read_regular(filename, MAX_READ_BYTES))
+                _FUNCTION_READS[key] = read_function(text, name)
+            except (OSError, SyntaxError, UnicodeDecodeError, LookupError, cst.ParserSyntaxError):
+                _FUNCTION_READS[key] = None
+        return _FUNCTION_READS[key]
 
     # -- helper forms -------------------------------------------------------------------
     def helper_form(self, call: cst.Call, env, scope, salt: str, read: Read) -> Optional[Helper]:
