@@ -166,3 +166,17 @@ def test_an_edit_of_a_caller_invalidates_the_cached_finding(tmp_path, monkeypatc
     model.write_text(model.read_text().replace("h, _ = self.attn(x, pad)",
                                                "h, w = self.attn(x, pad)\n        self.w = w"))
     assert run() == (1, [(28, "MHA102")])
+
+
+def test_the_pre_commit_check_of_a_changed_caller_checks_the_wrapper(monkeypatch, capsys):
+    # a commit that changes only model.py: the findings it makes are in attention.py
+    from flake8_mha.frontends.check import main as check_main
+
+    monkeypatch.chdir(ROOT)
+    assert check_main(["--isolated", "--no-cache", REL + "model.py"]) == 0
+    capsys.readouterr()
+    status = check_main(["--isolated", "--no-cache", "--dependents", REL + "model.py"])
+    out = capsys.readouterr().out.splitlines()
+    assert status == 1
+    assert [line.split(" MHA")[0] for line in out] == [
+        REL + "attention.py:17:16:", REL + "attention.py:28:16:"]

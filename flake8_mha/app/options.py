@@ -120,9 +120,10 @@ def add_lint_arguments(parser: argparse.ArgumentParser, repeatable: bool = False
         "--dependents",
         action="store_true",
         default=None,
-        help="also check the project files that import one of the named files, directly "
-        "or through importers (the pre-commit hook: a changed wrapper changes its "
-        "callers' findings; docs/reach.md)",
+        help="also check the project files that import one of the named files, and those "
+        "the named files import, directly or through imports (the pre-commit hook: a "
+        "changed wrapper changes its callers' findings, a changed caller its callees'; "
+        "docs/reach.md)",
     )
     parser.add_argument(
         "--no-project-wide",

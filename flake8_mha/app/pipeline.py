@@ -664,12 +664,14 @@ class Run:
 
 
 def _dependents(files: Sequence[str], opts: Options) -> List[str]:
-    """The project files that import one of ``files`` (``--dependents``), as
+    """The project files that import one of ``files``, and those ``files``
+    import (``--dependents``: facts flow both ways across a call), as
     discovery would list them: excluded and ignored ones left out."""
-    from ..analysis.program.callers import dependents
+    from ..analysis.program.callers import callees, dependents
 
     named = {os.path.realpath(f) for f in files if f != "-"}
-    found = dependents([f for f in files if f != "-"])
+    given = [f for f in files if f != "-"]
+    found = sorted(set(dependents(given)) | set(callees(given)))
     if not found:
         return []
     kept = set(discover(found, opts.extend_exclude, opts.exclude, opts.respect_gitignore))

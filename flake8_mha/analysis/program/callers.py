@@ -132,6 +132,24 @@ def dependents(changed: Iterable[str]) -> List[str]:
     return sorted(os.path.relpath(p) for p in found)
 
 
+def callees(changed: Iterable[str]) -> List[str]:
+    """The project ``.py`` files the changed files import, directly or through
+    what those import (``MAX_HOPS``), sorted, the changed files left out:
+    facts flow into a function from its callers too (what they pass, what
+    they keep of its result, the layout they feed), so a changed caller
+    changes the findings of what it calls."""
+    targets = {os.path.abspath(p) for p in changed if p.endswith(".py") and os.path.isfile(p)}
+    seen = set(targets)
+    frontier = set(targets)
+    for _ in range(MAX_HOPS):
+        nxt = {f for t in frontier for f in _imported_files(t) if f not in seen}
+        if not nxt:
+            break
+        seen |= nxt
+        frontier = nxt
+    return sorted(os.path.relpath(p) for p in seen - targets if os.path.isfile(p))
+
+
 def importers_of(path: str) -> Optional[List[str]]:
     """The project files that import the file at ``path`` (None: not scanned)."""
     found = _importers(_scope(os.path.abspath(path)))

@@ -47,13 +47,15 @@ def holds_modules(text: str) -> bool:
     return any(word in text for word in WRAPPED) and MODULE_WORDS.search(text) is not None
 
 
-# a fill of scores a summary may read (``fills.py``)
-FILL_WORDS = re.compile(r"\bmasked_fill|\.where\(")
+# a fill of scores a summary may read (``fills.py``): the words, and the
+# pattern that asks ``masked_fill`` to start a word
+FILL_TEXTS = ("masked_fill", ".where(")
+FILL_WORDS = re.compile(r"\b" + re.escape(FILL_TEXTS[0]) + "|" + re.escape(FILL_TEXTS[1]))
 
 
 def fills_scores(text: str) -> bool:
     """``FILL_WORDS`` in ``text``, the substrings tested first (``holds_modules``)."""
-    return ("masked_fill" in text or ".where(" in text) and FILL_WORDS.search(text) is not None
+    return any(word in text for word in FILL_TEXTS) and FILL_WORDS.search(text) is not None
 
 
 def sdpa_summary(line: int) -> dict:
