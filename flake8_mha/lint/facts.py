@@ -130,26 +130,66 @@ def dead_in_program(site) -> bool:
     program: under ``if self.causal:`` where every construction of the class
     in the project passes ``causal=False`` (``self.causal = causal`` in its
     ``__init__``), under ``if use_mask:`` where every call leaves that
-    parameter off, or under a test of a constant.  Only a plain name or
-    ``self.<attr>`` (or ``not`` one) is tested: what the program fixes, as
-    the values analysis reads it (docs/reach.md, "Facts from the callers")."""
+    parameter off, or under a test of a constant.  A plain name or
+    ``self.<attr>`` is tested (what the program fixes, as the values
+    analysis reads it: docs/reach.md, "Facts from the callers"), also
+    through ``not``, ``is None``/``is not None``, and ``and``/``or`` of such
+    tests when the known parts decide the whole."""
     for test, polarity, env in site.conds:
-        inner = test
-        if isinstance(inner, cst.UnaryOperation) and isinstance(inner.operator, cst.Not):
-            inner, polarity = inner.expression, not polarity
-        if not (
-            isinstance(inner, cst.Name)
-            or (
-                isinstance(inner, cst.Attribute)
-                and isinstance(inner.value, cst.Name)
-                and inner.value.value == "self"
-            )
-        ):
-            continue
-        v = value_of(inner, env, site.scope)
-        if (v is None or type(v) in (bool, int)) and bool(v) != polarity:
+        truth = _truth(test, env, site.scope)
+        if truth is not None and truth != polarity:
             return True
     return False
+
+
+def _truth(test, env, scope, depth: int = 0) -> Optional[bool]:
+    """What ``test`` is in this program, when the program fixes it; None
+    when it may be either."""
+    if depth > 8:
+        return None
+    if isinstance(test, cst.UnaryOperation) and isinstance(test.operator, cst.Not):
+        inner = _truth(test.expression, env, scope, depth + 1)
+        return None if inner is None else not inner
+    if isinstance(test, cst.BooleanOperation):
+        left = _truth(test.left, env, scope, depth + 1)
+        right = _truth(test.right, env, scope, depth + 1)
+        decides = isinstance(test.operator, cst.Or)  # True decides an ``or``, False an ``and``
+        if decides in (left, right):
+            return decides
+        return None if None in (left, right) else not decides
+    if isinstance(test, cst.Comparison) and len(test.comparisons) == 1:
+        op = test.comparisons[0]
+        if isinstance(op.operator, (cst.Is, cst.IsNot)) and _is_none(op.comparator):
+            v = _fixed(test.left, env, scope)
+            if v is _OPEN:
+                return None
+            return (v is None) == isinstance(op.operator, cst.Is)
+        return None
+    v = _fixed(test, env, scope)
+    return None if v is _OPEN or not (v is None or type(v) in (bool, int)) else bool(v)
+
+
+_OPEN = object()  # a value the program does not fix
+
+
+def _fixed(node, env, scope):
+    """The value of a plain name or ``self.<attr>`` that the program fixes
+    (None included), else ``_OPEN``."""
+    if not (
+        isinstance(node, cst.Name)
+        or (
+            isinstance(node, cst.Attribute)
+            and isinstance(node.value, cst.Name)
+            and node.value.value == "self"
+        )
+    ):
+        return _OPEN
+    v = value_of(node, env, scope)
+    return v if v is None or type(v) in (bool, int) else _OPEN
+
+
+def _is_none(node) -> bool:
+    return isinstance(node, cst.Name) and node.value == "None"
 
 
 def never_built(ev, project) -> bool:
