@@ -131,8 +131,17 @@ def test_splat_parameters_and_non_sdpa_calls():
         """
     )
     table = summarise(source)
-    # d: SDPA given **kwargs, which may carry attn_mask again: not described
-    assert sorted(table) == ["a", "c"]
+    # d: SDPA given the wrapper's own **kwargs: the mask it names is read (the splat
+    # cannot carry attn_mask again: Python would raise), the flags come from the caller's
+    # keywords put in the splat
+    assert sorted(table) == ["a", "c", "d"]
+    assert table["d"]["reach"] == {
+        "attn_mask": {"param": "mask", "ops": []},
+        "dropout_p": {"param": "dropout_p", "ops": [], "fwd": True},
+        "is_causal": {"param": "is_causal", "ops": [], "fwd": True},
+        "key": {"param": "k", "ops": []},
+        "value": {"param": "v", "ops": []},
+    }
     assert (table["a"]["varargs"], table["a"]["varkw"]) == (True, True)
     assert table["a"]["kwonly"] == ["mask"]
 

@@ -19,7 +19,7 @@ from ...core.torch_api import SDPA_NAME, SDPA_QUALNAME, SDPA_SIGNATURE, canonica
 from . import chains, fills, forms, steps
 from .chains import dotted_name, named_lambda, statements
 
-SUMMARY_VERSION = 17
+SUMMARY_VERSION = 18
 REEXPORTS = "@reexports"  # the key of an __init__'s re-exports in its summary table
 IMPORTS = "@imports"  # the file's imports, where the callees its edges name live
 ATTRS = "@attrs"  # per class, what kind of module each self.<attr> holds (chains.py)
@@ -460,8 +460,8 @@ def _function_summary(
     reads = params | (closure - set(stores))  # a closure name the product rebinds is its own
     stores = steps.rebinds(func, params, stores)
     edges = []
+    fwd = _handed_on(func, args.kwarg.arg, stores) if args.kwarg is not None else None
     if others:
-        fwd = _handed_on(func, args.kwarg.arg, stores) if args.kwarg is not None else None
         reach_of = lambda e: steps.reach(e, reads, stores, 0)  # noqa: E731
         edges = chains.edges(others, loops, attrs or {}, reach_of, fwd)
     modules = (
@@ -475,7 +475,11 @@ def _function_summary(
     own_mask = False  # some SDPA call masks its scores with what no parameter gives
     for i, call in enumerate(calls):
         here = {}
-        for name, expr in _sdpa_arguments(call).items():
+        given = _sdpa_arguments(call)
+        for name in _kwargs_given(call, fwd, given):
+            # the caller's keyword of that name, put in the **kwargs handed on to SDPA
+            here[name] = {"param": name, "ops": [], "fwd": True}
+        for name, expr in given.items():
             if name in SINK_ARGS:
                 got = steps.reach(expr, reads, stores, 0)
                 if got is not None:
@@ -640,14 +644,35 @@ def _const(node: ast.AST) -> Optional[str]:
 
 
 def _sdpa_arguments(call: ast.Call) -> Dict[str, ast.AST]:
+    """SDPA's arguments by name; {} behind a ``*`` splat, and behind a
+    ``**`` splat all but what the call names itself (``_kwargs_given``
+    reads the splat)."""
     out = {}
     for i, a in enumerate(call.args):
         if isinstance(a, ast.Starred):
             return {}
         if i < len(_SDPA_POSITIONS):
             out[_SDPA_POSITIONS[i]] = a
+    splats = [k for k in call.keywords if k.arg is None]
+    if len(splats) > 1:
+        return {}
     for k in call.keywords:
-        if k.arg is None:
-            return {}
-        out[k.arg] = k.value
+        if k.arg is not None:
+            out[k.arg] = k.value
     return out
+
+
+# SDPA's parameters a caller names as keywords (what ``**kwargs`` can carry to it)
+_KEYWORD_SINKS = ("attn_mask", "dropout_p", "is_causal")
+
+
+def _kwargs_given(call: ast.Call, fwd: Optional[str], given: Dict[str, ast.AST]) -> List[str]:
+    """The sink arguments an SDPA call takes from the function's own
+    ``**kwargs`` (``fwd``: handed on untouched), splatted as ``**kwargs``
+    and the call's only splat: those it does not give itself."""
+    splats = [k for k in call.keywords if k.arg is None]
+    if fwd is None or len(splats) != 1 or any(isinstance(a, ast.Starred) for a in call.args):
+        return []
+    if not (isinstance(splats[0].value, ast.Name) and splats[0].value.id == fwd):
+        return []
+    return [name for name in _KEYWORD_SINKS if name not in given]
