@@ -7,12 +7,14 @@ one line: ``# MHA005:17 MHA102:17``.  A fixture may open with
 """
 from __future__ import annotations
 
+import json
 import os
 import pathlib
 import re
+import shutil
 import subprocess
 import sys
-from typing import List, NamedTuple, Optional, Set, Tuple
+from typing import Dict, List, NamedTuple, Optional, Set, Tuple
 
 ROOT = pathlib.Path(__file__).resolve().parent.parent
 FIXTURES = ROOT / "fixtures"
@@ -83,6 +85,59 @@ def flake8_findings(fixture: str, *args: str) -> Tuple[int, Set[Tuple[int, int, 
 def package_rows(found) -> List[Tuple[str, int, int, str]]:
     """(file name, line, column, code) of each finding, sorted."""
     return sorted((f.path.rsplit("/", 1)[1], f.line, f.col, f.code) for f in found)
+
+
+def package_messages(*args: str) -> Tuple[int, Dict[Tuple[str, int, int, str], str]]:
+    """flake8's exit status and its findings, as {(file name, line, column,
+    code): message}."""
+    status, found = flake8_run(*args)
+    return status, {(f.path.rsplit("/", 1)[-1], f.line, f.col, f.code): f.msg for f in found}
+
+
+def stated(package: pathlib.Path) -> Set[Tuple[str, int, int, str]]:
+    """What a fixture package's files expect inline, as (file name, line, column, code)."""
+    return {(p.name,) + e for p in sorted(package.glob("*.py")) for e in expected(p)}
+
+
+def alone(path: pathlib.Path, messages: Dict[Tuple[str, int, int, str], str]):
+    """The exit status and messages flake8 must give on one file of a package alone."""
+    want = {k: v for k, v in messages.items() if k[0] == path.name}
+    return 1 if want else 0, want
+
+
+def assert_package_messages(package: pathlib.Path, messages) -> None:
+    """A fixture package as a user runs it, message by message: its inline
+    expectations are ``messages``' keys ((file name, line, column, code)),
+    and flake8 over the package, and on each of its files alone, prints
+    exactly those messages."""
+    assert stated(package) == set(messages)
+    assert package_messages(str(package.relative_to(ROOT)) + "/") == (1, messages)
+    for path in sorted(package.glob("*.py")):
+        assert package_messages(str(path.relative_to(ROOT))) == alone(path, messages), path.name
+
+
+def check_rows(path: str, capsys) -> Tuple[int, List[Tuple[int, str]]]:
+    """``flake8-mha check --format json path`` in this process, with the
+    results cache on: its exit status and (line, code) of each finding."""
+    from flake8_mha.frontends.check import main
+
+    status = main(["--format", "json", path])
+    found = json.loads(capsys.readouterr().out)["findings"]
+    return status, [(f["line"], f["code"]) for f in found]
+
+
+def engine_rows(path: pathlib.Path) -> List[Tuple[int, int, str]]:
+    """(line, column, code) of what the engine reports on a file on disk."""
+    from flake8_mha.lint import engine
+
+    return [(f.line, f.col, f.code) for f in engine.analyze_file(str(path))]
+
+
+def copied(package: pathlib.Path, tmp_path: pathlib.Path) -> pathlib.Path:
+    """A copy of a fixture package under ``tmp_path``, to edit."""
+    dest = tmp_path / package.name
+    shutil.copytree(package, dest)
+    return dest
 
 
 def assert_package_runs(package: str, want: List[Tuple[str, int, int, str]]) -> List[Reported]:

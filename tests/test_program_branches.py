@@ -8,43 +8,22 @@ self.causal)`` and ``if pad is not None`` never run, so their MHA005 is not
 reported. ``if self.causal or x.dim() == 3`` runs for 3-D data: reported."""
 from __future__ import annotations
 
-import shutil
 
 import pytest
 
-from fixture_expect import FIXTURES, ROOT, expected, flake8_run
+from fixture_expect import (
+    FIXTURES, assert_package_messages, copied, engine_rows,
+)
 from flake8_mha.lint import engine
 
 PKG = FIXTURES / "program_calls" / "branches"
-FILES = sorted(PKG.glob("*.py"))
-REL = "fixtures/program_calls/branches/"
 MHA005 = ("is_causal=True without attn_mask: MultiheadAttention raises in training and silently "
           "ignores the causal hint on the inference fastpath")
 MESSAGES = {("layers.py", 23, 20, "MHA005"): MHA005}
 
 
-def test_the_fixture_states_what_the_messages_say():
-    assert {(p.name,) + e for p in FILES for e in expected(p)} == set(MESSAGES)
-
-
-def _flake8(*args):
-    status, found = flake8_run(*args)
-    return status, {(f.path.rsplit("/", 1)[-1], f.line, f.col, f.code): f.msg for f in found}
-
-
-def test_flake8_over_the_package():
-    assert _flake8(REL) == (1, MESSAGES)
-
-
-@pytest.mark.parametrize("path", FILES, ids=lambda p: p.name)
-def test_flake8_one_file_at_a_time(path):
-    status, got = _flake8(str(path.relative_to(ROOT)))
-    want = {k: v for k, v in MESSAGES.items() if k[0] == path.name}
-    assert (status, got) == (1 if want else 0, want)
-
-
-def _found(path):
-    return [(f.line, f.col, f.code) for f in engine.analyze_file(str(path))]
+def test_flake8_over_the_package_and_on_each_file_alone():
+    assert_package_messages(PKG, MESSAGES)
 
 
 @pytest.mark.parametrize("change, lines", [
@@ -57,13 +36,12 @@ def _found(path):
      [17, 19, 23]),
 ])
 def test_a_program_that_takes_the_branch_reports_it(tmp_path, change, lines):
-    pkg = tmp_path / "branches"
-    shutil.copytree(PKG, pkg)
+    pkg = copied(PKG, tmp_path)
     model = pkg / "model.py"
     text = model.read_text()
     assert change[0] in text
     model.write_text(text.replace(change[0], change[1]))
-    assert _found(pkg / "layers.py") == [(line, 20, "MHA005") for line in lines]
+    assert engine_rows(pkg / "layers.py") == [(line, 20, "MHA005") for line in lines]
 
 
 def test_this_file_alone_knows_no_construction():

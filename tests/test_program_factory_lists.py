@@ -9,15 +9,14 @@ reported.  A call inside ``for layer in self.padded`` is a call of that
 container's items only, even when another loop binds the same name."""
 from __future__ import annotations
 
-import shutil
 
 import pytest
 
-from fixture_expect import FIXTURES, ROOT, expected, flake8_run
-from flake8_mha.lint import engine
+from fixture_expect import (
+    FIXTURES, assert_package_messages, copied, engine_rows,
+)
 
 PKG = FIXTURES / "program_calls" / "factory_lists"
-FILES = sorted(PKG.glob("*.py"))
 REL = "fixtures/program_calls/factory_lists/"
 MHA006 = ("scaled_dot_product_attention given attn_mask together with is_causal: it raises "
           "with dropout and silently applies both masks otherwise")
@@ -27,34 +26,8 @@ MESSAGES = {
 }
 
 
-def test_the_fixture_states_what_the_messages_say():
-    assert {(p.name,) + e for p in FILES for e in expected(p)} == set(MESSAGES)
-
-
-def _flake8(*args):
-    status, found = flake8_run(*args)
-    return status, {(f.path.rsplit("/", 1)[-1], f.line, f.col, f.code): f.msg for f in found}
-
-
-def test_flake8_over_the_package():
-    assert _flake8(REL) == (1, MESSAGES)
-
-
-@pytest.mark.parametrize("path", FILES, ids=lambda p: p.name)
-def test_flake8_one_file_at_a_time(path):
-    status, got = _flake8(str(path.relative_to(ROOT)))
-    want = {k: v for k, v in MESSAGES.items() if k[0] == path.name}
-    assert (status, got) == (1 if want else 0, want)
-
-
-def _copy(tmp_path):
-    pkg = tmp_path / "factory_lists"
-    shutil.copytree(PKG, pkg)
-    return pkg
-
-
-def _found(path):
-    return [(f.line, f.col, f.code) for f in engine.analyze_file(str(path))]
+def test_flake8_over_the_package_and_on_each_file_alone():
+    assert_package_messages(PKG, MESSAGES)
 
 
 PADDED = (30, 16, "MHA006")
@@ -74,16 +47,16 @@ ATTEND = (19, 16, "MHA006")
                    "STACK(None, 1)\n\n\ndef padded_layer(dim):")),
 ])
 def test_a_call_or_use_that_may_pass_a_mask_keeps_the_finding(tmp_path, path, change):
-    pkg = _copy(tmp_path)
+    pkg = copied(PKG, tmp_path)
     target = pkg / path
     text = target.read_text()
     assert change[0] in text
     target.write_text(text.replace(change[0], change[1]))
-    assert _found(pkg / "attend.py") == [ATTEND, PADDED]
+    assert engine_rows(pkg / "attend.py") == [ATTEND, PADDED]
 
 
 def test_a_factory_of_the_factory_is_followed(tmp_path):
-    pkg = _copy(tmp_path)
+    pkg = copied(PKG, tmp_path)
     layers = pkg / "layers.py"
     layers.write_text(layers.read_text() + "\n\ndef block(dim):\n    return causal_layer(dim)\n")
     model = pkg / "model.py"
@@ -91,15 +64,15 @@ def test_a_factory_of_the_factory_is_followed(tmp_path):
                                      "from .layers import block, causal_layer, padded_layer")
     model.write_text(text.replace("self.head = nn.Sequential(nn.LayerNorm(dim), causal_layer(dim))",
                                   "self.head = nn.Sequential(nn.LayerNorm(dim), block(dim))"))
-    assert _found(pkg / "attend.py") == [PADDED]
+    assert engine_rows(pkg / "attend.py") == [PADDED]
     model.write_text(model.read_text().replace("return self.head(x)", "return self.head[1](x, pad)"))
-    assert _found(pkg / "attend.py") == [ATTEND, PADDED]
+    assert engine_rows(pkg / "attend.py") == [ATTEND, PADDED]
 
 
 def test_a_loop_name_bound_over_two_containers_outside_its_loop_counts_for_both(tmp_path):
     # ``layer`` called after both loops: it may hold an item of either container
-    pkg = _copy(tmp_path)
+    pkg = copied(PKG, tmp_path)
     model = pkg / "model.py"
     model.write_text(model.read_text().replace("return self.head(x)",
                                                "x = layer(x, pad)\n        return self.head(x)"))
-    assert _found(pkg / "attend.py") == [ATTEND, PADDED]
+    assert engine_rows(pkg / "attend.py") == [ATTEND, PADDED]

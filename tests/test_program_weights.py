@@ -10,17 +10,17 @@ leaves it unreported (docs/MHA102.md)."""
 from __future__ import annotations
 
 import json
-import shutil
 import subprocess
 import sys
 
 import pytest
 
-from fixture_expect import FIXTURES, ROOT, expected, flake8_run
+from fixture_expect import (
+    FIXTURES, ROOT, assert_package_messages, check_rows, copied, engine_rows, flake8_run,
+)
 from flake8_mha.lint import engine
 
 PKG = FIXTURES / "program_calls" / "weights"
-FILES = sorted(PKG.glob("*.py"))
 REL = "fixtures/program_calls/weights/"
 TAIL = "pass need_weights=False, or nn.MultiheadAttention takes the slow path (about 2x) to build them"
 
@@ -36,25 +36,8 @@ MESSAGES = {
 }
 
 
-def test_the_fixture_states_what_the_messages_say():
-    want = {(p.name,) + e for p in FILES for e in expected(p)}
-    assert want == set(MESSAGES)
-
-
-def _flake8(*args):
-    status, found = flake8_run(*args)
-    return status, {(f.path.rsplit("/", 1)[-1], f.line, f.col, f.code): f.msg for f in found}
-
-
-def test_flake8_over_the_package():
-    assert _flake8(REL) == (1, MESSAGES)
-
-
-@pytest.mark.parametrize("path", FILES, ids=lambda p: p.name)
-def test_flake8_one_file_at_a_time(path):
-    status, got = _flake8(str(path.relative_to(ROOT)))
-    want = {k: v for k, v in MESSAGES.items() if k[0] == path.name}
-    assert (status, got) == (1 if want else 0, want)
+def test_flake8_over_the_package_and_on_each_file_alone():
+    assert_package_messages(PKG, MESSAGES)
 
 
 def test_flake8_from_an_editor_buffer():
@@ -78,7 +61,7 @@ def test_check_reports_what_flake8_reports():
 
 
 def test_the_fix_turns_the_weights_off_where_the_call_is(tmp_path):
-    pkg = _copy(tmp_path)
+    pkg = copied(PKG, tmp_path)
     proc = subprocess.run(
         [sys.executable, "-m", "flake8_mha.frontends.cli", "check", "--no-cache", "--fix", "--select",
          "MHA102", str(pkg)],
@@ -90,27 +73,17 @@ def test_the_fix_turns_the_weights_off_where_the_call_is(tmp_path):
     # the wrapper's own parameter: no fix (its default, or the callers, are the author's to change)
     assert "return self.mha(x, memory, memory, need_weights=need_weights)" in text
     assert "return self.mha(x, x, x, need_weights=False)" in (pkg / "local.py").read_text()
-    assert _found(pkg / "attention.py") == [(28, 16, "MHA102")]
+    assert engine_rows(pkg / "attention.py") == [(28, 16, "MHA102")]
 
 
 # ------------------------------------------------ what leaves the weights' use open
-
-
-def _copy(tmp_path):
-    pkg = tmp_path / "weights"
-    shutil.copytree(PKG, pkg)
-    return pkg
-
-
-def _found(path):
-    return [(f.line, f.col, f.code) for f in engine.analyze_file(str(path))]
 
 
 REPORTED = [(17, 16, "MHA102"), (28, 16, "MHA102")]
 
 
 def test_the_fixture_in_a_copy(tmp_path):
-    assert _found(_copy(tmp_path) / "attention.py") == REPORTED
+    assert engine_rows(copied(PKG, tmp_path) / "attention.py") == REPORTED
 
 
 @pytest.mark.parametrize("change, gone", [
@@ -130,18 +103,18 @@ def test_the_fixture_in_a_copy(tmp_path):
       "self.cross = nn.Sequential(CrossAttention(dim, heads))"), 28),
 ])
 def test_a_caller_that_may_keep_the_weights_leaves_the_finding_out(tmp_path, change, gone):
-    pkg = _copy(tmp_path)
+    pkg = copied(PKG, tmp_path)
     model = pkg / "model.py"
     text = model.read_text()
     assert change[0] in text
     model.write_text(text.replace(change[0], change[1]))
-    assert _found(pkg / "attention.py") == [f for f in REPORTED if f[0] != gone]
+    assert engine_rows(pkg / "attention.py") == [f for f in REPORTED if f[0] != gone]
 
 
 def test_a_wrapper_nothing_in_the_package_calls_keeps_its_silence(tmp_path):
-    pkg = _copy(tmp_path)
+    pkg = copied(PKG, tmp_path)
     (pkg / "model.py").unlink()
-    assert _found(pkg / "attention.py") == []
+    assert engine_rows(pkg / "attention.py") == []
 
 
 def test_this_file_alone_knows_no_caller():
@@ -150,14 +123,11 @@ def test_this_file_alone_knows_no_caller():
 
 
 def test_an_edit_of_a_caller_invalidates_the_cached_finding(tmp_path, monkeypatch, capsys):
-    from flake8_mha.frontends.check import main as check_main
-
     monkeypatch.chdir(tmp_path)
-    pkg = _copy(tmp_path)
+    pkg = copied(PKG, tmp_path)
 
     def run():
-        status = check_main(["--format", "json", "weights/attention.py"])
-        return status, [(f["line"], f["code"]) for f in json.loads(capsys.readouterr().out)["findings"]]
+        return check_rows("weights/attention.py", capsys)
 
     first = run()
     assert first == (1, [(17, "MHA102"), (28, "MHA102")])
