@@ -17,7 +17,6 @@ from fixture_expect import (
 )
 
 PKG = FIXTURES / "program_calls" / "factory_lists"
-REL = "fixtures/program_calls/factory_lists/"
 MHA006 = ("scaled_dot_product_attention given attn_mask together with is_causal: it raises "
           "with dropout and silently applies both masks otherwise")
 MESSAGES = {

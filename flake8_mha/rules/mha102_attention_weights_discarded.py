@@ -95,8 +95,9 @@ class AttentionWeightsDiscarded(Rule):
         nw = ev.args.get("need_weights")
         param = None  # the wrapper's parameter need_weights is given, if it is one
         if nw is not None:
-            if self.ctx.value(nw, site) is not True:
-                if not isinstance(nw, cst.Name):
+            value = self.ctx.value(nw, site)
+            if value is not True:
+                if value is False or not isinstance(nw, cst.Name):
                     return  # False, or an expression: the caller decided
                 param = nw.value  # a parameter of the wrapper: its callers may decide
         elif ev.args.maybe_given("need_weights"):

@@ -23,6 +23,7 @@ from .call_index import FIRST, Call, Index
 from .signatures import UNKNOWN, init_signature, literal, parse
 
 MAX_HOPS = 3  # importer of an importer of ...: chains are rarely longer
+KEPT_FIRST = "first"  # a call that keeps only the first of a pair of results (``results``)
 MAX_FILES = 20_000  # a root with more .py files than this is not scanned
 MAX_BYTES = 2 * 1024 * 1024
 _SKIP_DIRS = {
@@ -505,12 +506,10 @@ def results(path: str, key: str, signature, own_text: Optional[str] = None, file
     return _CALLS[cache]
 
 
-KEPT_FIRST = "first"
-
-
 def _found(files, key, own_text):
     """The calls ``calls`` binds, each with (its file, that file's
-    ``Index``, whether it calls a ``Sequential`` that holds it), or None when they cannot be told; and the files read."""
+    ``Index``, whether it calls a ``Sequential`` that holds it), or None
+    when they cannot be told; and the files read."""
     if len(files) > MAX_CALLER_FILES:
         return None, files[1:]
     if key.endswith(".forward"):

@@ -520,9 +520,10 @@ class Project(ConstantFiles):
     def results_kept(self, key: str) -> Optional[list]:
         """Every call in the project of this file's function ``key`` (as
         ``called`` reads them), each as (its file shown relative to the
-        root or None for this file, its line, ``callers.KEPT_FIRST`` when it keeps only the first
-        of a pair of results, its parameters' literal values); [] when
-        nothing in the project calls it, None when the calls cannot be told."""
+        root, or None for this file; its line; ``callers.KEPT_FIRST`` when
+        it keeps only the first of a pair of results; its parameters'
+        literal values).  [] when nothing in the project calls it, None when
+        the calls cannot be told."""
         if not self.files or self._own_source is None:
             return None
         signature = signatures.function_signature(self._own_source, key)
