@@ -33,6 +33,9 @@ MESSAGES = {
     ("attention.py", 17, 16, "MHA102"): _msg("SelfAttention.forward", REL + "model.py line 17 and 1 more"),
     ("attention.py", 28, 16, "MHA102"): _msg("CrossAttention.forward", REL + "model.py line 20"),
     ("local.py", 15, 16, "MHA102"): _msg("Pooled.attention", "line 18"),
+    # the weights handed on in a pair of the wrapper's own, or as the named whole
+    ("pairs.py", 18, 37, "MHA102"): _msg("PairAttention.forward", REL + "encoder.py line 15"),
+    ("pairs.py", 31, 15, "MHA102"): _msg("WholeAttention.forward", REL + "encoder.py line 16"),
 }
 
 
@@ -150,3 +153,23 @@ def test_the_pre_commit_check_of_a_changed_caller_checks_the_wrapper(monkeypatch
     assert status == 1
     assert [line.split(" MHA")[0] for line in out] == [
         REL + "attention.py:17:16:", REL + "attention.py:28:16:"]
+
+
+@pytest.mark.parametrize("path, change, gone", [
+    # a caller reads the weights the pair hands on
+    ("encoder.py", ("h, _ = self.pair(x, pad)", "h, w = self.pair(x, pad)\n        self.w = w"), 18),
+    # the wrapper reads its weights too, or returns something else on one path
+    ("pairs.py", ("        attn_output = self.proj(attn_output)\n",
+                  "        attn_output = self.proj(attn_output) * attn_weights.sum()\n"), 18),
+    ("pairs.py", ("        out = self.mha(x, x, x)  # MHA102:15\n",
+                  "        out = self.mha(x, x, x)  # MHA102:15\n        if x.dim() == 2:\n"
+                  "            return x, None\n"), 31),
+])
+def test_weights_a_pair_hands_on_that_may_be_read_are_left_alone(tmp_path, path, change, gone):
+    pkg = copied(PKG, tmp_path)
+    target = pkg / path
+    text = target.read_text()
+    assert change[0] in text
+    target.write_text(text.replace(change[0], change[1]))
+    want = [(18, 37, "MHA102"), (31, 15, "MHA102")]
+    assert engine_rows(pkg / "pairs.py") == [w for w in want if w[0] != gone]

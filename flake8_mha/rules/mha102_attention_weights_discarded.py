@@ -26,10 +26,13 @@ class AttentionWeightsDiscarded(Rule):
         `self.attn`, through a `ModuleList` item) whose second result is thrown
         away (`out, _ = attn(...)`, `attn(...)[0]`, `(out, w) = attn(...)` with
         `w` never read) while `need_weights` is not given as `False`.
-        Through a wrapper too: a function or method that returns the call's
-        whole result (`return self.mha(x, x, x)`) is reported at that call
-        when every call of it in the project keeps only the output, in this
-        file or another; the message names the wrapper and its first caller.
+        Through a wrapper too: a function or method that gives its callers
+        the weights as they came (`return self.mha(x, x, x)`; `out =
+        self.mha(...)` then `return out`; `attn_output, attn_weights =
+        self.mha(...)` then `return attn_output, attn_weights`) is reported
+        at that call when every call of it in the project keeps only the
+        output, in this file or another; the message names the wrapper and
+        its first caller.
         """
     WHY = """
         `need_weights` defaults to `True`: the module then materialises the full
@@ -63,6 +66,11 @@ class AttentionWeightsDiscarded(Rule):
           also leaves that parameter `True`; no fix is offered then, since
           the default or the callers are the author's to change. Wrappers of
           wrappers are not followed.
+        - A wrapper that names the weights hands them on only when that
+          name appears nowhere but in its assignment and in the second place
+          of every return (`return attn_output, attn_weights`): weights it
+          reads, changes (`attn_weights.mean(dim=1)`) or returns on one path
+          only are its own business, and it is not reported.
         """
     VALID = [
         "import torch.nn as nn\nattn = nn.MultiheadAttention(64, 8, batch_first=True)\n"
@@ -120,8 +128,7 @@ class AttentionWeightsDiscarded(Rule):
         given as need_weights) True; else None.  A wrapper nothing in the
         project calls is left alone: its callers are outside and may read
         the weights."""
-        stmt = site.stmt
-        if site.parents or not isinstance(stmt, cst.Return) or stmt.value is not site.node:
+        if not _returned_whole(site):
             return None
         project = getattr(self.ctx, "project", None)
         key = _function_key(site)
@@ -156,6 +163,96 @@ class AttentionWeightsDiscarded(Rule):
                 w = second.value
                 return isinstance(w, cst.Name) and not self.ctx.name_read(w.value, site)
         return False
+
+
+def _returned_whole(site: CallSite) -> bool:
+    """Whether the function around the call gives its callers the weights
+    as they came: ``return self.mha(...)``; ``out = self.mha(...)`` then
+    only ``return out``; or ``out, w = self.mha(...)`` then only ``return
+    <anything>, w`` (HF's ``attn_output, attn_weights``), ``w`` read nowhere
+    else."""
+    stmt = site.stmt
+    if site.parents:
+        return False
+    if isinstance(stmt, cst.Return):
+        return stmt.value is site.node
+    if not (isinstance(stmt, cst.Assign) and stmt.value is site.node and len(stmt.targets) == 1):
+        return False
+    target = stmt.targets[0].target
+    if isinstance(target, cst.Name):
+        name, second = target.value, False
+    elif (
+        isinstance(target, (cst.Tuple, cst.List))
+        and len(target.elements) == 2
+        and all(
+            isinstance(e, cst.Element) and isinstance(e.value, cst.Name) for e in target.elements
+        )
+    ):
+        name, second = target.elements[1].value.value, True
+        if target.elements[0].value.value == name:
+            return False
+    else:
+        return False
+    func = site.scope.node if site.scope is not None else None
+    if not isinstance(func, cst.FunctionDef):
+        return False
+    uses = _Uses(name, second)
+    func.body.visit(uses)
+    # the name: its one assignment here, and its place in every return
+    return uses.returns > 0 and not uses.other and uses.count == 1 + uses.returns
+
+
+class _Uses(cst.CSTVisitor):
+    """The returns of a function that give back ``name`` as it is (the
+    whole value, or, ``second``, the second of a pair), and whether any
+    other return or nested function names it; ``count``: its appearances."""
+
+    def __init__(self, name: str, second: bool) -> None:
+        self.name = name
+        self.second = second
+        self.count = 0
+        self.returns = 0
+        self.other = False
+
+    def visit_FunctionDef(self, node) -> bool:
+        self.other = self.other or _mentions(node, self.name)
+        return False  # a nested function: not this one's returns
+
+    def visit_Lambda(self, node) -> bool:
+        return self.visit_FunctionDef(node)
+
+    def visit_Return(self, node: cst.Return) -> None:
+        value = node.value
+        if self.second:
+            last = (
+                value.elements[1].value
+                if isinstance(value, cst.Tuple)
+                and len(value.elements) == 2
+                and isinstance(value.elements[1], cst.Element)
+                else None
+            )
+        else:
+            last = value
+        if isinstance(last, cst.Name) and last.value == self.name:
+            self.returns += 1
+        else:
+            self.other = True  # a return that gives the callers something else
+
+    def visit_Name(self, node: cst.Name) -> None:
+        if node.value == self.name:
+            self.count += 1
+
+
+def _mentions(node: cst.CSTNode, name: str) -> bool:
+    found: list = []
+
+    class _Find(cst.CSTVisitor):
+        def visit_Name(self, n: cst.Name) -> None:
+            if n.value == name:
+                found.append(n)
+
+    node.visit(_Find())
+    return bool(found)
 
 
 def _function_key(site: CallSite) -> Optional[str]:
