@@ -12,6 +12,8 @@ from __future__ import annotations
 
 import pytest
 
+from flake8_mha.lint import engine
+
 from fixture_expect import (
     FIXTURES, assert_package_messages, check_rows, copied, engine_rows,
 )
@@ -22,6 +24,11 @@ TAIL = "means True = ignore; scaled_dot_product_attention treats True as attend 
 MESSAGES = {
     ("model.py", 9, 12, "MHA002"): f"mask from line 9 (invert() -> {REL}masks.py:9: ~mask) {TAIL}",
     ("model.py", 19, 12, "MHA002"): f"mask from line 18 (tokens == pad_id) {TAIL}",
+    # static and class methods of converter.py's class, called through the class
+    ("encoder.py", 9, 12, "MHA002"):
+        f"mask from line 9 (MaskConverter.invert() -> {REL}converter.py:9: ~mask) {TAIL}",
+    ("encoder.py", 13, 12, "MHA002"): f"mask from line 13 (MaskConverter.padding() -> "
+                                      f"{REL}converter.py:14: input_ids == pad_id) {TAIL}",
 }
 
 
@@ -37,7 +44,8 @@ def test_the_same_builders_in_the_callers_file_give_the_same_findings(tmp_path):
     (tmp_path / "one.py").write_text("\n".join(masks + [""] + body) + "\n")
     moved = len(masks) + 1 - 1  # every model.py line moves down by masks.py's lines, one import gone
     assert engine_rows(tmp_path / "one.py") == [(line + moved, col, code)
-                                          for (_, line, col, code) in sorted(MESSAGES)]
+                                          for (name, line, col, code) in sorted(MESSAGES)
+                                          if name == "model.py"]
 
 
 @pytest.mark.parametrize("change, found", [
@@ -71,3 +79,23 @@ def test_an_edit_of_a_builder_invalidates_the_cached_finding(tmp_path, monkeypat
     masks = pkg / "masks.py"
     masks.write_text(masks.read_text().replace("    return ~mask\n", "    return mask\n"))
     assert run() == (1, [(14, "MHA002"), (19, "MHA002")])
+
+
+def test_static_and_class_methods_called_through_their_class_in_one_file():
+    converter = (PKG / "converter.py").read_text()
+    body = (PKG / "encoder.py").read_text().replace("from .converter import MaskConverter\n", "")
+    text = converter + "\n\n" + body
+    found = engine.analyze_source(text, "one.py", project=False)
+    shift = len(converter.splitlines()) + 1  # encoder.py's lines, below converter.py's, one line gone
+    assert [(f.line, f.col, f.code) for f in found] == [(9 + shift, 12, "MHA002"),
+                                                        (13 + shift, 12, "MHA002")]
+
+
+def test_a_plain_method_called_through_its_class_is_not_read(tmp_path):
+    # ``MaskConverter.keep(ids, pad_id)`` would bind ids to ``self``: nothing is said of it
+    pkg = copied(PKG, tmp_path)
+    encoder = pkg / "encoder.py"
+    text = encoder.read_text()
+    encoder.write_text(text.replace("MaskConverter.invert(MaskConverter.padding(tokens, pad_id))",
+                                    "~MaskConverter.keep(tokens, pad_id)"))
+    assert engine_rows(encoder) == [(9, 12, "MHA002"), (13, 12, "MHA002")]

@@ -333,6 +333,12 @@ class FileCalls:
                     if method is not None:
                         return method, 0 if static_kind(method) == "staticmethod" else 1
                     return self.forward_of(func, env, scope)  # self.block(...): a module
+                if len(defs) == 1 and defs[0].kind == "class":  # ``Converter.invert(mask)``
+                    info = self.resolver.local_class(owner, env, scope)
+                    method = self.method_of(info, func.attr.value) if info is not None else None
+                    kind = static_kind(method) if method is not None else None
+                    if kind in ("staticmethod", "classmethod"):
+                        return method, 0 if kind == "staticmethod" else 1
             if func.attr.value == "forward":
                 return self.forward_of(owner, env, scope)
         if isinstance(func, (cst.Name, cst.Attribute, cst.Subscript)):

@@ -132,7 +132,7 @@ class ReturnsFiles(ProjectFiles):
             return None
 
     def _returned(self, call: cst.Call, env, scope, text: str, evaluate=None):
-        loc = self._elsewhere(call.func, env, scope)
+        loc = self._elsewhere(call.func, env, scope, methods=True)
         if loc is None:
             return None
         filename, name = loc
@@ -173,7 +173,8 @@ class ReturnsFiles(ProjectFiles):
         fctx, func, fscope = read
         if not fscope.returns:
             return None
-        bound = bind_call(func, expand_call(call, env, scope), 0)
+        skip = 1 if static_kind(func) == "classmethod" else 0  # ``cls``
+        bound = bind_call(func, expand_call(call, env, scope), skip)
         masks: dict = {}
         for param, expr in bound.items():
             got = evaluate(expr) if expr is not None else None
@@ -251,13 +252,17 @@ class ReturnsFiles(ProjectFiles):
         return _bound(got, got["all_params"], call, self.relative(filename), kwonly)
 
     # -- the other file ------------------------------------------------------------------
-    def _elsewhere(self, node, env, scope) -> Optional[Tuple[str, str]]:
+    def _elsewhere(self, node, env, scope, methods=False) -> Optional[Tuple[str, str]]:
         """(file, name) of the top-level function of another project file that
         the imported name ``node`` is; None otherwise (a method: its self is
-        the caller's object)."""
+        the caller's object).  ``methods``: also ``Class.method`` of a class
+        the name imports (``read_function`` reads it only when it is a
+        static or class method)."""
         target = imported_target(node, env, scope)
         loc = self._defined(target) if target is not None else None
-        return loc if loc is not None and "." not in loc[1] else None
+        if loc is None or loc[1].count(".") > (1 if methods else 0):
+            return None
+        return loc
 
     def _read(self, filename: str, salt: tuple, valid, compute) -> Optional[dict]:
         """``compute(text)`` of a project file (``{}`` for what it cannot read
@@ -386,21 +391,33 @@ def read_function(source: str, name: str):
     """(the file's context, the top-level ``def name``, its flow scope) of a
     file's text, for a reading of what the function returns; None when the
     name is not one plain function there (rebound after it, async, a
-    generator, or under a decorator that may change what a call gives)."""
+    generator, or under a decorator that may change what a call gives).
+    ``Class.method``: a static or class method of a top-level class."""
     from ..flow import FlowPass
     from ..masks.calls import is_generator
     from ..resolve import Resolver
 
     module = cst.parse_module(source)
+    owner, _, method = name.rpartition(".")
     func = None
     for stmt in module.body:
-        if isinstance(stmt, cst.FunctionDef) and stmt.name.value == name:
+        if isinstance(stmt, (cst.ClassDef if owner else cst.FunctionDef)) and stmt.name.value == (
+            owner or name
+        ):
             func = stmt  # the last definition wins, as at import time
-        elif func is not None and _rebinds(stmt, name):
+        elif func is not None and _rebinds(stmt, owner or name):
             return None  # ``make_mask = other(make_mask)``: not the function read here
+    allowed = _SAME_RESULT
+    if owner and func is not None:
+        body = func.body.body if isinstance(func.body, cst.IndentedBlock) else ()
+        found = [s for s in body if isinstance(s, cst.FunctionDef) and s.name.value == method]
+        func = found[-1] if found else None
+        if func is None or static_kind(func) == "method":
+            return None  # a method called through the class: its self is an argument
+        allowed = _SAME_RESULT | {"staticmethod", "classmethod"}
     if func is None or func.asynchronous is not None or is_generator(func):
         return None
-    if any(_decorator_name(d.decorator) not in _SAME_RESULT for d in func.decorators):
+    if any(_decorator_name(d.decorator) not in allowed for d in func.decorators):
         return None  # a decorator may change what a call returns
     flow = FlowPass()
     flow.run(module)
