@@ -36,6 +36,9 @@ MESSAGES = {
     # the weights handed on in a pair of the wrapper's own, or as the named whole
     ("pairs.py", 18, 37, "MHA102"): _msg("PairAttention.forward", REL + "encoder.py line 15"),
     ("pairs.py", 31, 15, "MHA102"): _msg("WholeAttention.forward", REL + "encoder.py line 16"),
+    # a wrapper of a wrapper: the caller that returns the pair, then that function's callers
+    ("stacked.py", 14, 16, "MHA102"): _msg("InnerAttention.forward",
+                                           "line 24, returned by `Stacked.forward`"),
 }
 
 
@@ -173,3 +176,18 @@ def test_weights_a_pair_hands_on_that_may_be_read_are_left_alone(tmp_path, path,
     target.write_text(text.replace(change[0], change[1]))
     want = [(18, 37, "MHA102"), (31, 15, "MHA102")]
     assert engine_rows(pkg / "pairs.py") == [w for w in want if w[0] != gone]
+
+
+@pytest.mark.parametrize("change", [
+    # the outer wrapper's caller reads the weights
+    ("        out, _ = self.layer(x)\n", "        out, w = self.layer(x)\n        self.w = w\n"),
+    # nothing in the package calls the outer wrapper: its callers are outside
+    ("        out, _ = self.layer(x)\n", "        out = x\n"),
+])
+def test_a_wrapper_of_a_wrapper_whose_callers_may_keep_the_weights(tmp_path, change):
+    pkg = copied(PKG, tmp_path)
+    decoder = pkg / "decoder.py"
+    text = decoder.read_text()
+    assert change[0] in text
+    decoder.write_text(text.replace(change[0], change[1]))
+    assert engine_rows(pkg / "stacked.py") == []

@@ -8,6 +8,7 @@ import libcst as cst
 
 from ..analysis.events import ModuleCall
 from ..analysis.flow import CallSite, ScopeKind
+from ..analysis.program.callers import KEPT_FIRST
 from .autofix import Fix, FixContext, add_keyword, find_arg, register
 from ._evidence import module_call_evidence
 from .base import Example, Report, Rule
@@ -64,8 +65,11 @@ class AttentionWeightsDiscarded(Rule):
         - When `need_weights` is the wrapper's own parameter
           (`need_weights=need_weights`), it is reported only if every caller
           also leaves that parameter `True`; no fix is offered then, since
-          the default or the callers are the author's to change. Wrappers of
-          wrappers are not followed.
+          the default or the callers are the author's to change.
+        - A caller that returns the pair whole in turn (`return
+          self.attn(x)`) keeps what the callers of its own function keep:
+          followed two steps (a wrapper of a wrapper of the module), and the
+          message names the function that returns it.
         - A wrapper that names the weights hands them on only when that
           name appears nowhere but in its assignment and in the second place
           of every return (`return attn_output, attn_weights`): weights it
@@ -135,13 +139,12 @@ class AttentionWeightsDiscarded(Rule):
         if key is None or project is None or not getattr(project, "files", False):
             return None
         found = project.results_kept(key)
-        if not found:
-            return None  # unsettled, or no caller in the project
-        for _, _, use, bound in found:
-            if use is None or (param is not None and bound.get(param) is not True):
-                return None
-        shown, line = found[0][0], found[0][1]
+        if not found or not _all_keep_first(project, found, param, {(None, key)}):
+            return None  # unsettled, no caller in the project, or one that may read them
+        shown, line, use = found[0][0], found[0][1], found[0][2]
         where = f"line {line}" if shown is None else f"{shown} line {line}"
+        if isinstance(use, tuple):  # ``return self.attn(x)``: that function's callers keep
+            where += f", returned by `{use[1]}`"
         if len(found) > 1:
             where += f" and {len(found) - 1} more"
         return key, where
@@ -163,6 +166,31 @@ class AttentionWeightsDiscarded(Rule):
                 w = second.value
                 return isinstance(w, cst.Name) and not self.ctx.name_read(w.value, site)
         return False
+
+
+MAX_CHAIN = 2  # a wrapper's caller that returns the pair on: followed this many steps
+
+
+def _all_keep_first(project, found, param, seen, depth: int = 0) -> bool:
+    """Whether every call in ``found`` (``results_kept``'s answer) keeps only
+    the output and leaves ``param`` True: itself, or, when it returns the
+    pair whole (``return self.attn(x)``), through every call of the
+    function that returns it (``MAX_CHAIN`` steps)."""
+    for _, _, use, bound, path in found:
+        if param is not None and bound.get(param) is not True:
+            return False
+        if use == KEPT_FIRST:
+            continue
+        if not isinstance(use, tuple) or param is not None or depth >= MAX_CHAIN:
+            return False
+        if (path, use[1]) in seen:
+            return False  # recursion: what it keeps cannot be told
+        further = project.results_kept(use[1], path)
+        if not further or not _all_keep_first(
+            project, further, None, seen | {(path, use[1])}, depth + 1
+        ):
+            return False
+    return True
 
 
 def _returned_whole(site: CallSite) -> bool:

@@ -89,7 +89,9 @@ class Call:
     ``f``, else None),
     its line, and what is kept of the result when it is a pair (``use``):
     ``FIRST`` for ``call(...)[0]``, the second name of ``out, w = call(...)``
-    (unread when the file never reads that name), else None."""
+    (unread when the file never reads that name), ``(RETURNED, key)`` for
+    ``return call(...)`` in the module-level function or method ``key``,
+    else None."""
 
     __slots__ = ("args", "keywords", "splat", "into", "definer", "within", "line", "use")
 
@@ -110,6 +112,7 @@ class Call:
 
 
 FIRST = 0  # ``call(...)[0]``: only the first of the results is kept
+RETURNED = "returned"  # (RETURNED, key): the result is what the function ``key`` returns
 
 
 def _pair_use(node: ast.AST, uses: Dict[int, object]) -> None:
@@ -195,6 +198,13 @@ class Index:
                 for inner in astwalk.own_nodes(node):
                     if isinstance(inner, ast.Return) and isinstance(inner.value, ast.Call):
                         into[id(inner.value)] = ("return", node.name)
+                        uses[id(inner.value)] = (RETURNED, node.name)
+            elif isinstance(node, ast.ClassDef):  # ``return self.attn(x)`` in a method
+                for method in node.body:
+                    if isinstance(method, ast.FunctionDef) and not method.name.startswith("__"):
+                        for inner in astwalk.own_nodes(method):
+                            if isinstance(inner, ast.Return) and isinstance(inner.value, ast.Call):
+                                uses[id(inner.value)] = (RETURNED, f"{node.name}.{method.name}")
         for node in astwalk.walk(tree):  # breadth first: a call's parent before it
             _pair_use(node, uses)
             if isinstance(node, ast.Assign) and len(node.targets) == 1:

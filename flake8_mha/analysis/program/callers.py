@@ -19,7 +19,7 @@ from ...core import walk as astwalk
 from ...core.atomic import read_regular
 from . import chains
 from .files import ProjectFiles, project_root
-from .call_index import FIRST, Call, Index
+from .call_index import FIRST, RETURNED, Call, Index
 from .signatures import UNKNOWN, init_signature, literal, parse
 
 MAX_HOPS = 3  # importer of an importer of ...: chains are rarely longer
@@ -483,7 +483,8 @@ def results(path: str, key: str, signature, own_text: Optional[str] = None, file
     ``calls`` finds them, with what each keeps of the result: (the file, the
     call's line, ``KEPT_FIRST`` when only the first of a pair of results is
     kept (``f(...)[0]``, ``out, _ = f(...)``, ``out, w = f(...)`` with ``w``
-    never read in that file), else None, its parameters bound as by
+    never read in that file), ``(RETURNED, key)`` when the function ``key``
+    of that file returns it whole, else None, its parameters bound as by
     ``calls``).  Returns (that list or None, the files read), None as
     ``calls`` says."""
     files = files if files is not None else project_files(path)
@@ -501,7 +502,11 @@ def results(path: str, key: str, signature, own_text: Optional[str] = None, file
             use = call.use if not whole else None  # in a Sequential: the next item's input
             if isinstance(use, str):  # ``out, w = f(...)``: kept when ``w`` is read
                 use = FIRST if use not in index.loaded_names else None
-            out.append((name, call.line, KEPT_FIRST if use == FIRST else None, bound))
+            if isinstance(use, tuple) and use[0] == RETURNED:
+                kept = use  # ``return f(...)``: what the callers of that function keep
+            else:
+                kept = KEPT_FIRST if use == FIRST else None
+            out.append((name, call.line, kept, bound))
         _CALLS[cache] = (out if found is not None else None, files[1:])
     return _CALLS[cache]
 

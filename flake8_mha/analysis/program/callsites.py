@@ -21,6 +21,7 @@ import libcst as cst
 
 from ..events import FillCall, ModuleCall, SdpaCall
 from ..flow import CallSite, DefKind, ScopeKind, lookup
+from ...core.atomic import read_regular
 from ...core.positions import start_positions
 from ..resolve import Bound
 from ...core.torch_api import BY_NAME, SDPA_NAME, SDPA_QUALNAME
@@ -517,21 +518,34 @@ class Project(ConstantFiles):
             answer, got = (KNOWN,) + answer[1:], None
         return got, answer
 
-    def results_kept(self, key: str) -> Optional[list]:
+    def results_kept(self, key: str, path: Optional[str] = None) -> Optional[list]:
         """Every call in the project of this file's function ``key`` (as
-        ``called`` reads them), each as (its file shown relative to the
-        root, or None for this file; its line; ``callers.KEPT_FIRST`` when
-        it keeps only the first of a pair of results; its parameters'
-        literal values).  [] when nothing in the project calls it, None when
-        the calls cannot be told."""
+        ``called`` reads them; of the project file ``path``'s, when given),
+        each as (its file shown relative to the root, or None for the linted
+        file; its line; ``callers.KEPT_FIRST`` when it keeps only the first
+        of a pair of results, ``(callers.RETURNED, key)`` when that
+        function of its file returns it, else None; its parameters' literal
+        values; its file).  [] when nothing in the project calls it, None
+        when the calls cannot be told."""
         if not self.files or self._own_source is None:
             return None
-        signature = signatures.function_signature(self._own_source, key)
+        text = self._own_source
+        if path is not None:
+            try:
+                text = decode(read_regular(path, callers.MAX_BYTES))
+            except (OSError, UnicodeDecodeError, LookupError):
+                return None
+            self.depend(path)
+        signature = signatures.function_signature(text, key)
         if signature is None:
             return None
         try:
             found, read = callers.results(
-                self.path, key, signature, self._own_source, self._project_files()
+                path or self.path,
+                key,
+                signature,
+                self._own_source if path is None else None,
+                self._project_files() if path is None else callers.project_files(path),
             )
         except (OSError, ValueError, RecursionError):
             return None
@@ -541,7 +555,7 @@ class Project(ConstantFiles):
             return None
         own = os.path.abspath(self.path)
         return [
-            (None if os.path.abspath(f) == own else self.relative(f), line, use, bound)
+            (None if os.path.abspath(f) == own else self.relative(f), line, use, bound, f)
             for f, line, use, bound in found
         ]
 
