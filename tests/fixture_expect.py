@@ -126,6 +126,17 @@ def check_rows(path: str, capsys) -> Tuple[int, List[Tuple[int, str]]]:
     return status, [(f["line"], f["code"]) for f in found]
 
 
+def check_json(*args: str) -> Tuple[int, List[dict], str]:
+    """``flake8-mha check --no-cache --format json ARGS`` in a process of its
+    own, from the repository root: its exit status, its findings, its stderr."""
+    proc = subprocess.run(
+        [sys.executable, "-m", "flake8_mha.frontends.cli", "check", "--no-cache", "--format", "json",
+         *args],
+        cwd=ROOT, capture_output=True, text=True, timeout=300)
+    found = json.loads(proc.stdout)["findings"] if proc.stdout.strip() else []
+    return proc.returncode, found, proc.stderr
+
+
 def engine_rows(path: pathlib.Path) -> List[Tuple[int, int, str]]:
     """(line, column, code) of what the engine reports on a file on disk."""
     from flake8_mha.lint import engine

@@ -16,7 +16,7 @@ import sys
 
 import pytest
 
-from fixture_expect import FIXTURES, ROOT, expected, flake8_run
+from fixture_expect import FIXTURES, ROOT, check_json, expected, flake8_run
 from flake8_mha.lint import engine
 
 PKG = FIXTURES / "program_calls" / "callers"
@@ -80,12 +80,8 @@ def test_flake8_one_file_at_a_time(path):
 
 
 def test_check_reports_what_flake8_reports():
-    proc = subprocess.run(
-        [sys.executable, "-m", "flake8_mha.frontends.cli", "check", "--no-cache", "--format", "json", REL],
-        cwd=ROOT, capture_output=True, text=True, timeout=300,
-    )
-    assert proc.returncode == 1, proc.stderr
-    found = json.loads(proc.stdout)["findings"]
+    status, found, stderr = check_json(REL)
+    assert status == 1, stderr
     got = {(f["path"].rsplit("/", 1)[-1], f["line"], f["col"], f["code"]): f["message"]
            for f in found}
     assert got == _messages()

@@ -9,13 +9,11 @@ are the inline ``# MHA002:13`` comments of each file."""
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
 import textwrap
 
 import pytest
 
-from fixture_expect import FIXTURES, ROOT, expected, flake8_run
+from fixture_expect import FIXTURES, ROOT, check_json, expected, flake8_run
 from flake8_mha.lint import engine
 
 ZOO = FIXTURES / "program_calls" / "zoo"
@@ -51,14 +49,9 @@ def test_flake8_one_file_at_a_time(path):
 
 
 def test_check_reports_what_flake8_reports():
-    proc = subprocess.run(
-        [sys.executable, "-m", "flake8_mha.frontends.cli", "check", "--no-cache", "--format", "json",
-         "fixtures/program_calls/zoo"],
-        cwd=ROOT, capture_output=True, text=True, timeout=300,
-    )
-    assert proc.returncode == 1, proc.stderr
-    got = {(f["path"].rsplit("/", 1)[-1], f["line"], f["col"], f["code"])
-           for f in json.loads(proc.stdout)["findings"]}
+    status, found, stderr = check_json("fixtures/program_calls/zoo")
+    assert status == 1, stderr
+    got = {(f["path"].rsplit("/", 1)[-1], f["line"], f["col"], f["code"]) for f in found}
     assert got == _want()
 
 

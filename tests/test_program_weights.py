@@ -9,14 +9,13 @@ call the analysis cannot read, or a wrapper nothing in the package calls
 leaves it unreported (docs/MHA102.md)."""
 from __future__ import annotations
 
-import json
 import subprocess
 import sys
 
 import pytest
 
 from fixture_expect import (
-    FIXTURES, ROOT, assert_package_messages, check_rows, copied, engine_rows, flake8_run,
+    FIXTURES, ROOT, assert_package_messages, check_json, check_rows, copied, engine_rows, flake8_run,
 )
 from flake8_mha.lint import engine
 
@@ -56,12 +55,8 @@ def test_flake8_from_an_editor_buffer():
 
 
 def test_check_reports_what_flake8_reports():
-    proc = subprocess.run(
-        [sys.executable, "-m", "flake8_mha.frontends.cli", "check", "--no-cache", "--format", "json", REL],
-        cwd=ROOT, capture_output=True, text=True, timeout=300,
-    )
-    assert proc.returncode == 1, proc.stderr
-    found = json.loads(proc.stdout)["findings"]
+    status, found, stderr = check_json(REL)
+    assert status == 1, stderr
     assert {(f["path"].rsplit("/", 1)[-1], f["line"], f["col"], f["code"]): f["message"]
             for f in found} == MESSAGES
 

@@ -16,6 +16,7 @@ from ..core import positions, torch_api
 from ..analysis.events import FillCall, ModuleCall, SdpaCall
 from ..analysis.flow import DefKind, ScopeKind, lookup
 from ..analysis.program.callsites import Project, WrappedModuleCall
+from ..analysis.tree import is_none
 from ..analysis.values import value_of
 
 
@@ -159,14 +160,14 @@ def _truth(test, env, scope, depth: int = 0) -> Optional[bool]:
         return None if None in (left, right) else not decides
     if isinstance(test, cst.Comparison) and len(test.comparisons) == 1:
         op = test.comparisons[0]
-        if isinstance(op.operator, (cst.Is, cst.IsNot)) and _is_none(op.comparator):
+        if isinstance(op.operator, (cst.Is, cst.IsNot)) and is_none(op.comparator):
             v = _fixed(test.left, env, scope)
             if v is _OPEN:
                 return None
             return (v is None) == isinstance(op.operator, cst.Is)
         return None
     v = _fixed(test, env, scope)
-    return None if v is _OPEN or not (v is None or type(v) in (bool, int)) else bool(v)
+    return None if v is _OPEN else bool(v)
 
 
 _OPEN = object()  # a value the program does not fix
@@ -186,10 +187,6 @@ def _fixed(node, env, scope):
         return _OPEN
     v = value_of(node, env, scope)
     return v if v is None or type(v) in (bool, int) else _OPEN
-
-
-def _is_none(node) -> bool:
-    return isinstance(node, cst.Name) and node.value == "None"
 
 
 def never_built(ev, project) -> bool:

@@ -9,6 +9,7 @@ import libcst as cst
 from ..analysis.events import ModuleCall
 from ..analysis.flow import CallSite, ScopeKind
 from ..analysis.program.callers import KEPT_FIRST
+from ..analysis.tree import walk
 from .autofix import Fix, FixContext, add_keyword, find_arg, register
 from ._evidence import module_call_evidence
 from .base import Example, Report, Rule
@@ -224,63 +225,37 @@ def _returned_whole(site: CallSite) -> bool:
     func = site.scope.node if site.scope is not None else None
     if not isinstance(func, cst.FunctionDef):
         return False
-    uses = _Uses(name, second)
-    func.body.visit(uses)
     # the name: its one assignment here, and its place in every return
-    return uses.returns > 0 and not uses.other and uses.count == 1 + uses.returns
+    count = returns = 0
+    for n in walk(func.body, prune=_nested):
+        if _nested(n):  # a nested function: not this one's returns
+            if any(isinstance(m, cst.Name) and m.value == name for m in walk(n)):
+                return False
+        elif isinstance(n, cst.Return):
+            if not _gives(n.value, name, second):
+                return False  # a return that gives the callers something else
+            returns += 1
+        elif isinstance(n, cst.Name) and n.value == name:
+            count += 1
+    return returns > 0 and count == 1 + returns
 
 
-class _Uses(cst.CSTVisitor):
-    """The returns of a function that give back ``name`` as it is (the
-    whole value, or, ``second``, the second of a pair), and whether any
-    other return or nested function names it; ``count``: its appearances."""
-
-    def __init__(self, name: str, second: bool) -> None:
-        self.name = name
-        self.second = second
-        self.count = 0
-        self.returns = 0
-        self.other = False
-
-    def visit_FunctionDef(self, node) -> bool:
-        self.other = self.other or _mentions(node, self.name)
-        return False  # a nested function: not this one's returns
-
-    def visit_Lambda(self, node) -> bool:
-        return self.visit_FunctionDef(node)
-
-    def visit_Return(self, node: cst.Return) -> None:
-        value = node.value
-        if self.second:
-            last = (
-                value.elements[1].value
-                if isinstance(value, cst.Tuple)
-                and len(value.elements) == 2
-                and isinstance(value.elements[1], cst.Element)
-                else None
-            )
-        else:
-            last = value
-        if isinstance(last, cst.Name) and last.value == self.name:
-            self.returns += 1
-        else:
-            self.other = True  # a return that gives the callers something else
-
-    def visit_Name(self, node: cst.Name) -> None:
-        if node.value == self.name:
-            self.count += 1
+def _nested(node: cst.CSTNode) -> bool:
+    return isinstance(node, (cst.FunctionDef, cst.Lambda))
 
 
-def _mentions(node: cst.CSTNode, name: str) -> bool:
-    found: list = []
-
-    class _Find(cst.CSTVisitor):
-        def visit_Name(self, n: cst.Name) -> None:
-            if n.value == name:
-                found.append(n)
-
-    node.visit(_Find())
-    return bool(found)
+def _gives(value, name: str, second: bool) -> bool:
+    """Whether a return's value is ``name`` as it is: the whole value, or,
+    ``second``, the second of a pair."""
+    if second:
+        if not (
+            isinstance(value, cst.Tuple)
+            and len(value.elements) == 2
+            and isinstance(value.elements[1], cst.Element)
+        ):
+            return False
+        value = value.elements[1].value
+    return isinstance(value, cst.Name) and value.value == name
 
 
 def _function_key(site: CallSite) -> Optional[str]:

@@ -133,6 +133,16 @@ def _pair_use(node: ast.AST, uses: Dict[int, object]) -> None:
         uses[id(node.value)] = node.targets[0].elts[1].id
 
 
+def _returned_calls(func: ast.AST) -> List[ast.Call]:
+    """The calls a function returns whole (``return f(...)``), not those of
+    nested functions."""
+    return [
+        n.value
+        for n in astwalk.own_nodes(func)
+        if isinstance(n, ast.Return) and isinstance(n.value, ast.Call)
+    ]
+
+
 class Index:
     """What ``calls`` needs of one file, read once: its calls by the name
     called (``f(...)``) and by the attribute called (``x.f(...)``), the names
@@ -193,18 +203,16 @@ class Index:
                         and inner.func.attr in own
                     ):
                         definers[id(inner)] = node.name
-        for node in tree.body:  # a module-level factory: ``return Block(...)``
+        for node in tree.body:
             if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
-                for inner in astwalk.own_nodes(node):
-                    if isinstance(inner, ast.Return) and isinstance(inner.value, ast.Call):
-                        into[id(inner.value)] = ("return", node.name)
-                        uses[id(inner.value)] = (RETURNED, node.name)
+                for returned in _returned_calls(node):  # a factory: ``return Block(...)``
+                    into[id(returned)] = ("return", node.name)
+                    uses[id(returned)] = (RETURNED, node.name)
             elif isinstance(node, ast.ClassDef):  # ``return self.attn(x)`` in a method
                 for method in node.body:
                     if isinstance(method, ast.FunctionDef) and not method.name.startswith("__"):
-                        for inner in astwalk.own_nodes(method):
-                            if isinstance(inner, ast.Return) and isinstance(inner.value, ast.Call):
-                                uses[id(inner.value)] = (RETURNED, f"{node.name}.{method.name}")
+                        for returned in _returned_calls(method):
+                            uses[id(returned)] = (RETURNED, f"{node.name}.{method.name}")
         for node in astwalk.walk(tree):  # breadth first: a call's parent before it
             _pair_use(node, uses)
             if isinstance(node, ast.Assign) and len(node.targets) == 1:

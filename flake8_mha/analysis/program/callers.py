@@ -121,16 +121,21 @@ def dependents(changed: Iterable[str]) -> List[str]:
         importers = _importers(root)
         if importers is None:
             continue
-        frontier = set(wanted)
-        seen = set(wanted)
-        for _ in range(MAX_HOPS):
-            nxt = {f for t in frontier for f in importers.get(t, ()) if f not in seen}
-            if not nxt:
-                break
-            seen |= nxt
-            frontier = nxt
-        found |= seen - targets
+        found |= _hops(wanted, lambda t: importers.get(t, ())) - targets
     return sorted(os.path.relpath(p) for p in found)
+
+
+def _hops(start: Set[str], step) -> Set[str]:
+    """``start`` and the files ``step`` leads to from them, up to ``MAX_HOPS`` steps."""
+    seen = set(start)
+    frontier = set(start)
+    for _ in range(MAX_HOPS):
+        nxt = {f for t in frontier for f in step(t) if f not in seen}
+        if not nxt:
+            break
+        seen |= nxt
+        frontier = nxt
+    return seen
 
 
 def callees(changed: Iterable[str]) -> List[str]:
@@ -140,15 +145,8 @@ def callees(changed: Iterable[str]) -> List[str]:
     they keep of its result, the layout they feed), so a changed caller
     changes the findings of what it calls."""
     targets = {os.path.abspath(p) for p in changed if p.endswith(".py") and os.path.isfile(p)}
-    seen = set(targets)
-    frontier = set(targets)
-    for _ in range(MAX_HOPS):
-        nxt = {f for t in frontier for f in _imported_files(t) if f not in seen}
-        if not nxt:
-            break
-        seen |= nxt
-        frontier = nxt
-    return sorted(os.path.relpath(p) for p in seen - targets if os.path.isfile(p))
+    found = _hops(targets, _imported_files) - targets
+    return sorted(os.path.relpath(p) for p in found if os.path.isfile(p))
 
 
 def importers_of(path: str) -> Optional[List[str]]:
@@ -466,16 +464,23 @@ def calls(path: str, key: str, signature, own_text: Optional[str] = None, files=
 
 
 def _calls(files, key, signature, own_text):
-    found, _ = _found(files, key, own_text)
+    found = _bound(_found(files, key, own_text)[0], signature)
+    return (None if found is None else [b for _, _, b in found]), files[1:]
+
+
+def _bound(found, signature) -> Optional[list]:
+    """``_found``'s calls, each as (the call, where it is, its parameters
+    bound by ``_bind_literals``); None when ``found`` is, or one call does
+    not fit the signature."""
     if found is None:
-        return None, files[1:]
+        return None
     out = []
-    for call, _ in found:
+    for call, where in found:
         bound = _bind_literals(call, signature)
         if bound is None:
-            return None, files[1:]
-        out.append(bound)
-    return out, files[1:]
+            return None
+        out.append((call, where, bound))
+    return out
 
 
 def results(path: str, key: str, signature, own_text: Optional[str] = None, files=None):
@@ -492,23 +497,29 @@ def results(path: str, key: str, signature, own_text: Optional[str] = None, file
     if cache not in _CALLS:
         if len(_CALLS) > 256:
             _CALLS.clear()
-        found, _ = _found(files, key, own_text)
-        out: Optional[list] = []
-        for call, (name, index, whole) in found or ():
-            bound = _bind_literals(call, signature)
-            if bound is None:
-                out = None
-                break
-            use = call.use if not whole else None  # in a Sequential: the next item's input
-            if isinstance(use, str):  # ``out, w = f(...)``: kept when ``w`` is read
-                use = FIRST if use not in index.loaded_names else None
-            if isinstance(use, tuple) and use[0] == RETURNED:
-                kept = use  # ``return f(...)``: what the callers of that function keep
-            else:
-                kept = KEPT_FIRST if use == FIRST else None
-            out.append((name, call.line, kept, bound))
-        _CALLS[cache] = (out if found is not None else None, files[1:])
+        found = _bound(_found(files, key, own_text)[0], signature)
+        out = (
+            None
+            if found is None
+            else [
+                (name, call.line, _kept_of(call, index, whole), bound)
+                for call, (name, index, whole), bound in found
+            ]
+        )
+        _CALLS[cache] = (out, files[1:])
     return _CALLS[cache]
+
+
+def _kept_of(call: Call, index: Index, whole: bool):
+    """What ``results`` says a call keeps of the pair (``whole``: the call
+    of a ``Sequential`` that holds the callee, whose result goes on to the
+    next item)."""
+    use = call.use if not whole else None
+    if isinstance(use, str):  # ``out, w = f(...)``: kept when ``w`` is read
+        use = FIRST if use not in index.loaded_names else None
+    if isinstance(use, tuple) and use[0] == RETURNED:
+        return use  # ``return f(...)``: what the callers of that function keep
+    return KEPT_FIRST if use == FIRST else None
 
 
 def _found(files, key, own_text):

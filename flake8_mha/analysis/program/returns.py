@@ -159,9 +159,8 @@ class ReturnsFiles(ProjectFiles):
         says as much) or the result is unknown.  The result's origins that
         the caller's masks carried stay theirs (lines of the linted file);
         the others are ``call``, and name the builder's place."""
-        from ..masks import At, MaskEvaluator, join_all
-        from ..masks.calls import Frame, bind_call, falls_off_end
-        from ..masks.domain import NONE_MASK, Origin
+        from ..masks.calls import bind_call
+        from ..masks.domain import Origin
         from ..splats import expand_call
 
         if not call.args:
@@ -181,12 +180,7 @@ class ReturnsFiles(ProjectFiles):
             masks[param] = got if got is not None and (got.known or got.none) else None
         if not any(m is not None and m.known for m in masks.values()):
             return None
-        ev = MaskEvaluator(fctx)
-        frame = Frame(func, fscope, masks, {}, None, None)
-        values = [ev.eval(expr, At(renv, fscope, frame, 0)) for expr, renv in fscope.returns]
-        if falls_off_end(func):
-            values.append(NONE_MASK)
-        m = join_all(values)
+        ev, m = _returned_mask(fctx, func, fscope, masks)
         if m.none or not m.known:
             return None
         carried = {
@@ -354,24 +348,15 @@ def builder_summary(source: str, name: str) -> dict:
     Each return path is evaluated in the file it is written in (its own
     helpers and constants are followed, its parameters are not), and the
     paths are joined.  Small JSON, cached by the file's bytes and ``name``."""
-    from ..masks import At, MaskEvaluator, join_all
-    from ..masks.calls import Frame, falls_off_end
-    from ..masks.domain import NONE_MASK
-
     read = read_function(source, name)
     if read is None:
         return {}
     fctx, func, fscope = read
     if not fscope.returns:
         return {}
-    ev = MaskEvaluator(fctx)
     params = func.params
     names = [p.name.value for p in (*params.posonly_params, *params.params, *params.kwonly_params)]
-    frame = Frame(func, fscope, dict.fromkeys(names), {}, None, None)
-    values = [ev.eval(expr, At(renv, fscope, frame, 0)) for expr, renv in fscope.returns]
-    if falls_off_end(func):
-        values.append(NONE_MASK)
-    m = join_all(values)
+    ev, m = _returned_mask(fctx, func, fscope, dict.fromkeys(names))
     if m.none or not m.known:
         return {}
     out: dict = {k: (None if getattr(m, k) is None else str(getattr(m, k))) for k in _MASK_FIELDS}
@@ -385,6 +370,22 @@ def builder_summary(source: str, name: str) -> dict:
     out["line"] = line if line is not None else ev.line(func)
     out["name"] = name
     return out
+
+
+def _returned_mask(fctx, func, fscope, args: dict):
+    """(the evaluator of the builder's file, the join of what every return
+    path of ``func`` gives) with its parameters bound to ``args`` (None:
+    unknown; a ``Mask``: a caller's, evaluated where it stands)."""
+    from ..masks import At, MaskEvaluator, join_all
+    from ..masks.calls import Frame, falls_off_end
+    from ..masks.domain import NONE_MASK
+
+    ev = MaskEvaluator(fctx)
+    frame = Frame(func, fscope, args, {}, None, None)
+    values = [ev.eval(expr, At(renv, fscope, frame, 0)) for expr, renv in fscope.returns]
+    if falls_off_end(func):
+        values.append(NONE_MASK)
+    return ev, join_all(values)
 
 
 def read_function(source: str, name: str):

@@ -475,8 +475,8 @@ def _function_summary(
     own_mask = False  # some SDPA call masks its scores with what no parameter gives
     for i, call in enumerate(calls):
         here = {}
-        given = _sdpa_arguments(call)
-        for name in _kwargs_given(call, fwd, given):
+        given, splat = _sdpa_arguments(call)
+        for name in _kwargs_given(splat, fwd, given):
             # the caller's keyword of that name, put in the **kwargs handed on to SDPA
             here[name] = {"param": name, "ops": [], "fwd": True}
         for name, expr in given.items():
@@ -643,36 +643,34 @@ def _const(node: ast.AST) -> Optional[str]:
     return None
 
 
-def _sdpa_arguments(call: ast.Call) -> Dict[str, ast.AST]:
-    """SDPA's arguments by name; {} behind a ``*`` splat, and behind a
-    ``**`` splat all but what the call names itself (``_kwargs_given``
-    reads the splat)."""
+def _sdpa_arguments(call: ast.Call) -> Tuple[Dict[str, ast.AST], Optional[ast.AST]]:
+    """SDPA's arguments by name, and what its one ``**`` splat splats (None
+    without one); ({}, None) behind a ``*`` splat or two ``**`` splats, and
+    behind one ``**`` splat all but what the call names itself
+    (``_kwargs_given`` reads the splat)."""
     out = {}
     for i, a in enumerate(call.args):
         if isinstance(a, ast.Starred):
-            return {}
+            return {}, None
         if i < len(_SDPA_POSITIONS):
             out[_SDPA_POSITIONS[i]] = a
-    splats = [k for k in call.keywords if k.arg is None]
+    splats = [k.value for k in call.keywords if k.arg is None]
     if len(splats) > 1:
-        return {}
+        return {}, None
     for k in call.keywords:
         if k.arg is not None:
             out[k.arg] = k.value
-    return out
+    return out, (splats[0] if splats else None)
 
 
 # SDPA's parameters a caller names as keywords (what ``**kwargs`` can carry to it)
 _KEYWORD_SINKS = ("attn_mask", "dropout_p", "is_causal")
 
 
-def _kwargs_given(call: ast.Call, fwd: Optional[str], given: Dict[str, ast.AST]) -> List[str]:
+def _kwargs_given(splat: Optional[ast.AST], fwd: Optional[str], given) -> List[str]:
     """The sink arguments an SDPA call takes from the function's own
-    ``**kwargs`` (``fwd``: handed on untouched), splatted as ``**kwargs``
-    and the call's only splat: those it does not give itself."""
-    splats = [k for k in call.keywords if k.arg is None]
-    if fwd is None or len(splats) != 1 or any(isinstance(a, ast.Starred) for a in call.args):
-        return []
-    if not (isinstance(splats[0].value, ast.Name) and splats[0].value.id == fwd):
+    ``**kwargs`` (``fwd``: handed on untouched) when that is what the call's
+    one ``**`` splat (``splat``) splats: those it does not give itself."""
+    if fwd is None or not (isinstance(splat, ast.Name) and splat.id == fwd):
         return []
     return [name for name in _KEYWORD_SINKS if name not in given]
