@@ -159,6 +159,28 @@ def test_subclass_without_forward_override_is_tracked_and_with_override_is_not()
     assert codes_at(src) == [(11, 12, "MHA102")]
 
 
+@pytest.mark.parametrize("forward,want", [
+    # hands torch's parameters on, in place: torch's own forward, the call is MHA's
+    ("def forward(self, query, key, value, key_padding_mask=None):\n"
+     "        return super().forward(query, key, value, key_padding_mask=key_padding_mask)",
+     [(12, 12, "MHA102")]),
+    ("def forward(self, query, key, value):\n"
+     "        \"\"\"Kept for the docs.\"\"\"\n"
+     "        return super().forward(query, key, value)",
+     [(12, 12, "MHA102")]),
+    # changes what it hands on, or decorates it: the class's own forward
+    ("def forward(self, query, key, value):\n"
+     "        return super().forward(key, query, value)", []),
+    ("@torch.jit.ignore\n    def forward(self, query, key, value):\n"
+     "        return super().forward(query, key, value)", []),
+])
+def test_a_forward_that_only_delegates_is_torchs_own(forward, want):
+    head = "import torch\nimport torch.nn as nn\nclass Kept(nn.MultiheadAttention):\n    "
+    src = head + forward + "\na = Kept(64, 8, batch_first=True)\n"
+    src += "\n" * (10 - src.count("\n")) + "def f(x):\n    return a(x, x, x)[0]\n"
+    assert codes_at(src) == want
+
+
 def test_reassigned_attribute_with_another_module_is_unknown():
     src = """
     import torch.nn as nn

@@ -204,13 +204,17 @@ def torch_subclass(cls: ast.ClassDef, torch_names: Dict[str, str]) -> Optional[s
             (f for f in cls.body if isinstance(f, ast.FunctionDef) and f.name == "forward"), None
         )
         spec = module_spec(qn)
-        if forward is None or (spec is not None and _delegates(forward, spec.forward.names)):
+        if forward is None or (spec is not None and delegates(forward, spec.forward.names)):
             return qn
         return None
     return None
 
 
-def _delegates(func: ast.FunctionDef, torch_names_in_order) -> bool:
+def delegates(func: ast.FunctionDef, torch_names_in_order) -> bool:
+    """A ``forward`` that only hands its parameters, named as torch's
+    ``forward`` names them (``torch_names_in_order``), to
+    ``super().forward(...)`` in the same places: the torch module's own
+    ``forward``, in this file or another (``classes.delegates``)."""
     body = [
         s
         for s in func.body
