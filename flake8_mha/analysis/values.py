@@ -14,11 +14,13 @@ fires a rule.
 from __future__ import annotations
 
 import operator
-from typing import Callable, Dict, Optional
+from typing import Callable, Dict, List, Optional, Tuple
 
 import libcst as cst
 
+from .env import worlds
 from .flow import Def, DefKind, Env, Scope, ScopeKind, lookup
+from .tree import is_none
 
 
 class _Unknown:
@@ -253,3 +255,79 @@ def unpacked(d: Def):
         else:
             return None
     return node
+
+
+def branch_truth(test, env, scope, depth: int = 0) -> Optional[bool]:
+    """What the test of an ``if`` is in this program, when the program fixes
+    it; None when it may be either.  A plain name or ``self.<attr>`` is read
+    (what every construction or call in the project passes: ``value_of``),
+    also through ``not``, ``is None``/``is not None``, and ``and``/``or``
+    when the known parts decide the whole."""
+    if depth > 8:
+        return None
+    if isinstance(test, cst.UnaryOperation) and isinstance(test.operator, cst.Not):
+        inner = branch_truth(test.expression, env, scope, depth + 1)
+        return None if inner is None else not inner
+    if isinstance(test, cst.BooleanOperation):
+        left = branch_truth(test.left, env, scope, depth + 1)
+        right = branch_truth(test.right, env, scope, depth + 1)
+        decides = isinstance(test.operator, cst.Or)  # True decides an ``or``, False an ``and``
+        if decides in (left, right):
+            return decides
+        return None if None in (left, right) else not decides
+    if isinstance(test, cst.Comparison) and len(test.comparisons) == 1:
+        op = test.comparisons[0]
+        if isinstance(op.operator, (cst.Is, cst.IsNot)) and is_none(op.comparator):
+            v = _fixed(test.left, env, scope)
+            if v is _OPEN:
+                return None
+            return (v is None) == isinstance(op.operator, cst.Is)
+        return None
+    v = _fixed(test, env, scope)
+    return None if v is _OPEN else bool(v)
+
+
+_OPEN = object()  # a value the program does not fix
+
+
+def _fixed(node, env, scope):
+    """The value of a plain name or ``self.<attr>`` that the program fixes
+    (None included), else ``_OPEN``."""
+    if not (
+        isinstance(node, cst.Name)
+        or (
+            isinstance(node, cst.Attribute)
+            and isinstance(node.value, cst.Name)
+            and node.value.value == "self"
+        )
+    ):
+        return _OPEN
+    v = value_of(node, env, scope)
+    return v if v is None or type(v) in (bool, int) else _OPEN
+
+
+def live_lookup(name: str, env: Env, scope: Optional[Scope]) -> Tuple[Def, ...]:
+    """``lookup``, less the definitions made only on branches this program
+    never takes: ``x = x.transpose(0, 1)`` under ``if not self.batch_first:``
+    where every construction leaves ``batch_first=True`` (open_clip's
+    ``Transformer.forward``).  The joins of ``if`` statements are followed
+    (``env.worlds``); a world with a branch condition the program decides
+    the other way is dropped.  When every world is dropped (the read itself
+    never runs), or there are too many, the plain lookup."""
+    defs = lookup(name, env, scope)
+    if len(defs) < 2 or env.get(name) is None:
+        return defs
+    found = worlds(env, [name])
+    if not found:
+        return defs
+    kept: List[Def] = []
+    for world, conds in found:
+        if any(
+            branch_truth(test, cenv, scope) not in (None, polarity)
+            for test, polarity, cenv in conds
+        ):
+            continue
+        for d in world.get(name, ()):
+            if d not in kept:
+                kept.append(d)
+    return tuple(kept) if kept else defs

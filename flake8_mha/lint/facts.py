@@ -16,8 +16,7 @@ from ..core import positions, torch_api
 from ..analysis.events import FillCall, ModuleCall, SdpaCall
 from ..analysis.flow import DefKind, ScopeKind, lookup
 from ..analysis.program.callsites import Project, WrappedModuleCall
-from ..analysis.tree import is_none
-from ..analysis.values import value_of
+from ..analysis.values import branch_truth
 
 
 # the SDPA arguments each code judges (when the wrapper's parameters carry all
@@ -137,56 +136,10 @@ def dead_in_program(site) -> bool:
     through ``not``, ``is None``/``is not None``, and ``and``/``or`` of such
     tests when the known parts decide the whole."""
     for test, polarity, env in site.conds:
-        truth = _truth(test, env, site.scope)
+        truth = branch_truth(test, env, site.scope)
         if truth is not None and truth != polarity:
             return True
     return False
-
-
-def _truth(test, env, scope, depth: int = 0) -> Optional[bool]:
-    """What ``test`` is in this program, when the program fixes it; None
-    when it may be either."""
-    if depth > 8:
-        return None
-    if isinstance(test, cst.UnaryOperation) and isinstance(test.operator, cst.Not):
-        inner = _truth(test.expression, env, scope, depth + 1)
-        return None if inner is None else not inner
-    if isinstance(test, cst.BooleanOperation):
-        left = _truth(test.left, env, scope, depth + 1)
-        right = _truth(test.right, env, scope, depth + 1)
-        decides = isinstance(test.operator, cst.Or)  # True decides an ``or``, False an ``and``
-        if decides in (left, right):
-            return decides
-        return None if None in (left, right) else not decides
-    if isinstance(test, cst.Comparison) and len(test.comparisons) == 1:
-        op = test.comparisons[0]
-        if isinstance(op.operator, (cst.Is, cst.IsNot)) and is_none(op.comparator):
-            v = _fixed(test.left, env, scope)
-            if v is _OPEN:
-                return None
-            return (v is None) == isinstance(op.operator, cst.Is)
-        return None
-    v = _fixed(test, env, scope)
-    return None if v is _OPEN else bool(v)
-
-
-_OPEN = object()  # a value the program does not fix
-
-
-def _fixed(node, env, scope):
-    """The value of a plain name or ``self.<attr>`` that the program fixes
-    (None included), else ``_OPEN``."""
-    if not (
-        isinstance(node, cst.Name)
-        or (
-            isinstance(node, cst.Attribute)
-            and isinstance(node.value, cst.Name)
-            and node.value.value == "self"
-        )
-    ):
-        return _OPEN
-    v = value_of(node, env, scope)
-    return v if v is None or type(v) in (bool, int) else _OPEN
 
 
 def never_built(ev, project) -> bool:

@@ -13,7 +13,7 @@ import libcst as cst
 
 from ..program.callgraph import ChainSite, FileCalls, bind_call, frame_for
 from ..flow import CallSite, Def, Scope, lookup
-from ..values import unpacked
+from ..values import live_lookup, unpacked
 from .calls import CYCLE, MODULE_OUTPUT_ARG, LayoutCalls, join, meet, real
 from .comments import CommentIndex, DocLine
 from .domain import (
@@ -145,7 +145,7 @@ class LayoutEvaluator(FileCalls, LayoutCalls, ProgramLayout, ProjectLayout):
 
     # ---------------------------------------------------------------- names
     def _name(self, node: cst.Name, env, scope, frame, depth) -> Optional[Layout]:
-        defs = lookup(node.value, env, scope)
+        defs = live_lookup(node.value, env, scope)  # not what a branch never taken made
         if not defs:
             return None
         values = []
