@@ -196,16 +196,29 @@ class LayoutAnalysis:
 
     def _part_of(self, call: ModuleCall, ev: Construction) -> bool:
         """``call`` runs the encoder or decoder of the ``nn.Transformer`` built at ``ev``."""
+        owners = self._transformers_of_part(call)
+        return any(o.ctor is not None and o.ctor.node is ev.site.node for o in owners)
+
+    def _transformers_of_part(self, call: ModuleCall) -> list:
+        """The ``nn.Transformer`` instances whose encoder or decoder ``call``
+        runs (``self.transformer.encoder(src)``), each known by its
+        construction; empty for any other call.  The part reads the layout
+        the Transformer's ``batch_first`` says."""
+        if call.spec.name not in _CONTAINER_LAYER:
+            return []
         func = call.site.node.func
         if isinstance(func, cst.Attribute) and func.attr.value == "forward":
             func = func.value
         if not isinstance(func, cst.Attribute) or func.attr.value not in ("encoder", "decoder"):
-            return False
+            return []
         try:
             owners = self.ctx.resolver.instances(func.value, call.site.env, call.site.scope)
         except RecursionError:  # pragma: no cover
-            return False
-        return any(o.ctor is not None and o.ctor.node is ev.site.node for o in owners or ())
+            return []
+        owners = list(owners or ())
+        if not owners or any(o.ctor is None or o.spec.name != "Transformer" for o in owners):
+            return []
+        return owners
 
     def weights_only(self, ev: Construction) -> bool:
         """A module kept on ``self.<attr>`` that the file only reads attributes
@@ -259,8 +272,10 @@ class LayoutAnalysis:
         it is stated (a literal or known constant); None when unknown or not the
         same for all, and ``default`` (None: not stated) where left to torch's."""
         values = set()
-        for inst in ev.instances:
-            for ctor_site, spec, args in self._batch_first_ctors(inst, ev.spec.name):
+        owners = self._transformers_of_part(ev)  # ``self.transformer.encoder(src)``
+        kind = "Transformer" if owners else ev.spec.name
+        for inst in owners or ev.instances:
+            for ctor_site, spec, args in self._batch_first_ctors(inst, kind):
                 if args is None or not spec.has_batch_first:
                     return None
                 expr = args.get("batch_first")

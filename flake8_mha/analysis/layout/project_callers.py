@@ -182,14 +182,41 @@ def candidates(path: str, name: str) -> Optional[List[str]]:
     me = os.path.abspath(path)
     found = [p for p in _word_index(project_root(path)).get(name, ()) if p != me]
     if len(found) > MAX_CANDIDATES:
-        # a common class name (``Transformer``, ``Block``): only the files that
-        # also name the defining module (``from .block import Block``) import it
-        # from here, unless through a package's re-export
+        # a common class name (``Transformer``, ``Block``): only the files whose
+        # imports lead here, or to a package ``__init__`` above that may
+        # re-export it, can call it (another package's class of the same name
+        # is not this one)
+        near = _importers_near(me)
+        if near is not None:
+            found = [p for p in found if p in near]
+    if len(found) > MAX_CANDIDATES:
+        # still many: only the files that also name the defining module
+        # (``from .block import Block``) import it from here
         stem = os.path.splitext(os.path.basename(me))[0]
         if stem != "__init__":
             word = re.compile(r"\b" + re.escape(stem) + r"\b")
             found = [p for p in found if word.search(_read(p) or "")]
     return found if len(found) <= MAX_CANDIDATES else None
+
+
+def _importers_near(path: str) -> Optional[set]:
+    """The project files that import ``path``, or the ``__init__.py`` of a
+    package it stands in (a re-export); None when the project is not scanned."""
+    out: set = set()
+    here = os.path.dirname(path)
+    targets = [path]
+    while os.path.isfile(os.path.join(here, "__init__.py")):
+        targets.append(os.path.join(here, "__init__.py"))
+        parent = os.path.dirname(here)
+        if parent == here:
+            break
+        here = parent
+    for target in targets:
+        got = importers_of(target)
+        if got is None:
+            return None
+        out.update(os.path.abspath(p) for p in got)
+    return out
 
 
 # --------------------------------------------------------------------------- clones
