@@ -1063,3 +1063,78 @@ def test_a_custom_encoder_is_not_the_transformers_part():
                    extra=", custom_encoder=nn.Identity()")
     assert [g[:3] for g in got] == [("MHA001",) + TRANSFORMER]
     assert "fed" not in got[0][3]
+
+
+# ------------------------------------ a swap under a branch the program never takes
+
+GUARDED = ROOT / "fixtures" / "program_layout" / "guarded_swaps"
+MIXER_MESSAGE = (
+    "MultiheadAttention built with batch_first=True is fed sequence-first data ((L, N, E), "
+    "line 17: `x.transpose(0, 1)`): samples mix across the batch")
+
+
+def test_a_swap_guarded_by_a_flag_the_project_fixes_is_followed_one_way():
+    """open_clip's ``if not self.batch_first: x = x.transpose(0, 1)``: every
+    construction leaves batch_first=True, so the blocks get the batch-first
+    tokens (no MHA010); the mixer's guard is always taken (MHA010)."""
+    from fixture_expect import assert_package_runs
+
+    pkg = "fixtures/program_layout/guarded_swaps"
+    found = assert_package_runs(pkg, [("mixer.py", 18, 16, "MHA010")])
+    assert [f.msg for f in found] == [MIXER_MESSAGE]
+
+
+@pytest.mark.parametrize("built, want", [
+    # the one construction says batch_first=False: the transpose runs, and the
+    # blocks' attention is built batch_first=False too
+    ("Transformer(width=width, layers=layers, heads=heads, batch_first=False)", []),
+    # the file alone, or constructions that disagree: the flag may be either,
+    # and the attention's batch_first is no stated value
+    ("Transformer(width=width, layers=layers, heads=heads, batch_first=self.bf)", []),
+])
+def test_a_swap_guarded_by_the_module_s_own_flag(tmp_path, built, want):
+    from fixture_expect import copied
+
+    pkg = copied(GUARDED, tmp_path)
+    towers = pkg / "towers.py"
+    towers.write_text(towers.read_text().replace(
+        "Transformer(width=width, layers=layers, heads=heads)", built))
+    found = analyze_file(str(pkg / "blocks.py"), ["MHA001", "MHA010"])
+    assert [(f.code, f.line, f.col) for f in found] == want
+
+
+def test_a_swap_the_program_always_takes_is_judged_and_one_it_never_takes_is_not(tmp_path):
+    from fixture_expect import copied
+
+    pkg = copied(GUARDED, tmp_path)
+    towers = pkg / "towers.py"
+    mixer = str(pkg / "mixer.py")
+    assert [(f.code, f.line) for f in analyze_file(mixer, ["MHA010"])] == [("MHA010", 18)]
+    towers.write_text(towers.read_text().replace(
+        "Mixer(width, heads)", "Mixer(width, heads, seq_first_input=True)"))
+    assert analyze_file(mixer, ["MHA010"]) == []  # never taken: batch-first data, as built
+
+
+@pytest.mark.parametrize("fed, want", [
+    # darts' forecaster: the data turned sequence-first right before the encoder
+    ("src = x.permute(1, 0, 2)\n        return self.transformer.encoder(src)", [("MHA903", 7, 28)]),
+    ("src = x.permute(1, 0, 2)\n        return self.transformer.encoder.forward(src)",
+     [("MHA903", 7, 28)]),
+    # stated batch-first data into the encoder of a sequence-first Transformer
+    ("B, L, E = x.shape\n        return self.transformer.encoder(x)", [("MHA001", 7, 28)]),
+])
+def test_a_swap_right_before_a_transformer_part_is_the_conversion(fed, want):
+    src = textwrap.dedent("""\
+        import torch.nn as nn
+
+
+        class Forecaster(nn.Module):
+            def __init__(self):
+                super().__init__()
+                self.transformer = nn.Transformer(d_model=64, nhead=4)
+
+            def forward(self, x):
+                FED
+        """).replace("FED", fed)
+    got = analyze_source(src, "t.py", ["MHA001", "MHA903"])
+    assert [(f.code, f.line, f.col) for f in got] == want
