@@ -13,7 +13,8 @@ from typing import Dict, List, Optional, Set, Tuple
 
 from ...core import walk as astwalk
 from .chains import self_attr
-from .signatures import literal
+from .files import module_constants
+from .signatures import constant_reader, literal
 
 
 _CONTAINERS = ("ModuleList", "Sequential")
@@ -95,12 +96,14 @@ class Call:
 
     __slots__ = ("args", "keywords", "splat", "into", "definer", "within", "line", "use")
 
-    def __init__(self, node: ast.Call, into, definer: Optional[str] = None, within=None, use=None):
+    def __init__(
+        self, node: ast.Call, into, definer=None, within=None, use=None, read=literal
+    ) -> None:
         self.splat = any(isinstance(a, ast.Starred) for a in node.args) or any(
             k.arg is None for k in node.keywords
         )
-        self.args = [literal(a) for a in node.args]
-        self.keywords = {k.arg: literal(k.value) for k in node.keywords if k.arg is not None}
+        self.args = [read(a) for a in node.args]
+        self.keywords = {k.arg: read(k.value) for k in node.keywords if k.arg is not None}
         self.into = into
         # ``self.NAME(...)`` in a class that defines a method NAME itself: that class's
         self.definer = definer
@@ -161,7 +164,9 @@ class Index:
         "aliases",
     )
 
-    def __init__(self, tree: ast.Module):
+    def __init__(self, tree: ast.Module, path: Optional[str] = None):
+        # what an argument is read as: a literal, or a module constant (``signatures``)
+        read = constant_reader(tree, path, module_constants(tree))
         self.by_name: Dict[str, List[Call]] = {}
         self.by_attr: Dict[str, List[Call]] = {}
         # a container of modules (``self.blocks = nn.ModuleList([...])``) by its
@@ -235,7 +240,7 @@ class Index:
                 if isinstance(func, ast.Subscript) and _container_read(func.value) is not None:
                     funcs.add(id(func.value))  # ``self.blocks[i](x)``: an item called
                     held = _container_read(func.value)
-                    call = Call(node, None, None, enclosing.get(id(node)), uses.get(id(node)))
+                    call = Call(node, None, None, enclosing.get(id(node)), uses.get(id(node)), read)
                     self.by_item.setdefault(held, []).append(call)
             elif isinstance(node, (ast.For, ast.comprehension)):
                 got = _loop_over(node.target, node.iter)
@@ -273,11 +278,18 @@ class Index:
                         of = {in_loop[id(node)]}
                     else:  # a name bound by loops elsewhere: any of their containers
                         of = {(c, h) for c, h in loops.get(func.id, ()) if c == owner}
-                    call = Call(node, into.get(id(node)), None, of or None, uses.get(id(node)))
+                    call = Call(
+                        node, into.get(id(node)), None, of or None, uses.get(id(node)), read
+                    )
                     self.by_name.setdefault(func.id, []).append(call)
                 elif isinstance(func, ast.Attribute):
                     call = Call(
-                        node, into.get(id(node)), definers.get(id(node)), None, uses.get(id(node))
+                        node,
+                        into.get(id(node)),
+                        definers.get(id(node)),
+                        None,
+                        uses.get(id(node)),
+                        read,
                     )
                     self.by_attr.setdefault(func.attr, []).append(call)
             elif isinstance(node, ast.Name) and isinstance(node.ctx, ast.Load):

@@ -18,9 +18,9 @@ from typing import Dict, Iterable, List, Optional, Set, Tuple
 from ...core import walk as astwalk
 from ...core.atomic import read_regular
 from . import chains
-from .files import ProjectFiles, project_root
+from .files import ProjectFiles, module_constants, project_root
 from .call_index import FIRST, RETURNED, Call, Index
-from .signatures import UNKNOWN, init_signature, literal, parse
+from .signatures import UNKNOWN, ImportedConstant, constant_reader, init_signature, literal, parse
 
 MAX_HOPS = 3  # importer of an importer of ...: chains are rarely longer
 KEPT_FIRST = "first"  # a call that keeps only the first of a pair of results (``results``)
@@ -101,12 +101,28 @@ def one_value(found, param: str, defaults: dict, depend=None, depth: int = 0) ->
         if isinstance(value, Forwarded):  # a parameter of the building class's own
             up = forwarded(value, depend, depth) if depend is not None else None
             value = up[0] if up is not None else UNKNOWN
+        elif isinstance(value, ImportedConstant):  # ``from .config import P``
+            value = _imported_constant(value, depend)
         if value == UNKNOWN:
             return None
         values.add((type(value), value))
     if len(values) != 1:
         return None
     return (values.pop()[1],)
+
+
+def _imported_constant(value: ImportedConstant, depend) -> object:
+    """The module-level constant of a project file that ``value`` names, else
+    ``UNKNOWN``; the file it is defined in is told to ``depend``."""
+    files = ProjectFiles(value.path)
+    try:
+        got = files.constant_at(value.level, value.dotted)
+    except (OSError, ValueError, RecursionError):
+        got = None
+    if depend is not None:
+        for name in files.deps:
+            depend(name)
+    return got[0] if got is not None else UNKNOWN
 
 
 def dependents(changed: Iterable[str]) -> List[str]:
@@ -348,6 +364,8 @@ def _built_in(tree: ast.Module, cls: str, params: List[str], reader, path: str):
                 return None  # passed around as a value: built elsewhere, with anything
     out = []
     owners = _init_owners(tree) if reader is literal else {}
+    if reader is literal:  # a module constant, of this file or imported, is as good
+        reader = constant_reader(tree, path, module_constants(tree))
     for call in calls:
         got: Dict[str, object] = {p: MISSING for p in params}
         owner = owners.get(id(call))
@@ -414,7 +432,7 @@ def _index(path: str, own_text: Optional[str]) -> Optional[Index]:
     """The file's ``Index`` (cached by its size and time, or by the text of
     an unsaved buffer); None when it cannot be read or parsed."""
     if own_text is not None:
-        key: tuple = ("text", hash(own_text), len(own_text))
+        key: tuple = ("text", path, hash(own_text), len(own_text))
     else:
         try:
             st = os.stat(path)
@@ -429,7 +447,7 @@ def _index(path: str, own_text: Optional[str]) -> Optional[Index]:
             text = own_text
             if text is None:
                 text = read_regular(path, MAX_BYTES).decode("utf-8", "replace")
-            got = Index(parse(text))
+            got = Index(parse(text), path)
         except (OSError, SyntaxError, ValueError, RecursionError, MemoryError):
             got = None
         _INDEXES[key] = got

@@ -463,6 +463,16 @@ class ProjectFiles:
         got = self._kept(filename, ("constants", str(CONSTANTS_VERSION)), _valid_constants, table)
         return got or {}
 
+    def constant_at(self, level: int, dotted: str) -> Optional[tuple]:
+        """``(value,)`` of the module-level constant an import of this file
+        names (``from .config import WIDTH``: level 1, ``config.WIDTH``), when
+        it is one of a project file; else None."""
+        loc = self._defined((level, dotted))
+        if loc is None or "." in loc[1]:
+            return None
+        table = self.constants(loc[0])
+        return (table[loc[1]],) if loc[1] in table else None
+
     def depend(self, filename: str) -> None:
         """Record ``filename`` (its bytes' SHA-256) as a dependency of the
         linted file's cached findings."""

@@ -7,7 +7,7 @@ hands it over (``given_tree``), not a second parse.
 from __future__ import annotations
 
 import ast
-from typing import Dict, Optional, Tuple
+from typing import Dict, List, Optional, Tuple
 
 from .chains import named_lambda
 
@@ -39,6 +39,68 @@ def literal(node: ast.AST) -> object:
     ):
         return node.value
     return UNKNOWN
+
+
+class ImportedConstant:
+    """An argument that names what ``from <module> import NAME`` brings into
+    the calling file ``path``: a module-level constant of that project file
+    when it is one (``callers.one_value`` asks), else unknown."""
+
+    __slots__ = ("path", "level", "dotted")
+
+    def __init__(self, path: str, level: int, dotted: str):
+        self.path, self.level, self.dotted = path, level, dotted
+
+
+def constant_reader(tree: ast.Module, path: Optional[str], constants: Dict[str, object]):
+    """``literal``, and also a name (or arithmetic on names) that stands for a
+    module-level constant of the file (``constants``: ``module_constants``)
+    or one a top-level ``from ... import`` brings (an ``ImportedConstant``,
+    when ``path`` is known): RULES.md's "known statically" counts both.  A
+    name any function or class of the file binds itself is not read, for it
+    may be that binding."""
+    local: set = set()  # what a function, lambda or class of the file binds
+    for node in ast.walk(tree):
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda, ast.ClassDef)):
+            for inner in ast.walk(node):
+                if isinstance(inner, ast.Name) and not isinstance(inner.ctx, ast.Load):
+                    local.add(inner.id)
+                elif isinstance(inner, ast.arg):
+                    local.add(inner.arg)
+    at_top = {t for n in tree.body for t in _top_names(n)}
+    imported: Dict[str, Tuple[int, str]] = {}
+    for node in tree.body:
+        if isinstance(node, ast.ImportFrom) and (node.module is not None or node.level):
+            for a in node.names:
+                bound = a.asname or a.name
+                if a.name != "*" and bound not in local and bound not in at_top:
+                    dotted = ".".join(x for x in (node.module, a.name) if x)
+                    imported[bound] = (node.level, dotted)
+    known = {k: v for k, v in constants.items() if k not in local}
+    if not known and not imported:
+        return literal
+
+    def read(node: ast.AST) -> object:
+        got = literal(node)
+        if got != UNKNOWN or isinstance(node, ast.Constant):
+            return got
+        if isinstance(node, ast.Name):
+            if node.id in known:
+                return known[node.id]
+            if node.id in imported and path is not None:
+                return ImportedConstant(path, *imported[node.id])
+        return UNKNOWN
+
+    return read
+
+
+def _top_names(node: ast.AST) -> List[str]:
+    """The names a top-level statement other than an import binds."""
+    if isinstance(node, (ast.Import, ast.ImportFrom)):
+        return []
+    return [
+        n.id for n in ast.walk(node) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store)
+    ]
 
 
 _SIGNATURES: Dict[tuple, object] = {}
