@@ -175,3 +175,24 @@ def test_an_edit_of_a_keeping_class_invalidates_the_cached_finding(tmp_path, mon
     decoder = pkg / "decoder.py"
     decoder.write_text(decoder.read_text().replace("x = x + layer(x, x, x)", "x = x + layer(x, x, x, x)"))
     assert run() == (1, [(13, 16, "MHA006")])
+
+
+def test_a_mask_reshaped_from_the_parameter_is_that_parameter(tmp_path):
+    """x-transformers' ``if exists(mask): mask = mask[:, None, None, :]`` (or
+    ``rearrange(mask, ...)``): the mask SDPA gets is given exactly when the
+    parameter is, so the instances decide as before."""
+    reshaped = ATTEND.replace(
+        "        return F.scaled",
+        "        if mask is not None:\n"
+        "            mask = rearrange(mask, 'b j -> b 1 1 j').bool()\n"
+        "        return F.scaled").replace("from torch import nn\n", "from einops import rearrange\nfrom torch import nn\n")
+    reshaped = reshaped.format(flag="self.causal")
+    pkg = tmp_path / "pkg"
+    assert _lint(tmp_path, **{"attend.py": reshaped}) == []
+    prefix = ENCODER.replace("Attend()", "Attend(causal=True)").replace("Encoder", "Prefix")
+    got = _lint(tmp_path / "b", **{"attend.py": reshaped, "prefix.py": prefix})
+    assert got == [("MHA006", 14, 16)]
+    # a mask made from something else is not the parameter's
+    other = reshaped.replace("mask = rearrange(mask,", "mask = rearrange(q,")
+    assert _lint(tmp_path / "c", **{"attend.py": other}) == [("MHA006", 14, 16)]
+    assert pkg.is_dir()

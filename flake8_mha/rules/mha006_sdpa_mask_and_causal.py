@@ -186,8 +186,8 @@ def _never_paired(mask: cst.CSTNode, causal: cst.CSTNode, site: CallSite) -> boo
     given = _resolve_local(mask, site)
     if project is None or not isinstance(given, cst.Name):
         return False
-    defs = lookup(given.value, site.env, site.scope)
-    if len(defs) != 1 or defs[0].kind != DefKind.PARAM:
+    param = _param_of(given.value, site.env, site.scope)
+    if param is None:
         return False
     flag = _resolve_local(causal, site)
     if isinstance(flag, cst.BooleanOperation) and isinstance(flag.operator, cst.And):
@@ -201,7 +201,59 @@ def _never_paired(mask: cst.CSTNode, causal: cst.CSTNode, site: CallSite) -> boo
     kept = {_init_param(d) for d in cls.attrs.get(flag.attr.value, ())}
     if len(kept) != 1 or None in kept:
         return False
-    return project.never_paired(cls.name, kept.pop(), given.value)
+    return project.never_paired(cls.name, kept.pop(), param)
+
+
+def _param_of(name: str, env, scope, depth: int = 0) -> Optional[str]:
+    """The parameter the mask ``name`` is, or is made from on every path
+    (x-transformers' ``if mask is not None: mask = mask[:, None, None, :]``,
+    ``mask = rearrange(mask, ...)``, ``mask = ~mask``): given exactly when
+    that parameter is; else None."""
+    defs = lookup(name, env, scope)
+    found = set()
+    for d in defs:
+        if d.kind == DefKind.PARAM and isinstance(d.node, cst.Param):
+            found.add(d.node.name.value)
+            continue
+        if d.kind != DefKind.ASSIGN or depth > 4:
+            return None
+        root = _root_name(d.node)
+        if root is None:
+            return None
+        found.add(_param_of(root, d.env, d.scope, depth + 1))
+    return found.pop() if len(found) == 1 and None not in found else None
+
+
+def _root_name(expr) -> Optional[str]:
+    """The name an expression transforms: ``mask`` in ``mask[:, None]``,
+    ``mask.view(b, 1, 1, s)``, ``~mask``, ``rearrange(mask, ...)``."""
+    for _ in range(16):
+        if isinstance(expr, cst.Name):
+            return expr.value
+        if isinstance(expr, (cst.Subscript, cst.Attribute)):
+            expr = expr.value
+        elif isinstance(expr, cst.UnaryOperation):
+            expr = expr.expression
+        elif isinstance(expr, cst.Call):
+            func = expr.func
+            name = (
+                func.attr.value if isinstance(func, cst.Attribute) else getattr(func, "value", None)
+            )
+            head = func.value if isinstance(func, cst.Attribute) else None
+            if head is not None and not (isinstance(head, cst.Name) and head.value in _MODULES):
+                expr = head  # a method of the mask: ``mask.bool()``, ``mask[:, None].expand(...)``
+            elif name in _TRANSFORMS and expr.args and expr.args[0].keyword is None:
+                expr = expr.args[0].value  # ``rearrange(mask, ...)``, ``F.pad(mask, ...)``
+            else:
+                return None
+        else:
+            return None
+    return None
+
+
+_MODULES = {"torch", "F", "einops", "nn", "functional"}
+# functions whose first argument is the mask they reshape
+_TRANSFORMS = {"rearrange", "repeat", "pad", "logical_not", "unsqueeze", "reshape", "expand"}
 
 
 def _init_param(d) -> Optional[str]:
