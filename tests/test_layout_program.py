@@ -1138,3 +1138,33 @@ def test_a_swap_right_before_a_transformer_part_is_the_conversion(fed, want):
         """).replace("FED", fed)
     got = analyze_source(src, "t.py", ["MHA001", "MHA903"])
     assert [(f.code, f.line, f.col) for f in got] == want
+
+
+@pytest.mark.parametrize("pattern, want", [
+    # TimeSformer's divided attention: time-major rows, (batch, patch) as the batch
+    ("b (t n) d -> t (b n) d", [("MHA903", 7, 21)]),
+    ("b (t n) d -> n (b t) d", [("MHA903", 7, 21)]),
+    # the same rows batch-first: the default reads the frames as the batch
+    ("b (t n) d -> (b n) t d", [("MHA001", 7, 21)]),
+    # the batch merged with the channels names no axis: unknown, reported as such
+    ("b (t n) d -> t n (b d)", [("MHA001", 7, 21)]),
+])
+def test_a_batch_merged_with_part_of_the_sequence_is_the_batch(pattern, want):
+    src = textwrap.dedent("""\
+        from einops import rearrange
+        import torch.nn as nn
+
+        class Divided(nn.Module):
+            def __init__(self, dim, heads):
+                super().__init__()
+                self.attn = nn.MultiheadAttention(dim, heads)
+
+            def forward(self, x, t):
+                B, L, D = x.shape
+                xt = rearrange(x, "PATTERN", t=t)
+                return self.attn(xt, xt, xt, need_weights=False)[0]
+        """).replace("PATTERN", pattern)
+    got = analyze_source(src, "t.py", ["MHA001", "MHA903"])
+    assert [(f.code, f.line, f.col) for f in got] == want
+    if want[0][0] == "MHA001" and "(b n) t d" in pattern:
+        assert "is fed batch-first data" in got[0].message

@@ -67,3 +67,43 @@ def test_the_cached_finding_follows_an_edit_of_the_constant_s_file(tmp_path, cap
     config = pkg / "config.py"
     config.write_text(config.read_text().replace("AUDIO_HEADS = 7", "AUDIO_HEADS = 8"))
     assert check_rows(layers, capsys) == (1, [(24, "MHA007")])
+
+
+DEMO_ATTENTION = '''\
+import torch.nn as nn
+import torch.nn.functional as F
+
+
+class Attention(nn.Module):
+    def __init__(self, dropout=0.0):
+        super().__init__()
+        self.dropout_p = dropout
+
+    def forward(self, q, k, v):
+        return F.scaled_dot_product_attention(q, k, v, dropout_p=self.dropout_p)
+
+
+if __name__ == "__main__":
+    a = Attention()
+'''
+
+
+def test_a_demo_in_the_class_s_own_file_is_not_a_caller(tmp_path):
+    """vit-pytorch's ``vivit.py`` ends with a demo that leaves dropout at 0:
+    it does not vouch for every user's model (docs/reach.md)."""
+    def package(name, script=None):
+        pkg = tmp_path / name / "pkg"  # a project root of its own
+        pkg.mkdir(parents=True)
+        (pkg / "__init__.py").write_text("")
+        (pkg / "attention.py").write_text(DEMO_ATTENTION)
+        if script is not None:
+            (pkg / "train.py").write_text(script)
+        return str(pkg / "attention.py")
+
+    got = analyze_file(package("demo"), ["MHA007"])
+    assert [(f.code, f.line, f.col) for f in got] == [("MHA007", 11, 16)]
+    assert got[0].message.endswith("Attention is never built in the project: its callers are outside it")
+    # a script of the project that builds it in its own __main__ block is a caller
+    script = ("from .attention import Attention\n\n"
+              "if __name__ == '__main__':\n    model = Attention(dropout=0.0)\n")
+    assert analyze_file(package("script", script), ["MHA007"]) == []

@@ -186,3 +186,44 @@ def test_a_wrapper_of_a_wrapper_whose_callers_may_keep_the_weights(tmp_path, cha
     assert change[0] in text
     decoder.write_text(text.replace(change[0], change[1]))
     assert engine_rows(pkg / "stacked.py") == []
+
+
+def test_another_class_s_attribute_of_the_same_name_is_not_a_caller(tmp_path):
+    """``self.attn`` in a class that keeps another module there does not call
+    the wrapper: its use of the result says nothing of the weights."""
+    pkg = tmp_path / "pkg"
+    pkg.mkdir()
+    (pkg / "__init__.py").write_text("")
+    (pkg / "attention.py").write_text(
+        "import torch.nn as nn\n\n\n"
+        "class SelfAttention(nn.Module):\n"
+        "    def __init__(self, d, h):\n"
+        "        super().__init__()\n"
+        "        self.mha = nn.MultiheadAttention(d, h, batch_first=True)\n\n"
+        "    def forward(self, x):\n"
+        "        return self.mha(x, x, x)\n\n\n"
+        "class Other(nn.Module):\n"
+        "    def forward(self, x):\n"
+        "        return x\n")
+    blocks = (
+        "import torch.nn as nn\n\n"
+        "from .attention import Other, SelfAttention as SA\n\n\n"
+        "class Enc(nn.Module):\n"
+        "    def __init__(self, d, h):\n"
+        "        super().__init__()\n"
+        "        self.attn = SA(d, h)\n\n"
+        "    def forward(self, x):\n"
+        "        h, _ = self.attn(x)\n"
+        "        return h\n\n\n"
+        "class Mixer(nn.Module):\n"
+        "    def __init__(self, d):\n"
+        "        super().__init__()\n"
+        "        self.attn = Other()\n\n"
+        "    def forward(self, x):\n"
+        "        return x + self.attn(x)\n")
+    (pkg / "blocks.py").write_text(blocks)
+    rows = lambda: [(f.code, f.line, f.col) for f in engine.analyze_file(str(pkg / "attention.py"), ["MHA102"])]  # noqa: E731
+    assert rows() == [("MHA102", 10, 16)]
+    # a class that may keep the wrapper there (assigned from a parameter) may keep the weights
+    (pkg / "blocks.py").write_text(blocks.replace("self.attn = Other()", "self.attn = d"))
+    assert rows() == []

@@ -541,6 +541,15 @@ class LayoutCalls:
                 return swap  # ``"x y z -> y x z"``: names that say nothing
         if inner is not None and len(inner.roles) == len(left):
             named = {g: r for g, r in zip(left, inner.roles) if " " not in g}
+            all_names = [n for g in left for n in g.split()]
+            guessed = dict(zip(all_names, roles_of_names(all_names)))
+            for g, r in zip(left, inner.roles):
+                if " " not in g:
+                    continue
+                if r in (SEQ, SPATIAL):  # ``(t n)`` of a sequence: each a part of it
+                    named.update({n: r for n in g.split() if n not in named})
+                elif r is None:  # ``(t n)`` of an axis the data does not name: the names say
+                    named.update({n: guessed.get(n) for n in g.split() if n not in named})
         else:
             all_names = [n for g in left for n in g.split()]
             named = dict(zip(all_names, roles_of_names(all_names)))

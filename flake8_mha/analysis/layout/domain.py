@@ -308,7 +308,11 @@ def group_role(group: str, left_roles: Dict[str, Optional[str]]) -> Optional[str
         return left_roles.get(names[0])
     roles = [left_roles.get(n) for n in names]
     if BATCH in roles:
-        return None  # batch merged with another axis: no longer a batch axis
+        # the batch merged with parts of the sequence (TimeSformer's ``t (b n) d``):
+        # the rows an attention keeps apart, its batch; with anything else, no axis
+        if roles.count(BATCH) == 1 and all(r in (BATCH, SEQ, SPATIAL) for r in roles):
+            return BATCH
+        return None
     if roles and all(r in (SEQ, SPATIAL) for r in roles):
         return SEQ
     if HEAD in roles and all(r in (HEAD, EMBED, None) for r in roles):

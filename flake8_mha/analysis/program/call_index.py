@@ -94,7 +94,7 @@ class Call:
     ``return call(...)`` in the module-level function or method ``key``,
     else None."""
 
-    __slots__ = ("args", "keywords", "splat", "into", "definer", "within", "line", "use")
+    __slots__ = ("args", "keywords", "splat", "into", "definer", "within", "line", "use", "owner")
 
     def __init__(
         self, node: ast.Call, into, definer=None, within=None, use=None, read=literal
@@ -112,6 +112,7 @@ class Call:
         self.within = within
         self.line = node.lineno
         self.use = use
+        self.owner: Optional[str] = None  # ``self.attn(...)``: the class whose method calls it
 
 
 FIRST = 0  # ``call(...)[0]``: only the first of the results is kept
@@ -158,6 +159,7 @@ class Index:
         "by_item",
         "loop_names",
         "holds",
+        "attr_holds",
         "loaded_names",
         "loaded_attrs",
         "bases",
@@ -177,6 +179,9 @@ class Index:
         # (class, container attribute) -> the classes its items are built from,
         # for ``self.blocks = nn.ModuleList([Block(...) ...])`` in that class
         self.holds: Dict[Tuple[str, str], Set[str]] = {}
+        # (class, attribute) -> the classes its ``self.<attribute> = C(...)`` build
+        # ("" for anything else assigned to it)
+        self.attr_holds: Dict[Tuple[str, str], Set[str]] = {}
         self.loaded_names: Set[str] = set()
         self.loaded_attrs: Set[str] = set()
         self.bases: Set[str] = set()
@@ -226,6 +231,12 @@ class Index:
                     into[id(node.value)] = ("attr", target.attr)
                 elif isinstance(target, ast.Name):
                     into[id(node.value)] = ("name", target.id)
+                owner = enclosing.get(id(node))
+                if owner is not None and self_attr(target) is not None:
+                    # what a class keeps on ``self.<attr>``: a construction's class, or ""
+                    value = node.value
+                    made = _container_read(value.func) if isinstance(value, ast.Call) else None
+                    self.attr_holds.setdefault((owner, target.attr), set()).add(made or "")
                 held = _container(target, node.value)
                 whole = "seq" if held is not None and _is_sequential(node.value) else "items"
                 for built in _items(node.value) if held is not None else ():
@@ -291,6 +302,8 @@ class Index:
                         uses.get(id(node)),
                         read,
                     )
+                    if self_attr(func) is not None:
+                        call.owner = enclosing.get(id(node))
                     self.by_attr.setdefault(func.attr, []).append(call)
             elif isinstance(node, ast.Name) and isinstance(node.ctx, ast.Load):
                 if id(node) not in funcs:

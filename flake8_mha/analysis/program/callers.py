@@ -333,16 +333,21 @@ def _read_constructions(files, cls, params, own_text, reader):
             tree = parse(text)
         except (SyntaxError, ValueError, RecursionError, MemoryError):
             return None
-        found = _built_in(tree, cls, params, reader, name)
+        found = _built_in(tree, cls, params, reader, name, demo=i == 0)
         if found is None:
             return None
         out.extend(found)
     return out
 
 
-def _built_in(tree: ast.Module, cls: str, params: List[str], reader, path: str):
+def _built_in(tree: ast.Module, cls: str, params: List[str], reader, path: str, demo=False):
     """The constructions of ``cls`` in one file, or None when one of them, or
-    another use of the class, leaves the project's constructions unsettled."""
+    another use of the class, leaves the project's constructions unsettled.
+    ``demo``: the file defines ``cls``; what its ``if __name__ == "__main__":``
+    block builds is a demonstration of the class, not a use of it (a demo
+    that builds ``Attention()`` with its default dropout does not vouch for
+    every user's)."""
+    skipped = demo_nodes(tree) if demo else set()
     names = {cls}
     for node in astwalk.walk(tree):
         if isinstance(node, ast.ImportFrom):
@@ -356,10 +361,13 @@ def _built_in(tree: ast.Module, cls: str, params: List[str], reader, path: str):
             if any(_names_class(b, names) for b in node.bases):
                 return None  # a subclass: its own constructions and super() calls
         elif isinstance(node, ast.Call) and _names_class(node.func, names):
-            calls.append(node)
             called.add(id(node.func))
+            if id(node) not in skipped:
+                calls.append(node)
     for node in astwalk.walk(tree):
         if isinstance(node, (ast.Name, ast.Attribute)) and _names_class(node, names):
+            if id(node) in skipped:
+                continue
             if id(node) not in called and isinstance(node.ctx, ast.Load):
                 return None  # passed around as a value: built elsewhere, with anything
     out = []
@@ -378,6 +386,25 @@ def _built_in(tree: ast.Module, cls: str, params: List[str], reader, path: str):
                 return None
             got[k.arg] = _read(reader, k.value, owner, path)
         out.append(got)
+    return out
+
+
+def demo_nodes(tree: ast.Module) -> Set[int]:
+    """``id`` of every node inside the file's top-level ``if __name__ ==
+    "__main__":`` blocks."""
+    out: Set[int] = set()
+    for node in tree.body:
+        test = node.test if isinstance(node, ast.If) else None
+        if (
+            isinstance(test, ast.Compare)
+            and isinstance(test.left, ast.Name)
+            and test.left.id == "__name__"
+            and len(test.comparators) == 1
+            and isinstance(test.comparators[0], ast.Constant)
+            and test.comparators[0].value == "__main__"
+        ):
+            for stmt in node.body:
+                out.update(id(n) for n in ast.walk(stmt))
     return out
 
 
@@ -631,7 +658,10 @@ def _instance_calls(indexes: List[Index], cls: str, kept, whole_calls=None) -> O
         if held & (index.loaded_attrs | index.loaded_names):
             return None  # the container read otherwise (``len(self.blocks)``, appended to)
         for a in attrs:
-            found.extend(index.by_attr.get(a, ()))
+            # ``self.attn(...)`` in a class that keeps other classes' modules there is not ours
+            found.extend(
+                c for c in index.by_attr.get(a, ()) if _may_keep(index, c.owner, a, cls, makers)
+            )
         for n in names:
             found.extend(index.by_name.get(n, ()))
         for h in held:
@@ -665,6 +695,17 @@ def _may_hold(index: Index, owner: Optional[str], held: str, cls: str, makers=()
         return True
     built = index.holds.get((owner, held))
     return built is None or cls in built or "" in built or bool(built & set(makers))
+
+
+def _may_keep(index: Index, owner: Optional[str], attr: str, cls: str, makers=()) -> bool:
+    """Whether ``self.<attr>`` in a method of the class ``owner`` may hold an
+    instance of ``cls``: unless that class assigns it itself, constructions
+    of other classes only (an ``Encoder`` whose ``self.attn = SelfAttention(...)``
+    beside a ``Mixer`` whose ``self.attn = Other(...)``)."""
+    if owner is None:
+        return True
+    built = index.attr_holds.get((owner, attr))
+    return built is None or "" in built or bool(built & (_names(index, cls) | set(makers)))
 
 
 MAX_FACTORIES = 2  # a factory of a factory of the class: followed no deeper
