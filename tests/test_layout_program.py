@@ -1120,6 +1120,9 @@ def test_a_swap_the_program_always_takes_is_judged_and_one_it_never_takes_is_not
     ("src = x.permute(1, 0, 2)\n        return self.transformer.encoder(src)", [("MHA903", 7, 28)]),
     ("src = x.permute(1, 0, 2)\n        return self.transformer.encoder.forward(src)",
      [("MHA903", 7, 28)]),
+    # through a per-token step given a setting beside the data (darts' positional encoding)
+    ("src = x.permute(1, 0, 2)\n        return self.transformer.encoder(self.pos(src, start_pos=0))",
+     [("MHA903", 7, 28)]),
     # stated batch-first data into the encoder of a sequence-first Transformer
     ("B, L, E = x.shape\n        return self.transformer.encoder(x)", [("MHA001", 7, 28)]),
 ])
@@ -1168,3 +1171,32 @@ def test_a_batch_merged_with_part_of_the_sequence_is_the_batch(pattern, want):
     assert [(f.code, f.line, f.col) for f in got] == want
     if want[0][0] == "MHA001" and "(b n) t d" in pattern:
         assert "is fed batch-first data" in got[0].message
+
+
+@pytest.mark.parametrize("custom, want", [
+    # darts: a custom encoder only under a setting, else None: torch builds the part
+    ("enc = None\n        if glu:\n            enc = nn.TransformerEncoder(layer, 2)", "MHA903"),
+    # always the caller's own encoder: the part is not the Transformer's, which
+    # nothing calls (the layer it is built from gets its own finding)
+    ("enc = nn.TransformerEncoder(layer, 2)", "MHA001"),
+])
+def test_a_custom_encoder_that_may_be_none_leaves_the_part_the_transformer_s(custom, want):
+    src = textwrap.dedent("""\
+        import torch.nn as nn
+
+
+        class Forecaster(nn.Module):
+            def __init__(self, glu=False):
+                super().__init__()
+                layer = nn.TransformerEncoderLayer(64, 4)
+                CUSTOM
+                self.transformer = nn.Transformer(
+                    d_model=64, nhead=4, custom_encoder=enc)
+
+            def forward(self, x):
+                src = x.permute(1, 0, 2)
+                return self.transformer.encoder(src)
+        """).replace("CUSTOM", custom)
+    line = src.splitlines().index("        self.transformer = nn.Transformer(") + 1
+    got = analyze_source(src, "t.py", ["MHA001", "MHA903"])
+    assert [(f.code, f.col) for f in got if f.line == line] == [(want, 28)]

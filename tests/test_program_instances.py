@@ -196,3 +196,25 @@ def test_a_mask_reshaped_from_the_parameter_is_that_parameter(tmp_path):
     other = reshaped.replace("mask = rearrange(mask,", "mask = rearrange(q,")
     assert _lint(tmp_path / "c", **{"attend.py": other}) == [("MHA006", 14, 16)]
     assert pkg.is_dir()
+
+
+def test_instances_a_factory_of_the_file_builds_are_judged_one_at_a_time(tmp_path):
+    """``nn.ModuleList([causal_attention() for _ in range(2)])``, the factory
+    returning ``Attend(causal=True)`` in the same file, never given a mask;
+    the encoder's non-causal instances are."""
+    attend = ATTEND.format(flag="self.causal") + (
+        "\n\ndef causal_attention():\n    return Attend(causal=True)\n\n\n"
+        "class Tower(nn.Module):\n"
+        "    def __init__(self):\n"
+        "        super().__init__()\n"
+        "        self.enc = nn.ModuleList([Attend() for _ in range(2)])\n"
+        "        self.dec = nn.ModuleList([causal_attention() for _ in range(2)])\n\n"
+        "    def forward(self, q, k, v, keep):\n"
+        "        for blk in self.enc:\n"
+        "            q = blk(q, k, v, keep)\n"
+        "        for blk in self.dec:\n"
+        "            q = blk(q, k, v)\n"
+        "        return q\n")
+    assert _lint(tmp_path, **{"attend.py": attend}) == []
+    both = attend.replace("q = blk(q, k, v)\n", "q = blk(q, k, v, keep)\n")
+    assert _lint(tmp_path / "b", **{"attend.py": both}) == [("MHA006", 11, 16)]

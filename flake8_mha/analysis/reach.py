@@ -22,7 +22,8 @@ from typing import Any, Callable, List, Optional, Tuple
 import libcst as cst
 
 from ..core import torch_api
-from .flow import Env
+from . import tree
+from .flow import DefKind, Env, lookup
 from .tree import walk
 
 Resolver = Any  # resolve.Resolver (which imports this module)
@@ -63,10 +64,37 @@ def submodule(
     out = []
     for inst in owners:
         spec = _SUBMODULES.get((inst.spec.name, node.attr.value))
-        if spec is None or inst.init_args().maybe_given(_CUSTOM[node.attr.value]):
+        if spec is None or _custom(inst, _CUSTOM[node.attr.value]):
             return None
         out.append(type(inst)(spec, None, None, False))
     return out
+
+
+def _custom(inst, param: str) -> bool:
+    """Whether the construction hands in its own part for ``param``
+    (``custom_encoder=...``) on every path.  darts hands in a name that is
+    None unless a setting builds one: where it is None, torch builds the
+    part, and the part is the Transformer's own (with its ``batch_first``)."""
+    args = inst.init_args()
+    if args is None or args.star or args.double_star:
+        return args is not None and args.maybe_given(param)
+    given = args.get(param)
+    if given is None or tree.is_none(given):
+        return False
+    if isinstance(given, cst.Name) and inst.ctor is not None:
+        defs = lookup(given.value, inst.ctor.env, inst.ctor.scope)
+        may_be_none = any(
+            (d.kind == DefKind.ASSIGN and tree.is_none(d.node))
+            or (
+                d.kind == DefKind.PARAM
+                and isinstance(d.node, cst.Param)
+                and d.node.default is not None
+                and tree.is_none(d.node.default)
+            )
+            for d in defs
+        )
+        return not may_be_none
+    return True
 
 
 def layers(

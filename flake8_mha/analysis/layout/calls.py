@@ -170,18 +170,20 @@ def same(a: Layout, b: Layout) -> bool:
 
 def fed_alone(call: cst.Call) -> Optional[cst.BaseExpression]:
     """The data a call of a module kept on ``self`` is fed, when it is its one
-    positional argument (``self.pos_enc(x)``, ``self.project(x)``): a
-    per-token step between a swap and the module call the swap is for."""
+    positional argument (``self.pos_enc(x)``, ``self.project(x)``, darts'
+    ``self.positional_encoding(x, start_pos=t)``: keywords beside it are
+    settings): a per-token step between a swap and the module call the swap
+    is for."""
     func = call.func
+    positional = [a for a in call.args if a.keyword is None]
     if (
         isinstance(func, cst.Attribute)
         and isinstance(func.value, cst.Name)
         and func.value.value == "self"
-        and len(call.args) == 1
-        and call.args[0].keyword is None
-        and not call.args[0].star
+        and len(positional) == 1
+        and not any(a.star for a in call.args)
     ):
-        return call.args[0].value
+        return positional[0].value
     return None
 
 

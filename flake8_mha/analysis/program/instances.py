@@ -75,6 +75,10 @@ def paired(
         kept = _kept(tree, cls)
         if kept is None:
             return None
+        for maker in _makers(tree, cls):  # a factory another file may call too
+            word = re.compile(r"\b" + re.escape(maker) + r"\b")
+            if any(word.search(_read(other) or "") for other in files if other != path):
+                return None
         trees.append((path, (text, tree)))
         for owner, attr, built, how in kept:
             found += 1
@@ -204,6 +208,9 @@ def _kept(tree: ast.Module, cls: str) -> Optional[List[Tuple[ast.ClassDef, str, 
     other way, or a class that keeps one is subclassed."""
     out: List[Tuple[ast.ClassDef, str, ast.Call, str]] = []
     placed = set()
+    makers = _makers(tree, cls)  # ``def causal_attention(): return Attention(causal=True)``
+    for built in makers.values():
+        placed.add(id(built.func))
     for owner in astwalk.walk(tree):
         if not isinstance(owner, ast.ClassDef):
             continue
@@ -218,8 +225,19 @@ def _kept(tree: ast.Module, cls: str) -> Optional[List[Tuple[ast.ClassDef, str, 
                         if keeper is not None:
                             out.append((owner, keeper[0], node, keeper[1]))
                             placed.add(id(node.func))
+                    elif node.func.id in makers and not node.args and not node.keywords:
+                        keeper = _keeper(node, parents, method)
+                        if keeper is None:
+                            return None  # the factory's product kept another way
+                        out.append((owner, keeper[0], makers[node.func.id], keeper[1]))
+                        placed.add(id(node.func))
     owners = {o.name for o, _, _, _ in out}
+    made = {id(built) for _, _, built, _ in out}
+    if any(id(built) not in made for built in makers.values()):
+        return None  # a factory nothing here keeps: its callers are elsewhere
     for node in astwalk.walk(tree):
+        if isinstance(node, ast.Name) and node.id in makers and id(node) not in placed:
+            return None  # a factory called with arguments, or passed around
         if isinstance(node, ast.Name) and node.id == cls and id(node) not in placed:
             if not isinstance(node.ctx, ast.Store):
                 return None  # passed around, subclassed, built elsewhere
@@ -227,6 +245,33 @@ def _kept(tree: ast.Module, cls: str) -> Optional[List[Tuple[ast.ClassDef, str, 
             isinstance(b, ast.Name) and b.id in owners for b in node.bases
         ):
             return None
+    return out
+
+
+def _makers(tree: ast.Module, cls: str) -> Dict[str, ast.Call]:
+    """The module-level functions without parameters whose whole body
+    returns one construction of ``cls`` (``def causal_attention(): return
+    Attention(causal=True)``): each call of one builds that instance."""
+    out: Dict[str, ast.Call] = {}
+    for node in tree.body:
+        if not isinstance(node, ast.FunctionDef) or node.decorator_list:
+            continue
+        a = node.args
+        if a.posonlyargs or a.args or a.vararg or a.kwonlyargs or a.kwarg:
+            continue
+        body = [
+            s
+            for s in node.body
+            if not (isinstance(s, ast.Expr) and isinstance(s.value, ast.Constant))
+        ]
+        if len(body) == 1 and isinstance(body[0], ast.Return):
+            value = body[0].value
+            if (
+                isinstance(value, ast.Call)
+                and isinstance(value.func, ast.Name)
+                and value.func.id == cls
+            ):
+                out[node.name] = value
     return out
 
 
