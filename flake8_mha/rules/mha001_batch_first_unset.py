@@ -116,8 +116,10 @@ class BatchFirstUnset(Rule):
           (`self.transformer.encoder(src)`, `.decoder(tgt, memory)`, also
           through `.forward`) are calls of the Transformer: the layout they
           are fed decides as a call of the whole does. Not when the
-          construction hands in a `custom_encoder`/`custom_decoder`: that
-          part is the caller's own module.
+          construction hands in a `custom_encoder`/`custom_decoder` on every
+          path: that part is the caller's own module. One that may be None
+          (darts builds it only under a setting) leaves torch's part, read
+          with the Transformer's `batch_first`.
         - Unknown layout is reported (as before the layout analysis): no prior is
           assumed either way, and the default is a trap whenever the data is
           batch-first. A module never called in the file is reported too.
