@@ -53,54 +53,63 @@ class ImportedConstant:
 
 
 def constant_reader(tree: ast.Module, path: Optional[str], constants: Dict[str, object]):
-    """``literal``, and also a name (or arithmetic on names) that stands for a
-    module-level constant of the file (``constants``: ``module_constants``)
-    or one a top-level ``from ... import`` brings (an ``ImportedConstant``,
-    when ``path`` is known): RULES.md's "known statically" counts both.  A
-    name any function or class of the file binds itself is not read, for it
-    may be that binding."""
-    local: set = set()  # what a function, lambda or class of the file binds
-    for node in ast.walk(tree):
-        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda, ast.ClassDef)):
-            for inner in ast.walk(node):
-                if isinstance(inner, ast.Name) and not isinstance(inner.ctx, ast.Load):
-                    local.add(inner.id)
-                elif isinstance(inner, ast.arg):
-                    local.add(inner.arg)
-    at_top = {t for n in tree.body for t in _top_names(n)}
+    """``literal``, and also a name that stands for a module-level constant
+    of the file (``constants``: ``module_constants``) or one a top-level
+    ``from ... import`` brings (an ``ImportedConstant``, when ``path`` is
+    known): RULES.md's "known statically" counts both.  A name any
+    function, lambda or class of the file binds itself is not read, for it
+    may be that binding (the file's bindings are read once, when a name
+    that could be a constant is first met)."""
     imported: Dict[str, Tuple[int, str]] = {}
     for node in tree.body:
         if isinstance(node, ast.ImportFrom) and (node.module is not None or node.level):
             for a in node.names:
-                bound = a.asname or a.name
-                if a.name != "*" and bound not in local and bound not in at_top:
+                if a.name != "*":
                     dotted = ".".join(x for x in (node.module, a.name) if x)
-                    imported[bound] = (node.level, dotted)
-    known = {k: v for k, v in constants.items() if k not in local}
-    if not known and not imported:
+                    imported[a.asname or a.name] = (node.level, dotted)
+    candidates = set(constants) | set(imported)
+    if not candidates:
         return literal
+    bindings: List[set] = []
 
     def read(node: ast.AST) -> object:
         got = literal(node)
-        if got != UNKNOWN or isinstance(node, ast.Constant):
+        if got != UNKNOWN or not isinstance(node, ast.Name) or node.id not in candidates:
             return got
-        if isinstance(node, ast.Name):
-            if node.id in known:
-                return known[node.id]
-            if node.id in imported and path is not None:
-                return ImportedConstant(path, *imported[node.id])
-        return UNKNOWN
+        if not bindings:
+            bindings.extend(_bindings(tree))
+        local, at_top = bindings
+        if node.id in local:
+            return UNKNOWN
+        if node.id in constants:
+            return constants[node.id]
+        if node.id in at_top or path is None:
+            return UNKNOWN
+        return ImportedConstant(path, *imported[node.id])
 
     return read
 
 
-def _top_names(node: ast.AST) -> List[str]:
-    """The names a top-level statement other than an import binds."""
-    if isinstance(node, (ast.Import, ast.ImportFrom)):
-        return []
-    return [
-        n.id for n in ast.walk(node) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store)
-    ]
+def _bindings(tree: ast.Module) -> Tuple[set, set]:
+    """(the names a function, lambda or class of the file binds, the names
+    its top-level statements other than imports bind), in one walk."""
+    local: set = set()
+    at_top: set = set()
+    for stmt in tree.body:
+        inner = isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef))
+        if isinstance(stmt, (ast.Import, ast.ImportFrom)):
+            continue
+        for node in ast.walk(stmt):
+            if isinstance(node, ast.Name) and not isinstance(node.ctx, ast.Load):
+                (local if inner else at_top).add(node.id)
+            elif isinstance(node, ast.arg):
+                local.add(node.arg)
+            elif (
+                isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef))
+                and node is not stmt
+            ):
+                inner = True  # a definition nested in a top-level statement (``if``): all its names
+    return local, at_top
 
 
 _SIGNATURES: Dict[tuple, object] = {}
