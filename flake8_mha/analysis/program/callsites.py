@@ -143,7 +143,7 @@ class Project(ConstantFiles):
         softmaxed = bool(how["ops"]) and how["ops"][-1] == SOFTMAX
         ev = FillCall(site, built, FILL_SINKS[sink], FILL_TEXT[sink], softmaxed, through)
         ev.given = expr
-        ev.inverted = sum(step[0] == "invert" for step in ops) % 2 == 1
+        ev.inverted = sum(step[0] in ("invert", "eq0") for step in ops) % 2 == 1
         return ev
 
     def _module_call(self, site, filename, summary, args) -> Optional["WrappedModuleCall"]:
@@ -701,6 +701,14 @@ def _apply(expr: cst.BaseExpression, ops: list) -> Optional[cst.BaseExpression]:
         kind = step[0]
         if kind == "invert":
             expr = cst.UnaryOperation(cst.BitInvert(), _paren(expr))
+        elif kind == "eq0":
+            # ``mask == 0`` of a caller's mask: made bool and inverted.  Written
+            # ``~mask.bool()``, not ``mask == 0``: a caller's token ids
+            # (``def forward(self, ids): ... attn_mask=(ids == 0)``) are no
+            # mask, and must not read as a pad comparison made at the call
+            # (the function builds that mask: it is judged there)
+            expr = cst.Call(cst.Attribute(_paren(expr), cst.Name("bool")), [])
+            expr = cst.UnaryOperation(cst.BitInvert(), expr)
         elif kind == "index":
             try:
                 template = cst.parse_expression(f"_[{step[1]}]")

@@ -139,11 +139,23 @@ def _op(expr: ast.AST) -> Optional[Tuple[ast.AST, Optional[list]]]:
     """(operand, step) for a transformation a summary can describe."""
     if isinstance(expr, ast.UnaryOp) and isinstance(expr.op, ast.Invert):
         return expr.operand, ["invert"]
+    if (  # ``mask == 0``: the Annotated Transformer's inversion, to bool
+        isinstance(expr, ast.Compare)
+        and len(expr.ops) == 1
+        and isinstance(expr.ops[0], ast.Eq)
+        and _is_zero(expr.comparators[0])
+    ):
+        return expr.left, ["eq0"]
     if isinstance(expr, ast.Subscript):
         sl = expr.slice
         items = sl.elts if isinstance(sl, ast.Tuple) else [sl]
         if all(_broadcast_item(i) for i in items) and any(_is_none(i) for i in items):
             text = ", ".join(ast.unparse(i) for i in items)
+            return expr.value, ["index", text]
+        if all(_broadcast_item(i) or _bounded(i) for i in items) and any(map(_bounded, items)):
+            # HF's key-length cut ``mask[:, :, :, : k.shape[-2]]``: the same
+            # meaning and rank; the bounds are the callee's, so left unnamed
+            text = ", ".join(":_" if _bounded(i) else ast.unparse(i) for i in items)
             return expr.value, ["index", text]
         return None
     if not isinstance(expr, ast.Call) or expr.keywords:
@@ -166,6 +178,8 @@ def _op(expr: ast.AST) -> Optional[Tuple[ast.AST, Optional[list]]]:
         return func.value, ["invert"]
     if name == "bool" and not args:
         return func.value, ["bool"]
+    if name == "eq" and len(args) == 1 and _is_zero(args[0]):
+        return func.value, ["eq0"]
     if name == "unsqueeze" and len(args) == 1 and _small_int(args[0]) is not None:
         return func.value, ["unsqueeze", _small_int(args[0])]
     if name == "to" and len(args) == 1 and isinstance(args[0], ast.Attribute):
@@ -185,12 +199,27 @@ def _small_int(node: ast.AST) -> Optional[int]:
     return None
 
 
+def _is_zero(node: ast.AST) -> bool:
+    """``0`` or ``False``."""
+    return isinstance(node, ast.Constant) and type(node.value) in (int, bool) and node.value == 0
+
+
 def none_or_false(node: ast.AST) -> bool:
     return isinstance(node, ast.Constant) and node.value in (None, False)
 
 
 def _is_none(node: ast.AST) -> bool:
     return isinstance(node, ast.Constant) and node.value is None
+
+
+def _bounded(node: ast.AST) -> bool:
+    """A slice ``:end`` (no start, no step): the first elements of an axis."""
+    return (
+        isinstance(node, ast.Slice)
+        and node.lower is None
+        and node.step is None
+        and node.upper is not None
+    )
 
 
 def _broadcast_item(node: ast.AST) -> bool:

@@ -107,4 +107,4 @@ def _valid_given(edge: dict) -> bool:
     )
 
 
-_OPS = ("invert", "index", "bool", "unsqueeze", SOFTMAX[0])
+_OPS = ("invert", "eq0", "index", "bool", "unsqueeze", SOFTMAX[0])

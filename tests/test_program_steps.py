@@ -1,0 +1,93 @@
+"""Transformations a function applies to its mask parameter before the sink,
+carried by its summary and applied to each caller's mask (issue 26, item 2):
+the Annotated Transformer's ``masked_fill(mask == 0, -1e9)`` and HF's
+key-length cut ``mask[:, :, :, : k.shape[-2]]``.  Judged at each call, in
+another file and in the same one, with the exact code, line and column."""
+from __future__ import annotations
+
+import textwrap
+
+import pytest
+
+from flake8_mha.lint.engine import analyze_file
+
+ATTENTION = '''\
+import math
+
+
+def attention(query, key, value, mask=None):
+    scores = query @ key.transpose(-2, -1) / math.sqrt(query.size(-1))
+    if mask is not None:
+        scores = scores.masked_fill(FILL, -1e9)
+    return scores.softmax(dim=-1) @ value
+'''
+CALLER = '''\
+import torch.nn as nn
+
+from .attention import attention
+
+
+class Encoder(nn.Module):
+    def forward(self, q, k, v, src, pad=0):
+        keep = (src != pad).unsqueeze(-2)
+        ignore = (src == pad).unsqueeze(-2)
+        good = attention(q, k, v, mask=keep)
+        return good + attention(q, k, v, mask=ignore)
+'''
+
+
+def _package(tmp_path, files):
+    pkg = tmp_path / "pkg"
+    pkg.mkdir()
+    (pkg / "__init__.py").write_text("")
+    for name, text in files.items():
+        (pkg / name).write_text(text)
+    return pkg
+
+
+def _rows(path, codes=("MHA002", "MHA003", "MHA004", "MHA009")):
+    return [(f.code, f.line, f.col) for f in analyze_file(str(path), list(codes))]
+
+
+@pytest.mark.parametrize("fill", ["mask == 0", "mask.eq(0)", "mask == False", "~mask"])
+def test_a_fill_of_the_inverted_parameter_is_judged_at_each_call(tmp_path, fill):
+    pkg = _package(tmp_path, {"attention.py": ATTENTION.replace("FILL", fill),
+                              "encoder.py": CALLER})
+    got = analyze_file(str(pkg / "encoder.py"), ["MHA002", "MHA003"])
+    assert [(f.code, f.line, f.col) for f in got] == [("MHA003", 11, 23)]
+    assert "(src == pad), inverted by the function it is given to, means True = keep" in got[0].message
+    assert _rows(pkg / "attention.py") == []  # judged at the calls, not at the fill
+
+
+def test_the_same_file_judges_each_call_apart(tmp_path):
+    """A correct sibling call does not hide the wrong one (issue 26, item 2)."""
+    one = ATTENTION.replace("FILL", "mask == 0") + "\n\n" + textwrap.dedent(
+        CALLER.replace("from .attention import attention\n", ""))
+    pkg = _package(tmp_path, {"model.py": one})
+    assert _rows(pkg / "model.py") == [("MHA003", 20, 23)]
+
+
+SDPA = '''\
+import torch.nn.functional as F
+
+
+def attend(q, k, v, mask=None):
+    if mask is not None:
+        mask = mask[:, :, :, : k.shape[-2]]
+    return F.scaled_dot_product_attention(q, k, v, attn_mask=mask)
+'''
+SDPA_CALLER = '''\
+from .attn import attend
+
+
+def run(q, k, v, ids):
+    keep = (ids != 0)[:, None, None, :]
+    pad = (ids == 0)[:, None, None, :]
+    return attend(q, k, v, keep) + attend(q, k, v, pad)
+'''
+
+
+def test_a_key_length_cut_keeps_the_mask_s_meaning(tmp_path):
+    pkg = _package(tmp_path, {"attn.py": SDPA, "model.py": SDPA_CALLER})
+    assert _rows(pkg / "model.py") == [("MHA002", 7, 36)]
+    assert _rows(pkg / "attn.py") == []
