@@ -91,3 +91,27 @@ def test_a_key_length_cut_keeps_the_mask_s_meaning(tmp_path):
     pkg = _package(tmp_path, {"attn.py": SDPA, "model.py": SDPA_CALLER})
     assert _rows(pkg / "model.py") == [("MHA002", 7, 36)]
     assert _rows(pkg / "attn.py") == []
+
+
+VIEW = '''\
+import torch.nn.functional as F
+
+
+def attend(q, k, v, key_mask=None):
+    if key_mask is not None:
+        key_mask = key_mask.view(key_mask.size(0), 1, 1, key_mask.size(-1))
+    return F.scaled_dot_product_attention(q, k, v, attn_mask=key_mask)
+'''
+
+
+@pytest.mark.parametrize("view", [
+    "key_mask.view(key_mask.size(0), 1, 1, key_mask.size(-1))",
+    "key_mask.reshape(key_mask.shape[0], 1, 1, key_mask.shape[1])",
+])
+def test_a_padding_mask_viewed_to_four_axes_is_shaped(tmp_path, view):
+    """``(N, S)`` viewed ``(N, 1, 1, S)``: the caller's meaning is judged
+    (MHA002), and its 2-D shape is the right one once viewed (no MHA009)."""
+    attn = VIEW.replace("key_mask.view(key_mask.size(0), 1, 1, key_mask.size(-1))", view)
+    pkg = _package(tmp_path, {"attn.py": attn, "model.py": SDPA_CALLER.replace(
+        "[:, None, None, :]", "").replace("from .attn import attend", "from .attn import attend")})
+    assert _rows(pkg / "model.py") == [("MHA002", 7, 36)]

@@ -180,6 +180,8 @@ def _op(expr: ast.AST) -> Optional[Tuple[ast.AST, Optional[list]]]:
         return func.value, ["bool"]
     if name == "eq" and len(args) == 1 and _is_zero(args[0]):
         return func.value, ["eq0"]
+    if name in ("view", "reshape") and _padding_view(func.value, args):
+        return func.value, ["index", ":, None, None, :"]
     if name == "unsqueeze" and len(args) == 1 and _small_int(args[0]) is not None:
         return func.value, ["unsqueeze", _small_int(args[0])]
     if name == "to" and len(args) == 1 and isinstance(args[0], ast.Attribute):
@@ -188,6 +190,31 @@ def _op(expr: ast.AST) -> Optional[Tuple[ast.AST, Optional[list]]]:
         if dotted_name(args[0]) == "torch.bool":
             return func.value, ["bool"]
     return None
+
+
+def _padding_view(mask: ast.AST, args: List[ast.AST]) -> bool:
+    """``mask.view(mask.size(0), 1, 1, mask.size(-1))`` (also ``.shape[i]``,
+    ``reshape``): a 2-D ``(N, S)`` mask shaped ``(N, 1, 1, S)``, as
+    ``mask[:, None, None, :]`` would."""
+    if len(args) != 4 or not all(_small_int(a) == 1 for a in args[1:3]):
+        return False
+    return _axis_of(args[0], mask) == 0 and _axis_of(args[3], mask) in (-1, 1)
+
+
+def _axis_of(node: ast.AST, mask: ast.AST) -> Optional[int]:
+    """``i`` for ``mask.size(i)`` or ``mask.shape[i]`` of the same name."""
+    if isinstance(node, ast.Call) and len(node.args) == 1:
+        read, index = node.func, node.args[0]  # ``mask.size(i)``
+    elif isinstance(node, ast.Subscript):
+        read, index = node.value, node.slice  # ``mask.shape[i]``
+    else:
+        return None
+    want = "size" if isinstance(node, ast.Call) else "shape"
+    if not (isinstance(read, ast.Attribute) and read.attr == want):
+        return None
+    if not (isinstance(mask, ast.Name) and isinstance(read.value, ast.Name)):
+        return None
+    return _small_int(index) if read.value.id == mask.id else None
 
 
 def _small_int(node: ast.AST) -> Optional[int]:
