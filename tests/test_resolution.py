@@ -227,3 +227,43 @@ def test_parameters_and_config_values_are_unknown():
         return nn.MultiheadAttention(cfg.d, heads, batch_first=True), nn.MultiheadAttention(cfg.d, cfg.h, batch_first=True)
     """
     assert codes_at(src, ["MHA008", "MHA101"]) == []
+
+
+SUBCLASS = """\
+import torch.nn as nn
+
+
+class SelfAttn(nn.MultiheadAttention):
+    def __init__(self, dim, heads):
+        super().__init__(dim, heads, dropout=0.1)
+
+    def forward(self, x, key_padding_mask=None):
+        return super().forward(x, x, x, key_padding_mask=key_padding_mask, need_weights=False)[0]
+
+
+class Block(nn.Module):
+    def __init__(self, dim, heads):
+        super().__init__()
+        self.attn = SelfAttn(dim, heads)
+
+    def forward(self, x, ids):
+        B, L, D = x.shape
+        FED
+"""
+
+
+@pytest.mark.parametrize("fed, want", [
+    # sequence-first data reaches torch's forward through the subclass's own
+    ("x = x.permute(1, 0, 2)\n        return self.attn(x)", [("MHA903", 6, 9)]),
+    ("return self.attn(x)", [("MHA001", 6, 9)]),
+    # a keep mask where torch's key_padding_mask ignores True: judged at torch's call, the
+    # parameter joined over the callers (a torch subclass has no summary to carry it)
+    ("x = x.permute(1, 0, 2)\n        return self.attn(x, key_padding_mask=ids != 0)",
+     [("MHA903", 6, 9), ("MHA003", 9, 16)]),
+])
+def test_super_forward_of_a_torch_subclass_is_a_call_of_its_module(fed, want):
+    from flake8_mha.lint.engine import analyze_source as lint
+
+    src = SUBCLASS.replace("FED", fed)
+    got = lint(src, "t.py", ["MHA001", "MHA903", "MHA003"])
+    assert sorted((f.code, f.line, f.col) for f in got) == sorted(want)

@@ -129,6 +129,8 @@ def classify(site: CallSite, resolver: Resolver):
         if found is not None and not found[1]:
             return Construction(site, found[0], Bound(call, found[0].init), "subclass", info)
         return None
+    if isinstance(func, cst.Attribute) and func.attr.value == "forward" and _is_super(func.value):
+        return _super_forward(site, resolver)
     target = func
     if isinstance(func, cst.Attribute) and func.attr.value == "forward":
         target = func.value
@@ -139,6 +141,36 @@ def classify(site: CallSite, resolver: Resolver):
     if spec is None:
         return None
     return ModuleCall(site, spec, instances, Bound(expand_call(call, env, scope), spec.forward))
+
+
+def _super_forward(site: CallSite, resolver: Resolver) -> Optional[ModuleCall]:
+    """``super().forward(x, x, x, ...)`` in a method of a direct subclass of
+    a torch attention module that has its own ``__init__``: a call of the
+    module its ``super().__init__(...)`` builds (that construction carries
+    its ``batch_first`` and is where MHA001 reports).  Without an own
+    ``__init__`` the module is built wherever the class is: not read."""
+    cls = site.cls
+    if cls is None or "__init__" not in cls.methods:
+        return None
+    spec = _direct_torch_base(cls, resolver)
+    if spec is None:
+        return None
+    init = cls.methods["__init__"]
+    ctors = [
+        s
+        for s in resolver.flow.calls
+        if s.function is init
+        and isinstance(s.node.func, cst.Attribute)
+        and s.node.func.attr.value == "__init__"
+        and _is_super(s.node.func.value)
+    ]
+    if len(ctors) != 1:
+        return None
+    call = site.node
+    inst = Instance(spec, ctors[0], cls, True)
+    return ModuleCall(
+        site, spec, [inst], Bound(expand_call(call, site.env, site.scope), spec.forward)
+    )
 
 
 def _bind_skip_self(call: cst.Call, spec: ModuleSpec) -> Bound:

@@ -104,6 +104,8 @@ class BatchFirstUnset(Rule):
           count as the layer's calls.
         - A subclass with its own `__init__` is reported at its
           `super().__init__(...)` call; one without is reported where it is built.
+          A `forward` of its own that calls `super().forward(x, x, x, ...)` calls
+          that module: it is fed what the subclass's callers feed its `forward`.
         - An `nn.MultiheadAttention` kept on `self.<attr>` whose every use in the file reads an
           attribute of it (`self.attn.in_proj_weight`, `self.attn.out_proj(out)`,
           `self.attn.num_heads`) and that nothing calls is not reported: its
