@@ -263,6 +263,41 @@ def test_assert_on_the_pair_is_not_mha006():
     assert found(src, "MHA006") == []
 
 
+HELPER_ASSERTED = """\
+import torch.nn as nn
+import torch.nn.functional as F
+
+
+class Attention(nn.Module):
+    def __init__(self, causal=False):
+        super().__init__()
+        self.causal = causal
+
+    def flash_attn(self, q, k, v, mask=None):
+        is_causal = self.causal and q.shape[-2] > 1
+        return F.scaled_dot_product_attention(q, k, v, attn_mask=mask, is_causal=is_causal)
+
+    def forward(self, q, k, v, mask=None):
+        is_causal = self.causal and q.shape[-2] > 1
+        ASSERT
+        if mask is not None:
+            mask = mask[:, None, None, :]
+        return self.flash_attn(q, k, v, mask=mask)
+"""
+
+
+@pytest.mark.parametrize("check, want", [
+    # vit-pytorch's vivit_with_moss: the caller asserts the pair apart
+    ("assert not (is_causal and mask is not None)", []),
+    ("assert not (self.causal and mask is not None)", []),
+    # an assert of something else settles nothing
+    ("assert q.dim() == 4", [("MHA006", 12, 16)]),
+])
+def test_a_helper_whose_every_caller_asserts_the_pair_apart(check, want):
+    src = HELPER_ASSERTED.replace("ASSERT", check)
+    assert found(src, "MHA006") == want
+
+
 def test_a_condition_on_a_flag_rebound_since_does_not_count():
     # the branch ran under `not causal`, but causal is True when SDPA runs
     src = _sdpa("""\
@@ -453,3 +488,26 @@ def test_mha012_witness_through_the_confirmer_worker():
         cwd=ROOT, capture_output=True, text=True, timeout=300)
     assert proc.returncode == 0, proc.stderr
     assert "4 findings: 4 confirmed" in proc.stdout
+
+
+def test_a_helper_another_file_may_call_keeps_the_finding(tmp_path):
+    from flake8_mha.lint.engine import analyze_file
+
+    root = tmp_path / "proj" / "pkg"
+    root.mkdir(parents=True)
+    (root / "__init__.py").write_text("")
+    attention = root / "attention.py"
+    attention.write_text(HELPER_ASSERTED.replace(
+        "ASSERT", "assert not (is_causal and mask is not None)"))
+    rows = lambda: [(f.code, f.line, f.col) for f in analyze_file(str(attention), ["MHA006"])]  # noqa: E731
+    assert rows() == []
+    other = tmp_path / "other" / "pkg"
+    other.mkdir(parents=True)
+    (other / "__init__.py").write_text("")
+    (other / "attention.py").write_text(attention.read_text())
+    (other / "use.py").write_text(
+        "from .attention import Attention\n\n\n"
+        "def run(q, k, v, keep):\n"
+        "    return Attention(causal=True).flash_attn(q, k, v, mask=keep)\n")
+    got = analyze_file(str(other / "attention.py"), ["MHA006"])
+    assert [(f.code, f.line, f.col) for f in got] == [("MHA006", 12, 16)]

@@ -1200,3 +1200,26 @@ def test_a_custom_encoder_that_may_be_none_leaves_the_part_the_transformer_s(cus
     line = src.splitlines().index("        self.transformer = nn.Transformer(") + 1
     got = analyze_source(src, "t.py", ["MHA001", "MHA903"])
     assert [(f.code, f.col) for f in got if f.line == line] == [(want, 28)]
+
+
+@pytest.mark.parametrize("comment, want", [
+    ("# (num_points, dim)", []),  # two axes, no batch: one unbatched sample
+    ("# (batch_size, dim)", [("MHA001", 7, 21)]),  # a batch of vectors: no sequence stated
+    ("# (B, num_points, dim)", [("MHA001", 7, 21)]),
+])
+def test_a_two_axis_shape_comment_without_a_batch_is_unbatched(comment, want):
+    src = textwrap.dedent("""\
+        import torch.nn as nn
+
+        class PointMixer(nn.Module):
+            def __init__(self, dim):
+                super().__init__()
+                self.embed = nn.Linear(3, dim)
+                self.attn = nn.MultiheadAttention(dim, 4)
+
+            def forward(self, points):
+                x = self.embed(points)  COMMENT
+                return self.attn(x, x, x, need_weights=False)[0]
+        """).replace("COMMENT", comment)
+    got = analyze_source(src, "t.py", ["MHA001"])
+    assert [(f.code, f.line, f.col) for f in got] == want

@@ -56,7 +56,11 @@ class SdpaMaskAndCausal(Rule):
           `is_causal = False` never give SDPA both; neither does a fold-and-clear
           (`if mask is not None:` / `if causal: mask = mask & ~tri; causal =
           False`). An `assert` before the call counts as a condition on the path
-          (`assert not (is_causal and mask is not None)`).
+          (`assert not (is_causal and mask is not None)`). So does one in each
+          caller of a helper method that takes the mask as a parameter and reads
+          the flag from `self` (vit-pytorch's `forward` asserts the pair apart,
+          then calls `self.flash_attn(q, k, v, mask=mask)`), when every use of
+          the helper is such a call.
         - A test through the file's own one-line predicate reads as its body:
           `if exists(mask):` with `def exists(v): return v is not None` is
           `if mask is not None:` (a decorated or redefined predicate is not read).
@@ -170,7 +174,90 @@ def _excluded(mask: cst.CSTNode, causal: cst.CSTNode, site: CallSite) -> bool:
         return True
     if _flag_safe(causal, masks, env, scope, site, 0) or _handled_in_function(site, mask, causal):
         return True
-    return _saved_pair(mask, causal, site) or _never_paired(mask, causal, site)
+    if _saved_pair(mask, causal, site) or _never_paired(mask, causal, site):
+        return True
+    return _asserted_by_callers(mask, causal, site)
+
+
+def _asserted_by_callers(mask: cst.CSTNode, causal: cst.CSTNode, site: CallSite) -> bool:
+    """A helper method whose mask is its parameter and whose flag is
+    ``self.<attr>`` (also ``self.causal and ...``), called only as
+    ``self.helper(...)`` by methods of its class that each assert the flag
+    and the mask they pass apart (vit-pytorch's ``assert not (is_causal and
+    exists(mask))`` in ``forward``, then ``self.flash_attn(q, k, v, mask=mask)``)."""
+    func, cls = site.function, site.scope.cls
+    given = _resolve_local(mask, site)
+    if func is None or cls is None or not isinstance(given, cst.Name):
+        return False
+    param = _param_of(given.value, site.env, site.scope)
+    flag = _resolve_local(causal, site)
+    if isinstance(flag, cst.BooleanOperation) and isinstance(flag.operator, cst.And):
+        flag = flag.left
+    if param is None or not (
+        isinstance(flag, cst.Attribute)
+        and isinstance(flag.value, cst.Name)
+        and flag.value.value == "self"
+    ):
+        return False
+    names = [q.name.value for q in func.params.params[1:]]
+    if param not in names:
+        return False
+    name, attr = func.name.value, "self." + flag.attr.value
+    calls = []
+    for method in cls.methods.values():
+        for n in walk(method):
+            if (
+                isinstance(n, cst.Attribute)
+                and n.attr.value == name
+                and dotted(n) == "self." + name
+            ):
+                calls.append((method, n))
+    if not calls or _named_elsewhere(site, name):
+        return False
+    masked = False
+    for method, ref in calls:
+        call = next((c for c in walk(method) if isinstance(c, cst.Call) and c.func is ref), None)
+        if call is None or method is func:
+            return False  # the helper passed around, or calling itself
+        arg = _argument(call, param, names.index(param))
+        if arg is None or is_none(arg):
+            continue  # left at its default, or None: no mask
+        masked = True
+        flags = {attr} | {
+            dotted(t.target)
+            for n in walk(method)
+            if isinstance(n, cst.Assign) and attr in _refs(n.value)
+            for t in n.targets
+            if isinstance(t.target, cst.Name)
+        }
+        passed = _refs(arg) - {"None"}
+        if not any(
+            isinstance(n, cst.Assert) and _refs(n.test) & passed and _refs(n.test) & flags
+            for n in walk(method)
+        ):
+            return False
+    return masked  # no call passes a mask: the program's facts decide (``_never_paired``)
+
+
+def _named_elsewhere(site: CallSite, name: str) -> bool:
+    """Whether another file of the project may call the helper ``name``:
+    its callers there were not read.  A file analysed alone (no project,
+    ``--no-project-wide``) has its own callers only."""
+    project = project_of(site.scope)
+    mentioned = getattr(project, "mentioned_elsewhere", None)
+    return False if mentioned is None else mentioned(name)
+
+
+def _argument(call: cst.Call, param: str, index: int) -> Optional[cst.BaseExpression]:
+    """What ``call`` passes for ``param``, the ``index``-th after ``self``."""
+    for i, a in enumerate(call.args):
+        if a.star:
+            return None
+        if a.keyword is not None and a.keyword.value == param:
+            return a.value
+        if a.keyword is None and i == index:
+            return a.value
+    return None
 
 
 def _never_paired(mask: cst.CSTNode, causal: cst.CSTNode, site: CallSite) -> bool:

@@ -282,6 +282,8 @@ def parse_shape_comment(comment: str) -> Dict[Optional[str], Tuple[Optional[str]
     found = _TUPLE.search(text)
     if found is not None:
         roles = roles_of_names(_split_dims(found.group(1)))
+        if len(roles) == 2 and roles[0] is None and roles[1] == EMBED:
+            roles = (SEQ, EMBED)  # ``(num_points, dim)``: two axes, no batch: unbatched
         if useful(roles):
             key = named.group(1) if named is not None and named.end() - 1 <= found.start() else None
             out[key] = roles

@@ -472,6 +472,20 @@ class Project(ConstantFiles):
         built = found[0] if found is not None else None
         return bool(built) and all(b.get(param) == callers.BUILT_MODULE for b in built)
 
+    def mentioned_elsewhere(self, word: str) -> bool:
+        """Whether a project file that may call into this one names ``word``
+        (True when the project is not read: it may)."""
+        if not self.files:
+            return False  # this file alone: no other file is read, none calls it
+        for name in self._project_files()[1:]:
+            try:
+                if word.encode() in read_regular(name, callers.MAX_BYTES):
+                    return True
+            except OSError:
+                return True
+            self.depend(name)
+        return False
+
     def _project_files(self) -> list:
         """The files where this file's constructions and calls are looked for,
         found once per analysis (a walk of the project's imports)."""
