@@ -190,20 +190,14 @@ def _asserted_by_callers(mask: cst.CSTNode, causal: cst.CSTNode, site: CallSite)
     if func is None or cls is None or not isinstance(given, cst.Name):
         return False
     param = _param_of(given.value, site.env, site.scope)
-    flag = _resolve_local(causal, site)
-    if isinstance(flag, cst.BooleanOperation) and isinstance(flag.operator, cst.And):
-        flag = flag.left
-    if param is None or not (
-        isinstance(flag, cst.Attribute)
-        and isinstance(flag.value, cst.Name)
-        and flag.value.value == "self"
-    ):
+    flag = _self_flag(causal, site)
+    if param is None or flag is None:
         return False
     names = [q.name.value for q in func.params.params[1:]]
     if param not in names:
         return False
     name, attr = func.name.value, "self." + flag.attr.value
-    calls = []
+    refs, called = [], {}  # each ``self.<helper>`` of the class; the calls of one, by it
     for method in cls.methods.values():
         for n in walk(method):
             if (
@@ -211,12 +205,14 @@ def _asserted_by_callers(mask: cst.CSTNode, causal: cst.CSTNode, site: CallSite)
                 and n.attr.value == name
                 and dotted(n) == "self." + name
             ):
-                calls.append((method, n))
-    if not calls or _named_elsewhere(site, name):
+                refs.append((method, n))
+            elif isinstance(n, cst.Call):
+                called[id(n.func)] = n
+    if not refs or _named_elsewhere(site, name):
         return False
     masked = False
-    for method, ref in calls:
-        call = next((c for c in walk(method) if isinstance(c, cst.Call) and c.func is ref), None)
+    for method, ref in refs:
+        call = called.get(id(ref))
         if call is None or method is func:
             return False  # the helper passed around, or calling itself
         arg = _argument(call, param, names.index(param))
@@ -274,21 +270,28 @@ def _never_paired(mask: cst.CSTNode, causal: cst.CSTNode, site: CallSite) -> boo
     if project is None or not isinstance(given, cst.Name):
         return False
     param = _param_of(given.value, site.env, site.scope)
-    if param is None:
-        return False
-    flag = _resolve_local(causal, site)
-    if isinstance(flag, cst.BooleanOperation) and isinstance(flag.operator, cst.And):
-        flag = flag.left  # ``self.causal and q.shape[-2] > 1``: on only when it is
-    if not (
-        isinstance(flag, cst.Attribute)
-        and isinstance(flag.value, cst.Name)
-        and flag.value.value == "self"
-    ):
+    flag = _self_flag(causal, site)
+    if param is None or flag is None:
         return False
     kept = {_init_param(d) for d in cls.attrs.get(flag.attr.value, ())}
     if len(kept) != 1 or None in kept:
         return False
     return project.never_paired(cls.name, kept.pop(), param)
+
+
+def _self_flag(causal: cst.CSTNode, site: CallSite) -> Optional[cst.Attribute]:
+    """The ``self.<attr>`` the flag is, through locals (also ``self.causal
+    and q.shape[-2] > 1``: on only when it is); None for any other flag."""
+    flag = _resolve_local(causal, site)
+    if isinstance(flag, cst.BooleanOperation) and isinstance(flag.operator, cst.And):
+        flag = flag.left
+    if (
+        isinstance(flag, cst.Attribute)
+        and isinstance(flag.value, cst.Name)
+        and flag.value.value == "self"
+    ):
+        return flag
+    return None
 
 
 def _param_of(name: str, env, scope, depth: int = 0) -> Optional[str]:

@@ -541,10 +541,10 @@ class LayoutCalls:
             swap = self.swap_layout(node)
             if swap is not None and not useful(tuple(roles_of_names(left))):
                 return swap  # ``"x y z -> y x z"``: names that say nothing
+        all_names = [n for g in left for n in g.split()]
+        guessed = dict(zip(all_names, roles_of_names(all_names)))  # what the names say
         if inner is not None and len(inner.roles) == len(left):
             named = {g: r for g, r in zip(left, inner.roles) if " " not in g}
-            all_names = [n for g in left for n in g.split()]
-            guessed = dict(zip(all_names, roles_of_names(all_names)))
             for g, r in zip(left, inner.roles):
                 if " " not in g:
                     continue
@@ -553,8 +553,7 @@ class LayoutCalls:
                 elif r is None:  # ``(t n)`` of an axis the data does not name: the names say
                     named.update({n: guessed.get(n) for n in g.split() if n not in named})
         else:
-            all_names = [n for g in left for n in g.split()]
-            named = dict(zip(all_names, roles_of_names(all_names)))
+            named = guessed
         roles = tuple(group_role(g, named) for g in right)
         if not useful(roles):
             return None

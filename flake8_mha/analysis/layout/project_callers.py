@@ -41,7 +41,7 @@ import libcst as cst
 from ...core import walk as astwalk
 from ...core.atomic import read_regular
 from ..flow import ClassInfo, DefKind, FlowPass, lookup
-from ..program.callers import importers_of
+from ..program.callers import importers_map, importers_of
 from ..program.callsites import Project
 from ..program.files import project_root
 from ..resolve import Resolver, last_star
@@ -202,7 +202,9 @@ def candidates(path: str, name: str) -> Optional[List[str]]:
 def _importers_near(path: str) -> Optional[set]:
     """The project files that import ``path``, or the ``__init__.py`` of a
     package it stands in (a re-export); None when the project is not scanned."""
-    out: set = set()
+    importers = importers_map(path)  # one map of the project for every target
+    if importers is None:
+        return None
     here = os.path.dirname(path)
     targets = [path]
     while os.path.isfile(os.path.join(here, "__init__.py")):
@@ -211,12 +213,9 @@ def _importers_near(path: str) -> Optional[set]:
         if parent == here:
             break
         here = parent
-    for target in targets:
-        got = importers_of(target)
-        if got is None:
-            return None
-        out.update(os.path.abspath(p) for p in got)
-    return out
+    return {
+        os.path.abspath(p) for target in targets for p in importers.get(os.path.abspath(target), ())
+    }
 
 
 # --------------------------------------------------------------------------- clones

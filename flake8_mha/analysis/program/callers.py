@@ -167,8 +167,13 @@ def callees(changed: Iterable[str]) -> List[str]:
 
 def importers_of(path: str) -> Optional[List[str]]:
     """The project files that import the file at ``path`` (None: not scanned)."""
-    found = _importers(_scope(os.path.abspath(path)))
+    found = importers_map(path)
     return None if found is None else sorted(found.get(os.path.abspath(path), ()))
+
+
+def importers_map(path: str) -> Optional[Dict[str, Set[str]]]:
+    """``imported file -> its importers`` over ``path``'s project (None: not scanned)."""
+    return _importers(_scope(os.path.abspath(path)))
 
 
 _INSTALLED = {"site-packages", "dist-packages"}
@@ -691,10 +696,8 @@ def _may_hold(index: Index, owner: Optional[str], held: str, cls: str, makers=()
     instances of ``cls``: unless that class fills it itself, with
     constructions of other classes only (then its items are not ``cls``'s);
     ``makers``: the factories that return ``cls``'s instances."""
-    if owner is None:
-        return True
-    built = index.holds.get((owner, held))
-    return built is None or cls in built or "" in built or bool(built & set(makers))
+    built = index.holds.get((owner, held)) if owner is not None else None
+    return _may_be(built, {cls}, makers)
 
 
 def _may_keep(index: Index, owner: Optional[str], attr: str, cls: str, makers=()) -> bool:
@@ -702,10 +705,14 @@ def _may_keep(index: Index, owner: Optional[str], attr: str, cls: str, makers=()
     instance of ``cls``: unless that class assigns it itself, constructions
     of other classes only (an ``Encoder`` whose ``self.attn = SelfAttention(...)``
     beside a ``Mixer`` whose ``self.attn = Other(...)``)."""
-    if owner is None:
-        return True
-    built = index.attr_holds.get((owner, attr))
-    return built is None or "" in built or bool(built & (_names(index, cls) | set(makers)))
+    built = index.attr_holds.get((owner, attr)) if owner is not None else None
+    return _may_be(built, _names(index, cls), makers)
+
+
+def _may_be(built: Optional[Set[str]], names: Set[str], makers) -> bool:
+    """Whether a place a class fills with ``built`` (classes, "" for anything
+    else; None: nowhere) may hold what ``names`` or ``makers`` build."""
+    return built is None or "" in built or bool(built & (names | set(makers)))
 
 
 MAX_FACTORIES = 2  # a factory of a factory of the class: followed no deeper

@@ -51,11 +51,9 @@ class ConstantFiles(ReturnsFiles):
         else:
             return None
         try:
-            loc = self._defined((level, dotted))
-            table = self.constants(loc[0]) if loc else {}
+            return self.constant_at(level, dotted)
         except (OSError, ValueError, RecursionError):
             return None
-        return (table[loc[1]],) if loc and loc[1] in table else None
 
     def named_defaults(self, cls: str, defaults: dict) -> dict:
         """``defaults`` with the ``__init__`` defaults that name a constant

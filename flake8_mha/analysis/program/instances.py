@@ -72,10 +72,11 @@ def paired(
             tree = signatures.parse(text)
         except (SyntaxError, ValueError, RecursionError, MemoryError):
             return None
-        kept = _kept(tree, cls)
+        makers = _makers(tree, cls)
+        kept = _kept(tree, cls, makers)
         if kept is None:
             return None
-        for maker in _makers(tree, cls):  # a factory another file may call too
+        for maker in makers:  # a factory another file may call too
             word = re.compile(r"\b" + re.escape(maker) + r"\b")
             if any(word.search(_read(other) or "") for other in files if other != path):
                 return None
@@ -199,7 +200,9 @@ DIRECT, ITEMS, CHAIN = "direct", "items", "chain"  # how an attribute keeps an i
 _LISTS = {"ModuleList": ITEMS, "Sequential": CHAIN}
 
 
-def _kept(tree: ast.Module, cls: str) -> Optional[List[Tuple[ast.ClassDef, str, ast.Call, str]]]:
+def _kept(
+    tree: ast.Module, cls: str, makers: Dict[str, ast.Call]
+) -> Optional[List[Tuple[ast.ClassDef, str, ast.Call, str]]]:
     """``(the class, the attribute, the construction, how)`` of each
     instance a method keeps on ``self``: ``self.<attr> = cls(...)``
     (``DIRECT``), or an item of an ``nn.ModuleList`` (``ITEMS``) or
@@ -208,7 +211,7 @@ def _kept(tree: ast.Module, cls: str) -> Optional[List[Tuple[ast.ClassDef, str, 
     other way, or a class that keeps one is subclassed."""
     out: List[Tuple[ast.ClassDef, str, ast.Call, str]] = []
     placed = set()
-    makers = _makers(tree, cls)  # ``def causal_attention(): return Attention(causal=True)``
+    # ``makers``: ``def causal_attention(): return Attention(causal=True)`` (``_makers``)
     for built in makers.values():
         placed.add(id(built.func))
     for owner in astwalk.walk(tree):
