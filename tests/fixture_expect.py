@@ -144,6 +144,16 @@ def engine_rows(path: pathlib.Path) -> List[Tuple[int, int, str]]:
     return [(f.line, f.col, f.code) for f in engine.analyze_file(str(path))]
 
 
+def write_package(pkg: pathlib.Path, files: Dict[str, str]) -> pathlib.Path:
+    """A package written to disk: ``pkg`` with an empty ``__init__.py`` and
+    ``files`` (name -> text)."""
+    pkg.mkdir(parents=True)
+    (pkg / "__init__.py").write_text("")
+    for name, text in files.items():
+        (pkg / name).write_text(text)
+    return pkg
+
+
 def copied(package: pathlib.Path, tmp_path: pathlib.Path) -> pathlib.Path:
     """A copy of a fixture package under ``tmp_path``, to edit."""
     dest = tmp_path / package.name

@@ -493,21 +493,16 @@ def test_mha012_witness_through_the_confirmer_worker():
 def test_a_helper_another_file_may_call_keeps_the_finding(tmp_path):
     from flake8_mha.lint.engine import analyze_file
 
-    root = tmp_path / "proj" / "pkg"
-    root.mkdir(parents=True)
-    (root / "__init__.py").write_text("")
-    attention = root / "attention.py"
-    attention.write_text(HELPER_ASSERTED.replace(
-        "ASSERT", "assert not (is_causal and mask is not None)"))
+    from fixture_expect import write_package
+
+    text = HELPER_ASSERTED.replace("ASSERT", "assert not (is_causal and mask is not None)")
+    attention = write_package(tmp_path / "proj" / "pkg", {"attention.py": text}) / "attention.py"
     rows = lambda: [(f.code, f.line, f.col) for f in analyze_file(str(attention), ["MHA006"])]  # noqa: E731
     assert rows() == []
-    other = tmp_path / "other" / "pkg"
-    other.mkdir(parents=True)
-    (other / "__init__.py").write_text("")
-    (other / "attention.py").write_text(attention.read_text())
-    (other / "use.py").write_text(
-        "from .attention import Attention\n\n\n"
-        "def run(q, k, v, keep):\n"
-        "    return Attention(causal=True).flash_attn(q, k, v, mask=keep)\n")
+    other = write_package(tmp_path / "other" / "pkg", {
+        "attention.py": text,
+        "use.py": "from .attention import Attention\n\n\n"
+                  "def run(q, k, v, keep):\n"
+                  "    return Attention(causal=True).flash_attn(q, k, v, mask=keep)\n"})
     got = analyze_file(str(other / "attention.py"), ["MHA006"])
     assert [(f.code, f.line, f.col) for f in got] == [("MHA006", 12, 16)]

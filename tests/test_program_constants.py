@@ -3,7 +3,7 @@ item 5; RULES.md, "known statically"): ``Attention(dropout=NO_DROPOUT)``
 with ``NO_DROPOUT = 0.0`` in config.py passes 0.0, as a literal would."""
 from __future__ import annotations
 
-from fixture_expect import ROOT, assert_package_runs, copied
+from fixture_expect import ROOT, assert_package_runs, copied, write_package
 
 from flake8_mha.lint.engine import analyze_file
 
@@ -92,12 +92,8 @@ def test_a_demo_in_the_class_s_own_file_is_not_a_caller(tmp_path):
     """vit-pytorch's ``vivit.py`` ends with a demo that leaves dropout at 0:
     it does not vouch for every user's model (docs/reach.md)."""
     def package(name, script=None):
-        pkg = tmp_path / name / "pkg"  # a project root of its own
-        pkg.mkdir(parents=True)
-        (pkg / "__init__.py").write_text("")
-        (pkg / "attention.py").write_text(DEMO_ATTENTION)
-        if script is not None:
-            (pkg / "train.py").write_text(script)
+        files = {"attention.py": DEMO_ATTENTION, **({"train.py": script} if script else {})}
+        pkg = write_package(tmp_path / name / "pkg", files)  # a project root of its own
         return str(pkg / "attention.py")
 
     got = analyze_file(package("demo"), ["MHA007"])

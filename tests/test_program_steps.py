@@ -8,6 +8,7 @@ from __future__ import annotations
 import textwrap
 
 import pytest
+from fixture_expect import write_package
 
 from flake8_mha.lint.engine import analyze_file
 
@@ -37,12 +38,7 @@ class Encoder(nn.Module):
 
 
 def _package(tmp_path, files):
-    pkg = tmp_path / "pkg"
-    pkg.mkdir()
-    (pkg / "__init__.py").write_text("")
-    for name, text in files.items():
-        (pkg / name).write_text(text)
-    return pkg
+    return write_package(tmp_path / "pkg", files)
 
 
 def _rows(path, codes=("MHA002", "MHA003", "MHA004", "MHA009")):

@@ -16,6 +16,7 @@ import pytest
 
 from fixture_expect import (
     FIXTURES, ROOT, assert_package_messages, check_json, check_rows, copied, engine_rows, flake8_run,
+    write_package,
 )
 from flake8_mha.lint import engine
 
@@ -191,9 +192,7 @@ def test_a_wrapper_of_a_wrapper_whose_callers_may_keep_the_weights(tmp_path, cha
 def test_another_class_s_attribute_of_the_same_name_is_not_a_caller(tmp_path):
     """``self.attn`` in a class that keeps another module there does not call
     the wrapper: its use of the result says nothing of the weights."""
-    pkg = tmp_path / "pkg"
-    pkg.mkdir()
-    (pkg / "__init__.py").write_text("")
+    pkg = write_package(tmp_path / "pkg", {})
     (pkg / "attention.py").write_text(
         "import torch.nn as nn\n\n\n"
         "class SelfAttention(nn.Module):\n"
