@@ -8,7 +8,7 @@ from __future__ import annotations
 import textwrap
 
 import pytest
-from fixture_expect import write_package
+from fixture_expect import assert_package_runs, write_package
 
 from flake8_mha.lint.engine import analyze_file
 
@@ -111,3 +111,37 @@ def test_a_padding_mask_viewed_to_four_axes_is_shaped(tmp_path, view):
     pkg = _package(tmp_path, {"attn.py": attn, "model.py": SDPA_CALLER.replace(
         "[:, None, None, :]", "").replace("from .attn import attend", "from .attn import attend")})
     assert _rows(pkg / "model.py") == [("MHA002", 7, 36)]
+
+
+def test_an_aliased_mask_cut_to_the_keys_length_is_the_caller_s(tmp_path):
+    """transformers' ``causal_mask = attention_mask`` then, when given,
+    ``causal_mask = causal_mask[:, :, :, : k.shape[-2]]``: the caller's
+    triangle reaches SDPA two calls away with its meaning, per file, over
+    the package and through ``check``; the keep-triangle beside it is right."""
+    assert_package_runs("fixtures/program_calls/hf_cut", [("model.py", 18, 22, "MHA002")])
+
+
+ALIAS = '''\
+import torch.nn.functional as F
+
+
+def attend(q, k, v, attention_mask=None):
+    causal_mask = attention_mask
+    if TEST:
+        causal_mask = STEP
+    return F.scaled_dot_product_attention(q, k, v, attn_mask=causal_mask)
+'''
+
+
+@pytest.mark.parametrize("test, step, want", [
+    ("causal_mask is not None", "causal_mask[:, :, :, : k.shape[-2]]", [("MHA002", 7, 36)]),
+    ("attention_mask is not None", "~causal_mask", [("MHA002", 7, 12)]),
+    # a second store that is no step of the alias: the mask is the function's own
+    ("attention_mask is not None", "attention_mask.float()", []),
+    # cut under a test of something else: a mask may pass uncut or cut
+    ("q.shape[2] > 1", "causal_mask[:, :, :, : k.shape[-2]]", []),
+])
+def test_an_alias_cut_once_is_followed_and_nothing_else_is(tmp_path, test, step, want):
+    attn = ALIAS.replace("TEST", test).replace("STEP", step)
+    pkg = _package(tmp_path, {"attn.py": attn, "model.py": SDPA_CALLER})
+    assert _rows(pkg / "model.py") == want

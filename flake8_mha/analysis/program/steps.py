@@ -18,11 +18,14 @@ from .chains import dotted_name
 
 class _Rebound(list):
     """The one store of a parameter that rebinds it to a transformation of
-    itself (``rebinds``): ``ops``, the steps, and the statement."""
+    itself (``rebinds``): ``ops``, the steps, and the statement; ``param``,
+    the parameter a local alias stands for (None: the name is the
+    parameter)."""
 
-    def __init__(self, stmt: ast.Assign, ops: list):
+    def __init__(self, stmt: ast.Assign, ops: list, param: Optional[str] = None):
         super().__init__([stmt])
         self.ops = ops
+        self.param = param
 
 
 def rebinds(func, params: set, stores: Dict[str, List[ast.AST]]) -> Dict[str, List[ast.AST]]:
@@ -51,7 +54,33 @@ def rebinds(func, params: set, stores: Dict[str, List[ast.AST]]) -> Dict[str, Li
         got = reach(stmt.value, {p}, {}, 0)  # the steps it applies to ``p`` itself
         if got is not None:
             out[p] = _Rebound(stmt, got["ops"])
+    for name, defs in stores.items():
+        alias = _alias_cut(name, defs, allowed, params, stores)
+        if alias is not None:
+            out[name] = alias
     return out
+
+
+def _alias_cut(name, defs, allowed, params, stores) -> Optional[_Rebound]:
+    """HF's alias-then-cut: a local bound at the top to a parameter
+    (``causal_mask = attention_mask``), then once more to a step of itself
+    at the top or under ``if <it or the parameter> is not None:``
+    (``causal_mask = causal_mask[:, :, :, : key_states.shape[-2]]``).  A
+    use after the second store reads the parameter through both."""
+    if name in params or len(defs) != 2:
+        return None
+    first, second = (allowed.get(id(d)) for d in sorted(defs, key=lambda d: d.lineno))
+    if first is None or second is None or first[1] is not None:
+        return None
+    if any(len(s.targets) != 1 or not isinstance(s.targets[0], ast.Name) for s, _ in (first, second)):
+        return None
+    base = reach(first[0].value, params, {k: v for k, v in stores.items() if k != name}, 0)
+    if base is None or second[1] not in (None, name, base["param"]):
+        return None
+    step = reach(second[0].value, {name}, {}, 0)
+    if step is None:
+        return None
+    return _Rebound(second[0], base["ops"] + step["ops"], base["param"])
 
 
 def _not_none_test(test: ast.AST) -> Optional[str]:
@@ -86,12 +115,11 @@ def reach(expr: ast.AST, params: set, stores, depth: int) -> Optional[dict]:
         defs = stores.get(expr.id)
         if expr.id in params and not defs:
             return {"param": expr.id, "ops": []}
-        if (
-            expr.id in params
-            and isinstance(defs, _Rebound)
-            and getattr(expr, "lineno", 0) > defs[0].end_lineno
-        ):
-            return {"param": expr.id, "ops": list(defs.ops)}
+        if isinstance(defs, _Rebound) and getattr(expr, "lineno", 0) > defs[0].end_lineno:
+            if expr.id in params:
+                return {"param": expr.id, "ops": list(defs.ops)}
+            if defs.param is not None:
+                return {"param": defs.param, "ops": list(defs.ops)}
         if expr.id not in params and defs and len(defs) == 1:
             d = defs[0]
             if (
