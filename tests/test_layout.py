@@ -193,6 +193,13 @@ EVIDENCE = [
             src = fmap.permute(2, 3, 0, 1).flatten(0, 1)  # (N, C, H, W) -> (H * W, N, C)
             return attn(src, src, src)[0]
         """, "MHA903", 5, "shape comment"),
+    # ESM's arrow: the data after the swap is sequence-first
+    ("comment_fat_arrow", """\
+        attn = nn.MultiheadAttention(64, 8)
+        def f(x):
+            x = x.transpose(0, 1)  # (B, T, E) => (T, B, E)
+            return attn(x, x, x)[0]
+        """, "MHA903", 5, "shape comment"),
     ("docstring_google_style", """\
         attn = nn.MultiheadAttention(64, 8)
         def f(embed):

@@ -202,3 +202,31 @@ def test_a_comment_on_an_unpacking_speaks_of_its_first_target():
     assert got(body.format(comment="# T x B x C")) == [("MHA010", 11, 16, 10)]
     # a comment that names another target is not the first one's
     assert got(body.format(comment="# input_lengths: (B, T)")) == []
+
+
+UNUSED_NAMES = """\
+class Inject(nn.Module):
+    def __init__(self, dim):
+        super().__init__()
+        self.cross = nn.MultiheadAttention(dim, 4, batch_first=True)
+        self.plain = nn.MultiheadAttention(dim, 4)
+
+    def forward(self, x):
+        UNPACK = x.shape
+        side = int(n ** 0.5)
+        return self.cross(x, x, x, need_weights=False)[0], self.plain(x, x, x, need_weights=False)[0]
+"""
+
+
+def test_an_unused_name_with_an_underscore_still_names_its_axis():
+    """torchgeo's ChangeViT: ``_b, n, _d = vit_feats.shape`` is (B, N, D),
+    einops' tokens beside a batch: the batch-first module is right (no
+    MHA010), the default one is fed batch-first data (MHA001, from line 10)."""
+    assert got(UNUSED_NAMES.replace("UNPACK", "_b, n, _d")) == [("MHA001", 7, 22, 10)]
+
+
+def test_n_alone_says_nothing():
+    """``_, n, _ = x.shape``: torch's docs call the batch N, einops calls the
+    tokens n; alone, it decides no layout: no MHA010, and MHA001 on the
+    default module names no evidence line."""
+    assert got(UNUSED_NAMES.replace("UNPACK", "_, n, _")) == [("MHA001", 7, 22, None)]

@@ -403,6 +403,8 @@ def _collect_unpacks(scope) -> list:
                 continue
             names = [e.value.value for e in elements]
             roles = roles_of_names([None if n == "_" else n for n in names])
+            if sum(r is not None for r in roles) == 1 and "n" in (n.lower() for n in names):
+                continue  # ``_, n, _ = x.shape``: ``n`` alone is torch's batch or einops' tokens
         else:
             continue
         if not useful(roles):

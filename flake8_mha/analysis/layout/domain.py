@@ -212,7 +212,8 @@ def roles_of_names(names: Sequence[Optional[str]]) -> Tuple[Optional[str], ...]:
     ``[B, L, N]``, N the filters); ``h`` is height beside ``w`` and a head
     count otherwise.
     """
-    low = [n.lower().strip() if n else None for n in names]
+    # ``_b, n, _d = x.shape``: a name kept unused is still the axis it names
+    low = [n.lower().strip().lstrip("_") if n else None for n in names]
     has_batch = any(n in _BATCH_NAMES for n in low if n)
     has_seq = any(n in _SEQ_NAMES for n in low if n)
     has_w = "w" in low
@@ -276,8 +277,9 @@ def parse_shape_comment(comment: str) -> Dict[Optional[str], Tuple[Optional[str]
     ``# (N, C, H, W) -> (H * W, N, C)`` states the value after the last arrow."""
     text = comment.lstrip("#").strip()
     out: Dict[Optional[str], Tuple[Optional[str], ...]] = {}
-    if "->" in text:
-        text = text.rsplit("->", 1)[1]
+    for arrow in ("->", "=>", "→"):  # ESM's ``# (B, T, E) => (T, B, E)``
+        if arrow in text:
+            text = text.rsplit(arrow, 1)[1]
     named = _NAMED.search(text)
     found = _TUPLE.search(text)
     if found is not None:
