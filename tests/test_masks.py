@@ -172,6 +172,40 @@ def test_padding_sources(expr, meaning):
     assert m.shape == "padding"
 
 
+@pytest.mark.parametrize("count", ["n_valid", "num_frames", "n_patches", "token_count",
+                                   "valid_tokens", "num_tokens"])
+@pytest.mark.parametrize("expr,meaning", [
+    ("torch.arange(S)[None, :] >= COUNT[:, None]", IGNORE),
+    ("torch.arange(S)[None, :] < COUNT.unsqueeze(1)", KEEP),
+])
+def test_a_per_sample_count_shaped_as_a_column_is_a_length(count, expr, meaning):
+    """timm's NaFlex ``positions[None, :] >= n_valid[:, None]``: a count of
+    real items per sample, beside an arange row, is a length by any of the
+    names counts go by."""
+    m = only_value(f"""
+        def f(q, k, v, {count}, S):
+            m = {expr.replace("COUNT", count)}
+            return F.scaled_dot_product_attention(q, k, v, attn_mask=m)
+        """)
+    assert (m.meaning, m.kind, m.shape) == (meaning, BOOL, "padding")
+
+
+@pytest.mark.parametrize("expr", [
+    # a count compared as it is may be a maximum (``arange(S) < self.num_tokens``)
+    "torch.arange(S) < num_tokens",
+    # a count of padding, a start, a maximum: not the real items
+    "torch.arange(S)[None, :] >= n_pad[:, None]",
+    "torch.arange(S)[None, :] >= start_count[:, None]",
+    "torch.arange(S)[None, :] >= max_tokens[:, None]",
+])
+def test_counts_that_are_no_lengths_say_nothing(expr):
+    assert only_value(f"""
+        def f(q, k, v, num_tokens, n_pad, start_count, max_tokens, S):
+            m = {expr}
+            return F.scaled_dot_product_attention(q, k, v, attn_mask=m)
+        """).meaning is None
+
+
 @pytest.mark.parametrize(
     "expr,meaning,kind",
     [

@@ -25,6 +25,7 @@ from .domain import (
     comparison,
 )
 from .names import (
+    is_count_name,
     is_length_name,
     is_mask_or_length,
     is_pad_name,
@@ -63,6 +64,9 @@ _ARANGE_KEEPS = (
 # the layouts of an arange and of a lengths tensor, by the axis names used below; a
 # comparison of the two has their broadcast layout ((N, S), (N, 1, S), (1, N, S))
 _ARANGE_LAYOUTS = {"vec": ("S",), "row": ("1", "S"), "row3": ("1", "1", "S")}
+# a per-sample count not named a length (``n_valid``, ``num_frames``): a
+# length only once shaped as a column beside an arange row
+COUNT = "count"
 _LENGTHS_LAYOUTS = {"col": ("N", "1"), "n11": ("N", "1", "1"), "1n1": ("1", "N", "1")}
 _LENGTHS_BY_LAYOUT = {v: k for k, v in _LENGTHS_LAYOUTS.items()}
 _BY_ARANGE_LAYOUT = {**{v: k for k, v in _ARANGE_LAYOUTS.items()}, ("S", "1"): "col"}
@@ -223,7 +227,7 @@ class Comparisons:
             axis, other, o = ra, left, MIRROR[op]
         # now "arange <o> other"
         lens = self._lengths_axis(other, at)
-        if lens is None:
+        if lens is None or lens == COUNT:  # a count compared unshaped: maybe a maximum
             return UNKNOWN_MASK
         meaning: Optional[Meaning] = {">=": IGNORE, ">": IGNORE, "<": KEEP, "<=": KEEP}.get(o)
         if meaning is None:
@@ -325,14 +329,18 @@ class Comparisons:
                     axes = {self._lengths_axis(d.node, at.of(d, None), hops) for d in defs}
                     if len(axes) == 1 and None not in axes:
                         return axes.pop()
-            return "scalar" if is_length_name(name) else None
+            if is_length_name(name):
+                return "scalar"
+            return COUNT if is_count_name(name) else None
         if isinstance(node, cst.Subscript):
             base = self._lengths_axis(node.value, at, hops)
             if base is None:
                 return None
             layout = index_layout(("N",), node.slice)
             return (
-                _LENGTHS_BY_LAYOUT.get(layout) if base == "scalar" or layout == ("N", "1") else None
+                _LENGTHS_BY_LAYOUT.get(layout)
+                if base in ("scalar", COUNT) or layout == ("N", "1")
+                else None
             )
         if (
             isinstance(node, cst.Call)
@@ -353,12 +361,12 @@ class Comparisons:
                 return None
             if attr == "unsqueeze":
                 d = self._number(arg(node, 0, "dim"), at) if node.args else None
-                return "col" if d in (1, -1) and base == "scalar" else None
+                return "col" if d in (1, -1) and base in ("scalar", COUNT) else None
             if attr in ("view", "reshape"):
                 pos = positional(node)
                 if pos and len(pos) == 2 and self._number(pos[1], at) == 1:
                     return "col"
-                if pos and len(pos) == 3 and base == "scalar":
+                if pos and len(pos) == 3 and base in ("scalar", COUNT):
                     a, b, c = (self._number(p, at) for p in pos)
                     if b == 1 and c == 1 and a != 1:
                         return "n11"  # (N, 1, 1)

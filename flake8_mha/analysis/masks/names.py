@@ -7,6 +7,8 @@ tokenizer's ``attention_mask``), and a comparison with a pad id.
 
 from __future__ import annotations
 
+import re
+
 from typing import Optional
 
 import libcst as cst
@@ -102,6 +104,22 @@ def is_mask_or_length(node: cst.CSTNode) -> bool:
 def is_length_name(name: str) -> bool:
     low = name.lower()
     return "len" in low and "max" not in low or low in ("lens", "ilens", "olens", "sizes")
+
+
+_COUNT_NAME = re.compile(
+    r"(n|num|number_of|nb)_?(valid|real|tokens?|frames?|patches?|items?|elements?|words?"
+    r"|points?|steps?|chars?|objects?|boxes|queries|keys|nodes?)(_per_\w+)?"
+    r"|valid_?(tokens?|patches|frames|items|count|num)|\w*counts?"
+)
+
+
+def is_count_name(name: str) -> bool:
+    """A per-sample count of real items by its name (``n_valid``,
+    ``num_frames``, ``token_count``); never a padding count or a maximum."""
+    low = name.lower()
+    return not any(w in low for w in ("pad", "max", "start", "offset", "skip")) and bool(
+        _COUNT_NAME.fullmatch(low)
+    )
 
 
 def is_device_name(name: Optional[str]) -> bool:
