@@ -63,6 +63,12 @@ def test_head_major_expansions_of_a_per_sample_mask(expand):
     "torch.cat([pad] * 2)",                                 # classifier-free guidance
     "torch.cat([pad] * self.num_heads, dim=1)",             # another axis
     "torch.triu(torch.ones(L, L, dtype=torch.bool), 1).repeat(self.num_heads, 1, 1)",
+    # one block mask of positions copied to every sample (a streaming encoder's
+    # chunks): the same for every sample, so the order of the copies is moot
+    "((torch.arange(L)[:, None] // 4) != (torch.arange(L)[None, :] // 4))[None]"
+    ".expand(x.shape[0], -1, -1).repeat(self.num_heads, 1, 1)",
+    "(torch.arange(L)[:, None] // 4 != torch.arange(L)[None, :] // 4).unsqueeze(0)"
+    ".repeat(x.shape[0], 1, 1).repeat(self.num_heads, 1, 1)",
 ])
 def test_batch_major_and_shared_masks_are_silent(expand):
     assert found(BLOCK.format(expand=expand)) == []

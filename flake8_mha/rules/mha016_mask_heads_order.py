@@ -88,7 +88,9 @@ class MaskHeadsOrder(Rule):
           num_heads, L, S).reshape(N * num_heads, L, S)`, `mask.unsqueeze(1).repeat(1,
           num_heads, 1, 1).flatten(0, 1)`, einops `"b i j -> (b h) i j"`.
         - A mask that is the same for every sample (a causal triangle, a
-          mask named causal, triangular, subsequent, future or square) is
+          mask named causal, triangular, subsequent, future or square, one
+          mask copied over the batch as `m[None].expand(B, -1, -1)` or
+          `m.unsqueeze(0).repeat(B, 1, 1)`, a streaming encoder's chunks) is
           harmless either way and silent. A mask whose per-sample layout the
           code does not show (a parameter) is reported: repeated head-major to
           a 3-D mask it can only be right when every sample has the same mask,
@@ -151,6 +153,8 @@ class MaskHeadsOrder(Rule):
             text = code_text(self.ctx, mask_expr).lower()
             if layout is None and any(word in text for word in _SHARED):
                 continue
+            if _copied_over_batch(mask_expr, where.env, where.scope, 0):
+                continue  # one (1, L, S) mask expanded over the batch: the same for every sample
             yield self._report(ev, name, expansion, mask_expr, via, layout is not None, mask)
 
     # the walk back from the argument ---------------------------------------------
@@ -424,3 +428,42 @@ def _read_helper(ctx, func: cst.FunctionDef, fscope) -> Optional[dict]:
 
 
 __all__: List[str] = ["MaskHeadsOrder"]
+
+
+def _copied_over_batch(node, env, scope, depth: int) -> bool:
+    """``m[None].expand(B, -1, -1)``, ``m.unsqueeze(0).repeat(B, 1, 1)``: one
+    mask copied to every sample (a chunk or block mask built from positions
+    alone), through locals bound once."""
+    if depth > MAX_DEPTH:
+        return False
+    if isinstance(node, cst.Name):
+        defs = lookup(node.value, env, scope)
+        return (
+            len(defs) == 1
+            and defs[0].kind == "assign"
+            and defs[0].node is not None
+            and not defs[0].index
+            and _copied_over_batch(defs[0].node, defs[0].env, defs[0].scope, depth + 1)
+        )
+    if not (isinstance(node, cst.Call) and isinstance(node.func, cst.Attribute)):
+        return False
+    if node.func.attr.value in ("to", "bool", "float", "contiguous"):
+        return _copied_over_batch(node.func.value, env, scope, depth + 1)
+    if node.func.attr.value not in ("expand", "repeat"):
+        return False
+    one = node.func.value
+    if isinstance(one, cst.Subscript):  # m[None], m[None, :, :]
+        first = one.slice[0].slice if one.slice else None
+        return (
+            isinstance(first, cst.Index)
+            and isinstance(first.value, cst.Name)
+            and (first.value.value == "None")
+        )
+    if (
+        isinstance(one, cst.Call)
+        and isinstance(one.func, cst.Attribute)
+        and one.func.attr.value == "unsqueeze"
+        and len(one.args) == 1
+    ):
+        return literal(one.args[0].value) == 0
+    return False
