@@ -54,6 +54,16 @@ SDPA = """\
      "        return F.scaled_dot_product_attention(q, k, v)", 9, 12),
     ("k = (k * keep[:, None, :, None]).transpose(1, 2).contiguous()\n"
      "        return F.scaled_dot_product_attention(q, k.transpose(1, 2), v)", 8, 12),
+    # each of q, k, v split into heads after the mask, rows kept (lucidrains' style)
+    ("k, v = k * keep[..., None], v * keep[..., None]\n"
+     "        q, k, v = map(lambda t: einops.rearrange(t, 'b n (h d) -> b h n d', h=4), (q, k, v))\n"
+     "        return F.scaled_dot_product_attention(q, k, v)", 9, 12),
+    ("k, v = k * keep[..., None], v * keep[..., None]\n"
+     "        q, k, v = (t.view(2, -1, 4, 8).transpose(1, 2) for t in (q, k, v))\n"
+     "        return F.scaled_dot_product_attention(q, k, v)", 9, 12),
+    ("k, v = k * keep[..., None], v * keep[..., None]\n"
+     "        q, k, v = rearrange_many((q, k, v), 'b n (h d) -> b h n d', h=4)\n"
+     "        return F.scaled_dot_product_attention(q, k, v)", 9, 12),
 ])
 def test_masked_keys_or_values_given_to_sdpa(body, line, col):
     assert found(SDPA.format(body=body)) == [("MHA015", line, col)]
@@ -72,6 +82,13 @@ def test_masked_keys_or_values_given_to_sdpa(body, line, col):
     "return F.scaled_dot_product_attention(q, k.masked_fill(keep[:, None, :, None], 0), v)",
     # a triangle is not a mask of the keys
     "return F.scaled_dot_product_attention(q, k * torch.tril(torch.ones(4, 4)), v)",
+    # a split that mixes the tensors, or is not each tensor's own
+    "k, v = k * keep[..., None], v * keep[..., None]\n"
+    "        q, k, v = map(lambda t: t.sum(1), (q, k, v))\n"
+    "        return F.scaled_dot_product_attention(q, k, v)",
+    "k, v = k * keep[..., None], v * keep[..., None]\n"
+    "        q, v, k = map(lambda t: einops.rearrange(t, 'b n d -> b 1 n d'), (q, q, q))\n"
+    "        return F.scaled_dot_product_attention(q, k, v)",
 ])
 def test_harmless_or_other_forms_are_silent(body):
     assert found(SDPA.format(body=body)) == []
@@ -256,3 +273,50 @@ def test_witness_numbers_of_the_threshold_text():
     assert round(got["measured"]["max_error_against_inf"], 3) == 0.992
     assert round(got["measured"]["weight_on_masked_keys"], 2) == 0.52
     assert "9.924e-01 off, 52%" in WITNESSES["MHA015"].threshold_text
+
+
+def test_keys_and_values_masked_before_a_wrapper_that_splits_heads():
+    """``fixtures/program_calls/kv_heads``: the wrapper splits each of q, k, v
+    into heads (``map(lambda t: rearrange(...), (q, k, v))``, a generator)
+    and hands them to SDPA; the keys and values its callers zeroed reach it
+    (MHA015 at the caller), the callers that pass the mask instead are
+    right.  Per file, over the package and through ``check``."""
+    from fixture_expect import assert_package_runs
+
+    found = assert_package_runs("fixtures/program_calls/kv_heads", [
+        ("cross.py", 20, 16, "MHA015"), ("pooling.py", 16, 16, "MHA015")])
+    assert all("through AttentionCore.forward()" in f.msg or "through attend()" in f.msg
+               for f in found)
+
+
+SPLIT = """\
+    import torch.nn as nn
+    import torch.nn.functional as F
+
+    class Pool(nn.Module):
+        def __init__(self, dim, heads):
+            super().__init__()
+            self.heads = heads
+            self.to_k = nn.Linear(dim, dim)
+
+        def transpose_for_scores(self, x):
+            new_shape = x.size()[:-1] + (self.heads, -1)
+            x = x.view(new_shape)
+            return x.permute(0, 2, 1, 3)
+
+        def summed(self, x):
+            return x.sum(1, keepdim=True)
+
+        def forward(self, q, x, tokens, pad_id):
+            keep = (tokens != pad_id)[:, :, None]
+            k = self.HELPER(self.to_k(x) * keep)
+            return F.scaled_dot_product_attention(q, k, k)
+    """
+
+
+def test_a_helper_that_splits_heads_keeps_the_rows_it_is_given():
+    """BERT's ``transpose_for_scores``: the zeroed keys it is given are the
+    keys SDPA reads (MHA015 at the call); a helper that mixes the rows
+    (``x.sum(1)``) says nothing of them."""
+    assert found(SPLIT.replace("HELPER", "transpose_for_scores")) == [("MHA015", 21, 16)]
+    assert found(SPLIT.replace("HELPER", "summed")) == []

@@ -19,7 +19,8 @@ statements), every class header, and every definition that
 - is named by kept code (a helper called by relevant code, a class it
   builds, a method it calls);
 - names a definition that is kept, or a name that a kept module-level
-  statement with a trigger word binds (``from ... import
+  statement with a trigger word or a project wrapper's name binds
+  (``model = Classifier(...)`` in a training script; ``from ... import
   scaled_dot_product_attention as sdpa``);
 - shares a ``self.NAME`` attribute with kept code (the method that calls
   ``self.attn`` that ``__init__`` builds, or that sets a value it reads).
@@ -177,6 +178,7 @@ def _focus(
 ) -> str:
     """``units``: filled with every definition, classes before their methods."""
     lines = _code_lines(original, tree)  # what the words are looked for in
+    wrappers = keep - KEEP_WORDS
     top: List[_Unit] = []
     units = [] if units is None else units
     stmts: List[_Stmt] = []  # module-level statements: those that may go, and the others
@@ -211,7 +213,9 @@ def _focus(
                 targets = _targets(stmt) if isinstance(stmt, _SIMPLE) else set()
                 st = _Stmt(stmt, found, set(_DOTTED.findall(code)), targets)
                 st.bound = _bound(stmt, ":=" in text)
-                st.trigger = any(w in text for w in words)
+                # ``model = Classifier(...)`` of a project wrapper (``keep`` beyond
+                # ``KEEP_WORDS``): what it binds is relevant, as a trigger's is
+                st.trigger = any(w in text for w in words) or not found.isdisjoint(wrappers)
                 # always kept: imports, compound statements, triggers, reflective code
                 st.kept = not (
                     isinstance(stmt, _SIMPLE)

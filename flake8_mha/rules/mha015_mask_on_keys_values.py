@@ -98,7 +98,50 @@ def _unpacked(node, index):
     if isinstance(node, cst.Call) and isinstance(node.func, cst.Attribute):
         if node.func.attr.value in ("chunk", "split", "unbind", "tensor_split"):
             return node.func.value
-    return None
+    return _split_each(node, index)
+
+
+def _split_each(node, index):
+    """One element of a tuple whose every tensor is split into heads the
+    same way, rows kept: ``q, k, v = map(lambda t: rearrange(t, "b n (h d)
+    -> b h n d", h=h), (q, k, v))``, the generator ``(rearrange(t, ...) for
+    t in (q, k, v))``, and einops-exts' ``rearrange_many((q, k, v), ...)``."""
+    if len(index) != 1 or not isinstance(index[0], int):
+        return None
+    items = param = body = None
+    if isinstance(node, cst.Call) and node.args and node.args[0].keyword is None:
+        head = node.func.attr if isinstance(node.func, cst.Attribute) else node.func
+        name = head.value if isinstance(head, cst.Name) else None
+        if name == "rearrange_many":
+            items = node.args[0].value
+        elif name == "map" and len(node.args) == 2 and isinstance(node.args[0].value, cst.Lambda):
+            lam = node.args[0].value
+            if len(lam.params.params) == 1:
+                param, body, items = lam.params.params[0].name.value, lam.body, node.args[1].value
+    elif isinstance(node, cst.GeneratorExp) and node.for_in.inner_for_in is None:
+        target = node.for_in.target
+        if isinstance(target, cst.Name) and not node.for_in.ifs:
+            param, body, items = target.value, node.elt, node.for_in.iter
+    if not isinstance(items, (cst.Tuple, cst.List)):
+        return None
+    if param is not None and not _keeps_rows(body, param):
+        return None
+    return _unpacked(items, index)
+
+
+def _keeps_rows(body, param: str) -> bool:
+    """``body`` moves the axes of the name ``param`` without mixing its rows:
+    ``rearrange(t, ...)``, ``t.view(...).transpose(1, 2)``."""
+    while isinstance(body, cst.Call):
+        func = body.func
+        if isinstance(func, cst.Attribute) and func.attr.value in _SAME_ROWS:
+            body = func.value
+            continue
+        name = func.attr if isinstance(func, cst.Attribute) else func
+        if not (isinstance(name, cst.Name) and name.value == "rearrange" and body.args):
+            return False
+        body = body.args[0].value
+    return isinstance(body, cst.Name) and body.value == param
 
 
 Found = Tuple[cst.CSTNode, Mask, str]  # where the mask is applied, the mask, "mul" | "fill"
@@ -172,7 +215,14 @@ class MaskOnKeysValues(Rule):
           points; the witness then says it assumed a padding keep-mask. A
           learned gate or a scale is never reported.
         - The walk follows `k, v = k * m, v * m` and the pieces of `chunk`,
-          `split` and `unbind` (`k, v = (kv * m).chunk(2, dim=-1)`).
+          `split` and `unbind` (`k, v = (kv * m).chunk(2, dim=-1)`), and each
+          tensor of a head split that keeps its rows: `q, k, v = map(lambda
+          t: rearrange(t, "b n (h d) -> b h n d", h=h), (q, k, v))`, the
+          generator `(rearrange(t, ...) for t in (q, k, v))` and einops-exts'
+          `rearrange_many((q, k, v), ...)`, also inside a wrapper of the
+          project (`fixtures/program_calls/kv_heads/`), and a helper whose one
+          return moves the axes of its argument (BERT's `transpose_for_scores`,
+          `self._split(t)`), in this file or another.
         - A mask applied to the input before the K/V projections (`x * keep`
           then `k = self.wk(x)`) is not followed: the projection's bias moves
           the zeroed rows anyway, and the code may mask the scores elsewhere.
@@ -348,6 +398,10 @@ class MaskOnKeysValues(Rule):
             got = self._helper(node, env, scope)
             if got is not None:
                 return got
+            # ``self._split(t)``, BERT's ``transpose_for_scores``: the rows of its argument
+            rows = helper_reading(self.ctx, node, env, scope, "mha015-rows", _read_rows)
+            if rows is not None:
+                return self.masked(rows.args.get(rows.form["params"][0]), env, scope, d)
         if qn in ("torch.mul", "torch.multiply") and len(node.args) == 2:
             a, b = node.args[0].value, node.args[1].value
             return (
@@ -518,6 +572,41 @@ def _zeros(node, env, scope) -> bool:
         name = func.attr.value if isinstance(func, cst.Attribute) else getattr(func, "value", "")
         return name in ("zeros_like", "new_zeros", "zeros")
     return _zero(node, env, scope)
+
+
+def _read_rows(ctx, func: cst.FunctionDef, fscope) -> Optional[dict]:
+    """A helper whose one return moves the axes of one of its parameters,
+    rows kept (``def _split(self, t): return t.view(b, n, h, d).transpose(1,
+    2)``): ``{"params": [that parameter]}``."""
+    if len(fscope.returns) != 1:
+        return None
+    ret, renv = fscope.returns[0]
+    name = _rows_of(ctx, ret, renv, fscope, 0)
+    return {"params": [name]} if name is not None else None
+
+
+def _rows_of(ctx, node, env, scope, depth: int) -> Optional[str]:
+    """The parameter ``node`` is, its rows kept (as ``masked`` walks)."""
+    if node is None or depth > MAX_DEPTH:
+        return None
+    d = depth + 1
+    if isinstance(node, cst.Name):
+        defs = lookup(node.value, env, scope)
+        if len(defs) != 1:
+            return None
+        if defs[0].kind == "param":
+            return node.value
+        if defs[0].kind == "assign" and defs[0].node is not None and not defs[0].index:
+            return _rows_of(ctx, defs[0].node, defs[0].env, defs[0].scope, d)
+        return None
+    if not isinstance(node, cst.Call):
+        return None
+    if isinstance(node.func, cst.Attribute) and node.func.attr.value in _SAME_ROWS:
+        return _rows_of(ctx, node.func.value, env, scope, d)
+    qn = analysis_for(ctx).evaluator.qualname(node.func, env, scope)
+    if qn in _SAME_ROWS_FUNCS and node.args and node.args[0].keyword is None:
+        return _rows_of(ctx, node.args[0].value, env, scope, d)
+    return None
 
 
 def _read_helper(ctx, func: cst.FunctionDef, fscope) -> Optional[dict]:

@@ -12,7 +12,7 @@ import ast
 from typing import Dict, List, Optional, Set, Tuple
 
 from ...core import walk as astwalk
-from .chains import self_attr
+from .chains import CLONES, self_attr
 from .files import module_constants
 from .signatures import constant_reader, literal
 
@@ -27,7 +27,7 @@ def _container(target: ast.AST, value: ast.AST) -> Optional[str]:
         return None
     func = value.func
     name = func.attr if isinstance(func, ast.Attribute) else getattr(func, "id", None)
-    if name not in _CONTAINERS:
+    if name not in _CONTAINERS and name not in CLONES:
         return None
     return _container_read(target)
 

@@ -27,6 +27,10 @@ from ...core import walk as astwalk
 
 # a ``self.<attr>`` built as one of these holds modules whose items are called
 _CONTAINERS = ("ModuleList", "Sequential", "ModuleDict")
+# DETR's, the Annotated Transformer's and torch's own helper that returns
+# ``nn.ModuleList([copy.deepcopy(module) for _ in range(N)])``: its first
+# argument's construction is every item
+CLONES = ("_get_clones", "get_clones", "clones", "_clones")
 MAX_EDGES = 64
 # the keywords of ``torch.utils.checkpoint.checkpoint`` itself, not the function's it runs
 CHECKPOINT_KEYWORDS = frozenset(
@@ -195,7 +199,7 @@ def constructor(node: ast.AST) -> Optional[str]:
     """``"Attention"`` for ``Attention(...)``; None for anything else."""
     if isinstance(node, ast.Call):
         name = dotted_name(node.func)
-        if name is not None and name.rsplit(".", 1)[-1] not in _CONTAINERS:
+        if name is not None and name.rsplit(".", 1)[-1] not in _CONTAINERS + CLONES:
             return name
     return None
 
@@ -207,6 +211,8 @@ def _built(node: ast.AST) -> Optional[str]:
     if got is not None or not isinstance(node, ast.Call):
         return got
     name = dotted_name(node.func) or ""
+    if name.rsplit(".", 1)[-1] in CLONES:
+        return constructor(node.args[0]) if node.args else None
     if name.rsplit(".", 1)[-1] not in _CONTAINERS or node.keywords:
         return None
     items: List[ast.AST] = []
@@ -372,6 +378,9 @@ def _callee(func: ast.AST, loops: Dict[str, str], attrs: Dict[str, str]) -> Opti
     attr = self_attr(func)
     if attr is not None:
         return ["self", attr] if attr in attrs else ["method", attr]
+    if isinstance(func, ast.Attribute) and self_attr(func.value) in attrs:
+        # ``self.vit.forward_features(...)``: a named method of a held module
+        return ["held", f"{self_attr(func.value)}.{func.attr}"]
     if (  # super().forward(...), super(Cls, self).attend(...): a base's method
         isinstance(func, ast.Attribute)
         and isinstance(func.value, ast.Call)
@@ -411,11 +420,14 @@ def may_reach(edge: dict, summary: dict, imported, attrs, table) -> bool:
         return any(may_be_project_class(b, imported, table, {}) for b in bases) or any(
             f"{b}.{name}" in table for b in bases
         )
-    if kind == "self":
-        name = attrs.get(summary.get("cls") or "", {}).get(name)
+    if kind in ("self", "held"):
+        attr, _, method = name.partition(".")
+        name = attrs.get(summary.get("cls") or "", {}).get(attr)
         if name is None:
             return False
         if name.split(".")[0] not in imported:
+            if method:
+                return f"{name}.{method}" in table
             return f"{name}.forward" in table or f"{name}()" in table
     head = name.split(".")[0]
     if head in imported:

@@ -267,6 +267,7 @@ class ProjectFiles:
                             self._function(target, True)
                             or self._function(target, False)
                             or self.torch_factory(target)
+                            or self._a_method_reaches(target)  # ``self.vit.forward_features``
                         )
                         if called
                         else self._function(target, False) or self._a_method_reaches(target)
@@ -615,7 +616,21 @@ class ProjectFiles:
             return self._named(filename, table, ctor, package, depth, call=False)
         if kind == "super":
             return self._super(filename, table, s, name, package, depth)
+        if kind == "held":
+            attr, method = name.split(".", 1)
+            ctor = table.get(ATTRS, {}).get(s.get("cls") or "", {}).get(attr)
+            return self.held_method(filename, table, ctor, method, package, depth)
         return self._named(filename, table, name, package, depth, call=True)
+
+    def held_method(self, filename, table, ctor, method, package, depth=0):
+        """(file, effective summary) of the method ``method`` of the class
+        ``ctor`` (as ``filename`` writes it) when it is a project class that
+        defines it itself (``self.vit.forward_features(...)``); else None."""
+        loc = self._written(filename, table, ctor, package) if ctor else None
+        if loc is None or "." in loc[1]:
+            return None
+        got = self.effective(loc[0], f"{loc[1]}.{method}", depth)
+        return (loc[0], got) if got is not None else None
 
     def _super(self, filename, table, s, name, package, depth) -> Optional[Tuple[str, dict]]:
         """``super().name(...)``: the method of the first base (as written,

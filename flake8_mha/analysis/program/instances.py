@@ -25,7 +25,7 @@ from typing import Dict, List, Optional, Tuple
 from ...core import walk as astwalk
 from ...core.atomic import read_regular
 from . import callers, signatures
-from .chains import dotted_name, self_attr
+from .chains import CLONES, dotted_name, self_attr
 
 MAX_BYTES = 2 * 1024 * 1024
 UNKNOWN = callers.UNKNOWN
@@ -197,7 +197,7 @@ def _read(path: str) -> Optional[str]:
 
 
 DIRECT, ITEMS, CHAIN = "direct", "items", "chain"  # how an attribute keeps an instance
-_LISTS = {"ModuleList": ITEMS, "Sequential": CHAIN}
+_LISTS = {"ModuleList": ITEMS, "Sequential": CHAIN, **{name: ITEMS for name in CLONES}}
 
 
 def _kept(

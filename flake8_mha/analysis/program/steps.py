@@ -54,11 +54,66 @@ def rebinds(func, params: set, stores: Dict[str, List[ast.AST]]) -> Dict[str, Li
         got = reach(stmt.value, {p}, {}, 0)  # the steps it applies to ``p`` itself
         if got is not None:
             out[p] = _Rebound(stmt, got["ops"])
+    for stmt, _ in allowed.values():
+        for p in _split_heads(stmt, params):
+            if (
+                len(stores.get(p, ())) == 1
+            ):  # ``q, k, v = map(lambda t: rearrange(...), (q, k, v))``
+                out[p] = _Rebound(stmt, [["rows"]])
     for name, defs in stores.items():
         alias = _alias_cut(name, defs, allowed, params, stores)
         if alias is not None:
             out[name] = alias
     return out
+
+
+def _split_heads(stmt: ast.Assign, params: set) -> List[str]:
+    """The parameters ``q, k, v = <each split into heads>`` rebinds each to
+    itself with its rows kept: ``map(lambda t: rearrange(t, "b n (h d) -> b
+    h n d", h=h), (q, k, v))``, the generator ``(rearrange(t, ...) for t in
+    (q, k, v))``, einops-exts' ``rearrange_many((q, k, v), ...)``.  Only the
+    keys and values are read through it (the step ``rows``)."""
+    target, value = stmt.targets[0] if len(stmt.targets) == 1 else None, stmt.value
+    if not isinstance(target, (ast.Tuple, ast.List)):
+        return []
+    items = param = body = None
+    if isinstance(value, ast.Call) and value.args and not value.keywords:
+        name = dotted_name(value.func) or ""
+        if name.rsplit(".", 1)[-1] == "rearrange_many":
+            items = value.args[0]
+        elif name == "map" and len(value.args) == 2 and isinstance(value.args[0], ast.Lambda):
+            lam = value.args[0]
+            if len(lam.args.args) == 1 and not (lam.args.vararg or lam.args.kwarg):
+                param, body, items = lam.args.args[0].arg, lam.body, value.args[1]
+    elif isinstance(value, ast.GeneratorExp) and len(value.generators) == 1:
+        gen = value.generators[0]
+        if isinstance(gen.target, ast.Name) and not gen.ifs:
+            param, body, items = gen.target.id, value.elt, gen.iter
+    if not isinstance(items, (ast.Tuple, ast.List)) or len(items.elts) != len(target.elts):
+        return []
+    if param is not None and not _keeps_rows(body, param):
+        return []
+    return [
+        t.id
+        for t, e in zip(target.elts, items.elts)
+        if isinstance(t, ast.Name) and isinstance(e, ast.Name) and t.id == e.id and t.id in params
+    ]
+
+
+_ROW_METHODS = {"view", "reshape", "transpose", "permute", "contiguous", "unflatten", "flatten"}
+
+
+def _keeps_rows(body: ast.AST, param: str) -> bool:
+    """``rearrange(t, ...)`` or ``t.view(...).transpose(1, 2)`` of ``param``."""
+    while isinstance(body, ast.Call):
+        func = body.func
+        if isinstance(func, ast.Attribute) and func.attr in _ROW_METHODS:
+            body = func.value
+            continue
+        if (dotted_name(func) or "").rsplit(".", 1)[-1] != "rearrange" or not body.args:
+            return False
+        body = body.args[0]
+    return isinstance(body, ast.Name) and body.id == param
 
 
 def _alias_cut(name, defs, allowed, params, stores) -> Optional[_Rebound]:
@@ -72,7 +127,9 @@ def _alias_cut(name, defs, allowed, params, stores) -> Optional[_Rebound]:
     first, second = (allowed.get(id(d)) for d in sorted(defs, key=lambda d: d.lineno))
     if first is None or second is None or first[1] is not None:
         return None
-    if any(len(s.targets) != 1 or not isinstance(s.targets[0], ast.Name) for s, _ in (first, second)):
+    if any(
+        len(s.targets) != 1 or not isinstance(s.targets[0], ast.Name) for s, _ in (first, second)
+    ):
         return None
     base = reach(first[0].value, params, {k: v for k, v in stores.items() if k != name}, 0)
     if base is None or second[1] not in (None, name, base["param"]):

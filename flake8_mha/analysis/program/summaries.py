@@ -19,7 +19,7 @@ from ...core.torch_api import SDPA_NAME, SDPA_QUALNAME, SDPA_SIGNATURE, canonica
 from . import chains, fills, forms, steps
 from .chains import dotted_name, named_lambda, statements
 
-SUMMARY_VERSION = 21
+SUMMARY_VERSION = 22
 REEXPORTS = "@reexports"  # the key of an __init__'s re-exports in its summary table
 IMPORTS = "@imports"  # the file's imports, where the callees its edges name live
 ATTRS = "@attrs"  # per class, what kind of module each self.<attr> holds (chains.py)
@@ -404,7 +404,7 @@ def _function_summary(
     ``func`` reads as they are (neither ``func`` nor the factory rebinds
     them) reach the sinks too; they are listed under ``closure`` with the
     factory's signature, and only the factory's call binds them
-    (``callsites.bind_factory``): a call of the product cannot pass them.
+    (``binding.bind_factory``): a call of the product cannot pass them.
 
     ``held``: ``self.<attr>`` -> the torch attention module it holds (a
     method's class); a parameter that reaches such a module's mask argument

@@ -1,0 +1,129 @@
+"""A call's arguments bound to a summary's parameters (``callsites.py``):
+which caller expression fills which parameter, a factory's product with the
+factory's parameters fixed to what its call passes, and the caller's
+argument with the wrapper's transformations applied (docs/reach.md).
+"""
+
+from __future__ import annotations
+
+from typing import Dict, Optional, Tuple
+
+import libcst as cst
+
+from ..values import UNKNOWN, literal
+
+
+def bind_factory(summary: dict, call: cst.Call) -> Optional[dict]:
+    """The product of a factory call (``make_attn(0.1)``): ``summary`` (the
+    returned function's) with the factory's parameters it reads fixed to what
+    this call passes, or to the factory's defaults, as defaults no call of
+    the product can change.  A sink reached by a closure parameter whose
+    value is not a literal here is left out (unknown)."""
+    factory = summary["closure"]
+    args = bind({**factory, "varargs": False, "varkw": False}, call)
+    if args is None:
+        return None
+    defaults = dict(summary["defaults"])
+    bound: Dict[str, Optional[cst.BaseExpression]] = {}
+    for param in factory["params"]:
+        if param in args or factory["defaults"].get(param) is None:
+            bound[param] = args.get(param)  # None: left out, no default: unknown
+        else:
+            defaults[param] = factory["defaults"][param]
+    defaults, reach = fixed(dict(summary, defaults=defaults), bound)
+    if not reach:
+        return None
+    out = {k: v for k, v in summary.items() if k != "closure"}
+    out.update(defaults=defaults, reach=reach)
+    return out
+
+
+def fixed(summary: dict, bound: Dict[str, Optional[cst.BaseExpression]]) -> Tuple[dict, dict]:
+    """``summary``'s defaults and reach with each parameter of ``bound`` fixed
+    to the expression given for it: a plain literal (``None``, a bool, an int,
+    a float) becomes its default; anything else, or no expression, leaves
+    what the parameter reaches unknown (left out)."""
+    defaults = dict(summary["defaults"])
+    reach = dict(summary["reach"])
+    for param, expr in bound.items():
+        value = literal(expr) if expr is not None else UNKNOWN
+        if value is UNKNOWN or not (value is None or type(value) in (bool, int, float)):
+            reach = {k: v for k, v in reach.items() if v["param"] != param}
+        else:
+            defaults[param] = repr(value)
+    return defaults, reach
+
+
+def bind(summary: dict, call: cst.Call) -> Optional[Dict[str, cst.BaseExpression]]:
+    """The caller's argument for each parameter it passes; None behind a splat
+    or when the call does not fit the signature."""
+    positional, kwonly = summary["positional"], summary["kwonly"]
+    # keywords the wrapper's **kwargs hands on to a callee's parameter of that name
+    forwarded = {h["param"] for h in summary.get("reach", {}).values() if h.get("fwd")}
+    out: Dict[str, cst.BaseExpression] = {}
+    i = 0
+    for a in call.args:
+        if a.star:
+            return None
+        if a.keyword is None:
+            if i >= len(positional):
+                if summary.get("varargs"):
+                    continue  # into the wrapper's *args
+                return None
+            out[positional[i]] = a.value
+            i += 1
+        else:
+            name = a.keyword.value
+            if name in out:
+                return None
+            if name not in positional and name not in kwonly and name not in forwarded:
+                if summary.get("varkw"):
+                    continue  # into the wrapper's **kwargs
+                return None
+            out[name] = a.value
+    return out
+
+
+def apply(expr: cst.BaseExpression, ops: list, rows: bool = False) -> Optional[cst.BaseExpression]:
+    """The caller's argument with the wrapper's transformations applied
+    (``None`` stays ``None``: a wrapper that transforms a mask it may be
+    given as None guards it, or fails loudly).  ``rows``: the sink is a key
+    or a value, for which a split into heads (the step ``rows``) keeps the
+    caller's tensor as it is: only its rows are read there (MHA015)."""
+    if isinstance(expr, cst.Name) and expr.value == "None":
+        return expr
+    for step in ops:
+        kind = step[0]
+        if kind == "invert":
+            expr = cst.UnaryOperation(cst.BitInvert(), _paren(expr))
+        elif kind == "eq0":
+            # ``mask == 0`` of a caller's mask: made bool and inverted.  Written
+            # ``~mask.bool()``, not ``mask == 0``: a caller's token ids
+            # (``def forward(self, ids): ... attn_mask=(ids == 0)``) are no
+            # mask, and must not read as a pad comparison made at the call
+            # (the function builds that mask: it is judged there)
+            expr = cst.Call(cst.Attribute(_paren(expr), cst.Name("bool")), [])
+            expr = cst.UnaryOperation(cst.BitInvert(), expr)
+        elif kind == "index":
+            try:
+                template = cst.parse_expression(f"_[{step[1]}]")
+            except cst.ParserSyntaxError:
+                return None
+            expr = template.with_changes(value=_paren(expr))
+        elif kind == "rows":
+            if not rows:
+                return None
+        elif kind in ("bool", "unsqueeze"):
+            args = []
+            if kind == "unsqueeze":  # ``-1`` is a unary minus of an Integer, not an Integer
+                args = [cst.Arg(cst.parse_expression(str(step[1])))]
+            expr = cst.Call(cst.Attribute(_paren(expr), cst.Name(kind)), args)
+        else:
+            return None
+    return expr
+
+
+def _paren(expr: cst.BaseExpression) -> cst.BaseExpression:
+    if isinstance(expr, (cst.Name, cst.Attribute, cst.Call, cst.Subscript)) or expr.lpar:
+        return expr
+    return expr.with_changes(lpar=[cst.LeftParen()], rpar=[cst.RightParen()])
