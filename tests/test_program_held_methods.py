@@ -85,3 +85,16 @@ def test_layers_kept_by_a_clones_helper_are_its_argument_s_copies():
     call); the twin whose caller keeps the maps is right."""
     found = assert_package_runs("fixtures/program_calls/clones", [("layers.py", 12, 25, "MHA102")])
     assert "by every caller of `DecoderLayer.forward`" in found[0].msg
+
+
+def test_the_transformer_s_own_encoder_and_decoder_called_in_methods():
+    """``fixtures/program_calls/transformer_parts``: the PyTorch translation
+    tutorial's ``encode``/``decode`` call ``self.transformer.encoder(...)``
+    and ``.decoder(...)`` of an ``nn.Transformer``; the masks the translator
+    hands them are judged at its calls, through the held model's named
+    methods (a keep-mask as a padding mask, a bool keep triangle as
+    ``tgt_mask``: MHA003), the right masks beside them are silent, and an
+    encoder of the model's own (``custom_encoder``) is no torch module."""
+    found = assert_package_runs("fixtures/program_calls/transformer_parts", [
+        ("translate.py", 16, 16, "MHA003"), ("translate.py", 24, 16, "MHA003")])
+    assert "TransformerDecoder's tgt_mask" in {f.line: f.msg for f in found}[24]

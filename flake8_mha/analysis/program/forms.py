@@ -26,8 +26,10 @@ MODULE_SINKS = tuple(
 )
 # a construction of a torch module class a wrapper may hold
 # or a subclass of one: ``class EncoderLayer(nn.TransformerEncoderLayer):``
+# ``self.transformer.encoder(...)``: the parts torch builds inside an ``nn.Transformer``
+PARTS = {"encoder": "TransformerEncoder", "decoder": "TransformerDecoder"}
 MODULE_WORDS = re.compile(
-    r"\b(?:" + "|".join(WRAPPED) + r")\s*\("
+    r"\b(?:" + "|".join(WRAPPED + ("Transformer",)) + r")\s*\("
     r"|^[ \t]*class[ \t]+\w+[ \t]*\([^)]*\b(?:" + "|".join(WRAPPED) + r")\b",
     re.MULTILINE,
 )
@@ -44,7 +46,9 @@ def holds_modules(text: str) -> bool:
     """``MODULE_WORDS`` in ``text``.  A plain substring test first: a pattern
     that starts with ``\\b`` and an alternation is tried at every position
     (about 10 ms on a 100 KB file against 0.1 ms), and most files name none."""
-    return any(word in text for word in WRAPPED) and MODULE_WORDS.search(text) is not None
+    return (any(word in text for word in WRAPPED) or "Transformer(" in text) and (
+        MODULE_WORDS.search(text) is not None
+    )
 
 
 # a fill of scores a summary may read (``fills.py``): the words, and the
@@ -270,18 +274,40 @@ def positional_self(func) -> Optional[str]:
 
 
 def module_calls(others, held: Dict[str, str], self_name: Optional[str]):
-    """The calls ``self.<attr>(...)`` of a held torch attention module: (call, spec)."""
+    """The calls ``self.<attr>(...)`` of a held torch attention module, and
+    ``self.<attr>.encoder(...)``/``.decoder(...)`` of a held ``nn.Transformer``
+    (the PyTorch tutorial's ``encode``/``decode``): (call, spec).  The whole
+    ``nn.Transformer`` called is no sink (not the whole model)."""
     out = []
+    if not self_name:
+        return out
     for call in others:
         f = call.func
-        if (
-            self_name
-            and isinstance(f, ast.Attribute)
-            and isinstance(f.value, ast.Name)
-            and f.value.id == self_name
-            and f.attr in held
+        if not isinstance(f, ast.Attribute):
+            continue
+        if isinstance(f.value, ast.Name) and f.value.id == self_name:
+            if held.get(f.attr, "Transformer") != "Transformer":
+                out.append((call, BY_NAME[held[f.attr]]))
+        elif (
+            f.attr in PARTS
+            and isinstance(f.value, ast.Attribute)
+            and isinstance(f.value.value, ast.Name)
+            and f.value.value.id == self_name
+            and held.get(f.value.attr) == "Transformer"
         ):
-            out.append((call, BY_NAME[held[f.attr]]))
+            out.append((call, BY_NAME[PARTS[f.attr]]))
+    return out
+
+
+def custom_parts(cls: ast.ClassDef) -> set:
+    """The attributes of ``cls`` whose construction is given a part of its
+    own (``nn.Transformer(..., custom_encoder=enc)``): its ``.encoder`` may
+    be no torch module."""
+    out = set()
+    for n in astwalk.walk(cls):
+        if isinstance(n, ast.Assign) and isinstance(n.value, ast.Call):
+            if any(k.arg in ("custom_encoder", "custom_decoder") for k in n.value.keywords):
+                out.update(t.attr for t in n.targets if isinstance(t, ast.Attribute))
     return out
 
 

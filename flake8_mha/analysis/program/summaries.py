@@ -19,7 +19,7 @@ from ...core.torch_api import SDPA_NAME, SDPA_QUALNAME, SDPA_SIGNATURE, canonica
 from . import chains, fills, forms, steps
 from .chains import dotted_name, named_lambda, statements
 
-SUMMARY_VERSION = 22
+SUMMARY_VERSION = 23
 REEXPORTS = "@reexports"  # the key of an __init__'s re-exports in its summary table
 IMPORTS = "@imports"  # the file's imports, where the callees its edges name live
 ATTRS = "@attrs"  # per class, what kind of module each self.<attr> holds (chains.py)
@@ -231,6 +231,9 @@ def _summarise_node(
         if torch_sub is not None:  # ``class EncoderLayer(nn.TransformerEncoderLayer)``
             out.setdefault(TORCH_MODULES, {})[node.name] = torch_sub
         held = forms.torch_modules(own, torch_names) if holds_modules and own else {}
+        if "Transformer" in held.values():
+            custom = forms.custom_parts(node)
+            held = {a: n for a, n in held.items() if n != "Transformer" or a not in custom}
         bases = forms.inherits_forward(node, own)
         if bases:
             out.setdefault(BASES, {})[node.name] = bases
