@@ -99,3 +99,44 @@ def test_a_negative_unsqueeze_in_the_steps_is_applied_at_the_call():
               "    return fill(s, ids != 0)\n")
     got = analyze_source(source, "<string>")
     assert [(f.code, f.line, f.col) for f in got] == [("MHA003", 9, 12)]
+
+
+def test_a_mask_added_to_the_scores_of_another_file_is_judged_at_each_call():
+    """``fixtures/program_calls/added_masks``: Whisper's fallback ``qk = qk +
+    mask[:n, :n]`` two calls from the decoders, and BERT's ``scores +
+    attention_mask``: a 0/1 keep triangle and a 0/1 keep padding mask added
+    to the scores (MHA004 at each call, naming the chain); the -inf
+    triangle and the extended ``(1.0 - keep) * -10000.0`` mask beside them
+    are what belongs there.  Per file, over the package and through ``check``."""
+    found = assert_package_runs("fixtures/program_calls/added_masks", [
+        ("model.py", 34, 17, "MHA004"), ("model.py", 40, 12, "MHA004")])
+    assert {f.line: f.msg for f in found}[34].endswith(
+        "through ResidualAttentionBlock.forward() -> MultiHeadAttention.forward()")
+
+
+ADDED_HERE = '''\
+import torch
+
+
+def attend(q, k, v, mask=None):
+    scores = q @ k.transpose(-2, -1)
+    if mask is not None:
+        scores = scores + mask
+    return scores.softmax(dim=-1) @ v
+
+
+def causal(q, k, v, n):
+    return attend(q, k, v, torch.full((n, n), float("-inf")).triu(1))
+
+
+def ones(q, k, v, n):
+    return attend(q, k, v, torch.ones(n, n).tril())
+'''
+
+
+def test_in_one_file_a_correct_caller_does_not_hide_a_wrong_one():
+    """Both callers in the helper's own file: the 0/1 triangle is reported
+    at its call, the -inf triangle is not; nothing at the addition, where
+    the two would only meet as unknown (issue 26, item 2)."""
+    rows = [(f.code, f.line, f.col) for f in analyze_source(ADDED_HERE, "t.py", ["MHA004"])]
+    assert rows == [("MHA004", 16, 12)]

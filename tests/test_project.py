@@ -134,7 +134,9 @@ def test_splat_parameters_and_non_sdpa_calls():
     # d: SDPA given the wrapper's own **kwargs: the mask it names is read (the splat
     # cannot carry attn_mask again: Python would raise), the flags come from the caller's
     # keywords put in the splat
-    assert sorted(table) == ["a", "c", "d"]
+    assert sorted(table) == ["a", "b", "c", "d"]
+    # b: no SDPA, its mask added to its scores before the softmax (fills.added_sinks)
+    assert table["b"]["reach"] == {"added": {"param": "mask", "ops": [["softmax"]]}}
     assert table["d"]["reach"] == {
         "attn_mask": {"param": "mask", "ops": []},
         "dropout_p": {"param": "dropout_p", "ops": [], "fwd": True},

@@ -215,6 +215,9 @@ def _analyze_module(
                     continue
                 for rep in method(site):
                     reports.append((rule.CODE, rep))
+    added = facts.additions_judged_by_callers(ctx.events, project, module, reports)
+    if added:
+        reports = [(code, rep) for code, rep in reports if id(rep) not in added]
     decided = facts.decided_by_callers(ctx.events, project)
     located = []
     asks = getattr(project, "asks", None)

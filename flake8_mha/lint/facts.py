@@ -125,6 +125,26 @@ def fills_judged_by_callers(events, project, module, flow) -> Set[int]:
     return {id(n) for n in fills if starts[id(n)][0] in lines}
 
 
+def additions_judged_by_callers(events, project, module, reports) -> Set[int]:
+    """``id`` of the MHA004 reports at a term added to this file's scores
+    (``qk + mask``) that a call in this file reaches through a followed
+    function (a ``FillCall`` whose door is "add"): the mask is judged at
+    each such call instead, not joined over the callers at the addition."""
+    if project is None:
+        return set()
+    own = project.own_name()
+    lines = {
+        ev.through["line"]
+        for ev in events
+        if isinstance(ev, FillCall) and ev.door == "add" and ev.through["file"] == own
+    }
+    added = [rep for code, rep in reports if code == "MHA004" and rep.evidence.get("op") == "add"]
+    if not lines or not added:
+        return set()
+    starts = positions.start_positions(module, [rep.node for rep in added])
+    return {id(rep) for rep in added if starts[id(rep.node)][0] in lines}
+
+
 def dead_in_program(site) -> bool:
     """Whether the call at ``site`` sits in a branch that never runs in this
     program: under ``if self.causal:`` where every construction of the class

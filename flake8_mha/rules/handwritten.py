@@ -128,6 +128,31 @@ def scores_added(rule: Rule, site: CallSite) -> Iterator[Report]:
         )
 
 
+def added_through(rule: Rule, ev) -> Iterator[Report]:
+    """MHA004 at the call of a function that adds its parameter to its
+    scores (a ``FillCall`` whose door is "add"): the caller's mask, judged as
+    ``scores_added`` judges a term, and reported at the call."""
+    analysis = analysis_for(rule.ctx)
+    mask = analysis.evaluator.eval(ev.mask, At(ev.site.env, ev.site.scope, None, 0))
+    if mask.meaning not in (KEEP, IGNORE) or mask.kind not in _NUMERIC or mask.fill:
+        return
+    door = IGNORE if mask.meaning == IGNORE else KEEP
+    where = Sink(ev.site, "scores", "scores-add", door, ev.mask, False, ev.text)
+    evidence = analysis.evidence(where, mask)
+    evidence.update(op="add", call=ev.text)
+    evidence["mask"]["causal"] = bool(mask.causal)
+    yield rule.report(
+        ev.site.node,
+        evidence,
+        MESSAGE_ADD,
+        mask=analysis.evaluator.describe(mask.origin),
+        kind=_kind_words(mask),
+        meaning=mask.meaning,
+        verb="added to",
+        fix="~mask" if mask.meaning == KEEP else "mask",
+    )
+
+
 class MaskMultipliedBeforeSoftmax(Rule):
     CODE = "MHA012"
     NAME = "mask-multiplied-before-softmax"

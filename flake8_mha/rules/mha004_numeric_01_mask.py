@@ -62,7 +62,10 @@ class NumericZeroOneMask(MaskRule):
           the mask is already additive (-inf or large negative filled, `(1.0 -
           m) * -10000.0`, `torch.where(m, 0, -inf)`), of unknown kind, or when
           a -inf fill between the addition and the softmax removes the masked
-          positions anyway.
+          positions anyway. When the added term is a parameter of a function
+          of the project (in this file or another), each caller's mask is
+          judged at its call instead, naming the chain: a right caller beside
+          a wrong one no longer hides it (docs/reach.md, "Fills of scores").
         """
     VALID = [
         "import torch\nimport torch.nn.functional as F\n"
@@ -100,6 +103,16 @@ class NumericZeroOneMask(MaskRule):
         from .handwritten import scores_added  # hand-written attention: scores + mask
 
         yield from scores_added(self, site)
+
+    def on_fill_call(self, ev) -> Iterator[Report]:
+        """A call of a project function that adds its mask parameter to its
+        attention scores before softmax (Whisper's ``qk + mask``): the
+        caller's mask, judged at the call as if added there."""
+        if ev.door != "add":
+            return
+        from .handwritten import added_through
+
+        yield from added_through(self, ev)
 
     def _check(self, sink: Sink, mask: Mask, module_ev) -> Iterator[Report]:
         a = self.analysis()

@@ -23,8 +23,13 @@ from .chains import dotted_name
 # summary sink -> what True means there
 MASKED_FILL = "masked_fill"  # True = the score is removed
 WHERE_KEEP = "where_keep"  # True = the score is kept
-FILL_SINKS = {MASKED_FILL: "ignore", WHERE_KEEP: "keep"}
-FILL_TEXT = {MASKED_FILL: "masked_fill(mask, -inf)", WHERE_KEEP: "torch.where(mask, x, -inf)"}
+ADDED = "added"  # added to the scores: an additive mask is what belongs there
+FILL_SINKS = {MASKED_FILL: "ignore", WHERE_KEEP: "keep", ADDED: "add"}
+FILL_TEXT = {
+    MASKED_FILL: "masked_fill(mask, -inf)",
+    WHERE_KEEP: "torch.where(mask, x, -inf)",
+    ADDED: "scores + mask",
+}
 SOFTMAX = ["softmax"]  # the last step of a fill's ops: the function softmaxes after the fill
 
 _OPPOSITE = {"pos": "neg", "neg": "pos"}
@@ -228,3 +233,49 @@ def _number(node: ast.AST) -> Optional[float]:
     if isinstance(node, ast.Constant) and type(node.value) in (int, float):
         return node.value
     return None
+
+
+_PRODUCTS = ("matmul", "bmm", "einsum")
+
+
+def added_sinks(func, stores) -> List[Tuple[str, ast.AST, int]]:
+    """``(ADDED, term, line)`` for the one term added to a function's
+    attention scores (``scores = scores + mask``, ``scores += mask``,
+    ``q @ k.transpose(-2, -1) * scale + bias``): Whisper's ``qk = qk +
+    mask[:n_ctx, :n_ctx]``, BERT's ``attention_scores + attention_mask``.
+    The scores are a query-key product (``@``, ``matmul``, ``bmm``,
+    ``einsum``), scaled or not.  Empty when more than one term is added
+    (which is the mask is not known)."""
+    out = []
+    for n in astwalk.own_nodes(func):
+        if isinstance(n, ast.BinOp) and isinstance(n.op, ast.Add):
+            pairs = ((n.left, n.right), (n.right, n.left))
+        elif isinstance(n, ast.AugAssign) and isinstance(n.op, ast.Add):
+            pairs = ((n.target, n.value),)
+        else:
+            continue
+        for scores, term in pairs:
+            if _scores(scores, stores, 0) and not _scores(term, stores, 0):
+                out.append((ADDED, term, n.lineno))
+                break
+    return out if len(out) == 1 else []
+
+
+def _scores(node: ast.AST, stores, depth: int) -> bool:
+    if depth > 6:
+        return False
+    if isinstance(node, ast.BinOp):
+        if isinstance(node.op, ast.MatMult):
+            return True
+        if isinstance(node.op, (ast.Mult, ast.Div)):
+            return _scores(node.left, stores, depth + 1) or (
+                isinstance(node.op, ast.Mult) and _scores(node.right, stores, depth + 1)
+            )
+        return False
+    if isinstance(node, ast.Call):
+        name = dotted_name(node.func) or ""
+        return name.rsplit(".", 1)[-1] in _PRODUCTS
+    if isinstance(node, ast.Name):  # some store of it makes the product
+        defs = [d for d in stores.get(node.id, ()) if isinstance(d, ast.Assign)]
+        return any(_scores(d.value, stores, depth + 1) for d in defs)
+    return False

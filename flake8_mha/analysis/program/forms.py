@@ -57,9 +57,17 @@ FILL_TEXTS = ("masked_fill", ".where(")
 FILL_WORDS = re.compile(r"\b" + re.escape(FILL_TEXTS[0]) + "|" + re.escape(FILL_TEXTS[1]))
 
 
+# a query-key product: ``q @ k`` (not a decorator), ``matmul``, ``bmm``, ``einsum``
+PRODUCT = re.compile(r"[\w)\]]\s*@|matmul|bmm|einsum")
+
+
 def fills_scores(text: str) -> bool:
-    """``FILL_WORDS`` in ``text``, the substrings tested first (``holds_modules``)."""
-    return any(word in text for word in FILL_TEXTS) and FILL_WORDS.search(text) is not None
+    """``FILL_WORDS`` in ``text``, the substrings tested first (``holds_modules``),
+    or a softmax beside a query-key product (a term added to the scores
+    before the softmax: ``fills.added_sinks``)."""
+    if any(word in text for word in FILL_TEXTS) and FILL_WORDS.search(text) is not None:
+        return True
+    return "softmax" in text and PRODUCT.search(text) is not None
 
 
 def sdpa_summary(line: int) -> dict:

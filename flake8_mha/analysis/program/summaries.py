@@ -19,7 +19,7 @@ from ...core.torch_api import SDPA_NAME, SDPA_QUALNAME, SDPA_SIGNATURE, canonica
 from . import chains, fills, forms, steps
 from .chains import dotted_name, named_lambda, statements
 
-SUMMARY_VERSION = 23
+SUMMARY_VERSION = 24
 REEXPORTS = "@reexports"  # the key of an __init__'s re-exports in its summary table
 IMPORTS = "@imports"  # the file's imports, where the callees its edges name live
 ATTRS = "@attrs"  # per class, what kind of module each self.<attr> holds (chains.py)
@@ -471,6 +471,8 @@ def _function_summary(
         forms.module_calls(others, held, method and forms.positional_self(func)) if held else []
     )
     filled = fills.fill_sinks(others, stores, helpers) if helpers is not None else []
+    if helpers is not None and not filled and fills.softmaxes(others):
+        filled = fills.added_sinks(func, stores)  # a term added to the scores, then softmax
     if not calls and not edges and not modules and not filled:
         return None
     reached: Dict[str, dict] = {}
@@ -514,8 +516,8 @@ def _function_summary(
             module_reach = {k: v for k, v in module_reach.items() if here.get(k) == v}
     reached.update(module_reach)
     reached.update(_fill_reach(filled, others, reads, stores))
-    if line is None and filled:
-        line = filled[0][2]
+    if filled and (line is None or all(k in fills.FILL_SINKS for k in reached)):
+        line = filled[0][2]  # what is reached is reached at the fill
     out = {
         "line": line,
         "positional": positional,
