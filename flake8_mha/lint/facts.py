@@ -105,14 +105,7 @@ def fills_judged_by_callers(events, project, module, flow) -> Set[int]:
     """``id`` of this file's fill calls that a call in this file reaches
     through a followed function (a ``FillCall``): their mask is judged at
     each such call, not joined over the callers at the fill."""
-    if project is None:
-        return set()
-    own = project.own_name()
-    lines = {
-        ev.through["line"]
-        for ev in events
-        if isinstance(ev, FillCall) and ev.through["file"] == own
-    }
+    lines = _reached_lines(events, project, ("ignore", "keep"))
     if not lines:
         return set()
     fills = [
@@ -130,19 +123,25 @@ def additions_judged_by_callers(events, project, module, reports) -> Set[int]:
     (``qk + mask``) that a call in this file reaches through a followed
     function (a ``FillCall`` whose door is "add"): the mask is judged at
     each such call instead, not joined over the callers at the addition."""
-    if project is None:
-        return set()
-    own = project.own_name()
-    lines = {
-        ev.through["line"]
-        for ev in events
-        if isinstance(ev, FillCall) and ev.door == "add" and ev.through["file"] == own
-    }
+    lines = _reached_lines(events, project, ("add",))
     added = [rep for code, rep in reports if code == "MHA004" and rep.evidence.get("op") == "add"]
     if not lines or not added:
         return set()
     starts = positions.start_positions(module, [rep.node for rep in added])
     return {id(rep) for rep in added if starts[id(rep.node)][0] in lines}
+
+
+def _reached_lines(events, project, doors) -> Set[int]:
+    """The lines of this file's fills (of a door among ``doors``) that a
+    ``FillCall`` of this file reaches through a followed function."""
+    if project is None:
+        return set()
+    own = project.own_name()
+    return {
+        ev.through["line"]
+        for ev in events
+        if isinstance(ev, FillCall) and ev.door in doors and ev.through["file"] == own
+    }
 
 
 def dead_in_program(site) -> bool:

@@ -433,37 +433,17 @@ __all__: List[str] = ["MaskHeadsOrder"]
 def _copied_over_batch(node, env, scope, depth: int) -> bool:
     """``m[None].expand(B, -1, -1)``, ``m.unsqueeze(0).repeat(B, 1, 1)``: one
     mask copied to every sample (a chunk or block mask built from positions
-    alone), through locals bound once."""
-    if depth > MAX_DEPTH:
-        return False
-    if isinstance(node, cst.Name):
-        defs = lookup(node.value, env, scope)
-        return (
-            len(defs) == 1
-            and defs[0].kind == "assign"
-            and defs[0].node is not None
-            and not defs[0].index
-            and _copied_over_batch(defs[0].node, defs[0].env, defs[0].scope, depth + 1)
-        )
-    if not (isinstance(node, cst.Call) and isinstance(node.func, cst.Attribute)):
-        return False
-    if node.func.attr.value in ("to", "bool", "float", "contiguous"):
-        return _copied_over_batch(node.func.value, env, scope, depth + 1)
-    if node.func.attr.value not in ("expand", "repeat"):
-        return False
-    one = node.func.value
-    if isinstance(one, cst.Subscript):  # m[None], m[None, :, :]
-        first = one.slice[0].slice if one.slice else None
-        return (
-            isinstance(first, cst.Index)
-            and isinstance(first.value, cst.Name)
-            and (first.value.value == "None")
-        )
-    if (
-        isinstance(one, cst.Call)
-        and isinstance(one.func, cst.Attribute)
-        and one.func.attr.value == "unsqueeze"
-        and len(one.args) == 1
+    alone), through locals bound once and casts."""
+    node, env, scope = _through_names(node, env, scope, depth)
+    while (
+        isinstance(node, cst.Call)
+        and isinstance(node.func, cst.Attribute)
+        and node.func.attr.value in ("to", "bool", "float", "contiguous")
     ):
-        return literal(one.args[0].value) == 0
-    return False
+        node, env, scope = _through_names(node.func.value, env, scope, depth)
+    return (
+        isinstance(node, cst.Call)
+        and isinstance(node.func, cst.Attribute)
+        and node.func.attr.value in ("expand", "repeat")
+        and _new_first_axis(node.func.value) is not None
+    )
