@@ -36,7 +36,11 @@ def test_a_module_dict_s_items_are_its_kind_of_module():
                 self.c = nn.ModuleDict({k: Attn() for k in "xy"})
                 self.d = nn.ModuleDict({**base})
         """)).body[0]
-    assert chains.class_attrs(cls) == {"a": "Attn", "c": "Attn"}
+    assert chains.class_attrs(cls) == {
+        "a": "Attn", "c": "Attn",
+        # by a literal key, each member's own kind (``self.b["y"](...)``)
+        "a[x]": "Attn", "a[y]": "Attn", "b[x]": "Attn", "b[y]": "Other",
+    }
 
 
 def test_super_forward_is_an_edge_to_the_base():

@@ -98,3 +98,12 @@ def test_the_transformer_s_own_encoder_and_decoder_called_in_methods():
     found = assert_package_runs("fixtures/program_calls/transformer_parts", [
         ("translate.py", 16, 16, "MHA003"), ("translate.py", 24, 16, "MHA003")])
     assert "TransformerDecoder's tgt_mask" in {f.line: f.msg for f in found}[24]
+
+
+def test_a_module_dict_of_several_kinds_called_by_a_literal_key():
+    """``fixtures/program_calls/keyed_dicts``: ``self.layers["attn"](...)`` of
+    an ``nn.ModuleDict`` holding norms, the attention and a feed-forward is
+    the attention: its mask is judged in the block's own method (a mask it
+    builds) and at the encoder's call one file up (a mask handed down)."""
+    assert_package_runs("fixtures/program_calls/keyed_dicts", [
+        ("blocks.py", 25, 20, "MHA002"), ("model.py", 16, 16, "MHA002")])

@@ -290,7 +290,7 @@ class Resolver:
         (``nn.ModuleList([a, b])``, ``nn.Sequential(a, b)``, ``[a, b]``) and
         never filled afterwards: that member, with its env and scope."""
         index = _int_index(node)
-        if index is None:
+        if index is None and not isinstance(_key_index(node), str):
             return None
         value, venv, vscope = node.value, env, scope
         for _ in range(MAX_DEPTH - depth):
@@ -314,6 +314,8 @@ class Resolver:
             if len(defs) != 1 or defs[0].kind != DefKind.ASSIGN:
                 return None
             value, venv, vscope = defs[0].node, defs[0].env, defs[0].scope
+        if index is None:  # ``layers["attn"]`` of ``nn.ModuleDict({"attn": ..., ...})``
+            return self._keyed_member(value, _key_index(node), venv, vscope)
         members = None
         if isinstance(value, (cst.List, cst.Tuple)):
             members = value.elements
@@ -329,6 +331,20 @@ class Resolver:
         if not -len(members) <= index < len(members):
             return None
         return members[index].value, venv, vscope
+
+    def _keyed_member(self, value, key: str, env: Env, scope):
+        """The member of a literal ``nn.ModuleDict({...})`` under ``key``."""
+        if not (isinstance(value, cst.Call) and len(value.args) == 1 and not value.args[0].keyword):
+            return None
+        if self.qualname(value.func, env, scope) != reach.MODULE_DICT:
+            return None
+        items = value.args[0].value
+        if not isinstance(items, cst.Dict):
+            return None
+        for el in items.elements:
+            if isinstance(el, cst.DictElement) and literal(el.key) == key:
+                return el.value, env, scope
+        return None
 
     def _is_cast(self, call: cst.Call, env: Env, scope) -> bool:
         """``typing.cast(T, value)``: the value itself."""
@@ -759,6 +775,13 @@ def _int_index(node: cst.Subscript) -> Optional[int]:
         return None
     value = literal(node.slice[0].slice.value)
     return value if type(value) is int else None
+
+
+def _key_index(node: cst.Subscript):
+    """The literal of ``x["attn"]`` (any literal; None for anything else)."""
+    if len(node.slice) != 1 or not isinstance(node.slice[0].slice, cst.Index):
+        return None
+    return literal(node.slice[0].slice.value)
 
 
 def _scope_appends(scope: Optional[Scope], name: str) -> List[Def]:

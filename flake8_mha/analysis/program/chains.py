@@ -119,6 +119,8 @@ def class_attrs(cls: ast.ClassDef) -> Dict[str, str]:
                     built = _built(n.value)
                     note(attr, defaults.get(built, built) if built else built)
                     rows = _rows_of(n.value)
+                    for key, ctor in _keyed(n.value).items():  # ``self.layers["attn"]``
+                        note(f"{attr}[{key}]", defaults.get(ctor, ctor))
             elif isinstance(n, ast.Call) and isinstance(n.func, ast.Attribute):
                 if n.func.attr == "append" and len(n.args) == 1:
                     attr = self_attr(n.func.value)
@@ -129,6 +131,25 @@ def class_attrs(cls: ast.ClassDef) -> Dict[str, str]:
             for i, ctor in enumerate(rows or ()):
                 note(f"{attr}#{i}", defaults.get(ctor, ctor))
     return {k: v for k, v in found.items() if v}
+
+
+def _keyed(node: ast.AST) -> Dict[str, str]:
+    """``nn.ModuleDict({"norm": nn.LayerNorm(d), "attn": Attention(d)})``:
+    the constructor of each member by its literal key (a dict of several
+    kinds, called ``self.layers["attn"](...)``)."""
+    if not (isinstance(node, ast.Call) and len(node.args) == 1 and not node.keywords):
+        return {}
+    if (dotted_name(node.func) or "").rsplit(".", 1)[-1] != "ModuleDict":
+        return {}
+    items = node.args[0]
+    if not isinstance(items, ast.Dict) or None in items.keys:
+        return {}
+    out = {}
+    for k, v in zip(items.keys, items.values):
+        ctor = constructor(v)
+        if isinstance(k, ast.Constant) and isinstance(k.value, str) and ctor is not None:
+            out[k.value] = ctor
+    return out
 
 
 def _row(node: ast.AST) -> Optional[List[str]]:
@@ -372,8 +393,13 @@ def _callee(func: ast.AST, loops: Dict[str, str], attrs: Dict[str, str]) -> Opti
         if func.id in loops:
             return ["self", loops[func.id]]
         return ["name", func.id] if func.id not in _BUILTINS else None
-    if isinstance(func, ast.Subscript):  # self.blocks[0](...)
+    if isinstance(func, ast.Subscript):  # self.blocks[0](...), self.layers["attn"](...)
         attr = self_attr(func.value)
+        key = func.slice
+        if isinstance(key, ast.Constant) and isinstance(key.value, str):
+            keyed = f"{attr}[{key.value}]"
+            if keyed in attrs:
+                return ["self", keyed]
         return ["self", attr] if attr in attrs else None
     attr = self_attr(func)
     if attr is not None:
