@@ -113,7 +113,9 @@ class M(nn.Module):
     ('{"a": nn.MultiheadAttention(64, 8, batch_first=True), "b": nn.Linear(64, 64)}', "name", []),
     ("modules", "name", []),
     ("", '"self"', []),
-    ('{**base, "a": nn.MultiheadAttention(64, 8, batch_first=True)}', '"a"', []),
+    # a literal key after a ``**`` splat is that entry; one before it may be replaced
+    ('{**base, "a": nn.MultiheadAttention(64, 8, batch_first=True)}', '"a"', [("MHA102", 11, 16)]),
+    ('{"a": nn.MultiheadAttention(64, 8, batch_first=True), **base}', '"a"', []),
 ])
 def test_module_dict_entries(entries, key, want):
     src = MODULE_DICT.format(entries=entries, key=key).replace("(self):", "(self, modules=None, base=None):", 1)

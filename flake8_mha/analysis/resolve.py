@@ -341,10 +341,13 @@ class Resolver:
         items = value.args[0].value
         if not isinstance(items, cst.Dict):
             return None
-        for el in items.elements:
-            if isinstance(el, cst.DictElement) and literal(el.key) == key:
-                return el.value, env, scope
-        return None
+        found = None
+        for el in items.elements:  # the last under the key, when no ``**`` splat follows it
+            if not isinstance(el, cst.DictElement):
+                found = None
+            elif literal(el.key) == key:
+                found = (el.value, env, scope)
+        return found
 
     def _is_cast(self, call: cst.Call, env: Env, scope) -> bool:
         """``typing.cast(T, value)``: the value itself."""
