@@ -12,7 +12,7 @@ import textwrap
 
 import pytest
 
-from flake8_mha.lint.engine import analyze_source
+from flake8_mha.lint.engine import analyze_file, analyze_source
 
 ROOT = pathlib.Path(__file__).resolve().parent.parent
 FIXTURE = "MHA015_mask_on_keys_values.py"
@@ -320,3 +320,26 @@ def test_a_helper_that_splits_heads_keeps_the_rows_it_is_given():
     (``x.sum(1)``) says nothing of them."""
     assert found(SPLIT.replace("HELPER", "transpose_for_scores")) == [("MHA015", 21, 16)]
     assert found(SPLIT.replace("HELPER", "summed")) == []
+
+
+def test_a_wrapper_that_splits_heads_with_rearrange_many(tmp_path):
+    """einops-exts' ``rearrange_many((q, k, v), "b n (h d) -> b h n d",
+    h=heads)`` in a wrapper of another file keeps each tensor's rows: the
+    caller's zeroed keys and values reach SDPA (MHA015 at the call)."""
+    from fixture_expect import write_package
+
+    pkg = write_package(tmp_path / "pkg", {
+        "core.py": (
+            "import torch.nn.functional as F\n"
+            "from einops_exts import rearrange_many\n\n\n"
+            "def attend(q, k, v, heads, mask=None):\n"
+            "    q, k, v = rearrange_many((q, k, v), 'b n (h d) -> b h n d', h=heads)\n"
+            "    return F.scaled_dot_product_attention(q, k, v, attn_mask=mask)\n"),
+        "cross.py": (
+            "from .core import attend\n\n\n"
+            "def cross(q, k, v, tokens, pad_id, heads):\n"
+            "    keep = (tokens != pad_id)[:, :, None]\n"
+            "    return attend(q, k * keep, v * keep, heads)\n"),
+    })
+    got = analyze_file(str(pkg / "cross.py"), ["MHA015"])
+    assert [(f.code, f.line, f.col) for f in got] == [("MHA015", 6, 12)]

@@ -54,11 +54,9 @@ def rebinds(func, params: set, stores: Dict[str, List[ast.AST]]) -> Dict[str, Li
         got = reach(stmt.value, {p}, {}, 0)  # the steps it applies to ``p`` itself
         if got is not None:
             out[p] = _Rebound(stmt, got["ops"])
-    for stmt, _ in allowed.values():
+    for stmt, _ in allowed.values():  # ``q, k, v = map(lambda t: rearrange(...), (q, k, v))``
         for p in _split_heads(stmt, params):
-            if (
-                len(stores.get(p, ())) == 1
-            ):  # ``q, k, v = map(lambda t: rearrange(...), (q, k, v))``
+            if len(stores.get(p, ())) == 1:
                 out[p] = _Rebound(stmt, [["rows"]])
     for name, defs in stores.items():
         alias = _alias_cut(name, defs, allowed, params, stores)
@@ -77,11 +75,16 @@ def _split_heads(stmt: ast.Assign, params: set) -> List[str]:
     if not isinstance(target, (ast.Tuple, ast.List)):
         return []
     items = param = body = None
-    if isinstance(value, ast.Call) and value.args and not value.keywords:
+    if isinstance(value, ast.Call) and value.args:
         name = dotted_name(value.func) or ""
-        if name.rsplit(".", 1)[-1] == "rearrange_many":
+        if name.rsplit(".", 1)[-1] == "rearrange_many":  # ``h=heads`` among its keywords
             items = value.args[0]
-        elif name == "map" and len(value.args) == 2 and isinstance(value.args[0], ast.Lambda):
+        elif (
+            name == "map"
+            and len(value.args) == 2
+            and not value.keywords
+            and isinstance(value.args[0], ast.Lambda)
+        ):
             lam = value.args[0]
             if len(lam.args.args) == 1 and not (lam.args.vararg or lam.args.kwarg):
                 param, body, items = lam.args.args[0].arg, lam.body, value.args[1]

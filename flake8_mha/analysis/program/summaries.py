@@ -19,7 +19,7 @@ from ...core.torch_api import SDPA_NAME, SDPA_QUALNAME, SDPA_SIGNATURE, canonica
 from . import chains, fills, forms, steps
 from .chains import dotted_name, named_lambda, statements
 
-SUMMARY_VERSION = 25
+SUMMARY_VERSION = 26
 REEXPORTS = "@reexports"  # the key of an __init__'s re-exports in its summary table
 IMPORTS = "@imports"  # the file's imports, where the callees its edges name live
 ATTRS = "@attrs"  # per class, what kind of module each self.<attr> holds (chains.py)
