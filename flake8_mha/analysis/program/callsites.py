@@ -219,7 +219,9 @@ class Project(ConstantFiles):
         if isinstance(func, cst.Attribute) and isinstance(
             func.value, (cst.Attribute, cst.Subscript)
         ):
-            return self._held_method(func, env, scope, resolver)
+            method = self._held_method(func, env, scope, resolver)
+            if method is not None:  # else: what the object called holds, as before
+                return method
 
         lam = self._lambda(func, env, scope, resolver)
         if lam is not None:
