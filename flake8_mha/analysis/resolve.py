@@ -289,8 +289,9 @@ class Resolver:
         """``blocks[1]`` of a container built once from a literal sequence
         (``nn.ModuleList([a, b])``, ``nn.Sequential(a, b)``, ``[a, b]``) and
         never filled afterwards: that member, with its env and scope."""
-        index = _int_index(node)
-        if index is None and not isinstance(_key_index(node), str):
+        key = _key_index(node)
+        index = key if type(key) is int else None
+        if index is None and not isinstance(key, str):
             return None
         value, venv, vscope = node.value, env, scope
         for _ in range(MAX_DEPTH - depth):
@@ -315,7 +316,7 @@ class Resolver:
                 return None
             value, venv, vscope = defs[0].node, defs[0].env, defs[0].scope
         if index is None:  # ``layers["attn"]`` of ``nn.ModuleDict({"attn": ..., ...})``
-            return self._keyed_member(value, _key_index(node), venv, vscope)
+            return self._keyed_member(value, key, venv, vscope)
         members = None
         if isinstance(value, (cst.List, cst.Tuple)):
             members = value.elements
@@ -774,9 +775,7 @@ _DISPLAYS = (cst.List, cst.Tuple, cst.Dict, cst.ListComp, cst.DictComp, cst.Gene
 
 def _int_index(node: cst.Subscript) -> Optional[int]:
     """The literal integer of ``x[1]`` / ``x[-1]``."""
-    if len(node.slice) != 1 or not isinstance(node.slice[0].slice, cst.Index):
-        return None
-    value = literal(node.slice[0].slice.value)
+    value = _key_index(node)
     return value if type(value) is int else None
 
 

@@ -49,7 +49,7 @@ def mask_terms(ctx, site: CallSite, ops: Tuple[str, ...]) -> Iterator[Tuple[Scor
         if term.op not in ops or term.covered or id(term.at) in done:
             continue
         mask = analysis.evaluator.eval(term.expr, At(term.env, term.scope, None, 0))
-        if mask.meaning not in (KEEP, IGNORE) or mask.kind not in _NUMERIC or mask.fill:
+        if not _zero_one(mask):
             continue
         if term.op == "sub" and mask.kind == BOOL:
             continue  # torch refuses `-` on a bool tensor: it raises, nothing silent
@@ -58,6 +58,11 @@ def mask_terms(ctx, site: CallSite, ops: Tuple[str, ...]) -> Iterator[Tuple[Scor
             term.at.target if isinstance(term.at, cst.AugAssign) else term.at
         )
         yield scores, term, mask
+
+
+def _zero_one(mask: Mask) -> bool:
+    """A bool or 0/1 keep- or ignore-mask, not one filled to be additive."""
+    return mask.meaning in (KEEP, IGNORE) and mask.kind in _NUMERIC and not mask.fill
 
 
 def _masked_additively(analysis, scores: Scores) -> bool:
@@ -79,19 +84,16 @@ def _masked_additively(analysis, scores: Scores) -> bool:
 
 
 def term_evidence(ctx, scores: Scores, term: Term, mask: Mask, sink: str) -> dict:
-    analysis = analysis_for(ctx)
-    where = Sink(
-        scores.softmax,
-        "scores",
-        sink,
-        IGNORE if mask.meaning == IGNORE else KEEP,
-        term.expr,
-        False,
-        term.text,
-    )
-    evidence = analysis.evidence(where, mask)
-    evidence["op"] = term.op
-    evidence["call"] = term.text
+    return _evidence(ctx, scores.softmax, term.expr, term.text, term.op, mask, sink)
+
+
+def _evidence(ctx, site, expr, text: str, op: str, mask: Mask, sink: str) -> dict:
+    """A term's evidence: the mask at ``expr`` applied with ``op`` to the
+    scores softmaxed at ``site`` (or handed to a function that does)."""
+    door = IGNORE if mask.meaning == IGNORE else KEEP
+    evidence = analysis_for(ctx).evidence(Sink(site, "scores", sink, door, expr, False, text), mask)
+    evidence["op"] = op
+    evidence["call"] = text
     evidence["mask"]["causal"] = bool(mask.causal)
     return evidence
 
@@ -115,40 +117,29 @@ MESSAGE_ADD = (
 def scores_added(rule: Rule, site: CallSite) -> Iterator[Report]:
     """MHA004: a bool or 0/1 mask added to (or subtracted from) attention scores."""
     for scores, term, mask in mask_terms(rule.ctx, site, ("add", "sub")):
-        analysis = analysis_for(rule.ctx)
-        yield rule.report(
-            term.at,
-            term_evidence(rule.ctx, scores, term, mask, "scores-add"),
-            MESSAGE_ADD,
-            mask=analysis.evaluator.describe(mask.origin),
-            kind=_kind_words(mask),
-            meaning=mask.meaning,
-            verb="added to" if term.op == "add" else "subtracted from",
-            fix="~mask" if mask.meaning == KEEP else "mask",
-        )
+        evidence = term_evidence(rule.ctx, scores, term, mask, "scores-add")
+        yield _added(rule, term.at, evidence, mask, term.op)
 
 
 def added_through(rule: Rule, ev) -> Iterator[Report]:
     """MHA004 at the call of a function that adds its parameter to its
     scores (a ``FillCall`` whose door is "add"): the caller's mask, judged as
     ``scores_added`` judges a term, and reported at the call."""
-    analysis = analysis_for(rule.ctx)
-    mask = analysis.evaluator.eval(ev.mask, At(ev.site.env, ev.site.scope, None, 0))
-    if mask.meaning not in (KEEP, IGNORE) or mask.kind not in _NUMERIC or mask.fill:
-        return
-    door = IGNORE if mask.meaning == IGNORE else KEEP
-    where = Sink(ev.site, "scores", "scores-add", door, ev.mask, False, ev.text)
-    evidence = analysis.evidence(where, mask)
-    evidence.update(op="add", call=ev.text)
-    evidence["mask"]["causal"] = bool(mask.causal)
-    yield rule.report(
-        ev.site.node,
+    mask = analysis_for(rule.ctx).evaluator.eval(ev.mask, At(ev.site.env, ev.site.scope, None, 0))
+    if _zero_one(mask):
+        evidence = _evidence(rule.ctx, ev.site, ev.mask, ev.text, "add", mask, "scores-add")
+        yield _added(rule, ev.site.node, evidence, mask, "add")
+
+
+def _added(rule: Rule, at, evidence: dict, mask: Mask, op: str) -> Report:
+    return rule.report(
+        at,
         evidence,
         MESSAGE_ADD,
-        mask=analysis.evaluator.describe(mask.origin),
+        mask=analysis_for(rule.ctx).evaluator.describe(mask.origin),
         kind=_kind_words(mask),
         meaning=mask.meaning,
-        verb="added to",
+        verb="added to" if op == "add" else "subtracted from",
         fix="~mask" if mask.meaning == KEEP else "mask",
     )
 

@@ -30,6 +30,8 @@ FILL_TEXT = {
     WHERE_KEEP: "torch.where(mask, x, -inf)",
     ADDED: "scores + mask",
 }
+# the calls that make a query-key product (besides ``q @ k``)
+PRODUCTS = ("matmul", "bmm", "einsum")
 SOFTMAX = ["softmax"]  # the last step of a fill's ops: the function softmaxes after the fill
 
 _OPPOSITE = {"pos": "neg", "neg": "pos"}
@@ -235,9 +237,6 @@ def _number(node: ast.AST) -> Optional[float]:
     return None
 
 
-_PRODUCTS = ("matmul", "bmm", "einsum")
-
-
 def added_sinks(func, stores) -> List[Tuple[str, ast.AST, int]]:
     """``(ADDED, term, line)`` for the one term added to a function's
     attention scores (``scores = scores + mask``, ``scores += mask``,
@@ -274,7 +273,7 @@ def _scores(node: ast.AST, stores, depth: int) -> bool:
         return False
     if isinstance(node, ast.Call):
         name = dotted_name(node.func) or ""
-        return name.rsplit(".", 1)[-1] in _PRODUCTS
+        return name.rsplit(".", 1)[-1] in PRODUCTS
     if isinstance(node, ast.Name):  # some store of it makes the product
         defs = [d for d in stores.get(node.id, ()) if isinstance(d, ast.Assign)]
         return any(_scores(d.value, stores, depth + 1) for d in defs)

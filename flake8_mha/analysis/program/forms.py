@@ -14,6 +14,7 @@ from typing import Dict, List, Optional, Tuple
 from ...core import walk as astwalk
 from ...core.torch_api import BY_NAME, SDPA_NAME, SDPA_SIGNATURE, module_spec
 from .chains import constructor, dotted_name, statements
+from .fills import PRODUCTS
 
 # the torch attention modules a wrapper may hold, and their mask arguments as sinks of a
 # summary (``"MultiheadAttention.key_padding_mask"``) beside SDPA's
@@ -57,8 +58,8 @@ FILL_TEXTS = ("masked_fill", ".where(")
 FILL_WORDS = re.compile(r"\b" + re.escape(FILL_TEXTS[0]) + "|" + re.escape(FILL_TEXTS[1]))
 
 
-# a query-key product: ``q @ k`` (not a decorator), ``matmul``, ``bmm``, ``einsum``
-PRODUCT = re.compile(r"[\w)\]]\s*@|matmul|bmm|einsum")
+# a query-key product: ``q @ k`` (not a decorator), or a call that makes one
+PRODUCT = re.compile(r"[\w)\]]\s*@|" + "|".join(PRODUCTS))
 
 
 def fills_scores(text: str) -> bool:
@@ -294,8 +295,9 @@ def module_calls(others, held: Dict[str, str], self_name: Optional[str]):
         if not isinstance(f, ast.Attribute):
             continue
         if isinstance(f.value, ast.Name) and f.value.id == self_name:
-            if held.get(f.attr, "Transformer") != "Transformer":
-                out.append((call, BY_NAME[held[f.attr]]))
+            name = held.get(f.attr)
+            if name is not None and name != "Transformer":  # not the whole model
+                out.append((call, BY_NAME[name]))
         elif (
             f.attr in PARTS
             and isinstance(f.value, ast.Attribute)
