@@ -284,9 +284,22 @@ def test_keys_and_values_masked_before_a_wrapper_that_splits_heads():
     from fixture_expect import assert_package_runs
 
     found = assert_package_runs("fixtures/program_calls/kv_heads", [
-        ("cross.py", 20, 16, "MHA015"), ("pooling.py", 16, 16, "MHA015")])
+        ("cross.py", 20, 16, "MHA015"), ("flags.py", 22, 16, "MHA015"),
+        ("pooling.py", 16, 16, "MHA015")])
     assert all("through AttentionCore.forward()" in f.msg or "through attend()" in f.msg
                for f in found)
+
+
+def test_a_causal_flag_the_project_fixes_is_read_at_the_wrapper():
+    """``is_causal=self.causal or causal`` (stable-audio-tools): ``or`` is
+    read as Python reads it, with what every construction and call in the
+    project passes. ``MaskedCross`` is built without ``causal`` and no call
+    passes it: the flag is False and the zeroed keys reach SDPA unmasked
+    (flags.py:22). ``CausalCross`` is built ``causal=True``: the triangle
+    hides right padding from every real query, silent."""
+    pkg = pathlib.Path(__file__).parent.parent / "fixtures/program_calls/kv_heads"
+    got = [(f.code, f.line, f.col) for f in analyze_file(str(pkg / "flags.py"), ["MHA015"])]
+    assert got == [("MHA015", 22, 16)]
 
 
 SPLIT = """\

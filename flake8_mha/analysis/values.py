@@ -107,6 +107,13 @@ def value_of(node: cst.CSTNode, env: Env, scope: Optional[Scope], depth: int = 0
         if isinstance(result, (int, float)) and abs(result) < 1e18:
             return result
         return UNKNOWN
+    if t is cst.BooleanOperation:  # ``self.causal or causal``: Python's own short circuit
+        left = value_of(node.left, env, scope, depth + 1)
+        if left is UNKNOWN:
+            return UNKNOWN
+        if bool(left) == isinstance(node.operator, cst.Or):
+            return left
+        return value_of(node.right, env, scope, depth + 1)
     if t is cst.Attribute and isinstance(node.value, cst.Name):
         owners = lookup(node.value.value, env, scope)
         if owners and all(d.kind == DefKind.SELF for d in owners):

@@ -203,7 +203,9 @@ class MaskOnKeysValues(Rule):
           mask on the hand-written scores (or any term of them known as a mask,
           which MHA004/MHA012 judge, or any tensor added to them, which may be a
           bias holding -inf at the padding), an `attn_mask`, a `key_padding_mask` or
-          an `is_causal` that is not literally False at the call. Zeroed keys
+          an `is_causal` that is not known False at the call (a literal, or
+          `self.causal or causal` where every construction and call in the
+          project leaves both False, read as Python reads `or`). Zeroed keys
           and values then change nothing the weights can see.
         - Masking the queries (`q * keep`) or the output after attention is not
           this rule: a padded query's row is thrown away later.
