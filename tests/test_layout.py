@@ -597,6 +597,27 @@ def test_unknown_layout_and_never_called_keep_the_plain_message():
     assert never.evidence["called"] is False and unknown.evidence["called"] is True
 
 
+
+def test_a_fallback_built_where_the_torch_has_no_batch_first_is_not_reported():
+    """torch-ecg: ``if "batch_first" in get_kwargs(nn.TransformerEncoderLayer):``
+    builds the layer with the flag, ``else:`` without it, for a torch that
+    has none (< 1.9). The fallback is not left to the default by choice:
+    neither MHA001 nor MHA903. A test that names something else keeps it."""
+    code = """\
+        class M(nn.Module):
+            def __init__(self, d, h, bf):
+                super().__init__()
+                if TEST:
+                    layer = nn.TransformerEncoderLayer(d, h, batch_first=bf)
+                else:
+                    layer = nn.TransformerEncoderLayer(d, h)
+                self.encoder = nn.TransformerEncoder(layer, 2)
+        """
+    fallback = code.replace("TEST", '"batch_first" in get_kwargs(nn.TransformerEncoderLayer)')
+    assert got(fallback) == []
+    other = code.replace("TEST", "bf")
+    assert got(other) == [("MHA001", 9, 21)]
+
 # ----------------------------------------------------------------------- traps
 
 def test_head_transpose_does_not_move_the_batch_axis():

@@ -11,7 +11,10 @@ from __future__ import annotations
 
 from typing import Any, List, Tuple
 
+import libcst as cst
+
 from ..analysis.events import Construction
+from ..analysis.tree import walk
 from ..analysis.layout import BATCH_FIRST, SEQ_FIRST, CallLayout, analysis_for
 from .base import Rule
 
@@ -23,8 +26,20 @@ KIND_TEXT = {BATCH_FIRST: "batch-first", SEQ_FIRST: "sequence-first"}
 
 
 def default_left(ev: Construction) -> bool:
-    """The module is left to torch's default ``batch_first=False``."""
-    return ev.spec.has_batch_first and not ev.args.maybe_given("batch_first")
+    """The module is left to torch's default ``batch_first=False``: not one
+    built under a test that names ``"batch_first"`` (torch-ecg's ``if
+    "batch_first" in get_kwargs(nn.TransformerEncoderLayer): ... else:``,
+    the fallback for a torch that has no such argument)."""
+    if not ev.spec.has_batch_first or ev.args.maybe_given("batch_first"):
+        return False
+    return not any(_names_batch_first(test) for test, _, _ in ev.site.conds)
+
+
+def _names_batch_first(test: cst.BaseExpression) -> bool:
+    for n in walk(test):
+        if isinstance(n, cst.SimpleString) and n.value[1:-1] == "batch_first":
+            return True
+    return False
 
 
 def call_layouts(rule: Rule, ev: Construction) -> Tuple[List[Tuple[Any, CallLayout]], Any]:

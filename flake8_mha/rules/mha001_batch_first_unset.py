@@ -161,6 +161,11 @@ class BatchFirstUnset(Rule):
           batch-first tokens by another): the batch-first caller is named.
         - When the inputs of one call disagree (query batch-first, key
           sequence-first) the call's layout counts as unknown.
+        - A construction under a test that names `"batch_first"` (torch-ecg's
+          `if "batch_first" in get_kwargs(nn.TransformerEncoderLayer):` with
+          the flag, `else:` without it) is the fallback for a torch that has
+          no such argument: not left to the default by choice, not reported
+          (nor by MHA903).
         - Never auto-fixed (`--fix` leaves it alone, see `fix.NEVER_FIXED`): even
           where every call feeds known batch-first data, `batch_first=True` also
           changes the layout of the module's output and of its attention
