@@ -54,6 +54,10 @@ class AttentionWeightsDiscarded(Rule):
           variable.
         - A call whose whole result is dropped (an expression statement) is not
           reported.
+        - The result kept whole under one name and cut by the very next
+          statement, `x = self.attn(q, k, value=x)` then `x = x[0]` (lerobot's
+          ACT), is `[0]` of the call; so is `out = x[0]` when `x` is read
+          nowhere else in the function.
         - A wrapper's callers are read as the project's other facts from
           callers are (docs/reach.md, "Facts from the callers"): each keeps
           only the output when it takes `[0]` of the result or unpacks it to
@@ -82,8 +86,18 @@ class AttentionWeightsDiscarded(Rule):
         "def f(x):\n    out, w = attn(x, x, x)\n    return out, w\n",
         "import torch.nn as nn\nattn = nn.MultiheadAttention(64, 8, batch_first=True)\n"
         "def f(x):\n    return attn(x, x, x, need_weights=False)[0]\n",
+        "import torch.nn as nn\nattn = nn.MultiheadAttention(64, 8, batch_first=True)\n"
+        "def f(x):\n    y = attn(x, x, x)\n    out = y[0]\n    return out, y[1]\n",
     ]
     INVALID = [
+        Example(
+            "import torch.nn as nn\nattn = nn.MultiheadAttention(64, 8, batch_first=True)\n"
+            "def f(x):\n    x = attn(x, x, value=x)\n    x = x[0]\n    return x\n",
+            4,
+            9,
+            fixed="import torch.nn as nn\nattn = nn.MultiheadAttention(64, 8, batch_first=True)\n"
+            "def f(x):\n    x = attn(x, x, value=x, need_weights=False)\n    x = x[0]\n    return x\n",
+        ),
         Example(
             "import torch.nn as nn\nattn = nn.MultiheadAttention(64, 8, batch_first=True)\n"
             "def f(x):\n    out, _ = attn(x, x, x)\n    return out\n",
@@ -166,6 +180,8 @@ class AttentionWeightsDiscarded(Rule):
                     return False
                 w = second.value
                 return isinstance(w, cst.Name) and not self.ctx.name_read(w.value, site)
+            if isinstance(target, cst.Name):
+                return _first_taken_next(site, target.value)
         return False
 
 
@@ -276,6 +292,42 @@ def _function_key(site: CallSite) -> Optional[str]:
     if parent.parent.kind != ScopeKind.MODULE or name.startswith("__"):
         return None
     return f"{parent.node.name.value}.{name}"
+
+
+def _first_taken_next(site: CallSite, name: str) -> bool:
+    """``x = self.attn(q, k, value=x)`` and, as the very next statement,
+    ``x = x[0]`` (lerobot's ACT), or ``out = x[0]`` with ``x`` read nowhere
+    else in the function: only the output is kept."""
+    scope = site.scope
+    while scope is not None and scope.kind != ScopeKind.FUNCTION:
+        scope = scope.parent
+    fn = scope.node if scope is not None else None
+    if not isinstance(fn, cst.FunctionDef):
+        return False
+    for block in walk(fn):
+        body = block.body if isinstance(block, cst.IndentedBlock) else None
+        for i, line in enumerate(body or ()):
+            if not isinstance(line, cst.SimpleStatementLine) or line.body[-1] is not site.stmt:
+                continue
+            after = body[i + 1] if i + 1 < len(body) else None
+            if not (isinstance(after, cst.SimpleStatementLine) and len(after.body) == 1):
+                return False
+            taken = after.body[0]
+            if not (isinstance(taken, cst.Assign) and len(taken.targets) == 1):
+                return False
+            value, target = taken.value, taken.targets[0].target
+            if not (
+                isinstance(value, cst.Subscript)
+                and isinstance(value.value, cst.Name)
+                and value.value.value == name
+                and _index_zero(value)
+            ):
+                return False
+            if isinstance(target, cst.Name) and target.value == name:
+                return True  # the pair's name rebound to its output
+            reads = sum(isinstance(n, cst.Name) and n.value == name for n in walk(fn))
+            return reads == 2  # its assignment and this ``[0]``
+    return False
 
 
 def _index_zero(sub: cst.Subscript) -> bool:
