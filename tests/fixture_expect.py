@@ -161,16 +161,19 @@ def copied(package: pathlib.Path, tmp_path: pathlib.Path) -> pathlib.Path:
     return dest
 
 
-def assert_package_runs(package: str, want: List[Tuple[str, int, int, str]]) -> List[Reported]:
+def assert_package_runs(
+    package: str, want: List[Tuple[str, int, int, str]], select: str = "MHA"
+) -> List[Reported]:
     """A fixture package as a user runs it: flake8 over the package, flake8
     on each of its files alone, and ``flake8-mha check``, each reporting
     exactly ``want`` ((file name, line, column, code)) with exit status 1.
-    Returns what flake8 printed over the package."""
-    status, found = flake8_run(package)
+    ``select``: flake8's, where the opt-in codes would differ from ``check``'s
+    defaults.  Returns what flake8 printed over the package."""
+    status, found = flake8_run(package, select=select)
     assert (status, package_rows(found)) == (1, sorted(want))
     for path in sorted((ROOT / package).glob("*.py")):
         mine = sorted(w for w in want if w[0] == path.name)
-        status, alone = flake8_run(f"{package}/{path.name}")
+        status, alone = flake8_run(f"{package}/{path.name}", select=select)
         assert (status, package_rows(alone)) == (1 if mine else 0, mine), path.name
     proc = subprocess.run(
         [sys.executable, "-m", "flake8_mha.frontends.cli", "check", "--no-cache", package],

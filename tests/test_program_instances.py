@@ -218,3 +218,37 @@ def test_instances_a_factory_of_the_file_builds_are_judged_one_at_a_time(tmp_pat
     assert _lint(tmp_path, **{"attend.py": attend}) == []
     both = attend.replace("q = blk(q, k, v)\n", "q = blk(q, k, v, keep)\n")
     assert _lint(tmp_path / "b", **{"attend.py": both}) == [("MHA006", 11, 16)]
+
+
+APART = "fixtures/program_calls/instances_apart"
+
+
+def test_a_mask_made_only_when_the_model_is_not_causal():
+    """palm-rlhf: ``if not self.causal: mask = ids >= 0 / else: mask = None``,
+    ``causal`` handed to every block appended through a local name inside a
+    ``Residual`` of the file, the blocks run in a ``zip_longest`` loop, and
+    ``Attend``'s SDPA call in a helper method ``forward`` hands the mask to:
+    no instance gets both (it was a false MHA006). ``SharedPaLM`` makes its
+    mask whatever ``causal`` is: MHA006 stands, per file, over the package
+    and through ``check``."""
+    from fixture_expect import assert_package_runs
+
+    assert_package_runs(APART, [("attend.py", 31, 16, "MHA006")])
+
+
+def test_a_mask_kept_apart_by_another_test_is_no_answer(tmp_path):
+    """The same model making its mask under another test (``if
+    self.training:``): a causal model in training gets both, reported."""
+    import pathlib
+    import shutil
+
+    from flake8_mha.lint.engine import analyze_file
+
+    pkg = tmp_path / "instances_apart"
+    shutil.copytree(pathlib.Path(__file__).parent.parent / APART, pkg)
+    model = pkg / "model.py"
+    text = model.read_text()
+    assert text.count("        if not self.causal:\n") == 1
+    model.write_text(text.replace("        if not self.causal:\n", "        if self.training:\n"))
+    got = [(f.code, f.line, f.col) for f in analyze_file(str(pkg / "attend.py"), ["MHA006"])]
+    assert got == [("MHA006", 15, 16), ("MHA006", 31, 16)]

@@ -20,7 +20,7 @@ import libcst as cst
 
 from .env import worlds
 from .flow import Def, DefKind, Env, Scope, ScopeKind, lookup
-from .tree import is_none
+from .tree import is_none, walk
 
 
 class _Unknown:
@@ -114,6 +114,8 @@ def value_of(node: cst.CSTNode, env: Env, scope: Optional[Scope], depth: int = 0
         if bool(left) == isinstance(node.operator, cst.Or):
             return left
         return value_of(node.right, env, scope, depth + 1)
+    if t is cst.Call:
+        return _keyword_value(node, env, scope, depth)
     if t is cst.Attribute and isinstance(node.value, cst.Name):
         owners = lookup(node.value.value, env, scope)
         if owners and all(d.kind == DefKind.SELF for d in owners):
@@ -176,7 +178,53 @@ def _imported_value(d: Def, scope: Optional[Scope], name: str, attr: Optional[st
     return UNKNOWN if got is None else got[0]
 
 
-def _constructed_value(d: Def, name: str):
+_KWARGS_CHANGED = ("update", "setdefault", "clear", "__setitem__")
+
+
+def _keyword_value(node: cst.Call, env: Env, scope: Optional[Scope], depth: int):
+    """``kwargs.get("is_causal", False)`` in a function that takes
+    ``**kwargs`` and never changes them: what every call of the function in
+    the project passes under that keyword, the default where a call passes
+    none (funasr's ``qkv_attention(q, k, v, mask, is_causal=False)``)."""
+    func = node.func
+    if not (
+        isinstance(func, cst.Attribute)
+        and func.attr.value in ("get", "pop")
+        and isinstance(func.value, cst.Name)
+    ):
+        return UNKNOWN
+    args = node.args
+    if not 1 <= len(args) <= 2 or any(a.keyword is not None or a.star for a in args):
+        return UNKNOWN
+    key = literal(args[0].value)
+    if not isinstance(key, str):
+        return UNKNOWN
+    default = value_of(args[1].value, env, scope, depth + 1) if len(args) == 2 else None
+    if default is UNKNOWN:
+        return UNKNOWN
+    name = func.value.value
+    defs = lookup(name, env, scope)
+    if len(defs) != 1 or defs[0].kind != DefKind.PARAM or defs[0].scope is None:
+        return UNKNOWN
+    fn = defs[0].scope.node
+    star = fn.params.star_kwarg if isinstance(fn, cst.FunctionDef) else None
+    if not isinstance(star, cst.Param) or star.name.value != name:
+        return UNKNOWN
+    for n in walk(fn.body):  # ``kwargs.update(...)``, ``kwargs["k"] = v``: not what was passed
+        if isinstance(n, cst.Attribute) and isinstance(n.value, cst.Name):
+            if n.value.value == name and n.attr.value in _KWARGS_CHANGED:
+                return UNKNOWN
+        if isinstance(n, (cst.Assign, cst.AugAssign, cst.Del)):
+            targets = [t.target for t in n.targets] if isinstance(n, cst.Assign) else [n.target]
+            if any(
+                isinstance(t, cst.Subscript) and getattr(t.value, "value", None) == name
+                for t in targets
+            ):
+                return UNKNOWN
+    return _constructed_value(defs[0], "**" + key, default)
+
+
+def _constructed_value(d: Def, name: str, default=None):
     """The value of a parameter that the project fixes: of a module-level
     class's ``__init__``, what every construction of the class in the project
     passes alike; of a module-level function or a module-level class's
@@ -199,7 +247,7 @@ def _constructed_value(d: Def, name: str):
     if project is None:
         return UNKNOWN
     if parent.kind == ScopeKind.MODULE:
-        got = project.called(function, name)
+        got = project.called(function, name, default)
     elif parent.kind != ScopeKind.CLASS or parent.parent is None:
         return UNKNOWN
     elif parent.parent.kind != ScopeKind.MODULE:
@@ -209,7 +257,7 @@ def _constructed_value(d: Def, name: str):
     elif function.startswith("__"):  # __call__ and the like: called where no call is seen
         return UNKNOWN
     else:  # ``forward``, through the instances; another method, as an attribute
-        got = project.called(f"{parent.node.name.value}.{function}", name)
+        got = project.called(f"{parent.node.name.value}.{function}", name, default)
     return UNKNOWN if got is None else got[0]
 
 

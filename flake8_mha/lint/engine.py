@@ -202,6 +202,7 @@ def _analyze_module(
             ev = project.classify(site, resolver)
         if ev is not None:
             ctx.events.append(ev)
+            ctx.events.extend(getattr(ev, "more", ()))
     reports: List[tuple] = []
     # the fills of this file judged at their callers instead (their masks are
     # each caller's: RULES.md, where the fact enters the chain)

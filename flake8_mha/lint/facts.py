@@ -14,8 +14,9 @@ import libcst as cst
 
 from ..core import positions, torch_api
 from ..analysis.events import FillCall, ModuleCall, SdpaCall
-from ..analysis.flow import DefKind, ScopeKind, lookup
+from ..analysis.flow import DefKind, ScopeKind, lookup, walk
 from ..analysis.program.callsites import Project, WrappedModuleCall
+from ..analysis.program.fills import FILL_SINKS
 from ..analysis.values import branch_truth
 
 
@@ -77,17 +78,31 @@ def decided_by_callers(events, project) -> Dict[int, Set[str]]:
     if not followed:
         return out
     for ev in events:
-        if not isinstance(ev, (SdpaCall, ModuleCall)) or isinstance(ev, WrappedModuleCall):
+        if not isinstance(ev, (SdpaCall, ModuleCall, FillCall)):
             continue
         key = _function_key(ev.site.scope)
         if key not in followed:
             continue
         summary = project.effective(project.path, key)
         sinks = set(summary["reach"]) if summary else set()
+        if isinstance(ev, FillCall):
+            # a fill or an addition of scores a parameter's mask reaches
+            # (Whisper's ``self.qkv_attention(q, k, v, mask)`` in a followed
+            # ``forward``): each caller's mask is judged at its call
+            if sinks & set(FILL_SINKS):
+                out[id(ev)] = set(FILL_JUDGES)
+            continue
         if isinstance(ev, ModuleCall):
-            # a held module's mask that a parameter gives: each caller's mask is
+            # a held module's mask that a parameter gives (also through a
+            # wrapper's call, ``self.attn(x, mask)``): each caller's mask is
             # judged at its call (MHA003, MHA004), not their join in here
             given = {f"{ev.spec.name}.{arg}" for arg in ev.spec.mask_args if ev.args.given(arg)}
+            if isinstance(ev, WrappedModuleCall) and not all(
+                _from_parameter(ev.args.get(arg), ev.site)
+                for arg in ev.spec.mask_args
+                if ev.args.given(arg)
+            ):
+                continue  # a mask made in here (fairseq's ``tokens.ne(pad)``): judged here
             if given and given <= sinks:
                 out[id(ev)] = set(WrappedModuleCall.MASK_CODES)
             continue
@@ -97,8 +112,20 @@ def decided_by_callers(events, project) -> Dict[int, Set[str]]:
     return out
 
 
+def _from_parameter(expr, site) -> bool:
+    """Whether ``expr`` reads a parameter of the function around ``site``."""
+    for n in walk(expr) if expr is not None else ():
+        if isinstance(n, cst.Name) and any(
+            d.kind == DefKind.PARAM for d in lookup(n.value, site.env, site.scope)
+        ):
+            return True
+    return False
+
+
 # the codes that judge a fill's mask by its meaning
 FILL_CODES = frozenset({"MHA002", "MHA003"})
+# the codes that judge the mask of a call that reaches a fill or an addition
+FILL_JUDGES = FILL_CODES | {"MHA004"}
 
 
 def fills_judged_by_callers(events, project, module, flow) -> Set[int]:

@@ -89,7 +89,9 @@ class SdpaMaskAndCausal(Rule):
           as an item of an `nn.ModuleList`/`nn.Sequential`) is paired with
           the calls of what keeps it; a flag and a mask handed down together
           are asked of the class above (docs/reach.md, "One instance at a
-          time").
+          time"). A class above that makes its mask only `if not
+          self.causal:` (`else: mask = None`) from the flag it hands down
+          never gives an instance both (palm-rlhf's `PaLM`).
         """
     VALID = [
         "import torch.nn.functional as F\ndef f(q, k, v, m):\n"
@@ -263,7 +265,7 @@ def _never_paired(mask: cst.CSTNode, causal: cst.CSTNode, site: CallSite) -> boo
     is both built causal and given a mask (``program/instances.py``)."""
     scope = site.scope
     cls, func = scope.cls, scope.node
-    if cls is None or not isinstance(func, cst.FunctionDef) or func.name.value != "forward":
+    if cls is None or not isinstance(func, cst.FunctionDef):
         return False
     project = project_of(scope)
     given = _resolve_local(mask, site)
@@ -271,12 +273,54 @@ def _never_paired(mask: cst.CSTNode, causal: cst.CSTNode, site: CallSite) -> boo
         return False
     param = _param_of(given.value, site.env, site.scope)
     flag = _self_flag(causal, site)
+    if param is not None and func.name.value != "forward":
+        param = _handed_by_forward(cls, func, param)
     if param is None or flag is None:
         return False
     kept = {_init_param(d) for d in cls.attrs.get(flag.attr.value, ())}
     if len(kept) != 1 or None in kept:
         return False
     return project.never_paired(cls.name, kept.pop(), param)
+
+
+def _handed_by_forward(cls, helper: cst.FunctionDef, param: str) -> Optional[str]:
+    """The ``forward`` parameter a helper method's ``param`` always is:
+    palm-rlhf's ``return self.flash_attn(q, k, v, mask=mask)``.  Every use
+    of ``self.<helper>`` in the class is a call in ``forward`` that passes
+    that parameter, by name, for ``param``; else None."""
+    forward = cls.methods.get("forward")
+    if forward is None or helper is forward:
+        return None
+    params = [p.name.value for p in helper.params.params][1:]
+    own = {p.name.value for p in forward.params.params + forward.params.kwonly_params}
+    in_forward = {id(n) for n in walk(forward)}
+    found = set()
+    for n in walk(cls.node):
+        if not (
+            isinstance(n, cst.Attribute)
+            and isinstance(n.value, cst.Name)
+            and n.value.value == "self"
+            and n.attr.value == helper.name.value
+        ):
+            continue
+        call = next((c for c in walk(forward) if isinstance(c, cst.Call) and c.func is n), None)
+        if call is None or id(call) not in in_forward:
+            return None  # used outside ``forward``, or not called
+        passed = None
+        for i, a in enumerate(call.args):
+            if a.star:
+                return None
+            name = (
+                a.keyword.value
+                if a.keyword is not None
+                else (params[i] if i < len(params) else None)
+            )
+            if name == param:
+                passed = a.value
+        if not (isinstance(passed, cst.Name) and passed.value in own):
+            return None
+        found.add(passed.value)
+    return found.pop() if len(found) == 1 else None
 
 
 def _self_flag(causal: cst.CSTNode, site: CallSite) -> Optional[cst.Attribute]:

@@ -104,12 +104,12 @@ class ProjectLayout:
         forward = ev.method_of(there.classes[target[1]], "forward")
         return (ev, forward) if forward is not None else None
 
-    def foreign_output(self, target, layout: Layout) -> Optional[Layout]:
+    def foreign_output(self, target, layout: Layout, index=None) -> Optional[Layout]:
         found = self._foreign(target)
         if found is None:
             return None
         ev, forward = found
-        out = ev.output_of(forward, layout, 0)
+        out = ev.output_of(forward, layout, 0, index)
         if out is not None and out.node is layout.node and out.origin == layout.origin:
             return real(out)  # the caller's own evidence, passed through: not that file's
         return ev.export(out)

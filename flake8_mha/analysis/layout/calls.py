@@ -249,8 +249,8 @@ class LayoutCalls:
                 return Layout(got.roles, node, "module output")
         if index is not None:  # ``a, b = helper(x)``: the helper's returned tuples
             found = self.callee(node, env, scope)
-            if found is None:
-                return None
+            if found is None:  # ``x, attn = layer(x)``: a held module's tuple
+                return self.module_output(node, env, scope, frame, depth, index)
             return self._helper(found, node, env, scope, frame, depth, index)
         qn = None
         if not (

@@ -232,10 +232,15 @@ class ProgramLayout:
         self._walk(chained.slots, start, depth, func, fed, False)
         return join(fed) if fed else None
 
-    def module_output(self, call: cst.Call, env, scope, frame, depth) -> Optional[Layout]:
+    def module_output(
+        self, call: cst.Call, env, scope, frame, depth, index=None
+    ) -> Optional[Layout]:
         """What a call of an ``nn.Sequential`` of known members, or of a module
-        of another file of the project, gives back."""
+        of another file of the project, gives back; with ``index``, the
+        element ``index`` of the tuple it returns (``x, attn = layer(x)``)."""
         slots = self.sequential_slots(call, env, scope)
+        if slots is not None and index is not None:
+            return None
         func = call.func
         if isinstance(func, cst.Attribute) and func.attr.value == "forward":
             func = func.value
@@ -258,7 +263,7 @@ class ProgramLayout:
             return None
         if slots is not None:
             return self._walk(slots, start, depth, None, [], False)
-        return self.foreign_output(targets[0], start)
+        return self.foreign_output(targets[0], start, index)
 
     def _walk(self, slots: List[Slot], layout, depth, func, fed, first_too) -> Optional[Layout]:
         """Run the members on ``layout`` in order; collect in ``fed`` what
@@ -355,9 +360,12 @@ class ProgramLayout:
             return None
         return self.output_of(forward, layout, depth)
 
-    def output_of(self, func: cst.FunctionDef, layout: Layout, depth) -> Optional[Layout]:
+    def output_of(
+        self, func: cst.FunctionDef, layout: Layout, depth, index=None
+    ) -> Optional[Layout]:
         """What ``forward`` returns when its first argument has ``layout``
-        (the other parameters keep their defaults)."""
+        (the other parameters keep their defaults); with ``index``, the
+        element ``index`` of every tuple it returns."""
         fscope = self.flow.functions.get(id(func))
         p = func.params
         names = [q.name.value for q in list(p.posonly_params) + list(p.params)]
@@ -369,7 +377,11 @@ class ProgramLayout:
         self._active.add(guard)
         try:
             inner = Frame(func, fscope, {names[1]: layout}, None, None, None)
-            returns = shaped(fscope.returns, None)
+            returns = shaped(fscope.returns, index)
+            if index is not None:
+                return join(
+                    [self.element(e, env, fscope, inner, depth, index) for e, env in returns]
+                )
             return join([self.eval(e, env, fscope, inner, depth) for e, env in returns])
         finally:
             self._active.discard(guard)

@@ -789,6 +789,7 @@ def _bind_literals(call: Call, signature) -> Optional[Dict[str, object]]:
         if name not in positional and name not in kwonly:
             if not varkw:
                 return None
+            got["**" + name] = value  # read back as ``kwargs.get(name)``
             continue
         got[name] = value
     for name in list(positional) + list(kwonly):

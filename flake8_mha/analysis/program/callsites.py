@@ -34,6 +34,7 @@ from .forms import sdpa_summary
 from .binding import apply as _apply, bind as _bind, bind_factory, fixed as _fixed  # noqa: F401
 from .constants import ConstantFiles
 from .returns import imported_target as _imported
+from .summaries import VARIANT
 
 
 class Project(ConstantFiles):
@@ -158,6 +159,24 @@ class Project(ConstantFiles):
         spec = BY_NAME.get(specs.pop())
         if spec is None:
             return None
+        second = {k: v for k, v in reach.items() if VARIANT in k}
+        if second:  # a second module call fills an argument from another parameter
+            first = self._module_call(
+                site,
+                filename,
+                dict(summary, reach={k: v for k, v in reach.items() if k not in second}),
+                args,
+            )
+            other = self._module_call(
+                site,
+                filename,
+                dict(summary, reach={k.split(VARIANT)[0]: v for k, v in second.items()}),
+                args,
+            )
+            if first is None or other is None:
+                return first or other
+            first.more = [other]
+            return first
         mapped: Dict[str, cst.BaseExpression] = {}
         # the module's arguments that may be given though the caller gives nothing:
         # by the wrapper itself, or by a parameter's default that is not None
@@ -529,7 +548,7 @@ class Project(ConstantFiles):
             self._around = callers.project_files(self.path)
         return self._around
 
-    def called(self, key: str, param: str):
+    def called(self, key: str, param: str, default=None):
         """``(value,)`` when every call in the project of this file's function
         ``key`` (``attend``, or ``Attend.forward``: the calls of Attend's
         instances) leaves its parameter ``param`` off: ``None``, ``False`` or
@@ -537,20 +556,27 @@ class Project(ConstantFiles):
         when a call or another use of it cannot be read (``callers.calls``),
         and when nothing in the project calls it (its callers are outside
         it: the ask says so).  Only an off value is settled: a value that
-        switches something on is judged at each call that passes it."""
+        switches something on is judged at each call that passes it.
+        ``**name`` asks for the keyword ``name`` that a function taking
+        ``**kwargs`` reads back as ``kwargs.get(name, default)``."""
         if not self.files or self._own_source is None:
             return None
         asked = (CALLED, key, param)
         if asked not in self._answers:
-            self._answers[asked] = self._called(key, param)
+            self._answers[asked] = self._called(key, param, default)
         got, answer = self._answers[asked]
         if answer is not None:
             self.asks.append(asked + (answer,))
         return got
 
-    def _called(self, key: str, param: str):
+    def _called(self, key: str, param: str, default=None):
         signature = signatures.function_signature(self._own_source, key)
-        if signature is None or param not in signature[0] + signature[1]:
+        if signature is None:
+            return None, None
+        defaults = signature[2]
+        if param.startswith("**") and signature[4]:  # ``kwargs.get("is_causal", False)``
+            defaults = dict(defaults, **{param: default})
+        elif param not in signature[0] + signature[1]:
             return None, None
         try:
             found, read = callers.calls(
@@ -560,7 +586,7 @@ class Project(ConstantFiles):
             return None, None
         for filename in read:
             self.depend(filename)
-        got = callers.one_value(found, param, signature[2])
+        got = callers.one_value(found, param, defaults)
         answer = _answer(found, got)
         if got is not None and not _off(got[0]):
             # known, not settled: the rules judge it at each call; the confirmer's
@@ -678,7 +704,7 @@ class WrappedModuleCall(ModuleCall):
     (``CODES``) look at it: the module's construction, layout and result
     are the wrapper's own, judged where the wrapper calls it."""
 
-    __slots__ = ("through",)
+    __slots__ = ("through", "more")
     # the masks by their value, and a causal hint the caller gives without its mask
     CODES = frozenset({"MHA003", "MHA004", "MHA005"})
     # what the caller's masks decide at the module call inside the wrapper
@@ -687,6 +713,7 @@ class WrappedModuleCall(ModuleCall):
     def __init__(self, site, spec, instances, args, through):
         super().__init__(site, spec, instances, args)
         self.through = through
+        self.more: list = []  # the same call as it reaches a second module (``VARIANT``)
 
 
 def annotate(report, ev):

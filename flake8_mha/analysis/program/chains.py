@@ -89,11 +89,14 @@ def imports(tree: ast.Module) -> Dict[str, list]:
     return out
 
 
-def class_attrs(cls: ast.ClassDef) -> Dict[str, str]:
+def class_attrs(cls: ast.ClassDef, wrappers: Optional[Dict[str, tuple]] = None) -> Dict[str, str]:
     """``self.<attr>`` -> the constructor (as written: ``"Attention"``,
     ``"layers.Block"``) of the one kind of module it holds: built directly,
     or as every item of a ``ModuleList``/``Sequential`` (also filled by
-    ``.append``).  An attribute given two kinds, or anything else, is left out.
+    ``.append`` after an empty one).  An attribute given two kinds, or
+    anything else, is left out.  A module built inside one of the file's
+    transparent ``wrappers`` (``PreNorm(dim, Attention(dim))``) is the
+    module it wraps (``transparent_wrappers``).
 
     A constructor named by a parameter of the method that builds it, whose
     default is a class (timm's ``attn_layer=Attention``, ``block_fn=Block``),
@@ -115,25 +118,132 @@ def class_attrs(cls: ast.ClassDef) -> Dict[str, str]:
             rows = None
             if isinstance(n, ast.Assign) and len(n.targets) == 1:
                 attr = self_attr(n.targets[0])
-                if attr is not None:
-                    built = _built(n.value)
+                if attr is not None and not _empty_container(n.value):
+                    built = _built(n.value, wrappers)
                     note(attr, defaults.get(built, built) if built else built)
-                    rows = _rows_of(n.value)
-                    for key, ctor in _keyed(n.value).items():  # ``self.layers["attn"]``
+                    rows = _rows_of(n.value, wrappers)
+                    for key, ctor in _keyed(n.value, wrappers).items():  # ``self.layers["attn"]``
                         note(f"{attr}[{key}]", defaults.get(ctor, ctor))
+            elif (  # ``setattr(self, f"stage_{i}", Stage(...))`` in a loop
+                isinstance(n, ast.Call)
+                and isinstance(n.func, ast.Name)
+                and n.func.id == "setattr"
+                and len(n.args) == 3
+                and isinstance(n.args[0], ast.Name)
+                and n.args[0].id == "self"
+            ):
+                attr = attr_template(n.args[1])
+                if attr is not None:
+                    built = constructor(n.args[2], wrappers)
+                    note(attr, defaults.get(built, built) if built else built)
             elif isinstance(n, ast.Call) and isinstance(n.func, ast.Attribute):
                 if n.func.attr == "append" and len(n.args) == 1:
                     attr = self_attr(n.func.value)
                     if attr is not None:
-                        built = constructor(n.args[0])
+                        built = constructor(n.args[0], wrappers)
                         note(attr, defaults.get(built, built) if built else built)
-                        rows = _row(n.args[0])
+                        rows = _row(n.args[0], wrappers)
             for i, ctor in enumerate(rows or ()):
                 note(f"{attr}#{i}", defaults.get(ctor, ctor))
     return {k: v for k, v in found.items() if v}
 
 
-def _keyed(node: ast.AST) -> Dict[str, str]:
+def attr_template(node: ast.AST) -> Optional[str]:
+    """The attribute name ``setattr``/``getattr`` give: a literal, or an
+    f-string's template with ``*`` for each value (``f"stage_{i}"`` ->
+    ``"stage_*"``); None for anything else."""
+    if isinstance(node, ast.Constant) and isinstance(node.value, str):
+        return node.value
+    if not isinstance(node, ast.JoinedStr):
+        return None
+    parts = []
+    for v in node.values:
+        if isinstance(v, ast.Constant) and isinstance(v.value, str):
+            parts.append(v.value)
+        elif isinstance(v, ast.FormattedValue) and v.format_spec is None:
+            parts.append("*")
+        else:
+            return None
+    return "".join(parts) if "*" in parts else None
+
+
+def _empty_container(node: ast.AST) -> bool:
+    """``nn.ModuleList()``, ``nn.ModuleList([])``: filled later by ``.append``."""
+    if not isinstance(node, ast.Call) or node.keywords or len(node.args) > 1:
+        return False
+    if (dotted_name(node.func) or "").rsplit(".", 1)[-1] not in _CONTAINERS:
+        return False
+    return not node.args or (
+        isinstance(node.args[0], (ast.List, ast.Tuple)) and not node.args[0].elts
+    )
+
+
+def transparent_wrappers(tree: ast.Module) -> Dict[str, tuple]:
+    """The file's top-level classes that only wrap the module they are built
+    with (lucidrains' ``PreNorm(dim, fn)``, ``Residual(fn)``): ``__init__``
+    keeps one of its parameters on ``self``, and ``forward(self, x,
+    **kwargs)`` calls it once, with one positional argument (``x`` or a step
+    of it: ``self.norm(x)``) and ``**kwargs`` alone, and reads neither the
+    attribute nor ``kwargs`` otherwise.  A call of the wrapper is then the
+    wrapped module's call with the same keywords.  Name -> (the parameter's
+    position after ``self``, its name)."""
+    out: Dict[str, tuple] = {}
+    for cls in tree.body:
+        if not isinstance(cls, ast.ClassDef):
+            continue
+        methods = {m.name: m for m in cls.body if isinstance(m, ast.FunctionDef)}
+        init, forward = methods.get("__init__"), methods.get("forward")
+        if init is None or forward is None or forward.decorator_list:
+            continue
+        fa = forward.args
+        if fa.posonlyargs or fa.vararg or fa.kwonlyargs or fa.kwarg is None or len(fa.args) != 2:
+            continue
+        params = [a.arg for a in init.args.args[1:]]
+        kept = {}
+        for n in astwalk.walk(init):
+            if isinstance(n, ast.Assign) and len(n.targets) == 1 and self_attr(n.targets[0]):
+                if isinstance(n.value, ast.Name) and n.value.id in params:
+                    kept[self_attr(n.targets[0])] = n.value.id
+        kwargs = fa.kwarg.arg
+        uses = [n for n in astwalk.walk(forward) if self_attr(n) in kept]
+        if (
+            len(uses) != 1
+            or sum(isinstance(n, ast.Name) and n.id == kwargs for n in astwalk.walk(forward)) != 1
+        ):
+            continue
+        attr = self_attr(uses[0])
+        call = next(
+            (n for n in astwalk.walk(forward) if isinstance(n, ast.Call) and n.func is uses[0]),
+            None,
+        )
+        if call is None or len(call.args) != 1 or isinstance(call.args[0], ast.Starred):
+            continue
+        if len(call.keywords) != 1 or call.keywords[0].arg is not None:
+            continue
+        if not (
+            isinstance(call.keywords[0].value, ast.Name) and call.keywords[0].value.id == kwargs
+        ):
+            continue
+        param = kept[attr]
+        if sum(isinstance(n, ast.Name) and n.id == param for n in astwalk.walk(init)) != 1:
+            continue  # the parameter read or rebound otherwise
+        out[cls.name] = (params.index(param), param)
+    return out
+
+
+def wrapped_module(node: ast.Call, wrappers: Optional[Dict[str, tuple]]) -> Optional[ast.AST]:
+    """What a transparent wrapper's construction wraps (its argument)."""
+    if not wrappers or not isinstance(node.func, ast.Name) or node.func.id not in wrappers:
+        return None
+    i, name = wrappers[node.func.id]
+    if any(isinstance(a, ast.Starred) for a in node.args[: i + 1]):
+        return None
+    if i < len(node.args):
+        return node.args[i]
+    return next((k.value for k in node.keywords if k.arg == name), None)
+
+
+def _keyed(node: ast.AST, wrappers=None) -> Dict[str, str]:
     """``nn.ModuleDict({"norm": nn.LayerNorm(d), "attn": Attention(d)})``:
     the constructor of each member by its literal key (a dict of several
     kinds, called ``self.layers["attn"](...)``)."""
@@ -146,13 +256,13 @@ def _keyed(node: ast.AST) -> Dict[str, str]:
         return {}
     out = {}
     for k, v in zip(items.keys, items.values):
-        ctor = constructor(v)
+        ctor = constructor(v, wrappers)
         if isinstance(k, ast.Constant) and isinstance(k.value, str) and ctor is not None:
             out[k.value] = ctor
     return out
 
 
-def _row(node: ast.AST) -> Optional[List[str]]:
+def _row(node: ast.AST, wrappers=None) -> Optional[List[str]]:
     """``nn.ModuleList([Attention(...), FeedForward(...)])``: the constructor
     of each member, by position (a row of a layer table, vit-pytorch's
     ``for attn, ff in self.layers``)."""
@@ -164,11 +274,11 @@ def _row(node: ast.AST) -> Optional[List[str]]:
     items = node.args[0]
     if not isinstance(items, (ast.List, ast.Tuple)) or len(items.elts) < 2:
         return None
-    ctors = [constructor(e) for e in items.elts]
+    ctors = [constructor(e, wrappers) for e in items.elts]
     return ctors if None not in ctors else None  # type: ignore[return-value]
 
 
-def _rows_of(node: ast.AST) -> Optional[List[str]]:
+def _rows_of(node: ast.AST, wrappers=None) -> Optional[List[str]]:
     """The rows every item of a container holds: ``nn.ModuleList([nn.ModuleList([A(),
     B()]) for _ in range(depth)])``, or a literal list of equal rows."""
     if not (isinstance(node, ast.Call) and len(node.args) == 1 and not node.keywords):
@@ -178,9 +288,9 @@ def _rows_of(node: ast.AST) -> Optional[List[str]]:
         return None
     items = node.args[0]
     if isinstance(items, (ast.ListComp, ast.GeneratorExp)):
-        return _row(items.elt)
+        return _row(items.elt, wrappers)
     if isinstance(items, (ast.List, ast.Tuple)) and items.elts:
-        rows = [_row(e) for e in items.elts]
+        rows = [_row(e, wrappers) for e in items.elts]
         return rows[0] if all(r is not None and r == rows[0] for r in rows) else None
     return None
 
@@ -216,24 +326,29 @@ def self_attr(node: ast.AST) -> Optional[str]:
     return None
 
 
-def constructor(node: ast.AST) -> Optional[str]:
-    """``"Attention"`` for ``Attention(...)``; None for anything else."""
+def constructor(node: ast.AST, wrappers=None) -> Optional[str]:
+    """``"Attention"`` for ``Attention(...)``, also for ``PreNorm(dim,
+    Attention(...))`` when ``PreNorm`` is one of the file's transparent
+    ``wrappers``; None for anything else."""
     if isinstance(node, ast.Call):
+        inner = wrapped_module(node, wrappers)
+        if inner is not None and constructor(inner, wrappers) is not None:
+            return constructor(inner, wrappers)
         name = dotted_name(node.func)
         if name is not None and name.rsplit(".", 1)[-1] not in _CONTAINERS + CLONES:
             return name
     return None
 
 
-def _built(node: ast.AST) -> Optional[str]:
+def _built(node: ast.AST, wrappers=None) -> Optional[str]:
     """The one constructor of what an assignment gives ``self.<attr>``: a
     module, or the items of a container of one kind of module."""
-    got = constructor(node)
+    got = constructor(node, wrappers)
     if got is not None or not isinstance(node, ast.Call):
         return got
     name = dotted_name(node.func) or ""
     if name.rsplit(".", 1)[-1] in CLONES:
-        return constructor(node.args[0]) if node.args else None
+        return constructor(node.args[0], wrappers) if node.args else None
     if name.rsplit(".", 1)[-1] not in _CONTAINERS or node.keywords:
         return None
     items: List[ast.AST] = []
@@ -253,7 +368,7 @@ def _built(node: ast.AST) -> Optional[str]:
             return None
         else:
             items.append(inner)
-    kinds = {constructor(i) for i in items}
+    kinds = {constructor(i, wrappers) for i in items}
     return kinds.pop() if len(kinds) == 1 and None not in kinds else None
 
 
@@ -385,10 +500,9 @@ def _callee(func: ast.AST, loops: Dict[str, str], attrs: Dict[str, str]) -> Opti
         and not func.keywords
         and isinstance(func.args[0], ast.Name)
         and func.args[0].id == "self"
-        and isinstance(func.args[1], ast.Constant)
-        and func.args[1].value in attrs
-    ):
-        return ["self", func.args[1].value]
+        and attr_template(func.args[1]) in attrs
+    ):  # also ``getattr(self, f"stage_{i}")`` after ``setattr(self, f"stage_{i}", ...)``
+        return ["self", attr_template(func.args[1])]
     if isinstance(func, ast.Name):
         if func.id in loops:
             return ["self", loops[func.id]]

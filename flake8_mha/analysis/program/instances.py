@@ -25,7 +25,7 @@ from typing import Dict, List, Optional, Tuple
 from ...core import walk as astwalk
 from ...core.atomic import read_regular
 from . import callers, signatures
-from .chains import CLONES, dotted_name, self_attr
+from .chains import CLONES, dotted_name, self_attr, transparent_wrappers, wrapped_module
 
 MAX_BYTES = 2 * 1024 * 1024
 UNKNOWN = callers.UNKNOWN
@@ -73,7 +73,7 @@ def paired(
         except (SyntaxError, ValueError, RecursionError, MemoryError):
             return None
         makers = _makers(tree, cls)
-        kept = _kept(tree, cls, makers)
+        kept = _kept(tree, cls, makers, transparent_wrappers(tree))
         if kept is None:
             return None
         for maker in makers:  # a factory another file may call too
@@ -106,6 +106,8 @@ def paired(
                     masked.append(None)
             if not masked:
                 continue  # never given a mask: whatever its flag
+            if _kept_apart(owner, given.get(flag), masked, calls):
+                continue  # the mask is None whenever the flag handed down is on
             up = _handed_down(owner, given.get(flag), masked, tree)
             if up is None or depth >= MAX_DEPTH:
                 return True  # the flag maybe on, a mask maybe given: one instance may get both
@@ -182,6 +184,86 @@ def _handed_down(owner: ast.ClassDef, flag, masks, tree) -> Optional[Tuple[str, 
     return flag.id, mask
 
 
+def _kept_apart(owner: ast.ClassDef, flag, masks, calls) -> bool:
+    """palm-rlhf's ``PaLM``: built with ``causal``, it keeps ``self.causal =
+    causal``, hands ``causal=causal`` to each block, and in ``forward`` makes
+    ``mask`` only ``if not self.causal:`` (``else: mask = None``), then
+    ``layer(x, mask=mask)``.  True when the flag given is an ``__init__``
+    parameter kept on ``self`` once, and every mask passed is a local name
+    of the calling method bound only by one ``if`` on that attribute, to
+    ``None`` on the side where it is on."""
+    methods = {m.name: m for m in owner.body if isinstance(m, ast.FunctionDef)}
+    init = methods.get("__init__")
+    if init is None or not isinstance(flag, ast.Name) or _rebinds(init, flag.id):
+        return False
+    if flag.id not in {a.arg for a in init.args.args + init.args.kwonlyargs}:
+        return False
+    kept = [
+        self_attr(n.targets[0])
+        for n in astwalk.walk(owner)
+        if isinstance(n, ast.Assign) and len(n.targets) == 1 and self_attr(n.targets[0])
+    ]
+    attrs = [
+        self_attr(n.targets[0])
+        for n in astwalk.walk(init)
+        if isinstance(n, ast.Assign)
+        and len(n.targets) == 1
+        and isinstance(n.value, ast.Name)
+        and n.value.id == flag.id
+    ]
+    if len(attrs) != 1 or attrs[0] is None or kept.count(attrs[0]) != 1:
+        return False
+    for mask, call in zip(masks, calls):
+        method = next(
+            (m for m in methods.values() if any(n is call for n in astwalk.walk(m))), None
+        )
+        if method is None or not isinstance(mask, ast.Name):
+            return False
+        if mask.id in {a.arg for a in method.args.args + method.args.kwonlyargs}:
+            return False
+        if not _none_when_on(method, mask.id, attrs[0], call):
+            return False
+    return True
+
+
+def _none_when_on(method: ast.FunctionDef, name: str, attr: str, call: ast.Call) -> bool:
+    """Whether ``name`` is bound in ``method`` only by one ``if self.<attr>:``
+    (or ``if not self.<attr>:``) statement before ``call``, once on each
+    side, to ``None`` on the side where the attribute is true."""
+    stores = [
+        n
+        for n in astwalk.walk(method)
+        if isinstance(n, ast.Name) and n.id == name and isinstance(n.ctx, (ast.Store, ast.Del))
+    ]
+    for stmt in astwalk.walk(method):
+        if not isinstance(stmt, ast.If) or stmt.lineno > call.lineno:
+            continue
+        test, on_side = stmt.test, None
+        if self_attr(test) == attr:
+            on_side = stmt.body
+        elif isinstance(test, ast.UnaryOp) and isinstance(test.op, ast.Not):
+            if self_attr(test.operand) == attr:
+                on_side = stmt.orelse
+        if on_side is None:
+            continue
+        off_side = stmt.orelse if on_side is stmt.body else stmt.body
+        on = [s for s in on_side if isinstance(s, ast.Assign) and _binds(s, name)]
+        off = [s for s in off_side if isinstance(s, ast.Assign) and _binds(s, name)]
+        if len(on) != 1 or len(off) != 1 or len(stores) != 2:
+            return False
+        value = on[0].value
+        return isinstance(value, ast.Constant) and value.value is None
+    return False
+
+
+def _binds(stmt: ast.Assign, name: str) -> bool:
+    return (
+        len(stmt.targets) == 1
+        and isinstance(stmt.targets[0], ast.Name)
+        and (stmt.targets[0].id == name)
+    )
+
+
 def _rebinds(func: ast.FunctionDef, name: str) -> bool:
     return any(
         isinstance(n, ast.Name) and n.id == name and isinstance(n.ctx, (ast.Store, ast.Del))
@@ -201,14 +283,18 @@ _LISTS = {"ModuleList": ITEMS, "Sequential": CHAIN, **{name: ITEMS for name in C
 
 
 def _kept(
-    tree: ast.Module, cls: str, makers: Dict[str, ast.Call]
+    tree: ast.Module, cls: str, makers: Dict[str, ast.Call], wrappers=None
 ) -> Optional[List[Tuple[ast.ClassDef, str, ast.Call, str]]]:
     """``(the class, the attribute, the construction, how)`` of each
     instance a method keeps on ``self``: ``self.<attr> = cls(...)``
     (``DIRECT``), or an item of an ``nn.ModuleList`` (``ITEMS``) or
     ``nn.Sequential`` (``CHAIN``) built there from a display, a
-    comprehension or a local list of them; None when ``cls`` is named any
-    other way, or a class that keeps one is subclassed."""
+    comprehension or a local list of them, or appended to one (also
+    through a local name: ``block = Residual(Block(...))``, then
+    ``self.layers.append(block)``); inside one of the file's transparent
+    ``wrappers`` (``chains.transparent_wrappers``), which hand their calls
+    on whole; None when ``cls`` is named any other way, or a class that
+    keeps one is subclassed."""
     out: List[Tuple[ast.ClassDef, str, ast.Call, str]] = []
     placed = set()
     # ``makers``: ``def causal_attention(): return Attention(causal=True)`` (``_makers``)
@@ -224,12 +310,12 @@ def _kept(
             for node in astwalk.walk(method):
                 if isinstance(node, ast.Call) and isinstance(node.func, ast.Name):
                     if node.func.id == cls:
-                        keeper = _keeper(node, parents, method)
+                        keeper = _keeper(node, parents, method, wrappers)
                         if keeper is not None:
                             out.append((owner, keeper[0], node, keeper[1]))
                             placed.add(id(node.func))
                     elif node.func.id in makers and not node.args and not node.keywords:
-                        keeper = _keeper(node, parents, method)
+                        keeper = _keeper(node, parents, method, wrappers)
                         if keeper is None:
                             return None  # the factory's product kept another way
                         out.append((owner, keeper[0], makers[node.func.id], keeper[1]))
@@ -278,11 +364,18 @@ def _makers(tree: ast.Module, cls: str) -> Dict[str, ast.Call]:
     return out
 
 
-def _keeper(call: ast.Call, parents, method) -> Optional[Tuple[str, str]]:
+def _keeper(call: ast.Call, parents, method, wrappers=None) -> Optional[Tuple[str, str]]:
     """(the attribute, how) that keeps what ``call`` builds."""
     how, node = DIRECT, call
     while True:
         up = parents.get(id(node))
+        if isinstance(up, ast.Call) and node is not up.func and how == DIRECT:
+            if wrapped_module(up, wrappers) is node:  # ``Residual(Block(...))``
+                node = up
+                continue
+            appended = _appended_to(up, node)
+            if appended is not None:  # ``self.layers.append(Block(...))``
+                return appended, ITEMS
         if isinstance(up, (ast.List, ast.Tuple, ast.ListComp, ast.GeneratorExp, ast.Starred)):
             how, node = ITEMS if how == DIRECT else how, up
             continue
@@ -297,6 +390,16 @@ def _keeper(call: ast.Call, parents, method) -> Optional[Tuple[str, str]]:
     target = up.targets[0]
     if self_attr(target) is not None:
         return (target.attr, how) if how != ITEMS or node is not call else None
+    if isinstance(target, ast.Name) and how == DIRECT:
+        # ``block = Residual(Block(...))``, then ``self.layers.append(block)``
+        uses = [n for n in astwalk.walk(method) if isinstance(n, ast.Name) and n.id == target.id]
+        for n in uses:
+            up = parents.get(id(n))
+            if isinstance(up, ast.Call) and len(uses) == 2:
+                appended = _appended_to(up, n)
+                if appended is not None:
+                    return appended, ITEMS
+        return None
     if not isinstance(target, ast.Name) or how != ITEMS or _container(node) is not None:
         return None
     for other in astwalk.walk(
@@ -312,6 +415,14 @@ def _keeper(call: ast.Call, parents, method) -> Optional[Tuple[str, str]]:
             if kind and any(isinstance(a, ast.Name) and a.id == target.id for a in held):
                 attr = self_attr(other.targets[0])
                 return (attr, kind) if attr is not None else None
+    return None
+
+
+def _appended_to(call: ast.Call, arg: ast.AST) -> Optional[str]:
+    """``self.<attr>`` when ``call`` is ``self.<attr>.append(arg)``."""
+    func = call.func
+    if isinstance(func, ast.Attribute) and func.attr == "append" and call.args == [arg]:
+        return self_attr(func.value)
     return None
 
 
@@ -343,11 +454,21 @@ def _calls_of(owner: ast.ClassDef, attr: str, how: str) -> Optional[List[ast.Cal
                     if isinstance(target, ast.Tuple) and len(target.elts) == 2
                     else None
                 )
+            elif isinstance(it, ast.Call) and _zipped(it) and isinstance(target, ast.Tuple):
+                # ``for layer, extra in zip_longest(self.layers, extras)``
+                at = [i for i, a in enumerate(it.args) if self_attr(a) == attr]
+                if len(at) == 1 and len(target.elts) == len(it.args):
+                    it, target = it.args[at[0]], target.elts[at[0]]
             if self_attr(it) == attr and how == ITEMS and isinstance(target, ast.Name):
                 loops[target.id] = node
                 seen.add(id(it))
         elif isinstance(node, ast.Call) and getattr(node.func, "id", None) == "len" and node.args:
             seen.add(id(node.args[0]))
+        elif isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute):
+            if self_attr(node.func.value) != attr:
+                continue
+            if node.func.attr in _MODULE_READS or (how == ITEMS and node.func.attr == "append"):
+                seen.add(id(node.func.value))  # ``self.layers.modules()``: nothing is run
     for node in astwalk.walk(owner):
         if not isinstance(node, ast.Call):
             continue
@@ -371,6 +492,29 @@ def _calls_of(owner: ast.ClassDef, attr: str, how: str) -> Optional[List[ast.Cal
         if self_attr(node) == attr and isinstance(node.ctx, ast.Load) and id(node) not in seen:
             return None  # passed on, aliased, read for an attribute
     return calls
+
+
+# what ``self.<attr>.<name>()`` may do without running a module's forward
+_MODULE_READS = frozenset(
+    (
+        "modules",
+        "named_modules",
+        "children",
+        "named_children",
+        "parameters",
+        "named_parameters",
+        "buffers",
+        "named_buffers",
+        "train",
+        "eval",
+        "requires_grad_",
+    )
+)
+
+
+def _zipped(call: ast.Call) -> bool:
+    name = (dotted_name(call.func) or "").rsplit(".", 1)[-1]
+    return name in ("zip", "zip_longest", "izip_longest") and not call.keywords
 
 
 def _given(call: ast.Call, params, kwonly: int) -> Optional[Dict[str, ast.AST]]:

@@ -19,7 +19,9 @@ from ...core.torch_api import SDPA_NAME, SDPA_QUALNAME, SDPA_SIGNATURE, canonica
 from . import chains, fills, forms, steps
 from .chains import dotted_name, named_lambda, statements
 
-SUMMARY_VERSION = 26
+SUMMARY_VERSION = 28
+# ``MultiheadAttention.key_padding_mask|2``: the argument as a second module call fills it
+VARIANT = "|"
 REEXPORTS = "@reexports"  # the key of an __init__'s re-exports in its summary table
 IMPORTS = "@imports"  # the file's imports, where the callees its edges name live
 ATTRS = "@attrs"  # per class, what kind of module each self.<attr> holds (chains.py)
@@ -93,7 +95,9 @@ def summarise(
     # fill helper such as ``max_neg_value``); None without any fill in the file
     helpers = fills.helper_signs(tree) if fills_scores else None
     attrs: Dict[str, Dict[str, str]] = {}
-    facts = (sdpa_names, direct, may_call, holds_modules, torch_names, helpers)
+    # ``PreNorm(dim, Attention(dim))``: the classes that only hand ``**kwargs`` on
+    wrappers = chains.transparent_wrappers(tree) if "**" in source else {}
+    facts = (sdpa_names, direct, may_call, holds_modules, torch_names, helpers, wrappers)
     if not reuse:
         for node in tree.body:
             _summarise_node(node, out, attrs, *facts)
@@ -102,6 +106,7 @@ def summarise(
         context = repr((screen, direct, sorted(sdpa_names[0]), sorted(sdpa_names[1])))
         context += repr((holds_modules, sorted(torch_names.items())))
         context += repr(sorted(helpers.items()) if helpers is not None else None)
+        context += repr(sorted(wrappers.items()))
         for node in tree.body:
             if isinstance(node, _DEFINITIONS) or named_lambda(node):
                 _reused(node, lines, context, out, attrs, facts)
@@ -193,7 +198,7 @@ def _spans(lines: List[int], node: ast.AST) -> bool:
 
 
 def _summarise_node(
-    node, out, attrs, sdpa_names, direct, may_call, holds_modules, torch_names, helpers
+    node, out, attrs, sdpa_names, direct, may_call, holds_modules, torch_names, helpers, wrappers
 ):
     """What one top-level statement adds to a file's summary table (``out``)
     and to its classes' attributes (``attrs``)."""
@@ -224,7 +229,7 @@ def _summarise_node(
         calls = direct and (may_call is None or _spans(may_call, func))
         _add(out, func.name, func, False, sdpa_names, calls, helpers=helpers)
     elif isinstance(node, ast.ClassDef):
-        own = chains.class_attrs(node)
+        own = chains.class_attrs(node, wrappers)
         if own:
             attrs[node.name] = own
         torch_sub = forms.torch_subclass(node, torch_names) if holds_modules else None
@@ -496,8 +501,9 @@ def _function_summary(
         else:  # several SDPA calls: keep what every one of them agrees on
             reached = {k: v for k, v in reached.items() if here.get(k) == v}
     module_reach: Dict[str, dict] = {}
+    disagree: set = set()  # a module argument two calls fill from different parameters
     module_own: set = set()  # module arguments given by what no parameter carries
-    for i, (call, spec) in enumerate(modules):
+    for call, spec in modules:
         here = {}
         given = forms.module_arguments(call, spec)
         if given is None:  # a splat: any argument may be given
@@ -509,12 +515,22 @@ def _function_summary(
                 here[f"{spec.name}.{name}"] = got
             elif not steps.none_or_false(expr):
                 module_own.add(f"{spec.name}.{name}")
-        if i == 0:
-            module_reach = here
+        if here and not module_reach:
             line = line if line is not None else call.lineno
-        else:  # several calls of the module: what every one agrees on
-            module_reach = {k: v for k, v in module_reach.items() if here.get(k) == v}
-    reached.update(module_reach)
+        # several module calls (a decoder layer's self- and cross-attention):
+        # what each call's parameters reach, unless two calls disagree
+        for k, v in here.items():
+            if module_reach.setdefault(k, v) == v:
+                continue
+            # fairseq's decoder layer: ``key_padding_mask=self_attn_padding_mask``
+            # on one module, ``=encoder_padding_mask`` on the other: a second
+            # variant of the argument, judged as a call of its own
+            alt = f"{k}{VARIANT}2"
+            if module_reach.setdefault(alt, v) != v:
+                disagree.update((k, alt))
+    if line is None and modules:
+        line = modules[0][0].lineno
+    reached.update({k: v for k, v in module_reach.items() if k not in disagree})
     reached.update(_fill_reach(filled, others, reads, stores))
     if filled and (line is None or all(k in fills.FILL_SINKS for k in reached)):
         line = filled[0][2]  # what is reached is reached at the fill
