@@ -850,3 +850,27 @@ def test_mha903_witness_shows_the_code_is_correct():
     assert out["verdict"] == "NOT REPRODUCED"
     assert out["measured"]["leak"] == 0.0
     assert out["damage"].startswith("no damage")
+
+
+def test_mha010_a_subclass_states_its_flag_in_super_init():
+    """``class TabEncoderLayer(nn.TransformerEncoderLayer)`` whose own
+    ``__init__`` passes ``batch_first=True`` to ``super().__init__``: that
+    call states the flag, so sequence-first data fed to an instance is
+    MHA010 at the call, as for the torch layer itself."""
+    code = """\
+        class TabEncoderLayer(nn.TransformerEncoderLayer):
+            def __init__(self, d_token=192, n_heads=8):
+                super().__init__(d_token, n_heads, batch_first=True)
+
+        class TabTransformer(nn.Module):
+            def __init__(self):
+                super().__init__()
+                self.emb = nn.Embedding(10, 192)
+                self.layer = TabEncoderLayer()
+
+            def forward(self, x_cat):
+                x = self.emb(x_cat)  # (B, F, d)
+                return self.layer(XS)
+        """
+    assert got(code.replace("XS", "x.transpose(0, 1)")) == [("MHA010", 15, 16)]
+    assert got(code.replace("XS", "x")) == []

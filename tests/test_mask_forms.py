@@ -68,7 +68,7 @@ def test_segment_through_locals():
 
 @pytest.mark.parametrize("expr", [
     "a[:, :, None] == b[:, None, :]",          # two tensors: not one segment tensor
-    "ids[:, None] == ids[None, :]",            # rank unknown: stays unknown
+    "ids[:, None] == ids[:, :, None]",         # a vector against a matrix
     "ids.unsqueeze(1) == ids.unsqueeze(2)",    # depends on the rank
     "ids[:, :, None] == ids[:, :, None]",      # same broadcast on both sides
     "ids[:, :, None] < ids[:, None, :]",       # an order, not a segment
@@ -81,6 +81,22 @@ def test_segment_lookalikes_stay_unknown(expr):
             return F.scaled_dot_product_attention(q, k, v, attn_mask=m), q.masked_fill(m, -1e9)
         """
     assert found(src) == []
+
+
+def test_a_vector_s_segment_equality_is_a_square_keep_mask():
+    """PyG's node-to-graph assignment: ``batch[:, None] == batch[None, :]``
+    is True where two nodes share a graph, (L, S); written so on a 2-D
+    tensor it would compare samples with samples, which no one means."""
+    src = """\
+        import torch.nn.functional as F
+        def attend(q, k, v, batch):
+            same = batch[:, None] == batch[None, :]
+            a = F.scaled_dot_product_attention(q, k, v, attn_mask=same)
+            b = q.masked_fill(same, float("-inf"))
+            c = q.masked_fill(batch[:, None] != batch[None, :], float("-inf"))
+            return a, b, c
+        """
+    assert found(src) == [("MHA003", 5, 9)]
 
 
 def test_segment_added_to_scores_still_reports_mha004():

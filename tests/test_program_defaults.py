@@ -24,7 +24,9 @@ from flake8_mha.core.torch_api import TRIGGER_WORDS
 
 PACKAGES = {
     "fixtures/program_calls/layer_defaults": [
-        ("model.py", 15, 13, "MHA002"), ("model.py", 17, 13, "MHA002")],
+        ("model.py", 15, 13, "MHA002"), ("model.py", 17, 13, "MHA002"),
+        # the block's own mask, its attention the default class of another file
+        ("padded.py", 15, 20, "MHA002")],
     "fixtures/program_calls/kwargs": [
         ("model.py", 16, 13, "MHA002"), ("model.py", 18, 13, "MHA002")],
 }

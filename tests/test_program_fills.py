@@ -140,3 +140,56 @@ def test_in_one_file_a_correct_caller_does_not_hide_a_wrong_one():
     the two would only meet as unknown (issue 26, item 2)."""
     rows = [(f.code, f.line, f.col) for f in analyze_source(ADDED_HERE, "t.py", ["MHA004"])]
     assert rows == [("MHA004", 16, 12)]
+
+
+ESPNET = '''\
+import torch
+from torch import nn
+
+
+class MultiHeadedAttention(nn.Module):
+    def forward_attention(self, value, scores, mask):
+        if mask is not None:
+            mask = mask.unsqueeze(1).eq(0)  # (batch, 1, *, time2): True = pad
+            scores = scores.masked_fill(mask, -1e9)
+            attn = torch.softmax(scores, dim=-1)
+        else:
+            attn = torch.softmax(scores, dim=-1)
+        return torch.matmul(attn, value)
+
+    def forward(self, q, k, v, mask):
+        return self.forward_attention(v, q @ k.transpose(-2, -1), mask)
+'''
+
+ENCODER = '''\
+import torch
+from torch import nn
+
+from .attention import MultiHeadedAttention
+
+
+class Encoder(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.self_attn = MultiHeadedAttention()
+
+    def forward(self, xs, ilens):
+        pad = torch.arange(xs.size(1))[None, :] >= ilens[:, None]
+        return self.self_attn(xs, xs, xs, MASK)
+'''
+
+
+def test_a_mask_rebound_where_given_with_an_else_where_it_is_none(tmp_path):
+    """ESPnet's ``forward_attention``: ``if mask is not None: mask =
+    mask.unsqueeze(1).eq(0); ...`` with an ``else:`` for the path without a
+    mask is the parameter through those steps (it was no summary step: the
+    encoder's wrong mask went unreported)."""
+    from fixture_expect import write_package
+    from flake8_mha.lint.engine import analyze_file
+
+    for mask, want in (("pad[:, None, :]", [("MHA003", 14, 16)]),
+                       ("~pad[:, None, :]", [])):
+        pkg = write_package(tmp_path / f"p{len(want)}", {
+            "attention.py": ESPNET, "encoder.py": ENCODER.replace("MASK", mask)})
+        got = [(f.code, f.line, f.col) for f in analyze_file(str(pkg / "encoder.py"), ["MHA003"])]
+        assert got == want, mask

@@ -73,8 +73,14 @@ def test_a_model_built_at_module_level_is_followed_in_the_functions_that_use_it(
     """``fixtures/program_calls/scripts``: a training script builds
     ``model = Classifier(...)`` once at module level and calls it in its
     functions; the script names no attention word, so the focused parse
-    keeps the functions that use what that statement binds."""
-    assert_package_runs("fixtures/program_calls/scripts", [("train.py", 13, 14, "MHA002")])
+    keeps the functions that use what that statement binds.  A named method
+    of that object (``model.encode(ids, padding_mask)``) is its class's
+    method (the PyTorch translation tutorial's ``model.decode(...)``)."""
+    found = assert_package_runs("fixtures/program_calls/scripts", [
+        ("train.py", 13, 14, "MHA002"), ("train.py", 29, 16, "MHA002")])
+    assert {f.msg.rsplit(" through ", 1)[-1] for f in found} == {
+        "Classifier.forward() -> SelfAttention.forward()",
+        "Classifier.encode() -> SelfAttention.forward()"}
 
 
 def test_layers_kept_by_a_clones_helper_are_its_argument_s_copies():

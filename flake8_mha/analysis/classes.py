@@ -11,7 +11,7 @@ from typing import Optional
 import libcst as cst
 
 from ..core.torch_api import ModuleSpec
-from .flow import DefKind, Env, Scope, lookup
+from .flow import DefKind, Env, Scope, lookup, walk
 from .program import forms
 
 
@@ -45,4 +45,57 @@ def class_default(func, env: Env, scope: Optional[Scope]):
     if len(defs) != 1 or defs[0].kind != DefKind.PARAM or not isinstance(defs[0].node, cst.Param):
         return func
     default = defs[0].node.default
-    return default if isinstance(default, (cst.Name, cst.Attribute)) else func
+    if not isinstance(default, (cst.Name, cst.Attribute)):
+        return func
+    return func if _passed_in_file(defs[0].scope, func.value) else default
+
+
+_PASSED: dict = {}  # id(module) -> (module, {class: parameters a construction passes})
+
+
+def _passed_in_file(fscope: Optional[Scope], param: str) -> bool:
+    """Whether a construction in the file of the class whose ``__init__``
+    holds ``fscope`` passes ``param`` (HF's ``BertEncoder(config,
+    attn_cls=BertSdpaSelfAttention)``): then the default is not every
+    instance's class."""
+    cls_scope = fscope.parent if fscope is not None else None
+    if cls_scope is None or not isinstance(cls_scope.node, cst.ClassDef):
+        return False
+    if not isinstance(fscope.node, cst.FunctionDef) or fscope.node.name.value != "__init__":
+        return False
+    root = cls_scope
+    while root.parent is not None:
+        root = root.parent
+    module = root.node
+    kept = _PASSED.get(id(module))
+    if kept is None or kept[0] is not module:
+        if len(_PASSED) > 16:
+            _PASSED.clear()
+        kept = _PASSED[id(module)] = (module, _passed_params(module))
+    name = cls_scope.node.name.value
+    params = [p.name.value for p in fscope.node.params.params][1:]
+    for given in kept[1].get(name, ()):
+        if (
+            given == "*"
+            or given == param
+            or (isinstance(given, int) and given < len(params) and params[given] == param)
+        ):
+            return True
+    return False
+
+
+def _passed_params(module) -> dict:
+    """{class name: the positions (ints) and keywords each of its
+    constructions in ``module`` passes; ``"*"`` for a splat}."""
+    out: dict = {}
+    for n in walk(module):
+        if isinstance(n, cst.Call) and isinstance(n.func, cst.Name):
+            given = out.setdefault(n.func.value, set())
+            for i, a in enumerate(n.args):
+                if a.star:
+                    given.add("*")
+                elif a.keyword is not None:
+                    given.add(a.keyword.value)
+                else:
+                    given.add(i)
+    return out

@@ -55,7 +55,8 @@ class LayoutMismatch(Rule):
     DECISIONS = """
         - Only a statically known `batch_first` counts (a literal or a module
           constant); a variable, a `**kwargs` splat, or the default (MHA001's
-          business) is not this rule's.
+          business) is not this rule's. A subclass with its own `__init__`
+          states it in its one `super().__init__(..., batch_first=True)`.
         - Reported per call: one module fed both layouts has only its
           mismatched calls reported. Where the layouts of several callers
           meet before the call (a `forward` that two towers feed, one

@@ -23,6 +23,7 @@ import libcst as cst
 from ...core import walk as astwalk
 from ..events import Construction, ModuleCall
 from ..flow import lookup
+from ..resolve import Bound
 from .domain import BATCH, SEQ, Layout, parse_shape_comment, roles_of_names
 from .evaluate import LayoutEvaluator
 from .program import DEFAULT
@@ -267,6 +268,27 @@ class LayoutAnalysis:
             layers = self._torch_layers(layer, inst.ctor.env, inst.ctor.scope)
         return any(li.ctor is not None and li.ctor.node is ev.site.node for li in layers or ())
 
+    def _built_by(self, inst):
+        """(the construction, spec, its arguments): for a subclass with its own
+        ``__init__``, its one ``super().__init__(...)`` call, which carries
+        what torch is given (``super().__init__(d, h, batch_first=True)``)."""
+        if inst.ctor is not None or inst.subclass is None:
+            return inst.ctor, inst.spec, inst.init_args()
+        init = inst.subclass.methods.get("__init__")
+        supers = [
+            s
+            for s in self.ctx.flow.calls
+            if init is not None
+            and s.function is init
+            and isinstance(s.node.func, cst.Attribute)
+            and s.node.func.attr.value == "__init__"
+            and isinstance(s.node.func.value, cst.Call)
+            and getattr(s.node.func.value.func, "value", None) == "super"
+        ]
+        if len(supers) != 1:
+            return None, inst.spec, None
+        return supers[0], inst.spec, Bound(supers[0].node, inst.spec.init)
+
     def stated_batch_first(self, ev: ModuleCall, default=None) -> Optional[bool]:
         """The ``batch_first`` every module this call may run was built with, when
         it is stated (a literal or known constant); None when unknown or not the
@@ -294,7 +316,7 @@ class LayoutAnalysis:
 
     def _batch_first_ctors(self, inst, kind: str):
         if kind not in _CONTAINER_LAYER:
-            yield inst.ctor, inst.spec, inst.init_args()
+            yield self._built_by(inst)
             return
         args = inst.init_args()
         layer = args.get(_CONTAINER_LAYER[kind]) if args is not None else None
@@ -310,7 +332,7 @@ class LayoutAnalysis:
             yield inst.ctor, inst.spec, None
             return
         for li in layers:
-            yield li.ctor, li.spec, li.init_args()
+            yield self._built_by(li)
 
     def _torch_layers(self, name: cst.Name, env, scope) -> Optional[list]:
         """The torch layers a name bound on several branches holds, leaving out

@@ -12,9 +12,12 @@ Recognised broadcasts (directly or through a local bound once):
 - row: ``ids[..., None, :]``, ``ids[:, None, :]``, ``ids.unsqueeze(-2)``.
 
 Both sides must be the same name (after following locals) and one must be
-the column, the other the row.  Anything else (a 1-D ``ids[:, None]``, a
-``unsqueeze(1)`` whose meaning depends on the rank, two different tensors)
-stays unknown: precision over recall.
+the column, the other the row.  A vector's ``batch[:, None] == batch[None,
+:]`` (PyG's node-to-graph assignment) is the same comparison over (L, S):
+written with two indices on each side, a 2-D tensor would compare samples
+with samples, which no one means.  Anything else (an ``unsqueeze(1)`` whose
+meaning depends on the rank, two different tensors, ``ids[:, None]``
+against ``ids[:, :, None]``) stays unknown: precision over recall.
 """
 
 from __future__ import annotations
@@ -48,8 +51,15 @@ def _is_ellipsis(el: cst.SubscriptElement) -> bool:
 
 def _axis_of_index(elements) -> Optional[str]:
     """ "col" for ``[..., :, None]`` / ``[:, :, None]``, "row" for
-    ``[..., None, :]`` / ``[:, None, :]``."""
+    ``[..., None, :]`` / ``[:, None, :]``; "col1"/"row1" for a vector's
+    ``[:, None]`` / ``[None, :]``."""
     els = list(elements)
+    if len(els) == 2:
+        if _is_full(els[0]) and _is_none(els[1]):
+            return "col1"
+        if _is_none(els[0]) and _is_full(els[1]):
+            return "row1"
+        return None
     if len(els) != 3:
         return None
     first, a, b = els
@@ -70,9 +80,13 @@ class Segments:
             return None
         a = self._segment_side(left, at, 0)
         b = self._segment_side(right, at, 0)
-        if a is None or b is None or a[0] != b[0] or {a[1], b[1]} != {"col", "row"}:
+        if a is None or b is None or a[0] != b[0]:
             return None
         meaning = KEEP if op == "==" else IGNORE
+        if {a[1], b[1]} == {"col1", "row1"}:  # PyG's ``batch[:, None] == batch[None, :]``
+            return comparison(meaning, SEGMENT_LAYOUT[1:], self.origin(node))
+        if {a[1], b[1]} != {"col", "row"}:
+            return None
         return comparison(meaning, SEGMENT_LAYOUT, self.origin(node))
 
     def _segment_side(self, node, at: At, hops: int) -> Optional[Tuple[str, str]]:

@@ -19,6 +19,7 @@ from typing import Dict, List, Optional, Tuple
 
 import libcst as cst
 
+from ..classes import class_default
 from ..events import FillCall, ModuleCall, SdpaCall
 from ..flow import CallSite, DefKind, ScopeKind, lookup
 from ...core.atomic import read_regular
@@ -232,7 +233,7 @@ class Project(ConstantFiles):
         if own is not None:
             got = self.effective(self.path, own)
             return (self.path, got) if got is not None else None
-        method = self._method(func, env, scope, resolver)
+        method = self._method(func, env, scope, resolver) or self._instance_method(func, env, scope)
         if method is not None:
             return method
         if isinstance(func, cst.Attribute) and isinstance(
@@ -379,6 +380,28 @@ class Project(ConstantFiles):
                             return loc[0], got
         return None
 
+    def _instance_method(self, func, env, scope) -> Optional[Tuple[str, dict]]:
+        """``model.decode(ys, memory, mask)`` where ``model`` is bound once, to
+        a construction of a project class (a script's module-level
+        ``model = Seq2Seq(...)``): that class's method."""
+        if not (isinstance(func, cst.Attribute) and isinstance(func.value, cst.Name)):
+            return None
+        defs = lookup(func.value.value, env, scope)
+        if len(defs) != 1 or defs[0].kind != DefKind.ASSIGN or defs[0].index:
+            return None
+        built = defs[0].node
+        if not isinstance(built, cst.Call):
+            return None
+        name = func.attr.value
+        target = _imported(built.func, defs[0].env, defs[0].scope)
+        if target is not None:
+            loc = self._defined(target)
+            got = self.effective(loc[0], f"{loc[1]}.{name}") if loc is not None else None
+            return (loc[0], got) if got is not None else None
+        cls = _own_definition(built.func, defs[0].env, defs[0].scope, DefKind.CLASS)
+        got = self.effective(self.path, f"{cls}.{name}") if cls is not None else None
+        return (self.path, got) if got is not None else None
+
     def _built(self, call, env, scope, resolver=None) -> Optional[Tuple[str, dict]]:
         """What the object ``call`` builds runs when called: a project class's
         ``forward``, the function a project factory returns, or what
@@ -387,11 +410,12 @@ class Project(ConstantFiles):
             return None
         if resolver is not None and resolver.qualname(call.func, env, scope) == "functools.partial":
             return self._partial(call, env, scope, resolver)
-        made = _imported(call.func, env, scope)
+        func = class_default(call.func, env, scope)  # timm's ``attn_layer=Attention``
+        made = _imported(func, env, scope)
         if made is not None:
             found = self._function(made, call=False)
         else:
-            name = _own_definition(call.func, env, scope, DefKind.CLASS, DefKind.DEF)
+            name = _own_definition(func, env, scope, DefKind.CLASS, DefKind.DEF)
             if name is None:
                 return None
             got = self.effective(self.path, name + ".forward") or self.effective(

@@ -89,7 +89,9 @@ def imports(tree: ast.Module) -> Dict[str, list]:
     return out
 
 
-def class_attrs(cls: ast.ClassDef, wrappers: Optional[Dict[str, tuple]] = None) -> Dict[str, str]:
+def class_attrs(
+    cls: ast.ClassDef, wrappers: Optional[Dict[str, tuple]] = None, passed=frozenset()
+) -> Dict[str, str]:
     """``self.<attr>`` -> the constructor (as written: ``"Attention"``,
     ``"layers.Block"``) of the one kind of module it holds: built directly,
     or as every item of a ``ModuleList``/``Sequential`` (also filled by
@@ -101,7 +103,9 @@ def class_attrs(cls: ast.ClassDef, wrappers: Optional[Dict[str, tuple]] = None) 
     A constructor named by a parameter of the method that builds it, whose
     default is a class (timm's ``attn_layer=Attention``, ``block_fn=Block``),
     is that class: the kind every construction that leaves the parameter out
-    gets.  A parameter the method rebinds is not read so."""
+    gets, unless a construction in the file passes it (``passed``: the
+    ``__init__`` parameters some construction gives, ``passed_params``).  A
+    parameter the method rebinds is not read so."""
     found: Dict[str, Optional[str]] = {}
 
     def note(attr: str, ctor: Optional[str]) -> None:
@@ -114,6 +118,11 @@ def class_attrs(cls: ast.ClassDef, wrappers: Optional[Dict[str, tuple]] = None) 
         if not isinstance(item, (ast.FunctionDef, ast.AsyncFunctionDef)):
             continue
         defaults = class_defaults(item)
+        if item.name == "__init__" and passed:
+            given = [a.arg for a in item.args.args[1:]]
+            for p in list(defaults):
+                if "*" in passed or p in passed or (p in given and given.index(p) in passed):
+                    del defaults[p]  # HF's ``attn_cls=BertSdpaSelfAttention`` somewhere
         for n in astwalk.walk(item):
             rows = None
             if isinstance(n, ast.Assign) and len(n.targets) == 1:
@@ -165,6 +174,30 @@ def attr_template(node: ast.AST) -> Optional[str]:
         else:
             return None
     return "".join(parts) if "*" in parts else None
+
+
+def passed_params(tree: ast.Module) -> Dict[str, set]:
+    """{class name: the positions (ints) and keywords each call of that name
+    in the file passes; ``"*"`` for a splat}: which constructor parameters
+    with a class default some construction overrides (only for the file's
+    classes whose ``__init__`` has such a default)."""
+    wanted = {
+        c.name
+        for c in tree.body
+        if isinstance(c, ast.ClassDef)
+        and any(
+            isinstance(m, ast.FunctionDef) and m.name == "__init__" and class_defaults(m)
+            for m in c.body
+        )
+    }
+    out: Dict[str, set] = {}
+    for n in astwalk.walk(tree) if wanted else ():
+        if isinstance(n, ast.Call) and isinstance(n.func, ast.Name) and n.func.id in wanted:
+            given = out.setdefault(n.func.id, set())
+            for i, a in enumerate(n.args):
+                given.add("*" if isinstance(a, ast.Starred) else i)
+            given.update("*" if k.arg is None else k.arg for k in n.keywords)
+    return out
 
 
 def _empty_container(node: ast.AST) -> bool:
@@ -314,6 +347,12 @@ def class_defaults(func: ast.AST) -> Dict[str, str]:
             if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store):
                 out.pop(n.id, None)
     return out
+
+
+def names_class(node: ast.AST) -> bool:
+    """``Attention``, ``layers.Block``: a name whose last part is capitalised."""
+    name = dotted_name(node) if isinstance(node, (ast.Name, ast.Attribute)) else None
+    return name is not None and name.rsplit(".", 1)[-1][:1].isupper()
 
 
 def self_attr(node: ast.AST) -> Optional[str]:

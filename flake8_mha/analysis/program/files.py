@@ -43,6 +43,7 @@ from .tables import valid_table
 MAX_REEXPORT_HOPS = 3
 MAX_CHAIN = 6  # calls followed from a call site down to a sink
 CONSTANTS_VERSION = 1
+_FUNCTIONS = (ast.FunctionDef, ast.AsyncFunctionDef)
 _DOTTED = (ast.Name, ast.Attribute)  # a name a use can read as dotted
 
 # --------------------------------------------------------------------------- the root
@@ -225,14 +226,16 @@ class ProjectFiles:
         bound: Dict[str, List[Tuple[int, str]]] = {}
         calls: List[ast.Call] = []
         used: List[Tuple[ast.expr, bool]] = []  # (a base or an argument, called?)
-        # one walk: imports anywhere bind (the uses are read after)
-        for node in astwalk.depth_first(tree):
+        for node in astwalk.depth_first(tree):  # one walk: imports anywhere bind
             if isinstance(node, ast.Call):
                 calls.append(node)
-                # ``partial(attend, ...)``, ``checkpoint(block, x)``: called later
+                # ``partial(attend, ...)``, ``Block(d, attn_layer=Attention)``: called later
                 used.extend((a, True) for a in node.args if isinstance(a, _DOTTED))
-            elif isinstance(node, ast.ClassDef):
-                # ``class SelfAttention(AttentionBase)``: its methods are inherited
+                used.extend((k.value, True) for k in node.keywords if chains.names_class(k.value))
+            elif isinstance(node, _FUNCTIONS):  # ``def __init__(self, d, attn_layer=Attention)``
+                given = node.args.defaults + [d for d in node.args.kw_defaults if d is not None]
+                used.extend((d, True) for d in given if chains.names_class(d))
+            elif isinstance(node, ast.ClassDef):  # ``class SelfAttention(AttentionBase)``
                 used.extend((b, False) for b in node.bases if isinstance(b, _DOTTED))
             elif isinstance(node, ast.ImportFrom):
                 for alias in node.names:

@@ -31,14 +31,15 @@ class _Rebound(list):
 def rebinds(func, params: set, stores: Dict[str, List[ast.AST]]) -> Dict[str, List[ast.AST]]:
     """``stores`` with each parameter stored once, by ``p = <step of p>`` at
     the function's top level or in the body of a top-level ``if p is not
-    None:``, marked (``_Rebound``): a use after it reads ``p`` through that
+    None:`` (whatever its ``else:``, where ``p`` is None), marked (``_Rebound``): a use after it reads ``p`` through that
     step on every path that gives a mask (``mask = mask[:, None, None, :]``,
     ``mask = ~mask.bool()``).  Any other store leaves the parameter rebound."""
     allowed: Dict[int, Tuple[ast.Assign, Optional[str]]] = {}  # (statement, name tested)
     for stmt in func.body:
         if isinstance(stmt, ast.Assign):
             allowed[id(stmt)] = (stmt, None)
-        elif isinstance(stmt, ast.If) and not stmt.orelse and _not_none_test(stmt.test):
+        elif isinstance(stmt, ast.If) and _not_none_test(stmt.test):
+            # an ``else:`` is the path without a mask (ESPnet's ``forward_attention``)
             for inner in stmt.body:
                 if isinstance(inner, ast.Assign):
                     allowed[id(inner)] = (inner, _not_none_test(stmt.test))

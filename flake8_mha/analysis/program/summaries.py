@@ -19,7 +19,7 @@ from ...core.torch_api import SDPA_NAME, SDPA_QUALNAME, SDPA_SIGNATURE, canonica
 from . import chains, fills, forms, steps
 from .chains import dotted_name, named_lambda, statements
 
-SUMMARY_VERSION = 28
+SUMMARY_VERSION = 30
 # ``MultiheadAttention.key_padding_mask|2``: the argument as a second module call fills it
 VARIANT = "|"
 REEXPORTS = "@reexports"  # the key of an __init__'s re-exports in its summary table
@@ -97,7 +97,9 @@ def summarise(
     attrs: Dict[str, Dict[str, str]] = {}
     # ``PreNorm(dim, Attention(dim))``: the classes that only hand ``**kwargs`` on
     wrappers = chains.transparent_wrappers(tree) if "**" in source else {}
-    facts = (sdpa_names, direct, may_call, holds_modules, torch_names, helpers, wrappers)
+    # the constructor parameters a construction in the file passes (``attn_cls=...``)
+    passed = chains.passed_params(tree)
+    facts = (sdpa_names, direct, may_call, holds_modules, torch_names, helpers, (wrappers, passed))
     if not reuse:
         for node in tree.body:
             _summarise_node(node, out, attrs, *facts)
@@ -107,6 +109,7 @@ def summarise(
         context += repr((holds_modules, sorted(torch_names.items())))
         context += repr(sorted(helpers.items()) if helpers is not None else None)
         context += repr(sorted(wrappers.items()))
+        context += repr(sorted((k, sorted(map(str, v))) for k, v in passed.items()))
         for node in tree.body:
             if isinstance(node, _DEFINITIONS) or named_lambda(node):
                 _reused(node, lines, context, out, attrs, facts)
@@ -198,7 +201,7 @@ def _spans(lines: List[int], node: ast.AST) -> bool:
 
 
 def _summarise_node(
-    node, out, attrs, sdpa_names, direct, may_call, holds_modules, torch_names, helpers, wrappers
+    node, out, attrs, sdpa_names, direct, may_call, holds_modules, torch_names, helpers, classes
 ):
     """What one top-level statement adds to a file's summary table (``out``)
     and to its classes' attributes (``attrs``)."""
@@ -229,7 +232,8 @@ def _summarise_node(
         calls = direct and (may_call is None or _spans(may_call, func))
         _add(out, func.name, func, False, sdpa_names, calls, helpers=helpers)
     elif isinstance(node, ast.ClassDef):
-        own = chains.class_attrs(node, wrappers)
+        wrappers, passed = classes
+        own = chains.class_attrs(node, wrappers, passed.get(node.name, frozenset()))
         if own:
             attrs[node.name] = own
         torch_sub = forms.torch_subclass(node, torch_names) if holds_modules else None
