@@ -355,3 +355,24 @@ def attend(q, k, v, scores, tokens, pad_id):
 ])
 def test_the_arguments_of_an_in_place_fill_see_the_value_before_it(mask, body, want):
     assert found(INPLACE.replace("MASK", mask).replace("BODY", body)) == want
+
+
+def test_a_name_the_code_inverts_at_the_fill_is_the_author_s_convention():
+    """llm-foundry names its keep-mask ``key_padding_mask`` and fills with
+    ``masked_fill(~key_padding_mask, min)``: the name alone says True =
+    pad, the code's own ``~`` says the opposite, and a name counts only
+    where the code says nothing better. A mask the code makes (``tokens ==
+    0``) inverted the same way is still MHA003."""
+    src = """\
+        def by_name(q, k, v, key_padding_mask):
+            s = q @ k.transpose(-1, -2)
+            s = s.masked_fill(~key_padding_mask[:, None, None, :], float("-inf"))
+            return s.softmax(-1) @ v
+
+        def made(q, k, v, tokens):
+            key_padding_mask = tokens == 0
+            s = q @ k.transpose(-1, -2)
+            s = s.masked_fill(~key_padding_mask[:, None, None, :], float("-inf"))
+            return s.softmax(-1) @ v
+        """
+    assert found(src) == [("MHA003", 9, 9)]

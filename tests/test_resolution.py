@@ -267,3 +267,41 @@ def test_super_forward_of_a_torch_subclass_is_a_call_of_its_module(fed, want):
     src = SUBCLASS.replace("FED", fed)
     got = lint(src, "t.py", ["MHA001", "MHA903", "MHA003"])
     assert sorted((f.code, f.line, f.col) for f in got) == sorted(want)
+
+
+NARROWED = """\
+import torch.nn as nn
+
+
+class MambAttn(nn.Module):
+    def __init__(self, d_model=64, n_heads=8, n_blocks=4):
+        super().__init__()
+        self.layers = nn.ModuleList()
+        for i in range(n_blocks):
+            if i % 2 == 1:
+                self.layers.append(nn.MultiheadAttention(d_model, n_heads))
+            else:
+                self.layers.append(nn.Linear(d_model, d_model))
+
+    def forward(self, x):
+        for layer in self.layers:
+            if TEST:
+                x = x.transpose(0, 1)
+                x, _ = layer(x, x, x)
+                x = x.transpose(0, 1)
+            else:
+                x = layer(x)
+        return x
+"""
+
+
+def test_a_loop_variable_narrowed_by_isinstance_is_that_module():
+    """mambular: a ModuleList of Mamba blocks and ``nn.MultiheadAttention``
+    run in one loop, the attention under ``isinstance(layer,
+    nn.MultiheadAttention)``: its call is the module's (MHA102 on the
+    thrown-away weights).  Without the test the loop variable is of several
+    kinds: not followed."""
+    narrowed = NARROWED.replace("TEST", "isinstance(layer, nn.MultiheadAttention)")
+    assert codes_at(narrowed, ["MHA102"]) == [(18, 24, "MHA102")]
+    other = NARROWED.replace("TEST", "isinstance(layer, nn.Linear)")
+    assert codes_at(other, ["MHA102"]) == []

@@ -137,10 +137,48 @@ def classify(site: CallSite, resolver: Resolver):
     if not isinstance(target, (cst.Name, cst.Attribute, cst.Subscript)) and not is_getattr(target):
         return None
     instances = resolver.instances(target, env, scope)
+    if instances is None and isinstance(target, cst.Name):
+        instances = _narrowed(site, target, resolver)
     spec = Resolver.common_spec(instances)
     if spec is None:
         return None
     return ModuleCall(site, spec, instances, Bound(expand_call(call, env, scope), spec.forward))
+
+
+_OTHER = object()  # a construction an ``isinstance`` test rules out
+
+
+def _narrowed(site: CallSite, name: cst.Name, resolver: Resolver) -> Optional[list]:
+    """mambular's ``for layer in self.layers: if isinstance(layer,
+    nn.MultiheadAttention): layer(x, x, x)`` over a list of several kinds:
+    the items of that torch class, the others ruled out by the test."""
+    spec = None
+    for test, truth, env in site.conds:
+        if (
+            truth
+            and isinstance(test, cst.Call)
+            and isinstance(test.func, cst.Name)
+            and test.func.value == "isinstance"
+            and len(test.args) == 2
+            and isinstance(test.args[0].value, cst.Name)
+            and test.args[0].value.value == name.value
+        ):
+            spec = torch_api.module_spec(resolver.qualname(test.args[1].value, env, site.scope))
+    if spec is None:
+        return None
+
+    def leaf(call, env, scope):
+        got = resolver.torch_leaf(call, env, scope)
+        if got and all(i.spec is spec for i in got):
+            return got
+        return [_OTHER] if isinstance(call, cst.Call) else None
+
+    try:
+        held = resolver.held(name, site.env, site.scope, leaf)
+    except RecursionError:  # pragma: no cover
+        return None
+    kept = [i for i in held or () if i is not _OTHER]
+    return kept if kept and all(isinstance(i, Instance) for i in kept) else None
 
 
 def _super_forward(site: CallSite, resolver: Resolver) -> Optional[ModuleCall]:

@@ -305,7 +305,11 @@ class BatchFirstImplicit(Rule):
             or SEQ_FIRST not in kinds
         ):
             return
-        first = next(c for _, c in calls if c.kind == SEQ_FIRST)
+        # the call whose evidence names the most axes (a shape comment over ``bs = x.shape[1]``)
+        first = max(
+            (c for _, c in calls if c.kind == SEQ_FIRST),
+            key=lambda c: sum(r is not None for r in (c.layout.roles if c.layout else ())),
+        )
         evidence = construction_evidence(self.ctx, ev)
         evidence.update(analysis.evidence(first))
         yield self.report(ev.site.node, evidence, module=ev.spec.name, where=where(analysis, first))

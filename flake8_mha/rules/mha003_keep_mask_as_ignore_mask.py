@@ -4,9 +4,12 @@ from __future__ import annotations
 
 from typing import Iterator
 
+import libcst as cst
+
 from ..analysis.events import ModuleCall
 from ..analysis.flow import CallSite
 from ..analysis.masks import BOOL, IGNORE, KEEP, Mask, Sink
+from ..analysis.masks.calls import At
 from ._mask_rule import MaskRule, fills_attention_scores, sink_text, true_word
 from .base import Example, Report
 
@@ -58,6 +61,11 @@ class KeepMaskAsIgnoreMask(MaskRule):
           the key axis later in the same function (or around the fill). Elsewhere
           masking a triangle of pairwise scores is a legitimate constraint outside
           causal attention (span scoring, reading-order heads).
+        - A fill of `~name` where only the parameter's name says what it
+          means (`masked_fill(~key_padding_mask, min)`, llm-foundry's keep-mask
+          of that name) is not reported: the code's own `~` says the author
+          keeps the other convention. A caller's mask reaching it is judged at
+          the call as usual.
         - Mask forms read (issue 17): segment masks `ids[..., :, None] ==
           ids[..., None, :]` (and `[:, :, None]`/`[:, None, :]`,
           `unsqueeze(-1)`/`unsqueeze(-2)`) are keep-masks of layout (N, L, S),
@@ -146,6 +154,7 @@ class KeepMaskAsIgnoreMask(MaskRule):
             mask.meaning == KEEP
             and mask.kind in (BOOL, None)
             and (not mask.causal or fills_attention_scores(self.ctx, sink))
+            and not _inverts_a_name(a, sink)
         ):
             yield self._message(sink, mask, None)
 
@@ -165,3 +174,24 @@ class KeepMaskAsIgnoreMask(MaskRule):
             what=true_word(mask),
             sink=sink_text(sink),
         )
+
+
+def _inverts_a_name(a, sink: Sink) -> bool:
+    """``masked_fill(~key_padding_mask, min)`` where only the name says what
+    ``key_padding_mask`` means: the code's own ``~`` says its author keeps
+    the other convention (llm-foundry's keep-mask of that name), and a name
+    counts only where the code says nothing better (RULES.md)."""
+    expr = sink.expr
+    if isinstance(expr, cst.UnaryOperation) and isinstance(expr.operator, cst.BitInvert):
+        inner = expr.expression
+    elif (
+        isinstance(expr, cst.Call)
+        and isinstance(expr.func, cst.Attribute)
+        and expr.func.attr.value == "logical_not"
+        and not expr.args
+    ):
+        inner = expr.func.value
+    else:
+        return False
+    got = a.evaluator.eval(inner, At(sink.site.env, sink.site.scope, None, 0))
+    return got.origin is not None and got.origin.by_name
