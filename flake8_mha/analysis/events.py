@@ -65,12 +65,13 @@ class SdpaCall:
     and SDPA line, see ``program/callsites.py``; ``args`` then holds the caller's
     arguments under SDPA's names)."""
 
-    __slots__ = ("site", "args", "through")
+    __slots__ = ("site", "args", "through", "more")
 
     def __init__(self, site: CallSite, args: Bound, through: Optional[dict] = None):
         self.site = site
         self.args = args
         self.through = through
+        self.more: list = []  # the same call as a second instance of its wrapper reads it
 
 
 class FillCall:

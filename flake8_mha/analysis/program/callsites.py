@@ -88,6 +88,20 @@ class Project(ConstantFiles):
             return self._fill_call(site, filename, summary, args)
         if not any("." not in sink and sink not in FILL_SINKS for sink in summary["reach"]):
             return self._module_call(site, filename, summary, args)
+        reach = summary["reach"]
+        second = {k.split(VARIANT)[0]: v for k, v in reach.items() if VARIANT in k and "." not in k}
+        if second:  # two calls of one wrapper fill its mask from different parameters
+            base = {k: v for k, v in reach.items() if not (VARIANT in k and "." not in k)}
+            first = self._sdpa_call(site, filename, dict(summary, reach=base), args)
+            other = self._sdpa_call(site, filename, dict(summary, reach=dict(base, **second)), args)
+            if first is None or other is None:
+                return first or other
+            first.more = [other]
+            return first
+        return self._sdpa_call(site, filename, summary, args)
+
+    def _sdpa_call(self, site, filename, summary, args) -> Optional[SdpaCall]:
+        """The SDPA call a wrapper's summary amounts to at this call."""
         mapped: Dict[str, cst.BaseExpression] = {}
         for sink_arg, how in summary["reach"].items():
             if "." in sink_arg or sink_arg in FILL_SINKS:

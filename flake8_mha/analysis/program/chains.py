@@ -127,7 +127,9 @@ def class_attrs(
             rows = None
             if isinstance(n, ast.Assign) and len(n.targets) == 1:
                 attr = self_attr(n.targets[0])
-                if attr is not None and not _empty_container(n.value):
+                if isinstance(n.value, ast.Constant) and n.value.value is None:
+                    pass  # ``self.cross_attention = None`` first: a call runs the module
+                elif attr is not None and not _empty_container(n.value):
                     built = _built(n.value, wrappers)
                     note(attr, defaults.get(built, built) if built else built)
                     rows = _rows_of(n.value, wrappers)

@@ -1,16 +1,10 @@
 """The project around one linted file, read with Python's ``ast`` only: its
 root, which of its files an import names, and the summaries of the
 functions those files define (``summaries.py``), kept once per process and
-in the results cache's side store.
-
-``callsites.py`` builds on this to follow a call of a summarised function at
-its call site in the LibCST tree; the project-aware gate (``ProjectFiles.gate``)
-needs nothing more than this module, so a file without an attention word
-costs no LibCST import.  The project root: the linted file's directory, or,
-when that directory is a package (holds ``__init__.py``), the directory above
-its topmost package.  Only files below the root are read; nothing outside it
-is followed (site-packages, torch itself).  See docs/reach.md.
-"""
+in the results cache's side store.  ``callsites.py`` follows a summarised
+call in the LibCST tree; the gate (``ProjectFiles.gate``) needs only this
+module, so a file without an attention word costs no LibCST import.  The
+root and what is read below it: docs/reach.md, "The project root"."""
 
 from __future__ import annotations
 
@@ -23,6 +17,7 @@ from typing import Dict, List, Optional, Tuple
 from ...core import walk as astwalk
 from ...core.atomic import read_regular
 from . import chains
+from .fills import FILL_SINKS
 from .forms import names_a_sink
 from .summaries import (
     ATTRS,
@@ -33,6 +28,7 @@ from .summaries import (
     TORCH_MODULES,
     REEXPORTS,
     SUMMARY_VERSION,
+    VARIANT,
     dotted_name,
     settle,
     statements,
@@ -557,12 +553,9 @@ class ProjectFiles:
             return s if s["reach"] else None
         self._chained[memo] = s if s["reach"] else None  # a cycle sees the direct part
         reach = dict(s["reach"])
-        ends = {
-            sink: (filename, s["line"], [[self.relative(filename), s["name"]]]) for sink in reach
-        }
-        clash = set()
-        callees = []
-        module_own: set = set()
+        here = (filename, s["line"], [[self.relative(filename), s["name"]]])
+        ends = {sink: here for sink in reach}
+        clash, callees, module_own = set(), [], set()
         for edge in s["edges"]:
             found = self._edge(filename, table, s, edge, depth + 1)
             if found is None:
@@ -578,7 +571,12 @@ class ProjectFiles:
             composed = chains.compose(edge, callee)
             for sink, how in composed.items():
                 if sink in reach and reach[sink] != how:
-                    clash.add(sink)
+                    # a block's self- and cross-attention, two instances of one
+                    # class fed different masks: a second variant of the sink
+                    alt = None if VARIANT in sink or sink in FILL_SINKS else sink + VARIANT + "2"
+                    if alt is None or reach.setdefault(alt, how) != how:
+                        clash.add(sink)
+                    ends.setdefault(alt, end)
                 elif sink not in reach:
                     reach[sink], ends[sink] = how, end
             # a held module's argument the callee's parameter gives, which this
@@ -587,6 +585,7 @@ class ProjectFiles:
             module_own.update(callee.get("module_own", ()))
         for sink in clash:
             reach.pop(sink, None)
+            reach.pop(sink + VARIANT + "2", None)
             if "." in sink:
                 module_own.add(sink)
         settle(reach, s)

@@ -19,7 +19,7 @@ from ...core.torch_api import SDPA_NAME, SDPA_QUALNAME, SDPA_SIGNATURE, canonica
 from . import chains, fills, forms, steps
 from .chains import dotted_name, named_lambda, statements
 
-SUMMARY_VERSION = 30
+SUMMARY_VERSION = 32
 # ``MultiheadAttention.key_padding_mask|2``: the argument as a second module call fills it
 VARIANT = "|"
 REEXPORTS = "@reexports"  # the key of an __init__'s re-exports in its summary table
@@ -502,8 +502,13 @@ def _function_summary(
                     own_mask = True
         if i == 0:
             reached, line = here, call.lineno
-        else:  # several SDPA calls: keep what every one of them agrees on
-            reached = {k: v for k, v in reached.items() if here.get(k) == v}
+        else:  # several SDPA calls: keep what every one of them agrees on,
+            # and a mask that one branch's call passes and the other's leaves
+            # out (Informer's ``is_causal=True`` without a mask, else the mask)
+            kept = {k: v for k, v in reached.items() if here.get(k) == v}
+            if ("attn_mask" in reached) != ("attn_mask" in here):
+                kept["attn_mask"] = reached.get("attn_mask") or here["attn_mask"]
+            reached = kept
     module_reach: Dict[str, dict] = {}
     disagree: set = set()  # a module argument two calls fill from different parameters
     module_own: set = set()  # module arguments given by what no parameter carries
