@@ -50,7 +50,9 @@ def class_default(func, env: Env, scope: Optional[Scope]):
     return func if _passed_in_file(defs[0].scope, func.value) else default
 
 
-_PASSED: dict = {}  # id(module) -> (module, {class: parameters a construction passes})
+# the file being analysed -> {class: the parameters its constructions pass};
+# one entry, so no finished file's tree is kept alive
+_PASSED: dict = {}
 
 
 def _passed_in_file(fscope: Optional[Scope], param: str) -> bool:
@@ -69,8 +71,7 @@ def _passed_in_file(fscope: Optional[Scope], param: str) -> bool:
     module = root.node
     kept = _PASSED.get(id(module))
     if kept is None or kept[0] is not module:
-        if len(_PASSED) > 16:
-            _PASSED.clear()
+        _PASSED.clear()
         kept = _PASSED[id(module)] = (module, _passed_params(module))
     name = cls_scope.node.name.value
     params = [p.name.value for p in fscope.node.params.params][1:]
