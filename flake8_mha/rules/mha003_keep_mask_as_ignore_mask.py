@@ -70,9 +70,10 @@ class KeepMaskAsIgnoreMask(MaskRule):
           ids[..., None, :]` (and `[:, :, None]`/`[:, None, :]`,
           `unsqueeze(-1)`/`unsqueeze(-2)`) are keep-masks of layout (N, L, S),
           `!=` ignore-masks; a vector's `batch[:, None] == batch[None, :]`
-          (PyG's node-to-graph ids) is the same over (L, S); a triangle of `ones(i, j)` cut at `j - i + c` (the
-          KV-cache causal mask) is an ignore-mask for `triu` with c >= 1 and a
-          keep-mask for `tril` with c >= 0, any other symbolic diagonal stays
+          (PyG's node-to-graph ids) is the same over (L, S); a triangle of
+          `ones(i, j)` cut at `j - i + c` (the KV-cache causal mask) is an
+          ignore-mask for `triu` with c >= 1 and a keep-mask for `tril` with
+          c >= 0, any other symbolic diagonal stays
           unknown; `arange` against lengths in 3-D views (`view(1, 1, -1)`
           against `view(-1, 1, 1)` or `view(1, -1, 1)`, `[None, None, :]`
           against `[:, None, None]`) is a padding mask.

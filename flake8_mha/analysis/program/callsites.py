@@ -92,13 +92,22 @@ class Project(ConstantFiles):
         second = {k.split(VARIANT)[0]: v for k, v in reach.items() if VARIANT in k and "." not in k}
         if second:  # two calls of one wrapper fill its mask from different parameters
             base = {k: v for k, v in reach.items() if not (VARIANT in k and "." not in k)}
-            first = self._sdpa_call(site, filename, dict(summary, reach=base), args)
-            other = self._sdpa_call(site, filename, dict(summary, reach=dict(base, **second)), args)
-            if first is None or other is None:
-                return first or other
-            first.more = [other]
-            return first
+            return self._variants(
+                self._sdpa_call, site, filename, summary, args, base, {**base, **second}
+            )
         return self._sdpa_call(site, filename, summary, args)
+
+    def _variants(self, make, site, filename, summary, args, first, second):
+        """A wrapper that reaches its sink twice, the second time from another
+        parameter (``VARIANT``: a block's self- and cross-attention): the call
+        as ``make`` reads it with the ``first`` reach, and in its ``more``
+        with the ``second``."""
+        got = make(site, filename, dict(summary, reach=first), args)
+        other = make(site, filename, dict(summary, reach=second), args)
+        if got is None or other is None:
+            return got or other
+        got.more = [other]
+        return got
 
     def _sdpa_call(self, site, filename, summary, args) -> Optional[SdpaCall]:
         """The SDPA call a wrapper's summary amounts to at this call."""
@@ -174,24 +183,10 @@ class Project(ConstantFiles):
         spec = BY_NAME.get(specs.pop())
         if spec is None:
             return None
-        second = {k: v for k, v in reach.items() if VARIANT in k}
-        if second:  # a second module call fills an argument from another parameter
-            first = self._module_call(
-                site,
-                filename,
-                dict(summary, reach={k: v for k, v in reach.items() if k not in second}),
-                args,
-            )
-            other = self._module_call(
-                site,
-                filename,
-                dict(summary, reach={k.split(VARIANT)[0]: v for k, v in second.items()}),
-                args,
-            )
-            if first is None or other is None:
-                return first or other
-            first.more = [other]
-            return first
+        if any(VARIANT in k for k in reach):  # a second module call, another parameter
+            first = {k: v for k, v in reach.items() if VARIANT not in k}
+            second = {k.split(VARIANT)[0]: v for k, v in reach.items() if VARIANT in k}
+            return self._variants(self._module_call, site, filename, summary, args, first, second)
         mapped: Dict[str, cst.BaseExpression] = {}
         # the module's arguments that may be given though the caller gives nothing:
         # by the wrapper itself, or by a parameter's default that is not None

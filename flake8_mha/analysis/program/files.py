@@ -574,9 +574,10 @@ class ProjectFiles:
                     # a block's self- and cross-attention, two instances of one
                     # class fed different masks: a second variant of the sink
                     alt = None if VARIANT in sink or sink in FILL_SINKS else sink + VARIANT + "2"
-                    if alt is None or reach.setdefault(alt, how) != how:
+                    if alt is not None and reach.setdefault(alt, how) == how:
+                        ends.setdefault(alt, end)
+                    else:
                         clash.add(sink)
-                    ends.setdefault(alt, end)
                 elif sink not in reach:
                     reach[sink], ends[sink] = how, end
             # a held module's argument the callee's parameter gives, which this

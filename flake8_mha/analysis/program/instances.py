@@ -95,18 +95,20 @@ def paired(
             calls = _calls_of(owner, attr, how)
             if not calls:
                 return None  # never called here: its callers are outside the project
-            masked = []
+            masked, given_at = [], []  # each mask given, and the call that gives it
             for call in calls:
                 passed = _given(call, params, len(kwonly))
                 if passed is None:
                     return None
                 if mask in passed and signatures.literal(passed[mask]) is not None:
                     masked.append(passed[mask])
+                    given_at.append(call)
                 elif mask not in passed and defaults.get(mask, UNKNOWN) is not None:
                     masked.append(None)
+                    given_at.append(call)
             if not masked:
                 continue  # never given a mask: whatever its flag
-            if _kept_apart(owner, given.get(flag), masked, calls):
+            if _kept_apart(owner, given.get(flag), masked, given_at):
                 continue  # the mask is None whenever the flag handed down is on
             up = _handed_down(owner, given.get(flag), masked, tree)
             if up is None or depth >= MAX_DEPTH:
@@ -230,11 +232,7 @@ def _none_when_on(method: ast.FunctionDef, name: str, attr: str, call: ast.Call)
     """Whether ``name`` is bound in ``method`` only by one ``if self.<attr>:``
     (or ``if not self.<attr>:``) statement before ``call``, once on each
     side, to ``None`` on the side where the attribute is true."""
-    stores = [
-        n
-        for n in astwalk.walk(method)
-        if isinstance(n, ast.Name) and n.id == name and isinstance(n.ctx, (ast.Store, ast.Del))
-    ]
+    stores = _stores(method, name)
     for stmt in astwalk.walk(method):
         if not isinstance(stmt, ast.If) or stmt.lineno > call.lineno:
             continue
@@ -265,10 +263,16 @@ def _binds(stmt: ast.Assign, name: str) -> bool:
 
 
 def _rebinds(func: ast.FunctionDef, name: str) -> bool:
-    return any(
-        isinstance(n, ast.Name) and n.id == name and isinstance(n.ctx, (ast.Store, ast.Del))
+    return bool(_stores(func, name))
+
+
+def _stores(func: ast.FunctionDef, name: str) -> List[ast.Name]:
+    """Every store (or ``del``) of ``name`` in ``func``."""
+    return [
+        n
         for n in astwalk.walk(func)
-    )
+        if isinstance(n, ast.Name) and n.id == name and isinstance(n.ctx, (ast.Store, ast.Del))
+    ]
 
 
 def _read(path: str) -> Optional[str]:

@@ -31,9 +31,10 @@ class _Rebound(list):
 def rebinds(func, params: set, stores: Dict[str, List[ast.AST]]) -> Dict[str, List[ast.AST]]:
     """``stores`` with each parameter stored once, by ``p = <step of p>`` at
     the function's top level or in the body of a top-level ``if p is not
-    None:`` (whatever its ``else:``, where ``p`` is None), marked (``_Rebound``): a use after it reads ``p`` through that
-    step on every path that gives a mask (``mask = mask[:, None, None, :]``,
-    ``mask = ~mask.bool()``).  Any other store leaves the parameter rebound."""
+    None:`` (whatever its ``else:``, where ``p`` is None), marked
+    (``_Rebound``): a use after it reads ``p`` through that step on every
+    path that gives a mask (``mask = mask[:, None, None, :]``, ``mask =
+    ~mask.bool()``).  Any other store leaves the parameter rebound."""
     allowed: Dict[int, Tuple[ast.Assign, Optional[str]]] = {}  # (statement, name tested)
     for stmt in func.body:
         if isinstance(stmt, ast.Assign):
