@@ -123,10 +123,69 @@ def value_of(node: cst.CSTNode, env: Env, scope: Optional[Scope], depth: int = 0
             defs = cls.attrs.get(node.attr.value)
             if defs:
                 return _defs_value(tuple(defs), scope, None, depth)
+            return _inherited_value(cls, node.attr.value, scope, depth)
         elif owners and len(owners) == 1 and owners[0].kind == DefKind.IMPORT:
             # ``config.WIDTH`` after ``from . import config``
             return _imported_value(owners[0], scope, node.value.value, node.attr.value)
     return UNKNOWN
+
+
+# the class whose instance an inherited ``__init__``'s parameter is read for
+# (``_inherited_value``): its constructions, not the base's, give the value
+_READER: List[Optional[str]] = [None]
+
+
+def _inherited_value(cls, attr: str, scope, depth: int):
+    """``self.<attr>`` that a class of the file does not set and a base class
+    of the same file does (``class LowRes(Attention)`` reading
+    ``self.dropout_p``).  Through a base's ``__init__`` that the class
+    inherits as it is, a parameter's value is what every construction of
+    the class itself passes (``_constructed_value``); a class with an
+    ``__init__`` of its own reads nothing through it."""
+    defs = inherited_attr(cls, attr)
+    if not defs:
+        return UNKNOWN
+    reader = cls.name if _module_level(cls) and "__init__" not in cls.methods else None
+    saved, _READER[0] = _READER[0], reader
+    try:
+        return _defs_value(tuple(defs), scope, None, depth + 1) if reader else UNKNOWN
+    finally:
+        _READER[0] = saved
+
+
+MAX_BASES = 4
+
+
+def inherited_attr(cls, attr: str) -> tuple:
+    """The definitions of ``self.<attr>`` in the nearest base class of the
+    same file that sets it (one base per class, ``MAX_BASES`` deep)."""
+    seen = {id(cls)}
+    base = cls
+    for _ in range(MAX_BASES):
+        base = _same_file_base(base)
+        if base is None or id(base) in seen:
+            return ()
+        seen.add(id(base))
+        defs = base.attrs.get(attr)
+        if defs:
+            return tuple(defs)
+    return ()
+
+
+def _same_file_base(info):
+    """The one base class of ``info`` defined in the same file, if it has
+    exactly one base and that base is a class of the file; else None."""
+    if len(info.base_exprs) != 1 or not isinstance(info.base_exprs[0], cst.Name):
+        return None
+    defs = lookup(info.base_exprs[0].value, info.env, info.scope)
+    if len(defs) != 1 or defs[0].kind != DefKind.CLASS:
+        return None
+    return defs[0].extra
+
+
+def _module_level(info) -> bool:
+    scope = info.scope
+    return scope is not None and scope.kind == ScopeKind.MODULE
 
 
 def _defs_value(defs, scope, name: Optional[str], depth: int):
@@ -253,7 +312,12 @@ def _constructed_value(d: Def, name: str, default=None):
     elif parent.parent.kind != ScopeKind.MODULE:
         return UNKNOWN
     elif function == "__init__":
-        got = project.constructed(parent.node.name.value, name)
+        reader = _READER[0]
+        owner = parent.node.name.value
+        if reader is not None and reader != owner:  # a subclass inheriting it as it is
+            got = project.constructed(reader, name, init_of=owner)
+        else:
+            got = project.constructed(owner, name)
     elif function.startswith("__"):  # __call__ and the like: called where no call is seen
         return UNKNOWN
     else:  # ``forward``, through the instances; another method, as an attribute

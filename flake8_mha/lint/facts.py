@@ -17,7 +17,7 @@ from ..analysis.events import FillCall, ModuleCall, SdpaCall
 from ..analysis.flow import DefKind, ScopeKind, lookup, walk
 from ..analysis.program.callsites import Project, WrappedModuleCall
 from ..analysis.program.fills import FILL_SINKS
-from ..analysis.values import branch_truth
+from ..analysis.values import branch_truth, inherited_attr
 
 
 # the SDPA arguments each code judges (when the wrapper's parameters carry all
@@ -246,7 +246,8 @@ def carried(code: str, ev) -> Set[str]:
             owners = lookup(node.value.value, env, scope) if depth < 6 else ()
             if not owners or any(d.kind != DefKind.SELF for d in owners):
                 continue
-            defs = owners[0].extra.attrs.get(node.attr.value, ())
+            cls = owners[0].extra
+            defs = cls.attrs.get(node.attr.value) or inherited_attr(cls, node.attr.value)
         else:
             parts = {
                 cst.IfExp: ("test", "body", "orelse"),

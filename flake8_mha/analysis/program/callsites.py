@@ -488,18 +488,19 @@ class Project(ConstantFiles):
             line = start_positions(self.module, [call])[id(call)][0]
         return sdpa_summary(line)
 
-    def constructed(self, cls: str, param: str):
+    def constructed(self, cls: str, param: str, init_of: Optional[str] = None):
         """``(value,)`` when every construction of this file's class ``cls`` in
         the project passes the same literal for its ``__init__`` parameter
         ``param`` (a construction that leaves it out passes the literal
         default), else None: also when the class is never built in the project
         (its callers are outside it: the ask says so), subclassed or passed
-        around."""
+        around.  ``init_of``: the base class of the file whose ``__init__``
+        ``cls`` inherits as it is (``class LowRes(Attention)``)."""
         if not self.files or self._own_source is None:
             return None
         asked = (BUILT, cls, param)
         if asked not in self._answers:
-            self._answers[asked] = self._constructed(cls, param)
+            self._answers[asked] = self._constructed(cls, param, init_of)
         got, answer = self._answers[asked]
         if answer is None:
             return None
@@ -508,21 +509,23 @@ class Project(ConstantFiles):
             self.settled.setdefault(cls, {})[param] = (got[0], answer[2])
         return got
 
-    def _constructed(self, cls: str, param: str):
-        found = self._constructions(cls, param)
+    def _constructed(self, cls: str, param: str, init_of: Optional[str] = None):
+        found = self._constructions(cls, param, init_of=init_of)
         if found is None:
             return None, None
         built, defaults = found
-        got = callers.one_value(built, param, self.named_defaults(cls, defaults), self.depend)
+        named = self.named_defaults(init_of or cls, defaults)
+        got = callers.one_value(built, param, named, self.depend)
         return got, _answer(built, got)
 
-    def _constructions(self, cls: str, param: str, reader=None):
+    def _constructions(self, cls: str, param: str, reader=None, init_of: Optional[str] = None):
         """(every construction of this file's class ``cls`` in the project, as
         ``callers.constructions`` reads them with ``reader``, the literal
-        defaults of its ``__init__``); None when ``param`` is not a parameter
-        of its own ``__init__`` or the project cannot be read.  The files read
-        become dependencies of the cached findings."""
-        signature = signatures.init_signature(self._own_source, cls)
+        defaults of its ``__init__``, or of ``init_of``'s when it inherits
+        that one); None when ``param`` is not a parameter of that ``__init__``
+        or the project cannot be read.  The files read become dependencies of
+        the cached findings."""
+        signature = signatures.init_signature(self._own_source, init_of or cls)
         if signature is None or param not in signature[0]:
             return None
         params, defaults = signature
