@@ -81,6 +81,11 @@ class SdpaDropoutInEval(Rule):
           finding says its callers are outside the project. A `dropout_p`
           parameter that every call leaves at 0 is 0 (docs/reach.md, "Facts
           from the callers").
+        - A call that runs only where the probability is 0 is not reported:
+          under `if p == 0:` (or the other branch of `if p > 0:` / `if p != 0:`),
+          or under a flag the class sets once to that test (nanoGPT's
+          `self.flash = self.dropout == 0.0`, then `if self.flash:` around
+          `dropout_p=self.dropout`), `p` written as the argument is.
         """
     VALID = [
         "import torch.nn as nn\nimport torch.nn.functional as F\nclass A(nn.Module):\n"
@@ -114,6 +119,8 @@ class SdpaDropoutInEval(Rule):
             return
         func = site.function
         if _mentions_self_training(func, self_var):
+            return
+        if _zero_where_called(dropout, site, self_var, self.ctx.resolver):
             return
         source = self._source(dropout, site, self_var, 0)
         if source is None:
@@ -205,6 +212,61 @@ def _chosen(branches):
         if b is not _ZERO:
             return b
     return _ZERO
+
+
+def _zero_where_called(dropout, site: CallSite, self_var: str, resolver) -> bool:
+    """The call runs only where the probability is 0: under ``if p == 0:``
+    (or the ``else`` of ``if p > 0:``/``if p != 0:``), or under a flag the
+    class sets to that test (nanoGPT's ``self.flash = self.dropout == 0.0``,
+    then ``if self.flash:``), ``p`` written as the ``dropout_p`` argument is."""
+    code = _code(dropout)
+    for test, truth, _env in site.conds:
+        while isinstance(test, cst.UnaryOperation) and isinstance(test.operator, cst.Not):
+            test, truth = test.expression, not truth
+        for zero_test in [test] + _flag_tests(test, site, self_var, resolver):
+            if _says_zero(zero_test, truth, code):
+                return True
+    return False
+
+
+def _flag_tests(test, site: CallSite, self_var: str, resolver) -> list:
+    """The comparison a ``self.<flag>`` test stands for, when the class (or a
+    base of its file) assigns the flag once, to a comparison."""
+    if not (
+        isinstance(test, cst.Attribute)
+        and isinstance(test.value, cst.Name)
+        and test.value.value == self_var
+        and site.cls is not None
+    ):
+        return []
+    defs = resolver.attr_defs(site.cls, test.attr.value)
+    if len(defs) != 1 or defs[0].kind != DefKind.ASSIGN:
+        return []
+    node = defs[0].node
+    return [node] if isinstance(node, cst.Comparison) else []
+
+
+def _says_zero(test, truth: bool, code: str) -> bool:
+    """Whether ``test`` being ``truth`` makes the probability ``code`` 0."""
+    if not isinstance(test, cst.Comparison) or len(test.comparisons) != 1:
+        return False
+    op = test.comparisons[0]
+    left, right = _code(test.left), _code(op.comparator)
+    if code not in (left, right) or (left == code) == (right == code):
+        return False
+    other = op.comparator if left == code else test.left
+    if not (isinstance(other, (cst.Integer, cst.Float)) and other.evaluated_value == 0):
+        return False
+    kind = type(op.operator)
+    if kind is cst.Equal:
+        return truth
+    if kind is cst.NotEqual or (kind is cst.GreaterThan and left == code):
+        return not truth  # a probability is never below 0
+    return False
+
+
+def _code(node) -> str:
+    return cst.Module(body=[]).code_for_node(node) if node is not None else ""
 
 
 def _mentions_training(node: cst.CSTNode) -> bool:
