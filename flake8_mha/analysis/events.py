@@ -139,7 +139,7 @@ def classify(site: CallSite, resolver: Resolver):
         return None
     instances = resolver.instances(target, env, scope)
     if instances is None and isinstance(target, cst.Name):
-        instances = _narrowed(site, target, resolver)
+        instances = narrowed(site, target, resolver)
     spec = Resolver.common_spec(instances)
     if spec is None:
         return None
@@ -149,7 +149,7 @@ def classify(site: CallSite, resolver: Resolver):
 _OTHER = object()  # a construction an ``isinstance`` test rules out
 
 
-def _narrowed(site: CallSite, name: cst.Name, resolver: Resolver) -> Optional[list]:
+def narrowed(site: CallSite, name: cst.Name, resolver: Resolver) -> Optional[list]:
     """mambular's ``for layer in self.layers: if isinstance(layer,
     nn.MultiheadAttention): layer(x, x, x)`` over a list of several kinds:
     the items of that torch class, the others ruled out by the test."""

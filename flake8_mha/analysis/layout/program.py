@@ -21,6 +21,7 @@ from typing import Dict, List, Optional, Set
 import libcst as cst
 
 from ..program.callgraph import Built, ChainSite, Slot, TorchMember
+from ..events import narrowed
 from ..flow import ClassInfo, lookup
 from ..resolve import Bound
 from ...core.torch_api import MODULES
@@ -102,7 +103,10 @@ class ProgramLayout:
             self._index()
             self._swap_marks = set()
             for site in self.flow.calls:
-                if self._is_module_call(site.node, site.env, site.scope):
+                func = site.node.func
+                if self._is_module_call(site.node, site.env, site.scope) or (
+                    isinstance(func, cst.Name) and narrowed(site, func, self.resolver)
+                ):  # ``if isinstance(layer, nn.MultiheadAttention): layer(x, x, x)``
                     for arg in site.node.args:
                         if not arg.star:
                             self._mark(arg.value, site.env, site.scope)
