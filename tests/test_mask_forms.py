@@ -28,6 +28,7 @@ def found(source: str, codes=None):
     "ids[:, :, None] == ids[:, None, :]",
     "ids.unsqueeze(-1) == ids.unsqueeze(-2)",
     "ids.unsqueeze(-2) == ids.unsqueeze(-1)",
+    "ids.unsqueeze(1) == ids.unsqueeze(2)",  # Swin: unsqueeze(2) needs (N, L) ids
 ])
 def test_segment_equality_is_a_keep_mask(same):
     src = f"""\
@@ -69,7 +70,7 @@ def test_segment_through_locals():
 @pytest.mark.parametrize("expr", [
     "a[:, :, None] == b[:, None, :]",          # two tensors: not one segment tensor
     "ids[:, None] == ids[:, :, None]",         # a vector against a matrix
-    "ids.unsqueeze(1) == ids.unsqueeze(2)",    # depends on the rank
+    "ids.unsqueeze(0) == ids.unsqueeze(1)",    # depends on the rank
     "ids[:, :, None] == ids[:, :, None]",      # same broadcast on both sides
     "ids[:, :, None] < ids[:, None, :]",       # an order, not a segment
 ])
@@ -376,3 +377,59 @@ def test_a_name_the_code_inverts_at_the_fill_is_the_author_s_convention():
             return s.softmax(-1) @ v
         """
     assert found(src) == [("MHA003", 9, 9)]
+
+
+# --------------------------------------------------------------------------- bands
+
+@pytest.mark.parametrize("far", [
+    "(pos[None, :] - pos[:, None]).abs() > window",  # Longformer's local band
+    "torch.abs(pos[:, None] - pos[None, :]) > window",
+    "(pos[:, None] - pos[None, :]) > window",  # Mistral's too old
+    "(pos[None, :] - pos[:, None]) > 0",  # the future
+    "window < (pos[None, :] - pos[:, None]).abs()",
+])
+def test_a_band_beyond_a_window_is_an_ignore_mask(far):
+    src = f"""\
+        import torch
+        import torch.nn.functional as F
+        def attend(q, k, v, window):
+            pos = torch.arange(q.shape[-2])
+            far = {far}
+            bad = F.scaled_dot_product_attention(q, k, v, attn_mask=far)
+            good = F.scaled_dot_product_attention(q, k, v, attn_mask=~far)
+            return bad, good
+        """
+    assert found(src) == [("MHA002", 6, 11)]
+
+
+def test_a_band_within_a_window_is_a_keep_mask():
+    src = """\
+        import torch
+        import torch.nn.functional as F
+        def attend(q, k, v, window, scores):
+            pos = torch.arange(q.shape[-2])
+            near = (pos[None, :] - pos[:, None]).abs() <= window
+            a = F.scaled_dot_product_attention(q, k, v, attn_mask=near)
+            b = scores.masked_fill(near, float("-inf"))
+            return a, b
+        """
+    assert found(src) == [("MHA003", 7, 9)]
+
+
+@pytest.mark.parametrize("expr", [
+    "(pos[None, :] - pos[:, None]).abs() >= window",  # with a window of 0, not the diagonal
+    "(pos[None, :] - pos[:, None]).abs() < window",
+    "(pos[None, :] - pos[:, None]) > -1",  # a negative window keeps the diagonal
+    "(pos[None, :] - pos[:, None]).abs() > window + pos",  # not a window
+    "(pos - pos[:, None]).abs() > window",  # a vector, not a row
+])
+def test_other_bands_stay_unknown(expr):
+    src = f"""\
+        import torch
+        import torch.nn.functional as F
+        def attend(q, k, v, window):
+            pos = torch.arange(q.shape[-2])
+            m = {expr}
+            return F.scaled_dot_product_attention(q, k, v, attn_mask=m), q.masked_fill(m, -1e9)
+        """
+    assert found(src) == []

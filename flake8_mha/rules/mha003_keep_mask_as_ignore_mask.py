@@ -68,7 +68,8 @@ class KeepMaskAsIgnoreMask(MaskRule):
           the call as usual.
         - Mask forms read (issue 17): segment masks `ids[..., :, None] ==
           ids[..., None, :]` (and `[:, :, None]`/`[:, None, :]`,
-          `unsqueeze(-1)`/`unsqueeze(-2)`) are keep-masks of layout (N, L, S),
+          `unsqueeze(-1)`/`unsqueeze(-2)`, and Swin's `unsqueeze(2)`/`unsqueeze(1)`,
+          which needs (N, L) ids) are keep-masks of layout (N, L, S),
           `!=` ignore-masks; a vector's `batch[:, None] == batch[None, :]`
           (PyG's node-to-graph ids) is the same over (L, S); a triangle of
           `ones(i, j)` cut at `j - i + c` (the KV-cache causal mask) is an
@@ -76,7 +77,13 @@ class KeepMaskAsIgnoreMask(MaskRule):
           c >= 0, any other symbolic diagonal stays
           unknown; `arange` against lengths in 3-D views (`view(1, 1, -1)`
           against `view(-1, 1, 1)` or `view(1, -1, 1)`, `[None, None, :]`
-          against `[:, None, None]`) is a padding mask.
+          against `[:, None, None]`) is a padding mask; a band, the distance
+          between key and query positions (`j - i`, `i - j` or its `abs()`,
+          aranges as a row and a column) against a window (a name or a
+          number >= 0), is an ignore-mask with `> w` (False on the diagonal:
+          Longformer's local band, Mistral's too-old keys) and a keep-mask
+          with `<= w`; other operators stay unknown (with a window of 0 they
+          would cut the diagonal).
         - `masked_fill` and `torch.where` are sinks only with a fill of -inf,
           `torch.finfo(...).min`, or a constant at or below -1000 (also through a
           name or a helper, and divided by a constant of at most 10:

@@ -201,7 +201,7 @@ class Comparisons:
         la = self._arange_axis(left, at)
         ra = self._arange_axis(right, at)
         if la is None and ra is None:
-            return None
+            return self._band_compare(left, op, right, node, text, at)
         if la is not None and ra is not None:
             # positions against positions: j (key, a row vector) against i (query, a column)
             if {la, ra} != {"row", "col"}:
@@ -234,6 +234,45 @@ class Comparisons:
             return UNKNOWN_MASK
         layout = broadcast(_ARANGE_LAYOUTS.get(axis), _LENGTHS_LAYOUTS.get(lens))
         return comparison(meaning, layout, Origin(node, text))
+
+    def _band_compare(self, left, op, right, node, text, at: At) -> Optional[Mask]:
+        """A band of positions: the distance between key and query positions
+        (``j - i``, ``i - j`` or its ``abs()``, each an arange as a row and as
+        a column) against a window ``w`` (a name, or a number >= 0).  ``> w``
+        is True away from the diagonal: an ignore-mask (Longformer's
+        ``(j - i).abs() > w``, Mistral's ``(i - j) > w``); ``<= w`` is True on
+        it: a keep-mask.  Any other operator stays unknown (with ``w`` 0 it
+        would cut the diagonal itself)."""
+        for dist, window, o in ((left, right, op), (right, left, MIRROR[op])):
+            if not self._is_distance(dist, at):
+                continue
+            w = self._number(window, at)
+            if (w is not None and w < 0) or (
+                w is None and not isinstance(window, (cst.Name, cst.Attribute))
+            ):
+                return UNKNOWN_MASK
+            meaning = {">": IGNORE, "<=": KEEP}.get(o)
+            if meaning is None:
+                return UNKNOWN_MASK
+            return comparison(meaning, ("L", "S"), Origin(node, text))
+        return None
+
+    def _is_distance(self, node, at: At) -> bool:
+        """``j - i``, ``i - j``, their ``.abs()`` or ``torch.abs(...)``: an
+        arange as a row against itself or another as a column."""
+        node = _unparenthesized(node)
+        if isinstance(node, cst.Call) and not node.args and isinstance(node.func, cst.Attribute):
+            if node.func.attr.value == "abs":
+                return self._is_distance(node.func.value, at)
+            return False
+        if isinstance(node, cst.Call) and len(node.args) == 1:
+            if self.qualname(node.func, at.env, at.scope) == "torch.abs":
+                return self._is_distance(node.args[0].value, at)
+            return False
+        if isinstance(node, cst.BinaryOperation) and isinstance(node.operator, cst.Subtract):
+            axes = {self._arange_axis(node.left, at), self._arange_axis(node.right, at)}
+            return axes == {"row", "col"}
+        return False
 
     def _arange_axis(self, node, at: At, hops: int = 0) -> Optional[str]:
         """ "vec" for ``arange(S)``, "row" for it as (1, S), "col" as (S, 1)."""
@@ -381,3 +420,7 @@ class Comparisons:
             if qn in ("torch.tensor", "torch.as_tensor", "torch.LongTensor"):
                 return self._lengths_axis(node.args[0].value, at, hops)
         return None
+
+
+def _unparenthesized(node):
+    return node.with_changes(lpar=[], rpar=[]) if getattr(node, "lpar", None) else node

@@ -15,9 +15,12 @@ Both sides must be the same name (after following locals) and one must be
 the column, the other the row.  A vector's ``batch[:, None] == batch[None,
 :]`` (PyG's node-to-graph assignment) is the same comparison over (L, S):
 written with two indices on each side, a 2-D tensor would compare samples
-with samples, which no one means.  Anything else (an ``unsqueeze(1)`` whose
-meaning depends on the rank, two different tensors, ``ids[:, None]``
-against ``ids[:, :, None]``) stays unknown: precision over recall.
+with samples, which no one means.  Swin's ``ids.unsqueeze(1) !=
+ids.unsqueeze(2)`` is the same comparison too: ``unsqueeze(2)`` needs two
+axes, so the ids are (N, L).  Anything else (an ``unsqueeze(1)`` against
+``unsqueeze(0)``, whose meaning depends on the rank, two different tensors,
+``ids[:, None]`` against ``ids[:, :, None]``) stays unknown: precision over
+recall.
 """
 
 from __future__ import annotations
@@ -85,7 +88,7 @@ class Segments:
         meaning = KEEP if op == "==" else IGNORE
         if {a[1], b[1]} == {"col1", "row1"}:  # PyG's ``batch[:, None] == batch[None, :]``
             return comparison(meaning, SEGMENT_LAYOUT[1:], self.origin(node))
-        if {a[1], b[1]} != {"col", "row"}:
+        if {a[1], b[1]} not in ({"col", "row"}, {"u1", "u2"}):
             return None
         return comparison(meaning, SEGMENT_LAYOUT, self.origin(node))
 
@@ -104,7 +107,7 @@ class Segments:
             and len(node.args) == 1
         ):
             d = self._number(arg(node, 0, "dim"), at)
-            axis = {-1: "col", -2: "row"}.get(d) if isinstance(d, int) else None
+            axis = {-1: "col", -2: "row", 1: "u1", 2: "u2"}.get(d) if isinstance(d, int) else None
             return (node.func.value.value, axis) if axis else None
         if isinstance(node, cst.Name):
             defs = lookup(node.value, at.env, at.scope)
