@@ -214,7 +214,7 @@ def test_real_flake8_reports_the_fixture_exactly():
     status, got = flake8_findings(FIXTURE)
     assert status == 1
     assert got == expected(ROOT / "fixtures" / FIXTURE)
-    assert (36, 15, "MHA015") in got and (138, 12, "MHA015") in got and len(got) == 7
+    assert (36, 15, "MHA015") in got and (157, 16, "MHA015") in got and len(got) == 8
 
 
 def test_explain_mha015():
@@ -356,3 +356,25 @@ def test_a_wrapper_that_splits_heads_with_rearrange_many(tmp_path):
     })
     got = analyze_file(str(pkg / "cross.py"), ["MHA015"])
     assert [(f.code, f.line, f.col) for f in got] == [("MHA015", 6, 12)]
+
+
+@pytest.mark.parametrize(
+    "bound, reported",
+    [
+        ("frame_mask[:, None, :, None].to(k.dtype)", True),
+        ("frame_mask.unsqueeze(1).unsqueeze(-1).float()", True),
+        ("frame_mask.sum(-1, keepdim=True)", False),  # a count, not the mask
+        ("attn_mask[:, None, :, None].float()", False),  # an attention mask
+    ],
+)
+def test_a_local_bound_to_a_mask_by_its_name(bound, reported):
+    """A conformer's streaming layer: ``keep = frame_mask[...]`` then ``k *
+    keep``; the local is what its one definition shapes."""
+    src = f"""\
+        import torch.nn.functional as F
+        def attend(q, k, v, frame_mask):
+            keep = {bound}
+            k = k * keep
+            return F.scaled_dot_product_attention(q, k, v)
+        """
+    assert found(src, "MHA015") == ([("MHA015", 5, 12)] if reported else [])

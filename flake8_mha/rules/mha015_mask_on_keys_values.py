@@ -17,7 +17,7 @@ from typing import Iterator, List, Optional, Tuple
 import libcst as cst
 
 from ..analysis.events import ModuleCall, SdpaCall
-from ..analysis.flow import CallSite, lookup
+from ..analysis.flow import CallSite, DefKind, lookup
 from ..analysis.masks import (
     ADDITIVE,
     BOOL,
@@ -211,7 +211,9 @@ class MaskOnKeysValues(Rule):
           this rule: a padded query's row is thrown away later.
         - A triangle is not a mask of the keys: only masks whose meaning is not
           causal are reported. A factor of unknown meaning counts only when
-          its name says mask (`context_mask`, `mask[..., None]`), and not an
+          its name says mask (`context_mask`, `mask[..., None]`, or a local
+          bound once to such a name only indexed, cast or reshaped: `keep =
+          frame_mask[:, None, :, None].to(k.dtype)`; not `mask.sum(-1)`), and not an
           attention, causal, head or dropout mask or a bias: multiplied into
           the keys, a 0/1 mask leaves exp(0) on what it zeroes whichever way it
           points; the witness then says it assumed a padding keep-mask. A
@@ -478,22 +480,32 @@ class MaskOnKeysValues(Rule):
         mask = self._mask(factor, env, scope)
         if mask is not None and mask.meaning == KEEP and mask.kind in _NUMERIC:
             return at, mask, "mul"
-        if mask is None and self._named_mask(factor, env, scope):
-            text = analysis_for(self.ctx).evaluator.text(factor)
-            return at, Mask(origin=Origin(factor, text, by_name=True)), "mul"
+        named = self._named_mask(factor, env, scope) if mask is None else None
+        if named is not None:
+            text = analysis_for(self.ctx).evaluator.text(named)
+            return at, Mask(origin=Origin(named, text, by_name=True)), "mul"
         return None
 
-    def _named_mask(self, factor, env, scope) -> bool:
+    def _named_mask(self, factor, env, scope):
         """A factor of unknown meaning named as a padding mask (`context_mask`,
-        `mask[..., None]`): multiplied into keys or values, a 0/1 mask leaves
-        exp(0) on what it zeroes whichever way it points (decided by the name
-        alone; the witness says so)."""
+        `mask[..., None]`, or a local bound once to such a thing: `keep =
+        frame_mask[:, None, :, None].to(k.dtype)`): multiplied into keys or
+        values, a 0/1 mask leaves exp(0) on what it zeroes whichever way it
+        points (decided by the name alone; the witness says so).  The
+        expression that names it, else None."""
         ev = analysis_for(self.ctx).evaluator
         got = ev.eval(factor, At(env, scope, None, 0))
         if got.meaning is not None or got.kind is not None or got.causal or got.fill:
-            return False
-        text = ev.text(factor).lower()
-        return "mask" in text and not any(w in text for w in _NOT_PADDING)
+            return None
+        for _ in range(3):
+            text = ev.text(factor).lower()
+            if "mask" in text:
+                return None if any(w in text for w in _NOT_PADDING) else factor
+            defs = lookup(factor.value, env, scope) if isinstance(factor, cst.Name) else ()
+            if len(defs) != 1 or defs[0].kind != DefKind.ASSIGN or not _shaped(defs[0].node):
+                return None
+            factor, env, scope = defs[0].node, defs[0].env, defs[0].scope
+        return None
 
     def _zero_fill(self, at, cond, value, env, scope) -> Optional[Found]:
         if not _zero(value, env, scope):
@@ -721,3 +733,23 @@ def _text(ctx, node) -> str:
 
 
 __all__: List[str] = ["MaskOnKeysValues"]
+
+
+def _shaped(node) -> bool:
+    """A name (or attribute) only indexed, cast or reshaped: what a local
+    bound to it still is (``frame_mask[:, None, :, None].to(k.dtype)``; not
+    ``mask.sum(-1)``)."""
+    for _ in range(8):
+        if isinstance(node, (cst.Name, cst.Attribute)):
+            return True
+        if isinstance(node, cst.Subscript):
+            node = node.value
+        elif (
+            isinstance(node, cst.Call)
+            and isinstance(node.func, cst.Attribute)
+            and node.func.attr.value in _MASK_SHAPING
+        ):
+            node = node.func.value
+        else:
+            return False
+    return False
