@@ -285,6 +285,13 @@ class Calls(FileCalls):
             found = self.callee(node, at.env, at.scope)
             if found is not None:
                 return self._helper(found, node, at, index)
+            project = getattr(self.ctx, "project", None)
+            if project is not None:  # ``h, mask = to_dense_batch(...)`` of another file
+                got = project.returned(
+                    node, at.env, at.scope, self.text(node.func) + "()", index=index
+                )
+                if got is not None:
+                    return got
         if isinstance(node, cst.Name):
             defs = lookup(node.value, at.env, at.scope)
             if defs and all(d.kind == "assign" for d in defs):

@@ -117,7 +117,7 @@ class ReturnsFiles(ProjectFiles):
     """The project's files, with what their helpers return."""
 
     # -- mask builders ----------------------------------------------------------------
-    def returned(self, call: cst.Call, env, scope, text: str, evaluate=None):
+    def returned(self, call: cst.Call, env, scope, text: str, evaluate=None, index=()):
         """The mask a call of a project function in another file returns
         (``make_pad_mask(lens)`` with ``make_pad_mask`` imported), as a
         ``masks.Mask`` whose origins are ``call`` and name the other file's
@@ -125,27 +125,30 @@ class ReturnsFiles(ProjectFiles):
         understands.  ``evaluate``: the caller's evaluation of an argument
         expression; with it, a builder that transforms a mask it is passed
         (``def invert(mask): return ~mask``) is evaluated with the caller's
-        masks for its parameters (``transformed``), else with them unknown."""
+        masks for its parameters (``transformed``), else with them unknown.
+        ``index``: the element of each returned tuple the caller unpacks
+        (``h, mask = to_dense_batch(...)``: ``(1,)``), read with the
+        builder's parameters unknown."""
         try:
-            return self._returned(call, env, scope, text, evaluate)
+            return self._returned(call, env, scope, text, evaluate, tuple(index))
         except (OSError, ValueError, RecursionError):
             return None
 
-    def _returned(self, call: cst.Call, env, scope, text: str, evaluate=None):
+    def _returned(self, call: cst.Call, env, scope, text: str, evaluate=None, index=()):
         loc = self._elsewhere(call.func, env, scope, methods=True)
         if loc is None:
             return None
         filename, name = loc
-        if evaluate is not None:
+        if evaluate is not None and not index:
             got = self._transformed(filename, name, call, env, scope, text, evaluate)
             if got is not None:
                 return got
         valid = lambda got: isinstance(got, dict)  # noqa: E731
         got = self._read(
             filename,
-            (str(RETURNS_VERSION), name),
+            (str(RETURNS_VERSION), name, *map(str, index)),
             valid,
-            lambda source: builder_summary(source, name),
+            lambda source: builder_summary(source, name, index),
         )
         if not got:
             return None
@@ -340,14 +343,15 @@ def imported_target(node, env, scope, depth: int = 0) -> Optional[Tuple[int, str
     return None
 
 
-def builder_summary(source: str, name: str) -> dict:
+def builder_summary(source: str, name: str, index=()) -> dict:
     """What the top-level function ``name`` of a file returns, as the mask
     analysis sees it with every parameter unknown (``{}`` when nothing is
     known): ``def make_pad_mask(lengths): return arange(...)[None, :] >=
     lengths[:, None]`` is an ignore padding mask whatever ``lengths`` is.
     Each return path is evaluated in the file it is written in (its own
     helpers and constants are followed, its parameters are not), and the
-    paths are joined.  Small JSON, cached by the file's bytes and ``name``."""
+    paths are joined; with ``index``, the element of each returned tuple.
+    Small JSON, cached by the file's bytes, ``name`` and ``index``."""
     read = read_function(source, name)
     if read is None:
         return {}
@@ -356,7 +360,7 @@ def builder_summary(source: str, name: str) -> dict:
         return {}
     params = func.params
     names = [p.name.value for p in (*params.posonly_params, *params.params, *params.kwonly_params)]
-    ev, m = _returned_mask(fctx, func, fscope, dict.fromkeys(names))
+    ev, m = _returned_mask(fctx, func, fscope, dict.fromkeys(names), tuple(index))
     if m.none or not m.known:
         return {}
     out: dict = {k: (None if getattr(m, k) is None else str(getattr(m, k))) for k in _MASK_FIELDS}
@@ -372,18 +376,24 @@ def builder_summary(source: str, name: str) -> dict:
     return out
 
 
-def _returned_mask(fctx, func, fscope, args: dict):
+def _returned_mask(fctx, func, fscope, args: dict, index=()):
     """(the evaluator of the builder's file, the join of what every return
-    path of ``func`` gives) with its parameters bound to ``args`` (None:
-    unknown; a ``Mask``: a caller's, evaluated where it stands)."""
+    path of ``func`` gives, or its element ``index``) with its parameters
+    bound to ``args`` (None: unknown; a ``Mask``: a caller's, evaluated where
+    it stands)."""
     from ..masks import At, MaskEvaluator, join_all
     from ..masks.calls import Frame, falls_off_end
     from ..masks.domain import NONE_MASK
 
     ev = MaskEvaluator(fctx)
     frame = Frame(func, fscope, args, {}, None, None)
-    values = [ev.eval(expr, At(renv, fscope, frame, 0)) for expr, renv in fscope.returns]
-    if falls_off_end(func):
+    values = [
+        ev._indexed(expr, index, At(renv, fscope, frame, 0))
+        if index
+        else ev.eval(expr, At(renv, fscope, frame, 0))
+        for expr, renv in fscope.returns
+    ]
+    if falls_off_end(func) and not index:
         values.append(NONE_MASK)
     return ev, join_all(values)
 
