@@ -85,6 +85,13 @@ class MHAChecker:
                 if isinstance(exc, SourceSyntaxError):
                     return  # flake8 reports E999
                 raise
+        except SystemExit as exc:
+            if not _in_a_worker():
+                raise  # a rule module that does not import: one line, exit 1 (RuleLoadError)
+            # in flake8's worker pool (-j 2 and more) an exit kills the worker and
+            # flake8 then waits for it forever: the message is each file's MHA000
+            yield (1, 0, f"MHA000 {exc}".replace("MHA000 flake8-mha: ", "MHA000 "), type(self))
+            return
         except Exception as exc:  # pragma: no cover - last line of defence
             yield (
                 1,
@@ -95,6 +102,13 @@ class MHAChecker:
             return
         for f in findings:
             yield (f.line, f.col - 1, f"{f.code} {f.message}", type(self))
+
+
+def _in_a_worker() -> bool:
+    """Whether this is one of flake8's worker processes (``-j`` above 1)."""
+    import multiprocessing
+
+    return multiprocessing.parent_process() is not None
 
 
 def _codes(value) -> list:

@@ -93,7 +93,10 @@ class RuleLoadError(SystemExit):
     exceptions into one MHA000 per file, which would hide a missing rule
     behind a wall of per-file errors), and every entry point (the CLI, the
     flake8 plugin, ``confirm``) then ends with this one line on stderr and
-    exit status 1 instead of a traceback."""
+    exit status 1 instead of a traceback.  In flake8's worker processes
+    (``-j 2`` and more), where an exit would leave flake8 waiting for the
+    worker forever, the plugin gives the line as each analysed file's MHA000
+    (tests/test_plugin_broken_rule.py)."""
 
     def __init__(self, module: str, exc: BaseException):
         self.module = module
