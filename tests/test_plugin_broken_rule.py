@@ -3,6 +3,7 @@ flake8: with ``-j 2`` an exit in a worker process left flake8 waiting for
 the worker forever (found by a release review).  Serial runs end with the
 one-line message and status 1; worker runs give each analysed file one
 MHA000 with that message, and status 1."""
+
 from __future__ import annotations
 
 import os
@@ -15,11 +16,14 @@ ROOT = pathlib.Path(__file__).resolve().parent.parent
 
 
 def _broken_copy(tmp_path):
-    shutil.copytree(ROOT / "flake8_mha", tmp_path / "flake8_mha",
-                    ignore=shutil.ignore_patterns("__pycache__"))
+    shutil.copytree(
+        ROOT / "flake8_mha", tmp_path / "flake8_mha", ignore=shutil.ignore_patterns("__pycache__")
+    )
     rule = tmp_path / "flake8_mha" / "rules" / "mha015_mask_on_keys_values.py"
-    rule.write_text(rule.read_text(encoding="utf-8") + "\nraise ImportError('broken on purpose')\n",
-                    encoding="utf-8")
+    rule.write_text(
+        rule.read_text(encoding="utf-8") + "\nraise ImportError('broken on purpose')\n",
+        encoding="utf-8",
+    )
     work = tmp_path / "work"
     work.mkdir()
     for name in ("MHA002_ignore_mask_to_sdpa.py", "MHA007_sdpa_dropout_in_eval.py"):
@@ -31,7 +35,11 @@ def _flake8(tmp_path, work, jobs: str):
     env = dict(os.environ, PYTHONPATH=str(tmp_path))
     return subprocess.run(
         [sys.executable, "-m", "flake8", "--isolated", "-j", jobs, "--select=MHA", "."],
-        cwd=work, env=env, capture_output=True, text=True, timeout=240,
+        cwd=work,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=240,
     )
 
 

@@ -11,11 +11,11 @@ a scale, a gate or an unknown tensor is never reported.
 
 from __future__ import annotations
 
-from typing import Iterator, List, Tuple
+from typing import Iterator, List, Optional, Tuple
 
 import libcst as cst
 
-from ..analysis.flow import CallSite
+from ..analysis.flow import CallSite, DefKind, lookup
 from ..analysis.masks import (
     ADDITIVE,
     BOOL,
@@ -49,6 +49,8 @@ def mask_terms(ctx, site: CallSite, ops: Tuple[str, ...]) -> Iterator[Tuple[Scor
         if term.op not in ops or term.covered or id(term.at) in done:
             continue
         mask = analysis.evaluator.eval(term.expr, At(term.env, term.scope, None, 0))
+        if not _zero_one(mask) and term.op == "add":
+            mask = _folded(analysis, term.expr, term.env, term.scope) or mask
         if not _zero_one(mask):
             continue
         if term.op == "sub" and mask.kind == BOOL:
@@ -58,6 +60,31 @@ def mask_terms(ctx, site: CallSite, ops: Tuple[str, ...]) -> Iterator[Tuple[Scor
             term.at.target if isinstance(term.at, cst.AugAssign) else term.at
         )
         yield scores, term, mask
+
+
+def _folded(analysis, expr, env, scope) -> Optional[Mask]:
+    """T5's fold: a local bound once to a sum (``position_bias = bias +
+    mask``) whose one 0/1 summand is a keep- or ignore-mask: adding the
+    local to the scores adds that mask to them."""
+    if not isinstance(expr, cst.Name):
+        return None
+    defs = lookup(expr.value, env, scope)
+    if len(defs) != 1 or defs[0].kind != DefKind.ASSIGN:
+        return None
+    value = defs[0].node
+    summands: List[cst.BaseExpression] = []
+    stack = [value]
+    while stack and len(summands) < 8:
+        node = stack.pop()
+        if isinstance(node, cst.BinaryOperation) and isinstance(node.operator, cst.Add):
+            stack.extend((node.left, node.right))
+        else:
+            summands.append(node)
+    if len(summands) < 2:
+        return None
+    at = At(defs[0].env, defs[0].scope, None, 0)
+    found = [m for m in (analysis.evaluator.eval(s, at) for s in summands) if _zero_one(m)]
+    return found[0] if len(found) == 1 else None
 
 
 def _zero_one(mask: Mask) -> bool:

@@ -66,6 +66,12 @@ class NumericZeroOneMask(MaskRule):
           of the project (in this file or another), each caller's mask is
           judged at its call instead, naming the chain: a right caller beside
           a wrong one no longer hides it (docs/reach.md, "Fills of scores").
+        - A mask added together with a position bias counts too: T5's fold
+          (`position_bias = position_bias + mask`, then the bias added to the
+          scores: the one 0/1 summand of a local bound once to a sum, or the
+          one mask-named operand a parameter's stores add into it), and a bias
+          added before the mask (`scores = scores + alibi; scores = scores +
+          attention_mask`: of several added terms, the one named a mask).
         """
     VALID = [
         "import torch\nimport torch.nn.functional as F\n"

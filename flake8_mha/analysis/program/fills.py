@@ -243,8 +243,10 @@ def added_sinks(func, stores) -> List[Tuple[str, ast.AST, int]]:
     ``q @ k.transpose(-2, -1) * scale + bias``): Whisper's ``qk = qk +
     mask[:n_ctx, :n_ctx]``, BERT's ``attention_scores + attention_mask``.
     The scores are a query-key product (``@``, ``matmul``, ``bmm``,
-    ``einsum``), scaled or not.  Empty when more than one term is added
-    (which is the mask is not known)."""
+    ``einsum``), scaled or not.  When several terms are added (a relative
+    position bias or ALiBi first, then the mask), the one term named a mask
+    (``scores = scores + bias; scores = scores + mask``); empty when none or
+    several are (which is the mask is not known)."""
     out = []
     for n in astwalk.own_nodes(func):
         if isinstance(n, ast.BinOp) and isinstance(n.op, ast.Add):
@@ -257,7 +259,40 @@ def added_sinks(func, stores) -> List[Tuple[str, ast.AST, int]]:
             if _scores(scores, stores, 0) and not _scores(term, stores, 0):
                 out.append((ADDED, term, n.lineno))
                 break
+    if len(out) > 1:
+        out = [o for o in out if _names_a_mask(o[1])]
+    if len(out) == 1 and not _names_a_mask(out[0][1]):
+        folded = _folded_mask(out[0][1], stores)
+        if folded is not None:  # T5: ``position_bias = position_bias + mask``, then added
+            out = [(ADDED, folded, out[0][2])]
     return out if len(out) == 1 else []
+
+
+def _folded_mask(term: ast.AST, stores) -> Optional[ast.AST]:
+    """The one mask-named operand that the stores of the local ``term`` add
+    into it (T5's bias: ``position_bias = position_bias + mask``): adding the
+    local to the scores adds that mask to them.  None when there is no such
+    operand, or several."""
+    if not isinstance(term, ast.Name):
+        return None
+    found: Dict[str, ast.AST] = {}
+    for d in stores.get(term.id, ()):
+        value = d.value if isinstance(d, ast.Assign) else None
+        if isinstance(d, ast.AugAssign) and isinstance(d.op, ast.Add):
+            value = ast.BinOp(left=d.target, op=ast.Add(), right=d.value)
+        if isinstance(value, ast.BinOp) and isinstance(value.op, ast.Add):
+            for side in (value.left, value.right):
+                if _names_a_mask(side):
+                    found.setdefault(ast.dump(side), side)
+    return next(iter(found.values())) if len(found) == 1 else None
+
+
+def _names_a_mask(term: ast.AST) -> bool:
+    """A plain name (or ``self.<attr>``, or one indexed) that says mask."""
+    while isinstance(term, ast.Subscript):
+        term = term.value
+    name = term.id if isinstance(term, ast.Name) else getattr(term, "attr", None)
+    return isinstance(name, str) and "mask" in name.lower()
 
 
 def _scores(node: ast.AST, stores, depth: int) -> bool:
