@@ -64,7 +64,10 @@ class KeepMaskAsIgnoreMask(MaskRule):
         - A fill of `~name` where only the parameter's name says what it
           means (`masked_fill(~key_padding_mask, min)`, llm-foundry's keep-mask
           of that name) is not reported: the code's own `~` says the author
-          keeps the other convention. A caller's mask reaching it is judged at
+          keeps the other convention. The same holds for a module's
+          `key_padding_mask=~mask` reached with a mask known only by its name
+          (replay-rec's `pad_mask`, documented as 1 = real item, handed to a
+          block that inverts it). A caller's mask reaching it is judged at
           the call as usual.
         - Mask forms read (issue 17): segment masks `ids[..., :, None] ==
           ids[..., None, :]` (and `[:, :, None]`/`[:, None, :]`,
@@ -83,7 +86,9 @@ class KeepMaskAsIgnoreMask(MaskRule):
           number >= 0), is an ignore-mask with `> w` (False on the diagonal:
           Longformer's local band, Mistral's too-old keys) and a keep-mask
           with `<= w`; other operators stay unknown (with a window of 0 they
-          would cut the diagonal).
+          would cut the diagonal); `torch.cat` of masks of one meaning, with
+          constant pieces that agree with it (EVA's class token: `ones`
+          before a keep-mask, `zeros` before an ignore-mask), keeps it.
         - `masked_fill` and `torch.where` are sinks only with a fill of -inf,
           `torch.finfo(...).min`, or a constant at or below -1000 (also through a
           name or a helper, and divided by a constant of at most 10:
@@ -149,7 +154,7 @@ class KeepMaskAsIgnoreMask(MaskRule):
         a = self.analysis()
         for sink in a.module_sinks(ev):
             mask = a.value(sink)
-            if mask.meaning == KEEP:
+            if mask.meaning == KEEP and not _inverts_a_name(a, sink):
                 yield self._message(sink, mask, ev)
 
     def on_call(self, site: CallSite) -> Iterator[Report]:

@@ -534,6 +534,11 @@ def _flag_safe(
         and len(expr.args) == 1
     ):
         return _flag_safe(expr.args[0].value, mask, env, scope, site, depth + 1)
+    default = _keyword_default(expr, env, scope)  # kw.get("is_causal_mask", mask is None)
+    if default is not None:  # the caller's keyword, forwarded (ibm-fms), or the default
+        given = mask[0] if isinstance(mask, tuple) else mask
+        safe = _flag_safe(default, mask, env, scope, site, depth + 1)
+        return safe and _mask_from_params(given, site)
     if (
         t is cst.Call
         and isinstance(expr.func, cst.Attribute)
@@ -556,6 +561,29 @@ def _flag_safe(
                 return False
         return True
     return False
+
+
+def _keyword_default(expr, env, scope) -> Optional[cst.BaseExpression]:
+    """``D`` of ``kwargs.get("name", D)``/``.pop`` of the ``**`` parameter, ``D``
+    not a constant (``mask is None``: a caller passing the keyword chooses)."""
+    if not (
+        isinstance(expr, cst.Call)
+        and isinstance(expr.func, cst.Attribute)
+        and expr.func.attr.value in ("get", "pop")
+        and isinstance(expr.func.value, cst.Name)
+        and len(expr.args) == 2
+        and all(a.keyword is None and not a.star for a in expr.args)
+        and isinstance(expr.args[0].value, cst.SimpleString)
+    ):
+        return None
+    defs = lookup(expr.func.value.value, env, scope)
+    if len(defs) != 1 or defs[0].kind != DefKind.PARAM:
+        return None
+    param = defs[0].node
+    if not isinstance(param, cst.Param) or param.star != "**":
+        return None
+    default = expr.args[1].value  # a constant: what the callers pass decides (values.py)
+    return None if isinstance(default, (cst.Name, cst.Integer, cst.Float)) else default
 
 
 def _mask_from_params(mask: cst.CSTNode, site: CallSite) -> bool:

@@ -214,9 +214,17 @@ class LayoutCalls:
             defs = lookup(func.value, env, scope)
         # ``self.final_proj = None``, then maybe the module: a call runs the module
         defs = [d for d in defs if not is_none(d.node)]
-        if len(defs) != 1 or defs[0].kind != "assign" or not isinstance(defs[0].node, cst.Call):
+        found = [self._torch_ctor(d) for d in defs]
+        if len(found) == 1 and found[0] is not None:
+            return found[0]
+        if len(found) > 1 and all(f is not None and f[0] in PRESERVE_MODULES for f in found):
+            # ``nn.Linear(d_in, d)`` on one branch, ``nn.Identity()`` on the other
+            return found[0]
+        return None
+
+    def _torch_ctor(self, d: Def) -> Optional[Tuple[str, cst.Call, Def]]:
+        if d.kind != "assign" or not isinstance(d.node, cst.Call):
             return None
-        d = defs[0]
         made_by = class_default(d.node.func, d.env, d.scope)
         qn = self.qualname(made_by, d.env, d.scope)
         if qn is None or not qn.startswith("torch.nn."):

@@ -17,6 +17,7 @@ from ..values import live_lookup, unpacked
 from .calls import CYCLE, MODULE_OUTPUT_ARG, LayoutCalls, join, meet, real
 from .comments import CommentIndex, DocLine
 from .domain import (
+    BATCH,
     MAX_CALLER_DEPTH,
     MAX_DEPTH,
     SEQ,
@@ -362,7 +363,19 @@ class LayoutEvaluator(FileCalls, LayoutCalls, ProgramLayout, ProjectLayout):
         left = real(self.eval(node.left, env, scope, frame, depth))
         right = real(self.eval(node.right, env, scope, frame, depth))
         if left is None or right is None:
-            return left or right  # residual / broadcast add of a known tensor
+            known = left or right  # residual / broadcast add of a known tensor
+            if (
+                known is not None
+                and None in known.roles
+                and BATCH not in known.roles
+                and not known.conforms
+            ):
+                # a table with no batch axis (a positional encoding's (L, 1, E)
+                # buffer) added to data of unknown layout says how its author
+                # thought of the data, not how it is (flood-forecast adds such a
+                # table to batch-first data, then swaps for the encoder): unknown
+                return None
+            return known
         if len(left.roles) != len(right.roles):
             return left if len(left.roles) > len(right.roles) else right
         return meet(left, right)

@@ -116,6 +116,8 @@ class ProgramLayout:
         expr = _kept_owner(expr)  # ``x.transpose(0, 1).contiguous()``: the swap
         if isinstance(expr, cst.Call):
             self._swap_marks.add(id(expr))
+            if depth < _STEPS:  # ``x = self.basic_feature(x)``: the swap it ends with
+                self._mark_returned(expr, env, scope, depth + 1)
             inner = fed_alone(expr)
             if inner is not None and depth < _STEPS:  # ``self.pos_enc(x)``: what it is fed
                 self._mark(inner, env, scope, depth + 1)
@@ -141,6 +143,8 @@ class ProgramLayout:
                 value = _kept_owner(value)
                 if isinstance(value, cst.Call):
                     self._swap_marks.add(id(value))
+                    if depth < _STEPS:
+                        self._mark_returned(value, defs[0].env, defs[0].scope, depth + 1)
                     inner = fed_alone(value)
                     if inner is not None and depth < _STEPS:
                         self._mark(inner, defs[0].env, defs[0].scope, depth + 1)
@@ -154,6 +158,28 @@ class ProgramLayout:
                         for el in seq.elements:
                             if not isinstance(el, cst.StarredElement):
                                 self._mark(el.value, defs[0].env, defs[0].scope, depth + 1)
+
+    def _mark_returned(self, call: cst.Call, env, scope, depth: int) -> None:
+        """A helper of this file whose one return is the data it last swaps
+        (flood-forecast's ``basic_feature``: ``x = self.pe(self.dense(x)); x =
+        x.permute(1, 0, 2); return x``): that swap is fed where the call is."""
+        try:
+            found = self.callee(call, env, scope)
+        except RecursionError:  # pragma: no cover
+            return
+        fscope = self.flow.functions.get(id(found[0])) if found is not None else None
+        if fscope is None or len(fscope.returns) != 1:
+            return
+        ret, renv = fscope.returns[0]
+        if isinstance(ret, cst.Name):
+            defs = lookup(ret.value, renv, fscope)
+            if len(defs) != 1 or defs[0].kind != "assign":
+                return
+            ret = defs[0].node
+        ret = _kept_owner(ret)
+        if isinstance(ret, cst.Call) and isinstance(ret.func, cst.Attribute):
+            if ret.func.attr.value in ("permute", "transpose", "swapaxes", "swapdims"):
+                self._swap_marks.add(id(ret))
 
     def _is_module_call(self, call: cst.Call, env, scope) -> bool:
         """A call of an attention module, or of a module of this file (or an
