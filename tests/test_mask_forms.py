@@ -5,6 +5,7 @@ over attention scores.
 Each case is checked as a user sees it: code, line and column through the
 engine; bad beside good.
 """
+
 from __future__ import annotations
 
 import textwrap
@@ -23,13 +24,17 @@ def found(source: str, codes=None):
 
 # --------------------------------------------------------------------------- 1. segments
 
-@pytest.mark.parametrize("same", [
-    "ids[..., :, None] == ids[..., None, :]",
-    "ids[:, :, None] == ids[:, None, :]",
-    "ids.unsqueeze(-1) == ids.unsqueeze(-2)",
-    "ids.unsqueeze(-2) == ids.unsqueeze(-1)",
-    "ids.unsqueeze(1) == ids.unsqueeze(2)",  # Swin: unsqueeze(2) needs (N, L) ids
-])
+
+@pytest.mark.parametrize(
+    "same",
+    [
+        "ids[..., :, None] == ids[..., None, :]",
+        "ids[:, :, None] == ids[:, None, :]",
+        "ids.unsqueeze(-1) == ids.unsqueeze(-2)",
+        "ids.unsqueeze(-2) == ids.unsqueeze(-1)",
+        "ids.unsqueeze(1) == ids.unsqueeze(2)",  # Swin: unsqueeze(2) needs (N, L) ids
+    ],
+)
 def test_segment_equality_is_a_keep_mask(same):
     src = f"""\
         import torch.nn.functional as F
@@ -67,13 +72,16 @@ def test_segment_through_locals():
     assert found(src) == [("MHA002", 6, 12)]
 
 
-@pytest.mark.parametrize("expr", [
-    "a[:, :, None] == b[:, None, :]",          # two tensors: not one segment tensor
-    "ids[:, None] == ids[:, :, None]",         # a vector against a matrix
-    "ids.unsqueeze(0) == ids.unsqueeze(1)",    # depends on the rank
-    "ids[:, :, None] == ids[:, :, None]",      # same broadcast on both sides
-    "ids[:, :, None] < ids[:, None, :]",       # an order, not a segment
-])
+@pytest.mark.parametrize(
+    "expr",
+    [
+        "a[:, :, None] == b[:, None, :]",  # two tensors: not one segment tensor
+        "ids[:, None] == ids[:, :, None]",  # a vector against a matrix
+        "ids.unsqueeze(0) == ids.unsqueeze(1)",  # depends on the rank
+        "ids[:, :, None] == ids[:, :, None]",  # same broadcast on both sides
+        "ids[:, :, None] < ids[:, None, :]",  # an order, not a segment
+    ],
+)
 def test_segment_lookalikes_stay_unknown(expr):
     src = f"""\
         import torch.nn.functional as F
@@ -114,13 +122,17 @@ def test_segment_added_to_scores_still_reports_mha004():
 
 # --------------------------------------------------------------------------- 2. KV-cache triangles
 
-@pytest.mark.parametrize("future", [
-    "torch.ones(i, j, dtype=torch.bool).triu(j - i + 1)",
-    "torch.triu(torch.ones(i, j, dtype=torch.bool), diagonal=j - i + 1)",
-    "torch.ones((i, j), dtype=torch.bool).triu(1 + j - i)",
-    "~torch.ones(i, j, dtype=torch.bool).tril(j - i)",
-    "torch.ones(i, j, dtype=torch.bool).tril(j - i) == 0",
-])
+
+@pytest.mark.parametrize(
+    "future",
+    [
+        "torch.ones(i, j, dtype=torch.bool).triu(j - i + 1)",
+        "torch.triu(torch.ones(i, j, dtype=torch.bool), diagonal=j - i + 1)",
+        "torch.ones((i, j), dtype=torch.bool).triu(1 + j - i)",
+        "~torch.ones(i, j, dtype=torch.bool).tril(j - i)",
+        "torch.ones(i, j, dtype=torch.bool).tril(j - i) == 0",
+    ],
+)
 def test_kv_cache_triangle_with_offset_is_an_ignore_mask(future):
     src = f"""\
         import torch
@@ -149,14 +161,17 @@ def test_kv_cache_keep_triangle_through_a_local_ones():
     assert found(src) == [("MHA002", 7, 11)]
 
 
-@pytest.mark.parametrize("tri", [
-    "torch.ones(i, j, dtype=torch.bool).triu(i - j + 1)",   # the other way round
-    "torch.ones(i, j, dtype=torch.bool).triu(j - i)",       # includes the diagonal
-    "torch.ones(i, j, dtype=torch.bool).triu(past + 1)",    # past is not visibly j - i
-    "torch.ones(i, j, dtype=torch.bool).tril(j - i - 1)",   # drops the diagonal
-    "torch.ones(i, j, dtype=torch.bool).triu(2 * j - i)",   # a coefficient other than 1
-    "torch.zeros(i, j, dtype=torch.bool).triu(j - i + 1)",  # not ones
-])
+@pytest.mark.parametrize(
+    "tri",
+    [
+        "torch.ones(i, j, dtype=torch.bool).triu(i - j + 1)",  # the other way round
+        "torch.ones(i, j, dtype=torch.bool).triu(j - i)",  # includes the diagonal
+        "torch.ones(i, j, dtype=torch.bool).triu(past + 1)",  # past is not visibly j - i
+        "torch.ones(i, j, dtype=torch.bool).tril(j - i - 1)",  # drops the diagonal
+        "torch.ones(i, j, dtype=torch.bool).triu(2 * j - i)",  # a coefficient other than 1
+        "torch.zeros(i, j, dtype=torch.bool).triu(j - i + 1)",  # not ones
+    ],
+)
 def test_other_symbolic_diagonals_stay_unknown(tri):
     src = f"""\
         import torch
@@ -182,17 +197,22 @@ def test_kv_cache_triangle_is_not_the_is_causal_triangle():
         """
     got = analyze_source(textwrap.dedent(src), "t.py", ["MHA006"])
     assert [(f.code, f.line, f.col, f.evidence["mask"]["origin"]) for f in got] == [
-        ("MHA006", 5, 12, "other")]
+        ("MHA006", 5, 12, "other")
+    ]
 
 
 # --------------------------------------------------------------------------- 3. 3-D comparisons
 
-@pytest.mark.parametrize("pad", [
-    "torch.arange(S).view(1, 1, -1) >= lens.view(-1, 1, 1)",
-    "torch.arange(S, device=x.device)[None, None, :] >= lens[:, None, None]",
-    "lens[:, None, None] <= torch.arange(S)[None, None, :]",
-    "torch.arange(S).view(1, 1, -1) > lens.view(1, -1, 1) - 1",
-])
+
+@pytest.mark.parametrize(
+    "pad",
+    [
+        "torch.arange(S).view(1, 1, -1) >= lens.view(-1, 1, 1)",
+        "torch.arange(S, device=x.device)[None, None, :] >= lens[:, None, None]",
+        "lens[:, None, None] <= torch.arange(S)[None, None, :]",
+        "torch.arange(S).view(1, 1, -1) > lens.view(1, -1, 1) - 1",
+    ],
+)
 def test_three_d_length_comparisons_are_padding_masks(pad):
     src = f"""\
         import torch
@@ -246,83 +266,122 @@ FILL = """\
     """
 
 
-@pytest.mark.parametrize("imports, fill", [
-    ("from . import constant", "-constant.INFINITY_NUMBER"),
-    ("import pkg.constants as C", "-C.INF"),
-    ("from .constants import NEG_INF", "NEG_INF"),
-    ("from .constants import LARGE_NEGATIVE", "LARGE_NEGATIVE"),
-    ("from .constants import neg_infinity", "neg_infinity"),
-    ("", "-torch.finfo(scores.dtype).max // 2"),
-    ("", "torch.finfo(scores.dtype).min / 2"),
-    ("", "torch.finfo(scores.dtype).min // 2.0"),
-    ("", "-torch.finfo(scores.dtype).max / -(-4)"),
-    ("", "torch.finfo(scores.dtype).min / 0.5"),  # twice as negative (or -inf)
-])
+@pytest.mark.parametrize(
+    "imports, fill",
+    [
+        ("from . import constant", "-constant.INFINITY_NUMBER"),
+        ("import pkg.constants as C", "-C.INF"),
+        ("from .constants import NEG_INF", "NEG_INF"),
+        ("from .constants import LARGE_NEGATIVE", "LARGE_NEGATIVE"),
+        ("from .constants import neg_infinity", "neg_infinity"),
+        ("", "-torch.finfo(scores.dtype).max // 2"),
+        ("", "torch.finfo(scores.dtype).min / 2"),
+        ("", "torch.finfo(scores.dtype).min // 2.0"),
+        ("", "-torch.finfo(scores.dtype).max / -(-4)"),
+        ("", "torch.finfo(scores.dtype).min / 0.5"),  # twice as negative (or -inf)
+    ],
+)
 def test_fill_values_that_are_big_negatives(imports, fill):
     assert found(FILL.format(imports=imports, fill=fill)) == [("MHA003", 5, 11)]
 
 
-@pytest.mark.parametrize("imports, fill", [
-    ("from . import constant", "constant.INFINITY_NUMBER"),      # +inf: not a mask fill
-    ("from . import constant", "-constant.LARGE_NUMBER"),        # may be -100
-    ("from . import constant", "constant.FLOAT_MIN"),            # may be tiny and positive
-    ("from . import constant", "constant.MASK_VALUE"),
-    ("from .constants import NEG_INF; NEG_INF = 0.0", "NEG_INF"),  # rebound: not only imported
-    ("", "torch.finfo(scores.dtype).min / 100"),                # float16: -655, not removed
-    ("", "torch.finfo(scores.dtype).min / -2"),                 # a big positive
-    ("", "torch.finfo(scores.dtype).min / 0"),                  # raises: nothing to say
-])
+@pytest.mark.parametrize(
+    "imports, fill",
+    [
+        ("from . import constant", "constant.INFINITY_NUMBER"),  # +inf: not a mask fill
+        ("from . import constant", "-constant.LARGE_NUMBER"),  # may be -100
+        ("from . import constant", "constant.FLOAT_MIN"),  # may be tiny and positive
+        ("from . import constant", "constant.MASK_VALUE"),
+        ("from .constants import NEG_INF; NEG_INF = 0.0", "NEG_INF"),  # rebound: not only imported
+        ("", "torch.finfo(scores.dtype).min / 100"),  # float16: -655, not removed
+        ("", "torch.finfo(scores.dtype).min / -2"),  # a big positive
+        ("", "torch.finfo(scores.dtype).min / 0"),  # raises: nothing to say
+    ],
+)
 def test_fill_values_that_stay_unknown(imports, fill):
     assert found(FILL.format(imports=imports, fill=fill)) == []
 
 
 # --------------------------------------------------------------------------- 5. triangles at fills
 
-@pytest.mark.parametrize("body, want", [
-    # a keep triangle filled with -inf on attention scores that reach softmax
-    ("""\
+
+@pytest.mark.parametrize(
+    "body, want",
+    [
+        # a keep triangle filled with -inf on attention scores that reach softmax
+        (
+            """\
         s = q @ k.transpose(-2, -1)
         s = s.masked_fill(keep, float("-inf"))
-        return s.softmax(-1) @ v""", [("MHA003", 7, 9)]),
-    ("""\
+        return s.softmax(-1) @ v""",
+            [("MHA003", 7, 9)],
+        ),
+        (
+            """\
         s = torch.einsum("bhqd,bhkd->bhqk", q, k) / 8
         s.masked_fill_(keep, float("-inf"))
-        return torch.softmax(s, dim=-1) @ v""", [("MHA003", 7, 5)]),
-    ("""\
+        return torch.softmax(s, dim=-1) @ v""",
+            [("MHA003", 7, 5)],
+        ),
+        (
+            """\
         s = q @ k.transpose(-2, -1)
-        return s.masked_fill(keep, float("-inf")).softmax(-1) @ v""", [("MHA003", 7, 12)]),
-    ("""\
+        return s.masked_fill(keep, float("-inf")).softmax(-1) @ v""",
+            [("MHA003", 7, 12)],
+        ),
+        (
+            """\
         s = q @ k.transpose(-2, -1)
         s = torch.where(~keep, s, float("-inf"))
-        return s.softmax(-1) @ v""", [("MHA002", 7, 9)]),
-    # the right way round: nothing
-    ("""\
+        return s.softmax(-1) @ v""",
+            [("MHA002", 7, 9)],
+        ),
+        # the right way round: nothing
+        (
+            """\
         s = q @ k.transpose(-2, -1)
         s = s.masked_fill(~keep, float("-inf"))
-        return s.softmax(-1) @ v""", []),
-    ("""\
+        return s.softmax(-1) @ v""",
+            [],
+        ),
+        (
+            """\
         s = q @ k.transpose(-2, -1)
         s = torch.where(keep, s, float("-inf"))
-        return s.softmax(-1) @ v""", []),
-    # pairwise scores that never reach a softmax: a span or ordering head
-    ("""\
+        return s.softmax(-1) @ v""",
+            [],
+        ),
+        # pairwise scores that never reach a softmax: a span or ordering head
+        (
+            """\
         s = q @ k.transpose(-2, -1)
-        return s.masked_fill(keep, float("-inf"))""", []),
-    # not a query-key product
-    ("""\
+        return s.masked_fill(keep, float("-inf"))""",
+            [],
+        ),
+        # not a query-key product
+        (
+            """\
         s = q + k
-        return s.masked_fill(keep, float("-inf")).softmax(-1)""", []),
-    # softmax over another axis: not attention
-    ("""\
+        return s.masked_fill(keep, float("-inf")).softmax(-1)""",
+            [],
+        ),
+        # softmax over another axis: not attention
+        (
+            """\
         s = q @ k.transpose(-2, -1)
-        return s.masked_fill(keep, float("-inf")).softmax(1)""", []),
-])
+        return s.masked_fill(keep, float("-inf")).softmax(1)""",
+            [],
+        ),
+    ],
+)
 def test_triangles_at_fills_are_judged_on_attention_scores(body, want):
-    src = "import torch\n" \
-          "def attend(q, k, v, T):\n" \
-          "    keep = torch.tril(torch.ones(T, T, dtype=torch.bool))\n" \
-          "    # True = keep\n" \
-          "    #\n" + textwrap.indent(textwrap.dedent(body), "    ") + "\n"
+    src = (
+        "import torch\n"
+        "def attend(q, k, v, T):\n"
+        "    keep = torch.tril(torch.ones(T, T, dtype=torch.bool))\n"
+        "    # True = keep\n"
+        "    #\n" + textwrap.indent(textwrap.dedent(body), "    ") + "\n"
+    )
     assert found(src) == want
 
 
@@ -339,21 +398,31 @@ def attend(q, k, v, scores, tokens, pad_id):
 """
 
 
-@pytest.mark.parametrize("mask, body, want", [
-    # an additive bias made in place (litgpt builds its softcapping mask so): the
-    # arguments of the fill read the value the name had before it, so the fill is
-    # judged: True = padding is what masked_fill_ fills; True = kept is not
-    ("==", "bias.masked_fill_(bias.bool(), torch.finfo(q.dtype).min)", []),
-    ("!=", "bias.masked_fill_(bias.bool(), torch.finfo(q.dtype).min)", [("MHA003", 6, 5)]),
-    ("==", "bias.masked_fill_(~bias.bool(), torch.finfo(q.dtype).min)", [("MHA003", 6, 5)]),
-    # changed twice, or in a loop: its value there is not known
-    ("!=", "bias.masked_fill_(bias.bool(), torch.finfo(q.dtype).min)\n    bias.mul_(2)", []),
-    ("!=", "for _ in range(2):\n        bias.masked_fill_(bias.bool(), torch.finfo(q.dtype).min)",
-     []),
-    # the name read in a later statement, after the change: not known either
-    ("==", "bias.masked_fill_(bias.bool(), torch.finfo(q.dtype).min)\n"
-     "    scores = scores.masked_fill(~bias.bool(), float('-inf'))", []),
-])
+@pytest.mark.parametrize(
+    "mask, body, want",
+    [
+        # an additive bias made in place (litgpt builds its softcapping mask so): the
+        # arguments of the fill read the value the name had before it, so the fill is
+        # judged: True = padding is what masked_fill_ fills; True = kept is not
+        ("==", "bias.masked_fill_(bias.bool(), torch.finfo(q.dtype).min)", []),
+        ("!=", "bias.masked_fill_(bias.bool(), torch.finfo(q.dtype).min)", [("MHA003", 6, 5)]),
+        ("==", "bias.masked_fill_(~bias.bool(), torch.finfo(q.dtype).min)", [("MHA003", 6, 5)]),
+        # changed twice, or in a loop: its value there is not known
+        ("!=", "bias.masked_fill_(bias.bool(), torch.finfo(q.dtype).min)\n    bias.mul_(2)", []),
+        (
+            "!=",
+            "for _ in range(2):\n        bias.masked_fill_(bias.bool(), torch.finfo(q.dtype).min)",
+            [],
+        ),
+        # the name read in a later statement, after the change: not known either
+        (
+            "==",
+            "bias.masked_fill_(bias.bool(), torch.finfo(q.dtype).min)\n"
+            "    scores = scores.masked_fill(~bias.bool(), float('-inf'))",
+            [],
+        ),
+    ],
+)
 def test_the_arguments_of_an_in_place_fill_see_the_value_before_it(mask, body, want):
     assert found(INPLACE.replace("MASK", mask).replace("BODY", body)) == want
 
@@ -381,13 +450,17 @@ def test_a_name_the_code_inverts_at_the_fill_is_the_author_s_convention():
 
 # --------------------------------------------------------------------------- bands
 
-@pytest.mark.parametrize("far", [
-    "(pos[None, :] - pos[:, None]).abs() > window",  # Longformer's local band
-    "torch.abs(pos[:, None] - pos[None, :]) > window",
-    "(pos[:, None] - pos[None, :]) > window",  # Mistral's too old
-    "(pos[None, :] - pos[:, None]) > 0",  # the future
-    "window < (pos[None, :] - pos[:, None]).abs()",
-])
+
+@pytest.mark.parametrize(
+    "far",
+    [
+        "(pos[None, :] - pos[:, None]).abs() > window",  # Longformer's local band
+        "torch.abs(pos[:, None] - pos[None, :]) > window",
+        "(pos[:, None] - pos[None, :]) > window",  # Mistral's too old
+        "(pos[None, :] - pos[:, None]) > 0",  # the future
+        "window < (pos[None, :] - pos[:, None]).abs()",
+    ],
+)
 def test_a_band_beyond_a_window_is_an_ignore_mask(far):
     src = f"""\
         import torch
@@ -416,13 +489,16 @@ def test_a_band_within_a_window_is_a_keep_mask():
     assert found(src) == [("MHA003", 7, 9)]
 
 
-@pytest.mark.parametrize("expr", [
-    "(pos[None, :] - pos[:, None]).abs() >= window",  # with a window of 0, not the diagonal
-    "(pos[None, :] - pos[:, None]).abs() < window",
-    "(pos[None, :] - pos[:, None]) > -1",  # a negative window keeps the diagonal
-    "(pos[None, :] - pos[:, None]).abs() > window + pos",  # not a window
-    "(pos - pos[:, None]).abs() > window",  # a vector, not a row
-])
+@pytest.mark.parametrize(
+    "expr",
+    [
+        "(pos[None, :] - pos[:, None]).abs() >= window",  # with a window of 0, not the diagonal
+        "(pos[None, :] - pos[:, None]).abs() < window",
+        "(pos[None, :] - pos[:, None]) > -1",  # a negative window keeps the diagonal
+        "(pos[None, :] - pos[:, None]).abs() > window + pos",  # not a window
+        "(pos - pos[:, None]).abs() > window",  # a vector, not a row
+    ],
+)
 def test_other_bands_stay_unknown(expr):
     src = f"""\
         import torch
@@ -433,3 +509,55 @@ def test_other_bands_stay_unknown(expr):
             return F.scaled_dot_product_attention(q, k, v, attn_mask=m), q.masked_fill(m, -1e9)
         """
     assert found(src) == []
+
+
+# --------------------------------------------------------------------------- concatenations
+
+
+@pytest.mark.parametrize(
+    "made, found_",
+    [
+        # a class token before a keep-mask: still a keep-mask
+        ("torch.cat([torch.ones(b, 1, dtype=torch.bool), keep], dim=1)", [("MHA003", 7, 12)]),
+        ("torch.cat((keep, keep), 1)", [("MHA003", 7, 12)]),
+        # zeros beside a keep-mask, or an ignore-mask beside it: mixed, unknown
+        ("torch.cat([torch.zeros(b, 1, dtype=torch.bool), keep], dim=1)", []),
+        ("torch.cat([~keep, keep], dim=1)", []),
+        ("torch.cat([other, keep], dim=1)", []),
+    ],
+)
+def test_a_concatenation_keeps_a_meaning_its_pieces_agree_on(made, found_):
+    src = f"""\
+        import torch
+        import torch.nn as nn
+        attn = nn.MultiheadAttention(8, 2, batch_first=True)
+        def pool(x, lengths, b, other):
+            keep = torch.arange(x.shape[1] - 1)[None, :] < lengths[:, None]
+            m = {made}
+            return attn(x, x, x, key_padding_mask=m, need_weights=False)[0]
+        """
+    assert found(src) == found_
+
+
+@pytest.mark.parametrize(
+    "softmax",
+    [
+        "nn.Softmax(dim=-1)(scores)",
+        "self.softmax(scores)",
+    ],
+)
+def test_an_nn_softmax_module_is_a_softmax(softmax):
+    src = f"""\
+        import torch
+        import torch.nn as nn
+        class A(nn.Module):
+            def __init__(self):
+                super().__init__()
+                self.softmax = nn.Softmax(dim=-1)
+            def forward(self, q, k, v, ids):
+                keep = (ids != 0)[:, None, None, :].float()
+                scores = q @ k.transpose(-1, -2) + keep
+                return {softmax} @ v
+        """
+    assert found(src) == [("MHA004", 9, 18)]
+    assert found(src.replace("dim=-1", "dim=1")) == []

@@ -12,7 +12,8 @@ A tensor counts as *attention scores* when both hold:
   and shape methods, slicing, biases and ``masked_fill`` on the way keep it
   scores;
 - it flows into a softmax over the last axis: ``F.softmax(x, dim=-1)``,
-  ``torch.softmax(x, -1)``, ``x.softmax(-1)`` (``dim`` left out counts too).
+  ``torch.softmax(x, -1)``, ``x.softmax(-1)`` (``dim`` left out counts too),
+  BERT's ``nn.Softmax(dim=-1)(x)`` or such a module held on ``self``.
 
 The walk starts at each softmax and goes backwards through the expression,
 locals (every reaching definition), ``scores = scores + ...`` rebindings,
@@ -51,10 +52,11 @@ from typing import Dict, List, Optional, Tuple
 import libcst as cst
 
 from ..core.einx_api import EINX_WHERE, einx_where_args
-from .flow import CallSite, Env, Scope, lookup
+from .flow import CallSite, DefKind, Env, Scope, lookup
 
 MAX_DEPTH = 24
 _SOFTMAX = {"torch.softmax", "torch.nn.functional.softmax", "torch.special.softmax"}
+_SOFTMAX_MODULE = "torch.nn.Softmax"
 _PRODUCT = {"torch.matmul", "torch.bmm", "torch.einsum", "einops.einsum"}
 _EINSUM = ("torch.einsum", "einops.einsum")
 _TRANSPOSE = {"transpose", "permute", "swapaxes", "swapdims", "movedim", "t"}
@@ -245,6 +247,8 @@ class ScoresAnalysis:
         qn = self.qualname(func, site.env, site.scope)
         if qn in _SOFTMAX:
             x, dim = _arg(call, 0, "input"), _arg(call, 1, "dim")
+        elif self._softmax_module(func, site):  # ``nn.Softmax(dim=-1)(scores)``, a held one
+            x, dim = _arg(call, 0, "input"), None
         elif qn is None and isinstance(func, cst.Attribute) and func.attr.value == "softmax":
             x, dim = func.value, _arg(call, 0, "dim")
         else:
@@ -252,6 +256,26 @@ class ScoresAnalysis:
         if x is None or (dim is not None and not _is_minus_one(dim)):
             return None
         return x
+
+    def _softmax_module(self, func, site: CallSite) -> bool:
+        """``nn.Softmax(dim=-1)`` built right there, or held on ``self`` (one
+        assignment), over the last axis."""
+        built = func
+        if isinstance(func, cst.Attribute) and isinstance(func.value, cst.Name):
+            cls = self.resolver.self_class(func, site.env, site.scope)
+            defs = self.resolver.attr_defs(cls, func.attr.value) if cls is not None else []
+            if len(defs) != 1 or defs[0].kind != DefKind.ASSIGN:
+                return False
+            built, env, scope = defs[0].node, defs[0].env, defs[0].scope
+        else:
+            env, scope = site.env, site.scope
+        if (
+            not isinstance(built, cst.Call)
+            or self.qualname(built.func, env, scope) != _SOFTMAX_MODULE
+        ):
+            return False
+        dim = _arg(built, 0, "dim")
+        return dim is not None and _is_minus_one(dim)
 
     def qualname(self, node, env, scope) -> Optional[str]:
         try:

@@ -411,6 +411,7 @@ TRIGGER_WORDS = (
     "scaled_dot_product_attention",
     "masked_fill",  # hand-written attention: a mask applied with -inf (MHA003)
     "softmax",  # hand-written attention: masks applied with arithmetic (MHA004, MHA012)
+    "Softmax",  # the same through BERT's nn.Softmax(dim=-1)(scores)
     # grouped-query attention written by hand (MHA013, MHA904): KV head counts and repeat
     # factors (n_kv_heads, repeat_kv(x, n_rep)); enable_gqa comes with SDPA's name.  Each word
     # costs about 0.7 ms per MB of every file flake8 reads: keep the list short.

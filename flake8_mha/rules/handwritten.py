@@ -192,7 +192,8 @@ class MaskMultipliedBeforeSoftmax(Rule):
         such as `'bhqd,bhkd->bhqk'` or einops `einsum(q, k, '... i d, ... j d
         -> ... i j')`), scaled or not, that flows into a softmax
         over the last axis (`F.softmax(x, dim=-1)`, `torch.softmax`,
-        `x.softmax(-1)`), followed through locals, `scores = scores * ...`
+        `x.softmax(-1)`, an `nn.Softmax(dim=-1)` module built there or held
+        on `self`), followed through locals, `scores = scores * ...`
         rebindings, augmented assignments and in-place methods.
 
         Attention is also recognised by use, however its scores were made

@@ -135,6 +135,7 @@ OPS: Tuple[Op, ...] = (
         ("masked_fill", "masked_fill_"),
     ),
     Op("pad", ("input",), ("torch.nn.functional.pad",)),
+    Op("concat", ("tensors",), _torch("cat", "concat", "concatenate")),
     Op(
         "reshape", ("input",), _torch("unsqueeze", "squeeze", "reshape", "transpose", "t"), RESHAPES
     ),
@@ -347,6 +348,36 @@ class Ops:
         if inner.none or inner.meaning not in (KEEP, IGNORE, ADDITIVE):
             return UNKNOWN_MASK
         return replace(inner, tri=None, fill=None)
+
+    def _op_concat(self, call: OpCall, at: At) -> Mask:
+        """``torch.cat([ones(B, 1, dtype=bool), keep], 1)`` (a class token put
+        before a keep-mask): masks of one meaning, with constant pieces that
+        agree with it (ones beside a keep-mask, zeros beside an ignore-mask),
+        keep that meaning; anything else is unknown."""
+        seq = call.arg("tensors")
+        if not isinstance(seq, (cst.List, cst.Tuple)):
+            return UNKNOWN_MASK
+        known, fills = [], set()
+        for el in seq.elements:
+            if isinstance(el, cst.StarredElement):
+                return UNKNOWN_MASK
+            m = self.eval(el.value, at)
+            if m.none:
+                return UNKNOWN_MASK
+            if m.meaning in (KEEP, IGNORE) and not m.fill:
+                known.append(m)
+            elif m.meaning is None and m.fill in ("ones", "zeros"):
+                fills.add(m.fill)
+            else:
+                return UNKNOWN_MASK
+        meanings = {m.meaning for m in known}
+        if len(meanings) != 1 or not fills <= {"ones" if KEEP in meanings else "zeros"}:
+            return UNKNOWN_MASK
+        first = known[0]
+        kinds = {m.kind for m in known}
+        return replace(
+            first, tri=None, fill=None, causal=False, kind=first.kind if len(kinds) == 1 else None
+        )
 
     # ----------------------------------------------------------------- method form only
     def _op_dtype(self, call: OpCall, at: At) -> Mask:

@@ -105,7 +105,8 @@ def class_attrs(
     is that class: the kind every construction that leaves the parameter out
     gets, unless a construction in the file passes it (``passed``: the
     ``__init__`` parameters some construction gives, ``passed_params``).  A
-    parameter the method rebinds is not read so."""
+    parameter the method rebinds is not read so; a local it binds once to a
+    class is that class (``local_classes``)."""
     found: Dict[str, Optional[str]] = {}
 
     def note(attr: str, ctor: Optional[str]) -> None:
@@ -123,6 +124,7 @@ def class_attrs(
             for p in list(defaults):
                 if "*" in passed or p in passed or (p in given and given.index(p) in passed):
                     del defaults[p]  # HF's ``attn_cls=BertSdpaSelfAttention`` somewhere
+        defaults.update(local_classes(item))
         for n in astwalk.walk(item):
             rows = None
             if isinstance(n, ast.Assign) and len(n.targets) == 1:
@@ -349,6 +351,24 @@ def class_defaults(func: ast.AST) -> Dict[str, str]:
             if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store):
                 out.pop(n.id, None)
     return out
+
+
+def local_classes(func: ast.AST) -> Dict[str, str]:
+    """The locals a function binds once, to a class (latent diffusion's
+    ``attn_cls = CrossAttention``, then ``self.attn2 = attn_cls(...)``)."""
+    stores: Dict[str, int] = {}
+    aliases: Dict[str, str] = {}
+    for n in astwalk.walk(func):
+        if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store):
+            stores[n.id] = stores.get(n.id, 0) + 1
+        elif (
+            isinstance(n, ast.Assign)
+            and len(n.targets) == 1
+            and isinstance(n.targets[0], ast.Name)
+            and names_class(n.value)
+        ):
+            aliases[n.targets[0].id] = dotted_name(n.value)
+    return {k: v for k, v in aliases.items() if stores.get(k) == 1}
 
 
 def names_class(node: ast.AST) -> bool:

@@ -93,9 +93,16 @@ class HelperSigns(Mapping):
 
 
 def softmaxes(calls: List[ast.Call]) -> bool:
-    """Whether the function calls a softmax (``x.softmax(-1)``, ``F.softmax``)."""
+    """Whether the function calls a softmax (``x.softmax(-1)``, ``F.softmax``,
+    BERT's ``nn.Softmax(dim=-1)(scores)``)."""
     for call in calls:
         func = call.func
+        if isinstance(func, ast.Call):  # a module built and called at once
+            func = func.func
+            name = func.attr if isinstance(func, ast.Attribute) else getattr(func, "id", None)
+            if name == "Softmax":
+                return True
+            continue
         name = func.attr if isinstance(func, ast.Attribute) else getattr(func, "id", None)
         if name in ("softmax", "log_softmax"):
             return True

@@ -68,7 +68,7 @@ def fills_scores(text: str) -> bool:
     before the softmax: ``fills.added_sinks``)."""
     if any(word in text for word in FILL_TEXTS) and FILL_WORDS.search(text) is not None:
         return True
-    return "softmax" in text and PRODUCT.search(text) is not None
+    return ("softmax" in text or "Softmax" in text) and PRODUCT.search(text) is not None
 
 
 def sdpa_summary(line: int) -> dict:
