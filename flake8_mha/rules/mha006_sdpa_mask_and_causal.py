@@ -413,9 +413,8 @@ def _resolve_local(node: cst.CSTNode, site: CallSite, depth: int = 0) -> cst.CST
 
 
 def _none_aliases(mask: cst.CSTNode, site: CallSite) -> Tuple[cst.CSTNode, ...]:
-    """The mask and the names that are None exactly when it is: in
-    ``causal_mask = attention_mask; if attention_mask is not None: causal_mask =
-    causal_mask[..., :k]`` testing ``attention_mask is None`` tests the mask."""
+    """The mask and the names None exactly when it is (``causal_mask = attention_mask``,
+    then maybe ``causal_mask[..., :k]``: ``attention_mask is None`` tests the mask)."""
     out = [mask]
     if not isinstance(mask, cst.Name):
         return tuple(out)
@@ -442,7 +441,9 @@ def _none_aliases(mask: cst.CSTNode, site: CallSite) -> Tuple[cst.CSTNode, ...]:
             while isinstance(root, (cst.Subscript, cst.Attribute, cst.Call)):
                 root = root.value if not isinstance(root, cst.Call) else root.func
             # a slice or method of an alias raises on None: it ran on a non-None mask
-            if not (isinstance(root, cst.Name) and root.value in names and root is not value):
+            # (an alias made otherwise, ``mask = kwargs.get("mask")``, is one on its own)
+            derived = isinstance(root, cst.Name) and root.value in names and root is not value
+            if not derived and node is mask:
                 return (mask,)
     return tuple(out)
 
