@@ -561,3 +561,29 @@ def test_an_nn_softmax_module_is_a_softmax(softmax):
         """
     assert found(src) == [("MHA004", 9, 18)]
     assert found(src.replace("dim=-1", "dim=1")) == []
+
+
+# --------------------------------------------------------------------------- keep beside ignore
+
+
+@pytest.mark.parametrize(
+    "made, found_",
+    [
+        ("keep[:, None, None, :] | causal", [("MHA003", 8, 12)]),  # BLOOM: the keep part removes
+        ("~keep[:, None, None, :] | causal", []),
+        ("pad[:, None, None, :] | causal", []),
+        ("keep[:, None, None, :] | named_mask", []),  # the other side known by its name only
+    ],
+)
+def test_a_keep_mask_or_ed_with_an_ignore_mask_into_a_fill(made, found_):
+    src = f"""\
+        import torch
+        def scores_for(scores, input_ids, pad_id, named_mask):
+            keep = input_ids != pad_id
+            pad = input_ids == pad_id
+            pos = torch.arange(input_ids.shape[1])
+            causal = pos[:, None] < pos[None, :]
+            m = {made}
+            return scores.masked_fill(m, float("-inf")).softmax(-1)
+        """
+    assert found(src) == found_

@@ -2,12 +2,12 @@
 
 from __future__ import annotations
 
-from typing import Iterator
+from typing import Iterator, Optional
 
 import libcst as cst
 
 from ..analysis.events import ModuleCall
-from ..analysis.flow import CallSite
+from ..analysis.flow import CallSite, DefKind, lookup
 from ..analysis.masks import BOOL, IGNORE, KEEP, Mask, Sink
 from ..analysis.masks.calls import At
 from ._mask_rule import MaskRule, fills_attention_scores, sink_text, true_word
@@ -89,6 +89,10 @@ class KeepMaskAsIgnoreMask(MaskRule):
           would cut the diagonal); `torch.cat` of masks of one meaning, with
           constant pieces that agree with it (EVA's class token: `ones`
           before a keep-mask, `zeros` before an ignore-mask), keeps it.
+        - A keep-mask OR-ed with an ignore-mask (BLOOM's expanded padding `|`
+          the causal triangle), both known from the code, into an argument
+          where True means ignore: the union has no one meaning, but its keep
+          part removes the real tokens; reported, naming that part.
         - `masked_fill` and `torch.where` are sinks only with a fill of -inf,
           `torch.finfo(...).min`, or a constant at or below -1000 (also through a
           name or a helper, and divided by a constant of at most 10:
@@ -154,6 +158,8 @@ class KeepMaskAsIgnoreMask(MaskRule):
         a = self.analysis()
         for sink in a.module_sinks(ev):
             mask = a.value(sink)
+            if mask.meaning is None:
+                mask = _keep_beside_ignore(a, sink) or mask
             if mask.meaning == KEEP and not _inverts_a_name(a, sink):
                 yield self._message(sink, mask, ev)
 
@@ -163,6 +169,8 @@ class KeepMaskAsIgnoreMask(MaskRule):
         if sink is None or sink.door != IGNORE:
             return
         mask = a.value(sink)
+        if mask.meaning is None:
+            mask = _keep_beside_ignore(a, sink) or mask
         if (
             mask.meaning == KEEP
             and mask.kind in (BOOL, None)
@@ -187,6 +195,29 @@ class KeepMaskAsIgnoreMask(MaskRule):
             what=true_word(mask),
             sink=sink_text(sink),
         )
+
+
+def _keep_beside_ignore(a, sink: Sink) -> Optional[Mask]:
+    """BLOOM's ``expand_mask(keep) | causal``: a keep-mask OR-ed with an
+    ignore-mask (both known from the code, not from a name) into an argument
+    where True means ignore.  The union has no one meaning, but its keep
+    part is the wrong way round there (it removes the real tokens): that
+    part, else None."""
+    expr, env, scope = sink.expr, sink.site.env, sink.site.scope
+    for _ in range(3):  # ``mask = ... | ...`` then ``masked_fill(mask, ...)``
+        if not isinstance(expr, cst.Name):
+            break
+        defs = lookup(expr.value, env, scope)
+        if len(defs) != 1 or defs[0].kind != DefKind.ASSIGN:
+            return None
+        expr, env, scope = defs[0].node, defs[0].env, defs[0].scope
+    if not (isinstance(expr, cst.BinaryOperation) and isinstance(expr.operator, cst.BitOr)):
+        return None
+    sides = [a.evaluator.eval(e, At(env, scope, None, 0)) for e in (expr.left, expr.right)]
+    if any(m.origin is None or m.origin.by_name or m.causal and m.meaning == KEEP for m in sides):
+        return None
+    keep = [m for m in sides if m.meaning == KEEP and m.kind in (BOOL, None)]
+    return keep[0] if len(keep) == 1 and any(m.meaning == IGNORE for m in sides) else None
 
 
 def _inverts_a_name(a, sink: Sink) -> bool:
