@@ -14,6 +14,7 @@ from ..analysis.relational import excludes, world_sites
 from ..analysis.tree import is_none
 from ..analysis.values import UNKNOWN, definitely, project_of
 from .autofix import Fix, FixContext, find_arg, register, remove_arg
+from ._causal_paths import keyword_default, never_both
 from ._syntax import dotted, same
 from .base import Example, Report, Rule
 
@@ -92,6 +93,11 @@ class SdpaMaskAndCausal(Rule):
           time"). A class above that makes its mask only `if not
           self.causal:` (`else: mask = None`) from the flag it hands down
           never gives an instance both (palm-rlhf's `PaLM`).
+        - Within a function the mask and the flag are also read path by path
+          (lucidrains' older `Attend`: the triangle folded into a given mask
+          and the flag cleared, then a bias that replaces the mask): not
+          reported when every path clears the flag or leaves the mask None.
+          A loop or `try` that sets either is not read (rules/_causal_paths.py).
         """
     VALID = [
         "import torch.nn.functional as F\ndef f(q, k, v, m):\n"
@@ -178,7 +184,8 @@ def _excluded(mask: cst.CSTNode, causal: cst.CSTNode, site: CallSite) -> bool:
         return True
     if _saved_pair(mask, causal, site) or _never_paired(mask, causal, site):
         return True
-    return _asserted_by_callers(mask, causal, site)
+    test = lambda t, neg: _is_none_test(t, mask, neg, env, scope)  # noqa: E731
+    return _asserted_by_callers(mask, causal, site) or never_both(site, mask, causal, test)
 
 
 def _asserted_by_callers(mask: cst.CSTNode, causal: cst.CSTNode, site: CallSite) -> bool:
@@ -449,10 +456,9 @@ def _none_aliases(mask: cst.CSTNode, site: CallSite) -> Tuple[cst.CSTNode, ...]:
 
 
 def _is_none_test(node: cst.CSTNode, mask, negated: bool = False, env=None, scope=None) -> bool:
-    """``mask is None`` (or ``mask is not None`` when negated); ``mask`` may be
-    a tuple of expressions that are None together.  With ``env`` and
-    ``scope``, a call of the file's own one-line predicate reads as its
-    body: ``exists(mask)`` for ``def exists(v): return v is not None``."""
+    """``mask is None`` (``is not None`` when negated); ``mask`` may be a tuple of
+    expressions None together.  With ``env`` and ``scope``, the file's one-line
+    predicate reads as its body (``exists(mask)``: ``return v is not None``)."""
     if isinstance(mask, tuple):
         return any(_is_none_test(node, m, negated, env, scope) for m in mask)
     if isinstance(node, cst.Call) and env is not None:
@@ -535,7 +541,7 @@ def _flag_safe(
         and len(expr.args) == 1
     ):
         return _flag_safe(expr.args[0].value, mask, env, scope, site, depth + 1)
-    default = _keyword_default(expr, env, scope)  # kw.get("is_causal_mask", mask is None)
+    default = keyword_default(expr, env, scope)  # kw.get("is_causal_mask", mask is None)
     if default is not None:  # the caller's keyword, forwarded (ibm-fms), or the default
         given = mask[0] if isinstance(mask, tuple) else mask
         safe = _flag_safe(default, mask, env, scope, site, depth + 1)
@@ -562,29 +568,6 @@ def _flag_safe(
                 return False
         return True
     return False
-
-
-def _keyword_default(expr, env, scope) -> Optional[cst.BaseExpression]:
-    """``D`` of ``kwargs.get("name", D)``/``.pop`` of the ``**`` parameter, ``D``
-    not a constant (``mask is None``: a caller passing the keyword chooses)."""
-    if not (
-        isinstance(expr, cst.Call)
-        and isinstance(expr.func, cst.Attribute)
-        and expr.func.attr.value in ("get", "pop")
-        and isinstance(expr.func.value, cst.Name)
-        and len(expr.args) == 2
-        and all(a.keyword is None and not a.star for a in expr.args)
-        and isinstance(expr.args[0].value, cst.SimpleString)
-    ):
-        return None
-    defs = lookup(expr.func.value.value, env, scope)
-    if len(defs) != 1 or defs[0].kind != DefKind.PARAM:
-        return None
-    param = defs[0].node
-    if not isinstance(param, cst.Param) or param.star != "**":
-        return None
-    default = expr.args[1].value  # a constant: what the callers pass decides (values.py)
-    return None if isinstance(default, (cst.Name, cst.Integer, cst.Float)) else default
 
 
 def _mask_from_params(mask: cst.CSTNode, site: CallSite) -> bool:

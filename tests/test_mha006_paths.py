@@ -1,0 +1,107 @@
+"""MHA006 read path by path (``rules/_causal_paths.py``): lucidrains' older
+``Attend`` (zeta, a release review's three false alarms) folds the causal
+triangle into a given mask and clears the flag, then may replace the mask by
+a bias and clear the flag again; on no path are both set.  A path that
+keeps both is reported, whatever the others do."""
+from __future__ import annotations
+
+import textwrap
+
+import pytest
+
+from flake8_mha.lint.engine import analyze_source
+
+HEAD = """\
+import torch
+import torch.nn as nn
+import torch.nn.functional as F
+
+
+def exists(v):
+    return v is not None
+
+
+class Attend(nn.Module):
+    def __init__(self, causal=False):
+        super().__init__()
+        self.causal = causal
+
+    def forward(self, q, k, v, mask=None, attn_bias=None):
+        causal = self.causal
+"""
+
+
+def _found(body: str):
+    src = HEAD + textwrap.indent(textwrap.dedent(body), "        ")
+    src += "        return F.scaled_dot_product_attention(q, k, v, attn_mask=mask, is_causal=causal)\n"
+    line = src.count("\n")
+    got = [(f.code, f.line) for f in analyze_source(src, "a.py", ["MHA006"])]
+    return got, line
+
+
+FOLDS = [
+    # the fold: a given mask takes the triangle, the flag is cleared
+    """
+    if exists(mask):
+        if causal:
+            mask = mask & ~torch.ones(4, 4, dtype=torch.bool).triu(1)
+            causal = False
+    """,
+    # the fold, then a bias that replaces the mask and clears the flag (zeta)
+    """
+    if exists(mask):
+        mask = mask.expand(2, 2, 4, 4)
+        if causal:
+            mask = mask & ~torch.ones(4, 4, dtype=torch.bool).triu(1)
+            causal = False
+    if exists(attn_bias):
+        if exists(mask):
+            attn_bias = attn_bias.masked_fill(~mask, -1e4)
+        elif causal:
+            attn_bias = attn_bias.masked_fill(torch.ones(4, 4, dtype=torch.bool).triu(1), -1e4)
+            causal = False
+        mask = attn_bias
+    """,
+    # early return on the causal path
+    """
+    if causal and mask is None:
+        return F.scaled_dot_product_attention(q, k, v, is_causal=True)
+    causal = False
+    """,
+]
+
+
+@pytest.mark.parametrize("body", FOLDS)
+def test_no_path_gives_both(body):
+    assert _found(body)[0] == []
+
+
+KEPT = [
+    # the fold forgets to clear the flag
+    """
+    if exists(mask):
+        if causal:
+            mask = mask & ~torch.ones(4, 4, dtype=torch.bool).triu(1)
+    """,
+    # the bias replaces the mask while the flag survived (no ``elif causal``)
+    """
+    if exists(mask):
+        if causal:
+            mask = mask & ~torch.ones(4, 4, dtype=torch.bool).triu(1)
+            causal = False
+    if exists(attn_bias):
+        mask = attn_bias
+    """,
+    # a loop that sets the flag is not read: the finding stands
+    """
+    for _ in range(2):
+        if exists(mask):
+            causal = False
+    """,
+]
+
+
+@pytest.mark.parametrize("body", KEPT)
+def test_a_path_with_both_is_reported(body):
+    got, line = _found(body)
+    assert got == [("MHA006", line)]
