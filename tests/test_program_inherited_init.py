@@ -74,3 +74,19 @@ def test_an_init_of_its_own_or_a_subclass_leaves_the_value_unknown(tmp_path):
     assert _found(tmp_path / "a", own_init=own, build="Low(8)") == [("MHA007", 16, 16)]
     sub = "\n\nclass Lower(Low):\n    pass\n"
     assert _found(tmp_path / "b", extra=sub) == [("MHA007", 14, 16)]
+
+
+def test_an_init_between_the_two_classes_leaves_it_unknown(tmp_path):
+    """``class Mid(Attention)`` with an ``__init__`` of its own, then ``class
+    Low(Mid)``: Low's constructions pass Mid's parameters, not Attention's."""
+    mid = (
+        "\n\nclass Mid(Attention):\n    def __init__(self, dim):\n"
+        "        super().__init__(dim, dropout=0.1)\n"
+    )
+    src = ATTN.replace("class Low(Attention):", mid.lstrip("\n") + "\n\nclass Low(Mid):")
+    src = src.replace("    OWN_INIT\n", "")
+    pkg = write_package(
+        tmp_path / "pkg", {"attn.py": src, "model.py": "from .attn import Low\nfinal = Low(8)\n"}
+    )
+    found = analyze_file(str(pkg / "attn.py"), ["MHA007"])
+    assert [(f.code, f.line) for f in found] == [("MHA007", 18)]

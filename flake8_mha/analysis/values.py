@@ -145,7 +145,12 @@ def _inherited_value(cls, attr: str, scope, depth: int):
     defs = inherited_attr(cls, attr)
     if not defs:
         return UNKNOWN
-    reader = cls.name if _module_level(cls) and "__init__" not in cls.methods else None
+    chain, base = [cls], _same_file_base(cls)  # every class up to the one that sets it
+    while base is not None and base.attrs.get(attr) is None and len(chain) < MAX_BASES:
+        chain.append(base)
+        base = _same_file_base(base)
+    inherits = all("__init__" not in c.methods for c in chain)
+    reader = cls.name if _module_level(cls) and inherits else None
     saved, _READER[0] = _READER[0], reader
     try:
         return _defs_value(tuple(defs), scope, None, depth + 1) if reader else UNKNOWN
