@@ -587,3 +587,27 @@ def test_a_keep_mask_or_ed_with_an_ignore_mask_into_a_fill(made, found_):
             return scores.masked_fill(m, float("-inf")).softmax(-1)
         """
     assert found(src) == found_
+
+
+# --------------------------------------------------------------------------- special tokens
+
+
+@pytest.mark.parametrize(
+    "keep, found_",
+    [
+        ("tokens.ne(pad_idx) & tokens.ne(eos_idx)", [("MHA003", 5, 12)]),  # ESM
+        ("(tokens != pad_idx) & (tokens != cls_idx) & (tokens != eos_idx)", [("MHA003", 5, 12)]),
+        ("tokens.ne(pad_idx) & tokens.ne(width)", []),  # not a special token's id
+        ("tokens.ne(pad_idx) & tokens.eq(eos_idx)", []),  # only the eos tokens: not a keep-mask
+        ("tokens.ne(pad_idx) | tokens.ne(eos_idx)", []),
+    ],
+)
+def test_a_keep_mask_narrowed_by_another_special_token(keep, found_):
+    src = f"""\
+        import torch.nn as nn
+        attn = nn.MultiheadAttention(8, 2, batch_first=True)
+        def run(x, tokens, pad_idx, cls_idx, eos_idx, width):
+            keep = {keep}
+            return attn(x, x, x, key_padding_mask=keep, need_weights=False)[0]
+        """
+    assert found(src) == found_

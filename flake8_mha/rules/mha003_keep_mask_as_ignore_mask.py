@@ -88,7 +88,10 @@ class KeepMaskAsIgnoreMask(MaskRule):
           with `<= w`; other operators stay unknown (with a window of 0 they
           would cut the diagonal); `torch.cat` of masks of one meaning, with
           constant pieces that agree with it (EVA's class token: `ones`
-          before a keep-mask, `zeros` before an ignore-mask), keeps it.
+          before a keep-mask, `zeros` before an ignore-mask), keeps it; a
+          keep-mask `&` another special token's inequality (ESM's
+          `tokens.ne(pad_idx) & tokens.ne(eos_idx)`: a name ending in `_idx`,
+          `_id`, `_index` or `_token`) is a keep-mask.
         - A keep-mask OR-ed with an ignore-mask (BLOOM's expanded padding `|`
           the causal triangle), both known from the code, into an argument
           where True means ignore: the union has no one meaning, but its keep

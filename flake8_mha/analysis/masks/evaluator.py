@@ -346,6 +346,13 @@ class MaskEvaluator(Calls, Numbers, Comparisons, Segments, Offsets, Shapes, Dtyp
         if op in (cst.BitAnd, cst.BitOr):
             a = self.eval(node.left, at)
             b = self.eval(node.right, at)
+            if op is cst.BitAnd and KEEP in (a.meaning, b.meaning):
+                # ESM's ``tokens.ne(pad) & tokens.ne(eos)``: a keep-mask narrowed by
+                # another special token's inequality is a keep-mask
+                if a.meaning == KEEP and not b.known and _special_ne(node.right):
+                    return a
+                if b.meaning == KEEP and not a.known and _special_ne(node.left):
+                    return b
             return combine(a, b, node, text, "and" if op is cst.BitAnd else "or")
         if op is cst.Subtract:
             return self._one_minus(node, at)
@@ -463,3 +470,32 @@ def _root_of(node: cst.CSTNode) -> Optional[str]:
     while isinstance(node, cst.Subscript):
         node = node.value
     return node.value if isinstance(node, cst.Name) else None
+
+
+_SPECIAL_ENDS = ("_idx", "_id", "_index", "_token")
+
+
+def _special_ne(node) -> bool:
+    """``tokens != eos_idx`` or ``tokens.ne(self.cls_idx)``: token ids against
+    a special token's id, True everywhere but at that token."""
+    from .names import is_token_name, last_name
+
+    if isinstance(node, cst.Comparison) and len(node.comparisons) == 1:
+        if not isinstance(node.comparisons[0].operator, cst.NotEqual):
+            return False
+        sides = (node.left, node.comparisons[0].comparator)
+    elif (
+        isinstance(node, cst.Call)
+        and isinstance(node.func, cst.Attribute)
+        and node.func.attr.value == "ne"
+        and len(node.args) == 1
+        and node.args[0].keyword is None
+    ):
+        sides = (node.func.value, node.args[0].value)
+    else:
+        return False
+    for tokens, special in (sides, sides[::-1]):
+        name = (last_name(special) or "").lower()
+        if is_token_name(tokens) and name.endswith(_SPECIAL_ENDS):
+            return True
+    return False
