@@ -90,7 +90,7 @@ class MHAChecker:
                 raise  # a rule module that does not import: one line, exit 1 (RuleLoadError)
             # in flake8's worker pool (-j 2 and more) an exit kills the worker and
             # flake8 then waits for it forever: the message is each file's MHA000
-            yield (1, 0, f"MHA000 {exc}".replace("MHA000 flake8-mha: ", "MHA000 "), type(self))
+            yield (1, 0, "MHA000 " + str(exc).removeprefix("flake8-mha: "), type(self))
             return
         except Exception as exc:  # pragma: no cover - last line of defence
             yield (

@@ -11,7 +11,7 @@ from ..analysis.events import SdpaCall, is_module_class, self_name
 from ..analysis.flow import CallSite, DefKind, lookup, walk
 from ..analysis.values import UNKNOWN
 from .autofix import Fix, FixContext, atom, parenthesize, register, rewrite_argument
-from ._syntax import dotted, root_name
+from ._syntax import dotted, root_name, same
 from .base import Example, Report, Rule
 
 
@@ -219,12 +219,11 @@ def _zero_where_called(dropout, site: CallSite, self_var: str, resolver) -> bool
     (or the ``else`` of ``if p > 0:``/``if p != 0:``), or under a flag the
     class sets to that test (nanoGPT's ``self.flash = self.dropout == 0.0``,
     then ``if self.flash:``), ``p`` written as the ``dropout_p`` argument is."""
-    code = _code(dropout)
     for test, truth, _env in site.conds:
         while isinstance(test, cst.UnaryOperation) and isinstance(test.operator, cst.Not):
             test, truth = test.expression, not truth
         for zero_test in [test] + _flag_tests(test, site, self_var, resolver):
-            if _says_zero(zero_test, truth, code):
+            if _says_zero(zero_test, truth, dropout):
                 return True
     return False
 
@@ -246,27 +245,23 @@ def _flag_tests(test, site: CallSite, self_var: str, resolver) -> list:
     return [node] if isinstance(node, cst.Comparison) else []
 
 
-def _says_zero(test, truth: bool, code: str) -> bool:
-    """Whether ``test`` being ``truth`` makes the probability ``code`` 0."""
+def _says_zero(test, truth: bool, p: cst.CSTNode) -> bool:
+    """Whether ``test`` being ``truth`` makes the probability ``p`` 0."""
     if not isinstance(test, cst.Comparison) or len(test.comparisons) != 1:
         return False
     op = test.comparisons[0]
-    left, right = _code(test.left), _code(op.comparator)
-    if code not in (left, right) or (left == code) == (right == code):
+    on_left, on_right = same(test.left, p), same(op.comparator, p)
+    if on_left == on_right:
         return False
-    other = op.comparator if left == code else test.left
+    other = op.comparator if on_left else test.left
     if not (isinstance(other, (cst.Integer, cst.Float)) and other.evaluated_value == 0):
         return False
     kind = type(op.operator)
     if kind is cst.Equal:
         return truth
-    if kind is cst.NotEqual or (kind is cst.GreaterThan and left == code):
+    if kind is cst.NotEqual or (kind is cst.GreaterThan and on_left):
         return not truth  # a probability is never below 0
     return False
-
-
-def _code(node) -> str:
-    return cst.Module(body=[]).code_for_node(node) if node is not None else ""
 
 
 def _mentions_training(node: cst.CSTNode) -> bool:

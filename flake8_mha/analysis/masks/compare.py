@@ -260,7 +260,6 @@ class Comparisons:
     def _is_distance(self, node, at: At) -> bool:
         """``j - i``, ``i - j``, their ``.abs()`` or ``torch.abs(...)``: an
         arange as a row against itself or another as a column."""
-        node = _unparenthesized(node)
         if isinstance(node, cst.Call) and not node.args and isinstance(node.func, cst.Attribute):
             if node.func.attr.value == "abs":
                 return self._is_distance(node.func.value, at)
@@ -420,7 +419,3 @@ class Comparisons:
             if qn in ("torch.tensor", "torch.as_tensor", "torch.LongTensor"):
                 return self._lengths_axis(node.args[0].value, at, hops)
         return None
-
-
-def _unparenthesized(node):
-    return node.with_changes(lpar=[], rpar=[]) if getattr(node, "lpar", None) else node

@@ -97,14 +97,11 @@ def softmaxes(calls: List[ast.Call]) -> bool:
     BERT's ``nn.Softmax(dim=-1)(scores)``)."""
     for call in calls:
         func = call.func
-        if isinstance(func, ast.Call):  # a module built and called at once
+        built = isinstance(func, ast.Call)  # a module built and called at once
+        if built:
             func = func.func
-            name = func.attr if isinstance(func, ast.Attribute) else getattr(func, "id", None)
-            if name == "Softmax":
-                return True
-            continue
         name = func.attr if isinstance(func, ast.Attribute) else getattr(func, "id", None)
-        if name in ("softmax", "log_softmax"):
+        if name in (("Softmax",) if built else ("softmax", "log_softmax")):
             return True
     return False
 
@@ -284,13 +281,15 @@ def _folded_mask(term: ast.AST, stores) -> Optional[ast.AST]:
         return None
     found: Dict[str, ast.AST] = {}
     for d in stores.get(term.id, ()):
-        value = d.value if isinstance(d, ast.Assign) else None
         if isinstance(d, ast.AugAssign) and isinstance(d.op, ast.Add):
-            value = ast.BinOp(left=d.target, op=ast.Add(), right=d.value)
-        if isinstance(value, ast.BinOp) and isinstance(value.op, ast.Add):
-            for side in (value.left, value.right):
-                if _names_a_mask(side):
-                    found.setdefault(ast.dump(side), side)
+            sides = (d.value,)  # ``bias += mask``: the target is the local itself
+        elif isinstance(d, ast.Assign) and isinstance(d.value, ast.BinOp):
+            sides = (d.value.left, d.value.right) if isinstance(d.value.op, ast.Add) else ()
+        else:
+            continue
+        for side in sides:
+            if _names_a_mask(side):
+                found.setdefault(ast.dump(side), side)
     return next(iter(found.values())) if len(found) == 1 else None
 
 
