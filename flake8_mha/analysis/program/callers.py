@@ -17,7 +17,7 @@ from typing import Dict, Iterable, List, Optional, Set, Tuple
 
 from ...core import walk as astwalk
 from ...core.atomic import read_regular
-from . import chains
+from . import import_lines
 from .files import ProjectFiles, module_constants, project_root
 from .call_index import FIRST, RETURNED, Call, Index
 from .signatures import UNKNOWN, ImportedConstant, constant_reader, init_signature, literal, parse
@@ -48,7 +48,6 @@ _FILES: Dict[str, Optional[List[str]]] = {}
 _IMPORTS: Dict[tuple, frozenset] = {}
 _CONSTRUCTIONS: Dict[tuple, tuple] = {}
 MISSING = "<missing>"  # a parameter the construction does not pass (its default applies)
-BUILT_MODULE = "<module>"  # an argument that builds a class there (module_or_unknown)
 MAX_FORWARDS = 3  # classes a parameter is followed up through (``forwarded``)
 
 
@@ -229,7 +228,7 @@ def _resolve_imports(path: str, size: int) -> Set[str]:
     files = ProjectFiles(path)
     package = files.package_of(files.path)
     out: Set[str] = set()
-    for level, module, names in chains.imported_from(text):
+    for level, module, names in import_lines.imported_from(text):
         for name in names or [None]:
             dotted = ".".join(p for p in (module, name) if p)
             loc = files.locate(level, dotted + "._", package) if dotted else None
@@ -416,7 +415,7 @@ def demo_nodes(tree: ast.Module) -> Set[int]:
 def _read(reader, node: ast.AST, owner, path: str) -> object:
     if owner is not None and isinstance(node, ast.Name) and node.id in owner[1]:
         return Forwarded(path, owner[0], node.id)
-    return reader(node)
+    return reader(node, path) if getattr(reader, "with_path", False) else reader(node)
 
 
 def _init_owners(tree: ast.Module) -> Dict[int, tuple]:
@@ -439,14 +438,6 @@ def _init_owners(tree: ast.Module) -> Dict[int, tuple]:
                 if isinstance(n, ast.Call):
                     out[id(n)] = (top.name, params)
     return out
-
-
-def module_or_unknown(node: ast.AST) -> object:
-    """``BUILT_MODULE`` for an argument that builds a class right there
-    (``self_attention=nn.MultiheadAttention(...)``: never None), else
-    ``UNKNOWN``."""
-    name = chains.constructor(node) or ""
-    return BUILT_MODULE if name.rpartition(".")[2][:1].isupper() else UNKNOWN
 
 
 def _names_class(node: ast.AST, names: Set[str]) -> bool:

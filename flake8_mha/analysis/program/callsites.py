@@ -539,6 +539,22 @@ class Project(ConstantFiles):
             self.depend(filename)
         return built, defaults
 
+    def handed(self, filename: str, cls: str, param: str) -> Optional[list]:
+        own = self._own_source if filename == self.path else None
+        try:
+            text = own if own is not None else decode(read_regular(filename, callers.MAX_BYTES))
+            signature = signatures.init_signature(text, cls)
+            if signature is None or param not in signature[0]:
+                return None
+            built, read = callers.constructions(
+                filename, cls, signature[0], own, None, signatures.built_class
+            )
+        except (OSError, SyntaxError, UnicodeDecodeError, LookupError, ValueError, RecursionError):
+            return None
+        for f in read:
+            self.depend(f)
+        return built
+
     def never_paired(self, cls: str, flag: str, mask: str) -> bool:
         """No instance of ``cls`` is built with ``flag`` on and given ``mask``."""
         if not self.files or self._own_source is None:
@@ -559,9 +575,9 @@ class Project(ConstantFiles):
         never runs in this program."""
         if not self.files or self._own_source is None:
             return False
-        found = self._constructions(cls, param, callers.module_or_unknown)
+        found = self._constructions(cls, param, signatures.module_or_unknown)
         built = found[0] if found is not None else None
-        return bool(built) and all(b.get(param) == callers.BUILT_MODULE for b in built)
+        return bool(built) and all(b.get(param) == signatures.BUILT_MODULE for b in built)
 
     def mentioned_elsewhere(self, word: str) -> bool:
         """Whether a project file that may call into this one names ``word``

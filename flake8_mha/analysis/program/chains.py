@@ -19,11 +19,10 @@ from __future__ import annotations
 
 import ast
 import builtins
-import re
-import sys
 from typing import Dict, List, Optional
 
 from ...core import walk as astwalk
+from .import_lines import EXTERNAL
 
 # a ``self.<attr>`` built as one of these holds modules whose items are called
 _CONTAINERS = ("ModuleList", "Sequential", "ModuleDict")
@@ -353,6 +352,45 @@ def class_defaults(func: ast.AST) -> Dict[str, str]:
     return out
 
 
+INJECTED = "="  # an ATTRS value ``"=attention"``: the module the constructor is handed
+
+
+def injected_attrs(cls: ast.ClassDef) -> Dict[str, str]:
+    """``self.<attr>`` -> ``"=<param>"`` for a module the class is handed by
+    its constructor and keeps as it is (Informer's ``def __init__(self,
+    attention, d_model, n_heads): self.inner_attention = attention``): what
+    it holds is what the project's constructions pass for ``param``
+    (``files.py``, ``_injected``).  A parameter ``__init__`` rebinds, or an
+    attribute set anywhere else in the class, is left out."""
+    init = next(
+        (m for m in cls.body if isinstance(m, ast.FunctionDef) and m.name == "__init__"), None
+    )
+    if init is None:
+        return {}
+    a = init.args
+    params = {p.arg for p in a.posonlyargs[1:] + a.args[1:] + a.kwonlyargs}
+    kept: Dict[str, str] = {}
+    for n in astwalk.walk(init):
+        if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store):
+            params.discard(n.id)
+    for n in astwalk.walk(init):
+        if isinstance(n, ast.Assign) and len(n.targets) == 1 and isinstance(n.value, ast.Name):
+            attr = self_attr(n.targets[0])
+            if attr is not None and n.value.id in params:
+                kept[attr] = INJECTED + n.value.id
+    if not kept:
+        return {}
+    counts: Dict[str, int] = {}
+    for item in cls.body:
+        if isinstance(item, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            for n in astwalk.walk(item):
+                if isinstance(n, ast.Attribute) and isinstance(n.ctx, (ast.Store, ast.Del)):
+                    name = self_attr(n)
+                    if name in kept:
+                        counts[name] = counts.get(name, 0) + 1
+    return {k: v for k, v in kept.items() if counts.get(k) == 1}
+
+
 def local_classes(func: ast.AST) -> Dict[str, str]:
     """The locals a function binds once, to a class (latent diffusion's
     ``attn_cls = CrossAttention``, then ``self.attn2 = attn_cls(...)``)."""
@@ -594,21 +632,6 @@ def _callee(func: ast.AST, loops: Dict[str, str], attrs: Dict[str, str]) -> Opti
     return ["name", name] if name is not None else None
 
 
-# imports that are never the project's own code: an edge into them is dropped
-# when the file is summarised (torch's own tree, where ``torch`` is the
-# project, keeps its direct SDPA wrappers; chains through torch are not followed)
-_EXTERNAL = frozenset(getattr(sys, "stdlib_module_names", ())) | {
-    "torch",
-    "numpy",
-    "einops",
-    "einx",
-    "jax",
-    "triton",
-    "xformers",
-    "flash_attn",
-}
-
-
 def may_reach(edge: dict, summary: dict, imported, attrs, table) -> bool:
     """Whether an edge's callee can reach a sink: a function, method or
     module of the file that does (is in ``table``), or one imported from
@@ -626,6 +649,8 @@ def may_reach(edge: dict, summary: dict, imported, attrs, table) -> bool:
         name = attrs.get(summary.get("cls") or "", {}).get(attr)
         if name is None:
             return False
+        if name.startswith(INJECTED):
+            return not method  # whatever the project's constructions hand it
         if name.split(".")[0] not in imported:
             if method:
                 return f"{name}.{method}" in table
@@ -633,7 +658,7 @@ def may_reach(edge: dict, summary: dict, imported, attrs, table) -> bool:
     head = name.split(".")[0]
     if head in imported:
         level, dotted = imported[head]
-        return bool(level) or dotted.split(".")[0] not in _EXTERNAL
+        return bool(level) or dotted.split(".")[0] not in EXTERNAL
     return "." not in name and name in table
 
 
@@ -647,7 +672,7 @@ def may_be_project_class(
     head = name.split(".")[0]
     if head in imported:
         level, dotted = imported[head]
-        return bool(level) or dotted.split(".")[0] not in _EXTERNAL
+        return bool(level) or dotted.split(".")[0] not in EXTERNAL
     return "." not in name and (f"{name}.forward" in table or name in inheriting)
 
 
@@ -655,60 +680,6 @@ def may_be_project_class(
 # engine looks for directly, and a match counts only at the start of a line
 # (``_at_line_start``): about 4x faster than ``^[ \t]*from`` under re.M, which is
 # tried at every position (callers.py reads every file of a root this way).
-_FROM_LINE = re.compile(r"from[ \t]+(\.*)([\w.]*)[ \t]+import[ \t]+\(?([^#\n]*)")
-_PLAIN_IMPORT = re.compile(r"import[ \t]+([^#\n]+)")
-
-
-def _at_line_start(source: str, at: int) -> bool:
-    """Whether only spaces and tabs stand between the line's start and ``at``."""
-    start = source.rfind("\n", 0, at) + 1
-    return start == at or not source[start:at].strip(" \t")
-
-
-def imported_from(source: str) -> List[tuple]:
-    """(level, module, [names]) for each import line of the file, read as text:
-    ``from .attn import Attention, attend`` is ``(1, "attn", ["Attention",
-    "attend"])``, ``import pkg.attn`` is ``(0, "pkg.attn", [])``.  Imports of
-    packages that are never project code are left out."""
-    out: List[tuple] = []
-    for m in _FROM_LINE.finditer(source):
-        if not _at_line_start(source, m.start()):
-            continue
-        level, module = len(m.group(1)), m.group(2)
-        if level == 0 and module.split(".")[0] in _EXTERNAL:
-            continue
-        names = []
-        for a in m.group(3).strip(" ()\\").split(","):
-            words = a.split()
-            if words and words[0].isidentifier():
-                names.append(words[0])
-        out.append((level, module, names))
-    for m in _PLAIN_IMPORT.finditer(source):
-        if not _at_line_start(source, m.start()):
-            continue
-        for item in m.group(1).split(","):
-            words = item.split()
-            if words and words[0].split(".")[0] not in _EXTERNAL:
-                out.append((0, words[0], []))
-    return out
-
-
-_IMPORT_LINE = re.compile(r"(?:from[ \t]+(\.|[A-Za-z_]\w*)|import[ \t]+([A-Za-z_]\w*))")
-
-
-def imports_project_code(source: str) -> bool:
-    """A text screen: whether the file imports anything that may be the
-    project's own code (a relative import, or a package that is not a known
-    outside one).  A file that does not, and names no SDPA, has no summary."""
-    for m in _IMPORT_LINE.finditer(source):
-        if not _at_line_start(source, m.start()):
-            continue
-        head = m.group(1) or m.group(2)
-        if head == "." or head not in _EXTERNAL:
-            return True
-    return False
-
-
 def compose(edge: dict, callee: dict) -> Dict[str, dict]:
     """What the caller's parameters reach through one edge: for each sink the
     callee's parameter reaches, the caller's parameter the edge passes it,

@@ -16,28 +16,21 @@ from typing import Dict, List, Optional, Tuple
 
 from ...core import walk as astwalk
 from ...core.atomic import read_regular
-from . import chains
-from .fills import FILL_SINKS
+from . import chains, import_lines
 from .forms import names_a_sink
 from .summaries import (
-    ATTRS,
-    BASES,
-    IMPORTS,
     MAX_FILE_BYTES,
-    MODULES,
     TORCH_MODULES,
     REEXPORTS,
     SUMMARY_VERSION,
-    VARIANT,
     dotted_name,
-    settle,
     statements,
     summarise,
 )
+from .composing import MAX_CHAIN, Composing, decode
 from .tables import valid_table
 
 MAX_REEXPORT_HOPS = 3
-MAX_CHAIN = 6  # calls followed from a call site down to a sink
 CONSTANTS_VERSION = 1
 _FUNCTIONS = (ast.FunctionDef, ast.AsyncFunctionDef)
 _DOTTED = (ast.Name, ast.Attribute)  # a name a use can read as dotted
@@ -97,7 +90,7 @@ _LEADS: Dict[tuple, bool] = {}
 MAX_MEMO = 2048
 
 
-class ProjectFiles:
+class ProjectFiles(Composing):
     """The project around one linted file: its root, and the summaries of the
     project files it imports (read once, through ``store`` when given).
     ``deps`` lists every project file a summary was asked of, with the
@@ -387,10 +380,10 @@ class ProjectFiles:
         tree: torch is no project code to the screen) costs a few regular
         expressions.  The files it names become dependencies of the cached
         findings."""
-        if not chains.imports_project_code(text):
+        if not import_lines.imports_project_code(text):
             return False
         package = tuple(self.package) if package is None else package
-        for level, module, names in chains.imported_from(text):
+        for level, module, names in import_lines.imported_from(text):
             for f in self._lead(level, module, names, package):
                 if depth == 0:
                     self.depend(f)
@@ -518,173 +511,9 @@ class ProjectFiles:
                 )
         return (filename, got) if got is not None else None
 
-    def made_module(self, filename, table, name, depth) -> Optional[Tuple[str, dict]]:
-        """What the module a factory function of ``filename`` returns runs when
-        called (``def build_attn(): return Attention()``, ``MODULES``)."""
-        ctor = table.get(MODULES, {}).get(name)
-        if ctor is None or depth >= MAX_CHAIN:
-            return None
-        return self._named(filename, table, ctor, self.package_of(filename), depth + 1, False)
-
-    def _inherited(self, filename, table, cls, depth) -> Optional[Tuple[str, dict]]:
-        """The ``forward`` a class of ``filename`` inherits as it is
-        (``BASES``): its first base that has one, in this file or imported."""
-        for base in table.get(BASES, {}).get(cls, ()):
-            found = self._named(filename, table, base, self.package_of(filename), depth + 1, False)
-            if found is not None:
-                return found
-        return None
-
-    # -- chains: a summary's edges resolved and composed (chains.py) --------------
-    def effective(self, filename: str, key: str, depth: int = 0) -> Optional[dict]:
-        """The summary ``key`` of ``filename`` with its edges followed: what its
-        parameters reach directly and through the functions and modules it
-        calls, wherever those live.  None when nothing is reached.  A chain
-        longer than ``MAX_CHAIN`` or met again while being computed (recursion)
-        adds nothing: unknown, never a guess."""
-        memo = (filename, key)
-        if memo in self._chained:
-            return self._chained[memo]
-        table = self._table(filename)
-        s = table.get(key) if not key.startswith("@") else None
-        if not isinstance(s, dict):
-            return None
-        if not s.get("edges") or depth >= MAX_CHAIN:
-            return s if s["reach"] else None
-        self._chained[memo] = s if s["reach"] else None  # a cycle sees the direct part
-        reach = dict(s["reach"])
-        here = (filename, s["line"], [[self.relative(filename), s["name"]]])
-        ends = {sink: here for sink in reach}
-        clash, callees, module_own = set(), [], set()
-        for edge in s["edges"]:
-            found = self._edge(filename, table, s, edge, depth + 1)
-            if found is None:
-                continue
-            callee_file, callee = found
-            callees.append(callee)
-            end = (
-                callee.get("sink_file", callee_file),
-                callee["line"],
-                [[self.relative(filename), s["name"]]]
-                + callee.get("chain", [[self.relative(callee_file), callee["name"]]]),
-            )
-            composed = chains.compose(edge, callee)
-            for sink, how in composed.items():
-                if sink in reach and reach[sink] != how:
-                    # a block's self- and cross-attention, two instances of one
-                    # class fed different masks: a second variant of the sink
-                    alt = None if VARIANT in sink or sink in FILL_SINKS else sink + VARIANT + "2"
-                    if alt is not None and reach.setdefault(alt, how) == how:
-                        ends.setdefault(alt, end)
-                    else:
-                        clash.add(sink)
-                elif sink not in reach:
-                    reach[sink], ends[sink] = how, end
-            # a held module's argument the callee's parameter gives, which this
-            # function fills with what none of its parameters carries
-            module_own.update(k for k in callee["reach"] if "." in k and k not in composed)
-            module_own.update(callee.get("module_own", ()))
-        for sink in clash:
-            reach.pop(sink, None)
-            reach.pop(sink + VARIANT + "2", None)
-            if "." in sink:
-                module_own.add(sink)
-        settle(reach, s)
-        got = None
-        if reach and any(c.get("own_mask") for c in callees):
-            s = dict(s, own_mask=True)
-        module_own.difference_update(s.get("module_own", ()))
-        if module_own:
-            s = dict(s, module_own=sorted(module_own | set(s.get("module_own", ()))))
-        if reach:
-            sink_file, line, chain = ends[sorted(reach)[0]]
-            got = dict(s, reach=reach, line=line, sink_file=sink_file)
-            if len(chain) > 1:
-                got["chain"] = chain
-        self._chained[memo] = got
-        return got
-
-    def _edge(self, filename, table, s, edge, depth) -> Optional[Tuple[str, dict]]:
-        """(file, effective summary) of what one edge calls."""
-        kind, name = edge["callee"]
-        package = self.package_of(filename)
-        if kind == "method":
-            cls = s.get("cls")
-            got = self.effective(filename, f"{cls}.{name}", depth) if cls else None
-            return (filename, got) if got is not None else None
-        if kind == "self":
-            ctor = table.get(ATTRS, {}).get(s.get("cls") or "", {}).get(name)
-            if ctor is None:
-                return None
-            return self._named(filename, table, ctor, package, depth, call=False)
-        if kind == "super":
-            return self._super(filename, table, s, name, package, depth)
-        if kind == "held":
-            attr, method = name.split(".", 1)
-            ctor = table.get(ATTRS, {}).get(s.get("cls") or "", {}).get(attr)
-            return self.held_method(filename, table, ctor, method, package, depth)
-        return self._named(filename, table, name, package, depth, call=True)
-
-    def held_method(self, filename, table, ctor, method, package, depth=0):
-        """(file, effective summary) of the method ``method`` of the class
-        ``ctor`` (as ``filename`` writes it) when it is a project class that
-        defines it itself (``self.vit.forward_features(...)``); else None."""
-        loc = self._written(filename, table, ctor, package) if ctor else None
-        if loc is None or "." in loc[1]:
-            return None
-        got = self.effective(loc[0], f"{loc[1]}.{method}", depth)
-        return (loc[0], got) if got is not None else None
-
-    def _super(self, filename, table, s, name, package, depth) -> Optional[Tuple[str, dict]]:
-        """``super().name(...)``: the method of the first base (as written,
-        in this file or imported) that has a summary of it.  Not when the
-        class holds modules of its own and the base's method calls modules
-        on ``self``: what those are would be this class's, not the base's."""
-        own_attrs = bool(table.get(ATTRS, {}).get(s.get("cls") or ""))
-        for base in s.get("bases", ()):
-            loc = self._written(filename, table, base, package)
-            if loc is None or "." in loc[1]:
-                continue
-            raw = self._table(loc[0]).get(f"{loc[1]}.{name}")
-            if raw is None:
-                continue
-            if own_attrs and any(e["callee"][0] == "self" for e in raw.get("edges", ())):
-                return None
-            got = self.effective(loc[0], f"{loc[1]}.{name}", depth)
-            return (loc[0], got) if got is not None else None
-        return None
-
     def _table(self, filename: str) -> Dict[str, dict]:
         """The summary table of the linted file or of another project file."""
         return self._own() if filename == self.path else self.summaries(filename)
-
-    def _written(self, filename, table, name, package) -> Optional[Tuple[str, str]]:
-        """(file, name) where a name as ``filename`` writes it is defined: its
-        own (a plain name), or what it imports (``attn.Attention`` too)."""
-        head, _, rest = name.partition(".")
-        imported = table.get(IMPORTS, {}).get(head)
-        if imported is not None:
-            return self._defined((imported[0], imported[1] + ("." + rest if rest else "")), package)
-        return None if rest else (filename, name)
-
-    def _named(self, filename, table, name, package, depth, call) -> Optional[Tuple[str, dict]]:
-        """A function called (``call``), or a class or factory built, by the
-        name a file writes: one of the file's own, or one it imports."""
-        loc = self._written(filename, table, name, package)
-        if loc is None:
-            return None
-        filename, name = loc
-        if call:
-            got = None if "." in name else self.effective(filename, name, depth)
-        else:
-            got = self.effective(filename, name + ".forward", depth)
-            got = got or self.effective(filename, name + "()", depth)
-            if got is None and depth < MAX_CHAIN and "." not in name:
-                table = self._table(filename)
-                return self._inherited(filename, table, name, depth) or self.made_module(
-                    filename, table, name, depth
-                )
-        return (filename, got) if got is not None else None
 
     def package_of(self, filename: str) -> Tuple[str, ...]:
         """The package a file's relative imports are read in."""
@@ -711,15 +540,6 @@ class ProjectFiles:
             package = tuple(module_parts(filename, self.root))
             loc = self.locate(again[0], again[1] + ("." + rest if rest else ""), package)
         return None
-
-
-def decode(data: bytes) -> str:
-    import io
-    import tokenize
-
-    encoding, _ = tokenize.detect_encoding(io.BytesIO(data).readline)
-    text = data.decode(encoding)
-    return text[1:] if text.startswith("\ufeff") else text
 
 
 def reaches_a_sink(source: str, path: str, tree: Optional[ast.Module] = None) -> bool:

@@ -40,7 +40,21 @@ def names_a_sink(text: str) -> bool:
     """The text screen of a file that may hold a wrapper: it names SDPA,
     builds a torch attention module (``nn.MultiheadAttention(...)``), or
     fills scores (``masked_fill``, ``.where(``: ``fills.py``)."""
-    return SDPA_NAME in text or holds_modules(text) or fills_scores(text)
+    return SDPA_NAME in text or holds_modules(text) or fills_scores(text) or holds_injected(text)
+
+
+# ``self.inner_attention = attention``: an attribute set from a plain name
+_KEPT_NAME = re.compile(r"^[ \t]+self\.(\w+)[ \t]*=[ \t]*[a-z_]\w*[ \t]*(?:#.*)?$", re.M)
+
+
+def holds_injected(text: str) -> bool:
+    """A class that keeps a module it is handed and calls it
+    (``self.inner_attention = attention`` ... ``self.inner_attention(q, k, v,
+    mask)``, ``chains.injected_attrs``): what it reaches is what its
+    constructions hand it, so no text of its own names the sink."""
+    if "self." not in text:
+        return False
+    return any(f"self.{m.group(1)}(" in text for m in _KEPT_NAME.finditer(text))
 
 
 def holds_modules(text: str) -> bool:

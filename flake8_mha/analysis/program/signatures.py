@@ -9,7 +9,7 @@ from __future__ import annotations
 import ast
 from typing import Dict, List, Optional, Tuple
 
-from .chains import named_lambda
+from .chains import constructor, named_lambda
 
 UNKNOWN = "<unknown>"  # an argument whose value is not a literal
 
@@ -257,3 +257,25 @@ def _signature_of(func, skip: int):  # an ast.FunctionDef or ast.Lambda
         args.vararg is not None,
         args.kwarg is not None,
     )
+
+
+BUILT_MODULE = "<module>"  # an argument that builds a class there (module_or_unknown)
+
+
+def module_or_unknown(node: ast.AST) -> object:
+    """``BUILT_MODULE`` for an argument that builds a class right there
+    (``self_attention=nn.MultiheadAttention(...)``: never None), else
+    ``UNKNOWN``."""
+    name = constructor(node) or ""
+    return BUILT_MODULE if name.rpartition(".")[2][:1].isupper() else UNKNOWN
+
+
+def built_class(node: ast.AST, path: str) -> object:
+    """(the file, the constructor as it writes it) for an argument that
+    builds a class right there (``AttentionLayer(FullAttention(False), ...)``),
+    else ``UNKNOWN``."""
+    name = constructor(node) or ""
+    return (path, name) if name.rpartition(".")[2][:1].isupper() else UNKNOWN
+
+
+built_class.with_path = True  # type: ignore[attr-defined]

@@ -16,10 +16,10 @@ from typing import Dict, List, Optional, Tuple
 from ...core import walk as astwalk
 from ...core.lines import source_lines
 from ...core.torch_api import SDPA_NAME, SDPA_QUALNAME, SDPA_SIGNATURE, canonical
-from . import chains, fills, forms, steps
+from . import chains, fills, forms, import_lines, steps
 from .chains import dotted_name, named_lambda, statements
 
-SUMMARY_VERSION = 35
+SUMMARY_VERSION = 36
 # ``MultiheadAttention.key_padding_mask|2``: the argument as a second module call fills it
 VARIANT = "|"
 REEXPORTS = "@reexports"  # the key of an __init__'s re-exports in its summary table
@@ -73,8 +73,9 @@ def summarise(
         and not mentions
         and not holds_modules
         and not fills_scores
+        and not forms.holds_injected(source)
         and not _imports_relatively(source)
-        and not chains.imports_project_code(source)
+        and not import_lines.imports_project_code(source)
     ):
         return {}  # no wrapper, no import of what may be one, no re-export (relative)
     if tree is None:  # ``tree``: the ``ast`` of exactly ``source``, when the caller has it
@@ -234,8 +235,10 @@ def _summarise_node(
     elif isinstance(node, ast.ClassDef):
         wrappers, passed = classes
         own = chains.class_attrs(node, wrappers, passed.get(node.name, frozenset()))
-        if own:
-            attrs[node.name] = own
+        handed = chains.injected_attrs(node)  # what the constructor is handed
+        if own or handed:
+            attrs[node.name] = {**handed, **own}
+        kinds = {**handed, **own}
         torch_sub = forms.torch_subclass(node, torch_names) if holds_modules else None
         if torch_sub is not None:  # ``class EncoderLayer(nn.TransformerEncoderLayer)``
             out.setdefault(TORCH_MODULES, {})[node.name] = torch_sub
@@ -257,7 +260,7 @@ def _summarise_node(
                     True,
                     sdpa_names,
                     calls,
-                    own,
+                    kinds,
                     node.name,
                     held=held,
                     helpers=helpers,

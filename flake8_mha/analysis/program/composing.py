@@ -1,0 +1,231 @@
+"""A summary's edges resolved and composed (``chains.py`` makes them): the
+function, method, module or factory each edge calls, wherever it lives in
+the project, and what the composition of the callee's summary with the
+caller's gives.  ``files.ProjectFiles`` holds the tables; this mixin walks
+them.  docs/reach.md says what is followed."""
+
+from __future__ import annotations
+
+import os
+from typing import Optional, Tuple
+
+from . import chains
+from .fills import FILL_SINKS
+from .summaries import ATTRS, BASES, IMPORTS, MODULES, VARIANT, settle
+
+MAX_CHAIN = 6  # calls followed from a call site down to a sink
+
+
+class Composing:
+    """Edges followed across the project's summary tables (mixed into
+    ``files.ProjectFiles``, whose ``summaries``, ``_table``, ``_defined``,
+    ``package_of``, ``relative`` and ``depend`` it uses)."""
+
+    def made_module(self, filename, table, name, depth) -> Optional[Tuple[str, dict]]:
+        """What the module a factory function of ``filename`` returns runs when
+        called (``def build_attn(): return Attention()``, ``MODULES``)."""
+        ctor = table.get(MODULES, {}).get(name)
+        if ctor is None or depth >= MAX_CHAIN:
+            return None
+        return self._named(filename, table, ctor, self.package_of(filename), depth + 1, False)
+
+    def _inherited(self, filename, table, cls, depth) -> Optional[Tuple[str, dict]]:
+        """The ``forward`` a class of ``filename`` inherits as it is
+        (``BASES``): its first base that has one, in this file or imported."""
+        for base in table.get(BASES, {}).get(cls, ()):
+            found = self._named(filename, table, base, self.package_of(filename), depth + 1, False)
+            if found is not None:
+                return found
+        return None
+
+    # -- chains: a summary's edges resolved and composed (chains.py) --------------
+    def effective(self, filename: str, key: str, depth: int = 0) -> Optional[dict]:
+        """The summary ``key`` of ``filename`` with its edges followed: what its
+        parameters reach directly and through the functions and modules it
+        calls, wherever those live.  None when nothing is reached.  A chain
+        longer than ``MAX_CHAIN`` or met again while being computed (recursion)
+        adds nothing: unknown, never a guess."""
+        memo = (filename, key)
+        if memo in self._chained:
+            return self._chained[memo]
+        table = self._table(filename)
+        s = table.get(key) if not key.startswith("@") else None
+        if not isinstance(s, dict):
+            return None
+        if not s.get("edges") or depth >= MAX_CHAIN:
+            return s if s["reach"] else None
+        self._chained[memo] = s if s["reach"] else None  # a cycle sees the direct part
+        reach = dict(s["reach"])
+        here = (filename, s["line"], [[self.relative(filename), s["name"]]])
+        ends = {sink: here for sink in reach}
+        clash, callees, module_own = set(), [], set()
+        for edge in s["edges"]:
+            found = self._edge(filename, table, s, edge, depth + 1)
+            if found is None:
+                continue
+            callee_file, callee = found
+            callees.append(callee)
+            end = (
+                callee.get("sink_file", callee_file),
+                callee["line"],
+                [[self.relative(filename), s["name"]]]
+                + callee.get("chain", [[self.relative(callee_file), callee["name"]]]),
+            )
+            composed = chains.compose(edge, callee)
+            for sink, how in composed.items():
+                if sink in reach and reach[sink] != how:
+                    # a block's self- and cross-attention, two instances of one
+                    # class fed different masks: a second variant of the sink
+                    alt = None if VARIANT in sink or sink in FILL_SINKS else sink + VARIANT + "2"
+                    if alt is not None and reach.setdefault(alt, how) == how:
+                        ends.setdefault(alt, end)
+                    else:
+                        clash.add(sink)
+                elif sink not in reach:
+                    reach[sink], ends[sink] = how, end
+            # a held module's argument the callee's parameter gives, which this
+            # function fills with what none of its parameters carries
+            module_own.update(k for k in callee["reach"] if "." in k and k not in composed)
+            module_own.update(callee.get("module_own", ()))
+        for sink in clash:
+            reach.pop(sink, None)
+            reach.pop(sink + VARIANT + "2", None)
+            if "." in sink:
+                module_own.add(sink)
+        settle(reach, s)
+        got = None
+        if reach and any(c.get("own_mask") for c in callees):
+            s = dict(s, own_mask=True)
+        module_own.difference_update(s.get("module_own", ()))
+        if module_own:
+            s = dict(s, module_own=sorted(module_own | set(s.get("module_own", ()))))
+        if reach:
+            sink_file, line, chain = ends[sorted(reach)[0]]
+            got = dict(s, reach=reach, line=line, sink_file=sink_file)
+            if len(chain) > 1:
+                got["chain"] = chain
+        self._chained[memo] = got
+        return got
+
+    def _edge(self, filename, table, s, edge, depth) -> Optional[Tuple[str, dict]]:
+        """(file, effective summary) of what one edge calls."""
+        kind, name = edge["callee"]
+        package = self.package_of(filename)
+        if kind == "method":
+            cls = s.get("cls")
+            got = self.effective(filename, f"{cls}.{name}", depth) if cls else None
+            return (filename, got) if got is not None else None
+        if kind == "self":
+            ctor = table.get(ATTRS, {}).get(s.get("cls") or "", {}).get(name)
+            if ctor is None:
+                return None
+            if ctor.startswith(chains.INJECTED):
+                return self._injected(filename, s["cls"], ctor[len(chains.INJECTED) :], depth)
+            return self._named(filename, table, ctor, package, depth, call=False)
+        if kind == "super":
+            return self._super(filename, table, s, name, package, depth)
+        if kind == "held":
+            attr, method = name.split(".", 1)
+            ctor = table.get(ATTRS, {}).get(s.get("cls") or "", {}).get(attr)
+            return self.held_method(filename, table, ctor, method, package, depth)
+        return self._named(filename, table, name, package, depth, call=True)
+
+    def _injected(self, filename, cls, param, depth) -> Optional[Tuple[str, dict]]:
+        """(file, effective summary) of the module the class ``cls`` of
+        ``filename`` is handed by its constructor's ``param`` and keeps
+        (``chains.injected_attrs``): the one class every construction of
+        ``cls`` in the project builds right there for it (Informer's
+        ``AttentionLayer(FullAttention(False), d_model, n_heads)``), as the
+        constructing file names it.  None when a construction passes
+        anything else, they disagree, or the class is never built."""
+        built = self.handed(filename, cls, param)
+        found = set()
+        for b in built or ():
+            given = b.get(param)
+            if not isinstance(given, tuple):
+                return None  # not a class built right there
+            where, ctor = given
+            where = filename if os.path.abspath(where) == os.path.abspath(filename) else where
+            got = self._named(where, self._table(where), ctor, self.package_of(where), depth, False)
+            if got is None:
+                return None
+            found.add((got[0], got[1]["name"]))
+        if len(found) != 1:
+            return None
+        return got
+
+    def handed(self, filename: str, cls: str, param: str) -> Optional[list]:
+        """Every construction of the class ``cls`` of ``filename`` in the
+        project, its ``__init__`` parameters read by
+        ``signatures.built_class``; None when they cannot be read.  The
+        project's constructions are read by ``callsites.Project``."""
+        return None
+
+    def held_method(self, filename, table, ctor, method, package, depth=0):
+        """(file, effective summary) of the method ``method`` of the class
+        ``ctor`` (as ``filename`` writes it) when it is a project class that
+        defines it itself (``self.vit.forward_features(...)``); else None."""
+        loc = self._written(filename, table, ctor, package) if ctor else None
+        if loc is None or "." in loc[1]:
+            return None
+        got = self.effective(loc[0], f"{loc[1]}.{method}", depth)
+        return (loc[0], got) if got is not None else None
+
+    def _super(self, filename, table, s, name, package, depth) -> Optional[Tuple[str, dict]]:
+        """``super().name(...)``: the method of the first base (as written,
+        in this file or imported) that has a summary of it.  Not when the
+        class holds modules of its own and the base's method calls modules
+        on ``self``: what those are would be this class's, not the base's."""
+        own_attrs = any(
+            not c.startswith(chains.INJECTED)
+            for c in table.get(ATTRS, {}).get(s.get("cls") or "", {}).values()
+        )
+        for base in s.get("bases", ()):
+            loc = self._written(filename, table, base, package)
+            if loc is None or "." in loc[1]:
+                continue
+            raw = self._table(loc[0]).get(f"{loc[1]}.{name}")
+            if raw is None:
+                continue
+            if own_attrs and any(e["callee"][0] == "self" for e in raw.get("edges", ())):
+                return None
+            got = self.effective(loc[0], f"{loc[1]}.{name}", depth)
+            return (loc[0], got) if got is not None else None
+        return None
+
+    def _written(self, filename, table, name, package) -> Optional[Tuple[str, str]]:
+        """(file, name) where a name as ``filename`` writes it is defined: its
+        own (a plain name), or what it imports (``attn.Attention`` too)."""
+        head, _, rest = name.partition(".")
+        imported = table.get(IMPORTS, {}).get(head)
+        if imported is not None:
+            return self._defined((imported[0], imported[1] + ("." + rest if rest else "")), package)
+        return None if rest else (filename, name)
+
+    def _named(self, filename, table, name, package, depth, call) -> Optional[Tuple[str, dict]]:
+        """A function called (``call``), or a class or factory built, by the
+        name a file writes: one of the file's own, or one it imports."""
+        loc = self._written(filename, table, name, package)
+        if loc is None:
+            return None
+        filename, name = loc
+        if call:
+            got = None if "." in name else self.effective(filename, name, depth)
+        else:
+            got = self.effective(filename, name + ".forward", depth)
+            got = got or self.effective(filename, name + "()", depth)
+            if got is None and depth < MAX_CHAIN and "." not in name:
+                table = self._table(filename)
+                return self._inherited(filename, table, name, depth) or self.made_module(
+                    filename, table, name, depth
+                )
+        return (filename, got) if got is not None else None
+
+
+def decode(data: bytes) -> str:
+    import io
+    import tokenize
+
+    encoding, _ = tokenize.detect_encoding(io.BytesIO(data).readline)
+    text = data.decode(encoding)
+    return text[1:] if text.startswith("\ufeff") else text
