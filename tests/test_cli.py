@@ -83,6 +83,13 @@ def test_console_script_is_installed(work):
     assert proc.returncode == 1 and proc.stdout.splitlines() == BAD_LINES
 
 
+def test_python_dash_m_runs_the_command(work):
+    # ``python -m flake8_mha check`` is the command, for scripts not on PATH
+    proc = subprocess.run([sys.executable, "-m", "flake8_mha", "check", "bad_model.py"],
+                          cwd=work, capture_output=True, text=True, timeout=300)
+    assert (proc.returncode, proc.stdout.splitlines(), proc.stderr) == (1, BAD_LINES, "")
+
+
 def test_same_findings_as_flake8_on_the_fixtures(tmp_path):
     shutil.copytree(FIXTURES, tmp_path / "fixtures")
     ours = run("check", "--isolated", "--select", "MHA", "fixtures", cwd=tmp_path)

@@ -53,6 +53,7 @@ LAYER_OF = {
     f"{PKG}.frontends": FRONT,
     f"{PKG}.confirm": CONFIRM,
     f"{PKG}.confirm.__main__": FRONT,
+    f"{PKG}.__main__": FRONT,  # ``python -m flake8_mha``: the command
     f"{PKG}.sanitizer": SANITIZER,
 }
 
@@ -158,9 +159,10 @@ FOLDERS = {CORE, ANALYSIS, RULES, LINT, APP, FRONT, CONFIRM}
 
 
 def test_the_top_of_the_package_is_its_layers():
-    """Nothing sits beside the layer folders but the package root and the sanitizer."""
+    """Nothing sits beside the layer folders but the package root, its
+    ``python -m`` entry and the sanitizer."""
     top = sorted(p.name for p in PACKAGE.iterdir() if p.name != "__pycache__")
-    assert top == sorted(["__init__.py", "sanitizer.py", *FOLDERS])
+    assert top == sorted(["__init__.py", "__main__.py", "sanitizer.py", *FOLDERS])
     for folder in FOLDERS:
         assert (PACKAGE / folder / "__init__.py").is_file(), folder
 
