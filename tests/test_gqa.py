@@ -80,6 +80,27 @@ def test_tiling_beside_enable_gqa():
                                       ("MHA013", 8, 9), ("MHA904", 8, 9)]
 
 
+def test_tiling_beside_a_partial_of_sdpa_with_enable_gqa():
+    # Jamba-style: the fused path is a partial of SDPA that groups (probe G)
+    src = """\
+    import functools
+
+    import torch.nn.functional as F
+
+    gqa_sdpa = functools.partial(F.scaled_dot_product_attention, enable_gqa=True)
+
+
+    def attend(q, k, v, n_rep, fused):
+        if fused:
+            return gqa_sdpa(q, k, v)
+        k = k.repeat(1, n_rep, 1, 1)
+        return F.scaled_dot_product_attention(q, k, v)
+    """
+    assert found(src, ["MHA013"]) == [("MHA013", 11, 9)]
+    assert found(src.replace("enable_gqa=True", "enable_gqa=False"), ["MHA013"]) == []
+    assert found(src.replace("enable_gqa=True", "dropout_p=0.0"), ["MHA013"]) == []
+
+
 def test_tiling_beside_repeat_interleave_on_the_head_axis():
     src = """\
     import torch

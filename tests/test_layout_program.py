@@ -900,8 +900,8 @@ def test_a_layer_handed_to_an_encoder_of_another_file_is_fed_what_the_model_feed
     called by keyword (``layer(tokens=x)``)."""
     seq = (
         "MultiheadAttention built without batch_first is fed sequence-first data on every "
-        "call ((L, N, C), detr_split/model.py line 15: `# NxCxHxW -> HWxNxC`): correct, but "
-        "say batch_first=False")
+        "call ((L, N, C), detr_split/model.py line 15: `src.flatten(2).permute(2, 0, 1)`): "
+        "correct, but say batch_first=False")
     batch = (
         "MultiheadAttention built without batch_first is fed batch-first data ((N, L, E), "
         "detr_split/tokens.py line 16: `self.embed(ids)`): it reads axis 0 as the sequence "

@@ -611,3 +611,24 @@ def test_a_keep_mask_narrowed_by_another_special_token(keep, found_):
             return attn(x, x, x, key_padding_mask=keep, need_weights=False)[0]
         """
     assert found(src) == found_
+
+
+# --------------------------------------------------------------------------- counts reshaped
+
+
+@pytest.mark.parametrize("flat", ["counts.reshape(-1)", "counts.view(-1)", "counts.flatten()"])
+def test_a_count_flattened_is_still_a_count(flat):
+    # Point Transformer's neighbour counts, flattened before the arange
+    # comparison (probe G): a keep-mask multiplied into the scores
+    src = f"""\
+    import torch
+
+    def local_attention(q, k, v, counts, nsample):
+        flat = {flat}
+        valid = torch.arange(nsample)[None, :] < flat[:, None]
+        attn = q @ k.transpose(-2, -1)
+        attn = attn * valid[:, None, None, :]
+        return attn.softmax(dim=-1) @ v
+    """
+    assert found(src, ["MHA012"]) == [("MHA012", 7, 12)]
+    assert found(src.replace("counts", "offsets"), ["MHA012"]) == []

@@ -48,6 +48,9 @@ def found(source: str):
     "torch.cat([pad for _ in range(self.num_heads)], 0)",
     "(tokens == pad_id)[:, None, :].repeat(self.num_heads, L, 1)",
     "einops.repeat(pad, 'b i j -> (h b) i j', h=self.num_heads)",
+    # thresholded after the expansion (Mask2Former's form, head-major here)
+    "pad.float().unsqueeze(0).repeat(self.num_heads, 1, 1, 1).flatten(0, 1) < 0.5",
+    "(pad.float().repeat(self.num_heads, 1, 1) < 0.5).bool()",
 ])
 def test_head_major_expansions_of_a_per_sample_mask(expand):
     assert found(BLOCK.format(expand=expand)) == [("MHA016", 14, 16)]
@@ -58,6 +61,8 @@ def test_head_major_expansions_of_a_per_sample_mask(expand):
     "pad[:, None].expand(-1, self.num_heads, L, L).reshape(-1, L, L)",
     "pad.unsqueeze(1).repeat(1, self.num_heads, 1, 1).flatten(0, 1)",
     "einops.repeat(pad, 'b i j -> (b h) i j', h=self.num_heads)",
+    # Mask2Former's own: batch-major, then thresholded
+    "(pad.float().unsqueeze(1).repeat(1, self.num_heads, 1, 1).flatten(0, 1) < 0.5).bool()",
     "einops.repeat(pad, 'b i j -> (h b) i j', h=2)",
     "pad.repeat(2, 1, 1)",                                  # not the head count
     "torch.cat([pad] * 2)",                                 # classifier-free guidance

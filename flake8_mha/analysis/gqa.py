@@ -154,6 +154,18 @@ class GqaAnalysis:
         qn = self.ctx.resolver.qualname(func, env, scope) or ""
         if qn.startswith("einops.") and qn.endswith(".repeat"):
             return self._einops(site)
+        if qn == "functools.partial" and call.args and call.args[0].keyword is None:
+            # ``partial(F.scaled_dot_product_attention, enable_gqa=True)``: SDPA's
+            # grouping, wherever the partial is called
+            inner = self.ctx.resolver.qualname(call.args[0].value, env, scope)
+            if inner != "torch.nn.functional.scaled_dot_product_attention":
+                return None
+            gqa = next(  # by keyword: the partial's first positional is SDPA itself
+                (a.value for a in call.args if a.keyword and a.keyword.value == "enable_gqa"), None
+            )
+            if gqa is not None and value_of(gqa, env, scope) is not False:
+                return Expansion(GROUP, "enable_gqa", site, deciding=[call])
+            return None
         if qn == "torch.nn.functional.scaled_dot_product_attention":
             gqa = arg_of(call, 7, "enable_gqa")
             if gqa is not None and value_of(gqa, env, scope) is not False:

@@ -621,9 +621,19 @@ class Resolver:
             return None
         func: cst.FunctionDef = defs[0].node
         fscope = self.flow.functions.get(id(func))
-        if fscope is None or len(fscope.returns) != 1:
+        if fscope is None or not fscope.returns:
             return None
-        ret, renv = fscope.returns[0]
+        names = [p.name.value for p in list(func.params.posonly_params) + list(func.params.params)]
+        # every return: a container of copies of one parameter (or the shared one)
+        found = {self._copied(ret, renv, fscope, names) for ret, renv in fscope.returns}
+        if len(found) != 1 or None in found:
+            return None
+        name = found.pop()
+        given = passed(call, names.index(name), name)
+        return self.held(given, env, scope, leaf, depth + 1) if given is not None else None
+
+    def _copied(self, ret, renv, fscope, names) -> Optional[str]:
+        """The parameter ``nn.ModuleList([copy.deepcopy(p) for ...])`` copies."""
         if (
             not isinstance(ret, cst.Call)
             or len(ret.args) != 1
@@ -636,11 +646,7 @@ class Resolver:
             if self.qualname(elt.func, renv, fscope) != "copy.deepcopy":
                 return None
             elt = elt.args[0].value
-        names = [p.name.value for p in list(func.params.posonly_params) + list(func.params.params)]
-        if not isinstance(elt, cst.Name) or elt.value not in names:
-            return None
-        given = passed(call, names.index(elt.value), elt.value)
-        return self.held(given, env, scope, leaf, depth + 1) if given is not None else None
+        return elt.value if isinstance(elt, cst.Name) and elt.value in names else None
 
     def _imported_clones(self, call: cst.Call, d: Def, env, scope, leaf: Leaf, depth: int):
         """``_get_clones(layer, n)`` imported: torch's own, or a function of

@@ -28,7 +28,8 @@ from ..analysis.focus import focus
 from ..analysis.layout import project_callers
 from ..core.lines import source_lines
 from ..analysis.program import signatures
-from ..analysis.program.callsites import Project, WrappedModuleCall, annotate
+from ..analysis.program.callsites import Project
+from ..analysis.program.wrapped import WrappedModuleCall, annotate
 from ..analysis.program.files import reaches_a_sink
 from ..analysis.resolve import Resolver
 from ..rules.base import all_rules

@@ -15,7 +15,8 @@ import libcst as cst
 from ..core import positions, torch_api
 from ..analysis.events import FillCall, ModuleCall, SdpaCall
 from ..analysis.flow import DefKind, ScopeKind, lookup, walk
-from ..analysis.program.callsites import Project, WrappedModuleCall
+from ..analysis.program.callsites import Project
+from ..analysis.program.wrapped import WrappedModuleCall
 from ..analysis.program.fills import FILL_SINKS
 from ..analysis.values import branch_truth, inherited_attr
 
@@ -145,17 +146,25 @@ def fills_judged_by_callers(events, project, module, flow) -> Set[int]:
     return {id(n) for n in fills if starts[id(n)][0] in lines}
 
 
+# a term of the scores judged at its callers: the report's code, and its op
+_TERMS = {"add": "MHA004", "mul": "MHA012"}
+
+
 def additions_judged_by_callers(events, project, module, reports) -> Set[int]:
     """``id`` of the MHA004 reports at a term added to this file's scores
-    (``qk + mask``) that a call in this file reaches through a followed
-    function (a ``FillCall`` whose door is "add"): the mask is judged at
-    each such call instead, not joined over the callers at the addition."""
-    lines = _reached_lines(events, project, ("add",))
-    added = [rep for code, rep in reports if code == "MHA004" and rep.evidence.get("op") == "add"]
-    if not lines or not added:
-        return set()
-    starts = positions.start_positions(module, [rep.node for rep in added])
-    return {id(rep) for rep in added if starts[id(rep.node)][0] in lines}
+    (``qk + mask``), and of the MHA012 reports at a mask multiplied into them
+    (``scores * mask``), that a call in this file reaches through a followed
+    function (a ``FillCall`` whose door is "add" or "mul"): the mask is
+    judged at each such call instead, not joined over the callers there."""
+    out: Set[int] = set()
+    for op, code in _TERMS.items():
+        lines = _reached_lines(events, project, (op,))
+        terms = [rep for c, rep in reports if c == code and rep.evidence.get("op") == op]
+        if not lines or not terms:
+            continue
+        starts = positions.start_positions(module, [rep.node for rep in terms])
+        out.update(id(rep) for rep in terms if starts[id(rep.node)][0] in lines)
+    return out
 
 
 def _reached_lines(events, project, doors) -> Set[int]:

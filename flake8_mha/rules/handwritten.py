@@ -158,6 +158,24 @@ def added_through(rule: Rule, ev) -> Iterator[Report]:
         yield _added(rule, ev.site.node, evidence, mask, "add")
 
 
+def multiplied_through(rule: Rule, ev) -> Iterator[Report]:
+    """MHA012 at the call of a function that multiplies its mask parameter
+    into its scores before softmax (a ``FillCall`` whose door is "mul"): the
+    caller's mask, judged as ``mask_terms`` judges a factor, reported at the
+    call."""
+    if ev.door != "mul":
+        return
+    mask = analysis_for(rule.ctx).evaluator.eval(ev.mask, At(ev.site.env, ev.site.scope, None, 0))
+    if _zero_one(mask):
+        yield rule.report(
+            ev.site.node,
+            _evidence(rule.ctx, ev.site, ev.mask, ev.text, "mul", mask, "scores-mul"),
+            mask=analysis_for(rule.ctx).evaluator.describe(mask.origin),
+            kind=_kind_words(mask),
+            meaning=mask.meaning,
+        )
+
+
 def _added(rule: Rule, at, evidence: dict, mask: Mask, op: str) -> Report:
     return rule.report(
         at,
@@ -249,6 +267,16 @@ class MaskMultipliedBeforeSoftmax(Rule):
           attn_bias)`) may already be masked with -inf: silent.
         - A bool or 0/1 mask *added* to the scores is MHA004's (its additive
           case), with the same notion of attention scores.
+        - Across functions and files: a function that multiplies a parameter
+          named a mask into its scores before softmax hands the judgement to
+          its callers. The caller's mask is judged and reported at each call,
+          naming the chain (`the call reaches scores * mask at attention.py:13
+          through GatedAttention.forward()`), and the product is then not
+          judged from the join of the callers. A factor named otherwise (a
+          gate, a scale) is followed in its own file only.
+        - A comparison whose meaning the code does not state (`items > 0` on
+          ids whose padding id is not visible) is not known as a mask, so it is
+          not reported, even though any bool multiplied into scores is wrong.
         """
     VALID = [
         "import math\n"
@@ -289,6 +317,11 @@ class MaskMultipliedBeforeSoftmax(Rule):
             5,
         ),
     ]
+
+    def on_fill_call(self, ev) -> Iterator[Report]:
+        """A call of a project function that multiplies its mask parameter
+        into its scores before softmax: the caller's mask, judged there."""
+        yield from multiplied_through(self, ev)
 
     def on_call(self, site: CallSite) -> Iterator[Report]:
         analysis = analysis_for(self.ctx)

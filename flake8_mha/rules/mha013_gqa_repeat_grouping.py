@@ -74,6 +74,7 @@ class GqaRepeatGrouping(_Tiling):
         n_rep, dim=1)`, a new axis inserted *before* the head axis then expanded
         and merged, einops `(r h)`) in a
         file that also *groups* them (`F.scaled_dot_product_attention(...,
+        enable_gqa=True)`, also as `functools.partial(F.scaled_dot_product_attention,
         enable_gqa=True)`, `repeat_interleave(n_rep, dim=head_axis)`, a new axis
         *after* the head axis, the Llama `repeat_kv`). Reported on the tiling call.
         """

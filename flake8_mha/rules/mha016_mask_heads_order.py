@@ -83,6 +83,9 @@ class MaskHeadsOrder(Rule):
         # or, for padding alone: self.attn(x, x, x, key_padding_mask=pad)
         """
     DECISIONS = """
+        - A mask thresholded after it is expanded (Mask2Former's
+          `probs.unsqueeze(1).repeat(1, num_heads, 1, 1).flatten(0, 1) < 0.5`)
+          is judged by its expansion, as one expanded after the comparison.
         - Grouping the other way is right and silent:
           `mask.repeat_interleave(num_heads, dim=0)`, `mask[:, None].expand(N,
           num_heads, L, S).reshape(N * num_heads, L, S)`, `mask.unsqueeze(1).repeat(1,
@@ -169,6 +172,9 @@ class MaskHeadsOrder(Rule):
                     if got is not None:
                         return got
             return None
+        if isinstance(node, cst.Comparison) and len(node.comparisons) == 1:
+            # Mask2Former thresholds after expanding: ``probs.repeat(h, 1, 1) < 0.5``
+            return self.head_major(node.left, env, scope, site, d)
         if not isinstance(node, cst.Call):
             return None
         func = node.func

@@ -131,10 +131,19 @@ class ProgramLayout:
                         self._mark(el.value, env, scope)
         elif isinstance(expr, cst.Subscript) and depth < _STEPS:
             self._mark(expr.value, env, scope, depth + 1)  # ``self.attn(x[:1], x, x)``
+        elif (
+            isinstance(expr, cst.BinaryOperation)
+            and isinstance(expr.operator, (cst.Add, cst.Subtract, cst.Multiply))
+            and depth < _STEPS
+        ):  # ``self.encoder(x + pos)``: the data is the left operand, as in a local's
+            self._mark(expr.left, env, scope, depth + 1)
         elif isinstance(expr, cst.Name):
-            defs = lookup(expr.value, env, scope)
+            defs = _uncarried(expr.value, lookup(expr.value, env, scope))
             if len(defs) == 1 and defs[0].kind == "assign":
                 value = defs[0].node  # one local assignment, or a chain of per-token steps
+                if isinstance(value, cst.Name) and depth < _STEPS:  # ``output = x``
+                    self._mark(value, defs[0].env, defs[0].scope, depth + 1)
+                    return
                 if isinstance(value, cst.BinaryOperation) and depth < _STEPS:
                     value = value.left  # ``self.project(x) * math.sqrt(d)``
                     if isinstance(value, cst.Name):  # ``x = x + pos`` after ``x = x.permute(...)``
@@ -242,6 +251,12 @@ class ProgramLayout:
             ):
                 got = True
                 break
+            if isinstance(func_expr, (cst.Name, cst.Attribute, cst.Subscript)):
+                # ``for layer in self.layers: layer(x)`` over another file's class
+                targets = self.held_targets(func_expr, site.env, site.scope)
+                if targets and all(self._foreign_reaches(t, depth + 1) for t in targets):
+                    got = True
+                    break
         self._reaches[key] = got
         return got
 
@@ -538,3 +553,21 @@ def _along_first(call: cst.Call) -> bool:
         if named in ("dim", "axis") or (named is None and i == 1 and not a.star):
             return isinstance(a.value, cst.Integer) and a.value.value == "0"
     return False
+
+
+def _uncarried(name: str, defs):
+    """The bindings of ``name`` at a call, less those a loop carries back
+    from a call it is given to (``output = layer(output)``: that module's
+    output, in the layout it was fed)."""
+    if len(defs) < 2:
+        return defs
+    rest = [
+        d
+        for d in defs
+        if not (
+            d.kind == "assign"
+            and isinstance(d.node, cst.Call)
+            and any(isinstance(a.value, cst.Name) and a.value.value == name for a in d.node.args)
+        )
+    ]
+    return rest if len(rest) == 1 else defs

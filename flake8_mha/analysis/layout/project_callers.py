@@ -373,13 +373,22 @@ def _tree(filename: str, words=()) -> Optional[ast.Module]:
 
 def _copies_of(func: ast.FunctionDef) -> Optional[Tuple[int, str]]:
     """``def f(module, N): return <...>.ModuleList([<copy.>deepcopy(module) for
-    ...])``: (0, "module"); None for any other body."""
-    body = [
-        s for s in func.body if not (isinstance(s, ast.Expr) and isinstance(s.value, ast.Constant))
-    ]
-    if len(body) != 1 or not isinstance(body[0], ast.Return):
+    ...])``: (0, "module"); also when every one of several returns is such a
+    list of the same parameter, copied or shared (groundingdino's
+    ``if layer_share: return ModuleList([module for i in range(N)])``); None
+    for any other body."""
+    returns = [n for n in astwalk.own_nodes(func) if isinstance(n, ast.Return)]
+    names = [a.arg for a in func.args.posonlyargs + func.args.args]
+    found = {_copied(r.value, names) for r in returns}
+    if len(found) != 1 or None in found:
         return None
-    ret = body[0].value
+    name = found.pop()
+    return names.index(name), name
+
+
+def _copied(ret, names) -> Optional[str]:
+    """The parameter a returned ``ModuleList([deepcopy(p) for ...])`` (or
+    ``[p for ...]``) holds copies of."""
     if (
         not isinstance(ret, ast.Call)
         or len(ret.args) != 1
@@ -389,13 +398,9 @@ def _copies_of(func: ast.FunctionDef) -> Optional[Tuple[int, str]]:
     ):
         return None
     elt = ret.args[0].elt
-    if not (isinstance(elt, ast.Call) and _last(elt.func) == "deepcopy" and len(elt.args) == 1):
-        return None
-    names = [a.arg for a in func.args.posonlyargs + func.args.args]
-    copied = elt.args[0]
-    if not isinstance(copied, ast.Name) or copied.id not in names:
-        return None
-    return names.index(copied.id), copied.id
+    if isinstance(elt, ast.Call) and _last(elt.func) == "deepcopy" and len(elt.args) == 1:
+        elt = elt.args[0]
+    return elt.id if isinstance(elt, ast.Name) and elt.id in names else None
 
 
 def _last(node) -> Optional[str]:

@@ -400,8 +400,12 @@ class Comparisons:
             if attr == "unsqueeze":
                 d = self._number(arg(node, 0, "dim"), at) if node.args else None
                 return "col" if d in (1, -1) and base in ("scalar", COUNT) else None
+            if attr == "flatten" and not node.args and base in ("scalar", COUNT):
+                return base  # ``counts.flatten()``: still one count per sample
             if attr in ("view", "reshape"):
                 pos = positional(node)
+                if pos and len(pos) == 1 and self._number(pos[0], at) == -1:
+                    return base if base in ("scalar", COUNT) else None  # ``counts.reshape(-1)``
                 if pos and len(pos) == 2 and self._number(pos[1], at) == 1:
                     return "col"
                 if pos and len(pos) == 3 and base in ("scalar", COUNT):

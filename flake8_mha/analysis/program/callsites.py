@@ -20,14 +20,13 @@ from typing import Dict, List, Optional, Tuple
 import libcst as cst
 
 from ..classes import class_default
-from ..events import FillCall, ModuleCall, SdpaCall
+from ..events import FillCall, SdpaCall
 from ..flow import CallSite, DefKind, ScopeKind, lookup
 from ...core.atomic import read_regular
 from ...core.positions import start_positions
-from ..resolve import Bound
-from ...core.torch_api import BY_NAME, SDPA_NAME, SDPA_QUALNAME
+from ...core.torch_api import BY_NAME, SDPA_QUALNAME
 from ..values import UNKNOWN, literal
-from . import callers, instances, signatures
+from . import callers, chains, instances, signatures, wrapped
 from .callgraph import CHECKPOINT, checkpointed
 from .files import ProjectFiles, decode, module_constants, module_parts, project_root  # noqa: F401
 from .fills import FILL_SINKS, FILL_TEXT, SOFTMAX
@@ -35,7 +34,8 @@ from .forms import sdpa_summary
 from .binding import apply as _apply, bind as _bind, bind_factory, fixed as _fixed  # noqa: F401
 from .constants import ConstantFiles
 from .returns import imported_target as _imported
-from .summaries import VARIANT
+from .summaries import ATTRS, VARIANT
+from .wrapped import WrappedModuleCall
 
 
 class Project(ConstantFiles):
@@ -129,7 +129,7 @@ class Project(ConstantFiles):
                 mapped[sink_arg] = built
         if not mapped:
             return None
-        bound = _bound(mapped)
+        bound = wrapped.bound(mapped)
         through = {
             "function": summary["name"],
             "file": self.relative(summary.get("sink_file", filename)),
@@ -172,7 +172,7 @@ class Project(ConstantFiles):
         ev.inverted = sum(step[0] in ("invert", "eq0") for step in ops) % 2 == 1
         return ev
 
-    def _module_call(self, site, filename, summary, args) -> Optional["WrappedModuleCall"]:
+    def _module_call(self, site, filename, summary, args) -> Optional[WrappedModuleCall]:
         """A call of a wrapper whose parameters reach a torch attention
         module's mask arguments (and no SDPA call): the module call it amounts
         to, with the caller's masks under the module's argument names."""
@@ -205,7 +205,7 @@ class Project(ConstantFiles):
                 own.add(arg)
         if not mapped:
             return None
-        bound = _bound(mapped, own)
+        bound = wrapped.bound(mapped, own)
         through = {
             "function": summary["name"],
             "file": self.relative(summary.get("sink_file", filename)),
@@ -264,9 +264,36 @@ class Project(ConstantFiles):
             held = resolver.held(func, env, scope, leaf)
         except RecursionError:  # pragma: no cover - pathological nesting
             return None
-        if not held or any(got[1] is not held[0][1] for got in held):
+        if not held:
+            return self._kept_kind(func, scope)
+        if any(got[1] is not held[0][1] for got in held):
             return None
         return held[0]
+
+    def _kept_kind(self, func, scope) -> Optional[Tuple[str, dict]]:
+        """``self.attn2(...)`` where the summary of this file's class says
+        what ``attn2`` holds and the constructions cannot be followed one by
+        one in the tree: one of several classes (``attn_cls = A if c else
+        B``, ``chains.KINDS``), one of a dict of classes
+        (``BACKENDS[name](...)``), or the module the constructor is handed
+        (``chains.INJECTED``): read as a call from another file is."""
+        cls = _enclosing_class(scope)
+        if (
+            not isinstance(func, cst.Attribute)
+            or cls is None
+            or cls.scope is None
+            or cls.scope.kind != ScopeKind.MODULE
+        ):
+            return None
+        if not (isinstance(func.value, cst.Name) and func.value.value == "self"):
+            return None
+        table = self._own()
+        ctor = table.get(ATTRS, {}).get(cls.name, {}).get(func.attr.value)
+        if ctor is None:
+            return None
+        if ctor.startswith(chains.INJECTED):
+            return self._injected(self.path, cls.name, ctor[len(chains.INJECTED) :], 0)
+        return self._named(self.path, table, ctor, tuple(self.package), 0, False)
 
     def _held_method(self, func, env, scope, resolver) -> Optional[Tuple[str, dict]]:
         """``self.vit.forward_features(...)``: the method of that name of the
@@ -726,71 +753,3 @@ def _own_definition(node, env, scope, *kinds) -> Optional[str]:
         return None
     name = getattr(d.node, "name", None)
     return name.value if isinstance(name, cst.Name) else None
-
-
-def _bound(mapped: Dict[str, cst.BaseExpression], own=frozenset()) -> Bound:
-    """The caller's arguments under the sink's names, as a call's ``Bound``;
-    ``own``: the sink's arguments that something else may give (``maybe_given``)."""
-    bound = _Mapped.__new__(_Mapped)
-    bound.args = mapped
-    bound.star = bound.double_star = False
-    bound.positional_count = 0
-    bound.own = frozenset(own)
-    return bound
-
-
-class _Mapped(Bound):
-    """A wrapper call's arguments at the sink it reaches."""
-
-    __slots__ = ("own",)
-
-    def maybe_given(self, name: str) -> bool:
-        return name in self.args or name in self.own
-
-
-class WrappedModuleCall(ModuleCall):
-    """A call of a project wrapper that hands its parameters to a torch
-    attention module's mask arguments (``SelfAttn.forward(x, pad)`` ->
-    ``self.mha(x, x, x, key_padding_mask=pad)``): the module call, with the
-    caller's arguments.  Only the rules that judge a mask by its value alone
-    (``CODES``) look at it: the module's construction, layout and result
-    are the wrapper's own, judged where the wrapper calls it."""
-
-    __slots__ = ("through", "more")
-    # the masks by their value, and a causal hint the caller gives without its mask
-    CODES = frozenset({"MHA003", "MHA004", "MHA005"})
-    # what the caller's masks decide at the module call inside the wrapper
-    MASK_CODES = frozenset({"MHA003", "MHA004"})
-
-    def __init__(self, site, spec, instances, args, through):
-        super().__init__(site, spec, instances, args)
-        self.through = through
-        self.more: list = []  # the same call as it reaches a second module (``VARIANT``)
-
-
-def annotate(report, ev):
-    """A rule's report on an SDPA call reached through a wrapper names the
-    wrapper's SDPA call (message and evidence ``through``); others unchanged."""
-    through = getattr(ev, "through", None)
-    if through is None:
-        return report
-    name = through["function"]
-    shown = f"the function {name} returns" if name.endswith("()") else name + "()"
-    if through.get("chain"):
-        shown = " -> ".join(_called(step[1]) for step in through["chain"])
-    if "fill" in through:
-        sink = through["fill"]
-    elif "sink" in through:
-        sink = f"{through['sink']}'s {', '.join(through['params'])}"
-    else:
-        sink = SDPA_NAME
-    report.message += (
-        f"; the call reaches {sink} at {through['file']}:{through['line']} through {shown}"
-    )
-    report.evidence["through"] = dict(through)
-    return report
-
-
-def _called(name: str) -> str:
-    """How a chain names one function: ``Block.forward()``, ``make_attention()()``."""
-    return name + "()"

@@ -89,7 +89,10 @@ def imports(tree: ast.Module) -> Dict[str, list]:
 
 
 def class_attrs(
-    cls: ast.ClassDef, wrappers: Optional[Dict[str, tuple]] = None, passed=frozenset()
+    cls: ast.ClassDef,
+    wrappers: Optional[Dict[str, tuple]] = None,
+    passed=frozenset(),
+    kinds_of: Optional[Dict[str, str]] = None,
 ) -> Dict[str, str]:
     """``self.<attr>`` -> the constructor (as written: ``"Attention"``,
     ``"layers.Block"``) of the one kind of module it holds: built directly,
@@ -131,7 +134,7 @@ def class_attrs(
                 if isinstance(n.value, ast.Constant) and n.value.value is None:
                     pass  # ``self.cross_attention = None`` first: a call runs the module
                 elif attr is not None and not _empty_container(n.value):
-                    built = _built(n.value, wrappers)
+                    built = _built(n.value, wrappers) or _registered(n.value, kinds_of)
                     note(attr, defaults.get(built, built) if built else built)
                     rows = _rows_of(n.value, wrappers)
                     for key, ctor in _keyed(n.value, wrappers).items():  # ``self.layers["attn"]``
@@ -158,6 +161,18 @@ def class_attrs(
             for i, ctor in enumerate(rows or ()):
                 note(f"{attr}#{i}", defaults.get(ctor, ctor))
     return {k: v for k, v in found.items() if v}
+
+
+def _registered(node: ast.AST, kinds_of: Optional[Dict[str, str]]) -> Optional[str]:
+    """``ATTENTION_BACKENDS[backend](dim, heads)`` of one of the file's
+    ``registries``: one of its classes (``"A|B"``)."""
+    if not isinstance(node, ast.Call) or not isinstance(node.func, ast.Subscript):
+        return None
+    table = node.func.value
+    if not isinstance(table, ast.Name):
+        return None
+    # a dict of this file's, or one imported: looked up where it is defined
+    return kinds_of.get(table.id) or table.id + REGISTERED
 
 
 def attr_template(node: ast.AST) -> Optional[str]:
@@ -353,60 +368,37 @@ def class_defaults(func: ast.AST) -> Dict[str, str]:
 
 
 INJECTED = "="  # an ATTRS value ``"=attention"``: the module the constructor is handed
-
-
-def injected_attrs(cls: ast.ClassDef) -> Dict[str, str]:
-    """``self.<attr>`` -> ``"=<param>"`` for a module the class is handed by
-    its constructor and keeps as it is (Informer's ``def __init__(self,
-    attention, d_model, n_heads): self.inner_attention = attention``): what
-    it holds is what the project's constructions pass for ``param``
-    (``files.py``, ``_injected``).  A parameter ``__init__`` rebinds, or an
-    attribute set anywhere else in the class, is left out."""
-    init = next(
-        (m for m in cls.body if isinstance(m, ast.FunctionDef) and m.name == "__init__"), None
-    )
-    if init is None:
-        return {}
-    a = init.args
-    params = {p.arg for p in a.posonlyargs[1:] + a.args[1:] + a.kwonlyargs}
-    kept: Dict[str, str] = {}
-    for n in astwalk.walk(init):
-        if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store):
-            params.discard(n.id)
-    for n in astwalk.walk(init):
-        if isinstance(n, ast.Assign) and len(n.targets) == 1 and isinstance(n.value, ast.Name):
-            attr = self_attr(n.targets[0])
-            if attr is not None and n.value.id in params:
-                kept[attr] = INJECTED + n.value.id
-    if not kept:
-        return {}
-    counts: Dict[str, int] = {}
-    for item in cls.body:
-        if isinstance(item, (ast.FunctionDef, ast.AsyncFunctionDef)):
-            for n in astwalk.walk(item):
-                if isinstance(n, ast.Attribute) and isinstance(n.ctx, (ast.Store, ast.Del)):
-                    name = self_attr(n)
-                    if name in kept:
-                        counts[name] = counts.get(name, 0) + 1
-    return {k: v for k, v in kept.items() if counts.get(k) == 1}
+KINDS = "|"  # an ATTRS value ``"A|B"``: one of these classes, which the program picks
+REGISTERED = "[]"  # an ATTRS value ``"BACKENDS[]"``: one of the classes of that dict
 
 
 def local_classes(func: ast.AST) -> Dict[str, str]:
     """The locals a function binds once, to a class (latent diffusion's
-    ``attn_cls = CrossAttention``, then ``self.attn2 = attn_cls(...)``)."""
+    ``attn_cls = CrossAttention``, then ``self.attn2 = attn_cls(...)``), or
+    to one of two classes (``attn_cls = Export if export else Torch``:
+    ``"Export|Torch"``, ``KINDS``)."""
     stores: Dict[str, int] = {}
     aliases: Dict[str, str] = {}
     for n in astwalk.walk(func):
         if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store):
             stores[n.id] = stores.get(n.id, 0) + 1
         elif (
-            isinstance(n, ast.Assign)
-            and len(n.targets) == 1
-            and isinstance(n.targets[0], ast.Name)
-            and names_class(n.value)
+            isinstance(n, ast.Assign) and len(n.targets) == 1 and isinstance(n.targets[0], ast.Name)
         ):
-            aliases[n.targets[0].id] = dotted_name(n.value)
+            got = _classes(n.value)
+            if got is not None:
+                aliases[n.targets[0].id] = got
     return {k: v for k, v in aliases.items() if stores.get(k) == 1}
+
+
+def _classes(node: ast.AST) -> Optional[str]:
+    """A class name, or ``"A|B"`` for ``A if cond else B`` of two."""
+    if names_class(node):
+        return dotted_name(node)
+    if isinstance(node, ast.IfExp) and names_class(node.body) and names_class(node.orelse):
+        kinds = dict.fromkeys((dotted_name(node.body), dotted_name(node.orelse)))
+        return KINDS.join(k for k in kinds if k)
+    return None
 
 
 def names_class(node: ast.AST) -> bool:
@@ -651,6 +643,14 @@ def may_reach(edge: dict, summary: dict, imported, attrs, table) -> bool:
             return False
         if name.startswith(INJECTED):
             return not method  # whatever the project's constructions hand it
+        if name.endswith(REGISTERED):
+            return not method and name[: -len(REGISTERED)] in imported
+        if KINDS in name:
+            cls = summary.get("cls") or ""
+            return any(
+                may_reach(edge, summary, imported, {**attrs, cls: {attr: k}}, table)
+                for k in name.split(KINDS)
+            )
         if name.split(".")[0] not in imported:
             if method:
                 return f"{name}.{method}" in table

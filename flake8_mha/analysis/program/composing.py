@@ -11,7 +11,7 @@ from typing import Optional, Tuple
 
 from . import chains
 from .fills import FILL_SINKS
-from .summaries import ATTRS, BASES, IMPORTS, MODULES, VARIANT, settle
+from .summaries import ATTRS, BASES, IMPORTS, MODULES, REGISTRIES, VARIANT, settle
 
 MAX_CHAIN = 6  # calls followed from a call site down to a sink
 
@@ -133,7 +133,7 @@ class Composing:
     def _injected(self, filename, cls, param, depth) -> Optional[Tuple[str, dict]]:
         """(file, effective summary) of the module the class ``cls`` of
         ``filename`` is handed by its constructor's ``param`` and keeps
-        (``chains.injected_attrs``): the one class every construction of
+        (``forms.injected_attrs``): the one class every construction of
         ``cls`` in the project builds right there for it (Informer's
         ``AttentionLayer(FullAttention(False), d_model, n_heads)``), as the
         constructing file names it.  None when a construction passes
@@ -205,6 +205,15 @@ class Composing:
     def _named(self, filename, table, name, package, depth, call) -> Optional[Tuple[str, dict]]:
         """A function called (``call``), or a class or factory built, by the
         name a file writes: one of the file's own, or one it imports."""
+        if not call and chains.KINDS in name:
+            return self._one_of(filename, table, name.split(chains.KINDS), package, depth)
+        if not call and name.endswith(chains.REGISTERED):  # ``BACKENDS[name](...)``, imported
+            loc = self._written(filename, table, name[: -len(chains.REGISTERED)], package)
+            there = self._table(loc[0]) if loc is not None else {}
+            kinds = there.get(REGISTRIES, {}).get(loc[1]) if loc is not None else None
+            if kinds is None or depth >= MAX_CHAIN:
+                return None
+            return self._one_of(loc[0], there, kinds.split(chains.KINDS), package, depth + 1)
         loc = self._written(filename, table, name, package)
         if loc is None:
             return None
@@ -220,6 +229,23 @@ class Composing:
                     filename, table, name, depth
                 )
         return (filename, got) if got is not None else None
+
+    def _one_of(self, filename, table, kinds, package, depth) -> Optional[Tuple[str, dict]]:
+        """A module built as one of several classes (``attn_cls = A if c
+        else B``, a dict of classes indexed by a setting): followed when
+        every kind runs the same ``forward`` (a subclass that only inherits
+        it) or reaches the same sinks the same way; otherwise, and when one
+        kind reaches nothing, unknown: which one runs is the program's
+        choice."""
+        found = [self._named(filename, table, k, package, depth, False) for k in kinds]
+        if not found or any(f is None for f in found):
+            return None
+        first = found[0]
+        for other in found[1:]:
+            same = (other[0], other[1]["name"]) == (first[0], first[1]["name"])
+            if not same and other[1]["reach"] != first[1]["reach"]:
+                return None
+        return first
 
 
 def decode(data: bytes) -> str:

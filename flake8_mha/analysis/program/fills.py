@@ -24,11 +24,13 @@ from .chains import dotted_name
 MASKED_FILL = "masked_fill"  # True = the score is removed
 WHERE_KEEP = "where_keep"  # True = the score is kept
 ADDED = "added"  # added to the scores: an additive mask is what belongs there
-FILL_SINKS = {MASKED_FILL: "ignore", WHERE_KEEP: "keep", ADDED: "add"}
+MULTIPLIED = "multiplied"  # multiplied into the scores before softmax: no mask belongs there
+FILL_SINKS = {MASKED_FILL: "ignore", WHERE_KEEP: "keep", ADDED: "add", MULTIPLIED: "mul"}
 FILL_TEXT = {
     MASKED_FILL: "masked_fill(mask, -inf)",
     WHERE_KEEP: "torch.where(mask, x, -inf)",
     ADDED: "scores + mask",
+    MULTIPLIED: "scores * mask",
 }
 # the calls that make a query-key product (besides ``q @ k``)
 PRODUCTS = ("matmul", "bmm", "einsum")
@@ -269,6 +271,27 @@ def added_sinks(func, stores) -> List[Tuple[str, ast.AST, int]]:
         folded = _folded_mask(out[0][1], stores)
         if folded is not None:  # T5: ``position_bias = position_bias + mask``, then added
             out = [(ADDED, folded, out[0][2])]
+    return out if len(out) == 1 else []
+
+
+def multiplied_sinks(func, stores) -> List[Tuple[str, ast.AST, int]]:
+    """``(MULTIPLIED, term, line)`` for the one mask-named term multiplied
+    into a function's attention scores (``scores = scores * mask``, ``scores
+    *= mask``), which the function then softmaxes (its caller's check):
+    the caller's 0/1 mask is then MHA012's.  A scale or any term not named a
+    mask is never this sink; empty when none or several are."""
+    out = []
+    for n in astwalk.own_nodes(func):
+        if isinstance(n, ast.BinOp) and isinstance(n.op, ast.Mult):
+            pairs = ((n.left, n.right), (n.right, n.left))
+        elif isinstance(n, ast.AugAssign) and isinstance(n.op, ast.Mult):
+            pairs = ((n.target, n.value),)
+        else:
+            continue
+        for scores, term in pairs:
+            if _names_a_mask(term) and _scores(scores, stores, 0) and not _scores(term, stores, 0):
+                out.append((MULTIPLIED, term, n.lineno))
+                break
     return out if len(out) == 1 else []
 
 

@@ -19,7 +19,7 @@ from ...core.torch_api import SDPA_NAME, SDPA_QUALNAME, SDPA_SIGNATURE, canonica
 from . import chains, fills, forms, import_lines, steps
 from .chains import dotted_name, named_lambda, statements
 
-SUMMARY_VERSION = 36
+SUMMARY_VERSION = 39
 # ``MultiheadAttention.key_padding_mask|2``: the argument as a second module call fills it
 VARIANT = "|"
 REEXPORTS = "@reexports"  # the key of an __init__'s re-exports in its summary table
@@ -28,6 +28,7 @@ ATTRS = "@attrs"  # per class, what kind of module each self.<attr> holds (chain
 MODULES = "@modules"  # per function that returns a module it builds: its constructor, as written
 TORCH_MODULES = "@torch"  # per function that returns a torch attention module: its class
 BASES = "@bases"  # per class that only inherits its forward: its bases, as written
+REGISTRIES = "@registries"  # the file's dicts of classes: name -> "A|B" (chains.KINDS)
 MAX_FILE_BYTES = 2 * 1024 * 1024
 # the SDPA arguments a wrapper's parameter may reach (the ones the rules read)
 SINK_ARGS = ("attn_mask", "dropout_p", "is_causal", "key", "value")
@@ -100,7 +101,17 @@ def summarise(
     wrappers = chains.transparent_wrappers(tree) if "**" in source else {}
     # the constructor parameters a construction in the file passes (``attn_cls=...``)
     passed = chains.passed_params(tree)
-    facts = (sdpa_names, direct, may_call, holds_modules, torch_names, helpers, (wrappers, passed))
+    # the file's dicts of classes (``BACKENDS = {"torch": TorchAttention}``)
+    kinds_of = forms.registries(tree)
+    facts = (
+        sdpa_names,
+        direct,
+        may_call,
+        holds_modules,
+        torch_names,
+        helpers,
+        (wrappers, passed, kinds_of),
+    )
     if not reuse:
         for node in tree.body:
             _summarise_node(node, out, attrs, *facts)
@@ -111,6 +122,7 @@ def summarise(
         context += repr(sorted(helpers.items()) if helpers is not None else None)
         context += repr(sorted(wrappers.items()))
         context += repr(sorted((k, sorted(map(str, v))) for k, v in passed.items()))
+        context += repr(sorted(kinds_of.items()))
         for node in tree.body:
             if isinstance(node, _DEFINITIONS) or named_lambda(node):
                 _reused(node, lines, context, out, attrs, facts)
@@ -153,6 +165,8 @@ def summarise(
         out[BASES] = {cls: bases for cls, bases in kept.items() if bases}
         if not out[BASES]:
             del out[BASES]
+    if kinds_of:
+        out[REGISTRIES] = kinds_of
     if (
         BASES in out
         or MODULES in out
@@ -233,9 +247,9 @@ def _summarise_node(
         calls = direct and (may_call is None or _spans(may_call, func))
         _add(out, func.name, func, False, sdpa_names, calls, helpers=helpers)
     elif isinstance(node, ast.ClassDef):
-        wrappers, passed = classes
-        own = chains.class_attrs(node, wrappers, passed.get(node.name, frozenset()))
-        handed = chains.injected_attrs(node)  # what the constructor is handed
+        wrappers, passed, kinds_of = classes
+        own = chains.class_attrs(node, wrappers, passed.get(node.name, frozenset()), kinds_of)
+        handed = forms.injected_attrs(node)  # what the constructor is handed
         if own or handed:
             attrs[node.name] = {**handed, **own}
         kinds = {**handed, **own}
@@ -484,7 +498,8 @@ def _function_summary(
     )
     filled = fills.fill_sinks(others, stores, helpers) if helpers is not None else []
     if helpers is not None and not filled and fills.softmaxes(others):
-        filled = fills.added_sinks(func, stores)  # a term added to the scores, then softmax
+        # a term added to (or a mask multiplied into) the scores, then softmax
+        filled = fills.added_sinks(func, stores) + fills.multiplied_sinks(func, stores)
     if not calls and not edges and not modules and not filled:
         return None
     reached: Dict[str, dict] = {}

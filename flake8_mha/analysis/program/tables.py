@@ -7,7 +7,16 @@ from __future__ import annotations
 
 from . import forms
 from .fills import FILL_SINKS, SOFTMAX
-from .summaries import ATTRS, BASES, IMPORTS, MODULES, REEXPORTS, SINK_ARGS, TORCH_MODULES
+from .summaries import (
+    ATTRS,
+    BASES,
+    IMPORTS,
+    MODULES,
+    REEXPORTS,
+    REGISTRIES,
+    SINK_ARGS,
+    TORCH_MODULES,
+)
 
 
 def valid_table(table) -> bool:
@@ -22,7 +31,7 @@ def valid_table(table) -> bool:
             ):
                 return False
             continue
-        if name in (MODULES, TORCH_MODULES):
+        if name in (MODULES, TORCH_MODULES, REGISTRIES):
             if not isinstance(s, dict) or not all(isinstance(c, str) for c in s.values()):
                 return False
             continue

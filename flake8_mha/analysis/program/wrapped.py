@@ -1,0 +1,83 @@
+"""What a summarised call amounts to at its call site: a project wrapper
+call that hands its parameters to a torch attention module
+(``WrappedModuleCall``), the caller's arguments under the sink's names
+(``bound``), and the chain a report names (``annotate``).  ``callsites.py``
+makes them; the engine and the rules read them."""
+
+from __future__ import annotations
+
+from typing import Dict
+
+import libcst as cst
+
+from ...core.torch_api import SDPA_NAME
+from ..events import ModuleCall
+from ..resolve import Bound
+
+
+def bound(mapped: Dict[str, cst.BaseExpression], own=frozenset()) -> Bound:
+    """The caller's arguments under the sink's names, as a call's ``Bound``;
+    ``own``: the sink's arguments that something else may give (``maybe_given``)."""
+    bound = _Mapped.__new__(_Mapped)
+    bound.args = mapped
+    bound.star = bound.double_star = False
+    bound.positional_count = 0
+    bound.own = frozenset(own)
+    return bound
+
+
+class _Mapped(Bound):
+    """A wrapper call's arguments at the sink it reaches."""
+
+    __slots__ = ("own",)
+
+    def maybe_given(self, name: str) -> bool:
+        return name in self.args or name in self.own
+
+
+class WrappedModuleCall(ModuleCall):
+    """A call of a project wrapper that hands its parameters to a torch
+    attention module's mask arguments (``SelfAttn.forward(x, pad)`` ->
+    ``self.mha(x, x, x, key_padding_mask=pad)``): the module call, with the
+    caller's arguments.  Only the rules that judge a mask by its value alone
+    (``CODES``) look at it: the module's construction, layout and result
+    are the wrapper's own, judged where the wrapper calls it."""
+
+    __slots__ = ("through", "more")
+    # the masks by their value, and a causal hint the caller gives without its mask
+    CODES = frozenset({"MHA003", "MHA004", "MHA005"})
+    # what the caller's masks decide at the module call inside the wrapper
+    MASK_CODES = frozenset({"MHA003", "MHA004"})
+
+    def __init__(self, site, spec, instances, args, through):
+        super().__init__(site, spec, instances, args)
+        self.through = through
+        self.more: list = []  # the same call as it reaches a second module (``VARIANT``)
+
+
+def annotate(report, ev):
+    """A rule's report on an SDPA call reached through a wrapper names the
+    wrapper's SDPA call (message and evidence ``through``); others unchanged."""
+    through = getattr(ev, "through", None)
+    if through is None:
+        return report
+    name = through["function"]
+    shown = f"the function {name} returns" if name.endswith("()") else name + "()"
+    if through.get("chain"):
+        shown = " -> ".join(_called(step[1]) for step in through["chain"])
+    if "fill" in through:
+        sink = through["fill"]
+    elif "sink" in through:
+        sink = f"{through['sink']}'s {', '.join(through['params'])}"
+    else:
+        sink = SDPA_NAME
+    report.message += (
+        f"; the call reaches {sink} at {through['file']}:{through['line']} through {shown}"
+    )
+    report.evidence["through"] = dict(through)
+    return report
+
+
+def _called(name: str) -> str:
+    """How a chain names one function: ``Block.forward()``, ``make_attention()()``."""
+    return name + "()"
