@@ -93,6 +93,17 @@ def test_in_one_file_neither_is_reported():
     assert analyze_source(ONE_FILE, "one.py", ["MHA001"]) == []
     call = ONE_FILE.replace("output = x + pos", "output = x")
     assert analyze_source(call, "one.py", ["MHA001"]) == []
+    # IPT: the patches projected and added back under a flag before the call
+    mlp = ONE_FILE.replace(
+        "        pos = self.pe(position_ids).transpose(0, 1)\n",
+        "        if self.mlp:\n"
+        "            x = self.drop(self.proj(x)) + x\n"
+        "        pos = self.pe(position_ids).transpose(0, 1)\n",
+    )
+    assert mlp != ONE_FILE
+    assert analyze_source(mlp, "one.py", ["MHA001"]) == []
+    moved = mlp.replace("x = self.drop(self.proj(x)) + x", "x = x.transpose(0, 1)")
+    assert [f.code for f in analyze_source(moved, "one.py", ["MHA001"])] == ["MHA001"]
 
 
 POOL = textwrap.dedent(
@@ -120,6 +131,16 @@ def test_mha102_one_query_builds_nothing_worth_saving():
     for query in ("x[:, :1]", "x[:, 0].unsqueeze(1)", "x[:, -1:]", "x[:, None, 0]"):
         src = POOL.replace("self.query.repeat(B, 1, 1)", query)
         assert analyze_source(src, "pool.py", ["MHA102"]) == [], query
+    # braindecode: an einops layer that adds the query axis
+    held = POOL.replace(
+        "        self.query = nn.Parameter(torch.randn(1, 1, dim))\n",
+        "        self.query = nn.Parameter(torch.randn(1, 1, dim))\n"
+        '        self.add_query_axis = Rearrange("b c -> b 1 c")\n',
+    ).replace("self.query.repeat(B, 1, 1)", "self.add_query_axis(x[:, 0])")
+    held = "from einops.layers.torch import Rearrange\n" + held
+    assert analyze_source(held, "pool.py", ["MHA102"]) == []
+    wide = held.replace('"b c -> b 1 c"', '"b c -> b c 1"')
+    assert [(f.line, f.col) for f in analyze_source(wide, "pool.py", ["MHA102"])] == [(16, 16)]
     longer = POOL.replace("torch.randn(1, 1, dim)", "torch.randn(1, 4, dim)")
     got = analyze_source(longer, "pool.py", ["MHA102"])
     assert [(f.line, f.col) for f in got] == [(14, 16)]

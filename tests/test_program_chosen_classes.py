@@ -30,6 +30,21 @@ def test_per_file_over_the_package_and_through_check():
     assert_package_runs(str(PKG), [("model.py", 18, 13, "MHA003"), ("model.py", 19, 16, "MHA003")])
 
 
+def test_a_local_bound_to_the_dict_s_item(tmp_path):
+    # diffusers-style: ``cross_attn_cls = ATTENTION_BACKENDS[backend]`` first
+    texts = _texts()
+    blocks = texts["blocks.py"]
+    texts["blocks.py"] = blocks.replace(
+        "        self.attn2 = ATTENTION_BACKENDS[backend](dim, heads)\n",
+        "        cross_attn_cls = ATTENTION_BACKENDS[backend]\n"
+        "        self.attn2 = cross_attn_cls(dim, heads)\n",
+    )
+    assert texts["blocks.py"] != blocks
+    pkg = write_package(tmp_path / "pkg", texts)
+    got = analyze_file(str(pkg / "model.py"), ["MHA003"])
+    assert [(f.line, f.col) for f in got] == [(18, 13), (19, 16)]
+
+
 def test_kinds_that_differ_settle_nothing(tmp_path):
     texts = _texts()
     attention = texts["attention.py"]

@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from typing import Iterator, Optional
+import re
+from typing import Iterator, List, Optional
 
 import libcst as cst
 
@@ -370,6 +371,10 @@ def _length_one(expr, axis: int, site: CallSite, depth: int) -> bool:
         if isinstance(part, cst.Index):
             return isinstance(part.value, cst.Name) and part.value.value == "None"
         return isinstance(part, cst.Slice) and _one_slice(part)
+    if isinstance(expr, cst.Call):
+        pattern = _rearranged_to(expr, site)
+        if pattern is not None:  # ``Rearrange("b c -> b 1 c")``: a new axis of 1
+            return len(pattern) > axis and pattern[axis] == "1"
     if isinstance(expr, cst.Call) and isinstance(expr.func, cst.Attribute):
         method, base = expr.func.attr.value, expr.func.value
         args = [a.value for a in expr.args if a.keyword is None and not a.star]
@@ -397,6 +402,24 @@ def _length_one(expr, axis: int, site: CallSite, depth: int) -> bool:
         if len(defs) == 1 and defs[0].kind == DefKind.ASSIGN:
             return _length_one(defs[0].node, axis, site, depth + 1)
     return False
+
+
+def _rearranged_to(call: cst.Call, site: CallSite) -> Optional[List[str]]:
+    """The output axes of an einops rearrangement the call makes: a
+    ``Rearrange`` layer held on ``self`` (``self.add_query_axis(q)``) or
+    ``rearrange(x, "...")``; a parenthesised group is one axis."""
+    text = None
+    func = call.func
+    if isinstance(func, cst.Attribute) and getattr(func.value, "value", None) == "self":
+        made = _self_assigned(site, func.attr.value)
+        if isinstance(made, cst.Call) and _dotted(made.func).rsplit(".", 1)[-1] == "Rearrange":
+            text = made.args[0].value if made.args else None
+    elif _dotted(func).rsplit(".", 1)[-1] == "rearrange" and len(call.args) >= 2:
+        text = call.args[1].value
+    if not isinstance(text, cst.SimpleString) or "->" not in text.evaluated_value:
+        return None
+    out = text.evaluated_value.split("->", 1)[1]
+    return re.findall(r"\([^)]*\)|[^\s()]+", out)
 
 
 def _one_slice(part: cst.Slice) -> bool:

@@ -23,6 +23,7 @@ import libcst as cst
 from ..program.callgraph import Built, ChainSite, Slot, TorchMember
 from ..events import narrowed
 from ..flow import ClassInfo, lookup
+from ..tree import walk
 from ..resolve import Bound
 from ...core.torch_api import MODULES
 from . import project_callers
@@ -556,9 +557,11 @@ def _along_first(call: cst.Call) -> bool:
 
 
 def _uncarried(name: str, defs):
-    """The bindings of ``name`` at a call, less those a loop carries back
-    from a call it is given to (``output = layer(output)``: that module's
-    output, in the layout it was fed)."""
+    """The bindings of ``name`` at a call, less those that rebind it from
+    itself without moving an axis: a loop's ``output = layer(output)`` (that
+    module's output, in the layout it was fed), IPT's ``x =
+    self.dropout(self.linear(x)) + x`` under a flag.  What is left, when one
+    binding, made the data."""
     if len(defs) < 2:
         return defs
     rest = [
@@ -566,8 +569,41 @@ def _uncarried(name: str, defs):
         for d in defs
         if not (
             d.kind == "assign"
-            and isinstance(d.node, cst.Call)
-            and any(isinstance(a.value, cst.Name) and a.value.value == name for a in d.node.args)
+            and d.node is not None
+            and any(isinstance(n, cst.Name) and n.value == name for n in walk(d.node))
+            and not any(
+                isinstance(n, cst.Call)
+                and isinstance(n.func, (cst.Attribute, cst.Name))
+                and _last_name(n.func) in _MOVES
+                for n in walk(d.node)
+            )
         )
     ]
     return rest if len(rest) == 1 else defs
+
+
+# the calls that move or merge axes: a rebinding that makes one is no carry
+_MOVES = frozenset(
+    {
+        "transpose",
+        "permute",
+        "swapaxes",
+        "swapdims",
+        "movedim",
+        "moveaxis",
+        "view",
+        "reshape",
+        "flatten",
+        "unflatten",
+        "rearrange",
+        "einsum",
+        "t",
+        "mT",
+        "squeeze",
+        "unsqueeze",
+    }
+)
+
+
+def _last_name(func) -> str:
+    return func.attr.value if isinstance(func, cst.Attribute) else func.value

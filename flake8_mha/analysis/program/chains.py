@@ -392,9 +392,12 @@ def local_classes(func: ast.AST) -> Dict[str, str]:
 
 
 def _classes(node: ast.AST) -> Optional[str]:
-    """A class name, or ``"A|B"`` for ``A if cond else B`` of two."""
+    """A class name, ``"A|B"`` for ``A if cond else B`` of two, or
+    ``"BACKENDS[]"`` for ``BACKENDS[name]`` (``REGISTERED``: one of a dict's)."""
     if names_class(node):
         return dotted_name(node)
+    if isinstance(node, ast.Subscript) and isinstance(node.value, ast.Name):
+        return node.value.id + REGISTERED
     if isinstance(node, ast.IfExp) and names_class(node.body) and names_class(node.orelse):
         kinds = dict.fromkeys((dotted_name(node.body), dotted_name(node.orelse)))
         return KINDS.join(k for k in kinds if k)
