@@ -378,3 +378,33 @@ def test_a_local_bound_to_a_mask_by_its_name(bound, reported):
             return F.scaled_dot_product_attention(q, k, v)
         """
     assert found(src, "MHA015") == ([("MHA015", 5, 12)] if reported else [])
+
+
+def test_a_softmax_helper_of_the_file_is_the_softmax():
+    # OpenFold's global attention: ``softmax_no_cast(a)`` wraps F.softmax (probe F)
+    src = """\
+    import torch
+    import torch.nn as nn
+
+
+    def softmax_no_cast(t, dim=-1):
+        return torch.nn.functional.softmax(t, dim=dim)
+
+
+    class GlobalAttention(nn.Module):
+        def __init__(self, c_in=16, c_hidden=8):
+            super().__init__()
+            self.linear_k = nn.Linear(c_in, c_hidden, bias=False)
+            self.linear_v = nn.Linear(c_in, c_hidden, bias=False)
+
+        def forward(self, q, m, mask):
+            k = self.linear_k(m) * mask.unsqueeze(-1)
+            v = self.linear_v(m) * mask.unsqueeze(-1)
+            a = torch.matmul(q[..., None, :], k.transpose(-1, -2))
+            a = softmax_no_cast(a)
+            return torch.matmul(a, v)
+    """
+    assert found(src, "MHA015") == [("MHA015", 16, 13), ("MHA015", 17, 13)]
+    # over another axis, the helper is no softmax of attention scores
+    other = src.replace("def softmax_no_cast(t, dim=-1):", "def softmax_no_cast(t, dim=1):")
+    assert found(other, "MHA015") == []

@@ -180,3 +180,40 @@ def test_witness_says_when_it_assumed_the_masks_differ():
     got = WITNESSES["MHA016"].run({"via": "repeat", "per_sample": None})
     assert got["verdict"] == CONFIRMED_ASSUMED
     assert any("differs per sample" in d for d in got["depends_on"])
+
+
+BUILDER = """\
+    import torch
+    import torch.nn as nn
+
+    class Decoder(nn.Module):
+        def __init__(self, width=64, heads=4, pad_id=0):
+            super().__init__()
+            self.heads = heads
+            self.pad_id = pad_id
+            self.cross = nn.MultiheadAttention(width, heads)
+
+        def build_mask(self, text):
+            {body}
+
+        def forward(self, x, text):
+            mask = self.build_mask(text)
+            return self.cross(x, x, x, attn_mask=mask, need_weights=False)[0]
+    """
+
+
+def test_a_method_that_builds_and_expands_the_mask_itself():
+    # probe F (open_clip's text tower style): the pad mask made and tiled in a method
+    body = (
+        "pad = (text == self.pad_id)[:, None, :].expand(-1, text.shape[1], -1)\n"
+        "            return pad.repeat(self.heads, 1, 1)"
+    )
+    assert found(BUILDER.format(body=body)) == [("MHA016", 17, 16)]
+    grouped = body.replace("pad.repeat(self.heads, 1, 1)", "pad.repeat_interleave(self.heads, 0)")
+    assert found(BUILDER.format(body=grouped)) == []
+    causal = (
+        "L = text.shape[1]\n"
+        "            causal = torch.triu(torch.ones(L, L, dtype=torch.bool), 1)\n"
+        "            return causal[None].repeat(self.heads, 1, 1)"
+    )
+    assert found(BUILDER.format(body=causal)) == []

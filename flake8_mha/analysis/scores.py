@@ -251,11 +251,41 @@ class ScoresAnalysis:
             x, dim = _arg(call, 0, "input"), None
         elif qn is None and isinstance(func, cst.Attribute) and func.attr.value == "softmax":
             x, dim = func.value, _arg(call, 0, "dim")
+        elif self._softmax_helper(call, site):  # OpenFold's ``softmax_no_cast(a)``
+            x, dim = _arg(call, 0, "t"), None
         else:
             return None
         if x is None or (dim is not None and not _is_minus_one(dim)):
             return None
         return x
+
+    def _softmax_helper(self, call: cst.Call, site: CallSite) -> bool:
+        """A function of this file whose one statement returns the softmax of
+        its first parameter over the last axis (``def softmax_no_cast(t,
+        dim=-1): return F.softmax(t, dim=dim)``), called with that parameter
+        alone (the default axis)."""
+        if len(call.args) != 1 or call.args[0].keyword is not None or call.args[0].star:
+            return False
+        try:
+            target = self.resolver.own_function(call, site.env, site.scope)
+        except RecursionError:  # pragma: no cover
+            return False
+        fscope = self.ctx.flow.functions.get(id(target)) if target is not None else None
+        if fscope is None or len(fscope.returns) != 1 or isinstance(call.func, cst.Attribute):
+            return False
+        ret, renv = fscope.returns[0]
+        params = [p.name.value for p in target.params.params]
+        if not params or not isinstance(ret, cst.Call):
+            return False
+        if self.qualname(ret.func, renv, fscope) not in _SOFTMAX:
+            return False
+        x, dim = _arg(ret, 0, "input"), _arg(ret, 1, "dim")
+        if not (isinstance(x, cst.Name) and x.value == params[0]):
+            return False
+        if isinstance(dim, cst.Name) and dim.value in params:  # ``dim=dim``: its default
+            default = next(p.default for p in target.params.params if p.name.value == dim.value)
+            return default is not None and _is_minus_one(default)
+        return dim is not None and _is_minus_one(dim)
 
     def _softmax_module(self, func, site: CallSite) -> bool:
         """``nn.Softmax(dim=-1)`` built right there, or held on ``self`` (one

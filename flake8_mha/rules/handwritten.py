@@ -211,7 +211,9 @@ class MaskMultipliedBeforeSoftmax(Rule):
         -> ... i j')`), scaled or not, that flows into a softmax
         over the last axis (`F.softmax(x, dim=-1)`, `torch.softmax`,
         `x.softmax(-1)`, an `nn.Softmax(dim=-1)` module built there or held
-        on `self`), followed through locals, `scores = scores * ...`
+        on `self`, a function of the file that only returns that softmax of
+        its first parameter, OpenFold's `softmax_no_cast(a)`), followed
+        through locals, `scores = scores * ...`
         rebindings, augmented assignments and in-place methods.
 
         Attention is also recognised by use, however its scores were made

@@ -134,6 +134,7 @@ class MaskHeadsOrder(Rule):
     def __init__(self, ctx) -> None:
         super().__init__(ctx)
         self._helpers: dict = {}  # id(call) -> the Helper it runs
+        self._building: set = set()  # the builders being read (recursion)
         self.factor: Optional[cst.CSTNode] = None  # the last head-count factor read
 
     def on_module_call(self, ev: ModuleCall) -> Iterator[Report]:
@@ -219,7 +220,7 @@ class MaskHeadsOrder(Rule):
         got = helper_reading(self.ctx, call, env, scope, "mha016", _read_helper)
         given = got.args.get((got.form.get("params") or [""])[0]) if got is not None else None
         if given is None:
-            return None
+            return self._builder(call, env, scope)
         factor = got.args.get(got.form.get("factor") or "")
         if factor is not None:
             kind = GqaAnalysis.of(self.ctx).factor_kind(factor, env, scope)
@@ -234,6 +235,23 @@ class MaskHeadsOrder(Rule):
             got.form.get("via", "repeat"),
             CallSite(call, env, scope, (), (), None),
         )
+
+    def _builder(self, call: cst.Call, env, scope) -> Optional[Found]:
+        """A function or ``self`` method of this file whose one return is a
+        mask it makes and expands head-major itself (open_clip-style
+        ``def build_pad_mask(self, text): pad = text == self.pad_id ...;
+        return pad.repeat(self.heads, 1, 1)``): that expansion, judged in the
+        builder's scope."""
+        target = self.ctx.resolver.own_function(call, env, scope)
+        fscope = self.ctx.flow.functions.get(id(target)) if target is not None else None
+        if fscope is None or len(fscope.returns) != 1 or id(target) in self._building:
+            return None
+        self._building.add(id(target))
+        try:
+            ret, renv = fscope.returns[0]
+            return self.head_major(ret, renv, fscope, None, 1)
+        finally:
+            self._building.discard(id(target))
 
     def _merged(self, node: cst.Call, env, scope, here, gqa: GqaAnalysis) -> Optional[Found]:
         """``m[None].expand(H, N, L, S).reshape(-1, L, S)`` (or ``.repeat(H, 1, 1,
