@@ -175,3 +175,32 @@ def test_mha102_the_pair_read_only_at_its_first_before_a_rebinding():
     assert analyze_source(kept, "layer.py", ["MHA102"]) == []
     never_rebound = src.replace("        src2 = self.norm2(src)\n", "")
     assert analyze_source(never_rebound, "layer.py", ["MHA102"]) == []
+
+
+def test_a_cast_after_the_swap_keeps_it():
+    # deepod's TranAD: ``window = batch_x.permute(1, 0, 2)`` then ``window = window.float()``
+    src = textwrap.dedent(
+        """\
+        import torch.nn as nn
+
+
+        class Layer(nn.Module):
+            def __init__(self, d_model, nhead):
+                super().__init__()
+                self.self_attn = nn.MultiheadAttention(d_model, nhead)
+
+            def forward(self, src):
+                return src + self.self_attn(src, src, src, need_weights=False)[0]
+
+
+        def fit(loader, n_features):
+            model = Layer(2 * n_features, n_features)
+            for batch_x in loader:
+                window = batch_x.permute(1, 0, 2)
+                window = window.float()
+                model(window)
+        """
+    )
+    assert analyze_source(src, "tranad.py", ["MHA001"]) == []
+    unswapped = src.replace("batch_x.permute(1, 0, 2)", "batch_x")
+    assert [f.code for f in analyze_source(unswapped, "tranad.py", ["MHA001"])] == ["MHA001"]

@@ -132,7 +132,7 @@ def _line_comments(line: cst.SimpleStatementLine, below=None) -> List[_Entry]:
     return out
 
 
-_RESHAPES = {
+RESHAPES = {
     "permute",
     "transpose",
     "swapaxes",
@@ -156,7 +156,7 @@ def _reshapes(line: cst.SimpleStatementLine) -> bool:
             name = (
                 func.attr.value if isinstance(func, cst.Attribute) else getattr(func, "value", "")
             )
-            if name in _RESHAPES:
+            if name in RESHAPES:
                 return True
     return False
 

@@ -27,6 +27,7 @@ from ..tree import walk
 from ..resolve import Bound
 from ...core.torch_api import MODULES
 from . import project_callers
+from .comments import RESHAPES
 from .calls import CONCAT, MODULE_OUTPUT_ARG, Frame, fed_alone, join, real, same, shaped
 from .domain import (
     BATCH,
@@ -144,6 +145,15 @@ class ProgramLayout:
                 value = defs[0].node  # one local assignment, or a chain of per-token steps
                 if isinstance(value, cst.Name) and depth < _STEPS:  # ``output = x``
                     self._mark(value, defs[0].env, defs[0].scope, depth + 1)
+                    return
+                if (  # ``window = window.float()`` after ``window = x.permute(1, 0, 2)``
+                    isinstance(value, cst.Call)
+                    and isinstance(value.func, cst.Attribute)
+                    and value.func.attr.value in PRESERVE_METHODS
+                    and isinstance(value.func.value, cst.Name)
+                    and depth < _STEPS
+                ):
+                    self._mark(value.func.value, defs[0].env, defs[0].scope, depth + 1)
                     return
                 if isinstance(value, cst.BinaryOperation) and depth < _STEPS:
                     value = value.left  # ``self.project(x) * math.sqrt(d)``
@@ -583,26 +593,7 @@ def _uncarried(name: str, defs):
 
 
 # the calls that move or merge axes: a rebinding that makes one is no carry
-_MOVES = frozenset(
-    {
-        "transpose",
-        "permute",
-        "swapaxes",
-        "swapdims",
-        "movedim",
-        "moveaxis",
-        "view",
-        "reshape",
-        "flatten",
-        "unflatten",
-        "rearrange",
-        "einsum",
-        "t",
-        "mT",
-        "squeeze",
-        "unsqueeze",
-    }
-)
+_MOVES = RESHAPES | {"einsum", "t", "mT", "squeeze", "unsqueeze"}
 
 
 def _last_name(func) -> str:
