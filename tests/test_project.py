@@ -15,7 +15,8 @@ from fixture_expect import FIXTURES, flake8_run
 from flake8_mha.lint import engine
 from flake8_mha.frontends.check import main as check_main
 from flake8_mha.lint.engine import analyze_source, select_codes
-from flake8_mha.analysis.program.callsites import Project, annotate, project_root
+from flake8_mha.analysis.program.callsites import Project, project_root
+from flake8_mha.analysis.program.wrapped import annotate
 from flake8_mha.analysis.program.summaries import summarise
 
 TREE = FIXTURES / "project_reach"
