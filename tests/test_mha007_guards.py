@@ -40,6 +40,9 @@ def _found(flag="self.dropout == 0.0", test="self.flash"):
         ("self.dropout > 0", "not self.flash"),
         ("True", "self.dropout == 0"),
         ("True", "not self.dropout > 0.0"),
+        # suno bark: the flag is an `and` holding the test
+        ("hasattr(F, 'scaled_dot_product_attention') and self.dropout == 0.0", "self.flash"),
+        ("self.dropout == 0.0 and hasattr(F, 'x') and True", "self.flash"),
     ],
 )
 def test_a_guard_that_makes_the_rate_zero(flag, test):
@@ -54,6 +57,9 @@ def test_a_guard_that_makes_the_rate_zero(flag, test):
         ("hasattr(F, 'scaled_dot_product_attention')", "self.flash"),
         ("self.dropout == 0.0", "not self.flash"),
         ("True", "self.dropout < 0.5"),
+        # an `and` says nothing when it is false, an `or` nothing when true
+        ("hasattr(F, 'scaled_dot_product_attention') and self.dropout == 0.0", "not self.flash"),
+        ("hasattr(F, 'scaled_dot_product_attention') or self.dropout == 0.0", "self.flash"),
     ],
 )
 def test_a_guard_on_something_else_is_reported(flag, test):

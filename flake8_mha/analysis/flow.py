@@ -679,3 +679,29 @@ def _asname(alias: cst.ImportAlias) -> str:
 
 def _pattern_names(pattern: cst.CSTNode) -> Iterator[str]:
     return (node.value for node in walk(pattern) if isinstance(node, cst.Name))
+
+
+def imported_by_call(call: cst.Call) -> Optional[str]:
+    """The dotted name an import helper binds: ``importlib.import_module(
+    "torch.nn")``, sktime's ``_safe_import("torch.nn.MultiheadAttention")``
+    (a function whose name says import, given one dotted string)."""
+    func = call.func
+    name = func.attr.value if isinstance(func, cst.Attribute) else getattr(func, "value", "")
+    if not (isinstance(name, str) and "import" in name.lower()) or not call.args:
+        return None
+    arg = call.args[0]
+    if arg.keyword is not None or not isinstance(arg.value, cst.SimpleString):
+        return None
+    text = arg.value.evaluated_value
+    if not isinstance(text, str) or not all(p.isidentifier() for p in text.split(".")):
+        return None
+    return text
+
+
+def scope_appends(scope: Optional[Scope], name: str) -> List[Def]:
+    """What ``name.append(...)`` added in this scope or an enclosing one."""
+    while scope is not None:
+        if name in scope.appends:
+            return scope.appends[name]
+        scope = scope.parent
+    return []

@@ -13,6 +13,7 @@ from . import reach
 from ..core import torch_api
 from .classes import class_default, delegates
 from .flow import CallSite, ClassInfo, Def, DefKind, Env, FlowPass, Scope, lookup
+from .flow import imported_by_call, scope_appends
 from .tree import is_none
 from .values import literal
 from ..core.torch_api import Argument, ModuleSpec, Signature
@@ -146,6 +147,8 @@ class Resolver:
                     if is_none(d.node):
                         continue  # ``try: from torch... except ImportError: X = None``
                     qn = self.qualname(d.node, d.env, d.scope, depth + 1)
+                elif d.kind == DefKind.ASSIGN and isinstance(d.node, cst.Call):
+                    qn = imported_by_call(d.node)
                 else:
                     return None
                 if qn is None or (found is not None and qn != found):
@@ -300,7 +303,7 @@ class Resolver:
                 continue
             if isinstance(value, cst.Name):
                 defs = lookup(value.value, venv, vscope)
-                if _scope_appends(vscope, value.value):
+                if scope_appends(vscope, value.value):
                     return None
             elif isinstance(value, cst.Attribute):
                 owner = self.self_class(value, venv, vscope)
@@ -555,7 +558,7 @@ class Resolver:
             return self.held(node.elt, env, scope, leaf, depth + 1)
         if t is cst.Name:
             defs = lookup(node.value, env, scope)
-            return self._elements_from_defs(defs, _scope_appends(scope, node.value), leaf, depth)
+            return self._elements_from_defs(defs, scope_appends(scope, node.value), leaf, depth)
         if t is cst.Attribute:
             owner = self.self_class(node, env, scope)
             defs = self._self_attr(node, env, scope)
@@ -790,11 +793,3 @@ def _key_index(node: cst.Subscript):
     if len(node.slice) != 1 or not isinstance(node.slice[0].slice, cst.Index):
         return None
     return literal(node.slice[0].slice.value)
-
-
-def _scope_appends(scope: Optional[Scope], name: str) -> List[Def]:
-    while scope is not None:
-        if name in scope.appends:
-            return scope.appends[name]
-        scope = scope.parent
-    return []

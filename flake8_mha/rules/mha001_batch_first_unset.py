@@ -125,6 +125,11 @@ class BatchFirstUnset(Rule):
         - Unknown layout is reported (as before the layout analysis): no prior is
           assumed either way, and the default is a trap whenever the data is
           batch-first. A module never called in the file is reported too.
+        - A module stored on `self.<attr>` that may hold something else
+          (`MHA(...) if flag else None`, `if`/`elif` branches building other
+          kinds) is fed what the class's calls of `self.<attr>` pass, those
+          that give the module's required inputs (`self.mixer(x)` runs the
+          other kind).
         - An axis swap right before the call counts only when the data's
           layout is otherwise unknown, and only through at most one local
           assignment (`x = x.permute(1, 0, 2)  # NLD -> LND`, then the call),

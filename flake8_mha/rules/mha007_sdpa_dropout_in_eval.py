@@ -85,7 +85,10 @@ class SdpaDropoutInEval(Rule):
           under `if p == 0:` (or the other branch of `if p > 0:` / `if p != 0:`),
           or under a flag the class sets once to that test (nanoGPT's
           `self.flash = self.dropout == 0.0`, then `if self.flash:` around
-          `dropout_p=self.dropout`), `p` written as the argument is.
+          `dropout_p=self.dropout`), `p` written as the argument is. A flag
+          set to an `and` holding that test (bark's `hasattr(F,
+          "scaled_dot_product_attention") and self.dropout == 0.0`) counts
+          where the flag is true.
         """
     VALID = [
         "import torch.nn as nn\nimport torch.nn.functional as F\nclass A(nn.Module):\n"
@@ -222,15 +225,20 @@ def _zero_where_called(dropout, site: CallSite, self_var: str, resolver) -> bool
     for test, truth, _env in site.conds:
         while isinstance(test, cst.UnaryOperation) and isinstance(test.operator, cst.Not):
             test, truth = test.expression, not truth
-        for zero_test in [test] + _flag_tests(test, site, self_var, resolver):
-            if _says_zero(zero_test, truth, dropout):
+        if _says_zero(test, truth, dropout):
+            return True
+        for zero_test, when_true in _flag_tests(test, site, self_var, resolver):
+            if (truth or not when_true) and _says_zero(zero_test, truth, dropout):
                 return True
     return False
 
 
 def _flag_tests(test, site: CallSite, self_var: str, resolver) -> list:
-    """The comparison a ``self.<flag>`` test stands for, when the class (or a
-    base of its file) assigns the flag once, to a comparison."""
+    """The comparisons a ``self.<flag>`` test stands for, when the class (or a
+    base of its file) assigns the flag once, to a comparison or to an ``and``
+    of terms (bark's ``hasattr(F, "scaled_dot_product_attention") and
+    self.dropout == 0.0``): each paired with whether it holds only when the
+    flag is true (a term of an ``and`` says nothing when the flag is false)."""
     if not (
         isinstance(test, cst.Attribute)
         and isinstance(test.value, cst.Name)
@@ -242,7 +250,16 @@ def _flag_tests(test, site: CallSite, self_var: str, resolver) -> list:
     if len(defs) != 1 or defs[0].kind != DefKind.ASSIGN:
         return []
     node = defs[0].node
-    return [node] if isinstance(node, cst.Comparison) else []
+    if isinstance(node, cst.Comparison):
+        return [(node, False)]
+    terms = []
+    while isinstance(node, cst.BooleanOperation) and isinstance(node.operator, cst.And):
+        terms.append(node.right)
+        node = node.left
+    if not terms:
+        return []
+    terms.append(node)
+    return [(t, True) for t in terms if isinstance(t, cst.Comparison)]
 
 
 def _says_zero(test, truth: bool, p: cst.CSTNode) -> bool:

@@ -23,7 +23,8 @@ import libcst as cst
 from ...core import walk as astwalk
 from ..events import Construction, ModuleCall
 from ..flow import lookup
-from ..resolve import Bound
+from ..resolve import Bound, Instance
+from ..splats import expand_call
 from .domain import BATCH, SEQ, Layout, parse_shape_comment, roles_of_names
 from .evaluate import LayoutEvaluator
 from .program import DEFAULT
@@ -186,13 +187,43 @@ class LayoutAnalysis:
         ``TransformerEncoder``/``Decoder`` built from it, and for an
         ``nn.Transformer`` those of the parts it builds (``self.transformer.
         encoder(src)``), which read the layout its ``batch_first`` says."""
-        out = list(self.ctx.module_calls_of(ev))
+        out = list(self.ctx.module_calls_of(ev)) or self._stored_calls(ev)
         for other in self.ctx.events:
             if isinstance(other, ModuleCall) and other.spec.name in _CONTAINER_LAYER:
                 if any(self._layer_is(inst, other.spec.name, ev) for inst in other.instances):
                     out.append(other)
                 elif ev.spec.name == "Transformer" and self._part_of(other, ev):
                     out.append(other)
+        return out
+
+    def _stored_calls(self, ev: Construction) -> List[ModuleCall]:
+        """The calls of ``self.<attr>`` in the class that stores the module
+        there, when the attribute may also hold something else: built as
+        ``MHA(...) if flag else Other(...)``, or in ``if``/``elif`` branches
+        that build other kinds (darts, UniFormer).  Where the call runs this
+        module it is fed what the call passes."""
+        name, cls = _stored_at(ev), ev.site.cls
+        if name is None or cls is None:
+            return []
+        inst = Instance(ev.spec, ev.site, None, False)
+        out = []
+        for site in self.ctx.flow.calls:
+            func = site.node.func
+            if isinstance(func, cst.Attribute) and func.attr.value == "forward":
+                func = func.value
+            if not (
+                site.cls is cls
+                and isinstance(func, cst.Attribute)
+                and func.attr.value == name
+                and isinstance(func.value, cst.Name)
+                and func.value.value == "self"
+            ):
+                continue
+            sig = ev.spec.forward
+            args = Bound(expand_call(site.node, site.env, site.scope), sig)
+            required = [n for n in sig.names if not sig.has_default(n)]
+            if not args.star and all(args.given(n) for n in required):  # not ``self.mixer(x)``
+                out.append(ModuleCall(site, ev.spec, [inst], args))
         return out
 
     def _part_of(self, call: ModuleCall, ev: Construction) -> bool:
@@ -379,6 +410,36 @@ def _attribute_uses(tree: ast.Module) -> Dict[tuple, List[int]]:
     for top in tree.body:
         count(top, top.name if isinstance(top, ast.ClassDef) else None)
     return uses
+
+
+def _stored_at(ev: Construction) -> Optional[str]:
+    """``attr`` when the construction is the value of ``self.attr = ...``,
+    or one branch of a conditional expression that is."""
+    stmt = ev.site.stmt
+    if not (isinstance(stmt, cst.Assign) and len(stmt.targets) == 1):
+        return None
+    target = stmt.targets[0].target
+    if not (
+        isinstance(target, cst.Attribute)
+        and isinstance(target.value, cst.Name)
+        and target.value.value == "self"
+    ):
+        return None
+    value = stmt.value
+    while isinstance(value, cst.IfExp) and value is not ev.site.node:
+        if _holds(value.body, ev.site.node):
+            value = value.body
+        elif _holds(value.orelse, ev.site.node):
+            value = value.orelse
+        else:
+            return None
+    return target.attr.value if value is ev.site.node else None
+
+
+def _holds(expr: cst.BaseExpression, node: cst.CSTNode) -> bool:
+    return expr is node or (
+        isinstance(expr, cst.IfExp) and (_holds(expr.body, node) or _holds(expr.orelse, node))
+    )
 
 
 def _relative(path: str) -> str:

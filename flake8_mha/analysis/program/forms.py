@@ -210,6 +210,32 @@ def torch_names(tree: ast.Module) -> Dict[str, str]:
             if node.module == "torch" or node.module.startswith("torch."):
                 for a in node.names:
                     out[a.asname or a.name] = f"{node.module}.{a.name}"
+    for local, full in called_imports(tree):
+        if full == "torch" or full.startswith("torch."):
+            out[local] = full
+    return out
+
+
+def called_imports(tree: ast.Module) -> List[Tuple[str, str]]:
+    """(local name, dotted name) for each module-level ``X = f("a.b")`` whose
+    function's name says import: ``importlib.import_module("torch.nn")``,
+    sktime's ``_safe_import("torch.nn.MultiheadAttention")``."""
+    out = []
+    for node in statements(tree):
+        if not (
+            isinstance(node, ast.Assign)
+            and len(node.targets) == 1
+            and isinstance(node.targets[0], ast.Name)
+            and isinstance(node.value, ast.Call)
+            and node.value.args
+        ):
+            continue
+        func, arg = node.value.func, node.value.args[0]
+        name = func.attr if isinstance(func, ast.Attribute) else getattr(func, "id", "")
+        if "import" not in name.lower() or not isinstance(arg, ast.Constant):
+            continue
+        if isinstance(arg.value, str) and all(p.isidentifier() for p in arg.value.split(".")):
+            out.append((node.targets[0].id, arg.value))
     return out
 
 

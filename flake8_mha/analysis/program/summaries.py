@@ -19,7 +19,7 @@ from ...core.torch_api import SDPA_NAME, SDPA_QUALNAME, SDPA_SIGNATURE, canonica
 from . import chains, fills, forms, import_lines, steps
 from .chains import dotted_name, named_lambda, statements
 
-SUMMARY_VERSION = 40
+SUMMARY_VERSION = 41
 # ``MultiheadAttention.key_padding_mask|2``: the argument as a second module call fills it
 VARIANT = "|"
 REEXPORTS = "@reexports"  # the key of an __init__'s re-exports in its summary table
@@ -385,6 +385,11 @@ def _sdpa_names(tree: ast.Module) -> Tuple[set, set]:
                         modules.add((a.asname, a.name))
                     else:
                         modules.add(("torch", "torch"))
+    for local, full in forms.called_imports(tree):
+        if canonical(full) == SDPA_QUALNAME:
+            direct.add(local)
+        elif full in ("torch.nn.functional", "torch.nn", "torch._C._nn", "torch"):
+            modules.add((local, full))
     return direct, modules
 
 
