@@ -9,6 +9,7 @@ from __future__ import annotations
 import pathlib
 
 import pytest
+from fixture_expect import assert_package_runs
 
 from flake8_mha.lint.engine import analyze_source
 
@@ -62,3 +63,10 @@ def test_a_call_that_cannot_run_attention_is_not_its_call():
         "        x = x.permute(1, 0, 2)\n", "").replace("CALL", "self.attn(x)")
     assert _found(src) == [("MHA001", 7, 21)]
     assert "fed batch-first" not in analyze_source(src, "m.py", ["MHA001"])[0].message
+
+
+def test_clip_with_a_switchable_attention_over_the_package():
+    # cn-clip: the visual tower's swap reaches the block through a Transformer
+    # in another file, though the block's attention may be a fused module
+    assert_package_runs("fixtures/program_layout/clip_flash", [("block.py", 30, 21, "MHA001")],
+                        select="MHA0,MHA1")

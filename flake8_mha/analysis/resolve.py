@@ -270,7 +270,7 @@ class Resolver:
         if t is cst.Name:
             return self._held_from_defs(lookup(node.value, env, scope), leaf, depth)
         if t is cst.Attribute:
-            defs = self._self_attr(node, env, scope)
+            defs = self.self_attr_defs(node, env, scope)
             if defs is None:
                 return reach.submodule(self, node, env, scope, leaf, depth)
             key = (id(self.self_class(node, env, scope)), node.attr.value)
@@ -307,7 +307,7 @@ class Resolver:
                     return None
             elif isinstance(value, cst.Attribute):
                 owner = self.self_class(value, venv, vscope)
-                defs = self._self_attr(value, venv, vscope) or []
+                defs = self.self_attr_defs(value, venv, vscope) or []
                 if owner is None or reach.mutated_in_place(self, owner, value.attr.value):
                     return None
                 if any(cls.appends.get(value.attr.value) for cls in self.base_classes(owner)):
@@ -411,7 +411,7 @@ class Resolver:
                     return arg.value
         return None
 
-    def _self_attr(self, node: cst.Attribute, env: Env, scope) -> Optional[List[Def]]:
+    def self_attr_defs(self, node: cst.Attribute, env: Env, scope) -> Optional[List[Def]]:
         owner = self.self_class(node, env, scope)
         if owner is None:
             return None
@@ -561,7 +561,7 @@ class Resolver:
             return self._elements_from_defs(defs, scope_appends(scope, node.value), leaf, depth)
         if t is cst.Attribute:
             owner = self.self_class(node, env, scope)
-            defs = self._self_attr(node, env, scope)
+            defs = self.self_attr_defs(node, env, scope)
             if owner is None or defs is None:
                 return reach.layers(self, node, env, scope, leaf, depth)
             if reach.mutated_in_place(self, owner, node.attr.value):

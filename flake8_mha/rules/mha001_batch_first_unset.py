@@ -125,11 +125,24 @@ class BatchFirstUnset(Rule):
         - Unknown layout is reported (as before the layout analysis): no prior is
           assumed either way, and the default is a trap whenever the data is
           batch-first. A module never called in the file is reported too.
+        - A swap is followed through `q, k, v = q.permute(1, 0, 2),
+          k.permute(...), v.permute(...)`, through casts chained after it
+          (`window.float().to(device)`), and into the inputs an
+          `nn.TransformerDecoder` is given by a splat of a helper's tuple
+          (`self.decoder(*self.encode(src, c, tgt))`). A sum `x + f(x)`
+          whose second term's layout is unknown is `x`.
+        - A size that multiplies a batch name with another
+          (`seq_len * batch_size`) is a batch axis: attention mixes across
+          neither. A batch or sequence name under a qualifier (`local_bs`,
+          `cur_len`) is that name.
         - A module stored on `self.<attr>` that may hold something else
           (`MHA(...) if flag else None`, `if`/`elif` branches building other
           kinds) is fed what the class's calls of `self.<attr>` pass, those
           that give the module's required inputs (`self.mixer(x)` runs the
-          other kind).
+          other kind); a swap before a call that reaches such an attribute
+          is the conversion, as for any attention module (cn-clip's
+          `nn.MultiheadAttention(d, h) if not flash else FlashMHA(d, h)`,
+          `fixtures/program_layout/clip_flash/`).
         - An axis swap right before the call counts only when the data's
           layout is otherwise unknown, and only through at most one local
           assignment (`x = x.permute(1, 0, 2)  # NLD -> LND`, then the call),

@@ -5,6 +5,8 @@ from __future__ import annotations
 
 from typing import Any, Dict, Iterator
 
+import libcst as cst
+
 from ..analysis.events import ModuleCall
 from ..analysis.layout import analysis_for
 from ._layout_rule import LAYOUT_MODULES_DOC, KIND_TEXT, where
@@ -70,6 +72,11 @@ class LayoutMismatch(Rule):
           never a mismatch.
         - Never auto-fixed: whether the transpose or the flag is wrong is the
           author's call.
+        - A `batch_first=True` module fed `x.unsqueeze(1)` attends over an
+          axis one position long: each row of `x` is its own sample
+          (docling's box decoder turns the cells a first attention read as a
+          sequence into a batch of one-token queries). Nothing mixes across
+          the batch: not reported.
         """
     VALID = [
         "import torch.nn as nn\nlayer = nn.TransformerEncoderLayer(64, 8, batch_first=True)\n"
@@ -94,6 +101,8 @@ class LayoutMismatch(Rule):
         got = analysis.of_call(ev)
         if got.batch_first is None or got.batch_first == stated:
             return
+        if stated and _inserted_axis_one(got.layout):
+            return  # the module attends over a length-1 axis: nothing mixes
         ctor = ev.single_ctor()
         evidence: Dict[str, Any] = (
             construction_evidence(self.ctx, ctor) if ctor is not None else {"module": ev.spec.name}
@@ -111,3 +120,17 @@ class LayoutMismatch(Rule):
             kind=KIND_TEXT[got.kind],
             where=where(analysis, got),
         )
+
+
+def _inserted_axis_one(layout) -> bool:
+    """The data is ``x.unsqueeze(1)``: axis 1 is one position long."""
+    node = getattr(layout, "node", None)
+    if not (
+        isinstance(node, cst.Call)
+        and isinstance(node.func, cst.Attribute)
+        and node.func.attr.value == "unsqueeze"
+        and len(node.args) == 1
+    ):
+        return False
+    arg = node.args[0].value
+    return isinstance(arg, cst.Integer) and arg.value == "1"

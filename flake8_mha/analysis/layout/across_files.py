@@ -32,6 +32,7 @@ from ...core.torch_api import module_spec
 from . import project_callers
 from .calls import MODULE_OUTPUT_ARG, real
 from .domain import Layout, positional
+from ..splats import expand_call
 from .program import DEFAULT, LAYER_INPUTS, REACH_DEPTH, REACH_HOPS, site_spec
 
 
@@ -337,9 +338,7 @@ class ProjectLayout:
         of another file: at each call of an instance of it, and in each
         ``nn.Sequential`` it is a member of.  ``name``: a parameter other than
         the first (only calls pass it; a ``Sequential`` passes the first)."""
-        out: List[Optional[Layout]] = []
-        if name is None:
-            out.extend(self._layers_of_torch_containers(target))
+        out: List[Optional[Layout]] = list(self._layers_of_torch_containers(target, name))
         for site in self.flow.calls:
             func = site.node.func
             if isinstance(func, cst.Attribute) and func.attr.value == "forward":
@@ -463,20 +462,31 @@ class ProjectLayout:
         finally:
             del ev.resolver.assumed[key]
 
-    def _layers_of_torch_containers(self, target) -> List[Optional[Layout]]:
-        """What this file's ``nn.TransformerEncoder``/``Decoder`` calls feed the
-        first parameter of ``target``, a layer class of another file they were
-        built from (``nn.TransformerEncoder(Layer(...), n)``): the call's
-        ``src``/``tgt`` while the layer keeps the layout, else unknown."""
+    def _layers_of_torch_containers(self, target, name=None) -> List[Optional[Layout]]:
+        """What this file's ``nn.TransformerEncoder``/``Decoder`` calls feed
+        ``name`` (None: the first parameter) of ``target``, a layer class of
+        another file they were built from (``nn.TransformerEncoder(Layer(...),
+        n)``): the call's ``src``/``tgt`` while the layer keeps the layout, else
+        unknown; a decoder's ``memory`` as given."""
         out: List[Optional[Layout]] = []
         for site, kind, targets in self._foreign_layer_sites():
             if target not in targets:
                 continue
-            given = Bound(site.node, site_spec(kind)).get(LAYER_INPUTS[kind][0])
-            got = self.at(given, site) if given is not None else None
-            found = self._foreign(target) if got is not None else None
-            if found is None or not found[0].keeps_layout(found[1], got):
-                got = None
+            found = self._foreign(target)
+            index = 0
+            if name is not None:
+                params = found[1].params if found is not None else None
+                names = [q.name.value for q in params.params] if params is not None else []
+                index = names.index(name) - 1 if name in names[1:] else len(LAYER_INPUTS[kind])
+                if index >= len(LAYER_INPUTS[kind]):
+                    continue  # a parameter the container does not feed
+            arg = LAYER_INPUTS[kind][index]
+            call = expand_call(site.node, site.env, site.scope)
+            given = Bound(call, site_spec(kind)).get(arg)
+            got = self.at(given, site) if given is not None else self._spread(site, kind, arg)
+            if got is not None and index == 0:
+                if found is None or not found[0].keeps_layout(found[1], got):
+                    got = None
             out.append(got)
         return out
 

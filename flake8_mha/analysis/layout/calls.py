@@ -160,6 +160,8 @@ def meet(a: Layout, b: Layout) -> Optional[Layout]:
         if x is not None and y is not None and x != y and not (x in _FEATURE and y in _FEATURE):
             return None
         roles.append(x if x is not None else y)
+    if a.node is None and b.node is not None:
+        a = b  # ``a`` only says paths disagree: the evidence is ``b``'s
     return Layout(tuple(roles), a.node, a.how, origin=a.origin)
 
 
@@ -466,6 +468,11 @@ class LayoutCalls:
             if name and name.lower() not in ("n", "h", "shape"):  # n, h: ambiguous alone
                 return roles_of_names([name])[0]
             return None
+        if isinstance(size, cst.BinaryOperation) and isinstance(size.operator, cst.Multiply):
+            # ``seq_len * batch_size``: a batch axis merged with another is a
+            # batch axis (attention never mixes across either)
+            sides = [self._size_role(s, env, scope, frame, depth) for s in (size.left, size.right)]
+            return BATCH if BATCH in sides else None
         read = size_read(size)
         if read is None:
             return None
@@ -487,7 +494,11 @@ class LayoutCalls:
         roles = list(roles_of_names(names))
         if env is not None:  # ``x.view(x.size(0), x.size(1), -1)``: the axes of a known x
             for i, (arg, name) in enumerate(zip(args, names)):
-                if name is None and roles[i] is None and size_read(arg) is not None:
+                if (
+                    name is None
+                    and roles[i] is None
+                    and (size_read(arg) is not None or isinstance(arg, cst.BinaryOperation))
+                ):
                     roles[i] = self._size_role(arg, env, scope, frame, depth)
         if useful(roles):
             return Layout(tuple(roles), node, f"{how} with named sizes")

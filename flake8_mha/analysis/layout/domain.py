@@ -203,6 +203,18 @@ _HEAD_NAMES = {"heads", "num_heads", "n_heads", "nh", "nhead", "n_head", "nheads
 _SPATIAL_NAMES = {"h", "w", "height", "width_", "x_", "y_", "z", "d_", "hh", "ww"}
 
 
+_QUALIFIERS = ("local_", "cur_", "curr_", "current_", "actual_", "real_")
+
+
+def _plain(name: str) -> str:
+    """A batch or sequence name under a qualifier (deepod's ``local_bs``,
+    ``cur_len``): the name it qualifies."""
+    for q in _QUALIFIERS:
+        if name.startswith(q) and (name[len(q) :] in _BATCH_NAMES or name[len(q) :] in _SEQ_NAMES):
+            return name[len(q) :]
+    return name
+
+
 def roles_of_names(names: Sequence[Optional[str]]) -> Tuple[Optional[str], ...]:
     """Roles for a list of dimension names as they stand together in one shape.
 
@@ -213,7 +225,7 @@ def roles_of_names(names: Sequence[Optional[str]]) -> Tuple[Optional[str], ...]:
     count otherwise.
     """
     # ``_b, n, _d = x.shape``: a name kept unused is still the axis it names
-    low = [n.lower().strip().lstrip("_") if n else None for n in names]
+    low = [_plain(n.lower().strip().lstrip("_")) if n else None for n in names]
     has_batch = any(n in _BATCH_NAMES for n in low if n)
     has_seq = any(n in _SEQ_NAMES for n in low if n)
     has_w = "w" in low
@@ -223,6 +235,8 @@ def roles_of_names(names: Sequence[Optional[str]]) -> Tuple[Optional[str], ...]:
             out.append(None)
         elif n in _BATCH_NAMES:
             out.append(BATCH)
+        elif n == "n" and len(low) == 2 and not has_batch:
+            out.append(None)  # ``(N, D)``: N items, a batch or a sequence alike
         elif n == "n":
             out.append((None if has_seq else SEQ) if has_batch else BATCH)
         elif n in ("h", "w") and has_w:

@@ -13,6 +13,7 @@ import libcst as cst
 
 from ..program.callgraph import ChainSite, FileCalls, bind_call, frame_for
 from ..flow import CallSite, Def, Scope, lookup
+from ..tree import walk
 from ..values import live_lookup, unpacked
 from .calls import CYCLE, MODULE_OUTPUT_ARG, LayoutCalls, join, meet, real
 from .comments import CommentIndex, DocLine
@@ -265,8 +266,12 @@ class LayoutEvaluator(FileCalls, LayoutCalls, ProgramLayout, ProjectLayout):
         self._active.add(guard)
         self._caller_depth += 1
         values = []
+        seen = set()
         try:
             for site, skip in callers:
+                if (id(site), skip) in seen:
+                    continue  # the same call reached twice (a list of one class's blocks)
+                seen.add((id(site), skip))
                 if isinstance(site, ChainSite):
                     first = [q.name.value for q in func.params.params[skip : skip + 1]]
                     if first != [name]:
@@ -360,12 +365,16 @@ class LayoutEvaluator(FileCalls, LayoutCalls, ProgramLayout, ProjectLayout):
     def _binop(self, node: cst.BinaryOperation, env, scope, frame, depth) -> Optional[Layout]:
         if not isinstance(node.operator, (cst.Add, cst.Subtract, cst.Multiply, cst.Divide)):
             return None
-        left = real(self.eval(node.left, env, scope, frame, depth))
-        right = real(self.eval(node.right, env, scope, frame, depth))
+        raw_left = self.eval(node.left, env, scope, frame, depth)
+        raw_right = self.eval(node.right, env, scope, frame, depth)
+        left, right = real(raw_left), real(raw_right)
+        if left is None and right is None and CYCLE in (raw_left, raw_right):
+            return CYCLE  # ``x = x + self.attention(x)`` in a loop: the other paths say
         if left is None or right is None:
             known = left or right  # residual / broadcast add of a known tensor
             if (
                 known is not None
+                and not _residual(node, left is not None)
                 and None in known.roles
                 and BATCH not in known.roles
                 and not known.conforms
@@ -379,6 +388,16 @@ class LayoutEvaluator(FileCalls, LayoutCalls, ProgramLayout, ProjectLayout):
         if len(left.roles) != len(right.roles):
             return left if len(left.roles) > len(right.roles) else right
         return meet(left, right)
+
+
+def _residual(node: cst.BinaryOperation, left_known: bool) -> bool:
+    """``x + f(x)``: the operand of unknown layout is made from the known one,
+    a name (UniFormer's ``x = x + self.drop_path(self.attention(self.ln_1(x)))``):
+    the sum is that data, whatever names its axes."""
+    known, other = (node.left, node.right) if left_known else (node.right, node.left)
+    return isinstance(known, cst.Name) and any(
+        isinstance(n, cst.Name) and n.value == known.value for n in walk(other)
+    )
 
 
 __all__ = ["LayoutEvaluator", "join", "MODULE_OUTPUT_ARG", "SEQ", "SPATIAL"]

@@ -22,9 +22,11 @@ import libcst as cst
 
 from ..program.callgraph import Built, ChainSite, Slot, TorchMember
 from ..events import narrowed
-from ..flow import ClassInfo, lookup
+from ..flow import ClassInfo, DefKind, lookup
 from ..tree import walk
 from ..resolve import Bound
+from ..splats import expand_call
+from ..values import unpacked
 from ...core.torch_api import MODULES
 from . import project_callers
 from .comments import RESHAPES
@@ -141,19 +143,20 @@ class ProgramLayout:
             self._mark(expr.left, env, scope, depth + 1)
         elif isinstance(expr, cst.Name):
             defs = _uncarried(expr.value, lookup(expr.value, env, scope))
+            if len(defs) == 1 and defs[0].kind == "unpack" and depth < _STEPS:
+                el = unpacked(defs[0])  # ``q, k, v = q.permute(1, 0, 2), k.permute(...), ...``
+                if el is not None:
+                    self._mark(el, defs[0].env, defs[0].scope, depth + 1)
+                return
             if len(defs) == 1 and defs[0].kind == "assign":
                 value = defs[0].node  # one local assignment, or a chain of per-token steps
                 if isinstance(value, cst.Name) and depth < _STEPS:  # ``output = x``
                     self._mark(value, defs[0].env, defs[0].scope, depth + 1)
                     return
-                if (  # ``window = window.float()`` after ``window = x.permute(1, 0, 2)``
-                    isinstance(value, cst.Call)
-                    and isinstance(value.func, cst.Attribute)
-                    and value.func.attr.value in PRESERVE_METHODS
-                    and isinstance(value.func.value, cst.Name)
-                    and depth < _STEPS
-                ):
-                    self._mark(value.func.value, defs[0].env, defs[0].scope, depth + 1)
+                owner = _cast_owner(value)
+                if isinstance(owner, cst.Name) and depth < _STEPS:
+                    # ``window = window.float().to(device)`` after ``window = x.permute(1, 0, 2)``
+                    self._mark(owner, defs[0].env, defs[0].scope, depth + 1)
                     return
                 if isinstance(value, cst.BinaryOperation) and depth < _STEPS:
                     value = value.left  # ``self.project(x) * math.sqrt(d)``
@@ -257,8 +260,10 @@ class ProgramLayout:
                 )
             except RecursionError:  # pragma: no cover
                 instances = None
-            if self.resolver.common_spec(instances) is not None or self._helper_reaches(
-                site, depth
+            if (
+                self.resolver.common_spec(instances) is not None
+                or (instances is None and self._may_hold_module(func_expr, site))
+                or self._helper_reaches(site, depth)
             ):
                 got = True
                 break
@@ -270,6 +275,24 @@ class ProgramLayout:
                     break
         self._reaches[key] = got
         return got
+
+    def _may_hold_module(self, func, site) -> bool:
+        """``self.<attr>`` that one of its assignments in the class sets to an
+        attention module, directly or as a branch of a conditional expression,
+        beside other kinds (cn-clip's ``nn.MultiheadAttention(d, h) if not
+        flash else FlashMHA(d, h)``): where it runs the module, it is fed this."""
+        if not isinstance(func, cst.Attribute):
+            return False
+        defs = self.resolver.self_attr_defs(func, site.env, site.scope)
+        for d in defs or ():
+            stack = [d.node] if d.kind == DefKind.ASSIGN else []
+            while stack:
+                node = stack.pop()
+                if isinstance(node, cst.IfExp):
+                    stack.extend((node.body, node.orelse))
+                elif isinstance(node, cst.Call) and self.resolver.torch_leaf(node, d.env, d.scope):
+                    return True
+        return False
 
     def _helper_reaches(self, site, depth: int) -> bool:
         found = self.callee(site.node, site.env, site.scope)
@@ -458,12 +481,22 @@ class ProgramLayout:
             if id(func) not in forwards or name not in names[1:3]:
                 continue
             arg = LAYER_INPUTS[kind][names.index(name) - 1]
-            given = Bound(site.node, site_spec(kind)).get(arg)
-            got = self.at(given, site) if given is not None else None
+            given = Bound(expand_call(site.node, site.env, site.scope), site_spec(kind)).get(arg)
+            got = self.at(given, site) if given is not None else self._spread(site, kind, arg)
             if got is not None and names.index(name) == 1 and not self.keeps_layout(func, got):
                 got = None  # each layer is fed the layer before's output
             out.append(got)
         return out
+
+    def _spread(self, site, kind: str, arg: str) -> Optional[Layout]:
+        """``arg`` of a container's call given all its inputs by one splat of
+        a helper's tuple (TranAD's ``self.decoder(*self.encode(src, c, tgt))``
+        after ``return tgt, memory``): that element of what the helper returns."""
+        args = site.node.args
+        if len(args) != 1 or args[0].star != "*":
+            return None
+        index = site_spec(kind).names.index(arg)
+        return real(self.element(args[0].value, site.env, site.scope, None, 0, index))
 
     def keeps_layout(self, func: cst.FunctionDef, layout: Layout) -> bool:
         """``forward`` gives back what it was fed, axis for axis: read on
@@ -552,6 +585,19 @@ def _kept_owner(expr):
     ):
         expr = expr.func.value
     return expr
+
+
+def _cast_owner(expr):
+    """The tensor a chain of shape-keeping calls is made on (``window.float()
+    .to(device)``: ``window``), or None when ``expr`` is no such call."""
+    owner = expr
+    while (
+        isinstance(owner, cst.Call)
+        and isinstance(owner.func, cst.Attribute)
+        and owner.func.attr.value in PRESERVE_METHODS
+    ):
+        owner = owner.func.value
+    return owner if owner is not expr else None
 
 
 def _along_first(call: cst.Call) -> bool:
