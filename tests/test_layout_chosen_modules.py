@@ -70,3 +70,41 @@ def test_clip_with_a_switchable_attention_over_the_package():
     # in another file, though the block's attention may be a fused module
     assert_package_runs("fixtures/program_layout/clip_flash", [("block.py", 30, 21, "MHA001")],
                         select="MHA0,MHA1")
+
+
+OPTIONAL = """\
+import torch.nn as nn
+
+
+class CrossBlock(nn.Module):
+    def __init__(self, d_model, nhead, use_cross=True):
+        super().__init__()
+        self.cross = BUILD
+
+    def forward(self, x, memory):
+        if self.cross is not None:
+            x = x + self.cross(x, memory, memory)[0]
+        return x
+"""
+
+
+@pytest.mark.parametrize("build", [
+    "nn.MultiheadAttention(d_model, nhead, batch_first=True) if use_cross else None",
+    "None if not use_cross else nn.MultiheadAttention(d_model, nhead, batch_first=True)",
+])
+def test_a_module_or_none_is_that_module_where_it_is_called(build):
+    # probe H: ``self.cross = nn.MultiheadAttention(...) if flag else None``
+    src = OPTIONAL.replace("BUILD", build)
+    got = analyze_source(src, "m.py", ["MHA102"])
+    assert [(f.code, f.line, f.col) for f in got] == [("MHA102", 11, 21)]
+
+
+def test_a_module_or_another_kind_stays_unknown_to_the_call_rules():
+    src = OPTIONAL.replace(
+        "BUILD", "nn.MultiheadAttention(d_model, nhead, batch_first=True) if use_cross else Other()")
+    assert analyze_source(src, "m.py", ["MHA102"]) == []
+
+
+def test_an_optional_module_in_another_file_over_the_package():
+    assert_package_runs("fixtures/program_calls/optional_modules",
+                        [("model.py", 15, 16, "MHA003")])

@@ -632,3 +632,32 @@ def test_a_count_flattened_is_still_a_count(flat):
     """
     assert found(src, ["MHA012"]) == [("MHA012", 7, 12)]
     assert found(src.replace("counts", "offsets"), ["MHA012"]) == []
+
+
+MEDIA = """\
+import torch
+import torch.nn as nn
+
+
+class PerceiverResampler(nn.Module):
+    def __init__(self, dim, heads):
+        super().__init__()
+        self.attn = nn.MultiheadAttention(dim, heads, batch_first=True)
+
+    def forward(self, latents, media, COUNT):
+        n = media.shape[1]
+        media_mask = torch.arange(n, device=media.device)[None, :] < COUNT[:, None]
+        return self.attn(latents, media, media, key_padding_mask=media_mask, need_weights=False)[0]
+"""
+
+
+@pytest.mark.parametrize("count", ["num_media", "n_images", "num_segments", "nb_visits"])
+def test_a_count_of_the_units_a_sample_holds_against_an_arange_is_a_keep_mask(count):
+    # probe H, a Flamingo-style VLM: ``arange < num_media[:, None]``
+    got = analyze_source(MEDIA.replace("COUNT", count), "m.py", ["MHA003"])
+    assert [(f.code, f.line, f.col) for f in got] == [("MHA003", 13, 16)]
+
+
+@pytest.mark.parametrize("count", ["num_heads", "num_layers"])
+def test_counts_of_other_things_say_nothing(count):
+    assert analyze_source(MEDIA.replace("COUNT", count), "m.py", ["MHA003"]) == []

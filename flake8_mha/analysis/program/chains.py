@@ -404,6 +404,10 @@ def _classes(node: ast.AST) -> Optional[str]:
     return None
 
 
+def _is_none(node: ast.AST) -> bool:
+    return isinstance(node, ast.Constant) and node.value is None
+
+
 def names_class(node: ast.AST) -> bool:
     """``Attention``, ``layers.Block``: a name whose last part is capitalised."""
     name = dotted_name(node) if isinstance(node, (ast.Name, ast.Attribute)) else None
@@ -436,7 +440,11 @@ def constructor(node: ast.AST, wrappers=None) -> Optional[str]:
 
 def _built(node: ast.AST, wrappers=None) -> Optional[str]:
     """The one constructor of what an assignment gives ``self.<attr>``: a
-    module, or the items of a container of one kind of module."""
+    module, or the items of a container of one kind of module; of
+    ``Module(...) if flag else None``, the module (a call runs it)."""
+    if isinstance(node, ast.IfExp):
+        sides = [s for s in (node.body, node.orelse) if not _is_none(s)]
+        return _built(sides[0], wrappers) if len(sides) == 1 else None
     got = constructor(node, wrappers)
     if got is not None or not isinstance(node, ast.Call):
         return got
