@@ -122,3 +122,31 @@ def test_an_edit_two_classes_away_invalidates_the_cached_finding(tmp_path, monke
     model.write_text(model.read_text().replace("Attention(dim, heads=8)",
                                                "Attention(dim, heads=8, causal=True)"))
     assert run() == (1, [(14, "MHA006"), (25, "MHA006")])
+
+
+def test_a_rate_handed_down_four_constructors_and_through_super_init():
+    """iopaint's BiRefNet backbones: ``WindowAttention`` four constructors
+    below an ``attn_drop_rate=0.0`` no builder changes, a PVT variant that
+    calls ``super().__init__(...)`` without it, and ``super(SwinTransformer,
+    self).train(mode)``: 0 in this program, no MHA007; the decoder's
+    ``attn_drop=0.1``: MHA007 (``fixtures/program_calls/deep_dropout``)."""
+    from fixture_expect import assert_package_runs
+
+    assert_package_runs("fixtures/program_calls/deep_dropout",
+                        [("attention.py", 31, 15, "MHA007")])
+
+
+def test_a_subclass_without_its_own_init_leaves_the_base_unsettled(tmp_path):
+    from fixture_expect import copied
+
+    pkg = copied(FIXTURES / "program_calls" / "deep_dropout", tmp_path)
+    path = pkg / "backbones.py"
+    text = path.read_text(encoding="utf-8")
+    text = text.replace(
+        "class pvt_v2_b0(PyramidVisionTransformer):\n"
+        "    def __init__(self, **kwargs):\n"
+        "        super().__init__(embed_dim=32, num_heads=1, depth=2)\n",
+        "class pvt_v2_b0(PyramidVisionTransformer):\n    pass\n")
+    path.write_text(text, encoding="utf-8")
+    got = engine.analyze_file(str(pkg / "attention.py"), ["MHA007"])
+    assert [(f.line, f.col) for f in got] == [(16, 15), (31, 15)]

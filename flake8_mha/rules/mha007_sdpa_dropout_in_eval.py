@@ -78,7 +78,10 @@ class SdpaDropoutInEval(Rule):
         - A probability from the constructor (`self.p = p`) is known when every
           construction in the project passes the same literal (0: not
           reported); when nothing in the project builds the class, the
-          finding says its callers are outside the project. A `dropout_p`
+          finding says its callers are outside the project. `self.drop.p` of
+          an `nn.Dropout` the class builds is the rate it is built with,
+          known the same way (torch-molecule builds `nn.Dropout(attn_drop)`
+          with `attn_drop` 0 in every construction). A `dropout_p`
           parameter that every call leaves at 0 is 0 (docs/reach.md, "Facts
           from the callers").
         - A call that runs only where the probability is 0 is not reported:
@@ -161,6 +164,13 @@ class SdpaDropoutInEval(Rule):
             if isinstance(v, (int, float)) and not isinstance(v, bool) and v > 0:
                 return ("value", v)
             return _ZERO if isinstance(v, (int, float)) and v == 0 else None
+        if (
+            isinstance(expr, cst.Attribute)
+            and expr.attr.value == "p"
+            and isinstance(expr.value, cst.Attribute)
+            and self._is_dropout_module(expr.value, site)
+        ):  # ``self.attn_drop.p``: the rate the module was built with
+            return self._built_rate(expr.value, site)
         if isinstance(expr, cst.Attribute) and root_name(expr) == self_var:
             if self._is_dropout_module(expr, site):
                 return ("module", dotted(expr))
@@ -185,6 +195,23 @@ class SdpaDropoutInEval(Rule):
                 branches.append(self._branch(d.node, dsite, self_var, depth + 1))
             return _chosen(branches)
         return None
+
+    def _built_rate(self, module: cst.Attribute, site: CallSite):
+        """The ``p`` every ``nn.Dropout(...)`` the class keeps at ``module`` is
+        built with (left out: torch's 0.5), as ``_branch`` answers."""
+        defs = lookup(module.value.value, site.env, site.scope)
+        values = []
+        for d in self.ctx.resolver.attr_defs(defs[0].extra, module.attr.value):
+            arg = next((a.value for a in d.node.args if a.keyword and a.keyword.value == "p"), None)
+            if arg is None and d.node.args and d.node.args[0].keyword is None:
+                arg = d.node.args[0].value if not d.node.args[0].star else None
+            v = 0.5 if not d.node.args else self.ctx.value(arg, d) if arg is not None else UNKNOWN
+            if not isinstance(v, (int, float)) or isinstance(v, bool):
+                return ("value", None)
+            values.append(v)
+        if values and all(v == 0 for v in values):
+            return _ZERO
+        return ("value", values[0] if len(set(values)) == 1 else None)
 
     def _is_dropout_module(self, expr: cst.Attribute, site: CallSite) -> bool:
         if not isinstance(expr.value, cst.Name):

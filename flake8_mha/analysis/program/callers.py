@@ -11,16 +11,15 @@ Nothing is imported or run.
 
 from __future__ import annotations
 
-import ast
 import os
 from typing import Dict, Iterable, List, Optional, Set, Tuple
 
-from ...core import walk as astwalk
 from ...core.atomic import read_regular
 from . import import_lines
-from .files import ProjectFiles, module_constants, project_root
+from .files import ProjectFiles, project_root
 from .call_index import FIRST, RETURNED, Call, Index
-from .signatures import UNKNOWN, ImportedConstant, constant_reader, init_signature, literal, parse
+from .built import MISSING, Forwarded, built_in
+from .signatures import UNKNOWN, ImportedConstant, init_signature, literal, parse
 
 MAX_HOPS = 3  # importer of an importer of ...: chains are rarely longer
 KEPT_FIRST = "first"  # a call that keeps only the first of a pair of results (``results``)
@@ -47,20 +46,7 @@ _FILES: Dict[str, Optional[List[str]]] = {}
 # per file, by (path, mtime, size): the project files its import lines name
 _IMPORTS: Dict[tuple, frozenset] = {}
 _CONSTRUCTIONS: Dict[tuple, tuple] = {}
-MISSING = "<missing>"  # a parameter the construction does not pass (its default applies)
-MAX_FORWARDS = 3  # classes a parameter is followed up through (``forwarded``)
-
-
-class Forwarded:
-    """An argument that is a parameter of the ``__init__`` of a top-level
-    class of the file it stands in, passed on unchanged (TTS's
-    ``Attention(causal=False)`` builds ``Attend(causal=causal)``): it has the
-    value every construction of that class passes for it (``forwarded``)."""
-
-    __slots__ = ("path", "cls", "param")
-
-    def __init__(self, path: str, cls: str, param: str):
-        self.path, self.cls, self.param = path, cls, param
+MAX_FORWARDS = 5  # classes a parameter is followed up through (``forwarded``)
 
 
 def forwarded(value: Forwarded, depend, depth: int = 0) -> Optional[tuple]:
@@ -337,113 +323,11 @@ def _read_constructions(files, cls, params, own_text, reader):
             tree = parse(text)
         except (SyntaxError, ValueError, RecursionError, MemoryError):
             return None
-        found = _built_in(tree, cls, params, reader, name, demo=i == 0)
+        found = built_in(tree, cls, params, reader, name, demo=i == 0)
         if found is None:
             return None
         out.extend(found)
     return out
-
-
-def _built_in(tree: ast.Module, cls: str, params: List[str], reader, path: str, demo=False):
-    """The constructions of ``cls`` in one file, or None when one of them, or
-    another use of the class, leaves the project's constructions unsettled.
-    ``demo``: the file defines ``cls``; what its ``if __name__ == "__main__":``
-    block builds is a demonstration of the class, not a use of it (a demo
-    that builds ``Attention()`` with its default dropout does not vouch for
-    every user's)."""
-    skipped = demo_nodes(tree) if demo else set()
-    names = {cls}
-    for node in astwalk.walk(tree):
-        if isinstance(node, ast.ImportFrom):
-            for a in node.names:
-                if a.name == cls and a.asname:
-                    names.add(a.asname)
-    calls: List[ast.Call] = []
-    called = set()
-    for node in astwalk.walk(tree):
-        if isinstance(node, ast.ClassDef):
-            if any(_names_class(b, names) for b in node.bases):
-                return None  # a subclass: its own constructions and super() calls
-        elif isinstance(node, ast.Call) and _names_class(node.func, names):
-            called.add(id(node.func))
-            if id(node) not in skipped:
-                calls.append(node)
-    for node in astwalk.walk(tree):
-        if isinstance(node, (ast.Name, ast.Attribute)) and _names_class(node, names):
-            if id(node) in skipped:
-                continue
-            if id(node) not in called and isinstance(node.ctx, ast.Load):
-                return None  # passed around as a value: built elsewhere, with anything
-    out = []
-    owners = _init_owners(tree) if reader is literal else {}
-    if reader is literal:  # a module constant, of this file or imported, is as good
-        reader = constant_reader(tree, path, module_constants(tree))
-    for call in calls:
-        got: Dict[str, object] = {p: MISSING for p in params}
-        owner = owners.get(id(call))
-        for i, a in enumerate(call.args):
-            if isinstance(a, ast.Starred) or i >= len(params):
-                return None
-            got[params[i]] = _read(reader, a, owner, path)
-        for k in call.keywords:
-            if k.arg is None:
-                return None
-            got[k.arg] = _read(reader, k.value, owner, path)
-        out.append(got)
-    return out
-
-
-def demo_nodes(tree: ast.Module) -> Set[int]:
-    """``id`` of every node inside the file's top-level ``if __name__ ==
-    "__main__":`` blocks."""
-    out: Set[int] = set()
-    for node in tree.body:
-        test = node.test if isinstance(node, ast.If) else None
-        if (
-            isinstance(test, ast.Compare)
-            and isinstance(test.left, ast.Name)
-            and test.left.id == "__name__"
-            and len(test.comparators) == 1
-            and isinstance(test.comparators[0], ast.Constant)
-            and test.comparators[0].value == "__main__"
-        ):
-            for stmt in node.body:
-                out.update(id(n) for n in ast.walk(stmt))
-    return out
-
-
-def _read(reader, node: ast.AST, owner, path: str) -> object:
-    if owner is not None and isinstance(node, ast.Name) and node.id in owner[1]:
-        return Forwarded(path, owner[0], node.id)
-    return reader(node, path) if getattr(reader, "with_path", False) else reader(node)
-
-
-def _init_owners(tree: ast.Module) -> Dict[int, tuple]:
-    """Per call inside the ``__init__`` of a top-level class: (the class, the
-    parameters of that ``__init__`` it never assigns)."""
-    out: Dict[int, tuple] = {}
-    for top in tree.body:
-        if not isinstance(top, ast.ClassDef):
-            continue
-        for item in top.body:
-            if not isinstance(item, ast.FunctionDef) or item.name != "__init__":
-                continue
-            a = item.args
-            params = {p.arg for p in a.posonlyargs + a.args[1:] + a.kwonlyargs}
-            nodes = list(astwalk.walk(item))
-            for n in nodes:
-                if isinstance(n, ast.Name) and not isinstance(n.ctx, ast.Load):
-                    params.discard(n.id)  # rebound: not what the callers passed
-            for n in nodes:
-                if isinstance(n, ast.Call):
-                    out[id(n)] = (top.name, params)
-    return out
-
-
-def _names_class(node: ast.AST, names: Set[str]) -> bool:
-    if isinstance(node, ast.Name):
-        return node.id in names
-    return isinstance(node, ast.Attribute) and node.attr in names
 
 
 _INDEXES: Dict[tuple, Optional[Index]] = {}

@@ -40,13 +40,22 @@ _DOTTED = (ast.Name, ast.Attribute)  # a name a use can read as dotted
 
 def project_root(path: str) -> str:
     """The directory above the topmost package holding ``path`` (or its own
-    directory when that is not a package)."""
+    directory when that is not a package).  A directory without an
+    ``__init__.py`` inside a package is a namespace portion of it
+    (torch-molecule's ``torch_molecule/generator/``, whose modules import
+    ``from ...nn import ...``): the package goes on above it."""
     here = os.path.dirname(os.path.abspath(path))
-    while os.path.isfile(os.path.join(here, "__init__.py")):
+    while True:
         parent = os.path.dirname(here)
         if parent == here:
             break
-        here = parent
+        if os.path.isfile(os.path.join(here, "__init__.py")) or (
+            os.path.basename(here).isidentifier()
+            and os.path.isfile(os.path.join(parent, "__init__.py"))
+        ):
+            here = parent
+            continue
+        break
     return here
 
 

@@ -1,0 +1,165 @@
+"""Where a class is built, read from one file of the project: each
+construction's arguments per ``__init__`` parameter (``built_in``), a
+parameter of the building class's own ``__init__`` passed on unchanged
+(``Forwarded``), a subclass's ``super().__init__(...)`` as a construction of
+its base, and what a file's ``if __name__ == "__main__":`` demo builds (not a
+use).  ``callers.constructions`` asks this of every file that may build it."""
+
+from __future__ import annotations
+
+import ast
+from typing import Dict, List, Optional, Set
+
+from ...core import walk as astwalk
+from .files import module_constants
+from .signatures import constant_reader, literal
+
+MISSING = "<missing>"  # a parameter the construction does not pass (its default applies)
+
+
+class Forwarded:
+    """An argument that is a parameter of the ``__init__`` of a top-level
+    class of the file it stands in, passed on unchanged (TTS's
+    ``Attention(causal=False)`` builds ``Attend(causal=causal)``): it has the
+    value every construction of that class passes for it (``forwarded``)."""
+
+    __slots__ = ("path", "cls", "param")
+
+    def __init__(self, path: str, cls: str, param: str):
+        self.path, self.cls, self.param = path, cls, param
+
+
+def built_in(tree: ast.Module, cls: str, params: List[str], reader, path: str, demo=False):
+    """The constructions of ``cls`` in one file, or None when one of them, or
+    another use of the class, leaves the project's constructions unsettled.
+    ``demo``: the file defines ``cls``; what its ``if __name__ == "__main__":``
+    block builds is a demonstration of the class, not a use of it (a demo
+    that builds ``Attention()`` with its default dropout does not vouch for
+    every user's)."""
+    skipped = demo_nodes(tree) if demo else set()
+    names = {cls}
+    for node in astwalk.walk(tree):
+        if isinstance(node, ast.ImportFrom):
+            for a in node.names:
+                if a.name == cls and a.asname:
+                    names.add(a.asname)
+    calls: List[ast.Call] = []
+    called = set()
+    for node in astwalk.walk(tree):
+        if isinstance(node, ast.ClassDef):
+            if any(_names_class(b, names) for b in node.bases):
+                init = _super_init(node)
+                if init is None:
+                    return None  # a subclass built with the base's own parameters
+                calls.append(init)  # ``super().__init__(embed_dims=[...], ...)``
+                called.update(id(b) for b in node.bases)  # named as a base, not passed around
+        elif (
+            isinstance(node, ast.Call)
+            and isinstance(node.func, ast.Name)
+            and node.func.id == "super"
+            and node.args
+        ):
+            called.add(id(node.args[0]))  # ``super(SwinTransformer, self).train(mode)``
+        elif isinstance(node, ast.Call) and _names_class(node.func, names):
+            called.add(id(node.func))
+            if id(node) not in skipped:
+                calls.append(node)
+    for node in astwalk.walk(tree):
+        if isinstance(node, (ast.Name, ast.Attribute)) and _names_class(node, names):
+            if id(node) in skipped:
+                continue
+            if id(node) not in called and isinstance(node.ctx, ast.Load):
+                return None  # passed around as a value: built elsewhere, with anything
+    out = []
+    owners = _init_owners(tree) if reader is literal else {}
+    if reader is literal:  # a module constant, of this file or imported, is as good
+        reader = constant_reader(tree, path, module_constants(tree))
+    for call in calls:
+        got: Dict[str, object] = {p: MISSING for p in params}
+        owner = owners.get(id(call))
+        for i, a in enumerate(call.args):
+            if isinstance(a, ast.Starred) or i >= len(params):
+                return None
+            got[params[i]] = _read(reader, a, owner, path)
+        for k in call.keywords:
+            if k.arg is None:
+                return None
+            got[k.arg] = _read(reader, k.value, owner, path)
+        out.append(got)
+    return out
+
+
+def _super_init(cls: ast.ClassDef) -> Optional[ast.Call]:
+    """The one ``super().__init__(...)`` (or ``super(Cls, self).__init__``)
+    call of a subclass's own ``__init__``: a construction of the base with
+    those arguments (briarmbg2's ``pvt_v2_b0``); None when the subclass has
+    no ``__init__`` of its own or calls it otherwise."""
+    init = next(
+        (i for i in cls.body if isinstance(i, ast.FunctionDef) and i.name == "__init__"), None
+    )
+    if init is None:
+        return None
+    found = [
+        n
+        for n in astwalk.walk(init)
+        if isinstance(n, ast.Call)
+        and isinstance(n.func, ast.Attribute)
+        and n.func.attr == "__init__"
+        and isinstance(n.func.value, ast.Call)
+        and isinstance(n.func.value.func, ast.Name)
+        and n.func.value.func.id == "super"
+    ]
+    return found[0] if len(found) == 1 else None
+
+
+def demo_nodes(tree: ast.Module) -> Set[int]:
+    """``id`` of every node inside the file's top-level ``if __name__ ==
+    "__main__":`` blocks."""
+    out: Set[int] = set()
+    for node in tree.body:
+        test = node.test if isinstance(node, ast.If) else None
+        if (
+            isinstance(test, ast.Compare)
+            and isinstance(test.left, ast.Name)
+            and test.left.id == "__name__"
+            and len(test.comparators) == 1
+            and isinstance(test.comparators[0], ast.Constant)
+            and test.comparators[0].value == "__main__"
+        ):
+            for stmt in node.body:
+                out.update(id(n) for n in ast.walk(stmt))
+    return out
+
+
+def _read(reader, node: ast.AST, owner, path: str) -> object:
+    if owner is not None and isinstance(node, ast.Name) and node.id in owner[1]:
+        return Forwarded(path, owner[0], node.id)
+    return reader(node, path) if getattr(reader, "with_path", False) else reader(node)
+
+
+def _init_owners(tree: ast.Module) -> Dict[int, tuple]:
+    """Per call inside the ``__init__`` of a top-level class: (the class, the
+    parameters of that ``__init__`` it never assigns)."""
+    out: Dict[int, tuple] = {}
+    for top in tree.body:
+        if not isinstance(top, ast.ClassDef):
+            continue
+        for item in top.body:
+            if not isinstance(item, ast.FunctionDef) or item.name != "__init__":
+                continue
+            a = item.args
+            params = {p.arg for p in a.posonlyargs + a.args[1:] + a.kwonlyargs}
+            nodes = list(astwalk.walk(item))
+            for n in nodes:
+                if isinstance(n, ast.Name) and not isinstance(n.ctx, ast.Load):
+                    params.discard(n.id)  # rebound: not what the callers passed
+            for n in nodes:
+                if isinstance(n, ast.Call):
+                    out[id(n)] = (top.name, params)
+    return out
+
+
+def _names_class(node: ast.AST, names: Set[str]) -> bool:
+    if isinstance(node, ast.Name):
+        return node.id in names
+    return isinstance(node, ast.Attribute) and node.attr in names
