@@ -188,3 +188,59 @@ def test_only_an_inserted_axis_is_exempt():
     # the same (L, 1, D) made by a swap states a sequence-first layout: reported
     got = _found(BOXES.replace("FEED", "sa_out.transpose(0, 1)"), ["MHA010"])
     assert got == [("MHA010", 17, 21)]
+
+
+DECODE = """\
+    import torch.nn as nn
+
+
+    class DecoderLayer(nn.Module):
+        def __init__(self, d, h):
+            super().__init__()
+            self.self_attn = nn.MultiheadAttention(d, h)
+
+        def forward(self, tgt, memory, tgt_mask=None, memory_mask=None, tgt_key_padding_mask=None,
+                    memory_key_padding_mask=None, tgt_is_causal=False, memory_is_causal=False):
+            return tgt + self.self_attn(tgt, memory, memory)[0]
+
+
+    class Net(nn.Module):
+        def __init__(self, d, h):
+            super().__init__()
+            self.decoder = nn.TransformerDecoder(DecoderLayer(d, h), 1)
+
+        def forward(self, window, n_features):
+            local_bs = window.shape[1]
+            elem = window[-1, :, :].view(LEN, local_bs, n_features)
+            return self.decoder(elem, window)
+    """
+
+
+def test_a_query_one_step_long_by_its_callers_view_saves_nothing():
+    # deepod's TranAD: the last step of each window, ``view(1, local_bs, n)``
+    assert _found(DECODE.replace("LEN", "1"), ["MHA102"]) == []
+    assert _found(DECODE.replace("LEN", "2"), ["MHA102"]) == [("MHA102", 11, 22)]
+
+
+ONE_HEAD = """\
+    import torch.nn as nn
+
+
+    class Groups(nn.Module):
+        def __init__(self, d):
+            super().__init__()
+            self.attention = nn.MultiheadAttention(embed_dim=d, num_heads=1)
+
+        def forward(self, query, key, n_groups, seq_len, batch_size, embed_dim):
+            query = query.view(SHAPE)
+            return self.attention(query, key, key, need_weights=False)[0]
+    """
+
+
+def test_an_odd_head_count_fed_sequence_first_data_is_moot():
+    # neuralhydrology: at batch_first=False the fastpath is off at any head count
+    assert _found(ONE_HEAD.replace("SHAPE", "1, seq_len * batch_size, embed_dim"),
+                  ["MHA001", "MHA101"]) == []
+    got = _found(ONE_HEAD.replace("SHAPE", "seq_len * batch_size, 1, embed_dim"),
+                 ["MHA001", "MHA101"])
+    assert got == [("MHA001", 7, 26), ("MHA101", 7, 26)]

@@ -5,6 +5,8 @@ from __future__ import annotations
 from typing import Iterator
 
 from ..analysis.events import Construction
+from ..analysis.layout import SEQ_FIRST
+from ._layout_rule import call_layouts, default_left
 from .base import Example, Report, Rule
 from .construction import construction_evidence, init_value, int_or_none
 
@@ -44,7 +46,10 @@ class OddNumHeads(Rule):
           The finding would be moot there: the confirmer's witness, built with
           those settings, shows the same kernel for odd and even heads. A
           `batch_first` left to its default is still reported: MHA001 asks for
-          `batch_first=True`, and then the head count matters.
+          `batch_first=True`, and then the head count matters. Not when every
+          call feeds it sequence-first data (MHA001 silent): the module is
+          right as it is and off the fastpath at any head count
+          (neuralhydrology's one-head attention over feature groups).
         - What it costs on a CPU, honestly: nothing measurable, often the
           opposite. The fastpath an odd count loses is *slower* than the SDPA
           path the odd count takes with `need_weights=False`: the seed measured
@@ -82,6 +87,8 @@ class OddNumHeads(Rule):
             return
         heads = int_or_none(init_value(self.ctx, ev, spec.heads_param))
         if heads is not None and heads > 0 and heads % 2 == 1 and not self._fastpath_off(ev):
+            if self._fed_sequence_first(ev):
+                return
             yield self.report(
                 ev.site.node,
                 construction_evidence(self.ctx, ev),
@@ -89,6 +96,15 @@ class OddNumHeads(Rule):
                 heads=heads,
                 module=spec.name,
             )
+
+    def _fed_sequence_first(self, ev: Construction) -> bool:
+        """Left to the default ``batch_first=False`` and fed sequence-first data
+        at every call: right as it is, and off the fastpath whatever the head
+        count (MHA001 is silent there too)."""
+        if not default_left(ev):
+            return False
+        layouts, _ = call_layouts(self, ev)
+        return bool(layouts) and all(layout.kind == SEQ_FIRST for _, layout in layouts)
 
     def _fastpath_off(self, ev: Construction) -> bool:
         """A setting written at the construction keeps the fastpath off anyway."""

@@ -58,7 +58,10 @@ class AttentionWeightsDiscarded(Rule):
           query `self.query.repeat(B, 1, 1)` of a `(1, 1, E)` parameter,
           `x[:, :1]`, `cls.unsqueeze(1)`, by the module's stated
           `batch_first`): the weights are `(N, 1, S)` and `need_weights=False`
-          saves nothing measurable (1.00x-1.03x, two released packages).
+          saves nothing measurable (1.00x-1.03x, two released packages). Also
+          when the layout that reaches the query through its callers is a
+          `view`/`reshape` with a literal 1 on the sequence axis (TranAD's
+          `elem.view(1, local_bs, n)` handed to a decoder layer's `tgt`).
         - The pair kept whole under one name whose only reads are `[0]`, up
           to the statement that rebinds that name in the same block
           (`src2 = self.self_attn(q, k, src2)`, `src = src + src2[0]`, `src2 =
@@ -155,10 +158,24 @@ class AttentionWeightsDiscarded(Rule):
         ``x[:, :1]``, ``cls.unsqueeze(1)``): the weights are ``(N, 1, S)``,
         and ``need_weights=False`` saves nothing measurable."""
         query = ev.args.get("query")
-        batch_first = layout_for(self.ctx).stated_batch_first(ev, default=False)
+        analysis = layout_for(self.ctx)
+        batch_first = analysis.stated_batch_first(ev, default=False)
         if query is None or batch_first is None:
             return False
-        return _length_one(query, 1 if batch_first else 0, ev.site, 0)
+        axis = 1 if batch_first else 0
+        if _length_one(query, axis, ev.site, 0):
+            return True
+        # the layout's own evidence: TranAD's ``elem.view(1, local_bs, n)``,
+        # handed to a decoder layer's ``tgt`` through its callers
+        shaped = analysis.of_call(ev).layout
+        node = shaped.node if shaped is not None and shaped.origin is None else None
+        return (
+            isinstance(node, cst.Call)
+            and isinstance(node.func, cst.Attribute)
+            and node.func.attr.value in ("view", "reshape")
+            and len(node.args) == 3
+            and _int(node.args[axis].value) == 1
+        )
 
     def _discarded_by_callers(self, site: CallSite, param: Optional[str]):
         """(the wrapper, where its first caller is) when the call's whole
