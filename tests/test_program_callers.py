@@ -330,7 +330,7 @@ def test_the_linted_file_s_own_ast_is_read_not_parsed_again(monkeypatch):
     more), and let go of it when the file is done."""
     import ast
 
-    from flake8_mha.analysis.program import callers, signatures
+    from flake8_mha.analysis.program import signatures
 
     path = FIXTURES / "program_calls" / "callers" / "attend.py"
     text = path.read_text(encoding="utf-8")
@@ -343,8 +343,7 @@ def test_the_linted_file_s_own_ast_is_read_not_parsed_again(monkeypatch):
             parsed.append(1)
         return real(source, *args, **kwargs)
 
-    monkeypatch.setattr(signatures.ast, "parse", counting)
-    monkeypatch.setattr(callers.ast, "parse", counting)
+    monkeypatch.setattr(signatures.ast, "parse", counting)  # the one ``ast`` module, for all
     with_tree = engine.analyze_source(text, str(path), None, tree=tree)
     assert parsed == [] and not signatures._GIVEN
     monkeypatch.undo()
