@@ -150,3 +150,52 @@ def test_a_subclass_without_its_own_init_leaves_the_base_unsettled(tmp_path):
     path.write_text(text, encoding="utf-8")
     got = engine.analyze_file(str(pkg / "attention.py"), ["MHA007"])
     assert [(f.line, f.col) for f in got] == [(16, 15), (31, 15)]
+
+
+DIT = """\
+import torch.nn as nn
+
+from .attention import WindowAttention
+
+
+class DiTBlock(nn.Module):
+    def __init__(self, hidden_size, num_heads, mlp_ratio=4.0, **block_kwargs):
+        super().__init__()
+        self.attn = WindowAttention(hidden_size, num_heads, **block_kwargs)
+
+
+class DiT(nn.Module):
+    def __init__(self, hidden_size=64, depth=2, num_heads=4):
+        super().__init__()
+        self.blocks = nn.ModuleList([DiTBlock(hidden_size, num_heads, BLOCK) for _ in range(depth)])
+"""
+
+
+@pytest.mark.parametrize("block, reported", [
+    ("mlp_ratio=4.0", False),  # the splat carries no rate: the attention's default 0.0
+    ("attn_drop=0.0", False),
+    ("attn_drop=0.2", True),
+])
+def test_a_rate_passed_on_in_kwargs(tmp_path, block, reported):
+    """DiT's ``Attention(hidden_size, num_heads, **block_kwargs)`` (torch-molecule's
+    demodiff): what the block's constructions pass by that name, else the
+    attention's own default."""
+    from fixture_expect import copied
+
+    pkg = copied(FIXTURES / "program_calls" / "deep_dropout", tmp_path)
+    (pkg / "dit.py").write_text(DIT.replace("BLOCK", block), encoding="utf-8")
+    got = engine.analyze_file(str(pkg / "attention.py"), ["MHA007"])
+    want = [(16, 15), (31, 15)] if reported else [(31, 15)]
+    assert [(f.line, f.col) for f in got] == want
+
+
+def test_kwargs_the_block_changes_settle_nothing(tmp_path):
+    from fixture_expect import copied
+
+    pkg = copied(FIXTURES / "program_calls" / "deep_dropout", tmp_path)
+    text = DIT.replace("BLOCK", "mlp_ratio=4.0").replace(
+        "        self.attn = WindowAttention(",
+        "        block_kwargs.setdefault('attn_drop', 0.1)\n        self.attn = WindowAttention(")
+    (pkg / "dit.py").write_text(text, encoding="utf-8")
+    got = engine.analyze_file(str(pkg / "attention.py"), ["MHA007"])
+    assert [(f.line, f.col) for f in got] == [(16, 15), (31, 15)]

@@ -23,10 +23,11 @@ class Forwarded:
     ``Attention(causal=False)`` builds ``Attend(causal=causal)``): it has the
     value every construction of that class passes for it (``forwarded``)."""
 
-    __slots__ = ("path", "cls", "param")
+    __slots__ = ("path", "cls", "param", "splat")
 
-    def __init__(self, path: str, cls: str, param: str):
+    def __init__(self, path: str, cls: str, param: str, splat: bool = False):
         self.path, self.cls, self.param = path, cls, param
+        self.splat = splat  # passed in the building class's ``**kwargs``, or not at all
 
 
 def built_in(tree: ast.Module, cls: str, params: List[str], reader, path: str, demo=False):
@@ -81,12 +82,25 @@ def built_in(tree: ast.Module, cls: str, params: List[str], reader, path: str, d
             if isinstance(a, ast.Starred) or i >= len(params):
                 return None
             got[params[i]] = _read(reader, a, owner, path)
+        splat = False
         for k in call.keywords:
             if k.arg is None:
-                return None
+                if not _forwards_kwargs(k.value, owner) or splat:
+                    return None
+                splat = True  # DiT's ``Attention(hidden, **block_kwargs)``
+                continue
             got[k.arg] = _read(reader, k.value, owner, path)
+        if splat:
+            for p, value in got.items():
+                if value == MISSING:  # what the building class's constructions pass by name
+                    got[p] = Forwarded(path, owner[0], p, splat=True)
         out.append(got)
     return out
+
+
+def _forwards_kwargs(value: ast.AST, owner) -> bool:
+    """``**kwargs`` of the building ``__init__``, passed on untouched."""
+    return owner is not None and isinstance(value, ast.Name) and value.id == owner[2]
 
 
 def _super_init(cls: ast.ClassDef) -> Optional[ast.Call]:
@@ -139,7 +153,8 @@ def _read(reader, node: ast.AST, owner, path: str) -> object:
 
 def _init_owners(tree: ast.Module) -> Dict[int, tuple]:
     """Per call inside the ``__init__`` of a top-level class: (the class, the
-    parameters of that ``__init__`` it never assigns)."""
+    parameters of that ``__init__`` it never assigns, its ``**kwargs`` when
+    the body uses it only to pass it on whole, else None)."""
     out: Dict[int, tuple] = {}
     for top in tree.body:
         if not isinstance(top, ast.ClassDef):
@@ -153,9 +168,21 @@ def _init_owners(tree: ast.Module) -> Dict[int, tuple]:
             for n in nodes:
                 if isinstance(n, ast.Name) and not isinstance(n.ctx, ast.Load):
                     params.discard(n.id)  # rebound: not what the callers passed
+            varkw = a.kwarg.arg if a.kwarg is not None else None
+            splats = {
+                id(k.value)
+                for n in nodes
+                if isinstance(n, ast.Call)
+                for k in n.keywords
+                if k.arg is None
+            }
+            if any(
+                isinstance(n, ast.Name) and n.id == varkw and id(n) not in splats for n in nodes
+            ):
+                varkw = None  # read, changed or popped: not what the callers passed
             for n in nodes:
                 if isinstance(n, ast.Call):
-                    out[id(n)] = (top.name, params)
+                    out[id(n)] = (top.name, params, varkw)
     return out
 
 

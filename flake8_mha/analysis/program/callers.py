@@ -49,7 +49,7 @@ _CONSTRUCTIONS: Dict[tuple, tuple] = {}
 MAX_FORWARDS = 5  # classes a parameter is followed up through (``forwarded``)
 
 
-def forwarded(value: Forwarded, depend, depth: int = 0) -> Optional[tuple]:
+def forwarded(value: Forwarded, depend, depth: int = 0, default=MISSING) -> Optional[tuple]:
     """``(value,)`` when every construction in the project of the class whose
     ``__init__`` forwards its parameter passes it the same literal (left out:
     its literal default), following such parameters up ``MAX_FORWARDS``
@@ -63,11 +63,14 @@ def forwarded(value: Forwarded, depend, depth: int = 0) -> Optional[tuple]:
         return None
     depend(value.path)
     signature = init_signature(text, value.cls)
-    if signature is None or value.param not in signature[0]:
-        return None
+    if signature is None or (value.param in signature[0]) == value.splat:
+        return None  # a splat carries only what the building class does not name
     built, read = constructions(value.path, value.cls, signature[0])
     for name in read:
         depend(name)
+    if value.splat:  # left out of every construction's keywords: the callee's default
+        defaults = {value.param: default} if default != MISSING else {}
+        return one_value(built, value.param, defaults, depend, depth + 1)
     return one_value(built, value.param, signature[1], depend, depth + 1)
 
 
@@ -84,7 +87,8 @@ def one_value(found, param: str, defaults: dict, depend=None, depth: int = 0) ->
                 return None
             value = defaults[param]
         if isinstance(value, Forwarded):  # a parameter of the building class's own
-            up = forwarded(value, depend, depth) if depend is not None else None
+            fallback = defaults.get(param, MISSING)
+            up = forwarded(value, depend, depth, fallback) if depend is not None else None
             value = up[0] if up is not None else UNKNOWN
         elif isinstance(value, ImportedConstant):  # ``from .config import P``
             value = _imported_constant(value, depend)

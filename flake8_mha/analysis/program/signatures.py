@@ -118,7 +118,8 @@ _SIGNATURES: Dict[tuple, object] = {}
 def init_signature(text: str, cls: str):
     """(parameters after ``self``, {parameter: literal default}) of the
     ``__init__`` of the top-level class ``cls`` in ``text``; None when it has
-    none of its own, or takes ``*args``/``**kwargs``."""
+    none of its own, or takes ``*args`` (a ``**kwargs`` takes what the
+    constructions pass by other names: ``built.py`` reads it)."""
     key = (hash(text), len(text), cls)
     if key not in _SIGNATURES:
         if len(_SIGNATURES) > 256:
@@ -137,7 +138,7 @@ def _init_signature(text: str, cls: str):
             for item in node.body:
                 if isinstance(item, ast.FunctionDef) and item.name == "__init__":
                     args = item.args
-                    if args.vararg or args.kwarg or args.posonlyargs:
+                    if args.vararg or args.posonlyargs:
                         return None
                     params = [a.arg for a in args.args[1:]] + [a.arg for a in args.kwonlyargs]
                     defaults: Dict[str, object] = {}
