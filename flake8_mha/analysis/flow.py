@@ -19,6 +19,7 @@ import libcst as cst
 
 from .env import EMPTY_ENV, MAX_WORLDS, Env, World, join, worlds  # noqa: F401  (re-exported)
 from .tree import children, walk  # noqa: F401  (re-exported: the one tree walk)
+from .program.import_lines import helper_import
 
 
 class DefKind(str, enum.Enum):
@@ -684,18 +685,15 @@ def _pattern_names(pattern: cst.CSTNode) -> Iterator[str]:
 def imported_by_call(call: cst.Call) -> Optional[str]:
     """The dotted name an import helper binds: ``importlib.import_module(
     "torch.nn")``, sktime's ``_safe_import("torch.nn.MultiheadAttention")``
-    (a function whose name says import, given one dotted string)."""
+    (``import_lines.helper_import``)."""
     func = call.func
     name = func.attr.value if isinstance(func, cst.Attribute) else getattr(func, "value", "")
-    if not (isinstance(name, str) and "import" in name.lower()) or not call.args:
+    if not isinstance(name, str) or not call.args:
         return None
     arg = call.args[0]
     if arg.keyword is not None or not isinstance(arg.value, cst.SimpleString):
         return None
-    text = arg.value.evaluated_value
-    if not isinstance(text, str) or not all(p.isidentifier() for p in text.split(".")):
-        return None
-    return text
+    return helper_import(name, arg.value.evaluated_value)
 
 
 def scope_appends(scope: Optional[Scope], name: str) -> List[Def]:

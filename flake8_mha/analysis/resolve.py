@@ -265,10 +265,10 @@ class Resolver:
                 spec = torch_api.module_spec(qn) if qn is not None else None
                 got = [Instance(spec, None, None, False)] if spec is not None else None
             return got
-        if t is cst.IfExp:  # ``nn.MultiheadAttention(d, h) if cross else None``
-            got = [self.held(b, env, scope, leaf, depth + 1) for b in (node.body, node.orelse)]
-            kept = [g for b, g in zip((node.body, node.orelse), got) if not is_none(b)]
-            return None if not kept or any(not g for g in kept) else [i for g in kept for i in g]
+        if t is cst.IfExp:  # ``nn.MultiheadAttention(d, h) if cross else None``: the module
+            sides = [b for b in (node.body, node.orelse) if not is_none(b)]
+            kept = [self.held(b, env, scope, leaf, depth + 1) for b in sides]
+            return None if not kept or not all(kept) else [i for g in kept for i in g]
         if t in _DISPLAYS:
             return NOT_CALLABLE
         if t is cst.Name:

@@ -11,6 +11,7 @@ import ast
 from typing import Dict, List, Optional, Set
 
 from ...core import walk as astwalk
+from .chains import super_method
 from .files import module_constants
 from .signatures import constant_reader, literal
 
@@ -116,12 +117,7 @@ def _super_init(cls: ast.ClassDef) -> Optional[ast.Call]:
     found = [
         n
         for n in astwalk.walk(init)
-        if isinstance(n, ast.Call)
-        and isinstance(n.func, ast.Attribute)
-        and n.func.attr == "__init__"
-        and isinstance(n.func.value, ast.Call)
-        and isinstance(n.func.value.func, ast.Name)
-        and n.func.value.func.id == "super"
+        if isinstance(n, ast.Call) and super_method(n.func) == "__init__"
     ]
     return found[0] if len(found) == 1 else None
 

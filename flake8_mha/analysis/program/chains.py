@@ -404,7 +404,19 @@ def _classes(node: ast.AST) -> Optional[str]:
     return None
 
 
-def _is_none(node: ast.AST) -> bool:
+def super_method(func: ast.AST) -> Optional[str]:
+    """``attr`` of ``super().attr`` or ``super(Cls, self).attr``, else None."""
+    if (
+        isinstance(func, ast.Attribute)
+        and isinstance(func.value, ast.Call)
+        and isinstance(func.value.func, ast.Name)
+        and func.value.func.id == "super"
+    ):
+        return func.attr
+    return None
+
+
+def is_none_constant(node: ast.AST) -> bool:
     return isinstance(node, ast.Constant) and node.value is None
 
 
@@ -443,7 +455,7 @@ def _built(node: ast.AST, wrappers=None) -> Optional[str]:
     module, or the items of a container of one kind of module; of
     ``Module(...) if flag else None``, the module (a call runs it)."""
     if isinstance(node, ast.IfExp):
-        sides = [s for s in (node.body, node.orelse) if not _is_none(s)]
+        sides = [s for s in (node.body, node.orelse) if not is_none_constant(s)]
         return _built(sides[0], wrappers) if len(sides) == 1 else None
     got = constructor(node, wrappers)
     if got is not None or not isinstance(node, ast.Call):
@@ -623,13 +635,8 @@ def _callee(func: ast.AST, loops: Dict[str, str], attrs: Dict[str, str]) -> Opti
     if isinstance(func, ast.Attribute) and self_attr(func.value) in attrs:
         # ``self.vit.forward_features(...)``: a named method of a held module
         return ["held", f"{self_attr(func.value)}.{func.attr}"]
-    if (  # super().forward(...), super(Cls, self).attend(...): a base's method
-        isinstance(func, ast.Attribute)
-        and isinstance(func.value, ast.Call)
-        and isinstance(func.value.func, ast.Name)
-        and func.value.func.id == "super"
-        and not func.value.keywords
-    ):
+    if super_method(func) is not None and not func.value.keywords:
+        # super().forward(...), super(Cls, self).attend(...): a base's method
         return ["super", func.attr]
     name = dotted_name(func)
     return ["name", name] if name is not None else None

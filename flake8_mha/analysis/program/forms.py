@@ -14,7 +14,9 @@ from typing import Dict, List, Optional, Tuple
 from ...core import walk as astwalk
 from ...core.torch_api import BY_NAME, SDPA_NAME, SDPA_SIGNATURE, module_spec
 from .chains import INJECTED, KINDS, constructor, dotted_name, names_class, self_attr, statements
+from .chains import super_method
 from .fills import PRODUCTS
+from .import_lines import helper_import
 
 # the torch attention modules a wrapper may hold, and their mask arguments as sinks of a
 # summary (``"MultiheadAttention.key_padding_mask"``) beside SDPA's
@@ -219,7 +221,8 @@ def torch_names(tree: ast.Module) -> Dict[str, str]:
 def called_imports(tree: ast.Module) -> List[Tuple[str, str]]:
     """(local name, dotted name) for each module-level ``X = f("a.b")`` whose
     function's name says import: ``importlib.import_module("torch.nn")``,
-    sktime's ``_safe_import("torch.nn.MultiheadAttention")``."""
+    sktime's ``_safe_import("torch.nn.MultiheadAttention")``
+    (``import_lines.helper_import``)."""
     out = []
     for node in statements(tree):
         if not (
@@ -232,10 +235,9 @@ def called_imports(tree: ast.Module) -> List[Tuple[str, str]]:
             continue
         func, arg = node.value.func, node.value.args[0]
         name = func.attr if isinstance(func, ast.Attribute) else getattr(func, "id", "")
-        if "import" not in name.lower() or not isinstance(arg, ast.Constant):
-            continue
-        if isinstance(arg.value, str) and all(p.isidentifier() for p in arg.value.split(".")):
-            out.append((node.targets[0].id, arg.value))
+        got = helper_import(name, arg.value) if isinstance(arg, ast.Constant) else None
+        if got is not None:
+            out.append((node.targets[0].id, got))
     return out
 
 
@@ -283,13 +285,7 @@ def delegates(func: ast.FunctionDef, torch_names_in_order) -> bool:
     if len(body) != 1 or not isinstance(body[0], ast.Return):
         return False
     call = body[0].value
-    if not (
-        isinstance(call, ast.Call)
-        and isinstance(call.func, ast.Attribute)
-        and call.func.attr == "forward"
-        and isinstance(call.func.value, ast.Call)
-        and dotted_name(call.func.value.func) == "super"
-    ):
+    if not (isinstance(call, ast.Call) and super_method(call.func) == "forward"):
         return False
     a = func.args
     if a.vararg or a.kwarg or a.posonlyargs or func.decorator_list:

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import re
 import sys
-from typing import List
+from typing import List, Optional
 
 # imports that are never the project's own code: an edge into them is dropped
 # when the file is summarised (torch's own tree, where ``torch`` is the
@@ -76,3 +76,12 @@ def imports_project_code(source: str) -> bool:
         if head == "." or head not in EXTERNAL:
             return True
     return False
+
+
+def helper_import(function: str, text: object) -> Optional[str]:
+    """The dotted name an import helper binds: a function whose name says
+    import (``importlib.import_module``, sktime's ``_safe_import``) given one
+    literal dotted name; None for anything else."""
+    if "import" not in function.lower() or not isinstance(text, str):
+        return None
+    return text if all(p.isidentifier() for p in text.split(".")) else None

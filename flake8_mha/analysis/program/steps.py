@@ -13,7 +13,7 @@ import ast
 import re
 from typing import Dict, List, Optional, Tuple
 
-from .chains import dotted_name
+from .chains import dotted_name, is_none_constant
 
 
 class _Rebound(list):
@@ -153,7 +153,7 @@ def _not_none_test(test: ast.AST) -> Optional[str]:
         and isinstance(test.left, ast.Name)
         and len(test.ops) == 1
         and isinstance(test.ops[0], ast.IsNot)
-        and _is_none(test.comparators[0])
+        and is_none_constant(test.comparators[0])
     ):
         return test.left.id
     if (
@@ -239,7 +239,7 @@ def _op(expr: ast.AST) -> Optional[Tuple[ast.AST, Optional[list]]]:
     if isinstance(expr, ast.Subscript):
         sl = expr.slice
         items = sl.elts if isinstance(sl, ast.Tuple) else [sl]
-        if all(_broadcast_item(i) for i in items) and any(_is_none(i) for i in items):
+        if all(_broadcast_item(i) for i in items) and any(is_none_constant(i) for i in items):
             text = ", ".join(ast.unparse(i) for i in items)
             return expr.value, ["index", text]
         if all(_broadcast_item(i) or _bounded(i) for i in items) and any(map(_bounded, items)):
@@ -325,10 +325,6 @@ def none_or_false(node: ast.AST) -> bool:
     return isinstance(node, ast.Constant) and node.value in (None, False)
 
 
-def _is_none(node: ast.AST) -> bool:
-    return isinstance(node, ast.Constant) and node.value is None
-
-
 def _bounded(node: ast.AST) -> bool:
     """A slice ``:end`` (no start, no step): the first elements of an axis."""
     return (
@@ -340,6 +336,6 @@ def _bounded(node: ast.AST) -> bool:
 
 
 def _broadcast_item(node: ast.AST) -> bool:
-    if _is_none(node) or (isinstance(node, ast.Constant) and node.value is Ellipsis):
+    if is_none_constant(node) or (isinstance(node, ast.Constant) and node.value is Ellipsis):
         return True
     return isinstance(node, ast.Slice) and node.lower is node.upper is node.step is None
