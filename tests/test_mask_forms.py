@@ -41,10 +41,28 @@ def test_segment_equality_is_a_keep_mask(same):
         def attend(q, k, v, ids):
             same = {same}
             a = F.scaled_dot_product_attention(q, k, v, attn_mask=same[:, None])
-            b = q.masked_fill(same[:, None], float("-inf"))
+            scores = q @ k.transpose(-2, -1)
+            b = scores.masked_fill(same[:, None], float("-inf")).softmax(-1) @ v
             return a, b
         """
-    assert found(src) == [("MHA003", 5, 9)]
+    assert found(src) == [("MHA003", 6, 9)]
+
+
+def test_a_pair_mask_fills_only_attention_scores():
+    # a metric-learning loss: same-identity pairs masked out of a softmax over
+    # distances on purpose (boxmot, release review 10); nothing attends here
+    src = """\
+        import torch
+        import torch.nn.functional as F
+        def soft_negatives(features, labels):
+            distances = torch.cdist(features, features)
+            same = labels[:, None].eq(labels[None, :])
+            return F.softmax((-distances).masked_fill(same, -torch.inf), dim=1)
+        def relation(sim, pids):
+            cross = pids[:, None] != pids[None, :]
+            return sim.masked_fill(~cross, float("-inf")).logsumexp(-1)
+        """
+    assert found(src) == []
 
 
 def test_segment_inequality_is_an_ignore_mask():
@@ -101,11 +119,12 @@ def test_a_vector_s_segment_equality_is_a_square_keep_mask():
         def attend(q, k, v, batch):
             same = batch[:, None] == batch[None, :]
             a = F.scaled_dot_product_attention(q, k, v, attn_mask=same)
-            b = q.masked_fill(same, float("-inf"))
-            c = q.masked_fill(batch[:, None] != batch[None, :], float("-inf"))
+            s = q @ k.transpose(-2, -1)
+            b = s.masked_fill(same, float("-inf")).softmax(-1) @ v
+            c = s.masked_fill(batch[:, None] != batch[None, :], float("-inf")).softmax(-1) @ v
             return a, b, c
         """
-    assert found(src) == [("MHA003", 5, 9)]
+    assert found(src) == [("MHA003", 6, 9)]
 
 
 def test_segment_added_to_scores_still_reports_mha004():

@@ -97,8 +97,12 @@ def test_which_subclasses_of_a_torch_module_are_the_torch_module():
     fwd = "    def forward(self, src, src_mask=None, src_key_padding_mask=None):\n"
     same = "        return super().forward(src, src_mask, src_key_padding_mask=src_key_padding_mask)\n"
     torch_layer = {"@torch": {"Layer": "torch.nn.TransformerEncoderLayer"}}
-    assert summarise(head + "    pass\n") == torch_layer
-    assert summarise(head + fwd + same) == torch_layer
+    # without an __init__ of its own it is built with torch's arguments
+    built = {**torch_layer, "@torch-built": torch_layer["@torch"]}
+    assert summarise(head + "    pass\n") == built
+    assert summarise(head + fwd + same) == built
+    init = "    def __init__(self, d):\n        super().__init__(d, 8, batch_first=True)\n\n"
+    assert summarise(head + init + fwd + same) == torch_layer
     for own in (
         "        return super().forward(src, src_key_padding_mask=src_mask)\n",  # moved
         "        src = src * 2\n" + same,  # does more

@@ -13,7 +13,8 @@ import libcst as cst
 from ..core import torch_api
 from .flow import CallSite, ClassInfo, DefKind, lookup
 from .reach import is_getattr
-from .resolve import Bound, Instance, Resolver
+from .bound import Bound, Instance
+from .resolve import Resolver
 from .splats import expand_call
 from ..core.torch_api import ModuleSpec
 
@@ -115,6 +116,10 @@ def classify(site: CallSite, resolver: Resolver):
             if spec is not None and cls is not None and _in_own_init(site):
                 # nn.MultiheadAttention.__init__(self, ...)
                 return Construction(site, spec, _bind_skip_self(call, spec), "super", cls)
+        made = resolver.imported_module(func, env, scope) if resolver.imported_module else None
+        spec = torch_api.module_spec(made) if getattr(made, "built", False) else None
+        if spec is not None:  # a subclass in another project file, built by torch's __init__
+            return Construction(site, spec, Bound(call, spec.init), "subclass", None)
         if not qn.startswith("builtins."):
             return None
     if isinstance(func, cst.Attribute) and func.attr.value == "__init__" and _is_super(func.value):

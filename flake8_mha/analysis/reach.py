@@ -23,6 +23,7 @@ import libcst as cst
 
 from ..core import torch_api
 from . import tree
+from .bound import Bound, Instance
 from .flow import DefKind, Env, lookup
 from .tree import walk
 
@@ -55,7 +56,11 @@ def _plain_torch(res: Resolver, node, env: Env, scope, depth: int):
 def submodule(
     res: Resolver, node: cst.Attribute, env: Env, scope, leaf: Leaf, depth: int
 ) -> Optional[list]:
-    """``<transformer>.encoder`` / ``.decoder``: the module torch built there."""
+    """``<transformer>.encoder`` / ``.decoder``: the module torch built there;
+    ``self.self_attn`` of a layer subclass (``inner_attention``)."""
+    owner = res.self_class(node, env, scope)
+    if owner is not None:
+        return inner_attention(res, owner, node.attr.value, leaf)
     if leaf != res.torch_leaf or node.attr.value not in _CUSTOM:
         return None
     owners = _plain_torch(res, node.value, env, scope, depth)
@@ -68,6 +73,51 @@ def submodule(
             return None
         out.append(type(inst)(spec, None, None, False))
     return out
+
+
+# the attention modules torch's ``__init__`` of a layer builds on ``self``
+INNER_ATTENTION = {
+    "TransformerEncoderLayer": ("self_attn",),
+    "TransformerDecoderLayer": ("self_attn", "multihead_attn"),
+}
+
+
+_ENCODER_PARTS = {
+    "linear1": "Linear",
+    "linear2": "Linear",
+    "norm1": "LayerNorm",
+    "norm2": "LayerNorm",
+    "dropout": "Dropout",
+    "dropout1": "Dropout",
+    "dropout2": "Dropout",
+    "activation": "ReLU",
+}
+# the other modules it builds there, by the torch class each is (all keep
+# the layout of what they are fed)
+LAYER_PARTS = {
+    "TransformerEncoderLayer": _ENCODER_PARTS,
+    "TransformerDecoderLayer": {**_ENCODER_PARTS, "norm3": "LayerNorm", "dropout3": "Dropout"},
+}
+
+
+def layer_part(res: Resolver, owner, attr: str) -> Optional[str]:
+    """``self.norm1`` in a subclass of a torch encoder or decoder layer (the
+    class assigns no such attribute): the torch class torch's ``__init__``
+    built there, by name."""
+    found = res.class_spec(owner)
+    return LAYER_PARTS.get(found[0].name, {}).get(attr) if found is not None else None
+
+
+def inner_attention(res: Resolver, owner, attr: str, leaf: Leaf) -> Optional[list]:
+    """``self.self_attn`` in a subclass of a torch encoder or decoder layer
+    that runs a ``forward`` of its own: the ``nn.MultiheadAttention`` torch's
+    ``__init__`` built there (the class assigns no such attribute itself)."""
+    if leaf != res.torch_leaf:
+        return None
+    found = res.class_spec(owner)
+    if found is None or attr not in INNER_ATTENTION.get(found[0].name, ()):
+        return None
+    return [Instance(torch_api.MULTIHEAD_ATTENTION, None, None, False)]
 
 
 def _custom(inst, param: str) -> bool:
@@ -100,7 +150,11 @@ def _custom(inst, param: str) -> bool:
 def layers(
     res: Resolver, node: cst.Attribute, env: Env, scope, leaf: Leaf, depth: int
 ) -> Optional[list]:
-    """``<encoder>.layers``: the layers a TransformerEncoder/Decoder holds."""
+    """``<encoder>.layers``: the layers a TransformerEncoder/Decoder holds;
+    ``self.layers`` of a subclass (``inherited_layers``)."""
+    owner = res.self_class(node, env, scope)
+    if owner is not None:
+        return inherited_layers(res, owner, node.attr.value, leaf, depth)
     if leaf != res.torch_leaf or node.attr.value != "layers":
         return None
     # an instance without a construction call here is one ``submodule`` gave:
@@ -133,6 +187,28 @@ def layers(
             return None
         out.extend(got)
     return out
+
+
+def inherited_layers(res: Resolver, owner, attr: str, leaf: Leaf, depth: int) -> Optional[list]:
+    """``self.layers`` in a subclass of ``nn.TransformerEncoder``/``Decoder``
+    that keeps torch's ``__init__`` and loops its layers in a ``forward`` of
+    its own (docling's ``for mod in self.layers: output = mod(output,
+    memory)``): clones of the layer every construction of the class in this
+    file hands it.  None when the class builds its own, or is built nowhere
+    here, or one construction does not say."""
+    if attr != "layers":
+        return None
+    spec = res.class_spec(owner)
+    if spec is None or spec[1] or spec[0].name not in _LAYER_OF:
+        return None
+    out: list = []
+    for site in res._constructions(owner):
+        given = Bound(site.node, spec[0].init).get(spec[0].init.names[0])
+        got = res.held(given, site.env, site.scope, leaf, depth + 1) if given is not None else None
+        if not got:
+            return None
+        out.extend(got)
+    return out or None
 
 
 def module_dict_values(

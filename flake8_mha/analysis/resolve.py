@@ -16,64 +16,12 @@ from .flow import CallSite, ClassInfo, Def, DefKind, Env, FlowPass, Scope, looku
 from .flow import imported_by_call, scope_appends
 from .tree import is_none
 from .values import literal
-from ..core.torch_api import Argument, ModuleSpec, Signature
+from .bound import Instance
+from ..core.torch_api import ModuleSpec
 
 MAX_DEPTH = 16
 _CONTAINERS = {torch_api.MODULE_LIST, "torch.nn.Sequential", "builtins.list", "builtins.tuple"}
 Leaf = Callable[[cst.Call, Env, Optional[Scope]], Optional[list]]
-
-
-class Bound:
-    """A call's arguments bound to a torch signature (``Signature.bind``)."""
-
-    __slots__ = ("args", "star", "double_star", "positional_count")
-
-    def __init__(self, call: cst.Call, sig: Signature, skip: int = 0):
-        binding = sig.bind(call_arguments(call), skip)
-        self.args: Dict[str, cst.BaseExpression] = {
-            name: call.args[index].value for name, index in binding.slots.items()
-        }
-        self.star = binding.star
-        self.double_star = binding.double_star
-        self.positional_count = binding.positional_count
-
-    def get(self, name: str) -> Optional[cst.BaseExpression]:
-        return self.args.get(name)
-
-    def given(self, name: str) -> bool:
-        return name in self.args
-
-    def maybe_given(self, name: str) -> bool:
-        """Given, or a ``*args``/``**kwargs`` splat could be carrying it."""
-        return name in self.args or self.star or self.double_star
-
-
-def call_arguments(call: cst.Call) -> List[Argument]:
-    """A LibCST call's arguments as the binder reads them: (keyword, star)."""
-    return [(arg.keyword.value if arg.keyword is not None else None, arg.star) for arg in call.args]
-
-
-class Instance:
-    """A torch module object an expression is known to hold."""
-
-    __slots__ = ("spec", "ctor", "subclass", "overrides_forward")
-
-    def __init__(
-        self,
-        spec: ModuleSpec,
-        ctor: Optional[CallSite],
-        subclass: Optional[ClassInfo],
-        overrides_forward: bool,
-    ):
-        self.spec = spec
-        self.ctor = ctor  # the construction call whose arguments follow torch's signature
-        self.subclass = subclass
-        self.overrides_forward = overrides_forward
-
-    def init_args(self) -> Optional[Bound]:
-        if self.ctor is None:
-            return None
-        return Bound(self.ctor.node, self.spec.init)
 
 
 def passed(call: cst.Call, index: int, name: str) -> Optional[cst.BaseExpression]:
@@ -263,7 +211,8 @@ class Resolver:
             if got is None and self.imported_module is not None and leaf == self._torch_leaf:
                 qn = self.imported_module(node.func, env, scope)
                 spec = torch_api.module_spec(qn) if qn is not None else None
-                got = [Instance(spec, None, None, False)] if spec is not None else None
+                ctor = self.site_of.get(id(node)) if getattr(qn, "built", False) else None
+                got = [Instance(spec, ctor, None, False)] if spec is not None else None
             return got
         if t is cst.IfExp:  # ``nn.MultiheadAttention(d, h) if cross else None``: the module
             sides = [b for b in (node.body, node.orelse) if not is_none(b)]

@@ -56,7 +56,7 @@ class MaskRule(Rule):
         kind = "masked_fill" if want == "ignore" else "where"
         sink = Sink(ev.site, kind, kind, door, ev.mask, False, ev.text)
         mask = self.analysis().value(sink)
-        if mask.kind not in (BOOL, None) or (mask.causal and not ev.softmaxed):
+        if mask.kind not in (BOOL, None) or ((mask.causal or mask.pairwise) and not ev.softmaxed):
             return None
         a = self.analysis()
         shown = a.evaluator.describe(mask.origin)

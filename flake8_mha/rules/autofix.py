@@ -27,7 +27,8 @@ from libcst.metadata import PositionProvider
 from ..analysis.events import self_name
 from ..core.findings import Finding
 from ..analysis.flow import CallSite, DefKind, Env, Scope, lookup
-from ..analysis.resolve import Resolver, call_arguments
+from ..analysis.bound import call_arguments
+from ..analysis.resolve import Resolver
 from ..core.torch_api import Signature
 
 NEVER_FIXED = {

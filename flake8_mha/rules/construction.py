@@ -6,6 +6,8 @@ from __future__ import annotations
 
 from typing import Any, Dict
 
+import libcst as cst
+
 from ..analysis.events import Construction
 from ..analysis.values import UNKNOWN
 
@@ -43,3 +45,29 @@ def construction_evidence(ctx, ev: Construction) -> Dict[str, Any]:
     if ev.cls is not None:
         out["subclass"] = ev.cls.name
     return out
+
+
+def replaces_forward(ctx, ev: Construction) -> bool:
+    """A subclass of ``nn.MultiheadAttention`` whose ``forward`` is code of
+    its own that never runs torch's (no ``super().forward(...)``): torch's
+    fast path, whatever the settings, never runs for it (torchtext's T5
+    attention)."""
+    if ev.cls is None or ev.spec.name != "MultiheadAttention":
+        return False
+    forward = ctx.resolver.method_of(ev.cls, "forward")
+    if forward is None:
+        return False
+    for node in _calls(forward):
+        func = node.func
+        if isinstance(func, cst.Attribute) and func.attr.value == "forward":
+            return False  # ``super().forward(...)``, ``nn.MultiheadAttention.forward(self, ...)``
+    return True
+
+
+def _calls(root: cst.CSTNode):
+    stack = [root]
+    while stack:
+        node = stack.pop()
+        if isinstance(node, cst.Call):
+            yield node
+        stack.extend(node.children)

@@ -52,7 +52,8 @@ class IgnoreMaskToSdpa(MaskRule):
           is known).
         - `torch.where(mask, scores, -inf)` keeps the scores where the mask is
           True, the same door as SDPA: an ignore-mask there is reported too; one
-          whose meaning comes from a triangle only where the filled tensor is
+          whose meaning comes from a triangle, or from one tensor of ids
+          against itself, only where the filled tensor is
           attention scores that reach a softmax (see MHA003). `einx.where(desc,
           mask, scores, -inf)` is read the same way (see MHA003). A project
           function that keeps scores so by its mask parameter (`def
@@ -116,7 +117,7 @@ class IgnoreMaskToSdpa(MaskRule):
         if (
             mask.meaning == IGNORE
             and mask.kind in (BOOL, None)
-            and (not mask.causal or fills_attention_scores(self.ctx, sink))
+            and (not (mask.causal or mask.pairwise) or fills_attention_scores(self.ctx, sink))
         ):
             yield self._message(sink, mask)
 

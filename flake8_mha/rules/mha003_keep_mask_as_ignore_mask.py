@@ -60,15 +60,24 @@ class KeepMaskAsIgnoreMask(MaskRule):
           query-key product, see MHA012) whose filled scores reach a softmax over
           the key axis later in the same function (or around the fill). Elsewhere
           masking a triangle of pairwise scores is a legitimate constraint outside
-          causal attention (span scoring, reading-order heads).
+          causal attention (span scoring, reading-order heads). A pair mask of
+          one tensor of ids against itself (segments, labels:
+          `labels[:, None] == labels[None, :]`) is judged the same way: a
+          metric-learning loss masks same-identity pairs out of a softmax over
+          distances, or out of a `topk`, on purpose (boxmot, release review
+          10). At attention arguments both are always judged.
         - A fill of `~name` where only the parameter's name says what it
           means (`masked_fill(~key_padding_mask, min)`, llm-foundry's keep-mask
           of that name) is not reported: the code's own `~` says the author
           keeps the other convention. The same holds for a module's
           `key_padding_mask=~mask` reached with a mask known only by its name
           (replay-rec's `pad_mask`, documented as 1 = real item, handed to a
-          block that inverts it). A caller's mask reaching it is judged at
-          the call as usual.
+          block that inverts it), for the `~name` reshaped before the fill
+          (`rearrange(~key_padding_mask, "b s -> b 1 1 s")`,
+          `(~key_padding_mask)[:, None, None, :]`, flash-attn's reference
+          attention), and for a caller that hands its own mask of that kind
+          on to such a function. A caller's mask of known meaning reaching
+          it is judged at the call as usual.
         - Mask forms read (issue 17): segment masks `ids[..., :, None] ==
           ids[..., None, :]` (and `[:, :, None]`/`[:, None, :]`,
           `unsqueeze(-1)`/`unsqueeze(-2)`, and Swin's `unsqueeze(2)`/`unsqueeze(1)`,
@@ -177,15 +186,22 @@ class KeepMaskAsIgnoreMask(MaskRule):
         if (
             mask.meaning == KEEP
             and mask.kind in (BOOL, None)
-            and (not mask.causal or fills_attention_scores(self.ctx, sink))
+            and (not (mask.causal or mask.pairwise) or fills_attention_scores(self.ctx, sink))
             and not _inverts_a_name(a, sink)
         ):
             yield self._message(sink, mask, None)
 
     def on_fill_call(self, ev) -> Iterator[Report]:
         got = self.fill_mask(ev, IGNORE)
-        if got is not None and got[1].meaning == KEEP:
-            yield self._message(got[0], got[1], None, shown=got[2])
+        if got is None or got[1].meaning != KEEP:
+            return
+        if ev.inverted and ev.given is not ev.mask:
+            given = self.analysis().value(
+                Sink(ev.site, "masked_fill", "masked_fill", IGNORE, ev.given, False)
+            )
+            if given.origin is not None and given.origin.by_name:
+                return  # a mask only its name explains, which the function's own ``~`` inverts
+        yield self._message(got[0], got[1], None, shown=got[2])
 
     def _message(self, sink: Sink, mask: Mask, module_ev, shown=None) -> Report:
         a = self.analysis()
@@ -223,12 +239,39 @@ def _keep_beside_ignore(a, sink: Sink) -> Optional[Mask]:
     return keep[0] if len(keep) == 1 and any(m.meaning == IGNORE for m in sides) else None
 
 
+# methods that give their tensor another shape, its values untouched
+_RESHAPING = {"unsqueeze", "view", "reshape", "expand", "expand_as", "contiguous", "bool"}
+
+
+def reshaped_from(expr: cst.BaseExpression, depth: int = 0) -> cst.BaseExpression:
+    """What ``expr`` only reshapes: ``(~m)[:, None, None, :]``, ``rearrange(~m,
+    "b s -> b 1 1 s")``, ``(~m).unsqueeze(1)`` are ``~m``'s values."""
+    if depth > 4:
+        return expr
+    if isinstance(expr, cst.Subscript):
+        return reshaped_from(expr.value, depth + 1)
+    if not isinstance(expr, cst.Call):
+        return expr
+    func = expr.func
+    if isinstance(func, cst.Attribute) and func.attr.value in _RESHAPING:
+        return reshaped_from(func.value, depth + 1)
+    first = expr.args[0] if expr.args else None
+    if (
+        getattr(func, "value", None) == "rearrange"
+        and first
+        and not first.star
+        and not first.keyword
+    ):
+        return reshaped_from(first.value, depth + 1)  # einops' ``rearrange``, imported by name
+    return expr
+
+
 def _inverts_a_name(a, sink: Sink) -> bool:
     """``masked_fill(~key_padding_mask, min)`` where only the name says what
     ``key_padding_mask`` means: the code's own ``~`` says its author keeps
     the other convention (llm-foundry's keep-mask of that name), and a name
     counts only where the code says nothing better (RULES.md)."""
-    expr = sink.expr
+    expr = reshaped_from(sink.expr)
     if isinstance(expr, cst.UnaryOperation) and isinstance(expr.operator, cst.BitInvert):
         inner = expr.expression
     elif (

@@ -48,6 +48,11 @@ class NumericZeroOneMask(MaskRule):
           zeros, a bias, or an additive mask (`masked_fill(m, -inf)`,
           `(1 - m) * -1e4`, `generate_square_subsequent_mask`) is what a float
           mask should be and is never reported.
+        - A mask changed in place is unknown (`m.fill_(v)`, `m[i] = v`), except
+          where the code writes 0 or 1 (`True`/`False`) into it: a prefix-LM
+          mask made as `causal = torch.tril(torch.ones(T, T))` then
+          `causal[:, :prefix] = 1.0` is still a float 0/1 keep-mask (probe I).
+          The same holds for every mask rule.
         - A parameter named `attention_mask` is not assumed to be integer; only
           `batch["attention_mask"]` / `inputs.attention_mask` are.
         - A numeric mask that also has the wrong meaning for its argument reports

@@ -8,7 +8,7 @@ from ..analysis.events import Construction
 from ..analysis.layout import SEQ_FIRST
 from ._layout_rule import call_layouts, default_left
 from .base import Example, Report, Rule
-from .construction import construction_evidence, init_value, int_or_none
+from .construction import replaces_forward, construction_evidence, init_value, int_or_none
 
 
 class OddNumHeads(Rule):
@@ -49,7 +49,9 @@ class OddNumHeads(Rule):
           `batch_first=True`, and then the head count matters. Not when every
           call feeds it sequence-first data (MHA001 silent): the module is
           right as it is and off the fastpath at any head count
-          (neuralhydrology's one-head attention over feature groups).
+          (neuralhydrology's one-head attention over feature groups). Nor on
+          a subclass of `nn.MultiheadAttention` whose own `forward` never runs
+          torch's (torchtext's T5 attention): no fastpath to lose.
         - What it costs on a CPU, honestly: nothing measurable, often the
           opposite. The fastpath an odd count loses is *slower* than the SDPA
           path the odd count takes with `need_weights=False`: the seed measured
@@ -107,7 +109,10 @@ class OddNumHeads(Rule):
         return bool(layouts) and all(layout.kind == SEQ_FIRST for _, layout in layouts)
 
     def _fastpath_off(self, ev: Construction) -> bool:
-        """A setting written at the construction keeps the fastpath off anyway."""
+        """A setting written at the construction keeps the fastpath off anyway,
+        or the class's own ``forward`` never runs torch's."""
+        if replaces_forward(self.ctx, ev):
+            return True
         names = ev.spec.init.names
         for key, off in (
             ("batch_first", False),

@@ -6,7 +6,7 @@ from typing import Iterator
 
 from ..analysis.events import Construction
 from .base import Example, Report, Rule
-from .construction import construction_evidence, init_value, int_or_none
+from .construction import replaces_forward, construction_evidence, init_value, int_or_none
 
 
 class FastpathBlocker(Rule):
@@ -42,6 +42,10 @@ class FastpathBlocker(Rule):
           key widths never takes the fastpath anyway, and the setting is needed.
         - `bias=False` also counts on `nn.TransformerEncoderLayer`/`DecoderLayer`/
           `nn.Transformer`, whose attention inherits it.
+        - A subclass of `nn.MultiheadAttention` whose `forward` is code of its
+          own that never calls torch's (`super().forward(...)`) is not
+          reported: torch's fastpath never runs for it, whatever its settings
+          (torchtext's T5 attention, release review 9).
         """
     VALID = [
         "import torch.nn as nn\nattn = nn.MultiheadAttention(64, 8, batch_first=True)\n",
@@ -57,6 +61,8 @@ class FastpathBlocker(Rule):
     ]
 
     def on_construction(self, ev: Construction) -> Iterator[Report]:
+        if replaces_forward(self.ctx, ev):
+            return  # its own forward: torch's fast path never runs for it
         blockers = []
         names = ev.spec.init.names
         for key, bad in (("bias", False), ("add_bias_kv", True), ("add_zero_attn", True)):

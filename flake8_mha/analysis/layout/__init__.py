@@ -20,10 +20,12 @@ from typing import Any, Dict, List, Optional
 
 import libcst as cst
 
+from ...core import torch_api
 from ...core import walk as astwalk
 from ..events import Construction, ModuleCall
 from ..flow import lookup
-from ..resolve import Bound, Instance
+from ..reach import INNER_ATTENTION
+from ..bound import Bound, Instance
 from ..splats import expand_call
 from .domain import BATCH, SEQ, Layout, parse_shape_comment, roles_of_names
 from .evaluate import LayoutEvaluator
@@ -97,7 +99,7 @@ class LayoutAnalysis:
             if kind is not None:
                 found.append(CallLayout(kind, layout, name))
         if not found:
-            return CallLayout(None)
+            return self._output_stated(ev)
         known = [c for c in found if c.kind != CONVERTED]
         if known:
             found = known  # a swap conforms to the layout the other inputs state
@@ -107,6 +109,18 @@ class LayoutAnalysis:
         if kinds == {CONVERTED}:
             return self._converted(ev, found[0])
         return found[0]
+
+    def _output_stated(self, ev: ModuleCall) -> CallLayout:
+        """``x = self.transformer(src=x)`` under ``# seq_length, batch_size,
+        dim`` (pykeen): the comment states the output, which has the layout
+        of the input (an attention module's output is its query's shape);
+        said of inputs whose layout the code does not state."""
+        stated = self.evaluator.comments.of_call(ev.site.node)
+        kind = _kind(stated)
+        if kind not in (BATCH_FIRST, SEQ_FIRST):
+            return CallLayout(None)
+        arg = next((n for n in _INPUTS if ev.args.get(n) is not None), None)
+        return CallLayout(kind, stated, arg)
 
     def handed(self, ev: Construction) -> List[CallLayout]:
         """For a module no call of this file is known to run: what the class
@@ -187,7 +201,7 @@ class LayoutAnalysis:
         ``TransformerEncoder``/``Decoder`` built from it, and for an
         ``nn.Transformer`` those of the parts it builds (``self.transformer.
         encoder(src)``), which read the layout its ``batch_first`` says."""
-        out = list(self.ctx.module_calls_of(ev)) or self._stored_calls(ev)
+        out = list(self.ctx.module_calls_of(ev)) or self._stored_calls(ev) or self._inner_calls(ev)
         for other in self.ctx.events:
             if isinstance(other, ModuleCall) and other.spec.name in _CONTAINER_LAYER:
                 if any(self._layer_is(inst, other.spec.name, ev) for inst in other.instances):
@@ -205,25 +219,51 @@ class LayoutAnalysis:
         name, cls = _stored_at(ev), ev.site.cls
         if name is None or cls is None:
             return []
-        inst = Instance(ev.spec, ev.site, None, False)
+        return self._self_calls([cls], {name: ev.spec}, Instance(ev.spec, ev.site, None, False))
+
+    def _inner_calls(self, ev: Construction) -> List[ModuleCall]:
+        """For a subclass of a torch encoder or decoder layer that runs a
+        ``forward`` of its own: its calls of the attention modules torch's
+        ``__init__`` built in it (``self.self_attn(tgt[-1:], tgt, tgt)``), which
+        read the layer's ``batch_first`` (docling's table decoder)."""
+        own = INNER_ATTENTION.get(ev.spec.name)
+        resolver = self.ctx.resolver
+        found = resolver.class_spec(ev.cls) if own is not None and ev.cls is not None else None
+        if found is None or not found[2]:
+            return []
+        func = ev.site.node.func
+        if ev.via == "super" and not (
+            isinstance(func, cst.Attribute) and isinstance(func.value, cst.Call)
+        ):
+            return []  # ``nn.TransformerEncoderLayer.__init__(self, ...)``: bound past self
+        mha = torch_api.MULTIHEAD_ATTENTION
+        names = {n: mha for n in own if not resolver.attr_defs(ev.cls, n)}
+        classes = resolver.base_classes(ev.cls)
+        # the layer itself: its construction says the ``batch_first`` they read
+        return self._self_calls(classes, names, Instance(ev.spec, ev.site, None, True))
+
+    def _self_calls(self, classes, names: Dict[str, Any], inst: Instance) -> List[ModuleCall]:
+        """The calls ``self.<name>(...)`` (or ``.forward``) in methods of
+        ``classes`` that give the module ``names[name]`` its required inputs."""
         out = []
         for site in self.ctx.flow.calls:
             func = site.node.func
             if isinstance(func, cst.Attribute) and func.attr.value == "forward":
                 func = func.value
             if not (
-                site.cls is cls
+                site.cls in classes
                 and isinstance(func, cst.Attribute)
-                and func.attr.value == name
+                and func.attr.value in names
                 and isinstance(func.value, cst.Name)
                 and func.value.value == "self"
             ):
                 continue
-            sig = ev.spec.forward
+            spec = names[func.attr.value]
+            sig = spec.forward
             args = Bound(expand_call(site.node, site.env, site.scope), sig)
             required = [n for n in sig.names if not sig.has_default(n)]
             if not args.star and all(args.given(n) for n in required):  # not ``self.mixer(x)``
-                out.append(ModuleCall(site, ev.spec, [inst], args))
+                out.append(ModuleCall(site, spec, [inst], args))
         return out
 
     def _part_of(self, call: ModuleCall, ev: Construction) -> bool:

@@ -27,7 +27,8 @@ import libcst as cst
 
 from ..program.callgraph import bind_call
 from ..flow import ClassInfo, lookup
-from ..resolve import Bound, passed
+from ..bound import Bound
+from ..resolve import passed
 from ...core.torch_api import module_spec
 from . import project_callers
 from .calls import MODULE_OUTPUT_ARG, real
@@ -105,13 +106,15 @@ class ProjectLayout:
         forward = ev.method_of(there.classes[target[1]], "forward")
         return (ev, forward) if forward is not None else None
 
-    def foreign_output(self, target, layout: Layout, index=None) -> Optional[Layout]:
+    def foreign_output(self, target, layout: Optional[Layout], index=None) -> Optional[Layout]:
         found = self._foreign(target)
         if found is None:
             return None
         ev, forward = found
         out = ev.output_of(forward, layout, 0, index)
-        if out is not None and out.node is layout.node and out.origin == layout.origin:
+        if out is None or layout is None:
+            return ev.export(out)
+        if out.node is layout.node and out.origin == layout.origin:
             return real(out)  # the caller's own evidence, passed through: not that file's
         return ev.export(out)
 

@@ -13,6 +13,8 @@ from typing import Dict, Optional, Sequence, Tuple
 
 import libcst as cst
 
+from .. import reach
+from ..bound import Bound
 from ..classes import class_default
 from ..program.callgraph import CHECKPOINT, bind_call, checkpointed
 from ..flow import Def, lookup
@@ -212,8 +214,15 @@ class LayoutCalls:
             cls = self.resolver.self_class(func, env, scope)
             if cls is not None:
                 defs = self.resolver.attr_defs(cls, func.attr.value)
+                part = None if defs else reach.layer_part(self.resolver, cls, func.attr.value)
+                if part is not None:  # ``self.norm1`` of a layer subclass: torch built it
+                    return part, None, None
         elif isinstance(func, cst.Name):
             defs = lookup(func.value, env, scope)
+        elif isinstance(func, cst.Subscript):  # ``self.embeddings[0](x)``: a container's member
+            kinds = self.resolver.held_elements(func.value, env, scope, self._torch_class_name)
+            if kinds and all(k in PRESERVE_MODULES for k in kinds):
+                return kinds[0], None, None
         # ``self.final_proj = None``, then maybe the module: a call runs the module
         defs = [d for d in defs if not is_none(d.node)]
         found = [self._torch_ctor(d) for d in defs]
@@ -223,6 +232,11 @@ class LayoutCalls:
             # ``nn.Linear(d_in, d)`` on one branch, ``nn.Identity()`` on the other
             return found[0]
         return None
+
+    def _torch_class_name(self, call: cst.Call, env, scope) -> Optional[list]:
+        """A leaf of ``Resolver.held``: the torch.nn class a call builds, by name."""
+        qn = self.qualname(class_default(call.func, env, scope), env, scope)
+        return [qn.rsplit(".", 1)[1]] if qn is not None and qn.startswith("torch.nn.") else None
 
     def _torch_ctor(self, d: Def) -> Optional[Tuple[str, cst.Call, Def]]:
         if d.kind != "assign" or not isinstance(d.node, cst.Call):
@@ -248,8 +262,6 @@ class LayoutCalls:
             if spec is not None:
                 if spec.name == "MultiheadAttention" and index != 0:
                     return None  # the (output, weights) pair itself
-                from ..resolve import Bound
-
                 arg = Bound(node, spec.forward).get(MODULE_OUTPUT_ARG.get(spec.name, "query"))
                 if arg is None:
                     return None

@@ -233,6 +233,12 @@ def _index(
     index: "CommentIndex", line: cst.SimpleStatementLine, below: Optional[cst.Comment] = None
 ) -> None:
     entries = _line_comments(line, below)
+    if line.leading_lines and _rebinds_what_it_reads(line):
+        # ``x = self.transformer(src=x)`` under its comment: before or after?
+        # for a call that keeps the layout (``of_call``), both
+        above = _parsed(line.leading_lines[-1].comment)
+        if above and len(line.body) == 1 and isinstance(line.body[0], cst.Assign):
+            index.rebound[id(line.body[0].value)] = above
     if not entries:
         return
     for small in line.body:
@@ -249,6 +255,7 @@ class CommentIndex:
         self.module = module
         self.by_stmt: Dict[int, List[_Entry]] = {}
         self.by_value: Dict[int, Tuple[set, List[_Entry]]] = {}
+        self.rebound: Dict[int, List[_Entry]] = {}  # the comment above ``x = f(x)``
         self._built = False
         self._functions: Dict[int, List[_Entry]] = {}
         self._unpacks: Dict[int, list] = {}
@@ -272,6 +279,19 @@ class CommentIndex:
             for key, roles in layouts.items():
                 if key is None or (key in names and not first):
                     return Layout(roles, comment, "shape comment")
+        return None
+
+    def of_call(self, value: cst.CSTNode) -> Optional[Layout]:
+        """``x = f(y)  # (B, L, E)``, or the comment above it, also when the
+        statement rebinds a name it reads (``x = self.transformer(src=x)``):
+        for a call whose output keeps its input's layout, the comment speaks
+        of both."""
+        got = self.of_value(value)
+        if got is not None:
+            return got
+        for comment, layouts in self.rebound.get(id(value), ()):
+            if None in layouts:
+                return Layout(layouts[None], comment, "shape comment")
         return None
 
     def named(self, stmt: Optional[cst.CSTNode], name: str) -> Optional[Layout]:

@@ -269,6 +269,9 @@ def useful(roles: Sequence[Optional[str]]) -> bool:
 _TUPLE = re.compile(r"[\(\[]([^()\[\]]*(?:\([^()]*\)[^()\[\]]*)*)[\)\]]")
 _X_FORM = re.compile(r"\b(\w+(?:\s*[x×]\s*\w+){1,4})\b")
 _NAMED = re.compile(r"\b([A-Za-z_]\w*)\s*[:=]\s*[\(\[]")
+# a comment that is only axis names: ``# seq_length, batch_size, dim`` (pykeen)
+_BARE = re.compile(r"^(?:shape\s*:\s*)?([A-Za-z_]\w*(?:\s*,\s*[A-Za-z_]\w*){2,3})\s*$")
+_NOT_NAMES = {"shape", "shapes", "size", "sizes"}  # ``# shape: (L, N, E)`` names no tensor
 
 
 def _split_dims(text: str) -> List[str]:
@@ -302,7 +305,15 @@ def parse_shape_comment(comment: str) -> Dict[Optional[str], Tuple[Optional[str]
             roles = (SEQ, EMBED)  # ``(num_points, dim)``: two axes, no batch: unbatched
         if useful(roles):
             key = named.group(1) if named is not None and named.end() - 1 <= found.start() else None
+            if key is not None and key.lower() in _NOT_NAMES:
+                key = None
             out[key] = roles
+            return out
+    bare = _BARE.match(text)
+    if bare is not None:
+        roles = roles_of_names(_split_dims(bare.group(1)))
+        if all(r is not None for r in roles) and useful(roles):
+            out[None] = roles
             return out
     x_form = _X_FORM.search(text)
     if x_form is not None:

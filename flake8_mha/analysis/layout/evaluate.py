@@ -150,6 +150,8 @@ class LayoutEvaluator(FileCalls, LayoutCalls, ProgramLayout, ProjectLayout):
         defs = live_lookup(node.value, env, scope)  # not what a branch never taken made
         if not defs:
             return None
+        if len(defs) > 1:  # ``ret = out, None`` on one branch, ``ret = out``: read whole, ``out``
+            defs = [d for d in defs if not _tuple_assign(d)] or defs
         values = []
         for d in defs:
             value = self._def(d, frame, depth)
@@ -401,3 +403,8 @@ def _residual(node: cst.BinaryOperation, left_known: bool) -> bool:
 
 
 __all__ = ["LayoutEvaluator", "join", "MODULE_OUTPUT_ARG", "SEQ", "SPATIAL"]
+
+
+def _tuple_assign(d) -> bool:
+    """``name = a, b``: a tuple, never the tensor a whole read of the name is."""
+    return d.kind == "assign" and isinstance(d.node, cst.Tuple)

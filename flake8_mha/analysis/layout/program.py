@@ -24,7 +24,7 @@ from ..program.callgraph import Built, ChainSite, Slot, TorchMember
 from ..events import narrowed
 from ..flow import ClassInfo, DefKind, lookup
 from ..tree import walk
-from ..resolve import Bound
+from ..bound import Bound
 from ..splats import expand_call
 from ..values import unpacked
 from ...core.torch_api import MODULES
@@ -338,10 +338,9 @@ class ProgramLayout:
         if first is None:
             return None
         start = real(self.eval(first, env, scope, frame, depth))
-        if start is None:
-            return None
         if slots is not None:
-            return self._walk(slots, start, depth, None, [], False)
+            return self._walk(slots, start, depth, None, [], False) if start is not None else None
+        # fed what the code does not state, the class may still state what it gives back
         return self.foreign_output(targets[0], start, index)
 
     def _walk(self, slots: List[Slot], layout, depth, func, fed, first_too) -> Optional[Layout]:

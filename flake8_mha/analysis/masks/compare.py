@@ -168,7 +168,9 @@ class Comparisons:
             out = self._flip(inner, node, kind=BOOL)
             return replace(out, dtype="bool", kind_origin=origin_kind)
         origin = Origin(node, text, by_name=bool(inner.origin and inner.origin.by_name))
-        return Mask(meaning=which, origin=origin, causal=inner.causal, **base)
+        return Mask(
+            meaning=which, origin=origin, causal=inner.causal, pairwise=inner.pairwise, **base
+        )
 
     def _pad_compare(self, tokens, op: str, node, text, at: At) -> Mask:
         meaning = {"==": IGNORE, "!=": KEEP}.get(op)

@@ -89,6 +89,8 @@ class Mask:
     shape_origin: Optional[Origin] = None
     none: bool = False  # the value None: no mask at all
     causal: bool = False  # the meaning comes from a triangle (positions against positions)
+    # the meaning comes from one tensor of ids against itself (segments, labels)
+    pairwise: bool = False
 
     @property
     def shape(self) -> Optional[Shape]:
@@ -191,6 +193,7 @@ def join(a: Mask, b: Mask) -> Mask:
         kind_origin=(a.kind_origin or b.kind_origin) if kind is not None else None,
         shape_origin=(a.shape_origin or b.shape_origin) if layout is not None else None,
         causal=(a.causal or b.causal) if meaning is not None else False,
+        pairwise=(a.pairwise or b.pairwise) if meaning is not None else False,
     )
 
 
@@ -252,6 +255,7 @@ def combine(a: Mask, b: Mask, node: cst.CSTNode, text: str, op: str) -> Mask:
         kind_origin=(a.kind_origin or b.kind_origin) if kind else None,
         shape_origin=Origin(node, text) if layout else None,
         causal=a.causal or b.causal,
+        pairwise=a.pairwise or b.pairwise,
     )
 
 

@@ -338,6 +338,7 @@ class MaskEvaluator(Calls, Numbers, Comparisons, Segments, Offsets, Shapes, Dtyp
             ),
             shape_origin=inner.shape_origin,
             causal=inner.causal or inner.tri is not None,
+            pairwise=inner.pairwise,
         )
 
     def _binop(self, node: cst.BinaryOperation, at: At) -> Mask:
@@ -448,7 +449,8 @@ def _mutated_names(root: cst.CSTNode) -> Dict[str, list]:
             attr = n.func.attr.value
             if attr.endswith("_") and not attr.endswith("__") and attr not in _HARMLESS_INPLACE:
                 bases.append(_root_of(n.func.value))
-        elif isinstance(n, cst.Assign):
+        elif isinstance(n, cst.Assign) and not _zero_or_one(n.value):
+            # ``causal[:, :prefix] = 1.0`` writes the mask's own values: it keeps its meaning
             bases.extend(
                 _root_of(t.target.value) for t in n.targets if isinstance(t.target, cst.Subscript)
             )
@@ -460,6 +462,13 @@ def _mutated_names(root: cst.CSTNode) -> Dict[str, list]:
         in_loop = in_loop or isinstance(n, _LOOPS)
         stack.extend((c, in_loop) for c in children(n))
     return out
+
+
+def _zero_or_one(node: cst.BaseExpression) -> bool:
+    """A literal 0, 1, 0.0, 1.0, True or False."""
+    if isinstance(node, (cst.Integer, cst.Float)):
+        return node.evaluated_value in (0, 1)
+    return isinstance(node, cst.Name) and node.value in ("True", "False")
 
 
 _LOOPS = (cst.For, cst.While, cst.ListComp, cst.SetComp, cst.DictComp, cst.GeneratorExp)

@@ -25,6 +25,7 @@ recall.
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import Optional, Tuple
 
 import libcst as cst
@@ -87,10 +88,12 @@ class Segments:
             return None
         meaning = KEEP if op == "==" else IGNORE
         if {a[1], b[1]} == {"col1", "row1"}:  # PyG's ``batch[:, None] == batch[None, :]``
-            return comparison(meaning, SEGMENT_LAYOUT[1:], self.origin(node))
+            return replace(
+                comparison(meaning, SEGMENT_LAYOUT[1:], self.origin(node)), pairwise=True
+            )
         if {a[1], b[1]} not in ({"col", "row"}, {"u1", "u2"}):
             return None
-        return comparison(meaning, SEGMENT_LAYOUT, self.origin(node))
+        return replace(comparison(meaning, SEGMENT_LAYOUT, self.origin(node)), pairwise=True)
 
     def _segment_side(self, node, at: At, hops: int) -> Optional[Tuple[str, str]]:
         """(root name, "col" | "row") of one side of a segment comparison."""

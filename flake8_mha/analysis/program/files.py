@@ -20,6 +20,7 @@ from . import chains, import_lines
 from .forms import names_a_sink
 from .summaries import (
     MAX_FILE_BYTES,
+    TORCH_BUILT,
     TORCH_MODULES,
     REEXPORTS,
     SUMMARY_VERSION,
@@ -34,6 +35,20 @@ MAX_REEXPORT_HOPS = 3
 CONSTANTS_VERSION = 1
 _FUNCTIONS = (ast.FunctionDef, ast.AsyncFunctionDef)
 _DOTTED = (ast.Name, ast.Attribute)  # a name a use can read as dotted
+
+
+class TorchMade(str):
+    """The torch attention module class (qualified) a project function or
+    class makes; ``built`` when it is a subclass constructed with torch's own
+    arguments (no ``__init__`` of its own): its construction is the module's."""
+
+    __slots__ = ("built",)
+
+    def __new__(cls, name: str, built: bool):
+        self = super().__new__(cls, name)
+        self.built = built
+        return self
+
 
 # --------------------------------------------------------------------------- the root
 
@@ -301,7 +316,11 @@ class ProjectFiles(Composing):
         loc = self._defined(target)
         if loc is None or "." in loc[1]:
             return None
-        return self.summaries(loc[0]).get(TORCH_MODULES, {}).get(loc[1])
+        table = self.summaries(loc[0])
+        made = table.get(TORCH_MODULES, {}).get(loc[1])
+        if made is None:
+            return None
+        return TorchMade(made, loc[1] in table.get(TORCH_BUILT, {}))
 
     def _in_project(self, level: int, dotted: str) -> bool:
         """Whether the module ``dotted`` (or a package on its way) is a file of

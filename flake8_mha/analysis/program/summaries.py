@@ -19,7 +19,7 @@ from ...core.torch_api import SDPA_NAME, SDPA_QUALNAME, SDPA_SIGNATURE, canonica
 from . import chains, fills, forms, import_lines, steps
 from .chains import dotted_name, named_lambda, statements
 
-SUMMARY_VERSION = 44
+SUMMARY_VERSION = 45
 # ``MultiheadAttention.key_padding_mask|2``: the argument as a second module call fills it
 VARIANT = "|"
 REEXPORTS = "@reexports"  # the key of an __init__'s re-exports in its summary table
@@ -27,6 +27,8 @@ IMPORTS = "@imports"  # the file's imports, where the callees its edges name liv
 ATTRS = "@attrs"  # per class, what kind of module each self.<attr> holds (chains.py)
 MODULES = "@modules"  # per function that returns a module it builds: its constructor, as written
 TORCH_MODULES = "@torch"  # per function that returns a torch attention module: its class
+# per torch subclass built with torch's own arguments (no ``__init__`` of its own): its class
+TORCH_BUILT = "@torch-built"
 BASES = "@bases"  # per class that only inherits its forward: its bases, as written
 REGISTRIES = "@registries"  # the file's dicts of classes: name -> "A|B" (chains.KINDS)
 MAX_FILE_BYTES = 2 * 1024 * 1024
@@ -256,6 +258,8 @@ def _summarise_node(
         torch_sub = forms.torch_subclass(node, torch_names) if holds_modules else None
         if torch_sub is not None:  # ``class EncoderLayer(nn.TransformerEncoderLayer)``
             out.setdefault(TORCH_MODULES, {})[node.name] = torch_sub
+            if not any(getattr(item, "name", None) == "__init__" for item in node.body):
+                out.setdefault(TORCH_BUILT, {})[node.name] = torch_sub
         held = forms.torch_modules(own, torch_names) if holds_modules and own else {}
         if "Transformer" in held.values():
             custom = forms.custom_parts(node)
@@ -309,7 +313,7 @@ def _reused(node, lines, context: str, out, attrs, facts) -> None:
         _FRAGMENTS[key] = kept
     got_out, got_attrs = _moved(kept, first)
     for name, value in got_out.items():
-        if name in (MODULES, TORCH_MODULES, BASES):
+        if name in (MODULES, TORCH_MODULES, TORCH_BUILT, BASES):
             out.setdefault(name, {}).update(value)
         else:
             out[name] = value

@@ -15,6 +15,7 @@ from .summaries import (
     REEXPORTS,
     REGISTRIES,
     SINK_ARGS,
+    TORCH_BUILT,
     TORCH_MODULES,
 )
 
@@ -31,7 +32,7 @@ def valid_table(table) -> bool:
             ):
                 return False
             continue
-        if name in (MODULES, TORCH_MODULES, REGISTRIES):
+        if name in (MODULES, TORCH_MODULES, TORCH_BUILT, REGISTRIES):
             if not isinstance(s, dict) or not all(isinstance(c, str) for c in s.values()):
                 return False
             continue

@@ -12,7 +12,7 @@ import libcst as cst
 
 from ...core.torch_api import SDPA_NAME
 from ..events import ModuleCall
-from ..resolve import Bound
+from ..bound import Bound
 
 
 def bound(mapped: Dict[str, cst.BaseExpression], own=frozenset()) -> Bound:

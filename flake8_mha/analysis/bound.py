@@ -1,0 +1,65 @@
+"""A call's arguments bound to a torch signature, and the torch module
+object an expression holds: the two values the resolver (``resolve.py``) and
+its helpers for containers and torch's own parts (``reach.py``) both make."""
+
+from __future__ import annotations
+
+from typing import Dict, List, Optional
+
+import libcst as cst
+
+from ..core.torch_api import Argument, ModuleSpec, Signature
+from .flow import CallSite, ClassInfo
+
+
+class Bound:
+    """A call's arguments bound to a torch signature (``Signature.bind``)."""
+
+    __slots__ = ("args", "star", "double_star", "positional_count")
+
+    def __init__(self, call: cst.Call, sig: Signature, skip: int = 0):
+        binding = sig.bind(call_arguments(call), skip)
+        self.args: Dict[str, cst.BaseExpression] = {
+            name: call.args[index].value for name, index in binding.slots.items()
+        }
+        self.star = binding.star
+        self.double_star = binding.double_star
+        self.positional_count = binding.positional_count
+
+    def get(self, name: str) -> Optional[cst.BaseExpression]:
+        return self.args.get(name)
+
+    def given(self, name: str) -> bool:
+        return name in self.args
+
+    def maybe_given(self, name: str) -> bool:
+        """Given, or a ``*args``/``**kwargs`` splat could be carrying it."""
+        return name in self.args or self.star or self.double_star
+
+
+def call_arguments(call: cst.Call) -> List[Argument]:
+    """A LibCST call's arguments as the binder reads them: (keyword, star)."""
+    return [(arg.keyword.value if arg.keyword is not None else None, arg.star) for arg in call.args]
+
+
+class Instance:
+    """A torch module object an expression is known to hold."""
+
+    __slots__ = ("spec", "ctor", "subclass", "overrides_forward")
+
+    def __init__(
+        self,
+        spec: ModuleSpec,
+        ctor: Optional[CallSite],
+        subclass: Optional[ClassInfo],
+        overrides_forward: bool,
+    ):
+        self.spec = spec
+        self.ctor = ctor  # the construction call whose arguments follow torch's signature
+        self.subclass = subclass
+        self.overrides_forward = overrides_forward
+
+    def init_args(self) -> Optional[Bound]:
+        if self.ctor is None:
+            return None
+        return Bound(self.ctor.node, self.spec.init)
