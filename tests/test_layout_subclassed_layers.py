@@ -14,6 +14,11 @@ from flake8_mha.lint.engine import analyze_source, select_codes
 FIXTURE = pathlib.Path("fixtures/MHA001_subclassed_layers.py")
 
 
+def _with_init(src, init):
+    """``src`` with ``init`` written before its class's first ``forward``."""
+    return src.replace("    def forward(self,", init + "\n    def forward(self,", 1)
+
+
 def _found(src, codes=("MHA001",)):
     return [(f.code, f.line, f.col) for f in analyze_source(src, "m.py", list(codes))]
 
@@ -66,11 +71,8 @@ def test_a_torch_layer_looped_by_a_decoder_subclass_is_fed_what_the_decoder_is()
 
 def test_a_decoder_subclass_with_its_own_init_keeps_the_layers_unknown():
     # its own ``__init__`` may build ``self.layers`` otherwise: not read as torch's clones
-    src = PLAIN_LAYER.replace(
-        "    def forward(self, tgt, memory=None):\n        output = tgt",
-        "    def __init__(self, layer, n):\n        super().__init__(layer, n)\n\n"
-        "    def forward(self, tgt, memory=None):\n        output = tgt",
-        1,
+    src = _with_init(
+        PLAIN_LAYER, "    def __init__(self, layer, n):\n        super().__init__(layer, n)\n"
     ).replace("FEED", "return self.decoder(self.embed(tags).permute(1, 0, 2), memory)")
     found = analyze_source(src, "m.py", ["MHA001"])
     assert [(f.code, f.line) for f in found] == [("MHA001", 20)]
@@ -104,9 +106,8 @@ def test_the_attention_torch_built_in_a_layer_subclass_is_a_module_call():
 
 def test_an_attribute_the_subclass_assigns_itself_is_its_own():
     # ``self.self_attn`` rebuilt by the class: that module, not torch's
-    src = LAYER.replace(
-        "    def forward(self, src,",
-        "    def __init__(self, d, h, **kw):\n        super().__init__(d, h, **kw)\n"
-        "        self.self_attn = Fused(d, h)\n\n    def forward(self, src,",
-    ).replace("CALL", "self.self_attn(x, x, x)[0]")
+    init = "    def __init__(self, d, h, **kw):\n        super().__init__(d, h, **kw)\n"
+    src = _with_init(LAYER, init + "        self.self_attn = Fused(d, h)\n").replace(
+        "CALL", "self.self_attn(x, x, x)[0]"
+    )
     assert _found(src, select_codes()) == []

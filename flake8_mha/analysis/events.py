@@ -116,7 +116,9 @@ def classify(site: CallSite, resolver: Resolver):
             if spec is not None and cls is not None and _in_own_init(site):
                 # nn.MultiheadAttention.__init__(self, ...)
                 return Construction(site, spec, _bind_skip_self(call, spec), "super", cls)
-        made = resolver.imported_module(func, env, scope) if resolver.imported_module else None
+        made = None
+        if resolver.imported_module and _may_be_project_class(qn):
+            made = resolver.imported_module(func, env, scope)
         spec = torch_api.module_spec(made) if getattr(made, "built", False) else None
         if spec is not None:  # a subclass in another project file, built by torch's __init__
             return Construction(site, spec, Bound(call, spec.init), "subclass", None)
@@ -149,6 +151,12 @@ def classify(site: CallSite, resolver: Resolver):
     if spec is None:
         return None
     return ModuleCall(site, spec, instances, Bound(expand_call(call, env, scope), spec.forward))
+
+
+def _may_be_project_class(qn: str) -> bool:
+    """A qualified name that may name a class of the project: capitalised,
+    not torch's (a cheap test before the project is asked)."""
+    return qn.rpartition(".")[2][:1].isupper() and not qn.startswith(("torch.", "builtins."))
 
 
 _OTHER = object()  # a construction an ``isinstance`` test rules out
