@@ -696,8 +696,13 @@ def test_in_place_mutation_makes_a_name_unknown():
             c = F.scaled_dot_product_attention(q, k, v, attn_mask=full)
             return a, b, c
         """
-    assert [v.known for _, v in sink_values(src)] == [False, False, False]
-    assert got(src) == set()
+    # ``pad[:, 0] = False`` writes the mask's own values: still the padding
+    # (True = ignore), which SDPA reads as True = attend (MHA004's page)
+    assert [v.known for _, v in sink_values(src)] == [False, True, False]
+    assert {code for _, _, code in got(src)} == {"MHA002"}
+    changed = src.replace("pad[:, 0] = False", "pad[:, 0] = tokens[:, 0] > 1")
+    assert [v.known for _, v in sink_values(changed)] == [False, False, False]
+    assert got(changed) == set()
 
 
 def test_constant_tensors_are_not_01_masks():
