@@ -116,11 +116,12 @@ def classify(site: CallSite, resolver: Resolver):
             if spec is not None and cls is not None and _in_own_init(site):
                 # nn.MultiheadAttention.__init__(self, ...)
                 return Construction(site, spec, _bind_skip_self(call, spec), "super", cls)
-        made = None
-        if resolver.imported_module and _may_be_project_class(qn):
-            made = resolver.imported_module(func, env, scope)
-        spec = torch_api.module_spec(made) if getattr(made, "built", False) else None
-        if spec is not None:  # a subclass in another project file, built by torch's __init__
+        spec, built = (
+            resolver.imported_torch(func, env, scope)
+            if _may_be_project_class(qn)
+            else (None, False)
+        )
+        if built:  # a subclass in another project file, built by torch's __init__
             return Construction(site, spec, Bound(call, spec.init), "subclass", None)
         if not qn.startswith("builtins."):
             return None

@@ -208,10 +208,9 @@ class Resolver:
             got = leaf(node, env, scope)
             if got is None:
                 got = self._made(node, env, scope, leaf, depth)
-            if got is None and self.imported_module is not None and leaf == self._torch_leaf:
-                qn = self.imported_module(node.func, env, scope)
-                spec = torch_api.module_spec(qn) if qn is not None else None
-                ctor = self.site_of.get(id(node)) if getattr(qn, "built", False) else None
+            if got is None and leaf == self._torch_leaf:
+                spec, built = self.imported_torch(node.func, env, scope)
+                ctor = self.site_of.get(id(node)) if built else None
                 got = [Instance(spec, ctor, None, False)] if spec is not None else None
             return got
         if t is cst.IfExp:  # ``nn.MultiheadAttention(d, h) if cross else None``: the module
@@ -240,6 +239,15 @@ class Resolver:
                 return self.held(at[0], at[1], at[2], leaf, depth + 1)
             return self.held_elements(node.value, env, scope, leaf, depth + 1)
         return None
+
+    def imported_torch(self, func, env: Env, scope) -> Tuple[Optional[ModuleSpec], bool]:
+        """The torch attention module that the class or factory of another
+        project file ``func`` imports makes (``imported_module``), and whether
+        a call of it is that module's construction (a subclass built with
+        torch's own arguments)."""
+        qn = self.imported_module(func, env, scope) if self.imported_module is not None else None
+        spec = torch_api.module_spec(qn) if qn is not None else None
+        return spec, spec is not None and getattr(qn, "built", False)
 
     def _element_at(self, node: cst.Subscript, env: Env, scope, depth: int):
         """``blocks[1]`` of a container built once from a literal sequence

@@ -9,6 +9,7 @@ from typing import Any, Dict
 import libcst as cst
 
 from ..analysis.events import Construction
+from ..analysis.tree import walk
 from ..analysis.values import UNKNOWN
 
 MODULES_DOC = (
@@ -57,17 +58,10 @@ def replaces_forward(ctx, ev: Construction) -> bool:
     forward = ctx.resolver.method_of(ev.cls, "forward")
     if forward is None:
         return False
-    for node in _calls(forward):
-        func = node.func
-        if isinstance(func, cst.Attribute) and func.attr.value == "forward":
-            return False  # ``super().forward(...)``, ``nn.MultiheadAttention.forward(self, ...)``
-    return True
-
-
-def _calls(root: cst.CSTNode):
-    stack = [root]
-    while stack:
-        node = stack.pop()
-        if isinstance(node, cst.Call):
-            yield node
-        stack.extend(node.children)
+    # ``super().forward(...)``, ``nn.MultiheadAttention.forward(self, ...)``
+    return not any(
+        isinstance(n, cst.Call)
+        and isinstance(n.func, cst.Attribute)
+        and n.func.attr.value == "forward"
+        for n in walk(forward)
+    )

@@ -233,11 +233,17 @@ def _index(
     index: "CommentIndex", line: cst.SimpleStatementLine, below: Optional[cst.Comment] = None
 ) -> None:
     entries = _line_comments(line, below)
-    if line.leading_lines and _rebinds_what_it_reads(line):
+    comment = line.leading_lines[-1].comment if line.leading_lines else None
+    if (
+        comment is not None
+        and len(line.body) == 1
+        and isinstance(line.body[0], cst.Assign)
+        and _rebinds_what_it_reads(line)
+    ):
         # ``x = self.transformer(src=x)`` under its comment: before or after?
         # for a call that keeps the layout (``of_call``), both
-        above = _parsed(line.leading_lines[-1].comment)
-        if above and len(line.body) == 1 and isinstance(line.body[0], cst.Assign):
+        above = _parsed(comment)
+        if above:
             index.rebound[id(line.body[0].value)] = above
     if not entries:
         return

@@ -402,9 +402,9 @@ def _residual(node: cst.BinaryOperation, left_known: bool) -> bool:
     )
 
 
-__all__ = ["LayoutEvaluator", "join", "MODULE_OUTPUT_ARG", "SEQ", "SPATIAL"]
-
-
 def _tuple_assign(d) -> bool:
     """``name = a, b``: a tuple, never the tensor a whole read of the name is."""
     return d.kind == "assign" and isinstance(d.node, cst.Tuple)
+
+
+__all__ = ["LayoutEvaluator", "join", "MODULE_OUTPUT_ARG", "SEQ", "SPATIAL"]
