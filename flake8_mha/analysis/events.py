@@ -85,7 +85,17 @@ class FillCall:
     softmaxes its scores (a triangle is judged only then); ``through``: the
     function's name, file and fill line, as ``SdpaCall.through``."""
 
-    __slots__ = ("site", "mask", "given", "inverted", "door", "text", "softmaxed", "through")
+    __slots__ = (
+        "site",
+        "mask",
+        "given",
+        "inverted",
+        "door",
+        "text",
+        "softmaxed",
+        "through",
+        "more",
+    )
 
     def __init__(self, site, mask, door: str, text: str, softmaxed: bool, through: dict):
         self.site = site
@@ -96,6 +106,7 @@ class FillCall:
         self.text = text
         self.softmaxed = softmaxed
         self.through = through
+        self.more: list = []  # the same call as another sink of its function reads it
 
 
 def classify(site: CallSite, resolver: Resolver):

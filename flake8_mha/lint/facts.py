@@ -17,7 +17,7 @@ from ..analysis.events import FillCall, ModuleCall, SdpaCall
 from ..analysis.flow import DefKind, ScopeKind, lookup, walk
 from ..analysis.program.callsites import Project
 from ..analysis.program.wrapped import WrappedModuleCall
-from ..analysis.program.fills import FILL_SINKS
+from ..analysis.program.fills import FILL_SINKS, KV
 from ..analysis.values import branch_truth, inherited_attr
 
 
@@ -108,6 +108,8 @@ def decided_by_callers(events, project) -> Dict[int, Set[str]]:
                 out[id(ev)] = set(WrappedModuleCall.MASK_CODES)
             continue
         codes = {c for c, judged in _JUDGES.items() if sinks.issuperset(judged)}
+        if KV in sinks:  # a parameter's mask multiplied into its keys: each caller's (MHA015)
+            codes.add("MHA015")
         if codes:
             out[id(ev)] = codes
     return out

@@ -181,6 +181,17 @@ class MaskOnKeysValues(Rule):
         the project, is read in its own file and judged with the caller's
         argument for that parameter, as if the multiplication were written
         at the call.
+
+        The other direction too: a function or a module's `forward` that
+        multiplies one of its parameters into the keys or values of its one
+        SDPA call, which masks no scores (`F.scaled_dot_product_attention(q,
+        k * keep4, v * keep4)` with `keep4 = keep[:, None, :, None].to(k.dtype)`,
+        or `k.masked_fill(~keep[:, None, :, None], 0)`), is judged at each
+        call with the caller's mask, in this file or another: the finding is
+        at the call that hands the keep-mask in, and names the function
+        (`fixtures/program_calls/kv_masks/`). A caller's mask that its code
+        makes known is needed there: an ignore-mask handed in zeroes the real
+        keys (another mistake, not this rule's) and a gate is no mask.
         """
     WHY = """
         Zeroing a key does not remove it: its score is q . 0 = 0, and softmax
@@ -334,6 +345,22 @@ class MaskOnKeysValues(Rule):
         if any(self._given(ev.args.get(n), ev.site) for n in _MASK_ARGS + ("is_causal",)):
             return
         yield from self._call(ev.site, ev.args, MULTIHEAD_ATTENTION.name)
+
+    def on_fill_call(self, ev) -> Iterator[Report]:
+        """A call of a project function that multiplies its mask parameter
+        into the keys or values of an SDPA call that masks no scores (a
+        ``FillCall`` whose door is "kv", ``program/fills.kv_reach``): the
+        caller's mask, with the function's steps applied, judged at the call
+        (RULES.md: where the fact enters the chain).  Only a mask the caller's
+        code makes known as a keep-mask; one only its name explains is judged
+        in the function's own file."""
+        if ev.door != "kv":
+            return
+        mask = self._mask(ev.mask, ev.site.env, ev.site.scope)
+        if mask is None or mask.meaning != KEEP or mask.kind not in _NUMERIC:
+            return
+        which = [w for w in ("keys", "values") if w in ev.text]
+        yield self._report(ev.site.node, which, mask, "mul", "sdpa", None)
 
     def _call(self, site: CallSite, args, sink: str) -> Iterator[Report]:
         which, first = [], None

@@ -29,7 +29,7 @@ from ..values import UNKNOWN, literal
 from . import callers, chains, instances, signatures, wrapped
 from .callgraph import CHECKPOINT, checkpointed
 from .files import ProjectFiles, decode, module_constants, module_parts, project_root  # noqa: F401
-from .fills import FILL_SINKS, FILL_TEXT, SOFTMAX
+from .fills import FILL_SINKS, FILL_TEXT, KV, SOFTMAX
 from .forms import sdpa_summary
 from .binding import apply as _apply, bind as _bind, bind_factory, fixed as _fixed  # noqa: F401
 from .constants import ConstantFiles
@@ -84,6 +84,22 @@ class Project(ConstantFiles):
         args = _bind(summary, node)
         if args is None:
             return None
+        reach = summary["reach"]
+        if KV in reach and len(reach) > 1:
+            # keys multiplied by one parameter's mask, the value given by another
+            # (``sdpa(q, k * keep, v)``): the mask is judged at the call as well
+            kv = self._fill_call(site, filename, dict(summary, reach={KV: reach[KV]}), args)
+            rest = dict(summary, reach={k: v for k, v in reach.items() if k != KV})
+            got = self._event(site, filename, rest, args)
+            if got is None or kv is None:
+                return got or kv
+            got.more = list(got.more) + [kv]
+            return got
+        return self._event(site, filename, summary, args)
+
+    def _event(self, site, filename, summary, args):
+        """The call of a summarised function as the event its reach makes it:
+        an SDPA call, a fill, or a torch module's call."""
         if all(sink in FILL_SINKS for sink in summary["reach"]):
             return self._fill_call(site, filename, summary, args)
         if not any("." not in sink and sink not in FILL_SINKS for sink in summary["reach"]):
@@ -153,7 +169,8 @@ class Project(ConstantFiles):
         expr = args.get(how["param"])
         if expr is None:
             return None
-        ops = [step for step in how["ops"] if step != SOFTMAX]
+        ops = [step for step in how["ops"] if step != SOFTMAX and step[0] != KV]
+        into = [step[1] for step in how["ops"] if step[0] == KV]
         built = _apply(expr, ops)
         if built is None:
             return None
@@ -161,13 +178,14 @@ class Project(ConstantFiles):
             "function": summary["name"],
             "file": self.relative(summary.get("sink_file", filename)),
             "line": summary["line"],
-            "fill": FILL_TEXT[sink],
+            "fill": f"scaled_dot_product_attention's {into[-1]}" if into else FILL_TEXT[sink],
             "params": {sink: how["param"]},
         }
         if summary.get("chain"):
             through["chain"] = [list(step) for step in summary["chain"]]
         softmaxed = bool(how["ops"]) and how["ops"][-1] == SOFTMAX
-        ev = FillCall(site, built, FILL_SINKS[sink], FILL_TEXT[sink], softmaxed, through)
+        text = into[-1] if into else FILL_TEXT[sink]  # kv: "keys and values"
+        ev = FillCall(site, built, FILL_SINKS[sink], text, softmaxed, through)
         ev.given = expr
         ev.inverted = sum(step[0] in ("invert", "eq0") for step in ops) % 2 == 1
         return ev
@@ -672,6 +690,22 @@ class Project(ConstantFiles):
             # witness runs with it (lint/facts.from_callers)
             answer, got = (KNOWN,) + answer[1:], None
         return got, answer
+
+    def passed_elsewhere(self, key: str, param: str) -> bool:
+        """Whether a call in another file of the project hands this file's
+        function ``key`` an expression (not a literal, not the default) for
+        ``param``: a mask made there and judged at that call."""
+        asked = ("passed", key, param)
+        if asked not in self._answers:
+            found = self.results_kept(key) or ()
+            self._answers[asked] = (
+                any(
+                    f is not None and bound.get(param) == signatures.UNKNOWN
+                    for f, _, _, bound, _ in found
+                ),
+                None,
+            )
+        return self._answers[asked][0]
 
     def results_kept(self, key: str, path: Optional[str] = None) -> Optional[list]:
         """Every call in the project of this file's function ``key`` (as

@@ -18,6 +18,7 @@ from typing import Dict, List, Optional, Tuple
 
 from ...core import walk as astwalk
 from ...core.fills import SMALL_DIVISOR, constant_sign, helper_sign, sign
+from . import steps
 from .chains import dotted_name
 
 # summary sink -> what True means there
@@ -25,12 +26,15 @@ MASKED_FILL = "masked_fill"  # True = the score is removed
 WHERE_KEEP = "where_keep"  # True = the score is kept
 ADDED = "added"  # added to the scores: an additive mask is what belongs there
 MULTIPLIED = "multiplied"  # multiplied into the scores before softmax: no mask belongs there
-FILL_SINKS = {MASKED_FILL: "ignore", WHERE_KEEP: "keep", ADDED: "add", MULTIPLIED: "mul"}
+# multiplied into the keys or values of an SDPA call that masks no scores (MHA015)
+KV = "kv"
+FILL_SINKS = {MASKED_FILL: "ignore", WHERE_KEEP: "keep", ADDED: "add", MULTIPLIED: "mul", KV: "kv"}
 FILL_TEXT = {
     MASKED_FILL: "masked_fill(mask, -inf)",
     WHERE_KEEP: "torch.where(mask, x, -inf)",
     ADDED: "scores + mask",
     MULTIPLIED: "scores * mask",
+    KV: "k * mask",
 }
 # the calls that make a query-key product (besides ``q @ k``)
 PRODUCTS = ("matmul", "bmm", "einsum")
@@ -342,3 +346,85 @@ def _scores(node: ast.AST, stores, depth: int) -> bool:
         defs = [d for d in stores.get(node.id, ()) if isinstance(d, ast.Assign)]
         return any(_scores(d.value, stores, depth + 1) for d in defs)
     return False
+
+
+def kv_reach(given: Dict[str, ast.AST], reads: set, stores, top: set) -> Optional[dict]:
+    """What a function's parameter reaches when it is multiplied into the
+    keys or values of its one SDPA call, which masks no scores (``k *
+    keep[:, None, :, None]``, ``v.masked_fill(~keep[..., None], 0)``): the
+    ``KV`` sink, its ops ending with the step ``["kv", "keys and values"]``
+    (what it is multiplied into).  ``given``: the call's arguments by name;
+    ``top``: ``id`` of the function's top-level statements (a key rebound
+    there, ``k = k * keep``, is read at its last store before the call).
+    The caller's mask is judged at each call by MHA015.  None when no
+    parameter, or two different ones, are multiplied in."""
+    found: Dict[str, dict] = {}
+    for arg, word in (("key", "keys"), ("value", "values")):
+        expr = given.get(arg)
+        got = _kv_factor(expr, reads, stores, top, expr.lineno, 0) if expr is not None else None
+        if got is not None:
+            found[word] = got
+    hows = list(found.values())
+    if not hows or any(h != hows[0] for h in hows):
+        return None
+    return {"param": hows[0]["param"], "ops": hows[0]["ops"] + [[KV, " and ".join(found)]]}
+
+
+# methods that keep the rows of a key where they were
+_SAME_ROWS = ("view", "reshape", "transpose", "permute", "contiguous", "flatten", "unflatten")
+_SAME_ROWS += steps.CASTS
+
+
+def _kv_factor(expr, reads, stores, top, line, depth) -> Optional[dict]:
+    """The parameter ``expr`` (a key or value) is multiplied by, or
+    zero-filled where it says (``ops`` end with an ``invert``: a keep-mask's
+    inverse), through the steps a summary knows."""
+    if depth > MAX_DEPTH:
+        return None
+    if isinstance(expr, ast.Name):
+        defs = [d for d in stores.get(expr.id, ()) if d.lineno < line]
+        if not defs or not all(isinstance(d, ast.Assign) and id(d) in top for d in defs):
+            return None
+        last = max(defs, key=lambda d: d.lineno)
+        if len(last.targets) != 1 or not isinstance(last.targets[0], ast.Name):
+            return None
+        return _kv_factor(last.value, reads, stores, top, last.lineno, depth + 1)
+    if isinstance(expr, ast.BinOp) and isinstance(expr.op, ast.Mult):
+        hits = [_mask_param(side, reads, stores) for side in (expr.left, expr.right)]
+        hits = [h for h in hits if h is not None]
+        if len(hits) == 1:
+            return hits[0]
+        if len(hits) == 2:  # ``k * keep[..., None]`` of two parameters: the broadcast one
+            shaped = [h for h in hits if h["ops"]]
+            return shaped[0] if len(shaped) == 1 else None
+        return _kv_factor(expr.left, reads, stores, top, line, depth + 1)
+    if not (isinstance(expr, ast.Call) and isinstance(expr.func, ast.Attribute)):
+        return None
+    name = expr.func.attr
+    if name in ("masked_fill", "masked_fill_") and len(expr.args) == 2 and not expr.keywords:
+        value = expr.args[1]
+        if (
+            isinstance(value, ast.Constant)
+            and type(value.value) in (int, float)
+            and value.value == 0
+        ):
+            got = _mask_param(expr.args[0], reads, stores)
+            if got is not None:  # zeroed where it holds: the factor is its inverse
+                ops = got["ops"]
+                ops = ops[:-1] if ops and ops[-1] == ["invert"] else ops + [["invert"]]
+                return {"param": got["param"], "ops": ops}
+        return None
+    if name in ("mul", "mul_") and len(expr.args) == 1 and not expr.keywords:
+        got = _mask_param(expr.args[0], reads, stores)
+        return (
+            got
+            if got is not None
+            else _kv_factor(expr.func.value, reads, stores, top, line, depth + 1)
+        )
+    if name in _SAME_ROWS:
+        return _kv_factor(expr.func.value, reads, stores, top, line, depth + 1)
+    return None
+
+
+def _mask_param(expr, reads, stores) -> Optional[dict]:
+    return steps.reach(expr, reads, stores, 0, casts=True)

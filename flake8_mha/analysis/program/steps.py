@@ -168,11 +168,17 @@ def _not_none_test(test: ast.AST) -> Optional[str]:
     return None
 
 
-def reach(expr: ast.AST, params: set, stores, depth: int) -> Optional[dict]:
+def reach(expr: ast.AST, params: set, stores, depth: int, casts: bool = False) -> Optional[dict]:
     """``{"param": name, "ops": [...]}`` when ``expr`` is a parameter, unchanged
-    or through transformations the rules know; None otherwise."""
+    or through transformations the rules know; None otherwise.  ``casts``: a
+    cast to a number type (``.float()``, ``.to(k.dtype)``, ``.type_as(k)``)
+    keeps it as it is, as for a factor multiplied into keys (MHA015), where a
+    0/1 mask and a bool one zero the same rows (never for a mask given to
+    SDPA, where a float mask is added)."""
     if depth > 8:
         return None
+    if casts and _cast(expr):
+        return reach(expr.func.value, params, stores, depth + 1, casts)
     if isinstance(expr, ast.Name):
         defs = stores.get(expr.id)
         if expr.id in params and not defs:
@@ -189,17 +195,34 @@ def reach(expr: ast.AST, params: set, stores, depth: int) -> Optional[dict]:
                 and len(d.targets) == 1
                 and isinstance(d.targets[0], ast.Name)
             ):
-                return reach(d.value, params, stores, depth + 1)
+                return reach(d.value, params, stores, depth + 1, casts)
         return None
     op = _op(expr)
     if op is None:
         return None
     inner, step = op
-    got = reach(inner, params, stores, depth + 1)
+    got = reach(inner, params, stores, depth + 1, casts)
     if got is None:
         return None
     got["ops"] = got["ops"] + [step] if step else got["ops"]
     return got
+
+
+CASTS = ("float", "half", "double", "bfloat16", "long", "int", "to", "type", "type_as")
+
+
+def _cast(expr: ast.AST) -> bool:
+    """``m.float()``, ``m.to(k.dtype)``, ``m.to(torch.float32)``, ``m.type_as(k)``:
+    the same values as numbers (not ``m.to(device, non_blocking=True)``'s
+    keywords, which change nothing either, nor a device move, read as one)."""
+    if not (isinstance(expr, ast.Call) and isinstance(expr.func, ast.Attribute)):
+        return False
+    name = expr.func.attr
+    if name not in CASTS or expr.keywords:
+        return False
+    if name in ("to", "type", "type_as"):
+        return len(expr.args) == 1
+    return not expr.args
 
 
 _EINOPS_AXIS = re.compile(r"\([^)]*\)|\.\.\.|[A-Za-z_][A-Za-z_0-9]*|\d+")

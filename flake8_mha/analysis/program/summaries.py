@@ -19,7 +19,7 @@ from ...core.torch_api import SDPA_NAME, SDPA_QUALNAME, SDPA_SIGNATURE, canonica
 from . import chains, fills, forms, import_lines, steps
 from .chains import dotted_name, named_lambda, statements
 
-SUMMARY_VERSION = 45
+SUMMARY_VERSION = 46
 # ``MultiheadAttention.key_padding_mask|2``: the argument as a second module call fills it
 VARIANT = "|"
 REEXPORTS = "@reexports"  # the key of an __init__'s re-exports in its summary table
@@ -527,6 +527,17 @@ def _function_summary(
                     here[name] = got
                 elif name in ("attn_mask", "is_causal") and not steps.none_or_false(expr):
                     own_mask = True
+        if (
+            len(calls) == 1
+            and not splat
+            and not any(
+                name in given and not steps.none_or_false(given[name])
+                for name in ("attn_mask", "is_causal")
+            )
+        ):  # keys or values multiplied by a parameter's mask, no scores masked (MHA015)
+            kv = fills.kv_reach(given, reads, stores, {id(st) for st in func.body})
+            if kv is not None:
+                here[fills.KV] = kv
         if i == 0:
             reached, line = here, call.lineno
         else:  # several SDPA calls: keep what every one of them agrees on,

@@ -6,7 +6,7 @@ version), else the table is made again."""
 from __future__ import annotations
 
 from . import forms
-from .fills import FILL_SINKS, SOFTMAX
+from .fills import FILL_SINKS, KV, SOFTMAX
 from .summaries import (
     ATTRS,
     BASES,
@@ -99,6 +99,8 @@ def _valid_reach(how) -> bool:
             return False
         if step[0] == "unsqueeze" and not (len(step) == 2 and type(step[1]) is int):
             return False
+        if step[0] == KV and not (len(step) == 2 and isinstance(step[1], str)):
+            return False
     return True
 
 
@@ -117,4 +119,4 @@ def _valid_given(edge: dict) -> bool:
     )
 
 
-_OPS = ("invert", "eq0", "index", "bool", "unsqueeze", SOFTMAX[0])
+_OPS = ("invert", "eq0", "index", "bool", "unsqueeze", "rows", KV, SOFTMAX[0])
