@@ -550,7 +550,18 @@ class Resolver:
         nn.MultiheadAttention(d, 8)``, then ``self.attn = build_attn(64)``): a
         module-level function, or a method called on ``self``, every return of
         which is known to hold something; its arguments are not bound (the
-        module built there is that one construction, whatever its sizes)."""
+        module built there is that one construction, whatever its sizes).  A
+        lambda bound once to a local name is such a factory too (pero-ocr's
+        ``layer_constructor = lambda: DecoderLayer(...)``)."""
+        if isinstance(call.func, cst.Name):
+            defs = lookup(call.func.value, env, scope)
+            if (
+                len(defs) == 1
+                and defs[0].kind == DefKind.ASSIGN
+                and isinstance(defs[0].node, cst.Lambda)
+            ):
+                body = defs[0].node.body
+                return self.held(body, defs[0].env, defs[0].scope, leaf, depth + 1)
         target = self.own_function(call, env, scope)
         fscope = self.flow.functions.get(id(target)) if target is not None else None
         if fscope is None or not fscope.returns:

@@ -406,6 +406,13 @@ def branch_truth(test, env, scope, depth: int = 0) -> Optional[bool]:
             if v is _OPEN:
                 return None
             return (v is None) == isinstance(op.operator, cst.Is)
+        if isinstance(op.operator, (cst.Equal, cst.NotEqual)):
+            # ``attention_type == "multi-head"`` where every construction leaves
+            # ``attention_type="feedforward"`` (recstudio's AttentionLayer)
+            v, other = _fixed(test.left, env, scope, str), literal(op.comparator)
+            if v is _OPEN or other is UNKNOWN or type(other) not in (str, int, bool, type(None)):
+                return None
+            return (v == other) == isinstance(op.operator, cst.Equal)
         return None
     v = _fixed(test, env, scope)
     return None if v is _OPEN else bool(v)
@@ -414,9 +421,10 @@ def branch_truth(test, env, scope, depth: int = 0) -> Optional[bool]:
 _OPEN = object()  # a value the program does not fix
 
 
-def _fixed(node, env, scope):
+def _fixed(node, env, scope, *more: type):
     """The value of a plain name or ``self.<attr>`` that the program fixes
-    (None included), else ``_OPEN``."""
+    (None included; a bool or an int, or one of the types ``more``), else
+    ``_OPEN``."""
     if not (
         isinstance(node, cst.Name)
         or (
@@ -427,7 +435,7 @@ def _fixed(node, env, scope):
     ):
         return _OPEN
     v = value_of(node, env, scope)
-    return v if v is None or type(v) in (bool, int) else _OPEN
+    return v if v is None or type(v) in (bool, int) + more else _OPEN
 
 
 def live_lookup(name: str, env: Env, scope: Optional[Scope]) -> Tuple[Def, ...]:

@@ -116,6 +116,11 @@ class Context:
         return False
 
     def module_calls_of(self, ev: Construction) -> List[ModuleCall]:
+        """The calls that run the module built at ``ev``: the calls of its
+        instances; for the ``super().__init__(...)`` of a subclass with an
+        ``__init__`` of its own and torch's ``forward``, the calls of every
+        instance of that subclass in the file (each runs torch's ``forward``
+        with the arguments that call gives: pero-ocr's ``EncLayer(d, h)``)."""
         if self._calls_by_ctor is None:
             index: Dict[int, List[ModuleCall]] = {}
             for other in self.events:
@@ -123,8 +128,13 @@ class Context:
                     for inst in other.instances:
                         if inst.ctor is not None:
                             index.setdefault(id(inst.ctor.node), []).append(other)
+                        elif inst.subclass is not None and not inst.overrides_forward:
+                            index.setdefault(id(inst.subclass), []).append(other)
             self._calls_by_ctor = index
-        return self._calls_by_ctor.get(id(ev.site.node), [])
+        got = self._calls_by_ctor.get(id(ev.site.node), [])
+        if ev.via == "super" and ev.cls is not None:
+            got = got + self._calls_by_ctor.get(id(ev.cls), [])
+        return got
 
     def used_for_self_attention(self, ev: Construction) -> bool:
         for call in self.module_calls_of(ev):

@@ -51,6 +51,12 @@ class AttentionWeightsDiscarded(Rule):
         out, _ = self.attn(x, x, x, key_padding_mask=pad, need_weights=False)
         """
     DECISIONS = """
+        - A module kept on `self.<attr>` where another branch keeps another
+          kind (`if mode == "quadratic": self.attn = nn.MultiheadAttention(...)`,
+          `elif mode == "linear": self.attn = LinearMixer(...)`): the calls of
+          `self.attn` in that class that give it a query, a key and a value
+          run the module, and are judged as its calls
+          (`fixtures/MHA102_branch_modules.py`).
         - Not reported when the weights are read anywhere in the function,
           returned, stored on `self` or elsewhere, or when `need_weights` is a
           variable.
@@ -128,6 +134,20 @@ class AttentionWeightsDiscarded(Rule):
         "pass need_weights=False, or nn.MultiheadAttention takes the slow path (about 2x) "
         "to build them"
     )
+
+    def on_construction(self, ev) -> Iterator[Report]:
+        """A module kept on ``self.<attr>`` that may hold another kind on
+        another branch (ptls' ``elif self_attn_mode == "linear":``): its calls
+        are no module calls of their own, so each call of that attribute
+        that gives the module its query, key and value is judged here as one
+        (the layout analysis reads them so too)."""
+        if ev.spec.name != "MultiheadAttention" or self.ctx.module_calls_of(ev):
+            return
+        done = self.ctx.analyses.setdefault("mha102-stored", set())
+        for call in layout_for(self.ctx).stored_calls(ev):
+            if id(call.site.node) not in done:  # two such modules on one attribute: once
+                done.add(id(call.site.node))
+                yield from self.on_module_call(call)
 
     def on_module_call(self, ev: ModuleCall) -> Iterator[Report]:
         if ev.spec.name != "MultiheadAttention" or self._one_query(ev):

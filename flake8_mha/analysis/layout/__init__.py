@@ -210,6 +210,12 @@ class LayoutAnalysis:
                     out.append(other)
         return out
 
+    def stored_calls(self, ev: Construction) -> List[ModuleCall]:
+        """The calls that run the module built at ``ev`` where its attribute
+        may hold something else too (``_stored_calls``), for the rules that
+        judge calls (MHA102)."""
+        return self._stored_calls(ev)
+
     def _stored_calls(self, ev: Construction) -> List[ModuleCall]:
         """The calls of ``self.<attr>`` in the class that stores the module
         there, when the attribute may also hold something else: built as
@@ -327,7 +333,7 @@ class LayoutAnalysis:
     def _layer_is(self, inst, container: str, ev: Construction) -> bool:
         args = inst.init_args()
         if args is None:
-            return False
+            return self._own_layer_is(inst, ev)
         layer = args.get(_CONTAINER_LAYER[container])
         if layer is None:
             return False
@@ -337,7 +343,26 @@ class LayoutAnalysis:
             return False
         if not layers and isinstance(layer, cst.Name):
             layers = self._torch_layers(layer, inst.ctor.env, inst.ctor.scope)
-        return any(li.ctor is not None and li.ctor.node is ev.site.node for li in layers or ())
+        return any(_built_at(li, ev) for li in layers or ())
+
+    def _own_layer_is(self, inst, ev: Construction) -> bool:
+        """For a subclass of torch's encoder or decoder with an ``__init__`` of
+        its own and torch's ``forward``: whether the ``self.layers`` it builds
+        itself (pero-ocr's ``super().__init__(None, 0)``, then ``self.layers =
+        nn.ModuleList([...])``) hold the layer built at ``ev``."""
+        if inst.subclass is None or inst.overrides_forward:
+            return False
+        resolver = self.ctx.resolver
+        for d in resolver.attr_defs(inst.subclass, "layers"):
+            if d.node is None:
+                continue
+            try:
+                layers = resolver.held_elements(d.node, d.env, d.scope, resolver.torch_leaf)
+            except RecursionError:  # pragma: no cover
+                return False
+            if any(_built_at(li, ev) for li in layers or ()):
+                return True
+        return False
 
     def _built_by(self, inst):
         """(the construction, spec, its arguments): for a subclass with its own
@@ -512,3 +537,12 @@ __all__ = [
     "parse_shape_comment",
     "roles_of_names",
 ]
+
+
+def _built_at(inst, ev: Construction) -> bool:
+    """Whether the module ``inst`` is the one built at ``ev``: its construction,
+    or, for a subclass with an ``__init__`` of its own (whose instances carry
+    no construction of torch's), that ``__init__``'s ``super().__init__(...)``."""
+    if inst.ctor is not None:
+        return inst.ctor.node is ev.site.node
+    return ev.via == "super" and inst.subclass is not None and inst.subclass is ev.cls

@@ -418,7 +418,10 @@ def _collect_unpacks(scope) -> list:
             if tensor is None:
                 continue
         elif isinstance(target, (cst.Tuple, cst.List)):
-            tensor = _shape_of(node.value)
+            tensor, skipped = _shape_of(node.value), 0
+            if tensor is None:  # ``batch, emb = tgt.shape[1:]``: the axes after the first
+                skipped = _first_axis(node.value)
+                tensor = _shape_of(node.value.value) if skipped else None
             if tensor is None:
                 continue
             elements = target.elements
@@ -428,7 +431,7 @@ def _collect_unpacks(scope) -> list:
             ):
                 continue
             names = [e.value.value for e in elements]
-            roles = roles_of_names([None if n == "_" else n for n in names])
+            roles = roles_of_names([None] * skipped + [None if n == "_" else n for n in names])
             if sum(r is not None for r in roles) == 1 and "n" in (n.lower() for n in names):
                 continue  # ``_, n, _ = x.shape``: ``n`` alone is torch's batch or einops' tokens
         else:
@@ -482,6 +485,20 @@ def _one_size(name: str, value: cst.BaseExpression) -> Tuple[Optional[str], tupl
     roles = [None, None, None]
     roles[axis] = role
     return tensor, tuple(roles)
+
+
+def _first_axis(value: cst.BaseExpression) -> int:
+    """``k`` for ``x.shape[k:]`` (``x.size()[k:]``), ``k`` a small literal; 0
+    for anything else."""
+    if not (isinstance(value, cst.Subscript) and len(value.slice) == 1):
+        return 0
+    sl = value.slice[0].slice
+    if not (isinstance(sl, cst.Slice) and sl.upper is None and sl.step is None):
+        return 0
+    lower = sl.lower
+    if isinstance(lower, cst.Integer) and lower.value in ("1", "2"):
+        return int(lower.value)
+    return 0
 
 
 def _shape_of(value: cst.BaseExpression) -> Optional[str]:

@@ -12,7 +12,7 @@ from typing import Dict, Optional
 import libcst as cst
 
 from ..program.callgraph import ChainSite, FileCalls, bind_call, frame_for
-from ..flow import CallSite, Def, Scope, lookup
+from ..flow import CallSite, Def, Scope, lookup, scope_appends
 from ..tree import walk
 from ..values import live_lookup, unpacked
 from .calls import CYCLE, MODULE_OUTPUT_ARG, LayoutCalls, join, meet, real
@@ -355,7 +355,17 @@ class LayoutEvaluator(FileCalls, LayoutCalls, ProgramLayout, ProjectLayout):
             if id(d) in seen:
                 continue
             seen.add(id(d))
-            if d.kind == "assign":
+            if d.kind == "assign" and isinstance(d.node, cst.List) and not d.node.elements:
+                # ``feats = []``, then ``feats.append(f)``: each item is one appended
+                # (pyiqa's TOPIQ ``token_feat_list[0]``)
+                added = scope_appends(d.scope, expr.value)
+                if not added or any(a.kind != "assign" for a in added):
+                    return None
+                for a in added:
+                    values.append(
+                        self.eval(a.node, a.env, a.scope, frame_for(a.scope, frame), depth + 1)
+                    )
+            elif d.kind == "assign":
                 inner = frame_for(d.scope, frame)
                 values.append(self.element(d.node, d.env, d.scope, inner, depth + 1, index))
             elif d.kind == "augassign" and isinstance(d.node.operator, cst.AddAssign) and d.extra:
