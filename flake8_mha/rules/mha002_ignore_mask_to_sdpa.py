@@ -49,7 +49,11 @@ class IgnoreMaskToSdpa(MaskRule):
           keep-mask. A parameter named `key_padding_mask`, `src_key_padding_mask`,
           `padding_mask` or `pad_mask` counts only when nothing in the file says
           more (no call of that function in the file passes a mask whose meaning
-          is known).
+          is known), and no other file of the project hands that parameter a
+          mask: there the mask enters at that call, is judged there with what
+          the caller's code says, and the names on the way say nothing
+          (`fixtures/program_calls/named_params/`). The name is the evidence
+          where the mask comes from outside the project.
         - `torch.where(mask, scores, -inf)` keeps the scores where the mask is
           True, the same door as SDPA: an ignore-mask there is reported too; one
           whose meaning comes from a triangle, or from one tensor of ids

@@ -14,7 +14,7 @@ from typing import Dict, List, NamedTuple, Optional
 import libcst as cst
 
 from ..program.callgraph import FileCalls, bind_call, frame_for  # noqa: F401  (the package's names for them)
-from ..flow import ClassInfo, Def, Env, Scope, children, lookup
+from ..flow import ClassInfo, Def, Env, Scope, ScopeKind, children, lookup
 from ..splats import element, expand_call
 from ..tree import is_none
 from .domain import NONE_MASK, UNKNOWN_MASK, Mask, join_all
@@ -192,10 +192,22 @@ class Calls(FileCalls):
             self._active.discard(guard)
         if value.meaning is None and value.kind is None and not value.none:
             named = parameter_by_name(p, name, func)
-            if named is not None:
+            if named is not None and not self._passed_by_project(d, name):
                 value = named
         self._param_cache[key] = value
         return value
+
+    def _passed_by_project(self, d: Def, name: str) -> bool:
+        """Whether another file of the project calls the function that has
+        the parameter ``d`` and hands it a mask there: what that call passes
+        is judged at that call (RULES.md: where the fact enters the chain),
+        so the parameter's name says nothing here (probe J's keep-mask,
+        handed through a block to an attention class as ``padding_mask``)."""
+        project = getattr(self.ctx, "project", None)
+        key = _function_key(d.scope)
+        if project is None or key is None or not hasattr(project, "passed_elsewhere"):
+            return False
+        return project.passed_elsewhere(key, name)
 
     def _from_callers(self, func: cst.FunctionDef, name: str, p: cst.Param, d: Def, at: At) -> Mask:
         """The join of what every call of ``func`` in this file passes as ``name``."""
@@ -302,3 +314,22 @@ class Calls(FileCalls):
                     ]
                 )
         return UNKNOWN_MASK
+
+
+def _function_key(scope) -> Optional[str]:
+    """How the project names the function of ``scope``: ``attend`` or
+    ``Attention.forward`` (a module-level function or class); None for
+    anything nested."""
+    if (
+        scope is None
+        or scope.kind != ScopeKind.FUNCTION
+        or not isinstance(scope.node, cst.FunctionDef)
+    ):
+        return None
+    parent, name = scope.parent, scope.node.name.value
+    if parent is not None and parent.kind == ScopeKind.MODULE:
+        return name
+    if parent is not None and parent.kind == ScopeKind.CLASS and parent.parent is not None:
+        if parent.parent.kind == ScopeKind.MODULE and parent.node is not None:
+            return f"{parent.node.name.value}.{name}"
+    return None

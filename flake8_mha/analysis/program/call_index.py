@@ -147,6 +147,76 @@ def _returned_calls(func: ast.AST) -> List[ast.Call]:
     ]
 
 
+def _attr_template(node: ast.AST) -> Optional[str]:
+    """The attribute name a ``getattr``/``setattr`` of ``self`` reads: a
+    string, or an f-string whose values stand as ``{}`` (``f"layer{i}"``:
+    ``layer{}``, every attribute such a loop makes)."""
+    if isinstance(node, ast.Constant) and isinstance(node.value, str):
+        return node.value
+    if not isinstance(node, ast.JoinedStr):
+        return None
+    parts = []
+    for v in node.values:
+        if isinstance(v, ast.Constant) and isinstance(v.value, str):
+            parts.append(v.value.replace("{", "{{"))
+        elif isinstance(v, ast.FormattedValue):
+            parts.append("{}")
+        else:
+            return None
+    return "".join(parts)
+
+
+def _of_self(call: ast.Call, name: str, count: int) -> bool:
+    return (
+        isinstance(call.func, ast.Name)
+        and call.func.id == name
+        and len(call.args) == count
+        and not call.keywords
+        and isinstance(call.args[0], ast.Name)
+        and call.args[0].id == "self"
+    )
+
+
+def _set_by_name(call: ast.Call) -> Optional[str]:
+    """``setattr(self, f"layer{i}", Block(...))``: the attribute, as
+    ``_attr_template`` names it, when a construction is stored there."""
+    if not _of_self(call, "setattr", 3) or not isinstance(call.args[2], ast.Call):
+        return None
+    return _attr_template(call.args[1])
+
+
+def _got_by_name(call: ast.Call) -> Optional[str]:
+    """``getattr(self, f"layer{i}")``: the attribute it reads."""
+    return _attr_template(call.args[1]) if _of_self(call, "getattr", 2) else None
+
+
+def _returned_names(func: ast.AST) -> List[ast.Call]:
+    """The calls a function binds to a name it then only returns (``block =
+    Block(...)``, ``return block``): returned whole, as ``return Block(...)``."""
+    stores: Dict[str, List[ast.AST]] = {}
+    loads: Dict[str, List[ast.Name]] = {}
+    returned: Set[int] = set()
+    for n in astwalk.own_nodes(func):
+        if isinstance(n, ast.Return) and isinstance(n.value, ast.Name):
+            returned.add(id(n.value))
+        elif isinstance(n, ast.Name):
+            (stores if isinstance(n.ctx, ast.Store) else loads).setdefault(n.id, []).append(n)
+    out = []
+    for n in astwalk.own_nodes(func):
+        if not (
+            isinstance(n, ast.Assign)
+            and len(n.targets) == 1
+            and isinstance(n.targets[0], ast.Name)
+            and isinstance(n.value, ast.Call)
+        ):
+            continue
+        name = n.targets[0].id
+        read = loads.get(name, ())
+        if len(stores.get(name, ())) == 1 and read and all(id(r) in returned for r in read):
+            out.append(n.value)
+    return out
+
+
 class Index:
     """What ``calls`` needs of one file, read once: its calls by the name
     called (``f(...)``) and by the attribute called (``x.f(...)``), the names
@@ -218,6 +288,8 @@ class Index:
                 for returned in _returned_calls(node):  # a factory: ``return Block(...)``
                     into[id(returned)] = ("return", node.name)
                     uses[id(returned)] = (RETURNED, node.name)
+                for returned in _returned_names(node):  # ``block = Block(...)``, ``return block``
+                    into[id(returned)] = ("return", node.name)
             elif isinstance(node, ast.ClassDef):  # ``return self.attn(x)`` in a method
                 for method in node.body:
                     if isinstance(method, ast.FunctionDef) and not method.name.startswith("__"):
@@ -229,7 +301,9 @@ class Index:
                 target = node.targets[0]
                 if isinstance(target, ast.Attribute):
                     into[id(node.value)] = ("attr", target.attr)
-                elif isinstance(target, ast.Name):
+                elif (
+                    isinstance(target, ast.Name) and into.get(id(node.value), ("",))[0] != "return"
+                ):
                     into[id(node.value)] = ("name", target.id)
                 owner = enclosing.get(id(node))
                 if owner is not None and self_attr(target) is not None:
@@ -248,6 +322,13 @@ class Index:
             elif isinstance(node, ast.Call):
                 funcs.add(id(node.func))
                 func = node.func
+                named = _set_by_name(node)
+                if named is not None:  # ``setattr(self, f"layer{i}", Block(...))``
+                    into[id(node.args[2])] = ("attr", named)
+                    owner = enclosing.get(id(node))
+                    if owner is not None:
+                        made = _container_read(node.args[2].func)
+                        self.attr_holds.setdefault((owner, named), set()).add(made or "")
                 if isinstance(func, ast.Subscript) and _container_read(func.value) is not None:
                     funcs.add(id(func.value))  # ``self.blocks[i](x)``: an item called
                     held = _container_read(func.value)
@@ -305,6 +386,11 @@ class Index:
                     if self_attr(func) is not None:
                         call.owner = enclosing.get(id(node))
                     self.by_attr.setdefault(func.attr, []).append(call)
+                elif isinstance(func, ast.Call) and _got_by_name(func) is not None:
+                    # ``getattr(self, f"layer{i}")(x)``: a call of what ``setattr`` put there
+                    call = Call(node, None, None, None, uses.get(id(node)), read)
+                    call.owner = enclosing.get(id(node))
+                    self.by_attr.setdefault(_got_by_name(func), []).append(call)
             elif isinstance(node, ast.Name) and isinstance(node.ctx, ast.Load):
                 if id(node) not in funcs:
                     self.loaded_names.add(node.id)
