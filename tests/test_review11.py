@@ -189,3 +189,37 @@ def test_a_branch_every_construction_turns_away_builds_nothing(tmp_path):
         "from .layers import AttentionLayer\n\n"
         "LAYER = AttentionLayer(8, attention_type='multi-head')\n"
     ) == [("MHA101", 10, 31)]
+
+
+# -- release review 12, terratorch's wave encoder: learned tokens, no batch axis
+
+WAVES = """\
+import torch
+import torch.nn as nn
+
+
+class WavesTransformer(nn.Module):
+    def __init__(self, wave_dim, num_latent_tokens, num_heads=4):
+        super().__init__()
+        layer = nn.TransformerEncoderLayer(d_model=wave_dim, nhead=num_heads, dropout=0FLAG)
+        self.encoder = nn.TransformerEncoder(layer, 1)
+        self.weight_tokens = nn.Parameter(torch.randn(num_latent_tokens, wave_dim) * 0.02)
+        self.bias_token = nn.Parameter(torch.randn(1, wave_dim) * 0.02)
+
+    def forward(self, x):
+        x = torch.cat([self.weight_tokens, x, self.bias_token], dim=0)
+        return self.encoder(x)
+"""
+
+
+@pytest.mark.parametrize("flag", ["", ", batch_first=False"])
+def test_learned_tokens_of_two_sizes_are_one_unbatched_sequence(flag):
+    assert _found(WAVES.replace("FLAG", flag), LAYOUT + ["MHA902"]) == []
+
+
+def test_a_batch_named_among_two_sizes_is_not_unbatched():
+    src = WAVES.replace("FLAG", "").replace(
+        "torch.randn(num_latent_tokens, wave_dim)", "torch.randn(batch_size, wave_dim)"
+    )
+    src = src.replace("torch.randn(1, wave_dim)", "torch.randn(batch_size, wave_dim)")
+    assert _found(src, ["MHA001"]) == [("MHA001", 8, 17)]

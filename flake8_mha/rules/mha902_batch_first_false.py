@@ -5,6 +5,8 @@ from __future__ import annotations
 from typing import Iterator
 
 from ..analysis.events import Construction
+from ..analysis.layout import UNBATCHED
+from ._layout_rule import call_layouts
 from .base import Example, Report, Rule
 from .construction import MODULES_DOC, construction_evidence
 
@@ -37,6 +39,10 @@ class BatchFirstFalse(Rule):
     DECISIONS = """
         - Reported only when the value is statically `False` (a literal or a
           module constant); a variable is not reported.
+        - A module fed only unbatched 2-D data `(L, E)` (learned tokens
+          `nn.Parameter(torch.randn(n, d))`, terratorch's wave encoder) is not
+          reported: `batch_first` changes nothing for it, as for MHA001 and
+          MHA903.
         """
     VALID = [
         "import torch.nn as nn\nattn = nn.MultiheadAttention(64, 8, batch_first=True)\n",
@@ -53,6 +59,9 @@ class BatchFirstFalse(Rule):
         if expr is None or not ev.spec.has_batch_first:
             return
         if self.ctx.value(expr, ev.site) is False:
+            kinds = [c.kind for _, c in call_layouts(self, ev)[0]]
+            if kinds and all(k == UNBATCHED for k in kinds):
+                return  # no batch axis: the flag changes nothing
             yield self.report(
                 ev.site.node, construction_evidence(self.ctx, ev), module=ev.spec.name
             )

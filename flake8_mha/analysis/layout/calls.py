@@ -534,7 +534,20 @@ class LayoutCalls:
         if qn in CONCAT and args and isinstance(args[0], (cst.List, cst.Tuple)):
             return self._concat(args[0], env, scope, frame, depth)
         if qn in CTORS:
-            return self._sized(node, qn)
+            got = self._sized(node, qn)
+            sizes = [a.value for a in node.args if a.keyword is None and not a.star]
+            if len(sizes) == 1 and isinstance(sizes[0], (cst.Tuple, cst.List)):
+                sizes = [e.value for e in sizes[0].elements]
+            if (
+                (got is None or BATCH not in got.roles)
+                and len(sizes) == 2
+                and qn not in ("torch.full", "torch.randint")
+                and not any(isinstance(a, (cst.Tuple, cst.List)) for a in sizes)
+            ):
+                # ``torch.randn(n, d)``: two axes, no batch named: one unbatched sequence
+                # (terratorch's learned wave tokens; torch reads 2-D input as (L, E))
+                return Layout((SEQ, EMBED), node, f"{qn} of two sizes: unbatched")
+            return got
         if qn in _NESTED:
             # a nested tensor is a batch of (L_i, E) sequences: (N, *, E), batch first
             return Layout((BATCH, SEQ, EMBED), node, "nested tensor")

@@ -434,6 +434,9 @@ PRESERVE_METHODS = {
     "float_",
 }
 PRESERVE_FUNCS = {
+    # a learned tensor holds the data it is made from (``nn.Parameter(torch.randn(n, d))``)
+    "torch.nn.Parameter",
+    "torch.nn.parameter.Parameter",
     "torch.nn.functional.relu",
     "torch.nn.functional.gelu",
     "torch.nn.functional.silu",
