@@ -12,7 +12,7 @@ import ast
 from typing import Dict, List, Optional, Set, Tuple
 
 from ...core import walk as astwalk
-from .chains import CLONES, self_attr
+from .chains import CLONES, attr_template, self_attr
 from .files import module_constants
 from .signatures import constant_reader, literal
 
@@ -147,25 +147,6 @@ def _returned_calls(func: ast.AST) -> List[ast.Call]:
     ]
 
 
-def _attr_template(node: ast.AST) -> Optional[str]:
-    """The attribute name a ``getattr``/``setattr`` of ``self`` reads: a
-    string, or an f-string whose values stand as ``{}`` (``f"layer{i}"``:
-    ``layer{}``, every attribute such a loop makes)."""
-    if isinstance(node, ast.Constant) and isinstance(node.value, str):
-        return node.value
-    if not isinstance(node, ast.JoinedStr):
-        return None
-    parts = []
-    for v in node.values:
-        if isinstance(v, ast.Constant) and isinstance(v.value, str):
-            parts.append(v.value.replace("{", "{{"))
-        elif isinstance(v, ast.FormattedValue):
-            parts.append("{}")
-        else:
-            return None
-    return "".join(parts)
-
-
 def _of_self(call: ast.Call, name: str, count: int) -> bool:
     return (
         isinstance(call.func, ast.Name)
@@ -182,12 +163,12 @@ def _set_by_name(call: ast.Call) -> Optional[str]:
     ``_attr_template`` names it, when a construction is stored there."""
     if not _of_self(call, "setattr", 3) or not isinstance(call.args[2], ast.Call):
         return None
-    return _attr_template(call.args[1])
+    return attr_template(call.args[1])
 
 
 def _got_by_name(call: ast.Call) -> Optional[str]:
     """``getattr(self, f"layer{i}")``: the attribute it reads."""
-    return _attr_template(call.args[1]) if _of_self(call, "getattr", 2) else None
+    return attr_template(call.args[1]) if _of_self(call, "getattr", 2) else None
 
 
 def _returned_names(func: ast.AST) -> List[ast.Call]:
