@@ -128,7 +128,8 @@ def _from_parameter(expr, site) -> bool:
 # the codes that judge a fill's mask by its meaning
 FILL_CODES = frozenset({"MHA002", "MHA003"})
 # the codes that judge the mask of a call that reaches a fill or an addition
-FILL_JUDGES = FILL_CODES | {"MHA004"}
+# (MHA012: a mask multiplied into the scores; MHA015: one multiplied into the keys)
+FILL_JUDGES = FILL_CODES | {"MHA004", "MHA012", "MHA015"}
 
 
 def fills_judged_by_callers(events, project, module, flow) -> Set[int]:

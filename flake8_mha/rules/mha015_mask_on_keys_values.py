@@ -33,6 +33,7 @@ from ..analysis.masks import (
 from ..analysis.scores import analysis_for as scores_for
 from ..core.torch_api import MULTIHEAD_ATTENTION, SDPA_NAME
 from ..analysis.values import value_of
+from ..analysis.masks.calls import handed_by_project
 from ..analysis.program.returns import helper_reading, may_be_helper
 from ..core.positions import line_of
 from .base import Example, Report, Rule
@@ -191,7 +192,10 @@ class MaskOnKeysValues(Rule):
         at the call that hands the keep-mask in, and names the function
         (`fixtures/program_calls/kv_masks/`). A caller's mask that its code
         makes known is needed there: an ignore-mask handed in zeroes the real
-        keys (another mistake, not this rule's) and a gate is no mask.
+        keys (another mistake, not this rule's) and a gate is no mask. A
+        parameter named a mask that another file of the project hands a
+        mask is then no evidence by its name in the function's own file:
+        the defect is reported once, at the call.
         """
     WHY = """
         Zeroing a key does not remove it: its score is q . 0 = 0, and softmax
@@ -349,11 +353,8 @@ class MaskOnKeysValues(Rule):
     def on_fill_call(self, ev) -> Iterator[Report]:
         """A call of a project function that multiplies its mask parameter
         into the keys or values of an SDPA call that masks no scores (a
-        ``FillCall`` whose door is "kv", ``program/fills.kv_reach``): the
-        caller's mask, with the function's steps applied, judged at the call
-        (RULES.md: where the fact enters the chain).  Only a mask the caller's
-        code makes known as a keep-mask; one only its name explains is judged
-        in the function's own file."""
+        ``FillCall`` of door "kv", ``program/fills.kv_reach``): the caller's
+        mask, known as a keep-mask, judged at the call (RULES.md)."""
         if ev.door != "kv":
             return
         mask = self._mask(ev.mask, ev.site.env, ev.site.scope)
@@ -527,12 +528,28 @@ class MaskOnKeysValues(Rule):
         for _ in range(3):
             text = ev.text(factor).lower()
             if "mask" in text:
-                return None if any(w in text for w in _NOT_PADDING) else factor
+                if any(w in text for w in _NOT_PADDING) or self._handed_in(factor, env, scope):
+                    return None
+                return factor
             defs = lookup(factor.value, env, scope) if isinstance(factor, cst.Name) else ()
             if len(defs) != 1 or defs[0].kind != DefKind.ASSIGN or not _shaped(defs[0].node):
                 return None
             factor, env, scope = defs[0].node, defs[0].env, defs[0].scope
         return None
+
+    def _handed_in(self, factor, env, scope) -> bool:
+        """A parameter another file of the project hands a mask (each such
+        call is judged with its mask, ``on_fill_call``): its name is no evidence."""
+        while isinstance(factor, cst.Subscript) or (
+            isinstance(factor, cst.Call) and isinstance(factor.func, cst.Attribute)
+        ):  # ``mask[:, None, :, None].to(k.dtype)``: the mask it shapes
+            factor = factor.value if isinstance(factor, cst.Subscript) else factor.func.value
+        defs = lookup(factor.value, env, scope) if isinstance(factor, cst.Name) else ()
+        return (
+            len(defs) == 1
+            and defs[0].kind == DefKind.PARAM
+            and handed_by_project(self.ctx, defs[0], factor.value)
+        )
 
     def _zero_fill(self, at, cond, value, env, scope) -> Optional[Found]:
         if not _zero(value, env, scope):

@@ -192,22 +192,10 @@ class Calls(FileCalls):
             self._active.discard(guard)
         if value.meaning is None and value.kind is None and not value.none:
             named = parameter_by_name(p, name, func)
-            if named is not None and not self._passed_by_project(d, name):
+            if named is not None and not handed_by_project(self.ctx, d, name):
                 value = named
         self._param_cache[key] = value
         return value
-
-    def _passed_by_project(self, d: Def, name: str) -> bool:
-        """Whether another file of the project calls the function that has
-        the parameter ``d`` and hands it a mask there: what that call passes
-        is judged at that call (RULES.md: where the fact enters the chain),
-        so the parameter's name says nothing here (probe J's keep-mask,
-        handed through a block to an attention class as ``padding_mask``)."""
-        project = getattr(self.ctx, "project", None)
-        key = _function_key(d.scope)
-        if project is None or key is None or not hasattr(project, "passed_elsewhere"):
-            return False
-        return project.passed_elsewhere(key, name)
 
     def _from_callers(self, func: cst.FunctionDef, name: str, p: cst.Param, d: Def, at: At) -> Mask:
         """The join of what every call of ``func`` in this file passes as ``name``."""
@@ -316,7 +304,20 @@ class Calls(FileCalls):
         return UNKNOWN_MASK
 
 
-def _function_key(scope) -> Optional[str]:
+def handed_by_project(ctx, d: Def, name: str) -> bool:
+    """Whether another file of the project calls the function that has the
+    parameter ``d`` (named ``name``) and hands it a mask there: what that
+    call passes is judged at that call (RULES.md: where the fact enters the
+    chain), so the parameter's name says nothing here (probe J's keep-mask,
+    handed through a block to an attention class as ``padding_mask``)."""
+    project = getattr(ctx, "project", None)
+    key = function_key(d.scope)
+    if project is None or key is None or not hasattr(project, "passed_elsewhere"):
+        return False
+    return project.passed_elsewhere(key, name)
+
+
+def function_key(scope) -> Optional[str]:
     """How the project names the function of ``scope``: ``attend`` or
     ``Attention.forward`` (a module-level function or class); None for
     anything nested."""

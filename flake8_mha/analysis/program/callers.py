@@ -412,7 +412,7 @@ def _bound(found, signature) -> Optional[list]:
     return out
 
 
-def results(path: str, key: str, signature, own_text: Optional[str] = None, files=None):
+def results(path: str, key: str, signature, own_text: Optional[str] = None, files=None, some=False):
     """Every call in the project of the function ``key`` of ``path``, as
     ``calls`` finds them, with what each keeps of the result: (the file, the
     call's line, ``KEPT_FIRST`` when only the first of a pair of results is
@@ -420,13 +420,15 @@ def results(path: str, key: str, signature, own_text: Optional[str] = None, file
     never read in that file), ``(RETURNED, key)`` when the function ``key``
     of that file returns it whole, else None, its parameters bound as by
     ``calls``).  Returns (that list or None, the files read), None as
-    ``calls`` says."""
+    ``calls`` says.  ``some``: the calls found even where others may hide
+    (a subclass, an instance read otherwise than called): enough to say
+    that some call passes something, never that every call does."""
     files = files if files is not None else project_files(path)
-    cache = ("results", key, repr(signature), own_text, _states(files))
+    cache = ("results", key, repr(signature), own_text, _states(files), some)
     if cache not in _CALLS:
         if len(_CALLS) > 256:
             _CALLS.clear()
-        found = _bound(_found(files, key, own_text)[0], signature)
+        found = _bound(_found(files, key, own_text, some)[0], signature)
         out = (
             None
             if found is None
@@ -451,7 +453,7 @@ def _kept_of(call: Call, index: Index, whole: bool):
     return KEPT_FIRST if use == FIRST else None
 
 
-def _found(files, key, own_text):
+def _found(files, key, own_text, some=False):
     """The calls ``calls`` binds, each with (its file, that file's
     ``Index``, whether it calls a ``Sequential`` that holds it), or None
     when they cannot be told; and the files read."""
@@ -473,7 +475,7 @@ def _found(files, key, own_text):
         paths.append(name)
     if key.endswith(".forward") and unread:
         # where the instances are kept: a file that names one of those may call them
-        kept = _kept(indexes, key.split(".")[0])  # None: the answer is unsettled anyway
+        kept = _kept(indexes, key.split(".")[0], some=some)  # None: unsettled anyway
         words = set().union(*kept) if kept else set()
         for name in unread if words else ():
             if _mentions(name, words):
@@ -482,12 +484,12 @@ def _found(files, key, own_text):
                     return None, files[1:]
                 indexes.append(index)
                 paths.append(name)
-    kept = _kept(indexes, key.split(".")[0]) if key.endswith(".forward") else None
+    kept = _kept(indexes, key.split(".")[0], some=some) if key.endswith(".forward") else None
     whole: Set[int] = set()
     out = []
     for name, index in zip(paths, indexes):
         if key.endswith(".forward"):
-            found = _instance_calls([index], key.split(".")[0], kept, whole)
+            found = _instance_calls([index], key.split(".")[0], kept, whole, some)
         elif "." in key:
             found = _method_calls([index], *key.split(".", 1))
         else:
@@ -525,7 +527,9 @@ def _function_calls(indexes: List[Index], name: str) -> Optional[List[Call]]:
     return found
 
 
-def _instance_calls(indexes: List[Index], cls: str, kept, whole_calls=None) -> Optional[List[Call]]:
+def _instance_calls(
+    indexes: List[Index], cls: str, kept, whole_calls=None, some=False
+) -> Optional[List[Call]]:
     """The calls in ``indexes`` of the instances of ``cls``: each
     construction kept in a plain attribute (``self.attn = Cls(...)``) or
     name, and every call of that attribute or name (``kept``: ``_kept``'s
@@ -537,9 +541,9 @@ def _instance_calls(indexes: List[Index], cls: str, kept, whole_calls=None) -> O
     attrs, names, held, whole, makers = kept
     found: List[Call] = []
     for index in indexes:
-        if attrs & index.loaded_attrs or names & index.loaded_names:
+        if not some and (attrs & index.loaded_attrs or names & index.loaded_names):
             return None  # the instance read otherwise than called (``.forward``, a hook)
-        if held & (index.loaded_attrs | index.loaded_names):
+        if not some and held & (index.loaded_attrs | index.loaded_names):
             return None  # the container read otherwise (``len(self.blocks)``, appended to)
         for a in attrs:
             # ``self.attn(...)`` in a class that keeps other classes' modules there is not ours
@@ -597,7 +601,9 @@ def _may_be(built: Optional[Set[str]], names: Set[str], makers) -> bool:
 MAX_FACTORIES = 2  # a factory of a factory of the class: followed no deeper
 
 
-def _kept(indexes: List[Index], cls: str, depth: int = 0) -> Optional[Tuple[Set[str], ...]]:
+def _kept(
+    indexes: List[Index], cls: str, depth: int = 0, some: bool = False
+) -> Optional[Tuple[Set[str], ...]]:
     """(attributes, names, containers of modules, the containers among them
     that are ``Sequential``, the factories that return them) the
     constructions of ``cls`` are kept in; None when one is not kept so, or
@@ -611,11 +617,15 @@ def _kept(indexes: List[Index], cls: str, depth: int = 0) -> Optional[Tuple[Set[
     makers: Set[str] = set()
     for index in indexes:
         own = _names(index, cls)
-        if own & index.loaded_names or cls in index.loaded_attrs or own & index.bases:
+        if not some and (
+            own & index.loaded_names or cls in index.loaded_attrs or own & index.bases
+        ):
             return None  # passed around or subclassed: built and called elsewhere
         for n in own:
             for built in index.by_name.get(n, ()):
                 if built.into is None:
+                    if some:
+                        continue
                     return None  # in a container, an argument: not followed
                 kind = built.into[0]
                 if kind == "return":
@@ -624,10 +634,10 @@ def _kept(indexes: List[Index], cls: str, depth: int = 0) -> Optional[Tuple[Set[
                 (attrs if kind == "attr" else names if kind == "name" else held).add(built.into[1])
                 if kind == "seq":
                     whole.add(built.into[1])
-        if index.by_attr.get(cls):
+        if index.by_attr.get(cls) and not some:
             return None  # ``module.Cls(...)``: not followed
     for maker in sorted(makers - {cls}):
-        got = _kept(indexes, maker, depth + 1) if depth < MAX_FACTORIES else None
+        got = _kept(indexes, maker, depth + 1, some) if depth < MAX_FACTORIES else None
         if got is None:
             return None
         for mine, theirs in zip((attrs, names, held, whole, makers), got):

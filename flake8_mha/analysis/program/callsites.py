@@ -31,6 +31,7 @@ from .callgraph import CHECKPOINT, checkpointed
 from .files import ProjectFiles, decode, module_constants, module_parts, project_root  # noqa: F401
 from .fills import FILL_SINKS, FILL_TEXT, KV, SOFTMAX
 from .forms import sdpa_summary
+from .local_names import enclosing_class, instance_name, own_definition
 from .binding import apply as _apply, bind as _bind, bind_factory, fixed as _fixed  # noqa: F401
 from .constants import ConstantFiles
 from .returns import imported_target as _imported
@@ -250,13 +251,18 @@ class Project(ConstantFiles):
         if (
             isinstance(func, cst.Attribute)
             and func.attr.value == "forward"
-            and isinstance(func.value, (cst.Attribute, cst.Subscript))
+            and (
+                isinstance(func.value, (cst.Attribute, cst.Subscript))
+                or instance_name(func.value, env, scope)
+            )
         ):
-            func = func.value  # ``self.attn.forward(...)`` runs what ``self.attn(...)`` does
+            # ``self.attn.forward(...)``, ``block.forward(...)`` in a loop over the
+            # blocks: runs what ``self.attn(...)``, ``block(...)`` do
+            func = func.value
         target = _imported(func, env, scope)
         if target is not None:
             return self._function(target, call=True)
-        own = _own_definition(func, env, scope, DefKind.DEF)
+        own = own_definition(func, env, scope, DefKind.DEF)
         if own is not None:
             got = self.effective(self.path, own)
             return (self.path, got) if got is not None else None
@@ -295,7 +301,7 @@ class Project(ConstantFiles):
         B``, ``chains.KINDS``), one of a dict of classes
         (``BACKENDS[name](...)``), or the module the constructor is handed
         (``chains.INJECTED``): read as a call from another file is."""
-        cls = _enclosing_class(scope)
+        cls = enclosing_class(scope)
         if (
             not isinstance(func, cst.Attribute)
             or cls is None
@@ -328,7 +334,7 @@ class Project(ConstantFiles):
                 filename, cls = loc
             else:
                 filename = self.path
-                cls = _own_definition(call.func, env, scope, DefKind.CLASS)
+                cls = own_definition(call.func, env, scope, DefKind.CLASS)
                 if cls is None:
                     return None
             got = self.effective(filename, f"{cls}.{method}")
@@ -410,7 +416,7 @@ class Project(ConstantFiles):
             and not owner.args
         )
         if is_super:
-            cls = _enclosing_class(scope)
+            cls = enclosing_class(scope)
         elif isinstance(owner, cst.Name):
             cls = resolver.self_class(func, env, scope)
         else:
@@ -452,7 +458,7 @@ class Project(ConstantFiles):
             loc = self._defined(target)
             got = self.effective(loc[0], f"{loc[1]}.{name}") if loc is not None else None
             return (loc[0], got) if got is not None else None
-        cls = _own_definition(built.func, defs[0].env, defs[0].scope, DefKind.CLASS)
+        cls = own_definition(built.func, defs[0].env, defs[0].scope, DefKind.CLASS)
         got = self.effective(self.path, f"{cls}.{name}") if cls is not None else None
         return (self.path, got) if got is not None else None
 
@@ -469,7 +475,7 @@ class Project(ConstantFiles):
         if made is not None:
             found = self._function(made, call=False)
         else:
-            name = _own_definition(func, env, scope, DefKind.CLASS, DefKind.DEF)
+            name = own_definition(func, env, scope, DefKind.CLASS, DefKind.DEF)
             if name is None:
                 return None
             got = self.effective(self.path, name + ".forward") or self.effective(
@@ -497,7 +503,7 @@ class Project(ConstantFiles):
             found = (self.path, self._sdpa_summary(call))
         else:
             target = _imported(inner, env, scope)
-            own = _own_definition(inner, env, scope, DefKind.DEF)
+            own = own_definition(inner, env, scope, DefKind.DEF)
             if target is not None:
                 found = self._function(target, call=True)
             elif own is not None:
@@ -697,7 +703,7 @@ class Project(ConstantFiles):
         ``param``: a mask made there and judged at that call."""
         asked = ("passed", key, param)
         if asked not in self._answers:
-            found = self.results_kept(key) or ()
+            found = self.results_kept(key, some=True) or ()
             self._answers[asked] = (
                 any(
                     f is not None and bound.get(param) == signatures.UNKNOWN
@@ -707,7 +713,7 @@ class Project(ConstantFiles):
             )
         return self._answers[asked][0]
 
-    def results_kept(self, key: str, path: Optional[str] = None) -> Optional[list]:
+    def results_kept(self, key: str, path: Optional[str] = None, some=False) -> Optional[list]:
         """Every call in the project of this file's function ``key`` (as
         ``called`` reads them; of the project file ``path``'s, when given),
         each as (its file shown relative to the root, or None for the linted
@@ -735,6 +741,7 @@ class Project(ConstantFiles):
                 signature,
                 self._own_source if path is None else None,
                 self._project_files() if path is None else callers.project_files(path),
+                some,
             )
         except (OSError, ValueError, RecursionError):
             return None
@@ -763,27 +770,3 @@ def _answer(found, got) -> tuple:
 
 def _off(value) -> bool:
     return value is None or value is False or (type(value) in (int, float) and value == 0)
-
-
-def _enclosing_class(scope):
-    """The ``ClassInfo`` of the class whose method holds ``scope``."""
-    while scope is not None and scope.kind != ScopeKind.FUNCTION:
-        scope = scope.parent
-    if scope is None or scope.parent is None or scope.parent.kind != ScopeKind.CLASS:
-        return None
-    return scope.parent.cls
-
-
-def _own_definition(node, env, scope, *kinds) -> Optional[str]:
-    """The name of the module-level ``def`` or ``class`` of the linted file a
-    name means (one definition, of one of ``kinds``), else None."""
-    if not isinstance(node, cst.Name):
-        return None
-    defs = lookup(node.value, env, scope)
-    if len(defs) != 1:
-        return None
-    d = defs[0]
-    if d.kind not in kinds or d.scope is None or d.scope.kind != ScopeKind.MODULE:
-        return None
-    name = getattr(d.node, "name", None)
-    return name.value if isinstance(name, cst.Name) else None

@@ -604,8 +604,12 @@ def _checkpointed(call: ast.Call) -> ast.Call:
 
 
 def _callee(func: ast.AST, loops: Dict[str, str], attrs: Dict[str, str]) -> Optional[list]:
-    if isinstance(func, ast.Attribute) and func.attr == "forward" and self_attr(func.value):
-        func = func.value  # ``self.attn.forward(...)`` runs what ``self.attn(...)`` does
+    if (
+        isinstance(func, ast.Attribute)
+        and func.attr == "forward"
+        and (self_attr(func.value) or (isinstance(func.value, ast.Name) and func.value.id in loops))
+    ):  # ``self.attn.forward(...)``, ``blk.forward(...)`` over ``self.blocks``: the call of it
+        func = func.value
     if (  # getattr(self, "attn")(...)
         isinstance(func, ast.Call)
         and isinstance(func.func, ast.Name)

@@ -100,7 +100,10 @@ class Composing:
         if module_own:
             s = dict(s, module_own=sorted(module_own | set(s.get("module_own", ()))))
         if reach:
-            sink_file, line, chain = ends[sorted(reach)[0]]
+            # the SDPA or module call the event will name, before a fill of scores
+            # that another path reaches (transformers' eager path beside SDPA)
+            named = sorted(reach, key=lambda k: (k in FILL_SINKS, k))[0]
+            sink_file, line, chain = ends[named]
             got = dict(s, reach=reach, line=line, sink_file=sink_file)
             if len(chain) > 1:
                 got["chain"] = chain

@@ -1,0 +1,46 @@
+"""What a name of the linted file means at a call site, for the program
+analysis (``callsites.py``): a local instance, the class around a method, a
+module-level ``def`` or ``class`` of the file."""
+
+from __future__ import annotations
+
+from typing import Optional
+
+import libcst as cst
+
+from ..flow import DefKind, ScopeKind, lookup
+
+
+def instance_name(node, env, scope) -> bool:
+    """A local name or loop variable, never a class or an import (whose
+    ``.forward`` is the method called unbound, ``Attention.forward(self, x)``)."""
+    if not isinstance(node, cst.Name):
+        return False
+    defs = lookup(node.value, env, scope)
+    return bool(defs) and all(
+        d.kind in (DefKind.ASSIGN, DefKind.FOR, DefKind.UNPACK, DefKind.WITH) for d in defs
+    )
+
+
+def enclosing_class(scope):
+    """The ``ClassInfo`` of the class whose method holds ``scope``."""
+    while scope is not None and scope.kind != ScopeKind.FUNCTION:
+        scope = scope.parent
+    if scope is None or scope.parent is None or scope.parent.kind != ScopeKind.CLASS:
+        return None
+    return scope.parent.cls
+
+
+def own_definition(node, env, scope, *kinds) -> Optional[str]:
+    """The name of the module-level ``def`` or ``class`` of the linted file a
+    name means (one definition, of one of ``kinds``), else None."""
+    if not isinstance(node, cst.Name):
+        return None
+    defs = lookup(node.value, env, scope)
+    if len(defs) != 1:
+        return None
+    d = defs[0]
+    if d.kind not in kinds or d.scope is None or d.scope.kind != ScopeKind.MODULE:
+        return None
+    name = getattr(d.node, "name", None)
+    return name.value if isinstance(name, cst.Name) else None
