@@ -364,3 +364,35 @@ def test_fix_keeps_encoding_bom_and_line_endings(tmp_path):
     text = data[3:].decode("utf-8")
     assert "\r\n" in text and "\n" not in text.replace("\r\n", "")
     assert "need_weights=False" in text and "Ünïcode" in text
+
+
+def test_the_batch_first_fix_of_a_super_init_goes_in_the_init_call():
+    # ``super()`` starts where ``super().__init__(...)`` starts: the keyword goes
+    # in the call that builds the module, never in ``super()``
+    src = textwrap.dedent(
+        """\
+        import torch.nn as nn
+
+
+        class Cached(nn.MultiheadAttention):
+            def __init__(self, d, h):
+                super().__init__(d, h)
+                self.cache = None
+
+
+        class Model(nn.Module):
+            def __init__(self):
+                super().__init__()
+                self.attn = Cached(64, 8)
+
+            def forward(self, x):
+                x = x.transpose(0, 1)  # (B, L, E) -> (L, B, E)
+                return self.attn(x, x, x, need_weights=False)[0]
+        """
+    )
+    found = analyze_source(src, "m.py", codes=["MHA903"])
+    assert [(f.code, f.line, f.col) for f in found] == [("MHA903", 6, 9)]
+    new, fixed = fix_source(src, found)
+    assert len(fixed) == 1
+    assert "        super().__init__(d, h, batch_first=False)\n" in new
+    assert analyze_source(new, "m.py", codes=["MHA903"]) == []

@@ -334,6 +334,8 @@ class BatchFirstImplicit(Rule):
 
 
 def _batch_first_false(call: cst.Call, ctx: FixContext) -> Optional[cst.Call]:
+    if isinstance(call.func, cst.Name) and call.func.value == "super":
+        return None  # ``super()`` of ``super().__init__(d, h)``: the call after it is the one
     if any(a.star for a in call.args) or any(
         a.keyword is not None and a.keyword.value == "batch_first" for a in call.args
     ):

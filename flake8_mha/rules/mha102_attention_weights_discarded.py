@@ -55,8 +55,10 @@ class AttentionWeightsDiscarded(Rule):
           kind (`if mode == "quadratic": self.attn = nn.MultiheadAttention(...)`,
           `elif mode == "linear": self.attn = LinearMixer(...)`): the calls of
           `self.attn` in that class that give it a query, a key and a value
-          run the module, and are judged as its calls
-          (`fixtures/MHA102_branch_modules.py`).
+          run the module, and are judged as its calls, when the other kind is
+          a class of the file whose `forward` cannot take that many arguments
+          (`LinearMixer.forward(self, x)`); any other kind may be what runs:
+          silent (`fixtures/MHA102_branch_modules.py`).
         - Not reported when the weights are read anywhere in the function,
           returned, stored on `self` or elsewhere, or when `need_weights` is a
           variable.
@@ -145,9 +147,38 @@ class AttentionWeightsDiscarded(Rule):
             return
         done = self.ctx.analyses.setdefault("mha102-stored", set())
         for call in layout_for(self.ctx).stored_calls(ev):
-            if id(call.site.node) not in done:  # two such modules on one attribute: once
-                done.add(id(call.site.node))
-                yield from self.on_module_call(call)
+            if id(call.site.node) in done or not self._only_module(ev, call):
+                continue
+            done.add(id(call.site.node))  # two such modules on one attribute: once
+            yield from self.on_module_call(call)
+
+    def _only_module(self, ev, call: ModuleCall) -> bool:
+        """Whether every other thing the attribute may hold is a class of this
+        file whose ``forward`` cannot take the call's positional arguments
+        (ptls' ``LinearAttn.forward(self, x)`` beside ``self.attn(X, X, X)``):
+        then the call runs the module.  Anything else (a class of another
+        file, an expression) may be what runs: unknown, silent."""
+        func = call.site.node.func
+        if not isinstance(func, cst.Attribute) or ev.site.cls is None:
+            return False
+        given = sum(1 for a in call.site.node.args if a.keyword is None and not a.star)
+        resolver = self.ctx.resolver
+        for d in resolver.attr_defs(ev.site.cls, func.attr.value):
+            value = d.node
+            if value is ev.site.node or (isinstance(value, cst.Name) and value.value == "None"):
+                continue
+            if not isinstance(value, cst.Call):
+                return False
+            held = resolver.instances(value, d.env, d.scope)
+            if held and all(i.spec is ev.spec for i in held):
+                continue  # another such module (built with other sizes): judged alike
+            info = resolver.local_class(value.func, d.env, d.scope)
+            forward = info.methods.get("forward") if info is not None else None
+            if forward is None or forward.params.star_arg is not cst.MaybeSentinel.DEFAULT:
+                return False
+            if given <= len(forward.params.params) - 1:  # ``self`` aside: it may take them
+                return False
+        return True
 
     def on_module_call(self, ev: ModuleCall) -> Iterator[Report]:
         if ev.spec.name != "MultiheadAttention" or self._one_query(ev):
