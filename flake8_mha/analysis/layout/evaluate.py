@@ -387,14 +387,17 @@ class LayoutEvaluator(FileCalls, LayoutCalls, ProgramLayout, ProjectLayout):
             if (
                 known is not None
                 and not _residual(node, left is not None)
-                and None in known.roles
+                and (
+                    None in known.roles or (known.unbatched and not _scalar(node, left is not None))
+                )
                 and BATCH not in known.roles
                 and not known.conforms
             ):
                 # a table with no batch axis (a positional encoding's (L, 1, E)
                 # buffer) added to data of unknown layout says how its author
                 # thought of the data, not how it is (flood-forecast adds such a
-                # table to batch-first data, then swaps for the encoder): unknown
+                # table to batch-first data, then swaps for the encoder); a 2-D
+                # table (a learned ``(L, E)`` position) broadcasts over any batch: unknown
                 return None
             return known
         if len(left.roles) != len(right.roles):
@@ -410,6 +413,14 @@ def _residual(node: cst.BinaryOperation, left_known: bool) -> bool:
     return isinstance(known, cst.Name) and any(
         isinstance(n, cst.Name) and n.value == known.value for n in walk(other)
     )
+
+
+def _scalar(node: cst.BinaryOperation, left_known: bool) -> bool:
+    """The other operand is a number written out (``torch.randn(n, d) * 0.02``)."""
+    other = node.right if left_known else node.left
+    if isinstance(other, cst.UnaryOperation):
+        other = other.expression
+    return isinstance(other, (cst.Integer, cst.Float))
 
 
 def _tuple_assign(d) -> bool:
