@@ -223,3 +223,51 @@ def test_a_batch_named_among_two_sizes_is_not_unbatched():
     )
     src = src.replace("torch.randn(1, wave_dim)", "torch.randn(batch_size, wave_dim)")
     assert _found(src, ["MHA001"]) == [("MHA001", 8, 17)]
+
+
+# -- release review 12, terratorch's DETR: ``forward_pre`` runs only if normalize_before
+
+DETR = """\
+import torch.nn as nn
+
+
+class EncoderLayer(nn.Module):
+    def __init__(self, d_model, nhead, normalize_before=False):
+        super().__init__()
+        self.self_attn = nn.MultiheadAttention(d_model, nhead)
+        self.norm = nn.LayerNorm(d_model)
+        self.normalize_before = normalize_before
+
+    def forward_post(self, src):
+        src = src + self.self_attn(src, src, src)[0]
+        return self.norm(src)
+
+    def forward_pre(self, src):
+        src2 = self.norm(src)
+        return src + self.self_attn(src2, src2, src2)[0]
+
+    def forward(self, src):
+        if self.normalize_before:
+            return self.forward_pre(src)
+        return self.forward_post(src)
+
+
+class Encoder(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.layer = EncoderLayer(256, 8BEFORE)
+
+    def forward(self, x):
+        return self.layer(x.flatten(2).permute(2, 0, 1))
+"""
+
+
+def test_a_method_run_only_from_a_branch_the_program_never_takes_is_not_judged(tmp_path):
+    def run(before, name):
+        path = tmp_path / name  # a file on disk: what every construction passes is the project's
+        path.write_text(DETR.replace("BEFORE", before))
+        found = analyze_source(path.read_text(), str(path), ["MHA102"])
+        return [(f.code, f.line, f.col) for f in found]
+
+    assert run("", "a.py") == [("MHA102", 12, 21)]
+    assert run(", normalize_before=True", "b.py") == [("MHA102", 12, 21), ("MHA102", 17, 22)]

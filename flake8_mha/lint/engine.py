@@ -231,12 +231,15 @@ def _analyze_module(
     if added:
         reports = [(code, rep) for code, rep in reports if id(rep) not in added]
     decided = facts.decided_by_callers(ctx.events, project)
+    dead_memo: Dict[int, bool] = {}  # methods run only from branches the program never takes
     located = []
     asks = getattr(project, "asks", None)
     for ev in ctx.events:
         if isinstance(ev, Construction) and facts.never_built(ev, project):
             continue
         if ev.site.conds and facts.dead_in_program(ev.site):
+            continue
+        if facts.dead_method(ev.site, flow.calls, dead_memo):
             continue
         handler = _HANDLERS[type(ev)]
         for rule in rules:

@@ -200,6 +200,41 @@ def dead_in_program(site) -> bool:
     return False
 
 
+def dead_method(site, calls, memo: Dict[int, bool], depth: int = 0) -> bool:
+    """Whether the method around ``site`` runs only where the program never
+    goes: every call of it in its file is ``self.<name>(...)`` under a
+    branch ``dead_in_program`` decides the other way, or inside such a
+    method in turn (DETR's ``forward_pre``, called only under ``if
+    self.normalize_before:`` where every construction leaves it False).  A
+    method called nowhere in its file, or named otherwise than called, may
+    be called from elsewhere: not dead."""
+    scope = site.scope
+    while scope is not None and scope.kind != ScopeKind.FUNCTION:
+        scope = scope.parent
+    if scope is None or scope.parent is None or scope.parent.kind != ScopeKind.CLASS:
+        return False
+    key = id(scope)
+    if key in memo:
+        return memo[key]
+    memo[key] = False  # recursion: not dead
+    name = scope.node.name.value
+    if name.startswith("__") or name == "forward" or depth > 3:
+        return False
+    mine = [
+        c
+        for c in calls
+        if isinstance(c.node.func, cst.Attribute)
+        and c.node.func.attr.value == name
+        and isinstance(c.node.func.value, cst.Name)
+        and c.node.func.value.value == "self"
+    ]
+    got = bool(mine) and all(
+        (c.conds and dead_in_program(c)) or dead_method(c, calls, memo, depth + 1) for c in mine
+    )
+    memo[key] = got
+    return got
+
+
 def never_built(ev, project) -> bool:
     """A module built as the default of an ``__init__`` parameter
     (``self.self_attn = self_attention or nn.MultiheadAttention(...)``) where
