@@ -8,7 +8,7 @@ the messages and evidence say of the facts the project fixed
 
 from __future__ import annotations
 
-from typing import Dict, Optional, Set
+from typing import Dict, Set
 
 import libcst as cst
 
@@ -18,6 +18,7 @@ from ..analysis.flow import DefKind, ScopeKind, lookup, walk
 from ..analysis.program.callsites import Project
 from ..analysis.program.wrapped import WrappedModuleCall
 from ..analysis.program.fills import FILL_SINKS, KV
+from ..analysis.program.local_names import function_key
 from ..analysis.values import branch_truth, inherited_attr
 
 
@@ -81,7 +82,7 @@ def decided_by_callers(events, project) -> Dict[int, Set[str]]:
     for ev in events:
         if not isinstance(ev, (SdpaCall, ModuleCall, FillCall)):
             continue
-        key = _function_key(ev.site.scope)
+        key = function_key(ev.site.scope)
         if key not in followed:
             continue
         summary = project.effective(project.path, key)
@@ -255,7 +256,7 @@ def settled(report, ev, project, carried: Set[str]):
     fixes says nothing about a module's ``batch_first``.  The evidence keeps
     them all, for the confirmer's witness (the module the program builds)."""
     settled = getattr(project, "settled", None)
-    key = _function_key(ev.site.scope) if settled else None
+    key = function_key(ev.site.scope) if settled else None
     cls = key.split(".")[0] if key and "." in key else None
     facts = settled.get(cls) if cls else None
     if not facts:
@@ -329,7 +330,7 @@ def from_callers(report, ev, asked, carried: Set[str]) -> None:
     witness: the value the program really passes."""
     called: Dict[str, Dict[str, tuple]] = {}
     outside: Dict[str, str] = {}  # the class or function -> how it would be used
-    key = _function_key(ev.site.scope) if isinstance(ev, SdpaCall) else None
+    key = function_key(ev.site.scope) if isinstance(ev, SdpaCall) else None
     for kind, owner, param, answer in asked:
         if answer[0] in ("settled", "known") and kind == "called" and owner == key:
             # what the program passes, for the witness (its value, where the
@@ -358,26 +359,3 @@ def from_callers(report, ev, asked, carried: Set[str]) -> None:
         report.message += f"; {name} is never {verb} in the project: its callers are outside it"
     if outside:
         report.evidence["callers_outside"] = list(outside)
-
-
-def _function_key(scope) -> Optional[str]:
-    """How a summary table names the function a call site is in: ``attend``,
-    ``Attention.forward``, ``make_attention()`` (the function a factory
-    returns); None inside anything else."""
-    while scope is not None and scope.kind != ScopeKind.FUNCTION:
-        scope = scope.parent
-    if scope is None or not isinstance(scope.node, cst.FunctionDef):
-        return None
-    name = scope.node.name.value
-    parent = scope.parent
-    if parent is not None and parent.kind == ScopeKind.CLASS:
-        outer = parent.parent
-        if outer is not None and outer.kind == ScopeKind.MODULE and parent.node is not None:
-            return f"{parent.node.name.value}.{name}"
-        return None
-    if parent is not None and parent.kind == ScopeKind.FUNCTION:
-        outer = parent.parent
-        if outer is not None and outer.kind == ScopeKind.MODULE:
-            return parent.node.name.value + "()"
-        return None
-    return name

@@ -201,7 +201,7 @@ class LayoutAnalysis:
         ``TransformerEncoder``/``Decoder`` built from it, and for an
         ``nn.Transformer`` those of the parts it builds (``self.transformer.
         encoder(src)``), which read the layout its ``batch_first`` says."""
-        out = list(self.ctx.module_calls_of(ev)) or self._stored_calls(ev) or self._inner_calls(ev)
+        out = list(self.ctx.module_calls_of(ev)) or self.stored_calls(ev) or self._inner_calls(ev)
         for other in self.ctx.events:
             if isinstance(other, ModuleCall) and other.spec.name in _CONTAINER_LAYER:
                 if any(self._layer_is(inst, other.spec.name, ev) for inst in other.instances):
@@ -211,12 +211,6 @@ class LayoutAnalysis:
         return out
 
     def stored_calls(self, ev: Construction) -> List[ModuleCall]:
-        """The calls that run the module built at ``ev`` where its attribute
-        may hold something else too (``_stored_calls``), for the rules that
-        judge calls (MHA102)."""
-        return self._stored_calls(ev)
-
-    def _stored_calls(self, ev: Construction) -> List[ModuleCall]:
         """The calls of ``self.<attr>`` in the class that stores the module
         there, when the attribute may also hold something else: built as
         ``MHA(...) if flag else Other(...)``, or in ``if``/``elif`` branches

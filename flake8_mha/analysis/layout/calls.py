@@ -495,9 +495,7 @@ class LayoutCalls:
         return known.roles[index]
 
     def _sized(self, node: cst.Call, how: str, env=None, scope=None, frame=None, depth=0):
-        args = [a.value for a in node.args if a.keyword is None and not a.star]
-        if len(args) == 1 and isinstance(args[0], (cst.Tuple, cst.List)):
-            args = [e.value for e in args[0].elements]
+        args = _sizes(node)
         names = [a.value if isinstance(a, cst.Name) else _attr_name(a) for a in args]
         if None in names:
             # ``reshape(batch * n_chunks, chunk_size, N)``: an unnamed size may be
@@ -535,9 +533,7 @@ class LayoutCalls:
             return self._concat(args[0], env, scope, frame, depth)
         if qn in CTORS:
             got = self._sized(node, qn)
-            sizes = [a.value for a in node.args if a.keyword is None and not a.star]
-            if len(sizes) == 1 and isinstance(sizes[0], (cst.Tuple, cst.List)):
-                sizes = [e.value for e in sizes[0].elements]
+            sizes = _sizes(node)
             if (
                 (got is None or BATCH not in got.roles)
                 and len(sizes) == 2
@@ -658,3 +654,12 @@ def _read_swap(ctx, func: cst.FunctionDef, fscope) -> Optional[dict]:
         ):
             return {"params": [data.value]}
     return None
+
+
+def _sizes(node: cst.Call) -> list:
+    """The sizes a constructor or a view is given: its positional arguments,
+    or the elements of the one tuple or list it is given."""
+    args = [a.value for a in node.args if a.keyword is None and not a.star]
+    if len(args) == 1 and isinstance(args[0], (cst.Tuple, cst.List)):
+        args = [e.value for e in args[0].elements]
+    return args

@@ -13,8 +13,9 @@ from typing import Dict, List, NamedTuple, Optional
 
 import libcst as cst
 
+from ..program.local_names import function_key
 from ..program.callgraph import FileCalls, bind_call, frame_for  # noqa: F401  (the package's names for them)
-from ..flow import ClassInfo, Def, Env, Scope, ScopeKind, children, lookup
+from ..flow import ClassInfo, Def, Env, Scope, children, lookup
 from ..splats import element, expand_call
 from ..tree import is_none
 from .domain import NONE_MASK, UNKNOWN_MASK, Mask, join_all
@@ -315,22 +316,3 @@ def handed_by_project(ctx, d: Def, name: str) -> bool:
     if project is None or key is None or not hasattr(project, "passed_elsewhere"):
         return False
     return project.passed_elsewhere(key, name)
-
-
-def function_key(scope) -> Optional[str]:
-    """How the project names the function of ``scope``: ``attend`` or
-    ``Attention.forward`` (a module-level function or class); None for
-    anything nested."""
-    if (
-        scope is None
-        or scope.kind != ScopeKind.FUNCTION
-        or not isinstance(scope.node, cst.FunctionDef)
-    ):
-        return None
-    parent, name = scope.parent, scope.node.name.value
-    if parent is not None and parent.kind == ScopeKind.MODULE:
-        return name
-    if parent is not None and parent.kind == ScopeKind.CLASS and parent.parent is not None:
-        if parent.parent.kind == ScopeKind.MODULE and parent.node is not None:
-            return f"{parent.node.name.value}.{name}"
-    return None

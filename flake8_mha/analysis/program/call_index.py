@@ -160,7 +160,8 @@ def _of_self(call: ast.Call, name: str, count: int) -> bool:
 
 def _set_by_name(call: ast.Call) -> Optional[str]:
     """``setattr(self, f"layer{i}", Block(...))``: the attribute, as
-    ``_attr_template`` names it, when a construction is stored there."""
+    ``chains.attr_template`` names it (``layer*``), when a construction is
+    stored there."""
     if not _of_self(call, "setattr", 3) or not isinstance(call.args[2], ast.Call):
         return None
     return attr_template(call.args[1])
@@ -371,7 +372,7 @@ class Index:
                     # ``getattr(self, f"layer{i}")(x)``: a call of what ``setattr`` put there
                     call = Call(node, None, None, None, uses.get(id(node)), read)
                     call.owner = enclosing.get(id(node))
-                    self.by_attr.setdefault(_got_by_name(func), []).append(call)
+                    self.by_attr.setdefault(attr_template(func.args[1]), []).append(call)
             elif isinstance(node, ast.Name) and isinstance(node.ctx, ast.Load):
                 if id(node) not in funcs:
                     self.loaded_names.add(node.id)

@@ -370,9 +370,8 @@ def kv_reach(given: Dict[str, ast.AST], reads: set, stores, top: set) -> Optiona
     return {"param": hows[0]["param"], "ops": hows[0]["ops"] + [[KV, " and ".join(found)]]}
 
 
-# methods that keep the rows of a key where they were
-_SAME_ROWS = ("view", "reshape", "transpose", "permute", "contiguous", "flatten", "unflatten")
-_SAME_ROWS += steps.CASTS
+# methods that keep the rows of a key where they were, and casts of it
+_SAME_ROWS = steps.ROW_METHODS | set(steps.CASTS)
 
 
 def _kv_factor(expr, reads, stores, top, line, depth) -> Optional[dict]:

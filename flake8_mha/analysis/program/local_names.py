@@ -1,6 +1,8 @@
 """What a name of the linted file means at a call site, for the program
 analysis (``callsites.py``): a local instance, the class around a method, a
-module-level ``def`` or ``class`` of the file."""
+module-level ``def`` or ``class`` of the file; and how the project's
+summaries name the function around a scope (``function_key``, asked by the
+mask evaluator and by ``lint/facts.py``)."""
 
 from __future__ import annotations
 
@@ -44,3 +46,26 @@ def own_definition(node, env, scope, *kinds) -> Optional[str]:
         return None
     name = getattr(d.node, "name", None)
     return name.value if isinstance(name, cst.Name) else None
+
+
+def function_key(scope) -> Optional[str]:
+    """How a summary table names the function a call site is in: ``attend``,
+    ``Attention.forward``, ``make_attention()`` (the function a factory
+    returns); None inside anything else."""
+    while scope is not None and scope.kind != ScopeKind.FUNCTION:
+        scope = scope.parent
+    if scope is None or not isinstance(scope.node, cst.FunctionDef):
+        return None
+    name = scope.node.name.value
+    parent = scope.parent
+    if parent is not None and parent.kind == ScopeKind.CLASS:
+        outer = parent.parent
+        if outer is not None and outer.kind == ScopeKind.MODULE and parent.node is not None:
+            return f"{parent.node.name.value}.{name}"
+        return None
+    if parent is not None and parent.kind == ScopeKind.FUNCTION:
+        outer = parent.parent
+        if outer is not None and outer.kind == ScopeKind.MODULE:
+            return parent.node.name.value + "()"
+        return None
+    return name

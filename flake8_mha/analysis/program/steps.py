@@ -105,14 +105,14 @@ def _split_heads(stmt: ast.Assign, params: set) -> List[str]:
     ]
 
 
-_ROW_METHODS = {"view", "reshape", "transpose", "permute", "contiguous", "unflatten", "flatten"}
+ROW_METHODS = {"view", "reshape", "transpose", "permute", "contiguous", "unflatten", "flatten"}
 
 
 def _keeps_rows(body: ast.AST, param: str) -> bool:
     """``rearrange(t, ...)`` or ``t.view(...).transpose(1, 2)`` of ``param``."""
     while isinstance(body, ast.Call):
         func = body.func
-        if isinstance(func, ast.Attribute) and func.attr in _ROW_METHODS:
+        if isinstance(func, ast.Attribute) and func.attr in ROW_METHODS:
             body = func.value
             continue
         if (dotted_name(func) or "").rsplit(".", 1)[-1] != "rearrange" or not body.args:
