@@ -109,7 +109,9 @@ class Scope:
         self.loads: set = set()  # names read anywhere in this function
         self.globals: set = set()  # names this function declares global/nonlocal
         self.mutated_globals: set = set()  # module scope: names some function rebinds
-        self.appends: Dict[str, List[Def]] = {}  # local list -> what .append() added
+        # local list -> what ``.append()`` added; a local container -> what
+        # ``name[key] = value`` stored in it
+        self.appends: Dict[str, List[Def]] = {}
         # module scope: the project's facts values.py may ask (project.Project:
         # imported_constant, constructed), or None for this file alone
         self.project = None
@@ -547,6 +549,9 @@ class FlowPass:
             return env
         if t is cst.Subscript:
             self.expr(target, env, scope)
+            if isinstance(target.value, cst.Name) and d.kind == DefKind.ASSIGN and not index:
+                # ``layers[f"layer_{i}"] = Block()``: what the container holds
+                scope.appends.setdefault(target.value.value, []).append(d)
             return env
         if t is cst.StarredElement:
             return self.bind(target.value, Def(DefKind.UNKNOWN), env, scope)

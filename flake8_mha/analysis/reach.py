@@ -24,7 +24,7 @@ import libcst as cst
 from ..core import torch_api
 from . import tree
 from .bound import Bound, Instance
-from .flow import DefKind, Env, lookup
+from .flow import DefKind, Env, lookup, scope_appends
 from .tree import walk
 
 Resolver = Any  # resolve.Resolver (which imports this module)
@@ -205,6 +205,50 @@ def inherited_layers(res: Resolver, owner, attr: str, leaf: Leaf, depth: int) ->
     for site in res._constructions(owner):
         given = Bound(site.node, spec[0].init).get(spec[0].init.names[0])
         got = res.held(given, site.env, site.scope, leaf, depth + 1) if given is not None else None
+        if not got:
+            return None
+        out.extend(got)
+    return out or None
+
+
+def pair_values(res, node, env, scope, leaf, depth: int) -> Optional[list]:
+    """The second items of the ``(name, module)`` pairs ``node`` holds: a
+    display or comprehension of pairs, or a local list of them filled by
+    ``.append((f"layer_{i}", Block(...)))`` (classy-vision's
+    ``nn.Sequential(OrderedDict(layers))``)."""
+    if depth > 16:  # resolve.MAX_DEPTH
+        return None
+
+    def second(pair, penv=env, pscope=scope) -> Optional[list]:
+        if not isinstance(pair, cst.Tuple) or len(pair.elements) != 2:
+            return None
+        if isinstance(pair.elements[1], cst.StarredElement):
+            return None
+        return res.held(pair.elements[1].value, penv, pscope, leaf, depth + 1)
+
+    t = type(node)
+    if t in (cst.List, cst.Tuple):
+        out: list = []
+        for el in node.elements:
+            got = None if isinstance(el, cst.StarredElement) else second(el.value)
+            if not got:
+                return None
+            out.extend(got)
+        return out
+    if t in (cst.ListComp, cst.GeneratorExp):
+        return second(node.elt)
+    if t is not cst.Name:
+        return None
+    out = []
+    for d in lookup(node.value, env, scope):
+        if d.kind != DefKind.ASSIGN:
+            return None
+        got = pair_values(res, d.node, d.env, d.scope, leaf, depth + 1)
+        if got is None:
+            return None
+        out.extend(got)
+    for d in scope_appends(scope, node.value):
+        got = second(d.node, d.env, d.scope) if d.kind == DefKind.ASSIGN else None
         if not got:
             return None
         out.extend(got)

@@ -21,6 +21,7 @@ from ..core.torch_api import ModuleSpec
 
 MAX_DEPTH = 16
 _CONTAINERS = {torch_api.MODULE_LIST, "torch.nn.Sequential", "builtins.list", "builtins.tuple"}
+_MAPPINGS = {"collections.OrderedDict", "builtins.dict"}  # of names to modules
 Leaf = Callable[[cst.Call, Env, Optional[Scope]], Optional[list]]
 
 
@@ -498,6 +499,13 @@ class Resolver:
                     return self.held_elements(node.args[0].value, env, scope, leaf, depth + 1)
                 if qn == "torch.nn.Sequential":
                     return self._sequential_members(node, env, scope, leaf, depth)
+            if qn in _MAPPINGS:  # ``OrderedDict(layers)`` of (name, module) pairs
+                if not node.args:
+                    return []  # filled by ``layers[name] = ...``: the caller adds those
+                arg = node.args[0]
+                if len(node.args) == 1 and arg.keyword is None and not arg.star:
+                    return self.pair_values(arg.value, env, scope, leaf, depth + 1)
+                return None
             cloned = self._clones(node, env, scope, leaf, depth)
             if cloned is not None:
                 return cloned
@@ -517,6 +525,14 @@ class Resolver:
             return out
         if t in (cst.ListComp, cst.GeneratorExp):
             return self.held(node.elt, env, scope, leaf, depth + 1)
+        if t is cst.Dict:  # ``{"attn": Attention(...), ...}``: its values
+            out = []
+            for el in node.elements:
+                got = self.held(el.value, env, scope, leaf, depth + 1)
+                if not isinstance(el, cst.DictElement) or not got:
+                    return None
+                out.extend(got)
+            return out
         if t is cst.Name:
             defs = lookup(node.value, env, scope)
             return self._elements_from_defs(defs, scope_appends(scope, node.value), leaf, depth)
@@ -532,6 +548,9 @@ class Resolver:
                 appended.extend(cls.appends.get(node.attr.value, ()))
             return self._elements_from_defs(defs, appended, leaf, depth)
         return None
+
+    def pair_values(self, node, env, scope, leaf: Leaf, depth: int) -> Optional[list]:
+        return reach.pair_values(self, node, env, scope, leaf, depth)
 
     def own_function(self, call: cst.Call, env, scope) -> Optional[cst.FunctionDef]:
         """The function of this file a call names: a function defined once,

@@ -244,8 +244,25 @@ class LayoutCalls:
         made_by = class_default(d.node.func, d.env, d.scope)
         qn = self.qualname(made_by, d.env, d.scope)
         if qn is None or not qn.startswith("torch.nn."):
+            qn = self._partial_class(made_by, d.env, d.scope)
+        if qn is None or not qn.startswith("torch.nn."):
             return None
         return qn.rsplit(".", 1)[1], d.node, d
+
+    def _partial_class(self, func, env, scope) -> Optional[str]:
+        """``LayerNorm = partial(nn.LayerNorm, eps=1e-6)`` bound once: the torch
+        class a call of the name builds (classy-vision's and timm's norms)."""
+        if not isinstance(func, cst.Name):
+            return None
+        defs = lookup(func.value, env, scope)
+        if len(defs) != 1 or defs[0].kind != "assign" or not isinstance(defs[0].node, cst.Call):
+            return None
+        made = defs[0].node
+        if self.qualname(made.func, defs[0].env, defs[0].scope) != "functools.partial":
+            return None
+        if not made.args or made.args[0].keyword is not None or made.args[0].star:
+            return None
+        return self.qualname(made.args[0].value, defs[0].env, defs[0].scope)
 
     def _call(self, node: cst.Call, env, scope, frame, depth, index) -> Optional[Layout]:
         func = node.func

@@ -34,7 +34,7 @@ import libcst as cst
 
 BATCH, SEQ, EMBED, CHANNEL, HEAD, SPATIAL = "batch", "seq", "embed", "channel", "head", "spatial"
 MAX_DEPTH = 40
-MAX_CALLER_DEPTH = 3
+MAX_CALLER_DEPTH = 6
 _TEXT_MAX = 80
 
 # --------------------------------------------------------------------------- the value

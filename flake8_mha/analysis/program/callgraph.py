@@ -268,11 +268,36 @@ class FileCalls:
                 if len(built.args) != 1:
                     return None
                 return ordered
+            if self._filled_mapping(arg.value, env, scope):
+                # ``layers = OrderedDict()``, ``layers[f"layer_{i}"] = Block()``
+                got = self.resolver.held_elements(arg.value, env, scope, self._member_leaf)
+                if not got or len(built.args) != 1:
+                    return None
+                return [Slot(got, True)]
             got = self.resolver.held(arg.value, env, scope, self._member_leaf)
             if not got:
                 return None
             out.append(Slot(got, False))
         return out or None
+
+    def _filled_mapping(self, node, env, scope) -> bool:
+        """A local name bound only to an empty ``OrderedDict()`` (or ``dict()``,
+        ``{}``), filled by ``name[key] = module`` (torchvision's ViT)."""
+        if not isinstance(node, cst.Name):
+            return False
+        defs = lookup(node.value, env, scope)
+        return bool(defs) and all(
+            d.kind == DefKind.ASSIGN
+            and (
+                (isinstance(d.node, cst.Dict) and not d.node.elements)
+                or (
+                    isinstance(d.node, cst.Call)
+                    and not d.node.args
+                    and self.resolver.qualname(d.node.func, d.env, d.scope) in _ORDERED_DICT
+                )
+            )
+            for d in defs
+        )
 
     def _ordered_dict(self, node, env, scope) -> Optional[List[Slot]]:
         """``OrderedDict([("fc", nn.Linear(...)), ...])``: its values in order."""
@@ -281,6 +306,9 @@ class FileCalls:
         if self.resolver.qualname(node.func, env, scope) not in _ORDERED_DICT:
             return None
         items = node.args[0].value
+        if isinstance(items, cst.Name):  # a list of pairs filled by ``.append((name, m))``
+            got = self.resolver.pair_values(items, env, scope, self._member_leaf, 0)
+            return [Slot(got, True)] if got else None
         pairs: List[cst.BaseExpression] = []
         repeat = isinstance(items, (cst.ListComp, cst.GeneratorExp))
         if repeat:
