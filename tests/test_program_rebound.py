@@ -37,8 +37,11 @@ def test_what_rebinding_is_read_and_what_is_not():
         "param": "mask", "ops": [["index", ":, None"], ["invert"]]}
     assert _reach(head + "    mask = mask.unsqueeze(1)\n" + call) == {
         "param": "mask", "ops": [["unsqueeze", 1]]}
+    # made numbers: a step the rules know (a caller's bool mask arrives as 0/1 floats)
+    assert _reach(head + "    mask = mask.float()\n" + call) == {
+        "param": "mask", "ops": [["cast", "float"]]}
     for unread in (
-        "    mask = mask.float()\n",  # a step the rules do not know
+        "    mask = mask.softmax(-1)\n",  # a step the rules do not know
         "    mask = mask[:, None]\n    mask = ~mask\n",  # twice
         "    if flag:\n        mask = ~mask\n",  # on one branch of another test
         "    for _ in range(2):\n        mask = mask[:, None]\n",  # in a loop

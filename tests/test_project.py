@@ -101,7 +101,7 @@ def test_a_package_init_lists_its_reexports():
 @pytest.mark.parametrize(
     "body",
     [
-        "attn_mask=mask.float()",  # a dtype the summary does not describe
+        "attn_mask=mask.long()",  # a dtype the summary does not describe (a float one it does)
         "attn_mask=mask * 2",
         "attn_mask=mask[0]",  # slicing, not broadcasting
         "attn_mask=other(mask)",

@@ -256,10 +256,10 @@ class Block(nn.Module):
     # sequence-first data reaches torch's forward through the subclass's own
     ("x = x.permute(1, 0, 2)\n        return self.attn(x)", [("MHA903", 6, 9)]),
     ("return self.attn(x)", [("MHA001", 6, 9)]),
-    # a keep mask where torch's key_padding_mask ignores True: judged at torch's call, the
-    # parameter joined over the callers (a torch subclass has no summary to carry it)
+    # a keep mask where torch's key_padding_mask ignores True: the subclass's summary
+    # carries it to ``super().forward``, so it is judged at the call that hands it in
     ("x = x.permute(1, 0, 2)\n        return self.attn(x, key_padding_mask=ids != 0)",
-     [("MHA903", 6, 9), ("MHA003", 9, 16)]),
+     [("MHA903", 6, 9), ("MHA003", 20, 16)]),
 ])
 def test_super_forward_of_a_torch_subclass_is_a_call_of_its_module(fed, want):
     from flake8_mha.lint.engine import analyze_source as lint

@@ -117,6 +117,63 @@ def test_a_stored_item_is_one_of_the_containers_members():
     assert _found(_fed(src, "2, 0, 1", "(S, N, E)")) == [("MHA903", 10, 21)]
 
 
+# -- stackformer: SDPA's arguments gathered in a dict, then ``**kwargs``
+
+SPLAT_ENGINE = """\
+import torch.nn.functional as F
+
+
+def run(q, k, v, attn_mask=None, is_causal=False):
+    kwargs = {"attn_mask": attn_mask, "is_causal": is_causal}
+    return F.scaled_dot_product_attention(q, k, v, **kwargs)
+
+
+def caller(q, k, v, mask):
+    return run(q, k, v, attn_mask=mask)
+"""
+
+
+def test_a_flag_handed_on_through_a_dict_is_the_parameter_it_holds():
+    assert _found(SPLAT_ENGINE, ["MHA006"]) == []
+    literal = SPLAT_ENGINE.replace('"is_causal": is_causal', '"is_causal": True')
+    assert _found(literal, ["MHA006"]) == [("MHA006", 6, 12)]
+
+
+def test_a_dropout_gathered_in_a_dict_is_followed_from_another_file():
+    from fixture_expect import assert_package_runs
+
+    found = assert_package_runs(
+        "fixtures/program_calls/dict_splats", [("attention.py", 21, 15, "MHA007")],
+        select="MHA0,MHA1",
+    )
+    assert "through run_attention() -> run_sdpa()" in found[0].msg
+
+
+def test_the_dict_a_summary_reads_and_the_ones_it_does_not():
+    import ast
+
+    from flake8_mha.analysis.program.summaries import summarise
+
+    def reach(body: str) -> dict:
+        src = (
+            "import torch.nn.functional as F\n"
+            "def f(q, k, v, m=None, p=0.0):\n" + body
+            + "    return F.scaled_dot_product_attention(q, k, v, **kw)\n"
+        )
+        ast.parse(src)
+        got = summarise(src).get("f", {}).get("reach", {})
+        return {k for k in got if k in ("attn_mask", "dropout_p", "is_causal")}
+
+    assert reach('    kw = {"attn_mask": m, "dropout_p": p}\n') == {"attn_mask", "dropout_p"}
+    assert reach("    kw = dict(dropout_p=p)\n    kw['attn_mask'] = m\n") == {
+        "attn_mask", "dropout_p"}
+    # given twice, changed in place, or rebound: what it holds depends on the path
+    assert reach('    kw = {"dropout_p": p}\n    if m is not None:\n'
+                 '        kw["dropout_p"] = 0.0\n') == set()
+    assert reach('    kw = {"dropout_p": p}\n    kw.update(attn_mask=m)\n') == set()
+    assert reach('    kw = {"dropout_p": p}\n    kw = {}\n') == set()
+
+
 def test_a_norm_made_by_a_module_level_partial_keeps_the_layout():
     # classy-vision's ``LayerNorm = partial(nn.LayerNorm, eps=1e-6)`` before the attention
     src = PAIRS.replace(

@@ -20,8 +20,10 @@ from ..core.torch_api import ModuleSpec
 
 
 # How a construction was reached: a direct call of the torch class, a call of
-# a subclass without its own __init__, or super().__init__ in a subclass.
-Via = Literal["call", "subclass", "super"]
+# a subclass without its own __init__, super().__init__ in a subclass, or a
+# call of an encoder or decoder layer of another project file that keeps
+# torch's __init__ and runs a forward of its own (``forms.torch_layer``).
+Via = Literal["call", "subclass", "super", "layer"]
 
 
 class Construction:
@@ -127,13 +129,14 @@ def classify(site: CallSite, resolver: Resolver):
             if spec is not None and cls is not None and _in_own_init(site):
                 # nn.MultiheadAttention.__init__(self, ...)
                 return Construction(site, spec, _bind_skip_self(call, spec), "super", cls)
-        spec, built = (
+        spec, built, own = (
             resolver.imported_torch(func, env, scope)
             if _may_be_project_class(qn)
-            else (None, False)
+            else (None, False, False)
         )
         if built:  # a subclass in another project file, built by torch's __init__
-            return Construction(site, spec, Bound(call, spec.init), "subclass", None)
+            via = "layer" if own else "subclass"
+            return Construction(site, spec, Bound(call, spec.init), via, None)
         if not qn.startswith("builtins."):
             return None
     if isinstance(func, cst.Attribute) and func.attr.value == "__init__" and _is_super(func.value):

@@ -210,9 +210,9 @@ class Resolver:
             if got is None:
                 got = self._made(node, env, scope, leaf, depth)
             if got is None and leaf == self._torch_leaf:
-                spec, built = self.imported_torch(node.func, env, scope)
+                spec, built, own = self.imported_torch(node.func, env, scope)
                 ctor = self.site_of.get(id(node)) if built else None
-                got = [Instance(spec, ctor, None, False)] if spec is not None else None
+                got = [Instance(spec, ctor, None, own)] if spec is not None else None
             return got
         if t is cst.IfExp:  # ``nn.MultiheadAttention(d, h) if cross else None``: the module
             sides = [b for b in (node.body, node.orelse) if not is_none(b)]
@@ -241,14 +241,17 @@ class Resolver:
             return self.held_elements(node.value, env, scope, leaf, depth + 1)
         return None
 
-    def imported_torch(self, func, env: Env, scope) -> Tuple[Optional[ModuleSpec], bool]:
+    def imported_torch(self, func, env: Env, scope) -> Tuple[Optional[ModuleSpec], bool, bool]:
         """The torch attention module that the class or factory of another
-        project file ``func`` imports makes (``imported_module``), and whether
+        project file ``func`` imports makes (``imported_module``), whether
         a call of it is that module's construction (a subclass built with
-        torch's own arguments)."""
+        torch's own arguments), and whether it runs a ``forward`` of its own
+        (an encoder or decoder layer's, ``forms.torch_layer``)."""
         qn = self.imported_module(func, env, scope) if self.imported_module is not None else None
         spec = torch_api.module_spec(qn) if qn is not None else None
-        return spec, spec is not None and getattr(qn, "built", False)
+        if spec is None:
+            return None, False, False
+        return spec, getattr(qn, "built", False), getattr(qn, "own_forward", False)
 
     def _element_at(self, node: cst.Subscript, env: Env, scope, depth: int):
         """``blocks[1]`` of a container built once from a literal sequence

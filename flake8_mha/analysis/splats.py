@@ -153,6 +153,33 @@ def item(
     return got.get(key)
 
 
+def spread_value(expr: cst.BaseExpression, env: Env, scope: Optional[Scope]):
+    """For ``kw["k"]`` as ``expand_call`` writes it, of a dict written once
+    in this scope: the value written there, when it is a name that means
+    the same thing at the call (``{"is_causal": is_causal}``), or a literal;
+    else ``expr`` itself.  A rule that reads a parameter by its name
+    (MHA006's flag handed on) then sees it."""
+    if not (isinstance(expr, cst.Subscript) and isinstance(expr.value, cst.Name)):
+        return expr
+    if len(expr.slice) != 1 or not isinstance(expr.slice[0].slice, cst.Index):
+        return expr
+    key = _string(expr.slice[0].slice.value)
+    got = item(expr.value, key, env, scope) if key is not None else None
+    if not got or len(got) != 1:
+        return expr
+    value, venv, vscope = got[0]
+    if vscope is not scope:
+        return expr
+    if isinstance(value, (cst.Integer, cst.Float, cst.SimpleString)):
+        return value
+    if isinstance(value, cst.Name):
+        here = lookup(value.value, env, scope)
+        there = lookup(value.value, venv, vscope)
+        if {id(d) for d in here} == {id(d) for d in there}:
+            return value
+    return expr
+
+
 def _is_builtin_dict(func, env, scope) -> bool:
     return isinstance(func, cst.Name) and func.value == "dict" and not lookup("dict", env, scope)
 

@@ -232,6 +232,7 @@ def _analyze_module(
         reports = [(code, rep) for code, rep in reports if id(rep) not in added]
     decided = facts.decided_by_callers(ctx.events, project)
     dead_memo: Dict[int, bool] = {}  # methods run only from branches the program never takes
+    alternatives: set = set()  # (code, call) reported from one of a call's alternatives
     located = []
     asks = getattr(project, "asks", None)
     for ev in ctx.events:
@@ -251,6 +252,13 @@ def _analyze_module(
             before = len(asks) if asks is not None else 0
             made = list(method(ev))
             asked = asks[before:] if made and asks is not None else ()
+            if made and (getattr(ev, "through", None) or {}).get("alternative"):
+                # one of the things a call may run (callsites: ``others``): a
+                # code another of them gave at this call is not given twice
+                key = (rule.CODE, id(ev.site.node))
+                if key in alternatives:
+                    continue
+                alternatives.add(key)
             for rep in made:
                 reports.append((rule.CODE, annotate(rep, ev)))
                 located.append((rule.CODE, rep, ev, asked))

@@ -106,6 +106,12 @@ class BatchFirstUnset(Rule):
           `super().__init__(...)` call; one without is reported where it is built.
           A `forward` of its own that calls `super().forward(x, x, x, ...)` calls
           that module: it is fed what the subclass's callers feed its `forward`.
+          An encoder or decoder layer of another project file that keeps
+          torch's `__init__` and runs a `forward` of its own is judged where
+          it is built when that `forward` hands its first parameter, through
+          the layer's norms, dropouts and residual sums only, to
+          `self.self_attn` or torch's `self._sa_block`: it is fed what its
+          callers hand it by place (docs/reach.md).
         - An `nn.MultiheadAttention` kept on `self.<attr>` whose every use in the file reads an
           attribute of it (`self.attn.in_proj_weight`, `self.attn.out_proj(out)`,
           `self.attn.num_heads`) and that nothing calls is not reported: its

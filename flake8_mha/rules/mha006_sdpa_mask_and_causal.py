@@ -11,6 +11,7 @@ from ..core import torch_api
 from ..analysis.events import SdpaCall
 from ..analysis.flow import CallSite, DefKind, lookup, walk
 from ..analysis.relational import excludes, world_sites
+from ..analysis.splats import spread_value
 from ..analysis.tree import is_none
 from ..analysis.values import UNKNOWN, definitely, project_of
 from .autofix import Fix, FixContext, find_arg, register, remove_arg
@@ -120,7 +121,12 @@ class SdpaMaskAndCausal(Rule):
         site = ev.site
         mask = ev.args.get("attn_mask")
         causal = ev.args.get("is_causal")
-        if mask is None or causal is None or _excluded(mask, causal, site):
+        if mask is None or causal is None:
+            return
+        # ``**kwargs`` of ``kwargs = {"attn_mask": attn_mask, "is_causal": is_causal}``
+        mask = spread_value(mask, site.env, site.scope)
+        causal = spread_value(causal, site.env, site.scope)
+        if _excluded(mask, causal, site):
             return
         # values assigned together on one path stay together (flow.worlds)
         sites = world_sites(site, (mask, causal))

@@ -201,7 +201,11 @@ class LayoutAnalysis:
         ``TransformerEncoder``/``Decoder`` built from it, and for an
         ``nn.Transformer`` those of the parts it builds (``self.transformer.
         encoder(src)``), which read the layout its ``batch_first`` says."""
-        out = list(self.ctx.module_calls_of(ev)) or self.stored_calls(ev) or self._inner_calls(ev)
+        if ev.via == "layer":
+            out = self._own_forward_calls(ev)
+        else:
+            out = list(self.ctx.module_calls_of(ev)) or self.stored_calls(ev)
+            out = out or self._inner_calls(ev)
         for other in self.ctx.events:
             if isinstance(other, ModuleCall) and other.spec.name in _CONTAINER_LAYER:
                 if any(self._layer_is(inst, other.spec.name, ev) for inst in other.instances):
@@ -241,6 +245,37 @@ class LayoutAnalysis:
         classes = resolver.base_classes(ev.cls)
         # the layer itself: its construction says the ``batch_first`` they read
         return self._self_calls(classes, names, Instance(ev.spec, ev.site, None, True))
+
+    def _own_forward_calls(self, ev: Construction) -> List[ModuleCall]:
+        """The calls of the instances built at ``ev``, an encoder or decoder
+        layer of another project file that runs a ``forward`` of its own
+        feeding its first parameter to the attention torch built in it
+        (``forms.torch_layer``): each call's first argument, handed by place,
+        is that attention's query, in the layout the layer's ``batch_first``
+        says.  Only ``layout`` reads these; no rule judges them as torch's
+        ``forward`` (their other arguments are the class's own)."""
+        resolver = self.ctx.resolver
+        out = []
+        for site in self.ctx.flow.calls:
+            call = site.node
+            if not call.args or call.args[0].keyword is not None or call.args[0].star:
+                continue
+            func = call.func
+            if isinstance(func, cst.Attribute) and func.attr.value == "forward":
+                func = func.value
+            if not isinstance(func, (cst.Name, cst.Attribute, cst.Subscript)):
+                continue
+            try:
+                held = resolver.instances(func, site.env, site.scope)
+            except RecursionError:  # pragma: no cover
+                continue
+            if not held or not all(
+                i.ctor is not None and i.ctor.node is ev.site.node for i in held
+            ):
+                continue
+            bound = Bound(call.with_changes(args=call.args[:1]), ev.spec.forward)
+            out.append(ModuleCall(site, ev.spec, held, bound))
+        return out
 
     def _self_calls(self, classes, names: Dict[str, Any], inst: Instance) -> List[ModuleCall]:
         """The calls ``self.<name>(...)`` (or ``.forward``) in methods of

@@ -104,7 +104,8 @@ class MaskEvaluator(Calls, Numbers, Comparisons, Segments, Offsets, Shapes, Dtyp
         if origin is None:
             return "mask"
         line = self.line(origin.node)
-        where = f"line {line}" if line is not None else "this file"
+        # no line: the callee's steps applied to this call's argument (``(~pad).float()``)
+        where = f"line {line}" if line is not None else "this call"
         return f"mask from {where} ({origin.text})"
 
     def source_text(self, origin: Optional[Origin]) -> Optional[str]:

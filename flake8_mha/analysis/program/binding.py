@@ -118,6 +118,8 @@ def apply(expr: cst.BaseExpression, ops: list, rows: bool = False) -> Optional[c
             if kind == "unsqueeze":  # ``-1`` is a unary minus of an Integer, not an Integer
                 args = [cst.Arg(cst.parse_expression(str(step[1])))]
             expr = cst.Call(cst.Attribute(_paren(expr), cst.Name(kind)), args)
+        elif kind == "cast":  # ``mask.float()``: what the caller's mask is as numbers
+            expr = cst.Call(cst.Attribute(_paren(expr), cst.Name(step[1])), [])
         else:
             return None
     return expr

@@ -29,6 +29,7 @@ from ..values import UNKNOWN, literal
 from . import callers, chains, instances, signatures, wrapped
 from .callgraph import CHECKPOINT, checkpointed
 from .files import ProjectFiles, decode, module_constants, module_parts, project_root  # noqa: F401
+from .composing import narrowed
 from .fills import FILL_SINKS, FILL_TEXT, KV, SOFTMAX
 from .forms import sdpa_summary
 from .local_names import enclosing_class, instance_name, own_definition
@@ -78,10 +79,24 @@ class Project(ConstantFiles):
             node = checkpointed(node)  # ``checkpoint(blk, x, mask)`` runs ``blk(x, mask)``
             if node is None:
                 return None
-        found = self._callee(node.func, site, resolver)
+        others: list = []
+        found = self._callee(node.func, site, resolver, others)
         if found is None:
-            return None
-        filename, summary = found
+            # ``self.attend`` built one way on one branch of ``__init__`` and
+            # another way on the other: each is what the call may run, and a
+            # correct one must not hide a wrong one
+            made = [self._summary_event(site, node, f, s) for f, s in others]
+            made = [ev for ev in made if ev is not None]
+            if not made:
+                return None
+            for ev in made:  # one report per code at the call (lint/engine.py)
+                ev.through["alternative"] = True
+            made[0].more = list(made[0].more) + made[1:]
+            return made[0]
+        return self._summary_event(site, node, *found)
+
+    def _summary_event(self, site, node, filename: str, summary: dict):
+        """The event a call of the function ``summary`` describes amounts to."""
         args = _bind(summary, node)
         if args is None:
             return None
@@ -89,8 +104,8 @@ class Project(ConstantFiles):
         if KV in reach and len(reach) > 1:
             # keys multiplied by one parameter's mask, the value given by another
             # (``sdpa(q, k * keep, v)``): the mask is judged at the call as well
-            kv = self._fill_call(site, filename, dict(summary, reach={KV: reach[KV]}), args)
-            rest = dict(summary, reach={k: v for k, v in reach.items() if k != KV})
+            kv = self._fill_call(site, filename, narrowed(summary, {KV}), args)
+            rest = narrowed(summary, set(reach) - {KV})
             got = self._event(site, filename, rest, args)
             if got is None or kv is None:
                 return got or kv
@@ -240,7 +255,9 @@ class Project(ConstantFiles):
             through["chain"] = [list(step) for step in summary["chain"]]
         return WrappedModuleCall(site, spec, [], bound, through)
 
-    def _callee(self, func, site: CallSite, resolver) -> Optional[Tuple[str, dict]]:
+    def _callee(
+        self, func, site: CallSite, resolver, others: Optional[list] = None
+    ) -> Optional[Tuple[str, dict]]:
         """The summary a call runs: a function of the project or of this file
         called by name, or what the object called runs, followed by the
         resolver to the constructions that made it (``self.attn`` built in
@@ -291,6 +308,9 @@ class Project(ConstantFiles):
         if not held:
             return self._kept_kind(func, scope)
         if any(got[1] is not held[0][1] for got in held):
+            if others is not None:  # several, each known: the caller reads each
+                kept = {id(got[1]): got for got in held}
+                others.extend(kept.values())
             return None
         return held[0]
 

@@ -107,6 +107,10 @@ class Composing:
             got = dict(s, reach=reach, line=line, sink_file=sink_file)
             if len(chain) > 1:
                 got["chain"] = chain
+            if len({(e[0], e[1]) for k, e in ends.items() if k in reach}) > 1:
+                # sinks reached through different callees (a block's self-attention
+                # fills its scores, its cross-attention masks keys): each its own
+                got["ends"] = {k: e for k, e in ends.items() if k in reach}
         self._chained[memo] = got
         return got
 
@@ -258,3 +262,20 @@ def decode(data: bytes) -> str:
     encoding, _ = tokenize.detect_encoding(io.BytesIO(data).readline)
     text = data.decode(encoding)
     return text[1:] if text.startswith("\ufeff") else text
+
+
+def narrowed(summary: dict, sinks: set) -> dict:
+    """``summary`` with only ``sinks`` reached, and the sink, line and chain
+    of the first of them when its sinks are reached through different
+    callees (``composing``'s ``ends``)."""
+    got = dict(summary, reach={k: v for k, v in summary["reach"].items() if k in sinks})
+    ends = summary.get("ends")
+    if ends:
+        named = sorted(got["reach"], key=lambda k: (k in FILL_SINKS, k))
+        end = ends.get(named[0]) if named else None
+        if end is not None:
+            got["sink_file"], got["line"] = end[0], end[1]
+            got.pop("chain", None)
+            if len(end[2]) > 1:
+                got["chain"] = end[2]
+    return got

@@ -21,6 +21,7 @@ from .forms import names_a_sink
 from .summaries import (
     MAX_FILE_BYTES,
     TORCH_BUILT,
+    TORCH_LAYERS,
     TORCH_MODULES,
     REEXPORTS,
     SUMMARY_VERSION,
@@ -42,11 +43,12 @@ class TorchMade(str):
     class makes; ``built`` when it is a subclass constructed with torch's own
     arguments (no ``__init__`` of its own): its construction is the module's."""
 
-    __slots__ = ("built",)
+    __slots__ = ("built", "own_forward")
 
-    def __new__(cls, name: str, built: bool):
+    def __new__(cls, name: str, built: bool, own_forward: bool = False):
         self = super().__new__(cls, name)
         self.built = built
+        self.own_forward = own_forward
         return self
 
 
@@ -319,7 +321,9 @@ class ProjectFiles(Composing):
         table = self.summaries(loc[0])
         made = table.get(TORCH_MODULES, {}).get(loc[1])
         if made is None:
-            return None
+            # a layer built by torch's ``__init__`` that runs a forward of its own
+            layer = table.get(TORCH_LAYERS, {}).get(loc[1])
+            return TorchMade(layer, True, True) if layer is not None else None
         return TorchMade(made, loc[1] in table.get(TORCH_BUILT, {}))
 
     def _in_project(self, level: int, dotted: str) -> bool:

@@ -293,7 +293,11 @@ def multiplied_sinks(func, stores) -> List[Tuple[str, ast.AST, int]]:
         else:
             continue
         for scores, term in pairs:
-            if _names_a_mask(term) and _scores(scores, stores, 0) and not _scores(term, stores, 0):
+            if (
+                _multiplied_mask(term)
+                and _scores(scores, stores, 0)
+                and not _scores(term, stores, 0)
+            ):
                 out.append((MULTIPLIED, term, n.lineno))
                 break
     return out if len(out) == 1 else []
@@ -326,6 +330,24 @@ def _names_a_mask(term: ast.AST) -> bool:
         term = term.value
     name = term.id if isinstance(term, ast.Name) else getattr(term, "attr", None)
     return isinstance(name, str) and "mask" in name.lower()
+
+
+def _multiplied_mask(term: ast.AST) -> bool:
+    """A term multiplied into the scores that may be a 0/1 mask: one that
+    says mask, ``valid`` or ``keep``, or a name given unit axes to meet the
+    scores (``frames[:, None, None, :]``).  The caller's value is what is
+    judged: a scale or a weight it hands in is no mask there."""
+    if _names_a_mask(term):
+        return True
+    shaped = False
+    while isinstance(term, ast.Subscript):
+        sl = term.slice
+        items = sl.elts if isinstance(sl, ast.Tuple) else [sl]
+        shaped = shaped or any(steps.is_none_constant(i) for i in items)
+        term = term.value
+    if not isinstance(term, ast.Name):
+        return False
+    return shaped or any(w in term.id.lower() for w in ("valid", "keep"))
 
 
 def _scores(node: ast.AST, stores, depth: int) -> bool:
@@ -368,6 +390,19 @@ def kv_reach(given: Dict[str, ast.AST], reads: set, stores, top: set) -> Optiona
     if not hows or any(h != hows[0] for h in hows):
         return None
     return {"param": hows[0]["param"], "ops": hows[0]["ops"] + [[KV, " and ".join(found)]]}
+
+
+def straight_statements(func, params: set) -> set:
+    """``id`` of the statements of ``func`` that run whenever its mask
+    parameter is given: its top-level ones, and those of a top-level ``if
+    <param> is not None:`` (or ``if <param>:``) without an ``else``, where
+    a function applies an optional mask (``k = k * m`` under the test)."""
+    out = set()
+    for st in func.body:
+        out.add(id(st))
+        if isinstance(st, ast.If) and not st.orelse and steps.given_test(st.test) in params:
+            out.update(id(inner) for inner in st.body)
+    return out
 
 
 # methods that keep the rows of a key where they were, and casts of it

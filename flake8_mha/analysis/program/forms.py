@@ -272,6 +272,118 @@ def torch_subclass(cls: ast.ClassDef, torch_names: Dict[str, str]) -> Optional[s
     return None
 
 
+# the encoder and decoder layers whose ``__init__`` builds ``self.self_attn``,
+# and the parts it builds that keep the layout of what they are fed
+_LAYERS = ("TransformerEncoderLayer", "TransformerDecoderLayer")
+_KEEPING_PARTS = ("norm1", "norm2", "norm3", "dropout", "dropout1", "dropout2", "dropout3")
+_KEEPING_PARTS += ("linear1", "linear2", "activation")
+# torch's blocks that return their first argument's layout (when the class keeps them)
+_KEEPING_BLOCKS = ("_sa_block", "_mha_block", "_ff_block")
+# a method whose name says it may change which axis is which
+_AXIS_WORDS = ("transpose", "permute", "swapaxes", "movedim", "view", "reshape", "flatten")
+_AXIS_WORDS += ("unsqueeze", "squeeze", "rearrange", "einsum", "t")
+
+
+def torch_layer(cls: ast.ClassDef, torch_names: Dict[str, str]) -> Optional[str]:
+    """The torch encoder or decoder layer class (qualified) ``cls`` is built
+    as, when it keeps torch's ``__init__`` and runs a ``forward`` of its own
+    that feeds its first parameter, through norms, dropouts and residual
+    sums only, as the query of the ``self.self_attn`` torch built (or of
+    torch's ``self._sa_block``): its construction is the torch layer's, and
+    the data its callers hand it is what that attention reads, in the
+    layout the layer's ``batch_first`` says.  None for anything else (an
+    ``__init__`` of its own, a decorator, any axis change in ``forward``)."""
+    if cls.decorator_list or any(
+        isinstance(f, (ast.FunctionDef, ast.AsyncFunctionDef)) and f.name == "__init__"
+        for f in cls.body
+    ):
+        return None
+    qn = None
+    for base in cls.bases:
+        name = dotted_name(base)
+        qn = torch_class(name, torch_names) if name is not None else None
+        if qn is not None:
+            break
+    if qn is None or qn.rpartition(".")[2] not in _LAYERS:
+        return None
+    own = {f.name for f in cls.body if isinstance(f, (ast.FunctionDef, ast.AsyncFunctionDef))}
+    forward = next(
+        (f for f in cls.body if isinstance(f, ast.FunctionDef) and f.name == "forward"), None
+    )
+    if forward is None or forward.decorator_list or len(forward.args.args) < 2:
+        return None
+    if delegates(forward, module_spec(qn).forward.names):
+        return None  # torch's own forward: ``torch_subclass``
+    same = {forward.args.args[1].arg}  # the names that hold the input, in its layout
+    queries = []
+    for node in ast.walk(forward):
+        if isinstance(node, ast.Attribute) and node.attr in _AXIS_WORDS:
+            return None
+        if isinstance(node, ast.Name) and node.id in _AXIS_WORDS:
+            return None
+        if isinstance(node, ast.Call) and self_attr(node.func) in ("self_attn", "_sa_block"):
+            queries.append(node)
+    # a name bound anywhere in ``forward`` to anything but the input kept
+    # (``x = self.pos(x)``, a loop or ``with`` target) never holds it
+    kept, other = [], set()
+    for node in ast.walk(forward):
+        if isinstance(node, (ast.Assign, ast.AugAssign, ast.AnnAssign, ast.NamedExpr)):
+            targets = node.targets if isinstance(node, ast.Assign) else [node.target]
+            value = node.value
+            if isinstance(node, ast.AugAssign) and not isinstance(node.op, ast.Add):
+                value = None
+            for t in targets:
+                if isinstance(t, ast.Name) and value is not None and len(targets) == 1:
+                    kept.append((t.id, value))
+                else:
+                    other.update(n.id for n in ast.walk(t) if isinstance(n, ast.Name))
+        elif isinstance(node, (ast.For, ast.comprehension)):
+            other.update(n.id for n in ast.walk(node.target) if isinstance(n, ast.Name))
+        elif isinstance(node, ast.withitem) and node.optional_vars is not None:
+            other.update(n.id for n in ast.walk(node.optional_vars) if isinstance(n, ast.Name))
+    # the largest set of names, the input among them, each of whose bindings
+    # keeps the input: ``x = x + self._sa_block(self.norm1(x), ...)`` holds it
+    same |= {name for name, _ in kept}
+    same -= other
+    changed = True
+    while changed:
+        changed = False
+        for name, value in kept:
+            if name in same and not _keeps_input(value, same):
+                same.discard(name)
+                changed = True
+    if not queries or own.intersection(_KEEPING_BLOCKS):
+        return None  # torch's blocks, replaced, may do anything
+    for call in queries:
+        if not call.args or not _keeps_input(call.args[0], same):
+            return None
+    return qn
+
+
+def _keeps_input(node: ast.AST, same: set) -> bool:
+    """``node`` is the input in its layout: a name that holds it, a kept
+    part of the layer applied to it (``self.norm1(x)``), or a sum with it."""
+    if isinstance(node, ast.Name):
+        return node.id in same
+    if isinstance(node, ast.Call) and self_attr(node.func) in _KEEPING_PARTS:
+        return len(node.args) == 1 and not node.keywords and _keeps_input(node.args[0], same)
+    if isinstance(node, ast.Call) and self_attr(node.func) in _KEEPING_BLOCKS:
+        return bool(node.args) and _keeps_input(node.args[0], same)
+    if isinstance(node, ast.Subscript) and isinstance(node.slice, ast.Constant):
+        # ``self.self_attn(x, x, x)[0]``: the output, in the query's layout
+        inner = node.value
+        return (
+            node.slice.value == 0
+            and isinstance(inner, ast.Call)
+            and self_attr(inner.func) in ("self_attn", "multihead_attn")
+            and bool(inner.args)
+            and _keeps_input(inner.args[0], same)
+        )
+    if isinstance(node, ast.BinOp) and isinstance(node.op, ast.Add):
+        return _keeps_input(node.left, same) or _keeps_input(node.right, same)
+    return False
+
+
 def delegates(func: ast.FunctionDef, torch_names_in_order) -> bool:
     """A ``forward`` that only hands its parameters, named as torch's
     ``forward`` names them (``torch_names_in_order``), to
@@ -319,6 +431,24 @@ def torch_modules(attrs: Dict[str, str], torch_names: Dict[str, str]) -> Dict[st
     return out
 
 
+# the key of ``held`` under which a subclass of a torch attention module
+# keeps its base: ``super().forward(...)`` is a call of that module
+SUPER = "super()"
+
+
+def torch_base(cls: ast.ClassDef, torch_names: Dict[str, str]) -> Optional[str]:
+    """The torch attention module (``spec.name``) that ``cls`` subclasses
+    directly, whose ``forward`` its ``super().forward(...)`` runs; None for
+    the whole ``nn.Transformer`` (not a sink) and for any other class."""
+    for base in cls.bases:
+        name = dotted_name(base)
+        qn = torch_class(name, torch_names) if name is not None else None
+        spec = module_spec(qn) if qn is not None else None
+        if spec is not None:
+            return spec.name if spec.name != "Transformer" else None
+    return None
+
+
 def positional_self(func) -> Optional[str]:
     """The name a method calls its instance (``self``)."""
     args = func.args.posonlyargs + func.args.args
@@ -337,7 +467,9 @@ def module_calls(others, held: Dict[str, str], self_name: Optional[str]):
         f = call.func
         if not isinstance(f, ast.Attribute):
             continue
-        if isinstance(f.value, ast.Name) and f.value.id == self_name:
+        if super_method(f) == "forward" and held.get(SUPER) is not None:
+            out.append((call, BY_NAME[held[SUPER]]))
+        elif isinstance(f.value, ast.Name) and f.value.id == self_name:
             name = held.get(f.attr)
             if name is not None and name != "Transformer":  # not the whole model
                 out.append((call, BY_NAME[name]))
@@ -499,3 +631,65 @@ def registries(tree: ast.Module) -> Dict[str, str]:
                 kinds = dict.fromkeys(dotted_name(v) for v in value.values)
                 out[targets[0].id] = KINDS.join(k for k in kinds if k)
     return {k: v for k, v in out.items() if bound.get(k) == 1}
+
+
+_DICT_CHANGES = ("update", "pop", "popitem", "setdefault", "clear")
+
+
+def dict_splat(splat: ast.AST, func) -> Optional[Dict[str, ast.AST]]:
+    """What ``**kwargs`` splats when ``kwargs`` is a dict the function builds
+    once (``{"attn_mask": m, "dropout_p": p}`` or ``dict(...)``, string keys)
+    and then only gives new keys (``kwargs["scale"] = scale``, maybe under an
+    ``if``): key -> value (stackformer's attention engine).  A key given
+    twice is left out; None for any other change or binding of the name."""
+    if not isinstance(splat, ast.Name):
+        return None
+    name, literal, added, twice = splat.id, None, {}, set()
+    for node in ast.walk(func):
+        if isinstance(node, (ast.Assign, ast.AnnAssign)):
+            targets = node.targets if isinstance(node, ast.Assign) else [node.target]
+            for t in targets:
+                if isinstance(t, ast.Name) and t.id == name:
+                    if literal is not None or node.value is None:
+                        return None
+                    literal = node.value
+                elif isinstance(t, ast.Subscript) and dotted_name(t.value) == name:
+                    key = t.slice
+                    if not (isinstance(key, ast.Constant) and isinstance(key.value, str)):
+                        return None
+                    if key.value in added:
+                        twice.add(key.value)
+                    added[key.value] = node.value
+                elif any(isinstance(n, ast.Name) and n.id == name for n in ast.walk(t)):
+                    return None
+        elif isinstance(node, (ast.AugAssign, ast.Delete, ast.For, ast.NamedExpr)):
+            targets = node.targets if isinstance(node, ast.Delete) else [node.target]
+            if any(isinstance(n, ast.Name) and n.id == name for t in targets for n in ast.walk(t)):
+                return None
+        elif (
+            isinstance(node, ast.Attribute)
+            and node.attr in _DICT_CHANGES
+            and dotted_name(node.value) == name
+        ):
+            return None
+    out: Dict[str, ast.AST] = {}
+    if isinstance(literal, ast.Dict):
+        for key, value in zip(literal.keys, literal.values):
+            if not (isinstance(key, ast.Constant) and isinstance(key.value, str)):
+                return None  # ``**other`` inside, or a key not known
+            out[key.value] = value
+    elif (
+        isinstance(literal, ast.Call)
+        and dotted_name(literal.func) == "dict"
+        and not literal.args
+        and all(k.arg is not None for k in literal.keywords)
+    ):
+        out = {k.arg: k.value for k in literal.keywords}
+    else:
+        return None
+    for key, value in added.items():
+        if key in out or key in twice:
+            out.pop(key, None)  # which one the call sees depends on the path
+        else:
+            out[key] = value
+    return out

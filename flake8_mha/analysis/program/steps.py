@@ -168,6 +168,21 @@ def _not_none_test(test: ast.AST) -> Optional[str]:
     return None
 
 
+def given_test(test: ast.AST) -> Optional[str]:
+    """The name an ``if`` test says is given: ``m is not None``, ``m``."""
+    if isinstance(test, ast.Name):
+        return test.id
+    if (
+        isinstance(test, ast.Compare)
+        and len(test.ops) == 1
+        and isinstance(test.ops[0], ast.IsNot)
+        and isinstance(test.left, ast.Name)
+        and is_none_constant(test.comparators[0])
+    ):
+        return test.left.id
+    return None
+
+
 def reach(expr: ast.AST, params: set, stores, depth: int, casts: bool = False) -> Optional[dict]:
     """``{"param": name, "ops": [...]}`` when ``expr`` is a parameter, unchanged
     or through transformations the rules know; None otherwise.  ``casts``: a
@@ -209,6 +224,18 @@ def reach(expr: ast.AST, params: set, stores, depth: int, casts: bool = False) -
 
 
 CASTS = ("float", "half", "double", "bfloat16", "long", "int", "to", "type", "type_as")
+# the casts to a float type a summary writes as a step (``["cast", "float"]``):
+# the caller's mask as numbers, which SDPA and the modules add to the scores
+FLOAT_CASTS = ("float", "half", "double", "bfloat16")
+_FLOAT_DTYPES = {
+    "torch.float": "float",
+    "torch.float32": "float",
+    "torch.half": "half",
+    "torch.float16": "half",
+    "torch.double": "double",
+    "torch.float64": "double",
+    "torch.bfloat16": "bfloat16",
+}
 
 
 def _cast(expr: ast.AST) -> bool:
@@ -291,6 +318,8 @@ def _op(expr: ast.AST) -> Optional[Tuple[ast.AST, Optional[list]]]:
         return func.value, ["invert"]
     if name == "bool" and not args:
         return func.value, ["bool"]
+    if name in FLOAT_CASTS and not args:  # a 0/1 float mask of a bool one (MHA004)
+        return func.value, ["cast", name]
     if name == "eq" and len(args) == 1 and _is_zero(args[0]):
         return func.value, ["eq0"]
     if name in ("view", "reshape") and _padding_view(func.value, args):
@@ -302,6 +331,9 @@ def _op(expr: ast.AST) -> Optional[Tuple[ast.AST, Optional[list]]]:
             return func.value, None  # moved, unchanged
         if dotted_name(args[0]) == "torch.bool":
             return func.value, ["bool"]
+        cast = _FLOAT_DTYPES.get(dotted_name(args[0]) or "")
+        if cast is not None:
+            return func.value, ["cast", cast]
     return None
 
 

@@ -19,7 +19,7 @@ from ...core.torch_api import SDPA_NAME, SDPA_QUALNAME, SDPA_SIGNATURE, canonica
 from . import chains, fills, forms, import_lines, steps
 from .chains import dotted_name, named_lambda, statements
 
-SUMMARY_VERSION = 47
+SUMMARY_VERSION = 52
 # ``MultiheadAttention.key_padding_mask|2``: the argument as a second module call fills it
 VARIANT = "|"
 REEXPORTS = "@reexports"  # the key of an __init__'s re-exports in its summary table
@@ -29,6 +29,9 @@ MODULES = "@modules"  # per function that returns a module it builds: its constr
 TORCH_MODULES = "@torch"  # per function that returns a torch attention module: its class
 # per torch subclass built with torch's own arguments (no ``__init__`` of its own): its class
 TORCH_BUILT = "@torch-built"
+# per torch encoder or decoder layer subclass built with torch's own arguments
+# whose own ``forward`` feeds its input to ``self.self_attn`` (``forms.torch_layer``)
+TORCH_LAYERS = "@torch-layer"
 BASES = "@bases"  # per class that only inherits its forward: its bases, as written
 REGISTRIES = "@registries"  # the file's dicts of classes: name -> "A|B" (chains.KINDS)
 MAX_FILE_BYTES = 2 * 1024 * 1024
@@ -260,10 +263,19 @@ def _summarise_node(
             out.setdefault(TORCH_MODULES, {})[node.name] = torch_sub
             if not any(getattr(item, "name", None) == "__init__" for item in node.body):
                 out.setdefault(TORCH_BUILT, {})[node.name] = torch_sub
+        elif holds_modules:
+            torch_layer = forms.torch_layer(node, torch_names)
+            if torch_layer is not None:  # ``def forward(self, src, ...)`` of its own
+                out.setdefault(TORCH_LAYERS, {})[node.name] = torch_layer
         held = forms.torch_modules(own, torch_names) if holds_modules and own else {}
         if "Transformer" in held.values():
             custom = forms.custom_parts(node)
             held = {a: n for a, n in held.items() if n != "Transformer" or a not in custom}
+        # ``super().forward(x, x, x, key_padding_mask=pad)`` in a forward of its own
+        # (a subclass that only hands torch's parameters on is torch's: ``torch_sub``)
+        base = forms.torch_base(node, torch_names) if holds_modules and not torch_sub else None
+        if base is not None:
+            held = {**held, forms.SUPER: base}
         bases = forms.inherits_forward(node, own)
         if bases:
             out.setdefault(BASES, {})[node.name] = bases
@@ -313,7 +325,7 @@ def _reused(node, lines, context: str, out, attrs, facts) -> None:
         _FRAGMENTS[key] = kept
     got_out, got_attrs = _moved(kept, first)
     for name, value in got_out.items():
-        if name in (MODULES, TORCH_MODULES, TORCH_BUILT, BASES):
+        if name in (MODULES, TORCH_MODULES, TORCH_BUILT, TORCH_LAYERS, BASES):
             out.setdefault(name, {}).update(value)
         else:
             out[name] = value
@@ -520,6 +532,10 @@ def _function_summary(
         for name in _kwargs_given(splat, fwd, given):
             # the caller's keyword of that name, put in the **kwargs handed on to SDPA
             here[name] = {"param": name, "ops": [], "fwd": True}
+        spread = forms.dict_splat(splat, func) if splat is not None else None
+        if spread is not None:  # ``kwargs = {"dropout_p": dropout_p, ...}``, ``**kwargs``
+            given = {**spread, **given}
+            splat = None
         for name, expr in given.items():
             if name in SINK_ARGS:
                 got = steps.reach(expr, reads, stores, 0)
@@ -535,7 +551,7 @@ def _function_summary(
                 for name in ("attn_mask", "is_causal")
             )
         ):  # keys or values multiplied by a parameter's mask, no scores masked (MHA015)
-            kv = fills.kv_reach(given, reads, stores, {id(st) for st in func.body})
+            kv = fills.kv_reach(given, reads, stores, fills.straight_statements(func, params))
             if kv is not None:
                 here[fills.KV] = kv
         if i == 0:

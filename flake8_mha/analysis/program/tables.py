@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from . import forms
 from .fills import FILL_SINKS, KV, SOFTMAX
+from .steps import FLOAT_CASTS
 from .summaries import (
     ATTRS,
     BASES,
@@ -16,6 +17,7 @@ from .summaries import (
     REGISTRIES,
     SINK_ARGS,
     TORCH_BUILT,
+    TORCH_LAYERS,
     TORCH_MODULES,
 )
 
@@ -32,7 +34,7 @@ def valid_table(table) -> bool:
             ):
                 return False
             continue
-        if name in (MODULES, TORCH_MODULES, TORCH_BUILT, REGISTRIES):
+        if name in (MODULES, TORCH_MODULES, TORCH_BUILT, TORCH_LAYERS, REGISTRIES):
             if not isinstance(s, dict) or not all(isinstance(c, str) for c in s.values()):
                 return False
             continue
@@ -101,6 +103,8 @@ def _valid_reach(how) -> bool:
             return False
         if step[0] == KV and not (len(step) == 2 and isinstance(step[1], str)):
             return False
+        if step[0] == "cast" and not (len(step) == 2 and step[1] in FLOAT_CASTS):
+            return False
     return True
 
 
@@ -119,4 +123,4 @@ def _valid_given(edge: dict) -> bool:
     )
 
 
-_OPS = ("invert", "eq0", "index", "bool", "unsqueeze", "rows", KV, SOFTMAX[0])
+_OPS = ("invert", "eq0", "index", "bool", "unsqueeze", "cast", "rows", KV, SOFTMAX[0])
