@@ -386,10 +386,18 @@ class Resolver:
         """A base class's method reading an attribute only its subclasses of
         this file assign (``self.attn`` in ``_Layer.forward``, built in
         ``LayerA.__init__``): what those subclasses assign, joined."""
+        subclasses = self.__dict__.get("_subclasses")
+        if subclasses is None:  # each class's subclasses of this file, found once per file
+            subclasses = {}
+            for info in self.flow.classes.values():
+                for base in self.base_classes(info)[1:]:
+                    kept = subclasses.setdefault(id(base), [])
+                    if base is not info and info not in kept:
+                        kept.append(info)
+            self._subclasses = subclasses
         defs: List[Def] = []
-        for info in self.flow.classes.values():
-            if info is not owner and owner in self.base_classes(info)[1:]:
-                defs.extend(info.attrs.get(attr, ()))
+        for info in subclasses.get(id(owner), ()):
+            defs.extend(info.attrs.get(attr, ()))
         return defs or None
 
     def self_class(self, node: cst.Attribute, env: Env, scope) -> Optional[ClassInfo]:

@@ -231,7 +231,7 @@ def _analyze_module(
     if added:
         reports = [(code, rep) for code, rep in reports if id(rep) not in added]
     decided = facts.decided_by_callers(ctx.events, project)
-    dead_memo: Dict[int, bool] = {}  # methods run only from branches the program never takes
+    dead_memo: Dict = {}  # methods run only from branches the program never takes
     alternatives: set = set()  # (code, call) reported from one of a call's alternatives
     located = []
     asks = getattr(project, "asks", None)

@@ -201,7 +201,10 @@ def dead_in_program(site) -> bool:
     return False
 
 
-def dead_method(site, calls, memo: Dict[int, bool], depth: int = 0) -> bool:
+_BY_METHOD = "by method"  # the key of ``dead_method``'s index in its memo
+
+
+def dead_method(site, calls, memo: Dict, depth: int = 0) -> bool:
     """Whether the method around ``site`` runs only where the program never
     goes: every call of it in its file is ``self.<name>(...)`` under a
     branch ``dead_in_program`` decides the other way, or inside such a
@@ -221,14 +224,19 @@ def dead_method(site, calls, memo: Dict[int, bool], depth: int = 0) -> bool:
     name = scope.node.name.value
     if name.startswith("__") or name == "forward" or depth > 3:
         return False
-    mine = [
-        c
-        for c in calls
-        if isinstance(c.node.func, cst.Attribute)
-        and c.node.func.attr.value == name
-        and isinstance(c.node.func.value, cst.Name)
-        and c.node.func.value.value == "self"
-    ]
+    index = memo.get(_BY_METHOD)
+    if index is None:  # the file's ``self.<name>(...)`` calls by name, made once per file
+        index = {}
+        for c in calls:
+            func = c.node.func
+            if (
+                isinstance(func, cst.Attribute)
+                and isinstance(func.value, cst.Name)
+                and func.value.value == "self"
+            ):
+                index.setdefault(func.attr.value, []).append(c)
+        memo[_BY_METHOD] = index
+    mine = index.get(name, ())
     got = bool(mine) and all(
         (c.conds and dead_in_program(c)) or dead_method(c, calls, memo, depth + 1) for c in mine
     )
