@@ -75,37 +75,12 @@ def submodule(
     return out
 
 
-# the attention modules torch's ``__init__`` of a layer builds on ``self``
-INNER_ATTENTION = {
-    "TransformerEncoderLayer": ("self_attn",),
-    "TransformerDecoderLayer": ("self_attn", "multihead_attn"),
-}
-
-
-_ENCODER_PARTS = {
-    "linear1": "Linear",
-    "linear2": "Linear",
-    "norm1": "LayerNorm",
-    "norm2": "LayerNorm",
-    "dropout": "Dropout",
-    "dropout1": "Dropout",
-    "dropout2": "Dropout",
-    "activation": "ReLU",
-}
-# the other modules it builds there, by the torch class each is (all keep
-# the layout of what they are fed)
-LAYER_PARTS = {
-    "TransformerEncoderLayer": _ENCODER_PARTS,
-    "TransformerDecoderLayer": {**_ENCODER_PARTS, "norm3": "LayerNorm", "dropout3": "Dropout"},
-}
-
-
 def layer_part(res: Resolver, owner, attr: str) -> Optional[str]:
     """``self.norm1`` in a subclass of a torch encoder or decoder layer (the
     class assigns no such attribute): the torch class torch's ``__init__``
     built there, by name."""
     found = res.class_spec(owner)
-    return LAYER_PARTS.get(found[0].name, {}).get(attr) if found is not None else None
+    return torch_api.LAYER_PARTS.get(found[0].name, {}).get(attr) if found is not None else None
 
 
 def inner_attention(res: Resolver, owner, attr: str, leaf: Leaf) -> Optional[list]:
@@ -115,7 +90,7 @@ def inner_attention(res: Resolver, owner, attr: str, leaf: Leaf) -> Optional[lis
     if leaf != res.torch_leaf:
         return None
     found = res.class_spec(owner)
-    if found is None or attr not in INNER_ATTENTION.get(found[0].name, ()):
+    if found is None or attr not in torch_api.INNER_ATTENTION.get(found[0].name, ()):
         return None
     return [Instance(torch_api.MULTIHEAD_ATTENTION, None, None, False)]
 

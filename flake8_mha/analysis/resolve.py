@@ -21,7 +21,7 @@ from ..core.torch_api import ModuleSpec
 
 MAX_DEPTH = 16
 _CONTAINERS = {torch_api.MODULE_LIST, "torch.nn.Sequential", "builtins.list", "builtins.tuple"}
-_MAPPINGS = {"collections.OrderedDict", "builtins.dict"}  # of names to modules
+MAPPINGS = {"collections.OrderedDict", "builtins.dict"}  # of names to modules
 Leaf = Callable[[cst.Call, Env, Optional[Scope]], Optional[list]]
 
 
@@ -510,7 +510,7 @@ class Resolver:
                     return self.held_elements(node.args[0].value, env, scope, leaf, depth + 1)
                 if qn == "torch.nn.Sequential":
                     return self._sequential_members(node, env, scope, leaf, depth)
-            if qn in _MAPPINGS:  # ``OrderedDict(layers)`` of (name, module) pairs
+            if qn in MAPPINGS:  # ``OrderedDict(layers)`` of (name, module) pairs
                 if not node.args:
                     return []  # filled by ``layers[name] = ...``: the caller adds those
                 arg = node.args[0]

@@ -383,6 +383,31 @@ def module_spec(qualname: Optional[str]) -> Optional[ModuleSpec]:
 # Short class names (``"MultiheadAttention"``) -> spec, for the runtime side
 # (the witnesses and the sanitizer know classes, not qualified names).
 BY_NAME: Dict[str, ModuleSpec] = {spec.name: spec for spec in MODULES.values()}
+
+
+# the attention modules torch's ``__init__`` of a layer builds on ``self``
+INNER_ATTENTION = {
+    "TransformerEncoderLayer": ("self_attn",),
+    "TransformerDecoderLayer": ("self_attn", "multihead_attn"),
+}
+
+
+_ENCODER_PARTS = {
+    "linear1": "Linear",
+    "linear2": "Linear",
+    "norm1": "LayerNorm",
+    "norm2": "LayerNorm",
+    "dropout": "Dropout",
+    "dropout1": "Dropout",
+    "dropout2": "Dropout",
+    "activation": "ReLU",
+}
+# the other modules it builds there, by the torch class each is (all keep
+# the layout of what they are fed)
+LAYER_PARTS = {
+    "TransformerEncoderLayer": _ENCODER_PARTS,
+    "TransformerDecoderLayer": {**_ENCODER_PARTS, "norm3": "LayerNorm", "dropout3": "Dropout"},
+}
 MODULE_NAMES: Tuple[str, ...] = tuple(BY_NAME)
 
 

@@ -24,7 +24,6 @@ from ...core import torch_api
 from ...core import walk as astwalk
 from ..events import Construction, ModuleCall
 from ..flow import lookup
-from ..reach import INNER_ATTENTION
 from ..bound import Bound, Instance
 from ..splats import expand_call
 from .domain import BATCH, SEQ, Layout, parse_shape_comment, roles_of_names
@@ -230,7 +229,7 @@ class LayoutAnalysis:
         ``forward`` of its own: its calls of the attention modules torch's
         ``__init__`` built in it (``self.self_attn(tgt[-1:], tgt, tgt)``), which
         read the layer's ``batch_first`` (docling's table decoder)."""
-        own = INNER_ATTENTION.get(ev.spec.name)
+        own = torch_api.INNER_ATTENTION.get(ev.spec.name)
         resolver = self.ctx.resolver
         found = resolver.class_spec(ev.cls) if own is not None and ev.cls is not None else None
         if found is None or not found[2]:

@@ -16,6 +16,7 @@ from typing import Dict, List, Optional, Tuple, Union
 import libcst as cst
 
 from ..flow import CallSite, ClassInfo, DefKind, Scope, ScopeKind, lookup
+from ..resolve import MAPPINGS
 from .chains import CHECKPOINT_KEYWORDS
 
 # ``checkpoint(fn, *args)`` runs ``fn(*args)`` (activation checkpointing): its
@@ -38,7 +39,6 @@ def checkpointed(node: cst.Call) -> Optional[cst.Call]:
 
 Callers = Dict[int, List[Tuple[CallSite, int]]]
 SEQUENTIAL = "torch.nn.Sequential"
-_ORDERED_DICT = {"collections.OrderedDict", "builtins.dict"}
 
 
 class Built:
@@ -293,7 +293,7 @@ class FileCalls:
                 or (
                     isinstance(d.node, cst.Call)
                     and not d.node.args
-                    and self.resolver.qualname(d.node.func, d.env, d.scope) in _ORDERED_DICT
+                    and self.resolver.qualname(d.node.func, d.env, d.scope) in MAPPINGS
                 )
             )
             for d in defs
@@ -303,7 +303,7 @@ class FileCalls:
         """``OrderedDict([("fc", nn.Linear(...)), ...])``: its values in order."""
         if not isinstance(node, cst.Call) or len(node.args) != 1 or node.args[0].keyword:
             return None
-        if self.resolver.qualname(node.func, env, scope) not in _ORDERED_DICT:
+        if self.resolver.qualname(node.func, env, scope) not in MAPPINGS:
             return None
         items = node.args[0].value
         if isinstance(items, cst.Name):  # a list of pairs filled by ``.append((name, m))``

@@ -12,7 +12,8 @@ import re
 from typing import Dict, List, Optional, Tuple
 
 from ...core import walk as astwalk
-from ...core.torch_api import BY_NAME, SDPA_NAME, SDPA_SIGNATURE, module_spec
+from ...core.torch_api import BY_NAME, INNER_ATTENTION, LAYER_PARTS, SDPA_NAME, SDPA_SIGNATURE
+from ...core.torch_api import module_spec
 from .chains import INJECTED, KINDS, constructor, dotted_name, names_class, self_attr, statements
 from .chains import super_method
 from .fills import PRODUCTS
@@ -257,26 +258,32 @@ def torch_subclass(cls: ast.ClassDef, torch_names: Dict[str, str]) -> Optional[s
     ``super().forward(...)``; else None."""
     if cls.decorator_list:
         return None
-    for base in cls.bases:
-        name = dotted_name(base)
-        qn = torch_class(name, torch_names) if name is not None else None
-        if qn is None:
-            continue
-        forward = next(
-            (f for f in cls.body if isinstance(f, ast.FunctionDef) and f.name == "forward"), None
-        )
-        spec = module_spec(qn)
-        if forward is None or (spec is not None and delegates(forward, spec.forward.names)):
-            return qn
+    qn = direct_torch_base(cls, torch_names)
+    if qn is None:
         return None
+    forward = next(
+        (f for f in cls.body if isinstance(f, ast.FunctionDef) and f.name == "forward"), None
+    )
+    if forward is None or delegates(forward, module_spec(qn).forward.names):
+        return qn
     return None
 
 
-# the encoder and decoder layers whose ``__init__`` builds ``self.self_attn``,
-# and the parts it builds that keep the layout of what they are fed
-_LAYERS = ("TransformerEncoderLayer", "TransformerDecoderLayer")
-_KEEPING_PARTS = ("norm1", "norm2", "norm3", "dropout", "dropout1", "dropout2", "dropout3")
-_KEEPING_PARTS += ("linear1", "linear2", "activation")
+def direct_torch_base(cls: ast.ClassDef, torch_names: Dict[str, str]) -> Optional[str]:
+    """The torch attention module class (qualified) that the first of
+    ``cls``'s bases naming one names, else None."""
+    for base in cls.bases:
+        name = dotted_name(base)
+        qn = torch_class(name, torch_names) if name is not None else None
+        if qn is not None:
+            return qn
+    return None
+
+
+# the parts torch's ``__init__`` of an encoder or decoder layer builds that
+# keep the layout of what they are fed, and the attention modules it builds
+_KEEPING_PARTS = frozenset(part for parts in LAYER_PARTS.values() for part in parts)
+_INNER = frozenset(attr for attrs in INNER_ATTENTION.values() for attr in attrs)
 # torch's blocks that return their first argument's layout (when the class keeps them)
 _KEEPING_BLOCKS = ("_sa_block", "_mha_block", "_ff_block")
 # a method whose name says it may change which axis is which
@@ -298,13 +305,8 @@ def torch_layer(cls: ast.ClassDef, torch_names: Dict[str, str]) -> Optional[str]
         for f in cls.body
     ):
         return None
-    qn = None
-    for base in cls.bases:
-        name = dotted_name(base)
-        qn = torch_class(name, torch_names) if name is not None else None
-        if qn is not None:
-            break
-    if qn is None or qn.rpartition(".")[2] not in _LAYERS:
+    qn = direct_torch_base(cls, torch_names)
+    if qn is None or qn.rpartition(".")[2] not in INNER_ATTENTION:
         return None
     own = {f.name for f in cls.body if isinstance(f, (ast.FunctionDef, ast.AsyncFunctionDef))}
     forward = next(
@@ -375,7 +377,7 @@ def _keeps_input(node: ast.AST, same: set) -> bool:
         return (
             node.slice.value == 0
             and isinstance(inner, ast.Call)
-            and self_attr(inner.func) in ("self_attn", "multihead_attn")
+            and self_attr(inner.func) in _INNER
             and bool(inner.args)
             and _keeps_input(inner.args[0], same)
         )
@@ -440,13 +442,9 @@ def torch_base(cls: ast.ClassDef, torch_names: Dict[str, str]) -> Optional[str]:
     """The torch attention module (``spec.name``) that ``cls`` subclasses
     directly, whose ``forward`` its ``super().forward(...)`` runs; None for
     the whole ``nn.Transformer`` (not a sink) and for any other class."""
-    for base in cls.bases:
-        name = dotted_name(base)
-        qn = torch_class(name, torch_names) if name is not None else None
-        spec = module_spec(qn) if qn is not None else None
-        if spec is not None:
-            return spec.name if spec.name != "Transformer" else None
-    return None
+    qn = direct_torch_base(cls, torch_names)
+    name = module_spec(qn).name if qn is not None else None
+    return name if name != "Transformer" else None
 
 
 def positional_self(func) -> Optional[str]:

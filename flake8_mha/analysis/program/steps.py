@@ -148,13 +148,7 @@ def _alias_cut(name, defs, allowed, params, stores) -> Optional[_Rebound]:
 def _not_none_test(test: ast.AST) -> Optional[str]:
     """The name ``p`` a test ``p is not None`` or ``exists(p)`` (the helper
     of that meaning many attention packages define) reads, or None."""
-    if (
-        isinstance(test, ast.Compare)
-        and isinstance(test.left, ast.Name)
-        and len(test.ops) == 1
-        and isinstance(test.ops[0], ast.IsNot)
-        and is_none_constant(test.comparators[0])
-    ):
+    if _is_not_none(test):
         return test.left.id
     if (
         isinstance(test, ast.Call)
@@ -168,19 +162,22 @@ def _not_none_test(test: ast.AST) -> Optional[str]:
     return None
 
 
+def _is_not_none(test: ast.AST) -> bool:
+    """``p is not None`` of a name ``p``."""
+    return (
+        isinstance(test, ast.Compare)
+        and isinstance(test.left, ast.Name)
+        and len(test.ops) == 1
+        and isinstance(test.ops[0], ast.IsNot)
+        and is_none_constant(test.comparators[0])
+    )
+
+
 def given_test(test: ast.AST) -> Optional[str]:
     """The name an ``if`` test says is given: ``m is not None``, ``m``."""
     if isinstance(test, ast.Name):
         return test.id
-    if (
-        isinstance(test, ast.Compare)
-        and len(test.ops) == 1
-        and isinstance(test.ops[0], ast.IsNot)
-        and isinstance(test.left, ast.Name)
-        and is_none_constant(test.comparators[0])
-    ):
-        return test.left.id
-    return None
+    return test.left.id if _is_not_none(test) else None
 
 
 def reach(expr: ast.AST, params: set, stores, depth: int, casts: bool = False) -> Optional[dict]:
