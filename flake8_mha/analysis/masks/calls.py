@@ -118,6 +118,28 @@ def is_generator(func: cst.FunctionDef) -> bool:
     return False
 
 
+def returned_function(func: cst.FunctionDef, fscope: Scope) -> Optional[cst.FunctionDef]:
+    """The function a factory returns: every return path of ``func`` gives the
+    name of the one plain ``def`` nested in it (``def make_pad_fn(pad_id): def
+    is_pad(ids): return ids == pad_id; return is_pad``); None otherwise (a
+    path that returns something else or falls off the end, a decorated or
+    async inner function, a generator)."""
+    if not fscope.returns or falls_off_end(func) or is_generator(func):
+        return None
+    found = None
+    for expr, renv in fscope.returns:
+        defs = lookup(expr.value, renv, fscope) if isinstance(expr, cst.Name) else ()
+        if len(defs) != 1 or defs[0].kind != "def" or defs[0].scope is not fscope:
+            return None
+        inner = defs[0].node
+        if not isinstance(inner, cst.FunctionDef) or (found is not None and inner is not found):
+            return None
+        found = inner
+    if found.decorators or found.asynchronous is not None or is_generator(found):
+        return None
+    return found
+
+
 def falls_off_end(func: cst.FunctionDef) -> bool:
     body = func.body
     if isinstance(body, cst.IndentedBlock) and body.body:
@@ -244,15 +266,8 @@ class Calls(FileCalls):
         fscope = self.flow.functions.get(id(func))
         if fscope is None or not fscope.returns or is_generator(func):
             return UNKNOWN_MASK
-        depth_frames = 0
-        f = at.frame
-        while f is not None:
-            depth_frames += 1
-            if f.func is func:
-                return UNKNOWN_MASK  # recursion
-            f = f.parent
-        if depth_frames > MAX_HELPER_FRAMES:
-            return UNKNOWN_MASK
+        if not room_for(at.frame, (func,)):
+            return UNKNOWN_MASK  # recursion, or too deep
         bound = bind_call(func, expand_call(node, at.env, at.scope), skip)
         inner = Frame(func, fscope, bound, at.env, at.scope, at.frame)
         values = []
@@ -263,6 +278,85 @@ class Calls(FileCalls):
             else:
                 values.append(self.eval(expr, inside))
         if falls_off_end(func):
+            values.append(NONE_MASK)
+        return join_all(values)
+
+    def _closures(self, node: cst.Call, at: At) -> Optional[Mask]:
+        """A call of the function a factory returned: ``make_pad_fn(pad_id)(ids)``,
+        ``fn = make_pad_fn(pad_id)`` then ``fn(ids)``, or ``self.pad_fn =
+        make_pad_fn(pad_id)`` in a method of the class then ``self.pad_fn(ids)``.
+        The inner function's returns are evaluated with its parameters bound
+        to this call's arguments and the factory's to the arguments of the call
+        that made it (a factory of another project file: its returns with the
+        parameters unknown, ``program/returns.py``).  None when the callee is
+        not such a function, or one of the places that made it is not."""
+        made = self._factory_calls(node.func, at)
+        if not made:
+            return None
+        values = []
+        for fcall, fat in made:
+            got = self._closure(fcall, fat, node, at)
+            if got is None:
+                return None
+            values.append(got)
+        return self._agreed(values)
+
+    def _factory_calls(self, func, at: At) -> Optional[List[tuple]]:
+        """The calls that made the callee ``func``, each with where it stands."""
+        if isinstance(func, cst.Call):
+            return [(func, at)]
+        if isinstance(func, cst.Name):
+            defs = lookup(func.value, at.env, at.scope)
+            if not defs or any(
+                d.kind != "assign" or not isinstance(d.node, cst.Call) for d in defs
+            ):
+                return None
+            return [(d.node, at.of(d, frame_for(d.scope, at.frame))) for d in defs]
+        if isinstance(func, cst.Attribute):
+            owner = self.resolver.self_class(func, at.env, at.scope)
+            if owner is None or self.method_of(owner, func.attr.value) is not None:
+                return None
+            defs = self.resolver.attr_defs(owner, func.attr.value)
+            if not defs or any(
+                d.kind != "assign" or not isinstance(d.node, cst.Call) for d in defs
+            ):
+                return None
+            return [(d.node, At(d.env, d.scope, None, at.depth)) for d in defs]
+        return None
+
+    def _closure(self, fcall: cst.Call, fat: At, node: cst.Call, at: At) -> Optional[Mask]:
+        found = self.callee(fcall, fat.env, fat.scope)
+        if found is None:
+            project = getattr(self.ctx, "project", None)
+            if project is None or not hasattr(project, "closure_returned"):
+                return None
+            return project.closure_returned(
+                fcall,
+                fat.env,
+                fat.scope,
+                node,
+                f"{self.text(node.func)}() made by {self.text(fcall.func)}()",
+            )
+        factory, skip = found
+        fscope = self.flow.functions.get(id(factory))
+        inner = returned_function(factory, fscope) if fscope is not None else None
+        iscope = self.flow.functions.get(id(inner)) if inner is not None else None
+        if iscope is None or not iscope.returns:
+            return None
+        if not room_for(at.frame, (factory, inner), 2):
+            return UNKNOWN_MASK  # recursion, or too deep
+        made = Frame(
+            factory,
+            fscope,
+            bind_call(factory, expand_call(fcall, fat.env, fat.scope), skip),
+            fat.env,
+            fat.scope,
+            at.frame,
+        )
+        bound = bind_call(inner, expand_call(node, at.env, at.scope), 0)
+        frame = Frame(inner, iscope, bound, at.env, at.scope, made)
+        values = [self.eval(expr, at.but(renv, iscope, frame)) for expr, renv in iscope.returns]
+        if falls_off_end(inner):
             values.append(NONE_MASK)
         return join_all(values)
 
@@ -303,6 +397,19 @@ class Calls(FileCalls):
                     ]
                 )
         return UNKNOWN_MASK
+
+
+def room_for(frame: Optional[Frame], funcs, added: int = 1) -> bool:
+    """Whether ``added`` frames of ``funcs`` may go on top of ``frame``: none
+    of them is already being evaluated (recursion), and the frames stay
+    within ``MAX_HELPER_FRAMES`` (one more than the helpers a call may nest)."""
+    depth = 0
+    while frame is not None:
+        depth += 1
+        if any(frame.func is f for f in funcs):
+            return False
+        frame = frame.parent
+    return depth + added <= MAX_HELPER_FRAMES + 1
 
 
 def handed_by_project(ctx, d: Def, name: str) -> bool:

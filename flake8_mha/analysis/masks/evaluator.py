@@ -423,6 +423,9 @@ class MaskEvaluator(Calls, Numbers, Comparisons, Segments, Offsets, Shapes, Dtyp
         stored = self.stored_functions(node, at.env, at.scope)
         if stored is not None:  # self.make = onnx_make if onnxable else make
             return self._agreed([self._helper((f, 0), node, at, None) for f in stored])
+        made = self._closures(node, at)
+        if made is not None:  # the function a factory returned (make_pad_fn(pad_id)(ids))
+            return made
         project = getattr(self.ctx, "project", None)
         if project is not None:  # a mask builder in another project file (docs/reach.md)
             got = project.returned(

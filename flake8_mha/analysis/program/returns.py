@@ -33,7 +33,7 @@ from ..resolve import passed
 from .callgraph import static_kind
 from .files import ProjectFiles, decode
 
-RETURNS_VERSION = 2
+RETURNS_VERSION = 3
 # a builder of another file read with LibCST, by (file, its state, name): the
 # few a linted file calls with masks of its own (``ReturnsFiles._transformed``)
 _FUNCTION_READS: Dict[tuple, object] = {}
@@ -97,6 +97,10 @@ def _keyword_only(func: cst.FunctionDef) -> list:
     return [x.name.value for x in func.params.kwonly_params]
 
 
+def _all_params(func: cst.FunctionDef) -> list:
+    return _params(func) + _keyword_only(func)
+
+
 def _bound(
     form: dict, params: list, call: cst.Call, where: Optional[str], kwonly=()
 ) -> Optional[Helper]:
@@ -150,6 +154,30 @@ class ReturnsFiles(ProjectFiles):
             valid,
             lambda source: builder_summary(source, name, index),
         )
+        if not got:
+            return None
+        return mask_of(got, call, f"{text} -> {self.relative(filename)}:{got['line']}")
+
+    def closure_returned(self, fcall: cst.Call, env, scope, call: cst.Call, text: str):
+        """The mask that the function a factory of another project file returns
+        gives for ``call`` (``self.pad_fn(ids)`` after ``self.pad_fn =
+        make_pad_fn(PAD_ID)``, ``make_pad_fn`` imported; ``fcall`` is that
+        factory's call): the inner function's returns with every parameter
+        unknown, the factory's too; None when the factory does not return one
+        nested function or its mask is unknown."""
+        try:
+            loc = self._elsewhere(fcall.func, env, scope)
+            if loc is None:
+                return None
+            filename, name = loc
+            got = self._read(
+                filename,
+                (str(RETURNS_VERSION), "closure", name),
+                lambda got: isinstance(got, dict),
+                lambda source: builder_summary(source, name, closure=True),
+            )
+        except (OSError, ValueError, RecursionError):
+            return None
         if not got:
             return None
         return mask_of(got, call, f"{text} -> {self.relative(filename)}:{got['line']}")
@@ -343,7 +371,7 @@ def imported_target(node, env, scope, depth: int = 0) -> Optional[Tuple[int, str
     return None
 
 
-def builder_summary(source: str, name: str, index=()) -> dict:
+def builder_summary(source: str, name: str, index=(), closure: bool = False) -> dict:
     """What the top-level function ``name`` of a file returns, as the mask
     analysis sees it with every parameter unknown (``{}`` when nothing is
     known): ``def make_pad_mask(lengths): return arange(...)[None, :] >=
@@ -351,16 +379,28 @@ def builder_summary(source: str, name: str, index=()) -> dict:
     Each return path is evaluated in the file it is written in (its own
     helpers and constants are followed, its parameters are not), and the
     paths are joined; with ``index``, the element of each returned tuple.
+    With ``closure``, what the one function ``name`` defines and returns
+    gives (``def make_pad_fn(pad_id): def is_pad(ids): return ids == pad_id;
+    return is_pad``), its parameters and the factory's unknown.
     Small JSON, cached by the file's bytes, ``name`` and ``index``."""
+    from ..masks.calls import Frame, returned_function
+
     read = read_function(source, name)
     if read is None:
         return {}
     fctx, func, fscope = read
+    outer = None
+    if closure:
+        inner = returned_function(func, fscope)
+        if inner is None or fctx.flow.functions.get(id(inner)) is None:
+            return {}
+        outer = Frame(func, fscope, dict.fromkeys(_all_params(func)), {}, None, None)
+        func, fscope = inner, fctx.flow.functions[id(inner)]
     if not fscope.returns:
         return {}
-    params = func.params
-    names = [p.name.value for p in (*params.posonly_params, *params.params, *params.kwonly_params)]
-    ev, m = _returned_mask(fctx, func, fscope, dict.fromkeys(names), tuple(index))
+    ev, m = _returned_mask(
+        fctx, func, fscope, dict.fromkeys(_all_params(func)), tuple(index), outer
+    )
     if m.none or not m.known:
         return {}
     out: dict = {k: (None if getattr(m, k) is None else str(getattr(m, k))) for k in _MASK_FIELDS}
@@ -376,17 +416,17 @@ def builder_summary(source: str, name: str, index=()) -> dict:
     return out
 
 
-def _returned_mask(fctx, func, fscope, args: dict, index=()):
+def _returned_mask(fctx, func, fscope, args: dict, index=(), outer=None):
     """(the evaluator of the builder's file, the join of what every return
     path of ``func`` gives, or its element ``index``) with its parameters
     bound to ``args`` (None: unknown; a ``Mask``: a caller's, evaluated where
-    it stands)."""
+    it stands); ``outer``: the frame of the factory that made ``func``."""
     from ..masks import At, MaskEvaluator, join_all
     from ..masks.calls import Frame, falls_off_end
     from ..masks.domain import NONE_MASK
 
     ev = MaskEvaluator(fctx)
-    frame = Frame(func, fscope, args, {}, None, None)
+    frame = Frame(func, fscope, args, {}, None, outer)
     values = [
         ev._indexed(expr, index, At(renv, fscope, frame, 0))
         if index
