@@ -238,7 +238,7 @@ def _analyze_module(
     for ev in ctx.events:
         if isinstance(ev, Construction) and facts.never_built(ev, project):
             continue
-        if ev.site.conds and facts.dead_in_program(ev.site):
+        if (ev.site.conds or ev.site.parents) and facts.dead_in_program(ev.site):
             continue
         if facts.dead_method(ev.site, flow.calls, dead_memo):
             continue

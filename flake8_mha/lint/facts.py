@@ -193,11 +193,19 @@ def dead_in_program(site) -> bool:
     ``self.<attr>`` is tested (what the program fixes, as the values
     analysis reads it: docs/reach.md, "Facts from the callers"), also
     through ``not``, ``is None``/``is not None``, and ``and``/``or`` of such
-    tests when the known parts decide the whole."""
+    tests when the known parts decide the whole.  A conditional expression
+    around the call counts as an ``if`` (``nn.MultiheadAttention(dim, heads)
+    if heads else nn.Identity()``, every call passing ``heads=0``)."""
     for test, polarity, env in site.conds:
         truth = branch_truth(test, env, site.scope)
         if truth is not None and truth != polarity:
             return True
+    inner = (*site.parents, site.node)
+    for i, node in enumerate(inner[:-1]):
+        if isinstance(node, cst.IfExp) and inner[i + 1] is not node.test:
+            truth = branch_truth(node.test, site.env, site.scope)
+            if truth is not None and truth != (inner[i + 1] is node.body):
+                return True
     return False
 
 

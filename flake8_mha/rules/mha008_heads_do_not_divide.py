@@ -2,9 +2,13 @@
 
 from __future__ import annotations
 
-from typing import Iterator
+from typing import Iterator, Optional
+
+import libcst as cst
 
 from ..analysis.events import Construction
+from ..analysis.flow import CallSite
+from ..analysis.resolve import passed
 from .base import Example, Report, Rule
 from .construction import construction_evidence, init_value, int_or_none
 
@@ -14,6 +18,7 @@ class HeadsDoNotDivide(Rule):
     NAME = "heads-do-not-divide"
     MESSAGE = "{embed_name}={embed} is not divisible by {heads_name}={heads}: {module} raises at construction"
     MESSAGE_NONPOSITIVE = "{name}={value} must be greater than 0: {module} raises at construction"
+    THROUGH = "; this call builds it through {callee}() at {where}"
     WHAT = """
         Flags a module whose `embed_dim` (`d_model`) is not divisible by its
         `num_heads` (`nhead`), or whose head count or width is not positive,
@@ -48,7 +53,16 @@ class HeadsDoNotDivide(Rule):
           (`def __init__(self, embed_dim=TAG_DIM, num_heads=TAG_HEADS)`, built
           `Block()` everywhere). Config objects, values from outside the
           project, and parameters whose constructions disagree are unknown: no
-          report.
+          report at the construction.
+        - Sizes that are parameters of the function or class that builds the
+          module are judged at each call of it, in the file or across files
+          (`build_attention(AUDIO_DIM, AUDIO_HEADS)`, `Block(100, 8)` beside a
+          correct `Block(128, 8)`), with the call's values; the finding names
+          the construction. Only constructions every run makes count (not one
+          under `if heads:` or `... if heads else nn.Identity()`). When every
+          construction of the class passes the same sizes, the construction
+          reports instead and its callers do not (docs/reach.md, "Sizes handed
+          to a construction").
         """
     VALID = [
         "import torch.nn as nn\nattn = nn.MultiheadAttention(64, 8, batch_first=True)\n",
@@ -65,6 +79,83 @@ class HeadsDoNotDivide(Rule):
         ),
         Example("import torch.nn as nn\nmodel = nn.Transformer(nhead=6, batch_first=True)\n", 2, 9),
     ]
+
+    def on_call(self, site: CallSite) -> Iterator[Report]:
+        """A call of a function or class of the project that builds the module
+        with sizes its parameters give (``build_attention(AUDIO_DIM,
+        AUDIO_HEADS)``, ``Block(100, 8)``): judged at the call, with the
+        call's values (docs/reach.md, "Sizes handed to a construction")."""
+        call = site.node
+        project = getattr(self.ctx, "project", None)
+        if (
+            project is None
+            or not hasattr(project, "sized")
+            or not isinstance(call.func, (cst.Name, cst.Attribute))
+            or any(a.star for a in call.args)
+        ):
+            return
+        got = project.sized(call.func, site.env, site.scope)
+        if got is None:
+            return
+        filename, callee, entries = got
+        for entry in entries:
+            embed = self._size(site, entry, entry["embed"])
+            heads = self._size(site, entry, entry["heads"])
+            if embed is None or heads is None:
+                continue
+            if heads > 0 and embed > 0 and embed % heads == 0:
+                continue
+            params = [r[1] for r in (entry["embed"], entry["heads"]) if r[0] == "param"]
+            if entry["init"] and project.built_alike(filename, callee, params, entry["defaults"]):
+                continue  # every construction passes the same: judged at the module (above)
+            where = f"{project.relative(filename)}:{entry['line']}"
+            evidence = {
+                "module": entry["module"],
+                "embed_dim": embed,
+                "num_heads": heads,
+                "through": {
+                    "function": callee,
+                    "file": project.relative(filename),
+                    "line": entry["line"],
+                },
+            }
+            tail = self.THROUGH.format(callee=callee, where=where)
+            nonpositive = [(entry["heads_name"], heads), (entry["embed_name"], embed)]
+            for name, value in nonpositive:
+                if value <= 0:
+                    yield self.report(
+                        call,
+                        evidence,
+                        self.MESSAGE_NONPOSITIVE + tail,
+                        name=name,
+                        value=value,
+                        module=entry["module"],
+                    )
+                    break
+            else:
+                yield self.report(
+                    call,
+                    evidence,
+                    self.MESSAGE + tail,
+                    embed_name=entry["embed_name"],
+                    embed=embed,
+                    heads_name=entry["heads_name"],
+                    heads=heads,
+                    module=entry["module"],
+                )
+
+    def _size(self, site: CallSite, entry: dict, ref: list) -> Optional[int]:
+        """The number a size of the entry is at this call: a number of the
+        callee's own, or what the call passes for the parameter (its default
+        when it passes nothing)."""
+        kind, x = ref
+        if kind == "value":
+            return x
+        index = entry["params"].index(x) if x in entry["params"] else -1
+        expr = passed(site.node, index, x)
+        if expr is None:
+            return entry["defaults"].get(x)
+        return int_or_none(self.ctx.value(expr, site))
 
     def on_construction(self, ev: Construction) -> Iterator[Report]:
         spec = ev.spec

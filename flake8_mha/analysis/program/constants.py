@@ -8,18 +8,64 @@ file of the project.
 
 from __future__ import annotations
 
-from typing import Optional
+from typing import List, Optional, Tuple
 
 import libcst as cst
 
-from ..flow import import_path
-from . import chains, signatures
-from .files import module_constants
-from .returns import ReturnsFiles
+from ...core.atomic import read_regular
+from ..flow import DefKind, import_path
+from . import callers, chains, signatures
+from .files import decode, module_constants
+from .local_names import own_definition
+from .returns import ReturnsFiles, imported_target
+from .summaries import SIZES
 
 
 class ConstantFiles(ReturnsFiles):
     """The project's files, with their module-level constants."""
+
+    # -- the sizes a call hands a module its callee builds (MHA008) ------------------
+    def sized(self, func, env, scope) -> Optional[Tuple[str, str, List[dict]]]:
+        """(file, name, entries) of ``sizes.sizes_table`` for the function or
+        class a call names: one of the linted file's own, or one a project file
+        defines and this one imports (``Block(100, 8)``,
+        ``build_attention(AUDIO_DIM, AUDIO_HEADS)``); else None."""
+        try:
+            own = own_definition(func, env, scope, DefKind.DEF, DefKind.CLASS)
+            if own is not None:
+                got = self._own().get(SIZES, {}).get(own)
+                return (self.path, own, got) if got else None
+            target = imported_target(func, env, scope)
+            if target is None or not self.files:
+                return None
+            memo = self.__dict__.setdefault("_sized", {})
+            if target not in memo:
+                memo[target] = self.sizes_at(target)
+            return memo[target]
+        except (OSError, ValueError, RecursionError):
+            return None
+
+    def built_alike(self, filename: str, cls: str, params: List[str], defaults: dict) -> bool:
+        """Whether every construction of the class ``cls`` of ``filename`` in
+        the project passes each of ``params`` the same literal (its
+        construction is then judged where it stands, with those values)."""
+        if not self.files:
+            return False  # the project is not read: no construction is settled (``constructed``)
+        own = self._own_source if filename == self.path else None
+        try:
+            text = own if own is not None else decode(read_regular(filename, callers.MAX_BYTES))
+            signature = signatures.init_signature(text, cls)
+            if signature is None:
+                return False
+            built, read = callers.constructions(filename, cls, signature[0], own)
+        except (OSError, SyntaxError, UnicodeDecodeError, LookupError, ValueError, RecursionError):
+            return False
+        for f in read:
+            self.depend(f)
+        defaults = {**signature[1], **defaults}
+        return bool(built) and all(
+            callers.one_value(built, p, defaults, self.depend) is not None for p in params
+        )
 
     # -- constants from other files ------------------------------------------------
     def imported_constant(self, stmt, name: str, attr: Optional[str] = None):

@@ -18,15 +18,16 @@ from ...core import walk as astwalk
 from ...core.atomic import read_regular
 from . import chains, import_lines
 from .forms import names_a_sink
+from .module_numbers import module_constants  # noqa: F401  (the package's name for it)
 from .summaries import (
     MAX_FILE_BYTES,
     TORCH_BUILT,
     TORCH_LAYERS,
     TORCH_MODULES,
     REEXPORTS,
+    SIZES,
     SUMMARY_VERSION,
     dotted_name,
-    statements,
     summarise,
 )
 from .composing import MAX_CHAIN, Composing, decode
@@ -286,6 +287,7 @@ class ProjectFiles(Composing):
                             or self._function(target, False)
                             or self.torch_factory(target)
                             or self._a_method_reaches(target)  # ``self.vit.forward_features``
+                            or self.sizes_at(target)  # ``Block(100, 8)``: MHA008 at the call
                         )
                         if called
                         else self._function(target, False) or self._a_method_reaches(target)
@@ -488,6 +490,21 @@ class ProjectFiles(Composing):
         got = self._kept(filename, ("constants", str(CONSTANTS_VERSION)), _valid_constants, table)
         return got or {}
 
+    def sizes(self, filename: str) -> Dict[str, list]:
+        """The summary's ``SIZES`` of a project file (``sizes.sizes_table``): per
+        top-level function and class, the parameters that reach the width and
+        head count of a torch attention module it builds."""
+        return self.summaries(filename).get(SIZES, {})
+
+    def sizes_at(self, target: Tuple[int, str]) -> Optional[Tuple[str, str, list]]:
+        """(file, name, entries) of the sizes a project function or class an
+        import of this file names hands a torch module it builds; else None."""
+        loc = self._defined(target)
+        if loc is None or "." in loc[1]:
+            return None
+        got = self.sizes(loc[0]).get(loc[1])
+        return (loc[0], loc[1], got) if got else None
+
     def constant_at(self, level: int, dotted: str) -> Optional[tuple]:
         """``(value,)`` of the module-level constant an import of this file
         names (``from .config import WIDTH``: level 1, ``config.WIDTH``), when
@@ -578,72 +595,6 @@ def reaches_a_sink(source: str, path: str, tree: Optional[ast.Module] = None) ->
     """The project-aware gate for a file on disk (``ProjectFiles.gate``); False
     for a file not on disk."""
     return os.path.isfile(path) and ProjectFiles(path).gate(source, tree)
-
-
-_ARITHMETIC = {
-    ast.Add: lambda a, b: a + b,
-    ast.Sub: lambda a, b: a - b,
-    ast.Mult: lambda a, b: a * b,
-    ast.FloorDiv: lambda a, b: a // b,
-    ast.Div: lambda a, b: a / b,
-    ast.Mod: lambda a, b: a % b,
-}
-
-
-def module_constants(tree: ast.Module) -> Dict[str, object]:
-    """``{name: value}`` for the names a module assigns exactly once, at its
-    top level, to a number or bool or arithmetic on earlier such names."""
-    counts: Dict[str, int] = {}
-    for node in statements(tree):
-        for target in _assigned(node):
-            counts[target] = counts.get(target, 0) + 1
-    out: Dict[str, object] = {}
-    for node in tree.body:
-        if (
-            isinstance(node, (ast.Assign, ast.AnnAssign))
-            and node.value is not None
-            and len(_assigned(node)) == 1
-        ):
-            name = _assigned(node)[0]
-            if counts.get(name) == 1:
-                value = _number(node.value, out)
-                if value is not None:
-                    out[name] = value
-    return out
-
-
-def _assigned(node: ast.AST) -> List[str]:
-    """The plain names a statement binds by assignment."""
-    if isinstance(node, ast.Assign):
-        targets = node.targets
-    elif isinstance(node, (ast.AnnAssign, ast.AugAssign)):
-        targets = [node.target]
-    else:
-        return []
-    return [n.id for t in targets for n in astwalk.walk(t) if isinstance(n, ast.Name)]
-
-
-def _number(node: ast.AST, known: Dict[str, object]):
-    """The value of a number, bool, known name or arithmetic on them; else None."""
-    if isinstance(node, ast.Constant) and type(node.value) in (int, float, bool):
-        return node.value
-    if isinstance(node, ast.Name):
-        return known.get(node.id)
-    if isinstance(node, ast.UnaryOp) and isinstance(node.op, (ast.USub, ast.UAdd)):
-        inner = _number(node.operand, known)
-        if isinstance(inner, (int, float)) and not isinstance(inner, bool):
-            return -inner if isinstance(node.op, ast.USub) else inner
-        return None
-    if isinstance(node, ast.BinOp) and type(node.op) in _ARITHMETIC:
-        left, right = _number(node.left, known), _number(node.right, known)
-        if not all(isinstance(v, (int, float)) and not isinstance(v, bool) for v in (left, right)):
-            return None
-        try:
-            value = _ARITHMETIC[type(node.op)](left, right)
-        except (ArithmeticError, ValueError, OverflowError):
-            return None
-        return value if abs(value) < 1e18 else None
-    return None
 
 
 def _valid_constants(got) -> bool:

@@ -18,8 +18,10 @@ from ...core.lines import source_lines
 from ...core.torch_api import SDPA_NAME, SDPA_QUALNAME, SDPA_SIGNATURE, canonical
 from . import chains, fills, forms, import_lines, steps
 from .chains import dotted_name, named_lambda, statements
+from .module_numbers import module_constants
+from .sizes import sizes_table
 
-SUMMARY_VERSION = 52
+SUMMARY_VERSION = 53
 # ``MultiheadAttention.key_padding_mask|2``: the argument as a second module call fills it
 VARIANT = "|"
 REEXPORTS = "@reexports"  # the key of an __init__'s re-exports in its summary table
@@ -34,6 +36,8 @@ TORCH_BUILT = "@torch-built"
 TORCH_LAYERS = "@torch-layer"
 BASES = "@bases"  # per class that only inherits its forward: its bases, as written
 REGISTRIES = "@registries"  # the file's dicts of classes: name -> "A|B" (chains.KINDS)
+# per function and class: the sizes it hands a torch module it builds (``sizes.py``)
+SIZES = "@sizes"
 MAX_FILE_BYTES = 2 * 1024 * 1024
 # the SDPA arguments a wrapper's parameter may reach (the ones the rules read)
 SINK_ARGS = ("attn_mask", "dropout_p", "is_causal", "key", "value")
@@ -172,6 +176,9 @@ def summarise(
             del out[BASES]
     if kinds_of:
         out[REGISTRIES] = kinds_of
+    sizes = sizes_table(tree, torch_names, module_constants(tree)) if torch_names else {}
+    if sizes:
+        out[SIZES] = sizes
     if (
         BASES in out
         or MODULES in out

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from . import forms
 from .fills import FILL_SINKS, KV, SOFTMAX
+from .sizes import valid_size_entry
 from .steps import FLOAT_CASTS
 from .summaries import (
     ATTRS,
@@ -16,6 +17,7 @@ from .summaries import (
     REEXPORTS,
     REGISTRIES,
     SINK_ARGS,
+    SIZES,
     TORCH_BUILT,
     TORCH_LAYERS,
     TORCH_MODULES,
@@ -41,6 +43,12 @@ def valid_table(table) -> bool:
         if name == BASES:
             if not isinstance(s, dict) or not all(
                 isinstance(v, list) and all(isinstance(b, str) for b in v) for v in s.values()
+            ):
+                return False
+            continue
+        if name == SIZES:
+            if not isinstance(s, dict) or not all(
+                isinstance(v, list) and all(map(valid_size_entry, v)) for v in s.values()
             ):
                 return False
             continue

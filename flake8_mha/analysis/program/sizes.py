@@ -1,0 +1,191 @@
+"""The sizes a function or class hands a torch attention module it builds.
+
+``def build_attention(dim, heads): return nn.MultiheadAttention(dim, heads)``
+and ``class Block: def __init__(self, dim, heads): self.attn =
+nn.MultiheadAttention(dim, heads)`` build a module whose width and head count
+are their parameters.  The construction cannot say whether they divide; each
+call (``build_attention(AUDIO_DIM, AUDIO_HEADS)``, ``Block(100, 8)``) can, and
+a correct sibling call must not hide a wrong one.  The summary of a file
+(``summaries.SIZES``) lists, per such function or class, which parameter (or
+known number) reaches each size of each module it builds; MHA008 evaluates
+the call's arguments for them at each call (``rules/mha008``).
+"""
+
+from __future__ import annotations
+
+import ast
+from typing import Dict, List, Optional
+
+from ...core.torch_api import module_spec
+from .chains import constructor
+from .forms import torch_class
+
+
+def sizes_table(
+    tree: ast.Module, torch_names: Dict[str, str], constants: Dict[str, object]
+) -> Dict[str, List[dict]]:
+    """``{name: [entry, ...]}`` for the file's top-level functions and classes
+    (their ``__init__``) that build a torch attention module whose width or
+    head count is one of their parameters, passed as it is.  An entry:
+    ``{"module", "line", "embed", "heads", "embed_name", "heads_name",
+    "params", "kwonly", "defaults"}``; ``embed``/``heads`` are ``["param",
+    name]`` or ``["value", number]``; ``params`` the positional parameters a
+    call fills (``self`` left out), ``defaults`` the literal numbers a
+    parameter defaults to; ``constants``: the file's module-level numbers."""
+    out: Dict[str, List[dict]] = {}
+    for node in tree.body:
+        func, skip = node, 0
+        if isinstance(node, ast.ClassDef):
+            func = next(
+                (m for m in node.body if isinstance(m, ast.FunctionDef) and m.name == "__init__"),
+                None,
+            )
+            skip = 1
+        if not isinstance(func, ast.FunctionDef) or func.decorator_list:
+            continue
+        entries = _entries(func, skip, torch_names, constants)
+        if entries:
+            out[node.name] = entries
+    return out
+
+
+def _entries(func: ast.FunctionDef, skip: int, torch_names, constants) -> List[dict]:
+    a = func.args
+    positional = [p.arg for p in (*a.posonlyargs, *a.args)][skip:]
+    kwonly = [p.arg for p in a.kwonlyargs]
+    names = set(positional) | set(kwonly)
+    rebound = _rebound(func)
+    defaults = _defaults(func, constants)
+    out = []
+    for call in _unconditional_calls(func):
+        made = constructor(call)
+        qn = torch_class(made, torch_names) if made is not None else None
+        spec = module_spec(qn) if qn is not None else None
+        if spec is None or spec.embed_param is None:
+            continue
+        if any(isinstance(x, ast.Starred) for x in call.args) or any(
+            k.arg is None for k in call.keywords
+        ):
+            continue
+        refs = []
+        for i, name in ((0, spec.embed_param), (1, spec.heads_param)):
+            refs.append(_ref(_given(call, i, name), spec, name, names, rebound, constants))
+        if None in refs or not any(r[0] == "param" for r in refs):
+            continue
+        out.append(
+            {
+                "module": spec.name,
+                "line": call.lineno,
+                "embed": refs[0],
+                "heads": refs[1],
+                "embed_name": spec.embed_param,
+                "heads_name": spec.heads_param,
+                "params": positional,
+                "kwonly": kwonly,
+                "defaults": defaults,
+                "init": skip == 1,
+            }
+        )
+    return out
+
+
+# what may skip the statements or expressions under it
+_CONDITIONAL = (ast.If, ast.IfExp, ast.Try, ast.While, ast.BoolOp, ast.Match)
+_SCOPES = (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda, ast.ClassDef)
+
+
+def _unconditional_calls(func: ast.FunctionDef) -> List[ast.Call]:
+    """The calls of the function's own body that every run of it makes: not
+    under an ``if``, a conditional expression, a ``try``, a loop that may not
+    run (``while``; a ``for`` over the layers builds each), or an ``and``/``or``
+    (``nn.MultiheadAttention(dim, heads) if heads else nn.Identity()`` builds
+    nothing with ``heads=0``)."""
+    out: List[ast.Call] = []
+    stack = list(func.body)
+    while stack:
+        node = stack.pop()
+        if isinstance(node, _CONDITIONAL + _SCOPES):
+            continue
+        if isinstance(node, ast.Call):
+            out.append(node)
+        stack.extend(ast.iter_child_nodes(node))
+    return out
+
+
+def _given(call: ast.Call, index: int, name: str) -> Optional[ast.expr]:
+    for k in call.keywords:
+        if k.arg == name:
+            return k.value
+    return call.args[index] if index < len(call.args) else None
+
+
+def _ref(node, spec, name: str, params: set, rebound: set, constants) -> Optional[list]:
+    """``["param", p]`` for a parameter passed as it is, ``["value", n]`` for a
+    number known here (torch's default when not passed), None otherwise."""
+    if node is None:
+        if spec.init.has_default(name):
+            value = spec.init.default(name)
+            return ["value", value] if _number(value) else None
+        return None
+    if isinstance(node, ast.Name) and node.id in params:
+        return ["param", node.id] if node.id not in rebound else None
+    if isinstance(node, ast.Constant) and _number(node.value):
+        return ["value", node.value]
+    if isinstance(node, ast.Name) and _number(constants.get(node.id)):
+        return ["value", constants[node.id]]
+    return None
+
+
+def _number(value) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool)
+
+
+def _rebound(func: ast.FunctionDef) -> set:
+    """The names the function assigns anywhere in its own body."""
+    out = set()
+    for n in ast.walk(func):
+        if isinstance(n, ast.Name) and isinstance(n.ctx, (ast.Store, ast.Del)):
+            out.add(n.id)
+    return out
+
+
+def _defaults(func: ast.FunctionDef, constants) -> Dict[str, int]:
+    """Parameter -> the number it defaults to (a literal or a module constant)."""
+    a = func.args
+    positional = [*a.posonlyargs, *a.args]
+    pairs = list(zip(positional[len(positional) - len(a.defaults) :], a.defaults))
+    pairs += [(p, d) for p, d in zip(a.kwonlyargs, a.kw_defaults) if d is not None]
+    out: Dict[str, int] = {}
+    for p, d in pairs:
+        if isinstance(d, ast.Constant) and _number(d.value):
+            out[p.arg] = d.value
+        elif isinstance(d, ast.Name) and _number(constants.get(d.id)):
+            out[p.arg] = constants[d.id]
+    return out
+
+
+def valid_size_entry(e) -> bool:
+    """An entry as ``sizes_table`` writes it."""
+
+    def ref(r) -> bool:
+        return (
+            isinstance(r, list)
+            and len(r) == 2
+            and (r[0], type(r[1])) in (("param", str), ("value", int))
+        )
+
+    def names(x) -> bool:
+        return isinstance(x, list) and all(isinstance(n, str) for n in x)
+
+    return (
+        isinstance(e, dict)
+        and all(isinstance(e.get(k), str) for k in ("module", "embed_name", "heads_name"))
+        and type(e.get("line")) is int
+        and type(e.get("init")) is bool
+        and ref(e.get("embed"))
+        and ref(e.get("heads"))
+        and names(e.get("params"))
+        and names(e.get("kwonly"))
+        and isinstance(e.get("defaults"), dict)
+        and all(isinstance(k, str) and type(v) is int for k, v in e["defaults"].items())
+    )
