@@ -100,3 +100,12 @@ def _passed_params(module) -> dict:
                 else:
                     given.add(i)
     return out
+
+
+def static_kind(func: cst.FunctionDef) -> str:
+    """``staticmethod``, ``classmethod`` or ``method``."""
+    for dec in func.decorators:
+        d = dec.decorator
+        if isinstance(d, cst.Name) and d.value in ("staticmethod", "classmethod"):
+            return d.value
+    return "method"

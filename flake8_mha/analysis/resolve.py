@@ -11,7 +11,7 @@ import libcst as cst
 
 from . import reach
 from ..core import torch_api
-from .classes import class_default, delegates
+from .classes import class_default, delegates, static_kind
 from .flow import CallSite, ClassInfo, Def, DefKind, Env, FlowPass, Scope, lookup
 from .flow import imported_by_call, scope_appends
 from .tree import is_none
@@ -346,10 +346,9 @@ class Resolver:
         )
 
     def _same_module(self, call: cst.Call, env: Env, scope) -> Optional[cst.BaseExpression]:
-        """The module a call gives back as itself: ``copy.deepcopy(m)``, ``m.to(device)``,
-        ``.cuda()``, ``.half()``, ``.eval()``... (each returns the module or a copy of
-        it), and wrappers whose call runs the module: ``torch.compile(m)``,
-        ``checkpoint_wrapper(m)``, ``nn.utils.*(m)`` (weight or spectral norm)."""
+        """The module a call gives back as itself or a copy (``copy.deepcopy(m)``,
+        ``m.to(device)``, ``.eval()``...), or a wrapper whose call runs it
+        (``torch.compile(m)``, ``checkpoint_wrapper(m)``, ``nn.utils.*(m)``)."""
         func = call.func
         if self._is_cast(call, env, scope):
             return call.args[1].value
@@ -564,15 +563,19 @@ class Resolver:
         return reach.pair_values(self, node, env, scope, leaf, depth)
 
     def own_function(self, call: cst.Call, env, scope) -> Optional[cst.FunctionDef]:
-        """The function of this file a call names: a function defined once,
-        by its name, or a method (of the class or a base) called on ``self``."""
+        """The function of this file a call names: one defined once, by its name; a
+        method called on ``self``; a static or class method called on its class."""
         func = call.func
         if isinstance(func, cst.Name):
             defs = lookup(func.value, env, scope)
             return defs[0].node if len(defs) == 1 and defs[0].kind == DefKind.DEF else None
         if isinstance(func, cst.Attribute):
             owner = self.self_class(func, env, scope)
-            return self.method_of(owner, func.attr.value) if owner is not None else None
+            if owner is not None:
+                return self.method_of(owner, func.attr.value)
+            owner = self.local_class(func.value, env, scope)  # ``Factory.create(d, h)``
+            found = self.method_of(owner, func.attr.value) if owner is not None else None
+            return found if found is not None and static_kind(found) != "method" else None
         return None
 
     def _made(self, call: cst.Call, env, scope, leaf: Leaf, depth: int) -> Optional[list]:

@@ -29,6 +29,7 @@ from ..analysis.layout import project_callers
 from ..core.lines import source_lines
 from ..analysis.program import signatures
 from ..analysis.program.callsites import Project
+from .selection import PERFORMANCE, in_tests
 from ..analysis.program.wrapped import WrappedModuleCall, annotate
 from ..analysis.program.files import reaches_a_sink
 from ..analysis.resolve import Resolver
@@ -204,6 +205,8 @@ def _analyze_module(
     ctx.project = project  # mask builders in other files (masks/evaluator.py)
     contexts.append(ctx)
     wanted = set(codes) if codes is not None else set(default_codes())
+    if in_tests(path):  # a speed finding in a test is nobody's cost (docs/cli.md)
+        wanted.difference_update(PERFORMANCE)
     rules = [rule(ctx) for rule in all_rules() if rule.CODE in wanted]
     if not rules:
         return []

@@ -25,6 +25,22 @@ OFF_BY_DEFAULT: Tuple[str, ...] = ("MHA901", "MHA902", "MHA903", "MHA904")
 CODE_PREFIX = re.compile(r"^[A-Z]{1,3}[0-9]{0,3}$")
 
 
+# Codes whose cost is speed only (the rules' CATEGORY "performance"): a test's
+# speed is nobody's cost, so they are not reported in test files (``in_tests``)
+PERFORMANCE: Tuple[str, ...] = ("MHA101", "MHA102")
+_TEST_FILE = re.compile(r"(^test_.*|.*_test|^conftest)\.py$")
+_TEST_DIRS = {"test", "tests", "testing"}
+
+
+def in_tests(path: str) -> bool:
+    """Whether ``path`` is a test file: ``test_*.py``, ``*_test.py``,
+    ``conftest.py``, or a file right in a folder named ``test``, ``tests`` or
+    ``testing`` (only the nearest folder: a project that lives below a
+    folder of that name is not all tests)."""
+    parts = re.split(r"[\\/]+", path)
+    return bool(_TEST_FILE.match(parts[-1])) or (len(parts) > 1 and parts[-2] in _TEST_DIRS)
+
+
 class SelectionError(ValueError):
     """A code prefix that cannot name any code (``--select NOPE``)."""
 

@@ -37,6 +37,11 @@ class OddNumHeads(Rule):
         attn = nn.MultiheadAttention(embed_dim=96, num_heads=4, batch_first=True)
         """
     DECISIONS = """
+        - Not reported in test files (`test_*.py`, `*_test.py`, `conftest.py`,
+          or a file right in a folder named `test`, `tests` or `testing`): the
+          cost is speed only, and a test's speed is nobody's (a shape test that
+          throws the weights away, shipped in a release). The other codes are
+          reported there as anywhere.
         - `num_heads=1` is odd and is reported (RULES.md).
         - Reported beside MHA008 when both apply: each code is about its own fact.
         - Silent when another setting written at the construction already keeps

@@ -51,6 +51,11 @@ class AttentionWeightsDiscarded(Rule):
         out, _ = self.attn(x, x, x, key_padding_mask=pad, need_weights=False)
         """
     DECISIONS = """
+        - Not reported in test files (`test_*.py`, `*_test.py`, `conftest.py`,
+          or a file right in a folder named `test`, `tests` or `testing`): the
+          cost is speed only, and a test's speed is nobody's (a shape test that
+          throws the weights away, shipped in a release). The other codes are
+          reported there as anywhere.
         - A module kept on `self.<attr>` where another branch keeps another
           kind (`if mode == "quadratic": self.attn = nn.MultiheadAttention(...)`,
           `elif mode == "linear": self.attn = LinearMixer(...)`): the calls of

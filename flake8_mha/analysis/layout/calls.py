@@ -395,6 +395,12 @@ class LayoutCalls:
             ids = real(self.eval(args[0], env, scope, frame, depth))
             if ids is None or EMBED in ids.roles:
                 return None
+            stated = ids.node.value if isinstance(ids.node, cst.Assign) else ids.node
+            if ids.how == "shape unpacking" and size_read(stated) is not None:
+                # ``batch_size = ids.size(0)`` reads the batch as if ``ids`` were the
+                # module's 3-D input; token ids are not, and their rank is unknown
+                # (``batch_size, n = ids.shape`` states it, and is read)
+                return None
             return Layout(ids.roles + (EMBED,), node, "embedding of ids")
         if name in CONV:
             k = CONV[name]

@@ -118,6 +118,9 @@ class ProgramLayout:
 
     def _mark(self, expr, env, scope, depth: int = 0) -> None:
         expr = _kept_owner(expr)  # ``x.transpose(0, 1).contiguous()``: the swap
+        owner = _cast_owner(expr)
+        if isinstance(owner, cst.Name):  # ``self.enc(x.float())``: what ``x`` is
+            expr = owner
         if isinstance(expr, cst.Call):
             self._swap_marks.add(id(expr))
             if depth < _STEPS:  # ``x = self.basic_feature(x)``: the swap it ends with

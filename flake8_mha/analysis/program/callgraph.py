@@ -16,6 +16,7 @@ from typing import Dict, List, Optional, Tuple, Union
 import libcst as cst
 
 from ..flow import CallSite, ClassInfo, DefKind, Scope, ScopeKind, lookup
+from ..classes import static_kind  # noqa: F401  (the package's name for it)
 from ..resolve import MAPPINGS
 from .chains import CHECKPOINT_KEYWORDS
 
@@ -156,15 +157,6 @@ def bind_call(
         for name in positional[i:] + sorted(kwonly):
             out.setdefault(name, None)
     return out
-
-
-def static_kind(func: cst.FunctionDef) -> str:
-    """``staticmethod``, ``classmethod`` or ``method``."""
-    for dec in func.decorators:
-        d = dec.decorator
-        if isinstance(d, cst.Name) and d.value in ("staticmethod", "classmethod"):
-            return d.value
-    return "method"
 
 
 class FileCalls:
