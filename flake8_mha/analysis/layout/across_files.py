@@ -262,23 +262,24 @@ class ProjectLayout:
         ``cls`` of this file, for the attributes ``held``, which hold a
         module of ``spec``."""
         arg = MODULE_OUTPUT_ARG.get(spec.name, "query")
-        out: List[Optional[Layout]] = []
+        by_node: Dict[int, List[Optional[Layout]]] = {}
         for other in self.flow.calls:
-            func = other.node.func
-            if not (
-                isinstance(func, cst.Attribute)
-                and isinstance(func.value, cst.Name)
-                and func.value.value == "self"
-                and func.attr.value in held
-                and other.scope.cls is cls
-            ):
+            if other.scope.cls is not cls or _held_attr(other) not in held:
                 continue
             marks = self._marks()  # a module of ``spec`` runs there, whatever the resolver knows
             for given in other.node.args:
                 if not given.star and id(given.value) not in marks:
                     self._mark(given.value, other.env, other.scope)
             query = Bound(other.node, spec.forward).get(arg)
-            out.append(self.at(query, other) if query is not None else None)
+            got = self.at(query, other) if query is not None else None
+            by_node.setdefault(id(other.node), []).append(got)
+        # a call in a loop is walked twice, the second time with what the loop
+        # body made (``x = layer(x)``: a module this file cannot resolve, so
+        # unknown); a pass that knows the layout speaks for the call
+        out: List[Optional[Layout]] = []
+        for got in by_node.values():
+            known = [g for g in got if real(g) is not None]
+            out.extend(known or got[:1])
         return out
 
     def export(self, layout: Optional[Layout]) -> Optional[Layout]:
@@ -552,3 +553,31 @@ def _keeps(node, param: str) -> bool:
     if isinstance(node, cst.BooleanOperation) and isinstance(node.operator, cst.Or):
         return isinstance(node.left, cst.Name) and node.left.value == param
     return False
+
+
+def _self_attr(node) -> Optional[str]:
+    if (
+        isinstance(node, cst.Attribute)
+        and isinstance(node.value, cst.Name)
+        and node.value.value == "self"
+    ):
+        return node.attr.value
+    return None
+
+
+def _held_attr(site) -> Optional[str]:
+    """The attribute a call runs: ``self.<attr>(...)``, an item
+    ``self.<attr>[i](...)``, or ``layer(...)`` in ``for layer in self.<attr>:``
+    (also over ``enumerate(self.<attr>)``)."""
+    func = site.node.func
+    if isinstance(func, cst.Subscript):
+        return _self_attr(func.value)
+    if not isinstance(func, cst.Name):
+        return _self_attr(func)
+    defs = lookup(func.value, site.env, site.scope)
+    if len(defs) != 1 or defs[0].kind != "for":
+        return None
+    it, index = defs[0].node, defs[0].index
+    if index == (1,) and isinstance(it, cst.Call) and getattr(it.func, "value", "") == "enumerate":
+        it, index = (it.args[0].value if it.args else None), ()
+    return _self_attr(it) if index == () else None

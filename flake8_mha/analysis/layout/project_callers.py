@@ -460,7 +460,11 @@ def factory_calls(there: Unit, path: str, name: str) -> List[Tuple[Optional[Clas
         if named is None or _located(there.path, *named) != (me, name):
             continue
         stmt, cls = site.stmt, site.scope.cls
-        kept = isinstance(stmt, cst.Assign) and len(stmt.targets) == 1 and stmt.value is site.node
+        kept = (
+            isinstance(stmt, cst.Assign)
+            and len(stmt.targets) == 1
+            and (stmt.value is site.node or _in_container(site, stmt.value))
+        )
         target = stmt.targets[0].target if kept else None
         if (
             cls is not None
@@ -472,6 +476,32 @@ def factory_calls(there: Unit, path: str, name: str) -> List[Tuple[Optional[Clas
         else:
             out.append((None, ""))
     return out
+
+
+_CONTAINERS = ("ModuleList", "Sequential")
+
+
+def _in_container(site, value) -> bool:
+    """Whether the call of ``site`` is an item of the container ``value``
+    builds (``nn.ModuleList([make_layer(d, h) for _ in range(n)])``,
+    ``nn.Sequential(*[...])``, a plain list of them): the attribute it is
+    kept in then holds it, and a call of the attribute or of its items runs it."""
+    parents = list(site.parents)
+    if value not in parents:
+        return False
+    for node in parents[parents.index(value) :]:
+        if isinstance(node, cst.Call):
+            func = node.func
+            name = (
+                func.attr.value if isinstance(func, cst.Attribute) else getattr(func, "value", "")
+            )
+            if name not in _CONTAINERS:
+                return False
+        elif not isinstance(
+            node, (cst.Arg, cst.Element, cst.List, cst.ListComp, cst.Tuple, cst.StarredElement)
+        ):
+            return False
+    return True
 
 
 def _import_target(stmt, bound: str) -> Tuple[int, Optional[str]]:

@@ -548,9 +548,9 @@ class ProjectFiles(Composing):
             return None
         filename, obj = loc
         if call:
-            if "." in obj:
-                return None  # Class.method called unbound: self would shift
             got = self.effective(filename, obj)
+            if "." in obj and not (got or {}).get("unbound"):
+                return None  # Class.method called unbound: self would shift
         else:
             got = self.effective(filename, obj + ".forward") or self.effective(filename, obj + "()")
             if got is None:

@@ -21,7 +21,7 @@ from .chains import dotted_name, named_lambda, statements
 from .module_numbers import module_constants
 from .sizes import sizes_table
 
-SUMMARY_VERSION = 53
+SUMMARY_VERSION = 54
 # ``MultiheadAttention.key_padding_mask|2``: the argument as a second module call fills it
 VARIANT = "|"
 REEXPORTS = "@reexports"  # the key of an __init__'s re-exports in its summary table
@@ -290,11 +290,12 @@ def _summarise_node(
             if isinstance(item, (ast.FunctionDef, ast.AsyncFunctionDef)):
                 calls = direct and (may_call is None or _spans(may_call, item))
                 key = f"{node.name}.{item.name}"
+                deco = {dotted_name(d) for d in item.decorator_list}
                 _add(
                     out,
                     key,
                     item,
-                    True,
+                    "staticmethod" not in deco,  # a static method binds no first parameter
                     sdpa_names,
                     calls,
                     kinds,
@@ -303,6 +304,8 @@ def _summarise_node(
                     helpers=helpers,
                 )
                 got = out.get(key)
+                if got and deco & {"staticmethod", "classmethod"}:
+                    got["unbound"] = True  # ``Attend.sdpa(q, k, v, ...)``: called through the class
                 if got and any(e["callee"][0] == "super" for e in got.get("edges", ())):
                     # where super() looks: the bases as written
                     got["bases"] = [b for b in map(dotted_name, node.bases) if b is not None]
@@ -477,8 +480,7 @@ def _function_summary(
     # parameters are followed (an SDPA call given **kwargs is not described)
     positional = [a.arg for a in args.posonlyargs + args.args]
     if method:
-        deco = {dotted_name(d) for d in func.decorator_list}
-        if "staticmethod" in deco or not positional:
+        if not positional:
             return None
         positional = positional[1:]
     kwonly = [a.arg for a in args.kwonlyargs]
