@@ -17,6 +17,7 @@ import ast
 
 from fixture_expect import assert_package_runs
 from flake8_mha.analysis.program.summaries import summarise
+from flake8_mha.lint.engine import analyze_source
 
 METHODS = "fixtures/program_calls/class_methods"
 LAYERS = "fixtures/program_calls/factory_layers"
@@ -52,3 +53,69 @@ def test_a_factory_s_layers_are_judged_by_what_the_callers_of_their_container_fe
     )
     assert "factory_layers/model.py line 16: `B, L, D = x.shape`" in found[0].msg
     assert "factory_layers/model.py line 29: `x.transpose(0, 1)`" in found[1].msg
+
+
+KWARGS = "fixtures/program_calls/kwargs_modules"
+
+
+def test_keywords_through_a_block_s_kwargs_to_torch_s_modules():
+    """``self.layer(x, **kwargs)``, ``self.mha(x, x, x, **kwargs)`` with the
+    block's own ``**kwargs`` untouched: a caller's ``is_causal=True`` without
+    ``src_mask`` (MHA005) and its keep-mask as ``key_padding_mask`` (MHA003)
+    are judged at its call; a mask the caller does not give is absent."""
+    found = assert_package_runs(
+        KWARGS, [("model.py", 19, 13, "MHA005"), ("model.py", 20, 16, "MHA003")]
+    )
+    assert "through Block.forward()" in found[0].msg
+    with open(f"{KWARGS}/blocks.py", encoding="utf-8") as fh:
+        table = summarise(fh.read())
+    assert table["Block.pool"]["reach"]["MultiheadAttention.key_padding_mask"] == {
+        "param": "key_padding_mask",
+        "ops": [],
+        "fwd": True,
+    }
+    changed = summarise(
+        "import torch.nn as nn\n"
+        "class B(nn.Module):\n"
+        "    def __init__(self):\n"
+        "        super().__init__()\n"
+        "        self.mha = nn.MultiheadAttention(8, 2)\n"
+        "    def pool(self, x, **kwargs):\n"
+        "        kwargs.pop('attn_mask', None)\n"
+        "        return self.mha(x, x, x, **kwargs)[0]\n"
+    )
+    assert "B.pool" not in changed  # a **kwargs changed in place hands on what it likes
+
+
+def test_a_block_called_through_a_getattr_template_is_fed_its_caller_s_data():
+    src = '''\
+import torch.nn as nn
+
+
+class SelfBlock(nn.Module):
+    def __init__(self, d, h):
+        super().__init__()
+        self.attn = nn.MultiheadAttention(d, h, batch_first=True)
+
+    def forward(self, x):
+        return x + self.attn(x, x, x, need_weights=False)[0]
+
+
+class Net(nn.Module):
+    def __init__(self):
+        super().__init__()
+        for i in range(2):
+            setattr(self, f"layer_{i}", SelfBlock(64, 4))
+
+    def forward(self, x):
+        B, L, D = x.shape
+        h = x.transpose(0, 1)
+        for i in range(2):
+            h = getattr(self, f"layer_{i}")(h)
+        return h
+'''
+    found = analyze_source(src, "m.py", ["MHA001", "MHA010"])
+    assert [(f.code, f.line, f.col) for f in found] == [("MHA010", 10, 20)]
+    assert "line 21: `x.transpose(0, 1)`" in found[0].message
+    fixed = src.replace("        h = x.transpose(0, 1)\n", "        h = x\n")
+    assert analyze_source(fixed, "m.py", ["MHA001", "MHA010"]) == []

@@ -17,6 +17,7 @@ import libcst as cst
 
 from ..flow import CallSite, ClassInfo, DefKind, Scope, ScopeKind, lookup
 from ..classes import static_kind  # noqa: F401  (the package's name for it)
+from ..reach import is_getattr
 from ..resolve import MAPPINGS
 from .chains import CHECKPOINT_KEYWORDS
 
@@ -361,8 +362,8 @@ class FileCalls:
                         return method, 0 if kind == "staticmethod" else 1
             if func.attr.value == "forward":
                 return self.forward_of(owner, env, scope)
-        if isinstance(func, (cst.Name, cst.Attribute, cst.Subscript)):
-            return self.forward_of(func, env, scope)
+        if isinstance(func, (cst.Name, cst.Attribute, cst.Subscript)) or is_getattr(func):
+            return self.forward_of(func, env, scope)  # ``getattr(self, f"layer_{i}")(h)`` too
         return None
 
     def chosen_methods(self, call: cst.Call, env, scope) -> List[cst.FunctionDef]:

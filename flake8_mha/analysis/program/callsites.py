@@ -229,7 +229,8 @@ class Project(ConstantFiles):
             arg = sink.split(".", 1)[1]
             expr = args.get(how["param"])
             if expr is None:  # left to its default: a default mask is not judged
-                if summary["defaults"].get(how["param"]) != "None":
+                # (a keyword the **kwargs handed on would carry: not given, absent)
+                if not how.get("fwd") and summary["defaults"].get(how["param"]) != "None":
                     own.add(arg)
                 continue
             built = _apply(expr, how["ops"])

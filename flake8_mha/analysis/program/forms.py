@@ -494,18 +494,32 @@ def custom_parts(cls: ast.ClassDef) -> set:
     return out
 
 
-def module_arguments(call: ast.Call, spec) -> Optional[Dict[str, ast.AST]]:
+# what ``module_arguments`` gives an argument the function's own ``**kwargs`` carries
+FORWARDED = ast.Name(id="**", ctx=ast.Load())
+
+
+def module_arguments(
+    call: ast.Call, spec, fwd: Optional[str] = None
+) -> Optional[Dict[str, ast.AST]]:
     """The mask and causal-hint arguments of one module call, by name; None
-    behind a splat (then what it passes is not known)."""
-    if any(isinstance(a, ast.Starred) for a in call.args) or any(
-        k.arg is None for k in call.keywords
+    behind a splat (then what it passes is not known), but for the
+    function's own ``**kwargs`` handed on untouched (``fwd``: its name):
+    the arguments the call does not name come from the caller's keywords
+    of those names (``FORWARDED``)."""
+    splats = [k.value for k in call.keywords if k.arg is None]
+    if any(isinstance(a, ast.Starred) for a in call.args) or (
+        splats
+        and not (len(splats) == 1 and isinstance(splats[0], ast.Name) and splats[0].id == fwd)
     ):
         return None
     names = spec.forward.names
     got = {names[i]: a for i, a in enumerate(call.args) if i < len(names)}
-    got.update({k.arg: k.value for k in call.keywords})
+    got.update({k.arg: k.value for k in call.keywords if k.arg is not None})
     wanted = set(spec.mask_args) | {p.flag for p in spec.causal_pairs}
-    return {k: v for k, v in got.items() if k in wanted}
+    out = {k: v for k, v in got.items() if k in wanted}
+    if splats:
+        out.update({k: FORWARDED for k in sorted(wanted) if k not in out})
+    return out
 
 
 def closure_params(factory, func, params: set) -> set:

@@ -21,7 +21,7 @@ from .chains import dotted_name, named_lambda, statements
 from .module_numbers import module_constants
 from .sizes import sizes_table
 
-SUMMARY_VERSION = 54
+SUMMARY_VERSION = 55
 # ``MultiheadAttention.key_padding_mask|2``: the argument as a second module call fills it
 VARIANT = "|"
 REEXPORTS = "@reexports"  # the key of an __init__'s re-exports in its summary table
@@ -577,11 +577,14 @@ def _function_summary(
     module_own: set = set()  # module arguments given by what no parameter carries
     for call, spec in modules:
         here = {}
-        given = forms.module_arguments(call, spec)
+        given = forms.module_arguments(call, spec, fwd)
         if given is None:  # a splat: any argument may be given
             given = {}
             module_own.update(f"{spec.name}.{a}" for a in spec.mask_args)
         for name, expr in given.items():
+            if expr is forms.FORWARDED:  # the caller's keyword, in the **kwargs handed on
+                here[f"{spec.name}.{name}"] = {"param": name, "ops": [], "fwd": True}
+                continue
             got = steps.reach(expr, reads, stores, 0)
             if got is not None:
                 here[f"{spec.name}.{name}"] = got
