@@ -119,3 +119,41 @@ class Net(nn.Module):
     assert "line 21: `x.transpose(0, 1)`" in found[0].message
     fixed = src.replace("        h = x.transpose(0, 1)\n", "        h = x\n")
     assert analyze_source(fixed, "m.py", ["MHA001", "MHA010"]) == []
+
+
+PAIRS = "fixtures/program_calls/kv_pairs"
+
+
+def test_keys_and_values_masked_in_pairs_by_a_helper_of_another_file():
+    """``k, v = mask_kv(k, v, keep)`` where the helper returns ``k * m, v *
+    m`` of ``m`` made from its ``keep``: MHA015 at the SDPA call, as the same
+    lines written in the caller give; a pair helper that scales by a
+    parameter that is no mask is silent."""
+    found = assert_package_runs(PAIRS, [("attention.py", 16, 16, "MHA015")])
+    assert found[0].msg.startswith("mask from line 14 (torch.arange(k.shape[2]")
+
+
+def test_a_pair_helper_must_mask_each_of_the_pair_by_the_same_parameter():
+    src = '''\
+import torch
+import torch.nn.functional as F
+
+
+def mask_k_only(k, v, keep):
+    return k * keep[:, None, :, None], v
+
+
+def mask_both(k, v, keep):
+    m = keep[:, None, :, None].to(k.dtype)
+    return k * m, v * m
+
+
+def run(q, k, v, lengths):
+    keep = torch.arange(k.shape[2])[None, :] < lengths[:, None]
+    a, b = mask_k_only(k, v, keep)
+    c, d = mask_both(k, v, keep)
+    x = F.scaled_dot_product_attention(q, a, b)
+    return F.scaled_dot_product_attention(x, c, d)
+'''
+    got = [(f.code, f.line, f.col) for f in analyze_source(src, "m.py", ["MHA015"])]
+    assert got == [("MHA015", 19, 12)]

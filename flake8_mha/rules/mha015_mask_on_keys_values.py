@@ -36,38 +36,11 @@ from ..analysis.values import value_of
 from ..analysis.masks.calls import handed_by_project
 from ..analysis.program.returns import helper_reading, may_be_helper
 from ..core.positions import line_of
+from ._kv_rows import SAME_ROWS, unpacked
 from .base import Example, Report, Rule
 
 MAX_DEPTH = 10
 _NUMERIC = (BOOL, FLOAT01, INT)
-# methods that keep the rows of a key or value tensor where they were
-_SAME_ROWS = {
-    "float",
-    "half",
-    "double",
-    "bfloat16",
-    "to",
-    "type",
-    "type_as",
-    "contiguous",
-    "clone",
-    "detach",
-    "view",
-    "reshape",
-    "transpose",
-    "permute",
-    "swapaxes",
-    "swapdims",
-    "movedim",
-    "unsqueeze",
-    "squeeze",
-    "flatten",
-    "unflatten",
-    "expand",
-    "expand_as",
-    "view_as",
-    "reshape_as",
-}
 # functions that keep the rows of their first argument (axes moved, not mixed)
 _SAME_ROWS_FUNCS = {
     "einops.rearrange",
@@ -83,66 +56,6 @@ _SAME_ROWS_FUNCS = {
 _MASK_ARGS = ("attn_mask", "key_padding_mask")
 # a mask so named is not a padding mask of the keys: left alone when its meaning is unknown
 _NOT_PADDING = ("attn", "causal", "bias", "tri", "future", "head", "drop", "grad")
-
-
-def _unpacked(node, index):
-    """What one name of ``a, b = ...`` holds where the rows stay put: an element
-    of a literal tuple (``k, v = k * m, v * m``), or the tensor ``chunk``,
-    ``split``, ``unbind`` or ``tensor_split`` cut (``k, v = kv.chunk(2, -1)``)."""
-    if isinstance(node, (cst.Tuple, cst.List)) and len(index) == 1:
-        elements = node.elements
-        i = index[0]
-        if isinstance(i, int) and 0 <= i < len(elements):
-            el = elements[i]
-            return None if isinstance(el, cst.StarredElement) else el.value
-        return None
-    if isinstance(node, cst.Call) and isinstance(node.func, cst.Attribute):
-        if node.func.attr.value in ("chunk", "split", "unbind", "tensor_split"):
-            return node.func.value
-    return _split_each(node, index)
-
-
-def _split_each(node, index):
-    """One element of a tuple whose every tensor is split into heads the
-    same way, rows kept: ``q, k, v = map(lambda t: rearrange(t, "b n (h d)
-    -> b h n d", h=h), (q, k, v))``, the generator ``(rearrange(t, ...) for
-    t in (q, k, v))``, and einops-exts' ``rearrange_many((q, k, v), ...)``."""
-    if len(index) != 1 or not isinstance(index[0], int):
-        return None
-    items = param = body = None
-    if isinstance(node, cst.Call) and node.args and node.args[0].keyword is None:
-        head = node.func.attr if isinstance(node.func, cst.Attribute) else node.func
-        name = head.value if isinstance(head, cst.Name) else None
-        if name == "rearrange_many":
-            items = node.args[0].value
-        elif name == "map" and len(node.args) == 2 and isinstance(node.args[0].value, cst.Lambda):
-            lam = node.args[0].value
-            if len(lam.params.params) == 1:
-                param, body, items = lam.params.params[0].name.value, lam.body, node.args[1].value
-    elif isinstance(node, cst.GeneratorExp) and node.for_in.inner_for_in is None:
-        target = node.for_in.target
-        if isinstance(target, cst.Name) and not node.for_in.ifs:
-            param, body, items = target.value, node.elt, node.for_in.iter
-    if not isinstance(items, (cst.Tuple, cst.List)):
-        return None
-    if param is not None and not _keeps_rows(body, param):
-        return None
-    return _unpacked(items, index)
-
-
-def _keeps_rows(body, param: str) -> bool:
-    """``body`` moves the axes of the name ``param`` without mixing its rows:
-    ``rearrange(t, ...)``, ``t.view(...).transpose(1, 2)``."""
-    while isinstance(body, cst.Call):
-        func = body.func
-        if isinstance(func, cst.Attribute) and func.attr.value in _SAME_ROWS:
-            body = func.value
-            continue
-        name = func.attr if isinstance(func, cst.Attribute) else func
-        if not (isinstance(name, cst.Name) and name.value == "rearrange" and body.args):
-            return False
-        body = body.args[0].value
-    return isinstance(body, cst.Name) and body.value == param
 
 
 Found = Tuple[cst.CSTNode, Mask, str]  # where the mask is applied, the mask, "mul" | "fill"
@@ -181,7 +94,9 @@ class MaskOnKeysValues(Rule):
         return x * keep[..., None]`), in the same file or in another file of
         the project, is read in its own file and judged with the caller's
         argument for that parameter, as if the multiplication were written
-        at the call.
+        at the call; so is one that returns the pair (`return k * m, v * m`,
+        each multiplied by the same parameter), unpacked `k, v = mask_kv(k,
+        v, keep)`.
 
         The other direction too: a function or a module's `forward` that
         multiplies one of its parameters into the keys or values of its one
@@ -396,7 +311,7 @@ class MaskOnKeysValues(Rule):
                 if df.kind == "assign" and df.node is not None and not df.index:
                     got = self.masked(df.node, df.env, df.scope, d)
                 elif df.kind == "unpack" and df.node is not None:
-                    got = self.masked(_unpacked(df.node, df.index), df.env, df.scope, d)
+                    got = self.masked(unpacked(df.node, df.index), df.env, df.scope, d)
                 elif df.kind == "augassign" and isinstance(df.node.operator, cst.MultiplyAssign):
                     got = self._mask_factor(df.node, df.node.value, df.env, df.scope)
                     if got is None and isinstance(df.node.target, cst.Name):
@@ -448,7 +363,7 @@ class MaskOnKeysValues(Rule):
         if qn is not None or not isinstance(func, cst.Attribute):
             return None
         name = func.attr.value
-        if name in _SAME_ROWS:
+        if name in SAME_ROWS:
             return self.masked(func.value, env, scope, d)
         if name in ("mul", "mul_", "multiply") and node.args:
             got = self._mask_factor(node, node.args[0].value, env, scope)
@@ -659,7 +574,7 @@ def _rows_of(ctx, node, env, scope, depth: int) -> Optional[str]:
         return None
     if not isinstance(node, cst.Call):
         return None
-    if isinstance(node.func, cst.Attribute) and node.func.attr.value in _SAME_ROWS:
+    if isinstance(node.func, cst.Attribute) and node.func.attr.value in SAME_ROWS:
         return _rows_of(ctx, node.func.value, env, scope, d)
     qn = analysis_for(ctx).evaluator.qualname(node.func, env, scope)
     if qn in _SAME_ROWS_FUNCS and node.args and node.args[0].keyword is None:
@@ -701,6 +616,15 @@ def _applied(ctx, node, env, scope, depth: int):
         return None
     if isinstance(node, cst.Subscript):
         return _applied(ctx, node.value, env, scope, d)
+    if isinstance(node, cst.Tuple) and node.elements:  # ``return k * m, v * m``: the same to each
+        each = [
+            None if isinstance(e, cst.StarredElement) else _applied(ctx, e.value, env, scope, d)
+            for e in node.elements
+        ]
+        if any(e is None for e in each) or len({e[2] for e in each}) != 1:
+            return None
+        common = [c for c in each[0][1] if all(c in e[1] for e in each[1:])]
+        return (each[0][0], common, each[0][2]) if common else None
     if isinstance(node, cst.BinaryOperation):
         if isinstance(node.operator, cst.Multiply):
             found = [_mask_param(f, env, scope, False, 0) for f in (node.right, node.left)]
@@ -732,7 +656,7 @@ def _applied(ctx, node, env, scope, depth: int):
     if qn is not None or not isinstance(func, cst.Attribute):
         return None
     name = func.attr.value
-    if name in _SAME_ROWS:
+    if name in SAME_ROWS:
         return _applied(ctx, func.value, env, scope, d)
     if name in ("mul", "mul_", "multiply") and node.args:
         got = _mask_param(node.args[0].value, env, scope, False, 0)
