@@ -41,6 +41,7 @@ import libcst as cst
 from ...core import walk as astwalk
 from ...core.atomic import read_regular
 from ..flow import ClassInfo, DefKind, FlowPass, lookup
+from ..program.call_index import MODULE_CONTAINERS
 from ..program.callers import importers_map, importers_of
 from ..program.callsites import Project
 from ..program.files import project_root
@@ -478,9 +479,6 @@ def factory_calls(there: Unit, path: str, name: str) -> List[Tuple[Optional[Clas
     return out
 
 
-_CONTAINERS = ("ModuleList", "Sequential")
-
-
 def _in_container(site, value) -> bool:
     """Whether the call of ``site`` is an item of the container ``value``
     builds (``nn.ModuleList([make_layer(d, h) for _ in range(n)])``,
@@ -495,7 +493,7 @@ def _in_container(site, value) -> bool:
             name = (
                 func.attr.value if isinstance(func, cst.Attribute) else getattr(func, "value", "")
             )
-            if name not in _CONTAINERS:
+            if name not in MODULE_CONTAINERS:
                 return False
         elif not isinstance(
             node, (cst.Arg, cst.Element, cst.List, cst.ListComp, cst.Tuple, cst.StarredElement)

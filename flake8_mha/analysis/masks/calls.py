@@ -270,14 +270,16 @@ class Calls(FileCalls):
             return UNKNOWN_MASK  # recursion, or too deep
         bound = bind_call(func, expand_call(node, at.env, at.scope), skip)
         inner = Frame(func, fscope, bound, at.env, at.scope, at.frame)
+        return self._returned(inner, at, index)
+
+    def _returned(self, frame: Frame, at: At, index=None) -> Mask:
+        """The join of what every return path of the frame's function gives
+        (element ``index`` of it), a path that falls off the end ``None``."""
         values = []
-        for expr, renv in fscope.returns:
-            inside = at.but(renv, fscope, inner)
-            if index:
-                values.append(self._indexed(expr, index, inside))
-            else:
-                values.append(self.eval(expr, inside))
-        if falls_off_end(func):
+        for expr, renv in frame.fscope.returns:
+            inside = at.but(renv, frame.fscope, frame)
+            values.append(self._indexed(expr, index, inside) if index else self.eval(expr, inside))
+        if falls_off_end(frame.func):
             values.append(NONE_MASK)
         return join_all(values)
 
@@ -312,17 +314,10 @@ class Calls(FileCalls):
             ):
                 return None
             return [(d.node, at.of(d, frame_for(d.scope, at.frame))) for d in defs]
-        if isinstance(func, cst.Attribute):
-            owner = self.resolver.self_class(func, at.env, at.scope)
-            if owner is None or self.method_of(owner, func.attr.value) is not None:
-                return None
-            defs = self.resolver.attr_defs(owner, func.attr.value)
-            if not defs or any(
-                d.kind != "assign" or not isinstance(d.node, cst.Call) for d in defs
-            ):
-                return None
-            return [(d.node, At(d.env, d.scope, None, at.depth)) for d in defs]
-        return None
+        defs = self.instance_assignments(func, at.env, at.scope)  # ``self.pad_fn``
+        if not defs or any(not isinstance(d.node, cst.Call) for d in defs):
+            return None
+        return [(d.node, At(d.env, d.scope, None, at.depth)) for d in defs]
 
     def _closure(self, fcall: cst.Call, fat: At, node: cst.Call, at: At) -> Optional[Mask]:
         found = self.callee(fcall, fat.env, fat.scope)
@@ -354,11 +349,7 @@ class Calls(FileCalls):
             at.frame,
         )
         bound = bind_call(inner, expand_call(node, at.env, at.scope), 0)
-        frame = Frame(inner, iscope, bound, at.env, at.scope, made)
-        values = [self.eval(expr, at.but(renv, iscope, frame)) for expr, renv in iscope.returns]
-        if falls_off_end(inner):
-            values.append(NONE_MASK)
-        return join_all(values)
+        return self._returned(Frame(inner, iscope, bound, at.env, at.scope, made), at)
 
     def _indexed(self, node, index, at: At) -> Mask:
         """Element ``index`` of a tuple-valued expression (a helper returning several masks)."""

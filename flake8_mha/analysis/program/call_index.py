@@ -17,7 +17,8 @@ from .files import module_constants
 from .signatures import constant_reader, literal
 
 
-_CONTAINERS = ("ModuleList", "Sequential")
+# the containers whose items a call of them (or of their items) runs
+MODULE_CONTAINERS = ("ModuleList", "Sequential")
 
 
 def _container(target: ast.AST, value: ast.AST) -> Optional[str]:
@@ -27,7 +28,7 @@ def _container(target: ast.AST, value: ast.AST) -> Optional[str]:
         return None
     func = value.func
     name = func.attr if isinstance(func, ast.Attribute) else getattr(func, "id", None)
-    if name not in _CONTAINERS and name not in CLONES:
+    if name not in MODULE_CONTAINERS and name not in CLONES:
         return None
     return _container_read(target)
 

@@ -15,7 +15,7 @@ from typing import Dict, List, Optional, Tuple, Union
 
 import libcst as cst
 
-from ..flow import CallSite, ClassInfo, DefKind, Scope, ScopeKind, lookup
+from ..flow import CallSite, ClassInfo, Def, DefKind, Scope, ScopeKind, lookup
 from ..classes import static_kind  # noqa: F401  (the package's name for it)
 from ..reach import is_getattr
 from ..resolve import MAPPINGS
@@ -414,16 +414,8 @@ class FileCalls:
         A function stored on an instance is not bound: the call passes every
         parameter.  None when any assignment is something else, or the class
         defines the attribute in its body (a class attribute would bind ``self``)."""
-        func = call.func
-        if not isinstance(func, cst.Attribute):
-            return None
-        owner = self.resolver.self_class(func, env, scope)
-        if owner is None or self.method_of(owner, func.attr.value) is not None:
-            return None
         out: List[cst.FunctionDef] = []
-        for d in self.resolver.attr_defs(owner, func.attr.value):
-            if d.kind != DefKind.ASSIGN or d.scope is None or d.scope.kind != ScopeKind.FUNCTION:
-                return None
+        for d in self.instance_assignments(call.func, env, scope) or ():
             for expr in _choices(d.node):
                 found = lookup(expr.value, d.env, d.scope) if isinstance(expr, cst.Name) else ()
                 if (
@@ -435,6 +427,23 @@ class FileCalls:
                     return None
                 out.append(found[0].node)
         return out or None
+
+    def instance_assignments(self, func, env, scope) -> Optional[List[Def]]:
+        """Every assignment of ``self.<attr>`` (``func``), in a method of the
+        class or of a base, when the class has no method of that name: what
+        the attribute may hold at ``self.<attr>(...)``.  None otherwise, or
+        when one is made elsewhere (in the class body: a class attribute
+        would bind ``self``)."""
+        if not isinstance(func, cst.Attribute):
+            return None
+        owner = self.resolver.self_class(func, env, scope)
+        if owner is None or self.method_of(owner, func.attr.value) is not None:
+            return None
+        defs = self.resolver.attr_defs(owner, func.attr.value)
+        for d in defs:
+            if d.kind != DefKind.ASSIGN or d.scope is None or d.scope.kind != ScopeKind.FUNCTION:
+                return None
+        return defs or None
 
 
 def _choices(expr: cst.BaseExpression) -> List[cst.BaseExpression]:

@@ -612,20 +612,8 @@ class Project(ConstantFiles):
         return built, defaults
 
     def handed(self, filename: str, cls: str, param: str) -> Optional[list]:
-        own = self._own_source if filename == self.path else None
-        try:
-            text = own if own is not None else decode(read_regular(filename, callers.MAX_BYTES))
-            signature = signatures.init_signature(text, cls)
-            if signature is None or param not in signature[0]:
-                return None
-            built, read = callers.constructions(
-                filename, cls, signature[0], own, None, signatures.built_class
-            )
-        except (OSError, SyntaxError, UnicodeDecodeError, LookupError, ValueError, RecursionError):
-            return None
-        for f in read:
-            self.depend(f)
-        return built
+        got = self.constructions_of(filename, cls, signatures.built_class, needs=param)
+        return got[0] if got is not None else None
 
     def never_paired(self, cls: str, flag: str, mask: str) -> bool:
         """No instance of ``cls`` is built with ``flag`` on and given ``mask``."""

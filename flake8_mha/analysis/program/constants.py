@@ -51,21 +51,34 @@ class ConstantFiles(ReturnsFiles):
         construction is then judged where it stands, with those values)."""
         if not self.files:
             return False  # the project is not read: no construction is settled (``constructed``)
+        got = self.constructions_of(filename, cls)
+        if got is None:
+            return False
+        built, (_, init_defaults) = got
+        defaults = {**init_defaults, **defaults}
+        return bool(built) and all(
+            callers.one_value(built, p, defaults, self.depend) is not None for p in params
+        )
+
+    def constructions_of(self, filename: str, cls: str, reader=None, needs: Optional[str] = None):
+        """(every construction of the class ``cls`` of ``filename`` in the
+        project, as ``callers.constructions`` reads them with ``reader``, the
+        signature of its ``__init__``: ``signatures.init_signature``); None
+        when the file cannot be read, the class has no ``__init__`` of its
+        own, or that takes no parameter ``needs``.  The linted file is read as linted; the files read become
+        dependencies of the cached findings."""
         own = self._own_source if filename == self.path else None
         try:
             text = own if own is not None else decode(read_regular(filename, callers.MAX_BYTES))
             signature = signatures.init_signature(text, cls)
-            if signature is None:
-                return False
-            built, read = callers.constructions(filename, cls, signature[0], own)
+            if signature is None or (needs is not None and needs not in signature[0]):
+                return None
+            built, read = callers.constructions(filename, cls, signature[0], own, None, reader)
         except (OSError, SyntaxError, UnicodeDecodeError, LookupError, ValueError, RecursionError):
-            return False
+            return None
         for f in read:
             self.depend(f)
-        defaults = {**signature[1], **defaults}
-        return bool(built) and all(
-            callers.one_value(built, p, defaults, self.depend) is not None for p in params
-        )
+        return built, signature
 
     # -- constants from other files ------------------------------------------------
     def imported_constant(self, stmt, name: str, attr: Optional[str] = None):

@@ -147,12 +147,17 @@ class ReturnsFiles(ProjectFiles):
             got = self._transformed(filename, name, call, env, scope, text, evaluate)
             if got is not None:
                 return got
-        valid = lambda got: isinstance(got, dict)  # noqa: E731
+        return self._builder_mask(filename, name, call, text, index)
+
+    def _builder_mask(self, filename, name, call, text, index=(), closure=False):
+        """``builder_summary`` of ``name`` in ``filename`` (kept by the file's
+        bytes) as the mask ``call`` gives; None when it says nothing."""
+        salt = (str(RETURNS_VERSION), *(("closure",) if closure else ()), name, *map(str, index))
         got = self._read(
             filename,
-            (str(RETURNS_VERSION), name, *map(str, index)),
-            valid,
-            lambda source: builder_summary(source, name, index),
+            salt,
+            lambda got: isinstance(got, dict),
+            lambda source: builder_summary(source, name, index, closure),
         )
         if not got:
             return None
@@ -167,20 +172,9 @@ class ReturnsFiles(ProjectFiles):
         nested function or its mask is unknown."""
         try:
             loc = self._elsewhere(fcall.func, env, scope)
-            if loc is None:
-                return None
-            filename, name = loc
-            got = self._read(
-                filename,
-                (str(RETURNS_VERSION), "closure", name),
-                lambda got: isinstance(got, dict),
-                lambda source: builder_summary(source, name, closure=True),
-            )
+            return self._builder_mask(*loc, call, text, closure=True) if loc is not None else None
         except (OSError, ValueError, RecursionError):
             return None
-        if not got:
-            return None
-        return mask_of(got, call, f"{text} -> {self.relative(filename)}:{got['line']}")
 
     def _transformed(self, filename, name, call, env, scope, text, evaluate):
         """The mask the builder ``name`` of ``filename`` returns for this

@@ -125,18 +125,18 @@ def _ref(node, spec, name: str, params: set, rebound: set, constants) -> Optiona
     if node is None:
         if spec.init.has_default(name):
             value = spec.init.default(name)
-            return ["value", value] if _number(value) else None
+            return ["value", value] if _is_int(value) else None
         return None
     if isinstance(node, ast.Name) and node.id in params:
         return ["param", node.id] if node.id not in rebound else None
-    if isinstance(node, ast.Constant) and _number(node.value):
+    if isinstance(node, ast.Constant) and _is_int(node.value):
         return ["value", node.value]
-    if isinstance(node, ast.Name) and _number(constants.get(node.id)):
+    if isinstance(node, ast.Name) and _is_int(constants.get(node.id)):
         return ["value", constants[node.id]]
     return None
 
 
-def _number(value) -> bool:
+def _is_int(value) -> bool:
     return isinstance(value, int) and not isinstance(value, bool)
 
 
@@ -157,9 +157,9 @@ def _defaults(func: ast.FunctionDef, constants) -> Dict[str, int]:
     pairs += [(p, d) for p, d in zip(a.kwonlyargs, a.kw_defaults) if d is not None]
     out: Dict[str, int] = {}
     for p, d in pairs:
-        if isinstance(d, ast.Constant) and _number(d.value):
+        if isinstance(d, ast.Constant) and _is_int(d.value):
             out[p.arg] = d.value
-        elif isinstance(d, ast.Name) and _number(constants.get(d.id)):
+        elif isinstance(d, ast.Name) and _is_int(constants.get(d.id)):
             out[p.arg] = constants[d.id]
     return out
 
