@@ -53,6 +53,7 @@ import libcst as cst
 
 from ..core.einx_api import EINX_WHERE, einx_where_args
 from .flow import CallSite, DefKind, Env, Scope, lookup
+from .score_parts import Uses, assigned_name, einsum_spec, root_name
 
 MAX_DEPTH = 24
 _SOFTMAX = {"torch.softmax", "torch.nn.functional.softmax", "torch.special.softmax"}
@@ -117,6 +118,8 @@ class Term:
     scope: Optional[Scope]
     covered: bool  # a -inf fill between this operation and the softmax
     text: str = ""
+    # the helper that does the operation (``add_bias(s, mask)``), for the message
+    through: Optional[dict] = None
 
 
 @dataclass
@@ -222,9 +225,9 @@ class ScoresAnalysis:
 
     def _scores(self, site: CallSite) -> Optional[Scores]:
         arg = self.softmax_input(site)
-        if arg is None:
-            return None
         limit = self._index.get(id(site.node), len(self.ctx.flow.calls))
+        if arg is None:
+            return self._softmaxing_helper(site, limit)
         walk = _Walk(self, limit)
         if self._walk(arg, site.env, site.scope, walk, False, 0) and walk.product is not None:
             values = self.values_product(site)
@@ -240,6 +243,41 @@ class ScoresAnalysis:
         got = Scores(site, walk.product, walk.terms, True, walk.filled, values)
         got.opaque_call = walk.opaque_call
         return got
+
+    def _softmaxing_helper(self, site: CallSite, limit: int) -> Optional[Scores]:
+        """A call of a project helper that softmaxes the arithmetic of two of
+        its parameters (``w = gated_softmax(scores, valid)``), whose result is
+        multiplied with values: the scores and the term are the caller's
+        arguments."""
+        if len(site.node.args) < 2:
+            return None
+        values = self.values_product(site)
+        if values is None:
+            return None
+        got = self.helper_call(site.node, site.env, site.scope)
+        if got is None or not got["softmax"]:
+            return None
+        walk = _Walk(self, limit)
+        left, right, op = got["left"], got["right"], got["op"]
+        if not self._binary(site.node, left, right, op, site.env, site.scope, walk, False, 1):
+            return None
+        if walk.product is None:
+            return None
+        for term in walk.terms:
+            if term.at is site.node:
+                term.through = got["through"]
+        return Scores(site, walk.product, walk.terms, False, walk.filled, values, walk.key)
+
+    def helper_call(self, call: cst.Call, env, scope) -> Optional[dict]:
+        """``Project.score_call`` of a call (a helper of score arithmetic of
+        this file or the project), None without a project."""
+        project = getattr(self.ctx, "project", None)
+        if project is None or not isinstance(call.func, (cst.Name, cst.Attribute)):
+            return None
+        try:
+            return project.score_call(call, env, scope)
+        except RecursionError:  # pragma: no cover
+            return None
 
     def softmax_input(self, site: CallSite) -> Optional[cst.BaseExpression]:
         call = site.node
@@ -509,6 +547,17 @@ class ScoresAnalysis:
             if x is None or v is None:
                 return False
             return self._walk(x, env, scope, w, covered or self.removes(v, env, scope), d)
+        if len(node.args) >= 2 and not (qn or "").startswith("torch."):
+            got = self.helper_call(node, env, scope)
+            if got is not None and not got["softmax"]:  # ``add_bias(scores, mask)``
+                n = len(w.terms)
+                found = self._binary(
+                    node, got["left"], got["right"], got["op"], env, scope, w, covered, d
+                )
+                for term in w.terms[n:]:
+                    if term.at is node:
+                        term.through = got["through"]
+                return found
         if qn is not None or not isinstance(func, cst.Attribute):
             return self._opaque(node, w)
         name = func.attr.value
@@ -543,10 +592,10 @@ class ScoresAnalysis:
         func = site.function
         if func is None:
             return None
-        body = _Uses(func)
+        body = Uses(func)
         return self._product_up(site.node, tuple(site.parents), site.stmt, body, site, 0, ())
 
-    def _product_up(self, node, parents, stmt, body: "_Uses", site, depth: int, names):
+    def _product_up(self, node, parents, stmt, body: "Uses", site, depth: int, names):
         if depth > 4:
             return None
         child = node
@@ -557,10 +606,10 @@ class ScoresAnalysis:
             if got is True:
                 child = parent
                 continue
-            if got is not None and _root_name(got) in names:
+            if got is not None and root_name(got) in names:
                 return None  # the weights times themselves (s @ s.T): not values
             return got
-        target = _assigned_name(stmt, child)
+        target = assigned_name(stmt, child)
         if target is None:
             return None
         for use, chain, use_stmt in body.uses(target, stmt):
@@ -594,7 +643,7 @@ class ScoresAnalysis:
                 return None
             return _arg(parent, 1, "other" if qn == "torch.matmul" else "mat2")
         if qn in _EINSUM:
-            got = _einsum_spec(parent, qn)
+            got = einsum_spec(parent, qn)
             if got is None or not any(x is child for x in got[2]):
                 return None
             (a, b), out, (x, y) = got
@@ -650,7 +699,7 @@ class ScoresAnalysis:
         return False
 
     def _einsum(self, node: cst.Call, qn: str, env, scope, w: _Walk) -> bool:
-        got = _einsum_spec(node, qn)
+        got = einsum_spec(node, qn)
         if got is None:
             return False
         (pa, pb), out, (_, key) = got
@@ -673,90 +722,6 @@ _PASS_FUNCS = {
     "torch.nan_to_num",
     "torch.nn.functional.dropout1d",
 }
-
-
-def _einsum_spec(call: cst.Call, qn: str):
-    """A two-operand einsum's axes: ((axes of a, axes of b), output axes, (a, b)),
-    for ``torch.einsum("bhid,bhjd->bhij", a, b)`` (one letter an axis) and
-    einops' ``einsum(a, b, "b h i d, b h j d -> b h i j")`` (names); ``...`` is
-    one axis; None for anything else (three operands, brackets, keywords)."""
-    args = call.args
-    if len(args) != 3 or any(arg.keyword is not None or arg.star for arg in args):
-        return None
-    spec, ops = (args[0], args[1:]) if qn == "torch.einsum" else (args[2], args[:2])
-    text = spec.value.evaluated_value if isinstance(spec.value, cst.SimpleString) else None
-    if not isinstance(text, str) or text.count("->") != 1 or "(" in text:
-        return None
-    ins, out = text.split("->")
-    parts = ins.split(",")
-    if len(parts) != 2:
-        return None
-
-    def axes(side: str) -> List[str]:
-        if qn == "torch.einsum":
-            side = side.replace(" ", "").replace("...", ".")
-            return ["..." if c == "." else c for c in side]
-        return side.split()
-
-    return (axes(parts[0]), axes(parts[1])), axes(out), (ops[0].value, ops[1].value)
-
-
-def _root_name(node) -> Optional[str]:
-    """The local a tensor expression starts from (``s`` of ``s.transpose(1, 2)``)."""
-    while True:
-        if isinstance(node, cst.Name):
-            return node.value
-        if isinstance(node, cst.Call) and isinstance(node.func, cst.Attribute):
-            node = node.func.value
-        elif isinstance(node, (cst.Attribute, cst.Subscript)):
-            node = node.value
-        else:
-            return None
-
-
-def _assigned_name(stmt, value) -> Optional[str]:
-    """The local ``value`` is assigned to in ``stmt`` (``w = value``)."""
-    if isinstance(stmt, cst.Assign) and stmt.value is value and len(stmt.targets) == 1:
-        target = stmt.targets[0].target
-        return target.value if isinstance(target, cst.Name) else None
-    if isinstance(stmt, cst.AnnAssign) and stmt.value is value:
-        return stmt.target.value if isinstance(stmt.target, cst.Name) else None
-    return None
-
-
-class _Uses:
-    """Where a local is read in a function: each ``Name`` with its enclosing
-    expressions and small statement (nested functions and classes left out)."""
-
-    def __init__(self, func: cst.FunctionDef):
-        self.func = func
-        self._found: Optional[Dict[str, list]] = None
-
-    def uses(self, name: str, after) -> list:
-        if self._found is None:
-            self._found = {}
-            self._collect(self.func.body, None, [])
-        return [u for u in self._found.get(name, ()) if u[2] is not after]
-
-    def _collect(self, node, stmt, chain: list) -> None:
-        from .tree import children
-
-        for child in children(node):
-            if isinstance(child, (cst.FunctionDef, cst.ClassDef, cst.Lambda)):
-                continue
-            if isinstance(child, cst.BaseSmallStatement):
-                self._collect(child, child, [])
-                continue
-            if isinstance(child, cst.BaseCompoundStatement) or isinstance(
-                child, (cst.IndentedBlock, cst.SimpleStatementLine, cst.Else)
-            ):
-                self._collect(child, None, [])
-                continue
-            if isinstance(child, cst.Name) and stmt is not None:
-                self._found.setdefault(child.value, []).append((child, tuple(chain), stmt))
-            chain.append(child)
-            self._collect(child, stmt, chain)
-            chain.pop()
 
 
 def analysis_for(ctx) -> ScoresAnalysis:

@@ -28,6 +28,7 @@ from ..analysis.masks import (
     Sink,
     analysis_for,
 )
+from ..analysis.program.wrapped import annotate
 from ..analysis.scores import Scores, Term
 from ..analysis.scores import analysis_for as scores_for
 from .base import Example, Report, Rule
@@ -145,7 +146,7 @@ def scores_added(rule: Rule, site: CallSite) -> Iterator[Report]:
     """MHA004: a bool or 0/1 mask added to (or subtracted from) attention scores."""
     for scores, term, mask in mask_terms(rule.ctx, site, ("add", "sub")):
         evidence = term_evidence(rule.ctx, scores, term, mask, "scores-add")
-        yield _added(rule, term.at, evidence, mask, term.op)
+        yield annotate(_added(rule, term.at, evidence, mask, term.op), term)
 
 
 def added_through(rule: Rule, ev) -> Iterator[Report]:
@@ -276,6 +277,14 @@ class MaskMultipliedBeforeSoftmax(Rule):
           through GatedAttention.forward()`), and the product is then not
           judged from the join of the callers. A factor named otherwise (a
           gate, a scale) is followed in its own file only.
+        - The scores handed to a helper whose one return multiplies two of its
+          parameters (`gated_softmax(scores, valid)`, returning `(scores *
+          valid).softmax(dim=-1)`), of this file or another project file: the
+          call is read as that product written in the caller, with the
+          caller's scores and mask, and reported at the call, naming the
+          helper (`the call reaches scores * valid at ops.py:8 through
+          gated_softmax()`). MHA004 reads a helper that adds them
+          (`add_bias(scores, mask)`) the same way.
         - A comparison whose meaning the code does not state (`items > 0` on
           ids whose padding id is not visible) is not known as a mask, so it is
           not reported, even though any bool multiplied into scores is wrong.
@@ -328,13 +337,14 @@ class MaskMultipliedBeforeSoftmax(Rule):
     def on_call(self, site: CallSite) -> Iterator[Report]:
         analysis = analysis_for(self.ctx)
         for scores, term, mask in mask_terms(self.ctx, site, ("mul",)):
-            yield self.report(
+            report = self.report(
                 term.at,
                 term_evidence(self.ctx, scores, term, mask, "scores-mul"),
                 mask=analysis.evaluator.describe(mask.origin),
                 kind=_kind_words(mask),
                 meaning=mask.meaning,
             )
+            yield annotate(report, term)  # ``gated_softmax(s, valid)``: names the helper
 
 
 __all__: List[str] = ["MaskMultipliedBeforeSoftmax", "scores_added", "mask_terms"]

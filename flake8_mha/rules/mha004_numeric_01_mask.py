@@ -71,6 +71,9 @@ class NumericZeroOneMask(MaskRule):
           of the project (in this file or another), each caller's mask is
           judged at its call instead, naming the chain: a right caller beside
           a wrong one no longer hides it (docs/reach.md, "Fills of scores").
+          Scores and mask both handed to a helper whose one return adds them
+          (`add_bias(scores, mask)`, of this file or another project file)
+          are judged at its call, as if added there, naming the helper.
         - A mask added together with a position bias counts too: T5's fold
           (`position_bias = position_bias + mask`, then the bias added to the
           scores: the one 0/1 summand of a local bound once to a sum, or the

@@ -13,12 +13,12 @@ from typing import List, Optional, Tuple
 import libcst as cst
 
 from ...core.atomic import read_regular
-from ..flow import DefKind, import_path
+from ..flow import DefKind, ScopeKind, import_path
 from . import callers, chains, signatures
 from .files import decode, module_constants
-from .local_names import own_definition
+from .binding import bind
+from .local_names import enclosing_class, own_definition
 from .returns import ReturnsFiles, imported_target
-from .summaries import SIZES
 
 
 class ConstantFiles(ReturnsFiles):
@@ -30,18 +30,83 @@ class ConstantFiles(ReturnsFiles):
         class a call names: one of the linted file's own, or one a project file
         defines and this one imports (``Block(100, 8)``,
         ``build_attention(AUDIO_DIM, AUDIO_HEADS)``); else None."""
+        if isinstance(func, cst.Attribute) and isinstance(func.value, cst.Name):
+            # ``Attn.from_dims(100)``: a class method of the file's own class
+            cls = own_definition(func.value, env, scope, DefKind.CLASS)
+            if cls is not None:
+                key = f"{cls}.{func.attr.value}"
+                got = self.sizes(self.path).get(key)
+                return (self.path, key, got) if got else None
+        return self._named_entry(
+            func, env, scope, self.sizes, (DefKind.DEF, DefKind.CLASS), methods=True
+        )
+
+    def score_call(self, call: cst.Call, env, scope) -> Optional[dict]:
+        """A call of a helper of score arithmetic (``score_helpers.py``) as that
+        arithmetic with the caller's arguments: ``{"left", "right"}`` (the
+        caller's expressions), ``"op"``, ``"softmax"`` and ``"through"`` (the
+        helper, for the message); None for any other call."""
+        got = self._score_op(call.func, env, scope)
+        if got is None:
+            return None
+        filename, name, op = got
+        args = bind(op, call)
+        if args is None or op["left"] not in args or op["right"] not in args:
+            return None
+        sign = {"add": "+", "sub": "-", "mul": "*"}[op["op"]]
+        return {
+            "left": args[op["left"]],
+            "right": args[op["right"]],
+            "op": op["op"],
+            "softmax": op["softmax"],
+            "through": {
+                "function": name,
+                "file": self.relative(filename),
+                "line": op["line"],
+                "fill": f"{op['left']} {sign} {op['right']}",
+                "params": {"scores": op["left"], "mask": op["right"]},
+            },
+        }
+
+    def _score_op(self, func, env, scope) -> Optional[Tuple[str, str, dict]]:
+        """(file, name, entry) of ``score_helpers.table`` for the helper a
+        call names: a function of the linted file or one a project file
+        defines and this one imports (``add_bias(scores, mask)``), or a
+        method of the class around the call (``self.mask_scores(s, m)``)."""
+        if (
+            isinstance(func, cst.Attribute)
+            and isinstance(func.value, cst.Name)
+            and func.value.value == "self"
+        ):
+            cls = enclosing_class(scope)
+            if cls is None or cls.scope is None or cls.scope.kind != ScopeKind.MODULE:
+                return None
+            key = f"{cls.name}.{func.attr.value}"
+            got = self.score_ops(self.path).get(key)
+            return (self.path, key, got) if got else None
+        return self._named_entry(func, env, scope, self.score_ops, (DefKind.DEF,))
+
+    def _named_entry(self, func, env, scope, table, kinds, methods=False):
+        """(file, name, entry) of ``table(file)`` for the top-level function or
+        class a call names, of the linted file or imported from a project
+        file (``methods``: also a class's method called through the class,
+        ``Attn.from_dims``); else None."""
         try:
-            own = own_definition(func, env, scope, DefKind.DEF, DefKind.CLASS)
+            own = own_definition(func, env, scope, *kinds)
             if own is not None:
-                got = self._own().get(SIZES, {}).get(own)
+                got = table(self.path).get(own)
                 return (self.path, own, got) if got else None
             target = imported_target(func, env, scope)
             if target is None or not self.files:
                 return None
-            memo = self.__dict__.setdefault("_sized", {})
-            if target not in memo:
-                memo[target] = self.sizes_at(target)
-            return memo[target]
+            memo = self.__dict__.setdefault("_entries", {})
+            key = (table.__name__, target)
+            if key not in memo:
+                loc = self._defined(target)
+                ok = loc is not None and (methods or "." not in loc[1])
+                got = table(loc[0]).get(loc[1]) if ok else None
+                memo[key] = (loc[0], loc[1], got) if got else None
+            return memo[key]
         except (OSError, ValueError, RecursionError):
             return None
 

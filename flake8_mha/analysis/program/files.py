@@ -16,7 +16,7 @@ from typing import Dict, List, Optional, Tuple
 
 from ...core import walk as astwalk
 from ...core.atomic import read_regular
-from . import chains, import_lines
+from . import chains, import_lines, score_helpers
 from .forms import names_a_sink
 from .module_numbers import module_constants  # noqa: F401  (the package's name for it)
 from .summaries import (
@@ -143,6 +143,7 @@ class ProjectFiles(Composing):
         self.module = None  # the linted file's LibCST module, while it is analysed
         self._own_table: Optional[Dict[str, dict]] = None
         self._own_tree: Optional[ast.Module] = None
+        self._own_scores: Optional[Dict[str, dict]] = None  # ``score_ops`` of the linted file
         self.again = False  # the linted file was linted before in this process (reparse.py)
 
     def own(self, source: str, tree: Optional[ast.Module] = None) -> None:
@@ -153,7 +154,7 @@ class ProjectFiles(Composing):
         when the caller has it (flake8 hands it over), read instead of parsing
         the text again; it is not changed."""
         if source != self._own_source:
-            self._own_source, self._own_table = source, None
+            self._own_source, self._own_table, self._own_scores = source, None, None
             self._chained.clear()
         self._own_tree = tree
 
@@ -490,11 +491,30 @@ class ProjectFiles(Composing):
         got = self._kept(filename, ("constants", str(CONSTANTS_VERSION)), _valid_constants, table)
         return got or {}
 
+    def score_ops(self, filename: str) -> Dict[str, dict]:
+        """The helpers of score arithmetic a project file defines
+        (``score_helpers.table``), the linted file's own from its ``ast``."""
+        if filename == self.path:
+            if self._own_scores is None:
+                tree = self.own_tree() if score_helpers.may_hold(self._own_source or "") else None
+                self._own_scores = score_helpers.table(tree) if tree is not None else {}
+            return self._own_scores
+
+        def table(data: bytes) -> Dict[str, dict]:
+            try:
+                text = decode(data)
+                return score_helpers.table(ast.parse(text)) if score_helpers.may_hold(text) else {}
+            except (SyntaxError, ValueError, UnicodeDecodeError, LookupError, RecursionError):
+                return {}
+
+        salt = ("score-ops", str(score_helpers.VERSION))
+        return self._kept(filename, salt, score_helpers.valid_table, table) or {}
+
     def sizes(self, filename: str) -> Dict[str, list]:
         """The summary's ``SIZES`` of a project file (``sizes.sizes_table``): per
         top-level function and class, the parameters that reach the width and
         head count of a torch attention module it builds."""
-        return self.summaries(filename).get(SIZES, {})
+        return self._table(filename).get(SIZES, {})
 
     def sizes_at(self, target: Tuple[int, str]) -> Optional[Tuple[str, str, list]]:
         """(file, name, entries) of the sizes a project function or class an
