@@ -62,7 +62,10 @@ class HeadsDoNotDivide(Rule):
           under `if heads:` or `... if heads else nn.Identity()`). When every
           construction of the class passes the same sizes, the construction
           reports instead and its callers do not (docs/reach.md, "Sizes handed
-          to a construction").
+          to a construction"). The sizes may pass through further
+          constructions of the callee's file first (`Encoder(d, h, depth)`
+          building `Layer(d, h)`) or a class method returning `cls(...)`
+          (`Encoder.from_width(96, heads=5)`): the call that hands them reports.
         """
     VALID = [
         "import torch.nn as nn\nattn = nn.MultiheadAttention(64, 8, batch_first=True)\n",

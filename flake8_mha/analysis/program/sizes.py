@@ -33,6 +33,7 @@ def sizes_table(
     call fills (``self`` left out), ``defaults`` the literal numbers a
     parameter defaults to; ``constants``: the file's module-level numbers."""
     out: Dict[str, List[dict]] = {}
+    funcs: Dict[str, tuple] = {}  # name -> (function, skip): what may hand sizes on
     for node in tree.body:
         func, skip = node, 0
         if isinstance(node, ast.ClassDef):
@@ -41,12 +42,99 @@ def sizes_table(
                 None,
             )
             skip = 1
+            for m in node.body:  # ``@classmethod def from_dims(cls, d, h): return cls(d, h)``
+                if isinstance(m, ast.FunctionDef) and _decorated(m) == "classmethod":
+                    funcs[f"{node.name}.{m.name}"] = (m, 1, node.name)
         if not isinstance(func, ast.FunctionDef) or func.decorator_list:
             continue
+        funcs[node.name] = (func, skip, None)
         entries = _entries(func, skip, torch_names, constants)
         if entries:
             out[node.name] = entries
+    for _ in range(MAX_NESTING):  # a function or class that hands its sizes on
+        if not _compose(funcs, out, constants):
+            break
     return out
+
+
+MAX_NESTING = 4  # calls between the sizes' parameters and the module, in one file
+
+
+def _decorated(func: ast.FunctionDef) -> Optional[str]:
+    """The one decorator's plain name (``classmethod``), else None."""
+    if len(func.decorator_list) != 1:
+        return None
+    d = func.decorator_list[0]
+    return d.id if isinstance(d, ast.Name) else None
+
+
+def _compose(funcs: Dict[str, tuple], out: Dict[str, List[dict]], constants) -> bool:
+    """One round of composition: a function or class of the file that calls
+    (or builds) another of the file with sizes entries, every run of it,
+    handing its own parameters on (``Encoder(d, h)`` -> ``Layer(d, h)`` ->
+    ``nn.MultiheadAttention(d, h)``; a class method's ``cls(d, h)``), gets
+    those entries with its own parameters.  Whether anything was added."""
+    added = False
+    for name, (func, skip, cls) in funcs.items():
+        a = func.args
+        positional = [p.arg for p in (*a.posonlyargs, *a.args)][skip:]
+        kwonly = [p.arg for p in a.kwonlyargs]
+        names = set(positional) | set(kwonly)
+        rebound = _rebound(func)
+        have = {(e["module"], e["line"]) for e in out.get(name, ())}
+        for call in _unconditional_calls(func):
+            if not isinstance(call.func, ast.Name):
+                continue
+            callee = cls if cls is not None and call.func.id == a.args[0].arg else call.func.id
+            if callee == name or callee not in out:
+                continue
+            if any(isinstance(x, ast.Starred) for x in call.args) or any(
+                k.arg is None for k in call.keywords
+            ):
+                continue
+            for entry in out[callee]:
+                if (entry["module"], entry["line"]) in have:
+                    continue
+                refs = [
+                    _handed(call, entry, r, names, rebound, constants)
+                    for r in (entry["embed"], entry["heads"])
+                ]
+                if None in refs or not any(r[0] == "param" for r in refs):
+                    continue
+                out.setdefault(name, []).append(
+                    dict(
+                        entry,
+                        embed=refs[0],
+                        heads=refs[1],
+                        params=positional,
+                        kwonly=kwonly,
+                        defaults=_defaults(func, constants),
+                        init=skip == 1 and cls is None,
+                    )
+                )
+                have.add((entry["module"], entry["line"]))
+                added = True
+    return added
+
+
+def _handed(call: ast.Call, entry: dict, ref: list, params, rebound, constants):
+    """A size of a callee's ``entry`` as the caller's ``call`` gives it: the
+    caller's parameter passed as it is, or a number known there."""
+    if ref[0] == "value":
+        return ref
+    p = ref[1]
+    index = entry["params"].index(p) if p in entry["params"] else 10**6
+    node = _given(call, index, p)
+    if node is None:
+        d = entry["defaults"].get(p)
+        return ["value", d] if d is not None else None
+    if isinstance(node, ast.Name) and node.id in params:
+        return ["param", node.id] if node.id not in rebound else None
+    if isinstance(node, ast.Constant) and _is_int(node.value):
+        return ["value", node.value]
+    if isinstance(node, ast.Name) and _is_int(constants.get(node.id)):
+        return ["value", constants[node.id]]
+    return None
 
 
 def _entries(func: ast.FunctionDef, skip: int, torch_names, constants) -> List[dict]:

@@ -21,7 +21,7 @@ from .chains import dotted_name, named_lambda, statements
 from .module_numbers import module_constants
 from .sizes import sizes_table
 
-SUMMARY_VERSION = 55
+SUMMARY_VERSION = 56
 # ``MultiheadAttention.key_padding_mask|2``: the argument as a second module call fills it
 VARIANT = "|"
 REEXPORTS = "@reexports"  # the key of an __init__'s re-exports in its summary table
