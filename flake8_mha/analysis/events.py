@@ -162,10 +162,40 @@ def classify(site: CallSite, resolver: Resolver):
     instances = resolver.instances(target, env, scope)
     if instances is None and isinstance(target, cst.Name):
         instances = narrowed(site, target, resolver)
+        if instances is None:
+            got = _partial_of_module(site, target, resolver)
+            if got is not None:
+                instances, call = got
     spec = Resolver.common_spec(instances)
     if spec is None:
         return None
     return ModuleCall(site, spec, instances, Bound(expand_call(call, env, scope), spec.forward))
+
+
+def _partial_of_module(site: CallSite, name: cst.Name, resolver: Resolver):
+    """``attend = functools.partial(self.attn, key_padding_mask=pad)`` bound once
+    in the same function, then ``attend(x, x, x)``: the instances of
+    ``self.attn`` and the call as they receive it (the partial's arguments
+    first, then the call's)."""
+    defs = lookup(name.value, site.env, site.scope)
+    if len(defs) != 1 or defs[0].kind != DefKind.ASSIGN or defs[0].scope is not site.scope:
+        return None
+    made = defs[0].node
+    if not isinstance(made, cst.Call) or not made.args or made.args[0].keyword is not None:
+        return None
+    if resolver.qualname(made.func, defs[0].env, defs[0].scope) != "functools.partial":
+        return None
+    if any(a.star for a in (*made.args, *site.node.args)):
+        return None
+    held = made.args[0].value
+    if not isinstance(held, (cst.Name, cst.Attribute, cst.Subscript)):
+        return None
+    instances = resolver.instances(held, defs[0].env, defs[0].scope)
+    if not instances:
+        return None
+    given = [*made.args[1:], *site.node.args]
+    args = [a for a in given if a.keyword is None] + [a for a in given if a.keyword is not None]
+    return instances, site.node.with_changes(func=held, args=args)
 
 
 def _may_be_project_class(qn: str) -> bool:
