@@ -111,7 +111,7 @@ class GqaAnalysis:
     def expansions(self) -> List[Expansion]:
         if self._found is None:
             self._found = []
-            if self._imports_torch():
+            if self.imports_torch():
                 for site in self.ctx.flow.calls:
                     exp = self._classify(site)
                     if exp is not None:
@@ -126,7 +126,7 @@ class GqaAnalysis:
     def groupings(self) -> List[Expansion]:
         return [e for e in self.expansions() if e.kind == GROUP]
 
-    def _imports_torch(self) -> bool:
+    def imports_torch(self) -> bool:
         scope = self.ctx.flow.module_scope
         for _, defs in scope.final_env.items():
             for d in defs:

@@ -9,10 +9,23 @@ believe it is the K/V head axis) is in ``flake8_mha/analysis/gqa.py`` and
 
 from __future__ import annotations
 
-from typing import Any, Dict, Iterator, Optional
+from typing import Any, Dict, Iterator, List, Optional
+
+import libcst as cst
 
 from ..analysis.flow import CallSite
-from ..analysis.gqa import TILE, Expansion, GqaAnalysis, as_int, axes_text, code_text, line_of
+from ..analysis.gqa import (
+    GROUP,
+    TILE,
+    Expansion,
+    GqaAnalysis,
+    as_int,
+    axes_text,
+    code_text,
+    line_of,
+)
+from ..analysis.heads import KV_HELPER, KV_TENSOR, NOT_KV, names_of
+from ..analysis.program.returns import helper_reading
 from .base import Example, Rule, Report
 
 _VIA_TEXT = {
@@ -23,6 +36,11 @@ _VIA_TEXT = {
     "repeat_interleave": "repeat_interleave",
     "enable_gqa": "enable_gqa",
     "cat": "torch.cat of copies",
+}
+# the same forms where they group the heads (the new axis after the heads)
+_GROUP_TEXT = {
+    "expand": "a new axis after the heads, expanded and merged",
+    "einops": "einops (h r)",
 }
 
 
@@ -54,6 +72,87 @@ def expansion_evidence(ctx, exp: Expansion, other: Optional[Expansion] = None) -
             "code": code_text(ctx, other.node),
         }
     return evidence
+
+
+HELPER = "helper"  # an Expansion's ``decided``: read in the helper another file defines
+
+
+def read_kv_helper(ctx, func: cst.FunctionDef, fscope) -> Optional[dict]:
+    """A helper's K/V head expansion, read in its own file with the file's
+    GQA analysis: every expansion in it groups, or every one tiles, its
+    parameter ``params[0]`` (``def repeat_kv(x, n_rep): ... expand ...
+    reshape``); ``factor``: the parameter that gives the repeat count."""
+    exps = [e for e in GqaAnalysis.of(ctx).expansions() if e.site.function is func]
+    if not exps or len({e.kind for e in exps}) != 1 or any(e.via == "enable_gqa" for e in exps):
+        return None
+    p = func.params
+    names = [x.name.value for x in (*p.posonly_params, *p.params, *p.kwonly_params)]
+    first = exps[0]
+    if first.tensor not in names:
+        return None
+    factor = first.factor.value if isinstance(first.factor, cst.Name) else None
+    return {
+        "params": [first.tensor] + ([factor] if factor in names else []),
+        "factor": factor if factor in names else None,
+        "kind": first.kind,
+        "via": first.via,
+        "head_axis": first.head_axis,
+        "rank": first.rank,
+        "line": line_of(ctx, [first.node])[id(first.node)],
+        "expansion": code_text(ctx, first.node),
+    }
+
+
+def helper_expansions(ctx) -> List[Expansion]:
+    """The calls of this file that hand a key or value to a helper another
+    project file defines whose every expansion groups (or tiles) it
+    (``k = repeat_kv(k, self.n_rep)``): each as an expansion at the call.  The
+    linted file's own helpers are read in place (their expansions are the
+    file's)."""
+    got = ctx.analyses.get("gqa helpers")
+    if got is not None:
+        return got
+    got = []
+    ctx.analyses["gqa helpers"] = got
+    if getattr(ctx, "project", None) is None or not GqaAnalysis.of(ctx).imports_torch():
+        return got
+    for site in ctx.flow.calls:
+        call = site.node
+        if not call.args or call.args[0].keyword is not None or call.args[0].star:
+            continue
+        if not isinstance(call.func, (cst.Name, cst.Attribute)):
+            continue
+        tensor = names_of(call.args[0].value)
+        callee = names_of(call.func)
+        kv = (
+            bool(tensor)
+            and KV_TENSOR.match(tensor[0].lower())
+            and not NOT_KV.search(tensor[0].lower())
+        )
+        if not tensor or not (kv or (callee and KV_HELPER.search(callee[0].lower()))):
+            continue
+        if ctx.resolver.own_function(call, site.env, site.scope) is not None:
+            continue
+        helper = helper_reading(ctx, call, site.env, site.scope, "gqa", read_kv_helper)
+        if helper is None:
+            continue
+        form = helper.form
+        name = code_text(ctx, call.func)
+        got.append(
+            Expansion(
+                form["kind"],
+                form["via"],
+                site,
+                form.get("head_axis"),
+                form.get("rank"),
+                helper.args.get(form.get("factor") or ""),
+                tensor=tensor[0],
+                decided=HELPER,
+                deciding=[call],
+            )
+        )
+        got[-1].helper = f"{name}() at {helper.where}:{form['line']}"  # type: ignore[attr-defined]
+    return got
 
 
 class _Tiling(Rule):
@@ -125,6 +224,14 @@ class GqaRepeatGrouping(_Tiling):
         - "Groups the other way" is decided per file: any SDPA call whose
           `enable_gqa` is not statically False, or any grouping expansion found
           with the same evidence as a tiling.
+        - A helper of another project file counts as its expansion, read in its
+          own file with the same evidence: `key_states = repeat_kv(k,
+          self.n_rep)` (Llama's, a new axis after the heads) groups, so a tiling
+          in the caller's file is MHA013's, naming the helper; a call of a
+          helper that tiles (`k = tile_kv(k, n_rep)`) in a file that also
+          groups is reported at the call, naming where the helper tiles. The
+          linted file's own helpers are read in place, as before. A file that
+          only calls a grouping helper is silent.
         - A file that only tiles is MHA904's (opt-in), not MHA013's.
         """
     REFERENCES = (
@@ -160,24 +267,30 @@ class GqaRepeatGrouping(_Tiling):
 
     def on_call(self, site: CallSite) -> Iterator[Report]:
         analysis = self.analysis()
-        exp = analysis.tiling_at(site)
+        helpers = helper_expansions(self.ctx)
+        exp = analysis.tiling_at(site) or next(
+            (h for h in helpers if h.site is site and h.kind == TILE), None
+        )
         if exp is None:
             return
-        others = analysis.groupings()
+        others = analysis.groupings() + [h for h in helpers if h.kind == GROUP]
         if not others:
             return
         other = next((o for o in others if o.via == "enable_gqa"), others[0])
-        other_text = (
-            "enable_gqa" if other.via == "enable_gqa" else _VIA_TEXT.get(other.via, other.via)
-        )
+        other_text = _GROUP_TEXT.get(other.via) or _VIA_TEXT.get(other.via, other.via)
+        if other.decided == HELPER:  # ``repeat_kv(k, n_rep)`` of another file
+            other_text = f"{other_text} in {other.helper}, called"
         evidence = expansion_evidence(self.ctx, exp, other)
-        yield self.report(
+        report = self.report(
             site.node,
             evidence,
             via=_VIA_TEXT.get(exp.via, exp.via),
             other=other_text,
             line=evidence["other_path"]["line"],
         )
+        if exp.decided == HELPER:  # ``tile_kv(k, n_rep)``: the tiling is the helper's
+            report.message += f"; the call tiles them in {exp.helper}"
+        yield report
 
 
 class GqaRepeatTiling(_Tiling):
