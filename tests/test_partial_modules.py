@@ -55,3 +55,51 @@ def test_a_partial_rebound_or_made_elsewhere_is_not_read(tmp_path):
     )
     got = analyze_source(src, str(tmp_path / "enc.py"), ["MHA003"])
     assert got == []
+
+
+# ``SeqMHA = partial(nn.MultiheadAttention, ...)``: a call of the alias builds
+# the module, the partial's arguments first (probe N)
+ALIAS = """\
+from functools import partial
+
+import torch.nn as nn
+
+SeqMHA = partial(nn.MultiheadAttention, {partial})
+
+
+class Mixer(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.attn = SeqMHA(129, 3)
+
+    def forward(self, x):
+        B, L, D = x.shape
+        return self.attn(x, x, x, need_weights=False)[0]
+"""
+
+
+@pytest.mark.parametrize(
+    "partial, want",
+    [
+        ("dropout=0.0", [(11, 21, "MHA001"), (11, 21, "MHA101")]),
+        ("dropout=0.0, batch_first=True", [(11, 21, "MHA101")]),
+        ("batch_first=True, bias=False", []),
+    ],
+)
+def test_a_partial_of_a_torch_class_builds_it(tmp_path, partial, want):
+    src = ALIAS.format(partial=partial)
+    got = analyze_source(src, str(tmp_path / "mix.py"), ["MHA001", "MHA101"])
+    assert sorted((f.line, f.col, f.code) for f in got) == want
+
+
+def test_a_partial_of_another_file():
+    from fixture_expect import assert_package_runs
+
+    assert_package_runs(
+        "fixtures/program_calls/partial_classes",
+        [
+            ("blocks.py", 11, 21, "MHA001"),
+            ("blocks.py", 31, 22, "MHA008"),
+            ("blocks.py", 31, 22, "MHA101"),
+        ],
+    )

@@ -45,7 +45,7 @@ def call_arguments(call: cst.Call) -> List[Argument]:
 class Instance:
     """A torch module object an expression is known to hold."""
 
-    __slots__ = ("spec", "ctor", "subclass", "overrides_forward")
+    __slots__ = ("spec", "ctor", "subclass", "overrides_forward", "given")
 
     def __init__(
         self,
@@ -53,13 +53,16 @@ class Instance:
         ctor: Optional[CallSite],
         subclass: Optional[ClassInfo],
         overrides_forward: bool,
+        given: Optional[cst.Call] = None,
     ):
         self.spec = spec
         self.ctor = ctor  # the construction call whose arguments follow torch's signature
         self.subclass = subclass
         self.overrides_forward = overrides_forward
+        # the arguments torch receives, when not the ctor's own (a ``partial``'s first)
+        self.given = given
 
     def init_args(self) -> Optional[Bound]:
         if self.ctor is None:
             return None
-        return Bound(self.ctor.node, self.spec.init)
+        return Bound(self.given or self.ctor.node, self.spec.init)

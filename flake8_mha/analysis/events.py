@@ -14,6 +14,7 @@ from ..core import torch_api
 from .flow import CallSite, ClassInfo, DefKind, lookup
 from .reach import is_getattr
 from .bound import Bound, Instance
+from .partials import partial_torch
 from .resolve import Resolver
 from .splats import expand_call
 from ..core.torch_api import ModuleSpec
@@ -135,10 +136,17 @@ def classify(site: CallSite, resolver: Resolver):
             else (None, False, False)
         )
         if built:  # a subclass in another project file, built by torch's __init__
+            made = partial_torch(resolver, call, env, scope)
+            if made is not None:  # ``from .factory import SeqMHA``: a partial of the module
+                return Construction(site, made[0], Bound(made[1], made[0].init), "call", None)
             via = "layer" if own else "subclass"
             return Construction(site, spec, Bound(call, spec.init), via, None)
         if not qn.startswith("builtins."):
             return None
+    elif isinstance(func, cst.Name):
+        made = partial_torch(resolver, call, env, scope)
+        if made is not None:  # ``SeqMHA = partial(nn.MultiheadAttention, ...)``, ``SeqMHA(d, h)``
+            return Construction(site, made[0], Bound(made[1], made[0].init), "call", None)
     if isinstance(func, cst.Attribute) and func.attr.value == "__init__" and _is_super(func.value):
         cls = site.cls
         if cls is not None and _in_own_init(site):
@@ -146,7 +154,7 @@ def classify(site: CallSite, resolver: Resolver):
             if found is not None and _direct_torch_base(cls, resolver) is found[0]:
                 return Construction(site, found[0], Bound(call, found[0].init), "super", cls)
         return None
-    info = resolver.local_class(func, env, scope)
+    info = resolver.local_class(func, env, scope) or _own_class(site, func)
     if info is not None:
         found = resolver.class_spec(info)
         if found is not None and not found[1]:
@@ -196,6 +204,19 @@ def _partial_of_module(site: CallSite, name: cst.Name, resolver: Resolver):
     given = [*made.args[1:], *site.node.args]
     args = [a for a in given if a.keyword is None] + [a for a in given if a.keyword is not None]
     return instances, site.node.with_changes(func=held, args=args)
+
+
+def _own_class(site: CallSite, func) -> Optional[ClassInfo]:
+    """The class a class method builds with ``cls(...)`` (its first parameter,
+    in a method decorated ``@classmethod`` of that class)."""
+    method = site.function
+    if not isinstance(func, cst.Name) or method is None or site.cls is None:
+        return None
+    params = method.params.params
+    if not params or params[0].name.value != func.value:
+        return None
+    decorated = {getattr(d.decorator, "value", None) for d in method.decorators}
+    return site.cls if "classmethod" in decorated else None
 
 
 def _may_be_project_class(qn: str) -> bool:

@@ -97,6 +97,9 @@ class GqaAnalysis:
         self.ctx = ctx
         self.layouts = Layouts(ctx)
         self._found: Optional[List[Expansion]] = None
+        # read for a caller that imports torch (a helper of another file):
+        # the helper's own file need not import it
+        self.torch_assumed = False
         self._tilings: Optional[Dict[int, Expansion]] = None
 
     @classmethod
@@ -127,6 +130,8 @@ class GqaAnalysis:
         return [e for e in self.expansions() if e.kind == GROUP]
 
     def imports_torch(self) -> bool:
+        if self.torch_assumed:
+            return True
         scope = self.ctx.flow.module_scope
         for _, defs in scope.final_env.items():
             for d in defs:

@@ -17,6 +17,7 @@ from .flow import imported_by_call, scope_appends
 from .tree import is_none
 from .values import literal
 from .bound import Instance
+from .partials import partial_torch
 from ..core.torch_api import ModuleSpec
 
 MAX_DEPTH = 16
@@ -714,6 +715,9 @@ class Resolver:
         spec = torch_api.module_spec(self.qualname(call.func, env, scope))
         if spec is not None:
             return [Instance(spec, site, None, False)]
+        made = partial_torch(self, call, env, scope)
+        if made is not None:  # ``SeqMHA(128, 4)``, ``SeqMHA = partial(nn.MultiheadAttention, ...)``
+            return [Instance(made[0], site, None, False, made[1])]
         info = self.local_class(call.func, env, scope)
         if info is None:
             return None
@@ -757,19 +761,8 @@ class Resolver:
 _BUILTINS = {"list", "tuple", "zip", "enumerate", "dict"}
 # a module's methods that return the module itself (or a converted copy)
 _SAME_MODULE_METHODS = {
-    "to",
-    "cuda",
-    "cpu",
-    "half",
-    "float",
-    "double",
-    "bfloat16",
-    "type",
-    "eval",
-    "train",
-    "requires_grad_",
-    "to_empty",
-    "share_memory",
+    *("to", "cuda", "cpu", "half", "float", "double", "bfloat16", "type", "eval", "train"),
+    *("requires_grad_", "to_empty", "share_memory"),
 }
 _CYCLE: list = []  # an attribute met again while following it
 # what a container that cannot be called holds, called: nothing (a falsy

@@ -100,6 +100,8 @@ def value_of(node: cst.CSTNode, env: Env, scope: Optional[Scope], depth: int = 0
         right = value_of(node.right, env, scope, depth + 1)
         if not isinstance(right, _NUMBER):
             return UNKNOWN
+        if fn is operator.pow and not (abs(right) <= 64 and abs(left) < 1e6):
+            return UNKNOWN  # ``10 ** 10 ** 9`` would take the linter minutes
         try:
             result = fn(left, right)
         except (ArithmeticError, ValueError, OverflowError):

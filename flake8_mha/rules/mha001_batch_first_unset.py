@@ -173,7 +173,10 @@ class BatchFirstUnset(Rule):
           the one before it; a member whose output layout is not known makes
           the rest of the chain unknown.
         - Unbatched 2-D input `(L, E)` has no batch axis: a module fed only
-          unbatched data is not reported (nor by MHA903).
+          unbatched data is not reported (nor by MHA903). `squeeze(0)` of the
+          batch axis says the batch is one sample and drops it
+          (`conv(mel.unsqueeze(0)).squeeze(0)`, then `.transpose(0, 1)`): the
+          data is unbatched from there on.
         - A length-1 query (a learned pooling query `q.expand(B, 1, E)`) is read
           like any other: its layout comes from the code, not from its sizes; a
           literal `1` in a shape has no role, the named batch size decides.

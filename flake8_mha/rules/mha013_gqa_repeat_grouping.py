@@ -25,7 +25,7 @@ from ..analysis.gqa import (
     line_of,
 )
 from ..analysis.heads import KV_HELPER, KV_TENSOR, NOT_KV, names_of
-from ..analysis.program.returns import helper_reading
+from ..analysis.program.returns import helper_reading, may_be_helper
 from .base import Example, Rule, Report
 
 _VIA_TEXT = {
@@ -82,7 +82,9 @@ def read_kv_helper(ctx, func: cst.FunctionDef, fscope) -> Optional[dict]:
     GQA analysis: every expansion in it groups, or every one tiles, its
     parameter ``params[0]`` (``def repeat_kv(x, n_rep): ... expand ...
     reshape``); ``factor``: the parameter that gives the repeat count."""
-    exps = [e for e in GqaAnalysis.of(ctx).expansions() if e.site.function is func]
+    analysis = GqaAnalysis.of(ctx)
+    analysis.torch_assumed = True  # the caller's file imports torch
+    exps = [e for e in analysis.expansions() if e.site.function is func]
     if not exps or len({e.kind for e in exps}) != 1 or any(e.via == "enable_gqa" for e in exps):
         return None
     p = func.params
@@ -114,8 +116,9 @@ def helper_expansions(ctx) -> List[Expansion]:
         return got
     got = []
     ctx.analyses["gqa helpers"] = got
-    if getattr(ctx, "project", None) is None or not GqaAnalysis.of(ctx).imports_torch():
-        return got
+    analysis = GqaAnalysis.of(ctx)
+    if getattr(ctx, "project", None) is None or not analysis.expansions():
+        return got  # two paths need one in the file (a tiling, or a grouping) to meet
     for site in ctx.flow.calls:
         call = site.node
         if not call.args or call.args[0].keyword is not None or call.args[0].star:
@@ -131,6 +134,8 @@ def helper_expansions(ctx) -> List[Expansion]:
         )
         if not tensor or not (kv or (callee and KV_HELPER.search(callee[0].lower()))):
             continue
+        if not may_be_helper(ctx.resolver.qualname(call.func, site.env, site.scope)):
+            continue  # torch's, einops': no helper of the project
         if ctx.resolver.own_function(call, site.env, site.scope) is not None:
             continue
         helper = helper_reading(ctx, call, site.env, site.scope, "gqa", read_kv_helper)

@@ -629,8 +629,10 @@ def transform(layout: Layout, method: str, call: cst.Call, node) -> Optional[Lay
         if len(args) != 1 or int_literal(args[0]) is None:
             return None
         d = _norm(int_literal(args[0]), rank)
-        if d is None or roles[d] in (BATCH, SEQ):
-            return None  # a batch or sequence of size 1 only, perhaps
+        if d is None or roles[d] == SEQ:
+            return None  # a sequence of size 1 only, perhaps
+        # ``conv(mel.unsqueeze(0)).squeeze(0)``: the code says the batch is one
+        # sample, and drops it: unbatched from here on
         return Layout(tuple(roles[:d] + roles[d + 1 :]), node, method)
     return None
 

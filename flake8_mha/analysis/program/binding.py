@@ -10,7 +10,7 @@ from typing import Dict, Optional, Tuple
 
 import libcst as cst
 
-from ..values import UNKNOWN, literal
+from ..values import UNKNOWN, literal, value_of
 
 
 def bind_factory(summary: dict, call: cst.Call) -> Optional[dict]:
@@ -52,6 +52,21 @@ def fixed(summary: dict, bound: Dict[str, Optional[cst.BaseExpression]]) -> Tupl
         else:
             defaults[param] = repr(value)
     return defaults, reach
+
+
+def known(expr: cst.BaseExpression, env, scope) -> cst.BaseExpression:
+    """``expr``, or the literal of the number, bool or None it is known to be
+    (a module constant of the file or imported from the project: ``dropout_p=P``
+    with ``P = 0.1``), for ``fixed`` to take as a literal."""
+    if literal(expr) is not UNKNOWN:
+        return expr
+    try:
+        value = value_of(expr, env, scope)
+    except RecursionError:  # pragma: no cover
+        return expr
+    if value is None or type(value) in (bool, int, float):
+        return cst.parse_expression(repr(value))
+    return expr
 
 
 def bind(summary: dict, call: cst.Call) -> Optional[Dict[str, cst.BaseExpression]]:
@@ -118,6 +133,10 @@ def apply(expr: cst.BaseExpression, ops: list, rows: bool = False) -> Optional[c
             if kind == "unsqueeze":  # ``-1`` is a unary minus of an Integer, not an Integer
                 args = [cst.Arg(cst.parse_expression(str(step[1])))]
             expr = cst.Call(cst.Attribute(_paren(expr), cst.Name(kind)), args)
+        elif kind == "expand":  # the callee's shape: read as unknown, the meaning kept
+            expr = cst.Call(
+                cst.Attribute(_paren(expr), cst.Name("expand_as")), [cst.Arg(cst.Name("_"))]
+            )
         elif kind == "cast":  # ``mask.float()``: what the caller's mask is as numbers
             expr = cst.Call(cst.Attribute(_paren(expr), cst.Name(step[1])), [])
         else:
@@ -129,3 +148,17 @@ def _paren(expr: cst.BaseExpression) -> cst.BaseExpression:
     if isinstance(expr, (cst.Name, cst.Attribute, cst.Call, cst.Subscript)) or expr.lpar:
         return expr
     return expr.with_changes(lpar=[cst.LeftParen()], rpar=[cst.RightParen()])
+
+
+def left_off(params, summary: dict, args) -> bool:
+    """Whether a call gives each of ``params`` nothing: None or False, or
+    leaves it to a default of None or False (a wrapper's optional
+    ``attn_mask=mask`` that this call does not pass)."""
+    for p in params:
+        expr = args.get(p)
+        if expr is None:
+            if summary["defaults"].get(p) not in ("None", "False"):
+                return False
+        elif literal(expr) not in (None, False):
+            return False
+    return True

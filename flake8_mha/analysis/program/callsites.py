@@ -34,6 +34,7 @@ from .fills import FILL_SINKS, FILL_TEXT, KV, SOFTMAX
 from .forms import sdpa_summary
 from .local_names import enclosing_class, instance_name, own_definition
 from .binding import apply as _apply, bind as _bind, bind_factory, fixed as _fixed  # noqa: F401
+from .binding import known as _known, left_off
 from .constants import ConstantFiles
 from .returns import imported_target as _imported
 from .summaries import ATTRS, VARIANT
@@ -183,7 +184,7 @@ class Project(ConstantFiles):
             return None
         ((sink, how),) = summary["reach"].items()
         expr = args.get(how["param"])
-        if expr is None:
+        if expr is None or not left_off(how.get("unless", ()), summary, args):
             return None
         ops = [step for step in how["ops"] if step != SOFTMAX and step[0] != KV]
         into = [step[1] for step in how["ops"] if step[0] == KV]
@@ -509,7 +510,11 @@ class Project(ConstantFiles):
                 found = self.made_module(self.path, self._own(), name, 0)
         if found is None or "closure" not in found[1]:
             return found
-        bound = bind_factory(found[1], call)
+        # ``make_attend(ATTN_DROPOUT)``: a constant handed to the factory is its literal
+        args = [
+            a if a.star else a.with_changes(value=_known(a.value, env, scope)) for a in call.args
+        ]
+        bound = bind_factory(found[1], call.with_changes(args=args))
         return (found[0], bound) if bound is not None else None
 
     def _partial(self, call, env, scope, resolver) -> Optional[Tuple[str, dict]]:
@@ -546,6 +551,7 @@ class Project(ConstantFiles):
                 bound[positional.pop(0)] = a.value
             else:
                 bound[a.keyword.value] = a.value
+        bound = {p: _known(e, env, scope) if e is not None else e for p, e in bound.items()}
         defaults, reach = _fixed(summary, bound)
         if not reach:
             return None

@@ -24,6 +24,7 @@ from .summaries import (
     TORCH_BUILT,
     TORCH_LAYERS,
     TORCH_MODULES,
+    PARTIAL_ARGS,
     REEXPORTS,
     SIZES,
     SUMMARY_VERSION,
@@ -44,12 +45,14 @@ class TorchMade(str):
     class makes; ``built`` when it is a subclass constructed with torch's own
     arguments (no ``__init__`` of its own): its construction is the module's."""
 
-    __slots__ = ("built", "own_forward")
+    __slots__ = ("built", "own_forward", "given")
 
-    def __new__(cls, name: str, built: bool, own_forward: bool = False):
+    def __new__(cls, name: str, built: bool, own_forward: bool = False, given=None):
         self = super().__new__(cls, name)
         self.built = built
         self.own_forward = own_forward
+        # a module-level ``partial`` of the class: its arguments ([keyword or "", source])
+        self.given = given
         return self
 
 
@@ -327,7 +330,8 @@ class ProjectFiles(Composing):
             # a layer built by torch's ``__init__`` that runs a forward of its own
             layer = table.get(TORCH_LAYERS, {}).get(loc[1])
             return TorchMade(layer, True, True) if layer is not None else None
-        return TorchMade(made, loc[1] in table.get(TORCH_BUILT, {}))
+        given = table.get(PARTIAL_ARGS, {}).get(loc[1])
+        return TorchMade(made, loc[1] in table.get(TORCH_BUILT, {}), given=given)
 
     def _in_project(self, level: int, dotted: str) -> bool:
         """Whether the module ``dotted`` (or a package on its way) is a file of

@@ -17,6 +17,8 @@ from ...core.torch_api import module_spec
 from .chains import INJECTED, KINDS, constructor, dotted_name, names_class, self_attr, statements
 from .chains import super_method
 from .fills import PRODUCTS
+from .module_numbers import module_constants
+from .held_lists import ITEMS, item_of, torch_class
 from .import_lines import helper_import
 
 # the torch attention modules a wrapper may hold, and their mask arguments as sinks of a
@@ -34,7 +36,9 @@ MODULE_SINKS = tuple(
 PARTS = {"encoder": "TransformerEncoder", "decoder": "TransformerDecoder"}
 MODULE_WORDS = re.compile(
     r"\b(?:" + "|".join(WRAPPED + ("Transformer",)) + r")\s*\("
-    r"|^[ \t]*class[ \t]+\w+[ \t]*\([^)]*\b(?:" + "|".join(WRAPPED) + r")\b",
+    r"|^[ \t]*class[ \t]+\w+[ \t]*\([^)]*\b(?:" + "|".join(WRAPPED) + r")\b"
+    # ``SeqMHA = partial(nn.MultiheadAttention, ...)``: built where it is called
+    r"|partial\([ \t]*[\w.]*\b(?:" + "|".join(WRAPPED) + r")\b",
     re.MULTILINE,
 )
 
@@ -131,6 +135,7 @@ def add_partials(tree: ast.Module, out: Dict[str, dict], is_sdpa) -> None:
     names, modules = partial_names(tree)
     if not (names or modules):
         return
+    constants = module_constants(tree)  # ``dropout_p=P`` with ``P = 0.1`` in the file
     assigned: Dict[str, int] = {}
     for node in tree.body:
         for target in getattr(node, "targets", ()):
@@ -164,13 +169,62 @@ def add_partials(tree: ast.Module, out: Dict[str, dict], is_sdpa) -> None:
                 continue
         else:
             continue
-        got = bind_partial(base, call)
+        got = bind_partial(base, call, constants)
         if got is not None:
             got["name"] = node.targets[0].id
             out[got["name"]] = got
 
 
-def bind_partial(summary: dict, call: ast.Call) -> Optional[dict]:
+def torch_partials(tree: ast.Module, torch_names: Dict[str, str]) -> Dict[str, tuple]:
+    """``SeqMHA = functools.partial(nn.MultiheadAttention, dropout=0.0)`` bound
+    once at module level: ``{"SeqMHA": (qualified class, [[keyword or "",
+    literal source or "..."], ...])}``, the partial's arguments as a
+    construction receives them first ("..." for a value that is no literal)."""
+    names, modules = partial_names(tree)
+    if not (names or modules):
+        return {}
+    out: Dict[str, tuple] = {}
+    counts: Dict[str, int] = {}
+    for node in statements(tree):
+        for target in getattr(node, "targets", ()):
+            if isinstance(target, ast.Name):
+                counts[target.id] = counts.get(target.id, 0) + 1
+    for node in tree.body:
+        if not (
+            isinstance(node, ast.Assign)
+            and len(node.targets) == 1
+            and isinstance(node.targets[0], ast.Name)
+            and isinstance(node.value, ast.Call)
+            and node.value.args
+        ):
+            continue
+        call, name = node.value, node.targets[0].id
+        func = dotted_name(call.func) or ""
+        head, _, attr = func.partition(".")
+        if not (func in names or (attr == "partial" and head in modules)) or counts[name] != 1:
+            continue
+        ctor = dotted_name(call.args[0])
+        qn = torch_class(ctor, torch_names) if ctor is not None else None
+        if qn is None or any(isinstance(a, ast.Starred) for a in call.args):
+            continue
+        given = [["", _literal_text(a)] for a in call.args[1:]]
+        if any(k.arg is None for k in call.keywords):
+            continue
+        out[name] = (qn, given + [[k.arg, _literal_text(k.value)] for k in call.keywords])
+    return out
+
+
+def _literal_text(node: ast.AST) -> str:
+    """A literal's source (``True``, ``0.1``, ``-1``), else ``"..."``."""
+    inner = (
+        node.operand if isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.USub) else node
+    )
+    if isinstance(inner, ast.Constant) and type(inner.value) in (bool, int, float, str, type(None)):
+        return ast.unparse(node)
+    return "..."
+
+
+def bind_partial(summary: dict, call: ast.Call, constants=None) -> Optional[dict]:
     """``summary`` with the ``partial`` call's arguments bound: positional
     ones fill the first parameters, keywords become defaults a later call
     may override; a bound value that is not a plain constant makes the sinks
@@ -188,7 +242,9 @@ def bind_partial(summary: dict, call: ast.Call) -> Optional[dict]:
             return None
         bound[k.arg] = k.value
     for param, expr in bound.items():
-        if isinstance(expr, ast.Constant) and (
+        if isinstance(expr, ast.Name) and (constants or {}).get(expr.id) is not None:
+            defaults[param] = repr(constants[expr.id])  # a module constant of the file
+        elif isinstance(expr, ast.Constant) and (
             expr.value is None or type(expr.value) in (bool, int, float)
         ):
             defaults[param] = repr(expr.value)
@@ -240,15 +296,6 @@ def called_imports(tree: ast.Module) -> List[Tuple[str, str]]:
         if got is not None:
             out.append((node.targets[0].id, got))
     return out
-
-
-def torch_class(ctor: str, torch_names: Dict[str, str]) -> Optional[str]:
-    """The torch attention module class (qualified) a constructor as written
-    names (``nn.MultiheadAttention`` with ``from torch import nn``), else None."""
-    head, _, rest = ctor.partition(".")
-    base = torch_names.get(head)
-    qn = base + ("." + rest if rest else "") if base is not None else None
-    return qn if qn is not None and module_spec(qn) is not None else None
 
 
 def torch_subclass(cls: ast.ClassDef, torch_names: Dict[str, str]) -> Optional[str]:
@@ -453,17 +500,23 @@ def positional_self(func) -> Optional[str]:
     return args[0].arg if args else None
 
 
-def module_calls(others, held: Dict[str, str], self_name: Optional[str]):
+def module_calls(others, held: Dict[str, str], self_name: Optional[str], loops=()):
     """The calls ``self.<attr>(...)`` of a held torch attention module, and
     ``self.<attr>.encoder(...)``/``.decoder(...)`` of a held ``nn.Transformer``
     (the PyTorch tutorial's ``encode``/``decode``): (call, spec).  The whole
-    ``nn.Transformer`` called is no sink (not the whole model)."""
+    ``nn.Transformer`` called is no sink (not the whole model).  An item of a
+    held list of such modules (``torch_lists``), by index or in a loop of the
+    function's ``loops``, is such a call too."""
     out = []
     if not self_name:
         return out
     for call in others:
         f = call.func
         if not isinstance(f, ast.Attribute):
+            attr = item_of(f, loops, self_name)
+            name = held.get(attr + ITEMS) if attr is not None else None
+            if name is not None and name != "Transformer":
+                out.append((call, BY_NAME[name]))
             continue
         if super_method(f) == "forward" and held.get(SUPER) is not None:
             out.append((call, BY_NAME[held[SUPER]]))

@@ -17,6 +17,7 @@ _ARITHMETIC = {
     ast.FloorDiv: lambda a, b: a // b,
     ast.Div: lambda a, b: a / b,
     ast.Mod: lambda a, b: a % b,
+    ast.Pow: lambda a, b: a**b if abs(b) <= 64 and abs(a) < 1e6 else None,  # ``2 ** 3``
 }
 
 
@@ -72,5 +73,5 @@ def _number(node: ast.AST, known: Dict[str, object]):
             value = _ARITHMETIC[type(node.op)](left, right)
         except (ArithmeticError, ValueError, OverflowError):
             return None
-        return value if abs(value) < 1e18 else None
+        return value if value is not None and abs(value) < 1e18 else None
     return None

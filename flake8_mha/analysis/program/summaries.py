@@ -16,12 +16,12 @@ from typing import Dict, List, Optional, Tuple
 from ...core import walk as astwalk
 from ...core.lines import source_lines
 from ...core.torch_api import SDPA_NAME, SDPA_QUALNAME, SDPA_SIGNATURE, canonical
-from . import chains, fills, forms, import_lines, steps
+from . import chains, fills, forms, held_lists, import_lines, steps
 from .chains import dotted_name, named_lambda, statements
 from .module_numbers import module_constants
 from .sizes import sizes_table
 
-SUMMARY_VERSION = 56
+SUMMARY_VERSION = 57
 # ``MultiheadAttention.key_padding_mask|2``: the argument as a second module call fills it
 VARIANT = "|"
 REEXPORTS = "@reexports"  # the key of an __init__'s re-exports in its summary table
@@ -36,6 +36,8 @@ TORCH_BUILT = "@torch-built"
 TORCH_LAYERS = "@torch-layer"
 BASES = "@bases"  # per class that only inherits its forward: its bases, as written
 REGISTRIES = "@registries"  # the file's dicts of classes: name -> "A|B" (chains.KINDS)
+# per ``partial`` of a torch module class bound at module level: its arguments
+PARTIAL_ARGS = "@torch-partial"
 # per function and class: the sizes it hands a torch module it builds (``sizes.py``)
 SIZES = "@sizes"
 MAX_FILE_BYTES = 2 * 1024 * 1024
@@ -176,6 +178,13 @@ def summarise(
             del out[BASES]
     if kinds_of:
         out[REGISTRIES] = kinds_of
+    for name, (qn, given) in (
+        forms.torch_partials(tree, torch_names) if torch_names else {}
+    ).items():
+        # ``SeqMHA = partial(nn.MultiheadAttention, ...)``: a call of it builds the module
+        out.setdefault(TORCH_MODULES, {})[name] = qn
+        out.setdefault(TORCH_BUILT, {})[name] = qn
+        out.setdefault(PARTIAL_ARGS, {})[name] = given
     sizes = sizes_table(tree, torch_names, module_constants(tree)) if torch_names else {}
     if sizes:
         out[SIZES] = sizes
@@ -275,6 +284,9 @@ def _summarise_node(
             if torch_layer is not None:  # ``def forward(self, src, ...)`` of its own
                 out.setdefault(TORCH_LAYERS, {})[node.name] = torch_layer
         held = forms.torch_modules(own, torch_names) if holds_modules and own else {}
+        if holds_modules:  # ``for layer in self.layers: layer(x, src_key_padding_mask=m)``
+            lists = held_lists.torch_lists(node, torch_names)
+            held = {**held, **{a + held_lists.ITEMS: n for a, n in lists.items()}}
         if "Transformer" in held.values():
             custom = forms.custom_parts(node)
             held = {a: n for a, n in held.items() if n != "Transformer" or a not in custom}
@@ -524,7 +536,9 @@ def _function_summary(
         reach_of = lambda e: steps.reach(e, reads, stores, 0)  # noqa: E731
         edges = chains.edges(others, loops, attrs or {}, reach_of, fwd)
     modules = (
-        forms.module_calls(others, held, method and forms.positional_self(func)) if held else []
+        forms.module_calls(others, held, method and forms.positional_self(func), loops)
+        if held
+        else []
     )
     filled = fills.fill_sinks(others, stores, helpers) if helpers is not None else []
     if helpers is not None and not filled and fills.softmaxes(others):
@@ -552,16 +566,29 @@ def _function_summary(
                     here[name] = got
                 elif name in ("attn_mask", "is_causal") and not steps.none_or_false(expr):
                     own_mask = True
+        # the parameters that give SDPA's mask or causal flag, when nothing else does
+        unless = [
+            here[name]["param"]
+            for name in ("attn_mask", "is_causal")
+            if name in given
+            and not steps.none_or_false(given[name])
+            and name in here
+            and not here[name]["ops"]
+        ]
         if (
             len(calls) == 1
             and not splat
             and not any(
                 name in given and not steps.none_or_false(given[name])
                 for name in ("attn_mask", "is_causal")
+                if not (name in here and here[name]["param"] in unless)
             )
-        ):  # keys or values multiplied by a parameter's mask, no scores masked (MHA015)
+        ):  # keys or values multiplied by a parameter's mask, no scores masked (MHA015):
+            # when a parameter may mask them, only on the calls that leave it None
             kv = fills.kv_reach(given, reads, stores, fills.straight_statements(func, params))
             if kv is not None:
+                if unless:
+                    kv["unless"] = unless
                 here[fills.KV] = kv
         if i == 0:
             reached, line = here, call.lineno

@@ -14,6 +14,7 @@ from .summaries import (
     BASES,
     IMPORTS,
     MODULES,
+    PARTIAL_ARGS,
     REEXPORTS,
     REGISTRIES,
     SINK_ARGS,
@@ -43,6 +44,17 @@ def valid_table(table) -> bool:
         if name == BASES:
             if not isinstance(s, dict) or not all(
                 isinstance(v, list) and all(isinstance(b, str) for b in v) for v in s.values()
+            ):
+                return False
+            continue
+        if name == PARTIAL_ARGS:
+            if not isinstance(s, dict) or not all(
+                isinstance(v, list)
+                and all(
+                    isinstance(a, list) and len(a) == 2 and all(isinstance(x, str) for x in a)
+                    for a in v
+                )
+                for v in s.values()
             ):
                 return False
             continue
@@ -102,6 +114,9 @@ def _valid_reach(how) -> bool:
         return False
     if not isinstance(how.get("param"), str) or not isinstance(how.get("ops"), list):
         return False
+    unless = how.get("unless", [])
+    if not isinstance(unless, list) or not all(isinstance(p, str) for p in unless):
+        return False
     for step in how["ops"]:
         if not isinstance(step, list) or not step or step[0] not in _OPS:
             return False
@@ -131,4 +146,4 @@ def _valid_given(edge: dict) -> bool:
     )
 
 
-_OPS = ("invert", "eq0", "index", "bool", "unsqueeze", "cast", "rows", KV, SOFTMAX[0])
+_OPS = ("invert", "eq0", "index", "bool", "unsqueeze", "cast", "rows", "expand", KV, SOFTMAX[0])
