@@ -284,12 +284,14 @@ def test_name_sources(expr, meaning, kind):
 def test_attention_mask_parameter_counts_only_beside_token_ids():
     """Inside attention layers transformers passes additive and True = ignore
     masks under the name attention_mask; beside the token ids it is the
-    tokenizer's (1 = real token)."""
+    tokenizer's (1 = real token), an int64 tensor as ``batch["attention_mask"]``
+    is (probe O)."""
     entry = only_value("""
         def f(q, k, v, input_ids, attention_mask):
             return F.scaled_dot_product_attention(q, k, v, attn_mask=attention_mask)
         """)
-    assert (entry.meaning, entry.kind) == (KEEP, None) and entry.origin.by_name
+    assert (entry.meaning, entry.kind, entry.dtype) == (KEEP, INT, "int64")
+    assert entry.origin.by_name
     layer = only_value("""
         def f(q, k, v, hidden_states, attention_mask):
             return F.scaled_dot_product_attention(q, k, v, attn_mask=attention_mask)

@@ -30,7 +30,8 @@ def test_config_forms():
     assert_package_runs(
         "fixtures/program_calls/config_forms",
         [
-            ("attn.py", 16, 16, "MHA007"),
+            ("attn.py", 17, 16, "MHA007"),
+            ("attn.py", 27, 16, "MHA007"),
             ("layers.py", 11, 16, "MHA101"),
             ("layers.py", 15, 12, "MHA008"),
         ],

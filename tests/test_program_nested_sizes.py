@@ -24,7 +24,14 @@ PKG = pathlib.Path("fixtures/program_calls/nested_sizes")
 
 
 def test_per_file_over_the_package_and_through_check():
-    assert_package_runs(str(PKG), [("model.py", 12, 22, "MHA008"), ("model.py", 14, 23, "MHA008")])
+    assert_package_runs(
+        str(PKG),
+        [
+            ("model.py", 12, 22, "MHA008"),
+            ("model.py", 14, 23, "MHA008"),
+            ("model.py", 14, 23, "MHA101"),
+        ],
+    )
 
 
 def test_the_findings_name_the_construction():

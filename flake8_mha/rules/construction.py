@@ -9,6 +9,7 @@ from typing import Any, Dict
 import libcst as cst
 
 from ..analysis.events import Construction
+from ..analysis.resolve import passed
 from ..analysis.tree import walk
 from ..analysis.values import UNKNOWN
 
@@ -67,3 +68,48 @@ def replaces_forward(ctx, ev: Construction) -> bool:
         and n.func.attr.value == "forward"
         for n in walk(forward)
     )
+
+
+def handed_sizes(ctx, site):
+    """``(file, callee, entry, embed, heads)`` for each torch module a call of
+    a project function or class builds with sizes this call hands it
+    (``sizes.sizes_table``'s entries, ``build_attention(AUDIO_DIM,
+    AUDIO_HEADS)``, ``Block(100, 8)``), both sizes known here.  A class whose
+    every construction in the project passes the same sizes is left out:
+    its construction is judged where it stands, with them."""
+    call = site.node
+    project = getattr(ctx, "project", None)
+    if (
+        project is None
+        or not hasattr(project, "sized")
+        or not isinstance(call.func, (cst.Name, cst.Attribute))
+        or any(a.star for a in call.args)
+    ):
+        return
+    got = project.sized(call.func, site.env, site.scope)
+    if got is None:
+        return
+    filename, callee, entries = got
+    for entry in entries:
+        embed = _size(ctx, site, entry, entry["embed"])
+        heads = _size(ctx, site, entry, entry["heads"])
+        if embed is None or heads is None:
+            continue
+        params = [r[1] for r in (entry["embed"], entry["heads"]) if r[0] == "param"]
+        if entry["init"] and project.built_alike(filename, callee, params, entry["defaults"]):
+            continue  # every construction passes the same: judged at the module
+        yield filename, callee, entry, embed, heads
+
+
+def _size(ctx, site, entry: dict, ref: list):
+    """The number a size of the entry is at this call: a number of the
+    callee's own, or what the call passes for the parameter (its default
+    when it passes nothing)."""
+    kind, x = ref
+    if kind == "value":
+        return x
+    index = entry["params"].index(x) if x in entry["params"] else -1
+    expr = passed(site.node, index, x)
+    if expr is None:
+        return entry["defaults"].get(x)
+    return int_or_none(ctx.value(expr, site))

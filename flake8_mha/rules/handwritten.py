@@ -285,9 +285,11 @@ class MaskMultipliedBeforeSoftmax(Rule):
           helper (`the call reaches scores * valid at ops.py:8 through
           gated_softmax()`). MHA004 reads a helper that adds them
           (`add_bias(scores, mask)`) the same way.
-        - A comparison whose meaning the code does not state (`items > 0` on
-          ids whose padding id is not visible) is not known as a mask, so it is
+        - A comparison whose meaning the code does not state (`items > 0` on a
+          name not known to hold token ids) is not known as a mask, so it is
           not reported, even though any bool multiplied into scores is wrong.
+          On token ids (`seq`, `input_ids`, `tokens`), which are never
+          negative, `seq > 0` is `seq != 0`: a keep-mask (SASRec, BERT4Rec).
         """
     VALID = [
         "import math\n"

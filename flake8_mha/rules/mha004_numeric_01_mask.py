@@ -53,8 +53,11 @@ class NumericZeroOneMask(MaskRule):
           mask made as `causal = torch.tril(torch.ones(T, T))` then
           `causal[:, :prefix] = 1.0` is still a float 0/1 keep-mask (probe I).
           The same holds for every mask rule.
-        - A parameter named `attention_mask` is not assumed to be integer; only
-          `batch["attention_mask"]` / `inputs.attention_mask` are.
+        - A parameter named `attention_mask` is the tokenizer's int64 mask only
+          beside a parameter holding the token ids (`forward(self, input_ids,
+          attention_mask)`, as `batch["attention_mask"]` and
+          `inputs.attention_mask` are); alone (an attention layer's parameter)
+          it is whatever the model made of it, and not assumed integer.
         - A numeric mask that also has the wrong meaning for its argument reports
           MHA002/MHA003 as well.
         - `masked_fill` and `torch.where` are not attention mask arguments: a

@@ -2,15 +2,13 @@
 
 from __future__ import annotations
 
-from typing import Iterator, Optional
+from typing import Iterator
 
-import libcst as cst
 
 from ..analysis.events import Construction
 from ..analysis.flow import CallSite
-from ..analysis.resolve import passed
 from .base import Example, Report, Rule
-from .construction import construction_evidence, init_value, int_or_none
+from .construction import construction_evidence, handed_sizes, init_value, int_or_none
 
 
 class HeadsDoNotDivide(Rule):
@@ -90,27 +88,9 @@ class HeadsDoNotDivide(Rule):
         call's values (docs/reach.md, "Sizes handed to a construction")."""
         call = site.node
         project = getattr(self.ctx, "project", None)
-        if (
-            project is None
-            or not hasattr(project, "sized")
-            or not isinstance(call.func, (cst.Name, cst.Attribute))
-            or any(a.star for a in call.args)
-        ):
-            return
-        got = project.sized(call.func, site.env, site.scope)
-        if got is None:
-            return
-        filename, callee, entries = got
-        for entry in entries:
-            embed = self._size(site, entry, entry["embed"])
-            heads = self._size(site, entry, entry["heads"])
-            if embed is None or heads is None:
-                continue
+        for filename, callee, entry, embed, heads in handed_sizes(self.ctx, site):
             if heads > 0 and embed > 0 and embed % heads == 0:
                 continue
-            params = [r[1] for r in (entry["embed"], entry["heads"]) if r[0] == "param"]
-            if entry["init"] and project.built_alike(filename, callee, params, entry["defaults"]):
-                continue  # every construction passes the same: judged at the module (above)
             where = f"{project.relative(filename)}:{entry['line']}"
             evidence = {
                 "module": entry["module"],
@@ -146,19 +126,6 @@ class HeadsDoNotDivide(Rule):
                     heads=heads,
                     module=entry["module"],
                 )
-
-    def _size(self, site: CallSite, entry: dict, ref: list) -> Optional[int]:
-        """The number a size of the entry is at this call: a number of the
-        callee's own, or what the call passes for the parameter (its default
-        when it passes nothing)."""
-        kind, x = ref
-        if kind == "value":
-            return x
-        index = entry["params"].index(x) if x in entry["params"] else -1
-        expr = passed(site.node, index, x)
-        if expr is None:
-            return entry["defaults"].get(x)
-        return int_or_none(self.ctx.value(expr, site))
 
     def on_construction(self, ev: Construction) -> Iterator[Report]:
         spec = ev.spec

@@ -64,7 +64,9 @@ class LayoutMismatch(Rule):
           meet before the call (a `forward` that two towers feed, one
           batch-first, one sequence-first), the call is reported with the
           caller that feeds the layout the module does not read: a correct
-          sibling never hides a wrong one.
+          sibling never hides a wrong one, and neither does a caller whose
+          layout is unknown (`self.block(self.emb(tokens))` beside a caller
+          that swaps batch-first data to sequence-first).
         - Unbatched `(L, E)` data, and calls whose inputs disagree with each
           other, are not reported.
         - An axis swap of data whose layout the code never states, right

@@ -5,10 +5,17 @@ from __future__ import annotations
 from typing import Iterator
 
 from ..analysis.events import Construction
+from ..analysis.flow import CallSite
 from ..analysis.layout import SEQ_FIRST
 from ._layout_rule import call_layouts, default_left
 from .base import Example, Report, Rule
-from .construction import replaces_forward, construction_evidence, init_value, int_or_none
+from .construction import (
+    replaces_forward,
+    construction_evidence,
+    handed_sizes,
+    init_value,
+    int_or_none,
+)
 
 
 class OddNumHeads(Rule):
@@ -87,6 +94,39 @@ class OddNumHeads(Rule):
             8,
         ),
     ]
+
+    THROUGH = "; this call builds it through {callee}() at {where}"
+
+    def on_call(self, site: CallSite) -> Iterator[Report]:
+        """A call of a function or class of the project that builds the module
+        with a head count its parameters give (``make_layer(EMBED_DIM,
+        NUM_HEADS)``): judged at the call, with the call's values, unless
+        the construction writes a setting that keeps the fastpath off anyway
+        (docs/reach.md, "Sizes handed to a construction")."""
+        project = getattr(self.ctx, "project", None)
+        for filename, callee, entry, embed, heads in handed_sizes(self.ctx, site):
+            if heads <= 0 or heads % 2 == 0 or entry.get("fastpath_off"):
+                continue
+            where = f"{project.relative(filename)}:{entry['line']}"
+            evidence = {
+                "module": entry["module"],
+                "embed_dim": embed,
+                "num_heads": heads,
+                **entry.get("settings", {}),
+                "through": {
+                    "function": callee,
+                    "file": project.relative(filename),
+                    "line": entry["line"],
+                },
+            }
+            yield self.report(
+                site.node,
+                evidence,
+                self.MESSAGE + self.THROUGH.format(callee=callee, where=where),
+                heads_name=entry["heads_name"],
+                heads=heads,
+                module=entry["module"],
+            )
 
     def on_construction(self, ev: Construction) -> Iterator[Report]:
         spec = ev.spec

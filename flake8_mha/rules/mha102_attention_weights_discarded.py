@@ -74,7 +74,9 @@ class AttentionWeightsDiscarded(Rule):
           saves nothing measurable (1.00x-1.03x, two released packages). Also
           when the layout that reaches the query through its callers is a
           `view`/`reshape` with a literal 1 on the sequence axis (TranAD's
-          `elem.view(1, local_bs, n)` handed to a decoder layer's `tgt`).
+          `elem.view(1, local_bs, n)` handed to a decoder layer's `tgt`), or
+          an `unsqueeze` of that axis, or a shape comment with a literal 1
+          there (sonati's `q = self.proj(query).unsqueeze(1)  # (B, 1, D)`).
         - The pair kept whole under one name whose only reads are `[0]`, up
           to the statement that rebinds that name in the same block
           (`src2 = self.self_attn(q, k, src2)`, `src = src + src2[0]`, `src2 =
@@ -225,10 +227,15 @@ class AttentionWeightsDiscarded(Rule):
         # handed to a decoder layer's ``tgt`` through its callers
         shaped = analysis.of_call(ev).layout
         node = shaped.node if shaped is not None and shaped.origin is None else None
+        if shaped is not None and isinstance(shaped.node, cst.Comment):  # ``# (B, 1, D)``
+            axes = re.findall(r"[\w.]+", shaped.node.value.split("(", 1)[-1].split(")")[0])
+            return len(axes) == 3 and axes[axis] == "1"
+        if not (isinstance(node, cst.Call) and isinstance(node.func, cst.Attribute)):
+            return False
+        if node.func.attr.value == "unsqueeze":  # sonati's ``proj(x).unsqueeze(1)  # (B, 1, D)``
+            return len(node.args) == 1 and _int(node.args[0].value) == axis
         return (
-            isinstance(node, cst.Call)
-            and isinstance(node.func, cst.Attribute)
-            and node.func.attr.value in ("view", "reshape")
+            node.func.attr.value in ("view", "reshape")
             and len(node.args) == 3
             and _int(node.args[axis].value) == 1
         )

@@ -289,6 +289,19 @@ class LayoutEvaluator(FileCalls, LayoutCalls, ProgramLayout, ProjectLayout):
         finally:
             self._caller_depth -= 1
             self._active.discard(guard)
+        if any(v is None for v in values):
+            # a caller of unknown layout beside one known: the known one stands
+            # on its own (``disagree``), so a module it contradicts is judged by it
+            # and an unknown sibling does not hide it (probe O's whisperish)
+            known = [
+                v
+                for v in values
+                if v is not None and v is not CYCLE and not v.conforms and v.batch_first is not None
+            ]
+            if not known:
+                return None
+            rank = len(known[0].roles)
+            return Layout((None,) * rank, None, "some callers unknown", disagree=tuple(known))
         return join(values) if values else None
 
     # ---------------------------------------------------------------- callers

@@ -136,6 +136,10 @@ class Comparisons:
                 and is_token_name(mask_side)
                 and self._plain_tokens(mask_side, at)
             ):
+                # ids are never negative: ``seq > 0`` is ``seq != 0`` (SASRec, BERT4Rec)
+                o = {(">", 0): "!=", (">=", 1): "!=", ("<=", 0): "==", ("<", 1): "=="}.get(
+                    (o, c), o
+                )
                 return self._pad_compare(mask_side, o, node, text, at)
             return UNKNOWN_MASK
         return UNKNOWN_MASK

@@ -13,7 +13,7 @@ from typing import Optional
 
 import libcst as cst
 
-from .domain import BOOL, IGNORE, KEEP, Mask, Origin
+from .domain import BOOL, IGNORE, INT, KEEP, Mask, Origin
 
 IGNORE_PARAM_NAMES = {
     "key_padding_mask",
@@ -144,8 +144,10 @@ def parameter_by_name(p: cst.Param, name: str, func: cst.FunctionDef) -> Optiona
     if low in KEEP_PARAM_NAMES and any(
         is_token_name(cst.Name(q.name.value)) for q in params + list(func.params.kwonly_params)
     ):
-        # beside the token ids it is the tokenizer's mask (1 = real token);
-        # alone (an attention layer's parameter) it is whatever the model
-        # made of it: additive, or True = ignore (transformers does both)
-        return Mask(meaning=KEEP, origin=Origin(p, f"parameter {name}", by_name=True))
+        # beside the token ids it is the tokenizer's mask (1 = real token, an
+        # int64 tensor, as ``batch["attention_mask"]``); alone (an attention
+        # layer's parameter) it is whatever the model made of it: additive,
+        # or True = ignore (transformers does both)
+        origin = Origin(p, f"parameter {name}", by_name=True)
+        return Mask(meaning=KEEP, kind=INT, dtype="int64", origin=origin, kind_origin=origin)
     return None

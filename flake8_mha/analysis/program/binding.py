@@ -69,15 +69,26 @@ def known(expr: cst.BaseExpression, env, scope) -> cst.BaseExpression:
     return expr
 
 
-def bind(summary: dict, call: cst.Call) -> Optional[Dict[str, cst.BaseExpression]]:
+# the key of ``bind``'s answer for a call's ``**kwargs`` splat (``splat_ok``)
+SPLAT = "**"
+
+
+def bind(
+    summary: dict, call: cst.Call, splat_ok: bool = False
+) -> Optional[Dict[str, cst.BaseExpression]]:
     """The caller's argument for each parameter it passes; None behind a splat
-    or when the call does not fit the signature."""
+    or when the call does not fit the signature.  ``splat_ok``: a ``**kwargs``
+    splat after the named arguments is kept under ``SPLAT`` (a parameter the
+    call does not name may be given by it: not left to its default)."""
     positional, kwonly = summary["positional"], summary["kwonly"]
     # keywords the wrapper's **kwargs hands on to a callee's parameter of that name
     forwarded = {h["param"] for h in summary.get("reach", {}).values() if h.get("fwd")}
     out: Dict[str, cst.BaseExpression] = {}
     i = 0
     for a in call.args:
+        if a.star == "**" and splat_ok:
+            out[SPLAT] = a.value
+            continue
         if a.star:
             return None
         if a.keyword is None:
@@ -157,7 +168,7 @@ def left_off(params, summary: dict, args) -> bool:
     for p in params:
         expr = args.get(p)
         if expr is None:
-            if summary["defaults"].get(p) not in ("None", "False"):
+            if SPLAT in args or summary["defaults"].get(p) not in ("None", "False"):
                 return False
         elif literal(expr) not in (None, False):
             return False

@@ -34,7 +34,8 @@ from .fills import FILL_SINKS, FILL_TEXT, KV, SOFTMAX
 from .forms import sdpa_summary
 from .local_names import enclosing_class, instance_name, own_definition
 from .binding import apply as _apply, bind as _bind, bind_factory, fixed as _fixed  # noqa: F401
-from .binding import known as _known, left_off
+from .binding import SPLAT, left_off
+from .binding import known as _known
 from .constants import ConstantFiles
 from .returns import imported_target as _imported
 from .summaries import ATTRS, VARIANT
@@ -98,7 +99,7 @@ class Project(ConstantFiles):
 
     def _summary_event(self, site, node, filename: str, summary: dict):
         """The event a call of the function ``summary`` describes amounts to."""
-        args = _bind(summary, node)
+        args = _bind(summary, node, splat_ok=True)
         if args is None:
             return None
         reach = summary["reach"]
@@ -150,11 +151,14 @@ class Project(ConstantFiles):
                 continue  # a torch module's argument, a fill: judged where SDPA is not
             param = how["param"]
             expr = args.get(param)
+            if expr is None and SPLAT in args:
+                continue  # the call's ``**kwargs`` may give it: unknown
             if expr is None:
-                if param not in summary["defaults"] or summary["defaults"][param] is None:
+                default = self.default_text(summary["defaults"].get(param), filename)
+                if default is None:
                     continue
                 try:
-                    expr = cst.parse_expression(summary["defaults"][param])
+                    expr = cst.parse_expression(default)
                 except cst.ParserSyntaxError:
                     continue
             built = _apply(expr, how["ops"], rows=sink_arg in ("key", "value"))
@@ -231,8 +235,10 @@ class Project(ConstantFiles):
             expr = args.get(how["param"])
             if expr is None:  # left to its default: a default mask is not judged
                 # (a keyword the **kwargs handed on would carry: not given, absent)
-                if not how.get("fwd") and summary["defaults"].get(how["param"]) != "None":
-                    own.add(arg)
+                if SPLAT in args or (
+                    not how.get("fwd") and summary["defaults"].get(how["param"]) != "None"
+                ):
+                    own.add(arg)  # a splat of the call's may give it
                 continue
             built = _apply(expr, how["ops"])
             if built is not None:

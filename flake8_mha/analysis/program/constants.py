@@ -16,6 +16,7 @@ from ...core.atomic import read_regular
 from ..flow import DefKind, ScopeKind, import_path
 from . import callers, chains, signatures
 from .files import decode, module_constants
+from .forms import IMPORTED
 from .binding import bind
 from .local_names import enclosing_class, own_definition
 from .returns import ReturnsFiles, imported_target
@@ -146,6 +147,19 @@ class ConstantFiles(ReturnsFiles):
         return built, signature
 
     # -- constants from other files ------------------------------------------------
+    def default_text(self, text: Optional[str], filename: str) -> Optional[str]:
+        """A summary's default as source text; an imported name a ``partial``
+        bound (``forms.IMPORTED``) as the literal value of the project
+        constant it names, read from the file of the summary (else None)."""
+        if text is None or not text.startswith(IMPORTED):
+            return text
+        level, _, dotted = text[len(IMPORTED) :].partition(":")
+        loc = self._defined((int(level), dotted), self.package_of(filename))
+        if loc is None or "." in loc[1]:
+            return None
+        table = self.constants(loc[0])
+        return repr(table[loc[1]]) if loc[1] in table else None
+
     def imported_constant(self, stmt, name: str, attr: Optional[str] = None):
         """``(value,)`` of the module-level constant ``name`` that the import
         statement ``stmt`` brings from a project file (``from .config import

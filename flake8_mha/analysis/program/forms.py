@@ -14,7 +14,8 @@ from typing import Dict, List, Optional, Tuple
 from ...core import walk as astwalk
 from ...core.torch_api import BY_NAME, INNER_ATTENTION, LAYER_PARTS, SDPA_NAME, SDPA_SIGNATURE
 from ...core.torch_api import module_spec
-from .chains import INJECTED, KINDS, constructor, dotted_name, names_class, self_attr, statements
+from .chains import INJECTED, KINDS, constructor, dotted_name, imports, names_class, self_attr
+from .chains import statements
 from .chains import super_method
 from .fills import PRODUCTS
 from .module_numbers import module_constants
@@ -27,7 +28,7 @@ WRAPPED = tuple(name for name in sorted(BY_NAME) if name != "Transformer")  # no
 # and the causal hints (``is_causal``, ``tgt_is_causal``), judged with their masks (MHA005)
 MODULE_SINKS = tuple(
     f"{name}.{arg}"
-    for name in WRAPPED
+    for name in sorted(BY_NAME)  # the whole ``nn.Transformer``'s masks too (vietocr)
     for arg in BY_NAME[name].mask_args + tuple(p.flag for p in BY_NAME[name].causal_pairs)
 )
 # a construction of a torch module class a wrapper may hold
@@ -136,6 +137,10 @@ def add_partials(tree: ast.Module, out: Dict[str, dict], is_sdpa) -> None:
     if not (names or modules):
         return
     constants = module_constants(tree)  # ``dropout_p=P`` with ``P = 0.1`` in the file
+    # ``from .config import P``: a constant of another file, read at the call
+    constants.update(
+        {n: IMPORTED + f"{lv}:{d}" for n, (lv, d) in imports(tree).items() if n not in constants}
+    )
     assigned: Dict[str, int] = {}
     for node in tree.body:
         for target in getattr(node, "targets", ()):
@@ -173,6 +178,10 @@ def add_partials(tree: ast.Module, out: Dict[str, dict], is_sdpa) -> None:
         if got is not None:
             got["name"] = node.targets[0].id
             out[got["name"]] = got
+
+
+# a default a ``partial`` binds to an imported name: ``@import:1:config.P``
+IMPORTED = "@import:"
 
 
 def torch_partials(tree: ast.Module, torch_names: Dict[str, str]) -> Dict[str, tuple]:
@@ -242,8 +251,11 @@ def bind_partial(summary: dict, call: ast.Call, constants=None) -> Optional[dict
             return None
         bound[k.arg] = k.value
     for param, expr in bound.items():
-        if isinstance(expr, ast.Name) and (constants or {}).get(expr.id) is not None:
-            defaults[param] = repr(constants[expr.id])  # a module constant of the file
+        got = (constants or {}).get(expr.id) if isinstance(expr, ast.Name) else None
+        if isinstance(got, str) and got.startswith(IMPORTED):
+            defaults[param] = got  # an imported name: its value is read where it is called
+        elif got is not None:
+            defaults[param] = repr(got)  # a module constant of the file
         elif isinstance(expr, ast.Constant) and (
             expr.value is None or type(expr.value) in (bool, int, float)
         ):
@@ -522,7 +534,7 @@ def module_calls(others, held: Dict[str, str], self_name: Optional[str], loops=(
             out.append((call, BY_NAME[held[SUPER]]))
         elif isinstance(f.value, ast.Name) and f.value.id == self_name:
             name = held.get(f.attr)
-            if name is not None and name != "Transformer":  # not the whole model
+            if name is not None:  # the whole ``nn.Transformer``: its masks are sinks too
                 out.append((call, BY_NAME[name]))
         elif (
             f.attr in PARTS

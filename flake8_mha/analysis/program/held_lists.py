@@ -23,33 +23,46 @@ _FILLS = ("append", "extend", "insert", "update", "__setitem__")
 def torch_lists(cls: ast.ClassDef, torch_names: Dict[str, str]) -> Dict[str, str]:
     """``self.<attr>`` -> the torch attention module every item of the
     ``nn.ModuleList`` or ``nn.ModuleDict`` it holds is
-    (``nn.ModuleList([nn.TransformerEncoderLayer(...) for _ in range(n)])``):
-    assigned once in the class, never filled afterwards."""
+    (``nn.ModuleList([nn.TransformerEncoderLayer(...) for _ in range(n)])``,
+    or ``nn.ModuleList()`` then ``.append(nn.MultiheadAttention(...))`` in a
+    loop): assigned once in the class, filled only by appends of that class."""
     made: Dict[str, List[Optional[str]]] = {}
-    filled = set()
+    filled: Dict[str, set] = {}
     for n in astwalk.walk(cls):
         if isinstance(n, ast.Assign) and len(n.targets) == 1:
             attr = self_attr(n.targets[0])
             if attr is not None:
                 made.setdefault(attr, []).append(items_class(n.value, torch_names))
         elif isinstance(n, ast.Call) and isinstance(n.func, ast.Attribute):
-            if n.func.attr in _FILLS and self_attr(n.func.value) is not None:
-                filled.add(self_attr(n.func.value))
-    return {
-        attr: got[0]
-        for attr, got in made.items()
-        if len(got) == 1 and got[0] is not None and attr not in filled
-    }
+            attr = self_attr(n.func.value)
+            if n.func.attr in _FILLS and attr is not None:
+                item = n.args[0] if n.func.attr == "append" and len(n.args) == 1 else None
+                ctor = constructor(item) if isinstance(item, ast.Call) else None
+                qn = torch_class(ctor, torch_names) if ctor is not None else None
+                filled.setdefault(attr, set()).add(module_spec(qn).name if qn else None)
+    out = {}
+    for attr, got in made.items():
+        if len(got) != 1 or got[0] is None:
+            continue
+        kinds = filled.get(attr, set()) | ({got[0]} if got[0] != EMPTY else set())
+        if len(kinds) == 1 and None not in kinds:
+            out[attr] = kinds.pop()
+    return out
+
+
+EMPTY = "(empty)"  # ``nn.ModuleList()``: what its appends give it
 
 
 def items_class(value: ast.AST, torch_names: Dict[str, str]) -> Optional[str]:
     """The one torch attention module class (``spec.name``) of a
     ``ModuleList``/``ModuleDict`` display's items, else None."""
-    if not isinstance(value, ast.Call) or len(value.args) != 1 or value.keywords:
+    if not isinstance(value, ast.Call) or len(value.args) > 1 or value.keywords:
         return None
     name = dotted_name(value.func) or ""
     if name.rsplit(".", 1)[-1] not in _LISTS or name.split(".")[0] not in torch_names:
         return None
+    if not value.args:
+        return EMPTY
     arg = value.args[0]
     if isinstance(arg, (ast.List, ast.Tuple)):
         items = arg.elts

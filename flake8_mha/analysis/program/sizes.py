@@ -151,12 +151,15 @@ def _entries(func: ast.FunctionDef, skip: int, torch_names, constants) -> List[d
         spec = module_spec(qn) if qn is not None else None
         if spec is None or spec.embed_param is None:
             continue
-        if any(isinstance(x, ast.Starred) for x in call.args) or any(
-            k.arg is None for k in call.keywords
-        ):
+        if any(isinstance(x, ast.Starred) for x in call.args):
             continue
+        sizes = [(0, spec.embed_param), (1, spec.heads_param)]
+        if any(k.arg is None for k in call.keywords) and any(
+            _given(call, i, name) is None for i, name in sizes
+        ):
+            continue  # a ``**kwargs`` splat may give a size; not one given by name or place
         refs = []
-        for i, name in ((0, spec.embed_param), (1, spec.heads_param)):
+        for i, name in sizes:
             refs.append(_ref(_given(call, i, name), spec, name, names, rebound, constants))
         if None in refs or not any(r[0] == "param" for r in refs):
             continue
@@ -172,9 +175,49 @@ def _entries(func: ast.FunctionDef, skip: int, torch_names, constants) -> List[d
                 "kwonly": kwonly,
                 "defaults": defaults,
                 "init": skip == 1,
+                "fastpath_off": _fastpath_off(call, spec),
+                "settings": _settings(call, spec),
             }
         )
     return out
+
+
+# settings written at a construction that keep torch's fastpath off whatever
+# the head count (MHA101 is moot there): literal keyword values
+_OFF = {"batch_first": False, "bias": False, "add_bias_kv": True, "add_zero_attn": True}
+
+
+_SETTINGS = ("batch_first", "bias", "add_bias_kv", "add_zero_attn")
+
+
+def _settings(call: ast.Call, spec) -> Dict[str, Optional[bool]]:
+    """The construction's fastpath settings, for a witness: a literal bool
+    given by keyword, torch's default when left out, None otherwise."""
+    given = {k.arg: k.value for k in call.keywords}
+    out: Dict[str, Optional[bool]] = {}
+    for name in _SETTINGS:
+        if name not in spec.init.names:
+            continue
+        if name in given:
+            v = given[name]
+            out[name] = v.value if isinstance(v, ast.Constant) and type(v.value) is bool else None
+        elif any(k.arg is None for k in call.keywords):
+            out[name] = None  # a ``**kwargs`` splat may give it
+        else:
+            d = spec.init.default(name) if spec.init.has_default(name) else None
+            out[name] = d if type(d) is bool else None
+    return out
+
+
+def _fastpath_off(call: ast.Call, spec) -> bool:
+    names = spec.init.names
+    for k in call.keywords:
+        if k.arg in ("kdim", "vdim") and k.arg in names:
+            return True
+        if k.arg in _OFF and k.arg in names and isinstance(k.value, ast.Constant):
+            if k.value.value is _OFF[k.arg]:
+                return True
+    return False
 
 
 # what may skip the statements or expressions under it
@@ -270,6 +313,9 @@ def valid_size_entry(e) -> bool:
         and all(isinstance(e.get(k), str) for k in ("module", "embed_name", "heads_name"))
         and type(e.get("line")) is int
         and type(e.get("init")) is bool
+        and type(e.get("fastpath_off", False)) is bool
+        and isinstance(e.get("settings", {}), dict)
+        and all(v in (True, False, None) for v in e.get("settings", {}).values())
         and ref(e.get("embed"))
         and ref(e.get("heads"))
         and names(e.get("params"))

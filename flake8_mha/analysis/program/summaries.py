@@ -21,7 +21,7 @@ from .chains import dotted_name, named_lambda, statements
 from .module_numbers import module_constants
 from .sizes import sizes_table
 
-SUMMARY_VERSION = 57
+SUMMARY_VERSION = 61
 # ``MultiheadAttention.key_padding_mask|2``: the argument as a second module call fills it
 VARIANT = "|"
 REEXPORTS = "@reexports"  # the key of an __init__'s re-exports in its summary table
@@ -104,6 +104,9 @@ def summarise(
     direct = mentions and bool(sdpa_names[0] or sdpa_names[1])
     may_call = _lines_naming(source, {SDPA_NAME, *sdpa_names[0]}) if screen and direct else None
     torch_names = forms.torch_names(tree) if holds_modules else {}
+    partials = forms.torch_partials(tree, torch_names) if torch_names else {}
+    # ``make_attn = partial(nn.MultiheadAttention, ...)``: ``make_attn(d, h)`` builds one
+    torch_names = {**torch_names, **{name: qn for name, (qn, _) in partials.items()}}
     # the file's own functions -> the sign of the one value each returns (a
     # fill helper such as ``max_neg_value``); None without any fill in the file
     helpers = fills.helper_signs(tree) if fills_scores else None
@@ -178,10 +181,7 @@ def summarise(
             del out[BASES]
     if kinds_of:
         out[REGISTRIES] = kinds_of
-    for name, (qn, given) in (
-        forms.torch_partials(tree, torch_names) if torch_names else {}
-    ).items():
-        # ``SeqMHA = partial(nn.MultiheadAttention, ...)``: a call of it builds the module
+    for name, (qn, given) in partials.items():
         out.setdefault(TORCH_MODULES, {})[name] = qn
         out.setdefault(TORCH_BUILT, {})[name] = qn
         out.setdefault(PARTIAL_ARGS, {})[name] = given
