@@ -70,13 +70,17 @@ def replaces_forward(ctx, ev: Construction) -> bool:
     )
 
 
+THROUGH = "; this call builds it through {callee}() at {where}"
+
+
 def handed_sizes(ctx, site):
-    """``(file, callee, entry, embed, heads)`` for each torch module a call of
+    """``(entry, embed, heads, evidence, tail)`` for each torch module a call of
     a project function or class builds with sizes this call hands it
     (``sizes.sizes_table``'s entries, ``build_attention(AUDIO_DIM,
     AUDIO_HEADS)``, ``Block(100, 8)``), both sizes known here.  A class whose
     every construction in the project passes the same sizes is left out:
-    its construction is judged where it stands, with them."""
+    its construction is judged where it stands, with them.  ``evidence``: what
+    a witness needs; ``tail``: the message's end, naming the construction."""
     call = site.node
     project = getattr(ctx, "project", None)
     if (
@@ -98,7 +102,19 @@ def handed_sizes(ctx, site):
         params = [r[1] for r in (entry["embed"], entry["heads"]) if r[0] == "param"]
         if entry["init"] and project.built_alike(filename, callee, params, entry["defaults"]):
             continue  # every construction passes the same: judged at the module
-        yield filename, callee, entry, embed, heads
+        where = f"{project.relative(filename)}:{entry['line']}"
+        evidence = {
+            "module": entry["module"],
+            "embed_dim": embed,
+            "num_heads": heads,
+            **entry.get("settings", {}),
+            "through": {
+                "function": callee,
+                "file": project.relative(filename),
+                "line": entry["line"],
+            },
+        }
+        yield entry, embed, heads, evidence, THROUGH.format(callee=callee, where=where)
 
 
 def _size(ctx, site, entry: dict, ref: list):

@@ -16,7 +16,6 @@ class HeadsDoNotDivide(Rule):
     NAME = "heads-do-not-divide"
     MESSAGE = "{embed_name}={embed} is not divisible by {heads_name}={heads}: {module} raises at construction"
     MESSAGE_NONPOSITIVE = "{name}={value} must be greater than 0: {module} raises at construction"
-    THROUGH = "; this call builds it through {callee}() at {where}"
     WHAT = """
         Flags a module whose `embed_dim` (`d_model`) is not divisible by its
         `num_heads` (`nhead`), or whose head count or width is not positive,
@@ -87,22 +86,9 @@ class HeadsDoNotDivide(Rule):
         AUDIO_HEADS)``, ``Block(100, 8)``): judged at the call, with the
         call's values (docs/reach.md, "Sizes handed to a construction")."""
         call = site.node
-        project = getattr(self.ctx, "project", None)
-        for filename, callee, entry, embed, heads in handed_sizes(self.ctx, site):
+        for entry, embed, heads, evidence, tail in handed_sizes(self.ctx, site):
             if heads > 0 and embed > 0 and embed % heads == 0:
                 continue
-            where = f"{project.relative(filename)}:{entry['line']}"
-            evidence = {
-                "module": entry["module"],
-                "embed_dim": embed,
-                "num_heads": heads,
-                "through": {
-                    "function": callee,
-                    "file": project.relative(filename),
-                    "line": entry["line"],
-                },
-            }
-            tail = self.THROUGH.format(callee=callee, where=where)
             nonpositive = [(entry["heads_name"], heads), (entry["embed_name"], embed)]
             for name, value in nonpositive:
                 if value <= 0:

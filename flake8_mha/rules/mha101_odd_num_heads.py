@@ -95,34 +95,19 @@ class OddNumHeads(Rule):
         ),
     ]
 
-    THROUGH = "; this call builds it through {callee}() at {where}"
-
     def on_call(self, site: CallSite) -> Iterator[Report]:
         """A call of a function or class of the project that builds the module
         with a head count its parameters give (``make_layer(EMBED_DIM,
         NUM_HEADS)``): judged at the call, with the call's values, unless
         the construction writes a setting that keeps the fastpath off anyway
         (docs/reach.md, "Sizes handed to a construction")."""
-        project = getattr(self.ctx, "project", None)
-        for filename, callee, entry, embed, heads in handed_sizes(self.ctx, site):
+        for entry, _, heads, evidence, tail in handed_sizes(self.ctx, site):
             if heads <= 0 or heads % 2 == 0 or entry.get("fastpath_off"):
                 continue
-            where = f"{project.relative(filename)}:{entry['line']}"
-            evidence = {
-                "module": entry["module"],
-                "embed_dim": embed,
-                "num_heads": heads,
-                **entry.get("settings", {}),
-                "through": {
-                    "function": callee,
-                    "file": project.relative(filename),
-                    "line": entry["line"],
-                },
-            }
             yield self.report(
                 site.node,
                 evidence,
-                self.MESSAGE + self.THROUGH.format(callee=callee, where=where),
+                self.MESSAGE + tail,
                 heads_name=entry["heads_name"],
                 heads=heads,
                 module=entry["module"],

@@ -141,29 +141,8 @@ def add_partials(tree: ast.Module, out: Dict[str, dict], is_sdpa) -> None:
     constants.update(
         {n: IMPORTED + f"{lv}:{d}" for n, (lv, d) in imports(tree).items() if n not in constants}
     )
-    assigned: Dict[str, int] = {}
-    for node in tree.body:
-        for target in getattr(node, "targets", ()):
-            if isinstance(target, ast.Name):
-                assigned[target.id] = assigned.get(target.id, 0) + 1
-    for node in tree.body:
-        if not (
-            isinstance(node, ast.Assign)
-            and len(node.targets) == 1
-            and isinstance(node.targets[0], ast.Name)
-            and assigned[node.targets[0].id] == 1
-            and node.targets[0].id not in out
-            and isinstance(node.value, ast.Call)
-            and node.value.args
-            and not isinstance(node.value.args[0], ast.Starred)
-        ):
-            continue
-        call = node.value
-        func = dotted_name(call.func)
-        if func is None:
-            continue
-        head, _, attr = func.partition(".")
-        if not (func in names or (attr == "partial" and head in modules)):
+    for name, call in module_partials(tree, names, modules):
+        if name in out:
             continue
         inner = call.args[0]
         if is_sdpa(inner):
@@ -176,12 +155,37 @@ def add_partials(tree: ast.Module, out: Dict[str, dict], is_sdpa) -> None:
             continue
         got = bind_partial(base, call, constants)
         if got is not None:
-            got["name"] = node.targets[0].id
-            out[got["name"]] = got
+            got["name"] = name
+            out[name] = got
 
 
 # a default a ``partial`` binds to an imported name: ``@import:1:config.P``
 IMPORTED = "@import:"
+
+
+def module_partials(tree: ast.Module, names: set, modules: set):
+    """``(name, call)`` for each ``name = functools.partial(f, ...)`` bound
+    once, at the module's top level (``names``, ``modules``: ``partial_names``)."""
+    assigned: Dict[str, int] = {}
+    for node in statements(tree):
+        for target in getattr(node, "targets", ()):
+            if isinstance(target, ast.Name):
+                assigned[target.id] = assigned.get(target.id, 0) + 1
+    for node in tree.body:
+        if not (
+            isinstance(node, ast.Assign)
+            and len(node.targets) == 1
+            and isinstance(node.targets[0], ast.Name)
+            and assigned[node.targets[0].id] == 1
+            and isinstance(node.value, ast.Call)
+            and node.value.args
+            and not isinstance(node.value.args[0], ast.Starred)
+        ):
+            continue
+        func = dotted_name(node.value.func) or ""
+        head, _, attr = func.partition(".")
+        if func in names or (attr == "partial" and head in modules):
+            yield node.targets[0].id, node.value
 
 
 def torch_partials(tree: ast.Module, torch_names: Dict[str, str]) -> Dict[str, tuple]:
@@ -193,25 +197,7 @@ def torch_partials(tree: ast.Module, torch_names: Dict[str, str]) -> Dict[str, t
     if not (names or modules):
         return {}
     out: Dict[str, tuple] = {}
-    counts: Dict[str, int] = {}
-    for node in statements(tree):
-        for target in getattr(node, "targets", ()):
-            if isinstance(target, ast.Name):
-                counts[target.id] = counts.get(target.id, 0) + 1
-    for node in tree.body:
-        if not (
-            isinstance(node, ast.Assign)
-            and len(node.targets) == 1
-            and isinstance(node.targets[0], ast.Name)
-            and isinstance(node.value, ast.Call)
-            and node.value.args
-        ):
-            continue
-        call, name = node.value, node.targets[0].id
-        func = dotted_name(call.func) or ""
-        head, _, attr = func.partition(".")
-        if not (func in names or (attr == "partial" and head in modules)) or counts[name] != 1:
-            continue
+    for name, call in module_partials(tree, names, modules):
         ctor = dotted_name(call.args[0])
         qn = torch_class(ctor, torch_names) if ctor is not None else None
         if qn is None or any(isinstance(a, ast.Starred) for a in call.args):

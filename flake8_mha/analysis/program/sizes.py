@@ -124,17 +124,7 @@ def _handed(call: ast.Call, entry: dict, ref: list, params, rebound, constants):
         return ref
     p = ref[1]
     index = entry["params"].index(p) if p in entry["params"] else 10**6
-    node = _given(call, index, p)
-    if node is None:
-        d = entry["defaults"].get(p)
-        return ["value", d] if d is not None else None
-    if isinstance(node, ast.Name) and node.id in params:
-        return ["param", node.id] if node.id not in rebound else None
-    if isinstance(node, ast.Constant) and _is_int(node.value):
-        return ["value", node.value]
-    if isinstance(node, ast.Name) and _is_int(constants.get(node.id)):
-        return ["value", constants[node.id]]
-    return None
+    return _ref(_given(call, index, p), entry["defaults"].get(p), params, rebound, constants)
 
 
 def _entries(func: ast.FunctionDef, skip: int, torch_names, constants) -> List[dict]:
@@ -160,7 +150,8 @@ def _entries(func: ast.FunctionDef, skip: int, torch_names, constants) -> List[d
             continue  # a ``**kwargs`` splat may give a size; not one given by name or place
         refs = []
         for i, name in sizes:
-            refs.append(_ref(_given(call, i, name), spec, name, names, rebound, constants))
+            default = spec.init.default(name) if spec.init.has_default(name) else None
+            refs.append(_ref(_given(call, i, name), default, names, rebound, constants))
         if None in refs or not any(r[0] == "param" for r in refs):
             continue
         out.append(
@@ -250,14 +241,11 @@ def _given(call: ast.Call, index: int, name: str) -> Optional[ast.expr]:
     return call.args[index] if index < len(call.args) else None
 
 
-def _ref(node, spec, name: str, params: set, rebound: set, constants) -> Optional[list]:
+def _ref(node, default, params: set, rebound: set, constants) -> Optional[list]:
     """``["param", p]`` for a parameter passed as it is, ``["value", n]`` for a
-    number known here (torch's default when not passed), None otherwise."""
+    number known here (``default`` when not passed), None otherwise."""
     if node is None:
-        if spec.init.has_default(name):
-            value = spec.init.default(name)
-            return ["value", value] if _is_int(value) else None
-        return None
+        return ["value", default] if _is_int(default) else None
     if isinstance(node, ast.Name) and node.id in params:
         return ["param", node.id] if node.id not in rebound else None
     if isinstance(node, ast.Constant) and _is_int(node.value):
