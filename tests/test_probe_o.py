@@ -80,14 +80,21 @@ class Seq2Seq(nn.Module):
 
     def encode(self, text):
         batch_size = text.size(0)
-        text = text.transpose(0, 1)
+        text = text.transpose(0, 1)  # shape: [T, N]
         x = self.embed(text)
         return self.transformer.encoder(x), batch_size
 """
 
 
 def test_token_ids_transposed_after_their_batch_size_is_read():
+    # the comment on the transpose states the rank the size read cannot
     assert _found(DP, ["MHA001", "MHA903"]) == [("MHA903", 8, 28)]
+    # named as ids, the size read itself says they are 2-D
+    ids = DP.replace("  # shape: [T, N]", "").replace("text", "token_ids")
+    assert _found(ids, ["MHA001", "MHA903"]) == [("MHA903", 8, 28)]
+    # neither: the rank is unknown, and so the layout (MHA001's stated exception)
+    bare = DP.replace("  # shape: [T, N]", "")
+    assert _found(bare, ["MHA001", "MHA903"]) == [("MHA001", 8, 28)]
     # not transposed: a size read alone states no rank, the layout is unknown (MHA001)
     assert _found(DP.replace("text = text.transpose(0, 1)", "pass"), ["MHA001"]) == [
         ("MHA001", 8, 28)

@@ -176,7 +176,11 @@ class BatchFirstUnset(Rule):
           unbatched data is not reported (nor by MHA903). `squeeze(0)` of the
           batch axis says the batch is one sample and drops it
           (`conv(mel.unsqueeze(0)).squeeze(0)`, then `.transpose(0, 1)`): the
-          data is unbatched from there on.
+          data is unbatched from there on. A batch size read from token ids
+          (`batch_size = ids.size(0)`, a name that says ids or tokens) states
+          them 2-D `(N, T)`, and a shape comment on a later statement that
+          states another rank than the size read (`input =
+          input.transpose(0, 1)  # shape: [T, N]`) is taken as the layout.
         - A length-1 query (a learned pooling query `q.expand(B, 1, E)`) is read
           like any other: its layout comes from the code, not from its sizes; a
           literal `1` in a shape has no role, the named batch size decides.

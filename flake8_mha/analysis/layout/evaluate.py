@@ -194,6 +194,15 @@ class LayoutEvaluator(FileCalls, LayoutCalls, ProgramLayout, ProjectLayout):
         if kind == "assign":
             got = self.eval(d.node, d.env, d.scope, frame, depth)
             if real(got) is not None and not got.conforms:
+                stated = self.comments.of_value(d.node)
+                if (
+                    stated is not None
+                    and len(stated.roles) != len(got.roles)
+                    and sum(r is not None for r in got.roles) <= 1
+                ):
+                    # ``input = input.transpose(0, 1)  # shape: [T, N]`` after
+                    # ``batch_size = input.size(0)``: the comment states the rank
+                    return stated
                 return got
             return self.comments.of_value(d.node) or got  # a comment says more than a swap
         if kind == "unpack":
