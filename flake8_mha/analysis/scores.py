@@ -251,11 +251,11 @@ class ScoresAnalysis:
         arguments."""
         if len(site.node.args) < 2:
             return None
-        values = self.values_product(site)
-        if values is None:
-            return None
         got = self.helper_call(site.node, site.env, site.scope)
         if got is None or not got["softmax"]:
+            return None
+        values = self.values_product(site)  # dear: asked last
+        if values is None:
             return None
         walk = _Walk(self, limit)
         left, right, op = got["left"], got["right"], got["op"]
