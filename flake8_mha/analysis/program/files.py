@@ -453,7 +453,9 @@ class ProjectFiles(Composing):
                     out.append(found[0])
         return out
 
-    def _kept(self, filename: str, salt: Tuple[str, ...], valid, compute) -> Optional[dict]:
+    def _kept(
+        self, filename: str, salt: Tuple[str, ...], valid, compute, store: bool = True
+    ) -> Optional[dict]:
         """What ``compute(bytes)`` gives for a project file, read once per process
         (``_MEMO``) and kept in the store, keyed by the file's bytes, the
         analyzer version and ``salt`` (what is asked of it).  The file becomes a
@@ -468,14 +470,15 @@ class ProjectFiles(Composing):
         head, *tail = salt
         key = hashlib.sha256("\0".join([head, self.version, digest, *tail]).encode()).hexdigest()
         got = _MEMO.get(key)
-        if got is None and self.store is not None:
-            got = self.store.get(key)
+        kept = self.store if store else None
+        if got is None and kept is not None:
+            got = kept.get(key)
             if not valid(got):
                 got = None
         if got is None:
             got = compute(data)
-            if self.store is not None:
-                self.store.put(key, got)
+            if kept is not None:
+                kept.put(key, got)
         if len(_MEMO) >= MAX_MEMO:
             _MEMO.clear()
         _MEMO[key] = got
@@ -512,7 +515,8 @@ class ProjectFiles(Composing):
                 return {}
 
         salt = ("score-ops", str(score_helpers.VERSION))
-        return self._kept(filename, salt, score_helpers.valid_table, table) or {}
+        # read for many calls' callees and small: kept for the process, not in the store
+        return self._kept(filename, salt, score_helpers.valid_table, table, store=False) or {}
 
     def sizes(self, filename: str) -> Dict[str, list]:
         """The summary's ``SIZES`` of a project file (``sizes.sizes_table``): per
