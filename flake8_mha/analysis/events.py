@@ -14,7 +14,8 @@ from ..core import torch_api
 from .flow import CallSite, ClassInfo, DefKind, lookup
 from .reach import is_getattr
 from .bound import Bound, Instance
-from .partials import partial_torch
+from .classes import static_kind
+from .partials import partial_of_module, partial_torch
 from .resolve import Resolver
 from .splats import expand_call
 from ..core.torch_api import ModuleSpec
@@ -171,39 +172,13 @@ def classify(site: CallSite, resolver: Resolver):
     if instances is None and isinstance(target, cst.Name):
         instances = narrowed(site, target, resolver)
         if instances is None:
-            got = _partial_of_module(site, target, resolver)
+            got = partial_of_module(site, target, resolver)
             if got is not None:
                 instances, call = got
     spec = Resolver.common_spec(instances)
     if spec is None:
         return None
     return ModuleCall(site, spec, instances, Bound(expand_call(call, env, scope), spec.forward))
-
-
-def _partial_of_module(site: CallSite, name: cst.Name, resolver: Resolver):
-    """``attend = functools.partial(self.attn, key_padding_mask=pad)`` bound once
-    in the same function, then ``attend(x, x, x)``: the instances of
-    ``self.attn`` and the call as they receive it (the partial's arguments
-    first, then the call's)."""
-    defs = lookup(name.value, site.env, site.scope)
-    if len(defs) != 1 or defs[0].kind != DefKind.ASSIGN or defs[0].scope is not site.scope:
-        return None
-    made = defs[0].node
-    if not isinstance(made, cst.Call) or not made.args or made.args[0].keyword is not None:
-        return None
-    if resolver.qualname(made.func, defs[0].env, defs[0].scope) != "functools.partial":
-        return None
-    if any(a.star for a in (*made.args, *site.node.args)):
-        return None
-    held = made.args[0].value
-    if not isinstance(held, (cst.Name, cst.Attribute, cst.Subscript)):
-        return None
-    instances = resolver.instances(held, defs[0].env, defs[0].scope)
-    if not instances:
-        return None
-    given = [*made.args[1:], *site.node.args]
-    args = [a for a in given if a.keyword is None] + [a for a in given if a.keyword is not None]
-    return instances, site.node.with_changes(func=held, args=args)
 
 
 def _own_class(site: CallSite, func) -> Optional[ClassInfo]:
@@ -215,8 +190,7 @@ def _own_class(site: CallSite, func) -> Optional[ClassInfo]:
     params = method.params.params
     if not params or params[0].name.value != func.value:
         return None
-    decorated = {getattr(d.decorator, "value", None) for d in method.decorators}
-    return site.cls if "classmethod" in decorated else None
+    return site.cls if static_kind(method) == "classmethod" else None
 
 
 def _may_be_project_class(qn: str) -> bool:

@@ -1,7 +1,9 @@
-"""``functools.partial`` of a torch attention module class: ``SeqMHA =
-partial(nn.MultiheadAttention, dropout=0.0)`` bound once (in the file, or
-in another project file the summary of which lists its arguments), then
-``SeqMHA(128, 4)``: the module's construction, as torch receives it."""
+"""``functools.partial`` of a torch attention module class (``SeqMHA =
+partial(nn.MultiheadAttention, dropout=0.0)`` bound once, in the file or in
+another project file the summary of which lists its arguments, then
+``SeqMHA(128, 4)``: the module's construction, as torch receives it) and of
+a held module (``attend = partial(self.attn, key_padding_mask=pad)``, then
+``attend(x, x, x)``: a call of that module)."""
 
 from __future__ import annotations
 
@@ -26,23 +28,56 @@ def partial_torch(resolver, call: cst.Call, env: Env, scope) -> Optional[tuple]:
         given = getattr(qn, "given", None)
         if spec is None or given is None or any(a.star for a in call.args):
             return None
-        made_args = [
+        first = [
             cst.Arg(cst.parse_expression(src), keyword=cst.Name(kw) if kw else None)
             for kw, src in given
         ]
-        args = [a for a in (*made_args, *call.args) if a.keyword is None]
-        args += [a for a in (*made_args, *call.args) if a.keyword is not None]
-        return spec, call.with_changes(args=args)
-    if len(defs) != 1 or defs[0].kind != DefKind.ASSIGN or not isinstance(defs[0].node, cst.Call):
+        return spec, _merged(call, first)
+    made = _bound_partial(defs, resolver)
+    if made is None:
         return None
-    made, denv, dscope = defs[0].node, defs[0].env, defs[0].scope
-    if not made.args or made.args[0].keyword is not None or made.args[0].star:
-        return None
-    if resolver.qualname(made.func, denv, dscope) != "functools.partial":
-        return None
-    spec = torch_api.module_spec(resolver.qualname(made.args[0].value, denv, dscope))
+    spec = torch_api.module_spec(resolver.qualname(made.args[0].value, defs[0].env, defs[0].scope))
     if spec is None or any(a.star for a in (*made.args[1:], *call.args)):
         return None
-    given = [*made.args[1:], *call.args]
+    return spec, _merged(call, made.args[1:])
+
+
+def partial_of_module(site, name: cst.Name, resolver):
+    """``attend = functools.partial(self.attn, key_padding_mask=pad)`` bound once
+    in the same function, then ``attend(x, x, x)``: the instances of
+    ``self.attn`` and the call as they receive it (the partial's arguments
+    first, then the call's)."""
+    defs = lookup(name.value, site.env, site.scope)
+    made = _bound_partial(defs, resolver)
+    if made is None or defs[0].scope is not site.scope:
+        return None
+    if any(a.star for a in (*made.args, *site.node.args)):
+        return None
+    held = made.args[0].value
+    if not isinstance(held, (cst.Name, cst.Attribute, cst.Subscript)):
+        return None
+    instances = resolver.instances(held, defs[0].env, defs[0].scope)
+    if not instances:
+        return None
+    return instances, _merged(site.node, made.args[1:], func=held)
+
+
+def _bound_partial(defs, resolver) -> Optional[cst.Call]:
+    """The ``functools.partial(f, ...)`` call a name's one definition binds it
+    to (``f`` given by position, not splat), else None."""
+    if len(defs) != 1 or defs[0].kind != DefKind.ASSIGN or not isinstance(defs[0].node, cst.Call):
+        return None
+    made = defs[0].node
+    if not made.args or made.args[0].keyword is not None or made.args[0].star:
+        return None
+    if resolver.qualname(made.func, defs[0].env, defs[0].scope) != "functools.partial":
+        return None
+    return made
+
+
+def _merged(call: cst.Call, first, func=None) -> cst.Call:
+    """``call`` with the partial's arguments ``first`` before its own: the
+    positional ones in that order, then the keywords."""
+    given = [*first, *call.args]
     args = [a for a in given if a.keyword is None] + [a for a in given if a.keyword is not None]
-    return spec, call.with_changes(args=args)
+    return call.with_changes(args=args) if func is None else call.with_changes(func=func, args=args)

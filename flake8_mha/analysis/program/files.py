@@ -457,8 +457,9 @@ class ProjectFiles(Composing):
         self, filename: str, salt: Tuple[str, ...], valid, compute, store: bool = True
     ) -> Optional[dict]:
         """What ``compute(bytes)`` gives for a project file, read once per process
-        (``_MEMO``) and kept in the store, keyed by the file's bytes, the
-        analyzer version and ``salt`` (what is asked of it).  The file becomes a
+        (``_MEMO``) and, unless ``store`` is False, kept in the results store,
+        keyed by the file's bytes, the analyzer version and ``salt`` (what is
+        asked of it).  The file becomes a
         dependency of the linted file's cached findings.  None when it cannot
         be read or is larger than ``MAX_FILE_BYTES``."""
         try:

@@ -22,7 +22,7 @@ from typing import Dict, List, Optional
 from ...core import walk as astwalk
 from .chains import dotted_name
 
-VERSION = 1  # of what ``table`` writes (the results store's key)
+VERSION = 2  # of what ``table`` writes (part of its memo key)
 # a file that may hold such a helper: a return of two names combined, or a
 # softmax of them (the screen before a file's functions are read)
 _TEXT = re.compile(r"return[ \t(]+[\w.]+[ \t]*[-+*][ \t]*[\w.]+|softmax\([\w.]+[ \t]*[-+*]")
@@ -69,8 +69,10 @@ def valid_table(got) -> bool:
 
 def score_op(func, method: bool) -> Optional[dict]:
     """``{"left": p, "right": q, "op": "add"|"sub"|"mul", "softmax": bool,
-    "line": n}`` plus the signature a call is bound with, for a function whose
-    one return combines two of its parameters ``p op q``; None otherwise."""
+    "line": n}`` plus the signature a call is bound with (``binding.bind``:
+    a helper's defaults bind nothing here, both operands must be passed),
+    for a function whose one return combines two of its parameters ``p op
+    q``; None otherwise."""
     args = func.args
     positional = [a.arg for a in args.posonlyargs + args.args]
     if method:
@@ -100,13 +102,6 @@ def score_op(func, method: bool) -> Optional[dict]:
     right = _param(expr.right, stores, params)
     if left is None or right is None or left == right:
         return None
-    defaults = {}
-    given = args.posonlyargs + args.args
-    for a, d in zip(given[len(given) - len(args.defaults) :], args.defaults):
-        defaults[a.arg] = ast.unparse(d)
-    for a, d in zip(args.kwonlyargs, args.kw_defaults):
-        if d is not None:
-            defaults[a.arg] = ast.unparse(d)
     return {
         "left": left,
         "right": right,
@@ -115,15 +110,13 @@ def score_op(func, method: bool) -> Optional[dict]:
         "line": expr.lineno,
         "positional": positional,
         "kwonly": kwonly,
-        "defaults": {k: v for k, v in defaults.items() if k in params},
         "varargs": args.vararg is not None,
         "varkw": args.kwarg is not None,
     }
 
 
 def valid_score_op(op) -> bool:
-    """An entry of ``SCORE_OPS`` as ``score_op`` writes it (one read from disk
-    may not be)."""
+    """An entry of ``table`` as ``score_op`` writes it."""
     return (
         isinstance(op, dict)
         and isinstance(op.get("left"), str)
@@ -134,8 +127,6 @@ def valid_score_op(op) -> bool:
         and isinstance(op.get("positional"), list)
         and isinstance(op.get("kwonly"), list)
         and all(isinstance(p, str) for p in op["positional"] + op["kwonly"])
-        and isinstance(op.get("defaults"), dict)
-        and all(isinstance(v, str) for v in op["defaults"].values())
         and type(op.get("varargs")) is bool
         and type(op.get("varkw")) is bool
     )
@@ -172,16 +163,8 @@ def _softmaxed(expr):
         return False, expr
     func = expr.func
     name = dotted_name(func) or ""
-    if (
-        isinstance(func, ast.Attribute)
-        and func.attr == "softmax"
-        and name.split(".")[0]
-        in (
-            "F",
-            "torch",
-            "functional",
-        )
-    ):
+    module = name.split(".")[0] in ("F", "torch", "functional")  # ``F.softmax(x, -1)``
+    if isinstance(func, ast.Attribute) and func.attr == "softmax" and module:
         x = expr.args[0] if expr.args else None
         rest = expr.args[1:]
     elif isinstance(func, ast.Attribute) and func.attr == "softmax":
