@@ -101,13 +101,27 @@ def _masked_additively(analysis, scores: Scores) -> bool:
     for term in scores.terms:
         if term.op not in ("add", "sub"):
             continue
-        mask = analysis.evaluator.eval(term.expr, At(term.env, term.scope, None, 0))
+        at = At(term.env, term.scope, None, 0)
+        mask = analysis.evaluator.eval(term.expr, at)
         if ADDITIVE in (mask.kind, mask.meaning):
             return True
+        if term.op == "sub" and _big_times_ignore(analysis.evaluator, term.expr, at):
+            return True  # GPT-2's ``w * b - 1e4 * (1 - b)``
         if mask.meaning is None and mask.kind is None:
             text = analysis.evaluator.text(term.expr).lower()
             if "mask" in text or "inf" in text:
                 return True
+    return False
+
+
+def _big_times_ignore(evaluator, expr, at) -> bool:
+    """``1e4 * (1 - b)`` of an ignore-mask, subtracted: a large negative
+    where the mask ignores, the additive mask written the other way round."""
+    if not (isinstance(expr, cst.BinaryOperation) and isinstance(expr.operator, cst.Multiply)):
+        return False
+    for big, other in ((expr.left, expr.right), (expr.right, expr.left)):
+        if evaluator.is_big_negative(cst.UnaryOperation(cst.Minus(), big), at):
+            return evaluator.eval(other, at).meaning == IGNORE
     return False
 
 
@@ -258,7 +272,9 @@ class MaskMultipliedBeforeSoftmax(Rule):
           does not. Nor when an additive mask (-inf filled, or an added tensor
           of unknown kind named like a mask) also reaches the scores: it may
           remove the very positions the product zeroed (`attn *= tril(...)`
-          then `attn += triu(-inf)` is correct).
+          then `attn += triu(-inf)` is correct), nor when a large value times
+          the mask's complement is subtracted (GPT-2's `w * b - 1e4 * (1 -
+          b)`: the masked scores are -1e4).
         - The softmax's result need not be multiplied with values: a softmax
           over the key axis of a query-key product is attention already. A
           softmax over another axis (`dim=1`) is not.
