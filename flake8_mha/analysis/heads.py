@@ -434,6 +434,7 @@ class Layouts:
 
 
 EINOPS_REARRANGE = ("einops.rearrange", "einops.einops.rearrange")
+EINOPS_REPEAT = ("einops.repeat", "einops.einops.repeat")
 
 
 def einops_axes(side: str, ellipsis: bool = False) -> Optional[List[str]]:

@@ -100,7 +100,15 @@ class KeepMaskAsIgnoreMask(MaskRule):
           before a keep-mask, `zeros` before an ignore-mask), keeps it; a
           keep-mask `&` another special token's inequality (ESM's
           `tokens.ne(pad_idx) & tokens.ne(eos_idx)`: a name ending in `_idx`,
-          `_id`, `_index` or `_token`) is a keep-mask.
+          `_id`, `_index` or `_token`) is a keep-mask; einops' `repeat(mask,
+          "b j -> (b h) () j", h=h)` keeps the meaning when every axis stays
+          in its order (Perceiver's masks tiled over heads); item ids named
+          `log_seqs`, `item_seq` (a name ending in `_seq` or `_seqs` that
+          names no features: `emb`, `feat`, `hidden`, ...) are token ids.
+        - A graph's adjacency made bool or compared with 0 (`adj.bool()`,
+          `adj > 0`: True on an edge) is a keep-mask: handed to
+          `nn.MultiheadAttention`'s `attn_mask` it hides exactly the edges
+          (MHA004's page, "Scope decisions").
         - A keep-mask OR-ed with an ignore-mask (BLOOM's expanded padding `|`
           the causal triangle), both known from the code, into an argument
           where True means ignore: the union has no one meaning, but its keep

@@ -48,6 +48,13 @@ class NumericZeroOneMask(MaskRule):
           zeros, a bias, or an additive mask (`masked_fill(m, -inf)`,
           `(1 - m) * -1e4`, `generate_square_subsequent_mask`) is what a float
           mask should be and is never reported.
+        - A graph's adjacency (a name `adj`, `adjacency`, `adj_matrix`) is
+          nonzero on an edge, the pairs a node attends: made bool
+          (`adj.bool()`) or compared with 0 (`adj > 0`, `adj != 0`) it is a
+          keep-mask (`adj == 0` an ignore-mask), also OR-ed with the
+          self-loops of `torch.eye(n)`. Graphormer-style `scores +
+          (adj.bool() | eye).float()` is reported; the raw adjacency added
+          as a bias (`scores + adj`) is not: nothing says it is 0/1.
         - A mask changed in place is unknown (`m.fill_(v)`, `m[i] = v`), except
           where the code writes 0 or 1 (`True`/`False`) into it: a prefix-LM
           mask made as `causal = torch.tril(torch.ones(T, T))` then

@@ -25,6 +25,7 @@ from .domain import (
     comparison,
 )
 from .names import (
+    is_adjacency_name,
     is_count_name,
     is_length_name,
     is_mask_or_length,
@@ -141,6 +142,11 @@ class Comparisons:
                     (o, c), o
                 )
                 return self._pad_compare(mask_side, o, node, text, at)
+            if c == 0 and not isinstance(c, bool) and is_adjacency_name(mask_side):
+                # GAT's ``adj > 0``: True on an edge, the pairs to attend
+                meaning = {">": KEEP, "!=": KEEP, "==": IGNORE, "<=": IGNORE}.get(o)
+                if meaning is not None:
+                    return comparison(meaning, None, Origin(node, text, by_name=True))
             return UNKNOWN_MASK
         return UNKNOWN_MASK
 

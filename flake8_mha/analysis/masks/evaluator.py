@@ -24,7 +24,7 @@ from typing import Dict, Optional, Tuple
 import libcst as cst
 
 from ..flow import CallSite, Def, Scope, children, lookup, walk
-from ..heads import EINOPS_REARRANGE
+from ..heads import EINOPS_REARRANGE, EINOPS_REPEAT
 from ..splats import element, item, spread_index
 from ..values import unpacked
 from .calls import At, Calls, frame_for
@@ -355,6 +355,11 @@ class MaskEvaluator(Calls, Numbers, Comparisons, Segments, Offsets, Shapes, Dtyp
                     return a
                 if b.meaning == KEEP and not a.known and _special_ne(node.left):
                     return b
+            if op is cst.BitOr:  # ``adj.bool() | eye``: a keep-mask given the self-loops
+                if a.meaning == KEEP and b.fill == "eye":
+                    return a
+                if b.meaning == KEEP and a.fill == "eye":
+                    return b
             return combine(a, b, node, text, "and" if op is cst.BitAnd else "or")
         if op is cst.Subtract:
             return self._one_minus(node, at)
@@ -413,6 +418,8 @@ class MaskEvaluator(Calls, Numbers, Comparisons, Segments, Offsets, Shapes, Dtyp
             return self._torch_call(qn, node, at)
         if qn in EINOPS_REARRANGE:
             return self._rearrange(node, at)
+        if qn in EINOPS_REPEAT:  # ``repeat(mask, "b j -> (b h) () j", h=h)``
+            return self._einops_repeat(node, at)
         if isinstance(func, cst.Attribute) and qn is None:
             got = self._method_call(func.attr.value, func.value, node, at)
             if got is not None:

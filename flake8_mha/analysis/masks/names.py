@@ -26,6 +26,7 @@ IGNORE_PARAM_NAMES = {
 KEEP_PARAM_NAMES = {"attention_mask"}
 TOKENIZER_KEYS = {"attention_mask"}
 _TOKEN_WORDS = ("ids", "token", "tok")
+_FEATURE_WORDS = ("emb", "feat", "hid", "out", "rep", "state", "vec", "x_", "h_", "z_")
 _TOKEN_NAMES = {
     "src",
     "tgt",
@@ -90,7 +91,20 @@ def is_token_name(node: cst.CSTNode) -> bool:
     low = name.lower()
     if "mask" in low or "len" in low or "pos" in low:
         return False
+    if low.endswith(("_seq", "_seqs")) and not any(w in low for w in _FEATURE_WORDS):
+        return True  # SASRec's ``log_seqs``, RecBole's ``item_seq``: item ids
     return any(w in low for w in _TOKEN_WORDS) or low in _TOKEN_NAMES
+
+
+_ADJACENCY = re.compile(r"(adj|adjacency)(_?(matrix|mat|matrices))?s?")
+
+
+def is_adjacency_name(node: cst.CSTNode) -> bool:
+    """A graph's adjacency (``adj``, ``adjacency``, ``self.adj_matrix``):
+    nonzero where an edge joins two nodes, the pairs a graph attention
+    attends."""
+    name = last_name(node)
+    return name is not None and bool(_ADJACENCY.fullmatch(name.lower()))
 
 
 def is_mask_or_length(node: cst.CSTNode) -> bool:

@@ -29,12 +29,15 @@ from .domain import (
     UNKNOWN_MASK,
     Kind,
     Mask,
+    Origin,
     additive,
     combine,
+    comparison,
     kind_of_dtype,
     tri_meaning,
 )
 from .dtypes import KNOWN_DTYPE_NAMES, METHOD_DTYPES
+from .names import is_adjacency_name
 from .shapes import RESHAPES
 
 COMPARE_METHODS = {
@@ -114,6 +117,7 @@ OPS: Tuple[Op, ...] = (
         _torch("ones_like", "zeros_like", "full_like", "empty_like"),
     ),
     Op("subsequent", (), _GENERATE, ("generate_square_subsequent_mask",)),
+    Op("eye", (), _torch("eye")),
     Op(
         "flip",
         ("input",),
@@ -303,6 +307,31 @@ class Ops:
             inner, layout=new_layout, shape_origin=self._shape_origin(inner, new_layout, node)
         )
 
+    def _einops_repeat(self, node: cst.Call, at: At) -> Mask:
+        """``einops.repeat(mask, "b j -> (b h) () j", h=heads)``: each value
+        copied, so the same meaning, when every axis of the input stays, in
+        its order (lucidrains' masks tiled over heads); its shape is another."""
+        pos = positional(node)
+        if not pos or len(pos) != 2:
+            return UNKNOWN_MASK
+        pattern = pos[1]
+        if not isinstance(pattern, cst.SimpleString) or "->" not in pattern.raw_value:
+            return UNKNOWN_MASK
+        left, right = pattern.raw_value.split("->", 1)
+        names = einops_axes(left)
+        if names is None or any(a.startswith("(") for a in names):
+            return UNKNOWN_MASK
+        named = [a for a in names if not a.isdigit()]
+        order = [
+            a for a in (einops_axes(right.replace("(", " ").replace(")", " ")) or ()) if a in named
+        ]
+        if order != named:
+            return UNKNOWN_MASK  # an axis dropped, or moved: a triangle may turn
+        inner = self.eval(pos[0], at)
+        if inner.none or inner.meaning is None:
+            return UNKNOWN_MASK
+        return replace(inner, layout=None, shape_origin=None)
+
     def _op_fresh(self, call: OpCall, at: At) -> Mask:
         node = call.node
         what = call.name[len("new_") :] if call.receiver is not None else call.name
@@ -384,7 +413,18 @@ class Ops:
         if call.node.args:
             return UNKNOWN_MASK
         kind, dtype = METHOD_DTYPES[call.name]
-        return self._convert(self.eval(call.receiver, at), kind, dtype, call.node)
+        inner = self.eval(call.receiver, at)
+        unknown = not inner.none and not inner.known and inner.fill is None
+        if kind == BOOL and unknown and is_adjacency_name(call.receiver):
+            # ``adj.bool()``: True on an edge, the pairs a graph attention attends
+            return comparison(KEEP, None, Origin(call.node, self.text(call.node), by_name=True))
+        return self._convert(inner, kind, dtype, call.node)
+
+    def _op_eye(self, call: OpCall, at: At) -> Mask:
+        """``torch.eye(n)``: ones on the diagonal, a node's edge to itself."""
+        dt = kw(call.node, "dtype")
+        kind, dtype = self._dtype_of(dt, at) if dt is not None else (FLOAT01, "float32")
+        return Mask(fill="eye", kind=kind, dtype=dtype)
 
     def _op_to(self, call: OpCall, at: At) -> Mask:
         node = call.node
