@@ -20,7 +20,8 @@ from typing import Dict, List, Optional, Set
 
 import libcst as cst
 
-from ..program.callgraph import Built, ChainSite, Slot, TorchMember
+from ..program.callgraph import SWAP, Built, ChainSite, Slot, TorchMember
+from ..program.swap_modules import swaps_first_axes
 from ..events import narrowed
 from ..flow import ClassInfo, DefKind, lookup
 from ..tree import walk
@@ -391,12 +392,40 @@ class ProgramLayout:
         for seq, slots in self._sequentials:
             if not any(built_at(m, built) for slot in slots for m in slot.members):
                 continue
-            start = self.at(seq.node.args[0].value, seq)
+            start = self.at(seq.node.args[0].value, seq) if seq.node.args else None
             got: List[Optional[Layout]] = []
+            if start is None:  # ``nn.Sequential(Permute(1, 0, 2), ...)`` of unknown data
+                start, slots = self._after_swap(slots)
             if start is not None:
                 self._walk(slots, start, 0, frozenset(built), got, True)
             fed.extend(got or [None])  # the layout died before the member: unknown
         return fed or None
+
+    def _after_swap(self, slots: List[Slot]):
+        """(the conforming layout, the slots after it) for a ``Sequential``
+        whose members start with a module that swaps the first two axes of
+        its input (``swap_modules``): data of unknown layout converted to
+        the layout the module after it reads; else (None, ``slots``)."""
+        for i, slot in enumerate(slots[:_STEPS]):
+            calls = [self._swap_call(m) for m in slot.members]
+            if slot.members and not slot.repeat and all(calls):
+                return Layout((None,) * 3, calls[0], SWAP_HOW, conforms=True), slots[i + 1 :]
+            if any(isinstance(m, TorchMember) and m in MODULE_OUTPUT_ARG for m in slot.members):
+                break  # the attention module comes first
+        return None, slots
+
+    def _swap_call(self, member) -> Optional[cst.Call]:
+        """The construction of ``member`` when it is a module that only swaps
+        the first two axes (of another file, or ``SWAP``: of this one), else
+        None."""
+        if isinstance(member, Built):
+            target = self._target(member.call.func, member.env, member.scope)
+            there = self._unit(target[0]) if target is not None else None
+            cls = there.classes.get(target[1]) if there is not None else None
+            if cls is not None and swaps_first_axes(cls.node, member.call):
+                return member.call
+            return None
+        return member.call if isinstance(member, TorchMember) and member == SWAP else None
 
     def _sequential_calls(self) -> list:
         """The calls of this file that run an ``nn.Sequential`` holding a
@@ -430,6 +459,13 @@ class ProgramLayout:
 
     def member_output(self, member, layout: Layout, depth) -> Optional[Layout]:
         """What one member of a container gives back when fed ``layout``."""
+        if member == SWAP:
+            roles = layout.roles
+            return (
+                Layout((roles[1], roles[0], roles[2]), member.call, "transpose")
+                if len(roles) == 3
+                else None
+            )
         if isinstance(member, str):
             # an encoder (layer) gives back its ``src``'s shape
             return layout if member in PRESERVE_MODULES or member in _ONE_INPUT else None

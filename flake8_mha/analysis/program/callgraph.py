@@ -16,6 +16,7 @@ from typing import Dict, List, Optional, Tuple, Union
 import libcst as cst
 
 from ..flow import CallSite, ClassInfo, Def, DefKind, Scope, ScopeKind, lookup
+from .swap_modules import swaps_first_axes
 from ..classes import static_kind  # noqa: F401  (the package's name for it)
 from ..reach import is_getattr
 from ..resolve import MAPPINGS
@@ -65,6 +66,9 @@ class TorchMember(str):
         self.call = call
         return self
 
+
+# a member that only swaps the first two axes (``swap_modules``): a module of this file
+SWAP = "<swap>"
 
 # What one member of an ``nn.Sequential`` is: a class of this file, a torch
 # module class (``TorchMember``, a name), or another call (``Built``).
@@ -325,6 +329,8 @@ class FileCalls:
     def _member_leaf(self, built: cst.Call, env, scope) -> Optional[List[Member]]:
         info = self.resolver.local_class(built.func, env, scope)
         if info is not None:
+            if swaps_first_axes(info.node, built):  # ``Permute(1, 0, 2)``
+                return [TorchMember(SWAP, built)]
             return [info]
         qn = self.resolver.qualname(built.func, env, scope)
         if qn is not None and qn.startswith("torch.nn.") and qn.count(".") == 2:
