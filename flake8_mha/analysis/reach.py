@@ -483,3 +483,12 @@ def _items_changed(target) -> set:
         if name is not None:
             return {name}
     return set()
+
+
+def imported_items(resolver, func, env, scope):
+    """The torch attention module (its spec) each item of the container that
+    a factory of another project file ``func`` imports returns is (``return
+    nn.ModuleList([nn.MultiheadAttention(...) ...])``), else None."""
+    made = resolver.imported_module
+    qn = made(func, env, scope) if made is not None else None
+    return torch_api.module_spec(qn) if getattr(qn, "items", False) else None

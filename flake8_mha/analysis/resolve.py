@@ -250,7 +250,7 @@ class Resolver:
         (an encoder or decoder layer's, ``forms.torch_layer``)."""
         qn = self.imported_module(func, env, scope) if self.imported_module is not None else None
         spec = torch_api.module_spec(qn) if qn is not None else None
-        if spec is None:
+        if spec is None or getattr(qn, "items", False):  # a container of them: ``imported_items``
             return None, False, False
         return spec, getattr(qn, "built", False), getattr(qn, "own_forward", False)
 
@@ -522,6 +522,10 @@ class Resolver:
                 return cloned
             if reach._dict_view(node) is not None:  # self.heads.values(), .items()' values
                 return self.held_elements(node.func.value, env, scope, leaf, depth + 1)
+            if leaf == self._torch_leaf:
+                spec = reach.imported_items(self, node.func, env, scope)
+                if spec is not None:  # SASRec's ``build_attention_stack(n)`` of another file
+                    return [Instance(spec, None, None, False)]
             return reach.module_dict_values(self, node, env, scope, leaf, depth)
         if t in (cst.List, cst.Tuple):
             out: list = []

@@ -172,7 +172,9 @@ class ProjectLayout:
             or not isinstance(scope.node, cst.FunctionDef)
         ):
             return None
-        if not (isinstance(stmt, cst.Return) and stmt.value is site.node):
+        if not (isinstance(stmt, cst.Return) and stmt.value is site.node) and not _returned_item(
+            site
+        ):
             spec = self._returned_container(site)  # the layer of an encoder returned
             if spec is None:
                 return None
@@ -565,10 +567,34 @@ def _self_attr(node) -> Optional[str]:
     return None
 
 
+def _returned_item(site) -> bool:
+    """The module built at ``site`` is an item of the container its function
+    returns: ``return nn.ModuleList([nn.MultiheadAttention(...) for _ in
+    range(n)])``, or ``layers.append(nn.MultiheadAttention(...))`` then
+    ``return layers`` (SASRec's stack, built in a helper of another file)."""
+    stmt, returns = site.stmt, site.scope.returns
+    if isinstance(stmt, cst.Return) and stmt.value is not None:
+        return project_callers.in_container(site, stmt.value)
+    parents = site.parents
+    if len(parents) < 2 or not isinstance(parents[-1], cst.Arg):
+        return False
+    call = parents[-2]
+    if not (
+        isinstance(call, cst.Call)
+        and isinstance(call.func, cst.Attribute)
+        and call.func.attr.value == "append"
+        and isinstance(call.func.value, cst.Name)
+    ):
+        return False
+    kept = call.func.value.value
+    return len(returns) == 1 and getattr(returns[0][0], "value", None) == kept
+
+
 def _held_attr(site) -> Optional[str]:
     """The attribute a call runs: ``self.<attr>(...)``, an item
     ``self.<attr>[i](...)``, or ``layer(...)`` in ``for layer in self.<attr>:``
-    (also over ``enumerate(self.<attr>)``)."""
+    (also over ``enumerate(self.<attr>)``, and one of ``zip(self.<attr>,
+    ...)``'s)."""
     func = site.node.func
     if isinstance(func, cst.Subscript):
         return _self_attr(func.value)
@@ -580,4 +606,7 @@ def _held_attr(site) -> Optional[str]:
     it, index = defs[0].node, defs[0].index
     if index == (1,) and isinstance(it, cst.Call) and getattr(it.func, "value", "") == "enumerate":
         it, index = (it.args[0].value if it.args else None), ()
+    elif len(index) == 1 and isinstance(it, cst.Call) and getattr(it.func, "value", "") == "zip":
+        at = index[0]  # ``for attn, norm in zip(self.blocks, self.norms)``
+        it, index = (it.args[at].value if at < len(it.args) else None), ()
     return _self_attr(it) if index == () else None

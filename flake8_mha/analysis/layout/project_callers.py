@@ -464,7 +464,7 @@ def factory_calls(there: Unit, path: str, name: str) -> List[Tuple[Optional[Clas
         kept = (
             isinstance(stmt, cst.Assign)
             and len(stmt.targets) == 1
-            and (stmt.value is site.node or _in_container(site, stmt.value))
+            and (stmt.value is site.node or in_container(site, stmt.value))
         )
         target = stmt.targets[0].target if kept else None
         if (
@@ -479,7 +479,7 @@ def factory_calls(there: Unit, path: str, name: str) -> List[Tuple[Optional[Clas
     return out
 
 
-def _in_container(site, value) -> bool:
+def in_container(site, value) -> bool:
     """Whether the call of ``site`` is an item of the container ``value``
     builds (``nn.ModuleList([make_layer(d, h) for _ in range(n)])``,
     ``nn.Sequential(*[...])``, a plain list of them): the attribute it is

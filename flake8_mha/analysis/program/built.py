@@ -73,7 +73,7 @@ def built_in(tree: ast.Module, cls: str, params: List[str], reader, path: str, d
             if id(node) not in called and isinstance(node.ctx, ast.Load):
                 return None  # passed around as a value: built elsewhere, with anything
     out = []
-    owners = _init_owners(tree) if reader is literal else {}
+    owners = _init_owners(tree) if reader is literal or getattr(reader, "forwards", False) else {}
     if reader is literal:  # a module constant, of this file or imported, is as good
         reader = constant_reader(tree, path, module_constants(tree))
     for call in calls:

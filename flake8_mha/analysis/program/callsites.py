@@ -291,6 +291,10 @@ class Project(ConstantFiles):
         if own is not None:
             got = self.effective(self.path, own)
             return (self.path, got) if got is not None else None
+        own = own_definition(func, env, scope, DefKind.CLASS)  # a construction: the class's
+        got = self.effective(self.path, own) if own is not None else None  # (constructors.py)
+        if got is not None:
+            return (self.path, got)
         method = self._method(func, env, scope, resolver) or self._instance_method(func, env, scope)
         if method is not None:
             return method
@@ -506,9 +510,7 @@ class Project(ConstantFiles):
             name = own_definition(func, env, scope, DefKind.CLASS, DefKind.DEF)
             if name is None:
                 return None
-            got = self.effective(self.path, name + ".forward") or self.effective(
-                self.path, name + "()"
-            )
+            got = self.instance_call(self.path, name)
             found = (self.path, got) if got is not None else None
             if found is None and "." not in name:  # a forward inherited as it is
                 found = self._inherited(self.path, self._own(), name, 0)
@@ -622,10 +624,6 @@ class Project(ConstantFiles):
         for filename in read:
             self.depend(filename)
         return built, defaults
-
-    def handed(self, filename: str, cls: str, param: str) -> Optional[list]:
-        got = self.constructions_of(filename, cls, signatures.built_class, needs=param)
-        return got[0] if got is not None else None
 
     def never_paired(self, cls: str, flag: str, mask: str) -> bool:
         """No instance of ``cls`` is built with ``flag`` on and given ``mask``."""

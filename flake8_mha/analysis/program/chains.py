@@ -367,7 +367,11 @@ def class_defaults(func: ast.AST) -> Dict[str, str]:
     return out
 
 
+# ``MultiheadAttention.key_padding_mask|2``: the argument as a second module call fills it
+VARIANT = "|"
 INJECTED = "="  # an ATTRS value ``"=attention"``: the module the constructor is handed
+CALLED = "()"  # ``"=attn_cls()"``: a module built from the class the constructor is handed
+FALLBACK = "?"  # ``"=attend?Attend"``: the module handed, ``Attend`` when none is
 KINDS = "|"  # an ATTRS value ``"A|B"``: one of these classes, which the program picks
 REGISTERED = "[]"  # an ATTRS value ``"BACKENDS[]"``: one of the classes of that dict
 
@@ -676,7 +680,7 @@ def may_reach(edge: dict, summary: dict, imported, attrs, table) -> bool:
         if name.split(".")[0] not in imported:
             if method:
                 return f"{name}.{method}" in table
-            return f"{name}.forward" in table or f"{name}()" in table
+            return any(f"{name}{k}" in table for k in (".forward", ".__call__", "()"))
     head = name.split(".")[0]
     if head in imported:
         level, dotted = imported[head]

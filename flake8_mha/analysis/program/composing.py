@@ -9,7 +9,7 @@ from __future__ import annotations
 import os
 from typing import Optional, Tuple
 
-from . import chains
+from . import chains, constructors
 from .fills import FILL_SINKS
 from .summaries import ATTRS, BASES, IMPORTS, MODULES, REGISTRIES, VARIANT, settle
 
@@ -93,6 +93,8 @@ class Composing:
             if "." in sink:
                 module_own.add(sink)
         settle(reach, s)
+        if s.get("masks_only"):  # a construction hands its masks (``constructors.py``)
+            reach = {k: v for k, v in reach.items() if constructors.mask_sink(k)}
         got = None
         if reach and any(c.get("own_mask") for c in callees):
             s = dict(s, own_mask=True)
@@ -140,12 +142,21 @@ class Composing:
     def _injected(self, filename, cls, param, depth) -> Optional[Tuple[str, dict]]:
         """(file, effective summary) of the module the class ``cls`` of
         ``filename`` is handed by its constructor's ``param`` and keeps
-        (``forms.injected_attrs``): the one class every construction of
+        (``handed.injected_attrs``): the one class every construction of
         ``cls`` in the project builds right there for it (Informer's
-        ``AttentionLayer(FullAttention(False), d_model, n_heads)``), as the
-        constructing file names it.  None when a construction passes
+        ``AttentionLayer(FullAttention(False), d_model, n_heads)``), or names
+        for it (``Block(MaskedSelfAttention, dim)`` of ``self.attn =
+        attn_cls(dim)``), as the constructing file names it; where one leaves
+        ``param`` out, what the class builds then (``self.attend =
+        default(attend, Attend())``, ``chains.FALLBACK``).  None when a construction passes
         anything else, they disagree, or the class is never built."""
-        built = self.handed(filename, cls, param)
+        param, _, fallback = param.partition(chains.FALLBACK)  # ``default(attend, Attend())``
+        classes = param.endswith(chains.CALLED)  # ``self.attn = attn_cls(dim)``
+        if classes:
+            param = param[: -len(chains.CALLED)]
+        built = self.handed(filename, cls, param, classes, fallback)
+        if not built and classes and fallback:  # a class default, the constructions unsettled
+            built = [{param: (filename, fallback)}]
         found = set()
         for b in built or ():
             given = b.get(param)
@@ -161,12 +172,28 @@ class Composing:
             return None
         return got
 
-    def handed(self, filename: str, cls: str, param: str) -> Optional[list]:
+    def instance_call(self, filename: str, cls: str, depth: int = 0) -> Optional[dict]:
+        """The effective summary of calling an instance of ``cls``: its
+        ``forward``, a plain class's ``__call__`` (diffusers' attention
+        processors, kept on ``self.processor``), or what a factory returns."""
+        return (
+            self.effective(filename, cls + ".forward", depth)
+            or self.effective(filename, cls + ".__call__", depth)
+            or self.effective(filename, cls + "()", depth)
+        )
+
+    def handed(
+        self, filename: str, cls: str, param: str, classes=False, fallback=""
+    ) -> Optional[list]:
         """Every construction of the class ``cls`` of ``filename`` in the
         project, its ``__init__`` parameters read by
-        ``signatures.built_class``; None when they cannot be read.  The
-        project's constructions are read by ``callsites.Project``."""
-        return None
+        ``signatures.built_class`` (``classes``: by ``signatures.class_named``),
+        ``param`` left out read as ``(filename, fallback)`` when one is given;
+        None when they cannot be read.  The project's constructions are
+        read by ``callsites.Project``; here, for the gate, which must keep a
+        file that may report, a fallback is what one construction that
+        leaves ``param`` out holds."""
+        return [{param: (filename, fallback)}] if fallback else None
 
     def held_method(self, filename, table, ctor, method, package, depth=0):
         """(file, effective summary) of the method ``method`` of the class
@@ -228,8 +255,7 @@ class Composing:
         if call:
             got = None if "." in name else self.effective(filename, name, depth)
         else:
-            got = self.effective(filename, name + ".forward", depth)
-            got = got or self.effective(filename, name + "()", depth)
+            got = self.instance_call(filename, name, depth)
             if got is None and depth < MAX_CHAIN and "." not in name:
                 table = self._table(filename)
                 return self._inherited(filename, table, name, depth) or self.made_module(

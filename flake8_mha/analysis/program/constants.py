@@ -31,6 +31,18 @@ class ConstantFiles(ReturnsFiles):
         class a call names: one of the linted file's own, or one a project file
         defines and this one imports (``Block(100, 8)``,
         ``build_attention(AUDIO_DIM, AUDIO_HEADS)``); else None."""
+        if (  # ``super().__init__(200, 16)`` in a subclass: a construction of its base
+            isinstance(func, cst.Attribute)
+            and func.attr.value == "__init__"
+            and isinstance(func.value, cst.Call)
+            and isinstance(func.value.func, cst.Name)
+            and func.value.func.value == "super"
+        ):
+            cls = scope.cls if scope is not None else None
+            if cls is None or not cls.base_exprs or cls.scope is None:
+                return None
+            base = cls.base_exprs[0]
+            return self._named_entry(base, cls.env, cls.scope, self.sizes, (DefKind.CLASS,))
         if isinstance(func, cst.Attribute) and isinstance(func.value, cst.Name):
             # ``Attn.from_dims(100)``: a class method of the file's own class
             cls = own_definition(func.value, env, scope, DefKind.CLASS)
@@ -145,6 +157,50 @@ class ConstantFiles(ReturnsFiles):
         for f in read:
             self.depend(f)
         return built, signature
+
+    def handed(self, filename, cls, param, classes=False, fallback="") -> Optional[list]:
+        reader = signatures.class_named if classes else signatures.built_class
+        got = self.constructions_of(filename, cls, reader, needs=param)
+        if got is None or got[0] is None:
+            return None
+        out = []
+        for b in got[0]:
+            value = b.get(param)
+            if isinstance(value, callers.Forwarded) and classes:  # ``Block(d, attn_cls)``
+                value = self._class_forwarded(value, 0)
+            elif value == callers.MISSING and fallback:
+                value = (filename, fallback)
+            out.append({**b, param: value})
+        return out
+
+    def _class_forwarded(self, value, depth: int) -> object:
+        """The class every construction in the project of the class that
+        forwards its constructor's parameter (GPT's ``Block(d, attn_cls)``)
+        names for it (left out: its class default), followed up
+        ``callers.MAX_FORWARDS`` classes; else ``signatures.UNKNOWN``."""
+        got = None
+        if depth < callers.MAX_FORWARDS:
+            got = self.constructions_of(
+                value.path, value.cls, signatures.class_named, needs=value.param
+            )
+        if got is None or got[0] is None:
+            return signatures.UNKNOWN
+        try:
+            text = decode(read_regular(value.path, callers.MAX_BYTES))
+        except OSError:
+            return signatures.UNKNOWN
+        default = signatures.init_default_names(text, value.cls).get(value.param)
+        found = set()
+        for b in got[0]:
+            given = b.get(value.param)
+            if isinstance(given, callers.Forwarded):
+                given = self._class_forwarded(given, depth + 1)
+            elif given == callers.MISSING and default and default[:1].isupper():
+                given = (value.path, default)
+            if not isinstance(given, tuple):
+                return signatures.UNKNOWN
+            found.add(given)
+        return found.pop() if len(found) == 1 else signatures.UNKNOWN
 
     # -- constants from other files ------------------------------------------------
     def default_text(self, text: Optional[str], filename: str) -> Optional[str]:

@@ -14,6 +14,7 @@ import os
 from stat import S_ISREG
 from typing import Dict, List, Optional, Tuple
 
+from .held_lists import ITEMS
 from ...core import walk as astwalk
 from ...core.atomic import read_regular
 from . import chains, import_lines, score_helpers
@@ -45,12 +46,13 @@ class TorchMade(str):
     class makes; ``built`` when it is a subclass constructed with torch's own
     arguments (no ``__init__`` of its own): its construction is the module's."""
 
-    __slots__ = ("built", "own_forward", "given")
+    __slots__ = ("built", "own_forward", "given", "items")
 
-    def __new__(cls, name: str, built: bool, own_forward: bool = False, given=None):
+    def __new__(cls, name: str, built: bool, own_forward: bool = False, given=None, items=False):
         self = super().__new__(cls, name)
         self.built = built
         self.own_forward = own_forward
+        self.items = items  # a container of such modules, each run by a call of its items
         # a module-level ``partial`` of the class: its arguments ([keyword or "", source])
         self.given = given
         return self
@@ -331,6 +333,8 @@ class ProjectFiles(Composing):
             layer = table.get(TORCH_LAYERS, {}).get(loc[1])
             return TorchMade(layer, True, True) if layer is not None else None
         given = table.get(PARTIAL_ARGS, {}).get(loc[1])
+        if made.endswith(ITEMS):  # a container of such modules (``held_lists.returned_items``)
+            return TorchMade(made[: -len(ITEMS)], False, items=True)
         return TorchMade(made, loc[1] in table.get(TORCH_BUILT, {}), given=given)
 
     def _in_project(self, level: int, dotted: str) -> bool:
@@ -581,7 +585,7 @@ class ProjectFiles(Composing):
             if "." in obj and not (got or {}).get("unbound"):
                 return None  # Class.method called unbound: self would shift
         else:
-            got = self.effective(filename, obj + ".forward") or self.effective(filename, obj + "()")
+            got = self.instance_call(filename, obj)
             if got is None:
                 table = self.summaries(filename)
                 return self._inherited(filename, table, obj, 0) or self.made_module(

@@ -14,7 +14,15 @@ from typing import Dict, List, Optional, Tuple
 from ...core import walk as astwalk
 from ...core.torch_api import BY_NAME, INNER_ATTENTION, LAYER_PARTS, SDPA_NAME, SDPA_SIGNATURE
 from ...core.torch_api import module_spec
-from .chains import INJECTED, KINDS, constructor, dotted_name, imports, names_class, self_attr
+from .handed import holds_injected
+from .chains import (
+    KINDS,
+    constructor,
+    dotted_name,
+    imports,
+    names_class,
+    self_attr,
+)
 from .chains import statements
 from .chains import super_method
 from .fills import PRODUCTS
@@ -52,26 +60,6 @@ def names_a_sink(text: str) -> bool:
 
 
 # ``self.inner_attention = attention``: an attribute set from a plain name
-_KEPT_NAME = re.compile(r"^[ \t]+self\.(\w+)[ \t]*=[ \t]*([a-z_]\w*)[ \t]*(?:#.*)?$", re.M)
-
-
-def holds_injected(text: str) -> bool:
-    """A class that keeps an attention module it is handed and calls it
-    (``self.inner_attention = attention`` ... ``self.inner_attention(q, k,
-    v, mask)``, ``forms.injected_attrs``): what it reaches is what its
-    constructions hand it, so no text of its own names the sink.  The
-    attribute or the parameter names attention (``att``): a module kept
-    under any other name (torch's own wrappers keep ``self.module =
-    module`` by the hundred) is not worth a parse of its file."""
-    if "att" not in text or "self." not in text:
-        return False
-    for m in _KEPT_NAME.finditer(text):
-        attr = m.group(1)
-        if ("att" in attr.lower() or "att" in m.group(2)) and f"self.{attr}(" in text:
-            return True
-    return False
-
-
 def holds_modules(text: str) -> bool:
     """``MODULE_WORDS`` in ``text``.  A plain substring test first: a pattern
     that starts with ``\\b`` and an alternation is tried at every position
@@ -625,53 +613,6 @@ def returned_module(func, dotted: bool = False) -> Optional[str]:
     made = kinds.pop()
     last = made.rsplit(".", 1)[-1] if dotted and made is not None else made
     return made if last is not None and last[:1].isupper() else None
-
-
-def injected_attrs(cls: ast.ClassDef) -> Dict[str, str]:
-    """``self.<attr>`` -> ``"=<param>"`` for a module the class is handed by
-    its constructor and keeps as it is (Informer's ``def __init__(self,
-    attention, d_model, n_heads): self.inner_attention = attention``): what
-    it holds is what the project's constructions pass for ``param``
-    (``files.py``, ``_injected``).  A parameter ``__init__`` rebinds, or an
-    attribute set anywhere else in the class, is left out."""
-    init = next(
-        (m for m in cls.body if isinstance(m, ast.FunctionDef) and m.name == "__init__"), None
-    )
-    if init is None:
-        return {}
-    a = init.args
-    params = {p.arg for p in a.posonlyargs[1:] + a.args[1:] + a.kwonlyargs}
-    kept: Dict[str, str] = {}
-    for n in astwalk.walk(init):
-        if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store):
-            params.discard(n.id)
-    for n in astwalk.walk(init):
-        if isinstance(n, ast.Assign) and len(n.targets) == 1 and isinstance(n.value, ast.Name):
-            attr = self_attr(n.targets[0])
-            if attr is not None and n.value.id in params:
-                kept[attr] = INJECTED + n.value.id
-    kept = {k: v for k, v in kept.items() if _calls_attr(cls, k)}
-    if not kept:
-        return {}
-    counts: Dict[str, int] = {}
-    for item in cls.body:
-        if isinstance(item, (ast.FunctionDef, ast.AsyncFunctionDef)):
-            for n in astwalk.walk(item):
-                if isinstance(n, ast.Attribute) and isinstance(n.ctx, (ast.Store, ast.Del)):
-                    name = self_attr(n)
-                    if name in kept:
-                        counts[name] = counts.get(name, 0) + 1
-    return {k: v for k, v in kept.items() if counts.get(k) == 1}
-
-
-def _calls_attr(cls: ast.ClassDef, attr: str) -> bool:
-    """Whether a method of ``cls`` calls ``self.<attr>(...)``."""
-    return any(
-        isinstance(n, ast.Call) and self_attr(n.func) == attr
-        for item in cls.body
-        if isinstance(item, (ast.FunctionDef, ast.AsyncFunctionDef))
-        for n in astwalk.walk(item)
-    )
 
 
 def registries(tree: ast.Module) -> Dict[str, str]:

@@ -124,3 +124,36 @@ def torch_class(ctor: str, torch_names: Dict[str, str]) -> Optional[str]:
     base = torch_names.get(head)
     qn = base + ("." + rest if rest else "") if base is not None else None
     return qn if qn is not None and module_spec(qn) is not None else None
+
+
+def returned_items(func: ast.FunctionDef, torch_names: Dict[str, str]) -> Optional[str]:
+    """``"torch.nn.MultiheadAttention[]"`` (``ITEMS``) for a factory whose one
+    return is a container of modules of that one torch class: ``return
+    nn.ModuleList([nn.MultiheadAttention(...) for _ in range(n)])``, or a
+    local filled in a loop (SASRec's ``layers = nn.ModuleList()``, then
+    ``layers.append(nn.MultiheadAttention(...))``, ``return layers``)."""
+    returns = [n for n in astwalk.own_nodes(func) if isinstance(n, ast.Return)]
+    if len(returns) != 1 or returns[0].value is None:
+        return None
+    value = returns[0].value
+    kinds = set()
+    if isinstance(value, ast.Name):
+        for n in astwalk.own_nodes(func):
+            if (
+                isinstance(n, ast.Call)
+                and isinstance(n.func, ast.Attribute)
+                and n.func.attr == "append"
+                and isinstance(n.func.value, ast.Name)
+                and n.func.value.id == value.id
+                and len(n.args) == 1
+            ):
+                kinds.add(constructor(n.args[0]))
+    elif isinstance(value, ast.Call) and (dotted_name(value.func) or "").endswith(_LISTS[0]):
+        if len(value.args) == 1 and isinstance(value.args[0], (ast.ListComp, ast.List)):
+            items = value.args[0]
+            elts = [items.elt] if isinstance(items, ast.ListComp) else items.elts
+            kinds.update(constructor(e) for e in elts)
+    if len(kinds) != 1 or None in kinds:
+        return None
+    qn = torch_class(kinds.pop(), torch_names)
+    return qn + ITEMS if qn is not None else None

@@ -9,7 +9,7 @@ from __future__ import annotations
 import ast
 from typing import Dict, List, Optional, Tuple
 
-from .chains import constructor, named_lambda
+from .chains import constructor, dotted_name, named_lambda, names_class
 
 UNKNOWN = "<unknown>"  # an argument whose value is not a literal
 
@@ -280,3 +280,35 @@ def built_class(node: ast.AST, path: str) -> object:
 
 
 built_class.with_path = True  # type: ignore[attr-defined]
+
+
+def class_named(node: ast.AST, path: str) -> object:
+    """(the file, the class as it writes it) for an argument that names a
+    class (``Block(MaskedSelfAttention, dim)``, ``attn_cls=layers.Attention``),
+    else ``UNKNOWN``."""
+    if names_class(node):
+        return (path, dotted_name(node))
+    return UNKNOWN
+
+
+class_named.with_path = True  # type: ignore[attr-defined]
+class_named.forwards = True  # type: ignore[attr-defined]  # ``Block(d, attn_cls)``: ``Forwarded``
+
+
+def literal_defaults(args: ast.arguments) -> Dict[str, Optional[str]]:
+    """Parameter -> the default's source when it is a plain constant (None when
+    it has another default); parameters without a default are absent."""
+    out: Dict[str, Optional[str]] = {}
+    pos = args.posonlyargs + args.args
+    for a, d in zip(pos[len(pos) - len(args.defaults) :], args.defaults):
+        out[a.arg] = _const(d)
+    for a, d in zip(args.kwonlyargs, args.kw_defaults):
+        if d is not None:
+            out[a.arg] = _const(d)
+    return out
+
+
+def _const(node: ast.AST) -> Optional[str]:
+    if isinstance(node, ast.Constant) and isinstance(node.value, (bool, int, float, type(None))):
+        return repr(node.value)
+    return None

@@ -295,6 +295,12 @@ def _op(expr: ast.AST) -> Optional[Tuple[ast.AST, Optional[list]]]:
             text = ", ".join(":_" if _bounded(i) else ast.unparse(i) for i in items)
             return expr.value, ["index", text]
         return None
+    if isinstance(expr, ast.IfExp) and _is_not_none(expr.test):  # ``m.to(d) if m is not None``
+        return (expr.body, None) if is_none_constant(expr.orelse) else None
+    if isinstance(expr, ast.IfExp) and _is_none(expr.test):  # ``None if m is None else m.to(d)``
+        return (expr.orelse, None) if is_none_constant(expr.body) else None
+    if _to_dtype_of(expr):  # CLIP's ``mask.to(dtype=x.dtype, device=x.device)``
+        return expr.func.value, ["cast", "float"]
     if not isinstance(expr, ast.Call) or expr.keywords:
         return None
     func = expr.func
@@ -336,6 +342,37 @@ def _op(expr: ast.AST) -> Optional[Tuple[ast.AST, Optional[list]]]:
         if cast is not None:
             return func.value, ["cast", cast]
     return None
+
+
+def _is_none(test: ast.AST) -> bool:
+    return (
+        isinstance(test, ast.Compare)
+        and len(test.ops) == 1
+        and isinstance(test.ops[0], ast.Is)
+        and is_none_constant(test.comparators[0])
+    )
+
+
+def _to_dtype_of(expr: ast.AST) -> bool:
+    """``m.to(x.dtype)``, ``m.to(dtype=x.dtype, device=x.device)``,
+    ``m.type_as(x)``: the mask in the dtype of the data it meets, numbers
+    (a float type: what attention's inputs are)."""
+    if not (isinstance(expr, ast.Call) and isinstance(expr.func, ast.Attribute)):
+        return False
+    name, args, kw = expr.func.attr, expr.args, {k.arg: k.value for k in expr.keywords}
+    if name == "type_as":
+        return len(args) == 1 and not kw
+    if name != "to" or None in kw or set(kw) - {"dtype", "device", "non_blocking"}:
+        return False
+    dtypes = [a for a in args if not (isinstance(a, ast.Attribute) and a.attr == "device")]
+    dtypes += [kw["dtype"]] if "dtype" in kw else []
+    return (
+        len(dtypes) == 1
+        and isinstance(dtypes[0], ast.Attribute)
+        and dtypes[0].attr == "dtype"
+        and isinstance(dtypes[0].value, ast.Name)
+        and "mask" not in dtypes[0].value.id.lower()
+    )
 
 
 def _padding_view(mask: ast.AST, args: List[ast.AST]) -> bool:

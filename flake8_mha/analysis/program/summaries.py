@@ -16,14 +16,13 @@ from typing import Dict, List, Optional, Tuple
 from ...core import walk as astwalk
 from ...core.lines import source_lines
 from ...core.torch_api import SDPA_NAME, SDPA_QUALNAME, SDPA_SIGNATURE, canonical
-from . import chains, fills, forms, held_lists, import_lines, steps
-from .chains import dotted_name, named_lambda, statements
+from . import chains, constructors, fills, forms, handed as handed_forms, held_lists, import_lines
+from . import signatures, steps
+from .chains import VARIANT, dotted_name, named_lambda, statements  # noqa: F401
 from .module_numbers import module_constants
 from .sizes import sizes_table
 
-SUMMARY_VERSION = 61
-# ``MultiheadAttention.key_padding_mask|2``: the argument as a second module call fills it
-VARIANT = "|"
+SUMMARY_VERSION = 63
 REEXPORTS = "@reexports"  # the key of an __init__'s re-exports in its summary table
 IMPORTS = "@imports"  # the file's imports, where the callees its edges name live
 ATTRS = "@attrs"  # per class, what kind of module each self.<attr> holds (chains.py)
@@ -85,7 +84,7 @@ def summarise(
         and not mentions
         and not holds_modules
         and not fills_scores
-        and not forms.holds_injected(source)
+        and not handed_forms.holds_injected(source)
         and not _imports_relatively(source)
         and not import_lines.imports_project_code(source)
     ):
@@ -260,6 +259,8 @@ def _summarise_node(
         if made is not None and made[:1].isupper():
             out.setdefault(MODULES, {})[node.name] = made
         torch_made = forms.torch_class(made, torch_names) if made and holds_modules else None
+        if holds_modules and torch_made is None:  # ``return nn.ModuleList([...])`` of them
+            torch_made = held_lists.returned_items(node, torch_names)
         if torch_made is not None and not node.decorator_list:
             # ``def make(d, h): return nn.MultiheadAttention(d, h)``
             out.setdefault(TORCH_MODULES, {})[node.name] = torch_made
@@ -270,10 +271,9 @@ def _summarise_node(
     elif isinstance(node, ast.ClassDef):
         wrappers, passed, kinds_of = classes
         own = chains.class_attrs(node, wrappers, passed.get(node.name, frozenset()), kinds_of)
-        handed = forms.injected_attrs(node)  # what the constructor is handed
-        if own or handed:
-            attrs[node.name] = {**handed, **own}
-        kinds = {**handed, **own}
+        kinds = handed_forms.with_handed(node, own)  # and what the constructor is handed
+        if kinds:
+            attrs[node.name] = kinds
         torch_sub = forms.torch_subclass(node, torch_names) if holds_modules else None
         if torch_sub is not None:  # ``class EncoderLayer(nn.TransformerEncoderLayer)``
             out.setdefault(TORCH_MODULES, {})[node.name] = torch_sub
@@ -321,6 +321,12 @@ def _summarise_node(
                 if got and any(e["callee"][0] == "super" for e in got.get("edges", ())):
                     # where super() looks: the bases as written
                     got["bases"] = [b for b in map(dotted_name, node.bases) if b is not None]
+        method = lambda f: _function_summary(
+            f, True, sdpa_names, direct, kinds, None, held, helpers
+        )  # noqa: E731
+        built = constructors.summary(node, out.get(f"{node.name}.__init__"), method)
+        if built is not None:  # CLIP's block built with the mask it keeps: a call of the class
+            out[node.name] = built
 
 
 _DEFINITIONS = (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)
@@ -499,7 +505,7 @@ def _function_summary(
     params = set(positional) | set(kwonly)
     if not params:
         return None
-    defaults = _defaults(args, method)
+    defaults = signatures.literal_defaults(args)
     closure = forms.closure_params(factory, func, params) if factory is not None else set()
     # one walk of the function's own nodes gathers all a summary reads
     calls: List[ast.Call] = []  # SDPA's
@@ -661,7 +667,7 @@ def _function_summary(
             "params": used,
             "positional": [a.arg for a in fargs.posonlyargs + fargs.args],
             "kwonly": [a.arg for a in fargs.kwonlyargs],
-            "defaults": _defaults(fargs, False),
+            "defaults": signatures.literal_defaults(fargs),
         }
     settle(out["reach"], out)
     if not out["reach"] and not edges:
@@ -745,25 +751,6 @@ def _related_pairs(tests: List[ast.AST], params: set) -> List[list]:
         names = sorted({n.id for n in astwalk.walk(t) if isinstance(n, ast.Name)} & params)
         out.update((a, b) for a in names for b in names if a != b)
     return [list(p) for p in sorted(out)]
-
-
-def _defaults(args: ast.arguments, method: bool) -> Dict[str, Optional[str]]:
-    """Parameter -> the default's source when it is a plain constant (None when
-    it has another default); parameters without a default are absent."""
-    out: Dict[str, Optional[str]] = {}
-    pos = args.posonlyargs + args.args
-    for a, d in zip(pos[len(pos) - len(args.defaults) :], args.defaults):
-        out[a.arg] = _const(d)
-    for a, d in zip(args.kwonlyargs, args.kw_defaults):
-        if d is not None:
-            out[a.arg] = _const(d)
-    return out
-
-
-def _const(node: ast.AST) -> Optional[str]:
-    if isinstance(node, ast.Constant) and isinstance(node.value, (bool, int, float, type(None))):
-        return repr(node.value)
-    return None
 
 
 def _sdpa_arguments(call: ast.Call) -> Tuple[Dict[str, ast.AST], Optional[ast.AST]]:

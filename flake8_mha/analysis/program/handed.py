@@ -1,0 +1,169 @@
+"""What a class is handed by its constructor and keeps (issue 26, item 3).
+
+Informer's ``AttentionLayer(FullAttention(False), d_model, n_heads)`` keeps
+the module it is handed (``self.inner_attention = attention``); decision
+transformer's ``Block(MaskedSelfAttention, ...)`` builds its module from the
+class it is handed (``self.attn = attn_cls(dim, heads)``); lucidrains'
+layers build their own when they are handed none (``self.attend =
+default(attend, Attend())``).  What such an attribute holds is what the
+project's constructions hand the class (``composing.Composing._injected``).
+"""
+
+from __future__ import annotations
+
+import ast
+import re
+from typing import Dict, Optional, Tuple
+
+from ...core import walk as astwalk
+from .chains import (
+    CALLED,
+    FALLBACK,
+    INJECTED,
+    class_defaults,
+    constructor,
+    is_none_constant,
+    self_attr,
+)
+
+_KEPT_NAME = re.compile(r"^[ \t]+self\.(\w+)[ \t]*=[ \t]*([a-z_]\w*)(?:\(|[ \t]*(?:#.*)?$)", re.M)
+
+
+def holds_injected(text: str) -> bool:
+    """A class that keeps an attention module it is handed and calls it
+    (``self.inner_attention = attention`` ... ``self.inner_attention(q, k,
+    v, mask)``, ``injected_attrs``), or builds one from a class it is
+    handed (``self.attn = attn_cls(dim)``): what it reaches is what its
+    constructions hand it, so no text of its own names the sink.  The
+    attribute or the parameter names attention (``att``): a module kept
+    under any other name (torch's own wrappers keep ``self.module =
+    module`` by the hundred) is not worth a parse of its file."""
+    if "att" not in text or "self." not in text:
+        return False
+    for m in _KEPT_NAME.finditer(text):
+        attr = m.group(1)
+        if ("att" in attr.lower() or "att" in m.group(2)) and f"self.{attr}(" in text:
+            return True
+    return False
+
+
+def fallback(node: ast.AST, init: ast.AST) -> Optional[Tuple[str, ast.Call]]:
+    """(the parameter, the module built when it is left out) for lucidrains'
+    ``default(attend, Attend())``, ``attend or Attend()`` and ``attend if
+    attend is not None else Attend()``, where ``init``'s parameter
+    ``attend`` defaults to None; None for anything else."""
+    param = other = None
+    if (
+        isinstance(node, ast.Call)
+        and isinstance(node.func, ast.Name)
+        and node.func.id == "default"
+        and len(node.args) == 2
+        and not node.keywords
+    ):
+        param, other = node.args
+    elif isinstance(node, ast.BoolOp) and isinstance(node.op, ast.Or) and len(node.values) == 2:
+        param, other = node.values
+    elif (
+        isinstance(node, ast.IfExp)
+        and isinstance(node.test, ast.Compare)
+        and len(node.test.ops) == 1
+        and isinstance(node.test.ops[0], (ast.Is, ast.IsNot))
+        and is_none_constant(node.test.comparators[0])
+        and isinstance(node.test.left, ast.Name)
+    ):
+        param = node.test.left
+        keeps = isinstance(node.test.ops[0], ast.IsNot)
+        side, other = (node.body, node.orelse) if keeps else (node.orelse, node.body)
+        if not (isinstance(side, ast.Name) and side.id == param.id):
+            return None
+    if not isinstance(param, ast.Name) or not isinstance(other, ast.Call):
+        return None
+    args = init.args  # type: ignore[attr-defined]
+    positional = list(args.posonlyargs) + list(args.args)
+    pairs = list(zip(positional[len(positional) - len(args.defaults) :], args.defaults))
+    pairs += list(zip(args.kwonlyargs, args.kw_defaults))
+    if not any(a.arg == param.id and d is not None and is_none_constant(d) for a, d in pairs):
+        return None
+    return param.id, other
+
+
+def injected_attrs(cls: ast.ClassDef) -> Dict[str, str]:
+    """``self.<attr>`` -> ``"=<param>"`` for a module the class is handed by
+    its constructor and keeps as it is (Informer's ``def __init__(self,
+    attention, d_model, n_heads): self.inner_attention = attention``): what
+    it holds is what the project's constructions pass for ``param``
+    (``files.py``, ``_injected``); ``"=<param>()"`` (``CALLED``) for a module
+    built from a class it is handed (``self.attn = attn_cls(dim)``): the
+    class every construction names for ``param``, and ``"=<param>()?<Class>"``
+    with a class default (timm's ``attn_layer=Attention``; not a dotted
+    one, ``nn.LayerNorm``); ``"=<param>?<Class>"`` (``FALLBACK``) for
+    ``default(param, Class(...))`` and its spellings (``fallback``):
+    ``Class`` where a construction leaves ``param`` out.  A parameter ``__init__`` rebinds, or an
+    attribute set anywhere else in the class, is left out."""
+    init = next(
+        (m for m in cls.body if isinstance(m, ast.FunctionDef) and m.name == "__init__"), None
+    )
+    if init is None:
+        return {}
+    a = init.args
+    params = {p.arg for p in a.posonlyargs[1:] + a.args[1:] + a.kwonlyargs}
+    kept: Dict[str, str] = {}
+    for n in astwalk.walk(init):
+        if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store):
+            params.discard(n.id)
+    defaults = class_defaults(init)  # timm's ``attn_layer=Attention``
+    for n in astwalk.walk(init):
+        if not isinstance(n, ast.Assign) or len(n.targets) != 1:
+            continue
+        attr = self_attr(n.targets[0])
+        value = n.value
+        if attr is not None and isinstance(value, ast.Name) and value.id in params:
+            kept[attr] = INJECTED + value.id
+        elif (  # ``self.attn = attn_cls(dim)``: decision transformer's ``Block(MaskedAttention)``
+            attr is not None
+            and isinstance(value, ast.Call)
+            and isinstance(value.func, ast.Name)
+            and value.func.id in params
+        ):
+            default = defaults.get(value.func.id)
+            left_out = FALLBACK + default if default is not None and "." not in default else ""
+            if default is None or left_out:
+                kept[attr] = INJECTED + value.func.id + CALLED + left_out
+        elif attr is not None:  # ``self.attend = default(attend, Attend())``
+            got = fallback(value, init)
+            made = constructor(got[1]) if got is not None and got[0] in params else None
+            if made is not None and made.rpartition(".")[2][:1].isupper():
+                kept[attr] = INJECTED + got[0] + FALLBACK + made
+    kept = {k: v for k, v in kept.items() if _calls_attr(cls, k)}
+    if not kept:
+        return {}
+    counts: Dict[str, int] = {}
+    for item in cls.body:
+        if isinstance(item, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            for n in astwalk.walk(item):
+                if isinstance(n, ast.Attribute) and isinstance(n.ctx, (ast.Store, ast.Del)):
+                    name = self_attr(n)
+                    if name in kept:
+                        counts[name] = counts.get(name, 0) + 1
+    return {k: v for k, v in kept.items() if counts.get(k) == 1}
+
+
+def _calls_attr(cls: ast.ClassDef, attr: str) -> bool:
+    """Whether a method of ``cls`` calls ``self.<attr>(...)``."""
+    return any(
+        isinstance(n, ast.Call) and self_attr(n.func) == attr
+        for item in cls.body
+        if isinstance(item, (ast.FunctionDef, ast.AsyncFunctionDef))
+        for n in astwalk.walk(item)
+    )
+
+
+def with_handed(cls: ast.ClassDef, own: Dict[str, str]) -> Dict[str, str]:
+    """The class's attributes (``own``: ``chains.class_attrs``) with what its
+    constructor hands it (``injected_attrs``); a module built from a handed
+    class, or built when none is handed, is the handed one, not the call
+    ``chains`` reads (``attn_cls(dim)``, ``default(attend, Attend())``)."""
+    handed = injected_attrs(cls)
+    out = {**handed, **own}
+    out.update((a, c) for a, c in handed.items() if CALLED in c or FALLBACK in c)
+    return out
