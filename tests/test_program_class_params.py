@@ -45,13 +45,37 @@ def _with_model(tmp_path, old: str, new: str):
     return write_package(tmp_path / "pkg", texts)
 
 
-def test_two_classes_handed_settle_nothing(tmp_path):
+def test_each_instance_holds_the_class_it_is_built_with(tmp_path):
+    """Another construction that hands another class does not hide this
+    one's: the call of ``self.block`` runs the class its construction names
+    (probe P's decision transformer: ``GPT(config)`` beside ``GPT(config,
+    attn_cls=MaskedSelfAttention)``)."""
     pkg = _with_model(
         tmp_path,
         "        self.block = TransformerBlock(hidden, heads, kind=MultiHeadedAttention)\n",
         "        self.block = TransformerBlock(hidden, heads, kind=MultiHeadedAttention)\n"
         "        self.other = TransformerBlock(hidden, heads, kind=nn.Identity)\n",
     )
+    got = analyze_file(str(pkg / "model.py"), ["MHA002"])
+    assert [(f.line, f.col, f.code) for f in got] == [(21, 17, "MHA002"), (42, 16, "MHA002")]
+
+
+def test_a_call_whose_instance_is_not_known_settles_nothing(tmp_path):
+    """Two constructions with different classes, and a call that may run
+    either (a list of both): unknown."""
+    pkg = _with_model(
+        tmp_path,
+        "        self.block = TransformerBlock(hidden, heads, kind=MultiHeadedAttention)\n",
+        "        self.block = TransformerBlock(hidden, heads, kind=MultiHeadedAttention)\n"
+        "        self.other = TransformerBlock(hidden, heads, kind=nn.Identity)\n"
+        "        self.both = [self.block, self.other]\n",
+    )
+    model = (pkg / "model.py").read_text(encoding="utf-8")
+    model = model.replace(
+        "        return self.block(x, mask)  # MHA002:16\n",
+        "        for block in self.both:\n            x = block(x, mask)\n        return x\n",
+    )
+    (pkg / "model.py").write_text(model, encoding="utf-8")
     got = analyze_file(str(pkg / "model.py"), ["MHA002"])
     assert [(f.line, f.col, f.code) for f in got] == [(21, 17, "MHA002")]
 
@@ -170,3 +194,27 @@ def test_a_class_default_left_as_it_is(tmp_path):
     pkg = write_package(tmp_path / "pkg", {"attn.py": _ATTN, "blocks.py": _BLOCKS, "model.py": model})
     got = analyze_file(str(pkg / "model.py"), ["MHA002"])
     assert [(f.line, f.col, f.code) for f in got] == [(15, 16, "MHA002")]
+
+
+def test_two_constructions_of_the_chain_each_with_its_class(tmp_path):
+    """Probe P's B29: ``GPT(d)`` (the default class) beside ``GPT(d,
+    attn_cls=InvertingAttn)``: each call judged with its own instance's
+    class, through ``Block(d, attn_cls)``."""
+    model = (
+        "import torch.nn as nn\n\n"
+        "from .attn import InvertingAttn\n"
+        "from .blocks import GPT\n\n\n"
+        "class Model(nn.Module):\n"
+        "    def __init__(self, d=16):\n"
+        "        super().__init__()\n"
+        "        self.emb = nn.Embedding(10, d)\n"
+        "        self.plain = GPT(d)\n"
+        "        self.inverting = GPT(d, attn_cls=InvertingAttn)\n\n"
+        "    def forward(self, ids):\n"
+        "        pad = (ids == 0)[:, None, None, :]\n"
+        "        x = self.inverting(self.emb(ids), pad)\n"
+        "        return self.plain(x, pad)\n"
+    )
+    pkg = write_package(tmp_path / "pkg", {"attn.py": _ATTN, "blocks.py": _BLOCKS, "model.py": model})
+    got = analyze_file(str(pkg / "model.py"), ["MHA002", "MHA003"])
+    assert [(f.line, f.col, f.code) for f in got] == [(17, 16, "MHA002")]

@@ -75,3 +75,16 @@ def test_the_same_program_in_one_file(tmp_path):
     got = analyze_source(one, str(path), ["MHA003", "MHA004"])
     line = next(i for i, t in enumerate(one.splitlines(), 1) if "# MHA003:28 MHA004:28" in t)
     assert [(f.line, f.col, f.code) for f in got] == [(line, 28, "MHA003"), (line, 28, "MHA004")]
+
+
+def test_a_mask_registered_as_a_buffer(tmp_path):
+    """Probe Q's Gato prompt block: ``self.register_buffer("attn_mask",
+    attn_mask)`` keeps the mask it is built with as the attribute does."""
+    texts = _texts()
+    texts["transformer.py"] = texts["transformer.py"].replace(
+        "        self.attn_mask = attn_mask\n",
+        '        self.register_buffer("attn_mask", attn_mask, persistent=False)\n',
+    )
+    pkg = write_package(tmp_path / "pkg", texts)
+    got = analyze_file(str(pkg / "text.py"), ["MHA003", "MHA004"])
+    assert [(f.line, f.col, f.code) for f in got] == [(29, 28, "MHA003"), (29, 28, "MHA004")]

@@ -183,7 +183,9 @@ class FileCalls:
                     func, skip = found
                     index.setdefault(id(func), []).append((site, skip))
                     continue
-                chosen = self.chosen_methods(site.node, site.env, site.scope)
+                chosen = self.chosen_methods(site.node, site.env, site.scope) or self._forwards_of(
+                    site.node.func, site.env, site.scope
+                )
                 for func in chosen:  # each may run: a caller of each
                     index.setdefault(id(func), []).append((site, 1))
                 if not chosen:
@@ -407,6 +409,22 @@ class FileCalls:
         if len(methods) != 1 or any(self.method_of(c, "forward") is None for c in classes):
             return None
         return next(iter(methods.values())), 1
+
+    def _forwards_of(self, node, env, scope) -> List[cst.FunctionDef]:
+        """The ``forward`` of each class of this file an instance's call may
+        run when it holds one of several (3DETR's ``self.encoder =
+        self.configure_encoder()``, returning ``MaskedEncoder(...)`` or
+        ``Encoder()``); empty unless every one has a ``forward`` here."""
+        if not isinstance(node, (cst.Name, cst.Attribute, cst.Subscript)):
+            return []
+        try:
+            classes = self.resolver.instance_classes(node, env, scope)
+        except RecursionError:  # pragma: no cover - pathological nesting
+            return []
+        methods = [self.method_of(c, "forward") for c in classes or ()]
+        if len(methods) < 2 or any(m is None for m in methods):
+            return []
+        return list({id(m): m for m in methods}.values())
 
     def method_of(self, cls: ClassInfo, name: str) -> Optional[cst.FunctionDef]:
         """A method of a class of this file, or of one of its bases."""

@@ -504,6 +504,11 @@ class Project(ConstantFiles):
             return self._partial(call, env, scope, resolver)
         func = class_default(call.func, env, scope)  # timm's ``attn_layer=Attention``
         made = _imported(func, env, scope)
+        handed = self.classes_handed(call, made, func, env, scope)
+        if handed and not set(handed) <= set(self.instance):
+            # this instance's classes: ``GPT(config, attn_cls=MaskedSelfAttention)``
+            with self.instance_of(handed):
+                return self._built(call, env, scope, resolver)
         if made is not None:
             found = self._function(made, call=False)
         else:

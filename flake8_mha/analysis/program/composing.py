@@ -6,6 +6,7 @@ them.  docs/reach.md says what is followed."""
 
 from __future__ import annotations
 
+import contextlib
 import os
 from typing import Optional, Tuple
 
@@ -45,7 +46,7 @@ class Composing:
         calls, wherever those live.  None when nothing is reached.  A chain
         longer than ``MAX_CHAIN`` or met again while being computed (recursion)
         adds nothing: unknown, never a guess."""
-        memo = (filename, key)
+        memo = (filename, key, *self.instance)  # one instance's classes (``instance_of``)
         if memo in self._chained:
             return self._chained[memo]
         table = self._table(filename)
@@ -154,6 +155,13 @@ class Composing:
         classes = param.endswith(chains.CALLED)  # ``self.attn = attn_cls(dim)``
         if classes:
             param = param[: -len(chains.CALLED)]
+        if classes and fallback:  # a class default: no construction is read for one that
+            table = self._table(filename)  # reaches nothing (timm's ``norm_layer=LayerNorm``)
+            if (
+                self._named(filename, table, fallback, self.package_of(filename), depth, False)
+                is None
+            ):
+                return None
         built = self.handed(filename, cls, param, classes, fallback)
         if not built and classes and fallback:  # a class default, the constructions unsettled
             built = [{param: (filename, fallback)}]
@@ -171,6 +179,20 @@ class Composing:
         if len(found) != 1:
             return None
         return got
+
+    instance: tuple = ()  # ((file, class, parameter), (file, class handed)) of one construction
+
+    @contextlib.contextmanager
+    def instance_of(self, handed: tuple):
+        """While what one construction builds is read: the classes it hands
+        its constructor (``GPT(config, attn_cls=MaskedSelfAttention)`` beside
+        ``GPT(config)``), each instance its own (``handed``)."""
+        before = self.instance
+        self.instance = tuple(sorted(set(before) | set(handed)))
+        try:
+            yield
+        finally:
+            self.instance = before
 
     def instance_call(self, filename: str, cls: str, depth: int = 0) -> Optional[dict]:
         """The effective summary of calling an instance of ``cls``: its

@@ -8,6 +8,7 @@ file of the project.
 
 from __future__ import annotations
 
+import os
 from typing import List, Optional, Tuple
 
 import libcst as cst
@@ -15,6 +16,7 @@ import libcst as cst
 from ...core.atomic import read_regular
 from ..flow import DefKind, ScopeKind, import_path
 from . import callers, chains, signatures
+from . import handed as handed_forms
 from .files import decode, module_constants
 from .forms import IMPORTED
 from .binding import bind
@@ -159,6 +161,9 @@ class ConstantFiles(ReturnsFiles):
         return built, signature
 
     def handed(self, filename, cls, param, classes=False, fallback="") -> Optional[list]:
+        mine = dict(self.instance).get((os.path.abspath(filename), cls, param))
+        if classes and mine is not None:  # the instance being read names it
+            return [{param: mine}]
         reader = signatures.class_named if classes else signatures.built_class
         got = self.constructions_of(filename, cls, reader, needs=param)
         if got is None or got[0] is None:
@@ -178,6 +183,9 @@ class ConstantFiles(ReturnsFiles):
         forwards its constructor's parameter (GPT's ``Block(d, attn_cls)``)
         names for it (left out: its class default), followed up
         ``callers.MAX_FORWARDS`` classes; else ``signatures.UNKNOWN``."""
+        mine = dict(self.instance).get((os.path.abspath(value.path), value.cls, value.param))
+        if mine is not None:
+            return mine
         got = None
         if depth < callers.MAX_FORWARDS:
             got = self.constructions_of(
@@ -201,6 +209,39 @@ class ConstantFiles(ReturnsFiles):
                 return signatures.UNKNOWN
             found.add(given)
         return found.pop() if len(found) == 1 else signatures.UNKNOWN
+
+    def classes_handed(self, call, made, func, env, scope) -> tuple:
+        """((the class's file, the class, its parameter), (the file, the class
+        as it writes it)) for each class the construction ``call`` hands its
+        constructor (``handed.classes_handed``), and each class default it
+        leaves to its ``__init__``."""
+        if made is None and own_definition(func, env, scope, DefKind.CLASS) is None:
+            return ()
+        loc = self._defined(made) if made is not None else (self.path, func.value)
+        if loc is None or "." in loc[1]:
+            return ()
+        texts = self.__dict__.setdefault("_init_texts", {})  # per linted file
+        if loc[0] not in texts:
+            try:
+                own = loc[0] == self.path
+                texts[loc[0]] = (
+                    self._own_source if own else decode(read_regular(loc[0], callers.MAX_BYTES))
+                )
+            except OSError:
+                texts[loc[0]] = None
+        text = texts[loc[0]]
+        signature = signatures.init_signature(text, loc[1]) if text else None
+        if signature is None:
+            return ()
+        passed = handed_forms.classes_handed(call, signature[0])
+        if passed is None:
+            return ()
+        given = {p: (self.path, c) for p, c in passed.items()}
+        for param, default in signatures.init_default_names(text, loc[1]).items():
+            if param not in given and default.rpartition(".")[2][:1].isupper():
+                given[param] = (loc[0], default)  # left out: its class default, in its file
+        where = os.path.abspath(loc[0])
+        return tuple(((where, loc[1], p), c) for p, c in sorted(given.items()))
 
     # -- constants from other files ------------------------------------------------
     def default_text(self, text: Optional[str], filename: str) -> Optional[str]:

@@ -16,8 +16,8 @@ The mask enters at the construction (``Transformer(width, layers, heads,
 attn_mask=build_attention_mask())``), so the construction is the call a
 finding belongs to.  The class gets a summary under its own name, as a
 function's: its ``__init__``'s parameters, what each reaches through the
-attributes ``__init__`` stores them in (``self.<attr> = param``, read by any
-other method), and the edges ``__init__`` hands them on through (a
+attributes ``__init__`` stores them in (``self.<attr> = param``, or
+``self.register_buffer("<attr>", param)``, read by any other method), and the edges ``__init__`` hands them on through (a
 construction of another such class: ``ResidualAttentionBlock(width, heads,
 attn_mask)``).  Only a parameter or attribute named a mask is followed: a
 mask is what enters at a construction, and a class built with a config
@@ -126,6 +126,9 @@ def _stored(cls: ast.ClassDef, init: ast.FunctionDef) -> Dict[str, str]:
             params.discard(n.id)
     out: Dict[str, str] = {}
     for stmt in init.body:
+        kept = _buffer(stmt)  # ``self.register_buffer("attn_mask", attn_mask)``
+        if kept is not None and kept[1] in params and "mask" in (kept[0] + kept[1]).lower():
+            out[kept[0]] = kept[1]
         if isinstance(stmt, ast.Assign) and len(stmt.targets) == 1:
             attr = self_attr(stmt.targets[0])
             if attr is not None and isinstance(stmt.value, ast.Name) and stmt.value.id in params:
@@ -144,6 +147,24 @@ def _stored(cls: ast.ClassDef, init: ast.FunctionDef) -> Dict[str, str]:
         if count > 1:
             del out[attr]  # set again and again: not the constructor's value
     return out
+
+
+def _buffer(stmt: ast.stmt) -> Optional[tuple]:
+    """(attribute, parameter) of ``self.register_buffer("name", param, ...)``."""
+    call = stmt.value if isinstance(stmt, ast.Expr) else None
+    if not (
+        isinstance(call, ast.Call)
+        and isinstance(call.func, ast.Attribute)
+        and call.func.attr == "register_buffer"
+        and isinstance(call.func.value, ast.Name)
+        and call.func.value.id == "self"
+        and len(call.args) >= 2
+        and isinstance(call.args[0], ast.Constant)
+        and isinstance(call.args[0].value, str)
+        and isinstance(call.args[1], ast.Name)
+    ):
+        return None
+    return call.args[0].value, call.args[1].id
 
 
 def _reads(method: ast.FunctionDef, stored: Dict[str, str]) -> bool:

@@ -134,28 +134,31 @@ def injected_attrs(cls: ast.ClassDef) -> Dict[str, str]:
             made = constructor(got[1]) if got is not None and got[0] in params else None
             if made is not None and made.rpartition(".")[2][:1].isupper():
                 kept[attr] = INJECTED + got[0] + FALLBACK + made
-    kept = {k: v for k, v in kept.items() if _calls_attr(cls, k)}
     if not kept:
         return {}
+    called, counts = _uses(cls, kept)  # one walk of the class for every attribute
+    return {k: v for k, v in kept.items() if k in called and counts.get(k) == 1}
+
+
+def _uses(cls: ast.ClassDef, attrs) -> tuple:
+    """(the attributes of ``attrs`` a method calls as ``self.<attr>(...)``,
+    how many times each is stored or deleted in the class's methods)."""
+    called: set = set()
     counts: Dict[str, int] = {}
     for item in cls.body:
-        if isinstance(item, (ast.FunctionDef, ast.AsyncFunctionDef)):
-            for n in astwalk.walk(item):
-                if isinstance(n, ast.Attribute) and isinstance(n.ctx, (ast.Store, ast.Del)):
-                    name = self_attr(n)
-                    if name in kept:
-                        counts[name] = counts.get(name, 0) + 1
-    return {k: v for k, v in kept.items() if counts.get(k) == 1}
-
-
-def _calls_attr(cls: ast.ClassDef, attr: str) -> bool:
-    """Whether a method of ``cls`` calls ``self.<attr>(...)``."""
-    return any(
-        isinstance(n, ast.Call) and self_attr(n.func) == attr
-        for item in cls.body
-        if isinstance(item, (ast.FunctionDef, ast.AsyncFunctionDef))
-        for n in astwalk.walk(item)
-    )
+        if not isinstance(item, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            continue
+        for n in astwalk.walk(item):
+            t = type(n)
+            if t is ast.Call:
+                name = self_attr(n.func)  # type: ignore[attr-defined]
+                if name in attrs:
+                    called.add(name)
+            elif t is ast.Attribute and isinstance(n.ctx, (ast.Store, ast.Del)):  # type: ignore[attr-defined]
+                name = self_attr(n)
+                if name in attrs:
+                    counts[name] = counts.get(name, 0) + 1
+    return called, counts
 
 
 def with_handed(cls: ast.ClassDef, own: Dict[str, str]) -> Dict[str, str]:
@@ -166,4 +169,35 @@ def with_handed(cls: ast.ClassDef, own: Dict[str, str]) -> Dict[str, str]:
     handed = injected_attrs(cls)
     out = {**handed, **own}
     out.update((a, c) for a, c in handed.items() if CALLED in c or FALLBACK in c)
+    return out
+
+
+def classes_handed(call, params) -> Optional[Dict[str, str]]:
+    """``{parameter: class as written}`` for the arguments of a construction
+    (a LibCST call) that name a class (``GPT(config,
+    attn_cls=MaskedSelfAttention)``), ``params`` its ``__init__``'s after
+    ``self``; None behind a splat."""
+    import libcst as cst
+
+    out: Dict[str, str] = {}
+    for i, arg in enumerate(call.args):
+        if arg.star:
+            return None  # what a splat hands is not known
+        value = arg.value
+        parts = []
+        while isinstance(value, cst.Attribute):
+            parts.append(value.attr.value)
+            value = value.value
+        if not isinstance(value, cst.Name):
+            continue
+        name = ".".join([value.value, *reversed(parts)])
+        if not name.rpartition(".")[2][:1].isupper():
+            continue
+        param = (
+            arg.keyword.value
+            if arg.keyword is not None
+            else (params[i] if i < len(params) else None)
+        )
+        if param is not None:
+            out[param] = name
     return out

@@ -61,7 +61,9 @@ def rebinds(func, params: set, stores: Dict[str, List[ast.AST]]) -> Dict[str, Li
             if len(stores.get(p, ())) == 1:
                 out[p] = _Rebound(stmt, [["rows"]])
     for name, defs in stores.items():
-        alias = _alias_cut(name, defs, allowed, params, stores)
+        alias = _alias_cut(name, defs, allowed, params, stores) or _set_if_given(
+            name, defs, allowed, params
+        )
         if alias is not None:
             out[name] = alias
     return out
@@ -143,6 +145,25 @@ def _alias_cut(name, defs, allowed, params, stores) -> Optional[_Rebound]:
     if step is None:
         return None
     return _Rebound(second[0], base["ops"] + step["ops"], base["param"])
+
+
+def _set_if_given(name, defs, allowed, params) -> Optional[_Rebound]:
+    """ESM's ``attn_mask = None`` at the top, then ``if key_padding_mask is
+    not None: attn_mask = key_padding_mask[:, None, None, :]``: a use after
+    the second store reads the parameter through its steps (the local is
+    None exactly when the parameter is)."""
+    if name in params or len(defs) != 2:
+        return None
+    first, second = (allowed.get(id(d)) for d in sorted(defs, key=lambda d: d.lineno))
+    if first is None or second is None or first[1] is not None or second[1] not in params:
+        return None
+    stmt = first[0]
+    if not (len(stmt.targets) == 1 and is_none_constant(stmt.value)):
+        return None
+    if len(second[0].targets) != 1 or not isinstance(second[0].targets[0], ast.Name):
+        return None
+    step = reach(second[0].value, {second[1]}, {}, 0)
+    return _Rebound(second[0], step["ops"], second[1]) if step is not None else None
 
 
 def _not_none_test(test: ast.AST) -> Optional[str]:
