@@ -114,3 +114,14 @@ def walk_in_order(
 def is_none(node: Optional[cst.CSTNode]) -> bool:
     """The literal ``None``."""
     return isinstance(node, cst.Name) and node.value == "None"
+
+
+def self_attribute(node) -> Optional[str]:
+    """``attr`` of ``self.attr``, else None."""
+    if (
+        isinstance(node, cst.Attribute)
+        and isinstance(node.value, cst.Name)
+        and node.value.value == "self"
+    ):
+        return node.attr.value
+    return None

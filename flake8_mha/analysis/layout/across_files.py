@@ -25,6 +25,8 @@ from typing import Dict, List, Optional, Set
 
 import libcst as cst
 
+from ..tree import self_attribute as _self_attr
+
 from ..program.callgraph import bind_call
 from ..flow import ClassInfo, lookup
 from ..bound import Bound
@@ -556,16 +558,6 @@ def _keeps(node, param: str) -> bool:
     if isinstance(node, cst.BooleanOperation) and isinstance(node.operator, cst.Or):
         return isinstance(node.left, cst.Name) and node.left.value == param
     return False
-
-
-def _self_attr(node) -> Optional[str]:
-    if (
-        isinstance(node, cst.Attribute)
-        and isinstance(node.value, cst.Name)
-        and node.value.value == "self"
-    ):
-        return node.attr.value
-    return None
 
 
 def _returned_item(site) -> bool:

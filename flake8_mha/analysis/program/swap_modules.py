@@ -17,6 +17,8 @@ from typing import Dict, List, Optional, Tuple
 
 import libcst as cst
 
+from ..tree import self_attribute as _self_attr
+
 _SWAPS = {("permute", (1, 0, 2)), ("transpose", (0, 1)), ("transpose", (1, 0))}
 
 
@@ -64,16 +66,6 @@ def _statements(func: cst.FunctionDef) -> List[cst.BaseSmallStatement]:
     if out and isinstance(out[0], cst.Expr) and isinstance(out[0].value, cst.SimpleString):
         out = out[1:]  # the docstring
     return out
-
-
-def _self_attr(node) -> Optional[str]:
-    if (
-        isinstance(node, cst.Attribute)
-        and isinstance(node.value, cst.Name)
-        and node.value.value == "self"
-    ):
-        return node.attr.value
-    return None
 
 
 def _reordering(cls: cst.ClassDef):
