@@ -9,6 +9,7 @@ from typing import Dict, Iterator, List, Optional, Tuple
 import libcst as cst
 
 from ..flow import lookup
+from ..masks.names import says_ids
 from ..tree import walk, walk_in_order
 from .domain import BATCH, Layout, parse_shape_comment, roles_of_names, size_read, useful
 
@@ -482,7 +483,7 @@ def _one_size(name: str, value: cst.BaseExpression) -> Tuple[Optional[str], tupl
     role = roles_of_names([name])[0] if name.lower() != "n" else None
     if axis is None or role != BATCH:
         return None, ()
-    if any(w in read[0].value.lower() for w in ("ids", "token", "tok")):
+    if says_ids(read[0].value):
         # ``batch_size = text.size(0)`` of token ids: a 2-D ``(N, T)`` batch of
         # ids, whose later ``text.transpose(0, 1)`` is ``(T, N)`` (deep-phonemizer)
         if read[1] not in (0, 1):

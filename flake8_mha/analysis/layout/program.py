@@ -422,7 +422,7 @@ class ProgramLayout:
             target = self._target(member.call.func, member.env, member.scope)
             there = self._unit(target[0]) if target is not None else None
             cls = there.classes.get(target[1]) if there is not None else None
-            if cls is not None and swaps_first_axes(cls.node, member.call):
+            if cls is not None and swaps_first_axes(cls, member.call):
                 return member.call
             return None
         return member.call if isinstance(member, TorchMember) and member == SWAP else None

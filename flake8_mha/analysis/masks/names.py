@@ -93,7 +93,14 @@ def is_token_name(node: cst.CSTNode) -> bool:
         return False
     if low.endswith(("_seq", "_seqs")) and not any(w in low for w in _FEATURE_WORDS):
         return True  # SASRec's ``log_seqs``, RecBole's ``item_seq``: item ids
-    return any(w in low for w in _TOKEN_WORDS) or low in _TOKEN_NAMES
+    return says_ids(low) or low in _TOKEN_NAMES
+
+
+def says_ids(name: str) -> bool:
+    """A name that says token ids by a word of it (``input_ids``, ``tokens``,
+    ``tok``); ``src`` or ``seq`` alone does not."""
+    low = name.lower()
+    return any(w in low for w in _TOKEN_WORDS)
 
 
 _ADJACENCY = re.compile(r"(adj|adjacency)(_?(matrix|mat|matrices))?s?")

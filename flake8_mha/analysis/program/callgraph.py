@@ -331,7 +331,7 @@ class FileCalls:
     def _member_leaf(self, built: cst.Call, env, scope) -> Optional[List[Member]]:
         info = self.resolver.local_class(built.func, env, scope)
         if info is not None:
-            if swaps_first_axes(info.node, built):  # ``Permute(1, 0, 2)``
+            if swaps_first_axes(info, built):  # ``Permute(1, 0, 2)``
                 return [TorchMember(SWAP, built)]
             return [info]
         qn = self.resolver.qualname(built.func, env, scope)

@@ -148,8 +148,10 @@ class ConstantFiles(ReturnsFiles):
         own, or that takes no parameter ``needs``.  The linted file is read as linted; the files read become
         dependencies of the cached findings."""
         own = self._own_source if filename == self.path else None
+        text = self.class_source(filename)
+        if text is None:
+            return None
         try:
-            text = own if own is not None else decode(read_regular(filename, callers.MAX_BYTES))
             signature = signatures.init_signature(text, cls)
             if signature is None or (needs is not None and needs not in signature[0]):
                 return None
@@ -191,11 +193,8 @@ class ConstantFiles(ReturnsFiles):
             got = self.constructions_of(
                 value.path, value.cls, signatures.class_named, needs=value.param
             )
-        if got is None or got[0] is None:
-            return signatures.UNKNOWN
-        try:
-            text = decode(read_regular(value.path, callers.MAX_BYTES))
-        except OSError:
+        text = self.class_source(value.path)
+        if got is None or got[0] is None or text is None:
             return signatures.UNKNOWN
         default = signatures.init_default_names(text, value.cls).get(value.param)
         found = set()
@@ -210,6 +209,20 @@ class ConstantFiles(ReturnsFiles):
             found.add(given)
         return found.pop() if len(found) == 1 else signatures.UNKNOWN
 
+    def class_source(self, filename: str) -> Optional[str]:
+        """The text a class of ``filename`` is read from: the linted file as
+        linted (an editor's buffer), another read once per linted file;
+        None when it cannot be read."""
+        if filename == self.path and self._own_source is not None:
+            return self._own_source
+        texts = self.__dict__.setdefault("_class_sources", {})
+        if filename not in texts:
+            try:
+                texts[filename] = decode(read_regular(filename, callers.MAX_BYTES))
+            except (OSError, UnicodeDecodeError, LookupError):
+                texts[filename] = None
+        return texts[filename]
+
     def classes_handed(self, call, made, func, env, scope) -> tuple:
         """((the class's file, the class, its parameter), (the file, the class
         as it writes it)) for each class the construction ``call`` hands its
@@ -220,16 +233,7 @@ class ConstantFiles(ReturnsFiles):
         loc = self._defined(made) if made is not None else (self.path, func.value)
         if loc is None or "." in loc[1]:
             return ()
-        texts = self.__dict__.setdefault("_init_texts", {})  # per linted file
-        if loc[0] not in texts:
-            try:
-                own = loc[0] == self.path
-                texts[loc[0]] = (
-                    self._own_source if own else decode(read_regular(loc[0], callers.MAX_BYTES))
-                )
-            except OSError:
-                texts[loc[0]] = None
-        text = texts[loc[0]]
+        text = self.class_source(loc[0])
         signature = signatures.init_signature(text, loc[1]) if text else None
         if signature is None:
             return ()

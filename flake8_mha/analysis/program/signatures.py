@@ -112,7 +112,7 @@ def _bindings(tree: ast.Module) -> Tuple[set, set]:
     return local, at_top
 
 
-_SIGNATURES: Dict[tuple, object] = {}
+_SIGNATURES: Dict[tuple, tuple] = {}
 
 
 def init_signature(text: str, cls: str):
@@ -120,61 +120,54 @@ def init_signature(text: str, cls: str):
     ``__init__`` of the top-level class ``cls`` in ``text``; None when it has
     none of its own, or takes ``*args`` (a ``**kwargs`` takes what the
     constructions pass by other names: ``built.py`` reads it)."""
-    key = (hash(text), len(text), cls)
-    if key not in _SIGNATURES:
-        if len(_SIGNATURES) > 256:
-            del _SIGNATURES[next(iter(_SIGNATURES))]  # the oldest
-        _SIGNATURES[key] = _init_signature(text, cls)
-    return _SIGNATURES[key]
-
-
-def _init_signature(text: str, cls: str):
-    try:
-        tree = parse(text)
-    except (SyntaxError, ValueError, RecursionError, MemoryError):
-        return None
-    for node in tree.body:
-        if isinstance(node, ast.ClassDef) and node.name == cls:
-            for item in node.body:
-                if isinstance(item, ast.FunctionDef) and item.name == "__init__":
-                    args = item.args
-                    if args.vararg or args.posonlyargs:
-                        return None
-                    params = [a.arg for a in args.args[1:]] + [a.arg for a in args.kwonlyargs]
-                    defaults: Dict[str, object] = {}
-                    pos = args.args[1:]
-                    for a, d in zip(pos[len(pos) - len(args.defaults) :], args.defaults):
-                        defaults[a.arg] = literal(d)
-                    for a, d in zip(args.kwonlyargs, args.kw_defaults):
-                        if d is not None:
-                            defaults[a.arg] = literal(d)
-                    return params, defaults
-    return None
+    return _init_reading(text, cls)[0]
 
 
 def init_default_names(text: str, cls: str) -> Dict[str, str]:
     """``{parameter: name}`` for the ``__init__`` parameters of the top-level
     class ``cls`` whose default is a name or a dotted name (``dim=WIDTH``,
     ``heads=config.HEADS``): a constant the project may know."""
+    return _init_reading(text, cls)[1]
+
+
+def _init_reading(text: str, cls: str) -> tuple:
+    """(``init_signature``, ``init_default_names``) of one parse of ``text``,
+    kept for the texts read last (a construction's class is asked again at
+    every construction)."""
+    key = (hash(text), len(text), cls)
+    if key not in _SIGNATURES:
+        if len(_SIGNATURES) > 256:
+            del _SIGNATURES[next(iter(_SIGNATURES))]  # the oldest
+        _SIGNATURES[key] = _read_init(text, cls)
+    return _SIGNATURES[key]
+
+
+def _read_init(text: str, cls: str) -> tuple:
     try:
         tree = parse(text)
     except (SyntaxError, ValueError, RecursionError, MemoryError):
-        return {}
-    for node in tree.body:
-        if isinstance(node, ast.ClassDef) and node.name == cls:
-            for item in node.body:
-                if isinstance(item, ast.FunctionDef) and item.name == "__init__":
-                    args = item.args
-                    pos = args.args[1:]
-                    pairs = list(zip(pos[len(pos) - len(args.defaults) :], args.defaults))
-                    pairs += [(a, d) for a, d in zip(args.kwonlyargs, args.kw_defaults) if d]
-                    out = {}
-                    for a, d in pairs:
-                        name = _dotted(d)
-                        if name is not None:
-                            out[a.arg] = name
-                    return out
-    return {}
+        return None, {}
+    init = next(
+        (
+            item
+            for node in tree.body
+            if isinstance(node, ast.ClassDef) and node.name == cls
+            for item in node.body
+            if isinstance(item, ast.FunctionDef) and item.name == "__init__"
+        ),
+        None,
+    )
+    if init is None:
+        return None, {}
+    args = init.args
+    pos = args.args[1:]
+    pairs = list(zip(pos[len(pos) - len(args.defaults) :], args.defaults))
+    pairs += [(a, d) for a, d in zip(args.kwonlyargs, args.kw_defaults) if d is not None]
+    names = {a.arg: n for a, n in ((a, _dotted(d)) for a, d in pairs) if n is not None}
+    if args.vararg or args.posonlyargs:
+        return None, names
+    params = [a.arg for a in pos] + [a.arg for a in args.kwonlyargs]
+    return (params, {a.arg: literal(d) for a, d in pairs}), names
 
 
 def _dotted(node: ast.AST) -> Optional[str]:

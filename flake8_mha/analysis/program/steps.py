@@ -185,13 +185,25 @@ def _not_none_test(test: ast.AST) -> Optional[str]:
 
 def _is_not_none(test: ast.AST) -> bool:
     """``p is not None`` of a name ``p``."""
-    return (
+    return isinstance(_none_compared(test, ast.IsNot), ast.Name)
+
+
+def _is_none(test: ast.AST) -> bool:
+    """``x is None``."""
+    return _none_compared(test, ast.Is) is not None
+
+
+def _none_compared(test: ast.AST, op: type) -> Optional[ast.AST]:
+    """``x`` of ``x is None`` (``op``: ``ast.Is``) or ``x is not None``
+    (``ast.IsNot``), else None."""
+    if (
         isinstance(test, ast.Compare)
-        and isinstance(test.left, ast.Name)
         and len(test.ops) == 1
-        and isinstance(test.ops[0], ast.IsNot)
+        and isinstance(test.ops[0], op)
         and is_none_constant(test.comparators[0])
-    )
+    ):
+        return test.left
+    return None
 
 
 def given_test(test: ast.AST) -> Optional[str]:
@@ -363,15 +375,6 @@ def _op(expr: ast.AST) -> Optional[Tuple[ast.AST, Optional[list]]]:
         if cast is not None:
             return func.value, ["cast", cast]
     return None
-
-
-def _is_none(test: ast.AST) -> bool:
-    return (
-        isinstance(test, ast.Compare)
-        and len(test.ops) == 1
-        and isinstance(test.ops[0], ast.Is)
-        and is_none_constant(test.comparators[0])
-    )
 
 
 def _to_dtype_of(expr: ast.AST) -> bool:

@@ -17,15 +17,16 @@ from typing import Dict, List, Optional, Tuple
 
 import libcst as cst
 
+from ..flow import ClassInfo
 from ..tree import self_attribute as _self_attr
 
 _SWAPS = {("permute", (1, 0, 2)), ("transpose", (0, 1)), ("transpose", (1, 0))}
 
 
-def swaps_first_axes(cls: cst.ClassDef, call: cst.Call) -> bool:
-    """Whether ``call``, a construction of ``cls``, builds a module whose
-    ``forward`` swaps the first two axes of a 3-D input and does nothing
-    else."""
+def swaps_first_axes(cls: ClassInfo, call: cst.Call) -> bool:
+    """Whether ``call``, a construction of ``cls`` (a class the flow pass
+    read), builds a module whose ``forward`` swaps the first two axes of a
+    3-D input and does nothing else."""
     got = _reordering(cls)
     if got is None:
         return False
@@ -49,13 +50,6 @@ def swaps_first_axes(cls: cst.ClassDef, call: cst.Call) -> bool:
     return (how, tuple(dims)) in _SWAPS
 
 
-def _method(cls: cst.ClassDef, name: str) -> Optional[cst.FunctionDef]:
-    for item in cls.body.body:
-        if isinstance(item, cst.FunctionDef) and item.name.value == name:
-            return item
-    return None
-
-
 def _statements(func: cst.FunctionDef) -> List[cst.BaseSmallStatement]:
     out: List[cst.BaseSmallStatement] = []
     body = func.body.body if isinstance(func.body, cst.IndentedBlock) else [func.body]
@@ -68,11 +62,11 @@ def _statements(func: cst.FunctionDef) -> List[cst.BaseSmallStatement]:
     return out
 
 
-def _reordering(cls: cst.ClassDef):
+def _reordering(cls: ClassInfo):
     """("permute" | "transpose", [(the attribute that holds each dim, whether
     it holds several)], ``__init__``) for a class whose ``forward`` is one
     ``return x.permute(*self.dims)`` of its input; else None."""
-    forward, init = _method(cls, "forward"), _method(cls, "__init__")
+    forward, init = cls.methods.get("forward"), cls.methods.get("__init__")
     if forward is None or init is None:
         return None
     params = forward.params.params
