@@ -144,6 +144,13 @@ def engine_rows(path: pathlib.Path) -> List[Tuple[int, int, str]]:
     return [(f.line, f.col, f.code) for f in engine.analyze_file(str(path))]
 
 
+def package_texts(package) -> Dict[str, str]:
+    """A fixture package's files, by name: the texts a test changes and
+    writes again with ``write_package``."""
+    path = ROOT / package if not pathlib.Path(package).is_absolute() else pathlib.Path(package)
+    return {p.name: p.read_text(encoding="utf-8") for p in sorted(path.glob("*.py"))}
+
+
 def write_package(pkg: pathlib.Path, files: Dict[str, str]) -> pathlib.Path:
     """A package written to disk: ``pkg`` with an empty ``__init__.py`` and
     ``files`` (name -> text)."""

@@ -9,7 +9,7 @@ says the layer is right; per file, over the package and through ``check``.
 A caller that feeds batch-first points is MHA001, naming it."""
 from __future__ import annotations
 
-from fixture_expect import ROOT, assert_package_runs, write_package
+from fixture_expect import ROOT, assert_package_runs, package_texts, write_package
 from flake8_mha.lint.engine import analyze_file
 
 PACKAGE = "fixtures/program_layout/chosen_encoders"
@@ -24,7 +24,7 @@ def test_by_default_nothing():
 
 
 def test_batch_first_points_are_reported(tmp_path):
-    texts = {p.name: p.read_text(encoding="utf-8") for p in (ROOT / PACKAGE).glob("*.py")}
+    texts = package_texts(PACKAGE)
     texts["model.py"] = texts["model.py"].replace(
         "enc_features = _to_dense(x_tok, batch_tok, 2048).permute(1, 0, 2)",
         "enc_features = _to_dense(x_tok, batch_tok, 2048)",

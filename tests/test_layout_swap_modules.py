@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import pytest
 
-from fixture_expect import ROOT, assert_package_runs, write_package
+from fixture_expect import ROOT, assert_package_runs, package_texts, write_package
 from flake8_mha.lint.engine import analyze_file
 
 PACKAGE = "fixtures/program_layout/swap_modules"
@@ -35,7 +35,7 @@ def test_by_default_only_the_unconverted_layer_is_reported():
 
 @pytest.mark.parametrize("dims", ["0, 2, 1", "2, 0, 1", "1, 0"])
 def test_other_dims_are_no_conversion(tmp_path, dims):
-    texts = {p.name: p.read_text(encoding="utf-8") for p in (ROOT / PACKAGE).glob("*.py")}
+    texts = package_texts(PACKAGE)
     texts["models.py"] = texts["models.py"].replace("Permute(1, 0, 2),", f"Permute({dims}),")
     pkg = write_package(tmp_path / "pkg", texts)
     got = analyze_file(str(pkg / "models.py"), ["MHA001"])
@@ -43,7 +43,7 @@ def test_other_dims_are_no_conversion(tmp_path, dims):
 
 
 def test_a_permute_that_does_more_is_no_swap(tmp_path):
-    texts = {p.name: p.read_text(encoding="utf-8") for p in (ROOT / PACKAGE).glob("*.py")}
+    texts = package_texts(PACKAGE)
     texts["layers.py"] = texts["layers.py"].replace(
         "return x.permute(self.dims)", "return x.permute(self.dims) * 2"
     )

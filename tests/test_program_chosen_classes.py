@@ -15,15 +15,11 @@ from __future__ import annotations
 
 import pathlib
 
-from fixture_expect import assert_package_runs, write_package
+from fixture_expect import assert_package_runs, package_texts, write_package
 
 from flake8_mha.lint.engine import analyze_file, analyze_source
 
 PKG = pathlib.Path("fixtures/program_calls/chosen_classes")
-
-
-def _texts():
-    return {p.name: p.read_text(encoding="utf-8") for p in PKG.glob("*.py")}
 
 
 def test_per_file_over_the_package_and_through_check():
@@ -32,7 +28,7 @@ def test_per_file_over_the_package_and_through_check():
 
 def test_a_local_bound_to_the_dict_s_item(tmp_path):
     # diffusers-style: ``cross_attn_cls = ATTENTION_BACKENDS[backend]`` first
-    texts = _texts()
+    texts = package_texts(PKG)
     blocks = texts["blocks.py"]
     texts["blocks.py"] = blocks.replace(
         "        self.attn2 = ATTENTION_BACKENDS[backend](dim, heads)\n",
@@ -46,7 +42,7 @@ def test_a_local_bound_to_the_dict_s_item(tmp_path):
 
 
 def test_kinds_that_differ_settle_nothing(tmp_path):
-    texts = _texts()
+    texts = package_texts(PKG)
     attention = texts["attention.py"]
     texts["attention.py"] = attention.replace(
         '''class ExportCrossAttention(TorchCrossAttention):
@@ -63,7 +59,7 @@ def test_kinds_that_differ_settle_nothing(tmp_path):
 
 
 def test_a_dict_bound_twice_is_not_read(tmp_path):
-    texts = _texts()
+    texts = package_texts(PKG)
     attention = texts["attention.py"]
     texts["attention.py"] = attention + "ATTENTION_BACKENDS = {}\n"
     pkg = write_package(tmp_path / "pkg", texts)
@@ -72,7 +68,7 @@ def test_a_dict_bound_twice_is_not_read(tmp_path):
 
 
 def test_the_blocks_in_the_file_of_the_call(tmp_path):
-    texts = _texts()
+    texts = package_texts(PKG)
     one = texts["attention.py"] + "\n\n" + texts["blocks.py"].split("\n\n\n", 1)[1]
     one += """
 

@@ -15,15 +15,11 @@ from __future__ import annotations
 
 import pathlib
 
-from fixture_expect import assert_package_runs, write_package
+from fixture_expect import assert_package_runs, package_texts, write_package
 
 from flake8_mha.lint.engine import analyze_file, analyze_source
 
 PKG = pathlib.Path("fixtures/program_calls/class_params")
-
-
-def _texts():
-    return {p.name: p.read_text(encoding="utf-8") for p in PKG.glob("*.py")}
 
 
 def test_per_file_over_the_package_and_through_check():
@@ -38,7 +34,7 @@ def test_the_findings_name_the_chain():
 
 
 def _with_model(tmp_path, old: str, new: str):
-    texts = _texts()
+    texts = package_texts(PKG)
     model = texts["model.py"]
     texts["model.py"] = model.replace(old, new)
     assert texts["model.py"] != model
@@ -93,7 +89,7 @@ def test_a_construction_naming_no_class_settles_nothing(tmp_path):
 def test_a_class_default_is_not_read_as_handed(tmp_path):
     """timm's ``attn_layer=Attention`` keeps its own reading: the default,
     unless a construction in the file passes another."""
-    texts = _texts()
+    texts = package_texts(PKG)
     texts["blocks.py"] = texts["blocks.py"].replace(
         "def __init__(self, hidden, heads, kind=None):",
         "def __init__(self, hidden, heads, kind=MultiHeadedAttention):",
@@ -107,7 +103,7 @@ def test_a_class_default_is_not_read_as_handed(tmp_path):
 
 
 def test_the_same_program_in_one_file(tmp_path):
-    texts = _texts()
+    texts = package_texts(PKG)
     one = "\n\n".join([texts["attention.py"], texts["blocks.py"], texts["model.py"]])
     one = one.replace("from .attention import MaskedSelfAttention, MultiHeadedAttention\n", "")
     one = one.replace("from .blocks import Block, TransformerBlock\n", "")

@@ -15,15 +15,11 @@ from __future__ import annotations
 
 import pathlib
 
-from fixture_expect import assert_package_runs, write_package
+from fixture_expect import assert_package_runs, package_texts, write_package
 
 from flake8_mha.lint.engine import analyze_file, analyze_source
 
 PKG = pathlib.Path("fixtures/program_calls/constructor_masks")
-
-
-def _texts():
-    return {p.name: p.read_text(encoding="utf-8") for p in PKG.glob("*.py")}
 
 
 def test_per_file_over_the_package_and_through_check():
@@ -41,7 +37,7 @@ def test_the_findings_name_the_chain():
 def test_a_mask_the_block_does_not_convert(tmp_path):
     """Without the block's ``.to(dtype=x.dtype)`` the bool keep-mask is
     MHA003 alone."""
-    texts = _texts()
+    texts = package_texts(PKG)
     old = (
         "        self.attn_mask = (\n"
         "            self.attn_mask.to(dtype=x.dtype, device=x.device) if self.attn_mask is not None else None\n"
@@ -55,7 +51,7 @@ def test_a_mask_the_block_does_not_convert(tmp_path):
 
 
 def test_an_attribute_set_again_elsewhere_is_not_the_constructions(tmp_path):
-    texts = _texts()
+    texts = package_texts(PKG)
     texts["transformer.py"] = texts["transformer.py"].replace(
         "    def forward(self, x: torch.Tensor):\n        x = x + self.attention",
         "    def set_mask(self, m):\n        self.attn_mask = m\n\n"
@@ -66,7 +62,7 @@ def test_an_attribute_set_again_elsewhere_is_not_the_constructions(tmp_path):
 
 
 def test_the_same_program_in_one_file(tmp_path):
-    texts = _texts()
+    texts = package_texts(PKG)
     one = "\n\n".join([texts["masks.py"], texts["transformer.py"], texts["text.py"]])
     one = one.replace("from .masks import build_attention_mask, build_keep_mask\n", "")
     one = one.replace("from .transformer import Transformer\n", "")
@@ -80,7 +76,7 @@ def test_the_same_program_in_one_file(tmp_path):
 def test_a_mask_registered_as_a_buffer(tmp_path):
     """Probe Q's Gato prompt block: ``self.register_buffer("attn_mask",
     attn_mask)`` keeps the mask it is built with as the attribute does."""
-    texts = _texts()
+    texts = package_texts(PKG)
     texts["transformer.py"] = texts["transformer.py"].replace(
         "        self.attn_mask = attn_mask\n",
         '        self.register_buffer("attn_mask", attn_mask, persistent=False)\n',

@@ -17,15 +17,11 @@ import pathlib
 
 import pytest
 
-from fixture_expect import assert_package_runs, write_package
+from fixture_expect import assert_package_runs, package_texts, write_package
 
 from flake8_mha.lint.engine import analyze_file, analyze_source
 
 PKG = pathlib.Path("fixtures/program_calls/fallback_modules")
-
-
-def _texts():
-    return {p.name: p.read_text(encoding="utf-8") for p in PKG.glob("*.py")}
 
 
 def test_per_file_over_the_package_and_through_check():
@@ -39,7 +35,7 @@ def test_the_finding_names_the_chain():
 
 
 def test_a_construction_handing_its_own_module_settles_nothing(tmp_path):
-    texts = _texts()
+    texts = package_texts(PKG)
     model = texts["model.py"]
     texts["model.py"] = model.replace(
         "        self.cross_attn = CrossAttention(dim)\n",
@@ -60,7 +56,7 @@ def test_a_construction_handing_its_own_module_settles_nothing(tmp_path):
     ],
 )
 def test_the_other_spellings(tmp_path, spelling):
-    texts = _texts()
+    texts = package_texts(PKG)
     layer = texts["attention.py"]
     texts["attention.py"] = layer.replace("default(attend, Attend())", spelling, 1)
     assert texts["attention.py"] != layer
@@ -70,7 +66,7 @@ def test_the_other_spellings(tmp_path, spelling):
 
 
 def test_a_parameter_with_another_default_is_not_a_fallback(tmp_path):
-    texts = _texts()
+    texts = package_texts(PKG)
     layer = texts["attention.py"]
     texts["attention.py"] = layer.replace(
         "def __init__(self, dim, heads=4, attend=None):", "def __init__(self, dim, heads=4, attend=0):", 1
@@ -81,7 +77,7 @@ def test_a_parameter_with_another_default_is_not_a_fallback(tmp_path):
 
 
 def test_the_same_program_in_one_file(tmp_path):
-    texts = _texts()
+    texts = package_texts(PKG)
     one = "\n\n".join(
         [texts["helpers.py"], texts["attend.py"], texts["attention.py"], texts["model.py"]]
     )

@@ -14,15 +14,11 @@ from __future__ import annotations
 
 import pathlib
 
-from fixture_expect import assert_package_runs, write_package
+from fixture_expect import assert_package_runs, package_texts, write_package
 
 from flake8_mha.lint.engine import analyze_file, analyze_source
 
 PKG = pathlib.Path("fixtures/program_calls/injected_modules")
-
-
-def _texts():
-    return {p.name: p.read_text(encoding="utf-8") for p in PKG.glob("*.py")}
 
 
 def test_per_file_over_the_package_and_through_check():
@@ -36,13 +32,13 @@ def test_the_finding_names_the_chain():
 
 
 def _with_model(tmp_path, model: str):
-    texts = _texts()
+    texts = package_texts(PKG)
     texts["model.py"] = model
     return write_package(tmp_path / "pkg", texts)
 
 
 def test_two_kinds_handed_settle_nothing(tmp_path):
-    model = _texts()["model.py"]
+    model = package_texts(PKG)["model.py"]
     other = model.replace(
         "        self.attention = AttentionLayer(FullAttention(True), d_model, n_heads)\n",
         "        self.attention = AttentionLayer(FullAttention(True), d_model, n_heads)\n"
@@ -54,7 +50,7 @@ def test_two_kinds_handed_settle_nothing(tmp_path):
 
 
 def test_a_name_handed_settles_nothing(tmp_path):
-    model = _texts()["model.py"]
+    model = package_texts(PKG)["model.py"]
     named = model.replace(
         "        self.attention = AttentionLayer(FullAttention(True), d_model, n_heads)\n",
         "        inner = FullAttention(True)\n"
@@ -66,7 +62,7 @@ def test_a_name_handed_settles_nothing(tmp_path):
 
 
 def test_a_rebound_parameter_is_not_kept(tmp_path):
-    texts = _texts()
+    texts = package_texts(PKG)
     layers = texts["layers.py"]
     texts["layers.py"] = layers.replace(
         "        self.inner_attention = attention\n",
@@ -79,7 +75,7 @@ def test_a_rebound_parameter_is_not_kept(tmp_path):
 
 
 def test_the_same_program_in_one_file(tmp_path):
-    texts = _texts()
+    texts = package_texts(PKG)
     body = [texts["attention.py"], texts["layers.py"], texts["model.py"]]
     one = "\n\n".join(body).replace("from .attention import FullAttention\n", "")
     one = one.replace("from .layers import AttentionLayer\n", "")

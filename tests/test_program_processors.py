@@ -13,15 +13,11 @@ from __future__ import annotations
 
 import pathlib
 
-from fixture_expect import assert_package_runs
+from fixture_expect import assert_package_runs, package_texts
 
 from flake8_mha.lint.engine import analyze_file, analyze_source
 
 PKG = pathlib.Path("fixtures/program_calls/processors")
-
-
-def _texts():
-    return {p.name: p.read_text(encoding="utf-8") for p in PKG.glob("*.py")}
 
 
 def test_per_file_over_the_package_and_through_check():
@@ -36,7 +32,7 @@ def test_the_findings_name_the_chain():
 
 
 def _one_file():
-    texts = _texts()
+    texts = package_texts(PKG)
     one = "\n\n".join([texts["processors.py"], texts["attention.py"], texts["model.py"]])
     one = one.replace("from .processors import AttnProcessor\n", "")
     return one.replace("from .attention import Attention, JointAttention\n", "")

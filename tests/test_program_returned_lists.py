@@ -16,15 +16,11 @@ from __future__ import annotations
 
 import pathlib
 
-from fixture_expect import assert_package_runs, write_package
+from fixture_expect import assert_package_runs, package_texts, write_package
 
 from flake8_mha.lint.engine import analyze_file
 
 PKG = pathlib.Path("fixtures/program_calls/returned_lists")
-
-
-def _texts():
-    return {p.name: p.read_text(encoding="utf-8") for p in PKG.glob("*.py")}
 
 
 def test_per_file_over_the_package_and_through_check():
@@ -44,7 +40,7 @@ def test_the_helper_mask_names_its_line():
 
 
 def test_a_factory_of_two_kinds_makes_no_items(tmp_path):
-    texts = _texts()
+    texts = package_texts(PKG)
     texts["modules.py"] = texts["modules.py"].replace(
         "        [nn.MultiheadAttention(hidden, heads, batch_first=True) for _ in range(num_blocks)]\n",
         "        [nn.MultiheadAttention(hidden, heads, batch_first=True), nn.Identity()]\n",
@@ -54,7 +50,7 @@ def test_a_factory_of_two_kinds_makes_no_items(tmp_path):
 
 
 def test_a_name_that_holds_features_is_no_ids(tmp_path):
-    texts = _texts()
+    texts = package_texts(PKG)
     texts["data.py"] = texts["data.py"].replace(
         "def valid_item_mask(log_seqs):\n    return log_seqs > 0",
         "def valid_item_mask(hidden_seqs):\n    return hidden_seqs > 0",
