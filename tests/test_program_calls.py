@@ -33,7 +33,7 @@ def test_the_fixture_expects_every_call_kind():
     # guards the fixture itself: a finding per call kind, bad beside good
     codes = {code for _, _, _, code in _want()}
     assert codes == {"MHA002", "MHA006", "MHA007", "MHA008", "MHA015", "MHA101"}
-    assert len(_want()) == 26
+    assert len(_want()) == 27
 
 
 def test_flake8_over_the_package():
@@ -314,11 +314,11 @@ def test_the_files_that_call_into_a_changed_file(monkeypatch):
 # ------------------------------------------------ facts from every construction
 
 
-def _attend_package(tmp_path, uses: str):
+def _attend_package(tmp_path, uses: str, attend=None):
     pkg = tmp_path / "zoo"
-    pkg.mkdir()
+    pkg.mkdir(parents=True)
     (pkg / "__init__.py").write_text("")
-    (pkg / "attend.py").write_text((ZOO / "attend.py").read_text())
+    (pkg / "attend.py").write_text(attend or (ZOO / "attend.py").read_text())
     (pkg / "uses.py").write_text(uses)
     return pkg / "attend.py"
 
@@ -328,15 +328,26 @@ def _codes(path):
 
 
 def test_what_every_construction_passes_is_known(tmp_path):
-    # the fixture: causal=False everywhere (MHA006 silent), heads=5 everywhere (MHA101)
-    assert _codes(ZOO / "attend.py") == [(21, "MHA101")]
-    odd = engine.analyze_file(str(ZOO / "attend.py"))[0]
-    assert odd.message.endswith("; every construction of Mixer in the project (2) passes heads=5")
-    assert odd.evidence["constructed"] == {"heads": 5}
+    # the fixture: causal=False everywhere (MHA006 silent); heads=5 handed by
+    # each construction, so each reports (MHA101), not the module they build
+    assert _codes(ZOO / "attend.py") == []
+    assert _codes(ZOO / "uses.py") == [(14, "MHA101"), (15, "MHA101")]
+    odd = engine.analyze_file(str(ZOO / "uses.py"))[0]
+    assert odd.message.endswith("; this call builds it through Mixer() at zoo/attend.py:21")
     uses = (ZOO / "uses.py").read_text()
     # one construction that may be causal: the pair may meet again
     attend = _attend_package(tmp_path, uses.replace("Attend()", "Attend(causal=True)"))
-    assert _codes(attend) == [(15, "MHA006"), (21, "MHA101")]
+    assert _codes(attend) == [(15, "MHA006")]
+    # heads left to a default every construction shares: judged at the module
+    left_attend = (ZOO / "attend.py").read_text().replace(
+        "def __init__(self, dim, heads):", "def __init__(self, dim, heads=5):"
+    )
+    left = uses.replace("Mixer(dim, 5)", "Mixer(dim)").replace("Mixer(dim, heads=5)", "Mixer(dim)")
+    attend = _attend_package(tmp_path / "left", left, left_attend)
+    assert _codes(attend) == [(21, "MHA101")]
+    odd = engine.analyze_file(str(attend))[0]
+    assert odd.message.endswith("; every construction of Mixer in the project (2) passes heads=5")
+    assert odd.evidence["constructed"] == {"heads": 5}
 
 
 @pytest.mark.parametrize("change", [

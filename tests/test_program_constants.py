@@ -10,8 +10,8 @@ from flake8_mha.lint.engine import analyze_file
 PACKAGE = "fixtures/program_calls/constants"
 WANT = [
     ("layers.py", 24, 16, "MHA007"),
-    ("layers.py", 43, 22, "MHA008"),
-    ("layers.py", 43, 22, "MHA101"),
+    ("model.py", 15, 22, "MHA008"),
+    ("model.py", 15, 22, "MHA101"),
 ]
 
 
@@ -23,9 +23,10 @@ def test_every_door_reads_the_constants_a_construction_passes():
     found = {(f.line, f.code): f.msg for f in assert_package_runs(PACKAGE, WANT)}
     assert found[(24, "MHA007")].endswith(
         "every construction of DroppedAttention in the project (1) passes dropout=0.1")
-    assert found[(43, "MHA008")].startswith("d_model=480 is not divisible by nhead=7")
-    assert found[(43, "MHA008")].endswith(
-        "every construction of AudioBlock in the project (1) passes dim=480, heads=7")
+    # the sizes enter at the construction that hands them (model.py), named there
+    assert found[(15, "MHA008")].startswith("d_model=480 is not divisible by nhead=7")
+    assert found[(15, "MHA008")].endswith(
+        "this call builds it through AudioBlock() at fixtures/program_calls/constants/layers.py:43")
 
 
 def test_a_name_a_function_binds_itself_is_not_the_constant(tmp_path):
@@ -47,7 +48,7 @@ def test_a_name_assigned_twice_is_no_constant(tmp_path):
     assert ("MHA006", 35, 16) in _rows(pkg / "layers.py")
     config = pkg / "config.py"
     config.write_text(config.read_text() + "AUDIO_HEADS = 8\n")
-    assert ("MHA008", 43, 22) not in _rows(pkg / "layers.py")
+    assert ("MHA008", 15, 22) not in _rows(pkg / "model.py")
 
 
 def test_an_edit_of_the_constant_s_file_changes_the_finding(tmp_path):
@@ -62,11 +63,11 @@ def test_the_cached_finding_follows_an_edit_of_the_constant_s_file(tmp_path, cap
     from fixture_expect import check_rows
 
     pkg = copied(ROOT / PACKAGE, tmp_path)
-    layers = str(pkg / "layers.py")
-    assert check_rows(layers, capsys) == (1, [(24, "MHA007"), (43, "MHA008"), (43, "MHA101")])
+    model = str(pkg / "model.py")
+    assert check_rows(model, capsys) == (1, [(15, "MHA008"), (15, "MHA101")])
     config = pkg / "config.py"
     config.write_text(config.read_text().replace("AUDIO_HEADS = 7", "AUDIO_HEADS = 8"))
-    assert check_rows(layers, capsys) == (1, [(24, "MHA007")])
+    assert check_rows(model, capsys) == (0, [])
 
 
 DEMO_ATTENTION = '''\

@@ -3,8 +3,9 @@ of the module it builds (probe L's ``build_attention(AUDIO_DIM,
 AUDIO_HEADS)``): the construction's sizes are its parameters and the
 callers disagree, so the construction cannot say; each call can, and a
 correct sibling call does not hide a wrong one.  When every construction of
-a class passes the same sizes, the construction itself reports, as before,
-and its callers do not repeat it."""
+a class passes the same sizes, each still reports; only sizes every
+construction leaves to the class's defaults are judged at the construction
+inside the class."""
 
 from __future__ import annotations
 
@@ -58,17 +59,30 @@ def test_each_call_is_judged_with_its_own_sizes():
     assert got[2][3].startswith("num_heads=0 must be greater than 0")
 
 
-def test_sizes_every_construction_passes_alike_are_judged_at_the_module_once(tmp_path):
-    """With the project read (a file on disk), the class's construction is
-    settled by its constructions and reports itself; without it (``m.py``
-    not on disk), each call reports."""
+def test_sizes_every_construction_passes_alike_are_judged_at_each_call(tmp_path):
+    """With the project read (a file on disk) or not, every call that hands
+    the wrong sizes reports: they enter the program there (RULES.md, "Where
+    findings go"), and the construction inside the class does not repeat
+    them (probe Q's B4 and B15, labelled at the calls)."""
     alike = BLOCKS.replace("Block(128, 8)", "Block(100, 8)")
     path = tmp_path / "m.py"
     path.write_text(alike)
     got = analyze_source(alike, str(path), ["MHA008"])
+    assert [(f.line, f.col) for f in got] == [(17, 18), (18, 18), (20, 18), (21, 18)]
+    assert got[0].message.endswith("this call builds it through Block() at m.py:7")
+    assert [g[1:3] for g in _found(alike)] == [(17, 18), (18, 18), (20, 18), (21, 18)]
+
+
+def test_sizes_every_construction_leaves_to_defaults_are_judged_at_the_module(tmp_path):
+    """``def __init__(self, dim=100, heads=8)`` built ``Block()`` everywhere:
+    the sizes enter at the defaults, so the construction reports, once."""
+    src = BLOCKS.replace("def __init__(self, dim, heads):", "def __init__(self, dim=100, heads=8):")
+    src = src.replace("Block(100, 8)", "Block()").replace("Block(128, 8)", "Block()")
+    path = tmp_path / "m.py"
+    path.write_text(src)
+    got = analyze_source(src, str(path), ["MHA008"])
     assert [(f.line, f.col) for f in got] == [(7, 21), (20, 18), (21, 18)]
     assert got[0].message.endswith("every construction of Block in the project (2) passes dim=100, heads=8")
-    assert [g[1:3] for g in _found(alike)] == [(17, 18), (18, 18), (20, 18), (21, 18)]
 
 
 def test_a_module_built_only_on_a_branch_the_call_turns_off_is_not_judged():

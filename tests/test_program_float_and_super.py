@@ -21,7 +21,7 @@ SUPER = "fixtures/program_calls/super_forward"
 
 def test_a_bool_mask_made_floats_by_the_callee_is_judged_at_the_call():
     found = assert_package_runs(FLOAT, [("model.py", 22, 20, "MHA004")], select="MHA0,MHA1")
-    assert found[0].msg.startswith("mask from this call ((~pad)[:, None, None, :].float())")
+    assert found[0].msg.startswith("mask from this call, as the callee uses it ((~pad)[:, None, None, :].float())")
     assert "float_masks/attention.py:19 through CrossAttention.forward()" in found[0].msg
 
 

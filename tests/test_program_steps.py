@@ -136,8 +136,10 @@ def attend(q, k, v, attention_mask=None):
 @pytest.mark.parametrize("test, step, want", [
     ("causal_mask is not None", "causal_mask[:, :, :, : k.shape[-2]]", [("MHA002", 7, 36)]),
     ("attention_mask is not None", "~causal_mask", [("MHA002", 7, 12)]),
-    # a second store that is no step of the alias: the mask is the function's own
-    ("attention_mask is not None", "attention_mask.float()", []),
+    # the last store, under a test of the parameter: given a mask, SDPA gets
+    # it made float (MHA004 at both calls; the padding mask's meaning too)
+    ("attention_mask is not None", "attention_mask.float()",
+     [("MHA004", 7, 12), ("MHA002", 7, 36), ("MHA004", 7, 36)]),
     # cut under a test of something else: a mask may pass uncut or cut
     ("q.shape[2] > 1", "causal_mask[:, :, :, : k.shape[-2]]", []),
 ])

@@ -45,14 +45,78 @@ def class_default(func, env: Env, scope: Optional[Scope]):
     if len(defs) != 1 or defs[0].kind != DefKind.PARAM or not isinstance(defs[0].node, cst.Param):
         return func
     default = defs[0].node.default
-    if not isinstance(default, (cst.Name, cst.Attribute)):
-        return func
-    return func if _passed_in_file(defs[0].scope, func.value) else default
+    if isinstance(default, (cst.Name, cst.Attribute)) and not _passed_in_file(
+        defs[0].scope, func.value
+    ):
+        return default
+    handed = _handed_in_file(defs[0].scope, func.value)
+    return handed if handed is not None else func
 
 
-# the file being analysed -> {class: the parameters its constructions pass};
-# one entry, so no finished file's tree is kept alive
-_PASSED: dict = {}
+def _handed_in_file(fscope: Optional[Scope], param: str) -> Optional[cst.Name]:
+    """The class every construction in the file of the class whose
+    ``__init__`` holds ``fscope`` hands ``param`` (``Layer(RelAttn, 32)``
+    for ``def __init__(self, attn_cls, d): self.attn = attn_cls(d)``): the
+    one module-level name they all pass, by position or keyword; None when
+    one passes another, none or a splat, or the class is never built here."""
+    found = _constructions_here(fscope)
+    if not found:
+        return None
+    cls_scope, calls = found
+    params = [p.name.value for p in fscope.node.params.params][1:]
+    index = params.index(param) if param in params else -1
+    names = set()
+    for call in calls:
+        given = None
+        for i, a in enumerate(call.args):
+            if a.star:
+                return None
+            if a.keyword is not None:
+                if a.keyword.value == param:
+                    given = a.value
+            elif i == index:
+                given = a.value
+        if not isinstance(given, cst.Name):
+            return None
+        names.add(given.value)
+        chosen = given
+    if len(names) != 1:
+        return None
+    module_scope = cls_scope
+    while module_scope.parent is not None:
+        module_scope = module_scope.parent
+    defs = lookup(chosen.value, module_scope.final_env, module_scope)
+    return chosen if defs and all(d.kind == DefKind.CLASS for d in defs) else None
+
+
+def _constructions_here(fscope: Optional[Scope]):
+    """(the class scope, every call in the file of the class whose
+    ``__init__`` holds ``fscope``, by its plain name); None elsewhere."""
+    cls_scope = fscope.parent if fscope is not None else None
+    if cls_scope is None or not isinstance(cls_scope.node, cst.ClassDef):
+        return None
+    if not isinstance(fscope.node, cst.FunctionDef) or fscope.node.name.value != "__init__":
+        return None
+    root = cls_scope
+    while root.parent is not None:
+        root = root.parent
+    module = root.node
+    kept = _CALLS.get(id(module))
+    if kept is None or kept[0] is not module:
+        _CALLS.clear()
+        kept = _CALLS[id(module)] = (module, _calls_by_name(module))
+    return cls_scope, kept[1].get(cls_scope.node.name.value, ())
+
+
+_CALLS: dict = {}  # the file being analysed -> {class name: its constructions}
+
+
+def _calls_by_name(module) -> dict:
+    out: dict = {}
+    for n in walk(module):
+        if isinstance(n, cst.Call) and isinstance(n.func, cst.Name):
+            out.setdefault(n.func.value, []).append(n)
+    return out
 
 
 def _passed_in_file(fscope: Optional[Scope], param: str) -> bool:
@@ -60,46 +124,17 @@ def _passed_in_file(fscope: Optional[Scope], param: str) -> bool:
     holds ``fscope`` passes ``param`` (HF's ``BertEncoder(config,
     attn_cls=BertSdpaSelfAttention)``): then the default is not every
     instance's class."""
-    cls_scope = fscope.parent if fscope is not None else None
-    if cls_scope is None or not isinstance(cls_scope.node, cst.ClassDef):
+    found = _constructions_here(fscope)
+    if not found:
         return False
-    if not isinstance(fscope.node, cst.FunctionDef) or fscope.node.name.value != "__init__":
-        return False
-    root = cls_scope
-    while root.parent is not None:
-        root = root.parent
-    module = root.node
-    kept = _PASSED.get(id(module))
-    if kept is None or kept[0] is not module:
-        _PASSED.clear()
-        kept = _PASSED[id(module)] = (module, _passed_params(module))
-    name = cls_scope.node.name.value
     params = [p.name.value for p in fscope.node.params.params][1:]
-    for given in kept[1].get(name, ()):
-        if (
-            given == "*"
-            or given == param
-            or (isinstance(given, int) and given < len(params) and params[given] == param)
-        ):
-            return True
+    for call in found[1]:
+        for i, a in enumerate(call.args):
+            if a.star or (a.keyword is not None and a.keyword.value == param):
+                return True
+            if a.keyword is None and i < len(params) and params[i] == param:
+                return True
     return False
-
-
-def _passed_params(module) -> dict:
-    """{class name: the positions (ints) and keywords each of its
-    constructions in ``module`` passes; ``"*"`` for a splat}."""
-    out: dict = {}
-    for n in walk(module):
-        if isinstance(n, cst.Call) and isinstance(n.func, cst.Name):
-            given = out.setdefault(n.func.value, set())
-            for i, a in enumerate(n.args):
-                if a.star:
-                    given.add("*")
-                elif a.keyword is not None:
-                    given.add(a.keyword.value)
-                else:
-                    given.add(i)
-    return out
 
 
 def static_kind(func: cst.FunctionDef) -> str:

@@ -383,7 +383,8 @@ class _Closure:
             unit.name in self.kept_dotted  # a method kept code calls
             or not unit.attrs.isdisjoint(outer.kept_attrs)  # shares self.NAME with kept code
             or "super" in unit.words  # reaches the relevant bases
-            or unit.name == "forward"  # what a call of the kept class's instances runs
+            or unit.name
+            in ("forward", "__call__")  # what a call of the kept class's instances runs
             or outer.base  # an attention module's subclass is kept whole
             or any(w in names for w in outer.words if w != outer.name)  # a kept class's subclass
         )

@@ -9,6 +9,8 @@ from typing import Any, Dict
 import libcst as cst
 
 from ..analysis.events import Construction
+from ..analysis.program.local_names import function_key
+from ..core.positions import line_of
 from ..analysis.resolve import passed
 from ..analysis.tree import walk
 from ..analysis.values import UNKNOWN
@@ -73,14 +75,16 @@ def replaces_forward(ctx, ev: Construction) -> bool:
 THROUGH = "; this call builds it through {callee}() at {where}"
 
 
-def handed_sizes(ctx, site):
+def handed_sizes(ctx, site, judged=("embed", "heads")):
     """``(entry, embed, heads, evidence, tail)`` for each torch module a call of
     a project function or class builds with sizes this call hands it
     (``sizes.sizes_table``'s entries, ``build_attention(AUDIO_DIM,
-    AUDIO_HEADS)``, ``Block(100, 8)``), both sizes known here.  A class whose
-    every construction in the project passes the same sizes is left out:
-    its construction is judged where it stands, with them.  ``evidence``: what
-    a witness needs; ``tail``: the message's end, naming the construction."""
+    AUDIO_HEADS)``, ``Block(100, 8)``), the ``judged`` sizes known here (a
+    size not judged may be None).  Left out: sizes every construction of a
+    class leaves to the same defaults (the construction inside the class
+    judges them), and sizes the function around the call hands on from its
+    own parameters (its callers judge them).  ``evidence``: what a witness
+    needs; ``tail``: the message's end, naming the construction."""
     call = site.node
     project = getattr(ctx, "project", None)
     if (
@@ -95,26 +99,107 @@ def handed_sizes(ctx, site):
         return
     filename, callee, entries = got
     for entry in entries:
-        embed = _size(ctx, site, entry, entry["embed"])
-        heads = _size(ctx, site, entry, entry["heads"])
-        if embed is None or heads is None:
+        if not _runs(ctx, site, entry):
             continue
-        params = [r[1] for r in (entry["embed"], entry["heads"]) if r[0] == "param"]
-        if entry["init"] and project.built_alike(filename, callee, params, entry["defaults"]):
-            continue  # every construction passes the same: judged at the module
-        where = f"{project.relative(filename)}:{entry['line']}"
+        sizes = {k: _size(ctx, site, entry, entry[k]) for k in ("embed", "heads")}
+        if any(sizes[k] is None for k in judged):
+            continue
+        params = [entry[k][1] for k in judged if entry[k][0] == "param"]
+        if not params:
+            continue  # the callee's own numbers: judged where it builds the module
+        if (
+            entry["init"]
+            and not _hands_one(call, entry, params)
+            and project.built_alike(filename, callee, params, entry["defaults"])
+        ):
+            continue  # left to defaults every construction shares: judged at the module
+        if _handed_on(ctx, site, entry, judged, filename):
+            continue  # this function's callers hand the sizes: judged there
+        built_in = entry.get("file", filename)  # handed on to another file: built there
+        where = f"{project.relative(built_in)}:{entry['line']}"
         evidence = {
             "module": entry["module"],
-            "embed_dim": embed,
-            "num_heads": heads,
+            "embed_dim": sizes["embed"],
+            "num_heads": sizes["heads"],
             **entry.get("settings", {}),
             "through": {
                 "function": callee,
-                "file": project.relative(filename),
+                "file": project.relative(built_in),
                 "line": entry["line"],
             },
         }
-        yield entry, embed, heads, evidence, THROUGH.format(callee=callee, where=where)
+        tail = THROUGH.format(callee=callee, where=where)
+        yield entry, sizes["embed"], sizes["heads"], evidence, tail
+
+
+def _runs(ctx, site, entry: dict) -> bool:
+    """Whether the call makes the construction: one under ``if p is not
+    None:`` (``if p:``) runs when the call gives ``p`` a known value (a
+    true one); left out, ``p`` is its default, which does not run it."""
+    when = entry.get("when")
+    if when is None:
+        return True
+    kind, p = when
+    index = entry["params"].index(p) if p in entry["params"] else -1
+    expr = passed(site.node, index, p)
+    if expr is None:
+        return False
+    value = ctx.value(expr, site)
+    if value is UNKNOWN or value is None:
+        return False
+    return bool(value) if kind == "truthy" else True
+
+
+def _hands_one(call: cst.Call, entry: dict, params) -> bool:
+    """Whether the call passes one of the size parameters ``params`` itself."""
+    return any(
+        passed(call, entry["params"].index(p) if p in entry["params"] else -1, p) is not None
+        for p in params
+    )
+
+
+def _handed_on(ctx, site, entry: dict, judged, site_file: str) -> bool:
+    """The call hands the ``judged`` sizes on from the parameters of the
+    function or class around it, as they are (``Layer(dim, heads)`` in
+    ``Encoder.__init__``), and that function's own entry for the same
+    construction (``sizes.sizes_table`` composes it, ``ProjectFiles.sizes``
+    across files) has them as its parameters: its callers judge them."""
+    key = function_key(site.scope)
+    if key is None:
+        return False
+    owner = key[: -len(".__init__")] if key.endswith(".__init__") else key
+    own = ctx.project.sizes(ctx.project.path).get(owner) or ()
+    mine = (entry["module"], entry["line"], entry.get("file", site_file))
+    return any(
+        (e["module"], e["line"], e.get("file", ctx.project.path)) == mine
+        and all(e[k][0] == "param" for k in judged)
+        for e in own
+    )
+
+
+def judged_at_callers(ctx, ev: Construction, judged=("embed", "heads")) -> bool:
+    """A construction whose ``judged`` sizes are parameters of its class's
+    ``__init__`` as they are (a sizes entry), when some construction of the
+    class in the project passes one of them itself: the sizes enter the
+    program there, so those calls report (``handed_sizes``), not this one
+    (RULES.md: where a fact from another function enters the chain)."""
+    project = getattr(ctx, "project", None)
+    key = function_key(ev.site.scope)
+    if project is None or not hasattr(project, "sizes_handed") or key is None:
+        return False
+    if not key.endswith(".__init__") or key.count(".") != 1:
+        return False
+    cls = key.split(".")[0]
+    line = line_of(ctx.module, ev.site.node)
+    for entry in project.sizes(project.path).get(cls) or ():
+        if entry["line"] != line or not entry["init"] or "file" in entry:
+            continue
+        if any(entry[k][0] != "param" for k in judged):
+            continue  # a number of the class's own: it enters here
+        params = [entry[k][1] for k in judged]
+        if project.sizes_handed(project.path, cls, params):
+            return True
+    return False
 
 
 def _size(ctx, site, entry: dict, ref: list):

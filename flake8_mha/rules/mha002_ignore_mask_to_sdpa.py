@@ -64,6 +64,13 @@ class IgnoreMaskToSdpa(MaskRule):
           gate(sim, keep): return torch.where(keep, sim, -inf)`) is judged at
           each call with the caller's mask, and reported there.
         - A float or integer 0/1 ignore-mask reports MHA004 as well.
+        - A sliding window made of two triangles takes its meaning from the
+          causal one: `triu(ones, 1) | tril(ones, diagonal=-window)` marks the
+          future and the far past (True = ignore), `tril(ones) & triu(ones,
+          diagonal=-window)` keeps the near past (True = keep); other pairs
+          say nothing. An id compared with -1 or -100 (`point_labels != -1`,
+          a padded point, an ignored label) is present where it differs
+          (True = keep), weak evidence as a name is.
         - Branches join: a mask that is an ignore-mask on one path and unknown or
           a keep-mask on another is not reported; `None` on a path does not count.
         - Star-arguments are spread as Python spreads them: `sdpa(*args)` after

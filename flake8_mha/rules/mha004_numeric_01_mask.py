@@ -44,10 +44,12 @@ class NumericZeroOneMask(MaskRule):
         # or an additive mask: nn.Transformer.generate_square_subsequent_mask(L)
         """
     DECISIONS = """
-        - Only a mask whose 0/1 meaning is known is reported: a float tensor of
-          zeros, a bias, or an additive mask (`masked_fill(m, -inf)`,
-          `(1 - m) * -1e4`, `generate_square_subsequent_mask`) is what a float
-          mask should be and is never reported.
+        - Only a mask known to hold 0 and 1 is reported: one whose 0/1 meaning
+          is known, or a comparison cast to numbers whatever it means
+          (`(x_cat == MISSING_ID).float()`); a float tensor of zeros, a bias,
+          or an additive mask (`masked_fill(m, -inf)`, `(1 - m) * -1e4`,
+          `generate_square_subsequent_mask`) is what a float mask should be
+          and is never reported.
         - A graph's adjacency (a name `adj`, `adjacency`, `adj_matrix`) is
           nonzero on an edge, the pairs a node attends: made bool
           (`adj.bool()`) or compared with 0 (`adj > 0`, `adj != 0`) it is a
@@ -140,7 +142,9 @@ class NumericZeroOneMask(MaskRule):
 
     def _check(self, sink: Sink, mask: Mask, module_ev) -> Iterator[Report]:
         a = self.analysis()
-        if mask.kind not in (FLOAT01, INT) or mask.meaning not in (KEEP, IGNORE) or mask.fill:
+        if mask.kind not in (FLOAT01, INT) or mask.fill:
+            return
+        if mask.meaning not in (KEEP, IGNORE) and not (mask.zero_one and mask.meaning is None):
             return
         if mask.kind == FLOAT01:
             dtype = mask.dtype or "floating-point"

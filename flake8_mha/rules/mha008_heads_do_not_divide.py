@@ -8,7 +8,13 @@ from typing import Iterator
 from ..analysis.events import Construction
 from ..analysis.flow import CallSite
 from .base import Example, Report, Rule
-from .construction import construction_evidence, handed_sizes, init_value, int_or_none
+from .construction import (
+    construction_evidence,
+    handed_sizes,
+    init_value,
+    int_or_none,
+    judged_at_callers,
+)
 
 
 class HeadsDoNotDivide(Rule):
@@ -55,14 +61,21 @@ class HeadsDoNotDivide(Rule):
           module are judged at each call of it, in the file or across files
           (`build_attention(AUDIO_DIM, AUDIO_HEADS)`, `Block(100, 8)` beside a
           correct `Block(128, 8)`), with the call's values; the finding names
-          the construction. Only constructions every run makes count (not one
-          under `if heads:` or `... if heads else nn.Identity()`). When every
-          construction of the class passes the same sizes, the construction
-          reports instead and its callers do not (docs/reach.md, "Sizes handed
-          to a construction"). The sizes may pass through further
-          constructions of the callee's file first (`Encoder(d, h, depth)`
-          building `Layer(d, h)`) or a class method returning `cls(...)`
-          (`Encoder.from_width(96, heads=5)`): the call that hands them reports.
+          the construction. They enter the program there, so the call reports
+          even when every construction of the class passes the same sizes;
+          only sizes every construction leaves to the class's own defaults
+          (`def __init__(self, dim=100, heads=8)`, built `Block()`) are
+          reported at the module (docs/reach.md, "Sizes handed to a
+          construction"). Constructions every run makes count, and one under
+          `if cross_heads is not None:` (or `if cross_heads:`) at the calls
+          that give that parameter a value; not one under any other test or
+          in `... if heads else nn.Identity()`. The sizes may pass through
+          further constructions first, in the callee's file (`Encoder(d, h,
+          depth)` building `Layer(d, h)`), in other project files
+          (`FTTransformer(d_token=100, n_heads=8)` building `Block(d_token,
+          n_heads)` of `layers.py`), or a class method returning `cls(...)`
+          (`Encoder.from_width(96, heads=5)`): the call that hands them
+          reports, and the calls between, which only hand them on, do not.
         """
     VALID = [
         "import torch.nn as nn\nattn = nn.MultiheadAttention(64, 8, batch_first=True)\n",
@@ -119,6 +132,11 @@ class HeadsDoNotDivide(Rule):
             return
         embed = int_or_none(init_value(self.ctx, ev, spec.embed_param))
         heads = int_or_none(init_value(self.ctx, ev, spec.heads_param))
+        wrong = (embed is not None and embed <= 0) or (heads is not None and heads <= 0)
+        if not wrong and (embed is None or heads is None or embed % heads == 0):
+            return
+        if judged_at_callers(self.ctx, ev):
+            return  # the calls that hand the sizes report
         evidence = construction_evidence(self.ctx, ev)
         for name, value in ((spec.heads_param, heads), (spec.embed_param, embed)):
             if value is not None and value <= 0:

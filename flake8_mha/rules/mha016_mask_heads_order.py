@@ -374,14 +374,47 @@ class MaskHeadsOrder(Rule):
                 "expansion": helper.form.get("expansion"),
             }
         recv = code_text(self.ctx, mask_expr)
+        fix = f"{recv}.repeat_interleave(num_heads, dim=0)"
+        if helper is not None and helper.form.get("receiver"):  # a local of the helper's
+            fix = f"{helper.form['receiver']}.repeat_interleave(num_heads, dim=0) in the helper"
         return self.report(
             ev.site.node,
             evidence,
             expansion=f"`{code_text(self.ctx, expansion)}`",
             module=ev.spec.name,
             arg=arg,
-            fix=f"{recv}.repeat_interleave(num_heads, dim=0)",
+            fix=fix,
         )
+
+
+def _batch_kept_root(node, env, scope) -> Optional[cst.Name]:
+    """The name a local assigned once is made from by steps that keep its
+    batch axis first (``pad[:, None, :]``, ``.unsqueeze(1)``, ``.expand(B, T,
+    T)``, casts): whose rows a head-major repeat of the local tiles."""
+    node, env, scope = _through_names(node, env, scope)
+    for _ in range(MAX_DEPTH):
+        if isinstance(node, cst.Name):
+            return node
+        if isinstance(node, cst.Subscript) and node.slice:
+            first = node.slice[0].slice
+            if not (isinstance(first, cst.Slice) and first.lower is None and first.upper is None):
+                return None  # ``m[None]``: a new first axis
+            node = node.value
+        elif isinstance(node, cst.Call) and isinstance(node.func, cst.Attribute):
+            name = node.func.attr.value
+            if name == "unsqueeze" and not (node.args and _is_zero_arg(node.args[0].value)):
+                node = node.func.value
+            elif name in ("expand", "to", "bool", "float", "contiguous"):
+                node = node.func.value
+            else:
+                return None
+        else:
+            return None
+    return None
+
+
+def _is_zero_arg(node) -> bool:
+    return isinstance(node, cst.Integer) and node.value == "0"
 
 
 def _through_names(node, env, scope, depth: int = 0):
@@ -437,6 +470,13 @@ def _read_helper(ctx, func: cst.FunctionDef, fscope) -> Optional[dict]:
     factor = walker.factor
     p = func.params
     params = {x.name.value: x for x in (*p.posonly_params, *p.params, *p.kwonly_params)}
+    receiver = None
+    if got[1].value not in params:  # ``m = pad[:, None, :].expand(B, T, T)``: the parameter's
+        root = _batch_kept_root(got[1], renv, fscope)
+        if root is None or root.value not in params:
+            return None
+        receiver = got[1].value
+        got = (got[0], root, *got[2:])
     own = factor.value if isinstance(factor, cst.Name) and factor.value in params else None
     default = params[own].default if own else None
     # what a caller that leaves the factor out gets: ``def tile(m, num_heads=2)``
@@ -446,6 +486,7 @@ def _read_helper(ctx, func: cst.FunctionDef, fscope) -> Optional[dict]:
         "factor": own,
         "factor_default": kind,
         "via": got[2],
+        **({"receiver": receiver} if receiver else {}),
         "expansion": code_text(ctx, got[0]),
         "line": line_of(ctx.module, got[0]),
     }

@@ -15,6 +15,7 @@ from .construction import (
     handed_sizes,
     init_value,
     int_or_none,
+    judged_at_callers,
 )
 
 
@@ -50,6 +51,10 @@ class OddNumHeads(Rule):
           throws the weights away, shipped in a release). The other codes are
           reported there as anywhere.
         - `num_heads=1` is odd and is reported (RULES.md).
+        - A head count that is a parameter of the class or function building
+          the module is reported at the call that hands it (`Mixer(dim, 5)`,
+          naming the construction), as MHA008's sizes are; one every
+          construction leaves to the class's default, at the module.
         - Reported beside MHA008 when both apply: each code is about its own fact.
         - Silent when another setting written at the construction already keeps
           the fastpath off, whatever the head count (TORCH_FACTS, "fastpath"):
@@ -101,7 +106,7 @@ class OddNumHeads(Rule):
         NUM_HEADS)``): judged at the call, with the call's values, unless
         the construction writes a setting that keeps the fastpath off anyway
         (docs/reach.md, "Sizes handed to a construction")."""
-        for entry, _, heads, evidence, tail in handed_sizes(self.ctx, site):
+        for entry, _, heads, evidence, tail in handed_sizes(self.ctx, site, judged=("heads",)):
             if heads <= 0 or heads % 2 == 0 or entry.get("fastpath_off"):
                 continue
             yield self.report(
@@ -119,7 +124,7 @@ class OddNumHeads(Rule):
             return
         heads = int_or_none(init_value(self.ctx, ev, spec.heads_param))
         if heads is not None and heads > 0 and heads % 2 == 1 and not self._fastpath_off(ev):
-            if self._fed_sequence_first(ev):
+            if self._fed_sequence_first(ev) or judged_at_callers(self.ctx, ev, ("heads",)):
                 return
             yield self.report(
                 ev.site.node,

@@ -142,13 +142,19 @@ class Comparisons:
                     (o, c), o
                 )
                 return self._pad_compare(mask_side, o, node, text, at)
+            if c in (-1, -100) and not isinstance(c, bool) and o in ("!=", "=="):
+                # SAM's ``point_labels != -1``: a negative id marks an absent
+                # item (a padded point, an ignored label); True where present
+                if not is_mask_or_length(mask_side):
+                    meaning = KEEP if o == "!=" else IGNORE
+                    return comparison(meaning, None, Origin(node, text, by_name=True))
             if c == 0 and not isinstance(c, bool) and is_adjacency_name(mask_side):
                 # GAT's ``adj > 0``: True on an edge, the pairs to attend
                 meaning = {">": KEEP, "!=": KEEP, "==": IGNORE, "<=": IGNORE}.get(o)
                 if meaning is not None:
                     return comparison(meaning, None, Origin(node, text, by_name=True))
-            return UNKNOWN_MASK
-        return UNKNOWN_MASK
+            return _bool_only(node, text)
+        return _bool_only(node, text)
 
     def _threshold(self, inner: Mask, op: str, c: float, node, text) -> Mask:
         """``mask <op> c``: which of the mask's values compare True."""
@@ -435,3 +441,11 @@ class Comparisons:
             if qn in ("torch.tensor", "torch.as_tensor", "torch.LongTensor"):
                 return self._lengths_axis(node.args[0].value, at, hops)
         return None
+
+
+def _bool_only(node, text: str) -> Mask:
+    """A comparison whose meaning the analysis cannot tell is still a bool
+    tensor: made a float 0/1 one (``(x_cat == MISSING_ID).float()``) it is
+    MHA004's whatever it meant."""
+    origin = Origin(node, text)
+    return Mask(kind=BOOL, dtype="bool", kind_origin=origin, zero_one=True)

@@ -91,6 +91,13 @@ class Mask:
     causal: bool = False  # the meaning comes from a triangle (positions against positions)
     # the meaning comes from one tensor of ids against itself (segments, labels)
     pairwise: bool = False
+    # ``tril(ones, diagonal=-window)`` (``"lower"``), ``triu(ones, diagonal=-window)``
+    # (``"upper"``): a triangle a window away from the diagonal, its meaning
+    # what the triangle it is combined with gives it (a sliding window's band)
+    band: Optional[str] = None
+    # 0 and 1 only, whatever they mean (a comparison the analysis cannot read):
+    # made float, it is MHA004's all the same
+    zero_one: bool = False
 
     @property
     def shape(self) -> Optional[Shape]:

@@ -104,9 +104,9 @@ class MaskEvaluator(Calls, Numbers, Comparisons, Segments, Offsets, Shapes, Dtyp
         if origin is None:
             return "mask"
         line = self.line(origin.node)
-        # no line: the callee's steps applied to this call's argument (``(~pad).float()``)
-        where = f"line {line}" if line is not None else "this call"
-        return f"mask from {where} ({origin.text})"
+        if line is None:  # the callee's steps applied to this call's argument (``(~pad).float()``)
+            return f"mask from this call, as the callee uses it ({origin.text})"
+        return f"mask from line {line} ({origin.text})"
 
     def source_text(self, origin: Optional[Origin]) -> Optional[str]:
         if origin is None:
@@ -351,15 +351,16 @@ class MaskEvaluator(Calls, Numbers, Comparisons, Segments, Offsets, Shapes, Dtyp
             if op is cst.BitAnd and KEEP in (a.meaning, b.meaning):
                 # ESM's ``tokens.ne(pad) & tokens.ne(eos)``: a keep-mask narrowed by
                 # another special token's inequality is a keep-mask
-                if a.meaning == KEEP and not b.known and _special_ne(node.right):
+                if a.meaning == KEEP and b.meaning is None and _special_ne(node.right):
                     return a
-                if b.meaning == KEEP and not a.known and _special_ne(node.left):
+                if b.meaning == KEEP and a.meaning is None and _special_ne(node.left):
                     return b
             if op is cst.BitOr:  # ``adj.bool() | eye``: a keep-mask given the self-loops
                 if a.meaning == KEEP and b.fill == "eye":
                     return a
                 if b.meaning == KEEP and a.fill == "eye":
                     return b
+            a, b = _banded(a, b, op), _banded(b, a, op)
             return combine(a, b, node, text, "and" if op is cst.BitAnd else "or")
         if op is cst.Subtract:
             return self._one_minus(node, at)
@@ -440,7 +441,48 @@ class MaskEvaluator(Calls, Numbers, Comparisons, Segments, Offsets, Shapes, Dtyp
             )
             if got is not None:
                 return got
+            built = self._built_instance(node, at)
+            if built is not None:  # ``self.causal_mask(L)``: a plain class's ``__call__``
+                got = project.instance_returned(
+                    built.node,
+                    (built.env, built.scope),
+                    node,
+                    at.env,
+                    at.scope,
+                    self.text(node.func) + "()",
+                    lambda e: self.eval(e, at),
+                )
+                if got is not None:
+                    return got
         return UNKNOWN_MASK
+
+    def _built_instance(self, node: cst.Call, at: At):
+        """The one assignment ``self.<attr> = Class(...)`` of the instance a
+        ``self.<attr>(...)`` call runs, the class a name; else None."""
+        defs = self.instance_assignments(node.func, at.env, at.scope)
+        if not defs or len(defs) != 1:
+            return None
+        d = defs[0]
+        if d.index not in ((), None) or not isinstance(d.node, cst.Call):
+            return None
+        return d if isinstance(d.node.func, (cst.Name, cst.Attribute)) else None
+
+
+def _banded(band: Mask, other: Mask, op) -> Mask:
+    """A sliding window's far triangle (``Mask.band``) given its meaning by
+    the causal triangle on the other side of the diagonal it is combined
+    with: ``triu(ones, 1) | tril(ones, diagonal=-window)`` marks the future
+    and the far past (True = ignore); ``tril(ones) & triu(ones,
+    diagonal=-window)`` keeps the near past (True = keep).  Any other pair
+    says nothing."""
+    if band.band is None or other.tri is None or other.meaning is None:
+        return band
+    side = other.tri[0]
+    if op is cst.BitOr and other.meaning == IGNORE and side == "upper" and band.band == "lower":
+        return replace(band, meaning=IGNORE, origin=band.shape_origin)
+    if op is cst.BitAnd and other.meaning == KEEP and side == "lower" and band.band == "upper":
+        return replace(band, meaning=KEEP, origin=band.shape_origin)
+    return band
 
 
 def _mutated_names(root: cst.CSTNode) -> Dict[str, list]:

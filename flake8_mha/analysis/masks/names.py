@@ -163,7 +163,7 @@ def parameter_by_name(p: cst.Param, name: str, func: cst.FunctionDef) -> Optiona
         return Mask(meaning=IGNORE, kind=BOOL, dtype="bool", origin=origin, kind_origin=origin)
     params = list(func.params.posonly_params) + list(func.params.params)
     if low in KEEP_PARAM_NAMES and any(
-        is_token_name(cst.Name(q.name.value)) for q in params + list(func.params.kwonly_params)
+        _names_ids(q.name.value) for q in params + list(func.params.kwonly_params)
     ):
         # beside the token ids it is the tokenizer's mask (1 = real token, an
         # int64 tensor, as ``batch["attention_mask"]``); alone (an attention
@@ -172,3 +172,18 @@ def parameter_by_name(p: cst.Param, name: str, func: cst.FunctionDef) -> Optiona
         origin = Origin(p, f"parameter {name}", by_name=True)
         return Mask(meaning=KEEP, kind=INT, dtype="int64", origin=origin, kind_origin=origin)
     return None
+
+
+_FLAG_OR_COUNT = ("is_", "has_", "use_", "exist", "with_", "num_", "n_", "max_", "min_")
+
+
+def _names_ids(name: str) -> bool:
+    """A parameter that says token ids outright (``input_ids``, ``tokens``,
+    ``text_tokens``): not ``inputs`` or ``src`` (features as often as ids),
+    nor a flag or a count that mentions tokens
+    (``exist_non_image_gen_tokens``, ``num_tokens``), nor positions
+    (``position_ids``, as ``is_token_name`` reads them)."""
+    low = name.lower()
+    if low.startswith(_FLAG_OR_COUNT) or not is_token_name(cst.Name(name)):
+        return False  # ``position_ids``: positions, not tokens
+    return low.endswith(("ids", "tokens", "toks")) or low in ("token", "tok")

@@ -522,7 +522,7 @@ class Ops:
         if diag_node is not None:
             d = self._number(diag_node, at)
             if not isinstance(d, int) or isinstance(d, bool):
-                return UNKNOWN_MASK
+                return self._band(base, lower, diag_node, node)
             diag = d
         if base.fill == "neg" and not lower and diag >= 1:
             return additive(self.origin(node), base.layout or ("L", "S"), self.origin(node))
@@ -546,6 +546,29 @@ class Ops:
             origin=origin if meaning else None,
             kind_origin=origin if kind else None,
             shape_origin=origin,
+        )
+
+    def _band(self, base: Mask, lower: bool, diag_node, node) -> Mask:
+        """``tril(ones, diagonal=-window)``: a triangle of ones a window size
+        away from the diagonal, the size unknown (``Mask.band``)."""
+        if not (
+            base.fill == "ones"
+            and base.tri is None
+            and isinstance(diag_node, cst.UnaryOperation)
+            and isinstance(diag_node.operator, cst.Minus)
+            and isinstance(diag_node.expression, (cst.Name, cst.Attribute))
+        ):
+            return UNKNOWN_MASK
+        origin = self.origin(node)
+        kind = base.kind or kind_of_dtype(base.dtype)
+        return Mask(
+            kind=kind,
+            dtype=base.dtype if base.dtype in KNOWN_DTYPE_NAMES else None,
+            layout=base.layout or ("L", "S"),
+            causal=True,
+            kind_origin=origin if kind else None,
+            shape_origin=origin,
+            band="lower" if lower else "upper",
         )
 
     def _where(self, cond, a, b, node, at: At) -> Mask:

@@ -403,12 +403,17 @@ class FileCalls:
             return None
         if not classes:
             return None
-        methods = {
-            id(m): m for m in (self.method_of(c, "forward") for c in classes) if m is not None
-        }
-        if len(methods) != 1 or any(self.method_of(c, "forward") is None for c in classes):
+        runs = [self.runs(c) for c in classes]
+        if any(m is None for m in runs) or len({id(m) for m in runs}) != 1:
             return None
-        return next(iter(methods.values())), 1
+        return runs[0], 1
+
+    def runs(self, cls: ClassInfo) -> Optional[cst.FunctionDef]:
+        """What calling an instance of a class of this file runs: a
+        ``__call__`` of the file's own (a plain class's mask maker or
+        processor), else its ``forward`` (an ``nn.Module``'s ``__call__``
+        runs it)."""
+        return self.method_of(cls, "__call__") or self.method_of(cls, "forward")
 
     def _forwards_of(self, node, env, scope) -> List[cst.FunctionDef]:
         """The ``forward`` of each class of this file an instance's call may

@@ -29,7 +29,7 @@ from ..values import UNKNOWN, literal
 from . import callers, chains, instances, signatures, wrapped
 from .callgraph import CHECKPOINT, checkpointed
 from .files import ProjectFiles, decode, module_constants, module_parts, project_root  # noqa: F401
-from .composing import narrowed
+from .composing import fill_apart
 from .fills import FILL_SINKS, FILL_TEXT, KV, SOFTMAX
 from .forms import sdpa_summary
 from .local_names import enclosing_class, instance_name, own_definition
@@ -102,16 +102,14 @@ class Project(ConstantFiles):
         args = _bind(summary, node, splat_ok=True)
         if args is None:
             return None
-        reach = summary["reach"]
-        if KV in reach and len(reach) > 1:
-            # keys multiplied by one parameter's mask, the value given by another
-            # (``sdpa(q, k * keep, v)``): the mask is judged at the call as well
-            kv = self._fill_call(site, filename, narrowed(summary, {KV}), args)
-            rest = narrowed(summary, set(reach) - {KV})
+        split = fill_apart(summary)
+        if split is not None:
+            one, rest = split
+            filled = self._fill_call(site, filename, one, args)
             got = self._event(site, filename, rest, args)
-            if got is None or kv is None:
-                return got or kv
-            got.more = list(got.more) + [kv]
+            if got is None or filled is None:
+                return got or filled
+            got.more = list(got.more) + [filled]
             return got
         return self._event(site, filename, summary, args)
 
@@ -298,8 +296,9 @@ class Project(ConstantFiles):
         method = self._method(func, env, scope, resolver) or self._instance_method(func, env, scope)
         if method is not None:
             return method
-        if isinstance(func, cst.Attribute) and isinstance(
-            func.value, (cst.Attribute, cst.Subscript)
+        if isinstance(func, cst.Attribute) and (
+            isinstance(func.value, (cst.Attribute, cst.Subscript))
+            or instance_name(func.value, env, scope)  # ``layer.prefill(x, mask)`` in a loop
         ):
             method = self._held_method(func, env, scope, resolver)
             if method is not None:  # else: what the object called holds, as before

@@ -10,8 +10,8 @@ import contextlib
 import os
 from typing import Optional, Tuple
 
-from . import chains, constructors
-from .fills import FILL_SINKS
+from . import chains, constructors, forms
+from .fills import FILL_SINKS, KV
 from .summaries import ATTRS, BASES, IMPORTS, MODULES, REGISTRIES, VARIANT, settle
 
 MAX_CHAIN = 6  # calls followed from a call site down to a sink
@@ -58,7 +58,7 @@ class Composing:
         self._chained[memo] = s if s["reach"] else None  # a cycle sees the direct part
         reach = dict(s["reach"])
         here = (filename, s["line"], [[self.relative(filename), s["name"]]])
-        ends = {sink: here for sink in reach}
+        ends = {sink: _at_fill(here, s, sink) for sink in reach}
         clash, callees, module_own = set(), [], set()
         for edge in s["edges"]:
             found = self._edge(filename, table, s, edge, depth + 1)
@@ -83,7 +83,7 @@ class Composing:
                     else:
                         clash.add(sink)
                 elif sink not in reach:
-                    reach[sink], ends[sink] = how, end
+                    reach[sink], ends[sink] = how, _at_fill(end, callee, sink)
             # a held module's argument the callee's parameter gives, which this
             # function fills with what none of its parameters carries
             module_own.update(k for k in callee["reach"] if "." in k and k not in composed)
@@ -131,7 +131,8 @@ class Composing:
                 return None
             if ctor.startswith(chains.INJECTED):
                 return self._injected(filename, s["cls"], ctor[len(chains.INJECTED) :], depth)
-            return self._named(filename, table, ctor, package, depth, call=False)
+            got = self._named(filename, table, ctor, package, depth, call=False)
+            return got if got is not None else self._factory_module(filename, table, ctor, edge)
         if kind == "super":
             return self._super(filename, table, s, name, package, depth)
         if kind == "held":
@@ -139,6 +140,23 @@ class Composing:
             ctor = table.get(ATTRS, {}).get(s.get("cls") or "", {}).get(attr)
             return self.held_method(filename, table, ctor, method, package, depth)
         return self._named(filename, table, name, package, depth, call=True)
+
+    def _factory_module(self, filename, table, ctor, edge) -> Optional[Tuple[str, dict]]:
+        """(file, summary) of a held torch attention module that a factory of
+        another project file builds (``self.self_attn = make_attn(dim,
+        heads)``, ``make_attn`` returning ``nn.MultiheadAttention``): its
+        call is the module's, at the call's line."""
+        head, _, rest = ctor.partition(".")
+        imported = table.get(IMPORTS, {}).get(head)
+        if imported is None or not edge.get("line"):
+            return None
+        made = self.torch_factory((imported[0], imported[1] + ("." + rest if rest else "")))
+        if made is None or made.own_forward or made.items or not made.startswith("torch.nn."):
+            return None
+        got = forms.module_summary(made.rsplit(".", 1)[1], edge["line"])
+        if got is None:
+            return None
+        return filename, dict(got, chain=[])  # the holder's call is the module's: no step more
 
     def _injected(self, filename, cls, param, depth) -> Optional[Tuple[str, dict]]:
         """(file, effective summary) of the module the class ``cls`` of
@@ -312,6 +330,14 @@ def decode(data: bytes) -> str:
     return text[1:] if text.startswith("\ufeff") else text
 
 
+def _at_fill(end: tuple, summary: dict, sink: str) -> tuple:
+    """Where a sink is reached: a fill of scores beside an SDPA call of the
+    same function is made on a line of its own (``fill_line``)."""
+    if sink in FILL_SINKS and "fill_line" in summary:
+        return (end[0], summary["fill_line"], end[2])
+    return end
+
+
 def narrowed(summary: dict, sinks: set) -> dict:
     """``summary`` with only ``sinks`` reached, and the sink, line and chain
     of the first of them when its sinks are reached through different
@@ -327,3 +353,26 @@ def narrowed(summary: dict, sinks: set) -> dict:
             if len(end[2]) > 1:
                 got["chain"] = end[2]
     return got
+
+
+def fill_apart(summary: dict):
+    """(the summary of its one fill, of the rest) when a function reaches a
+    fill of scores from one parameter beside other sinks: keys multiplied by
+    one parameter's mask, the value given by another (``sdpa(q, k * keep,
+    v)``), or a bias filled by one parameter's mask beside SDPA's mask from
+    another (MPT's ``key_padding_mask`` and ``prefix_mask``).  The fill is
+    judged at the call as well.  None otherwise (one mask reaching an eager
+    fill and SDPA on two paths is judged once, at the SDPA call)."""
+    reach = summary["reach"]
+    if len(reach) < 2:
+        return None
+    if KV in reach:
+        return narrowed(summary, {KV}), narrowed(summary, set(reach) - {KV})
+    fills = [k for k in reach if k in FILL_SINKS]
+    others = {how["param"] for k, how in reach.items() if k not in FILL_SINKS}
+    if len(fills) != 1 or not others or reach[fills[0]]["param"] in others:
+        return None
+    one = narrowed(summary, set(fills))
+    if "fill_line" in summary:
+        one["line"] = summary["fill_line"]
+    return one, narrowed(summary, set(reach) - set(fills))

@@ -20,6 +20,7 @@ from . import handed as handed_forms
 from .files import decode, module_constants
 from .forms import IMPORTED
 from .binding import bind
+from .built import MISSING
 from .local_names import enclosing_class, own_definition
 from .returns import ReturnsFiles, imported_target
 
@@ -139,6 +140,19 @@ class ConstantFiles(ReturnsFiles):
         return bool(built) and all(
             callers.one_value(built, p, defaults, self.depend) is not None for p in params
         )
+
+    def sizes_handed(self, filename: str, cls: str, params: List[str]) -> bool:
+        """Whether some construction of the class ``cls`` of ``filename`` in
+        the project passes one of ``params`` (sizes of a module its
+        ``__init__`` builds) itself, not leaving it to its default: the
+        calls that hand sizes then judge them (MHA008, MHA101), not the
+        construction inside the class."""
+        if not self.files:
+            return False
+        got = self.constructions_of(filename, cls)
+        if got is None or not got[0]:
+            return False
+        return any(c.get(p, MISSING) != MISSING for c in got[0] for p in params)
 
     def constructions_of(self, filename: str, cls: str, reader=None, needs: Optional[str] = None):
         """(every construction of the class ``cls`` of ``filename`` in the

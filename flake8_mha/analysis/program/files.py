@@ -19,6 +19,7 @@ from ...core import walk as astwalk
 from ...core.atomic import read_regular
 from . import chains, import_lines, score_helpers
 from .forms import names_a_sink
+from .sizes import handed_through
 from .module_numbers import module_constants  # noqa: F401  (the package's name for it)
 from .summaries import (
     MAX_FILE_BYTES,
@@ -26,7 +27,9 @@ from .summaries import (
     TORCH_LAYERS,
     TORCH_MODULES,
     PARTIAL_ARGS,
+    IMPORTS,
     REEXPORTS,
+    SIZE_CALLS,
     SIZES,
     SUMMARY_VERSION,
     dotted_name,
@@ -523,11 +526,42 @@ class ProjectFiles(Composing):
         # read for many calls' callees and small: kept for the process, not in the store
         return self._kept(filename, salt, score_helpers.valid_table, table, store=False) or {}
 
-    def sizes(self, filename: str) -> Dict[str, list]:
+    def sizes(self, filename: str, depth: int = 0) -> Dict[str, list]:
         """The summary's ``SIZES`` of a project file (``sizes.sizes_table``): per
         top-level function and class, the parameters that reach the width and
-        head count of a torch attention module it builds."""
-        return self._table(filename).get(SIZES, {})
+        head count of a torch attention module it builds; with the entries
+        it hands a function or class of another project file
+        (``SIZE_CALLS``: ``FTTransformer(d_token, n_heads)`` building the
+        imported ``Block(d_token, n_heads)``), up to ``MAX_SIZE_HOPS`` files
+        deep.  Such an entry's ``file`` is where its module is built."""
+        memo = self.__dict__.setdefault("_sizes_memo", {})
+        if filename in memo:
+            return memo[filename]
+        table = self._table(filename)
+        got = memo[filename] = dict(table.get(SIZES, {}))  # a cycle reads it as it is
+        if depth >= MAX_SIZE_HOPS or SIZE_CALLS not in table:
+            return got
+        package = self.package_of(filename)
+        for name, handoffs in table[SIZE_CALLS].items():
+            for handoff in handoffs:
+                head, _, rest = handoff["callee"].partition(".")
+                imported = table.get(IMPORTS, {}).get(head)
+                if imported is None:
+                    continue
+                loc = self._defined(
+                    (imported[0], imported[1] + ("." + rest if rest else "")), package
+                )
+                if loc is None or loc[0] == filename or "." in loc[1]:
+                    continue
+                for entry in self.sizes(loc[0], depth + 1).get(loc[1]) or ():
+                    made = handed_through(handoff, entry)
+                    if made is None:
+                        continue
+                    made["file"] = entry.get("file", loc[0])
+                    have = got.setdefault(name, [])
+                    if not any(_same_module(made, e) for e in have):
+                        got[name] = [*have, made]
+        return got
 
     def sizes_at(self, target: Tuple[int, str]) -> Optional[Tuple[str, str, list]]:
         """(file, name, entries) of the sizes a project function or class an
@@ -622,6 +656,14 @@ class ProjectFiles(Composing):
             package = tuple(module_parts(filename, self.root))
             loc = self.locate(again[0], again[1] + ("." + rest if rest else ""), package)
         return None
+
+
+MAX_SIZE_HOPS = 3  # files between a call that hands sizes and the module built with them
+
+
+def _same_module(a: dict, b: dict) -> bool:
+    """Two sizes entries for one construction."""
+    return (a["module"], a["line"], a.get("file")) == (b["module"], b["line"], b.get("file"))
 
 
 def reaches_a_sink(source: str, path: str, tree: Optional[ast.Module] = None) -> bool:

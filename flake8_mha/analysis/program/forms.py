@@ -88,6 +88,27 @@ def fills_scores(text: str) -> bool:
     return ("softmax" in text or "Softmax" in text) and PRODUCT.search(text) is not None
 
 
+def module_summary(name: str, line: int) -> Optional[dict]:
+    """A torch attention module's call as a summary (what ``self.attn(...)``
+    stands for where a factory of another file built ``self.attn``): each
+    of its mask arguments and causal hints reaches itself, as a held
+    module's call writes them (``"MultiheadAttention.key_padding_mask"``)."""
+    spec = BY_NAME.get(name)
+    if spec is None or name == "Transformer":
+        return None
+    args = spec.mask_args + tuple(p.flag for p in spec.causal_pairs)
+    return {
+        "name": name,
+        "line": line,
+        "positional": list(spec.forward.names),
+        "kwonly": [],
+        "defaults": {a: "None" for a in spec.mask_args},
+        "reach": {f"{name}.{a}": {"param": a, "ops": []} for a in args},
+        "varargs": False,
+        "varkw": False,
+    }
+
+
 def sdpa_summary(line: int) -> dict:
     """SDPA itself as a summary (what ``partial(F.scaled_dot_product_attention,
     ...)`` stands for): each of its mask and flag parameters reaches itself."""

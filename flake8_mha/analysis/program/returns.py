@@ -33,13 +33,13 @@ from ..resolve import passed
 from .callgraph import static_kind
 from .files import ProjectFiles, decode
 
-RETURNS_VERSION = 3
+RETURNS_VERSION = 4
 # a builder of another file read with LibCST, by (file, its state, name): the
 # few a linted file calls with masks of its own (``ReturnsFiles._transformed``)
 _FUNCTION_READS: Dict[tuple, object] = {}
 MAX_FUNCTION_READS = 16
 MAX_READ_BYTES = 2 * 1024 * 1024
-HELPER_VERSION = 3
+HELPER_VERSION = 4
 _MASK_FIELDS = ("meaning", "kind", "dtype", "fill")
 
 # a rule's reading of a helper: (the helper's file context, its def, its flow
@@ -149,6 +149,23 @@ class ReturnsFiles(ProjectFiles):
                 return got
         return self._builder_mask(filename, name, call, text, index)
 
+    def instance_returned(
+        self, built: cst.Call, built_at: tuple, call: cst.Call, env, scope, text, evaluate
+    ):
+        """The mask a call of an instance returns (``self.causal_mask(L)``)
+        when the instance is ``built`` (``SquareSubsequentMask()``, at
+        ``built_at``: its env and scope) from a plain class of another
+        project file whose ``__call__`` makes it; None otherwise."""
+        try:
+            loc = self._elsewhere(built.func, *built_at)
+            if loc is None or "." in loc[1]:
+                return None
+            name = f"{loc[1]}.__call__"
+            got = self._transformed(loc[0], name, call, env, scope, text, evaluate)
+            return got if got is not None else self._builder_mask(loc[0], name, call, text)
+        except (OSError, ValueError, RecursionError):
+            return None
+
     def _builder_mask(self, filename, name, call, text, index=(), closure=False):
         """``builder_summary`` of ``name`` in ``filename`` (kept by the file's
         bytes) as the mask ``call`` gives; None when it says nothing."""
@@ -197,7 +214,9 @@ class ReturnsFiles(ProjectFiles):
         fctx, func, fscope = read
         if not fscope.returns:
             return None
-        skip = 1 if static_kind(func) == "classmethod" else 0  # ``cls``
+        skip = 0 if static_kind(func) == "staticmethod" else 1  # ``cls``, ``self``
+        if "." not in name:
+            skip = 0
         bound = bind_call(func, expand_call(call, env, scope), skip)
         masks: dict = {}
         for param, expr in bound.items():
@@ -378,6 +397,7 @@ def builder_summary(source: str, name: str, index=(), closure: bool = False) -> 
     return is_pad``), its parameters and the factory's unknown.
     Small JSON, cached by the file's bytes, ``name`` and ``index``."""
     from ..masks.calls import Frame, returned_function
+    from ..masks.domain import Kind
 
     read = read_function(source, name)
     if read is None:
@@ -397,10 +417,13 @@ def builder_summary(source: str, name: str, index=(), closure: bool = False) -> 
     )
     if m.none or not m.known:
         return {}
+    if m.meaning is None and m.zero_one and m.kind not in (Kind.FLOAT01, Kind.INT):
+        return {}  # a bool of unknown meaning: nothing a rule reads (cast, it is MHA004's)
     out: dict = {k: (None if getattr(m, k) is None else str(getattr(m, k))) for k in _MASK_FIELDS}
     out["layout"] = list(m.layout) if m.layout is not None else None
     out["tri"] = list(m.tri) if m.tri is not None else None
     out["causal"] = bool(m.causal)
+    out["zero_one"] = bool(m.zero_one)
     out["by_name"] = bool(m.origin is not None and m.origin.by_name)
     origin = m.origin or m.kind_origin or m.shape_origin
     out["source"] = ev.text(origin.node) if origin is not None else None
@@ -457,8 +480,9 @@ def read_function(source: str, name: str):
         body = func.body.body if isinstance(func.body, cst.IndentedBlock) else ()
         found = [s for s in body if isinstance(s, cst.FunctionDef) and s.name.value == method]
         func = found[-1] if found else None
-        if func is None or static_kind(func) == "method":
+        if func is None or (static_kind(func) == "method" and method != "__call__"):
             return None  # a method called through the class: its self is an argument
+        # ``__call__``: what a call of an instance runs, ``self`` unknown
         allowed = _SAME_RESULT | {"staticmethod", "classmethod"}
     if func is None or func.asynchronous is not None or is_generator(func):
         return None
@@ -552,4 +576,5 @@ def mask_of(summary: dict, call, text: str):
         kind_origin=origin if kind is not None else None,
         shape_origin=origin if layout is not None else None,
         causal=bool(summary.get("causal")),
+        zero_one=bool(summary.get("zero_one")),
     )

@@ -57,6 +57,160 @@ def sizes_table(
     return out
 
 
+def size_calls(
+    tree: ast.Module, constants: Dict[str, object], imported: Dict[str, list]
+) -> Dict[str, List[dict]]:
+    """``{name: [handoff, ...]}`` for the file's top-level functions and
+    classes (their ``__init__``, their class methods) that, every run, call
+    or build a name the file imports (``imported``: ``chains.imports``; not
+    of torch or another library known to build none of the project's), with
+    one of their parameters as an argument, passed as it is
+    (``MultiheadAttentionBlock(d_token, n_heads, ...)``, the class imported):
+    if that callee builds a torch module with sizes its parameters give,
+    this function hands it sizes too (``ProjectFiles.sizes`` composes the
+    two across files).  A handoff: ``{"callee": the name as written,
+    "args": [ref or None, ...], "keywords": {name: ref}, "params",
+    "kwonly", "defaults", "init"}``, refs as in ``sizes_table``."""
+    out: Dict[str, List[dict]] = {}
+    for node in tree.body:
+        found = []
+        if isinstance(node, ast.FunctionDef) and not node.decorator_list:
+            found.append((node.name, node, 0, False))
+        elif isinstance(node, ast.ClassDef):
+            for m in node.body:
+                if not isinstance(m, ast.FunctionDef):
+                    continue
+                if m.name == "__init__" and not m.decorator_list:
+                    found.append((node.name, m, 1, True))
+                elif _decorated(m) == "classmethod":
+                    found.append((f"{node.name}.{m.name}", m, 1, False))
+        for name, func, skip, init in found:
+            a = func.args
+            positional = [p.arg for p in (*a.posonlyargs, *a.args)][skip:]
+            kwonly = [p.arg for p in a.kwonlyargs]
+            names = set(positional) | set(kwonly)
+            rebound = _rebound(func)
+            for call in _unconditional_calls(func):
+                callee = _written(call.func)
+                where = imported.get(callee.split(".")[0]) if callee is not None else None
+                if where is None or (not where[0] and where[1].split(".")[0] in _LIBRARIES):
+                    continue
+                if any(isinstance(x, ast.Starred) for x in call.args) or any(
+                    k.arg is None for k in call.keywords
+                ):
+                    continue
+                args = [_ref(x, None, names, rebound, constants) for x in call.args]
+                keywords = {
+                    k.arg: _ref(k.value, None, names, rebound, constants) for k in call.keywords
+                }
+                refs = [r for r in [*args, *keywords.values()] if r is not None]
+                if not any(r[0] == "param" for r in refs):
+                    continue
+                out.setdefault(name, []).append(
+                    {
+                        "callee": callee,
+                        "args": args,
+                        "keywords": keywords,
+                        "params": positional,
+                        "kwonly": kwonly,
+                        "defaults": _defaults(func, constants),
+                        "init": init,
+                    }
+                )
+    return out
+
+
+# what a project's class or function is never imported from
+_LIBRARIES = frozenset(
+    {"torch", "numpy", "math", "einops", "functools", "typing", "collections", "copy", "timm"}
+)
+
+
+def _written(node) -> Optional[str]:
+    """``Block`` or ``layers.Block``: a call's callee as a dotted name."""
+    parts = []
+    while isinstance(node, ast.Attribute):
+        parts.append(node.attr)
+        node = node.value
+    if not isinstance(node, ast.Name):
+        return None
+    return ".".join([node.id, *reversed(parts)])
+
+
+def handed_through(handoff: dict, entry: dict) -> Optional[dict]:
+    """The callee's sizes ``entry`` as the function that makes the
+    ``handoff`` hands it: each size a parameter of that function, or a
+    number; None when a size is unknown there or none is its parameter."""
+    refs = []
+    for ref in (entry["embed"], entry["heads"]):
+        if ref[0] == "value":
+            refs.append(ref)
+            continue
+        p = ref[1]
+        index = entry["params"].index(p) if p in entry["params"] else -1
+        if 0 <= index < len(handoff["args"]):
+            got = handoff["args"][index]
+        elif p in handoff["keywords"]:
+            got = handoff["keywords"][p]
+        else:
+            default = entry["defaults"].get(p)
+            got = ["value", default] if _is_int(default) else None
+        if got is None:
+            return None
+        refs.append(got)
+    if not any(r[0] == "param" for r in refs):
+        return None
+    guard = entry.get("when")
+    if guard is not None:
+        p = guard[1]
+        index = entry["params"].index(p) if p in entry["params"] else -1
+        if 0 <= index < len(handoff["args"]):
+            ref = handoff["args"][index]
+        else:
+            ref = handoff["keywords"].get(p)
+        guard = _guard_handed(guard, None, lambda _: ref)
+        if guard is False:
+            return None
+    return dict(
+        {k: v for k, v in entry.items() if k != "when"},
+        **({"when": guard} if guard is not None else {}),
+        embed=refs[0],
+        heads=refs[1],
+        params=handoff["params"],
+        kwonly=handoff["kwonly"],
+        defaults=handoff["defaults"],
+        init=handoff["init"],
+    )
+
+
+def valid_size_call(h) -> bool:
+    """A handoff as ``size_calls`` writes it."""
+
+    def ref(r) -> bool:
+        return r is None or (
+            isinstance(r, list)
+            and len(r) == 2
+            and (r[0], type(r[1])) in (("param", str), ("value", int))
+        )
+
+    def names(x) -> bool:
+        return isinstance(x, list) and all(isinstance(n, str) for n in x)
+
+    return (
+        isinstance(h, dict)
+        and isinstance(h.get("callee"), str)
+        and isinstance(h.get("args"), list)
+        and all(map(ref, h["args"]))
+        and isinstance(h.get("keywords"), dict)
+        and all(isinstance(k, str) and ref(v) for k, v in h["keywords"].items())
+        and names(h.get("params"))
+        and names(h.get("kwonly"))
+        and type(h.get("init")) is bool
+        and isinstance(h.get("defaults"), dict)
+        and all(isinstance(k, str) and type(v) is int for k, v in h["defaults"].items())
+    )
+
+
 MAX_NESTING = 4  # calls between the sizes' parameters and the module, in one file
 
 
@@ -82,7 +236,7 @@ def _compose(funcs: Dict[str, tuple], out: Dict[str, List[dict]], constants) -> 
         names = set(positional) | set(kwonly)
         rebound = _rebound(func)
         have = {(e["module"], e["line"]) for e in out.get(name, ())}
-        for call in _unconditional_calls(func):
+        for call, when in _guarded_calls(func, names, rebound):
             if not isinstance(call.func, ast.Name):
                 continue
             callee = cls if cls is not None and call.func.id == a.args[0].arg else call.func.id
@@ -101,9 +255,17 @@ def _compose(funcs: Dict[str, tuple], out: Dict[str, List[dict]], constants) -> 
                 ]
                 if None in refs or not any(r[0] == "param" for r in refs):
                     continue
+                guard = _guard_handed(
+                    entry.get("when"),
+                    when,
+                    lambda p: _handed(call, entry, ["param", p], names, rebound, constants),
+                )
+                if guard is False:
+                    continue
                 out.setdefault(name, []).append(
                     dict(
-                        entry,
+                        {k: v for k, v in entry.items() if k != "when"},
+                        **({"when": guard} if guard is not None else {}),
                         embed=refs[0],
                         heads=refs[1],
                         params=positional,
@@ -135,7 +297,7 @@ def _entries(func: ast.FunctionDef, skip: int, torch_names, constants) -> List[d
     rebound = _rebound(func)
     defaults = _defaults(func, constants)
     out = []
-    for call in _unconditional_calls(func):
+    for call, when in _guarded_calls(func, names, rebound):
         made = constructor(call)
         qn = torch_class(made, torch_names) if made is not None else None
         spec = module_spec(qn) if qn is not None else None
@@ -156,6 +318,7 @@ def _entries(func: ast.FunctionDef, skip: int, torch_names, constants) -> List[d
             continue
         out.append(
             {
+                **({"when": when} if when is not None else {}),
                 "module": spec.name,
                 "line": call.lineno,
                 "embed": refs[0],
@@ -234,6 +397,69 @@ def _unconditional_calls(func: ast.FunctionDef) -> List[ast.Call]:
     return out
 
 
+def _guarded_calls(func: ast.FunctionDef, params: set, rebound: set) -> List[tuple]:
+    """``(call, when)`` for the calls of the function's own body that every
+    run makes (``when`` None), or that every run makes when a parameter is
+    given: under ``if p is not None:`` or ``if p:`` with no ``else``, ``p`` a
+    parameter the function does not assign (``when``: ``["given", p]`` or
+    ``["truthy", p]``; MusicGen's cross-attention, built when
+    ``cross_heads`` is given)."""
+    out = [(c, None) for c in _unconditional_calls(func)]
+    stack = list(func.body)
+    while stack:
+        node = stack.pop()
+        if isinstance(node, _SCOPES):
+            continue
+        if isinstance(node, ast.If):
+            when = _guard(node.test, params, rebound)
+            if when is not None and not node.orelse:
+                holder = ast.Module(body=node.body, type_ignores=[])
+                out.extend((c, when) for c in _unconditional_calls(holder))
+            continue
+        if isinstance(node, _CONDITIONAL):
+            continue
+        stack.extend(n for n in ast.iter_child_nodes(node) if isinstance(n, ast.stmt))
+    return out
+
+
+def _guard(test: ast.expr, params: set, rebound: set) -> Optional[list]:
+    """``["given", p]`` for ``p is not None``, ``["truthy", p]`` for ``p``."""
+    if isinstance(test, ast.Name) and test.id in params and test.id not in rebound:
+        return ["truthy", test.id]
+    if (
+        isinstance(test, ast.Compare)
+        and len(test.ops) == 1
+        and isinstance(test.ops[0], ast.IsNot)
+        and isinstance(test.left, ast.Name)
+        and test.left.id in params
+        and test.left.id not in rebound
+        and isinstance(test.comparators[0], ast.Constant)
+        and test.comparators[0].value is None
+    ):
+        return ["given", test.left.id]
+    return None
+
+
+def _guard_handed(inner, outer, handed):
+    """The guard of an entry handed on by a call under the guard ``outer``:
+    None (every run), a guard on the handing function's parameter, or False
+    (not known to run: dropped).  ``handed(p)``: the callee's parameter ``p``
+    as the call gives it (a ref, or None when unknown)."""
+    if inner is not None:
+        ref = handed(inner[1])
+        if ref is None:
+            return False
+        if ref[0] == "value":  # a number given: it runs (a ``0`` under ``if p:`` does not)
+            if inner[0] == "truthy" and not ref[1]:
+                return False
+            inner = None
+        else:
+            inner = [inner[0], ref[1]]
+    if inner is not None and outer is not None:
+        return False  # two guards: not followed
+    return inner if inner is not None else outer
+
+
 def _given(call: ast.Call, index: int, name: str) -> Optional[ast.expr]:
     for k in call.keywords:
         if k.arg == name:
@@ -306,8 +532,18 @@ def valid_size_entry(e) -> bool:
         and all(v in (True, False, None) for v in e.get("settings", {}).values())
         and ref(e.get("embed"))
         and ref(e.get("heads"))
+        and _valid_guard(e.get("when"))
         and names(e.get("params"))
         and names(e.get("kwonly"))
         and isinstance(e.get("defaults"), dict)
         and all(isinstance(k, str) and type(v) is int for k, v in e["defaults"].items())
+    )
+
+
+def _valid_guard(when) -> bool:
+    return when is None or (
+        isinstance(when, list)
+        and len(when) == 2
+        and when[0] in ("given", "truthy")
+        and isinstance(when[1], str)
     )

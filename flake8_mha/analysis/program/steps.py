@@ -148,22 +148,27 @@ def _alias_cut(name, defs, allowed, params, stores) -> Optional[_Rebound]:
 
 
 def _set_if_given(name, defs, allowed, params) -> Optional[_Rebound]:
-    """ESM's ``attn_mask = None`` at the top, then ``if key_padding_mask is
-    not None: attn_mask = key_padding_mask[:, None, None, :]``: a use after
-    the second store reads the parameter through its steps (the local is
-    None exactly when the parameter is)."""
-    if name in params or len(defs) != 2:
+    """A local whose last store is ``name = <step of p>`` in the body of a
+    top-level ``if p is not None:`` (``p`` a parameter), every other store
+    before it: a use after it reads ``p`` through its steps whenever the
+    caller gives ``p`` (ESM's ``attn_mask = None`` then ``if
+    key_padding_mask is not None: attn_mask = key_padding_mask[:, None,
+    None, :]``; MPT's ``if prefix_mask is not None: attn_bias =
+    prefix_mask`` over a bias built before it).  Given None, the other
+    stores hold what the function makes itself: judged where it is made."""
+    if name in params:
         return None
-    first, second = (allowed.get(id(d)) for d in sorted(defs, key=lambda d: d.lineno))
-    if first is None or second is None or first[1] is not None or second[1] not in params:
+    ordered = sorted(defs, key=lambda d: d.lineno)
+    last = allowed.get(id(ordered[-1]))
+    if last is None or last[1] not in params:
         return None
-    stmt = first[0]
-    if not (len(stmt.targets) == 1 and is_none_constant(stmt.value)):
+    stmt = last[0]
+    if len(stmt.targets) != 1 or not isinstance(stmt.targets[0], ast.Name):
         return None
-    if len(second[0].targets) != 1 or not isinstance(second[0].targets[0], ast.Name):
+    if len(ordered) > 1 and ordered[-2].lineno >= stmt.lineno:
         return None
-    step = reach(second[0].value, {second[1]}, {}, 0)
-    return _Rebound(second[0], step["ops"], second[1]) if step is not None else None
+    step = reach(stmt.value, {last[1]}, {}, 0)
+    return _Rebound(stmt, step["ops"], last[1]) if step is not None else None
 
 
 def _not_none_test(test: ast.AST) -> Optional[str]:
@@ -405,7 +410,21 @@ def _padding_view(mask: ast.AST, args: List[ast.AST]) -> bool:
     ``mask[:, None, None, :]`` would."""
     if len(args) != 4 or not all(_small_int(a) == 1 for a in args[1:3]):
         return False
-    return _axis_of(args[0], mask) == 0 and _axis_of(args[3], mask) in (-1, 1)
+    if _axis_of(args[0], mask) == 0 and _axis_of(args[3], mask) in (-1, 1):
+        return True
+    # ``mask.view(B, 1, 1, S)`` with the data's sizes: whatever the names, a
+    # view to four axes with two ones between gives (N, 1, 1, S)
+    return all(_size_name(a) for a in (args[0], args[3]))
+
+
+def _size_name(node: ast.AST) -> bool:
+    """A size as code writes one: a name (``B``, ``self.n``), ``-1``, or
+    ``x.size(i)``/``x.shape[i]``."""
+    if isinstance(node, (ast.Name, ast.Attribute)) or _small_int(node) == -1:
+        return True
+    if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute):
+        return node.func.attr == "size" and len(node.args) == 1
+    return isinstance(node, ast.Subscript) and getattr(node.value, "attr", None) == "shape"
 
 
 def _axis_of(node: ast.AST, mask: ast.AST) -> Optional[int]:

@@ -20,9 +20,9 @@ from . import chains, constructors, fills, forms, handed as handed_forms, held_l
 from . import signatures, steps
 from .chains import VARIANT, dotted_name, named_lambda, statements  # noqa: F401
 from .module_numbers import module_constants
-from .sizes import sizes_table
+from .sizes import size_calls, sizes_table
 
-SUMMARY_VERSION = 64
+SUMMARY_VERSION = 65
 REEXPORTS = "@reexports"  # the key of an __init__'s re-exports in its summary table
 IMPORTS = "@imports"  # the file's imports, where the callees its edges name live
 ATTRS = "@attrs"  # per class, what kind of module each self.<attr> holds (chains.py)
@@ -39,6 +39,8 @@ REGISTRIES = "@registries"  # the file's dicts of classes: name -> "A|B" (chains
 PARTIAL_ARGS = "@torch-partial"
 # per function and class: the sizes it hands a torch module it builds (``sizes.py``)
 SIZES = "@sizes"
+# per function and class: the calls of names of other files it hands its parameters (``sizes.py``)
+SIZE_CALLS = "@size-calls"
 MAX_FILE_BYTES = 2 * 1024 * 1024
 # the SDPA arguments a wrapper's parameter may reach (the ones the rules read)
 SINK_ARGS = ("attn_mask", "dropout_p", "is_causal", "key", "value")
@@ -184,12 +186,17 @@ def summarise(
         out.setdefault(TORCH_MODULES, {})[name] = qn
         out.setdefault(TORCH_BUILT, {})[name] = qn
         out.setdefault(PARTIAL_ARGS, {})[name] = given
-    sizes = sizes_table(tree, torch_names, module_constants(tree)) if torch_names else {}
+    constants = module_constants(tree)
+    sizes = sizes_table(tree, torch_names, constants) if torch_names else {}
     if sizes:
         out[SIZES] = sizes
+    handoffs = size_calls(tree, constants, imported)
+    if handoffs:
+        out[SIZE_CALLS] = handoffs
     if (
         BASES in out
         or MODULES in out
+        or SIZE_CALLS in out
         or any(v.get("edges") for k, v in out.items() if not k.startswith("@"))
     ):
         out[IMPORTS] = imported
@@ -656,6 +663,8 @@ def _function_summary(
     }
     if own_mask:
         out["own_mask"] = True
+    if filled and line != filled[0][2] and any(k in fills.FILL_SINKS for k in reached):
+        out["fill_line"] = filled[0][2]  # the fill beside another sink is made here
     if module_own:  # the held module's call gives these itself (its own mask, a literal)
         out["module_own"] = sorted(module_own)
     if edges:

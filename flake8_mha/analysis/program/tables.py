@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from . import forms
 from .fills import FILL_SINKS, KV, SOFTMAX
-from .sizes import valid_size_entry
+from .sizes import valid_size_call, valid_size_entry
 from .steps import FLOAT_CASTS
 from .summaries import (
     ATTRS,
@@ -18,6 +18,7 @@ from .summaries import (
     REEXPORTS,
     REGISTRIES,
     SINK_ARGS,
+    SIZE_CALLS,
     SIZES,
     TORCH_BUILT,
     TORCH_LAYERS,
@@ -61,6 +62,12 @@ def valid_table(table) -> bool:
         if name == SIZES:
             if not isinstance(s, dict) or not all(
                 isinstance(v, list) and all(map(valid_size_entry, v)) for v in s.values()
+            ):
+                return False
+            continue
+        if name == SIZE_CALLS:
+            if not isinstance(s, dict) or not all(
+                isinstance(v, list) and all(map(valid_size_call, v)) for v in s.values()
             ):
                 return False
             continue

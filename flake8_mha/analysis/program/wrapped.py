@@ -68,7 +68,9 @@ def annotate(report, ev):
     if "fill" in through:
         sink = through["fill"]
     elif "sink" in through:
-        sink = f"{through['sink']}'s {', '.join(through['params'])}"
+        judged = report.evidence.get("sink")  # the one argument the finding is about
+        params = [judged] if judged in through.get("params", ()) else list(through["params"])
+        sink = f"{through['sink']}'s {', '.join(params)}"
     else:
         sink = SDPA_NAME
     report.message += (
