@@ -72,6 +72,8 @@ def size_calls(
     "args": [ref or None, ...], "keywords": {name: ref}, "params",
     "kwonly", "defaults", "init"}``, refs as in ``sizes_table``."""
     out: Dict[str, List[dict]] = {}
+    if not any(lv or d.split(".")[0] not in _LIBRARIES for lv, d in imported.values()):
+        return out  # nothing of the project imported: nothing to hand sizes to
     for node in tree.body:
         found = []
         if isinstance(node, ast.FunctionDef) and not node.decorator_list:
@@ -122,7 +124,11 @@ def size_calls(
 
 # what a project's class or function is never imported from
 _LIBRARIES = frozenset(
-    {"torch", "numpy", "math", "einops", "functools", "typing", "collections", "copy", "timm"}
+    {
+        *("torch", "numpy", "np", "math", "einops", "functools", "typing", "collections"),
+        *("copy", "timm", "os", "sys", "re", "json", "itertools", "dataclasses", "logging"),
+        *("warnings", "abc", "enum", "pathlib", "transformers", "tqdm", "scipy", "inspect"),
+    }
 )
 
 
@@ -187,14 +193,7 @@ def valid_size_call(h) -> bool:
     """A handoff as ``size_calls`` writes it."""
 
     def ref(r) -> bool:
-        return r is None or (
-            isinstance(r, list)
-            and len(r) == 2
-            and (r[0], type(r[1])) in (("param", str), ("value", int))
-        )
-
-    def names(x) -> bool:
-        return isinstance(x, list) and all(isinstance(n, str) for n in x)
+        return r is None or _valid_ref(r)
 
     return (
         isinstance(h, dict)
@@ -203,8 +202,8 @@ def valid_size_call(h) -> bool:
         and all(map(ref, h["args"]))
         and isinstance(h.get("keywords"), dict)
         and all(isinstance(k, str) and ref(v) for k, v in h["keywords"].items())
-        and names(h.get("params"))
-        and names(h.get("kwonly"))
+        and _valid_names(h.get("params"))
+        and _valid_names(h.get("kwonly"))
         and type(h.get("init")) is bool
         and isinstance(h.get("defaults"), dict)
         and all(isinstance(k, str) and type(v) is int for k, v in h["defaults"].items())
@@ -509,19 +508,21 @@ def _defaults(func: ast.FunctionDef, constants) -> Dict[str, int]:
     return out
 
 
+def _valid_ref(r) -> bool:
+    """``["param", name]`` or ``["value", number]``."""
+    return (
+        isinstance(r, list)
+        and len(r) == 2
+        and (r[0], type(r[1])) in (("param", str), ("value", int))
+    )
+
+
+def _valid_names(x) -> bool:
+    return isinstance(x, list) and all(isinstance(n, str) for n in x)
+
+
 def valid_size_entry(e) -> bool:
     """An entry as ``sizes_table`` writes it."""
-
-    def ref(r) -> bool:
-        return (
-            isinstance(r, list)
-            and len(r) == 2
-            and (r[0], type(r[1])) in (("param", str), ("value", int))
-        )
-
-    def names(x) -> bool:
-        return isinstance(x, list) and all(isinstance(n, str) for n in x)
-
     return (
         isinstance(e, dict)
         and all(isinstance(e.get(k), str) for k in ("module", "embed_name", "heads_name"))
@@ -530,11 +531,11 @@ def valid_size_entry(e) -> bool:
         and type(e.get("fastpath_off", False)) is bool
         and isinstance(e.get("settings", {}), dict)
         and all(v in (True, False, None) for v in e.get("settings", {}).values())
-        and ref(e.get("embed"))
-        and ref(e.get("heads"))
+        and _valid_ref(e.get("embed"))
+        and _valid_ref(e.get("heads"))
         and _valid_guard(e.get("when"))
-        and names(e.get("params"))
-        and names(e.get("kwonly"))
+        and _valid_names(e.get("params"))
+        and _valid_names(e.get("kwonly"))
         and isinstance(e.get("defaults"), dict)
         and all(isinstance(k, str) and type(v) is int for k, v in e["defaults"].items())
     )
