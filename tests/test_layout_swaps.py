@@ -42,3 +42,38 @@ def test_over_the_package_one_file_at_a_time_and_through_check():
 
 def test_no_default_layer_fed_its_swap_is_reported_by_default():
     assert analyze_file(str(ROOT / PACKAGE / "layers.py")) == []  # MHA001 was here
+
+
+EINOPS_LAYER = '''\
+import torch.nn as nn
+from einops.layers.torch import Rearrange
+
+
+class Swin3DEncoder(nn.Module):
+    def __init__(self, embed_dim=96):
+        super().__init__()
+        self.swin_transformer = nn.Transformer(d_model=embed_dim, nhead=8)
+        self.to_transformer_format = Rearrange("PATTERN")
+
+    def transformer_encoder(self, x):
+        x = self.to_transformer_format(x)
+        return self.swin_transformer.encoder(x)
+'''
+
+
+def test_an_einops_rearrange_layer_kept_on_self_is_its_pattern(tmp_path):
+    """graph-weather's ``self.to_transformer_format = Rearrange("b d h w c ->
+    (d h w) b c")`` (release review 20): the layer's call is ``rearrange``
+    with its pattern, sequence-first here (MHA903, opt-in; no MHA001), batch
+    first with the other pattern (MHA001, naming the layer's call)."""
+    from flake8_mha.lint.engine import analyze_source
+
+    seq = EINOPS_LAYER.replace("PATTERN", "b d h w c -> (d h w) b c")
+    path = tmp_path / "encoder.py"
+    got = analyze_source(seq, str(path), ["MHA001", "MHA903"])
+    assert [(f.code, f.line, f.col) for f in got] == [("MHA903", 8, 33)]
+    assert "line 12: `self.to_transformer_format(x)`" in got[0].message
+    batch = EINOPS_LAYER.replace("PATTERN", "b d h w c -> b (d h w) c")
+    got = analyze_source(batch, str(path), ["MHA001", "MHA903"])
+    assert [(f.code, f.line, f.col) for f in got] == [("MHA001", 8, 33)]
+    assert "self.to_transformer_format(x)" in got[0].message

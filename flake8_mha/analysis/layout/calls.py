@@ -203,6 +203,11 @@ class Frame:
         self.env, self.scope, self.parent = env, scope, parent
 
 
+# einops' layer form of ``rearrange``: ``Rearrange(pattern)`` built once, called on a tensor
+EINOPS_LAYERS = ("einops.layers.torch.Rearrange",)
+REARRANGE_LAYER = "einops.Rearrange"
+
+
 class LayoutCalls:
     """The call cases of ``LayoutEvaluator`` (which supplies ``eval``,
     ``qualname``, ``resolver``, ... )."""
@@ -243,6 +248,8 @@ class LayoutCalls:
             return None
         made_by = class_default(d.node.func, d.env, d.scope)
         qn = self.qualname(made_by, d.env, d.scope)
+        if qn in EINOPS_LAYERS:  # ``Rearrange("b d h w c -> (d h w) b c")`` kept on self
+            return REARRANGE_LAYER, d.node, d
         if qn is None or not qn.startswith("torch.nn."):
             qn = self._partial_class(made_by, d.env, d.scope)
         if qn is None or not qn.startswith("torch.nn."):
@@ -387,6 +394,11 @@ class LayoutCalls:
         args = positional(node)
         if not args:
             return None
+        if name == REARRANGE_LAYER:  # the layer's pattern, as ``rearrange(x, pattern)``
+            pattern = positional(built)
+            if len(args) != 1 or len(pattern) != 1:
+                return None
+            return self._rearrange(args[0], pattern[0], node, env, scope, frame, depth)
         if name in PRESERVE_MODULES or (name == "Sequential" and self._all_preserving(built, d)):
             return self.eval(args[0], env, scope, frame, depth)  # the evidence stays where it was
         if name == "Sequential":
