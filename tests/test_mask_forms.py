@@ -680,3 +680,20 @@ def test_a_count_of_the_units_a_sample_holds_against_an_arange_is_a_keep_mask(co
 @pytest.mark.parametrize("count", ["num_heads", "num_layers"])
 def test_counts_of_other_things_say_nothing(count):
     assert analyze_source(MEDIA.replace("COUNT", count), "m.py", ["MHA003"]) == []
+
+
+def test_a_count_of_sequences_is_lengths_not_ids():
+    """Probe S's AC: ``num_seqs`` counts an MSA's real rows (a count, as
+    ``n_valid`` is), so ``arange(S)[None, :] >= num_seqs[:, None]`` is an
+    ignore padding mask; before, the ``_seqs`` ending read it as item ids."""
+    from flake8_mha.lint.engine import analyze_source
+
+    src = (
+        "import torch\nimport torch.nn.functional as F\n\n\n"
+        "def attend(q, k, v, num_seqs):\n"
+        "    pad = torch.arange(k.size(-2))[None, :] >= num_seqs[:, None]\n"
+        "    return F.scaled_dot_product_attention(q, k, v, attn_mask=pad[:, None, None, :])\n"
+    )
+    got = analyze_source(src, "t.py", ["MHA002"])
+    assert [(f.code, f.line, f.col) for f in got] == [("MHA002", 7, 12)]
+    assert analyze_source(src.replace(">= num_seqs", "< num_seqs"), "t.py", ["MHA002"]) == []

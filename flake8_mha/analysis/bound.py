@@ -45,7 +45,7 @@ def call_arguments(call: cst.Call) -> List[Argument]:
 class Instance:
     """A torch module object an expression is known to hold."""
 
-    __slots__ = ("spec", "ctor", "subclass", "overrides_forward", "given")
+    __slots__ = ("spec", "ctor", "subclass", "overrides_forward", "given", "made_batch_first")
 
     def __init__(
         self,
@@ -61,6 +61,8 @@ class Instance:
         self.overrides_forward = overrides_forward
         # the arguments torch receives, when not the ctor's own (a ``partial``'s first)
         self.given = given
+        # the literal ``batch_first`` a factory of another file built it with
+        self.made_batch_first: Optional[bool] = None
 
     def init_args(self) -> Optional[Bound]:
         if self.ctor is None:

@@ -49,25 +49,29 @@ def class_default(func, env: Env, scope: Optional[Scope]):
         defs[0].scope, func.value
     ):
         return default
-    handed = _handed_in_file(defs[0].scope, func.value)
+    handed = handed_in_file(defs[0].scope, func.value)
     return handed if handed is not None else func
 
 
-def _handed_in_file(fscope: Optional[Scope], param: str) -> Optional[cst.Name]:
+def handed_in_file(fscope: Optional[Scope], param: str):
     """The class every construction in the file of the class whose
     ``__init__`` holds ``fscope`` hands ``param`` (``Layer(RelAttn, 32)``
-    for ``def __init__(self, attn_cls, d): self.attn = attn_cls(d)``): the
-    one module-level name they all pass, by position or keyword; None when
-    one passes another, none or a splat, or the class is never built here."""
+    for ``def __init__(self, attn_cls, d): self.attn = attn_cls(d)``;
+    ``Block(48, 4, attn_cls=nn.MultiheadAttention)``), a construction that
+    leaves it out counting its default: the one class of the file, import or
+    dotted name they all name, by position or keyword; None when one passes
+    another, something else or a splat, or the class is never built here."""
     found = _constructions_here(fscope)
     if not found:
         return None
     cls_scope, calls = found
-    params = [p.name.value for p in fscope.node.params.params][1:]
+    own = list(fscope.node.params.params)[1:]
+    params = [p.name.value for p in own]
     index = params.index(param) if param in params else -1
+    default = own[index].default if index >= 0 else None
     names = set()
     for call in calls:
-        given = None
+        given = default
         for i, a in enumerate(call.args):
             if a.star:
                 return None
@@ -76,17 +80,31 @@ def _handed_in_file(fscope: Optional[Scope], param: str) -> Optional[cst.Name]:
                     given = a.value
             elif i == index:
                 given = a.value
-        if not isinstance(given, cst.Name):
+        text = dotted_text(given)
+        if text is None:
             return None
-        names.add(given.value)
+        names.add(text)
         chosen = given
     if len(names) != 1:
         return None
+    if isinstance(chosen, cst.Attribute):
+        return chosen  # ``nn.MultiheadAttention``: its qualified name says what it is
     module_scope = cls_scope
     while module_scope.parent is not None:
         module_scope = module_scope.parent
     defs = lookup(chosen.value, module_scope.final_env, module_scope)
-    return chosen if defs and all(d.kind == DefKind.CLASS for d in defs) else None
+    kinds = (DefKind.CLASS, DefKind.IMPORT)
+    return chosen if defs and all(d.kind in kinds for d in defs) else None
+
+
+def dotted_text(node) -> Optional[str]:
+    """``Name`` or ``a.b.Name`` as text; None for anything else."""
+    if isinstance(node, cst.Name):
+        return node.value
+    if isinstance(node, cst.Attribute):
+        base = dotted_text(node.value)
+        return f"{base}.{node.attr.value}" if base is not None else None
+    return None
 
 
 def _constructions_here(fscope: Optional[Scope]):

@@ -14,7 +14,7 @@ from ..core import torch_api
 from .flow import CallSite, ClassInfo, DefKind, lookup
 from .reach import is_getattr
 from .bound import Bound, Instance
-from .classes import static_kind
+from .classes import class_default, static_kind
 from .partials import partial_of_module, partial_torch
 from .resolve import Resolver
 from .splats import expand_call
@@ -148,6 +148,11 @@ def classify(site: CallSite, resolver: Resolver):
         made = partial_torch(resolver, call, env, scope)
         if made is not None:  # ``SeqMHA = partial(nn.MultiheadAttention, ...)``, ``SeqMHA(d, h)``
             return Construction(site, made[0], Bound(made[1], made[0].init), "call", None)
+        handed = class_default(func, env, scope)
+        if handed is not func:  # ``attn_cls(dim, heads)``, the class every construction names
+            spec = torch_api.module_spec(resolver.qualname(handed, env, scope) or "")
+            if spec is not None:
+                return Construction(site, spec, Bound(call, spec.init), "call", None)
     if isinstance(func, cst.Attribute) and func.attr.value == "__init__" and _is_super(func.value):
         cls = site.cls
         if cls is not None and _in_own_init(site):

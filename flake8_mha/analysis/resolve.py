@@ -214,6 +214,9 @@ class Resolver:
                 spec, built, own = self.imported_torch(node.func, env, scope)
                 ctor = self.site_of.get(id(node)) if built else None
                 got = [Instance(spec, ctor, None, own)] if spec is not None else None
+                if got is not None and not built:  # a factory's module: its literal flag
+                    made = self.imported_module(node.func, env, scope)
+                    got[0].made_batch_first = getattr(made, "batch_first", None)
             return got
         if t is cst.IfExp:  # ``nn.MultiheadAttention(d, h) if cross else None``: the module
             sides = [b for b in (node.body, node.orelse) if not is_none(b)]

@@ -239,7 +239,9 @@ def _analyze_module(
     located = []
     asks = getattr(project, "asks", None)
     for ev in ctx.events:
-        if isinstance(ev, Construction) and facts.never_built(ev, project):
+        if isinstance(ev, Construction) and (
+            facts.never_built(ev, project) or facts.handed_another(ev, project)
+        ):
             continue
         if (ev.site.conds or ev.site.parents) and facts.dead_in_program(ev.site):
             continue

@@ -20,6 +20,8 @@ from ..analysis.program.wrapped import WrappedModuleCall
 from ..analysis.program.fills import FILL_SINKS, KV
 from ..analysis.program.local_names import function_key
 from ..analysis.values import branch_truth, inherited_attr
+from ..analysis.classes import class_default, dotted_text, handed_in_file
+from ..analysis.program.built import MISSING
 
 
 # the SDPA arguments each code judges (when the wrapper's parameters carry all
@@ -262,6 +264,34 @@ def never_built(ev, project) -> bool:
     if default is None or not isinstance(project, Project):
         return False
     return project.always_handed(ev.site.scope.cls.name, default[0])
+
+
+def handed_another(ev, project) -> bool:
+    """A torch module built from a constructor parameter holding a class
+    (``self.attn = attn_cls(dim, heads)``, read as the class its default or
+    this file's constructions name, ``classes.class_default``), when a
+    construction elsewhere in the project hands that parameter something
+    else: not every instance is this module, and what the others are is
+    not read here."""
+    func = ev.site.node.func
+    scope = ev.site.scope
+    if not isinstance(func, cst.Name) or scope is None:
+        return False
+    defs = lookup(func.value, ev.site.env, scope)
+    if len(defs) != 1 or defs[0].kind != DefKind.PARAM or scope.cls is None:
+        return False
+    handed = (
+        project.classes_passed(scope.cls.name, func.value) if isinstance(project, Project) else None
+    )
+    if handed is None:  # the project not read: only what this file's constructions name
+        return handed_in_file(defs[0].scope, func.value) is None
+    default = defs[0].node.default if isinstance(defs[0].node, cst.Param) else None
+    names = set(handed)
+    if MISSING in names:  # left out: the default class
+        names.discard(MISSING)
+        names.add(dotted_text(default) or "?")
+    read = dotted_text(class_default(func, ev.site.env, scope))
+    return read is None or names != {read}
 
 
 def settled(report, ev, project, carried: Set[str]):

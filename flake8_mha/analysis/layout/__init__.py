@@ -421,6 +421,9 @@ class LayoutAnalysis:
         owners = self._transformers_of_part(ev)  # ``self.transformer.encoder(src)``
         kind = "Transformer" if owners else ev.spec.name
         for inst in owners or ev.instances:
+            if inst.made_batch_first is not None:  # a factory of another file's literal
+                values.add(inst.made_batch_first)
+                continue
             for ctor_site, spec, args in self._batch_first_ctors(inst, kind):
                 if args is None or not spec.has_batch_first:
                     return None

@@ -90,11 +90,14 @@ def is_token_name(node: cst.CSTNode) -> bool:
             )
         return False
     low = name.lower()
-    if "mask" in low or "len" in low or "pos" in low:
-        return False
+    if "mask" in low or "len" in low or "pos" in low or low.startswith(_COUNTS):
+        return False  # ``num_seqs``, ``n_tokens``: how many, not which
     if low.endswith(("_seq", "_seqs")) and not any(w in low for w in _FEATURE_WORDS):
         return True  # SASRec's ``log_seqs``, RecBole's ``item_seq``: item ids
     return says_ids(low) or low in _TOKEN_NAMES
+
+
+_COUNTS = ("num_", "n_", "nb_", "count_")
 
 
 def says_ids(name: str) -> bool:
@@ -132,7 +135,7 @@ _COUNT_NAME = re.compile(
     r"(n|num|number_of|nb)_?(valid|real|tokens?|frames?|patches?|items?|elements?|words?"
     r"|points?|steps?|chars?|objects?|boxes|queries|keys|nodes?|media|images?|segments?"
     r"|sentences?|turns?|events?|regions?|utterances?|chunks?|atoms?|residues?|visits?"
-    r"|entities|spans?)(_per_\w+)?"
+    r"|entities|spans?|seqs?|sequences?|msas?)(_per_\w+)?"
     r"|valid_?(tokens?|patches|frames|items|count|num)|\w*counts?"
 )
 

@@ -8,6 +8,7 @@ file of the project.
 
 from __future__ import annotations
 
+import ast
 import os
 from typing import List, Optional, Tuple
 
@@ -19,6 +20,7 @@ from . import callers, chains, signatures
 from . import handed as handed_forms
 from .files import decode, module_constants
 from .forms import IMPORTED
+from .signatures import UNKNOWN
 from .binding import bind
 from .built import MISSING
 from .local_names import enclosing_class, own_definition
@@ -153,6 +155,19 @@ class ConstantFiles(ReturnsFiles):
         if got is None or not got[0]:
             return False
         return any(c.get(p, MISSING) != MISSING for c in got[0] for p in params)
+
+    def classes_passed(self, cls: str, param: str) -> Optional[set]:
+        """What every construction of this file's class ``cls`` in the project
+        hands its ``__init__`` parameter ``param``, as written (``"Attn"``,
+        ``"nn.MultiheadAttention"``; ``MISSING``: left to the default); None
+        when the project is not read or a construction hands anything else
+        (a call, a local: then ``"?"`` is in the set)."""
+        if not self.files:
+            return None
+        got = self.constructions_of(self.path, cls, reader=_dotted_reader, needs=param)
+        if got is None:
+            return None
+        return {c.get(param, MISSING) if c.get(param) != UNKNOWN else "?" for c in got[0]}
 
     def constructions_of(self, filename: str, cls: str, reader=None, needs: Optional[str] = None):
         """(every construction of the class ``cls`` of ``filename`` in the
@@ -352,3 +367,12 @@ def _imported_module(stmt: cst.Import, name: str) -> Optional[str]:
         elif dotted == name:
             return dotted
     return None
+
+
+def _dotted_reader(node) -> object:
+    """A construction's argument as a dotted name (``nn.MultiheadAttention``),
+    else ``UNKNOWN`` (``callers.constructions``' reader)."""
+    from .chains import dotted_name
+
+    got = dotted_name(node) if isinstance(node, (ast.Name, ast.Attribute)) else None
+    return got if got is not None else UNKNOWN

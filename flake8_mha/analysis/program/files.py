@@ -32,6 +32,7 @@ from .summaries import (
     SIZE_CALLS,
     SIZES,
     SUMMARY_VERSION,
+    TORCH_BATCH_FIRST,
     dotted_name,
     summarise,
 )
@@ -49,13 +50,14 @@ class TorchMade(str):
     class makes; ``built`` when it is a subclass constructed with torch's own
     arguments (no ``__init__`` of its own): its construction is the module's."""
 
-    __slots__ = ("built", "own_forward", "given", "items")
+    __slots__ = ("built", "own_forward", "given", "items", "batch_first")
 
     def __new__(cls, name: str, built: bool, own_forward: bool = False, given=None, items=False):
         self = super().__new__(cls, name)
         self.built = built
         self.own_forward = own_forward
         self.items = items  # a container of such modules, each run by a call of its items
+        self.batch_first = None  # a factory's literal ``batch_first`` (``TORCH_BATCH_FIRST``)
         # a module-level ``partial`` of the class: its arguments ([keyword or "", source])
         self.given = given
         return self
@@ -338,7 +340,9 @@ class ProjectFiles(Composing):
         given = table.get(PARTIAL_ARGS, {}).get(loc[1])
         if made.endswith(ITEMS):  # a container of such modules (``held_lists.returned_items``)
             return TorchMade(made[: -len(ITEMS)], False, items=True)
-        return TorchMade(made, loc[1] in table.get(TORCH_BUILT, {}), given=given)
+        got = TorchMade(made, loc[1] in table.get(TORCH_BUILT, {}), given=given)
+        got.batch_first = table.get(TORCH_BATCH_FIRST, {}).get(loc[1])
+        return got
 
     def _in_project(self, level: int, dotted: str) -> bool:
         """Whether the module ``dotted`` (or a package on its way) is a file of

@@ -41,6 +41,8 @@ PRODUCTS = ("matmul", "bmm", "einsum")
 SOFTMAX = ["softmax"]  # the last step of a fill's ops: the function softmaxes after the fill
 
 _OPPOSITE = {"pos": "neg", "neg": "pos"}
+# what keeps a query-key product's values as they are, in another shape
+_RESHAPES = ("squeeze", "unsqueeze", "view", "reshape", "transpose", "permute", "contiguous")
 _INF_ROOTS = ("math", "torch", "np", "numpy")
 _KEEPS_VALUE = ("to", "type_as", "item", "float", "half", "detach", "clone")
 _WRAPS = ("tensor", "as_tensor", "scalar_tensor")
@@ -266,7 +268,7 @@ def added_sinks(func, stores) -> List[Tuple[str, ast.AST, int]]:
         else:
             continue
         for scores, term in pairs:
-            if _scores(scores, stores, 0) and not _scores(term, stores, 0):
+            if scores_of(scores, stores, 0) and not scores_of(term, stores, 0):
                 out.append((ADDED, term, n.lineno))
                 break
     if len(out) > 1:
@@ -295,8 +297,8 @@ def multiplied_sinks(func, stores) -> List[Tuple[str, ast.AST, int]]:
         for scores, term in pairs:
             if (
                 _multiplied_mask(term)
-                and _scores(scores, stores, 0)
-                and not _scores(term, stores, 0)
+                and scores_of(scores, stores, 0)
+                and not scores_of(term, stores, 0)
             ):
                 out.append((MULTIPLIED, term, n.lineno))
                 break
@@ -350,23 +352,28 @@ def _multiplied_mask(term: ast.AST) -> bool:
     return shaped or any(w in term.id.lower() for w in ("valid", "keep"))
 
 
-def _scores(node: ast.AST, stores, depth: int) -> bool:
+def scores_of(node: ast.AST, stores, depth: int) -> bool:
+    """Whether ``node`` holds attention scores: a query-key product (``q @ k``,
+    ``matmul``, ``bmm``, ``einsum``), scaled, or in another shape."""
     if depth > 6:
         return False
     if isinstance(node, ast.BinOp):
         if isinstance(node.op, ast.MatMult):
             return True
         if isinstance(node.op, (ast.Mult, ast.Div)):
-            return _scores(node.left, stores, depth + 1) or (
-                isinstance(node.op, ast.Mult) and _scores(node.right, stores, depth + 1)
+            return scores_of(node.left, stores, depth + 1) or (
+                isinstance(node.op, ast.Mult) and scores_of(node.right, stores, depth + 1)
             )
         return False
     if isinstance(node, ast.Call):
+        if isinstance(node.func, ast.Attribute) and node.func.attr in _RESHAPES:
+            # DIN's ``torch.bmm(hist, q.unsqueeze(-1)).squeeze(-1)``: the product reshaped
+            return scores_of(node.func.value, stores, depth + 1)
         name = dotted_name(node.func) or ""
         return name.rsplit(".", 1)[-1] in PRODUCTS
     if isinstance(node, ast.Name):  # some store of it makes the product
         defs = [d for d in stores.get(node.id, ()) if isinstance(d, ast.Assign)]
-        return any(_scores(d.value, stores, depth + 1) for d in defs)
+        return any(scores_of(d.value, stores, depth + 1) for d in defs)
     return False
 
 

@@ -636,6 +636,46 @@ def returned_module(func, dotted: bool = False) -> Optional[str]:
     return made if last is not None and last[:1].isupper() else None
 
 
+def returned_batch_first(func) -> Optional[bool]:
+    """The literal ``batch_first`` of the torch module a factory returns
+    (``return nn.TransformerEncoder(layer, 1)`` after ``layer =
+    nn.TransformerEncoderLayer(..., batch_first=True)``, or the module's own
+    keyword), read as ``returned_module`` reads the construction; None when
+    not a literal bool there."""
+    assigned: Dict[str, List[ast.AST]] = {}
+    returns: List[ast.AST] = []
+    for n in astwalk.own_nodes(func):
+        if isinstance(n, ast.Return):
+            returns.append(n.value)
+        elif isinstance(n, ast.Assign):
+            for target in n.targets:
+                if isinstance(target, ast.Name):
+                    assigned.setdefault(target.id, []).append(n.value)
+
+    def built(value):
+        if isinstance(value, ast.Name) and len(assigned.get(value.id, ())) == 1:
+            value = assigned[value.id][0]
+        return value if isinstance(value, ast.Call) else None
+
+    found = set()
+    for value in returns:
+        call = built(value)
+        if call is None:
+            return None
+        given = {k.arg: k.value for k in call.keywords}
+        if "batch_first" not in given:  # a container: its layer's
+            layer = given.get("encoder_layer", given.get("decoder_layer"))
+            if layer is None and call.args:
+                layer = call.args[0]
+            call = built(layer) if layer is not None else None
+            given = {k.arg: k.value for k in call.keywords} if call is not None else {}
+        flag = given.get("batch_first")
+        if not (isinstance(flag, ast.Constant) and type(flag.value) is bool):
+            return None
+        found.add(flag.value)
+    return found.pop() if len(found) == 1 else None
+
+
 def registries(tree: ast.Module) -> Dict[str, str]:
     """The file's top-level dicts of classes (``ATTENTION_BACKENDS = {"torch":
     TorchAttention, "flash": FlashAttention}``): name -> ``"A|B"``

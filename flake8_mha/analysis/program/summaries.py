@@ -22,7 +22,7 @@ from .chains import VARIANT, dotted_name, named_lambda, statements  # noqa: F401
 from .module_numbers import module_constants
 from .sizes import size_calls, sizes_table
 
-SUMMARY_VERSION = 65
+SUMMARY_VERSION = 66
 REEXPORTS = "@reexports"  # the key of an __init__'s re-exports in its summary table
 IMPORTS = "@imports"  # the file's imports, where the callees its edges name live
 ATTRS = "@attrs"  # per class, what kind of module each self.<attr> holds (chains.py)
@@ -39,6 +39,8 @@ REGISTRIES = "@registries"  # the file's dicts of classes: name -> "A|B" (chains
 PARTIAL_ARGS = "@torch-partial"
 # per function and class: the sizes it hands a torch module it builds (``sizes.py``)
 SIZES = "@sizes"
+# per function returning a torch module: the batch_first it is built with, a literal
+TORCH_BATCH_FIRST = "@torch-batch-first"
 # per function and class: the calls of names of other files it hands its parameters (``sizes.py``)
 SIZE_CALLS = "@size-calls"
 MAX_FILE_BYTES = 2 * 1024 * 1024
@@ -271,6 +273,9 @@ def _summarise_node(
         if torch_made is not None and not node.decorator_list:
             # ``def make(d, h): return nn.MultiheadAttention(d, h)``
             out.setdefault(TORCH_MODULES, {})[node.name] = torch_made
+            flag = forms.returned_batch_first(node)
+            if flag is not None:  # what a caller's data must be (MHA010 at its call)
+                out.setdefault(TORCH_BATCH_FIRST, {})[node.name] = flag
     elif named_lambda(node):  # ``attend = lambda q, k, v, m: sdpa(...)``
         func = _as_function(node)
         calls = direct and (may_call is None or _spans(may_call, func))

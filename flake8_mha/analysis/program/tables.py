@@ -19,6 +19,7 @@ from .summaries import (
     REGISTRIES,
     SINK_ARGS,
     SIZE_CALLS,
+    TORCH_BATCH_FIRST,
     SIZES,
     TORCH_BUILT,
     TORCH_LAYERS,
@@ -63,6 +64,10 @@ def valid_table(table) -> bool:
             if not isinstance(s, dict) or not all(
                 isinstance(v, list) and all(map(valid_size_entry, v)) for v in s.values()
             ):
+                return False
+            continue
+        if name == TORCH_BATCH_FIRST:
+            if not isinstance(s, dict) or not all(type(v) is bool for v in s.values()):
                 return False
             continue
         if name == SIZE_CALLS:
