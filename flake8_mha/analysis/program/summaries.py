@@ -365,7 +365,7 @@ def _reused(node, lines, context: str, out, attrs, facts) -> None:
         _FRAGMENTS[key] = kept
     got_out, got_attrs = _moved(kept, first)
     for name, value in got_out.items():
-        if name in (MODULES, TORCH_MODULES, TORCH_BUILT, TORCH_LAYERS, BASES):
+        if name in (MODULES, TORCH_MODULES, TORCH_BUILT, TORCH_LAYERS, TORCH_BATCH_FIRST, BASES):
             out.setdefault(name, {}).update(value)
         else:
             out[name] = value
