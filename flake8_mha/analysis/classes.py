@@ -71,15 +71,10 @@ def handed_in_file(fscope: Optional[Scope], param: str):
     default = own[index].default if index >= 0 else None
     names = set()
     for call in calls:
-        given = default
-        for i, a in enumerate(call.args):
-            if a.star:
-                return None
-            if a.keyword is not None:
-                if a.keyword.value == param:
-                    given = a.value
-            elif i == index:
-                given = a.value
+        if any(a.star for a in call.args):
+            return None
+        given = _argument(call, index, param)
+        given = default if given is None else given
         text = dotted_text(given)
         if text is None:
             return None
@@ -146,13 +141,23 @@ def _passed_in_file(fscope: Optional[Scope], param: str) -> bool:
     if not found:
         return False
     params = [p.name.value for p in fscope.node.params.params][1:]
-    for call in found[1]:
-        for i, a in enumerate(call.args):
-            if a.star or (a.keyword is not None and a.keyword.value == param):
-                return True
-            if a.keyword is None and i < len(params) and params[i] == param:
-                return True
-    return False
+    index = params.index(param) if param in params else -1
+    return any(
+        any(a.star for a in call.args) or _argument(call, index, param) is not None
+        for call in found[1]
+    )
+
+
+def _argument(call: cst.Call, index: int, param: str):
+    """What a construction passes for ``param``: by keyword, or at the
+    positional ``index``; None when neither (a splat is the caller's to check)."""
+    for i, a in enumerate(call.args):
+        if a.keyword is not None:
+            if a.keyword.value == param:
+                return a.value
+        elif i == index and not a.star:
+            return a.value
+    return None
 
 
 def static_kind(func: cst.FunctionDef) -> str:

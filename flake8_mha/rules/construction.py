@@ -140,8 +140,7 @@ def _runs(ctx, site, entry: dict) -> bool:
     if when is None:
         return True
     kind, p = when
-    index = entry["params"].index(p) if p in entry["params"] else -1
-    expr = passed(site.node, index, p)
+    expr = _passed_for(site.node, entry, p)
     if expr is None:
         return False
     value = ctx.value(expr, site)
@@ -152,10 +151,13 @@ def _runs(ctx, site, entry: dict) -> bool:
 
 def _hands_one(call: cst.Call, entry: dict, params) -> bool:
     """Whether the call passes one of the size parameters ``params`` itself."""
-    return any(
-        passed(call, entry["params"].index(p) if p in entry["params"] else -1, p) is not None
-        for p in params
-    )
+    return any(_passed_for(call, entry, p) is not None for p in params)
+
+
+def _passed_for(call: cst.Call, entry: dict, param: str):
+    """What the call passes for the entry's parameter ``param``, by position
+    or keyword; None when it leaves it to its default."""
+    return passed(call, entry["params"].index(param) if param in entry["params"] else -1, param)
 
 
 def _handed_on(ctx, site, entry: dict, judged, site_file: str) -> bool:
@@ -209,8 +211,7 @@ def _size(ctx, site, entry: dict, ref: list):
     kind, x = ref
     if kind == "value":
         return x
-    index = entry["params"].index(x) if x in entry["params"] else -1
-    expr = passed(site.node, index, x)
+    expr = _passed_for(site.node, entry, x)
     if expr is None:
         return entry["defaults"].get(x)
     return int_or_none(ctx.value(expr, site))

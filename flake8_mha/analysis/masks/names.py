@@ -178,7 +178,7 @@ def parameter_by_name(p: cst.Param, name: str, func: cst.FunctionDef) -> Optiona
     return None
 
 
-_FLAG_OR_COUNT = ("is_", "has_", "use_", "exist", "with_", "num_", "n_", "max_", "min_")
+_FLAGS = ("is_", "has_", "use_", "exist", "with_", "max_", "min_")  # counts: is_token_name
 
 
 def _names_ids(name: str) -> bool:
@@ -188,6 +188,6 @@ def _names_ids(name: str) -> bool:
     (``exist_non_image_gen_tokens``, ``num_tokens``), nor positions
     (``position_ids``, as ``is_token_name`` reads them)."""
     low = name.lower()
-    if low.startswith(_FLAG_OR_COUNT) or not is_token_name(cst.Name(name)):
+    if low.startswith(_FLAGS) or not is_token_name(cst.Name(name)):
         return False  # ``position_ids``: positions, not tokens
     return low.endswith(("ids", "tokens", "toks")) or low in ("token", "tok")

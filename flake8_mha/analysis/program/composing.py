@@ -146,11 +146,10 @@ class Composing:
         another project file builds (``self.self_attn = make_attn(dim,
         heads)``, ``make_attn`` returning ``nn.MultiheadAttention``): its
         call is the module's, at the call's line."""
-        head, _, rest = ctor.partition(".")
-        imported = table.get(IMPORTS, {}).get(head)
-        if imported is None or not edge.get("line"):
+        target = import_target(table, ctor)
+        if target is None or not edge.get("line"):
             return None
-        made = self.torch_factory((imported[0], imported[1] + ("." + rest if rest else "")))
+        made = self.torch_factory(target)
         if made is None or made.own_forward or made.items or not made.startswith("torch.nn."):
             return None
         got = forms.module_summary(made.rsplit(".", 1)[1], edge["line"])
@@ -270,11 +269,10 @@ class Composing:
     def _written(self, filename, table, name, package) -> Optional[Tuple[str, str]]:
         """(file, name) where a name as ``filename`` writes it is defined: its
         own (a plain name), or what it imports (``attn.Attention`` too)."""
-        head, _, rest = name.partition(".")
-        imported = table.get(IMPORTS, {}).get(head)
-        if imported is not None:
-            return self._defined((imported[0], imported[1] + ("." + rest if rest else "")), package)
-        return None if rest else (filename, name)
+        target = import_target(table, name)
+        if target is not None:
+            return self._defined(target, package)
+        return None if "." in name else (filename, name)
 
     def _named(self, filename, table, name, package, depth, call) -> Optional[Tuple[str, dict]]:
         """A function called (``call``), or a class or factory built, by the
@@ -328,6 +326,17 @@ def decode(data: bytes) -> str:
     encoding, _ = tokenize.detect_encoding(io.BytesIO(data).readline)
     text = data.decode(encoding)
     return text[1:] if text.startswith("\ufeff") else text
+
+
+def import_target(table: dict, name: str) -> Optional[Tuple[int, str]]:
+    """(level, dotted) of what a name as a file writes it (``attn.Attention``)
+    imports, by the file's summary table's ``IMPORTS``; None when its head
+    is not imported."""
+    head, _, rest = name.partition(".")
+    imported = table.get(IMPORTS, {}).get(head)
+    if imported is None:
+        return None
+    return imported[0], imported[1] + ("." + rest if rest else "")
 
 
 def _at_fill(end: tuple, summary: dict, sink: str) -> tuple:

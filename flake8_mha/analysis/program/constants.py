@@ -8,7 +8,6 @@ file of the project.
 
 from __future__ import annotations
 
-import ast
 import os
 from typing import List, Optional, Tuple
 
@@ -20,7 +19,6 @@ from . import callers, chains, signatures
 from . import handed as handed_forms
 from .files import decode, module_constants
 from .forms import IMPORTED
-from .signatures import UNKNOWN
 from .binding import bind
 from .built import MISSING
 from .local_names import enclosing_class, own_definition
@@ -164,10 +162,11 @@ class ConstantFiles(ReturnsFiles):
         (a call, a local: then ``"?"`` is in the set)."""
         if not self.files:
             return None
-        got = self.constructions_of(self.path, cls, reader=_dotted_reader, needs=param)
+        got = self.constructions_of(self.path, cls, signatures.class_named, needs=param)
         if got is None:
             return None
-        return {c.get(param, MISSING) if c.get(param) != UNKNOWN else "?" for c in got[0]}
+        named = (c.get(param, MISSING) for c in got[0])  # (file, class) as written
+        return {v if v == MISSING else v[1] if isinstance(v, tuple) else "?" for v in named}
 
     def constructions_of(self, filename: str, cls: str, reader=None, needs: Optional[str] = None):
         """(every construction of the class ``cls`` of ``filename`` in the
@@ -367,12 +366,3 @@ def _imported_module(stmt: cst.Import, name: str) -> Optional[str]:
         elif dotted == name:
             return dotted
     return None
-
-
-def _dotted_reader(node) -> object:
-    """A construction's argument as a dotted name (``nn.MultiheadAttention``),
-    else ``UNKNOWN`` (``callers.constructions``' reader)."""
-    from .chains import dotted_name
-
-    got = dotted_name(node) if isinstance(node, (ast.Name, ast.Attribute)) else None
-    return got if got is not None else UNKNOWN

@@ -27,7 +27,6 @@ from .summaries import (
     TORCH_LAYERS,
     TORCH_MODULES,
     PARTIAL_ARGS,
-    IMPORTS,
     REEXPORTS,
     SIZE_CALLS,
     SIZES,
@@ -52,12 +51,16 @@ class TorchMade(str):
 
     __slots__ = ("built", "own_forward", "given", "items", "batch_first")
 
-    def __new__(cls, name: str, built: bool, own_forward: bool = False, given=None, items=False):
+    def __new__(
+        cls, name: str, built: bool, own_forward=False, given=None, items=False, batch_first=None
+    ):
         self = super().__new__(cls, name)
         self.built = built
         self.own_forward = own_forward
         self.items = items  # a container of such modules, each run by a call of its items
-        self.batch_first = None  # a factory's literal ``batch_first`` (``TORCH_BATCH_FIRST``)
+        self.batch_first = (
+            batch_first  # a factory's literal ``batch_first`` (``TORCH_BATCH_FIRST``)
+        )
         # a module-level ``partial`` of the class: its arguments ([keyword or "", source])
         self.given = given
         return self
@@ -340,9 +343,9 @@ class ProjectFiles(Composing):
         given = table.get(PARTIAL_ARGS, {}).get(loc[1])
         if made.endswith(ITEMS):  # a container of such modules (``held_lists.returned_items``)
             return TorchMade(made[: -len(ITEMS)], False, items=True)
-        got = TorchMade(made, loc[1] in table.get(TORCH_BUILT, {}), given=given)
-        got.batch_first = table.get(TORCH_BATCH_FIRST, {}).get(loc[1])
-        return got
+        built = loc[1] in table.get(TORCH_BUILT, {})
+        flag = table.get(TORCH_BATCH_FIRST, {}).get(loc[1])
+        return TorchMade(made, built, given=given, batch_first=flag)
 
     def _in_project(self, level: int, dotted: str) -> bool:
         """Whether the module ``dotted`` (or a package on its way) is a file of
@@ -548,13 +551,7 @@ class ProjectFiles(Composing):
         package = self.package_of(filename)
         for name, handoffs in table[SIZE_CALLS].items():
             for handoff in handoffs:
-                head, _, rest = handoff["callee"].partition(".")
-                imported = table.get(IMPORTS, {}).get(head)
-                if imported is None:
-                    continue
-                loc = self._defined(
-                    (imported[0], imported[1] + ("." + rest if rest else "")), package
-                )
+                loc = self._written(filename, table, handoff["callee"], package)
                 if loc is None or loc[0] == filename or "." in loc[1]:
                     continue
                 for entry in self.sizes(loc[0], depth + 1).get(loc[1]) or ():

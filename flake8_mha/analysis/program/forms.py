@@ -614,20 +614,10 @@ def returned_module(func, dotted: bool = False) -> Optional[str]:
     every ``return`` of the function itself gives a construction of that one
     class; None otherwise.  ``dotted``: ``nn.MultiheadAttention(...)`` too
     (a class reached through a module name)."""
-    assigned: Dict[str, List[ast.AST]] = {}
-    returns: List[ast.AST] = []
-    for n in astwalk.own_nodes(func):
-        t = n.__class__
-        if t is ast.Return:
-            returns.append(n.value)  # type: ignore[attr-defined]
-        elif t is ast.Assign:
-            for target in n.targets:  # type: ignore[attr-defined]
-                if isinstance(target, ast.Name):
-                    assigned.setdefault(target.id, []).append(n.value)  # type: ignore[attr-defined]
+    returns, built = _returned_values(func)
     kinds = set()
     for value in returns:
-        if isinstance(value, ast.Name) and len(assigned.get(value.id, ())) == 1:
-            value = assigned[value.id][0]
+        value = built(value)
         kinds.add(constructor(value) if value is not None else None)
     if len(kinds) != 1:
         return None
@@ -642,25 +632,11 @@ def returned_batch_first(func) -> Optional[bool]:
     nn.TransformerEncoderLayer(..., batch_first=True)``, or the module's own
     keyword), read as ``returned_module`` reads the construction; None when
     not a literal bool there."""
-    assigned: Dict[str, List[ast.AST]] = {}
-    returns: List[ast.AST] = []
-    for n in astwalk.own_nodes(func):
-        if isinstance(n, ast.Return):
-            returns.append(n.value)
-        elif isinstance(n, ast.Assign):
-            for target in n.targets:
-                if isinstance(target, ast.Name):
-                    assigned.setdefault(target.id, []).append(n.value)
-
-    def built(value):
-        if isinstance(value, ast.Name) and len(assigned.get(value.id, ())) == 1:
-            value = assigned[value.id][0]
-        return value if isinstance(value, ast.Call) else None
-
+    returns, built = _returned_values(func)
     found = set()
     for value in returns:
         call = built(value)
-        if call is None:
+        if not isinstance(call, ast.Call):
             return None
         given = {k.arg: k.value for k in call.keywords}
         if "batch_first" not in given:  # a container: its layer's
@@ -668,12 +644,35 @@ def returned_batch_first(func) -> Optional[bool]:
             if layer is None and call.args:
                 layer = call.args[0]
             call = built(layer) if layer is not None else None
-            given = {k.arg: k.value for k in call.keywords} if call is not None else {}
+            given = {k.arg: k.value for k in call.keywords} if isinstance(call, ast.Call) else {}
         flag = given.get("batch_first")
         if not (isinstance(flag, ast.Constant) and type(flag.value) is bool):
             return None
         found.add(flag.value)
     return found.pop() if len(found) == 1 else None
+
+
+def _returned_values(func):
+    """(what each ``return`` of the function itself gives, a reading of a
+    value through one local name assigned once: ``layer`` of ``layer =
+    nn.TransformerEncoderLayer(...)`` is that call)."""
+    assigned: Dict[str, List[ast.AST]] = {}
+    returns: List[ast.AST] = []
+    for n in astwalk.own_nodes(func):
+        t = n.__class__
+        if t is ast.Return:
+            returns.append(n.value)  # type: ignore[attr-defined]
+        elif t is ast.Assign:
+            for target in n.targets:  # type: ignore[attr-defined]
+                if isinstance(target, ast.Name):
+                    assigned.setdefault(target.id, []).append(n.value)  # type: ignore[attr-defined]
+
+    def built(value):
+        if isinstance(value, ast.Name) and len(assigned.get(value.id, ())) == 1:
+            return assigned[value.id][0]
+        return value
+
+    return returns, built
 
 
 def registries(tree: ast.Module) -> Dict[str, str]:

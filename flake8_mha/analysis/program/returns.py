@@ -214,9 +214,8 @@ class ReturnsFiles(ProjectFiles):
         fctx, func, fscope = read
         if not fscope.returns:
             return None
-        skip = 0 if static_kind(func) == "staticmethod" else 1  # ``cls``, ``self``
-        if "." not in name:
-            skip = 0
+        # a method's ``cls`` or ``self`` (``Class.method``); a function's and a static one's none
+        skip = 1 if "." in name and static_kind(func) != "staticmethod" else 0
         bound = bind_call(func, expand_call(call, env, scope), skip)
         masks: dict = {}
         for param, expr in bound.items():

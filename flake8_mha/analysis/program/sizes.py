@@ -17,7 +17,8 @@ import ast
 from typing import Dict, List, Optional
 
 from ...core.torch_api import module_spec
-from .chains import constructor
+from .chains import constructor, dotted_name
+from .steps import given_test
 from .forms import torch_class
 
 
@@ -93,7 +94,7 @@ def size_calls(
             names = set(positional) | set(kwonly)
             rebound = _rebound(func)
             for call in _unconditional_calls(func):
-                callee = _written(call.func)
+                callee = dotted_name(call.func)
                 where = imported.get(callee.split(".")[0]) if callee is not None else None
                 if where is None or (not where[0] and where[1].split(".")[0] in _LIBRARIES):
                     continue
@@ -132,17 +133,6 @@ _LIBRARIES = frozenset(
 )
 
 
-def _written(node) -> Optional[str]:
-    """``Block`` or ``layers.Block``: a call's callee as a dotted name."""
-    parts = []
-    while isinstance(node, ast.Attribute):
-        parts.append(node.attr)
-        node = node.value
-    if not isinstance(node, ast.Name):
-        return None
-    return ".".join([node.id, *reversed(parts)])
-
-
 def handed_through(handoff: dict, entry: dict) -> Optional[dict]:
     """The callee's sizes ``entry`` as the function that makes the
     ``handoff`` hands it: each size a parameter of that function, or a
@@ -153,12 +143,8 @@ def handed_through(handoff: dict, entry: dict) -> Optional[dict]:
             refs.append(ref)
             continue
         p = ref[1]
-        index = entry["params"].index(p) if p in entry["params"] else -1
-        if 0 <= index < len(handoff["args"]):
-            got = handoff["args"][index]
-        elif p in handoff["keywords"]:
-            got = handoff["keywords"][p]
-        else:
+        got = _handoff_arg(handoff, entry, p)
+        if got is None and not _passes(handoff, entry, p):
             default = entry["defaults"].get(p)
             got = ["value", default] if _is_int(default) else None
         if got is None:
@@ -168,12 +154,7 @@ def handed_through(handoff: dict, entry: dict) -> Optional[dict]:
         return None
     guard = entry.get("when")
     if guard is not None:
-        p = guard[1]
-        index = entry["params"].index(p) if p in entry["params"] else -1
-        if 0 <= index < len(handoff["args"]):
-            ref = handoff["args"][index]
-        else:
-            ref = handoff["keywords"].get(p)
+        ref = _handoff_arg(handoff, entry, guard[1])
         guard = _guard_handed(guard, None, lambda _: ref)
         if guard is False:
             return None
@@ -187,6 +168,21 @@ def handed_through(handoff: dict, entry: dict) -> Optional[dict]:
         defaults=handoff["defaults"],
         init=handoff["init"],
     )
+
+
+def _passes(handoff: dict, entry: dict, p: str) -> bool:
+    """Whether the handoff gives the callee's parameter ``p`` an argument."""
+    index = entry["params"].index(p) if p in entry["params"] else -1
+    return 0 <= index < len(handoff["args"]) or p in handoff["keywords"]
+
+
+def _handoff_arg(handoff: dict, entry: dict, p: str) -> Optional[list]:
+    """The ref the handoff gives the callee's parameter ``p`` (by position,
+    else by keyword); None when it gives none, or one that is unknown."""
+    index = entry["params"].index(p) if p in entry["params"] else -1
+    if 0 <= index < len(handoff["args"]):
+        return handoff["args"][index]
+    return handoff["keywords"].get(p)
 
 
 def valid_size_call(h) -> bool:
@@ -423,20 +419,10 @@ def _guarded_calls(func: ast.FunctionDef, params: set, rebound: set) -> List[tup
 
 def _guard(test: ast.expr, params: set, rebound: set) -> Optional[list]:
     """``["given", p]`` for ``p is not None``, ``["truthy", p]`` for ``p``."""
-    if isinstance(test, ast.Name) and test.id in params and test.id not in rebound:
-        return ["truthy", test.id]
-    if (
-        isinstance(test, ast.Compare)
-        and len(test.ops) == 1
-        and isinstance(test.ops[0], ast.IsNot)
-        and isinstance(test.left, ast.Name)
-        and test.left.id in params
-        and test.left.id not in rebound
-        and isinstance(test.comparators[0], ast.Constant)
-        and test.comparators[0].value is None
-    ):
-        return ["given", test.left.id]
-    return None
+    p = given_test(test)
+    if p is None or p not in params or p in rebound:
+        return None
+    return ["truthy" if isinstance(test, ast.Name) else "given", p]
 
 
 def _guard_handed(inner, outer, handed):
