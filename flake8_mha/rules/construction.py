@@ -98,6 +98,7 @@ def handed_sizes(ctx, site, judged=("embed", "heads")):
     if got is None:
         return
     filename, callee, entries = got
+    made: dict = {}  # one report per module and sizes: the lines that build it named together
     for entry in entries:
         if not _runs(ctx, site, entry):
             continue
@@ -128,8 +129,14 @@ def handed_sizes(ctx, site, judged=("embed", "heads")):
                 "line": entry["line"],
             },
         }
-        tail = THROUGH.format(callee=callee, where=where)
-        yield entry, sizes["embed"], sizes["heads"], evidence, tail
+        key = (entry["module"], sizes["embed"], sizes["heads"], built_in)
+        if key in made:  # a block's self- and cross-attention built alike (RT-DETR's decoder)
+            made[key][4].append((entry["line"], where))
+            continue
+        made[key] = [entry, sizes["embed"], sizes["heads"], evidence, [(entry["line"], where)]]
+    for entry, embed, heads, evidence, wheres in made.values():
+        where = " and ".join(w for _, w in sorted(wheres))
+        yield entry, embed, heads, evidence, THROUGH.format(callee=callee, where=where)
 
 
 def _runs(ctx, site, entry: dict) -> bool:

@@ -15,7 +15,7 @@ class PaddingMaskNotBroadcast(MaskRule):
     NAME = "padding-mask-not-broadcast"
     MESSAGE = (
         "{mask} is a 2-D (N, S) padding mask; scaled_dot_product_attention broadcasts it as "
-        "(L, S): shape it mask[:, None, None, :]"
+        "(L, S): shape it mask[:, None, None, :] (mask[:, None, :] for 3-D queries)"
     )
     WHAT = """
         Flags a 2-D `(N, S)` padding mask that reaches
@@ -50,6 +50,11 @@ class PaddingMaskNotBroadcast(MaskRule):
           makes the shape unknown and silent.
         - Reported whatever the mask's meaning or dtype: a wrongly shaped
           additive mask is as wrong as a bool one.
+        - The message gives both shapes: `(N, 1, 1, S)` for the usual
+          `(N, H, L, E)` queries and `(N, 1, S)` for 3-D `(N, L, E)` ones (a
+          pooling head's learned probes), where the 4-D mask would make the
+          output 4-D and fail to broadcast (torch 2.13: `output with shape
+          [4, 4, 9] doesn't match the broadcast shape [4, 4, 4, 9]`).
         """
     VALID = [
         "import torch.nn.functional as F\n"

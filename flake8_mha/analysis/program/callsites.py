@@ -259,6 +259,9 @@ class Project(ConstantFiles):
         }
         if summary.get("chain"):
             through["chain"] = [list(step) for step in summary["chain"]]
+        ends = wrapped.ends(summary, {f"{spec.name}.{arg}": arg for arg in mapped}, self.relative)
+        if ends:
+            through["ends"] = ends
         return WrappedModuleCall(site, spec, [], bound, through)
 
     def _callee(

@@ -55,6 +55,20 @@ class WrappedModuleCall(ModuleCall):
         self.more: list = []  # the same call as it reaches a second module (``VARIANT``)
 
 
+def ends(summary, judged, relative) -> dict:
+    """Where each of a call's arguments (``judged``: sink key -> argument)
+    reaches its sink, when the wrapper reaches its sinks through different
+    callees (``composing``'s ``ends``: GraphGPS's layer hands its blocked mask
+    to one attention module and its padding to another), so that the
+    argument a finding is about names its own line and chain (``annotate``)."""
+    out = {}
+    for key, arg in judged.items():
+        end = summary.get("ends", {}).get(key)
+        if end is not None and (end[0], end[1]) != (summary.get("sink_file"), summary["line"]):
+            out[arg] = {"file": relative(end[0]), "line": end[1], "chain": end[2]}
+    return out
+
+
 def annotate(report, ev):
     """A rule's report on an SDPA call reached through a wrapper names the
     wrapper's SDPA call (message and evidence ``through``); others unchanged."""
@@ -63,12 +77,17 @@ def annotate(report, ev):
         return report
     name = through["function"]
     shown = f"the function {name} returns" if name.endswith("()") else name + "()"
+    at = through.get("ends", {}).get(report.evidence.get("sink"))
+    if at is not None:  # this argument reaches its sink through a callee of its own
+        chain = at["chain"] if len(at["chain"]) > 1 else None
+        through = dict(through, file=at["file"], line=at["line"], chain=chain)
     if through.get("chain"):
         shown = " -> ".join(_called(step[1]) for step in through["chain"])
     if "fill" in through:
         sink = through["fill"]
     elif "sink" in through:
-        judged = report.evidence.get("sink")  # the one argument the finding is about
+        # the one argument the finding is about (MHA005's: the flag given without its mask)
+        judged = report.evidence.get("sink") or report.evidence.get("flag")
         params = [judged] if judged in through.get("params", ()) else list(through["params"])
         sink = f"{through['sink']}'s {', '.join(params)}"
     else:
