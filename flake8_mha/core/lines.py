@@ -15,6 +15,7 @@ import difflib
 import io
 import re
 import warnings
+import bisect
 from typing import List
 
 
@@ -127,3 +128,25 @@ def _is_data(display: str) -> bool:
         if not isinstance(node, _DATA_NODES) and not isinstance(node, _SIGNS):
             return False
     return True
+
+
+def lines_naming(source: str, words) -> List[int]:
+    """The (1-based, sorted) numbers of the lines that hold one of ``words`` as
+    an identifier."""
+    found = re.compile(r"\b(?:" + "|".join(map(re.escape, sorted(words))) + r")\b")
+    source = source.replace("\r\n", "\n").replace("\r", "\n")  # as the tokenizer counts lines
+    out: List[int] = []
+    line = 1
+    at = 0
+    for m in found.finditer(source):
+        line += source.count("\n", at, m.start())
+        at = m.start()
+        if not out or out[-1] != line:
+            out.append(line)
+    return out
+
+
+def spans(lines: List[int], node: ast.AST) -> bool:
+    """Whether one of ``lines`` falls within ``node``'s."""
+    i = bisect.bisect_left(lines, node.lineno)
+    return i < len(lines) and lines[i] <= (node.end_lineno or node.lineno)

@@ -61,43 +61,51 @@ def fill_sinks(calls: List[ast.Call], stores, helpers) -> List[Tuple[str, ast.AS
     return out
 
 
-def helper_signs(tree: ast.Module) -> "HelperSigns":
+def helper_signs(tree: ast.Module) -> "Readings":
     """The file's top-level functions -> the sign of the one value each
     returns ("neg" for ``def max_neg_value(t): return -torch.finfo(t.dtype).max``),
     None for a function that returns something else or several values."""
-    return HelperSigns(
-        {
-            node.name: node
-            for node in tree.body
-            if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef))
+    return Readings(tree, _sign_of)
+
+
+def kv_helpers(tree: ast.Module) -> "Readings":
+    """The file's top-level functions -> how the one tuple each returns is
+    masked (``def mask_kv(k, v, keep): m = keep[:, None, :, None]; return k *
+    m, v * m``): per item, (the position of the parameter it is multiplied
+    by, the steps from that parameter), or None."""
+    return Readings(tree, _pair_reading)
+
+
+class Readings(Mapping):
+    """A file's top-level functions -> what ``read`` says of each, read when
+    first asked for: a file has many functions and few such helpers."""
+
+    def __init__(self, tree: ast.Module, read) -> None:
+        self._functions = {
+            n.name: n for n in tree.body if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef))
         }
-    )
+        self._reader = read
+        self._read: Dict[str, object] = {}
 
-
-class HelperSigns(Mapping):
-    """``helper_signs``'s mapping, each sign read when first asked for: a
-    file that fills scores has many functions and few fill helpers."""
-
-    def __init__(self, functions: Dict[str, ast.AST]) -> None:
-        self._functions = functions
-        self._signs: Dict[str, Optional[str]] = {}
-
-    def __getitem__(self, name: str) -> Optional[str]:
-        if name not in self._signs:
-            node = self._functions[name]
-            returns = [
-                n.value  # type: ignore[attr-defined]
-                for n in astwalk.walk(node)
-                if isinstance(n, ast.Return) and n.value is not None
-            ]
-            self._signs[name] = big_negative(returns[0], {}, {}) if len(returns) == 1 else None
-        return self._signs[name]
+    def __getitem__(self, name: str):
+        if name not in self._read:
+            self._read[name] = self._reader(self._functions[name])
+        return self._read[name]
 
     def __iter__(self):
         return iter(self._functions)
 
     def __len__(self) -> int:
         return len(self._functions)
+
+
+def _sign_of(node) -> Optional[str]:
+    returns = [
+        n.value  # type: ignore[attr-defined]
+        for n in astwalk.walk(node)
+        if isinstance(n, ast.Return) and n.value is not None
+    ]
+    return big_negative(returns[0], {}, {}) if len(returns) == 1 else None
 
 
 def softmaxes(calls: List[ast.Call]) -> bool:
@@ -377,7 +385,7 @@ def scores_of(node: ast.AST, stores, depth: int) -> bool:
     return False
 
 
-def kv_reach(given: Dict[str, ast.AST], reads: set, stores, top: set) -> Optional[dict]:
+def kv_reach(given: Dict[str, ast.AST], reads: set, stores, top: set, pairs=None) -> Optional[dict]:
     """What a function's parameter reaches when it is multiplied into the
     keys or values of its one SDPA call, which masks no scores (``k *
     keep[:, None, :, None]``, ``v.masked_fill(~keep[..., None], 0)``): the
@@ -386,11 +394,17 @@ def kv_reach(given: Dict[str, ast.AST], reads: set, stores, top: set) -> Optiona
     ``top``: ``id`` of the function's top-level statements (a key rebound
     there, ``k = k * keep``, is read at its last store before the call).
     The caller's mask is judged at each call by MHA015.  None when no
-    parameter, or two different ones, are multiplied in."""
+    parameter, or two different ones, are multiplied in.  ``pairs``: the
+    file's helpers that do the multiplying (``kv_helpers``: ``k, v =
+    mask_kv(k, v, keep)``)."""
     found: Dict[str, dict] = {}
     for arg, word in (("key", "keys"), ("value", "values")):
         expr = given.get(arg)
-        got = _kv_factor(expr, reads, stores, top, expr.lineno, 0) if expr is not None else None
+        got = (
+            _kv_factor(expr, reads, stores, top, expr.lineno, 0, pairs)
+            if expr is not None
+            else None
+        )
         if got is not None:
             found[word] = got
     hows = list(found.values())
@@ -416,7 +430,7 @@ def straight_statements(func, params: set) -> set:
 _SAME_ROWS = steps.ROW_METHODS | set(steps.CASTS)
 
 
-def _kv_factor(expr, reads, stores, top, line, depth) -> Optional[dict]:
+def _kv_factor(expr, reads, stores, top, line, depth, pairs=None) -> Optional[dict]:
     """The parameter ``expr`` (a key or value) is multiplied by, or
     zero-filled where it says (``ops`` end with an ``invert``: a keep-mask's
     inverse), through the steps a summary knows."""
@@ -427,7 +441,11 @@ def _kv_factor(expr, reads, stores, top, line, depth) -> Optional[dict]:
         if not defs or not all(isinstance(d, ast.Assign) and id(d) in top for d in defs):
             return None
         last = max(defs, key=lambda d: d.lineno)
-        if len(last.targets) != 1 or not isinstance(last.targets[0], ast.Name):
+        if len(last.targets) != 1:
+            return None
+        if isinstance(last.targets[0], ast.Tuple) and pairs is not None:
+            return _by_helper(last, expr.id, reads, stores, pairs)
+        if not isinstance(last.targets[0], ast.Name):
             return None
         return _kv_factor(last.value, reads, stores, top, last.lineno, depth + 1)
     if isinstance(expr, ast.BinOp) and isinstance(expr.op, ast.Mult):
@@ -469,3 +487,50 @@ def _kv_factor(expr, reads, stores, top, line, depth) -> Optional[dict]:
 
 def _mask_param(expr, reads, stores) -> Optional[dict]:
     return steps.reach(expr, reads, stores, 0, casts=True)
+
+
+def _by_helper(assign: ast.Assign, name: str, reads, stores, pairs) -> Optional[dict]:
+    """``k, v = mask_kv(k, v, keep)``, ``mask_kv`` a helper of the file whose
+    return multiplies the item ``name`` is unpacked from by one of its
+    parameters: the caller's argument for that parameter, through the
+    helper's steps after its own."""
+    call = assign.value
+    items = assign.targets[0].elts
+    if (
+        not (isinstance(call, ast.Call) and isinstance(call.func, ast.Name))
+        or call.func.id not in pairs
+    ):
+        return None
+    at = [i for i, t in enumerate(items) if isinstance(t, ast.Name) and t.id == name]
+    reading = pairs[call.func.id]
+    if len(at) != 1 or reading is None or len(reading["items"]) != len(items):
+        return None
+    how = reading["items"][at[0]]
+    if how is None:
+        return None
+    position, ops = how
+    if position >= len(call.args) or any(isinstance(a, ast.Starred) for a in call.args):
+        return None
+    got = _mask_param(call.args[position], reads, stores)
+    return None if got is None else {"param": got["param"], "ops": got["ops"] + ops}
+
+
+def _pair_reading(func) -> Optional[dict]:
+    returns = [n for n in astwalk.walk(func) if isinstance(n, ast.Return) and n.value is not None]
+    if len(returns) != 1 or not isinstance(returns[0].value, ast.Tuple):
+        return None
+    positional = [a.arg for a in func.args.posonlyargs + func.args.args]
+    params = set(positional)
+    stores: Dict[str, list] = {}
+    for n in astwalk.walk(func):
+        if isinstance(n, ast.Assign):
+            for t in n.targets:
+                if isinstance(t, ast.Name):
+                    stores.setdefault(t.id, []).append(n)
+    top = {id(st) for st in func.body}
+    stores = steps.rebinds(func, params, stores)
+    items = []
+    for elt in returns[0].value.elts:
+        got = _kv_factor(elt, params, stores, top, returns[0].lineno, 0)
+        items.append(None if got is None else (positional.index(got["param"]), got["ops"]))
+    return {"items": items} if any(items) else None

@@ -367,8 +367,10 @@ def _op(expr: ast.AST) -> Optional[Tuple[ast.AST, Optional[list]]]:
         return func.value, ["index", ":, None, None, :"]
     if name == "unsqueeze" and len(args) == 1 and _small_int(args[0]) is not None:
         return func.value, ["unsqueeze", _small_int(args[0])]
-    if name in ("expand", "expand_as", "broadcast_to") and args:
-        return func.value, ["expand"]  # ``mask.expand(b, h, n, n)``: its meaning, a new shape
+    if name in ("expand", "expand_as", "broadcast_to", "view", "reshape") and args:
+        # ``mask.expand(b, h, n, n)``, Reformer's chunked ``pad_mask.view(B, 1, L // c,
+        # 1, c)``: its meaning, a new shape (a view to ``[:, None, None, :]`` is above)
+        return func.value, ["expand"]
     if name in ("contiguous", "clone", "detach") and not args:
         return func.value, None  # the same mask
     if name == "to" and len(args) == 1 and isinstance(args[0], ast.Attribute):

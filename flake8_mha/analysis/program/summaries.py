@@ -8,13 +8,12 @@ call sites; docs/reach.md says what a summary holds and what is not followed.
 from __future__ import annotations
 
 import ast
-import bisect
 import hashlib
 import re
 from typing import Dict, List, Optional, Tuple
 
 from ...core import walk as astwalk
-from ...core.lines import source_lines
+from ...core.lines import lines_naming as _lines_naming, source_lines, spans as _spans
 from ...core.torch_api import SDPA_NAME, SDPA_QUALNAME, SDPA_SIGNATURE, canonical
 from . import chains, constructors, fills, forms, handed as handed_forms, held_lists, import_lines
 from . import signatures, steps
@@ -22,7 +21,7 @@ from .chains import VARIANT, dotted_name, named_lambda, statements  # noqa: F401
 from .module_numbers import module_constants
 from .sizes import size_calls, sizes_table
 
-SUMMARY_VERSION = 66
+SUMMARY_VERSION = 67
 REEXPORTS = "@reexports"  # the key of an __init__'s re-exports in its summary table
 IMPORTS = "@imports"  # the file's imports, where the callees its edges name live
 ATTRS = "@attrs"  # per class, what kind of module each self.<attr> holds (chains.py)
@@ -113,6 +112,9 @@ def summarise(
     # the file's own functions -> the sign of the one value each returns (a
     # fill helper such as ``max_neg_value``); None without any fill in the file
     helpers = fills.helper_signs(tree) if fills_scores else None
+    # ``def mask_kv(k, v, keep): return k * m, v * m``: the file's helpers that
+    # multiply a parameter's mask into what they return (``fills.kv_helpers``)
+    pairs = fills.kv_helpers(tree) if direct else None
     attrs: Dict[str, Dict[str, str]] = {}
     # ``PreNorm(dim, Attention(dim))``: the classes that only hand ``**kwargs`` on
     wrappers = chains.transparent_wrappers(tree) if "**" in source else {}
@@ -128,6 +130,7 @@ def summarise(
         torch_names,
         helpers,
         (wrappers, passed, kinds_of),
+        pairs,
     )
     if not reuse:
         for node in tree.body:
@@ -137,6 +140,7 @@ def summarise(
         context = repr((screen, direct, sorted(sdpa_names[0]), sorted(sdpa_names[1])))
         context += repr((holds_modules, sorted(torch_names.items())))
         context += repr(sorted(helpers.items()) if helpers is not None else None)
+        context += repr(sorted(pairs.items()) if pairs is not None else None)
         context += repr(sorted(wrappers.items()))
         context += repr(sorted((k, sorted(map(str, v))) for k, v in passed.items()))
         context += repr(sorted(kinds_of.items()))
@@ -172,9 +176,7 @@ def summarise(
             out[MODULES] = modules
         else:
             del out[MODULES]
-    if (
-        BASES in out
-    ):  # a base that may have a forward reaching a sink: this file's, or the project's
+    if BASES in out:  # a base whose forward may reach a sink: this file's, or the project's
         kept = {
             cls: [b for b in bases if chains.may_be_project_class(b, imported, out, out[BASES])]
             for cls, bases in out[BASES].items()
@@ -222,36 +224,24 @@ def _imports_relatively(source: str) -> bool:
     return False
 
 
-def _lines_naming(source: str, words) -> List[int]:
-    """The (1-based, sorted) numbers of the lines that hold one of ``words`` as
-    an identifier."""
-    found = re.compile(r"\b(?:" + "|".join(map(re.escape, sorted(words))) + r")\b")
-    source = source.replace("\r\n", "\n").replace("\r", "\n")  # as the tokenizer counts lines
-    out: List[int] = []
-    line = 1
-    at = 0
-    for m in found.finditer(source):
-        line += source.count("\n", at, m.start())
-        at = m.start()
-        if not out or out[-1] != line:
-            out.append(line)
-    return out
-
-
-def _spans(lines: List[int], node: ast.AST) -> bool:
-    """Whether one of ``lines`` falls within ``node``'s."""
-    i = bisect.bisect_left(lines, node.lineno)
-    return i < len(lines) and lines[i] <= (node.end_lineno or node.lineno)
-
-
 def _summarise_node(
-    node, out, attrs, sdpa_names, direct, may_call, holds_modules, torch_names, helpers, classes
+    node,
+    out,
+    attrs,
+    sdpa_names,
+    direct,
+    may_call,
+    holds_modules,
+    torch_names,
+    helpers,
+    classes,
+    pairs,
 ):
     """What one top-level statement adds to a file's summary table (``out``)
     and to its classes' attributes (``attrs``)."""
     if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
         calls = direct and (may_call is None or _spans(may_call, node))
-        _add(out, node.name, node, False, sdpa_names, calls, helpers=helpers)
+        _add(out, node.name, node, False, sdpa_names, calls, helpers=helpers, pairs=pairs)
         inner = _returned_function(node)
         if inner is not None:
             _add(
@@ -263,6 +253,7 @@ def _summarise_node(
                 calls,
                 factory=node,
                 helpers=helpers,
+                pairs=pairs,
             )
         made = forms.returned_module(node, dotted=True)
         if made is not None and made[:1].isupper():
@@ -279,7 +270,7 @@ def _summarise_node(
     elif named_lambda(node):  # ``attend = lambda q, k, v, m: sdpa(...)``
         func = _as_function(node)
         calls = direct and (may_call is None or _spans(may_call, func))
-        _add(out, func.name, func, False, sdpa_names, calls, helpers=helpers)
+        _add(out, func.name, func, False, sdpa_names, calls, helpers=helpers, pairs=pairs)
     elif isinstance(node, ast.ClassDef):
         wrappers, passed, kinds_of = classes
         own = chains.class_attrs(node, wrappers, passed.get(node.name, frozenset()), kinds_of)
@@ -315,17 +306,19 @@ def _summarise_node(
                 calls = direct and (may_call is None or _spans(may_call, item))
                 key = f"{node.name}.{item.name}"
                 deco = {dotted_name(d) for d in item.decorator_list}
+                bound = "staticmethod" not in deco  # a static method binds no first parameter
                 _add(
                     out,
                     key,
                     item,
-                    "staticmethod" not in deco,  # a static method binds no first parameter
+                    bound,
                     sdpa_names,
                     calls,
                     kinds,
                     node.name,
                     held=held,
                     helpers=helpers,
+                    pairs=pairs,
                 )
                 got = out.get(key)
                 if got and deco & {"staticmethod", "classmethod"}:
@@ -334,7 +327,7 @@ def _summarise_node(
                     # where super() looks: the bases as written
                     got["bases"] = [b for b in map(dotted_name, node.bases) if b is not None]
         method = lambda f: _function_summary(
-            f, True, sdpa_names, direct, kinds, None, held, helpers
+            f, True, sdpa_names, direct, kinds, None, held, helpers, pairs
         )  # noqa: E731
         built = constructors.summary(node, out.get(f"{node.name}.__init__"), method)
         if built is not None:  # CLIP's block built with the mask it keeps: a call of the class
@@ -372,11 +365,14 @@ def _reused(node, lines, context: str, out, attrs, facts) -> None:
     attrs.update(got_attrs)
 
 
+_LINES = ("line", "fill_line")
+
+
 def _moved(value, delta: int):
     """A copy of a summary fragment with every ``"line"`` moved by ``delta``."""
     if isinstance(value, dict):
         return {
-            k: (v + delta if k == "line" and type(v) is int else _moved(v, delta))
+            k: (v + delta if k in _LINES and type(v) is int else _moved(v, delta))
             for k, v in value.items()
         }
     if isinstance(value, (list, tuple)):
@@ -390,20 +386,9 @@ def _reexports(tree: ast.Module) -> Dict[str, list]:
     return {name: got for name, got in chains.imports(tree).items() if got[0]}
 
 
-def _add(
-    out,
-    name,
-    func,
-    method,
-    sdpa_names,
-    calls=True,
-    attrs=None,
-    cls=None,
-    factory=None,
-    held=None,
-    helpers=None,
-) -> None:
-    got = _function_summary(func, method, sdpa_names, calls, attrs or {}, factory, held, helpers)
+def _add(out, name, func, method, sdpa_names, calls=True, attrs=None, cls=None, **more) -> None:
+    """``more``: ``factory``, ``held`` and ``helpers``, as ``_function_summary`` reads them."""
+    got = _function_summary(func, method, sdpa_names, calls, attrs or {}, **more)
     if got is not None and cls is not None:
         got["cls"] = cls
     if got is not None:
@@ -482,7 +467,15 @@ def _returned_function(func) -> Optional[ast.FunctionDef]:
 
 
 def _function_summary(
-    func, method: bool, sdpa_names, direct=True, attrs=None, factory=None, held=None, helpers=None
+    func,
+    method: bool,
+    sdpa_names,
+    direct=True,
+    attrs=None,
+    factory=None,
+    held=None,
+    helpers=None,
+    pairs=None,
 ) -> Optional[dict]:
     """What one function's parameters reach: ``reach`` through its own SDPA
     calls (``direct``: the function's text may hold one), ``edges`` through
@@ -504,7 +497,8 @@ def _function_summary(
     ``helpers``: the file's own functions and the sign of what each returns
     (``fills.helper_signs``), None when the file fills no scores; a
     parameter that reaches the mask of a fill with a big negative reaches
-    the sink ``fills.MASKED_FILL`` or ``fills.WHERE_KEEP``."""
+    the sink ``fills.MASKED_FILL`` or ``fills.WHERE_KEEP``.  ``pairs``: the
+    file's helpers that mask what they return (``fills.kv_helpers``)."""
     args = func.args
     # *args/**kwargs parameters take what the named ones do not: only named
     # parameters are followed (an SDPA call given **kwargs is not described)
@@ -567,6 +561,7 @@ def _function_summary(
     reached: Dict[str, dict] = {}
     line = None
     own_mask = False  # some SDPA call masks its scores with what no parameter gives
+    mask_line = None
     for i, call in enumerate(calls):
         here = {}
         given, splat = _sdpa_arguments(call)
@@ -603,11 +598,14 @@ def _function_summary(
             )
         ):  # keys or values multiplied by a parameter's mask, no scores masked (MHA015):
             # when a parameter may mask them, only on the calls that leave it None
-            kv = fills.kv_reach(given, reads, stores, fills.straight_statements(func, params))
+            top = fills.straight_statements(func, params)
+            kv = fills.kv_reach(given, reads, stores, top, pairs)
             if kv is not None:
                 if unless:
                     kv["unless"] = unless
                 here[fills.KV] = kv
+        if "attn_mask" in here and mask_line is None:
+            mask_line = call.lineno  # the call a parameter's mask reaches is the one named
         if i == 0:
             reached, line = here, call.lineno
         else:  # several SDPA calls: keep what every one of them agrees on,
@@ -617,6 +615,8 @@ def _function_summary(
             if ("attn_mask" in reached) != ("attn_mask" in here):
                 kept["attn_mask"] = reached.get("attn_mask") or here["attn_mask"]
             reached = kept
+    if mask_line is not None and "attn_mask" in reached:
+        line = mask_line
     module_reach: Dict[str, dict] = {}
     disagree: set = set()  # a module argument two calls fill from different parameters
     module_own: set = set()  # module arguments given by what no parameter carries
