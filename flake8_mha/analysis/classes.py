@@ -53,6 +53,45 @@ def class_default(func, env: Env, scope: Optional[Scope]):
     return handed if handed is not None else func
 
 
+def class_run(func, env: Env, scope: Optional[Scope]):
+    """``class_default``, also through a default that binds arguments of a
+    class with ``functools.partial`` (DINOv2's ``block_fn=partial(Block,
+    attn_class=MemEffAttention)``): the class whose ``forward`` a call of
+    what it builds runs (the layout through it), not its construction; not
+    when the partial binds ``batch_first``, which the class's own reading of
+    its constructions would not see."""
+    got = class_default(func, env, scope)
+    if got is not func or not isinstance(func, cst.Name):
+        return got
+    defs = lookup(func.value, env, scope)
+    if len(defs) != 1 or defs[0].kind != DefKind.PARAM or not isinstance(defs[0].node, cst.Param):
+        return func
+    default = defs[0].node.default
+    if (
+        isinstance(default, cst.Call)
+        and _dotted(default.func) in ("partial", "functools.partial")
+        and default.args
+        and default.args[0].keyword is None
+        and not default.args[0].star
+        and isinstance(default.args[0].value, (cst.Name, cst.Attribute))
+        and not any(
+            a.keyword is not None and a.keyword.value == "batch_first" for a in default.args
+        )
+        and not _passed_in_file(defs[0].scope, func.value)
+    ):
+        return default.args[0].value
+    return func
+
+
+def _dotted(node) -> Optional[str]:
+    if isinstance(node, cst.Name):
+        return node.value
+    if isinstance(node, cst.Attribute):
+        head = _dotted(node.value)
+        return None if head is None else f"{head}.{node.attr.value}"
+    return None
+
+
 def handed_in_file(fscope: Optional[Scope], param: str):
     """The class every construction in the file of the class whose
     ``__init__`` holds ``fscope`` hands ``param`` (``Layer(RelAttn, 32)``

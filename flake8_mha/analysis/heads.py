@@ -205,6 +205,21 @@ def arg_of(call: cst.Call, pos: int, kw: str) -> Optional[cst.CSTNode]:
     return positional[pos].value if pos < len(positional) else None
 
 
+def _cut(axis: Axis, call: cst.Call, how: str, d) -> Axis:
+    """One piece of ``axis`` cut by ``chunk(n)`` (the size over ``n``) or
+    ``split(size)`` (that size, a plain one), named as it was (a head axis
+    cut in two is two head axes); of unknown size else."""
+    first = arg_of(call, 0, "chunks" if how == "chunk" else "split_size_or_sections")
+    if first is None or isinstance(first, (cst.List, cst.Tuple)):
+        return Axis()
+    if how == "split":
+        return Axis(first, d.env, d.scope, axis.name)
+    if axis.expr is None or not isinstance(first, cst.Integer):
+        return Axis(name=axis.name)
+    half = cst.BinaryOperation(axis.expr, cst.FloorDivide(), first)
+    return Axis(half, axis.env, axis.scope, axis.name)
+
+
 class Layouts:
     """What the code says about the axes of a tensor expression."""
 
@@ -345,9 +360,13 @@ class Layouts:
                     return None
                 return base.with_axes(base.axes[:dim] + base.axes[dim + 1 :], value)
             dim = _dim(arg_of(value, 1, "dim") or cst.Integer("0"), base.rank)
-            if dim is None or dim == base.head_axis():
+            if dim is None:
                 return None
-            return base
+            # the axis cut into pieces is no longer the size that named it (``kv.view(b,
+            # s, 2 * KV, D).transpose(1, 2).chunk(2, dim=1)``: KV heads each, not 2 * KV)
+            axes = list(base.axes)
+            axes[dim] = _cut(axes[dim], value, func.attr.value, d)
+            return base.with_axes(axes, value)
         if _ROTARY.search(ident(func) or ""):
             args = [a.value for a in value.args if a.keyword is None and not a.star]
             if i < len(args):

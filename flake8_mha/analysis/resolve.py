@@ -11,7 +11,7 @@ import libcst as cst
 
 from . import reach
 from ..core import torch_api
-from .classes import class_default, delegates, static_kind
+from .classes import class_run, delegates, static_kind
 from .flow import CallSite, ClassInfo, Def, DefKind, Env, FlowPass, Scope, lookup
 from .flow import imported_by_call, scope_appends
 from .tree import is_none
@@ -745,7 +745,7 @@ class Resolver:
     def _class_leaf(
         self, call: cst.Call, env: Env, scope: Optional[Scope]
     ) -> Optional[List[ClassInfo]]:
-        info = self.local_class(class_default(call.func, env, scope), env, scope)
+        info = self.local_class(class_run(call.func, env, scope), env, scope)
         return [info] if info is not None else None
 
     def instance_classes(

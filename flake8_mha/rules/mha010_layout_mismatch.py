@@ -78,7 +78,9 @@ class LayoutMismatch(Rule):
           axis one position long: each row of `x` is its own sample
           (docling's box decoder turns the cells a first attention read as a
           sequence into a batch of one-token queries). Nothing mixes across
-          the batch: not reported.
+          the batch: not reported. So is an einops pattern that puts a unit
+          axis first or second (SAINT's intersample `rearrange(x, "b n d -> 1 b
+          (n d)")`): one sequence of the batch's rows, attended on purpose.
         """
     VALID = [
         "import torch.nn as nn\nlayer = nn.TransformerEncoderLayer(64, 8, batch_first=True)\n"

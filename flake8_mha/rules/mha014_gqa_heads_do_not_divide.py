@@ -58,6 +58,14 @@ class GqaHeadsDoNotDivide(Rule):
           config attributes and `-1` sizes are unknown: no report.
         - Without `enable_gqa`, unequal head counts raise a different error (a
           size mismatch): not this rule.
+        - Keys and values cut from one projection along the head axis have a
+          piece of its heads: `kv.chunk(2, dim=1)` of `2 * num_kv_heads` heads
+          gives `num_kv_heads` each, `kv.split(size, dim=1)` `size`; a cut
+          into uneven sections says nothing.
+        - The counts may come from the project's constructions of the class
+          (`GroupedAttention(cfg.HIDDEN_SIZE, cfg.NUM_ATTENTION_HEADS,
+          cfg.NUM_KV_HEADS)` with `from . import config as cfg`); the finding
+          is then where SDPA gets them (`fixtures/program_calls/config_modules/`).
         """
     VALID = [
         "import torch.nn.functional as F\n"

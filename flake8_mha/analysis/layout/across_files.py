@@ -30,6 +30,7 @@ from ..tree import self_attribute as _self_attr
 from ..program.callgraph import bind_call
 from ..flow import ClassInfo, lookup
 from ..bound import Bound
+from ..classes import class_run
 from ..resolve import passed
 from ...core.torch_api import module_spec
 from . import project_callers
@@ -70,7 +71,7 @@ class ProjectLayout:
             return None
 
         def leaf(call: cst.Call, cenv, cscope):
-            target = self._target(call.func, cenv, cscope)
+            target = self._target(class_run(call.func, cenv, cscope), cenv, cscope)
             return [target] if target is not None else None
 
         leaf.targets = True  # what a parameter handed a target answers (_through)

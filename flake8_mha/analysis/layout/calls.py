@@ -629,6 +629,10 @@ class LayoutCalls:
                     named.update({n: guessed.get(n) for n in g.split() if n not in named})
         else:
             named = guessed
+        if any(g.isdigit() for g in right[:2]):
+            # SAINT's intersample ``"b n d -> 1 b (n d)"``: one sequence of the batch's
+            # rows, attended on purpose; the module's batch axis holds one sample
+            return None
         roles = tuple(group_role(g, named) for g in right)
         if not useful(roles):
             return None

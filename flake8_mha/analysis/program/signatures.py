@@ -74,6 +74,16 @@ def constant_reader(tree: ast.Module, path: Optional[str], constants: Dict[str, 
 
     def read(node: ast.AST) -> object:
         got = literal(node)
+        if got == UNKNOWN and isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name):
+            # ``from . import config as cfg`` then ``cfg.NUM_KV_HEADS``: the module's constant
+            head = node.value.id
+            if head in imported and head not in constants and path is not None:
+                if not bindings:
+                    bindings.extend(_bindings(tree))
+                if head not in bindings[0] and head not in bindings[1]:
+                    level, dotted = imported[head]
+                    return ImportedConstant(path, level, f"{dotted}.{node.attr}")
+            return got
         if got != UNKNOWN or not isinstance(node, ast.Name) or node.id not in candidates:
             return got
         if not bindings:
