@@ -14,9 +14,10 @@ import libcst as cst
 
 from ..core import positions, torch_api
 from ..analysis.events import FillCall, ModuleCall, SdpaCall
-from ..analysis.flow import DefKind, ScopeKind, lookup, walk
+from ..analysis.flow import CallSite, DefKind, ScopeKind, lookup, walk
 from ..analysis.program.callsites import Project
 from ..analysis.program.wrapped import WrappedModuleCall
+from ..analysis.program.chains import VARIANT
 from ..analysis.program.fills import FILL_SINKS, KV
 from ..analysis.program.local_names import function_key
 from ..analysis.values import branch_truth, inherited_attr
@@ -110,12 +111,57 @@ def decided_by_callers(events, project) -> Dict[int, Set[str]]:
             if given and given <= sinks:
                 out[id(ev)] = set(WrappedModuleCall.MASK_CODES)
             continue
-        codes = {c for c, judged in _JUDGES.items() if sinks.issuperset(judged)}
+        # what each sink takes from this function's parameters (a block reached with
+        # two masks, ``VARIANT``, takes one from each: BART's decoder layer, its own
+        # causal mask and the encoder's padding): an argument made in here, which
+        # reads none of them, is judged here (the causal mask), the rest at the callers
+        mapped: Dict[str, Set[str]] = {}
+        for k, how in (summary["reach"] if summary else {}).items():
+            mapped.setdefault(k.split(VARIANT)[0], set()).add(how["param"])
+        codes = {
+            c
+            for c, judged in _JUDGES.items()
+            if sinks.issuperset(judged) or all(a in mapped for a in judged)
+            if all(_may_read(ev.args.get(a), ev.site, mapped.get(a, ()), 0) for a in judged)
+        }
         if KV in sinks:  # a parameter's mask multiplied into its keys: each caller's (MHA015)
             codes.add("MHA015")
         if codes:
             out[id(ev)] = codes
     return out
+
+
+def _may_read(expr, site, params, depth: int) -> bool:
+    """Whether ``expr`` may read one of ``params`` (parameters of the function
+    around ``site``), through names assigned in the function; True where it
+    cannot tell (an attribute of ``self``, a name bound otherwise)."""
+    if expr is None or depth > 4:
+        return True
+    for n in walk(expr):
+        if (
+            isinstance(n, cst.Attribute)
+            and isinstance(n.value, cst.Name)
+            and n.value.value == "self"
+        ):
+            if any(w in n.attr.value.lower() for w in ("mask", "bias")):
+                return True  # a mask kept on ``self``: maybe a parameter's
+            continue
+        if not isinstance(n, cst.Name):
+            continue
+        for d in lookup(n.value, site.env, site.scope):
+            if d.kind == DefKind.SELF:
+                continue
+            if d.kind == DefKind.PARAM:
+                if n.value in params:
+                    return True
+            elif d.kind == DefKind.ASSIGN and d.node is not None:
+                if _may_read(
+                    d.node, CallSite(d.node, d.env, d.scope, (), (), None), params, depth + 1
+                ):
+                    return True
+            elif d.kind not in (DefKind.IMPORT, DefKind.DEF, DefKind.CLASS):
+                return True
+    return False
 
 
 def _from_parameter(expr, site) -> bool:

@@ -71,6 +71,12 @@ class IgnoreMaskToSdpa(MaskRule):
           say nothing. An id compared with -1 or -100 (`point_labels != -1`,
           a padded point, an ignored label) is present where it differs
           (True = keep), weak evidence as a name is.
+        - `arange` against lengths also counts a per-sample count by its name
+          (`num_agents[:, None]`, `n_valid`, `token_count`), and a left-padded
+          batch's start: `arange(S)[None, :] < (S - lengths)[:, None]` is True
+          on the padding (True = ignore), `>=` on the tokens; the total must be
+          the padded length (`S`, `seq_len`, `max_len`, `x.size(1)`), never a
+          second per-sample count (`lengths - prefix_len` says nothing).
         - Branches join: a mask that is an ignore-mask on one path and unknown or
           a keep-mask on another is not reported; `None` on a path does not count.
         - Star-arguments are spread as Python spreads them: `sdpa(*args)` after

@@ -59,7 +59,10 @@ class MaskHeadsOrder(Rule):
         heads): return mask.repeat(heads, 1, 1)`; the repeat factor is then
         read inside it, and when it is one of the helper's parameters the
         caller's argument for it must not be another count, such as a
-        literal `2`; the finding's evidence names the helper's line).
+        literal `2`; the finding's evidence names the helper's line). A bias
+        filled where such a mask holds (`bias.masked_fill(heads_pad,
+        float("-inf"))`, BEiT's padding folded into its relative position
+        bias) is judged by the mask it is filled with.
 
         The repeat factor must be the head count (`num_heads`, `self.nhead`,
         `n_head`: the head-axis analysis of MHA013 decides), and the mask
@@ -201,7 +204,12 @@ class MaskHeadsOrder(Rule):
         if qn is not None or not isinstance(func, cst.Attribute):
             return None
         name = func.attr.value
-        if name in _SAME_ROWS or name in ("masked_fill", "masked_fill_"):
+        if name in ("masked_fill", "masked_fill_"):
+            # a bias filled where a head-major mask holds (BEiT's padding folded into
+            # its relative position bias): the filled rows are the mask's
+            got = self.head_major(func.value, env, scope, site, d)
+            return got or self.head_major(arg_of(node, 0, "mask"), env, scope, site, d)
+        if name in _SAME_ROWS:
             return self.head_major(func.value, env, scope, site, d)
         if name in ("reshape", "view", "flatten"):
             return self._merged(node, env, scope, here, gqa)
@@ -374,9 +382,15 @@ class MaskHeadsOrder(Rule):
                 "expansion": helper.form.get("expansion"),
             }
         recv = code_text(self.ctx, mask_expr)
-        fix = f"{recv}.repeat_interleave(num_heads, dim=0)"
+        # the head count as the code names it where the fix goes
+        heads = code_text(self.ctx, self.factor) if self.factor is not None else "num_heads"
+        if helper is not None:  # the caller's argument for the helper's factor
+            given = helper.args.get(helper.form.get("factor") or "")
+            heads = code_text(self.ctx, given) if given is not None else "num_heads"
+        fix = f"{recv}.repeat_interleave({heads}, dim=0)"
         if helper is not None and helper.form.get("receiver"):  # a local of the helper's
-            fix = f"{helper.form['receiver']}.repeat_interleave(num_heads, dim=0) in the helper"
+            heads = helper.form.get("factor") or "num_heads"
+            fix = f"{helper.form['receiver']}.repeat_interleave({heads}, dim=0) in the helper"
         return self.report(
             ev.site.node,
             evidence,

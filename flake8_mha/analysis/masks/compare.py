@@ -245,13 +245,36 @@ class Comparisons:
             axis, other, o = ra, left, MIRROR[op]
         # now "arange <o> other"
         lens = self._lengths_axis(other, at)
+        left_pad = lens is None and self._left_start(other, at)
+        if left_pad:  # ``arange < (S - lengths)[:, None]``: True on the left padding
+            lens = left_pad
         if lens is None or lens == COUNT:  # a count compared unshaped: maybe a maximum
             return UNKNOWN_MASK
         meaning: Optional[Meaning] = {">=": IGNORE, ">": IGNORE, "<": KEEP, "<=": KEEP}.get(o)
         if meaning is None:
             return UNKNOWN_MASK
+        if left_pad:
+            meaning = KEEP if meaning == IGNORE else IGNORE
         layout = broadcast(_ARANGE_LAYOUTS.get(axis), _LENGTHS_LAYOUTS.get(lens))
         return comparison(meaning, layout, Origin(node, text))
+
+    def _left_start(self, node, at: At) -> Optional[str]:
+        """The axis of ``(S - lengths)[:, None]`` or ``S - lengths[:, None]``:
+        where each sample's real tokens start when it is padded on the left
+        (``S`` not itself a length); None otherwise."""
+        shaped = None
+        if isinstance(node, cst.Subscript) and isinstance(node.value, cst.BinaryOperation):
+            shaped, node = node, node.value
+        if not (isinstance(node, cst.BinaryOperation) and isinstance(node.operator, cst.Subtract)):
+            return None
+        if not _a_total(node.left):
+            return None  # ``lengths - 1``, ``lengths - prefix_len``: not a start
+        lens = self._lengths_axis(node.right, at)
+        if shaped is None:
+            return lens if lens in _LENGTHS_LAYOUTS else None
+        if lens not in ("scalar", COUNT):
+            return None
+        return _LENGTHS_BY_LAYOUT.get(index_layout(("N",), shaped.slice))
 
     def _band_compare(self, left, op, right, node, text, at: At) -> Optional[Mask]:
         """A band of positions: the distance between key and query positions
@@ -441,6 +464,23 @@ class Comparisons:
             if qn in ("torch.tensor", "torch.as_tensor", "torch.LongTensor"):
                 return self._lengths_axis(node.args[0].value, at, hops)
         return None
+
+
+_TOTALS = ("seq_len", "seqlen", "seq_length", "length", "total_len", "size", "n", "s", "t", "l")
+
+
+def _a_total(node) -> bool:
+    """The padded length every sample shares (``S``, ``seq_len``, ``max_len``,
+    ``x.size(1)``, ``x.shape[1]``, a number), not one count per sample."""
+    if isinstance(node, cst.Integer):
+        return True
+    if isinstance(node, cst.Call) and isinstance(node.func, cst.Attribute):
+        return node.func.attr.value == "size"
+    if isinstance(node, cst.Subscript):
+        return isinstance(node.value, cst.Attribute) and node.value.attr.value == "shape"
+    name = last_name(node) if isinstance(node, (cst.Name, cst.Attribute)) else None
+    low = (name or "").lower()
+    return low in _TOTALS or "max" in low
 
 
 def _bool_only(node, text: str) -> Mask:

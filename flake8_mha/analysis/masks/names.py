@@ -135,7 +135,7 @@ _COUNT_NAME = re.compile(
     r"(n|num|number_of|nb)_?(valid|real|tokens?|frames?|patches?|items?|elements?|words?"
     r"|points?|steps?|chars?|objects?|boxes|queries|keys|nodes?|media|images?|segments?"
     r"|sentences?|turns?|events?|regions?|utterances?|chunks?|atoms?|residues?|visits?"
-    r"|entities|spans?|seqs?|sequences?|msas?)(_per_\w+)?"
+    r"|entities|spans?|seqs?|sequences?|msas?|agents?|actors?|vehicles?|tracks?|players?)(_per_\w+)?"
     r"|valid_?(tokens?|patches|frames|items|count|num)|\w*counts?"
 )
 
