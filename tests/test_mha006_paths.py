@@ -62,6 +62,14 @@ FOLDS = [
             causal = False
         mask = attn_bias
     """,
+    # the fold tested on the attribute the flag was read from (openlanguagemodel's
+    # ``is_causal = self.causal``, then ``if self.causal: ...; is_causal = False``)
+    """
+    if exists(mask):
+        if self.causal:
+            mask = mask & ~torch.ones(4, 4, dtype=torch.bool).triu(1)
+            causal = False
+    """,
     # early return on the causal path
     """
     if causal and mask is None:
@@ -91,6 +99,12 @@ KEPT = [
             causal = False
     if exists(attn_bias):
         mask = attn_bias
+    """,
+    # the attribute tested, the flag cleared on the other branch: True with the mask
+    """
+    if exists(mask):
+        if not self.causal:
+            causal = False
     """,
     # a loop that sets the flag is not read: the finding stands
     """

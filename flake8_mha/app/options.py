@@ -42,7 +42,10 @@ def add_lint_arguments(parser: argparse.ArgumentParser, repeatable: bool = False
         "--select",
         metavar="CODES",
         **codes,
-        help="comma-separated code prefixes to report (replaces the default: MHA)",
+        help=(
+            "comma-separated code prefixes to report (replaces the default, MHA without "
+            "the opt-in MHA9xx codes; a prefix given here turns on the opt-in codes it names)"
+        ),
     )
     parser.add_argument(
         "--ignore",
@@ -82,7 +85,10 @@ def add_lint_arguments(parser: argparse.ArgumentParser, repeatable: bool = False
     parser.add_argument(
         "--max-line-length",
         metavar="N",
-        help="the longest line a fix may write (default: flake8's max-line-length)",
+        help=(
+            "the longest line a fix may write (default: flake8's max-line-length when "
+            "its configuration sets one; none otherwise: 79 is not assumed)"
+        ),
     )
     parser.add_argument(
         "--stdin-display-name",

@@ -25,6 +25,7 @@ import libcst as cst
 from ..analysis.flow import CallSite, DefKind, lookup, walk
 
 NONE, SET, UNKNOWN = "none", "set", "?"
+ALIAS = "="  # a flag set from a name or attribute: "=self.causal", settled by a test of it
 FALSE, TRUE = "false", "true"
 State = Tuple[str, str]  # (mask, flag)
 _LOOPS = (cst.For, cst.While, cst.Try, cst.TryStar, cst.Match)
@@ -178,7 +179,13 @@ class _Reading:
             return _set_mask(states, SET if truth else NONE)
         if isinstance(test, cst.Name) and test.value == self.flag:
             want = TRUE if truth else FALSE
-            return frozenset((m, want) for m, c in states if c in (want, UNKNOWN))
+            return frozenset(
+                (m, want) for m, c in states if c in (want, UNKNOWN) or c.startswith(ALIAS)
+            )
+        text = _dotted(test)
+        if text is not None:  # ``is_causal = self.causal`` then ``if self.causal:``
+            want = TRUE if truth else FALSE
+            return frozenset((m, want if c == ALIAS + text else c) for m, c in states)
         return states
 
 
@@ -193,7 +200,20 @@ def _flag_value(value) -> str:
         return FALSE
     if isinstance(value, cst.Name) and value.value == "True":
         return TRUE
-    return UNKNOWN
+    text = _dotted(value)
+    # the flag is what a later test of the same name or attribute finds it (openlanguagemodel's
+    # ``is_causal = self.causal``, then ``if self.causal: ...; is_causal = False``)
+    return ALIAS + text if text is not None else UNKNOWN
+
+
+def _dotted(node) -> Optional[str]:
+    """``self.causal``, ``causal``: a name or an attribute chain of one."""
+    if isinstance(node, cst.Name):
+        return node.value
+    if isinstance(node, cst.Attribute):
+        head = _dotted(node.value)
+        return None if head is None else f"{head}.{node.attr.value}"
+    return None
 
 
 def _targets(node) -> Set[cst.CSTNode]:

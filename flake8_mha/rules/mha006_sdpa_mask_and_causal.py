@@ -98,7 +98,11 @@ class SdpaMaskAndCausal(Rule):
           (lucidrains' older `Attend`: the triangle folded into a given mask
           and the flag cleared, then a bias that replaces the mask): not
           reported when every path clears the flag or leaves the mask None.
-          A loop or `try` that sets either is not read (rules/_causal_paths.py).
+          A flag read from a name or attribute (`is_causal = self.causal`) is
+          what a later test of that same name finds it: the fold under `if
+          self.causal:` that clears the flag leaves it False on every path
+          (openlanguagemodel's `FlashAttention`). A loop or `try` that sets
+          either is not read (rules/_causal_paths.py).
         """
     VALID = [
         "import torch.nn.functional as F\ndef f(q, k, v, m):\n"

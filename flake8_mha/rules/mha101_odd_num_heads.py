@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import libcst as cst
+
 from typing import Iterator
 
 from ..analysis.events import Construction
@@ -56,6 +58,10 @@ class OddNumHeads(Rule):
           naming the construction), as MHA008's sizes are; one every
           construction leaves to the class's default, at the module.
         - Reported beside MHA008 when both apply: each code is about its own fact.
+        - Silent when every call of an `nn.MultiheadAttention` gives it a
+          query that is another tensor than its key (`attn(x, memory,
+          memory)`): the fastpath takes self-attention only, so the head count
+          changes nothing (kairos-fm's cross-attention).
         - Silent when another setting written at the construction already keeps
           the fastpath off, whatever the head count (TORCH_FACTS, "fastpath"):
           an explicit `batch_first=False`, `bias=False`, `add_bias_kv=True`,
@@ -126,6 +132,8 @@ class OddNumHeads(Rule):
         if heads is not None and heads > 0 and heads % 2 == 1 and not self._fastpath_off(ev):
             if self._fed_sequence_first(ev) or judged_at_callers(self.ctx, ev, ("heads",)):
                 return
+            if self._only_cross_attention(ev):
+                return
             yield self.report(
                 ev.site.node,
                 construction_evidence(self.ctx, ev),
@@ -142,6 +150,25 @@ class OddNumHeads(Rule):
             return False
         layouts, _ = call_layouts(self, ev)
         return bool(layouts) and all(layout.kind == SEQ_FIRST for _, layout in layouts)
+
+    def _only_cross_attention(self, ev: Construction) -> bool:
+        """Every call of the module gives it a query that is not its key
+        (kairos' cross-attention): the fastpath takes self-attention only,
+        so no head count would give it one."""
+        if ev.spec.name != "MultiheadAttention":
+            return False
+        calls = self.ctx.module_calls_of(ev)
+        if not calls:
+            return False
+        for call in calls:
+            query, key = call.args.get("query"), call.args.get("key")
+            if query is None or key is None:
+                return False
+            if not (isinstance(query, cst.Name) and isinstance(key, cst.Name)):
+                return False  # ``x[:, :1]`` against ``x``: not told apart here
+            if query.value == key.value:
+                return False
+        return True
 
     def _fastpath_off(self, ev: Construction) -> bool:
         """A setting written at the construction keeps the fastpath off anyway,
