@@ -79,3 +79,54 @@ def test_odd_heads_of_a_module_only_ever_cross_attending_are_moot():
 
     assert found("x, cond, cond") == []
     assert found("x, x, x") == [("MHA101", 6, 22)]
+
+
+def _layout(src):
+    got = analyze_source(textwrap.dedent(src), "t.py", ["MHA001", "MHA903"])
+    return [(f.code, f.line, f.col) for f in got]
+
+
+def test_a_shape_comment_that_writes_name_shape():
+    """elfragmentador: ``# x shape [S, N, d_model]`` above the call names x's layout
+    (as ``# x: (S, N, E)`` does): sequence-first, right for the default module."""
+    src = """\
+        import torch.nn as nn
+
+        class Encoder(nn.Module):
+            def __init__(self):
+                super().__init__()
+                self.enc = nn.TransformerEncoder(nn.TransformerEncoderLayer(64, 4), 2)
+
+            def forward(self, seq):
+                x = self.embed(seq)
+                # x {form}
+                return self.enc(x)
+        """
+    for form in ("shape [S, N, d_model]", "shape: (S, N, E)", "has shape (S, N, E)"):
+        assert _layout(src.format(form=form)) == [("MHA903", 6, 42)]
+    assert _layout(src.format(form="shape [N, S, d_model]")) == [("MHA001", 6, 42)]
+
+
+def test_sequence_first_data_through_a_module_no_one_can_read():
+    """chronocratic's TST: documented ``(batch, seq, feat)`` data permuted to
+    sequence-first, then through a positional encoder built by a factory of
+    classes (``get_pos_encoder(kind)(d)``): still sequence-first."""
+    src = """\
+        import torch.nn as nn
+
+        def get_pos_encoder(kind):
+            return {"fixed": nn.Identity}[kind]
+
+        class TST(nn.Module):
+            def __init__(self):
+                super().__init__()
+                self.pos_enc = get_pos_encoder("fixed")(64)
+                self.enc = nn.TransformerEncoder(nn.TransformerEncoderLayer(64, 4), 2)
+
+            def forward(self, x):
+                \"\"\"x: (batch_size, seq_length, input_dim) tensor.\"\"\"
+                inp = x.permute(1, 0, 2)
+                inp = self.pos_enc(inp)
+                return self.enc(inp)
+        """
+    assert _layout(src) == [("MHA903", 10, 42)]

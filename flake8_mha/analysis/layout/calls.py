@@ -332,7 +332,9 @@ class LayoutCalls:
             # a module no one can read (``get_pos_encoder(kind)(d)``) fed converted
             # data: the conversion, fed through it to the module call it is for
             fed = real(self.eval(data, env, scope, frame, depth))
-            return fed if fed is not None and fed.conforms else None
+            # also data known to be sequence-first (chronocratic's documented
+            # ``x.permute(1, 0, 2)``): the per-token step keeps it so
+            return fed if fed is not None and (fed.conforms or fed.batch_first is False) else None
         return got
 
     def _swap_helper(self, node: cst.Call, env, scope, frame, depth) -> Optional[Layout]:

@@ -268,7 +268,10 @@ def useful(roles: Sequence[Optional[str]]) -> bool:
 
 _TUPLE = re.compile(r"[\(\[]([^()\[\]]*(?:\([^()]*\)[^()\[\]]*)*)[\)\]]")
 _X_FORM = re.compile(r"\b(\w+(?:\s*[x×]\s*\w+){1,4})\b")
-_NAMED = re.compile(r"\b([A-Za-z_]\w*)\s*[:=]\s*[\(\[]")
+# ``x: (L, N, E)``, and ``x shape [S, N, d_model]``, ``x.shape = (...)``, ``x has shape (...)``
+_NAMED = re.compile(
+    r"\b([A-Za-z_]\w*)(?:\s*[:=]|(?:\.shape|\s+shape|\s+has\s+shape)\s*[:=]?)\s*[\(\[]"
+)
 # a comment that is only axis names: ``# seq_length, batch_size, dim`` (pykeen)
 _BARE = re.compile(r"^(?:shape\s*:\s*)?([A-Za-z_]\w*(?:\s*,\s*[A-Za-z_]\w*){2,3})\s*$")
 _NOT_NAMES = {"shape", "shapes", "size", "sizes"}  # ``# shape: (L, N, E)`` names no tensor
