@@ -69,7 +69,7 @@ def class_run(func, env: Env, scope: Optional[Scope]):
     default = defs[0].node.default
     if (
         isinstance(default, cst.Call)
-        and _dotted(default.func) in ("partial", "functools.partial")
+        and dotted_text(default.func) in ("partial", "functools.partial")
         and default.args
         and default.args[0].keyword is None
         and not default.args[0].star
@@ -81,15 +81,6 @@ def class_run(func, env: Env, scope: Optional[Scope]):
     ):
         return default.args[0].value
     return func
-
-
-def _dotted(node) -> Optional[str]:
-    if isinstance(node, cst.Name):
-        return node.value
-    if isinstance(node, cst.Attribute):
-        head = _dotted(node.value)
-        return None if head is None else f"{head}.{node.attr.value}"
-    return None
 
 
 def handed_in_file(fscope: Optional[Scope], param: str):

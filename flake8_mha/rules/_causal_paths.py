@@ -22,6 +22,7 @@ from typing import Callable, FrozenSet, Optional, Set, Tuple
 
 import libcst as cst
 
+from ..analysis.classes import dotted_text
 from ..analysis.flow import CallSite, DefKind, lookup, walk
 
 NONE, SET, UNKNOWN = "none", "set", "?"
@@ -182,7 +183,7 @@ class _Reading:
             return frozenset(
                 (m, want) for m, c in states if c in (want, UNKNOWN) or c.startswith(ALIAS)
             )
-        text = _dotted(test)
+        text = dotted_text(test)
         if text is not None:  # ``is_causal = self.causal`` then ``if self.causal:``
             want = TRUE if truth else FALSE
             return frozenset((m, want if c == ALIAS + text else c) for m, c in states)
@@ -200,20 +201,10 @@ def _flag_value(value) -> str:
         return FALSE
     if isinstance(value, cst.Name) and value.value == "True":
         return TRUE
-    text = _dotted(value)
+    text = dotted_text(value)
     # the flag is what a later test of the same name or attribute finds it (openlanguagemodel's
     # ``is_causal = self.causal``, then ``if self.causal: ...; is_causal = False``)
     return ALIAS + text if text is not None else UNKNOWN
-
-
-def _dotted(node) -> Optional[str]:
-    """``self.causal``, ``causal``: a name or an attribute chain of one."""
-    if isinstance(node, cst.Name):
-        return node.value
-    if isinstance(node, cst.Attribute):
-        head = _dotted(node.value)
-        return None if head is None else f"{head}.{node.attr.value}"
-    return None
 
 
 def _targets(node) -> Set[cst.CSTNode]:
