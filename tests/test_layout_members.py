@@ -230,8 +230,10 @@ def test_mmpretrain_s_clip_blocks_keep_the_layout():
     # the attention on line 15, the shapes on line 37, the permute on line 38
     assert got(CLIP_BLOCKS) == [("MHA903", 15, 21, 38)]
     assert got(CLIP_BLOCKS.replace("x = x.permute(1, 0, 2)", "pass")) == [("MHA001", 15, 21, 37)]
-    # without the reading of ``super().forward`` the layout is lost at ``ln_1``
-    lost = CLIP_BLOCKS.replace("super().forward(x.type(torch.float32))", "self.cast(x)")
+    # without the reading of ``super().forward`` the layout is lost at ``ln_1`` (a
+    # method of two arguments no one can read: one of a single argument is a
+    # per-token step that keeps sequence-first data so, ``calls.fed_alone``)
+    lost = CLIP_BLOCKS.replace("super().forward(x.type(torch.float32))", "self.cast(x, 2)")
     assert got(lost) == [("MHA001", 15, 21, None)]
 
 

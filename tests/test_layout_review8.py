@@ -243,4 +243,9 @@ def test_an_odd_head_count_fed_sequence_first_data_is_moot():
                   ["MHA001", "MHA101"]) == []
     got = _found(ONE_HEAD.replace("SHAPE", "seq_len * batch_size, 1, embed_dim"),
                  ["MHA001", "MHA101"])
+    # its one call cross-attends (query is not key): no fastpath at any head count
+    assert got == [("MHA001", 7, 26)]
+    self_attention = ONE_HEAD.replace("(query, key, key,", "(query, query, query,")
+    got = _found(self_attention.replace("SHAPE", "seq_len * batch_size, 1, embed_dim"),
+                 ["MHA001", "MHA101"])
     assert got == [("MHA001", 7, 26), ("MHA101", 7, 26)]

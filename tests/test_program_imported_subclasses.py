@@ -19,7 +19,6 @@ def test_over_the_package_one_file_at_a_time_and_through_check():
         [
             ("text.py", 12, 22, "MHA001"),
             ("vision.py", 24, 22, "MHA008"),
-            ("vision.py", 24, 22, "MHA101"),
         ],
         select="MHA0,MHA1",
     )

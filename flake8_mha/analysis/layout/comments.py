@@ -120,16 +120,33 @@ def _line_comments(line: cst.SimpleStatementLine, below=None) -> List[_Entry]:
     ``# x: (B, L, E)`` above ``x = x.transpose(0, 1)`` may speak of x before or
     after the statement: a comment above a statement that rebinds a name it
     reads counts only when an arrow says which side it means.  A comment just
-    below counts only for a statement that changes the axes (``permute``,
+    below counts for a statement that changes the axes (``permute``,
     ``view``, ``rearrange``, ...), whose result authors describe on the next
-    line, and never with an arrow (that heads the next statement)."""
+    line, and for any assignment when it names what the line binds (``#
+    x shape [S, N, d_model]`` below ``x = ...``); never with an arrow (that
+    heads the next statement)."""
     out = _parsed(line.trailing_whitespace.comment)
     if line.leading_lines:
         above = line.leading_lines[-1].comment
         if above is not None and ("->" in above.value or not _rebinds_what_it_reads(line)):
             out += _parsed(above)
-    if below is not None and "->" not in below.value and _reshapes(line):
-        out += _parsed(below)
+    if below is not None and "->" not in below.value:
+        if _reshapes(line):
+            out += _parsed(below)
+        else:  # ``x = self.aa_encoder(seq)`` then ``# x shape [S, N, d_model]``: named
+            bound = _bound_names(line)
+            out += [(c, found) for c, found in _parsed(below) if bound & set(found)]
+    return out
+
+
+def _bound_names(line: cst.SimpleStatementLine) -> set:
+    """The plain names the line's assignments bind."""
+    out = set()
+    for small in line.body:
+        if isinstance(small, cst.Assign):
+            out.update(t.target.value for t in small.targets if isinstance(t.target, cst.Name))
+        elif isinstance(small, cst.AnnAssign) and isinstance(small.target, cst.Name):
+            out.add(small.target.value)
     return out
 
 

@@ -275,6 +275,9 @@ _NAMED = re.compile(
 # a comment that is only axis names: ``# seq_length, batch_size, dim`` (pykeen)
 _BARE = re.compile(r"^(?:shape\s*:\s*)?([A-Za-z_]\w*(?:\s*,\s*[A-Za-z_]\w*){2,3})\s*$")
 _NOT_NAMES = {"shape", "shapes", "size", "sizes"}  # ``# shape: (L, N, E)`` names no tensor
+# words before "shape" that name no tensor either: ``the tokens, of shape (batch, seq, dim)``
+_NOT_NAMES |= {"of", "with", "the", "a", "an", "its", "in", "to", "and", "is", "are", "has"}
+_NOT_NAMES |= {"have", "same", "new", "this", "that", "same", "whose", "having", "by"}
 
 
 def _split_dims(text: str) -> List[str]:
