@@ -233,7 +233,7 @@ class AttentionWeightsDiscarded(Rule):
         and in training with dropout no saving was measured (TORCH_FACTS
         13), so ``need_weights=False`` is not known to buy anything.  A
         dropout of 0 leaves training the 2x (reported)."""
-        names = [ev.args.get(n) for n in ("query", "key", "value")]
+        names = [ev.args.get(n) for n in ev.spec.forward.names[:3]]  # query, key, value
         if not all(isinstance(n, cst.Name) for n in names) or len({n.value for n in names}) != 1:
             return False
         if any(ev.args.get(m) is not None for m in ("attn_mask", "key_padding_mask")):
