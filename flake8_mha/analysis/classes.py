@@ -39,18 +39,24 @@ def class_default(func, env: Env, scope: Optional[Scope]):
     the parameter not rebound: the default class (timm's and open_clip's
     ``attn_layer``, ``norm_layer``, ``block_fn``), the kind every construction
     that leaves the parameter out gets.  Anything else: ``func`` itself."""
-    if not isinstance(func, cst.Name):
+    d = _param_def(func, env, scope)
+    if d is None:
         return func
+    default = d.node.default
+    if isinstance(default, (cst.Name, cst.Attribute)) and not _passed_in_file(d.scope, func.value):
+        return default
+    handed = handed_in_file(d.scope, func.value)
+    return handed if handed is not None else func
+
+
+def _param_def(func, env: Env, scope: Optional[Scope]):
+    """The ``Def`` of the one parameter the name ``func`` is; None otherwise."""
+    if not isinstance(func, cst.Name):
+        return None
     defs = lookup(func.value, env, scope)
     if len(defs) != 1 or defs[0].kind != DefKind.PARAM or not isinstance(defs[0].node, cst.Param):
-        return func
-    default = defs[0].node.default
-    if isinstance(default, (cst.Name, cst.Attribute)) and not _passed_in_file(
-        defs[0].scope, func.value
-    ):
-        return default
-    handed = handed_in_file(defs[0].scope, func.value)
-    return handed if handed is not None else func
+        return None
+    return defs[0]
 
 
 def class_run(func, env: Env, scope: Optional[Scope]):
@@ -61,12 +67,10 @@ def class_run(func, env: Env, scope: Optional[Scope]):
     when the partial binds ``batch_first``, which the class's own reading of
     its constructions would not see."""
     got = class_default(func, env, scope)
-    if got is not func or not isinstance(func, cst.Name):
+    d = _param_def(func, env, scope) if got is func else None
+    if d is None:
         return got
-    defs = lookup(func.value, env, scope)
-    if len(defs) != 1 or defs[0].kind != DefKind.PARAM or not isinstance(defs[0].node, cst.Param):
-        return func
-    default = defs[0].node.default
+    default = d.node.default
     if (
         isinstance(default, cst.Call)
         and dotted_text(default.func) in ("partial", "functools.partial")
@@ -77,7 +81,7 @@ def class_run(func, env: Env, scope: Optional[Scope]):
         and not any(
             a.keyword is not None and a.keyword.value == "batch_first" for a in default.args
         )
-        and not _passed_in_file(defs[0].scope, func.value)
+        and not _passed_in_file(d.scope, func.value)
     ):
         return default.args[0].value
     return func

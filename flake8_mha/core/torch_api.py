@@ -136,6 +136,11 @@ class ModuleSpec:
         return tuple(a for a in self.mask_args if a not in self.padding_mask_args)
 
 
+# the settings of ``nn.MultiheadAttention`` that keep its inference fastpath off,
+# with the value that does (TORCH_FACTS, "fastpath"; ``kdim``/``vdim`` keep it off
+# when they differ from ``embed_dim``, and ``batch_first=False`` too)
+FASTPATH_BLOCKERS = {"bias": False, "add_bias_kv": True, "add_zero_attn": True}
+
 MULTIHEAD_ATTENTION = ModuleSpec(
     name="MultiheadAttention",
     init=_sig(

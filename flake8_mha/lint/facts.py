@@ -14,7 +14,7 @@ import libcst as cst
 
 from ..core import positions, torch_api
 from ..analysis.events import FillCall, ModuleCall, SdpaCall
-from ..analysis.flow import CallSite, DefKind, ScopeKind, lookup, walk
+from ..analysis.flow import DefKind, ScopeKind, lookup, walk
 from ..analysis.program.callsites import Project
 from ..analysis.program.wrapped import WrappedModuleCall
 from ..analysis.program.chains import VARIANT
@@ -122,7 +122,10 @@ def decided_by_callers(events, project) -> Dict[int, Set[str]]:
             c
             for c, judged in _JUDGES.items()
             if sinks.issuperset(judged) or all(a in mapped for a in judged)
-            if all(_may_read(ev.args.get(a), ev.site, mapped.get(a, ()), 0) for a in judged)
+            if all(
+                _may_read(ev.args.get(a), ev.site.env, ev.site.scope, mapped.get(a, ()), 0)
+                for a in judged
+            )
         }
         if KV in sinks:  # a parameter's mask multiplied into its keys: each caller's (MHA015)
             codes.add("MHA015")
@@ -131,10 +134,11 @@ def decided_by_callers(events, project) -> Dict[int, Set[str]]:
     return out
 
 
-def _may_read(expr, site, params, depth: int) -> bool:
-    """Whether ``expr`` may read one of ``params`` (parameters of the function
-    around ``site``), through names assigned in the function; True where it
-    cannot tell (an attribute of ``self``, a name bound otherwise)."""
+def _may_read(expr, env, scope, params, depth: int) -> bool:
+    """Whether ``expr`` (read in ``env``, ``scope``) may read one of ``params``
+    (parameters of the function there), through names assigned in the
+    function; True where it cannot tell (an attribute of ``self`` named a
+    mask, a name bound otherwise)."""
     if expr is None or depth > 4:
         return True
     for n in walk(expr):
@@ -148,16 +152,14 @@ def _may_read(expr, site, params, depth: int) -> bool:
             continue
         if not isinstance(n, cst.Name):
             continue
-        for d in lookup(n.value, site.env, site.scope):
+        for d in lookup(n.value, env, scope):
             if d.kind == DefKind.SELF:
                 continue
             if d.kind == DefKind.PARAM:
                 if n.value in params:
                     return True
             elif d.kind == DefKind.ASSIGN and d.node is not None:
-                if _may_read(
-                    d.node, CallSite(d.node, d.env, d.scope, (), (), None), params, depth + 1
-                ):
+                if _may_read(d.node, d.env, d.scope, params, depth + 1):
                     return True
             elif d.kind not in (DefKind.IMPORT, DefKind.DEF, DefKind.CLASS):
                 return True

@@ -7,6 +7,7 @@ import libcst as cst
 from typing import Iterator
 
 from ..analysis.events import Construction
+from ..core.torch_api import FASTPATH_BLOCKERS
 from ..analysis.flow import CallSite
 from ..analysis.layout import SEQ_FIRST
 from ._layout_rule import call_layouts, default_left
@@ -176,12 +177,7 @@ class OddNumHeads(Rule):
         if replaces_forward(self.ctx, ev):
             return True
         names = ev.spec.init.names
-        for key, off in (
-            ("batch_first", False),
-            ("bias", False),
-            ("add_bias_kv", True),
-            ("add_zero_attn", True),
-        ):
+        for key, off in {"batch_first": False, **FASTPATH_BLOCKERS}.items():
             expr = ev.args.get(key)
             if key in names and expr is not None and self.ctx.value(expr, ev.site) is off:
                 return True

@@ -8,6 +8,7 @@ from typing import Iterator, List, Optional
 import libcst as cst
 
 from ..analysis.events import ModuleCall
+from ..core.torch_api import FASTPATH_BLOCKERS
 from ..analysis.flow import CallSite, DefKind, ScopeKind, lookup
 from ..analysis.program.callers import KEPT_FIRST
 from ..analysis.layout import analysis_for as layout_for
@@ -243,23 +244,13 @@ class AttentionWeightsDiscarded(Rule):
             return False
         got = {
             n: init_value(self.ctx, ctor, n)
-            for n in (
-                "num_heads",
-                "dropout",
-                "bias",
-                "add_bias_kv",
-                "add_zero_attn",
-                "kdim",
-                "vdim",
-            )
+            for n in ("num_heads", "dropout", *FASTPATH_BLOCKERS, "kdim", "vdim")
         }
         heads, dropout = got["num_heads"], got["dropout"]
         return (
             not (isinstance(heads, int) and heads % 2 == 1)
             and not (isinstance(dropout, (int, float)) and dropout == 0)
-            and got["bias"] is True
-            and got["add_bias_kv"] is False
-            and got["add_zero_attn"] is False
+            and all(got[k] is (not off) for k, off in FASTPATH_BLOCKERS.items())
             and got["kdim"] is None
             and got["vdim"] is None
         )

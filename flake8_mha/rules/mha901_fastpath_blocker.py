@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Iterator
 
 from ..analysis.events import Construction
+from ..core.torch_api import FASTPATH_BLOCKERS
 from .base import Example, Report, Rule
 from .construction import replaces_forward, construction_evidence, init_value, int_or_none
 
@@ -65,7 +66,7 @@ class FastpathBlocker(Rule):
             return  # its own forward: torch's fast path never runs for it
         blockers = []
         names = ev.spec.init.names
-        for key, bad in (("bias", False), ("add_bias_kv", True), ("add_zero_attn", True)):
+        for key, bad in FASTPATH_BLOCKERS.items():
             expr = ev.args.get(key)
             if key in names and expr is not None and self.ctx.value(expr, ev.site) is bad:
                 blockers.append(f"{key}={bad}")

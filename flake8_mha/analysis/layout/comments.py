@@ -140,14 +140,18 @@ def _line_comments(line: cst.SimpleStatementLine, below=None) -> List[_Entry]:
 
 
 def _bound_names(line: cst.SimpleStatementLine) -> set:
-    """The plain names the line's assignments bind."""
-    out = set()
+    """The plain names the line's assignments bind (an augmented one rebinds)."""
+    out: set = set()
     for small in line.body:
-        if isinstance(small, cst.Assign):
-            out.update(t.target.value for t in small.targets if isinstance(t.target, cst.Name))
-        elif isinstance(small, cst.AnnAssign) and isinstance(small.target, cst.Name):
-            out.add(small.target.value)
+        if isinstance(small, (cst.Assign, cst.AnnAssign)):
+            out |= _bound(small)
     return out
+
+
+def _bound(small) -> set:
+    """The plain names an assignment (``=``, ``+=``, annotated) binds."""
+    targets = small.targets if isinstance(small, cst.Assign) else [small]
+    return {t.target.value for t in targets if isinstance(t.target, cst.Name)}
 
 
 RESHAPES = {
@@ -190,9 +194,7 @@ def _below(body, i: int) -> Optional[cst.Comment]:
 def _rebinds_what_it_reads(line: cst.SimpleStatementLine) -> bool:
     for small in line.body:
         if isinstance(small, (cst.Assign, cst.AugAssign, cst.AnnAssign)):
-            targets = small.targets if isinstance(small, cst.Assign) else [small]
-            bound = {t.target.value for t in targets if isinstance(t.target, cst.Name)}
-            if small.value is not None and bound & _names_in(small.value):
+            if small.value is not None and _bound(small) & _names_in(small.value):
                 return True
     return False
 

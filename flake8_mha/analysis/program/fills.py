@@ -100,12 +100,13 @@ class Readings(Mapping):
 
 
 def _sign_of(node) -> Optional[str]:
-    returns = [
-        n.value  # type: ignore[attr-defined]
-        for n in astwalk.walk(node)
-        if isinstance(n, ast.Return) and n.value is not None
-    ]
-    return big_negative(returns[0], {}, {}) if len(returns) == 1 else None
+    returns = _returns(node)
+    return big_negative(returns[0].value, {}, {}) if len(returns) == 1 else None
+
+
+def _returns(func) -> List[ast.Return]:
+    """The ``return`` statements of ``func`` that give a value."""
+    return [n for n in astwalk.walk(func) if isinstance(n, ast.Return) and n.value is not None]
 
 
 def softmaxes(calls: List[ast.Call]) -> bool:
@@ -516,7 +517,7 @@ def _by_helper(assign: ast.Assign, name: str, reads, stores, pairs) -> Optional[
 
 
 def _pair_reading(func) -> Optional[dict]:
-    returns = [n for n in astwalk.walk(func) if isinstance(n, ast.Return) and n.value is not None]
+    returns = _returns(func)
     if len(returns) != 1 or not isinstance(returns[0].value, ast.Tuple):
         return None
     positional = [a.arg for a in func.args.posonlyargs + func.args.args]

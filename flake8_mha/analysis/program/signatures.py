@@ -74,17 +74,13 @@ def constant_reader(tree: ast.Module, path: Optional[str], constants: Dict[str, 
 
     def read(node: ast.AST) -> object:
         got = literal(node)
-        if got == UNKNOWN and isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name):
-            # ``from . import config as cfg`` then ``cfg.NUM_KV_HEADS``: the module's constant
-            head = node.value.id
-            if head in imported and head not in constants and path is not None:
-                if not bindings:
-                    bindings.extend(_bindings(tree))
-                if head not in bindings[0] and head not in bindings[1]:
-                    level, dotted = imported[head]
-                    return ImportedConstant(path, level, f"{dotted}.{node.attr}")
+        if got != UNKNOWN:
             return got
-        if got != UNKNOWN or not isinstance(node, ast.Name) or node.id not in candidates:
+        attr = None
+        if isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name):
+            # ``from . import config as cfg`` then ``cfg.NUM_KV_HEADS``: the module's constant
+            node, attr = node.value, node.attr
+        if not isinstance(node, ast.Name) or node.id not in candidates:
             return got
         if not bindings:
             bindings.extend(_bindings(tree))
@@ -92,10 +88,11 @@ def constant_reader(tree: ast.Module, path: Optional[str], constants: Dict[str, 
         if node.id in local:
             return UNKNOWN
         if node.id in constants:
-            return constants[node.id]
+            return constants[node.id] if attr is None else UNKNOWN
         if node.id in at_top or path is None:
             return UNKNOWN
-        return ImportedConstant(path, *imported[node.id])
+        level, dotted = imported[node.id]
+        return ImportedConstant(path, level, dotted if attr is None else f"{dotted}.{attr}")
 
     return read
 

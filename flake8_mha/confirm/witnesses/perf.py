@@ -22,6 +22,7 @@ import statistics
 import time
 from typing import Any, Callable, Dict, List, Optional, Tuple
 
+from ...core import torch_api
 from . import CONFIRMED, INCONCLUSIVE, NOT_REPRODUCED, Witness
 from ._common import (
     MHA,
@@ -159,7 +160,7 @@ def ratio_text(stats: Dict[str, Any]) -> str:
 FASTPATH_KEYS = {MHA: ("batch_first", "bias", "add_bias_kv", "add_zero_attn", "kdim", "vdim")}
 LAYER_KEYS = ("batch_first", "bias")
 DEFAULTS = {"batch_first": True, "bias": True, "add_bias_kv": False, "add_zero_attn": False}
-OFF_VALUE = {"batch_first": False, "bias": False, "add_bias_kv": True, "add_zero_attn": True}
+OFF_VALUE = {"batch_first": False, **torch_api.FASTPATH_BLOCKERS}
 
 
 def module_facts(
@@ -379,7 +380,7 @@ def run_mha102(evidence: Dict[str, Any]) -> Dict[str, Any]:
 # ------------------------------------------------------------------ MHA901
 
 BLOCKER_KEYS = ("bias", "add_bias_kv", "add_zero_attn", "kdim", "vdim")
-BLOCKING_VALUE = {"bias": False, "add_bias_kv": True, "add_zero_attn": True}
+BLOCKING_VALUE = torch_api.FASTPATH_BLOCKERS
 
 
 def _blockers(p: Params, e: int) -> Dict[str, Any]:
