@@ -57,6 +57,14 @@ class NumericZeroOneMask(MaskRule):
           self-loops of `torch.eye(n)`. Graphormer-style `scores +
           (adj.bool() | eye).float()` is reported; the raw adjacency added
           as a bias (`scores + adj`) is not: nothing says it is 0/1.
+        - A comparison joined to a causal triangle by `|` (`future |
+          (attention_mask == 0)`, BLOOM's mask) hides where the triangle
+          does, and by `&` to a lower triangle keeps with it: masks are
+          united with masks of their own meaning. The comparison alone
+          (`attention_mask == 0` of an attention layer's parameter, which
+          transformers makes additive or 1 = keep) says nothing. A mask
+          added after another term (`scores + alibi + causal_mask`) is added
+          to the scores (`fixtures/program_calls/alibi_masks/`).
         - A mask changed in place is unknown (`m.fill_(v)`, `m[i] = v`), except
           where the code writes 0 or 1 (`True`/`False`) into it: a prefix-LM
           mask made as `causal = torch.tril(torch.ones(T, T))` then

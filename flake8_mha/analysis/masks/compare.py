@@ -64,7 +64,12 @@ _ARANGE_KEEPS = (
 )
 # the layouts of an arange and of a lengths tensor, by the axis names used below; a
 # comparison of the two has their broadcast layout ((N, S), (N, 1, S), (1, N, S))
-_ARANGE_LAYOUTS = {"vec": ("S",), "row": ("1", "S"), "row3": ("1", "1", "S")}
+_ARANGE_LAYOUTS = {
+    "vec": ("S",),
+    "row": ("1", "S"),
+    "row3": ("1", "1", "S"),
+    "mid3": ("1", "S", "1"),
+}
 # a per-sample count not named a length (``n_valid``, ``num_frames``): a
 # length only once shaped as a column beside an arange row
 COUNT = "count"
@@ -377,6 +382,8 @@ class Comparisons:
                 return "vec"
             if layout == ("1", "1", "S"):
                 return "row3"
+            if layout == ("1", "S", "1"):
+                return "mid3"  # the rows of a 2-D grid: ``ys[None, :, None]``
             return None
         if isinstance(node, cst.Name):
             through = self._through_frame(node, at)
@@ -412,6 +419,8 @@ class Comparisons:
                 return "scalar"
             return COUNT if is_count_name(name) else None
         if isinstance(node, cst.Subscript):
+            if _size_column(node):  # ``image_sizes[:, 0, None, None]``: the heights
+                return _LENGTHS_BY_LAYOUT.get(index_layout(("N", "K"), node.slice))
             base = self._lengths_axis(node.value, at, hops)
             if base is None:
                 return None
@@ -467,6 +476,22 @@ class Comparisons:
 
 
 _TOTALS = ("seq_len", "seqlen", "seq_length", "length", "total_len", "size", "n", "s", "t", "l")
+
+
+def _size_column(node: cst.Subscript) -> bool:
+    """One column of per-sample sizes (``image_sizes[:, 0, None, None]``, the
+    heights of (h, w) pairs): a name ending in ``sizes`` indexed ``[:, k, ...]``."""
+    els = node.slice
+    name = last_name(node.value) or ""
+    return (
+        name.lower().endswith("sizes")
+        and len(els) >= 2
+        and isinstance(els[0].slice, cst.Slice)
+        and els[0].slice.lower is None
+        and els[0].slice.upper is None
+        and isinstance(els[1].slice, cst.Index)
+        and isinstance(els[1].slice.value, cst.Integer)
+    )
 
 
 def _a_total(node) -> bool:

@@ -361,6 +361,11 @@ class MaskEvaluator(Calls, Numbers, Comparisons, Segments, Offsets, Shapes, Dtyp
                 if b.meaning == KEEP and a.fill == "eye":
                     return b
             a, b = _banded(a, b, op), _banded(b, a, op)
+            same = IGNORE if op is cst.BitOr else KEEP
+            if a.causal and a.meaning == same and b.meaning is None and _compared(node.right, at):
+                b = replace(b, meaning=same)  # ``future | (attention_mask == 0)``: one meaning
+            elif b.causal and b.meaning == same and a.meaning is None and _compared(node.left, at):
+                a = replace(a, meaning=same)
             return combine(a, b, node, text, "and" if op is cst.BitAnd else "or")
         if op is cst.Subtract:
             return self._one_minus(node, at)
@@ -535,6 +540,25 @@ def _root_of(node: cst.CSTNode) -> Optional[str]:
 
 
 _SPECIAL_ENDS = ("_idx", "_id", "_index", "_token")
+
+
+def _compared(node, at: At) -> bool:
+    """A comparison (in parentheses, indexed or not, or a local bound once to
+    one): a bool tensor.  Joined to a causal triangle by ``|`` (``&``), it
+    hides (keeps) with the triangle: a union of masks of one meaning, as
+    BLOOM's ``causal | (attention_mask == 0)``; the other meaning there would
+    make no mask anyone means."""
+    env, scope = at.env, at.scope
+    for _ in range(3):
+        while isinstance(node, cst.Subscript):
+            node = node.value
+        if not isinstance(node, cst.Name):
+            break
+        defs = lookup(node.value, env, scope)
+        if len(defs) != 1 or defs[0].kind != "assign" or defs[0].node is None:
+            return False
+        node, env, scope = defs[0].node, defs[0].env, defs[0].scope
+    return isinstance(node, cst.Comparison)
 
 
 def _special_ne(node) -> bool:

@@ -98,6 +98,9 @@ class Op:
     methods: Tuple[str, ...] = ()  # method names
 
 
+# values that are missing (True where a feature is NaN or infinite: hidden) or
+# present (``isfinite``: kept), a tabular model's mask of its missing cells
+MISSING = {"isnan": IGNORE, "isinf": IGNORE, "isfinite": KEEP}
 OPS: Tuple[Op, ...] = (
     Op(
         "triangle",
@@ -118,6 +121,7 @@ OPS: Tuple[Op, ...] = (
     ),
     Op("subsequent", (), _GENERATE, ("generate_square_subsequent_mask",)),
     Op("eye", (), _torch("eye")),
+    Op("missing", ("input",), _torch(*MISSING), tuple(MISSING)),
     Op(
         "flip",
         ("input",),
@@ -141,7 +145,10 @@ OPS: Tuple[Op, ...] = (
     Op("pad", ("input",), ("torch.nn.functional.pad",)),
     Op("concat", ("tensors",), _torch("cat", "concat", "concatenate")),
     Op(
-        "reshape", ("input",), _torch("unsqueeze", "squeeze", "reshape", "transpose", "t"), RESHAPES
+        "reshape",
+        ("input",),
+        _torch("unsqueeze", "squeeze", "reshape", "transpose", "t", "flatten"),
+        RESHAPES,
     ),
     Op("dtype", (), (), tuple(METHOD_DTYPES)),
     Op("to", (), (), ("to", "type")),
@@ -198,6 +205,13 @@ class Ops:
         return getattr(self, "_op_" + op.handler)(OpCall(op, attr, node, receiver), at)
 
     # ----------------------------------------------------------------- both forms
+    def _op_missing(self, call: OpCall, at: At) -> Mask:
+        """``torch.isnan(x)``: a bool mask of the missing cells (``isfinite``:
+        of the present ones); its shape is the tensor's, unknown here."""
+        if call.arg("input") is None:
+            return UNKNOWN_MASK
+        return comparison(MISSING[call.name], None, self.origin(call.node))
+
     def _op_triangle(self, call: OpCall, at: At) -> Mask:
         src = call.arg("input")
         if src is None:

@@ -44,6 +44,7 @@ RESHAPES = (
     "t",
     "permute",
     "repeat_interleave",
+    "flatten",
 )
 
 
@@ -134,6 +135,10 @@ class Shapes:
                 new_layout = None
         elif attr == "repeat_interleave":
             new_layout = None  # (N, L, S) -> (N*H, L, S): the meaning stays
+        elif attr == "flatten":  # a 2-D grid per sample made one row: (N, H, W) -> (N, H*W)
+            start = self._number(arg(call, 0, "start_dim"), at) if call.args else 0
+            if layout is not None and len(layout) == 3 and layout[0] == "N" and start == 1:
+                new_layout = ("N", "S")
         elif attr == "t":
             return self._transpose(inner, node, two_d=True)
         elif attr == "permute":

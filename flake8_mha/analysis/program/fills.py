@@ -277,7 +277,7 @@ def added_sinks(func, stores) -> List[Tuple[str, ast.AST, int]]:
         else:
             continue
         for scores, term in pairs:
-            if scores_of(scores, stores, 0) and not scores_of(term, stores, 0):
+            if _summed_scores(scores, stores) and not scores_of(term, stores, 0):
                 out.append((ADDED, term, n.lineno))
                 break
     if len(out) > 1:
@@ -287,6 +287,16 @@ def added_sinks(func, stores) -> List[Tuple[str, ast.AST, int]]:
         if folded is not None:  # T5: ``position_bias = position_bias + mask``, then added
             out = [(ADDED, folded, out[0][2])]
     return out if len(out) == 1 else []
+
+
+def _summed_scores(node, stores) -> bool:
+    """Scores, or a sum one of whose terms is scores (``scores + alibi`` in
+    ``scores + alibi + causal_mask``: the mask is added to the scores too)."""
+    while isinstance(node, ast.BinOp) and isinstance(node.op, ast.Add):
+        if scores_of(node.right, stores, 0):
+            return True
+        node = node.left
+    return scores_of(node, stores, 0)
 
 
 def multiplied_sinks(func, stores) -> List[Tuple[str, ast.AST, int]]:
@@ -444,11 +454,20 @@ def _kv_factor(expr, reads, stores, top, line, depth, pairs=None) -> Optional[di
         last = max(defs, key=lambda d: d.lineno)
         if len(last.targets) != 1:
             return None
-        if isinstance(last.targets[0], ast.Tuple) and pairs is not None:
+        target, value = last.targets[0], last.value
+        if isinstance(target, ast.Tuple) and isinstance(value, ast.Tuple):
+            # ``k, v = k * keep, v * keep``: the item bound to this name
+            at = [
+                i for i, t in enumerate(target.elts) if isinstance(t, ast.Name) and t.id == expr.id
+            ]
+            if len(at) != 1 or len(value.elts) != len(target.elts):
+                return None
+            return _kv_factor(value.elts[at[0]], reads, stores, top, last.lineno, depth + 1)
+        if isinstance(target, ast.Tuple) and pairs is not None:
             return _by_helper(last, expr.id, reads, stores, pairs)
-        if not isinstance(last.targets[0], ast.Name):
+        if not isinstance(target, ast.Name):
             return None
-        return _kv_factor(last.value, reads, stores, top, last.lineno, depth + 1)
+        return _kv_factor(value, reads, stores, top, last.lineno, depth + 1)
     if isinstance(expr, ast.BinOp) and isinstance(expr.op, ast.Mult):
         hits = [_mask_param(side, reads, stores) for side in (expr.left, expr.right)]
         hits = [h for h in hits if h is not None]
