@@ -45,7 +45,15 @@ def call_arguments(call: cst.Call) -> List[Argument]:
 class Instance:
     """A torch module object an expression is known to hold."""
 
-    __slots__ = ("spec", "ctor", "subclass", "overrides_forward", "given", "made_batch_first")
+    __slots__ = (
+        "spec",
+        "ctor",
+        "subclass",
+        "overrides_forward",
+        "given",
+        "made_batch_first",
+        "made_by",
+    )
 
     def __init__(
         self,
@@ -63,8 +71,47 @@ class Instance:
         self.given = given
         # the literal ``batch_first`` a factory of another file built it with
         self.made_batch_first: Optional[bool] = None
+        # (the call, its env and scope, the function) of a factory of this file
+        # that returned it: that call's arguments bind the factory's parameters
+        self.made_by: Optional[tuple] = None
+
+    def made_at(self, made_by: tuple) -> "Instance":
+        """This instance as the factory call ``made_by`` returns it."""
+        out = Instance(self.spec, self.ctor, self.subclass, self.overrides_forward, self.given)
+        out.made_batch_first, out.made_by = self.made_batch_first, made_by
+        return out
 
     def init_args(self) -> Optional[Bound]:
         if self.ctor is None:
             return None
         return Bound(self.given or self.ctor.node, self.spec.init)
+
+
+def passed(call: cst.Call, index: int, name: str) -> Optional[cst.BaseExpression]:
+    """What ``call`` passes for the parameter ``name``, the ``index``-th
+    positional one (splats aside: the caller rules them out)."""
+    given = None
+    for i, arg in enumerate(call.args):
+        if (arg.keyword is None and i == index) or (
+            arg.keyword is not None and arg.keyword.value == name
+        ):
+            given = arg.value
+    return given
+
+
+def bound_flag(flag, call) -> Optional[bool]:
+    """The ``batch_first`` a factory's call gives the module it returns:
+    ``flag`` as ``forms.returned_batch_first`` reads it, a literal or the
+    factory's parameter, bound with the call's literal arguments; None when
+    unknown."""
+    if flag is None or type(flag) is bool:
+        return flag
+    name, at, default = flag
+    if any(arg.star for arg in call.args):
+        return None
+    given = passed(call, at, name)
+    if given is None:
+        return default
+    if isinstance(given, cst.Name) and given.value in ("True", "False"):
+        return given.value == "True"
+    return None

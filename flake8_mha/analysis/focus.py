@@ -57,6 +57,7 @@ FOCUS = True  # False: every file is parsed whole (the reference the parity chec
 _DEFS = (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)
 _WORD = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 _ATTRIBUTE = re.compile(r"(\bself\s*)?\.\s*([A-Za-z_][A-Za-z0-9_]*)")
+_SELF_CALL = re.compile(r"\bself\s*\(")
 _DOTTED = re.compile(r"\.\s*([A-Za-z_][A-Za-z0-9_]*)")
 
 # Words beyond the trigger words that keep a definition whole: the calls the
@@ -115,6 +116,7 @@ class _Unit:
         "outer",
         "base",
         "kept_attrs",
+        "calls_self",
     )
 
     def __init__(
@@ -138,6 +140,7 @@ class _Unit:
         self.outer: Optional["_Unit"] = None  # the class this method is in
         self.base = False  # a class whose own text (bases, class statements) has a trigger
         self.kept_attrs: Set[str] = set()  # a class's: self.NAME of its kept text
+        self.calls_self = _SELF_CALL.search(text) is not None  # ``self(window)``: its forward
 
 
 def focus(
@@ -385,6 +388,7 @@ class _Closure:
             or "super" in unit.words  # reaches the relevant bases
             or unit.name
             in ("forward", "__call__")  # what a call of the kept class's instances runs
+            or unit.calls_self  # ``self(window)`` in ``training_step``: runs the forward
             or outer.base  # an attention module's subclass is kept whole
             or any(w in names for w in outer.words if w != outer.name)  # a kept class's subclass
         )

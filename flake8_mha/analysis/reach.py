@@ -26,6 +26,7 @@ from . import tree
 from .bound import Bound, Instance
 from .flow import DefKind, Env, lookup, scope_appends
 from .tree import walk
+from .values import UNKNOWN, literal
 
 Resolver = Any  # resolve.Resolver (which imports this module)
 Leaf = Callable
@@ -492,3 +493,29 @@ def imported_items(resolver, func, env, scope):
     made = resolver.imported_module
     qn = made(func, env, scope) if made is not None else None
     return torch_api.module_spec(qn) if getattr(qn, "items", False) else None
+
+
+def registered(res: Resolver, func, env: Env, scope) -> Optional[list]:
+    """The classes of this file a registry call may build (``BLOCKS[kind](d,
+    h)`` with ``BLOCKS = {"light": LightBlock, "full": FullBlock}`` bound
+    once): the one under a literal key, else each of them; None when the
+    dict holds anything else or is changed elsewhere."""
+    if not (isinstance(func, cst.Subscript) and isinstance(func.value, cst.Name)):
+        return None
+    defs = lookup(func.value.value, env, scope)
+    if len(defs) != 1 or defs[0].kind != DefKind.ASSIGN or not isinstance(defs[0].node, cst.Dict):
+        return None
+    if defs[0].scope is None or scope_appends(defs[0].scope, func.value.value):
+        return None
+    index = func.slice[0].slice if len(func.slice) == 1 else None
+    key = literal(index.value) if isinstance(index, cst.Index) else UNKNOWN
+    out = []
+    for el in defs[0].node.elements:
+        if not isinstance(el, cst.DictElement):
+            return None
+        info = res.local_class(el.value, defs[0].env, defs[0].scope)
+        if info is None:
+            return None
+        if key is UNKNOWN or literal(el.key) == key:
+            out.append(info)
+    return out or None

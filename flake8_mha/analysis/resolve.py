@@ -16,7 +16,7 @@ from .flow import CallSite, ClassInfo, Def, DefKind, Env, FlowPass, Scope, looku
 from .flow import imported_by_call, scope_appends
 from .tree import is_none
 from .values import literal
-from .bound import Instance
+from .bound import Instance, bound_flag, passed
 from .partials import partial_torch
 from ..core.torch_api import ModuleSpec
 
@@ -24,18 +24,6 @@ MAX_DEPTH = 16
 _CONTAINERS = {torch_api.MODULE_LIST, "torch.nn.Sequential", "builtins.list", "builtins.tuple"}
 MAPPINGS = {"collections.OrderedDict", "builtins.dict"}  # of names to modules
 Leaf = Callable[[cst.Call, Env, Optional[Scope]], Optional[list]]
-
-
-def passed(call: cst.Call, index: int, name: str) -> Optional[cst.BaseExpression]:
-    """What ``call`` passes for the parameter ``name``, the ``index``-th
-    positional one (splats aside: the caller rules them out)."""
-    given = None
-    for i, arg in enumerate(call.args):
-        if (arg.keyword is None and i == index) or (
-            arg.keyword is not None and arg.keyword.value == name
-        ):
-            given = arg.value
-    return given
 
 
 ABSENT = ""  # what a star import binds a name to when it cannot bind it
@@ -76,6 +64,7 @@ class Resolver:
         # who calls each function of the file (callgraph.FileCalls.callers): made
         # once here, for the mask and layout analyses both
         self.file_callers: Optional[Dict[int, list]] = None
+        self.method_names: Optional[set] = None  # of the file's classes (callgraph._methods)
 
     # qualified names -----------------------------------------------------------
     def qualname(
@@ -216,7 +205,8 @@ class Resolver:
                 got = [Instance(spec, ctor, None, own)] if spec is not None else None
                 if got is not None and not built:  # a factory's module: its literal flag
                     made = self.imported_module(node.func, env, scope)
-                    got[0].made_batch_first = getattr(made, "batch_first", None)
+                    flag = getattr(made, "batch_first", None)
+                    got[0].made_batch_first = bound_flag(flag, node)
             return got
         if t is cst.IfExp:  # ``nn.MultiheadAttention(d, h) if cross else None``: the module
             sides = [b for b in (node.body, node.orelse) if not is_none(b)]
@@ -329,6 +319,12 @@ class Resolver:
             and not any(a.star or a.keyword for a in call.args)
             and self.qualname(call.func, env, scope) == "typing.cast"
         )
+
+    def uncast(self, node, env: Env, scope):
+        """``node``, or the value of ``typing.cast(T, value)``."""
+        while isinstance(node, cst.Call) and self._is_cast(node, env, scope):
+            node = node.args[1].value
+        return node
 
     def _container_defs(self, defs) -> list:
         """The definitions an index or a loop can be reading: not ``None``, and
@@ -620,7 +616,11 @@ class Resolver:
                 if not got:
                     return None
                 out.extend(got)
-            return out or None
+            made_by = (call, env, scope, target)
+            return [
+                i.made_at(made_by) if isinstance(i, Instance) and i.made_by is None else i
+                for i in out
+            ] or None
         finally:
             self._following.discard(key)
 
@@ -746,7 +746,7 @@ class Resolver:
         self, call: cst.Call, env: Env, scope: Optional[Scope]
     ) -> Optional[List[ClassInfo]]:
         info = self.local_class(class_run(call.func, env, scope), env, scope)
-        return [info] if info is not None else None
+        return [info] if info is not None else reach.registered(self, call.func, env, scope)
 
     def instance_classes(
         self, node: cst.CSTNode, env: Env, scope: Optional[Scope]
@@ -785,12 +785,6 @@ _UNCALLABLE = {
     "builtins.dict",
 }
 _DISPLAYS = (cst.List, cst.Tuple, cst.Dict, cst.ListComp, cst.DictComp, cst.GeneratorExp)
-
-
-def _int_index(node: cst.Subscript) -> Optional[int]:
-    """The literal integer of ``x[1]`` / ``x[-1]``."""
-    value = _key_index(node)
-    return value if type(value) is int else None
 
 
 def _key_index(node: cst.Subscript):

@@ -11,7 +11,7 @@ import libcst as cst
 from ..analysis.events import Construction
 from ..analysis.program.local_names import function_key
 from ..core.positions import line_of
-from ..analysis.resolve import passed
+from ..analysis.bound import passed
 from ..analysis.tree import walk
 from ..analysis.values import UNKNOWN
 

@@ -110,7 +110,13 @@ class MaskOnKeysValues(Rule):
         keys (another mistake, not this rule's) and a gate is no mask. A
         parameter named a mask that another file of the project hands a
         mask is then no evidence by its name in the function's own file:
-        the defect is reported once, at the call.
+        the defect is reported once, at the call. A caller that only hands
+        on, bare, a parameter of its own (`self.readout(h, node_mask)` in
+        `forward(self, h, node_mask)`) makes no mask: the name stays the
+        evidence, and the finding stays where the keys are multiplied
+        (`fixtures/program_calls/kv_passed_on/`). Limit: a caller that hands
+        in an expression whose meaning the mask analysis cannot tell
+        silences the name as well, and is not reported itself.
         """
     WHY = """
         Zeroing a key does not remove it: its score is q . 0 = 0, and softmax
@@ -463,7 +469,7 @@ class MaskOnKeysValues(Rule):
         return (
             len(defs) == 1
             and defs[0].kind == DefKind.PARAM
-            and handed_by_project(self.ctx, defs[0], factor.value)
+            and handed_by_project(self.ctx, defs[0], factor.value, kv=True)
         )
 
     def _zero_fill(self, at, cond, value, env, scope) -> Optional[Found]:

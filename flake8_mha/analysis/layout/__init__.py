@@ -23,9 +23,11 @@ import libcst as cst
 from ...core import torch_api
 from ...core import walk as astwalk
 from ..events import Construction, ModuleCall
-from ..flow import lookup
+from ..flow import DefKind, lookup
 from ..bound import Bound, Instance
+from ..bound import passed
 from ..splats import expand_call
+from ..values import literal, value_of
 from .domain import BATCH, SEQ, Layout, parse_shape_comment, roles_of_names
 from .evaluate import LayoutEvaluator
 from .program import DEFAULT
@@ -365,6 +367,7 @@ class LayoutAnalysis:
         layer = args.get(_CONTAINER_LAYER[container])
         if layer is None:
             return False
+        layer = self.ctx.resolver.uncast(layer, inst.ctor.env, inst.ctor.scope)
         try:
             layers = self.ctx.resolver.instances(layer, inst.ctor.env, inst.ctor.scope)
         except RecursionError:  # pragma: no cover
@@ -436,6 +439,8 @@ class LayoutAnalysis:
                     values.add(default)
                     continue
                 value = self.ctx.value(expr, ctor_site)
+                if not isinstance(value, bool) and inst.made_by is not None:
+                    value = _bound_by_factory(expr, ctor_site, inst.made_by)
                 if not isinstance(value, bool):
                     return None
                 values.add(value)
@@ -449,6 +454,7 @@ class LayoutAnalysis:
         layer = args.get(_CONTAINER_LAYER[kind]) if args is not None else None
         layers = None
         if layer is not None:
+            layer = self.ctx.resolver.uncast(layer, inst.ctor.env, inst.ctor.scope)
             try:
                 layers = self.ctx.resolver.instances(layer, inst.ctor.env, inst.ctor.scope)
             except RecursionError:  # pragma: no cover
@@ -577,3 +583,33 @@ def _built_at(inst, ev: Construction) -> bool:
     if inst.ctor is not None:
         return inst.ctor.node is ev.site.node
     return ev.via == "super" and inst.subclass is not None and inst.subclass is ev.cls
+
+
+def _bound_by_factory(expr, site, made_by):
+    """The value the factory call that built a module passes for the
+    factory's parameter ``expr`` (``def _transformer(batch_first): ...
+    TransformerEncoderLayer(..., batch_first=batch_first)`` with
+    ``self.inter = _transformer(batch_first=True)``): that call's argument,
+    else the parameter's default; None when unknown."""
+    call, env, scope, func = made_by
+    if not isinstance(expr, cst.Name):
+        return None
+    defs = lookup(expr.value, site.env, site.scope)
+    if len(defs) != 1 or defs[0].kind != DefKind.PARAM or defs[0].scope is None:
+        return None
+    if defs[0].scope.node is not func or any(a.star for a in call.args):
+        return None
+    params = [*func.params.posonly_params, *func.params.params]
+    names = [p.name.value for p in params]
+    if expr.value not in names and expr.value not in [
+        p.name.value for p in func.params.kwonly_params
+    ]:
+        return None
+    index = names.index(expr.value) if expr.value in names else -1
+    given = passed(call, index, expr.value)
+    if given is None:
+        default = defs[0].node.default
+        got = literal(default) if default is not None else None
+        return got if isinstance(got, bool) else None
+    got = value_of(given, env, scope)
+    return got if isinstance(got, bool) else None

@@ -31,7 +31,7 @@ from ..program.callgraph import bind_call
 from ..flow import ClassInfo, lookup
 from ..bound import Bound
 from ..classes import class_run
-from ..resolve import passed
+from ..bound import passed
 from ...core.torch_api import module_spec
 from . import project_callers
 from .calls import MODULE_OUTPUT_ARG, real

@@ -249,6 +249,8 @@ def roles_of_names(names: Sequence[Optional[str]]) -> Tuple[Optional[str], ...]:
             out.append(HEAD)
         elif n in _CHANNEL_NAMES:
             out.append(CHANNEL)
+        elif n == "f" and any(m in _EMBED_NAMES and m != "f" for m in low if m):
+            out.append(None)  # ``f (b t) d``: beside the features, f counts frames or bins
         elif n in _EMBED_NAMES:
             out.append(EMBED)
         elif re.fullmatch(r"\(?\s*[hw]\s*\*?\s*[hw]\s*\)?", n) or n in ("h*w", "(h w)", "h w"):

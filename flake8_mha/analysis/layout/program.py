@@ -578,7 +578,8 @@ class ProgramLayout:
                 for inst in instances:
                     args = inst.init_args()
                     layer = args.get(spec.init.names[0]) if args is not None else None
-                    if layer is not None:
+                    if layer is not None:  # ``cast("TransformerEncoderLayer", layer)``: the layer
+                        layer = self.resolver.uncast(layer, inst.ctor.env, inst.ctor.scope)
                         layers.append((layer, inst.ctor.env, inst.ctor.scope))
                 self._containers.append((site, spec.name, layers))
         return self._containers

@@ -403,14 +403,16 @@ def room_for(frame: Optional[Frame], funcs, added: int = 1) -> bool:
     return depth + added <= MAX_HELPER_FRAMES + 1
 
 
-def handed_by_project(ctx, d: Def, name: str) -> bool:
+def handed_by_project(ctx, d: Def, name: str, kv: bool = False) -> bool:
     """Whether another file of the project calls the function that has the
     parameter ``d`` (named ``name``) and hands it a mask there: what that
     call passes is judged at that call (RULES.md: where the fact enters the
     chain), so the parameter's name says nothing here (probe J's keep-mask,
-    handed through a block to an attention class as ``padding_mask``)."""
+    handed through a block to an attention class as ``padding_mask``).
+    ``kv``: a mask the function multiplies into keys or values (MHA015,
+    ``Project.passed_elsewhere``)."""
     project = getattr(ctx, "project", None)
     key = function_key(d.scope)
     if project is None or key is None or not hasattr(project, "passed_elsewhere"):
         return False
-    return project.passed_elsewhere(key, name)
+    return project.passed_elsewhere(key, name, kv)

@@ -11,9 +11,11 @@ Nothing is imported or run.
 
 from __future__ import annotations
 
+import ast
 import os
 from typing import Dict, Iterable, List, Optional, Set, Tuple
 
+from ...core import walk as astwalk
 from ...core.atomic import read_regular
 from . import import_lines
 from .files import ProjectFiles, project_root
@@ -687,3 +689,46 @@ def _bind_literals(call: Call, signature) -> Optional[Dict[str, object]]:
                 return None  # a required parameter left out: not a call of this function
             got[name] = defaults[name]
     return got
+
+
+def hands_on_own(path: str, line: int, param: str, signature) -> Optional[List[str]]:
+    """The functions (``f``, ``Cls.method``) whose calls at ``line`` of
+    ``path`` that fit ``signature`` hand ``param``, bare, a parameter of
+    their own (``self.readout(h, node_mask)`` in ``forward(self, h,
+    node_mask)``), passing on what their callers give; None when one such
+    call hands anything else, or there is none."""
+    try:
+        tree = parse(read_regular(path, MAX_BYTES).decode("utf-8", "replace"))
+    except (OSError, SyntaxError, ValueError, RecursionError, MemoryError):
+        return None
+    positional, kwonly = signature[0], signature[1]
+    found: List[str] = []
+    for owner, func in _functions(tree):
+        a = func.args
+        own = {x.arg for x in (*a.posonlyargs, *a.args, *a.kwonlyargs)}
+        for node in astwalk.own_nodes(func):
+            if not isinstance(node, ast.Call) or node.lineno != line:
+                continue
+            given = {k.arg: k.value for k in node.keywords if k.arg is not None}
+            given.update(zip(positional, node.args))
+            if not set(given) <= set(positional) | set(kwonly):
+                continue  # not a call of this function
+            arg = given.get(param)
+            if arg is None:
+                continue
+            if not (isinstance(arg, ast.Name) and arg.id in own):
+                return None
+            found.append(f"{owner}.{func.name}" if owner else func.name)
+    return found or None
+
+
+def _functions(tree: ast.Module):
+    """(class name or "", function) for the module's functions and its
+    classes' methods."""
+    for node in tree.body:
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            yield "", node
+        elif isinstance(node, ast.ClassDef):
+            for item in node.body:
+                if isinstance(item, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                    yield node.name, item

@@ -347,6 +347,9 @@ class FileCalls:
         func = call.func
         if isinstance(func, cst.Name):
             defs = lookup(func.value, env, scope)
+            if len(defs) == 1 and defs[0].kind == "self" and defs[0].extra is not None:
+                method = self.runs(defs[0].extra)  # ``self(window)`` in ``training_step``
+                return (method, 1) if method is not None else None
             if defs and all(d.kind == "def" for d in defs):
                 if len({id(d.node) for d in defs}) == 1:
                     return defs[0].node, 0
@@ -370,9 +373,40 @@ class FileCalls:
                         return method, 0 if kind == "staticmethod" else 1
             if func.attr.value == "forward":
                 return self.forward_of(owner, env, scope)
+            if isinstance(owner, (cst.Name, cst.Attribute)) and func.attr.value in self._methods():
+                method = self._held_method(owner, func.attr.value, env, scope)
+                if method is not None:  # ``self.head.encode(src)``: that class's method
+                    return method, 1
         if isinstance(func, (cst.Name, cst.Attribute, cst.Subscript)) or is_getattr(func):
             return self.forward_of(func, env, scope)  # ``getattr(self, f"layer_{i}")(h)`` too
         return None
+
+    def _methods(self) -> set:
+        """The names of the methods of the file's classes, but dunders (read
+        once: a method call of any other name runs none of them)."""
+        got = self.resolver.method_names
+        if got is None:
+            got = {
+                name
+                for info in self.flow.classes.values()
+                for name in info.methods
+                if not name.startswith("__")
+            }
+            self.resolver.method_names = got
+        return got
+
+    def _held_method(self, owner, name: str, env, scope) -> Optional[cst.FunctionDef]:
+        """The method ``name`` of the one class of this file an instance
+        ``owner`` holds (``self.head`` of ``self.head = StructureHead()``)."""
+        try:
+            classes = self.resolver.instance_classes(owner, env, scope)
+        except RecursionError:  # pragma: no cover - pathological nesting
+            return None
+        methods = {id(m): m for m in (self.method_of(c, name) for c in classes or ())}
+        if len(methods) != 1 or None in methods.values() or any(c is None for c in classes):
+            return None
+        method = next(iter(methods.values()))
+        return method if static_kind(method) == "method" else None
 
     def chosen_methods(self, call: cst.Call, env, scope) -> List[cst.FunctionDef]:
         """``fn = self.forward_pre if self.pre_norm else self.forward_post``

@@ -34,15 +34,16 @@ from .fills import FILL_SINKS, FILL_TEXT, KV, SOFTMAX
 from .forms import sdpa_summary
 from .local_names import enclosing_class, instance_name, own_definition
 from .binding import apply as _apply, bind as _bind, bind_factory, fixed as _fixed  # noqa: F401
-from .binding import SPLAT, left_off
-from .binding import known as _known
+from .binding import SPLAT, known as _known, left_off
 from .constants import ConstantFiles
 from .returns import imported_target as _imported
-from .summaries import ATTRS, VARIANT
+from .summaries import ATTRS, REGISTRIES, VARIANT
+from .handed_masks import HandedMasks
+from .method_calls import MethodCalls
 from .wrapped import WrappedModuleCall
 
 
-class Project(ConstantFiles):
+class Project(MethodCalls, HandedMasks, ConstantFiles):
     """The project around one linted file, and calls of its functions.
     ``settled``: per class of this file, the ``__init__`` parameters whose
     value every construction in the project fixes, as the analysis asked
@@ -313,7 +314,7 @@ class Project(ConstantFiles):
 
         def leaf(call, env, scope):
             got = self._built(call, env, scope, resolver)
-            return [got] if got is not None else None
+            return [got] if got is not None else self._registered(call.func)
 
         try:
             held = resolver.held(func, env, scope, leaf)
@@ -327,6 +328,17 @@ class Project(ConstantFiles):
                 others.extend(kept.values())
             return None
         return held[0]
+
+    def _registered(self, func) -> Optional[list]:
+        """``BLOCKS[kind](d, h)``, ``BLOCKS`` a dict of this file's classes
+        (``REGISTRIES``): what an instance of each of them runs."""
+        if not (isinstance(func, cst.Subscript) and isinstance(func.value, cst.Name)):
+            return None
+        kinds = self._own().get(REGISTRIES, {}).get(func.value.value)
+        found = [self.instance_call(self.path, cls) for cls in (kinds or "").split("|") if cls]
+        if not found or None in found:
+            return None
+        return [(self.path, got) for got in found]
 
     def _kept_kind(self, func, scope) -> Optional[Tuple[str, dict]]:
         """``self.attn2(...)`` where the summary of this file's class says
@@ -352,35 +364,6 @@ class Project(ConstantFiles):
         if ctor.startswith(chains.INJECTED):
             return self._injected(self.path, cls.name, ctor[len(chains.INJECTED) :], 0)
         return self._named(self.path, table, ctor, tuple(self.package), 0, False)
-
-    def _held_method(self, func, env, scope, resolver) -> Optional[Tuple[str, dict]]:
-        """``self.vit.forward_features(...)``: the method of that name of the
-        project class every construction of the held module builds, when the
-        class defines it itself; None otherwise."""
-        method = func.attr.value
-
-        def leaf(call, env, scope):
-            made = _imported(call.func, env, scope)
-            if made is not None:
-                loc = self._defined(made)
-                if loc is None or "." in loc[1]:
-                    return None
-                filename, cls = loc
-            else:
-                filename = self.path
-                cls = own_definition(call.func, env, scope, DefKind.CLASS)
-                if cls is None:
-                    return None
-            got = self.effective(filename, f"{cls}.{method}")
-            return [(filename, got)] if got is not None else None
-
-        try:
-            held = resolver.held(func.value, env, scope, leaf)
-        except RecursionError:  # pragma: no cover - pathological nesting
-            return None
-        if not held or any(not isinstance(got, tuple) or got[1] is not held[0][1] for got in held):
-            return None
-        return held[0]
 
     def _lambda(self, func, env, scope, resolver) -> Optional[Tuple[str, dict]]:
         """``self.fn = lambda q, k, v, m: attend(q, k, v, m, True)`` then
@@ -473,28 +456,6 @@ class Project(ConstantFiles):
                         if got is not None:
                             return loc[0], got
         return None
-
-    def _instance_method(self, func, env, scope) -> Optional[Tuple[str, dict]]:
-        """``model.decode(ys, memory, mask)`` where ``model`` is bound once, to
-        a construction of a project class (a script's module-level
-        ``model = Seq2Seq(...)``): that class's method."""
-        if not (isinstance(func, cst.Attribute) and isinstance(func.value, cst.Name)):
-            return None
-        defs = lookup(func.value.value, env, scope)
-        if len(defs) != 1 or defs[0].kind != DefKind.ASSIGN or defs[0].index:
-            return None
-        built = defs[0].node
-        if not isinstance(built, cst.Call):
-            return None
-        name = func.attr.value
-        target = _imported(built.func, defs[0].env, defs[0].scope)
-        if target is not None:
-            loc = self._defined(target)
-            got = self.effective(loc[0], f"{loc[1]}.{name}") if loc is not None else None
-            return (loc[0], got) if got is not None else None
-        cls = own_definition(built.func, defs[0].env, defs[0].scope, DefKind.CLASS)
-        got = self.effective(self.path, f"{cls}.{name}") if cls is not None else None
-        return (self.path, got) if got is not None else None
 
     def _built(self, call, env, scope, resolver=None) -> Optional[Tuple[str, dict]]:
         """What the object ``call`` builds runs when called: a project class's
@@ -722,22 +683,6 @@ class Project(ConstantFiles):
             # witness runs with it (lint/facts.from_callers)
             answer, got = (KNOWN,) + answer[1:], None
         return got, answer
-
-    def passed_elsewhere(self, key: str, param: str) -> bool:
-        """Whether a call in another file of the project hands this file's
-        function ``key`` an expression (not a literal, not the default) for
-        ``param``: a mask made there and judged at that call."""
-        asked = ("passed", key, param)
-        if asked not in self._answers:
-            found = self.results_kept(key, some=True) or ()
-            self._answers[asked] = (
-                any(
-                    f is not None and bound.get(param) == signatures.UNKNOWN
-                    for f, _, _, bound, _ in found
-                ),
-                None,
-            )
-        return self._answers[asked][0]
 
     def results_kept(self, key: str, path: Optional[str] = None, some=False) -> Optional[list]:
         """Every call in the project of this file's function ``key`` (as

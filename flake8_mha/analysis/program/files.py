@@ -58,9 +58,8 @@ class TorchMade(str):
         self.built = built
         self.own_forward = own_forward
         self.items = items  # a container of such modules, each run by a call of its items
-        self.batch_first = (
-            batch_first  # a factory's literal ``batch_first`` (``TORCH_BATCH_FIRST``)
-        )
+        # a factory's ``batch_first``: a literal, or its parameter (``TORCH_BATCH_FIRST``)
+        self.batch_first = batch_first
         # a module-level ``partial`` of the class: its arguments ([keyword or "", source])
         self.given = given
         return self

@@ -626,30 +626,61 @@ def returned_module(func, dotted: bool = False) -> Optional[str]:
     return made if last is not None and last[:1].isupper() else None
 
 
-def returned_batch_first(func) -> Optional[bool]:
+def returned_batch_first(func):
     """The literal ``batch_first`` of the torch module a factory returns
     (``return nn.TransformerEncoder(layer, 1)`` after ``layer =
     nn.TransformerEncoderLayer(..., batch_first=True)``, or the module's own
-    keyword), read as ``returned_module`` reads the construction; None when
-    not a literal bool there."""
+    keyword), read as ``returned_module`` reads the construction; or the
+    factory's parameter that gives it, unchanged, as ``[name, position,
+    default]`` (position -1 for a keyword-only one, default a literal bool
+    or None), bound at each call (``bound.bound_flag``); None otherwise."""
     returns, built = _returned_values(func)
-    found = set()
-    for value in returns:
-        call = built(value)
-        if not isinstance(call, ast.Call):
-            return None
-        given = {k.arg: k.value for k in call.keywords}
-        if "batch_first" not in given:  # a container: its layer's
-            layer = given.get("encoder_layer", given.get("decoder_layer"))
-            if layer is None and call.args:
-                layer = call.args[0]
-            call = built(layer) if layer is not None else None
-            given = {k.arg: k.value for k in call.keywords} if isinstance(call, ast.Call) else {}
-        flag = given.get("batch_first")
-        if not (isinstance(flag, ast.Constant) and type(flag.value) is bool):
-            return None
-        found.add(flag.value)
+    flags = [_flag_given(built(value), built) for value in returns]
+    if len(flags) == 1 and isinstance(flags[0], ast.Name):
+        return _param_flag(func, flags[0])
+    if not flags or not all(isinstance(f, ast.Constant) and type(f.value) is bool for f in flags):
+        return None
+    found = {f.value for f in flags}
     return found.pop() if len(found) == 1 else None
+
+
+def _flag_given(call, built) -> Optional[ast.AST]:
+    """The ``batch_first`` expression of a construction, or of the layer a
+    container (``nn.TransformerEncoder(layer, n)``) is built from."""
+    if not isinstance(call, ast.Call):
+        return None
+    given = {k.arg: k.value for k in call.keywords}
+    if "batch_first" not in given:  # a container: its layer's
+        layer = given.get("encoder_layer", given.get("decoder_layer"))
+        if layer is None and call.args:
+            layer = call.args[0]
+        call = built(layer) if layer is not None else None
+        given = {k.arg: k.value for k in call.keywords} if isinstance(call, ast.Call) else {}
+    return given.get("batch_first")
+
+
+def _param_flag(func, flag: ast.Name) -> Optional[list]:
+    """``[name, position, default]`` of the parameter of ``func`` that
+    ``flag`` names, never rebound in it; else None."""
+    a = func.args
+    positional = [p.arg for p in (*a.posonlyargs, *a.args)]
+    names = positional + [p.arg for p in a.kwonlyargs]
+    if flag.id not in names or any(
+        isinstance(n, (ast.Assign, ast.AugAssign, ast.AnnAssign))
+        and any(isinstance(t, ast.Name) and t.id == flag.id for t in _targets(n))
+        for n in astwalk.own_nodes(func)
+    ):
+        return None
+    defaults = dict(zip(positional[len(positional) - len(a.defaults) :], a.defaults))
+    defaults.update((p.arg, d) for p, d in zip(a.kwonlyargs, a.kw_defaults) if d is not None)
+    default = defaults.get(flag.id)
+    default = default.value if isinstance(default, ast.Constant) else None
+    at = positional.index(flag.id) if flag.id in positional else -1
+    return [flag.id, at, default if type(default) is bool else None]
+
+
+def _targets(n) -> list:
+    return n.targets if isinstance(n, ast.Assign) else [n.target]
 
 
 def _returned_values(func):

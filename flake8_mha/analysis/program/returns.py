@@ -29,17 +29,17 @@ import libcst as cst
 from ...core.atomic import read_regular
 
 from ..flow import DefKind, import_path, lookup
-from ..resolve import passed
+from ..bound import passed
 from .callgraph import static_kind
 from .files import ProjectFiles, decode
 
-RETURNS_VERSION = 4
+RETURNS_VERSION = 5
 # a builder of another file read with LibCST, by (file, its state, name): the
 # few a linted file calls with masks of its own (``ReturnsFiles._transformed``)
 _FUNCTION_READS: Dict[tuple, object] = {}
 MAX_FUNCTION_READS = 16
 MAX_READ_BYTES = 2 * 1024 * 1024
-HELPER_VERSION = 4
+HELPER_VERSION = 5
 _MASK_FIELDS = ("meaning", "kind", "dtype", "fill")
 
 # a rule's reading of a helper: (the helper's file context, its def, its flow

@@ -67,7 +67,7 @@ def valid_table(table) -> bool:
                 return False
             continue
         if name == TORCH_BATCH_FIRST:
-            if not isinstance(s, dict) or not all(type(v) is bool for v in s.values()):
+            if not isinstance(s, dict) or not all(map(_valid_flag, s.values())):
                 return False
             continue
         if name == SIZE_CALLS:
@@ -159,3 +159,17 @@ def _valid_given(edge: dict) -> bool:
 
 
 _OPS = ("invert", "eq0", "index", "bool", "unsqueeze", "cast", "rows", "expand", KV, SOFTMAX[0])
+
+
+def _valid_flag(v) -> bool:
+    """A factory's ``batch_first``: a literal, or ``[parameter, position,
+    default]`` (``forms.returned_batch_first``)."""
+    if type(v) is bool:
+        return True
+    return (
+        isinstance(v, list)
+        and len(v) == 3
+        and isinstance(v[0], str)
+        and type(v[1]) is int
+        and (v[2] is None or type(v[2]) is bool)
+    )

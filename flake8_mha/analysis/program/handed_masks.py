@@ -1,0 +1,46 @@
+"""Whether another file of the project hands a function's mask parameter a
+mask of its own (part of ``callsites.Project``): that call is judged with
+its mask where the fact enters the chain, and the parameter's name is then
+no evidence in the function's own file (``masks/calls.handed_by_project``)."""
+
+from __future__ import annotations
+
+from . import callers, signatures
+from .fills import KV
+
+MAX_HOPS = 4  # callers that hand a parameter of their own on, followed up
+
+
+class HandedMasks:
+    """A mixin of ``callsites.Project``: it reads ``_own``, ``_own_source``,
+    ``_answers`` and ``results_kept`` of the project."""
+
+    def passed_elsewhere(self, key: str, param: str, kv: bool = False) -> bool:
+        """Whether a call in another file hands this file's function ``key``
+        an expression (not a literal, not the default) for ``param``: a mask
+        made there and judged at that call.  ``kv``: keys or values
+        multiplied by it, judged at the calls only where the summary reaches
+        SDPA's; a call that hands on, bare, a parameter of its own makes no
+        mask unless something in the project calls the function it is in
+        (then the mask comes from further up, judged there)."""
+        asked = ("passed", key, param, kv)
+        if asked not in self._answers:
+            made = False
+            if not kv or self._own().get(key, {}).get("reach", {}).get(KV):
+                sign = signatures.function_signature(self._own_source or "", key)
+                found = self.results_kept(key, some=True) or ()
+                made = any(
+                    f is not None
+                    and bound.get(param) == signatures.UNKNOWN
+                    and not (kv and self._handed_on(path, line, param, sign))
+                    for f, line, _, bound, path in found
+                )
+            self._answers[asked] = (made, None)
+        return self._answers[asked][0]
+
+    def _handed_on(self, path: str, line: int, param: str, sign) -> bool:
+        """The call at ``line`` of ``path`` hands on its own parameter, and
+        nothing in the project calls the function it is in (an entry point
+        such as a model's ``forward``)."""
+        ups = callers.hands_on_own(path, line, param, sign)
+        return ups is not None and all(self.results_kept(up, path) == [] for up in ups)

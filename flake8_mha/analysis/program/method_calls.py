@@ -1,0 +1,70 @@
+"""The methods of project classes a call runs, named on an instance (part of
+``callsites.Project``): ``self.vit.forward_features(x)`` on a held module,
+``model.decode(ys, memory, mask)`` on a local bound once to a
+construction."""
+
+from __future__ import annotations
+
+from typing import Optional, Tuple
+
+import libcst as cst
+
+from ..flow import DefKind, lookup
+from .local_names import own_definition
+from .returns import imported_target as _imported
+
+
+class MethodCalls:
+    """A mixin of ``callsites.Project``: it reads ``_defined``, ``effective``
+    and ``path`` of the project."""
+
+    def _held_method(self, func, env, scope, resolver) -> Optional[Tuple[str, dict]]:
+        """``self.vit.forward_features(...)``: the method of that name of the
+        project class every construction of the held module builds, when the
+        class defines it itself; None otherwise."""
+        method = func.attr.value
+
+        def leaf(call, env, scope):
+            made = _imported(call.func, env, scope)
+            if made is not None:
+                loc = self._defined(made)
+                if loc is None or "." in loc[1]:
+                    return None
+                filename, cls = loc
+            else:
+                filename = self.path
+                cls = own_definition(call.func, env, scope, DefKind.CLASS)
+                if cls is None:
+                    return None
+            got = self.effective(filename, f"{cls}.{method}")
+            return [(filename, got)] if got is not None else None
+
+        try:
+            held = resolver.held(func.value, env, scope, leaf)
+        except RecursionError:  # pragma: no cover - pathological nesting
+            return None
+        if not held or any(not isinstance(got, tuple) or got[1] is not held[0][1] for got in held):
+            return None
+        return held[0]
+
+    def _instance_method(self, func, env, scope) -> Optional[Tuple[str, dict]]:
+        """``model.decode(ys, memory, mask)`` where ``model`` is bound once, to
+        a construction of a project class (a script's module-level
+        ``model = Seq2Seq(...)``): that class's method."""
+        if not (isinstance(func, cst.Attribute) and isinstance(func.value, cst.Name)):
+            return None
+        defs = lookup(func.value.value, env, scope)
+        if len(defs) != 1 or defs[0].kind != DefKind.ASSIGN or defs[0].index:
+            return None
+        built = defs[0].node
+        if not isinstance(built, cst.Call):
+            return None
+        name = func.attr.value
+        target = _imported(built.func, defs[0].env, defs[0].scope)
+        if target is not None:
+            loc = self._defined(target)
+            got = self.effective(loc[0], f"{loc[1]}.{name}") if loc is not None else None
+            return (loc[0], got) if got is not None else None
+        cls = own_definition(built.func, defs[0].env, defs[0].scope, DefKind.CLASS)
+        got = self.effective(self.path, f"{cls}.{name}") if cls is not None else None
+        return (self.path, got) if got is not None else None

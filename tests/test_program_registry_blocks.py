@@ -1,0 +1,43 @@
+"""Probe U's U07 (a protein language model): blocks built from a dict of
+the file's classes (``nn.ModuleList([BLOCKS[kind](64, 4) for kind in
+layout])``) and run in a loop are calls of those classes, for the masks
+the loop hands them: MHA002 at the loop's call, naming the mask the model
+makes (it was reported inside each block, from its parameter's name).
+
+``fixtures/program_calls/registry_blocks``: per file, over the package and
+through ``check``; the model that hands a keep-mask is silent."""
+
+from __future__ import annotations
+
+import pathlib
+
+from fixture_expect import assert_package_runs, package_texts
+
+from flake8_mha.lint.engine import analyze_file
+
+PKG = pathlib.Path("fixtures/program_calls/registry_blocks")
+
+
+def test_per_file_over_the_package_and_through_check():
+    assert_package_runs(str(PKG), [("model.py", 43, 17, "MHA002")])
+
+
+def test_the_finding_names_the_mask_the_model_makes():
+    (got,) = analyze_file(str(PKG / "model.py"), ["MHA002"])
+    assert got.message.startswith("mask from line 40 (tokens.eq(self.pad_idx)) means True = ignore")
+    assert f"at {PKG / 'attention.py'}:17 through " in got.message
+
+
+def test_a_registry_that_holds_something_else_is_not_followed(tmp_path):
+    """A dict with a value that is no class of the file (a factory) leaves
+    the items unknown: each block judges its parameter by its name, as before."""
+    texts = package_texts(PKG)
+    texts["model.py"] = texts["model.py"].replace(
+        'BLOCKS = {"light": LightBlock, "gated": GatedBlock}',
+        'BLOCKS = {"light": LightBlock, "gated": lambda d, h: GatedBlock(d, h)}',
+    )
+    for name, text in texts.items():
+        (tmp_path / name).write_text(text, encoding="utf-8")
+    got = analyze_file(str(tmp_path / "model.py"), ["MHA002"])
+    assert [(f.line, f.col) for f in got] == [(15, 20), (25, 13)]
+    assert all("(parameter padding_mask)" in f.message for f in got)
