@@ -74,6 +74,11 @@ class SdpaDropoutInEval(Rule):
           gated by `self.training` and at least one is a probability of the
           module that is not 0; every branch must be known (a branch from a
           parameter or a call leaves the whole value the caller's: silent).
+          A branch chosen by a bool parameter of the method whose default
+          picks the 0 (`self.p if not deterministic else 0.0` with
+          `deterministic=True`, Flax's and Dia's convention) is dropout a
+          caller asks for: the caller's, silent. With the other default
+          (`deterministic=False`) it is on after `model.eval()`: reported.
         - Outside a method of an `nn.Module` subclass: not reported.
         - A probability from the constructor (`self.p = p`) is known when every
           construction in the project passes the same literal (0: not
@@ -182,6 +187,8 @@ class SdpaDropoutInEval(Rule):
             branches = [
                 self._branch(e, site, self_var, depth + 1) for e in (expr.body, expr.orelse)
             ]
+            if _ZERO in branches and _flag_off_by_default(expr.test, site, branches):
+                return None  # ``p if not deterministic else 0.0``: the caller turns it on
             return _chosen(branches)
         if isinstance(expr, cst.Name):
             defs = lookup(expr.value, site.env, site.scope)
@@ -231,6 +238,27 @@ class SdpaDropoutInEval(Rule):
 
 
 _ZERO = ("zero", 0)
+
+
+def _flag_off_by_default(test, site: CallSite, branches) -> bool:
+    """``p if not deterministic else 0.0`` (``p if train else 0.0``) where
+    ``deterministic`` is a parameter of the method whose default picks the
+    zero: dropout only where a caller asks for it (Flax's convention, Dia's
+    ``deterministic=True``), which ``model.eval()`` has no say in: the
+    caller's business, as a ``dropout_p`` parameter is."""
+    negated = False
+    while isinstance(test, cst.UnaryOperation) and isinstance(test.operator, cst.Not):
+        test, negated = test.expression, not negated
+    if not isinstance(test, cst.Name) or site.function is None:
+        return False
+    defs = lookup(test.value, site.env, site.scope)
+    if len(defs) != 1 or defs[0].kind != DefKind.PARAM:
+        return False
+    default = defs[0].node.default
+    if not (isinstance(default, cst.Name) and default.value in ("True", "False")):
+        return False
+    on = (default.value == "True") != negated  # the test's value by default
+    return branches[0 if on else 1] == _ZERO
 
 
 def _chosen(branches):
