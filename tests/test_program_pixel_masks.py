@@ -56,3 +56,29 @@ def test_sizes_not_indexed_by_a_column_are_no_lengths(tmp_path):
         "lengths,", "image_sizes,"
     )
     assert analyze_source(text.replace("=keep", "=~keep"), str(tmp_path / "g.py"), ["MHA002"]) == []
+
+
+COLUMNS = """\
+import torch
+import torch.nn as nn
+
+
+class LineDecoder(nn.Module):
+    def __init__(self):
+        super().__init__()
+        layer = nn.TransformerDecoderLayer(16, 4, 32, batch_first=True)
+        self.dec = nn.TransformerDecoder(layer, 1)
+
+    def forward(self, x, memory, widths):
+        cols = torch.arange(memory.size(1), device=memory.device)[None, :]
+        memory_pad = (cols < widths[:, None]).float()  # 1.0 on valid image columns
+        return self.dec(x, memory, memory_key_padding_mask=memory_pad)
+"""
+
+
+def test_a_text_lines_valid_columns_by_its_widths(tmp_path):
+    """Probe V's B04 (an OCR decoder): per-sample ``widths`` count the valid
+    columns of a padded line image, as ``lengths`` count tokens."""
+    got = analyze_source(COLUMNS, str(tmp_path / "ocr.py"), ["MHA003", "MHA004"])
+    assert [(f.line, f.col, f.code) for f in got] == [(14, 16, "MHA003"), (14, 16, "MHA004")]
+    assert got[0].message.startswith("mask from line 13 (cols < widths[:, None]) means 1 = keep")

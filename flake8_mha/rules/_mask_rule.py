@@ -28,6 +28,25 @@ def true_word(mask: Mask) -> str:
     return "1" if mask.kind in (FLOAT01, INT) else "True"
 
 
+def described(a, mask: Mask) -> str:
+    """The mask as a meaning rule's message names it (MHA002, MHA003): a
+    caller's argument that the callee inverts is named as written, with that
+    said, instead of as the callee uses it."""
+    given = a.evaluator.inverted_arg(mask.origin)
+    if given is not None:
+        return f"mask from this call ({given}), inverted by the function it is given to,"
+    return a.evaluator.describe(mask.origin)
+
+
+def fix_words(a, mask: Mask, invert: str) -> str:
+    """How to fix it: ``invert``, or, when the callee is what inverts this
+    call's mask, that one of the two sides is wrong (inverting at the call
+    an integer tokenizer mask would mask every key)."""
+    if a.evaluator.inverted_arg(mask.origin) is not None:
+        return "the callee's inversion or the mask handed to it is the mistake: fix one"
+    return invert
+
+
 class MaskRule(Rule):
     """Shared plumbing: the file's mask analysis and the report."""
 
@@ -89,6 +108,8 @@ def fills_attention_scores(ctx, sink: Sink) -> bool:
     if sink.module not in ("masked_fill", "where"):
         return False
     site = sink.site
+    if _sdpa_bias(ctx, site):
+        return True
     filled = _filled_tensor(ctx, site)
     if filled is None:
         return False
@@ -105,6 +126,28 @@ def fills_attention_scores(ctx, sink: Sink) -> bool:
             continue  # before the fill, unless the fill is inside it
         got = sa.at(other)
         if got is not None and got.product is product:
+            return True
+    return False
+
+
+def _sdpa_bias(ctx, site) -> bool:
+    """The fill makes a bias that an SDPA call of the same function is given
+    as its ``attn_mask``, inline or through the local it is assigned to
+    (``bias = rel.masked_fill(keep, -inf)``, then ``attn_mask=bias``): SDPA
+    adds it to the scores, so it fills them."""
+    import libcst as cst
+
+    from ..analysis.events import SdpaCall
+
+    stmt, target = site.stmt, None
+    if isinstance(stmt, cst.Assign) and stmt.value is site.node and len(stmt.targets) == 1:
+        if isinstance(stmt.targets[0].target, cst.Name):
+            target = stmt.targets[0].target.value
+    for ev in ctx.events:
+        if not isinstance(ev, SdpaCall) or ev.site.scope is not site.scope:
+            continue
+        given = ev.args.get("attn_mask")
+        if given is site.node or (target and isinstance(given, cst.Name) and given.value == target):
             return True
     return False
 

@@ -292,7 +292,10 @@ class MaskMultipliedBeforeSoftmax(Rule):
           naming the chain (`the call reaches scores * mask at attention.py:13
           through GatedAttention.forward()`), and the product is then not
           judged from the join of the callers. A factor named otherwise (a
-          gate, a scale) is followed in its own file only.
+          gate, a scale) is followed in its own file only. The output
+          multiplied by the same mask after the softmax (`torch.bmm(w, v) *
+          x_mask`, `w` the softmax's result) is no second product of the
+          scores (VITS' attention, `tests/test_program_multiplied_modules.py`).
         - The scores handed to a helper whose one return multiplies two of its
           parameters (`gated_softmax(scores, valid)`, returning `(scores *
           valid).softmax(dim=-1)`), of this file or another project file: the

@@ -11,14 +11,15 @@ from ..analysis.events import SdpaCall
 from ..analysis.flow import CallSite
 from ..analysis.masks import ADDITIVE, BOOL, IGNORE, KEEP, Mask, Sink
 from .autofix import Fix, FixContext, invert, register, rewrite_argument
-from ._mask_rule import MaskRule, fills_attention_scores, sink_text, true_word
+from ._mask_rule import MaskRule, described, fills_attention_scores, fix_words, sink_text
+from ._mask_rule import true_word
 from .base import Example, Report
 
 
 class IgnoreMaskToSdpa(MaskRule):
     CODE = "MHA002"
     NAME = "ignore-mask-to-sdpa"
-    MESSAGE = "{mask} means {what} = ignore; {sink} treats True as attend (invert it: ~mask)"
+    MESSAGE = "{mask} means {what} = ignore; {sink} treats True as attend ({fix})"
     WHAT = """
         Flags a mask whose True means *ignore* (the `nn.MultiheadAttention`
         convention) that reaches `F.scaled_dot_product_attention`'s `attn_mask`,
@@ -62,7 +63,13 @@ class IgnoreMaskToSdpa(MaskRule):
           mask, scores, -inf)` is read the same way (see MHA003). A project
           function that keeps scores so by its mask parameter (`def
           gate(sim, keep): return torch.where(keep, sim, -inf)`) is judged at
-          each call with the caller's mask, and reported there.
+          each call with the caller's mask, and reported there. When it is
+          the callee that inverts the mask it is handed (`ignore =
+          attention_mask == 0` before SDPA, a tokenizer's mask handed in),
+          either side may be the mistake: the message names the argument as
+          written, says the callee inverts it, and suggests no `~` at the
+          call (on an int64 mask `~` gives -1/-2: every key would be masked).
+          The same for MHA003.
         - A float or integer 0/1 ignore-mask reports MHA004 as well.
         - A sliding window made of two triangles takes its meaning from the
           causal one: `triu(ones, 1) | tril(ones, diagonal=-window)` marks the
@@ -156,9 +163,10 @@ class IgnoreMaskToSdpa(MaskRule):
             mask,
             None,
             self.MESSAGE,
-            mask=shown or a.evaluator.describe(mask.origin),
+            mask=shown or described(a, mask),
             what=true_word(mask),
             sink=sink_text(sink),
+            fix=fix_words(a, mask, "invert it: ~mask"),
         )
 
 

@@ -10,16 +10,15 @@ from ..analysis.events import ModuleCall
 from ..analysis.flow import CallSite, DefKind, lookup
 from ..analysis.masks import BOOL, IGNORE, KEEP, Mask, Sink
 from ..analysis.masks.calls import At
-from ._mask_rule import MaskRule, fills_attention_scores, sink_text, true_word
+from ._mask_rule import MaskRule, described, fills_attention_scores, fix_words, sink_text
+from ._mask_rule import true_word
 from .base import Example, Report
 
 
 class KeepMaskAsIgnoreMask(MaskRule):
     CODE = "MHA003"
     NAME = "keep-mask-as-ignore-mask"
-    MESSAGE = (
-        "{mask} means {what} = keep; {sink} treats True as ignore (invert it: ~mask or mask == 0)"
-    )
+    MESSAGE = "{mask} means {what} = keep; {sink} treats True as ignore ({fix})"
     WHAT = """
         Flags a mask whose True/1 means *keep* (a tokenizer `attention_mask`,
         `tokens != pad_id`, `tril(ones(L, L))`, `arange(S) < lengths[:, None]`)
@@ -58,7 +57,10 @@ class KeepMaskAsIgnoreMask(MaskRule):
           attention arguments (the modules', SDPA's), and at `masked_fill` and
           `torch.where` only where the filled tensor is attention scores (a
           query-key product, see MHA012) whose filled scores reach a softmax over
-          the key axis later in the same function (or around the fill). Elsewhere
+          the key axis later in the same function (or around the fill), or a
+          bias that an SDPA call of the function is given as its `attn_mask`
+          (`bias = rel.masked_fill(keep, -inf)`; SDPA adds it to the
+          scores: `tests/test_mha003_bias_triangles.py`). Elsewhere
           masking a triangle of pairwise scores is a legitimate constraint outside
           causal attention (span scoring, reading-order heads). A pair mask of
           one tensor of ids against itself (segments, labels:
@@ -218,9 +220,10 @@ class KeepMaskAsIgnoreMask(MaskRule):
             mask,
             module_ev,
             self.MESSAGE,
-            mask=shown or a.evaluator.describe(mask.origin),
+            mask=shown or described(a, mask),
             what=true_word(mask),
             sink=sink_text(sink),
+            fix=fix_words(a, mask, "invert it: ~mask or mask == 0"),
         )
 
 

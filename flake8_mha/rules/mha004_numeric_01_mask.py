@@ -69,7 +69,11 @@ class NumericZeroOneMask(MaskRule):
           where the code writes 0 or 1 (`True`/`False`) into it: a prefix-LM
           mask made as `causal = torch.tril(torch.ones(T, T))` then
           `causal[:, :prefix] = 1.0` is still a float 0/1 keep-mask (probe I).
-          The same holds for every mask rule.
+          The same holds for every mask rule. A tensor of zeros into which
+          the code writes only ones (`node_mask = torch.zeros(B, N)`, then
+          `node_mask[batch, idx] = 1.0`, `to_dense_batch`'s way) is a 0/1
+          mask of the written positions, its meaning unsaid: reported here
+          as a float one (`tests/test_mask_written_ones.py`).
         - A parameter named `attention_mask` is the tokenizer's int64 mask only
           beside a parameter holding the token ids (`forward(self, input_ids,
           attention_mask)`, as `batch["attention_mask"]` and

@@ -108,6 +108,24 @@ class MaskEvaluator(Calls, Numbers, Comparisons, Segments, Offsets, Shapes, Dtyp
             return f"mask from this call, as the callee uses it ({origin.text})"
         return f"mask from line {line} ({origin.text})"
 
+    def inverted_arg(self, origin: Optional[Origin]) -> Optional[str]:
+        """The caller's argument as written, when the callee's steps applied
+        to it (a node no line holds) invert it an odd number of times
+        (``attention_mask == 0`` in the callee: ``~attention_mask.bool()``)."""
+        if origin is None or self.line(origin.node) is not None:
+            return None
+        node, flips = origin.node, 0
+        while self.line(node) is None:  # the callee's steps: new nodes; the argument has a line
+            if isinstance(node, cst.UnaryOperation) and isinstance(node.operator, cst.BitInvert):
+                node, flips = node.expression, flips + 1
+            elif isinstance(node, cst.Subscript):
+                node = node.value
+            elif isinstance(node, cst.Call) and isinstance(node.func, cst.Attribute):
+                node = node.func.value  # ``.bool()``, ``.unsqueeze(1)``, ``.float()``
+            else:
+                break
+        return self.text(node) if flips % 2 else None
+
     def source_text(self, origin: Optional[Origin]) -> Optional[str]:
         if origin is None:
             return None
@@ -174,7 +192,15 @@ class MaskEvaluator(Calls, Numbers, Comparisons, Segments, Offsets, Shapes, Dtyp
             changes = self._mutations(d.scope).get(node.value) if d.scope is not None else None
             if changes and not self._inside_its_one_change(node, changes):
                 return UNKNOWN_MASK  # changed in place: x.fill_(v), x.triu_(1), x[i] = v
-        return join_all([self._def(d, at) for d in defs])
+        value = join_all([self._def(d, at) for d in defs])
+        if value.fill == "zeros" and len(defs) == 1 and defs[0].scope is not None:
+            ones = self._mutations(defs[0].scope).get(ONES + node.value)
+            if ones:  # ``node_mask = x.new_zeros(B, N)`` then ``node_mask[batch, idx] = 1.0``
+                origin = self.origin(ones[0][0])
+                kind = BOOL if value.dtype == "bool" else FLOAT01
+                dtype = value.dtype or "float32"
+                return Mask(kind=kind, dtype=dtype, kind_origin=origin, zero_one=True)
+        return value
 
     def _def(self, d: Def, at: At) -> Mask:
         frame = frame_for(d.scope, at.frame)
@@ -361,11 +387,13 @@ class MaskEvaluator(Calls, Numbers, Comparisons, Segments, Offsets, Shapes, Dtyp
                 if b.meaning == KEEP and a.fill == "eye":
                     return b
             a, b = _banded(a, b, op), _banded(b, a, op)
-            same = IGNORE if op is cst.BitOr else KEEP
-            if a.causal and a.meaning == same and b.meaning is None and _compared(node.right, at):
-                b = replace(b, meaning=same)  # ``future | (attention_mask == 0)``: one meaning
-            elif b.causal and b.meaning == same and a.meaning is None and _compared(node.left, at):
-                a = replace(a, meaning=same)
+            # ``future | (attention_mask == 0)``, ``causal | prefix``: one meaning
+            if a.causal and a.meaning in (KEEP, IGNORE) and b.meaning is None:
+                if _compared(node.right, at):
+                    b = replace(b, meaning=a.meaning)
+            elif b.causal and b.meaning in (KEEP, IGNORE) and a.meaning is None:
+                if _compared(node.left, at):
+                    a = replace(a, meaning=b.meaning)
             return combine(a, b, node, text, "and" if op is cst.BitAnd else "or")
         if op is cst.Subtract:
             return self._one_minus(node, at)
@@ -508,10 +536,16 @@ def _mutated_names(root: cst.CSTNode) -> Dict[str, list]:
             if attr.endswith("_") and not attr.endswith("__") and attr not in _HARMLESS_INPLACE:
                 bases.append(_root_of(n.func.value))
         elif isinstance(n, cst.Assign) and not _zero_or_one(n.value):
-            # ``causal[:, :prefix] = 1.0`` writes the mask's own values: it keeps its meaning
             bases.extend(
                 _root_of(t.target.value) for t in n.targets if isinstance(t.target, cst.Subscript)
             )
+        elif isinstance(n, cst.Assign):
+            # ``causal[:, :prefix] = 1.0`` writes the mask's own values: it keeps its
+            # meaning; the ones written into zeros (``ONES``) make a 0/1 mask of them
+            for t in n.targets:
+                root = _root_of(t.target.value) if isinstance(t.target, cst.Subscript) else None
+                if root is not None and _one(n.value):
+                    out.setdefault(ONES + root, []).append((t.target, in_loop))
         elif isinstance(n, cst.AugAssign) and isinstance(n.target, cst.Subscript):
             bases.append(_root_of(n.target.value))
         for base in bases:
@@ -520,6 +554,16 @@ def _mutated_names(root: cst.CSTNode) -> Dict[str, list]:
         in_loop = in_loop or isinstance(n, _LOOPS)
         stack.extend((c, in_loop) for c in children(n))
     return out
+
+
+# the key prefix under which ``_mutated_names`` lists a name's writes of 1 or True
+ONES = "1:"
+
+
+def _one(node: cst.BaseExpression) -> bool:
+    if isinstance(node, (cst.Integer, cst.Float)):
+        return node.evaluated_value == 1
+    return isinstance(node, cst.Name) and node.value == "True"
 
 
 def _zero_or_one(node: cst.BaseExpression) -> bool:
@@ -543,11 +587,12 @@ _SPECIAL_ENDS = ("_idx", "_id", "_index", "_token")
 
 
 def _compared(node, at: At) -> bool:
-    """A comparison (in parentheses, indexed or not, or a local bound once to
-    one): a bool tensor.  Joined to a causal triangle by ``|`` (``&``), it
-    hides (keeps) with the triangle: a union of masks of one meaning, as
-    BLOOM's ``causal | (attention_mask == 0)``; the other meaning there would
-    make no mask anyone means."""
+    """A comparison (in parentheses, indexed or not, a local bound once to
+    one, or two joined by ``&``/``|``): a bool tensor.  Joined to a causal
+    triangle, it means what the triangle means: masks are joined with masks
+    of their own meaning, as BLOOM's ``causal | (attention_mask == 0)`` and
+    a prefix LM's ``causal | prefix``; the other meaning there would make no
+    mask anyone means."""
     env, scope = at.env, at.scope
     for _ in range(3):
         while isinstance(node, cst.Subscript):
@@ -558,6 +603,9 @@ def _compared(node, at: At) -> bool:
         if len(defs) != 1 or defs[0].kind != "assign" or defs[0].node is None:
             return False
         node, env, scope = defs[0].node, defs[0].env, defs[0].scope
+    if isinstance(node, cst.BinaryOperation) and isinstance(node.operator, (cst.BitAnd, cst.BitOr)):
+        at = At(env, scope, at.frame, at.depth)
+        return _compared(node.left, at) and _compared(node.right, at)
     return isinstance(node, cst.Comparison)
 
 

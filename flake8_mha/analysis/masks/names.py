@@ -127,8 +127,16 @@ def is_mask_or_length(node: cst.CSTNode) -> bool:
 
 
 def is_length_name(name: str) -> bool:
+    """A per-sample length: ``lengths``, ``src_lens``, ``sizes``, and an
+    image's per-sample ``widths``/``heights`` (a text line's valid columns)."""
     low = name.lower()
-    return "len" in low and "max" not in low or low in ("lens", "ilens", "olens", "sizes")
+    if "max" in low:
+        return False
+    return (
+        "len" in low
+        or low in ("lens", "ilens", "olens", "sizes")
+        or low.endswith(("widths", "heights"))
+    )
 
 
 _COUNT_NAME = re.compile(

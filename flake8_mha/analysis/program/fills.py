@@ -318,10 +318,52 @@ def multiplied_sinks(func, stores) -> List[Tuple[str, ast.AST, int]]:
                 _multiplied_mask(term)
                 and scores_of(scores, stores, 0)
                 and not scores_of(term, stores, 0)
+                and not _weighted_values(scores, stores)
             ):
                 out.append((MULTIPLIED, term, n.lineno))
                 break
     return out if len(out) == 1 else []
+
+
+def _weighted_values(node, stores) -> bool:
+    """A product whose first operand is a softmax's result (``torch.bmm(w,
+    v)``, ``w @ v`` after ``w = softmax(scores)``, reshaped or not): the
+    attention's output, not its scores (masking it after the softmax is no
+    mask of the scores)."""
+    while (
+        isinstance(node, ast.Call)
+        and isinstance(node.func, ast.Attribute)
+        and (node.func.attr in _RESHAPES)
+    ):
+        node = node.func.value
+    if isinstance(node, ast.BinOp) and isinstance(node.op, ast.MatMult):
+        first = node.left
+    elif isinstance(node, ast.Call) and node.args and not isinstance(node.func, ast.Attribute):
+        first = node.args[0]
+    elif isinstance(node, ast.Call) and node.args and isinstance(node.func, ast.Attribute):
+        first = node.args[0] if dotted_name(node.func) in _TORCH_PRODUCTS else node.func.value
+    else:
+        return False
+    defs = stores.get(first.id, ()) if isinstance(first, ast.Name) else ()
+    return bool(defs) and all(isinstance(d, ast.Assign) and _softmaxed(d.value) for d in defs)
+
+
+_TORCH_PRODUCTS = {f"torch.{p}" for p in PRODUCTS}
+
+
+def _softmaxed(node) -> bool:
+    """``softmax(x, dim=-1)``, ``x.softmax(-1)``, ``torch.softmax(...)``, a
+    dropout of one."""
+    while isinstance(node, ast.Call):
+        name = dotted_name(node.func) or ""
+        last = name.rsplit(".", 1)[-1]
+        if last == "softmax":
+            return True
+        if last in ("dropout", "attn_drop", "drop") and node.args:
+            node = node.args[0]
+            continue
+        return False
+    return False
 
 
 def _folded_mask(term: ast.AST, stores) -> Optional[ast.AST]:

@@ -33,13 +33,13 @@ from ..bound import passed
 from .callgraph import static_kind
 from .files import ProjectFiles, decode
 
-RETURNS_VERSION = 5
+RETURNS_VERSION = 7
 # a builder of another file read with LibCST, by (file, its state, name): the
 # few a linted file calls with masks of its own (``ReturnsFiles._transformed``)
 _FUNCTION_READS: Dict[tuple, object] = {}
 MAX_FUNCTION_READS = 16
 MAX_READ_BYTES = 2 * 1024 * 1024
-HELPER_VERSION = 5
+HELPER_VERSION = 6
 _MASK_FIELDS = ("meaning", "kind", "dtype", "fill")
 
 # a rule's reading of a helper: (the helper's file context, its def, its flow
@@ -150,19 +150,26 @@ class ReturnsFiles(ProjectFiles):
         return self._builder_mask(filename, name, call, text, index)
 
     def instance_returned(
-        self, built: cst.Call, built_at: tuple, call: cst.Call, env, scope, text, evaluate
+        self, built: cst.Call, built_at: tuple, call: cst.Call, env, scope, text, evaluate, index=()
     ):
         """The mask a call of an instance returns (``self.causal_mask(L)``)
         when the instance is ``built`` (``SquareSubsequentMask()``, at
-        ``built_at``: its env and scope) from a plain class of another
-        project file whose ``__call__`` makes it; None otherwise."""
+        ``built_at``: its env and scope) from a class of another project
+        file whose ``__call__`` makes it, or, a module's, its ``forward``
+        (``keep = self.keep(ids)``; with ``index``, that element of the
+        tuple it returns: ``text, keep = self.prompt(ids)``); None otherwise."""
         try:
             loc = self._elsewhere(built.func, *built_at)
             if loc is None or "." in loc[1]:
                 return None
-            name = f"{loc[1]}.__call__"
-            got = self._transformed(loc[0], name, call, env, scope, text, evaluate)
-            return got if got is not None else self._builder_mask(loc[0], name, call, text)
+            for method in ("__call__", "forward"):
+                name = f"{loc[1]}.{method}"
+                got = self._transformed(loc[0], name, call, env, scope, text, evaluate, index)
+                if got is None:
+                    got = self._builder_mask(loc[0], name, call, text, tuple(index))
+                if got is not None:
+                    return got
+            return None
         except (OSError, ValueError, RecursionError):
             return None
 
@@ -193,7 +200,7 @@ class ReturnsFiles(ProjectFiles):
         except (OSError, ValueError, RecursionError):
             return None
 
-    def _transformed(self, filename, name, call, env, scope, text, evaluate):
+    def _transformed(self, filename, name, call, env, scope, text, evaluate, index=()):
         """The mask the builder ``name`` of ``filename`` returns for this
         call, its parameters bound to the masks the caller passes (each
         evaluated by ``evaluate`` where the caller stands); None when no
@@ -223,7 +230,7 @@ class ReturnsFiles(ProjectFiles):
             masks[param] = got if got is not None and (got.known or got.none) else None
         if not any(m is not None and m.known for m in masks.values()):
             return None
-        ev, m = _returned_mask(fctx, func, fscope, masks)
+        ev, m = _returned_mask(fctx, func, fscope, masks, tuple(index))
         if m.none or not m.known:
             return None
         carried = {
@@ -454,6 +461,9 @@ def _returned_mask(fctx, func, fscope, args: dict, index=(), outer=None):
     return ev, join_all(values)
 
 
+_RUN = ("__call__", "forward")  # what a call of an instance runs
+
+
 def read_function(source: str, name: str):
     """(the file's context, the top-level ``def name``, its flow scope) of a
     file's text, for a reading of what the function returns; None when the
@@ -479,9 +489,9 @@ def read_function(source: str, name: str):
         body = func.body.body if isinstance(func.body, cst.IndentedBlock) else ()
         found = [s for s in body if isinstance(s, cst.FunctionDef) and s.name.value == method]
         func = found[-1] if found else None
-        if func is None or (static_kind(func) == "method" and method != "__call__"):
+        if func is None or (static_kind(func) == "method" and method not in _RUN):
             return None  # a method called through the class: its self is an argument
-        # ``__call__``: what a call of an instance runs, ``self`` unknown
+        # ``__call__``, ``forward``: what a call of an instance runs, ``self`` unknown
         allowed = _SAME_RESULT | {"staticmethod", "classmethod"}
     if func is None or func.asynchronous is not None or is_generator(func):
         return None
