@@ -41,3 +41,24 @@ def test_a_registry_that_holds_something_else_is_not_followed(tmp_path):
     got = analyze_file(str(tmp_path / "model.py"), ["MHA002"])
     assert [(f.line, f.col) for f in got] == [(15, 20), (25, 13)]
     assert all("(parameter padding_mask)" in f.message for f in got)
+
+
+def test_a_subclass_that_runs_its_own_forward_with_its_bases_attention(tmp_path):
+    """``class GatedBlock(LightBlock)`` overrides ``forward`` and calls the
+    ``self.attn`` its base builds: its summary holds the base's attributes,
+    so the loop's call is judged through it too (one finding, at the call)."""
+    texts = package_texts(PKG)
+    old = (
+        "class GatedBlock(nn.Module):\n"
+        "    def __init__(self, d_model=64, n_heads=4):\n"
+        "        super().__init__()\n"
+        "        self.norm = nn.LayerNorm(d_model)\n"
+        "        self.attn = ResidueSelfAttention(d_model, n_heads)\n\n"
+    )
+    assert old in texts["model.py"]
+    texts["model.py"] = texts["model.py"].replace(old, "class GatedBlock(LightBlock):\n")
+    for name, text in texts.items():
+        (tmp_path / name).write_text(text, encoding="utf-8")
+    got = analyze_file(str(tmp_path / "model.py"), ["MHA002"])
+    assert [(f.line, f.col) for f in got] == [(38, 17)]
+    assert got[0].message.startswith("mask from line 35 (tokens.eq(self.pad_idx))")

@@ -13,6 +13,7 @@ import pytest
 
 from flake8_mha.analysis.program import summaries
 from flake8_mha.analysis.program.summaries import REEXPORTS, summarise
+from flake8_mha.analysis.program.sdpa_names import sdpa_names_of
 
 ROOT = pathlib.Path(__file__).resolve().parent.parent
 
@@ -125,7 +126,7 @@ def _imports_by_full_walk(tree):
 
 @pytest.mark.parametrize("name,source", list(_sources()), ids=lambda v: v[:60])
 def test_the_statement_walk_finds_every_import(name, source):
-    # ``_sdpa_names`` reads imports from ``statements``, which skips expressions
+    # ``sdpa_names_of`` reads imports from ``statements``, which skips expressions
     tree = ast.parse(source)
     found = [n for n in summaries.statements(tree) if isinstance(n, (ast.Import, ast.ImportFrom))]
     assert sorted(map(id, found)) == sorted(map(id, _imports_by_full_walk(tree)))
@@ -176,6 +177,6 @@ match v:
 
 def test_the_statement_walk_reaches_imports_in_every_block():
     tree = ast.parse(IMPORT_PLACES)
-    direct, modules = summaries._sdpa_names(tree)
+    direct, modules = sdpa_names_of(tree)
     assert direct == {"t15"}
     assert {local for local, _ in modules} == {f"t{i}" for i in range(17) if i != 15}

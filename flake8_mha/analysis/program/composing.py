@@ -249,10 +249,7 @@ class Composing:
         in this file or imported) that has a summary of it.  Not when the
         class holds modules of its own and the base's method calls modules
         on ``self``: what those are would be this class's, not the base's."""
-        own_attrs = any(
-            not c.startswith(chains.INJECTED)
-            for c in table.get(ATTRS, {}).get(s.get("cls") or "", {}).values()
-        )
+        held = table.get(ATTRS, {}).get(s.get("cls") or "", {})
         for base in s.get("bases", ()):
             loc = self._written(filename, table, base, package)
             if loc is None or "." in loc[1]:
@@ -260,6 +257,10 @@ class Composing:
             raw = self._table(loc[0]).get(f"{loc[1]}.{name}")
             if raw is None:
                 continue
+            inherited = self._table(loc[0]).get(ATTRS, {}).get(loc[1], {})
+            own_attrs = any(  # what the base holds on ``self`` too is inherited, not its own
+                not c.startswith(chains.INJECTED) and inherited.get(a) != c for a, c in held.items()
+            )
             if own_attrs and any(e["callee"][0] == "self" for e in raw.get("edges", ())):
                 return None
             got = self.effective(loc[0], f"{loc[1]}.{name}", depth)

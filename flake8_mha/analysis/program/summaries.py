@@ -14,14 +14,15 @@ from typing import Dict, List, Optional, Tuple
 
 from ...core import walk as astwalk
 from ...core.lines import lines_naming as _lines_naming, source_lines, spans as _spans
-from ...core.torch_api import SDPA_NAME, SDPA_QUALNAME, SDPA_SIGNATURE, canonical
+from ...core.torch_api import SDPA_NAME, SDPA_SIGNATURE
 from . import chains, constructors, fills, forms, handed as handed_forms, held_lists, import_lines
 from . import signatures, steps
 from .chains import VARIANT, dotted_name, named_lambda, statements  # noqa: F401
 from .module_numbers import module_constants
+from .sdpa_names import is_sdpa, sdpa_names_of
 from .sizes import size_calls, sizes_table
 
-SUMMARY_VERSION = 68
+SUMMARY_VERSION = 70
 REEXPORTS = "@reexports"  # the key of an __init__'s re-exports in its summary table
 IMPORTS = "@imports"  # the file's imports, where the callees its edges name live
 ATTRS = "@attrs"  # per class, what kind of module each self.<attr> holds (chains.py)
@@ -102,7 +103,7 @@ def summarise(
         found = _reexports(tree)
         if found:
             out[REEXPORTS] = found
-    sdpa_names = _sdpa_names(tree)
+    sdpa_names = sdpa_names_of(tree)
     direct = mentions and bool(sdpa_names[0] or sdpa_names[1])
     may_call = _lines_naming(source, {SDPA_NAME, *sdpa_names[0]}) if screen and direct else None
     torch_names = forms.torch_names(tree) if holds_modules else {}
@@ -134,7 +135,7 @@ def summarise(
     )
     if not reuse:
         for node in tree.body:
-            _summarise_node(node, out, attrs, *facts)
+            _summarise_node(node, out, attrs, *facts, inherited=_inherited(node, attrs))
     else:  # a file summarised again after an edit: each unchanged definition is kept
         lines = source_lines(source)  # as Python numbers them: not at form feeds
         context = repr((screen, direct, sorted(sdpa_names[0]), sorted(sdpa_names[1])))
@@ -148,7 +149,7 @@ def summarise(
             if isinstance(node, _DEFINITIONS) or named_lambda(node):
                 _reused(node, lines, context, out, attrs, facts)
     forms.add_partials(
-        tree, out, lambda e: direct and _is_sdpa(ast.Call(func=e, args=[], keywords=[]), sdpa_names)
+        tree, out, lambda e: direct and is_sdpa(ast.Call(func=e, args=[], keywords=[]), sdpa_names)
     )
     imported = chains.imports(tree)
     changed = True
@@ -236,9 +237,12 @@ def _summarise_node(
     helpers,
     classes,
     pairs,
+    inherited=None,
 ):
     """What one top-level statement adds to a file's summary table (``out``)
-    and to its classes' attributes (``attrs``)."""
+    and to its classes' attributes (``attrs``).  ``inherited``: for a class,
+    what its bases of this file hold on ``self`` (a subclass that runs its
+    own ``forward`` with the ``self.attn`` its base builds)."""
     if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
         calls = direct and (may_call is None or _spans(may_call, node))
         _add(out, node.name, node, False, sdpa_names, calls, helpers=helpers, pairs=pairs)
@@ -273,7 +277,8 @@ def _summarise_node(
         _add(out, func.name, func, False, sdpa_names, calls, helpers=helpers, pairs=pairs)
     elif isinstance(node, ast.ClassDef):
         wrappers, passed, kinds_of = classes
-        own = chains.class_attrs(node, wrappers, passed.get(node.name, frozenset()), kinds_of)
+        written = chains.class_attrs(node, wrappers, passed.get(node.name, frozenset()), kinds_of)
+        own = {**(inherited or {}), **written}
         kinds = handed_forms.with_handed(node, own)  # and what the constructor is handed
         if kinds:
             attrs[node.name] = kinds
@@ -298,7 +303,7 @@ def _summarise_node(
         base = forms.torch_base(node, torch_names) if holds_modules and not torch_sub else None
         if base is not None:
             held = {**held, forms.SUPER: base}
-        bases = forms.inherits_forward(node, own)
+        bases = forms.inherits_forward(node, written)
         if bases:
             out.setdefault(BASES, {})[node.name] = bases
         for item in node.body:
@@ -341,17 +346,30 @@ _FRAGMENTS: Dict[bytes, tuple] = {}
 MAX_FRAGMENTS = 20_000
 
 
+def _inherited(node, attrs) -> Dict[str, str]:
+    """What the bases of a class of this file, summarised before it, hold on
+    ``self`` (``attrs``); empty for anything else."""
+    out: Dict[str, str] = {}
+    if isinstance(node, ast.ClassDef):
+        for base in node.bases:
+            if isinstance(base, ast.Name) and base.id in attrs:
+                out.update(attrs[base.id])
+    return out
+
+
 def _reused(node, lines, context: str, out, attrs, facts) -> None:
     """``_summarise_node`` for a definition, or what it gave for the same text
     in the same file context, moved to the definition's lines."""
     first = min([node.lineno] + [d.lineno for d in getattr(node, "decorator_list", ())])
     text = "".join(lines[first - 1 : node.end_lineno or node.lineno])
+    inherited = _inherited(node, attrs)  # a class's bases' attributes: part of its key
+    context += repr(sorted(inherited.items())) if inherited else ""
     key = hashlib.sha1((context + text).encode("utf-8", "surrogatepass")).digest()
     kept = _FRAGMENTS.get(key)
     if kept is None:
         got_out: Dict[str, dict] = {}
         got_attrs: Dict[str, Dict[str, str]] = {}
-        _summarise_node(node, got_out, got_attrs, *facts)
+        _summarise_node(node, got_out, got_attrs, *facts, inherited=inherited)
         kept = _moved((got_out, got_attrs), -first)
         if len(_FRAGMENTS) >= MAX_FRAGMENTS:
             _FRAGMENTS.clear()
@@ -406,47 +424,6 @@ def _as_function(node: ast.Assign) -> ast.FunctionDef:
     if "type_params" in ast.FunctionDef._fields:  # pragma: no cover - Python 3.12+
         func.type_params = []
     return ast.copy_location(func, node)
-
-
-def _sdpa_names(tree: ast.Module) -> Tuple[set, set]:
-    """(names bound to SDPA itself, names bound to torch.nn.functional or torch)."""
-    direct, modules = set(), set()
-    for node in statements(tree):
-        if isinstance(node, ast.ImportFrom) and node.module and not node.level:
-            for a in node.names:
-                full = f"{node.module}.{a.name}"
-                if canonical(full) == SDPA_QUALNAME:
-                    direct.add(a.asname or a.name)
-                elif full in ("torch.nn.functional", "torch.nn", "torch._C._nn"):
-                    modules.add((a.asname or a.name, full))
-        elif isinstance(node, ast.Import):
-            for a in node.names:
-                if a.name.split(".")[0] == "torch":
-                    if a.asname:
-                        modules.add((a.asname, a.name))
-                    else:
-                        modules.add(("torch", "torch"))
-    for local, full in forms.called_imports(tree):
-        if canonical(full) == SDPA_QUALNAME:
-            direct.add(local)
-        elif full in ("torch.nn.functional", "torch.nn", "torch._C._nn", "torch"):
-            modules.add((local, full))
-    return direct, modules
-
-
-def _is_sdpa(call: ast.Call, sdpa_names) -> bool:
-    direct, modules = sdpa_names
-    func = call.func
-    if isinstance(func, ast.Name):
-        return func.id in direct
-    text = dotted_name(func)
-    if text is None or not text.endswith("." + SDPA_NAME):
-        return False
-    head, _, rest = text.partition(".")
-    for local, full in modules:
-        if head == local:
-            return canonical(f"{full}.{rest}") == SDPA_QUALNAME
-    return False
 
 
 def _returned_function(func) -> Optional[ast.FunctionDef]:
@@ -523,7 +500,7 @@ def _function_summary(
     for n in astwalk.own_nodes(func):
         t = type(n)
         if t is ast.Call:
-            if direct and _is_sdpa(n, sdpa_names):
+            if direct and is_sdpa(n, sdpa_names):
                 calls.append(n)
             else:
                 others.append(n)
