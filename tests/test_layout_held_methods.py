@@ -111,3 +111,31 @@ def test_self_called_in_another_method_runs_forward(tmp_path):
     (got,) = analyze_source(SELF_CALL, path, ["MHA903"])
     assert (got.line, got.col) == (7, 26)
     assert "((L, N, ?), line 14: `d.permute(1, 0, 2)`)" in got.message
+
+
+SPLAT = """\
+import torch.nn as nn
+
+
+class TranAD(nn.Module):
+    def __init__(self, d):
+        super().__init__()
+        dec = nn.TransformerDecoderLayer(d_model=d, nhead=2, dim_feedforward=16, batch_first=True)
+        self.decoder = nn.TransformerDecoder(dec, 1)
+
+    def encode(self, src, tgt):
+        return tgt, src
+
+    def forward(self, src, tgt):
+        W, B, F = src.shape
+        return self.decoder(*self.encode(src, tgt))
+"""
+
+
+def test_a_module_given_its_inputs_by_a_splat_of_a_methods_tuple(tmp_path):
+    """Probe V's B13 (TranAD): ``self.decoder(*self.encode(src, tgt))`` feeds
+    the decoder the elements of ``encode``'s tuple: its memory is ``src``,
+    stated (S, N, E) by ``W, B, F = src.shape``."""
+    (got,) = analyze_source(SPLAT, str(tmp_path / "tranad.py"), ["MHA010"])
+    assert (got.line, got.col) == (15, 16)
+    assert "fed sequence-first data ((S, N, E), line 14: `W, B, F = src.shape`)" in got.message

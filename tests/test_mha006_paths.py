@@ -76,6 +76,18 @@ FOLDS = [
         return F.scaled_dot_product_attention(q, k, v, is_causal=True)
     causal = False
     """,
+    # one flag picks both (review 22's composelm): ``is_causal = not needs_bias``
+    # and the mask set only where ``needs_bias`` holds
+    """
+    needs_bias = exists(mask) or exists(attn_bias)
+    causal = not needs_bias
+    mask = attn_bias if needs_bias else None
+    """,
+    """
+    needs_bias = exists(mask)
+    causal = not needs_bias
+    mask = None if not needs_bias else mask
+    """,
 ]
 
 
@@ -105,6 +117,12 @@ KEPT = [
     if exists(mask):
         if not self.causal:
             causal = False
+    """,
+    # the same flag picks both the same way: both set where it holds
+    """
+    needs_bias = exists(mask)
+    causal = needs_bias
+    mask = mask if needs_bias else None
     """,
     # a loop that sets the flag is not read: the finding stands
     """

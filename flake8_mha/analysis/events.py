@@ -142,6 +142,10 @@ def classify(site: CallSite, resolver: Resolver):
                 return Construction(site, made[0], Bound(made[1], made[0].init), "call", None)
             via = "layer" if own else "subclass"
             return Construction(site, spec, Bound(call, spec.init), via, None)
+        if isinstance(func, cst.Name) and not qn.startswith(_LIBRARIES):
+            made = partial_torch(resolver, call, env, scope)
+            if made is not None:  # ``from .factory import make_self_attn``, a partial
+                return Construction(site, made[0], Bound(made[1], made[0].init), "call", None)
         if not qn.startswith("builtins."):
             return None
     elif isinstance(func, cst.Name):
@@ -196,6 +200,9 @@ def _own_class(site: CallSite, func) -> Optional[ClassInfo]:
     if not params or params[0].name.value != func.value:
         return None
     return site.cls if static_kind(method) == "classmethod" else None
+
+
+_LIBRARIES = ("torch.", "builtins.", "einops.", "numpy.", "math.", "functools.")
 
 
 def _may_be_project_class(qn: str) -> bool:

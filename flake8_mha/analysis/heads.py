@@ -18,6 +18,7 @@ from typing import Dict, List, Optional, Tuple
 import libcst as cst
 
 from .flow import Env, Scope, lookup
+from .tree import walk
 from .values import UNKNOWN, literal, unpacked, value_of
 
 MAX_DEPTH = 12
@@ -330,6 +331,8 @@ class Layouts:
                 got = self._param_shape(node.value, d)
             elif d.kind == "augassign":
                 return None
+            if got is None and len(defs) > 1 and _if_given(d):
+                continue  # ``if cache is not None: k, v = cache.update(k, v)``: the other path
             if got is None:
                 return None
             if found is not None and (
@@ -479,3 +482,37 @@ def _simple_statements(block) -> List[cst.CSTNode]:
         elif isinstance(stmt, (cst.If, cst.With, cst.For, cst.While)):
             stack.extend(getattr(stmt.body, "body", ()))
     return out
+
+
+def _if_given(d) -> bool:
+    """Whether the definition ``d`` stands in a top-level ``if p is not
+    None:`` (or ``if p:``) of its function, ``p`` a parameter that defaults
+    to None: the calls that leave ``p`` out skip it (a KV cache's
+    ``k, v = cache.update(k, v)``), and reach the use with the other
+    definitions, which decide the head count there."""
+    func = d.scope.node if d.scope is not None else None
+    if not isinstance(func, cst.FunctionDef) or not isinstance(func.body, cst.IndentedBlock):
+        return False
+    optional = {
+        p.name.value
+        for p in (*func.params.params, *func.params.kwonly_params)
+        if isinstance(p.default, cst.Name) and p.default.value == "None"
+    }
+    for stmt in func.body.body:
+        if not isinstance(stmt, cst.If) or stmt.orelse is not None:
+            continue
+        test = stmt.test
+        if isinstance(test, cst.Comparison) and len(test.comparisons) == 1:
+            if not isinstance(test.comparisons[0].operator, cst.IsNot):
+                continue
+            if not (
+                isinstance(test.comparisons[0].comparator, cst.Name)
+                and test.comparisons[0].comparator.value == "None"
+            ):
+                continue
+            test = test.left
+        if not (isinstance(test, cst.Name) and test.value in optional):
+            continue
+        if any(n is d.node for n in walk(stmt.body)):
+            return True
+    return False

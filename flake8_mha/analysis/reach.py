@@ -495,6 +495,28 @@ def imported_items(resolver, func, env, scope):
     return torch_api.module_spec(qn) if getattr(qn, "items", False) else None
 
 
+def chosen(res: Resolver, func, env: Env, scope) -> Optional[list]:
+    """The classes of this file a local bound once to a choice of them may
+    build (``make = FastSelfAttention if fast else SlowAttention``, then
+    ``make(16, 2)``): each of them; None for anything else."""
+    if not isinstance(func, cst.Name):
+        return None
+    defs = lookup(func.value, env, scope)
+    if len(defs) != 1 or defs[0].kind != DefKind.ASSIGN or not isinstance(defs[0].node, cst.IfExp):
+        return None
+    out, stack = [], [defs[0].node]
+    while stack:
+        node = stack.pop()
+        if isinstance(node, cst.IfExp):
+            stack.extend((node.orelse, node.body))
+            continue
+        info = res.local_class(node, defs[0].env, defs[0].scope)
+        if info is None:
+            return None
+        out.append(info)
+    return out
+
+
 def registered(res: Resolver, func, env: Env, scope) -> Optional[list]:
     """The classes of this file a registry call may build (``BLOCKS[kind](d,
     h)`` with ``BLOCKS = {"light": LightBlock, "full": FullBlock}`` bound

@@ -746,7 +746,11 @@ class Resolver:
         self, call: cst.Call, env: Env, scope: Optional[Scope]
     ) -> Optional[List[ClassInfo]]:
         info = self.local_class(class_run(call.func, env, scope), env, scope)
-        return [info] if info is not None else reach.registered(self, call.func, env, scope)
+        if info is not None:
+            return [info]
+        return reach.registered(self, call.func, env, scope) or reach.chosen(
+            self, call.func, env, scope
+        )
 
     def instance_classes(
         self, node: cst.CSTNode, env: Env, scope: Optional[Scope]

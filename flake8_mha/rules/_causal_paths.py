@@ -136,6 +136,9 @@ class _Reading:
             value = node.value
             for target in targets:
                 if isinstance(target, cst.Name) and target.value == self.mask:
+                    if isinstance(value, cst.IfExp):  # ``bias = m if needs_bias else None``
+                        states = self.chosen_mask(value, states)
+                        continue
                     states = frozenset((self.mask_value(value, m), c) for m, c in states)
                 elif isinstance(target, cst.Name) and target.value == self.flag:
                     states = frozenset((m, _flag_value(value)) for m, c in states)
@@ -150,6 +153,16 @@ class _Reading:
                 return frozenset((m, UNKNOWN) for m, c in states)
             return states  # ``mask &= ...``: set stays set
         return states
+
+    def chosen_mask(self, value: cst.IfExp, states: FrozenSet[State]) -> FrozenSet[State]:
+        """The mask set to one side of ``a if test else b``: each side on the
+        paths where the test is what picks it (a flag set from the same test,
+        ``is_causal = not needs_bias``, is then known on each)."""
+        out: FrozenSet[State] = frozenset()
+        for side, truth in ((value.body, True), (value.orelse, False)):
+            for m, c in self.refine(value.test, states, truth):
+                out |= {(self.mask_value(side, m), c)}
+        return out
 
     def mask_value(self, value, before: str) -> str:
         if isinstance(value, cst.Name) and value.value == "None":
@@ -185,8 +198,11 @@ class _Reading:
             )
         text = dotted_text(test)
         if text is not None:  # ``is_causal = self.causal`` then ``if self.causal:``
-            want = TRUE if truth else FALSE
-            return frozenset((m, want if c == ALIAS + text else c) for m, c in states)
+            want, other = (TRUE, FALSE) if truth else (FALSE, TRUE)
+            return frozenset(
+                (m, want if c == ALIAS + text else other if c == ALIAS + "!" + text else c)
+                for m, c in states
+            )
         return states
 
 
@@ -195,6 +211,9 @@ def _set_mask(states: FrozenSet[State], want: str) -> FrozenSet[State]:
 
 
 def _flag_value(value) -> str:
+    if isinstance(value, cst.UnaryOperation) and isinstance(value.operator, cst.Not):
+        text = dotted_text(value.expression)  # ``is_causal = not needs_bias``
+        return ALIAS + "!" + text if text is not None else UNKNOWN
     if isinstance(value, cst.Name) and value.value in ("False", "None"):
         return FALSE
     if isinstance(value, cst.Integer) and value.evaluated_value == 0:

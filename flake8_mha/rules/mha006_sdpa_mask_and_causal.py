@@ -101,8 +101,11 @@ class SdpaMaskAndCausal(Rule):
           A flag read from a name or attribute (`is_causal = self.causal`) is
           what a later test of that same name finds it: the fold under `if
           self.causal:` that clears the flag leaves it False on every path
-          (openlanguagemodel's `FlashAttention`). A loop or `try` that sets
-          either is not read (rules/_causal_paths.py).
+          (openlanguagemodel's `FlashAttention`). A flag set to `not x` and
+          a mask set to `m if x else None` (or the other way) are read on
+          each side of `x`: composelm's `is_causal = not needs_bias` beside
+          `bias = ... if needs_bias else None` never gives both. A loop or
+          `try` that sets either is not read (rules/_causal_paths.py).
         """
     VALID = [
         "import torch.nn.functional as F\ndef f(q, k, v, m):\n"

@@ -62,6 +62,10 @@ class GqaHeadsDoNotDivide(Rule):
           piece of its heads: `kv.chunk(2, dim=1)` of `2 * num_kv_heads` heads
           gives `num_kv_heads` each, `kv.split(size, dim=1)` `size`; a cut
           into uneven sections says nothing.
+        - Keys and values that a KV cache replaces only when one is given
+          (`if cache is not None: k, v = cache.update(k, v)`, the cache a
+          parameter defaulting to None) keep their count on the calls that
+          give none: that path raises (`tests/test_gqa_cache_branch.py`).
         - The counts may come from the project's constructions of the class
           (`GroupedAttention(cfg.HIDDEN_SIZE, cfg.NUM_ATTENTION_HEADS,
           cfg.NUM_KV_HEADS)` with `from . import config as cfg`); the finding

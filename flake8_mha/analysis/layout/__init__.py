@@ -30,6 +30,7 @@ from ..splats import expand_call
 from ..values import literal, value_of
 from .domain import BATCH, SEQ, Layout, parse_shape_comment, roles_of_names
 from .evaluate import LayoutEvaluator
+from .calls import real
 from .program import DEFAULT
 
 BATCH_FIRST, SEQ_FIRST, UNBATCHED = "batch-first", "sequence-first", "unbatched"
@@ -86,8 +87,11 @@ class LayoutAnalysis:
                 continue
             expr = ev.args.get(name)
             if expr is None:
-                continue
-            layout = self.evaluator.at(expr, ev.site)
+                layout = self._spread(ev, name)  # ``self.decoder(*self.encode(src, tgt))``
+                if layout is None:
+                    continue
+            else:
+                layout = self.evaluator.at(expr, ev.site)
             if layout is not None and layout.disagree:
                 # one path feeds what the module reads, another the opposite: that one
                 reads = self.stated_batch_first(ev, default=False)
@@ -110,6 +114,17 @@ class LayoutAnalysis:
         if kinds == {CONVERTED}:
             return self._converted(ev, found[0])
         return found[0]
+
+    def _spread(self, ev: ModuleCall, name: str):
+        """The input ``name`` of a module call given all its inputs by one
+        splat of a helper's tuple (TranAD's ``self.decoder(*self.encode(src,
+        tgt))`` after ``return tgt, src``): that element of what it returns."""
+        args = ev.site.node.args
+        if len(args) != 1 or args[0].star != "*" or not isinstance(args[0].value, cst.Call):
+            return None
+        index = ev.spec.forward.names.index(name)
+        site = ev.site
+        return real(self.evaluator.element(args[0].value, site.env, site.scope, None, 0, index))
 
     def _output_stated(self, ev: ModuleCall) -> CallLayout:
         """``x = self.transformer(src=x)`` under ``# seq_length, batch_size,

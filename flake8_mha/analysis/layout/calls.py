@@ -20,6 +20,7 @@ from ..program.callgraph import CHECKPOINT, bind_call, checkpointed
 from ..flow import Def, lookup
 from ..heads import EINOPS_REARRANGE
 from ..tree import is_none
+from ..values import literal
 from .domain import (
     BATCH,
     CHANNEL,
@@ -547,6 +548,13 @@ class LayoutCalls:
                     and (size_read(arg) is not None or isinstance(arg, cst.BinaryOperation))
                 ):
                     roles[i] = self._size_role(arg, env, scope, frame, depth)
+        if (
+            len(args) == 2
+            and literal(args[0]) == -1
+            and roles[0] is None
+            and roles[1] in (EMBED, CHANNEL)
+        ):  # ``x.view(-1, C)``: every token of every sample in one row, no batch
+            roles = [SEQ, roles[1]]
         if useful(roles):
             return Layout(tuple(roles), node, f"{how} with named sizes")
         return None
