@@ -376,18 +376,8 @@ class Calls(FileCalls):
                 got = project.returned(
                     node, at.env, at.scope, self.text(node.func) + "()", index=index
                 )
-                built = self._built_instance(node, at) if got is None else None
-                if built is not None:  # ``text, keep = self.prompt(ids)``, a module of another file
-                    got = project.instance_returned(
-                        built.node,
-                        (built.env, built.scope),
-                        node,
-                        at.env,
-                        at.scope,
-                        self.text(node.func) + "()",
-                        lambda e: self.eval(e, at),
-                        index,
-                    )
+                if got is None:  # ``text, keep = self.prompt(ids)``, a module of another file
+                    got = self._instance_mask(project, node, at, index)
                 if got is not None:
                     return got
         if isinstance(node, cst.Name):

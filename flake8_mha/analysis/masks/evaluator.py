@@ -474,20 +474,28 @@ class MaskEvaluator(Calls, Numbers, Comparisons, Segments, Offsets, Shapes, Dtyp
             )
             if got is not None:
                 return got
-            built = self._built_instance(node, at)
-            if built is not None:  # ``self.causal_mask(L)``: a plain class's ``__call__``
-                got = project.instance_returned(
-                    built.node,
-                    (built.env, built.scope),
-                    node,
-                    at.env,
-                    at.scope,
-                    self.text(node.func) + "()",
-                    lambda e: self.eval(e, at),
-                )
-                if got is not None:
-                    return got
+            got = self._instance_mask(project, node, at)
+            if got is not None:  # ``self.causal_mask(L)``: a plain class's ``__call__``
+                return got
         return UNKNOWN_MASK
+
+    def _instance_mask(self, project, node: cst.Call, at: At, index=()) -> Optional[Mask]:
+        """What a call of an instance built from a class of another project
+        file returns (its ``__call__``, a module's ``forward``; with
+        ``index``, that element of its tuple), else None."""
+        built = self._built_instance(node, at)
+        if built is None:
+            return None
+        return project.instance_returned(
+            built.node,
+            (built.env, built.scope),
+            node,
+            at.env,
+            at.scope,
+            self.text(node.func) + "()",
+            lambda e: self.eval(e, at),
+            index,
+        )
 
     def _built_instance(self, node: cst.Call, at: At):
         """The one assignment ``self.<attr> = Class(...)`` of the instance a
