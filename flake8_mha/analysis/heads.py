@@ -18,7 +18,7 @@ from typing import Dict, List, Optional, Tuple
 import libcst as cst
 
 from .flow import Env, Scope, lookup
-from .tree import walk
+from .tree import is_none, walk
 from .values import UNKNOWN, literal, unpacked, value_of
 
 MAX_DEPTH = 12
@@ -496,19 +496,15 @@ def _if_given(d) -> bool:
     optional = {
         p.name.value
         for p in (*func.params.params, *func.params.kwonly_params)
-        if isinstance(p.default, cst.Name) and p.default.value == "None"
+        if is_none(p.default)
     }
     for stmt in func.body.body:
         if not isinstance(stmt, cst.If) or stmt.orelse is not None:
             continue
         test = stmt.test
         if isinstance(test, cst.Comparison) and len(test.comparisons) == 1:
-            if not isinstance(test.comparisons[0].operator, cst.IsNot):
-                continue
-            if not (
-                isinstance(test.comparisons[0].comparator, cst.Name)
-                and test.comparisons[0].comparator.value == "None"
-            ):
+            op = test.comparisons[0]
+            if not (isinstance(op.operator, cst.IsNot) and is_none(op.comparator)):
                 continue
             test = test.left
         if not (isinstance(test, cst.Name) and test.value in optional):

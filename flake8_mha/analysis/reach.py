@@ -25,7 +25,7 @@ from ..core import torch_api
 from . import tree
 from .bound import Bound, Instance
 from .flow import DefKind, Env, lookup, scope_appends
-from .tree import walk
+from .tree import choices, walk
 from .values import UNKNOWN, literal
 
 Resolver = Any  # resolve.Resolver (which imports this module)
@@ -504,17 +504,8 @@ def chosen(res: Resolver, func, env: Env, scope) -> Optional[list]:
     defs = lookup(func.value, env, scope)
     if len(defs) != 1 or defs[0].kind != DefKind.ASSIGN or not isinstance(defs[0].node, cst.IfExp):
         return None
-    out, stack = [], [defs[0].node]
-    while stack:
-        node = stack.pop()
-        if isinstance(node, cst.IfExp):
-            stack.extend((node.orelse, node.body))
-            continue
-        info = res.local_class(node, defs[0].env, defs[0].scope)
-        if info is None:
-            return None
-        out.append(info)
-    return out
+    out = [res.local_class(node, defs[0].env, defs[0].scope) for node in choices(defs[0].node)]
+    return None if None in out else out
 
 
 def registered(res: Resolver, func, env: Env, scope) -> Optional[list]:

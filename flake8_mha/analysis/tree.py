@@ -4,7 +4,7 @@ pass, the analyses, the rules and the fixes (re-exported by ``flow``)."""
 
 from __future__ import annotations
 
-from typing import Callable, Dict, Iterator, Optional, Tuple
+from typing import Callable, Dict, Iterator, List, Optional, Tuple
 
 import libcst as cst
 
@@ -125,3 +125,10 @@ def self_attribute(node) -> Optional[str]:
     ):
         return node.attr.value
     return None
+
+
+def choices(expr: cst.BaseExpression) -> List[cst.BaseExpression]:
+    """The values a conditional expression may take (itself when it is not one)."""
+    if isinstance(expr, cst.IfExp):
+        return choices(expr.body) + choices(expr.orelse)
+    return [expr]

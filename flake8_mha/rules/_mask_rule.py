@@ -28,13 +28,16 @@ def true_word(mask: Mask) -> str:
     return "1" if mask.kind in (FLOAT01, INT) else "True"
 
 
+INVERTED = "inverted by the function it is given to"  # a callee's steps invert the mask
+
+
 def described(a, mask: Mask) -> str:
     """The mask as a meaning rule's message names it (MHA002, MHA003): a
     caller's argument that the callee inverts is named as written, with that
     said, instead of as the callee uses it."""
     given = a.evaluator.inverted_arg(mask.origin)
     if given is not None:
-        return f"mask from this call ({given}), inverted by the function it is given to,"
+        return f"mask from this call ({given}), {INVERTED},"
     return a.evaluator.describe(mask.origin)
 
 
@@ -84,7 +87,7 @@ class MaskRule(Rule):
             if given.origin is not None and a.evaluator.line(given.origin.node) is not None:
                 shown = a.evaluator.describe(given.origin)
                 if ev.inverted:
-                    shown += ", inverted by the function it is given to,"
+                    shown += f", {INVERTED},"
         return sink, mask, shown
 
     def _report(self, where: Sink, value: Mask, module_ev, message: str, **fmt) -> Report:

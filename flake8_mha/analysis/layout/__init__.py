@@ -24,8 +24,7 @@ from ...core import torch_api
 from ...core import walk as astwalk
 from ..events import Construction, ModuleCall
 from ..flow import DefKind, lookup
-from ..bound import Bound, Instance
-from ..bound import passed
+from ..bound import Bound, Instance, passed
 from ..splats import expand_call
 from ..values import literal, value_of
 from .domain import BATCH, SEQ, Layout, parse_shape_comment, roles_of_names
@@ -379,16 +378,7 @@ class LayoutAnalysis:
         args = inst.init_args()
         if args is None:
             return self._own_layer_is(inst, ev)
-        layer = args.get(_CONTAINER_LAYER[container])
-        if layer is None:
-            return False
-        layer = self.ctx.resolver.uncast(layer, inst.ctor.env, inst.ctor.scope)
-        try:
-            layers = self.ctx.resolver.instances(layer, inst.ctor.env, inst.ctor.scope)
-        except RecursionError:  # pragma: no cover
-            return False
-        if not layers and isinstance(layer, cst.Name):
-            layers = self._torch_layers(layer, inst.ctor.env, inst.ctor.scope)
+        layers = self._layers(inst, args.get(_CONTAINER_LAYER[container]))
         return any(_built_at(li, ev) for li in layers or ())
 
     def _own_layer_is(self, inst, ev: Construction) -> bool:
@@ -466,21 +456,27 @@ class LayoutAnalysis:
             yield self._built_by(inst)
             return
         args = inst.init_args()
-        layer = args.get(_CONTAINER_LAYER[kind]) if args is not None else None
-        layers = None
-        if layer is not None:
-            layer = self.ctx.resolver.uncast(layer, inst.ctor.env, inst.ctor.scope)
-            try:
-                layers = self.ctx.resolver.instances(layer, inst.ctor.env, inst.ctor.scope)
-            except RecursionError:  # pragma: no cover
-                layers = None
-        if not layers and isinstance(layer, cst.Name):
-            layers = self._torch_layers(layer, inst.ctor.env, inst.ctor.scope)
+        layers = self._layers(inst, args.get(_CONTAINER_LAYER[kind]) if args is not None else None)
         if not layers:
             yield inst.ctor, inst.spec, None
             return
         for li in layers:
             yield self._built_by(li)
+
+    def _layers(self, inst, layer) -> Optional[list]:
+        """The layers a container built at ``inst`` holds, its constructor
+        given ``layer`` (through ``typing.cast`` too); None when unknown."""
+        if layer is None:
+            return None
+        env, scope = inst.ctor.env, inst.ctor.scope
+        layer = self.ctx.resolver.uncast(layer, env, scope)
+        try:
+            layers = self.ctx.resolver.instances(layer, env, scope)
+        except RecursionError:  # pragma: no cover
+            return None
+        if not layers and isinstance(layer, cst.Name):
+            layers = self._torch_layers(layer, env, scope)
+        return layers
 
     def _torch_layers(self, name: cst.Name, env, scope) -> Optional[list]:
         """The torch layers a name bound on several branches holds, leaving out
@@ -614,13 +610,10 @@ def _bound_by_factory(expr, site, made_by):
         return None
     if defs[0].scope.node is not func or any(a.star for a in call.args):
         return None
-    params = [*func.params.posonly_params, *func.params.params]
-    names = [p.name.value for p in params]
-    if expr.value not in names and expr.value not in [
-        p.name.value for p in func.params.kwonly_params
-    ]:
-        return None
-    index = names.index(expr.value) if expr.value in names else -1
+    if defs[0].node in (func.params.star_arg, func.params.star_kwarg):
+        return None  # ``*args``, ``**kwargs``: no one argument
+    names = [p.name.value for p in (*func.params.posonly_params, *func.params.params)]
+    index = names.index(expr.value) if expr.value in names else -1  # -1: keyword-only
     given = passed(call, index, expr.value)
     if given is None:
         default = defs[0].node.default

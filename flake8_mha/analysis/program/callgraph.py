@@ -19,6 +19,7 @@ from ..flow import CallSite, ClassInfo, Def, DefKind, Scope, ScopeKind, lookup
 from .swap_modules import swaps_first_axes
 from ..classes import static_kind  # noqa: F401  (the package's name for it)
 from ..reach import is_getattr
+from ..tree import choices
 from ..resolve import MAPPINGS
 from .chains import CHECKPOINT_KEYWORDS
 
@@ -419,7 +420,7 @@ class FileCalls:
         if len(defs) != 1 or defs[0].kind != DefKind.ASSIGN or defs[0].index not in ((), None):
             return []
         out: List[cst.FunctionDef] = []
-        for expr in _choices(defs[0].node):
+        for expr in choices(defs[0].node):
             if not isinstance(expr, cst.Attribute):
                 return []
             cls = self.resolver.self_class(expr, defs[0].env, defs[0].scope)
@@ -479,7 +480,7 @@ class FileCalls:
         defines the attribute in its body (a class attribute would bind ``self``)."""
         out: List[cst.FunctionDef] = []
         for d in self.instance_assignments(call.func, env, scope) or ():
-            for expr in _choices(d.node):
+            for expr in choices(d.node):
                 found = lookup(expr.value, d.env, d.scope) if isinstance(expr, cst.Name) else ()
                 if (
                     len(found) != 1
@@ -507,10 +508,3 @@ class FileCalls:
             if d.kind != DefKind.ASSIGN or d.scope is None or d.scope.kind != ScopeKind.FUNCTION:
                 return None
         return defs or None
-
-
-def _choices(expr: cst.BaseExpression) -> List[cst.BaseExpression]:
-    """The values a conditional expression may take (itself when it is not one)."""
-    if isinstance(expr, cst.IfExp):
-        return _choices(expr.body) + _choices(expr.orelse)
-    return [expr]

@@ -8,8 +8,6 @@ from __future__ import annotations
 from . import callers, signatures
 from .fills import KV
 
-MAX_HOPS = 4  # callers that hand a parameter of their own on, followed up
-
 
 class HandedMasks:
     """A mixin of ``callsites.Project``: it reads ``_own``, ``_own_source``,

@@ -162,7 +162,7 @@ class ReturnsFiles(ProjectFiles):
             loc = self._elsewhere(built.func, *built_at)
             if loc is None or "." in loc[1]:
                 return None
-            for method in ("__call__", "forward"):
+            for method in _RUN:
                 name = f"{loc[1]}.{method}"
                 got = self._transformed(loc[0], name, call, env, scope, text, evaluate, index)
                 if got is None:
