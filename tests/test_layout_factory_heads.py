@@ -15,7 +15,7 @@ import pathlib
 
 from fixture_expect import assert_package_runs, package_texts
 
-from flake8_mha.analysis.program.forms import returned_batch_first
+from flake8_mha.analysis.program.factories import returned_batch_first
 from flake8_mha.lint.engine import analyze_file
 
 PKG = pathlib.Path("fixtures/program_layout/factory_heads")

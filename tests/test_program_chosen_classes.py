@@ -8,8 +8,9 @@ inherits it) or reaches the same sinks the same way.
 keep-mask to two blocks, one of each kind, whose attention gives it to
 ``key_padding_mask``: MHA003 at both calls, per file, over the package and
 through ``check``; the padding mask beside them is silent.  When the kinds
-differ in what they do with the mask, nothing is reported; the same block in
-the file of the call reports the same."""
+differ in what they do with the mask, each is followed and the wrong one is
+reported, naming its class; the same block in the file of the call reports
+the same."""
 
 from __future__ import annotations
 
@@ -41,21 +42,28 @@ def test_a_local_bound_to_the_dict_s_item(tmp_path):
     assert [(f.line, f.col) for f in got] == [(18, 13), (19, 16)]
 
 
-def test_kinds_that_differ_settle_nothing(tmp_path):
+def test_kinds_that_differ_are_each_followed(tmp_path):
     texts = package_texts(PKG)
     attention = texts["attention.py"]
     texts["attention.py"] = attention.replace(
         '''class ExportCrossAttention(TorchCrossAttention):
     """The same attention, marked for export."""
 ''',
-        '''class ExportCrossAttention(TorchCrossAttention):
+        """class ExportCrossAttention(TorchCrossAttention):
     def forward(self, x, context, mask=None):
         return self.attn(x, context, context, key_padding_mask=~mask, need_weights=False)[0]
-''',
+""",
     )
     assert texts["attention.py"] != attention
     pkg = write_package(tmp_path / "pkg", texts)
-    assert analyze_file(str(pkg / "model.py"), ["MHA003"]) == []
+    got = analyze_file(str(pkg / "model.py"), ["MHA003"])
+    # each class is followed and the wrong one reported, naming itself (a correct
+    # sibling never hides a wrong one): the keep-mask is wrong for the class that
+    # hands it on as it is, the padding mask for the one that inverts it
+    wrong = {f.line: f.message for f in got}
+    assert [(f.line, f.col) for f in got] == [(18, 13), (19, 16), (24, 13), (25, 16)]
+    for line, cls in ((18, "Torch"), (19, "Torch"), (24, "Export"), (25, "Export")):
+        assert f"{cls}CrossAttention.forward()" in wrong[line]
 
 
 def test_a_dict_bound_twice_is_not_read(tmp_path):

@@ -101,7 +101,7 @@ def passed(call: cst.Call, index: int, name: str) -> Optional[cst.BaseExpression
 
 def bound_flag(flag, call) -> Optional[bool]:
     """The ``batch_first`` a factory's call gives the module it returns:
-    ``flag`` as ``forms.returned_batch_first`` reads it, a literal or the
+    ``flag`` as ``factories.returned_batch_first`` reads it, a literal or the
     factory's parameter, bound with the call's literal arguments; None when
     unknown."""
     if flag is None or type(flag) is bool:

@@ -313,8 +313,12 @@ def _direct_torch_base(cls: ClassInfo, resolver: Resolver) -> Optional[ModuleSpe
     return None
 
 
-def is_module_class(cls: Optional[ClassInfo], resolver: Resolver, depth: int = 0) -> bool:
-    """Whether ``cls`` derives from ``torch.nn.Module`` (through this file's classes)."""
+def is_module_class(
+    cls: Optional[ClassInfo], resolver: Resolver, depth: int = 0, project=None
+) -> bool:
+    """Whether ``cls`` derives from ``torch.nn.Module`` (through this file's
+    classes, and with ``project``, through the classes of its other files:
+    ``Project.module_class``)."""
     if cls is None or depth > 16:
         return False
     for base in cls.base_exprs:
@@ -330,9 +334,13 @@ def is_module_class(cls: Optional[ClassInfo], resolver: Resolver, depth: int = 0
         if (
             parent is not None
             and parent is not cls
-            and is_module_class(parent, resolver, depth + 1)
+            and is_module_class(parent, resolver, depth + 1, project)
         ):
             return True
+        if parent is None and qn is not None and hasattr(project, "module_class"):
+            dotted = qn.lstrip(".")  # ``..api.modules.SetAttention``: level 2
+            if project.module_class((len(qn) - len(dotted), dotted)):
+                return True
     return False
 
 

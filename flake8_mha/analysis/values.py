@@ -13,6 +13,8 @@ fires a rule.
 
 from __future__ import annotations
 
+from contextlib import contextmanager
+
 import operator
 from typing import Callable, Dict, List, Optional, Tuple
 
@@ -161,6 +163,22 @@ def _inherited_value(cls, attr: str, scope, depth: int):
 
 
 MAX_BASES = 4
+# one construction of a class read on its own (``instance``): its name and what
+# that construction passes its ``__init__``
+_INSTANCE: List[Optional[tuple]] = [None]
+
+
+@contextmanager
+def instance(cls: str, given: dict):
+    """While what one construction of the module-level class ``cls`` passes
+    (``given``: parameter -> literal) is the value of its ``__init__``'s
+    parameters, in place of what every construction passes alike (MHA014:
+    ``GQAttention(8, 2)`` beside ``GQAttention(6, 4)``, each its own)."""
+    saved, _INSTANCE[0] = _INSTANCE[0], (cls, given)
+    try:
+        yield
+    finally:
+        _INSTANCE[0] = saved
 
 
 def inherited_attr(cls, attr: str) -> tuple:
@@ -321,6 +339,9 @@ def _constructed_value(d: Def, name: str, default=None):
     elif function == "__init__":
         reader = _READER[0]
         owner = parent.node.name.value
+        one = _INSTANCE[0]
+        if one is not None and one[0] == (reader or owner) and name in one[1]:
+            return one[1][name]
         if reader is not None and reader != owner:  # a subclass inheriting it as it is
             got = project.constructed(reader, name, init_of=owner)
         else:

@@ -291,7 +291,9 @@ class MaskMultipliedBeforeSoftmax(Rule):
           its callers. The caller's mask is judged and reported at each call,
           naming the chain (`the call reaches scores * mask at attention.py:13
           through GatedAttention.forward()`), and the product is then not
-          judged from the join of the callers. A factor named otherwise (a
+          judged from the join of the callers; a cast around the factor
+          (`scores * mask[:, None, :].float()`) is the mask
+          (`fixtures/program_calls/cast_score_masks/`). A factor named otherwise (a
           gate, a scale) is followed in its own file only. The output
           multiplied by the same mask after the softmax (`torch.bmm(w, v) *
           x_mask`, `w` the softmax's result) is no second product of the

@@ -79,7 +79,10 @@ class SdpaDropoutInEval(Rule):
           `deterministic=True`, Flax's and Dia's convention) is dropout a
           caller asks for: the caller's, silent. With the other default
           (`deterministic=False`) it is on after `model.eval()`: reported.
-        - Outside a method of an `nn.Module` subclass: not reported.
+        - Outside a method of an `nn.Module` subclass: not reported. A class is
+          one through its bases, in its file or in other files of the project
+          (`SetAttention(abc.ABC, Mixin, nn.Module)` in `api/modules.py`;
+          `fixtures/program_calls/module_bases/`).
         - A probability from the constructor (`self.p = p`) is known when every
           construction in the project passes the same literal (0: not
           reported); when nothing in the project builds the class, the
@@ -123,7 +126,8 @@ class SdpaDropoutInEval(Rule):
         dropout = ev.args.get("dropout_p")
         if dropout is None or ev.args.star or ev.args.double_star:
             return
-        if not is_module_class(site.cls, self.ctx.resolver):
+        project = getattr(self.ctx, "project", None)  # a base in another file
+        if not is_module_class(site.cls, self.ctx.resolver, project=project):
             return
         self_var = self_name(site)
         if self_var is None:

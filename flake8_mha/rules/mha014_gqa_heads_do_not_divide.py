@@ -7,6 +7,7 @@ from typing import Iterator
 
 from ..analysis.events import SdpaCall
 from ..analysis.gqa import GqaAnalysis, as_int, axes_text, code_text, line_of, sdpa_gqa_flag
+from ..analysis.values import instance, project_of
 from .base import Example, Report, Rule
 
 
@@ -70,6 +71,10 @@ class GqaHeadsDoNotDivide(Rule):
           (`GroupedAttention(cfg.HIDDEN_SIZE, cfg.NUM_ATTENTION_HEADS,
           cfg.NUM_KV_HEADS)` with `from . import config as cfg`); the finding
           is then where SDPA gets them (`fixtures/program_calls/config_modules/`).
+          When the constructions disagree (a speculative decoder's main
+          `GQAttention(8, 2, 16)` and draft `GQAttention(6, 4, 16)`), each is
+          read on its own: one whose counts do not divide is reported, and
+          the message says what it passes (`fixtures/program_calls/gqa_instances/`).
         """
     VALID = [
         "import torch.nn.functional as F\n"
@@ -94,22 +99,15 @@ class GqaHeadsDoNotDivide(Rule):
         site = ev.site
         if not sdpa_gqa_flag(ev.args.get("enable_gqa"), site.env, site.scope):
             return
-        analysis = GqaAnalysis.of(self.ctx)
-        counts = []
-        layouts = []
-        for name in ("query", "key"):
-            expr = ev.args.get(name)
-            layout = analysis.layouts.of(expr, site.env, site.scope) if expr is not None else None
-            if layout is None or layout.rank != 4:
-                return
-            named = layout.head_axis()
-            if named is not None and named != 1:
-                return  # the code names another axis as heads: not sure what SDPA gets
-            count = as_int(layout.axes[1].value())
-            if count is None or count <= 0:
-                return
-            counts.append(count)
-            layouts.append(layout)
+        layouts = self._layouts(ev)
+        if layouts is None:
+            return
+        counts = [as_int(layout.axes[1].value()) for layout in layouts]
+        told = ""
+        if None in counts:  # each construction of the class on its own
+            counts, told = self._one_instance(layouts, site)
+        if counts is None or None in counts or min(counts) <= 0:
+            return
         hq, hkv = counts
         if hq % hkv == 0:
             return
@@ -126,4 +124,39 @@ class GqaHeadsDoNotDivide(Rule):
                 {"line": lines[id(n)], "code": code_text(self.ctx, n)} for n in dict.fromkeys(nodes)
             ],
         }
-        yield self.report(site.node, evidence, hq=hq, hkv=hkv)
+        report = self.report(site.node, evidence, hq=hq, hkv=hkv)
+        report.message += told
+        yield report
+
+    def _layouts(self, ev: SdpaCall):
+        """The query's and the key's 4-D layouts, heads on axis 1; else None."""
+        analysis = GqaAnalysis.of(self.ctx)
+        site = ev.site
+        layouts = []
+        for name in ("query", "key"):
+            expr = ev.args.get(name)
+            layout = analysis.layouts.of(expr, site.env, site.scope) if expr is not None else None
+            if layout is None or layout.rank != 4:
+                return None
+            named = layout.head_axis()
+            if named is not None and named != 1:
+                return None  # the code names another axis as heads: not sure what SDPA gets
+            layouts.append(layout)
+        return layouts
+
+    def _one_instance(self, layouts, site):
+        """The counts one construction of the method's class gives, when the
+        constructions disagree (``GQAttention(8, 2)`` beside ``GQAttention(6,
+        4)``, probe W's W08): the first that does not divide, and what it
+        passes; (None, "") when none is known not to."""
+        cls = site.scope.cls
+        project = project_of(site.scope)
+        if cls is None or project is None or not hasattr(project, "instances"):
+            return None, ""
+        for given in project.instances(cls.name) or ():
+            with instance(cls.name, given):
+                counts = [as_int(layout.axes[1].value()) for layout in layouts]
+            if None not in counts and min(counts) > 0 and counts[0] % counts[1]:
+                shown = ", ".join(f"{p}={v!r}" for p, v in given.items())
+                return counts, f"; one construction of {cls.name} in the project passes {shown}"
+        return None, ""

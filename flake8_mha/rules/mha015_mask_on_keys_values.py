@@ -16,7 +16,7 @@ from typing import Iterator, List, Optional, Tuple
 
 import libcst as cst
 
-from ..analysis.events import ModuleCall, SdpaCall
+from ..analysis.events import FillCall, ModuleCall, SdpaCall
 from ..analysis.flow import CallSite, DefKind, lookup
 from ..analysis.masks import (
     ADDITIVE,
@@ -34,6 +34,7 @@ from ..analysis.scores import analysis_for as scores_for
 from ..core.torch_api import MULTIHEAD_ATTENTION, SDPA_NAME
 from ..analysis.values import value_of
 from ..analysis.masks.calls import handed_by_project
+from ..analysis.program.local_names import function_key
 from ..analysis.program.returns import helper_reading, may_be_helper
 from ..core.positions import line_of
 from ._kv_rows import SAME_ROWS, unpacked
@@ -105,7 +106,15 @@ class MaskOnKeysValues(Rule):
         or `k.masked_fill(~keep[:, None, :, None], 0)`), is judged at each
         call with the caller's mask, in this file or another: the finding is
         at the call that hands the keep-mask in, and names the function
-        (`fixtures/program_calls/kv_masks/`). A caller's mask that its code
+        (`fixtures/program_calls/kv_masks/`). So is one that computes its own
+        attention (`scores = q @ k.transpose(-2, -1) / scale`, softmax, `@ v`)
+        from keys or values it multiplies by a parameter, its scores neither
+        filled nor given an added term, also through a helper of its class
+        that moves the axes (`self.split(k)`): the finding is at the call,
+        "the call reaches the keys and values of the attention at ...", and
+        not at the multiplication as well (`fixtures/program_calls/kv_handwritten/`:
+        a mask made by a vision encoder in a third file, handed through a
+        fusion layer). A caller's mask that its code
         makes known is needed there: an ignore-mask handed in zeroes the real
         keys (another mistake, not this rule's) and a gate is no mask. A
         parameter named a mask that another file of the project hands a
@@ -216,12 +225,15 @@ class MaskOnKeysValues(Rule):
         super().__init__(ctx)
         self._done: set = set()
         self._helpers: dict = {}  # id(call) -> the Helper it runs
+        self._followed: Optional[set] = None  # functions whose callers' masks are judged
 
     # hand-written attention ----------------------------------------------------
     def on_call(self, site: CallSite) -> Iterator[Report]:
         scores = scores_for(self.ctx).at(site)
         if scores is None or scores.filled or scores.opaque_call or self._scores_masked(scores):
             return  # masked, or made by a call that may mask them (maybe_add_mask(s, bias))
+        if self._judged_at_calls(site):
+            return
         found: List[Tuple[str, Found]] = []
         if scores.key is not None:
             got = self.masked(*scores.key, 0)
@@ -237,6 +249,26 @@ class MaskOnKeysValues(Rule):
             self._done.add(id(node))
             origin = "by use" if scores.by_use else "query-key product"
             yield self._report(node, [which], mask, op, "handwritten", origin)
+
+    def _judged_at_calls(self, site: CallSite) -> bool:
+        """The function's parameter is multiplied into its keys, and calls of
+        this file reach it with their masks (a ``FillCall`` through it,
+        ``program/kv_scores.py``): each call's mask is judged at that call
+        (RULES.md: where the fact enters the chain), not joined in here."""
+        if self._followed is None:
+            project = getattr(self.ctx, "project", None)
+            own = project.own_name() if project is not None else None
+            self._followed = set()
+            for ev in self.ctx.events if own is not None else ():
+                if not (isinstance(ev, FillCall) and ev.through.get("handwritten")):
+                    continue
+                chain = ev.through.get("chain") or [[ev.through["file"], ev.through["function"]]]
+                mask = self._mask(ev.mask, ev.site.env, ev.site.scope)
+                if chain[-1][0] == own and mask is not None and _judged(mask):
+                    # judged at that call; a caller whose mask says nothing leaves
+                    # the function's own evidence standing (``kv_passed_on``)
+                    self._followed.add(chain[-1][1])
+        return bool(self._followed) and function_key(site.scope) in self._followed
 
     def _scores_masked(self, scores) -> bool:
         a = analysis_for(self.ctx)
@@ -279,10 +311,11 @@ class MaskOnKeysValues(Rule):
         if ev.door != "kv":
             return
         mask = self._mask(ev.mask, ev.site.env, ev.site.scope)
-        if mask is None or mask.meaning != KEEP or mask.kind not in _NUMERIC:
+        if mask is None or not _judged(mask):
             return
         which = [w for w in ("keys", "values") if w in ev.text]
-        yield self._report(ev.site.node, which, mask, "mul", "sdpa", None)
+        sink = "handwritten" if ev.through.get("handwritten") else "sdpa"
+        yield self._report(ev.site.node, which, mask, "mul", sink, None)
 
     def _call(self, site: CallSite, args, sink: str) -> Iterator[Report]:
         which, first = [], None
@@ -533,6 +566,11 @@ class MaskOnKeysValues(Rule):
 # methods and functions that keep a mask parameter what it is, in a helper
 _MASK_SHAPING = {"unsqueeze", "float", "half", "double", "to", "type", "type_as", "bool"}
 _MASK_SHAPING |= {"long", "int", "view", "reshape", "expand", "expand_as", "view_as"}
+
+
+def _judged(mask: Mask) -> bool:
+    """A caller's mask MHA015 judges at its call: a keep-mask of 0/1 or bools."""
+    return mask.meaning == KEEP and mask.kind in _NUMERIC
 
 
 def _zero(node, env, scope) -> bool:

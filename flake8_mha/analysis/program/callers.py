@@ -185,7 +185,7 @@ def _scope(path: str) -> str:
 def _importers(root: str) -> Optional[Dict[str, Set[str]]]:
     """``imported file -> the project files that import it``, from each file's
     import lines (re-read only when a file's size or time changed)."""
-    files = _python_files(root)
+    files = python_files(root)
     if files is None:
         return None
     out: Dict[str, Set[str]] = {}
@@ -229,7 +229,7 @@ def _resolve_imports(path: str, size: int) -> Set[str]:
     return out
 
 
-def _python_files(root: str):
+def python_files(root: str):
     """The ``.py`` files below a project root (a folder holding packages). A
     plain folder (a script's, ``$HOME``) is not walked: only its own files."""
     if root in _FILES:
@@ -713,13 +713,30 @@ def hands_on_own(path: str, line: int, param: str, signature) -> Optional[List[s
             given.update(zip(positional, node.args))
             if not set(given) <= set(positional) | set(kwonly):
                 continue  # not a call of this function
-            arg = given.get(param)
+            arg = _uncast(given.get(param))
             if arg is None:
                 continue
             if not (isinstance(arg, ast.Name) and arg.id in own):
                 return None
             found.append(f"{owner}.{func.name}" if owner else func.name)
     return found or None
+
+
+_CASTS = ("to", "float", "half", "double", "bool", "long", "int", "type", "type_as", "unsqueeze")
+
+
+def _uncast(arg):
+    """The expression ``arg`` casts or gives unit axes to (``mask.to(h.dtype)``,
+    ``mask[:, None]``): handed on, it is still what it was."""
+    while True:
+        if isinstance(arg, ast.Call) and isinstance(arg.func, ast.Attribute):
+            if arg.func.attr not in _CASTS:
+                return arg
+            arg = arg.func.value
+        elif isinstance(arg, ast.Subscript):
+            arg = arg.value
+        else:
+            return arg
 
 
 def _functions(tree: ast.Module):

@@ -31,6 +31,7 @@ from .callgraph import CHECKPOINT, checkpointed
 from .files import ProjectFiles, decode, module_constants, module_parts, project_root  # noqa: F401
 from .composing import fill_apart
 from .fills import FILL_SINKS, FILL_TEXT, KV, SOFTMAX
+from .kv_scores import HANDWRITTEN
 from .forms import sdpa_summary
 from .local_names import enclosing_class, instance_name, own_definition
 from .binding import apply as _apply, bind as _bind, bind_factory, fixed as _fixed  # noqa: F401
@@ -136,7 +137,12 @@ class Project(MethodCalls, HandedMasks, ConstantFiles):
         as ``make`` reads it with the ``first`` reach, and in its ``more``
         with the ``second``."""
         got = make(site, filename, dict(summary, reach=first), args)
-        other = make(site, filename, dict(summary, reach=second), args)
+        later = dict(summary, reach=second)
+        if summary.get("ends"):  # where the second reaches its sink: its own line and chain
+            later["ends"] = {
+                k.split(VARIANT)[0]: e for k, e in summary["ends"].items() if VARIANT in k
+            }
+        other = make(site, filename, later, args)
         if got is None or other is None:
             return got or other
         got.more = [other]
@@ -190,21 +196,29 @@ class Project(MethodCalls, HandedMasks, ConstantFiles):
         if expr is None or not left_off(how.get("unless", ()), summary, args):
             return None
         ops = [step for step in how["ops"] if step != SOFTMAX and step[0] != KV]
-        into = [step[1] for step in how["ops"] if step[0] == KV]
+        into = [step for step in how["ops"] if step[0] == KV]
         built = _apply(expr, ops)
         if built is None:
             return None
+        # the keys of an SDPA call, or of the function's own attention (``kv_scores``)
+        fill = FILL_TEXT[sink]
+        if into:
+            fill = f"scaled_dot_product_attention's {into[-1][1]}"
+            if into[-1][2:] == [HANDWRITTEN]:
+                fill = f"the {into[-1][1]} of the attention"
         through = {
             "function": summary["name"],
             "file": self.relative(summary.get("sink_file", filename)),
             "line": summary["line"],
-            "fill": f"scaled_dot_product_attention's {into[-1]}" if into else FILL_TEXT[sink],
+            "fill": fill,
             "params": {sink: how["param"]},
         }
+        if into and into[-1][2:] == [HANDWRITTEN]:
+            through["handwritten"] = True
         if summary.get("chain"):
             through["chain"] = [list(step) for step in summary["chain"]]
         softmaxed = bool(how["ops"]) and how["ops"][-1] == SOFTMAX
-        text = into[-1] if into else FILL_TEXT[sink]  # kv: "keys and values"
+        text = into[-1][1] if into else FILL_TEXT[sink]  # kv: "keys and values"
         ev = FillCall(site, built, FILL_SINKS[sink], text, softmaxed, through)
         ev.given = expr
         ev.inverted = sum(step[0] in ("invert", "eq0") for step in ops) % 2 == 1
@@ -592,6 +606,23 @@ class Project(MethodCalls, HandedMasks, ConstantFiles):
         for filename in read:
             self.depend(filename)
         return built, defaults
+
+    def instances(self, cls: str) -> Optional[list]:
+        """Per construction of this file's class ``cls`` in the project, what
+        it passes each ``__init__`` parameter it settles (parameter ->
+        literal, a default where left out); None when the project does not
+        settle the constructions (``callers.constructions``)."""
+        signature = signatures.init_signature(self._own_source or "", cls)
+        found = self._constructions(cls, signature[0][0]) if signature and signature[0] else None
+        if found is None or found[0] is None:
+            return None  # the project does not settle them (subclassed, passed around)
+        built, defaults = found
+        named = self.named_defaults(cls, defaults)
+        out = []
+        for entry in built:
+            one = {p: callers.one_value([entry], p, named, self.depend) for p in signature[0]}
+            out.append({p: v[0] for p, v in one.items() if v is not None})
+        return out
 
     def never_paired(self, cls: str, flag: str, mask: str) -> bool:
         """No instance of ``cls`` is built with ``flag`` on and given ``mask``."""

@@ -12,7 +12,8 @@ from typing import Optional, Tuple
 
 from . import chains, constructors, forms
 from .fills import FILL_SINKS, KV
-from .summaries import ATTRS, BASES, IMPORTS, MODULES, REGISTRIES, VARIANT, settle
+from .summaries import ATTRS, BASES, IMPORTS, MODULES, REGISTRIES, TORCH_LAYERS, TORCH_MODULES
+from .summaries import VARIANT, settle
 
 MAX_CHAIN = 6  # calls followed from a call site down to a sink
 
@@ -60,10 +61,7 @@ class Composing:
         here = (filename, s["line"], [[self.relative(filename), s["name"]]])
         ends = {sink: _at_fill(here, s, sink) for sink in reach}
         clash, callees, module_own = set(), [], set()
-        for edge in s["edges"]:
-            found = self._edge(filename, table, s, edge, depth + 1)
-            if found is None:
-                continue
+        for edge, found in self._edges(filename, table, s, depth + 1):
             callee_file, callee = found
             callees.append(callee)
             end = (
@@ -116,6 +114,50 @@ class Composing:
                 got["ends"] = {k: e for k, e in ends.items() if k in reach}
         self._chained[memo] = got
         return got
+
+    def _edges(self, filename, table, s, depth):
+        """(edge, (file, effective summary)) of what each edge calls; for a
+        module held as one of several classes that reach differently (``make
+        = Fast if fast else Slow``), each class: one whose file is known to
+        reach nothing is left out, one that cannot be read makes the edge
+        unknown (probe V's B24: a correct sibling never hides a wrong one)."""
+        for edge in s["edges"]:
+            kind, name = edge["callee"]
+            ctor = (
+                table.get(ATTRS, {}).get(s.get("cls") or "", {}).get(name)
+                if kind == "self"
+                else None
+            )
+            chosen = self._kinds(filename, table, ctor, depth) if ctor is not None else None
+            if chosen is not None:
+                where, there, kinds, package, deeper = chosen
+                found = [self._named(where, there, k, package, deeper, False) for k in kinds]
+                if all(
+                    f is not None or self._inert(where, there, k, package)
+                    for f, k in zip(found, kinds)
+                ):
+                    yield from ((edge, f) for f in found if f is not None)
+                continue
+            found = self._edge(filename, table, s, edge, depth)
+            if found is not None:
+                yield edge, found
+
+    def _kinds(self, filename, table, ctor: str, depth: int):
+        """(file, its table, the classes, package, depth) a module built as
+        one of several classes is (``"Fast|Slow"``, ``chains.KINDS``; a dict of
+        classes indexed by a setting, ``"BACKENDS[]"``, of this file or
+        imported); None for one class."""
+        package = self.package_of(filename)
+        if chains.KINDS in ctor:
+            return filename, table, ctor.split(chains.KINDS), package, depth
+        if not ctor.endswith(chains.REGISTERED) or depth >= MAX_CHAIN:
+            return None
+        loc = self._written(filename, table, ctor[: -len(chains.REGISTERED)], package)
+        there = self._table(loc[0]) if loc is not None else {}
+        kinds = there.get(REGISTRIES, {}).get(loc[1]) if loc is not None else None
+        if kinds is None:
+            return None
+        return loc[0], there, kinds.split(chains.KINDS), self.package_of(loc[0]), depth + 1
 
     def _edge(self, filename, table, s, edge, depth) -> Optional[Tuple[str, dict]]:
         """(file, effective summary) of what one edge calls."""
@@ -308,9 +350,16 @@ class Composing:
         every kind runs the same ``forward`` (a subclass that only inherits
         it) or reaches the same sinks the same way; otherwise, and when one
         kind reaches nothing, unknown: which one runs is the program's
-        choice."""
+        choice.  A kind of the project that reaches nothing at all (a plain
+        ``SlowAttention`` beside ``FastSelfAttention``) hides nothing: the
+        others are followed (a correct sibling never hides a wrong one)."""
         found = [self._named(filename, table, k, package, depth, False) for k in kinds]
-        if not found or any(f is None for f in found):
+        if any(
+            f is None and not self._inert(filename, table, k, package) for f, k in zip(found, kinds)
+        ):
+            return None
+        found = [f for f in found if f is not None]
+        if not found:
             return None
         first = found[0]
         for other in found[1:]:
@@ -318,6 +367,19 @@ class Composing:
             if not same and other[1]["reach"] != first[1]["reach"]:
                 return None
         return first
+
+    def _inert(self, filename, table, kind, package) -> bool:
+        """A module class of the project (not torch's, not unknown:
+        ``module_bases``) whose file's summary table has nothing for it: none
+        of its methods reaches a sink, it holds no torch module and inherits
+        no ``forward`` that does."""
+        loc = self._written(filename, table, kind, package)
+        if loc is None or "." in loc[1] or not self._module_in(loc[0], loc[1], 0):
+            return False
+        there = self._table(loc[0])
+        return not any(k == loc[1] or k.startswith(loc[1] + ".") for k in there) and not any(
+            loc[1] in there.get(key, ()) for key in (BASES, TORCH_MODULES, TORCH_LAYERS)
+        )
 
 
 def decode(data: bytes) -> str:

@@ -17,7 +17,7 @@ from typing import Dict, List, Optional, Tuple
 from .held_lists import ITEMS
 from ...core import walk as astwalk
 from ...core.atomic import read_regular
-from . import chains, import_lines, score_helpers
+from . import chains, import_lines, module_bases, score_helpers
 from .forms import names_a_sink
 from .sizes import handed_through
 from .module_numbers import module_constants  # noqa: F401  (the package's name for it)
@@ -39,6 +39,7 @@ from .composing import MAX_CHAIN, Composing, decode
 from .tables import valid_table
 
 MAX_REEXPORT_HOPS = 3
+MAX_BASE_HOPS = 6  # classes followed up to ``nn.Module`` (``Project.module_class``)
 CONSTANTS_VERSION = 1
 _FUNCTIONS = (ast.FunctionDef, ast.AsyncFunctionDef)
 _DOTTED = (ast.Name, ast.Attribute)  # a name a use can read as dotted
@@ -344,7 +345,33 @@ class ProjectFiles(Composing):
             return TorchMade(made[: -len(ITEMS)], False, items=True)
         built = loc[1] in table.get(TORCH_BUILT, {})
         flag = table.get(TORCH_BATCH_FIRST, {}).get(loc[1])
+        if isinstance(flag, list) and flag[:1] == ["const"]:
+            flag = self._constant_in(loc[0], flag[1])
+            flag = flag if type(flag) is bool else None
         return TorchMade(made, built, given=given, batch_first=flag)
+
+    def _constant_in(self, filename: str, name: str):
+        """The value of the module-level constant ``name`` (``BATCH_FIRST``,
+        ``cfg.BATCH_FIRST``) as the file ``filename`` names it: its own, or one
+        of a project file it imports; None when unknown."""
+        head, _, rest = name.partition(".")
+
+        def table(data: bytes) -> Dict[str, list]:
+            try:
+                return chains.imports(ast.parse(decode(data)))
+            except (SyntaxError, ValueError, UnicodeDecodeError, LookupError, RecursionError):
+                return {}
+
+        imported = (self._kept(filename, ("imports", "1"), _valid_imports, table, False) or {}).get(
+            head
+        )
+        if imported is None:
+            return None if rest else self.constants(filename).get(name)
+        level, dotted = imported
+        loc = self._defined(
+            (level, dotted + ("." + rest if rest else "")), self.package_of(filename)
+        )
+        return self.constants(loc[0]).get(loc[1]) if loc is not None and "." not in loc[1] else None
 
     def _in_project(self, level: int, dotted: str) -> bool:
         """Whether the module ``dotted`` (or a package on its way) is a file of
@@ -532,6 +559,39 @@ class ProjectFiles(Composing):
         # read for many calls' callees and small: kept for the process, not in the store
         return self._kept(filename, salt, score_helpers.valid_table, table, store=False) or {}
 
+    def module_class(self, target: Tuple[int, str], package=None, depth: int = 0) -> bool:
+        """Whether the class an import names (``(level, dotted)``, read in
+        ``package``, default the linted file's) derives from ``torch.nn.Module``
+        through the classes of the project's files (``module_bases``)."""
+        loc = self._defined(target, package)
+        return loc is not None and "." not in loc[1] and self._module_in(*loc, depth)
+
+    def _module_in(self, filename: str, name: str, depth: int) -> bool:
+        def table(data: bytes) -> Dict[str, list]:
+            try:
+                return module_bases.table(ast.parse(decode(data)))
+            except (SyntaxError, ValueError, UnicodeDecodeError, LookupError, RecursionError):
+                return {}
+
+        salt = ("module-bases", module_bases.VERSION)
+        bases = (self._kept(filename, salt, module_bases.valid, table, store=False) or {}).get(
+            name, ()
+        )
+        for base in bases if depth < MAX_BASE_HOPS else ():
+            if base[0] == module_bases.TORCH:
+                return True
+            if (
+                base[0] == "local"
+                and base[1] != name
+                and self._module_in(filename, base[1], depth + 1)
+            ):
+                return True
+            if base[0] == "import" and self.module_class(
+                (base[1], base[2]), self.package_of(filename), depth + 1
+            ):
+                return True
+        return False
+
     def sizes(self, filename: str, depth: int = 0) -> Dict[str, list]:
         """The summary's ``SIZES`` of a project file (``sizes.sizes_table``): per
         top-level function and class, the parameters that reach the width and
@@ -664,6 +724,13 @@ MAX_SIZE_HOPS = 3  # files between a call that hands sizes and the module built 
 def _same_module(a: dict, b: dict) -> bool:
     """Two sizes entries for one construction."""
     return (a["module"], a["line"], a.get("file")) == (b["module"], b["line"], b.get("file"))
+
+
+def _valid_imports(got) -> bool:
+    return isinstance(got, dict) and all(
+        isinstance(v, list) and len(v) == 2 and type(v[0]) is int and isinstance(v[1], str)
+        for v in got.values()
+    )
 
 
 def reaches_a_sink(source: str, path: str, tree: Optional[ast.Module] = None) -> bool:

@@ -281,8 +281,8 @@ def added_sinks(func, stores) -> List[Tuple[str, ast.AST, int]]:
                 out.append((ADDED, term, n.lineno))
                 break
     if len(out) > 1:
-        out = [o for o in out if _names_a_mask(o[1])]
-    if len(out) == 1 and not _names_a_mask(out[0][1]):
+        out = [o for o in out if names_a_mask(o[1])]
+    if len(out) == 1 and not names_a_mask(out[0][1]):
         folded = _folded_mask(out[0][1], stores)
         if folded is not None:  # T5: ``position_bias = position_bias + mask``, then added
             out = [(ADDED, folded, out[0][2])]
@@ -344,14 +344,13 @@ def _weighted_values(node, stores) -> bool:
         first = node.args[0] if dotted_name(node.func) in _TORCH_PRODUCTS else node.func.value
     else:
         return False
-    defs = stores.get(first.id, ()) if isinstance(first, ast.Name) else ()
-    return bool(defs) and all(isinstance(d, ast.Assign) and _softmaxed(d.value) for d in defs)
+    return isinstance(first, ast.Name) and of_weights(first, stores)
 
 
 _TORCH_PRODUCTS = {f"torch.{p}" for p in PRODUCTS}
 
 
-def _softmaxed(node) -> bool:
+def is_softmaxed(node) -> bool:
     """``softmax(x, dim=-1)``, ``x.softmax(-1)``, ``torch.softmax(...)``, a
     dropout of one."""
     while isinstance(node, ast.Call):
@@ -382,12 +381,12 @@ def _folded_mask(term: ast.AST, stores) -> Optional[ast.AST]:
         else:
             continue
         for side in sides:
-            if _names_a_mask(side):
+            if names_a_mask(side):
                 found.setdefault(ast.dump(side), side)
     return next(iter(found.values())) if len(found) == 1 else None
 
 
-def _names_a_mask(term: ast.AST) -> bool:
+def names_a_mask(term: ast.AST) -> bool:
     """A plain name (or ``self.<attr>``, or one indexed) that says mask."""
     while isinstance(term, ast.Subscript):
         term = term.value
@@ -399,8 +398,15 @@ def _multiplied_mask(term: ast.AST) -> bool:
     """A term multiplied into the scores that may be a 0/1 mask: one that
     says mask, ``valid`` or ``keep``, or a name given unit axes to meet the
     scores (``frames[:, None, None, :]``).  The caller's value is what is
-    judged: a scale or a weight it hands in is no mask there."""
-    if _names_a_mask(term):
+    judged: a scale or a weight it hands in is no mask there.  A cast to
+    numbers around it (``mask[:, None, :].float()``) is the mask."""
+    while (
+        isinstance(term, ast.Call)
+        and isinstance(term.func, ast.Attribute)
+        and term.func.attr in _KEEPS_VALUE + ("bool",)
+    ):
+        term = term.func.value
+    if names_a_mask(term):
         return True
     shaped = False
     while isinstance(term, ast.Subscript):
@@ -420,7 +426,8 @@ def scores_of(node: ast.AST, stores, depth: int) -> bool:
         return False
     if isinstance(node, ast.BinOp):
         if isinstance(node.op, ast.MatMult):
-            return True
+            # ``softmax(scores) @ v`` is the attention's output, not its scores
+            return not of_weights(node.left, stores)
         if isinstance(node.op, (ast.Mult, ast.Div)):
             return scores_of(node.left, stores, depth + 1) or (
                 isinstance(node.op, ast.Mult) and scores_of(node.right, stores, depth + 1)
@@ -438,7 +445,17 @@ def scores_of(node: ast.AST, stores, depth: int) -> bool:
     return False
 
 
-def kv_reach(given: Dict[str, ast.AST], reads: set, stores, top: set, pairs=None) -> Optional[dict]:
+def of_weights(first, stores) -> bool:
+    """``first`` is a softmax's weights: the call, or a local bound only to one."""
+    if isinstance(first, ast.Call) and is_softmaxed(first):
+        return True
+    defs = stores.get(first.id, ()) if isinstance(first, ast.Name) else ()
+    return bool(defs) and all(isinstance(d, ast.Assign) and is_softmaxed(d.value) for d in defs)
+
+
+def kv_reach(
+    given: Dict[str, ast.AST], reads: set, stores, top: set, pairs=None, movers=frozenset()
+) -> Optional[dict]:
     """What a function's parameter reaches when it is multiplied into the
     keys or values of its one SDPA call, which masks no scores (``k *
     keep[:, None, :, None]``, ``v.masked_fill(~keep[..., None], 0)``): the
@@ -449,12 +466,13 @@ def kv_reach(given: Dict[str, ast.AST], reads: set, stores, top: set, pairs=None
     The caller's mask is judged at each call by MHA015.  None when no
     parameter, or two different ones, are multiplied in.  ``pairs``: the
     file's helpers that do the multiplying (``kv_helpers``: ``k, v =
-    mask_kv(k, v, keep)``)."""
+    mask_kv(k, v, keep)``); ``movers``: the calls whose one return keeps
+    the rows of their argument (``kv_scores.row_movers``: ``self.split(k)``)."""
     found: Dict[str, dict] = {}
     for arg, word in (("key", "keys"), ("value", "values")):
         expr = given.get(arg)
         got = (
-            _kv_factor(expr, reads, stores, top, expr.lineno, 0, pairs)
+            _kv_factor(expr, reads, stores, top, expr.lineno, 0, pairs, movers)
             if expr is not None
             else None
         )
@@ -483,7 +501,7 @@ def straight_statements(func, params: set) -> set:
 _SAME_ROWS = steps.ROW_METHODS | set(steps.CASTS)
 
 
-def _kv_factor(expr, reads, stores, top, line, depth, pairs=None) -> Optional[dict]:
+def _kv_factor(expr, reads, stores, top, line, depth, pairs=None, movers=()) -> Optional[dict]:
     """The parameter ``expr`` (a key or value) is multiplied by, or
     zero-filled where it says (``ops`` end with an ``invert``: a keep-mask's
     inverse), through the steps a summary knows."""
@@ -504,12 +522,14 @@ def _kv_factor(expr, reads, stores, top, line, depth, pairs=None) -> Optional[di
             ]
             if len(at) != 1 or len(value.elts) != len(target.elts):
                 return None
-            return _kv_factor(value.elts[at[0]], reads, stores, top, last.lineno, depth + 1)
+            return _kv_factor(
+                value.elts[at[0]], reads, stores, top, last.lineno, depth + 1, None, movers
+            )
         if isinstance(target, ast.Tuple) and pairs is not None:
             return _by_helper(last, expr.id, reads, stores, pairs)
         if not isinstance(target, ast.Name):
             return None
-        return _kv_factor(value, reads, stores, top, last.lineno, depth + 1)
+        return _kv_factor(value, reads, stores, top, last.lineno, depth + 1, None, movers)
     if isinstance(expr, ast.BinOp) and isinstance(expr.op, ast.Mult):
         hits = [_mask_param(side, reads, stores) for side in (expr.left, expr.right)]
         hits = [h for h in hits if h is not None]
@@ -518,7 +538,14 @@ def _kv_factor(expr, reads, stores, top, line, depth, pairs=None) -> Optional[di
         if len(hits) == 2:  # ``k * keep[..., None]`` of two parameters: the broadcast one
             shaped = [h for h in hits if h["ops"]]
             return shaped[0] if len(shaped) == 1 else None
-        return _kv_factor(expr.left, reads, stores, top, line, depth + 1)
+        return _kv_factor(expr.left, reads, stores, top, line, depth + 1, None, movers)
+    if (
+        isinstance(expr, ast.Call)
+        and len(expr.args) >= 1
+        and dotted_name(expr.func) in movers
+        and not isinstance(expr.args[0], ast.Starred)
+    ):  # ``self.split(k)``: a helper that moves the axes of its argument
+        return _kv_factor(expr.args[0], reads, stores, top, line, depth + 1, None, movers)
     if not (isinstance(expr, ast.Call) and isinstance(expr.func, ast.Attribute)):
         return None
     name = expr.func.attr
@@ -540,10 +567,10 @@ def _kv_factor(expr, reads, stores, top, line, depth, pairs=None) -> Optional[di
         return (
             got
             if got is not None
-            else _kv_factor(expr.func.value, reads, stores, top, line, depth + 1)
+            else _kv_factor(expr.func.value, reads, stores, top, line, depth + 1, None, movers)
         )
     if name in _SAME_ROWS:
-        return _kv_factor(expr.func.value, reads, stores, top, line, depth + 1)
+        return _kv_factor(expr.func.value, reads, stores, top, line, depth + 1, None, movers)
     return None
 
 

@@ -17,7 +17,6 @@ from ...core.torch_api import module_spec
 from .handed import holds_injected
 from .chains import (
     KINDS,
-    constructor,
     dotted_name,
     imports,
     names_class,
@@ -606,104 +605,6 @@ def inherits_forward(cls: ast.ClassDef, own_attrs) -> list:
     if not cls.bases or own_attrs or not methods <= {"__init__"}:
         return []
     return [name for name in map(dotted_name, cls.bases) if name is not None]
-
-
-def returned_module(func, dotted: bool = False) -> Optional[str]:
-    """The constructor (as written) of the module a factory function returns
-    (``def build_attn(): return Attention(dim)``, or through one local name):
-    every ``return`` of the function itself gives a construction of that one
-    class; None otherwise.  ``dotted``: ``nn.MultiheadAttention(...)`` too
-    (a class reached through a module name)."""
-    returns, built = _returned_values(func)
-    kinds = set()
-    for value in returns:
-        value = built(value)
-        kinds.add(constructor(value) if value is not None else None)
-    if len(kinds) != 1:
-        return None
-    made = kinds.pop()
-    last = made.rsplit(".", 1)[-1] if dotted and made is not None else made
-    return made if last is not None and last[:1].isupper() else None
-
-
-def returned_batch_first(func):
-    """The literal ``batch_first`` of the torch module a factory returns
-    (``return nn.TransformerEncoder(layer, 1)`` after ``layer =
-    nn.TransformerEncoderLayer(..., batch_first=True)``, or the module's own
-    keyword), read as ``returned_module`` reads the construction; or the
-    factory's parameter that gives it, unchanged, as ``[name, position,
-    default]`` (position -1 for a keyword-only one, default a literal bool
-    or None), bound at each call (``bound.bound_flag``); None otherwise."""
-    returns, built = _returned_values(func)
-    flags = [_flag_given(built(value), built) for value in returns]
-    if len(flags) == 1 and isinstance(flags[0], ast.Name):
-        return _param_flag(func, flags[0])
-    if not flags or not all(isinstance(f, ast.Constant) and type(f.value) is bool for f in flags):
-        return None
-    found = {f.value for f in flags}
-    return found.pop() if len(found) == 1 else None
-
-
-def _flag_given(call, built) -> Optional[ast.AST]:
-    """The ``batch_first`` expression of a construction, or of the layer a
-    container (``nn.TransformerEncoder(layer, n)``) is built from."""
-    if not isinstance(call, ast.Call):
-        return None
-    given = {k.arg: k.value for k in call.keywords}
-    if "batch_first" not in given:  # a container: its layer's
-        layer = given.get("encoder_layer", given.get("decoder_layer"))
-        if layer is None and call.args:
-            layer = call.args[0]
-        call = built(layer) if layer is not None else None
-        given = {k.arg: k.value for k in call.keywords} if isinstance(call, ast.Call) else {}
-    return given.get("batch_first")
-
-
-def _param_flag(func, flag: ast.Name) -> Optional[list]:
-    """``[name, position, default]`` of the parameter of ``func`` that
-    ``flag`` names, never rebound in it; else None."""
-    a = func.args
-    positional = [p.arg for p in (*a.posonlyargs, *a.args)]
-    names = positional + [p.arg for p in a.kwonlyargs]
-    if flag.id not in names or any(
-        isinstance(n, (ast.Assign, ast.AugAssign, ast.AnnAssign))
-        and any(isinstance(t, ast.Name) and t.id == flag.id for t in _targets(n))
-        for n in astwalk.own_nodes(func)
-    ):
-        return None
-    defaults = dict(zip(positional[len(positional) - len(a.defaults) :], a.defaults))
-    defaults.update((p.arg, d) for p, d in zip(a.kwonlyargs, a.kw_defaults) if d is not None)
-    default = defaults.get(flag.id)
-    default = default.value if isinstance(default, ast.Constant) else None
-    at = positional.index(flag.id) if flag.id in positional else -1
-    return [flag.id, at, default if type(default) is bool else None]
-
-
-def _targets(n) -> list:
-    return n.targets if isinstance(n, ast.Assign) else [n.target]
-
-
-def _returned_values(func):
-    """(what each ``return`` of the function itself gives, a reading of a
-    value through one local name assigned once: ``layer`` of ``layer =
-    nn.TransformerEncoderLayer(...)`` is that call)."""
-    assigned: Dict[str, List[ast.AST]] = {}
-    returns: List[ast.AST] = []
-    for n in astwalk.own_nodes(func):
-        t = n.__class__
-        if t is ast.Return:
-            returns.append(n.value)  # type: ignore[attr-defined]
-        elif t is ast.Assign:
-            for target in n.targets:  # type: ignore[attr-defined]
-                if isinstance(target, ast.Name):
-                    assigned.setdefault(target.id, []).append(n.value)  # type: ignore[attr-defined]
-
-    def built(value):
-        if isinstance(value, ast.Name) and len(assigned.get(value.id, ())) == 1:
-            return assigned[value.id][0]
-        return value
-
-    return returns, built
 
 
 def registries(tree: ast.Module) -> Dict[str, str]:

@@ -98,7 +98,7 @@ def _split_heads(stmt: ast.Assign, params: set) -> List[str]:
             param, body, items = gen.target.id, value.elt, gen.iter
     if not isinstance(items, (ast.Tuple, ast.List)) or len(items.elts) != len(target.elts):
         return []
-    if param is not None and not _keeps_rows(body, param):
+    if param is not None and not keeps_rows(body, param):
         return []
     return [
         t.id
@@ -110,7 +110,7 @@ def _split_heads(stmt: ast.Assign, params: set) -> List[str]:
 ROW_METHODS = {"view", "reshape", "transpose", "permute", "contiguous", "unflatten", "flatten"}
 
 
-def _keeps_rows(body: ast.AST, param: str) -> bool:
+def keeps_rows(body: ast.AST, param: str) -> bool:
     """``rearrange(t, ...)`` or ``t.view(...).transpose(1, 2)`` of ``param``."""
     while isinstance(body, ast.Call):
         func = body.func
@@ -332,6 +332,21 @@ def _op(expr: ast.AST) -> Optional[Tuple[ast.AST, Optional[list]]]:
             # meaning and rank; the bounds are the callee's, so left unnamed
             text = ", ".join(":_" if _bounded(i) else ast.unparse(i) for i in items)
             return expr.value, ["index", text]
+        if (
+            len(items) > 1
+            and _broadcast_item(items[0])
+            and all(_broadcast_item(i) or _axis_pick(i) for i in items)
+            and any(map(_axis_pick, items))
+        ):  # the batch kept (``mask[0]``, one sample's, is no mask of the batch)
+            # glow-tts' ``attn_mask[:, 0, 0]``: one row of a pair mask, the keys' padding
+            return expr.value, ["index", ", ".join(ast.unparse(i) for i in items)]
+        return None
+    if isinstance(expr, ast.BinOp) and isinstance(expr.op, (ast.Mult, ast.BitAnd)):
+        # glow-tts' pair mask ``m.unsqueeze(2) * m.unsqueeze(-1)``: kept where both
+        # positions are, of one mask: its meaning, another shape
+        left, right = _shaped_name(expr.left), _shaped_name(expr.right)
+        if left is not None and right is not None and left.id == right.id:
+            return left, ["expand"]
         return None
     if isinstance(expr, ast.IfExp) and _is_not_none(expr.test):  # ``m.to(d) if m is not None``
         return (expr.body, None) if is_none_constant(expr.orelse) else None
@@ -471,6 +486,24 @@ def _bounded(node: ast.AST) -> bool:
         and node.step is None
         and node.upper is not None
     )
+
+
+def _shaped_name(expr: ast.AST) -> Optional[ast.Name]:
+    """The name ``expr`` only reshapes (``m.unsqueeze(2)``, ``m[:, None]``)."""
+    while True:
+        if isinstance(expr, ast.Name):
+            return expr
+        op = _op(expr) if isinstance(expr, (ast.Call, ast.Subscript)) else None
+        if op is None or (op[1] is not None and op[1][0] not in ("unsqueeze", "index")):
+            return None
+        expr = op[0]
+
+
+def _axis_pick(node: ast.AST) -> bool:
+    """A small literal index (``0``, ``-1``): one element of an axis, the axis gone."""
+    if isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.USub):
+        node = node.operand
+    return isinstance(node, ast.Constant) and type(node.value) is int and node.value < 8
 
 
 def _broadcast_item(node: ast.AST) -> bool:

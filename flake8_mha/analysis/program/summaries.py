@@ -16,13 +16,13 @@ from ...core import walk as astwalk
 from ...core.lines import lines_naming as _lines_naming, source_lines, spans as _spans
 from ...core.torch_api import SDPA_NAME, SDPA_SIGNATURE
 from . import chains, constructors, fills, forms, handed as handed_forms, held_lists, import_lines
-from . import signatures, steps
+from . import factories, kv_scores, partial_attrs, signatures, steps
 from .chains import VARIANT, dotted_name, named_lambda, statements  # noqa: F401
 from .module_numbers import module_constants
 from .sdpa_names import is_sdpa, sdpa_names_of
 from .sizes import size_calls, sizes_table
 
-SUMMARY_VERSION = 70
+SUMMARY_VERSION = 74
 REEXPORTS = "@reexports"  # the key of an __init__'s re-exports in its summary table
 IMPORTS = "@imports"  # the file's imports, where the callees its edges name live
 ATTRS = "@attrs"  # per class, what kind of module each self.<attr> holds (chains.py)
@@ -116,6 +116,9 @@ def summarise(
     # ``def mask_kv(k, v, keep): return k * m, v * m``: the file's helpers that
     # multiply a parameter's mask into what they return (``fills.kv_helpers``)
     pairs = fills.kv_helpers(tree) if direct else None
+    # and its functions that move a tensor's axes, keeping its rows (``split_heads(k)``)
+    movers = kv_scores.row_movers(tree.body, False) if direct or helpers is not None else ()
+    pairs = kv_scores.Readers(pairs, frozenset(movers))
     attrs: Dict[str, Dict[str, str]] = {}
     # ``PreNorm(dim, Attention(dim))``: the classes that only hand ``**kwargs`` on
     wrappers = chains.transparent_wrappers(tree) if "**" in source else {}
@@ -123,6 +126,8 @@ def summarise(
     passed = chains.passed_params(tree)
     # the file's dicts of classes (``BACKENDS = {"torch": TorchAttention}``)
     kinds_of = forms.registries(tree)
+    # and its functions that return a torch module (``self.enc = build_encoder(d, h)``)
+    made = factories.torch_factories(tree, torch_names) if holds_modules else {}
     facts = (
         sdpa_names,
         direct,
@@ -130,7 +135,7 @@ def summarise(
         holds_modules,
         torch_names,
         helpers,
-        (wrappers, passed, kinds_of),
+        (wrappers, passed, kinds_of, made),
         pairs,
     )
     if not reuse:
@@ -141,10 +146,10 @@ def summarise(
         context = repr((screen, direct, sorted(sdpa_names[0]), sorted(sdpa_names[1])))
         context += repr((holds_modules, sorted(torch_names.items())))
         context += repr(sorted(helpers.items()) if helpers is not None else None)
-        context += repr(sorted(pairs.items()) if pairs is not None else None)
+        context += repr(pairs)
         context += repr(sorted(wrappers.items()))
         context += repr(sorted((k, sorted(map(str, v))) for k, v in passed.items()))
-        context += repr(sorted(kinds_of.items()))
+        context += repr((sorted(kinds_of.items()), sorted(made.items())))
         for node in tree.body:
             if isinstance(node, _DEFINITIONS) or named_lambda(node):
                 _reused(node, lines, context, out, attrs, facts)
@@ -259,7 +264,7 @@ def _summarise_node(
                 helpers=helpers,
                 pairs=pairs,
             )
-        made = forms.returned_module(node, dotted=True)
+        made = factories.returned_module(node, dotted=True)
         if made is not None and made[:1].isupper():
             out.setdefault(MODULES, {})[node.name] = made
         torch_made = forms.torch_class(made, torch_names) if made and holds_modules else None
@@ -268,7 +273,7 @@ def _summarise_node(
         if torch_made is not None and not node.decorator_list:
             # ``def make(d, h): return nn.MultiheadAttention(d, h)``
             out.setdefault(TORCH_MODULES, {})[node.name] = torch_made
-            flag = forms.returned_batch_first(node)
+            flag = factories.returned_batch_first(node)
             if flag is not None:  # what a caller's data must be (MHA010 at its call)
                 out.setdefault(TORCH_BATCH_FIRST, {})[node.name] = flag
     elif named_lambda(node):  # ``attend = lambda q, k, v, m: sdpa(...)``
@@ -276,7 +281,7 @@ def _summarise_node(
         calls = direct and (may_call is None or _spans(may_call, func))
         _add(out, func.name, func, False, sdpa_names, calls, helpers=helpers, pairs=pairs)
     elif isinstance(node, ast.ClassDef):
-        wrappers, passed, kinds_of = classes
+        wrappers, passed, kinds_of, made = classes
         written = chains.class_attrs(node, wrappers, passed.get(node.name, frozenset()), kinds_of)
         own = {**(inherited or {}), **written}
         kinds = handed_forms.with_handed(node, own)  # and what the constructor is handed
@@ -291,7 +296,7 @@ def _summarise_node(
             torch_layer = forms.torch_layer(node, torch_names)
             if torch_layer is not None:  # ``def forward(self, src, ...)`` of its own
                 out.setdefault(TORCH_LAYERS, {})[node.name] = torch_layer
-        held = forms.torch_modules(own, torch_names) if holds_modules and own else {}
+        held = forms.torch_modules(own, {**torch_names, **made}) if holds_modules and own else {}
         if holds_modules:  # ``for layer in self.layers: layer(x, src_key_padding_mask=m)``
             lists = held_lists.torch_lists(node, torch_names)
             held = {**held, **{a + held_lists.ITEMS: n for a, n in lists.items()}}
@@ -306,8 +311,11 @@ def _summarise_node(
         bases = forms.inherits_forward(node, written)
         if bases:
             out.setdefault(BASES, {})[node.name] = bases
+        kv = pairs.in_class(node) if direct or helpers is not None else pairs
+        kept = partial_attrs.partial_attrs(node)  # ``self.attend = partial(attend, ...)``
         for item in node.body:
             if isinstance(item, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                item = partial_attrs.unfold(item, kept)
                 calls = direct and (may_call is None or _spans(may_call, item))
                 key = f"{node.name}.{item.name}"
                 deco = {dotted_name(d) for d in item.decorator_list}
@@ -323,7 +331,7 @@ def _summarise_node(
                     node.name,
                     held=held,
                     helpers=helpers,
-                    pairs=pairs,
+                    pairs=kv,
                 )
                 got = out.get(key)
                 if got and deco & {"staticmethod", "classmethod"}:
@@ -332,7 +340,7 @@ def _summarise_node(
                     # where super() looks: the bases as written
                     got["bases"] = [b for b in map(dotted_name, node.bases) if b is not None]
         method = lambda f: _function_summary(
-            f, True, sdpa_names, direct, kinds, None, held, helpers, pairs
+            f, True, sdpa_names, direct, kinds, None, held, helpers, kv
         )  # noqa: E731
         built = constructors.summary(node, out.get(f"{node.name}.__init__"), method)
         if built is not None:  # CLIP's block built with the mask it keeps: a call of the class
@@ -530,10 +538,16 @@ def _function_summary(
         else []
     )
     filled = fills.fill_sinks(others, stores, helpers) if helpers is not None else []
+    handwritten = None  # keys or values of its own attention multiplied by a parameter's mask
     if helpers is not None and not filled and fills.softmaxes(others):
         # a term added to (or a mask multiplied into) the scores, then softmax
         filled = fills.added_sinks(func, stores) + fills.multiplied_sinks(func, stores)
-    if not calls and not edges and not modules and not filled:
+        if not calls and not filled:
+            top = fills.straight_statements(func, params)
+            handwritten = kv_scores.handwritten_kv(
+                func, others, reads, stores, top, *_readers(pairs)
+            )
+    if not calls and not edges and not modules and not filled and handwritten is None:
         return None
     reached: Dict[str, dict] = {}
     line = None
@@ -576,7 +590,7 @@ def _function_summary(
         ):  # keys or values multiplied by a parameter's mask, no scores masked (MHA015):
             # when a parameter may mask them, only on the calls that leave it None
             top = fills.straight_statements(func, params)
-            kv = fills.kv_reach(given, reads, stores, top, pairs)
+            kv = fills.kv_reach(given, reads, stores, top, *_readers(pairs))
             if kv is not None:
                 if unless:
                     kv["unless"] = unless
@@ -629,6 +643,9 @@ def _function_summary(
         line = modules[0][0].lineno
     reached.update({k: v for k, v in module_reach.items() if k not in disagree})
     reached.update(_fill_reach(filled, others, reads, stores))
+    if handwritten is not None:
+        reached[fills.KV] = handwritten[0]
+        line = line if line is not None else handwritten[1]
     if filled and (line is None or all(k in fills.FILL_SINKS for k in reached)):
         line = filled[0][2]  # what is reached is reached at the fill
     out = {
@@ -732,6 +749,11 @@ def _handed_on(func, name: str, stores: Dict[str, List[ast.AST]]) -> Optional[st
         ):
             return None
     return name
+
+
+def _readers(kv) -> tuple:
+    """``pairs`` and ``movers`` of ``kv_scores.Readers`` (nothing without one)."""
+    return (kv.pairs, kv.movers) if kv is not None else (None, frozenset())
 
 
 def _related_pairs(tests: List[ast.AST], params: set) -> List[list]:

@@ -136,7 +136,9 @@ def _valid_reach(how) -> bool:
             return False
         if step[0] == "unsqueeze" and not (len(step) == 2 and type(step[1]) is int):
             return False
-        if step[0] == KV and not (len(step) == 2 and isinstance(step[1], str)):
+        if step[0] == KV and not (
+            len(step) in (2, 3) and isinstance(step[1], str) and step[2:] in ([], ["scores"])
+        ):  # ``[KV, "keys", "scores"]``: hand-written attention's (``kv_scores.HANDWRITTEN``)
             return False
         if step[0] == "cast" and not (len(step) == 2 and step[1] in FLOAT_CASTS):
             return False
@@ -163,9 +165,11 @@ _OPS = ("invert", "eq0", "index", "bool", "unsqueeze", "cast", "rows", "expand",
 
 def _valid_flag(v) -> bool:
     """A factory's ``batch_first``: a literal, or ``[parameter, position,
-    default]`` (``forms.returned_batch_first``)."""
+    default]`` (``factories.returned_batch_first``)."""
     if type(v) is bool:
         return True
+    if isinstance(v, list) and len(v) == 2 and v[0] == "const" and isinstance(v[1], str):
+        return True  # a module-level constant the factory's file names (``cfg.BATCH_FIRST``)
     return (
         isinstance(v, list)
         and len(v) == 3

@@ -1,0 +1,98 @@
+"""Functions a module keeps on ``self`` as ``functools.partial`` objects.
+
+``self.attend = partial(attend, causal=causal)`` in ``__init__``, then
+``self.attend(q, k, v, mask)`` in ``forward`` (probe X's fraud model): the
+call runs ``attend`` with the partial's arguments first.  ``unfold`` gives a
+method's ``ast`` with each such call written out (``attend(q, k, v, mask,
+causal=causal)``), so its summary has the edge a direct call would have; a
+name the partial took from ``__init__`` is no parameter of the method, and
+reaches nothing there.
+"""
+
+from __future__ import annotations
+
+import ast
+import copy
+from typing import Dict, Optional
+
+from .chains import dotted_name
+
+_PARTIAL = ("partial", "functools.partial")
+
+
+def partial_attrs(cls: ast.ClassDef) -> Dict[str, ast.Call]:
+    """``attr -> the partial's call`` for each ``self.<attr> = partial(f, ...)``
+    of the class's ``__init__`` (``f`` a plain name), the attribute set once
+    in the class."""
+    init = next(
+        (n for n in cls.body if isinstance(n, ast.FunctionDef) and n.name == "__init__"), None
+    )
+    if init is None:
+        return {}
+    found: Dict[str, ast.Call] = {}
+    for n in ast.walk(init):
+        if isinstance(n, ast.Assign) and len(n.targets) == 1 and _partial_of_name(n.value):
+            attr = _self_attr(n.targets[0])
+            if attr is not None:
+                found[attr] = n.value
+    if not found:
+        return {}
+    stores: Dict[str, int] = {}
+    for n in ast.walk(cls):
+        if isinstance(n, (ast.Assign, ast.AugAssign, ast.AnnAssign)):
+            for t in n.targets if isinstance(n, ast.Assign) else [n.target]:
+                attr = _self_attr(t)
+                if attr in found:
+                    stores[attr] = stores.get(attr, 0) + 1
+    return {a: call for a, call in found.items() if stores.get(a) == 1}
+
+
+def unfold(func: ast.FunctionDef, partials: Dict[str, ast.Call]) -> ast.FunctionDef:
+    """A copy of ``func`` whose calls ``self.<attr>(...)`` of a partial are
+    calls of its function, the partial's arguments first."""
+    if not partials or not any(_held_call(n, partials) for n in ast.walk(func)):
+        return func
+    out = copy.deepcopy(func)
+    for n in ast.walk(out):
+        attr = _held_call(n, partials)
+        if attr is not None:
+            made = partials[attr]
+            n.func = copy.deepcopy(made.args[0])
+            n.args = [copy.deepcopy(a) for a in made.args[1:]] + n.args
+            given = {k.arg for k in n.keywords}
+            n.keywords = [
+                copy.deepcopy(k) for k in made.keywords if k.arg not in given
+            ] + n.keywords
+            ast.copy_location(n.func, n)
+            for sub in ast.walk(n.func):
+                ast.copy_location(sub, n)
+    return out
+
+
+def _held_call(n, partials) -> Optional[str]:
+    if isinstance(n, ast.Call) and not any(isinstance(a, ast.Starred) for a in n.args):
+        attr = _self_attr(n.func)
+        if attr in partials:
+            return attr
+    return None
+
+
+def _partial_of_name(value) -> bool:
+    return (
+        isinstance(value, ast.Call)
+        and dotted_name(value.func) in _PARTIAL
+        and bool(value.args)
+        and isinstance(value.args[0], ast.Name)
+        and not any(isinstance(a, ast.Starred) for a in value.args)
+        and all(k.arg is not None for k in value.keywords)
+    )
+
+
+def _self_attr(node) -> Optional[str]:
+    if (
+        isinstance(node, ast.Attribute)
+        and isinstance(node.value, ast.Name)
+        and node.value.id == "self"
+    ):
+        return node.attr
+    return None
