@@ -88,6 +88,25 @@ FOLDS = [
     causal = not needs_bias
     mask = None if not needs_bias else mask
     """,
+    # the flag set only in an ``elif`` after ``if <flag> and <mask given>``: the
+    # mask is None there (review 24's bio-attention), also when an earlier
+    # branch reshaped a given mask (a world split before the test)
+    """
+    flag, causal = causal, False
+    if flag and (mask is not None):
+        mask = mask.masked_fill(torch.ones(4, 4, dtype=torch.bool).triu(1), -1e4)
+    elif flag:
+        causal = True
+    """,
+    """
+    if mask is not None:
+        mask = mask[:, None, None, :]
+    flag, causal = causal, False
+    if flag and exists(mask) is True and mask is not None:
+        mask = mask.masked_fill(torch.ones(4, 4, dtype=torch.bool).triu(1), -1e4)
+    elif flag and exists(mask) is True:
+        causal = True
+    """,
 ]
 
 
@@ -123,6 +142,23 @@ KEPT = [
     needs_bias = exists(mask)
     causal = needs_bias
     mask = mask if needs_bias else None
+    """,
+    # the ``elif`` makes a mask of its own beside the flag
+    """
+    flag, causal = causal, False
+    if flag and (mask is not None):
+        mask = mask[:, None, None, :]
+    elif flag:
+        mask = torch.zeros(4, 4)
+        causal = True
+    """,
+    # an ``elif`` on another test says nothing of the mask
+    """
+    flag, causal = causal, False
+    if flag and (mask is not None):
+        causal = False
+    elif self.causal:
+        causal = True
     """,
     # a loop that sets the flag is not read: the finding stands
     """

@@ -59,7 +59,11 @@ def _still_holds(cond, defs, site: CallSite) -> bool:
     test, _polarity, at_test = cond
     for name in names_in([test]):
         now = defs[name] if name in defs else site.env.get(name)
-        if now is not at_test.get(name):
+        then = at_test.get(name)
+        # not rebound since the test: the same definitions, or some of those
+        # it saw joined (a world split by an earlier branch, ``if mask is not
+        # None: mask = ...`` before ``if causal and mask is not None:``)
+        if now is not then and not (now and then and all(any(d is e for e in then) for d in now)):
             return False
     return True
 
@@ -81,3 +85,26 @@ def excludes(test: cst.BaseExpression, polarity: bool, leaf: Leaf, depth: int = 
             return any(excludes(p, polarity, leaf, depth + 1) for p in parts)
         return all(excludes(p, polarity, leaf, depth + 1) for p in parts)
     return False
+
+
+def eliminated(conds, same) -> list:
+    """``conds`` (``(test, polarity, ...)``), and what their ``and``s leave
+    once the other conditions are known: ``not (a and b)`` with ``a`` true
+    means ``not b`` (``elif causal:`` after ``if causal and mask is not
+    None:``: the mask is None there).  ``same``: whether two tests are one."""
+    known = [p for c in conds if c[1] for p in _and_parts(c[0])]
+    out = list(conds)
+    for c in conds:
+        parts = _and_parts(c[0])
+        if c[1] or len(parts) < 2:
+            continue
+        left = [p for p in parts if not any(same(p, k) for k in known)]
+        if len(left) == 1:
+            out.append((left[0], False, *c[2:]))
+    return out
+
+
+def _and_parts(test: cst.BaseExpression) -> list:
+    if isinstance(test, cst.BooleanOperation) and isinstance(test.operator, cst.And):
+        return _and_parts(test.left) + _and_parts(test.right)
+    return [test]

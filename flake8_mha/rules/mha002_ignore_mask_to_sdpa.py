@@ -84,12 +84,19 @@ class IgnoreMaskToSdpa(MaskRule):
           on the padding (True = ignore), `>=` on the tokens; the total must be
           the padded length (`S`, `seq_len`, `max_len`, `x.size(1)`), never a
           second per-sample count (`lengths - prefix_len` says nothing).
+          A count divided by a size or shifted by a number is a count
+          (`n_samples // hop + 1`, `torch.div(n_samples, hop,
+          rounding_mode="floor")`: the STFT frames of each signal).
           A padded image's valid pixels count the same way, row and column
           apart (`ys[None, :, None] < image_sizes[:, 0, None, None]`, one
           column of per-sample (h, w) sizes), joined by `&` and flattened
           to the keys (`.flatten(1)`: (N, H, W) to (N, H*W); `flatten` keeps
           a mask's meaning). `torch.isnan(x)` and `isinf` are True on the
-          missing cells (True = ignore), `isfinite` on the present ones.
+          missing cells (True = ignore), `isfinite` on the present ones;
+          `.any(-1)`/`.all(-1)` over the features keeps the cells' meaning for
+          the positions (`torch.isnan(obs).any(-1)`: a date is hidden when a
+          band is missing; `fixtures/program_calls/reduced_masks/`), over no
+          axis it is a single bool, no mask.
         - Branches join: a mask that is an ignore-mask on one path and unknown or
           a keep-mask on another is not reported; `None` on a path does not count.
         - Star-arguments are spread as Python spreads them: `sdpa(*args)` after

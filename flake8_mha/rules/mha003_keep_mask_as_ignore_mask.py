@@ -52,7 +52,9 @@ class KeepMaskAsIgnoreMask(MaskRule):
           transformers passes additive and True = ignore masks under that name.
           Names count only where the code of this file says nothing better: when
           the function's callers in the file pass a mask of known meaning, that
-          meaning wins.
+          meaning wins. Nor where the project itself binds the name to a
+          padding mask (shiba's tokenizer: `attention_mask = (id_tensor ==
+          self.PAD)`, True on the padding): the name then says nothing sure.
         - A triangle (`tril`, `triu`, positions against positions) is judged at
           attention arguments (the modules', SDPA's), and at `masked_fill` and
           `torch.where` only where the filled tensor is attention scores (a
@@ -68,7 +70,8 @@ class KeepMaskAsIgnoreMask(MaskRule):
           metric-learning loss masks same-identity pairs out of a softmax over
           distances, or out of a `topk`, on purpose (boxmot, release review
           10). At attention arguments both are always judged.
-        - A fill of `~name` where only the parameter's name says what it
+        - A fill of `~name` (or `name == 0`, phynteny's `src_key_padding_mask.
+          unsqueeze(1).unsqueeze(2) == 0`) where only the parameter's name says what it
           means (`masked_fill(~key_padding_mask, min)`, llm-foundry's keep-mask
           of that name) is not reported: the code's own `~` says the author
           keeps the other convention. The same holds for a module's
@@ -278,8 +281,9 @@ def reshaped_from(expr: cst.BaseExpression, depth: int = 0) -> cst.BaseExpressio
 
 
 def _inverts_a_name(a, sink: Sink) -> bool:
-    """``masked_fill(~key_padding_mask, min)`` where only the name says what
-    ``key_padding_mask`` means: the code's own ``~`` says its author keeps
+    """``masked_fill(~key_padding_mask, min)`` (or ``key_padding_mask == 0``)
+    where only the name says what ``key_padding_mask`` means: the code's own
+    inversion says its author keeps
     the other convention (llm-foundry's keep-mask of that name), and a name
     counts only where the code says nothing better (RULES.md)."""
     expr = reshaped_from(sink.expr)
@@ -292,7 +296,29 @@ def _inverts_a_name(a, sink: Sink) -> bool:
         and not expr.args
     ):
         inner = expr.func.value
+    elif (  # ``src_key_padding_mask.unsqueeze(1) == 0`` (phynteny, review 25)
+        isinstance(expr, cst.Comparison)
+        and len(expr.comparisons) == 1
+        and isinstance(expr.comparisons[0].operator, cst.Equal)
+        and _zero(expr.comparisons[0].comparator)
+    ):
+        inner = expr.left
+    elif (
+        isinstance(expr, cst.Call)
+        and isinstance(expr.func, cst.Attribute)
+        and expr.func.attr.value == "eq"
+        and len(expr.args) == 1
+        and _zero(expr.args[0].value)
+    ):
+        inner = expr.func.value
     else:
         return False
     got = a.evaluator.eval(inner, At(sink.site.env, sink.site.scope, None, 0))
     return got.origin is not None and got.origin.by_name
+
+
+def _zero(node) -> bool:
+    """``0`` or ``False``."""
+    return (isinstance(node, cst.Integer) and node.value == "0") or (
+        isinstance(node, cst.Name) and node.value == "False"
+    )

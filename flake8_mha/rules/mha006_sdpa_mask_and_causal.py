@@ -10,7 +10,7 @@ import libcst as cst
 from ..core import torch_api
 from ..analysis.events import SdpaCall
 from ..analysis.flow import CallSite, DefKind, lookup, walk
-from ..analysis.relational import excludes, world_sites
+from ..analysis.relational import eliminated, excludes, world_sites
 from ..analysis.splats import spread_value
 from ..analysis.tree import is_none
 from ..analysis.values import UNKNOWN, definitely, project_of
@@ -62,7 +62,10 @@ class SdpaMaskAndCausal(Rule):
           caller of a helper method that takes the mask as a parameter and reads
           the flag from `self` (vit-pytorch's `forward` asserts the pair apart,
           then calls `self.flash_attn(q, k, v, mask=mask)`), when every use of
-          the helper is such a call.
+          the helper is such a call. An `elif` is read with the test before
+          it: `is_causal = True` under `elif causal:` after `if causal and
+          mask is not None:` sets the flag where the mask is None
+          (bio-attention), unless that branch gives the mask a value of its own.
         - A test through the file's own one-line predicate reads as its body:
           `if exists(mask):` with `def exists(v): return v is not None` is
           `if mask is not None:` (a decorated or redefined predicate is not read).
@@ -681,7 +684,8 @@ def _path_excludes(site: CallSite, mask: cst.CSTNode, causal: cst.CSTNode) -> bo
 
         return excludes(test, polarity, leaf)
 
-    return any(excluded_under(test, polarity, env) for test, polarity, env in site.conds)
+    conds = eliminated(site.conds, same)  # ``elif causal:`` after ``if causal and mask:``
+    return any(excluded_under(test, polarity, env) for test, polarity, env in conds)
 
 
 # -- the fix ---------------------------------------------------------------------

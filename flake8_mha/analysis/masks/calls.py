@@ -18,7 +18,8 @@ from ..program.callgraph import FileCalls, bind_call, frame_for  # noqa: F401  (
 from ..flow import ClassInfo, Def, Env, Scope, children, lookup
 from ..splats import element, expand_call
 from ..tree import is_none
-from .domain import NONE_MASK, UNKNOWN_MASK, Mask, join_all
+from .domain import KEEP, NONE_MASK, UNKNOWN_MASK, Mask, join_all
+from ..program.conventions import binds_padding
 from .names import parameter_by_name
 
 MAX_CALLER_DEPTH = 3
@@ -216,9 +217,19 @@ class Calls(FileCalls):
         if value.meaning is None and value.kind is None and not value.none:
             named = parameter_by_name(p, name, func)
             if named is not None and not handed_by_project(self.ctx, d, name):
-                value = named
+                value = named if not self._project_means_padding(name, named) else value
         self._param_cache[key] = value
         return value
+
+    def _project_means_padding(self, name: str, named: Mask) -> bool:
+        """The tokenizer's name read as 1 = keep, where the project itself binds
+        that name to a comparison with a pad id (shiba: ``attention_mask =
+        (id_tensor == self.PAD)``): the name says nothing sure there."""
+        project = getattr(self.ctx, "project", None)
+        path = getattr(project, "path", None)
+        if named.meaning != KEEP or not path or not getattr(project, "files", False):
+            return False
+        return binds_padding(path, name)
 
     def _from_callers(self, func: cst.FunctionDef, name: str, p: cst.Param, d: Def, at: At) -> Mask:
         """The join of what every call of ``func`` in this file passes as ``name``."""

@@ -439,6 +439,12 @@ class Comparisons:
             if self._lengths_axis(node.args[0].value, at, hops) != "scalar":
                 return None
             return _LENGTHS_BY_LAYOUT.get(new_axes(node, "N"))
+        if (
+            isinstance(node, cst.Call)
+            and len(node.args) >= 2
+            and self.qualname(node.func, at.env, at.scope) in ("torch.div", "torch.floor_divide")
+        ):  # ``torch.div(n_samples, hop, rounding_mode="floor")``
+            return self._scaled_count(node.args[0].value, node.args[1].value, at, hops)
         if isinstance(node, cst.Call) and isinstance(node.func, cst.Attribute):
             attr = node.func.attr.value
             if attr in ("new", "new_tensor") and len(node.args) == 1:
@@ -472,7 +478,23 @@ class Comparisons:
             qn = self.qualname(node.func, at.env, at.scope)
             if qn in ("torch.tensor", "torch.as_tensor", "torch.LongTensor"):
                 return self._lengths_axis(node.args[0].value, at, hops)
+        if isinstance(node, cst.BinaryOperation):
+            # ``n_samples // hop + 1``: the frames of each sample's signal, a count
+            op, left, right = node.operator, node.left, node.right
+            if isinstance(op, (cst.FloorDivide, cst.Divide)):
+                return self._scaled_count(left, right, at, hops)
+            if isinstance(op, (cst.Add, cst.Subtract)) and isinstance(right, cst.Integer):
+                got = self._lengths_axis(left, at, hops)
+                return got if got in ("scalar", COUNT) else None
         return None
+
+    def _scaled_count(self, count, by, at: At, hops: int) -> Optional[str]:
+        """A per-sample count divided by a size (``n_samples // hop``): one
+        count per sample still; not when the divisor is per sample too."""
+        got = self._lengths_axis(count, at, hops)
+        if got not in ("scalar", COUNT) or self._lengths_axis(by, at, hops) is not None:
+            return None
+        return COUNT
 
 
 _TOTALS = ("seq_len", "seqlen", "seq_length", "length", "total_len", "size", "n", "s", "t", "l")

@@ -140,9 +140,9 @@ def is_length_name(name: str) -> bool:
 
 
 _COUNT_NAME = re.compile(
-    r"(n|num|number_of|nb)_?(valid|real|tokens?|frames?|patches?|items?|elements?|words?"
+    r"(n|num|number_of|nb)_?(valid|real|tokens?|frames?|patches?|items?|elements?|words?|samples"
     r"|points?|steps?|chars?|objects?|boxes|queries|keys|nodes?|media|images?|segments?"
-    r"|sentences?|turns?|events?|regions?|utterances?|chunks?|atoms?|residues?|visits?"
+    r"|sentences?|turns?|events?|regions?|utterances?|chunks?|atoms?|residues?|res|visits?"
     r"|entities|spans?|seqs?|sequences?|msas?|agents?|actors?|vehicles?|tracks?|players?)(_per_\w+)?"
     r"|valid_?(tokens?|patches|frames|items|count|num)|\w*counts?"
 )

@@ -122,6 +122,7 @@ OPS: Tuple[Op, ...] = (
     Op("subsequent", (), _GENERATE, ("generate_square_subsequent_mask",)),
     Op("eye", (), _torch("eye")),
     Op("missing", ("input",), _torch(*MISSING), tuple(MISSING)),
+    Op("reduce", ("input", "dim"), _torch("any", "all"), ("any", "all")),
     Op(
         "flip",
         ("input",),
@@ -211,6 +212,21 @@ class Ops:
         if call.arg("input") is None:
             return UNKNOWN_MASK
         return comparison(MISSING[call.name], None, self.origin(call.node))
+
+    def _op_reduce(self, call: OpCall, at: At) -> Mask:
+        """``torch.isnan(obs).any(-1)``: a position is missing when any of its
+        features is (``all``: when every one is); the cells' meaning, bool,
+        for the positions.  Over no axis (a single bool) or of a triangle or
+        a constant: unknown."""
+        src, dim = call.arg("input"), call.arg("dim")
+        if src is None or dim is None:
+            return UNKNOWN_MASK
+        inner = self.eval(src, at)
+        if inner.meaning not in (KEEP, IGNORE) or inner.causal or inner.tri or inner.fill:
+            return UNKNOWN_MASK
+        return replace(
+            inner, kind=BOOL, dtype="bool", layout=None, kind_origin=self.origin(call.node)
+        )
 
     def _op_triangle(self, call: OpCall, at: At) -> Mask:
         src = call.arg("input")
