@@ -666,7 +666,7 @@ def test_unbatched_input_is_neither_rule():
         """, ["MHA001", "MHA010", "MHA903"]) == []
 
 
-def test_inputs_that_disagree_are_unknown():
+def test_inputs_that_disagree_name_the_one_the_stated_layout_contradicts():
     body = """\
         attn = nn.MultiheadAttention(64, 8, batch_first=True)
         def f(x, m):
@@ -674,8 +674,13 @@ def test_inputs_that_disagree_are_unknown():
             S, N, E2 = m.shape
             return attn({q}, x, x)[0]
         """
-    assert got(body.format(q="m")) == []  # query (S, N, ?), key (N, L, E): not ours to pick
+    # query (S, N, ?), key (N, L, E), the module stated batch-first: the query is
+    # fed wrong (probe W's W15: torch raises, or mixes samples when S == N)
+    assert got(body.format(q="m")) == [("MHA010", 7, 12)]
     assert got(body.format(q="m.transpose(0, 1)")) == []
+    # not stated: not ours to pick
+    unstated = body.format(q="m").replace("batch_first=True", "batch_first=flag()")
+    assert got(unstated) == []
     assert got(body.format(q="m").replace("x, x)", "m, m)")) == [("MHA010", 7, 12)]
 
 

@@ -16,6 +16,7 @@ import libcst as cst
 from ..analysis.events import Construction
 from ..analysis.tree import walk
 from ..analysis.layout import BATCH_FIRST, SEQ_FIRST, CallLayout, analysis_for
+from ._syntax import dotted
 from .base import Rule
 
 LAYOUT_MODULES_DOC = (
@@ -51,8 +52,72 @@ def call_layouts(rule: Rule, ev: Construction) -> Tuple[List[Tuple[Any, CallLayo
     calls = analysis.calls_of(ev)
     if not calls:
         return [(None, c) for c in analysis.handed(ev)], analysis
+    flags = _flags_beside(ev)
+    if flags:
+        calls = [c for c in calls if not _flag_excludes(c.site, flags)]
     with analysis.evaluator.judging(ev.site):
         return [(call, analysis.of_call(call)) for call in calls], analysis
+
+
+def _flags_beside(ev: Construction) -> dict:
+    """``self.<...>`` flags a literal bool is given in the very block of
+    ``__init__`` that builds the module, and nowhere else in its class
+    (shiba's ``self.config.deep_transformer_requires_transpose = True``
+    beside ``self.deep_transformer = nn.TransformerEncoder(...)``, the other
+    branch keeping a module the caller hands in): dotted name -> the value."""
+    func, cls = ev.site.function, ev.site.cls
+    if func is None or cls is None or func.name.value != "__init__":
+        return {}
+    block = _block_of(func.body, ev.site.stmt)
+    out = {}
+    for line in block or ():
+        for small in getattr(line, "body", ()) if isinstance(line, cst.SimpleStatementLine) else ():
+            if (
+                isinstance(small, cst.Assign)
+                and len(small.targets) == 1
+                and dotted(small.targets[0].target).startswith("self.")
+                and isinstance(small.value, cst.Name)
+                and small.value.value in ("True", "False")
+            ):
+                out[dotted(small.targets[0].target)] = small.value.value == "True"
+    if not out:
+        return {}
+    stores = [  # every store of such a name in the class's methods
+        dotted(t.target)
+        for method in cls.methods.values()
+        for n in walk(method)
+        if isinstance(n, cst.Assign)
+        for t in n.targets
+    ]
+    return {k: v for k, v in out.items() if stores.count(k) == 1}
+
+
+def _block_of(block, small):
+    """The statements of the block (of ``block`` or nested in it) that holds
+    the small statement ``small``, else None."""
+    body = getattr(block, "body", ())
+    for line in body:
+        if isinstance(line, cst.SimpleStatementLine) and any(s is small for s in line.body):
+            return body
+    for line in body:
+        for part in (getattr(line, "body", None), getattr(line, "orelse", None)):
+            inner = getattr(part, "body", part) if isinstance(part, cst.Else) else part
+            got = _block_of(inner, small) if inner is not None else None
+            if got is not None:
+                return got
+    return None
+
+
+def _flag_excludes(site, flags: dict) -> bool:
+    """The call sits where one of ``flags`` has the other value (``else:`` of
+    ``if self.config.deep_transformer_requires_transpose:``): the module the
+    flag goes with is not what it runs."""
+    for test, polarity, _ in site.conds:
+        negated = isinstance(test, cst.UnaryOperation) and isinstance(test.operator, cst.Not)
+        name = dotted(test.expression if negated else test)
+        if name in flags and flags[name] != (polarity != negated):
+            return True
+    return False
 
 
 def where(analysis, layout: CallLayout) -> str:

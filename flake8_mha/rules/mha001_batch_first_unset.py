@@ -130,7 +130,14 @@ class BatchFirstUnset(Rule):
           with the Transformer's `batch_first`.
         - Unknown layout is reported (as before the layout analysis): no prior is
           assumed either way, and the default is a trap whenever the data is
-          batch-first. A module never called in the file is reported too.
+          batch-first. A module never called in the file is reported too. A
+          call on the other side of a flag that `__init__` sets beside the
+          construction, and nowhere else (shiba: `self.config.
+          deep_transformer_requires_transpose = True` where torch's stack is
+          built, the other branch keeping the caller's own), never runs that
+          module and is not read (`fixtures/MHA001_stack_choice.py`); a module
+          a factory of another file returns (one of several classes) is fed
+          what that factory's callers pass (`fixtures/program_layout/factory_classes/`).
         - A swap is followed through `q, k, v = q.permute(1, 0, 2),
           k.permute(...), v.permute(...)`, through casts chained after it
           (`window.float().to(device)`), and into the inputs an

@@ -67,8 +67,12 @@ class LayoutMismatch(Rule):
           sibling never hides a wrong one, and neither does a caller whose
           layout is unknown (`self.block(self.emb(tokens))` beside a caller
           that swaps batch-first data to sequence-first).
-        - Unbatched `(L, E)` data, and calls whose inputs disagree with each
-          other, are not reported.
+        - Unbatched `(L, E)` data is not reported. Inputs of one call that
+          disagree (queries tiled `weight.unsqueeze(1).repeat(1, B, 1)`,
+          sequence-first, beside batch-first memory) are reported when the
+          module's `batch_first` is stated: the input it contradicts is fed
+          wrong (`fixtures/program_layout/query_layouts/`); unstated, they
+          are not (torch raises, or a reading is wrong).
         - An axis swap of data whose layout the code never states, right
           before the call, is the conversion to the layout the module reads:
           never a mismatch.

@@ -108,6 +108,18 @@ class LayoutAnalysis:
         if known:
             found = known  # a swap conforms to the layout the other inputs state
         kinds = {c.kind for c in found}
+        if len(kinds) > 1 and kinds <= {BATCH_FIRST, SEQ_FIRST}:
+            # the inputs disagree: the one the module's stated ``batch_first``
+            # contradicts is fed wrong (a decoder built batch-first given
+            # ``weight.unsqueeze(1).repeat(1, B, 1)`` queries and batch-first
+            # memory: probe W's W15); unstated, torch raises or we misread
+            reads = self.stated_batch_first(ev)
+            wrong = SEQ_FIRST if reads else BATCH_FIRST
+            return (
+                next((c for c in found if c.kind == wrong), CallLayout(None))
+                if reads is not None
+                else CallLayout(None)
+            )
         if len(kinds) > 1:
             return CallLayout(None)  # the inputs disagree: torch raises or we misread
         if kinds == {CONVERTED}:
@@ -227,6 +239,13 @@ class LayoutAnalysis:
                     out.append(other)
                 elif ev.spec.name == "Transformer" and self._part_of(other, ev):
                     out.append(other)
+        if not out and ev.site.cls is not None:
+            # the layer of ``self.deep = nn.TransformerEncoder(nn.TransformerEncoderLayer(
+            # ...))`` on one branch, another module on the other (shiba): the encoder's calls
+            name, spec, site = self._container_stored(ev)
+            if name is not None:
+                inst = Instance(spec, site, None, False)
+                out = self._self_calls([ev.site.cls], {name: spec}, inst)
         return out
 
     def stored_calls(self, ev: Construction) -> List[ModuleCall]:
@@ -239,6 +258,30 @@ class LayoutAnalysis:
         if name is None or cls is None:
             return []
         return self._self_calls([cls], {name: ev.spec}, Instance(ev.spec, ev.site, None, False))
+
+    def _container_stored(self, ev: Construction):
+        """``(attr, the container's spec, its construction)`` when the layer
+        built at ``ev`` is the first argument of a ``TransformerEncoder``/
+        ``Decoder`` construction that ``self.attr = ...`` stores; else Nones."""
+        none = (None, None, None)
+        stmt = ev.site.stmt
+        value = stmt.value if isinstance(stmt, cst.Assign) and len(stmt.targets) == 1 else None
+        if (
+            not isinstance(value, cst.Call)
+            or not value.args
+            or value.args[0].value is not ev.site.node
+        ):
+            return none
+        qn = self.ctx.resolver.qualname(value.func, ev.site.env, ev.site.scope)
+        spec = torch_api.module_spec(qn) if qn is not None else None
+        site = self.ctx.resolver.site_of.get(id(value))
+        if spec is None or spec.name not in _CONTAINER_LAYER or site is None:
+            return none
+        target = stmt.targets[0].target
+        if isinstance(target, cst.Attribute) and isinstance(target.value, cst.Name):
+            if target.value.value == "self":
+                return target.attr.value, spec, site
+        return none
 
     def _inner_calls(self, ev: Construction) -> List[ModuleCall]:
         """For a subclass of a torch encoder or decoder layer that runs a

@@ -71,8 +71,11 @@ class ProjectLayout:
             return None
 
         def leaf(call: cst.Call, cenv, cscope):
-            target = self._target(class_run(call.func, cenv, cscope), cenv, cscope)
-            return [target] if target is not None else None
+            named = class_run(call.func, cenv, cscope)
+            target = self._target(named, cenv, cscope)
+            if target is None:  # a function of another file that builds one of its classes
+                return project_callers.factory_classes(self.path, named, cenv, cscope)
+            return [target]
 
         leaf.targets = True  # what a parameter handed a target answers (_through)
         try:
@@ -301,7 +304,7 @@ class ProjectLayout:
             (
                 c
                 for c in self.flow.classes.values()
-                if c.scope is self.flow.module_scope and c.methods.get("forward") is func
+                if c.scope is self.flow.module_scope and c.methods.get(func.name.value) is func
             ),
             None,
         )
@@ -309,8 +312,11 @@ class ProjectLayout:
     def project_inputs(self, func: cst.FunctionDef, name: str) -> List[Optional[Layout]]:
         """What the other files of the project feed ``name``, a parameter of
         the ``forward`` of a module-level class of this file (the data, or
-        what is added to it: ``query_pos``)."""
-        if self.path is None or self.hops <= 0 or func.name.value != "forward":
+        what is added to it: ``query_pos``), or of another public method of
+        it that they call on an instance they hold (sstr's
+        ``self.struct_decoder.encode(src, mask)``)."""
+        method = func.name.value
+        if self.path is None or self.hops <= 0 or method.startswith("_"):
             return []
         cls = self._forward_class(func)
         p = func.params
@@ -326,7 +332,7 @@ class ProjectLayout:
             for info in self.flow.classes.values()
             if info is not cls
             and cls in self.resolver.base_classes(info)[1:]
-            and self.resolver.method_of(info, "forward") is func
+            and self.resolver.method_of(info, method) is func
             and info.scope is not None
             and info.scope.parent is None
         ]
@@ -334,25 +340,42 @@ class ProjectLayout:
             files = project_callers.candidates(self.path, owner.name)
             if files is None:
                 return []  # too many files name the class: not read, as before issue 26
+            for other in list(files):  # and those that call a factory returning it
+                for factory in project_callers.factories_of(other, owner.name):
+                    more = project_callers.factory_files(other, factory) or ()
+                    files += [f for f in more if f not in files and f != self.path]
             target = (self.path, owner.name)
             for other in files:
                 there = self._unit(other)
                 if there is not None:
                     ev = self.other(there, self.hops - 1)
-                    out.extend(ev.export(v) for v in ev.fed_to(target, wanted))
+                    out.extend(ev.export(v) for v in ev.fed_to(target, wanted, method))
         return out
 
-    def fed_to(self, target, name: Optional[str] = None) -> List[Optional[Layout]]:
+    def fed_to(
+        self, target, name: Optional[str] = None, method="forward"
+    ) -> List[Optional[Layout]]:
         """The layouts this file feeds the ``forward`` of ``target``, a class
         of another file: at each call of an instance of it, and in each
         ``nn.Sequential`` it is a member of.  ``name``: a parameter other than
-        the first (only calls pass it; a ``Sequential`` passes the first)."""
-        out: List[Optional[Layout]] = list(self._layers_of_torch_containers(target, name))
+        the first (only calls pass it; a ``Sequential`` passes the first).
+        ``method``: another method, called on an instance (``held.encode(x)``)."""
+        out: List[Optional[Layout]] = []
+        if method == "forward":
+            out.extend(self._layers_of_torch_containers(target, name))
         for site in self.flow.calls:
             func = site.node.func
-            if isinstance(func, cst.Attribute) and func.attr.value == "forward":
+            if isinstance(func, cst.Attribute) and func.attr.value == method:
                 func = func.value
+            elif method != "forward":
+                continue
             if not isinstance(func, (cst.Name, cst.Attribute, cst.Subscript)):
+                continue
+            if method != "forward":
+                held = self.held_targets(func, site.env, site.scope)
+                if held and target in held:
+                    first = self._method_input(site.node, target, name, method)
+                    out.append(self.at(first, site) if first is not None else None)
                 continue
             held = self.held_targets(func, site.env, site.scope)
             if held:
@@ -419,6 +442,21 @@ class ProjectLayout:
                 or self.project_inputs(func, name)
             )
         return asked[key]
+
+    def _method_input(self, call: cst.Call, target, name: Optional[str], method: str):
+        """What a call of ``method`` of an instance of ``target`` passes for its
+        first parameter (``name`` None) or for ``name``; None when it cannot
+        be bound."""
+        there = self._unit(target[0])
+        if there is None or target[1] not in there.classes:
+            return None
+        ev = self.other(there, 0)
+        func = ev.method_of(there.classes[target[1]], method)
+        if func is None:
+            return None
+        params = func.params.params
+        wanted = name if name is not None else (params[1].name.value if len(params) > 1 else None)
+        return bind_call(func, call, 1).get(wanted) if wanted is not None else None
 
     def _input(self, call: cst.Call, target, name: Optional[str]) -> Optional[cst.BaseExpression]:
         """What a call of an instance of ``target`` passes for a parameter of

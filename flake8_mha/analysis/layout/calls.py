@@ -79,6 +79,47 @@ MODULE_OUTPUT_ARG = {  # the input whose shape a module's output has
 CONCAT = {"torch.cat", "torch.concat", "torch.concatenate"}
 
 
+_COMPARISONS = (cst.Equal, cst.NotEqual)
+
+
+def _compared(expr, name: str, env, scope, depth: int = 0) -> Optional[cst.CSTNode]:
+    """The comparison of ``name`` with a value that ``expr`` is (``ids == pad``,
+    ``ids.eq(0)``, ``~(ids != pad)``, a local bound once to such), else None."""
+    if depth > 4:
+        return None
+    if isinstance(expr, cst.UnaryOperation) and isinstance(expr.operator, cst.BitInvert):
+        return _compared(expr.expression, name, env, scope, depth + 1)
+    if isinstance(expr, cst.Comparison) and len(expr.comparisons) == 1:
+        left, op = expr.left, expr.comparisons[0].operator
+        if isinstance(op, _COMPARISONS) and isinstance(left, cst.Name) and left.value == name:
+            return expr
+        return None
+    if (
+        isinstance(expr, cst.Call)
+        and isinstance(expr.func, cst.Attribute)
+        and expr.func.attr.value in ("eq", "ne")
+        and isinstance(expr.func.value, cst.Name)
+        and expr.func.value.value == name
+    ):
+        return expr
+    if isinstance(expr, cst.Name):
+        defs = lookup(expr.value, env, scope)
+        if len(defs) == 1 and defs[0].kind == "assign" and defs[0].node is not None:
+            return _compared(defs[0].node, name, defs[0].env, scope, depth + 1)
+    return None
+
+
+def _relabelled(inner: Optional[Layout], got: Layout) -> bool:
+    """A ``view`` that names the batch at another axis than the data holds it:
+    batch-first ``(N, L, E)`` viewed ``(-1, batch_size, E)`` (review 24's
+    mire2e) reads row ``l * N + n`` as sample ``n``: no transpose, samples
+    mixed; the sizes' names are no evidence of the new layout."""
+    if inner is None or inner.roles.count(BATCH) != 1:
+        return False
+    before, after = inner.roles.index(BATCH), got.roles.index(BATCH)
+    return before != after and (before == 0 or after == 0)
+
+
 def join(values: Sequence[Optional[Layout]]) -> Optional[Layout]:
     """The layout every path gives, else unknown; cycles have no say.
 
@@ -408,6 +449,8 @@ class LayoutCalls:
             return self.module_output(node, env, scope, frame, depth)
         if name == "Embedding":
             ids = real(self.eval(args[0], env, scope, frame, depth))
+            if ids is None:
+                ids = self._padded_ids(args[0], scope)
             if ids is None or EMBED in ids.roles:
                 return None
             stated = ids.node.value if isinstance(ids.node, cst.Assign) else ids.node
@@ -422,6 +465,26 @@ class LayoutCalls:
             return Layout(
                 (BATCH, CHANNEL) + ((SEQ,) if k == 1 else (SPATIAL,) * k), node, "conv feature map"
             )
+        return None
+
+    def _padded_ids(self, ids, scope) -> Optional[Layout]:
+        """Token ids whose comparison with a pad id (``ids == 0``, ``ids.ne(pad)``,
+        directly or through a local) some call of the same function hands a
+        module as a ``*key_padding_mask``: torch reads that mask ``(N, S)``
+        whatever the module's ``batch_first``, so the ids are ``(N, S)``
+        (probe W's W32: ``self.tok(title_ids)`` beside ``src_key_padding_mask=
+        title_ids == 0``)."""
+        if not isinstance(ids, cst.Name):
+            return None
+        for site in self.flow.calls:
+            if site.scope is not scope:
+                continue
+            for a in site.node.args:
+                if a.keyword is None or not a.keyword.value.endswith("key_padding_mask"):
+                    continue
+                got = _compared(a.value, ids.value, site.env, scope)
+                if got is not None:
+                    return Layout((BATCH, SEQ), got, "ids compared into a key padding mask")
         return None
 
     def _preserving_base(self, owner, scope) -> bool:
@@ -481,7 +544,12 @@ class LayoutCalls:
             args = positional(node)  # ``super().forward(x.type(torch.float32))`` of a LayerNorm
             return self.eval(args[0], env, scope, frame, depth) if args else None
         if attr in _SIZED:
-            return self._sized(node, attr, env, scope, frame, depth)
+            got = self._sized(node, attr, env, scope, frame, depth)
+            if got is not None and attr in ("view", "reshape") and BATCH in got.roles:
+                inner = real(self.eval(owner, env, scope, frame, depth))
+                if _relabelled(inner, got):
+                    return None  # the data's order is not the one the sizes name
+            return got
         if attr == "repeat":
             return self._repeat(owner, node, env, scope, frame, depth)
         return None

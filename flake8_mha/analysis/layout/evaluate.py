@@ -13,7 +13,7 @@ import libcst as cst
 
 from ..program.callgraph import ChainSite, FileCalls, bind_call, frame_for
 from ..flow import CallSite, Def, Scope, lookup, scope_appends
-from ..tree import walk
+from ..tree import is_none, walk
 from ..values import live_lookup, unpacked
 from .calls import CYCLE, MODULE_OUTPUT_ARG, LayoutCalls, join, meet, real
 from .comments import CommentIndex, DocLine
@@ -245,27 +245,42 @@ class LayoutEvaluator(FileCalls, LayoutCalls, ProgramLayout, ProjectLayout):
         if frame is not None and frame.func is func:
             arg = frame.args.get(name)
             if arg is None or isinstance(arg, Layout):
-                return arg  # a member of a container run on a layout (program.py)
-            return self.eval(arg, frame.env, frame.scope, frame.parent, depth)
+                # a member of a container, a module of another file, run on a layout
+                return arg if real(arg) is not None else self._stated(p, d) or arg
+            got = self.eval(arg, frame.env, frame.scope, frame.parent, depth)
+            # what the caller passes, else what the callee states it takes (sstr's
+            # ``PositionalEncoding.forward``: ``embedding: (seq_len, batch_size, d_model)``)
+            return got if real(got) is not None else self._stated(p, d) or got
         if not isinstance(func, cst.FunctionDef):
             return None
         got = self._from_callers(func, name, depth)
         if real(got) is None:
-            stated = (
-                self.comments.annotation(p)
-                or self.comments.param_comment(p)
-                or self._function_comment(d.scope, name)
-            )
+            stated = self._stated(p, d)
             if stated is not None:
                 return stated
         return got
+
+    def _stated(self, p: cst.Param, d: Def) -> Optional[Layout]:
+        """The layout a parameter's annotation, comment or docstring entry states."""
+        return (
+            self.comments.annotation(p)
+            or self.comments.param_comment(p)
+            or self._function_comment(d.scope, p.name.value)
+        )
 
     def _function_comment(self, scope: Optional[Scope], name: str) -> Optional[Layout]:
         while scope is not None and scope.kind != "function":
             scope = scope.parent
         if scope is None:
             return None
-        return self.comments.function_named(scope.node, name)
+        got = self.comments.function_named(scope.node, name)
+        parent = scope.parent
+        if got is None and scope.node.name.value == "forward" and parent is not None:
+            if parent.kind == "class" and isinstance(parent.node, cst.ClassDef):
+                # the class's docstring documents what ``forward`` takes (sstr's
+                # ``FragmentEmbedding``: ``peaks: (seq_len, batch_size, d_input)``)
+                got = self.comments.function_named(parent.node, name)
+        return got
 
     def _from_callers(self, func, name, depth) -> Optional[Layout]:
         callers = self.callers().get(id(func), [])
@@ -349,6 +364,18 @@ class LayoutEvaluator(FileCalls, LayoutCalls, ProgramLayout, ProjectLayout):
         if sl and all(isinstance(e.slice, cst.Slice) for e in sl):
             # ``x[:n]``, ``x[1:]``, ``x[:, :k]``: a slice keeps every axis and its role
             return self.eval(node.value, env, scope, frame, depth)
+        if len(sl) >= 2 and _ellipsis(sl[0]):
+            rest = sl[1:]
+            if all(isinstance(e.slice, cst.Slice) for e in rest):
+                # ``peaks[..., :-2]``: the features cut, every axis kept
+                return self.eval(node.value, env, scope, frame, depth)
+            if len(rest) == 2 and _integer(rest[0]) and _none(rest[1]):
+                # ``peaks[..., -2, None]``: the last axis one wide (a feature, broadcast)
+                inner = real(self.eval(node.value, env, scope, frame, depth))
+                if inner is not None and inner.roles:
+                    return Layout(
+                        inner.roles[:-1] + (None,), inner.node, inner.how, origin=inner.origin
+                    )
         return None
 
     def element(self, expr, env, scope, frame, depth, index: int) -> Optional[Layout]:
@@ -451,3 +478,18 @@ def _tuple_assign(d) -> bool:
 
 
 __all__ = ["LayoutEvaluator", "join", "MODULE_OUTPUT_ARG", "SEQ", "SPATIAL"]
+
+
+def _ellipsis(e: cst.SubscriptElement) -> bool:
+    return isinstance(e.slice, cst.Index) and isinstance(e.slice.value, cst.Ellipsis)
+
+
+def _integer(e: cst.SubscriptElement) -> bool:
+    v = e.slice.value if isinstance(e.slice, cst.Index) else None
+    if isinstance(v, cst.UnaryOperation) and isinstance(v.operator, cst.Minus):
+        v = v.expression
+    return isinstance(v, cst.Integer)
+
+
+def _none(e: cst.SubscriptElement) -> bool:
+    return isinstance(e.slice, cst.Index) and is_none(e.slice.value)

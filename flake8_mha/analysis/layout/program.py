@@ -223,8 +223,26 @@ class ProgramLayout:
             return False
         if self._call_reaches(call, env, scope, 0):
             return True
+        if self._may_hold_torch(func, env, scope):
+            return True
         targets = self.held_targets(func, env, scope)
         return bool(targets) and all(self._foreign_reaches(t, 0) for t in targets)
+
+    def _may_hold_torch(self, func, env, scope) -> bool:
+        """``self.deep`` that one branch of ``__init__`` sets to a torch attention
+        module and another to what the caller hands in (shiba's deep stack):
+        a call of it may run the module."""
+        if not (isinstance(func, cst.Attribute) and isinstance(func.value, cst.Name)):
+            return False
+        owner = self.resolver.self_class(func, env, scope)
+        defs = owner.attrs.get(func.attr.value, ()) if owner is not None else ()
+        return len(defs) > 1 and any(
+            d.kind == "assign"
+            and isinstance(d.node, cst.Call)
+            and self.resolver.common_spec(self.resolver.instances(d.node, d.env, d.scope))
+            is not None
+            for d in defs
+        )
 
     def _call_reaches(self, call: cst.Call, env, scope, depth: int) -> bool:
         if depth > REACH_DEPTH:

@@ -438,6 +438,71 @@ def _imported_name(node, env, scope) -> Optional[Tuple[int, str]]:
     return level, ".".join([dotted] + chain) if dotted else ".".join(chain)
 
 
+def factory_classes(path: str, node, env, scope) -> Optional[List[Target]]:
+    """The project classes a function of another file builds and returns, when
+    ``node`` names it through an import of the file at ``path`` (spanet's
+    ``self.encoder = create_transformer(options, n)``, returning one of four
+    transformer classes): each return, else None."""
+    named = _imported_name(node, env, scope)
+    found = _located(path, *named) if named is not None else None
+    if found is None or "." in found[1]:
+        return None
+    filename, name = found
+    tree = _tree(filename, (name,))
+    func = next(
+        (n for n in getattr(tree, "body", ()) if isinstance(n, ast.FunctionDef) and n.name == name),
+        None,
+    )
+    built = returned_classes(func) if func is not None else None
+    if not built:
+        return None
+    there = unit(filename)
+    out: List[Target] = []
+    for cls in built:
+        if there is not None and cls in there.classes:
+            out.append((filename, cls))
+            continue
+        defs = there.flow.module_scope.final_env.get(cls, ()) if there is not None else ()
+        if len(defs) != 1 or defs[0].kind != DefKind.IMPORT:
+            return None
+        level, dotted = _import_target(defs[0].node, cls)
+        target = _class_at(filename, level, dotted, 0) if dotted is not None else None
+        if target is None:
+            return None
+        out.append(target)
+    return list(dict.fromkeys(out))
+
+
+def returned_classes(func: ast.FunctionDef) -> Optional[List[str]]:
+    """The capitalised names every ``return`` of ``func`` builds (``return
+    StandardTransformer(options, n)``), else None (a return of anything else)."""
+    out = []
+    for n in astwalk.walk(func):
+        if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda)) and n is not func:
+            return None  # a nested function: its returns are not the factory's
+        if isinstance(n, ast.Return):
+            value = n.value
+            if not (
+                isinstance(value, ast.Call)
+                and isinstance(value.func, ast.Name)
+                and value.func.id[:1].isupper()
+            ):
+                return None
+            out.append(value.func.id)
+    return out or None
+
+
+def factories_of(path: str, cls: str) -> List[str]:
+    """The top-level functions of the file at ``path`` whose returns all build
+    a class and one of them builds ``cls``."""
+    tree = _tree(path, (cls,))
+    return [
+        n.name
+        for n in getattr(tree, "body", ())
+        if isinstance(n, ast.FunctionDef) and cls in (returned_classes(n) or ())
+    ]
+
+
 def factory_files(path: str, name: str) -> Optional[List[str]]:
     """The project files that import the file at ``path`` and name ``name``, a
     function of it: the only ones that may call it; None when they cannot be
