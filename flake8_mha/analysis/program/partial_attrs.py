@@ -15,7 +15,7 @@ import ast
 import copy
 from typing import Dict, Optional
 
-from .chains import dotted_name
+from .chains import dotted_name, self_attr
 
 _PARTIAL = ("partial", "functools.partial")
 
@@ -32,7 +32,7 @@ def partial_attrs(cls: ast.ClassDef) -> Dict[str, ast.Call]:
     found: Dict[str, ast.Call] = {}
     for n in ast.walk(init):
         if isinstance(n, ast.Assign) and len(n.targets) == 1 and _partial_of_name(n.value):
-            attr = _self_attr(n.targets[0])
+            attr = self_attr(n.targets[0])
             if attr is not None:
                 found[attr] = n.value
     if not found:
@@ -41,7 +41,7 @@ def partial_attrs(cls: ast.ClassDef) -> Dict[str, ast.Call]:
     for n in ast.walk(cls):
         if isinstance(n, (ast.Assign, ast.AugAssign, ast.AnnAssign)):
             for t in n.targets if isinstance(n, ast.Assign) else [n.target]:
-                attr = _self_attr(t)
+                attr = self_attr(t)
                 if attr in found:
                     stores[attr] = stores.get(attr, 0) + 1
     return {a: call for a, call in found.items() if stores.get(a) == 1}
@@ -71,7 +71,7 @@ def unfold(func: ast.FunctionDef, partials: Dict[str, ast.Call]) -> ast.Function
 
 def _held_call(n, partials) -> Optional[str]:
     if isinstance(n, ast.Call) and not any(isinstance(a, ast.Starred) for a in n.args):
-        attr = _self_attr(n.func)
+        attr = self_attr(n.func)
         if attr in partials:
             return attr
     return None
@@ -86,13 +86,3 @@ def _partial_of_name(value) -> bool:
         and not any(isinstance(a, ast.Starred) for a in value.args)
         and all(k.arg is not None for k in value.keywords)
     )
-
-
-def _self_attr(node) -> Optional[str]:
-    if (
-        isinstance(node, ast.Attribute)
-        and isinstance(node.value, ast.Name)
-        and node.value.id == "self"
-    ):
-        return node.attr
-    return None
