@@ -117,3 +117,29 @@ def test_keys_of_an_einsum_pooling_multiplied_by_a_parameter():
     reach = summarise(src)["pool"]["reach"]
     assert reach[KV]["param"] == "keep"
     assert reach[KV]["ops"][-1] == [KV, "keys and values", HANDWRITTEN]
+
+
+def test_queries_through_a_rotary_helper_keep_their_heads(tmp_path):
+    # probe W's W08: a draft construction of 6 over 4 heads beside the main 8 over 2,
+    # the queries and keys passed through ``rotary(...)`` before SDPA
+    attention = (ROOT / "fixtures/program_calls/gqa_instances/attention.py").read_text()
+    attention = attention.replace(
+        "        k, v = kv.chunk(2, dim=1)\n",
+        "        k, v = kv.chunk(2, dim=1)\n        q, k = rotary(q), rotary(k)\n",
+    ).replace(
+        "import torch.nn.functional as F\n",
+        "import torch.nn.functional as F\n\nfrom .utils import rotary\n",
+    )
+    pkg = write_package(
+        tmp_path / "pkg",
+        {
+            "utils.py": "def rotary(x, base=10000.0):\n    return x\n",
+            "attention.py": attention,
+            "config.py": (ROOT / "fixtures/program_calls/gqa_instances/config.py").read_text(),
+            "model.py": (ROOT / "fixtures/program_calls/gqa_instances/model.py").read_text(),
+        },
+    )
+    path = pkg / "attention.py"
+    found = analyze_source(path.read_text(), str(path), ["MHA014"])
+    assert [(f.code, f.line) for f in found] == [("MHA014", 22)]
+    assert "6 query heads over 4" in found[0].message

@@ -314,6 +314,9 @@ class Layouts:
             return None
         if qn.endswith("einops.rearrange") or (not qn and ident(func) == "rearrange"):
             return self._rearrange(node, env, scope, depth)
+        if _ROTARY.search(ident(func)):  # ``rotary(q)``: a rotary embedding keeps the shape
+            args = [a.value for a in node.args if a.keyword is None and not a.star]
+            return self.of(args[0], env, scope, depth + 1) if args else None
         return None
 
     def _name(self, node: cst.Name, env, scope, depth) -> Optional[Layout]:

@@ -75,6 +75,8 @@ class GqaHeadsDoNotDivide(Rule):
           `GQAttention(8, 2, 16)` and draft `GQAttention(6, 4, 16)`), each is
           read on its own: one whose counts do not divide is reported, and
           the message says what it passes (`fixtures/program_calls/gqa_instances/`).
+        - A call whose name says rotary (`rotary(q)`, `apply_rotary_emb(k, freqs)`)
+          keeps the layout of its first argument.
         """
     VALID = [
         "import torch.nn.functional as F\n"
