@@ -13,14 +13,27 @@ from .chains import constructor, dotted_name
 from .held_lists import torch_class
 
 
-def torch_factories(tree: ast.Module, torch_names: Dict[str, str]) -> Dict[str, str]:
+def returned_modules(tree: ast.Module) -> Dict[int, str]:
+    """``id`` of each of the file's top-level functions -> the constructor (as
+    written, dotted names too) of the module it returns (``returned_module``)."""
+    out = {}
+    for node in tree.body:
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            made = returned_module(node, dotted=True)
+            if made is not None:
+                out[id(node)] = made
+    return out
+
+
+def torch_factories(tree: ast.Module, returned, torch_names: Dict[str, str]) -> Dict[str, str]:
     """The file's undecorated top-level functions that build and return one
     torch attention module -> its qualified class (``def build_encoder(d, h):
-    ... return nn.TransformerEncoder(layer, 2)``)."""
+    ... return nn.TransformerEncoder(layer, 2)``); ``returned``:
+    ``returned_modules(tree)``."""
     out = {}
     for node in tree.body:
         if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and not node.decorator_list:
-            made = returned_module(node, dotted=True)
+            made = returned.get(id(node))
             qn = torch_class(made, torch_names) if made else None
             if qn is not None:
                 out[node.name] = qn

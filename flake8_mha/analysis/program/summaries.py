@@ -127,7 +127,8 @@ def summarise(
     # the file's dicts of classes (``BACKENDS = {"torch": TorchAttention}``)
     kinds_of = forms.registries(tree)
     # and its functions that return a torch module (``self.enc = build_encoder(d, h)``)
-    made = factories.torch_factories(tree, torch_names) if holds_modules else {}
+    returned = factories.returned_modules(tree)  # each function's, read once
+    made = factories.torch_factories(tree, returned, torch_names) if holds_modules else {}
     facts = (
         sdpa_names,
         direct,
@@ -135,7 +136,7 @@ def summarise(
         holds_modules,
         torch_names,
         helpers,
-        (wrappers, passed, kinds_of, made),
+        (wrappers, passed, kinds_of, made, returned),
         pairs,
     )
     if not reuse:
@@ -264,7 +265,7 @@ def _summarise_node(
                 helpers=helpers,
                 pairs=pairs,
             )
-        made = factories.returned_module(node, dotted=True)
+        made = classes[4].get(id(node))  # ``factories.returned_modules``
         if made is not None and made[:1].isupper():
             out.setdefault(MODULES, {})[node.name] = made
         torch_made = forms.torch_class(made, torch_names) if made and holds_modules else None
@@ -281,7 +282,7 @@ def _summarise_node(
         calls = direct and (may_call is None or _spans(may_call, func))
         _add(out, func.name, func, False, sdpa_names, calls, helpers=helpers, pairs=pairs)
     elif isinstance(node, ast.ClassDef):
-        wrappers, passed, kinds_of, made = classes
+        wrappers, passed, kinds_of, made, _ = classes
         written = chains.class_attrs(node, wrappers, passed.get(node.name, frozenset()), kinds_of)
         own = {**(inherited or {}), **written}
         kinds = handed_forms.with_handed(node, own)  # and what the constructor is handed
