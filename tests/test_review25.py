@@ -66,3 +66,35 @@ def test_the_project_s_own_tokenizer_decides_what_attention_mask_means(tmp_path)
 def test_without_such_a_binding_the_name_is_transformers_tokenizer_mask(tmp_path):
     keep = "def encode(ids, pad_id=0):\n    attention_mask = ids != pad_id\n    return ids, attention_mask\n"
     assert _tagger(tmp_path, keep) == [("MHA003", 13)]
+
+
+def test_an_edit_of_the_tokenizer_changes_the_finding_with_the_cache_on(tmp_path):
+    """flake8's results cache on (a project of its own): model.py is unchanged,
+    its finding follows how tokenizer.py binds the name."""
+    import subprocess
+    import sys
+
+    (tmp_path / "setup.cfg").write_text("[flake8]\n")
+    padding = (
+        "def encode(ids, PAD=0):\n    attention_mask = ids == PAD\n    return ids, attention_mask\n"
+    )
+    write_package(tmp_path / "pkg", {"model.py": MODEL, "tokenizer.py": padding})
+
+    def run():
+        proc = subprocess.run(
+            [sys.executable, "-m", "flake8", "--select", "MHA003", "-j", "1", "pkg/model.py"],
+            cwd=tmp_path,
+            capture_output=True,
+            text=True,
+            timeout=300,
+        )
+        assert "Traceback" not in proc.stderr, proc.stderr
+        return proc.returncode, [line.split(" ", 2)[:2] for line in proc.stdout.splitlines()]
+
+    assert run() == (0, [])
+    assert (tmp_path / ".flake8-mha-cache").is_dir()
+    tokenizer = tmp_path / "pkg" / "tokenizer.py"
+    tokenizer.write_text(padding.replace("ids == PAD", "ids != PAD"))
+    assert run() == (1, [["pkg/model.py:13:16:", "MHA003"]])
+    tokenizer.write_text(padding)
+    assert run() == (0, [])

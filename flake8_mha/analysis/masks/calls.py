@@ -229,7 +229,7 @@ class Calls(FileCalls):
         path = getattr(project, "path", None)
         if named.meaning != KEEP or not path or not getattr(project, "files", False):
             return False
-        return binds_padding(path, name)
+        return binds_padding(path, name, getattr(project, "depend", None))
 
     def _from_callers(self, func: cst.FunctionDef, name: str, p: cst.Param, d: Def, at: At) -> Mask:
         """The join of what every call of ``func`` in this file passes as ``name``."""
