@@ -50,9 +50,12 @@ def test_the_same_program_in_one_file(tmp_path):
     assert [(f.line, f.col, f.code) for f in got] == [(line, 16, "MHA010")]
 
 
-def test_a_partial_handed_another_class_is_not_read_as_its_default(tmp_path):
+def test_blocks_of_another_class_run_in_a_loop_keep_the_layout_they_are_fed(tmp_path):
     """A construction in the file that hands ``block_fn`` makes the default
-    not the one class: the blocks' layout is unknown, nothing is said."""
+    not the one class, so what a block returns is unknown; a stack of
+    blocks run in a loop (``x = blk(x)``) keeps the layout it is fed (a
+    decision of the thirtieth stop, spanet's gated transformer): the
+    transposed tokens are still reported at the head."""
     one = _one_file() + (
         "\n\nclass Other(nn.Module):\n"
         "    def forward(self, x):\n"
@@ -60,6 +63,31 @@ def test_a_partial_handed_another_class_is_not_read_as_its_default(tmp_path):
         "def build():\n"
         "    return VisionTransformer(block_fn=lambda d, h: Other())\n"
     )
+    path = tmp_path / "one.py"
+    path.write_text(one, encoding="utf-8")
+    want = (
+        "        return self.dense_head(patch_tokens.transpose(0, 1)).transpose(0, 1)  # MHA010:16"
+    )
+    line = one.splitlines().index(want) + 1
+    got = analyze_source(one, str(path), ["MHA010"])
+    assert [(f.line, f.col, f.code) for f in got] == [(line, 16, "MHA010")]
+
+
+def test_a_block_s_unknown_output_outside_a_loop_says_nothing(tmp_path):
+    """The same default handed another class, its one block called once
+    under a flag (not a loop): its output is unknown, nothing is said."""
+    one = _one_file().replace(
+        "        for blk in self.blocks:\n            x = blk(x)\n        patch_tokens",
+        "        if self.blocks:\n            x = self.blocks[0](x)\n        patch_tokens",
+        1,
+    ) + (
+        "\n\nclass Other(nn.Module):\n"
+        "    def forward(self, x):\n"
+        "        return x.transpose(0, 1)\n\n\n"
+        "def build():\n"
+        "    return VisionTransformer(block_fn=lambda d, h: Other())\n"
+    )
+    assert "x = self.blocks[0](x)" in one
     path = tmp_path / "one.py"
     path.write_text(one, encoding="utf-8")
     assert analyze_source(one, str(path), ["MHA010"]) == []

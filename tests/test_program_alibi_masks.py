@@ -68,6 +68,12 @@ def test_the_union_in_one_function(tmp_path):
 
 def test_a_comparison_alone_keeps_its_unknown_meaning(tmp_path):
     """Without the triangle, ``attention_mask == 0`` of an attention layer's
-    parameter (additive, or 1 = keep: transformers does both) is no evidence."""
+    parameter (additive, or 1 = keep: transformers does both) has no known
+    meaning; added to the scores it removes nothing either way, so it is
+    reported as a comparison of unknown meaning (thirtieth stop, probe Z's
+    Z30), with no side to invert."""
     alone = UNION.replace("future[None, None] | (attention_mask", "(attention_mask")
-    assert analyze_source(alone, str(tmp_path / "m.py"), ["MHA004"]) == []
+    (got,) = analyze_source(alone, str(tmp_path / "m.py"), ["MHA004"])
+    assert (got.line, got.col, got.code) == (8, 14, "MHA004")
+    assert "is a bool comparison (of unknown meaning) added to the attention scores" in got.message
+    assert "scores.masked_fill(<the positions to remove>, float('-inf'))" in got.message

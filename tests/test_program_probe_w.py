@@ -100,7 +100,10 @@ def test_inputs_that_disagree_on_a_module_whose_layout_is_not_stated_stay_unknow
 
 def test_ids_compared_into_a_key_padding_mask_are_batch_first():
     assert_package_runs(
-        "fixtures/program_layout/padded_ids", [("encoder.py", 18, 17, "MHA010")], select="MHA0,MHA1"
+        "fixtures/program_layout/padded_ids",
+        # steps.py: the embedding in a method, the mask from a helper of masks.py
+        [("encoder.py", 18, 17, "MHA010"), ("steps.py", 25, 17, "MHA010")],
+        select="MHA0,MHA1",
     )
 
 

@@ -51,7 +51,9 @@ def test_a_config_constant_as_the_factory_s_batch_first():
 
 def test_the_classes_a_factory_of_another_file_returns_are_fed_its_callers_data():
     assert_package_runs(
-        "fixtures/program_layout/factory_classes", [("standard.py", 13, 13, "MHA903")], select="MHA"
+        "fixtures/program_layout/factory_classes",
+        [("gated.py", 15, 26, "MHA903"), ("standard.py", 13, 13, "MHA903")],
+        select="MHA",
     )
 
 

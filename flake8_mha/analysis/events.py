@@ -178,9 +178,10 @@ def classify(site: CallSite, resolver: Resolver):
     if not isinstance(target, (cst.Name, cst.Attribute, cst.Subscript)) and not is_getattr(target):
         return None
     instances = resolver.instances(target, env, scope)
-    if instances is None and isinstance(target, cst.Name):
-        instances = narrowed(site, target, resolver)
-        if instances is None:
+    if not instances and isinstance(target, (cst.Name, cst.Attribute)):
+        if isinstance(target, cst.Name):
+            instances = narrowed(site, target, resolver)
+        if not instances:
             got = partial_of_module(site, target, resolver)
             if got is not None:
                 instances, call = got

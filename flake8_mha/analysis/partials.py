@@ -42,15 +42,24 @@ def partial_torch(resolver, call: cst.Call, env: Env, scope) -> Optional[tuple]:
     return spec, _merged(call, made.args[1:])
 
 
-def partial_of_module(site, name: cst.Name, resolver):
+def partial_of_module(site, name, resolver):
     """``attend = functools.partial(self.attn, key_padding_mask=pad)`` bound once
-    in the same function, then ``attend(x, x, x)``: the instances of
-    ``self.attn`` and the call as they receive it (the partial's arguments
-    first, then the call's)."""
-    defs = lookup(name.value, site.env, site.scope)
-    made = _bound_partial(defs, resolver)
-    if made is None or defs[0].scope is not site.scope:
-        return None
+    in the same function, then ``attend(x, x, x)``; or ``self._decode =
+    partial(self.decoder, tgt_is_causal=True)`` set once in the class, then
+    ``self._decode(tgt, memory)``: the instances of the held module and the
+    call as they receive it (the partial's arguments first, then the call's)."""
+    if isinstance(name, cst.Attribute):
+        cls = site.cls
+        own = isinstance(name.value, cst.Name) and name.value.value == "self"
+        defs = cls.attrs.get(name.attr.value, []) if cls is not None and own else []
+        made = _bound_partial(defs, resolver)
+        if made is None:
+            return None
+    else:
+        defs = lookup(name.value, site.env, site.scope)
+        made = _bound_partial(defs, resolver)
+        if made is None or defs[0].scope is not site.scope:
+            return None
     if any(a.star for a in (*made.args, *site.node.args)):
         return None
     held = made.args[0].value

@@ -3,7 +3,12 @@ and unpackings that move its axes without mixing its rows."""
 
 from __future__ import annotations
 
+import re
+
 import libcst as cst
+
+from ..analysis.flow import DefKind, lookup
+from ..core.positions import line_of
 
 # methods that keep the rows of a key or value tensor where they were
 SAME_ROWS = {
@@ -99,3 +104,70 @@ def _keeps_rows(body, param: str) -> bool:
             return False
         body = body.args[0].value
     return isinstance(body, cst.Name) and body.value == param
+
+
+def in_place(scope, module: cst.Module) -> dict:
+    """The statements of ``scope``'s function that mask a name in place:
+    ``name.masked_fill_(cond, value)`` and ``name.mul_(factor)`` (a key
+    zeroed before it is handed on), ``{name: [(line, call), ...]}`` from the
+    last."""
+    func = getattr(scope, "node", None)
+    if not isinstance(func, cst.FunctionDef):
+        return {}
+    found: dict = {}
+    for stmt in _statements(func.body):
+        call = stmt.value if isinstance(stmt, cst.Expr) else None
+        if not (isinstance(call, cst.Call) and isinstance(call.func, cst.Attribute)):
+            continue
+        owner, method = call.func.value, call.func.attr.value
+        wanted = {"masked_fill_": 2, "mul_": 1}.get(method)
+        if not (isinstance(owner, cst.Name) and wanted):
+            continue
+        if len(call.args) != wanted or any(a.keyword or a.star for a in call.args):
+            continue
+        line = line_of(module, call)
+        if line is not None:
+            found.setdefault(owner.value, []).append((line, call))
+    return {k: sorted(v, key=lambda f: -f[0]) for k, v in found.items()}
+
+
+def _statements(body):
+    """The simple statements of a block, and of the blocks of its compound
+    statements (not of nested functions or classes)."""
+    for st in body.body if isinstance(body, cst.IndentedBlock) else ():
+        if isinstance(st, cst.SimpleStatementLine):
+            yield from st.body
+        elif isinstance(st, (cst.FunctionDef, cst.ClassDef)):
+            continue
+        else:
+            for part in (getattr(st, "body", None), getattr(st, "orelse", None)):
+                inner = getattr(part, "body", part)
+                if isinstance(inner, cst.IndentedBlock):
+                    yield from _statements(inner)
+
+
+# a name that says keep-mask: ``keep``, ``res_keep``, ``keep_pad``; not a rate or a count
+_KEEP = re.compile(r"(?<![a-z0-9])(\w*_)?keep(_\w+)?(?![a-z0-9_])")
+_NOT_KEEP = ("prob", "rate", "ratio", "frac", "dim", "idx", "top", "num", "count", "len")
+
+
+def says_keep(text: str) -> bool:
+    return any(not any(w in m.group(0) for w in _NOT_KEEP) for m in _KEEP.finditer(text))
+
+
+def made_call(defs) -> bool:
+    """A local bound once to a call that is no count (``torch.cat([keep, ones])``)."""
+    node = defs[0].node if len(defs) == 1 and defs[0].kind == DefKind.ASSIGN else None
+    func = node.func if isinstance(node, cst.Call) else None
+    name = func.attr.value if isinstance(func, cst.Attribute) else getattr(func, "value", None)
+    return name not in (None, "sum", "mean", "count_nonzero", "prod", "cumsum", "numel", "size")
+
+
+def param_root(factor, env, scope):
+    """(the parameter's definition, its name) ``factor`` shapes, else None."""
+    while isinstance(factor, cst.Subscript) or (
+        isinstance(factor, cst.Call) and isinstance(factor.func, cst.Attribute)
+    ):
+        factor = factor.value if isinstance(factor, cst.Subscript) else factor.func.value
+    defs = lookup(factor.value, env, scope) if isinstance(factor, cst.Name) else ()
+    return (defs[0], factor.value) if len(defs) == 1 and defs[0].kind == DefKind.PARAM else None

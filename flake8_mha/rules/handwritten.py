@@ -52,7 +52,7 @@ def mask_terms(ctx, site: CallSite, ops: Tuple[str, ...]) -> Iterator[Tuple[Scor
         mask = analysis.evaluator.eval(term.expr, At(term.env, term.scope, None, 0))
         if not _zero_one(mask) and term.op == "add":
             mask = _folded(analysis, term.expr, term.env, term.scope) or mask
-        if not _zero_one(mask):
+        if not (_zero_one(mask) or (term.op in ("add", "sub") and _cast_comparison(mask))):
             continue
         if term.op == "sub" and mask.kind == BOOL:
             continue  # torch refuses `-` on a bool tensor: it raises, nothing silent
@@ -91,6 +91,13 @@ def _folded(analysis, expr, env, scope) -> Optional[Mask]:
 def _zero_one(mask: Mask) -> bool:
     """A bool or 0/1 keep- or ignore-mask, not one filled to be additive."""
     return mask.meaning in (KEEP, IGNORE) and mask.kind in _NUMERIC and not mask.fill
+
+
+def _cast_comparison(mask: Mask) -> bool:
+    """A comparison, bool or cast to numbers, whatever it means (``(eta <=
+    close).float()``): added to scores it shifts what it marks by 1 and
+    removes nothing."""
+    return mask.zero_one and mask.meaning is None and mask.kind in _NUMERIC and not mask.fill
 
 
 def _masked_additively(analysis, scores: Scores) -> bool:
@@ -150,7 +157,7 @@ def _kind_words(mask: Mask) -> str:
 
 # MHA004's additive case (the rule class lives with the other mask rules)
 MESSAGE_ADD = (
-    "{mask} is {kind} {meaning}-mask {verb} the attention scores before softmax: "
+    "{mask} is {kind} {meaning} {verb} the attention scores before softmax: "
     "masked positions are shifted by 1, not removed (fill them with -inf: "
     "scores.masked_fill({fix}, float('-inf')))"
 )
@@ -168,7 +175,7 @@ def added_through(rule: Rule, ev) -> Iterator[Report]:
     scores (a ``FillCall`` whose door is "add"): the caller's mask, judged as
     ``scores_added`` judges a term, and reported at the call."""
     mask = analysis_for(rule.ctx).evaluator.eval(ev.mask, At(ev.site.env, ev.site.scope, None, 0))
-    if _zero_one(mask):
+    if _zero_one(mask) or _cast_comparison(mask):
         evidence = _evidence(rule.ctx, ev.site, ev.mask, ev.text, "add", mask, "scores-add")
         yield _added(rule, ev.site.node, evidence, mask, "add")
 
@@ -196,11 +203,17 @@ def _added(rule: Rule, at, evidence: dict, mask: Mask, op: str) -> Report:
         at,
         evidence,
         MESSAGE_ADD,
-        mask=analysis_for(rule.ctx).evaluator.describe(mask.origin),
+        mask=analysis_for(rule.ctx).evaluator.describe(mask.origin or mask.kind_origin),
         kind=_kind_words(mask),
-        meaning=mask.meaning,
+        meaning=f"{mask.meaning}-mask" if mask.meaning else "comparison (of unknown meaning)",
         verb="added to" if op == "add" else "subtracted from",
-        fix="~mask" if mask.meaning == KEEP else "mask",
+        fix=(
+            "~mask"
+            if mask.meaning == KEEP
+            else "mask"
+            if mask.meaning
+            else "<the positions to remove>"
+        ),
     )
 
 

@@ -86,7 +86,11 @@ class NumericZeroOneMask(MaskRule):
         - Hand-written attention: a bool or 0/1 keep- or ignore-mask added to
           (or, float or integer, subtracted from) attention scores that flow
           into softmax (`scores + mask`, `logits + (ids_i == ids_j).float()`,
-          `scores += mask`, `scores.add_(mask)`) is reported where it is added.
+          `scores += mask`, `scores.add_(mask)`) is reported where it is added;
+          so is a comparison cast to numbers whatever it means (`scores +
+          (eta <= close).float()`: the fix cannot say which side to remove,
+          `fixtures/MHA004_added_comparison.py`), but not one scaled by a
+          weight (`(dist < r).float() * w`, a bias).
           What counts as attention scores: see MHA012's page. Not reported when
           the mask is already additive (-inf or large negative filled, `(1.0 -
           m) * -10000.0`, `torch.where(m, 0, -inf)`), of unknown kind, or when

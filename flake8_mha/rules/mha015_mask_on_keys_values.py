@@ -33,11 +33,11 @@ from ..analysis.masks import (
 from ..analysis.scores import analysis_for as scores_for
 from ..core.torch_api import MULTIHEAD_ATTENTION, SDPA_NAME
 from ..analysis.values import value_of
-from ..analysis.masks.calls import handed_by_project
+from ..analysis.masks.calls import handed_by_project, kv_summarised
 from ..analysis.program.local_names import function_key
 from ..analysis.program.returns import helper_reading, may_be_helper
 from ..core.positions import line_of
-from ._kv_rows import SAME_ROWS, unpacked
+from ._kv_rows import SAME_ROWS, in_place, made_call, param_root, says_keep, unpacked
 from .base import Example, Report, Rule
 
 MAX_DEPTH = 10
@@ -74,8 +74,9 @@ class MaskOnKeysValues(Rule):
     WHAT = """
         Flags a padding or keep mask multiplied into the keys or the values
         (`k * keep`, `v * keep[..., None]`, `k *= keep`, `k.mul(keep)`,
-        `k.masked_fill(~keep, 0)`, `torch.where(keep[..., None], k, 0)`)
-        where nothing masks the attention scores.
+        `k.masked_fill(~keep, 0)`, `torch.where(keep[..., None], k, 0)`, and
+        in place, a statement before the call: `v.masked_fill_(~keep, 0.)`,
+        `k.mul_(keep)`) where nothing masks the attention scores.
 
         Where the keys and values meet the queries:
 
@@ -156,7 +157,8 @@ class MaskOnKeysValues(Rule):
           this rule: a padded query's row is thrown away later.
         - A triangle is not a mask of the keys: only masks whose meaning is not
           causal are reported. A factor of unknown meaning counts only when
-          its name says mask (`context_mask`, `mask[..., None]`, or a local
+          its name says mask (`context_mask`, `mask[..., None]`, a keep:
+          `keep`, `res_keep`, not `keep_prob` or `keep_ratio`, or a local
           bound once to such a name only indexed, cast or reshaped: `keep =
           frame_mask[:, None, :, None].to(k.dtype)`; not `mask.sum(-1)`), and not an
           attention, causal, head or dropout mask or a bias: multiplied into
@@ -345,6 +347,18 @@ class MaskOnKeysValues(Rule):
             return None
         d = depth + 1
         if isinstance(node, cst.Name):
+            used = line_of(self.ctx.module, node) or 0
+            for line, call in self._in_place(scope).get(node.value, ()):
+                if line >= used:
+                    continue
+                first = call.args[0].value  # ``v.masked_fill_(~keep, 0.)``, ``k.mul_(keep)``
+                got = (
+                    self._mask_factor(call, first, env, scope)
+                    if len(call.args) == 1
+                    else self._zero_fill(call, first, call.args[1].value, env, scope)
+                )
+                if got is not None:
+                    return got
             for df in lookup(node.value, env, scope):
                 got = None
                 if df.kind == "assign" and df.node is not None and not df.index:
@@ -411,6 +425,13 @@ class MaskOnKeysValues(Rule):
             got = self._zero_fill(node, node.args[0].value, node.args[1].value, env, scope)
             return got or self.masked(func.value, env, scope, d)
         return None
+
+    def _in_place(self, scope) -> dict:
+        """``_kv_rows.in_place`` of a function, read once."""
+        kept = self.__dict__.setdefault("_in_places", {})
+        if id(scope) not in kept:
+            kept[id(scope)] = (scope, in_place(scope, self.ctx.module))
+        return kept[id(scope)][1]
 
     def _helper(self, call: cst.Call, env, scope) -> Optional[Found]:
         """A helper of this file or of another project file whose one return
@@ -481,29 +502,36 @@ class MaskOnKeysValues(Rule):
             return None
         for _ in range(3):
             text = ev.text(factor).lower()
-            if "mask" in text:
+            defs = lookup(factor.value, env, scope) if isinstance(factor, cst.Name) else ()
+            local = len(defs) == 1 and defs[0].kind == DefKind.ASSIGN and _shaped(defs[0].node)
+            # a parameter named a keep (a local so named: what it is made from)
+            keep = (
+                not local
+                and says_keep(text)
+                and (param_root(factor, env, scope) or made_call(defs))
+            )
+            if "mask" in text or keep:
                 if any(w in text for w in _NOT_PADDING) or self._handed_in(factor, env, scope):
                     return None
+                if "mask" not in text and self._handed_in(factor, env, scope, kv_calls=True):
+                    return None  # a keep its summary follows: judged at each call
                 return factor
-            defs = lookup(factor.value, env, scope) if isinstance(factor, cst.Name) else ()
-            if len(defs) != 1 or defs[0].kind != DefKind.ASSIGN or not _shaped(defs[0].node):
+            if not local:
                 return None
             factor, env, scope = defs[0].node, defs[0].env, defs[0].scope
         return None
 
-    def _handed_in(self, factor, env, scope) -> bool:
+    def _handed_in(self, factor, env, scope, kv_calls: bool = False) -> bool:
         """A parameter another file of the project hands a mask (each such
-        call is judged with its mask, ``on_fill_call``): its name is no evidence."""
-        while isinstance(factor, cst.Subscript) or (
-            isinstance(factor, cst.Call) and isinstance(factor.func, cst.Attribute)
-        ):  # ``mask[:, None, :, None].to(k.dtype)``: the mask it shapes
-            factor = factor.value if isinstance(factor, cst.Subscript) else factor.func.value
-        defs = lookup(factor.value, env, scope) if isinstance(factor, cst.Name) else ()
-        return (
-            len(defs) == 1
-            and defs[0].kind == DefKind.PARAM
-            and handed_by_project(self.ctx, defs[0], factor.value, kv=True)
-        )
+        call is judged with its mask, ``on_fill_call``): its name is no evidence.
+        ``kv_calls``: instead, one the function's summary follows into the
+        keys or values (``kv_summarised``)."""
+        root = param_root(factor, env, scope)
+        if root is None:
+            return False
+        if kv_calls:
+            return kv_summarised(self.ctx, *root)
+        return handed_by_project(self.ctx, *root, kv=True)
 
     def _zero_fill(self, at, cond, value, env, scope) -> Optional[Found]:
         if not _zero(value, env, scope):

@@ -155,8 +155,10 @@ class MaskHeadsOrder(Rule):
             if mask.causal or mask.fill:
                 continue
             layout = mask.layout
-            if layout is not None and (len(layout) != 3 or layout[0] != "N"):
-                continue  # a square or broadcast mask: the same for every sample
+            if layout is not None and (len(layout) not in (2, 3) or layout[0] != "N"):
+                # a square or broadcast mask: the same for every sample (an (N, S)
+                # padding a helper expands itself is per sample)
+                continue
             text = code_text(self.ctx, mask_expr).lower()
             if layout is None and any(word in text for word in _SHARED):
                 continue

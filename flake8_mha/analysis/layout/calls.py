@@ -21,6 +21,7 @@ from ..flow import Def, lookup
 from ..heads import EINOPS_REARRANGE
 from ..tree import is_none
 from ..values import literal
+from .padded_ids import compared, read_compared
 from .domain import (
     BATCH,
     CHANNEL,
@@ -77,36 +78,6 @@ MODULE_OUTPUT_ARG = {  # the input whose shape a module's output has
 
 
 CONCAT = {"torch.cat", "torch.concat", "torch.concatenate"}
-
-
-_COMPARISONS = (cst.Equal, cst.NotEqual)
-
-
-def _compared(expr, name: str, env, scope, depth: int = 0) -> Optional[cst.CSTNode]:
-    """The comparison of ``name`` with a value that ``expr`` is (``ids == pad``,
-    ``ids.eq(0)``, ``~(ids != pad)``, a local bound once to such), else None."""
-    if depth > 4:
-        return None
-    if isinstance(expr, cst.UnaryOperation) and isinstance(expr.operator, cst.BitInvert):
-        return _compared(expr.expression, name, env, scope, depth + 1)
-    if isinstance(expr, cst.Comparison) and len(expr.comparisons) == 1:
-        left, op = expr.left, expr.comparisons[0].operator
-        if isinstance(op, _COMPARISONS) and isinstance(left, cst.Name) and left.value == name:
-            return expr
-        return None
-    if (
-        isinstance(expr, cst.Call)
-        and isinstance(expr.func, cst.Attribute)
-        and expr.func.attr.value in ("eq", "ne")
-        and isinstance(expr.func.value, cst.Name)
-        and expr.func.value.value == name
-    ):
-        return expr
-    if isinstance(expr, cst.Name):
-        defs = lookup(expr.value, env, scope)
-        if len(defs) == 1 and defs[0].kind == "assign" and defs[0].node is not None:
-            return _compared(defs[0].node, name, defs[0].env, scope, depth + 1)
-    return None
 
 
 def _relabelled(inner: Optional[Layout], got: Layout) -> bool:
@@ -384,22 +355,7 @@ class LayoutCalls:
         swaps the first two axes of its parameter (``def to_time_major(x):
         return x.transpose(0, 1)``): the swap, of the caller's argument, at
         the call (its line is the evidence)."""
-        from ..program.returns import ReturnsFiles
-
-        project = getattr(self.ctx, "project", None)
-        if not isinstance(project, ReturnsFiles):
-            # a file the layout reads for the linted one: its helpers' files, from its place
-            path = getattr(project, "path", None)
-            if not path:
-                return None
-            made = self.__dict__.setdefault("_helper_files", {})
-            if path not in made:
-                made[path] = ReturnsFiles(path)
-            project = made[path]
-        try:
-            got = project.helper_form(node, env, scope, "layout-swap", _read_swap)
-        except (OSError, ValueError, RecursionError):
-            return None
+        got = self._helper_form(node, env, scope, "layout-swap", _read_swap)
         if got is None:
             return None
         arg = got.args.get(got.form["params"][0])
@@ -417,6 +373,26 @@ class LayoutCalls:
         if inner is None:
             return self.swap_layout(node)  # the call itself is what the module is fed
         return transform(inner, "transpose", made, node)
+
+    def _helper_form(self, node: cst.Call, env, scope, salt: str, read):
+        """``helper_form`` of the project for a helper another project file
+        defines (``program/returns.py``), else None."""
+        from ..program.returns import ReturnsFiles
+
+        project = getattr(self.ctx, "project", None)
+        if not isinstance(project, ReturnsFiles):
+            # a file the layout reads for the linted one: its helpers' files, from its place
+            path = getattr(project, "path", None)
+            if not path:
+                return None
+            made = self.__dict__.setdefault("_helper_files", {})
+            if path not in made:
+                made[path] = ReturnsFiles(path)
+            project = made[path]
+        try:
+            return project.helper_form(node, env, scope, salt, read)
+        except (OSError, ValueError, RecursionError):
+            return None
 
     def _checkpointed(self, node: cst.Call) -> Optional[cst.Call]:
         """``checkpointed(node)``, made once per node and kept as long as the
@@ -450,7 +426,7 @@ class LayoutCalls:
         if name == "Embedding":
             ids = real(self.eval(args[0], env, scope, frame, depth))
             if ids is None:
-                ids = self._padded_ids(args[0], scope)
+                ids = self._padded_ids(args[0], scope, env, frame)
             if ids is None or EMBED in ids.roles:
                 return None
             stated = ids.node.value if isinstance(ids.node, cst.Assign) else ids.node
@@ -467,13 +443,12 @@ class LayoutCalls:
             )
         return None
 
-    def _padded_ids(self, ids, scope) -> Optional[Layout]:
-        """Token ids whose comparison with a pad id (``ids == 0``, ``ids.ne(pad)``,
-        directly or through a local) some call of the same function hands a
-        module as a ``*key_padding_mask``: torch reads that mask ``(N, S)``
-        whatever the module's ``batch_first``, so the ids are ``(N, S)``
-        (probe W's W32: ``self.tok(title_ids)`` beside ``src_key_padding_mask=
-        title_ids == 0``)."""
+    def _padded_ids(self, ids, scope, env, frame) -> Optional[Layout]:
+        """Token ids whose comparison with a pad id some call of the same
+        function hands a module as a ``*key_padding_mask`` (``padded_ids.py``;
+        probe W's W32: ``self.tok(title_ids)`` beside ``src_key_padding_mask=
+        title_ids == 0``); a parameter of a method the caller's frame binds
+        (``self.embed(title_ids)``), by the caller's argument."""
         if not isinstance(ids, cst.Name):
             return None
         for site in self.flow.calls:
@@ -482,10 +457,25 @@ class LayoutCalls:
             for a in site.node.args:
                 if a.keyword is None or not a.keyword.value.endswith("key_padding_mask"):
                     continue
-                got = _compared(a.value, ids.value, site.env, scope)
+                got = compared(a.value, ids.value, site.env, scope, self._compared_by_helper)
                 if got is not None:
                     return Layout((BATCH, SEQ), got, "ids compared into a key padding mask")
+        defs = lookup(ids.value, env, scope)
+        if frame is not None and len(defs) == 1 and defs[0].kind == "param":
+            if frame.func is defs[0].extra:
+                arg = frame.args.get(ids.value)
+                if isinstance(arg, cst.Name) and frame.scope is not scope:
+                    return self._padded_ids(arg, frame.scope, frame.env, frame.parent)
         return None
+
+    def _compared_by_helper(self, call: cst.Call, env, scope) -> Optional[cst.CSTNode]:
+        """The caller's argument a helper compares with a pad id (``token_padding(ids)``)."""
+        from ..program.returns import helper_reading
+
+        got = helper_reading(self.ctx, call, env, scope, "padded-ids", read_compared)
+        if got is None:  # a helper of another file, read from where this file is
+            got = self._helper_form(call, env, scope, "padded-ids", read_compared)
+        return got.args.get(got.form["params"][0]) if got is not None else None
 
     def _preserving_base(self, owner, scope) -> bool:
         """``super()`` in a class of this file whose torch base keeps the shape

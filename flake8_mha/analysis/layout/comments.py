@@ -100,6 +100,9 @@ def _docstring_shapes(doc: str) -> List[Tuple[int, str, Dict[Optional[str], tupl
         told = entry.groups()[-1].strip().lstrip("`")
         if at < 0 and told[:1] in ("(", "["):  # ``x (Tensor): (L, N, E)``: the text is a shape
             at = whole.find(told)
+        elif at < 0 and entry.re is _SPHINX_ARG:
+            # ``:param torch.Tensor x: a sequence of feature vectors [S, feature_dim]``
+            at = whole.find(told)
         stated = parse_shape_comment(whole[at:]).get(None) if at >= 0 else None
         if stated:
             out.append((i, whole, {entry.group(2): stated}))

@@ -187,6 +187,12 @@ _EMBED_NAMES = {
     "e_dim",
     "embedding_dim",
     "f",
+    "feature_dim",
+    "feat_dim",
+    "feature_size",
+    "d_feature",
+    "num_features",
+    "n_features",
 }
 _CHANNEL_NAMES = {
     "c",

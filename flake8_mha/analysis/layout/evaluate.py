@@ -26,7 +26,7 @@ from .domain import (
     Layout,
 )
 from .across_files import ProjectLayout
-from .program import DEFAULT, ProgramLayout
+from .program import DEFAULT, ProgramLayout, carries
 from .project_callers import MAX_HOPS
 
 
@@ -159,6 +159,11 @@ class LayoutEvaluator(FileCalls, LayoutCalls, ProgramLayout, ProjectLayout):
                 # ``bs = x.shape[1]`` where only this definition of x reaches: it
                 # speaks of this one (SAM 3's prompts, joined later with others)
                 value = self._unpacking(node.value, [d], scope)
+            if value is None and len(defs) > 1 and _layer_output(node.value, d):
+                # a loop's ``output = layer(output, mask)``, the layer's return
+                # unknown: its output, in the layout it was fed (the other
+                # bindings say; spanet's GTrXL returns a GRU block's output)
+                value = CYCLE
             values.append(value)
         got = join(values)
         known = real(got)
@@ -436,6 +441,7 @@ class LayoutEvaluator(FileCalls, LayoutCalls, ProgramLayout, ProjectLayout):
             if (
                 known is not None
                 and not _residual(node, left is not None)
+                and not _positions(node, left is not None, env, scope)
                 and (
                     None in known.roles or (known.unbatched and not _scalar(node, left is not None))
                 )
@@ -454,6 +460,24 @@ class LayoutEvaluator(FileCalls, LayoutCalls, ProgramLayout, ProjectLayout):
         return meet(left, right)
 
 
+def _layer_output(name: str, d: Def) -> bool:
+    """``d`` binds ``name``, in a loop, to a call handed what ``d`` bound on
+    the turn before, bare, that moves no axis (``output = layer(output,
+    mask)`` in ``for layer in self.layers:``)."""
+    call = d.node
+    if not isinstance(call, cst.Call) or not carries(name, d):
+        return False
+    if not any(
+        not a.star and isinstance(a.value, cst.Name) and a.value.value == name for a in call.args
+    ):
+        return False
+    body = getattr(d.scope, "node", None)
+    return body is not None and any(
+        isinstance(loop, (cst.For, cst.While)) and any(n is call for n in walk(loop.body))
+        for loop in walk(body)
+    )
+
+
 def _residual(node: cst.BinaryOperation, left_known: bool) -> bool:
     """``x + f(x)``: the operand of unknown layout is made from the known one,
     a name (UniFormer's ``x = x + self.drop_path(self.attention(self.ln_1(x)))``):
@@ -461,6 +485,30 @@ def _residual(node: cst.BinaryOperation, left_known: bool) -> bool:
     known, other = (node.left, node.right) if left_known else (node.right, node.left)
     return isinstance(known, cst.Name) and any(
         isinstance(n, cst.Name) and n.value == known.value for n in walk(other)
+    )
+
+
+def _positions(node: cst.BinaryOperation, left_known: bool, env, scope) -> bool:
+    """The operand of unknown layout is a table of positions, made from an
+    ``arange`` there or in a local bound once (streamer's ``x.unsqueeze(1) +
+    self.pos_enc(torch.arange(x.shape[0])).unsqueeze(1)``): the known
+    operand is the data."""
+    other = node.right if left_known else node.left
+    for n in walk(other):
+        if isinstance(n, cst.Name):
+            defs = lookup(n.value, env, scope)
+            if len(defs) == 1 and defs[0].kind == "assign" and _arange(defs[0].node):
+                return True
+        elif _arange(n):
+            return True
+    return False
+
+
+def _arange(n) -> bool:
+    return (
+        isinstance(n, cst.Call)
+        and isinstance(n.func, (cst.Name, cst.Attribute))
+        and (n.func.attr.value if isinstance(n.func, cst.Attribute) else n.func.value) == "arange"
     )
 
 

@@ -677,22 +677,24 @@ def _uncarried(name: str, defs):
     binding, made the data."""
     if len(defs) < 2:
         return defs
-    rest = [
-        d
-        for d in defs
-        if not (
-            d.kind == "assign"
-            and d.node is not None
-            and any(isinstance(n, cst.Name) and n.value == name for n in walk(d.node))
-            and not any(
-                isinstance(n, cst.Call)
-                and isinstance(n.func, (cst.Attribute, cst.Name))
-                and _last_name(n.func) in _MOVES
-                for n in walk(d.node)
-            )
-        )
-    ]
+    rest = [d for d in defs if not carries(name, d)]
     return rest if len(rest) == 1 else defs
+
+
+def carries(name: str, d) -> bool:
+    """``d`` rebinds ``name`` from itself without moving an axis
+    (``output = layer(output)``, ``x = self.dropout(self.linear(x)) + x``)."""
+    return (
+        d.kind == "assign"
+        and d.node is not None
+        and any(isinstance(n, cst.Name) and n.value == name for n in walk(d.node))
+        and not any(
+            isinstance(n, cst.Call)
+            and isinstance(n.func, (cst.Attribute, cst.Name))
+            and _last_name(n.func) in _MOVES
+            for n in walk(d.node)
+        )
+    )
 
 
 # the calls that move or merge axes: a rebinding that makes one is no carry

@@ -429,3 +429,14 @@ def handed_by_project(ctx, d: Def, name: str, kv: bool = False) -> bool:
     if project is None or key is None or not hasattr(project, "passed_elsewhere"):
         return False
     return project.passed_elsewhere(key, name, kv)
+
+
+def kv_summarised(ctx, d: Def, name: str) -> bool:
+    """Whether the function that has the parameter ``d`` (named ``name``)
+    multiplies it into keys or values its summary follows (``reaches_kv``):
+    each caller's mask is judged at its call."""
+    project = getattr(ctx, "project", None)
+    key = function_key(d.scope)
+    if project is None or key is None or not hasattr(project, "reaches_kv"):
+        return False
+    return project.reaches_kv(key, name)

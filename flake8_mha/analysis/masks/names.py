@@ -139,12 +139,38 @@ def is_length_name(name: str) -> bool:
     )
 
 
+# what a model has a number of, not a sample
+_MODEL_THINGS = (
+    "head",
+    "layer",
+    "dim",
+    "hidden",
+    "class",
+    "embed",
+    "expert",
+    "block",
+    "channel",
+    "feature",
+    "group",
+    "bucket",
+    "bit",
+    "kv",
+    "vocab",
+    "param",
+    "gpu",
+    "worker",
+    "epoch",
+)
 _COUNT_NAME = re.compile(
     r"(n|num|number_of|nb)_?(valid|real|tokens?|frames?|patches?|items?|elements?|words?|samples"
     r"|points?|steps?|chars?|objects?|boxes|queries|keys|nodes?|media|images?|segments?"
     r"|sentences?|turns?|events?|regions?|utterances?|chunks?|atoms?|residues?|res|visits?"
     r"|entities|spans?|seqs?|sequences?|msas?|agents?|actors?|vehicles?|tracks?|players?)(_per_\w+)?"
     r"|valid_?(tokens?|patches|frames|items|count|num)|\w*counts?"
+    # any other ``n_<things>`` / ``num_<things>``: a per-sample count when it is
+    # indexed per sample against an arange (``arange(S) < n_pings[:, None]``),
+    # unless the things are the model's own (``num_heads``, ``n_layers``)
+    r"|(n|num|nb|number_of)_(?!(?:" + "|".join(_MODEL_THINGS) + r"))[a-z]\w*"
 )
 
 

@@ -182,6 +182,9 @@ class Project(MethodCalls, HandedMasks, ConstantFiles):
             through["own_mask"] = True
         if summary.get("chain"):  # [[file, function], ...] from the callee down to the sink
             through["chain"] = [list(step) for step in summary["chain"]]
+        ends = wrapped.ends(summary, {k: k for k in mapped}, self.relative)
+        if ends:  # an argument that reaches its sink through a callee of its own
+            through["ends"] = ends
         return SdpaCall(site, bound, through)
 
     def _fill_call(self, site, filename, summary, args) -> Optional[FillCall]:

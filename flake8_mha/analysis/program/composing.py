@@ -54,6 +54,7 @@ class Composing:
         s = table.get(key) if not key.startswith("@") else None
         if not isinstance(s, dict):
             return None
+        s = self._helped(filename, table, s)
         if not s.get("edges") or depth >= MAX_CHAIN:
             return s if s["reach"] else None
         self._chained[memo] = s if s["reach"] else None  # a cycle sees the direct part
@@ -114,6 +115,26 @@ class Composing:
                 got["ends"] = {k: e for k, e in ends.items() if k in reach}
         self._chained[memo] = got
         return got
+
+    def _helped(self, filename, table, s) -> dict:
+        """``s`` with each sink reached through a helper of another file
+        (``via``: ``scores = apply_windows(scores, ok)``, ``fills.added_by_helper``)
+        kept when that helper's one return adds the two (``score_helpers``),
+        else left out."""
+        vias = [k for k, how in s["reach"].items() if "via" in how]
+        if not vias:
+            return s
+        reach = dict(s["reach"])
+        for k in vias:
+            how = dict(reach.pop(k))
+            name, at_scores, at_term = how.pop("via")
+            loc = self._written(filename, table, name, self.package_of(filename))
+            op = self.score_ops(loc[0]).get(loc[1]) if loc is not None else None
+            given = op["positional"] if op is not None else []
+            if op is not None and op["op"] == "add" and max(at_scores, at_term) < len(given):
+                if {given[at_scores], given[at_term]} == {op["left"], op["right"]}:
+                    reach[k] = how
+        return dict(s, reach=reach)
 
     def _edges(self, filename, table, s, depth):
         """(edge, (file, effective summary)) of what each edge calls; for a

@@ -87,6 +87,9 @@ class Readings(Mapping):
         self._reader = read
         self._read: Dict[str, object] = {}
 
+    def defines(self, name: str) -> bool:
+        return name in self._functions
+
     def __getitem__(self, name: str):
         if name not in self._read:
             self._read[name] = self._reader(self._functions[name])
@@ -289,6 +292,34 @@ def added_sinks(func, stores) -> List[Tuple[str, ast.AST, int]]:
     return out if len(out) == 1 else []
 
 
+# names of libraries and of ``self``: no helper of another project file
+_LIBRARIES = {"self", "torch", "F", "nn", "np", "numpy", "math", "einops", "functional"}
+
+
+def added_by_helper(func, stores, helpers) -> Optional[Tuple[str, ast.AST, int, list]]:
+    """``scores = apply_windows(scores, ok)``, a function the file does not
+    define (``helpers``: the file's own) handed the scores and one term: the
+    one such call, as ``(ADDED, the term, line, [name, scores position, term
+    position])``.  Whether the helper adds them is read where the summaries
+    compose (``composing``, ``score_helpers.table`` of its file)."""
+    found = []
+    for n in astwalk.own_nodes(func):
+        if not (isinstance(n, ast.Call) and len(n.args) == 2 and not n.keywords):
+            continue
+        name = dotted_name(n.func) or ""
+        root = name.split(".")[0]
+        if not name or root in _LIBRARIES or helpers.defines(root):
+            continue
+        a, b = n.args
+        if any(isinstance(x, (ast.Starred, ast.Constant, ast.UnaryOp)) for x in (a, b)):
+            continue  # ``torch.softmax(scores, -1)``
+        for at, (scores, term) in enumerate(((a, b), (b, a))):
+            if _summed_scores(scores, stores) and not scores_of(term, stores, 0):
+                found.append((ADDED, term, n.lineno, [name, at, 1 - at]))
+                break
+    return found[0] if len(found) == 1 else None
+
+
 def _summed_scores(node, stores) -> bool:
     """Scores, or a sum one of whose terms is scores (``scores + alibi`` in
     ``scores + alibi + causal_mask``: the mask is added to the scores too)."""
@@ -454,7 +485,13 @@ def of_weights(first, stores) -> bool:
 
 
 def kv_reach(
-    given: Dict[str, ast.AST], reads: set, stores, top: set, pairs=None, movers=frozenset()
+    given: Dict[str, ast.AST],
+    reads: set,
+    stores,
+    top: set,
+    pairs=None,
+    movers=frozenset(),
+    func=None,
 ) -> Optional[dict]:
     """What a function's parameter reaches when it is multiplied into the
     keys or values of its one SDPA call, which masks no scores (``k *
@@ -467,7 +504,11 @@ def kv_reach(
     parameter, or two different ones, are multiplied in.  ``pairs``: the
     file's helpers that do the multiplying (``kv_helpers``: ``k, v =
     mask_kv(k, v, keep)``); ``movers``: the calls whose one return keeps
-    the rows of their argument (``kv_scores.row_movers``: ``self.split(k)``)."""
+    the rows of their argument (``kv_scores.row_movers``: ``self.split(k)``).
+    ``func``: the function, whose statements that mask a key in place
+    (``v.masked_fill_(~keep, 0.)``) are read as rebinding it."""
+    if func is not None:
+        stores, top = _in_place_stores(func, stores, top)
     found: Dict[str, dict] = {}
     for arg, word in (("key", "keys"), ("value", "values")):
         expr = given.get(arg)
@@ -482,6 +523,30 @@ def kv_reach(
     if not hows or any(h != hows[0] for h in hows):
         return None
     return {"param": hows[0]["param"], "ops": hows[0]["ops"] + [[KV, " and ".join(found)]]}
+
+
+def _in_place_stores(func, stores, top: set):
+    """``stores`` and ``top`` with each statement of ``top`` that masks a
+    name in place (``v.masked_fill_(~keep, 0.)``, ``k.mul_(keep)``: each
+    returns what it changed) read as the store ``v = v.masked_fill_(...)``."""
+    made = {}
+    for st in astwalk.walk(func):
+        if id(st) not in top or not isinstance(st, ast.Expr):
+            continue
+        call = st.value
+        if not (isinstance(call, ast.Call) and isinstance(call.func, ast.Attribute)):
+            continue
+        owner = call.func.value
+        if call.func.attr in ("masked_fill_", "mul_") and isinstance(owner, ast.Name):
+            store = ast.Assign(targets=[ast.Name(owner.id, ast.Store())], value=call)
+            store.lineno = st.lineno
+            made.setdefault(owner.id, []).append(store)
+    if not made:
+        return stores, top
+    stores = dict(stores)
+    for name, added in made.items():
+        stores[name] = list(stores.get(name, ())) + added
+    return stores, top | {id(a) for added in made.values() for a in added}
 
 
 def straight_statements(func, params: set) -> set:

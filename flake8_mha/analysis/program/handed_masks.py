@@ -13,6 +13,13 @@ class HandedMasks:
     """A mixin of ``callsites.Project``: it reads ``_own``, ``_own_source``,
     ``_answers`` and ``results_kept`` of the project."""
 
+    def reaches_kv(self, key: str, param: str) -> bool:
+        """This file's function ``key`` multiplies its parameter ``param`` into
+        keys or values its summary follows (the ``KV`` sink): each call that
+        hands it a mask is judged with that mask."""
+        how = self._own().get(key, {}).get("reach", {}).get(KV)
+        return isinstance(how, dict) and how.get("param") == param
+
     def passed_elsewhere(self, key: str, param: str, kv: bool = False) -> bool:
         """Whether a call in another file hands this file's function ``key``
         an expression (not a literal, not the default) for ``param``: a mask

@@ -22,7 +22,7 @@ from .module_numbers import module_constants
 from .sdpa_names import is_sdpa, sdpa_names_of
 from .sizes import size_calls, sizes_table
 
-SUMMARY_VERSION = 74
+SUMMARY_VERSION = 76
 REEXPORTS = "@reexports"  # the key of an __init__'s re-exports in its summary table
 IMPORTS = "@imports"  # the file's imports, where the callees its edges name live
 ATTRS = "@attrs"  # per class, what kind of module each self.<attr> holds (chains.py)
@@ -533,16 +533,15 @@ def _function_summary(
     if others:
         reach_of = lambda e: steps.reach(e, reads, stores, 0)  # noqa: E731
         edges = chains.edges(others, loops, attrs or {}, reach_of, fwd)
-    modules = (
-        forms.module_calls(others, held, method and forms.positional_self(func), loops)
-        if held
-        else []
-    )
+    positional_self = method and forms.positional_self(func)
+    modules = forms.module_calls(others, held, positional_self, loops) if held else []
     filled = fills.fill_sinks(others, stores, helpers) if helpers is not None else []
-    handwritten = None  # keys or values of its own attention multiplied by a parameter's mask
+    handwritten = helped = None  # its own K/V multiplied by a mask; a term a helper adds
     if helpers is not None and not filled and fills.softmaxes(others):
         # a term added to (or a mask multiplied into) the scores, then softmax
         filled = fills.added_sinks(func, stores) + fills.multiplied_sinks(func, stores)
+        helped = None if filled else fills.added_by_helper(func, stores, helpers)
+        filled = [helped[:3]] if helped else filled  # its helper's ``via``: read in composing
         if not calls and not filled:
             top = fills.straight_statements(func, params)
             handwritten = kv_scores.handwritten_kv(
@@ -591,7 +590,7 @@ def _function_summary(
         ):  # keys or values multiplied by a parameter's mask, no scores masked (MHA015):
             # when a parameter may mask them, only on the calls that leave it None
             top = fills.straight_statements(func, params)
-            kv = fills.kv_reach(given, reads, stores, top, *_readers(pairs))
+            kv = fills.kv_reach(given, reads, stores, top, *_readers(pairs), func=func)
             if kv is not None:
                 if unless:
                     kv["unless"] = unless
@@ -640,10 +639,11 @@ def _function_summary(
             alt = f"{k}{VARIANT}2"
             if module_reach.setdefault(alt, v) != v:
                 disagree.update((k, alt))
-    if line is None and modules:
-        line = modules[0][0].lineno
+    line = modules[0][0].lineno if line is None and modules else line
     reached.update({k: v for k, v in module_reach.items() if k not in disagree})
     reached.update(_fill_reach(filled, others, reads, stores))
+    if helped and fills.ADDED in reached:
+        reached[fills.ADDED]["via"] = helped[3]
     if handwritten is not None:
         reached[fills.KV] = handwritten[0]
         line = line if line is not None else handwritten[1]

@@ -129,6 +129,11 @@ def _valid_reach(how) -> bool:
     unless = how.get("unless", [])
     if not isinstance(unless, list) or not all(isinstance(p, str) for p in unless):
         return False
+    via = how.get("via", ["", 0, 1])  # ``fills.added_by_helper``: [name, position, position]
+    if not (isinstance(via, list) and len(via) == 3 and isinstance(via[0], str)):
+        return False
+    if not all(type(p) is int for p in via[1:]):
+        return False
     for step in how["ops"]:
         if not isinstance(step, list) or not step or step[0] not in _OPS:
             return False
