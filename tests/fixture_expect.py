@@ -75,6 +75,17 @@ def flake8_run(*args: str, select: str = "MHA", stdin: Optional[str] = None,
     return proc.returncode, out
 
 
+def flake8_in_project(project: pathlib.Path, target: str, select: str) -> Tuple[int, List[List[str]]]:
+    """flake8 run as a user runs it inside ``project`` (its own configuration,
+    the results cache on, one job) on ``target``: the exit status and each
+    finding's ``[path:line:col:, code]``; a traceback fails the test."""
+    proc = subprocess.run(
+        [sys.executable, "-m", "flake8", "--select", select, "-j", "1", target],
+        cwd=project, capture_output=True, text=True, timeout=300)
+    assert "Traceback" not in proc.stderr, proc.stderr
+    return proc.returncode, [line.split(" ", 2)[:2] for line in proc.stdout.splitlines()]
+
+
 def flake8_findings(fixture: str, *args: str) -> Tuple[int, Set[Tuple[int, int, str]]]:
     """Real flake8 on ``fixtures/<fixture>``: its exit status and the
     ``(line, column, code)`` it printed."""

@@ -4,7 +4,7 @@ flake8 per file, over the package and through ``check``."""
 
 from __future__ import annotations
 
-from fixture_expect import assert_package_runs, flake8_run, write_package
+from fixture_expect import assert_package_runs, flake8_in_project, flake8_run, write_package
 from flake8_mha.lint.engine import analyze_source
 
 
@@ -124,22 +124,12 @@ def test_an_edit_of_the_helper_changes_the_finding_with_the_cache_on(tmp_path):
     finding follows what the helper of utils.py does with the term."""
     import pathlib
     import shutil
-    import subprocess
-    import sys
 
     (tmp_path / "setup.cfg").write_text("[flake8]\n")
     shutil.copytree(pathlib.Path("fixtures/program_calls/added_helpers"), tmp_path / "pkg")
 
     def run():
-        proc = subprocess.run(
-            [sys.executable, "-m", "flake8", "--select", "MHA004", "-j", "1", "pkg/model.py"],
-            cwd=tmp_path,
-            capture_output=True,
-            text=True,
-            timeout=300,
-        )
-        assert "Traceback" not in proc.stderr, proc.stderr
-        return proc.returncode, [line.split(" ", 2)[:2] for line in proc.stdout.splitlines()]
+        return flake8_in_project(tmp_path, "pkg/model.py", "MHA004")
 
     assert run() == (1, [["pkg/model.py:20:13:", "MHA004"]])
     assert (tmp_path / ".flake8-mha-cache").is_dir()

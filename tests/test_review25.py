@@ -6,7 +6,7 @@ project itself binds it to a padding mask (shiba's tokenizer)."""
 
 from __future__ import annotations
 
-from fixture_expect import write_package
+from fixture_expect import flake8_in_project, write_package
 from flake8_mha.lint.engine import analyze_source
 
 PHYNTENY = """\
@@ -71,9 +71,6 @@ def test_without_such_a_binding_the_name_is_transformers_tokenizer_mask(tmp_path
 def test_an_edit_of_the_tokenizer_changes_the_finding_with_the_cache_on(tmp_path):
     """flake8's results cache on (a project of its own): model.py is unchanged,
     its finding follows how tokenizer.py binds the name."""
-    import subprocess
-    import sys
-
     (tmp_path / "setup.cfg").write_text("[flake8]\n")
     padding = (
         "def encode(ids, PAD=0):\n    attention_mask = ids == PAD\n    return ids, attention_mask\n"
@@ -81,15 +78,7 @@ def test_an_edit_of_the_tokenizer_changes_the_finding_with_the_cache_on(tmp_path
     write_package(tmp_path / "pkg", {"model.py": MODEL, "tokenizer.py": padding})
 
     def run():
-        proc = subprocess.run(
-            [sys.executable, "-m", "flake8", "--select", "MHA003", "-j", "1", "pkg/model.py"],
-            cwd=tmp_path,
-            capture_output=True,
-            text=True,
-            timeout=300,
-        )
-        assert "Traceback" not in proc.stderr, proc.stderr
-        return proc.returncode, [line.split(" ", 2)[:2] for line in proc.stdout.splitlines()]
+        return flake8_in_project(tmp_path, "pkg/model.py", "MHA003")
 
     assert run() == (0, [])
     assert (tmp_path / ".flake8-mha-cache").is_dir()
