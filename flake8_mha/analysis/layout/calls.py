@@ -470,10 +470,12 @@ class LayoutCalls:
 
     def _compared_by_helper(self, call: cst.Call, env, scope) -> Optional[cst.CSTNode]:
         """The caller's argument a helper compares with a pad id (``token_padding(ids)``)."""
-        from ..program.returns import helper_reading
+        from ..program.returns import ReturnsFiles, helper_reading
 
+        # the file's own helpers, and, for the linted file, those of the project
         got = helper_reading(self.ctx, call, env, scope, "padded-ids", read_compared)
-        if got is None:  # a helper of another file, read from where this file is
+        if got is None and not isinstance(getattr(self.ctx, "project", None), ReturnsFiles):
+            # a file read for the linted one: another file's helper, from where it is
             got = self._helper_form(call, env, scope, "padded-ids", read_compared)
         return got.args.get(got.form["params"][0]) if got is not None else None
 

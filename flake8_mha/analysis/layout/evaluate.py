@@ -16,6 +16,7 @@ from ..flow import CallSite, Def, Scope, lookup, scope_appends
 from ..tree import is_none, walk
 from ..values import live_lookup, unpacked
 from .calls import CYCLE, MODULE_OUTPUT_ARG, LayoutCalls, join, meet, real
+from ..masks.names import last_name
 from .comments import CommentIndex, DocLine
 from .domain import (
     BATCH,
@@ -505,11 +506,7 @@ def _positions(node: cst.BinaryOperation, left_known: bool, env, scope) -> bool:
 
 
 def _arange(n) -> bool:
-    return (
-        isinstance(n, cst.Call)
-        and isinstance(n.func, (cst.Name, cst.Attribute))
-        and (n.func.attr.value if isinstance(n.func, cst.Attribute) else n.func.value) == "arange"
-    )
+    return isinstance(n, cst.Call) and last_name(n.func) == "arange"
 
 
 def _scalar(node: cst.BinaryOperation, left_known: bool) -> bool:

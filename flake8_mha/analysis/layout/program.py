@@ -30,6 +30,7 @@ from ..splats import expand_call
 from ..values import unpacked
 from ...core.torch_api import MODULES
 from . import project_callers
+from ..masks.names import last_name
 from .comments import RESHAPES
 from .calls import CONCAT, MODULE_OUTPUT_ARG, Frame, fed_alone, join, real, same, shaped
 from .domain import (
@@ -688,18 +689,9 @@ def carries(name: str, d) -> bool:
         d.kind == "assign"
         and d.node is not None
         and any(isinstance(n, cst.Name) and n.value == name for n in walk(d.node))
-        and not any(
-            isinstance(n, cst.Call)
-            and isinstance(n.func, (cst.Attribute, cst.Name))
-            and _last_name(n.func) in _MOVES
-            for n in walk(d.node)
-        )
+        and not any(isinstance(n, cst.Call) and last_name(n.func) in _MOVES for n in walk(d.node))
     )
 
 
 # the calls that move or merge axes: a rebinding that makes one is no carry
 _MOVES = RESHAPES | {"einsum", "t", "mT", "squeeze", "unsqueeze"}
-
-
-def _last_name(func) -> str:
-    return func.attr.value if isinstance(func, cst.Attribute) else func.value

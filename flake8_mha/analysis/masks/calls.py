@@ -424,19 +424,21 @@ def handed_by_project(ctx, d: Def, name: str, kv: bool = False) -> bool:
     handed through a block to an attention class as ``padding_mask``).
     ``kv``: a mask the function multiplies into keys or values (MHA015,
     ``Project.passed_elsewhere``)."""
-    project = getattr(ctx, "project", None)
-    key = function_key(d.scope)
-    if project is None or key is None or not hasattr(project, "passed_elsewhere"):
-        return False
-    return project.passed_elsewhere(key, name, kv)
+    return _asked(ctx, d, "passed_elsewhere", name, kv)
 
 
 def kv_summarised(ctx, d: Def, name: str) -> bool:
     """Whether the function that has the parameter ``d`` (named ``name``)
     multiplies it into keys or values its summary follows (``reaches_kv``):
     each caller's mask is judged at its call."""
+    return _asked(ctx, d, "reaches_kv", name)
+
+
+def _asked(ctx, d: Def, question: str, *args) -> bool:
+    """The project's answer to ``question`` about the function that has the
+    parameter ``d``; False without a project that answers it."""
     project = getattr(ctx, "project", None)
     key = function_key(d.scope)
-    if project is None or key is None or not hasattr(project, "reaches_kv"):
+    if project is None or key is None or not hasattr(project, question):
         return False
-    return project.reaches_kv(key, name)
+    return getattr(project, question)(key, *args)
