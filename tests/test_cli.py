@@ -17,7 +17,7 @@ FIXTURES = ROOT / "fixtures"
 MSG_001 = ("MultiheadAttention built without batch_first: (N, L, E) input silently mixes "
            "samples across the batch")
 MSG_102 = ("attention weights computed and thrown away: pass need_weights=False, or "
-           "nn.MultiheadAttention takes the slow path (about 2x) to build them")
+           "nn.MultiheadAttention takes the slow path (up to about 2x off the fastpath) to build them")
 MSG_006 = ("scaled_dot_product_attention given attn_mask together with is_causal: it raises "
            "with dropout and silently applies both masks otherwise")
 MSG_007 = ("scaled_dot_product_attention dropout_p is not gated on self.training: dropout "

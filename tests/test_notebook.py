@@ -13,7 +13,7 @@ DATA = ROOT / "tests" / "data"
 MSG_001 = ("TransformerEncoderLayer built without batch_first: (N, L, E) input silently mixes "
            "samples across the batch")
 MSG_102 = ("attention weights computed and thrown away: pass need_weights=False, or "
-           "nn.MultiheadAttention takes the slow path (about 2x) to build them")
+           "nn.MultiheadAttention takes the slow path (up to about 2x off the fastpath) to build them")
 
 
 def run(*args: str, cwd) -> subprocess.CompletedProcess:

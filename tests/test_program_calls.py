@@ -346,7 +346,9 @@ def test_what_every_construction_passes_is_known(tmp_path):
     attend = _attend_package(tmp_path / "left", left, left_attend)
     assert _codes(attend) == [(21, "MHA101")]
     odd = engine.analyze_file(str(attend))[0]
-    assert odd.message.endswith("; every construction of Mixer in the project (2) passes heads=5")
+    assert odd.message.endswith(
+        "; every construction of Mixer in the project (2) leaves the default heads=5"
+    )
     assert odd.evidence["constructed"] == {"heads": 5}
 
 

@@ -82,7 +82,10 @@ def test_sizes_every_construction_leaves_to_defaults_are_judged_at_the_module(tm
     path.write_text(src)
     got = analyze_source(src, str(path), ["MHA008"])
     assert [(f.line, f.col) for f in got] == [(7, 21), (20, 18), (21, 18)]
-    assert got[0].message.endswith("every construction of Block in the project (2) passes dim=100, heads=8")
+    # what every construction leaves out is said to be the default (probe AA's AA26)
+    assert got[0].message.endswith(
+        "every construction of Block in the project (2) leaves the default dim=100, heads=8"
+    )
 
 
 def test_a_module_built_only_on_a_branch_the_call_turns_off_is_not_judged():

@@ -22,7 +22,7 @@ from flake8_mha.lint import engine
 
 PKG = FIXTURES / "program_calls" / "weights"
 REL = "fixtures/program_calls/weights/"
-TAIL = "pass need_weights=False, or nn.MultiheadAttention takes the slow path (about 2x) to build them"
+TAIL = "pass need_weights=False, or nn.MultiheadAttention takes the slow path (up to about 2x off the fastpath) to build them"
 
 
 def _msg(key, where):

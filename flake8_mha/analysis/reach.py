@@ -237,7 +237,7 @@ def module_dict_values(
     """The modules an ``nn.ModuleDict({...})`` / ``nn.ModuleDict(dict(k=...))``
     / ``nn.ModuleDict({k: Attn() for k in names})`` holds."""
     if res.qualname(call.func, env, scope) != MODULE_DICT:
-        return None
+        return _made_container(res, call, env, scope, leaf, depth)
     if not call.args:
         return []  # filled by item assignment: the caller does not see those, so unknown
     if len(call.args) != 1 or call.args[0].keyword is not None or call.args[0].star:
@@ -282,6 +282,9 @@ def for_element(
     """What the ``for`` target part at ``index`` holds, walking ``enumerate``/``zip``."""
     if not index:
         return res.held_elements(iterable, env, scope, leaf, depth + 1)
+    parts = literal_parts(iterable, index)
+    if parts is not None:  # ``for nb, layer in ((a, self.one), (b, self.two))``
+        return _joined([res.held(p, env, scope, leaf, depth + 1) for p in parts])
     if not isinstance(iterable, cst.Call) or any(a.star for a in iterable.args):
         return None
     if index[0] == 1 and _dict_view(iterable) == "items":  # for name, block in self.heads.items()
@@ -306,6 +309,62 @@ def for_element(
         ):
             return for_element(res, positional[first].value, rest, env, scope, leaf, depth + 1)
     return None
+
+
+def _made_container(res: Resolver, call: cst.Call, env: Env, scope, leaf: Leaf, depth: int):
+    """What the container a factory of this file returns holds (``def
+    build_mixers(d, h): return nn.ModuleDict({"temporal":
+    nn.MultiheadAttention(d, h)})``, then ``self.mixers = build_mixers(d,
+    h)``: probe AA's AA18), every return a container of known modules."""
+    target = res.own_function(call, env, scope)
+    fscope = res.flow.functions.get(id(target)) if target is not None else None
+    if fscope is None or not fscope.returns or depth > 6:
+        return None
+    found = [res.held_elements(ret, renv, fscope, leaf, depth + 1) for ret, renv in fscope.returns]
+    return _joined(found)
+
+
+def literal_parts(iterable, index: Tuple[int, ...]) -> Optional[list]:
+    """The part at ``index`` of each item of a literal tuple or list of
+    tuples (``((time_nb, self.temporal_layers), (space_nb,
+    self.spatial_layers))`` at ``(1,)``: both containers); None for any
+    other iterable, or an item without that part."""
+    if not index or not isinstance(iterable, (cst.Tuple, cst.List)) or not iterable.elements:
+        return None
+    out = []
+    for el in iterable.elements:
+        node = el.value
+        for i in index:
+            if isinstance(el, cst.StarredElement) or not isinstance(node, (cst.Tuple, cst.List)):
+                return None
+            items = node.elements
+            if i >= len(items) or isinstance(items[i], cst.StarredElement):
+                return None
+            node = items[i].value
+        out.append(node)
+    return out
+
+
+def def_elements(res: Resolver, d, leaf: Leaf, depth: int) -> Optional[list]:
+    """What the container a definition binds holds: an assignment's value's
+    items, or the items of the containers a loop's target part holds (``for
+    layer in layers`` after ``for nb, layers in ((a, self.one), (b,
+    self.two))``); None for any other definition."""
+    if d.kind == DefKind.ASSIGN:
+        return res.held_elements(d.node, d.env, d.scope, leaf, depth + 1)
+    if d.kind != DefKind.FOR:
+        return None
+    parts = literal_parts(d.node, d.index)
+    if parts is None:
+        return None
+    return _joined([res.held_elements(p, d.env, d.scope, leaf, depth + 1) for p in parts])
+
+
+def _joined(found: list) -> Optional[list]:
+    """All of ``found``'s lists in one, or None when one of them is empty or None."""
+    if not all(found):
+        return None
+    return [x for got in found for x in got]
 
 
 # getattr / setattr with a name template ------------------------------------------

@@ -698,9 +698,7 @@ class Resolver:
         out: list = []
         # ``self.encode = None`` then, maybe, a container: iterated, it is that
         for d in self._container_defs(defs):
-            if d.kind != DefKind.ASSIGN:
-                return None
-            got = self.held_elements(d.node, d.env, d.scope, leaf, depth + 1)
+            got = reach.def_elements(self, d, leaf, depth)
             if got is None:
                 return None
             out.extend(got)

@@ -116,7 +116,9 @@ class Term:
     at: cst.CSTNode  # where the operation is written (reported there)
     env: Env
     scope: Optional[Scope]
-    covered: bool  # a -inf fill between this operation and the softmax
+    # the -inf fills between this operation and the softmax: (their mask, env,
+    # scope) each, the mask None where it cannot be read; () for none
+    covered: tuple
     text: str = ""
     # the helper that does the operation (``add_bias(s, mask)``), for the message
     through: Optional[dict] = None
@@ -198,7 +200,7 @@ class ScoresAnalysis:
             return None
         walk = _Walk(self, here)
         try:
-            if not self._walk(node, site.env, site.scope, walk, False, 0):
+            if not self._walk(node, site.env, site.scope, walk, (), 0):
                 return None
         except RecursionError:  # pragma: no cover - pathological nesting
             return None
@@ -217,7 +219,7 @@ class ScoresAnalysis:
         walk = _Walk(self, here)
         walk.by_use = True
         try:
-            if not self._walk(node, site.env, site.scope, walk, False, 0):
+            if not self._walk(node, site.env, site.scope, walk, (), 0):
                 return None
         except RecursionError:  # pragma: no cover - pathological nesting
             return None
@@ -229,7 +231,7 @@ class ScoresAnalysis:
         if arg is None:
             return self._softmaxing_helper(site, limit)
         walk = _Walk(self, limit)
-        if self._walk(arg, site.env, site.scope, walk, False, 0) and walk.product is not None:
+        if self._walk(arg, site.env, site.scope, walk, (), 0) and walk.product is not None:
             values = self.values_product(site)
             return Scores(site, walk.product, walk.terms, False, walk.filled, values, walk.key)
         # attention by use: the weights are multiplied with values
@@ -238,7 +240,7 @@ class ScoresAnalysis:
             return None
         walk = _Walk(self, limit)
         walk.by_use = True
-        if not self._walk(arg, site.env, site.scope, walk, False, 0) or walk.product is None:
+        if not self._walk(arg, site.env, site.scope, walk, (), 0) or walk.product is None:
             return None
         got = Scores(site, walk.product, walk.terms, True, walk.filled, values)
         got.opaque_call = walk.opaque_call
@@ -259,7 +261,7 @@ class ScoresAnalysis:
             return None
         walk = _Walk(self, limit)
         left, right, op = got["left"], got["right"], got["op"]
-        if not self._binary(site.node, left, right, op, site.env, site.scope, walk, False, 1):
+        if not self._binary(site.node, left, right, op, site.env, site.scope, walk, (), 1):
             return None
         if walk.product is None:
             return None
@@ -376,7 +378,7 @@ class ScoresAnalysis:
             return False
 
     # ------------------------------------------------------------------ the walk
-    def _walk(self, node, env: Env, scope, w: _Walk, covered: bool, depth: int) -> bool:
+    def _walk(self, node, env: Env, scope, w: _Walk, covered: tuple, depth: int) -> bool:
         """Whether ``node`` holds attention scores; records terms on the way."""
         if depth > MAX_DEPTH:
             return False
@@ -438,7 +440,7 @@ class ScoresAnalysis:
             return False
         return mask.meaning is not None or mask.kind is not None or bool(mask.fill)
 
-    def _name(self, node: cst.Name, env, scope, w: _Walk, covered: bool, d: int) -> bool:
+    def _name(self, node: cst.Name, env, scope, w: _Walk, covered: tuple, d: int) -> bool:
         defs = lookup(node.value, env, scope)
         found = False
         # in-place arithmetic on this very binding before the softmax: the
@@ -454,13 +456,13 @@ class ScoresAnalysis:
             if name == "masked_fill_":
                 v = _arg(call, 1, "value")
                 if v is None or self.removes(v, site.env, site.scope):
-                    covered = True
+                    covered = covered + ((_arg(call, 0, "mask"), site.env, site.scope),)
                 continue
             arg = _arg(call, 0, "other")
             if arg is not None and _ARITH[name] != "div":
                 w.terms.append(Term(arg, _ARITH[name], call, site.env, site.scope, covered))
         for df in defs:
-            key = (id(df), covered)
+            key = (id(df), tuple(id(f[0]) for f in covered))
             if key in w.seen:
                 continue
             w.seen.add(key)
@@ -515,7 +517,7 @@ class ScoresAnalysis:
             w.terms.append(Term(left, kind, at, env, scope, covered))
         return lhs or rhs
 
-    def _call(self, node: cst.Call, env, scope, w: _Walk, covered: bool, d: int) -> bool:
+    def _call(self, node: cst.Call, env, scope, w: _Walk, covered: tuple, d: int) -> bool:
         func = node.func
         qn = self.qualname(func, env, scope)
         if qn in _PRODUCT:
@@ -538,15 +540,16 @@ class ScoresAnalysis:
             if c is None or a is None or b is None:
                 return False
             if self.big_negative(b, env, scope):
-                return self._walk(a, env, scope, w, True, d)
+                return self._walk(a, env, scope, w, covered + ((c, env, scope),), d)
             if self.big_negative(a, env, scope):
-                return self._walk(b, env, scope, w, True, d)
+                return self._walk(b, env, scope, w, covered + ((c, env, scope),), d)
             return False
         if qn == "torch.masked_fill":
             x, v = _arg(node, 0, "input"), _arg(node, 2, "value")
             if x is None or v is None:
                 return False
-            return self._walk(x, env, scope, w, covered or self.removes(v, env, scope), d)
+            fill = ((_arg(node, 1, "mask"), env, scope),) if self.removes(v, env, scope) else ()
+            return self._walk(x, env, scope, w, covered + fill, d)
         if len(node.args) >= 2 and not (qn or "").startswith("torch."):
             got = self.helper_call(node, env, scope)
             if got is not None and not got["softmax"]:  # ``add_bias(scores, mask)``
@@ -566,11 +569,13 @@ class ScoresAnalysis:
         if name in ("masked_fill", "masked_fill_"):
             v = _arg(node, 1, "value")
             fill = v is None or self.removes(v, env, scope)
-            return self._walk(func.value, env, scope, w, covered or fill, d)
+            fill = ((_arg(node, 0, "mask"), env, scope),) if fill else ()
+            return self._walk(func.value, env, scope, w, covered + fill, d)
         if name in ("where",):  # x.where(cond, other)
             other = _arg(node, 1, "other")
             fill = other is None or self.removes(other, env, scope)
-            return self._walk(func.value, env, scope, w, covered or fill, d)
+            fill = ((_arg(node, 0, "condition"), env, scope),) if fill else ()
+            return self._walk(func.value, env, scope, w, covered + fill, d)
         if name in _ARITH:
             other = _arg(node, 0, "other")
             if not self._walk(func.value, env, scope, w, covered, d):

@@ -355,12 +355,17 @@ def settled(report, ev, project, carried: Set[str]):
     facts = settled.get(cls) if cls else None
     if not facts:
         return report
-    report.evidence["constructed"] = {p: v for p, (v, _) in facts.items()}
+    report.evidence["constructed"] = {p: fact[0] for p, fact in facts.items()}
     told = {p: fact for p, fact in facts.items() if p in carried}
     if told:
-        shown = ", ".join(f"{p}={v!r}" for p, (v, _) in sorted(told.items()))
-        count = max(n for _, n in told.values())
-        report.message += f"; every construction of {cls} in the project ({count}) passes {shown}"
+        passed = ", ".join(f"{p}={f[0]!r}" for p, f in sorted(told.items()) if not f[2])
+        left = ", ".join(f"{p}={f[0]!r}" for p, f in sorted(told.items()) if f[2])
+        count = max(f[1] for f in told.values())
+        said = [f"passes {passed}"] if passed else []
+        said += [f"leaves the default {left}"] if left else []  # probe AA's AA26
+        report.message += (
+            f"; every construction of {cls} in the project ({count}) {' and '.join(said)}"
+        )
     return report
 
 

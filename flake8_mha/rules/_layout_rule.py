@@ -95,17 +95,28 @@ def _flags_beside(ev: Construction) -> dict:
 def _block_of(block, small):
     """The statements of the block (of ``block`` or nested in it) that holds
     the small statement ``small``, else None."""
-    body = getattr(block, "body", ())
+    body = _statements(block)
     for line in body:
         if isinstance(line, cst.SimpleStatementLine) and any(s is small for s in line.body):
             return body
     for line in body:
         for part in (getattr(line, "body", None), getattr(line, "orelse", None)):
-            inner = getattr(part, "body", part) if isinstance(part, cst.Else) else part
-            got = _block_of(inner, small) if inner is not None else None
+            got = _block_of(part, small) if part is not None else None
             if got is not None:
                 return got
     return None
+
+
+def _statements(part) -> tuple:
+    """The statements a block holds: an indented block's, an ``else:``'s,
+    an ``elif`` as the one statement of its branch (its own blocks are
+    searched in turn), none for a one-line body."""
+    if isinstance(part, cst.If):
+        return (part,)
+    if isinstance(part, cst.Else):
+        part = part.body
+    body = getattr(part, "body", ())
+    return tuple(body) if isinstance(body, (list, tuple)) else ()
 
 
 def _flag_excludes(site, flags: dict) -> bool:

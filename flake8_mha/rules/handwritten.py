@@ -36,6 +36,59 @@ from .base import Example, Report, Rule
 _NUMERIC = (BOOL, FLOAT01, INT)
 
 
+def _covered(term: Term) -> bool:
+    """A -inf fill between the term's operation and the softmax removes the
+    positions it masks: a fill whose mask cannot be read, or one that reads
+    a name the term reads (the same mask, its complement, a union made from
+    it).  A fill of another mask (the padding filled after a band was
+    multiplied in: probe AA's AA10) removes other positions."""
+    mine = _names(term.expr, term.env, term.scope)
+    for mask, env, scope in term.covered:
+        theirs = _names(mask, env, scope) if mask is not None else set()
+        if not mine or not theirs or mine & theirs:
+            return True
+    return False
+
+
+# names that say nothing of which mask a tensor is
+_ROOTS = {"self", "torch", "F", "nn", "np", "math", "float", "int", "bool", "None", "True", "False"}
+
+
+def _names(node, env, scope, depth: int = 0) -> set:
+    """The names and ``self.<attr>`` a mask expression reads, and through
+    the locals it reads, what they were bound to (three steps)."""
+    out = set()
+    for n in _walk_names(node):
+        if isinstance(n, cst.Attribute):
+            out.add("self." + n.attr.value)
+            continue
+        if n.value in _ROOTS:
+            continue
+        out.add(n.value)
+        if depth < 3:
+            for d in lookup(n.value, env, scope):
+                if d.kind == DefKind.ASSIGN and d.node is not None:
+                    out |= _names(d.node, d.env, d.scope, depth + 1)
+    return out
+
+
+def _walk_names(node):
+    """The ``Name`` nodes below ``node``, and ``self.<attr>`` as one."""
+    stack = [node]
+    while stack:
+        n = stack.pop()
+        if (
+            isinstance(n, cst.Attribute)
+            and isinstance(n.value, cst.Name)
+            and n.value.value == "self"
+        ):
+            yield n
+        elif isinstance(n, cst.Name):
+            yield n
+        elif not isinstance(n, (cst.Lambda, cst.FunctionDef)):
+            stack.extend(n.children)
+
+
 def mask_terms(ctx, site: CallSite, ops: Tuple[str, ...]) -> Iterator[Tuple[Scores, Term, Mask]]:
     """Terms of the softmax at ``site`` applied with one of ``ops`` whose value
     is a 0/1 or bool keep- or ignore-mask, not covered by a later -inf fill."""
@@ -47,7 +100,7 @@ def mask_terms(ctx, site: CallSite, ops: Tuple[str, ...]) -> Iterator[Tuple[Scor
         return
     done = set()
     for term in scores.terms:
-        if term.op not in ops or term.covered or id(term.at) in done:
+        if term.op not in ops or _covered(term) or id(term.at) in done:
             continue
         mask = analysis.evaluator.eval(term.expr, At(term.env, term.scope, None, 0))
         if not _zero_one(mask) and term.op == "add":
@@ -282,7 +335,11 @@ class MaskMultipliedBeforeSoftmax(Rule):
           place too): the fill removes them whatever the product did. A
           `masked_fill` whose value the analysis cannot read (an imported
           `-INF` constant) counts as such a fill; one known to be small (`0`)
-          does not. Nor when an additive mask (-inf filled, or an added tensor
+          does not, nor does a fill of another mask: one whose mask reads
+          none of the names (and none of what the locals it reads were
+          bound to) the product's mask reads removes other positions (a
+          padding mask filled after a band was multiplied in: probe AA).
+          Nor when an additive mask (-inf filled, or an added tensor
           of unknown kind named like a mask) also reaches the scores: it may
           remove the very positions the product zeroed (`attn *= tril(...)`
           then `attn += triu(-inf)` is correct), nor when a large value times

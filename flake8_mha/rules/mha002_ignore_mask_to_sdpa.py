@@ -24,6 +24,8 @@ class IgnoreMaskToSdpa(MaskRule):
         Flags a mask whose True means *ignore* (the `nn.MultiheadAttention`
         convention) that reaches `F.scaled_dot_product_attention`'s `attn_mask`,
         where True means *attend*: `tokens == pad_id`, `tokens.eq(pad)`,
+        ids compared with the name an `nn.Embedding(..., padding_idx=REST)` of
+        the file takes as its padding id (`chords == REST`, whatever the name),
         `arange(S)[None, :] >= lengths[:, None]`, `triu(ones(L, L), 1).bool()`,
         `attention_mask == 0`, a parameter named `key_padding_mask`, followed
         through locals, `self.<buffer>`, slicing, `.to(device)`, `unsqueeze`,

@@ -95,13 +95,19 @@ class NumericZeroOneMask(MaskRule):
           the mask is already additive (-inf or large negative filled, `(1.0 -
           m) * -10000.0`, `torch.where(m, 0, -inf)`), of unknown kind, or when
           a -inf fill between the addition and the softmax removes the masked
-          positions anyway. When the added term is a parameter of a function
+          positions anyway (a fill of the same mask, or of one made from it:
+          a fill of another mask removes other positions, as MHA012's page says). When the added term is a parameter of a function
           of the project (in this file or another), each caller's mask is
           judged at its call instead, naming the chain: a right caller beside
           a wrong one no longer hides it (docs/reach.md, "Fills of scores").
           Scores and mask both handed to a helper whose one return adds them
           (`add_bias(scores, mask)`, of this file or another project file)
           are judged at its call, as if added there, naming the helper.
+          A function that also fills its scores with a padding mask is read
+          the same way, each at its own line (a padding fill and a window
+          added: `fixtures/program_calls/filled_and_added/`), unless the
+          added term reads a name the fill's mask reads (one mask filled
+          when bool and added when not is one mask, judged at the fill).
         - A mask added together with a position bias counts too: T5's fold
           (`position_bias = position_bias + mask`, then the bias added to the
           scores: the one 0/1 summand of a local bound once to a sum, or the

@@ -9,6 +9,7 @@ import libcst as cst
 
 from ..analysis.events import ModuleCall
 from ..analysis.layout import analysis_for
+from ..analysis.layout.comments import DocLine
 from ._layout_rule import LAYOUT_MODULES_DOC, KIND_TEXT, where
 from .base import Example, Report, Rule
 from .construction import construction_evidence
@@ -78,6 +79,13 @@ class LayoutMismatch(Rule):
           never a mismatch.
         - Never auto-fixed: whether the transpose or the flag is wrong is the
           author's call.
+        - A docstring's shape alone (the data as it enters, or its embedding)
+          against a stated `batch_first` is not reported: a docstring is prose
+          that goes stale, and PyTorch's tutorial's `src: Tensor, shape
+          [seq_len, batch_size]` is copied beside `batch_first=True` code
+          that feeds batch-first data (release review 28's tecsas: its input
+          in the docstring's layout raises). A shape comment, or the code's
+          own swaps and shape unpacking, still count.
         - A `batch_first=True` module fed `x.unsqueeze(1)` attends over an
           axis one position long: each row of `x` is its own sample
           (docling's box decoder turns the cells a first attention read as a
@@ -111,6 +119,8 @@ class LayoutMismatch(Rule):
             return
         if stated and _inserted_axis_one(got.layout):
             return  # the module attends over a length-1 axis: nothing mixes
+        if isinstance(getattr(got.layout, "node", None), DocLine):
+            return  # a docstring's shape against the flag the code states
         ctor = ev.single_ctor()
         evidence: Dict[str, Any] = (
             construction_evidence(self.ctx, ctor) if ctor is not None else {"module": ev.spec.name}

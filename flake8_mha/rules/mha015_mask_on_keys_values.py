@@ -249,8 +249,11 @@ class MaskOnKeysValues(Rule):
             if id(node) in self._done:
                 continue
             self._done.add(id(node))
+            # one helper call that masks both (``k, v = mask_kv(k, v, keep)``): one
+            # report naming both (probe AA's AA27)
+            both = [w for w, got in found if got[0] is node]
             origin = "by use" if scores.by_use else "query-key product"
-            yield self._report(node, [which], mask, op, "handwritten", origin)
+            yield self._report(node, both, mask, op, "handwritten", origin)
 
     def _judged_at_calls(self, site: CallSite) -> bool:
         """The function's parameter is multiplied into its keys, and calls of

@@ -25,7 +25,8 @@ class AttentionWeightsDiscarded(Rule):
     CATEGORY = "performance"
     MESSAGE = (
         "attention weights computed and thrown away: pass need_weights=False, or "
-        "nn.MultiheadAttention takes the slow path (about 2x) to build them"
+        "nn.MultiheadAttention takes the slow path (up to about 2x off the fastpath) "
+        "to build them"
     )
     WHAT = """
         Flags a call of a known `nn.MultiheadAttention` (directly, through
@@ -152,8 +153,8 @@ class AttentionWeightsDiscarded(Rule):
     # the weights returned by a wrapper, and thrown away by every one of its callers
     THROUGH = (
         "attention weights computed and thrown away by every caller of `{key}` ({where}): "
-        "pass need_weights=False, or nn.MultiheadAttention takes the slow path (about 2x) "
-        "to build them"
+        "pass need_weights=False, or nn.MultiheadAttention takes the slow path "
+        "(up to about 2x off the fastpath) to build them"
     )
 
     def on_construction(self, ev) -> Iterator[Report]:

@@ -191,8 +191,9 @@ class ProjectLayout:
             if there is None:
                 return None
             ev = self.other(there, self.hops - 1)
+            key = _dict_key(site)  # the module a ModuleDict keeps under that key
             for cls, attr in project_callers.factory_calls(there, self.path, name):
-                kept = ev.attr_calls(cls, {attr}, spec) if cls is not None else [None]
+                kept = ev.attr_calls(cls, {attr}, spec, key) if cls is not None else [None]
                 out.extend(ev.export(v) for v in kept)
         return out or None
 
@@ -264,15 +265,18 @@ class ProjectLayout:
         finally:
             self.session[DEFAULT] = before
 
-    def attr_calls(self, cls, held: Set[str], spec) -> List[Optional[Layout]]:
+    def attr_calls(self, cls, held: Set[str], spec, key=None) -> List[Optional[Layout]]:
         """The layout of the query (``src``, ``tgt``: the input its output
         takes the shape of) at each call ``self.<attr>(...)`` of the class
         ``cls`` of this file, for the attributes ``held``, which hold a
-        module of ``spec``."""
+        module of ``spec``; with ``key`` (a ModuleDict's), not the calls of
+        an item under another string key."""
         arg = MODULE_OUTPUT_ARG.get(spec.name, "query")
         by_node: Dict[int, List[Optional[Layout]]] = {}
         for other in self.flow.calls:
             if other.scope.cls is not cls or _held_attr(other) not in held:
+                continue
+            if key is not None and _item_key(other.node.func) not in (None, key):
                 continue
             marks = self._marks()  # a module of ``spec`` runs there, whatever the resolver knows
             for given in other.node.args:
@@ -620,6 +624,30 @@ def _returned_item(site) -> bool:
         return False
     kept = call.func.value.value
     return len(returns) == 1 and getattr(returns[0][0], "value", None) == kept
+
+
+def _dict_key(site) -> Optional[str]:
+    """The string key of the ``{key: <site>}`` entry that holds the
+    construction at ``site`` (``nn.ModuleDict({"spatial": nn.MultiheadAttention(...)})``)."""
+    for node in reversed(site.parents):
+        if isinstance(node, cst.DictElement):
+            return _string(node.key)
+    return None
+
+
+def _item_key(func) -> Optional[str]:
+    """``"spatial"`` of ``self.mixers["spatial"]``; None for any other callee."""
+    if isinstance(func, cst.Subscript) and len(func.slice) == 1:
+        index = func.slice[0].slice
+        return _string(index.value) if isinstance(index, cst.Index) else None
+    return None
+
+
+def _string(node) -> Optional[str]:
+    if isinstance(node, cst.SimpleString):
+        value = node.evaluated_value
+        return value if isinstance(value, str) else None
+    return None
 
 
 def _held_attr(site) -> Optional[str]:

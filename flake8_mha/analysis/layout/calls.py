@@ -21,6 +21,7 @@ from ..flow import Def, lookup
 from ..heads import EINOPS_REARRANGE
 from ..tree import is_none
 from ..values import literal
+from .comments import DocLine
 from .padded_ids import compared, read_compared
 from .domain import (
     BATCH,
@@ -208,6 +209,16 @@ def real(v: Optional[Layout]) -> Optional[Layout]:
     return None if v is CYCLE else v
 
 
+def said(v: Optional[Layout]) -> Optional[Layout]:
+    """``real(v)``, or None when it states no axis's role (``x.flatten(0,
+    1)`` of a ``[batch, num_series, ...]`` comment whose other axes say
+    nothing): a swap of it is a swap of data of unknown layout."""
+    v = real(v)
+    if v is None or v.conforms or v.disagree or any(r is not None for r in v.roles):
+        return v
+    return None
+
+
 class Frame:
     __slots__ = ("func", "fscope", "args", "env", "scope", "parent")
 
@@ -369,7 +380,7 @@ class LayoutCalls:
             )
             swap[id(node)] = (node, made)
         made = swap[id(node)][1]
-        inner = real(self.eval(arg, env, scope, frame, depth))
+        inner = said(self.eval(arg, env, scope, frame, depth))
         if inner is None:
             return self.swap_layout(node)  # the call itself is what the module is fed
         return transform(inner, "transpose", made, node)
@@ -435,6 +446,8 @@ class LayoutCalls:
                 # module's 3-D input; token ids are not, and their rank is unknown
                 # (``batch_size, n = ids.shape`` states it, and is read)
                 return None
+            if isinstance(ids.node, DocLine):  # what a docstring says of the ids
+                return Layout(ids.roles + (EMBED,), ids.node, "embedding of ids, docstring")
             return Layout(ids.roles + (EMBED,), node, "embedding of ids")
         if name in CONV:
             k = CONV[name]
@@ -524,7 +537,7 @@ class LayoutCalls:
 
     def _method_call(self, attr, owner, node, env, scope, frame, depth) -> Optional[Layout]:
         if attr in _TRANSFORMS:
-            inner = real(self.eval(owner, env, scope, frame, depth))
+            inner = said(self.eval(owner, env, scope, frame, depth))
             if inner is None:
                 if is_rotation(node, attr):
                     return self.rotation_layout(node)
@@ -626,7 +639,7 @@ class LayoutCalls:
         if qn in ("torch.einsum", "torch.functional.einsum") and len(args) >= 2:
             return self._einsum(args, node, env, scope, frame, depth)
         if qn in _TORCH_TRANSFORMS and args:
-            inner = real(self.eval(args[0], env, scope, frame, depth))
+            inner = said(self.eval(args[0], env, scope, frame, depth))
             rest = node.with_changes(args=node.args[1:])
             if inner is None:
                 swap = is_swap(rest, _TORCH_TRANSFORMS[qn])

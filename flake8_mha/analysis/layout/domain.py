@@ -559,6 +559,11 @@ def positional(call: cst.Call) -> List[cst.BaseExpression]:
 
 def _merge(roles: Sequence[Optional[str]]) -> Optional[str]:
     if BATCH in roles:
+        # ``x.flatten(0, 1)`` of ``(N, S, T, E)``: the batch merged with parts
+        # of the sequence, or with axes the code does not name (a series, a
+        # group), is the batch: attention never mixes across its rows
+        if roles.count(BATCH) == 1 and all(r in (BATCH, SEQ, SPATIAL, None) for r in roles):
+            return BATCH
         return None
     if roles and all(r in (SEQ, SPATIAL) for r in roles):
         return SEQ

@@ -547,7 +547,8 @@ def factory_calls(there: Unit, path: str, name: str) -> List[Tuple[Optional[Clas
 def in_container(site, value) -> bool:
     """Whether the call of ``site`` is an item of the container ``value``
     builds (``nn.ModuleList([make_layer(d, h) for _ in range(n)])``,
-    ``nn.Sequential(*[...])``, a plain list of them): the attribute it is
+    ``nn.Sequential(*[...])``, a plain list of them, a value of an
+    ``nn.ModuleDict({...})``): the attribute it is
     kept in then holds it, and a call of the attribute or of its items runs it."""
     parents = list(site.parents)
     if value not in parents:
@@ -558,10 +559,20 @@ def in_container(site, value) -> bool:
             name = (
                 func.attr.value if isinstance(func, cst.Attribute) else getattr(func, "value", "")
             )
-            if name not in MODULE_CONTAINERS:
+            if name not in MODULE_CONTAINERS and name != "ModuleDict":
                 return False
         elif not isinstance(
-            node, (cst.Arg, cst.Element, cst.List, cst.ListComp, cst.Tuple, cst.StarredElement)
+            node,
+            (
+                cst.Arg,
+                cst.Element,
+                cst.List,
+                cst.ListComp,
+                cst.Tuple,
+                cst.StarredElement,
+                cst.Dict,  # ``nn.ModuleDict({"spatial": nn.MultiheadAttention(...)})``
+                cst.DictElement,
+            ),
         ):
             return False
     return True

@@ -19,8 +19,8 @@ from ..flow import ClassInfo, Def, Env, Scope, children, lookup
 from ..splats import element, expand_call
 from ..tree import is_none
 from .domain import KEEP, NONE_MASK, UNKNOWN_MASK, Mask, join_all
-from ..program.conventions import binds_padding
-from .names import parameter_by_name
+from ..program.conventions import binds_padding, encoder_layer
+from .names import last_name, parameter_by_name
 
 MAX_CALLER_DEPTH = 3
 MAX_HELPER_FRAMES = 4
@@ -216,10 +216,34 @@ class Calls(FileCalls):
             self._active.discard(guard)
         if value.meaning is None and value.kind is None and not value.none:
             named = parameter_by_name(p, name, func)
-            if named is not None and not handed_by_project(self.ctx, d, name):
+            if (
+                named is not None
+                and not handed_by_project(self.ctx, d, name)
+                and not self._encoder_layer_mask(d, name)
+            ):
                 value = named if not self._project_means_padding(name, named) else value
         self._param_cache[key] = value
         return value
+
+    def _encoder_layer_mask(self, d: Def, name: str) -> bool:
+        """``src_key_padding_mask`` of the ``forward`` of a class the project
+        hands to ``nn.TransformerEncoder`` as its layer: torch gives it a
+        float mask there, whatever True meant (``conventions.encoder_layer``)."""
+        cls = getattr(d.scope, "cls", None) if d.scope is not None else None
+        func = d.extra
+        if name != "src_key_padding_mask" or cls is None or func.name.value != "forward":
+            return False
+        for site in self.flow.calls:  # this file's own encoders
+            call = site.node
+            if last_name(call.func) == "TransformerEncoder" and call.args:
+                layer = call.args[0].value
+                if isinstance(layer, cst.Call) and last_name(layer.func) == cls.name:
+                    return True
+        project = getattr(self.ctx, "project", None)
+        path = getattr(project, "path", None)
+        if not path or not getattr(project, "files", False):
+            return False
+        return encoder_layer(path, cls.name, getattr(project, "depend", None))
 
     def _project_means_padding(self, name: str, named: Mask) -> bool:
         """The tokenizer's name read as 1 = keep, where the project itself binds

@@ -117,7 +117,7 @@ class Comparisons:
         # a token tensor against a pad id
         for tokens, pad, o in ((left, right, op), (right, left, MIRROR[op])):
             if (
-                is_pad_name(pad)
+                (is_pad_name(pad) or self._embeds_as_padding(pad))
                 and not is_pad_name(tokens)
                 and not is_mask_or_length(tokens)
                 and self._number(tokens, at) is None
@@ -192,6 +192,17 @@ class Comparisons:
         return Mask(
             meaning=which, origin=origin, causal=inner.causal, pairwise=inner.pairwise, **base
         )
+
+    def _embeds_as_padding(self, node) -> bool:
+        """A name (``REST``, ``self.blank``) that some ``nn.Embedding(...,
+        padding_idx=<it>)`` of the file takes as its padding id: ids
+        compared with it are compared with the pad id, whatever its name."""
+        if not isinstance(node, (cst.Name, cst.Attribute)):
+            return False
+        ids = getattr(self, "_padding_ids", None)
+        if ids is None:
+            ids = self._padding_ids = _padding_ids(self.module, self.flow.calls)
+        return bool(ids) and self.text(node) in ids
 
     def _pad_compare(self, tokens, op: str, node, text, at: At) -> Mask:
         meaning = {"==": IGNORE, "!=": KEEP}.get(op)
@@ -536,3 +547,19 @@ def _bool_only(node, text: str) -> Mask:
     MHA004's whatever it meant."""
     origin = Origin(node, text)
     return Mask(kind=BOOL, dtype="bool", kind_origin=origin, zero_one=True)
+
+
+def _padding_ids(module: cst.Module, calls) -> frozenset:
+    """The texts of the names every ``Embedding(..., padding_idx=<name>)``
+    call among ``calls`` (the file's call sites) passes (a literal id is no
+    name to compare with)."""
+    out = set()
+    for site in calls:
+        call = site.node
+        if last_name(call.func) != "Embedding":
+            continue
+        for a in call.args:
+            if a.keyword is not None and a.keyword.value == "padding_idx":
+                if isinstance(a.value, (cst.Name, cst.Attribute)):
+                    out.add(" ".join(module.code_for_node(a.value).split()))
+    return frozenset(out)

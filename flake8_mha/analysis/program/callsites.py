@@ -56,6 +56,7 @@ class Project(MethodCalls, HandedMasks, ConstantFiles):
         super().own(source, tree)
         signatures.given_tree(source, tree)
         self.settled = {}
+        self._left_off: Dict[tuple, bool] = {}
         self.lambdas: Dict[int, set] = {}  # id(a followed lambda's call) -> its callers' sinks
         # what the rules asked of the project about parameters, in order:
         # (BUILT or CALLED, the class or function, the parameter, the answer),
@@ -106,13 +107,15 @@ class Project(MethodCalls, HandedMasks, ConstantFiles):
             return None
         split = fill_apart(summary)
         if split is not None:
-            one, rest = split
-            filled = self._fill_call(site, filename, one, args)
-            got = self._event(site, filename, rest, args)
-            if got is None or filled is None:
-                return got or filled
-            got.more = list(got.more) + [filled]
-            return got
+            apart, rest = split
+            made = [self._fill_call(site, filename, one, args) for one in apart]
+            if rest is not None:
+                made.insert(0, self._event(site, filename, rest, args))
+            made = [ev for ev in made if ev is not None]
+            if not made:
+                return None
+            made[0].more = list(made[0].more) + made[1:]
+            return made[0]
         return self._event(site, filename, summary, args)
 
     def _event(self, site, filename, summary, args):
@@ -577,7 +580,8 @@ class Project(MethodCalls, HandedMasks, ConstantFiles):
             return None
         self.asks.append(asked + (answer,))
         if got is not None:
-            self.settled.setdefault(cls, {})[param] = (got[0], answer[2])
+            left = self._left_off.get((cls, param), False)
+            self.settled.setdefault(cls, {})[param] = (got[0], answer[2], left)
         return got
 
     def _constructed(self, cls: str, param: str, init_of: Optional[str] = None):
@@ -585,6 +589,10 @@ class Project(MethodCalls, HandedMasks, ConstantFiles):
         if found is None:
             return None, None
         built, defaults = found
+        # every construction leaves it at the default (a message says so)
+        self._left_off[(cls, param)] = bool(built) and all(
+            e.get(param, callers.MISSING) == callers.MISSING for e in built
+        )
         named = self.named_defaults(init_of or cls, defaults)
         got = callers.one_value(built, param, named, self.depend)
         return got, _answer(built, got)

@@ -11,7 +11,7 @@ import os
 from typing import Optional, Tuple
 
 from . import chains, constructors, forms
-from .fills import FILL_SINKS, KV
+from .fills import FILL_SINKS, KV, SINK_LINE
 from .summaries import ATTRS, BASES, IMPORTS, MODULES, REGISTRIES, TORCH_LAYERS, TORCH_MODULES
 from .summaries import VARIANT, settle
 
@@ -449,23 +449,37 @@ def narrowed(summary: dict, sinks: set) -> dict:
 
 
 def fill_apart(summary: dict):
-    """(the summary of its one fill, of the rest) when a function reaches a
-    fill of scores from one parameter beside other sinks: keys multiplied by
-    one parameter's mask, the value given by another (``sdpa(q, k * keep,
-    v)``), or a bias filled by one parameter's mask beside SDPA's mask from
-    another (MPT's ``key_padding_mask`` and ``prefix_mask``).  The fill is
-    judged at the call as well.  None otherwise (one mask reaching an eager
-    fill and SDPA on two paths is judged once, at the SDPA call)."""
+    """The summaries of a function's fills of scores, one a fill, then of
+    the rest (or None), when it reaches a fill of scores from one parameter
+    beside other sinks: keys multiplied by one parameter's mask, the value
+    given by another (``sdpa(q, k * keep, v)``), a bias filled by one
+    parameter's mask beside SDPA's mask from another (MPT's
+    ``key_padding_mask`` and ``prefix_mask``), or a padding mask filled
+    beside a window added (each fill judged where it is made:
+    ``SINK_LINE``).  Each fill is judged at the call as well.  None
+    otherwise (one mask reaching an eager fill and SDPA on two paths is
+    judged once, at the SDPA call)."""
     reach = summary["reach"]
     if len(reach) < 2:
         return None
     if KV in reach:
-        return narrowed(summary, {KV}), narrowed(summary, set(reach) - {KV})
+        return [narrowed(summary, {KV})], narrowed(summary, set(reach) - {KV})
     fills = [k for k in reach if k in FILL_SINKS]
+    params = [reach[k]["param"] for k in fills]
     others = {how["param"] for k, how in reach.items() if k not in FILL_SINKS}
-    if len(fills) != 1 or not others or reach[fills[0]]["param"] in others:
+    if not fills or len(set(params)) != len(params) or others & set(params):
         return None
-    one = narrowed(summary, set(fills))
-    if "fill_line" in summary:
-        one["line"] = summary["fill_line"]
-    return one, narrowed(summary, set(reach) - set(fills))
+    if not others and len(fills) < 2:
+        return None
+    apart = []
+    for sink in fills:
+        one = narrowed(summary, {sink})
+        if sink in (summary.get("ends") or {}):
+            pass  # reached through a callee of its own: where ``narrowed`` says
+        elif SINK_LINE in reach[sink]:
+            one["line"] = reach[sink][SINK_LINE]
+        elif "fill_line" in summary:
+            one["line"] = summary["fill_line"]
+        apart.append(one)
+    rest = set(reach) - set(fills)
+    return apart, (narrowed(summary, rest) if rest else None)

@@ -8,6 +8,13 @@ padding, and its models hand that to ``src_key_padding_mask`` as torch
 wants it (review 25).  ``binds_padding`` tells whether some file of the
 project binds the name to a comparison with a pad id, by a text search of
 the project's files (once per process per root and name).
+
+``encoder_layer`` tells whether the project hands a class of its own to
+``nn.TransformerEncoder`` as its layer: torch's encoder turns the
+``src_key_padding_mask`` it is given into a float mask (0 to keep, -inf at
+the padding) before each layer's ``forward`` (torch 2.13,
+``F._canonical_mask``), so that parameter's name says nothing of True
+there (release review 28's perttf).
 """
 
 from __future__ import annotations
@@ -55,6 +62,46 @@ def binds_padding(path: str, name: str, depend=None) -> bool:
             _FOUND.clear()
         _FOUND[key] = (found, tuple(naming))
     found, files = _FOUND[key]
+    for file in files if depend is not None else ():
+        depend(file)
+    return found
+
+
+_LAYERS: Dict[Tuple[str, str], Tuple[bool, Tuple[str, ...]]] = {}
+_ENCODER = "TransformerEncoder"
+
+
+def encoder_layer(path: str, cls: str, depend=None) -> bool:
+    """Whether a ``.py`` file of the project of ``path`` builds
+    ``nn.TransformerEncoder(<cls>(...), n)`` (also ``encoder_layer=``, or
+    through one name: ``layer = <cls>(...)`` then
+    ``nn.TransformerEncoder(layer, n)``).  ``depend``: as ``binds_padding``'s."""
+    root = project_root(path)
+    key = (root, cls)
+    if key not in _LAYERS:
+        word = re.escape(cls)
+        start = rf"\b{_ENCODER}\(\s*(?:encoder_layer\s*=\s*)?"
+        direct = re.compile(start + rf"(?:[\w.]+\.)?{word}\s*\(")
+        bound = re.compile(rf"\b(\w+)\s*=\s*(?:[\w.]+\.)?{word}\s*\(")
+        found, naming = False, []
+        for file in python_files(root) or ():
+            try:
+                text = read_regular(file, MAX_BYTES).decode("utf-8", "replace")
+            except OSError:
+                continue
+            if cls not in text or _ENCODER not in text:
+                continue
+            naming.append(file)
+            names = {m.group(1) for m in bound.finditer(text)}
+            if direct.search(text) or any(
+                re.search(start + re.escape(n) + r"\b", text) for n in names
+            ):
+                found, naming = True, [file]
+                break
+        if len(_LAYERS) > 256:
+            _LAYERS.clear()
+        _LAYERS[key] = (found, tuple(naming))
+    found, files = _LAYERS[key]
     for file in files if depend is not None else ():
         depend(file)
     return found

@@ -49,6 +49,67 @@ _WRAPS = ("tensor", "as_tensor", "scalar_tensor")
 MAX_DEPTH = 12
 
 
+# where each of a function's fill sinks is made, in its reach entry, when
+# several are reached (a padding mask filled, a window added: ``score_sinks``)
+SINK_LINE = "sink_line"
+
+
+def score_sinks(func, calls: List[ast.Call], stores, helpers) -> tuple:
+    """``(sinks, helped)``: the function's fills of scores (``fill_sinks``),
+    and when it softmaxes, the one term added to its scores or mask
+    multiplied into them, or the term a helper of another file is handed
+    with them (``helped``: ``added_by_helper``'s reading, else None).  A term
+    is read beside a fill too (a padding mask filled, a window of times
+    added: probe Z's Z30), unless it reads a name a fill's mask reads (a
+    mask filled when it is bool and added when it is not is one mask)."""
+    if helpers is None:
+        return [], None
+    filled = fill_sinks(calls, stores, helpers)
+    if not softmaxes(calls):
+        return filled, None
+    terms = added_sinks(func, stores) + multiplied_sinks(func, stores)
+    helped = None if terms else added_by_helper(func, stores, helpers)
+    terms = [helped[:3]] if helped else terms
+    if filled:
+        names = set().union(*(_names(mask) for _, mask, _ in filled))
+        terms = [t for t in terms if not (_names(t[1]) & names)]
+        helped = helped if terms else None
+    return filled + terms, helped
+
+
+def _names(node: ast.AST) -> set:
+    return {n.id for n in astwalk.walk(node) if type(n) is ast.Name}
+
+
+def fill_reach(filled, calls, reads, stores) -> Dict[str, dict]:
+    """What the parameters reach through the function's fills of scores: per
+    fill sink, the parameter every such fill's mask comes from (fills that
+    disagree, or one that no parameter gives, leave that sink out).  A
+    function that calls a softmax marks the fill's ops with ``SOFTMAX`` (a
+    triangle is judged only at fills of scores that are softmaxed).  When
+    several sinks are reached, each entry says where it is made
+    (``SINK_LINE``)."""
+    out: Dict[str, dict] = {}
+    seen: Dict[str, Optional[dict]] = {}
+    lines: Dict[str, int] = {}
+    soft = softmaxes(calls) if filled else False
+    for sink, mask, line in filled:
+        got = steps.reach(mask, reads, stores, 0)
+        if got is None:
+            continue  # the function's own mask: judged where it is made
+        if soft:
+            got["ops"] = got["ops"] + [list(SOFTMAX)]
+        seen[sink] = None if sink in seen and seen[sink] != got else got
+        lines.setdefault(sink, line)
+    for sink, got in seen.items():
+        if got is not None:
+            out[sink] = got
+    if len(out) > 1:
+        for sink, got in out.items():
+            got[SINK_LINE] = lines[sink]
+    return out
+
+
 def fill_sinks(calls: List[ast.Call], stores, helpers) -> List[Tuple[str, ast.AST, int]]:
     """``(sink, mask expression, line)`` for each call among ``calls`` that
     fills with a big negative.  ``stores``: the function's names -> their

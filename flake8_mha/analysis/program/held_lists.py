@@ -153,6 +153,10 @@ def returned_items(func: ast.FunctionDef, torch_names: Dict[str, str]) -> Option
             items = value.args[0]
             elts = [items.elt] if isinstance(items, ast.ListComp) else items.elts
             kinds.update(constructor(e) for e in elts)
+    elif isinstance(value, ast.Call) and (dotted_name(value.func) or "").endswith("ModuleDict"):
+        # ``return nn.ModuleDict({"temporal": nn.MultiheadAttention(...)})`` (probe AA's AA18)
+        if len(value.args) == 1 and isinstance(value.args[0], ast.Dict) and value.args[0].values:
+            kinds.update(constructor(e) for e in value.args[0].values)
     if len(kinds) != 1 or None in kinds:
         return None
     qn = torch_class(kinds.pop(), torch_names)

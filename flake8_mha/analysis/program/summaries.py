@@ -22,7 +22,7 @@ from .module_numbers import module_constants
 from .sdpa_names import is_sdpa, sdpa_names_of
 from .sizes import size_calls, sizes_table
 
-SUMMARY_VERSION = 76
+SUMMARY_VERSION = 77
 REEXPORTS = "@reexports"  # the key of an __init__'s re-exports in its summary table
 IMPORTS = "@imports"  # the file's imports, where the callees its edges name live
 ATTRS = "@attrs"  # per class, what kind of module each self.<attr> holds (chains.py)
@@ -392,7 +392,7 @@ def _reused(node, lines, context: str, out, attrs, facts) -> None:
     attrs.update(got_attrs)
 
 
-_LINES = ("line", "fill_line")
+_LINES = ("line", "fill_line", fills.SINK_LINE)
 
 
 def _moved(value, delta: int):
@@ -436,10 +436,19 @@ def _as_function(node: ast.Assign) -> ast.FunctionDef:
 
 
 def _returned_function(func) -> Optional[ast.FunctionDef]:
-    """The nested function a factory returns (``def call(...): ...; return call``)."""
+    """The nested function a factory returns (``def call(...): ...; return
+    call``), or the lambda its last statement returns (``return lambda q, k,
+    v, m: F.scaled_dot_product_attention(q, k, v, attn_mask=m)``) as such a
+    function."""
     nested = {
         n.name: n for n in func.body if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef))
     }
+    last = func.body[-1]
+    if not nested and isinstance(last, ast.Return) and isinstance(last.value, ast.Lambda):
+        lam = last.value
+        body = [ast.copy_location(ast.Return(lam.body), lam.body)]
+        made = ast.FunctionDef("<lambda>", lam.args, body, [], None, None)
+        return ast.copy_location(made, lam)
     if not nested:
         return None
     found = None
@@ -535,14 +544,10 @@ def _function_summary(
         edges = chains.edges(others, loops, attrs or {}, reach_of, fwd)
     positional_self = method and forms.positional_self(func)
     modules = forms.module_calls(others, held, positional_self, loops) if held else []
-    filled = fills.fill_sinks(others, stores, helpers) if helpers is not None else []
-    handwritten = helped = None  # its own K/V multiplied by a mask; a term a helper adds
+    filled, helped = fills.score_sinks(func, others, stores, helpers)  # ``helped``: its ``via``
+    handwritten = None  # its own K/V multiplied by a mask
     if helpers is not None and not filled and fills.softmaxes(others):
-        # a term added to (or a mask multiplied into) the scores, then softmax
-        filled = fills.added_sinks(func, stores) + fills.multiplied_sinks(func, stores)
-        helped = None if filled else fills.added_by_helper(func, stores, helpers)
-        filled = [helped[:3]] if helped else filled  # its helper's ``via``: read in composing
-        if not calls and not filled:
+        if not calls:
             top = fills.straight_statements(func, params)
             handwritten = kv_scores.handwritten_kv(
                 func, others, reads, stores, top, *_readers(pairs)
@@ -641,7 +646,7 @@ def _function_summary(
                 disagree.update((k, alt))
     line = modules[0][0].lineno if line is None and modules else line
     reached.update({k: v for k, v in module_reach.items() if k not in disagree})
-    reached.update(_fill_reach(filled, others, reads, stores))
+    reached.update(fills.fill_reach(filled, others, reads, stores))
     if helped and fills.ADDED in reached:
         reached[fills.ADDED]["via"] = helped[3]
     if handwritten is not None:
@@ -681,28 +686,6 @@ def _function_summary(
     settle(out["reach"], out)
     if not out["reach"] and not edges:
         return None
-    return out
-
-
-def _fill_reach(filled, calls, reads, stores) -> Dict[str, dict]:
-    """What the parameters reach through the function's fills of scores: per
-    fill sink, the parameter every such fill's mask comes from (fills that
-    disagree, or one that no parameter gives, leave that sink out).  A
-    function that calls a softmax marks the fill's ops with ``fills.SOFTMAX``
-    (a triangle is judged only at fills of scores that are softmaxed)."""
-    out: Dict[str, dict] = {}
-    seen: Dict[str, Optional[dict]] = {}
-    soft = fills.softmaxes(calls) if filled else False
-    for sink, mask, _ in filled:
-        got = steps.reach(mask, reads, stores, 0)
-        if got is None:
-            continue  # the function's own mask: judged where it is made
-        if soft:
-            got["ops"] = got["ops"] + [list(fills.SOFTMAX)]
-        seen[sink] = None if sink in seen and seen[sink] != got else got
-    for sink, got in seen.items():
-        if got is not None:
-            out[sink] = got
     return out
 
 
