@@ -26,8 +26,6 @@ from ...core.atomic import read_regular
 from .callers import MAX_BYTES, python_files
 from .files import project_root
 
-_FOUND: Dict[Tuple[str, str], Tuple[bool, Tuple[str, ...]]] = {}
-
 
 def binds_padding(path: str, name: str, depend=None) -> bool:
     """Whether a ``.py`` file of the project of ``path`` binds ``name`` to a
@@ -37,37 +35,15 @@ def binds_padding(path: str, name: str, depend=None) -> bool:
     ``depend`` is told the files the answer rests on: the one that binds it,
     else every file that names ``name`` (an edit of one may add the binding;
     a file that does not name it yet is not watched)."""
-    root = project_root(path)
-    key = (root, name)
-    if key not in _FOUND:
-        word = re.escape(name)
-        pattern = re.compile(
-            rf"""(?:\b{word}\s*=|["']{word}["']\s*[:\]]\s*=?)\s*\(?\s*[\w.\[\]]+\s*"""
-            rf"""(?:==\s*[\w.]*pad\w*|\.eq\(\s*[\w.]*pad\w*)""",
-            re.IGNORECASE,
-        )
-        found, naming = False, []
-        for file in python_files(root) or ():
-            try:
-                text = read_regular(file, MAX_BYTES).decode("utf-8", "replace")
-            except OSError:
-                continue
-            if name not in text:
-                continue
-            naming.append(file)
-            if pattern.search(text):
-                found, naming = True, [file]
-                break
-        if len(_FOUND) > 256:
-            _FOUND.clear()
-        _FOUND[key] = (found, tuple(naming))
-    found, files = _FOUND[key]
-    for file in files if depend is not None else ():
-        depend(file)
-    return found
+    word = re.escape(name)
+    pattern = re.compile(
+        rf"""(?:\b{word}\s*=|["']{word}["']\s*[:\]]\s*=?)\s*\(?\s*[\w.\[\]]+\s*"""
+        rf"""(?:==\s*[\w.]*pad\w*|\.eq\(\s*[\w.]*pad\w*)""",
+        re.IGNORECASE,
+    )
+    return _scan(("padding", name), path, (name,), lambda text: bool(pattern.search(text)), depend)
 
 
-_LAYERS: Dict[Tuple[str, str], Tuple[bool, Tuple[str, ...]]] = {}
 _ENCODER = "TransformerEncoder"
 
 
@@ -76,32 +52,46 @@ def encoder_layer(path: str, cls: str, depend=None) -> bool:
     ``nn.TransformerEncoder(<cls>(...), n)`` (also ``encoder_layer=``, or
     through one name: ``layer = <cls>(...)`` then
     ``nn.TransformerEncoder(layer, n)``).  ``depend``: as ``binds_padding``'s."""
-    root = project_root(path)
-    key = (root, cls)
-    if key not in _LAYERS:
-        word = re.escape(cls)
-        start = rf"\b{_ENCODER}\(\s*(?:encoder_layer\s*=\s*)?"
-        direct = re.compile(start + rf"(?:[\w.]+\.)?{word}\s*\(")
-        bound = re.compile(rf"\b(\w+)\s*=\s*(?:[\w.]+\.)?{word}\s*\(")
+    word = re.escape(cls)
+    start = rf"\b{_ENCODER}\(\s*(?:encoder_layer\s*=\s*)?"
+    direct = re.compile(start + rf"(?:[\w.]+\.)?{word}\s*\(")
+    bound = re.compile(rf"\b(\w+)\s*=\s*(?:[\w.]+\.)?{word}\s*\(")
+
+    def builds(text: str) -> bool:
+        names = {m.group(1) for m in bound.finditer(text)}
+        return bool(direct.search(text)) or any(
+            re.search(start + re.escape(n) + r"\b", text) for n in names
+        )
+
+    return _scan(("layer", cls), path, (cls, _ENCODER), builds, depend)
+
+
+_FOUND: Dict[tuple, Tuple[bool, Tuple[str, ...]]] = {}
+
+
+def _scan(what: tuple, path: str, words: Tuple[str, ...], found_in, depend) -> bool:
+    """Whether ``found_in(text)`` holds for some ``.py`` file of the project
+    of ``path`` that holds every one of ``words`` (once per process per root
+    and ``what``); ``depend`` is told the file it holds for, else every file
+    that holds the words."""
+    key = (project_root(path),) + what
+    if key not in _FOUND:
         found, naming = False, []
-        for file in python_files(root) or ():
+        for file in python_files(key[0]) or ():
             try:
                 text = read_regular(file, MAX_BYTES).decode("utf-8", "replace")
             except OSError:
                 continue
-            if cls not in text or _ENCODER not in text:
+            if not all(w in text for w in words):
                 continue
             naming.append(file)
-            names = {m.group(1) for m in bound.finditer(text)}
-            if direct.search(text) or any(
-                re.search(start + re.escape(n) + r"\b", text) for n in names
-            ):
+            if found_in(text):
                 found, naming = True, [file]
                 break
-        if len(_LAYERS) > 256:
-            _LAYERS.clear()
-        _LAYERS[key] = (found, tuple(naming))
-    found, files = _LAYERS[key]
+        if len(_FOUND) > 256:
+            _FOUND.clear()
+        _FOUND[key] = (found, tuple(naming))
+    found, files = _FOUND[key]
     for file in files if depend is not None else ():
         depend(file)
     return found
