@@ -394,3 +394,165 @@ def test_a_default_every_construction_leaves_is_called_the_default(tmp_path):
     assert found[0].msg.endswith(
         "every construction of FusedAttention in the project (1) leaves the default dropout=0.1"
     )
+
+
+def test_a_file_whose_indentation_mixes_tabs_and_spaces_says_where():
+    # release review 29's diffnovo-dia: Python compiles it, LibCST does not
+    from flake8_mha.lint.engine import analyze_source
+
+    src = (
+        "import torch.nn as nn\n"
+        "def f(x):\n"
+        "    return x\n"
+        "def g(spect_f):\n"
+        "\t        out_f = spect_f\n"
+        "\t        with open(out_f) as h:\n"
+        "                      return nn.MultiheadAttention(8, 2)\n"
+    )
+    compile(src, "g.py", "exec")
+    found = analyze_source(src, "g.py", ["MHA000"])
+    assert [(f.code, f.line) for f in found] == [("MHA000", 1)]
+    assert found[0].message.endswith(
+        "LibCST cannot parse this file (its indentation mixes tabs and spaces from line 5)"
+    )
+
+
+def test_an_activation_between_a_swap_and_the_layer_keeps_the_conversion():
+    # release review 29's trecover: ``F.relu(self.mapping(src)) * self.scale``
+    # after ``src.transpose(0, 1)``: sequence-first, as without the relu
+    from flake8_mha.lint.engine import analyze_source
+
+    src = (
+        "import math\n"
+        "import torch.nn as nn\n"
+        "import torch.nn.functional as F\n"
+        "class TRecover(nn.Module):\n"
+        "    def __init__(self, token_size, d_model, n_heads):\n"
+        "        super().__init__()\n"
+        "        self.scale = math.sqrt(d_model)\n"
+        "        self.mapping = nn.Linear(token_size, d_model)\n"
+        "        layer = nn.TransformerEncoderLayer(d_model=d_model, nhead=n_heads)\n"
+        "        self.encoder = nn.TransformerEncoder(layer, num_layers=1)\n"
+        "    def encode(self, src):\n"
+        "        src = src.transpose(0, 1)\n"
+        "        src = F.relu(self.mapping(src)) * self.scale\n"
+        "        return self.encoder(src=src)\n"
+    )
+    assert analyze_source(src, "m.py", ["MHA001"]) == []
+    assert _rows(analyze_source(src, "m.py", ["MHA903"])) == [("MHA903", 9, 17)]
+
+
+def test_a_lambda_kept_on_self_in_another_file_is_its_body(tmp_path):
+    # probe AB's AB21: ``self.attend = lambda q, k, v, m: F.sdpa(..., attn_mask=m)``
+    pkg = write_package(
+        tmp_path / "pkg",
+        {
+            "attention.py": (
+                "import torch.nn as nn\n"
+                "import torch.nn.functional as F\n"
+                "class CitationAttention(nn.Module):\n"
+                "    def __init__(self):\n"
+                "        super().__init__()\n"
+                "        self.attend = lambda q, k, v, m: F.scaled_dot_product_attention(q, k, v, attn_mask=m)\n"
+                "    def forward(self, q, k, v, mask):\n"
+                "        return self.attend(q, k, v, mask)\n"
+            ),
+            "model.py": (
+                "import torch.nn as nn\n"
+                "from .attention import CitationAttention\n"
+                "class Net(nn.Module):\n"
+                "    def __init__(self):\n"
+                "        super().__init__()\n"
+                "        self.cite = CitationAttention()\n"
+                "    def forward(self, q, k, v, ids):\n"
+                "        pad = ids.eq(0)\n"
+                "        keep = ids.ne(0)\n"
+                "        self.cite(q, k, v, keep[:, None, None, :])\n"
+                "        return self.cite(q, k, v, pad[:, None, None, :])\n"
+            ),
+        },
+    )
+    for target in (pkg, pkg / "model.py"):
+        status, found = flake8_run(str(target), select="MHA002")
+        assert (status, [(f.line, f.col, f.code) for f in found]) == (1, [(11, 16, "MHA002")])
+
+
+def test_a_dropout_keyword_beside_a_splat_is_the_calls_dropout():
+    # probe AB's AB06: ``F.sdpa(q, k, v, dropout_p=self.p, **kw)``
+    from flake8_mha.lint.engine import analyze_source
+
+    src = (
+        "import torch.nn as nn\n"
+        "import torch.nn.functional as F\n"
+        "class SDPACore(nn.Module):\n"
+        "    def __init__(self, p=0.1):\n"
+        "        super().__init__()\n"
+        "        self.p = p\n"
+        "    def forward(self, q, k, v, **kw):\n"
+        "        return F.scaled_dot_product_attention(q, k, v, dropout_p=self.p, **kw)\n"
+        "    def from_splat(self, q, k, v, **kw):\n"
+        "        return F.scaled_dot_product_attention(q, k, v, **kw)\n"
+    )
+    assert _rows(analyze_source(src, "core.py", ["MHA007"])) == [("MHA007", 8, 16)]
+
+
+def test_a_class_a_registry_of_one_class_names():
+    # probe AB's AB27 (torch's class) and AB09 (the project's class)
+    from flake8_mha.lint.engine import analyze_source
+
+    torch_one = (
+        "import torch.nn as nn\n"
+        "from einops import rearrange\n"
+        'ATTN_REGISTRY = {"mha": nn.MultiheadAttention}\n'
+        "class PatchBlock(nn.Module):\n"
+        '    def __init__(self, attn="mha"):\n'
+        "        super().__init__()\n"
+        "        self.attn = ATTN_REGISTRY[attn](48, 4)\n"
+        "    def forward(self, img):\n"
+        '        x = rearrange(img, "b c (h p1) (w p2) -> b (h w) (p1 p2 c)", p1=4, p2=4)\n'
+        "        return self.attn(x, x, x, need_weights=False)[0]\n"
+    )
+    assert _rows(analyze_source(torch_one, "reef.py", ["MHA001"])) == [("MHA001", 7, 21)]
+    two = torch_one.replace(
+        '{"mha": nn.MultiheadAttention}', '{"mha": nn.MultiheadAttention, "id": nn.Identity}'
+    )
+    assert analyze_source(two, "reef.py", ["MHA001"]) == []
+
+
+def test_a_label_to_ignore_compared_is_a_keep_mask():
+    # probe AB's AB28: ``labels != IGNORE`` (segmentation's 255)
+    from flake8_mha.lint.engine import analyze_source
+
+    src = (
+        "import torch\n"
+        "IGNORE = 255\n"
+        "def pool(q, k, v, labels):\n"
+        "    keep = labels != IGNORE\n"
+        '    scores = torch.einsum("bqd,bkd->bqk", q, k)\n'
+        "    scores = scores * keep[:, None, :]\n"
+        '    return torch.einsum("bqk,bkd->bqd", torch.softmax(scores, dim=-1), v)\n'
+    )
+    assert _rows(analyze_source(src, "pool.py", ["MHA012"])) == [("MHA012", 6, 14)]
+
+
+def test_a_project_class_a_registry_of_one_class_builds(tmp_path):
+    # probe AB's AB09: ``ENCODERS[name](52, N_HEADS)``, the sizes judged at that call
+    pkg = write_package(
+        tmp_path / "pkg",
+        {
+            "model.py": (
+                "import torch.nn as nn\n"
+                "N_HEADS = 8\n"
+                "class CardSetAttention(nn.Module):\n"
+                "    def __init__(self, dim, heads):\n"
+                "        super().__init__()\n"
+                "        self.attn = nn.MultiheadAttention(dim, heads, batch_first=True)\n"
+                'ENCODERS = {"set": CardSetAttention}\n'
+                "def build(name):\n"
+                "    return ENCODERS[name](52, N_HEADS)\n"
+            ),
+        },
+    )
+    status, found = flake8_run(str(pkg), select="MHA008")
+    assert (status, [(f.line, f.col, f.code) for f in found]) == (1, [(9, 12, "MHA008")])
+    assert found[0].msg.endswith("this call builds it through CardSetAttention() at pkg/model.py:6")

@@ -324,6 +324,24 @@ def _made_container(res: Resolver, call: cst.Call, env: Env, scope, leaf: Leaf, 
     return _joined(found)
 
 
+def registry_qualname(res: Resolver, node: cst.Subscript, env: Env, scope, depth: int):
+    """The one qualified name every value of the dict literal a registry
+    name is bound to once names (``ATTN_REGISTRY = {"mha":
+    nn.MultiheadAttention}``, then ``ATTN_REGISTRY[attn](48, 4)``: probe
+    AB's AB27), whatever the key; None when the values name several."""
+    if not isinstance(node.value, cst.Name) or len(node.slice) != 1:
+        return None
+    defs = lookup(node.value.value, env, scope)
+    if len(defs) != 1 or defs[0].kind != DefKind.ASSIGN or not isinstance(defs[0].node, cst.Dict):
+        return None
+    names = set()
+    for el in defs[0].node.elements:
+        if not isinstance(el, cst.DictElement):
+            return None
+        names.add(res.qualname(el.value, defs[0].env, defs[0].scope, depth + 1))
+    return names.pop() if len(names) == 1 and None not in names else None
+
+
 def literal_parts(iterable, index: Tuple[int, ...]) -> Optional[list]:
     """The part at ``index`` of each item of a literal tuple or list of
     tuples (``((time_nb, self.temporal_layers), (space_nb,

@@ -101,6 +101,8 @@ class Resolver:
             if base is None:
                 return None
             return torch_api.canonical(base + "." + node.attr.value)
+        if isinstance(node, cst.Subscript):  # ``ATTN_REGISTRY[kind]``: what every value names
+            return reach.registry_qualname(self, node, env, scope, depth)
         return None
 
     def _star_bound(self, defs) -> tuple:

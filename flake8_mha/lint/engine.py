@@ -380,8 +380,25 @@ def _parse_and_analyze(
         module = reparse.parse(text, screen, path)
     except cst.ParserSyntaxError as exc:
         _raise_if_invalid_python(source, exc)
-        return [_internal(path, f"LibCST cannot parse this file ({_first_line(exc)})")]
+        why = _mixed_indentation(source) or _first_line(exc)
+        return [_internal(path, f"LibCST cannot parse this file ({why})")]
     return analyze_module(module, codes, path, project)
+
+
+def _mixed_indentation(source: str) -> Optional[str]:
+    """Where a file Python compiles first indents with tabs after spaces or
+    spaces after tabs (LibCST refuses it, and points at line 1): release
+    review 29's diffnovo-dia data script."""
+    seen = set()
+    for number, line in enumerate(source.splitlines(), 1):
+        indent = line[: len(line) - len(line.lstrip(" \t"))]
+        if not indent or not line.strip():
+            continue
+        kinds = {c for c in indent}
+        seen |= kinds
+        if len(kinds) > 1 or len(seen) > 1:
+            return f"its indentation mixes tabs and spaces from line {number}"
+    return None
 
 
 # LibCST's native parser recurses on the C stack once per nesting level (a

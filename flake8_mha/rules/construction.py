@@ -90,7 +90,7 @@ def handed_sizes(ctx, site, judged=("embed", "heads")):
     if (
         project is None
         or not hasattr(project, "sized")
-        or not isinstance(call.func, (cst.Name, cst.Attribute))
+        or not isinstance(call.func, (cst.Name, cst.Attribute, cst.Subscript))
         or any(a.star for a in call.args)
     ):
         return

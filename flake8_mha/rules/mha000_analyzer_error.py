@@ -14,7 +14,10 @@ class AnalyzerError(Rule):
         Reported once, at the top of a file that the analyzer could not read or
         analyze (undecodable bytes, a file LibCST cannot parse, nesting too deep,
         a file too large, or an internal error). flake8 goes on with the other
-        files; a Python syntax error is left to flake8's own E999.
+        files; a Python syntax error is left to flake8's own E999. A file
+        Python compiles but LibCST refuses because its indentation mixes tabs
+        and spaces is said so, with the first such line (LibCST's own error
+        points at line 1).
         """
     WHY = """
         A linter that silently skips a file gives false confidence; one that

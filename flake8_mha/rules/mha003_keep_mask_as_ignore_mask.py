@@ -21,7 +21,9 @@ class KeepMaskAsIgnoreMask(MaskRule):
     MESSAGE = "{mask} means {what} = keep; {sink} treats True as ignore ({fix})"
     WHAT = """
         Flags a mask whose True/1 means *keep* (a tokenizer `attention_mask`,
-        `tokens != pad_id`, `tril(ones(L, L))`, `arange(S) < lengths[:, None]`)
+        `tokens != pad_id` (a pad id by its name: `pad`, `missing`, a label to
+        `ignore`, or the `padding_idx` an `nn.Embedding` of the file takes),
+        `tril(ones(L, L))`, `arange(S) < lengths[:, None]`)
         that reaches an argument where True means *ignore*: any mask argument of
         `nn.MultiheadAttention` and the Transformer modules (`key_padding_mask`,
         `attn_mask`, `src_mask`, `tgt_mask`, `memory_mask`, `mask`, the

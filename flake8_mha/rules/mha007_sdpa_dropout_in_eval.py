@@ -62,6 +62,9 @@ class SdpaDropoutInEval(Rule):
         )
         """
     DECISIONS = """
+        - A `dropout_p=` keyword beside a `**kw` splat is the call's dropout
+          (the splat cannot give it again: Python would raise); a call that
+          may take `dropout_p` only from a splat is not judged.
         - Gating counts anywhere in the method: inline (`p if self.training else
           0.0`), through a local, in an `if self.training:` branch, or as
           `self.training and p` / `p * self.training`. A method that reads
@@ -124,8 +127,11 @@ class SdpaDropoutInEval(Rule):
     def on_sdpa_call(self, ev: SdpaCall) -> Iterator[Report]:
         site = ev.site
         dropout = ev.args.get("dropout_p")
-        if dropout is None or ev.args.star or ev.args.double_star:
-            return
+        named = any(
+            a.keyword is not None and a.keyword.value == "dropout_p" for a in site.node.args
+        )
+        if dropout is None or ((ev.args.star or ev.args.double_star) and not named):
+            return  # a splat beside a keyword cannot give it again (probe AB's AB06)
         project = getattr(self.ctx, "project", None)  # a base in another file
         if not is_module_class(site.cls, self.ctx.resolver, project=project):
             return

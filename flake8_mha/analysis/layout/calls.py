@@ -197,12 +197,22 @@ def fed_alone(call: cst.Call) -> Optional[cst.BaseExpression]:
     if (
         isinstance(func, cst.Attribute)
         and isinstance(func.value, cst.Name)
-        and func.value.value == "self"
+        and (
+            func.value.value == "self"
+            or (func.value.value in _FUNCTIONAL and func.attr.value in _ELEMENTWISE)
+        )
         and len(positional) == 1
         and not any(a.star for a in call.args)
-    ):
+    ):  # also ``F.relu(self.mapping(x))``: an activation keeps every axis
         return positional[0].value
     return None
+
+
+_FUNCTIONAL = ("F", "torch", "functional")
+_ELEMENTWISE = frozenset(
+    "relu relu6 gelu silu elu selu celu leaky_relu mish tanh sigmoid softplus hardswish "
+    "hardtanh dropout".split()
+)
 
 
 def real(v: Optional[Layout]) -> Optional[Layout]:

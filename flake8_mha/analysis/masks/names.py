@@ -69,12 +69,18 @@ def string_key(node: cst.Subscript) -> Optional[str]:
 
 def is_pad_name(node: cst.CSTNode) -> bool:
     """``pad_id``, ``PAD_IDX``, ``self.padding_idx``, ``tokenizer.pad_token_id``;
-    a tabular model's ``MISSING_ID`` (a missing category) is padding too."""
+    a tabular model's ``MISSING_ID`` (a missing category) is padding too, and
+    so is a label to ignore (``IGNORE``, ``ignore_index``: segmentation's
+    unlabelled 255, probe AB's AB28)."""
     name = last_name(node)
     if name is None:
         return False
     low = name.lower()
-    return ("pad" in low or "missing" in low) and "mask" not in low and "len" not in low
+    return (
+        ("pad" in low or "missing" in low or "ignore" in low)
+        and "mask" not in low
+        and "len" not in low
+    )
 
 
 def is_token_name(node: cst.CSTNode) -> bool:

@@ -47,7 +47,18 @@ def built_in(tree: ast.Module, cls: str, params: List[str], reader, path: str, d
                     names.add(a.asname)
     calls: List[ast.Call] = []
     called = set()
+    registries = _registries(tree, names)  # ``ENCODERS = {"set": CardSetAttention}``
     for node in astwalk.walk(tree):
+        if (
+            isinstance(node, ast.Call)
+            and isinstance(node.func, ast.Subscript)
+            and isinstance(node.func.value, ast.Name)
+            and node.func.value.id in registries
+        ):  # ``ENCODERS[name](52, N_HEADS)``: it builds the class when the key picks it
+            called.update(registries[node.func.value.id])
+            if id(node) not in skipped:
+                calls.append(node)
+            continue
         if isinstance(node, ast.ClassDef):
             if any(_names_class(b, names) for b in node.bases):
                 init = _super_init(node)
@@ -179,6 +190,36 @@ def _init_owners(tree: ast.Module) -> Dict[int, tuple]:
             for n in nodes:
                 if isinstance(n, ast.Call):
                     out[id(n)] = (top.name, params, varkw)
+    return out
+
+
+def _registries(tree: ast.Module, names: Set[str]) -> Dict[str, Set[int]]:
+    """The dicts of classes the module binds once at its top level, each
+    read only as ``REG[key](...)`` (probe AB's AB09), that hold the class
+    (``names``): name -> ``id`` of the values that name it."""
+    bound: Dict[str, List[ast.AST]] = {}
+    for stmt in tree.body:
+        if isinstance(stmt, ast.Assign) and len(stmt.targets) == 1:
+            target = stmt.targets[0]
+            if isinstance(target, ast.Name):
+                bound.setdefault(target.id, []).append(stmt.value)
+    out: Dict[str, Set[int]] = {}
+    for name, values in bound.items():
+        value = values[0]
+        if len(values) != 1 or not isinstance(value, ast.Dict) or None in value.keys:
+            continue
+        mine = {id(v) for v in value.values if _names_class(v, names)}
+        if mine and all(isinstance(v, (ast.Name, ast.Attribute)) for v in value.values):
+            out[name] = mine
+    if not out:
+        return out
+    parents = {id(c): n for n in astwalk.walk(tree) for c in ast.iter_child_nodes(n)}
+    for node in astwalk.walk(tree):
+        if isinstance(node, ast.Name) and node.id in out and isinstance(node.ctx, ast.Load):
+            sub = parents.get(id(node))
+            call = parents.get(id(sub)) if isinstance(sub, ast.Subscript) else None
+            if not (isinstance(call, ast.Call) and call.func is sub):
+                out.pop(node.id, None)  # passed around: built elsewhere, with anything
     return out
 
 

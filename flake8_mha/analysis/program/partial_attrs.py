@@ -20,10 +20,10 @@ from .chains import dotted_name, self_attr
 _PARTIAL = ("partial", "functools.partial")
 
 
-def partial_attrs(cls: ast.ClassDef) -> Dict[str, ast.Call]:
+def partial_attrs(cls: ast.ClassDef) -> Dict[str, ast.AST]:
     """``attr -> the partial's call`` for each ``self.<attr> = partial(f, ...)``
-    of the class's ``__init__`` (``f`` a plain name), the attribute set once
-    in the class."""
+    of the class's ``__init__`` (``f`` a plain name), or the lambda of each
+    ``self.<attr> = lambda ...: ...``, the attribute set once in the class."""
     init = next(
         (n for n in cls.body if isinstance(n, ast.FunctionDef) and n.name == "__init__"), None
     )
@@ -31,7 +31,11 @@ def partial_attrs(cls: ast.ClassDef) -> Dict[str, ast.Call]:
         return {}
     found: Dict[str, ast.Call] = {}
     for n in ast.walk(init):
-        if isinstance(n, ast.Assign) and len(n.targets) == 1 and _partial_of_name(n.value):
+        if (
+            isinstance(n, ast.Assign)
+            and len(n.targets) == 1
+            and (_partial_of_name(n.value) or _plain_lambda(n.value))
+        ):
             attr = self_attr(n.targets[0])
             if attr is not None:
                 found[attr] = n.value
@@ -49,13 +53,16 @@ def partial_attrs(cls: ast.ClassDef) -> Dict[str, ast.Call]:
 
 def unfold(func: ast.FunctionDef, partials: Dict[str, ast.Call]) -> ast.FunctionDef:
     """A copy of ``func`` whose calls ``self.<attr>(...)`` of a partial are
-    calls of its function, the partial's arguments first."""
+    calls of its function, the partial's arguments first; a call of a lambda
+    kept so (``self.attend = lambda q, k, v, m: F.scaled_dot_product_attention(
+    q, k, v, attn_mask=m)``: probe AB's AB21) is its body, the call's
+    arguments in place of its parameters."""
     if not partials or not any(_held_call(n, partials) for n in ast.walk(func)):
         return func
-    out = copy.deepcopy(func)
+    out = _Inlined(partials).visit(copy.deepcopy(func))
     for n in ast.walk(out):
         attr = _held_call(n, partials)
-        if attr is not None:
+        if attr is not None and isinstance(partials[attr], ast.Call):
             made = partials[attr]
             n.func = copy.deepcopy(made.args[0])
             n.args = [copy.deepcopy(a) for a in made.args[1:]] + n.args
@@ -67,6 +74,43 @@ def unfold(func: ast.FunctionDef, partials: Dict[str, ast.Call]) -> ast.Function
             for sub in ast.walk(n.func):
                 ast.copy_location(sub, n)
     return out
+
+
+class _Inlined(ast.NodeTransformer):
+    """Calls of the lambdas kept on ``self`` written out as their bodies."""
+
+    def __init__(self, partials) -> None:
+        self.lambdas = {a: f for a, f in partials.items() if isinstance(f, ast.Lambda)}
+
+    def visit_Call(self, node: ast.Call):
+        self.generic_visit(node)
+        attr = _held_call(node, self.lambdas)
+        lam = self.lambdas.get(attr) if attr is not None else None
+        params = [a.arg for a in lam.args.args] if lam is not None else []
+        if lam is None or node.keywords or len(node.args) != len(params):
+            return node
+        given = dict(zip(params, node.args))
+        body = _Substituted(given).visit(copy.deepcopy(lam.body))
+        for sub in ast.walk(body):
+            ast.copy_location(sub, node)
+        return body
+
+
+class _Substituted(ast.NodeTransformer):
+    def __init__(self, given) -> None:
+        self.given = given
+
+    def visit_Name(self, node: ast.Name):
+        got = self.given.get(node.id)
+        return copy.deepcopy(got) if got is not None and isinstance(node.ctx, ast.Load) else node
+
+
+def _plain_lambda(value) -> bool:
+    """A lambda of plain positional parameters, none defaulted."""
+    if not isinstance(value, ast.Lambda):
+        return False
+    a = value.args
+    return not (a.posonlyargs or a.vararg or a.kwonlyargs or a.kwarg or a.defaults)
 
 
 def _held_call(n, partials) -> Optional[str]:

@@ -316,8 +316,12 @@ def _summarise_node(
         kept = partial_attrs.partial_attrs(node)  # ``self.attend = partial(attend, ...)``
         for item in node.body:
             if isinstance(item, (ast.FunctionDef, ast.AsyncFunctionDef)):
-                item = partial_attrs.unfold(item, kept)
-                calls = direct and (may_call is None or _spans(may_call, item))
+                inlined = partial_attrs.unfold(item, kept)
+                # a lambda written out may bring its SDPA call into the method
+                calls = direct and (
+                    may_call is None or _spans(may_call, item) or inlined is not item
+                )
+                item = inlined
                 key = f"{node.name}.{item.name}"
                 deco = {dotted_name(d) for d in item.decorator_list}
                 bound = "staticmethod" not in deco  # a static method binds no first parameter
