@@ -556,3 +556,21 @@ def test_a_project_class_a_registry_of_one_class_builds(tmp_path):
     status, found = flake8_run(str(pkg), select="MHA008")
     assert (status, [(f.line, f.col, f.code) for f in found]) == (1, [(9, 12, "MHA008")])
     assert found[0].msg.endswith("this call builds it through CardSetAttention() at pkg/model.py:6")
+
+
+def test_the_fix_for_keys_masked_before_sdpa_gives_the_3d_shape_too():
+    # probe AB's AB10: 3-D inputs take ``keep[:, None, :]``
+    from flake8_mha.lint.engine import analyze_source
+
+    src = (
+        "import torch.nn.functional as F\n"
+        "def run(tokens, q, k, v):\n"
+        "    keep = tokens != 0\n"
+        "    return F.scaled_dot_product_attention(q, k * keep[..., None], v)\n"
+    )
+    found = analyze_source(src, "run.py", ["MHA015"])
+    assert _rows(found) == [("MHA015", 4, 12)]
+    assert found[0].message.endswith(
+        "(mask the scores with -inf: attn_mask=keep[:, None, None, :]"
+        " (keep[:, None, :] for 3-D inputs))"
+    )

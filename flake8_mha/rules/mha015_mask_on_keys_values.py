@@ -581,7 +581,9 @@ class MaskOnKeysValues(Rule):
             "scores": origin,
             "mask": data,
         }
-        how = ": attn_mask=keep[:, None, None, :]" if sink == "sdpa" else ""
+        how = ""
+        if sink == "sdpa":  # 3-D inputs take the mask without the heads' axis (probe AB's AB10)
+            how = ": attn_mask=keep[:, None, None, :] (keep[:, None, :] for 3-D inputs)"
         if sink == MULTIHEAD_ATTENTION.name:
             how = ": key_padding_mask=~keep"
         return self.report(
