@@ -574,3 +574,29 @@ def test_the_fix_for_keys_masked_before_sdpa_gives_the_3d_shape_too():
         "(mask the scores with -inf: attn_mask=keep[:, None, None, :]"
         " (keep[:, None, :] for 3-D inputs))"
     )
+
+
+def test_a_dict_literal_splat_at_a_wrappers_call_is_its_keywords():
+    # probe AB's AB18: ``self.meters(x, **{"key_padding_mask": missing_mask(ids)})``
+    # into ``self.attn(x, x, x, need_weights=False, **mask_kw)``
+    from flake8_mha.lint.engine import analyze_source
+
+    src = (
+        "import torch.nn as nn\n"
+        "def missing_mask(ids):\n"
+        "    return (ids == 0).float()\n"
+        "class Meters(nn.Module):\n"
+        "    def __init__(self):\n"
+        "        super().__init__()\n"
+        "        self.attn = nn.MultiheadAttention(32, 4, batch_first=True)\n"
+        "    def forward(self, x, **mask_kw):\n"
+        "        out, _ = self.attn(x, x, x, need_weights=False, **mask_kw)\n"
+        "        return out\n"
+        "class Net(nn.Module):\n"
+        "    def __init__(self):\n"
+        "        super().__init__()\n"
+        "        self.meters = Meters()\n"
+        "    def forward(self, x, ids):\n"
+        '        return self.meters(x, **{"key_padding_mask": missing_mask(ids)})\n'
+    )
+    assert _rows(analyze_source(src, "grid.py", ["MHA004"])) == [("MHA004", 16, 16)]

@@ -85,7 +85,7 @@ def bind(
     forwarded = {h["param"] for h in summary.get("reach", {}).values() if h.get("fwd")}
     out: Dict[str, cst.BaseExpression] = {}
     i = 0
-    for a in call.args:
+    for a in _spread(call.args):
         if a.star == "**" and splat_ok:
             out[SPLAT] = a.value
             continue
@@ -108,6 +108,25 @@ def bind(
                 return None
             out[name] = a.value
     return out
+
+
+def _spread(args):
+    """The call's arguments, a ``**{"key_padding_mask": m}`` literal written
+    out as its keywords (probe AB's AB18); any other splat as it is."""
+    for a in args:
+        d = a.value
+        if a.star == "**" and isinstance(d, cst.Dict) and d.elements:
+            keys = [
+                e.key.evaluated_value
+                if isinstance(e, cst.DictElement) and isinstance(e.key, cst.SimpleString)
+                else None
+                for e in d.elements
+            ]
+            if all(isinstance(k, str) and k.isidentifier() for k in keys):
+                for k, e in zip(keys, d.elements):
+                    yield cst.Arg(value=e.value, keyword=cst.Name(k))
+                continue
+        yield a
 
 
 def apply(expr: cst.BaseExpression, ops: list, rows: bool = False) -> Optional[cst.BaseExpression]:
