@@ -85,6 +85,8 @@ def _walk_names(node):
             yield n
         elif isinstance(n, cst.Name):
             yield n
+        elif isinstance(n, cst.Attribute):
+            stack.append(n.value)  # ``mask.float()``: the tensor, not the method's name
         elif not isinstance(n, (cst.Lambda, cst.FunctionDef)):
             stack.extend(n.children)
 
