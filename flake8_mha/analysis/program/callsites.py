@@ -41,7 +41,7 @@ from .returns import imported_target as _imported
 from .summaries import ATTRS, REGISTRIES, VARIANT
 from .handed_masks import HandedMasks
 from .method_calls import MethodCalls
-from .wrapped import WrappedModuleCall
+from .wrapped import PARTIAL_SDPA, WrappedModuleCall
 
 
 class Project(MethodCalls, HandedMasks, ConstantFiles):
@@ -521,8 +521,8 @@ class Project(MethodCalls, HandedMasks, ConstantFiles):
         if not call.args or call.args[0].keyword is not None or call.args[0].star:
             return None
         inner = call.args[0].value
-        if resolver.qualname(inner, env, scope) == SDPA_QUALNAME:
-            found = (self.path, self._sdpa_summary(call))
+        if resolver.qualname(inner, env, scope) == SDPA_QUALNAME:  # named so in messages
+            found = (self.path, dict(self._sdpa_summary(call), name=PARTIAL_SDPA))
         else:
             target = _imported(inner, env, scope)
             own = own_definition(inner, env, scope, DefKind.DEF)

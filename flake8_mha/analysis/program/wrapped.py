@@ -69,6 +69,10 @@ def ends(summary, judged, relative) -> dict:
     return out
 
 
+# how a message names SDPA reached through a ``functools.partial`` of it (probe AB's AB25)
+PARTIAL_SDPA = "functools.partial(scaled_dot_product_attention)"
+
+
 def annotate(report, ev):
     """A rule's report on an SDPA call reached through a wrapper names the
     wrapper's SDPA call (message and evidence ``through``); others unchanged."""
@@ -77,6 +81,8 @@ def annotate(report, ev):
         return report
     name = through["function"]
     shown = f"the function {name} returns" if name.endswith("()") else name + "()"
+    if name == PARTIAL_SDPA:  # ``self.attn_fn = functools.partial(F.sdpa, dropout_p=p)``
+        shown = name
     at = through.get("ends", {}).get(report.evidence.get("sink"))
     if at is not None:  # this argument reaches its sink through a callee of its own
         chain = at["chain"] if len(at["chain"]) > 1 else None
