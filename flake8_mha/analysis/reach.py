@@ -324,21 +324,31 @@ def _made_container(res: Resolver, call: cst.Call, env: Env, scope, leaf: Leaf, 
     return _joined(found)
 
 
-def registry_qualname(res: Resolver, node: cst.Subscript, env: Env, scope, depth: int):
-    """The one qualified name every value of the dict literal a registry
-    name is bound to once names (``ATTN_REGISTRY = {"mha":
-    nn.MultiheadAttention}``, then ``ATTN_REGISTRY[attn](48, 4)``: probe
-    AB's AB27), whatever the key; None when the values name several."""
-    if not isinstance(node.value, cst.Name) or len(node.slice) != 1:
+def registry_values(node: cst.Subscript, env: Env, scope) -> Optional[tuple]:
+    """``(values, env, scope)`` of the dict literal that the name a
+    subscript reads is bound to once (``ATTN_REGISTRY[attn]`` after
+    ``ATTN_REGISTRY = {"mha": nn.MultiheadAttention}``), whatever the key;
+    None for any other subscript, or a dict with a ``**`` splat."""
+    if not isinstance(node.value, cst.Name):
         return None
     defs = lookup(node.value.value, env, scope)
     if len(defs) != 1 or defs[0].kind != DefKind.ASSIGN or not isinstance(defs[0].node, cst.Dict):
         return None
-    names = set()
-    for el in defs[0].node.elements:
-        if not isinstance(el, cst.DictElement):
-            return None
-        names.add(res.qualname(el.value, defs[0].env, defs[0].scope, depth + 1))
+    elements = defs[0].node.elements
+    if not all(isinstance(el, cst.DictElement) for el in elements):
+        return None
+    return [el.value for el in elements], defs[0].env, defs[0].scope
+
+
+def registry_qualname(res: Resolver, node: cst.Subscript, env: Env, scope, depth: int):
+    """The one qualified name every value of a registry names
+    (``registry_values``: ``ATTN_REGISTRY[attn](48, 4)``, probe AB's AB27);
+    None when the values name several."""
+    got = registry_values(node, env, scope) if len(node.slice) == 1 else None
+    if got is None:
+        return None
+    values, venv, vscope = got
+    names = {res.qualname(v, venv, vscope, depth + 1) for v in values}
     return names.pop() if len(names) == 1 and None not in names else None
 
 

@@ -37,6 +37,8 @@ from . import project_callers
 from .calls import MODULE_OUTPUT_ARG, real
 from .domain import Layout, positional
 from ..splats import expand_call
+from ..masks.names import string_key
+from ..values import literal
 from .program import DEFAULT, LAYER_INPUTS, REACH_DEPTH, REACH_HOPS, site_spec
 
 
@@ -276,8 +278,10 @@ class ProjectLayout:
         for other in self.flow.calls:
             if other.scope.cls is not cls or _held_attr(other) not in held:
                 continue
-            if key is not None and _item_key(other.node.func) not in (None, key):
-                continue
+            func = other.node.func  # ``self.mixers["spatial"](...)``: that key's member
+            if key is not None and isinstance(func, cst.Subscript):
+                if string_key(func) not in (None, key):
+                    continue
             marks = self._marks()  # a module of ``spec`` runs there, whatever the resolver knows
             for given in other.node.args:
                 if not given.star and id(given.value) not in marks:
@@ -631,22 +635,8 @@ def _dict_key(site) -> Optional[str]:
     construction at ``site`` (``nn.ModuleDict({"spatial": nn.MultiheadAttention(...)})``)."""
     for node in reversed(site.parents):
         if isinstance(node, cst.DictElement):
-            return _string(node.key)
-    return None
-
-
-def _item_key(func) -> Optional[str]:
-    """``"spatial"`` of ``self.mixers["spatial"]``; None for any other callee."""
-    if isinstance(func, cst.Subscript) and len(func.slice) == 1:
-        index = func.slice[0].slice
-        return _string(index.value) if isinstance(index, cst.Index) else None
-    return None
-
-
-def _string(node) -> Optional[str]:
-    if isinstance(node, cst.SimpleString):
-        value = node.evaluated_value
-        return value if isinstance(value, str) else None
+            key = literal(node.key)
+            return key if isinstance(key, str) else None
     return None
 
 

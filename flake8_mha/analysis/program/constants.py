@@ -14,7 +14,8 @@ from typing import List, Optional, Tuple
 import libcst as cst
 
 from ...core.atomic import read_regular
-from ..flow import DefKind, ScopeKind, import_path, lookup
+from ..flow import DefKind, ScopeKind, import_path
+from ..reach import registry_values
 from . import callers, chains, signatures
 from . import handed as handed_forms
 from .files import decode, module_constants
@@ -47,29 +48,12 @@ class ConstantFiles(ReturnsFiles):
             base = cls.base_exprs[0]
             return self._named_entry(base, cls.env, cls.scope, self.sizes, (DefKind.CLASS,))
         if isinstance(func, cst.Subscript) and isinstance(func.value, cst.Name):
-            # ``ENCODERS[name](52, N_HEADS)``: the one class every value of the dict names
-            defs = lookup(func.value.value, env, scope)
-            if (
-                len(defs) == 1
-                and defs[0].kind == DefKind.ASSIGN
-                and isinstance(defs[0].node, cst.Dict)
-            ):
-                values = {
-                    getattr(e.value, "value", None)
-                    for e in defs[0].node.elements
-                    if isinstance(e, cst.DictElement) and isinstance(e.value, cst.Name)
-                }
-                els = defs[0].node.elements
-                if (
-                    len(values) == 1
-                    and None not in values
-                    and all(
-                        isinstance(e, cst.DictElement) and isinstance(e.value, cst.Name)
-                        for e in els
-                    )
-                ):
-                    return self.sized(els[0].value, defs[0].env, defs[0].scope)
-            return None
+            # ``ENCODERS[name](52, N_HEADS)``: the one class every value of the registry names
+            got = registry_values(func, env, scope)
+            names = {v.value if isinstance(v, cst.Name) else None for v in got[0]} if got else ()
+            if len(names) != 1 or None in names:
+                return None
+            return self.sized(got[0][0], got[1], got[2])
         if isinstance(func, cst.Attribute) and isinstance(func.value, cst.Name):
             # ``Attn.from_dims(100)``: a class method of the file's own class
             cls = own_definition(func.value, env, scope, DefKind.CLASS)

@@ -55,18 +55,19 @@ SINK_LINE = "sink_line"
 
 
 def score_sinks(func, calls: List[ast.Call], stores, helpers) -> tuple:
-    """``(sinks, helped)``: the function's fills of scores (``fill_sinks``),
+    """``(sinks, helped, soft)``: the function's fills of scores (``fill_sinks``),
     and when it softmaxes, the one term added to its scores or mask
     multiplied into them, or the term a helper of another file is handed
     with them (``helped``: ``added_by_helper``'s reading, else None).  A term
     is read beside a fill too (a padding mask filled, a window of times
     added: probe Z's Z30), unless it reads a name a fill's mask reads (a
-    mask filled when it is bool and added when it is not is one mask)."""
+    mask filled when it is bool and added when it is not is one mask).
+    ``soft``: whether the function softmaxes (``softmaxes``), read once."""
     if helpers is None:
-        return [], None
+        return [], None, False
     filled = fill_sinks(calls, stores, helpers)
     if not softmaxes(calls):
-        return filled, None
+        return filled, None, False
     terms = added_sinks(func, stores) + multiplied_sinks(func, stores)
     helped = None if terms else added_by_helper(func, stores, helpers)
     terms = [helped[:3]] if helped else terms
@@ -74,25 +75,25 @@ def score_sinks(func, calls: List[ast.Call], stores, helpers) -> tuple:
         names = set().union(*(_names(mask) for _, mask, _ in filled))
         terms = [t for t in terms if not (_names(t[1]) & names)]
         helped = helped if terms else None
-    return filled + terms, helped
+    return filled + terms, helped, True
 
 
 def _names(node: ast.AST) -> set:
     return {n.id for n in astwalk.walk(node) if type(n) is ast.Name}
 
 
-def fill_reach(filled, calls, reads, stores) -> Dict[str, dict]:
+def fill_reach(filled, soft: bool, reads, stores) -> Dict[str, dict]:
     """What the parameters reach through the function's fills of scores: per
     fill sink, the parameter every such fill's mask comes from (fills that
     disagree, or one that no parameter gives, leave that sink out).  A
-    function that calls a softmax marks the fill's ops with ``SOFTMAX`` (a
-    triangle is judged only at fills of scores that are softmaxed).  When
+    function that calls a softmax (``soft``) marks the fill's ops with
+    ``SOFTMAX`` (a triangle is judged only at fills of scores that are
+    softmaxed).  When
     several sinks are reached, each entry says where it is made
     (``SINK_LINE``)."""
     out: Dict[str, dict] = {}
     seen: Dict[str, Optional[dict]] = {}
     lines: Dict[str, int] = {}
-    soft = softmaxes(calls) if filled else False
     for sink, mask, line in filled:
         got = steps.reach(mask, reads, stores, 0)
         if got is None:

@@ -548,9 +548,9 @@ def _function_summary(
         edges = chains.edges(others, loops, attrs or {}, reach_of, fwd)
     positional_self = method and forms.positional_self(func)
     modules = forms.module_calls(others, held, positional_self, loops) if held else []
-    filled, helped = fills.score_sinks(func, others, stores, helpers)  # ``helped``: its ``via``
+    filled, helped, soft = fills.score_sinks(func, others, stores, helpers)  # ``helped``: ``via``
     handwritten = None  # its own K/V multiplied by a mask
-    if helpers is not None and not filled and fills.softmaxes(others):
+    if not filled and soft:
         if not calls:
             top = fills.straight_statements(func, params)
             handwritten = kv_scores.handwritten_kv(
@@ -650,7 +650,7 @@ def _function_summary(
                 disagree.update((k, alt))
     line = modules[0][0].lineno if line is None and modules else line
     reached.update({k: v for k, v in module_reach.items() if k not in disagree})
-    reached.update(fills.fill_reach(filled, others, reads, stores))
+    reached.update(fills.fill_reach(filled, soft, reads, stores))
     if helped and fills.ADDED in reached:
         reached[fills.ADDED]["via"] = helped[3]
     if handwritten is not None:
