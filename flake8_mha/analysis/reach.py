@@ -619,3 +619,40 @@ def registered(res: Resolver, func, env: Env, scope) -> Optional[list]:
         if key is UNKNOWN or literal(el.key) == key:
             out.append(info)
     return out or None
+
+
+def held_function(res, func, env, scope) -> Optional[Tuple[cst.Name, Env, Any]]:
+    """``self.expand(mask, h)`` where the class sets ``self.expand =
+    tile_heads`` once, ``tile_heads`` a function of this file or an import
+    (probe AB's AB11): the name, with the place that binds it; the call
+    then runs that function, no ``self`` passed."""
+    if not isinstance(func, cst.Attribute):
+        return None
+    defs = res.self_attr_defs(func, env, scope)
+    if not defs or len(defs) != 1 or defs[0].kind != DefKind.ASSIGN:
+        return None
+    name = defs[0].node
+    if not isinstance(name, cst.Name):
+        return None
+    bound = lookup(name.value, defs[0].env, defs[0].scope)
+    if len(bound) != 1 or bound[0].kind not in (DefKind.DEF, DefKind.IMPORT):
+        return None
+    return name, defs[0].env, defs[0].scope
+
+
+def property_held(res, node: cst.Attribute, env, scope, leaf, depth: int) -> Optional[list]:
+    """``self.cross(...)`` where the class (or a base of this file) defines
+    ``cross`` as a ``@property`` whose one return gives a module (``return
+    self._cross``: probe AC's AC23): what that return holds."""
+    owner = res.self_class(node, env, scope)
+    method = res.method_of(owner, node.attr.value) if owner is not None else None
+    if method is None or not any(
+        isinstance(d.decorator, cst.Name) and d.decorator.value == "property"
+        for d in method.decorators
+    ):
+        return None
+    fscope = res.flow.functions.get(id(method))
+    if fscope is None or len(fscope.returns) != 1:
+        return None
+    ret, renv = fscope.returns[0]
+    return res.held(ret, renv, fscope, leaf, depth + 1)

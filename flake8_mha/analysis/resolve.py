@@ -220,8 +220,9 @@ class Resolver:
             return self._held_from_defs(lookup(node.value, env, scope), leaf, depth)
         if t is cst.Attribute:
             defs = self.self_attr_defs(node, env, scope)
-            if defs is None:
-                return reach.submodule(self, node, env, scope, leaf, depth)
+            if defs is None:  # ``self.cross``: a ``@property`` returning a module, or a submodule
+                got = reach.property_held(self, node, env, scope, leaf, depth)
+                return got or reach.submodule(self, node, env, scope, leaf, depth)
             key = (id(self.self_class(node, env, scope)), node.attr.value)
             if key in self._following:  # self.attn = checkpoint_wrapper(self.attn)
                 return _CYCLE

@@ -302,8 +302,8 @@ class ScoresAnalysis:
     def _softmax_helper(self, call: cst.Call, site: CallSite) -> bool:
         """A function of this file whose one statement returns the softmax of
         its first parameter over the last axis (``def softmax_no_cast(t,
-        dim=-1): return F.softmax(t, dim=dim)``), called with that parameter
-        alone (the default axis)."""
+        dim=-1): return F.softmax(t, dim=dim)``, ``return t.softmax(dim=-1)``),
+        called with that parameter alone (the default axis)."""
         if len(call.args) != 1 or call.args[0].keyword is not None or call.args[0].star:
             return False
         try:
@@ -317,9 +317,12 @@ class ScoresAnalysis:
         params = [p.name.value for p in target.params.params]
         if not params or not isinstance(ret, cst.Call):
             return False
-        if self.qualname(ret.func, renv, fscope) not in _SOFTMAX:
+        if self.qualname(ret.func, renv, fscope) in _SOFTMAX:
+            x, dim = _arg(ret, 0, "input"), _arg(ret, 1, "dim")
+        elif isinstance(ret.func, cst.Attribute) and ret.func.attr.value == "softmax":
+            x, dim = ret.func.value, _arg(ret, 0, "dim")  # ``return t.softmax(dim=-1)`` (probe AC)
+        else:
             return False
-        x, dim = _arg(ret, 0, "input"), _arg(ret, 1, "dim")
         if not (isinstance(x, cst.Name) and x.value == params[0]):
             return False
         if isinstance(dim, cst.Name) and dim.value in params:  # ``dim=dim``: its default

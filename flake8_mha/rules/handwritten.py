@@ -262,14 +262,18 @@ def _added(rule: Rule, at, evidence: dict, mask: Mask, op: str) -> Report:
         kind=_kind_words(mask),
         meaning=f"{mask.meaning}-mask" if mask.meaning else "comparison (of unknown meaning)",
         verb="added to" if op == "add" else "subtracted from",
-        fix=(
-            "~mask"
-            if mask.meaning == KEEP
-            else "mask"
-            if mask.meaning
-            else "<the positions to remove>"
-        ),
+        fix=_positions_to_remove(mask),
     )
+
+
+def _positions_to_remove(mask: Mask) -> str:
+    """The fill's condition: ``~mask`` of a bool keep-mask; ``mask == 0`` of
+    a float or integer one, where ``~`` raises or gives -1/-2 (probe AC)."""
+    if not mask.meaning:
+        return "<the positions to remove>"
+    if mask.kind == BOOL:
+        return "~mask" if mask.meaning == KEEP else "mask"
+    return "mask == 0" if mask.meaning == KEEP else "mask != 0"
 
 
 class MaskMultipliedBeforeSoftmax(Rule):

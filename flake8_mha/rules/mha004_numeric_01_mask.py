@@ -77,8 +77,12 @@ class NumericZeroOneMask(MaskRule):
         - A parameter named `attention_mask` is the tokenizer's int64 mask only
           beside a parameter holding the token ids (`forward(self, input_ids,
           attention_mask)`, as `batch["attention_mask"]` and
-          `inputs.attention_mask` are); alone (an attention layer's parameter)
-          it is whatever the model made of it, and not assumed integer.
+          `inputs.attention_mask` are), unless the function's docstring
+          describes it as a mask over the scores (its entry names
+          scaled_dot_product_attention, gives three axes or more, or says
+          additive or -inf: kornia's PaliGemma, release review 30); alone (an
+          attention layer's parameter) it is whatever the model made of it,
+          and not assumed integer.
         - A numeric mask that also has the wrong meaning for its argument reports
           MHA002/MHA003 as well.
         - `masked_fill` and `torch.where` are not attention mask arguments: a
@@ -90,7 +94,9 @@ class NumericZeroOneMask(MaskRule):
           so is a comparison cast to numbers whatever it means (`scores +
           (eta <= close).float()`: the fix cannot say which side to remove,
           `fixtures/MHA004_added_comparison.py`), but not one scaled by a
-          weight (`(dist < r).float() * w`, a bias).
+          weight (`(dist < r).float() * w`, a bias). The fix fills the
+          positions to remove: `~mask` of a bool keep-mask, `mask == 0` of a
+          float or integer one (`~` raises on a float tensor).
           What counts as attention scores: see MHA012's page. Not reported when
           the mask is already additive (-inf or large negative filled, `(1.0 -
           m) * -10000.0`, `torch.where(m, 0, -inf)`), of unknown kind, or when

@@ -6,6 +6,7 @@ from typing import Iterator
 
 from ..analysis.events import SdpaCall
 from ..analysis.masks import ADDITIVE, IGNORE, KEEP, PADDING
+from ..analysis.masks.names import DOCUMENTED
 from ._mask_rule import MaskRule
 from .base import Example, Report
 
@@ -41,8 +42,14 @@ class PaddingMaskNotBroadcast(MaskRule):
         out = F.scaled_dot_product_attention(q, k, v, attn_mask=keep[:, None, None, :])
         """
     DECISIONS = """
-        - Only shapes the code shows are used: a parameter named like a padding
-          mask, or a tokenizer's `attention_mask`, has no known shape here.
+        - Only shapes the code or its docstrings show are used: a parameter
+          named like a padding mask, or a tokenizer's `attention_mask`, has no
+          known shape here. A mask parameter whose docstring entry gives it
+          two axes, the batch and the keys (`attn_mask (torch.Tensor,
+          optional): mask to apply to the attention matrix. B x N.`,
+          `(batch, seq_len)`; monai's `SABlock`, release review 30), is an
+          `(N, S)` mask whatever it means, where no other file of the project
+          hands that parameter a mask (there the callers' masks decide).
         - Square masks (triangles, `generate_square_subsequent_mask`, `arange`
           against `arange`) are never reported.
         - `unsqueeze(1).unsqueeze(2)`, `[:, None, None, :]`, `view(N, 1, 1, S)`
@@ -83,8 +90,11 @@ class PaddingMaskNotBroadcast(MaskRule):
         if got is None:
             return
         sink, mask = got
-        if mask.shape != PADDING or mask.meaning not in (KEEP, IGNORE, ADDITIVE):
+        if mask.shape != PADDING:
             return
+        told = mask.shape_origin is not None and mask.shape_origin.text.endswith(DOCUMENTED)
+        if mask.meaning not in (KEEP, IGNORE, ADDITIVE) and not told:
+            return  # a docstring's (B, N) mask parameter: a mask whatever it means
         yield self._report(
             sink,
             mask,

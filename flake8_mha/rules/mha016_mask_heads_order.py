@@ -481,17 +481,19 @@ def _read_helper(ctx, func: cst.FunctionDef, fscope) -> Optional[dict]:
     ret, renv = fscope.returns[0]
     walker = MaskHeadsOrder(ctx)
     got = walker.head_major(ret, renv, fscope, None, 1)
-    if got is None or not isinstance(got[1], cst.Name):
+    if got is None:
         return None
     factor = walker.factor
     p = func.params
     params = {x.name.value: x for x in (*p.posonly_params, *p.params, *p.kwonly_params)}
     receiver = None
-    if got[1].value not in params:  # ``m = pad[:, None, :].expand(B, T, T)``: the parameter's
+    if not isinstance(got[1], cst.Name) or got[1].value not in params:
+        # ``m = pad[:, None, :].expand(B, T, T)``, or that written in the return
+        # (probe AC's AC14): the parameter's rows
         root = _batch_kept_root(got[1], renv, fscope)
         if root is None or root.value not in params:
             return None
-        receiver = got[1].value
+        receiver = got[1].value if isinstance(got[1], cst.Name) else code_text(ctx, got[1])
         got = (got[0], root, *got[2:])
     own = factor.value if isinstance(factor, cst.Name) and factor.value in params else None
     default = params[own].default if own else None

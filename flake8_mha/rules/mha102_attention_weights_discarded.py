@@ -110,8 +110,10 @@ class AttentionWeightsDiscarded(Rule):
           subclass), or no caller in the project at all (a library's public
           module: its users may read the weights) leaves it unreported.
         - When `need_weights` is the wrapper's own parameter
-          (`need_weights=need_weights`), it is reported only if every caller
-          also leaves that parameter `True`; no fix is offered then, since
+          (`need_weights=need_weights`), or may come through the wrapper's
+          `**kwargs` handed on unchanged (`self.inner(x, x, x, **kwargs)`:
+          probe AC), it is reported only if every caller also leaves that
+          parameter (that keyword) `True`; no fix is offered then, since
           the default or the callers are the author's to change.
         - A caller that returns the pair whole in turn (`return
           self.attn(x)`) keeps what the callers of its own function keep:
@@ -217,7 +219,9 @@ class AttentionWeightsDiscarded(Rule):
                     return  # False, or an expression: the caller decided
                 param = nw.value  # a parameter of the wrapper: its callers may decide
         elif ev.args.maybe_given("need_weights"):
-            return
+            if not _kwargs_handed_on(site):
+                return
+            param = "**need_weights"  # the wrapper's ``**kwargs``: its callers' keyword (probe AC)
         if param is None and self._discarded(site):
             yield self.report(site.node, module_call_evidence(self.ctx, ev))
             return
@@ -344,7 +348,8 @@ def _all_keep_first(project, found, param, seen, depth: int = 0) -> bool:
     pair whole (``return self.attn(x)``), through every call of the
     function that returns it (``MAX_CHAIN`` steps)."""
     for _, _, use, bound, path in found:
-        if param is not None and bound.get(param) is not True:
+        left_out = True if param is not None and param.startswith("**") else None
+        if param is not None and bound.get(param, left_out) is not True:
             return False
         if use == KEPT_FIRST:
             continue
@@ -628,6 +633,36 @@ def _only_output_read(site: CallSite, name: str) -> bool:
                     return taken > 0  # rebound: the pair's binding ends here
             return False
     return False
+
+
+def _kwargs_handed_on(site: CallSite) -> bool:
+    """The call's one splat is the ``**kwargs`` of the function around it,
+    handed on as it came (``self.inner(x, x, x, **kwargs)``; never stored to,
+    indexed into or changed by a method in the function): ``need_weights``
+    is then what its callers pass under that keyword, True when they leave
+    it out."""
+    func = _function_of(site)
+    star = func.params.star_kwarg if func is not None else None
+    splats = [a for a in site.node.args if a.star]
+    if not isinstance(star, cst.Param) or len(splats) != 1 or splats[0].star != "**":
+        return False
+    name = star.name.value
+    if not (isinstance(splats[0].value, cst.Name) and splats[0].value.value == name):
+        return False
+    for node in walk(func.body):
+        if isinstance(node, (cst.AssignTarget, cst.AugAssign, cst.AnnAssign)):
+            target = node.target
+            base = target.value if isinstance(target, (cst.Subscript, cst.Attribute)) else target
+            if isinstance(base, cst.Name) and base.value == name:
+                return False  # ``kwargs = ...``, ``kwargs["need_weights"] = False``
+        if (
+            isinstance(node, cst.Attribute)
+            and isinstance(node.value, cst.Name)
+            and node.value.value == name
+            and node.attr.value in ("update", "pop", "setdefault", "clear", "__setitem__")
+        ):
+            return False
+    return True
 
 
 def _function_of(site: CallSite):

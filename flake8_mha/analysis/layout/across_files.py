@@ -172,12 +172,13 @@ class ProjectLayout:
         it in feed it (any other use: unknown).  None when not built so, or
         no caller is found."""
         scope, stmt = site.scope, site.stmt
+        owner = scope.cls  # a method of a mixin or base class (probe AC's FA01), or None
         if (
             self.path is None
             or self.hops <= 0
-            or scope.cls is not None
-            or scope.parent is not self.flow.module_scope
             or not isinstance(scope.node, cst.FunctionDef)
+            or (owner is None and scope.parent is not self.flow.module_scope)
+            or (owner is not None and owner.scope is not self.flow.module_scope)
         ):
             return None
         if not (isinstance(stmt, cst.Return) and stmt.value is site.node) and not _returned_item(
@@ -188,13 +189,18 @@ class ProjectLayout:
                 return None
         name = scope.node.name.value
         out: List[Optional[Layout]] = []
-        for other in project_callers.factory_files(self.path, name) or ():
+        files = project_callers.factory_files(self.path, owner.name if owner else name, name)
+        for other in files or ():
             there = self._unit(other)
             if there is None:
                 return None
             ev = self.other(there, self.hops - 1)
             key = _dict_key(site)  # the module a ModuleDict keeps under that key
-            for cls, attr in project_callers.factory_calls(there, self.path, name):
+            if owner is not None:  # ``self.attn = self._make_attention(d, h)`` in a subclass
+                calls = project_callers.method_calls(there, self.path, owner.name, name)
+            else:
+                calls = project_callers.factory_calls(there, self.path, name)
+            for cls, attr in calls:
                 kept = ev.attr_calls(cls, {attr}, spec, key) if cls is not None else [None]
                 out.extend(ev.export(v) for v in kept)
         return out or None

@@ -503,15 +503,16 @@ def factories_of(path: str, cls: str) -> List[str]:
     ]
 
 
-def factory_files(path: str, name: str) -> Optional[List[str]]:
+def factory_files(path: str, name: str, method: str = "") -> Optional[List[str]]:
     """The project files that import the file at ``path`` and name ``name``, a
-    function of it: the only ones that may call it; None when they cannot be
-    listed or are more than ``MAX_CANDIDATES``."""
+    function of it (or a class of it, and its ``method``): the only ones
+    that may call it; None when they cannot be listed or are more than
+    ``MAX_CANDIDATES``."""
     files = importers_of(path)
     if files is None:
         return None
-    word = re.compile(r"\b" + re.escape(name) + r"\b")
-    files = [f for f in files if word.search(_read(f) or "")]
+    words = [re.compile(r"\b" + re.escape(w) + r"\b") for w in {name, method or name}]
+    files = [f for f in files if all(w.search(_read(f) or "") for w in words)]
     return files if len(files) <= MAX_CANDIDATES else None
 
 
@@ -520,10 +521,51 @@ def factory_calls(there: Unit, path: str, name: str) -> List[Tuple[Optional[Clas
     ``path``: the class and attribute it is kept in (``self.attn =
     build_attn(64)``), or (None, "") for any other use."""
     me = os.path.abspath(path)
+
+    def calls(site) -> bool:
+        named = _imported_name(site.node.func, site.env, site.scope)
+        return named is not None and _located(there.path, *named) == (me, name)
+
+    return _kept_in(there, calls)
+
+
+def method_calls(
+    there: Unit, path: str, cls: str, name: str
+) -> List[Tuple[Optional[ClassInfo], str]]:
+    """Each call ``self.<name>(...)`` in ``there`` made in a class whose
+    bases name the class ``cls`` of the file at ``path`` (a mixin's factory
+    method, ``self.attn = self._make_attention(d, h)``): where it is kept,
+    as ``factory_calls``.  A subclass of ``there`` that defines ``name``
+    itself runs its own."""
+    me = os.path.abspath(path)
+
+    def subclass(info: ClassInfo) -> bool:
+        if name in info.methods:
+            return False
+        for base in info.base_exprs:
+            named = _imported_name(base, info.env, info.scope)
+            if named is not None and _located(there.path, *named) == (me, cls):
+                return True
+        return False
+
+    def calls(site) -> bool:
+        func = site.node.func
+        return (
+            isinstance(func, cst.Attribute)
+            and func.attr.value == name
+            and isinstance(func.value, cst.Name)
+            and func.value.value == "self"
+            and site.scope.cls is not None
+            and subclass(site.scope.cls)
+        )
+
+    return _kept_in(there, calls)
+
+
+def _kept_in(there: Unit, calls) -> List[Tuple[Optional[ClassInfo], str]]:
     out: List[Tuple[Optional[ClassInfo], str]] = []
     for site in there.flow.calls:
-        named = _imported_name(site.node.func, site.env, site.scope)
-        if named is None or _located(there.path, *named) != (me, name):
+        if not calls(site):
             continue
         stmt, cls = site.stmt, site.scope.cls
         kept = (

@@ -9,6 +9,7 @@ the join of what every call of the function in this file passes.
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import Dict, List, NamedTuple, Optional
 
 import libcst as cst
@@ -18,12 +19,22 @@ from ..program.callgraph import FileCalls, bind_call, frame_for  # noqa: F401  (
 from ..flow import ClassInfo, Def, Env, Scope, children, lookup
 from ..splats import element, expand_call
 from ..tree import is_none
-from .domain import KEEP, NONE_MASK, UNKNOWN_MASK, Mask, join_all
+from .domain import KEEP, NONE_MASK, UNKNOWN_MASK, Mask, Origin, join_all
 from ..program.conventions import binds_padding, encoder_layer
-from .names import last_name, parameter_by_name
+from .names import DOCUMENTED, documented_padding, last_name, parameter_by_name
 
 MAX_CALLER_DEPTH = 3
 MAX_HELPER_FRAMES = 4
+
+
+MAX_HOLDER_DEPTH = 24  # an object's attribute read inside another's: give up past it
+
+
+def _is_property(func: cst.FunctionDef) -> bool:
+    return any(
+        isinstance(d.decorator, cst.Name) and d.decorator.value == "property"
+        for d in func.decorators
+    )
 
 
 class Frame:
@@ -222,6 +233,16 @@ class Calls(FileCalls):
                 and not self._encoder_layer_mask(d, name)
             ):
                 value = named if not self._project_means_padding(name, named) else value
+        if (
+            value.shape is None
+            and not value.none
+            and documented_padding(func, name)
+            and not handed_by_project(self.ctx, d, name)
+        ):  # ``attn_mask ... B x N`` in its docstring: a padding mask's shape
+            told = Origin(p, f"parameter {name}, {DOCUMENTED}", by_name=True)
+            value = replace(
+                value, layout=("N", "S"), shape_origin=told, origin=value.origin or told
+            )
         self._param_cache[key] = value
         return value
 
@@ -293,6 +314,28 @@ class Calls(FileCalls):
 
     def _self_class(self, node: cst.Attribute, env, scope) -> Optional[ClassInfo]:
         return self.resolver.self_class(node, env, scope)
+
+    def _held_by_instance(self, node: cst.Attribute, at: At) -> Optional[Mask]:
+        """``attn_mask.mask`` of ``attn_mask = TriangularCausalMask(B, L)``, an
+        instance of one class of this file (the time-series libraries' causal
+        mask holder, release review 30): what its methods assign to that
+        attribute, or what its ``@property`` of that name returns, the
+        constructor's arguments unknown.  None for anything else."""
+        if not isinstance(node.value, cst.Name) or at.depth > MAX_HOLDER_DEPTH:
+            return None
+        classes = self.resolver.instance_classes(node.value, at.env, at.scope)
+        if not classes or any(c is not classes[0] for c in classes):
+            return None
+        cls, attr = classes[0], node.attr.value
+        defs = self.resolver.attr_defs(cls, attr)
+        if defs:
+            return join_all([self._def(d, At(d.env, d.scope, None, at.depth + 1)) for d in defs])
+        method = self.resolver.method_of(cls, attr)
+        fscope = self.flow.functions.get(id(method)) if method is not None else None
+        if fscope is None or len(fscope.returns) != 1 or not _is_property(method):
+            return None
+        ret, renv = fscope.returns[0]
+        return self.eval(ret, At(renv, fscope, None, at.depth + 1))
 
     def _helper(self, found, node: cst.Call, at: At, index) -> Mask:
         """The value a helper of this file returns for this call (element

@@ -294,7 +294,8 @@ class MaskEvaluator(Calls, Numbers, Comparisons, Segments, Offsets, Shapes, Dtyp
             return self.eval(node.value, at)
         if attr in TOKENIZER_KEYS:
             return self._tokenizer(node)
-        return UNKNOWN_MASK
+        held = self._held_by_instance(node, at)  # ``TriangularCausalMask(B, L).mask``
+        return held if held is not None else UNKNOWN_MASK
 
     def _tokenizer(self, node) -> Mask:
         origin = self.origin(node, by_name=True)

@@ -206,8 +206,10 @@ def parameter_by_name(p: cst.Param, name: str, func: cst.FunctionDef) -> Optiona
         origin = Origin(p, f"parameter {name}", by_name=True)
         return Mask(meaning=IGNORE, kind=BOOL, dtype="bool", origin=origin, kind_origin=origin)
     params = list(func.params.posonly_params) + list(func.params.params)
-    if low in KEEP_PARAM_NAMES and any(
-        _names_ids(q.name.value) for q in params + list(func.params.kwonly_params)
+    if (
+        low in KEEP_PARAM_NAMES
+        and any(_names_ids(q.name.value) for q in params + list(func.params.kwonly_params))
+        and not _documented_as_scores_mask(func, name)
     ):
         # beside the token ids it is the tokenizer's mask (1 = real token, an
         # int64 tensor, as ``batch["attention_mask"]``); alone (an attention
@@ -219,6 +221,65 @@ def parameter_by_name(p: cst.Param, name: str, func: cst.FunctionDef) -> Optiona
 
 
 _FLAGS = ("is_", "has_", "use_", "exist", "with_", "max_", "min_")  # counts: is_token_name
+# what a docstring says of a mask that is no tokenizer's: SDPA's own form, a
+# shape of three axes or more, additive values (kornia's PaliGemma, review 30)
+_SCORES_MASK_WORDS = re.compile(
+    r"scaled.dot.product.attention|additive|-inf|\b[34]-?d\b"
+    r"|[(\[]\s*[\w.]+\s*,\s*[\w.]+\s*,\s*[\w.]+|\b\w+\s*x\s*\w+\s*x\s*\w+"
+)
+
+
+def _doc_entry(func: cst.FunctionDef, name: str) -> Optional[str]:
+    """The entry of the function's docstring for its parameter ``name``: the
+    line that starts with it and the lines indented below, lower case."""
+    try:
+        doc = func.get_docstring()
+    except Exception:  # pragma: no cover - a docstring libcst cannot evaluate
+        return None
+    lines = (doc or "").splitlines()
+    for i, line in enumerate(lines):
+        if not re.match(r"\s*:?(param\s+)?" + re.escape(name) + r"\b", line):
+            continue
+        indent = len(line) - len(line.lstrip())
+        said = [line]
+        for more in lines[i + 1 :]:
+            if more.strip() and len(more) - len(more.lstrip()) <= indent:
+                break
+            said.append(more)
+        return " ".join(said).lower()
+    return None
+
+
+def _documented_as_scores_mask(func: cst.FunctionDef, name: str) -> bool:
+    """The function's docstring describes ``name`` as a mask over the scores,
+    not a tokenizer's ``(batch, length)`` one: its entry names SDPA, gives
+    three axes or more, or says additive or -inf."""
+    entry = _doc_entry(func, name)
+    return entry is not None and _SCORES_MASK_WORDS.search(entry) is not None
+
+
+_BATCH_AXES = ("b", "bs", "bsz", "n", "batch", "batch_size", "nbatch")
+_KEY_AXES = (
+    "n", "s", "l", "t", "k", "seq", "seq_len", "seqlen", "seq_length", "len", "length",
+    "sequence_length", "src_len", "kv_len", "max_len", "tokens", "num_tokens", "n_tokens",
+)  # fmt: skip
+_TWO_AXES = re.compile(r"(?:[(\[]\s*([\w.]+)\s*,\s*([\w.]+)\s*[)\]])|(?:\b(\w+)\s+x\s+(\w+)\b)")
+
+
+DOCUMENTED = "(N, S) in its docstring"  # the end of such a shape's origin text
+
+
+def documented_padding(func: cst.FunctionDef, name: str) -> bool:
+    """The docstring entry of the mask parameter ``name`` gives it two axes,
+    the batch and the keys (``attn_mask: ... B x N``, ``(batch, seq_len)``:
+    monai's ``SABlock``, release review 30), and no shape of more axes."""
+    entry = _doc_entry(func, name)
+    if entry is None or _SCORES_MASK_WORDS.search(entry):
+        return False
+    found = [tuple(a for a in m.groups() if a) for m in _TWO_AXES.finditer(entry)]
+    # ``(torch.Tensor, optional)`` is a type, not a shape
+    found = [f for f in found if f[0] in _BATCH_AXES + _KEY_AXES and f[1] in _KEY_AXES]
+    return len(found) == 1 and found[0][0] in _BATCH_AXES
 
 
 def _names_ids(name: str) -> bool:

@@ -323,17 +323,58 @@ def _read_constructions(files, cls, params, own_text, reader):
                 text = read_regular(name, MAX_BYTES).decode("utf-8", "replace")
             except OSError:
                 return None
-        if cls not in text:
+        looked_up = i > 0 and "getattr(" in text  # ``getattr(attn_lib, cfg.kind)()``
+        if cls not in text and not looked_up:
             continue
         try:
             tree = parse(text)
         except (SyntaxError, ValueError, RecursionError, MemoryError):
             return None
+        if looked_up and _looks_up_imported(tree):
+            return None  # a class of the module fetched by a name the code computes (probe AC)
+        if cls not in text:
+            continue
         found = built_in(tree, cls, params, reader, name, demo=i == 0)
         if found is None:
             return None
         out.extend(found)
     return out
+
+
+def _fetched_by_name(files) -> bool:
+    """Some file of ``files`` (the importers) fetches from an imported name
+    by a computed name (``_looks_up_imported``)."""
+    for name in files:
+        if not _mentions(name, {"getattr("}):
+            continue
+        try:
+            tree = parse(read_regular(name, MAX_BYTES).decode("utf-8", "replace"))
+        except (OSError, SyntaxError, ValueError, RecursionError, MemoryError):
+            return True
+        if _looks_up_imported(tree):
+            return True
+    return False
+
+
+def _looks_up_imported(tree) -> bool:
+    """``getattr(m, name)`` with ``m`` an imported name and ``name`` no
+    string literal: what it fetches may be any class of that module."""
+    imported = set()
+    for node in ast.walk(tree):
+        if isinstance(node, (ast.Import, ast.ImportFrom)):
+            imported.update((a.asname or a.name).split(".")[0] for a in node.names)
+    for node in ast.walk(tree):
+        if (
+            isinstance(node, ast.Call)
+            and isinstance(node.func, ast.Name)
+            and node.func.id == "getattr"
+            and len(node.args) >= 2
+            and isinstance(node.args[0], ast.Name)
+            and node.args[0].id in imported
+            and not isinstance(node.args[1], ast.Constant)
+        ):
+            return True
+    return False
 
 
 _INDEXES: Dict[tuple, Optional[Index]] = {}
@@ -461,6 +502,8 @@ def _found(files, key, own_text, some=False):
     when they cannot be told; and the files read."""
     if len(files) > MAX_CALLER_FILES:
         return None, files[1:]
+    if key.endswith(".forward") and _fetched_by_name(files[1:]):
+        return None, files[1:]  # its instances may be built by ``getattr(module, name)()``
     if key.endswith(".forward"):
         words = {key.split(".")[0]}  # the class: its instances are found from its constructions
     else:

@@ -21,6 +21,7 @@ import libcst as cst
 
 from ..classes import class_default
 from ..events import FillCall, SdpaCall
+from .. import reach
 from ..flow import CallSite, DefKind, ScopeKind, lookup
 from ...core.atomic import read_regular
 from ...core.positions import start_positions
@@ -328,6 +329,11 @@ class Project(MethodCalls, HandedMasks, ConstantFiles):
             if method is not None:  # else: what the object called holds, as before
                 return method
 
+        kept = reach.held_function(resolver, func, env, scope)  # ``self.attend = attend``
+        if kept is not None:
+            return self._callee(
+                kept[0], CallSite(site.node, kept[1], kept[2], (), (), None), resolver
+            )
         lam = self._lambda(func, env, scope, resolver)
         if lam is not None:
             return lam

@@ -6,7 +6,7 @@ the factory's parameter, or a constant of the project)."""
 from __future__ import annotations
 
 import ast
-from typing import Dict, List, Optional
+from typing import Dict, List, NamedTuple, Optional
 
 from ...core import walk as astwalk
 from .chains import constructor, dotted_name
@@ -68,6 +68,8 @@ def returned_batch_first(func):
     or None), bound at each call (``bound.bound_flag``); None otherwise."""
     returns, built = _returned_values(func)
     flags = [_flag_given(built(value), built) for value in returns]
+    if len(flags) == 1 and isinstance(flags[0], _Partial):
+        return ["partial", flags[0].name]  # the module-level partial's own (files.py)
     if len(flags) == 1 and isinstance(flags[0], (ast.Name, ast.Attribute)):
         got = _param_flag(func, flags[0]) if isinstance(flags[0], ast.Name) else None
         name = dotted_name(flags[0])
@@ -80,9 +82,19 @@ def returned_batch_first(func):
     return found.pop() if len(found) == 1 else None
 
 
-def _flag_given(call, built) -> Optional[ast.AST]:
+class _Partial(NamedTuple):
+    """A layer built by calling a module-level name without ``batch_first``
+    (``EncoderLayer(d, h)`` after ``EncoderLayer = partial(
+    nn.TransformerEncoderLayer, batch_first=True)``, here or in the file it
+    is imported from: probe AB's AB07): the flag is the partial's."""
+
+    name: str
+
+
+def _flag_given(call, built):
     """The ``batch_first`` expression of a construction, or of the layer a
-    container (``nn.TransformerEncoder(layer, n)``) is built from."""
+    container (``nn.TransformerEncoder(layer, n)``) is built from; a
+    ``_Partial`` for a layer built by a module-level name that gives none."""
     if not isinstance(call, ast.Call):
         return None
     given = {k.arg: k.value for k in call.keywords}
@@ -92,6 +104,13 @@ def _flag_given(call, built) -> Optional[ast.AST]:
             layer = call.args[0]
         call = built(layer) if layer is not None else None
         given = {k.arg: k.value for k in call.keywords} if isinstance(call, ast.Call) else {}
+        if (
+            "batch_first" not in given
+            and isinstance(call, ast.Call)
+            and isinstance(call.func, ast.Name)
+            and not any(k.arg is None for k in call.keywords)
+        ):
+            return _Partial(call.func.id)
     return given.get("batch_first")
 
 

@@ -265,6 +265,12 @@ class ProjectFiles(Composing):
             elif isinstance(node, _FUNCTIONS):  # ``def __init__(self, d, attn_layer=Attention)``
                 given = node.args.defaults + [d for d in node.args.kw_defaults if d is not None]
                 used.extend((d, True) for d in given if chains.names_class(d))
+            elif (  # ``self.attend = attend``: called as ``self.attend(...)``
+                isinstance(node, ast.Assign)
+                and isinstance(node.value, ast.Name)
+                and isinstance(node.targets[0], ast.Attribute)
+            ):
+                used.append((node.value, True))
             elif isinstance(node, ast.ClassDef):  # ``class SelfAttention(AttentionBase)``
                 used.extend((b, False) for b in node.bases if isinstance(b, _DOTTED))
             elif isinstance(node, ast.ImportFrom):
@@ -315,27 +321,33 @@ class ProjectFiles(Composing):
 
     def _a_method_reaches(self, target: Tuple[int, str]) -> bool:
         """Some method of the class the import ``target`` names reaches a
-        sink (a base class whose ``self._attend(...)`` its subclasses call)."""
+        sink (a base class whose ``self._attend(...)`` its subclasses call),
+        or builds a torch attention module (a mixin's factory method)."""
         loc = self._defined(target)
         if loc is None or "." in loc[1]:
             return False
         filename, cls = loc
         prefix = cls + "."
+        table = self.summaries(filename)
+        if any(key.startswith(prefix) for key in table.get(TORCH_MODULES, {})):
+            return True  # a mixin's method that builds a torch module (``_make_attention``)
         return any(
             isinstance(key, str)
             and key.startswith(prefix)
             and self.effective(filename, key) is not None
-            for key in list(self.summaries(filename))
+            for key in list(table)
         )
 
     def torch_factory(self, target: Tuple[int, str]) -> Optional[str]:
         """The torch attention module class a project function the import
         ``target`` names builds and returns (``TORCH_MODULES``), else None."""
         loc = self._defined(target)
-        if loc is None or "." in loc[1]:
+        if loc is None or loc[1].count(".") > 1:
             return None
         table = self.summaries(loc[0])
         made = table.get(TORCH_MODULES, {}).get(loc[1])
+        if made is not None and "." in loc[1] and made.endswith(ITEMS):
+            return None  # a method's: a module itself, not a container (``Base._make_attention``)
         if made is None:
             # a layer built by torch's ``__init__`` that runs a forward of its own
             layer = table.get(TORCH_LAYERS, {}).get(loc[1])
@@ -348,13 +360,37 @@ class ProjectFiles(Composing):
         if isinstance(flag, list) and flag[:1] == ["const"]:
             flag = self._constant_in(loc[0], flag[1])
             flag = flag if type(flag) is bool else None
+        elif isinstance(flag, list) and flag[:1] == ["partial"]:
+            flag = self._partial_flag(loc[0], flag[1])
         return TorchMade(made, built, given=given, batch_first=flag)
+
+    def _partial_flag(self, filename: str, name: str) -> Optional[bool]:
+        """The literal ``batch_first`` of the module-level partial ``name``
+        (``EncoderLayer = partial(nn.TransformerEncoderLayer,
+        batch_first=True)``) as the file ``filename`` names it: its own, or
+        one a project file it imports defines; None when unknown."""
+        given = self.summaries(filename).get(PARTIAL_ARGS, {}).get(name)
+        if given is None:
+            loc = self._imported_into(filename, name)
+            if loc is None or "." in loc[1]:
+                return None
+            given = self.summaries(loc[0]).get(PARTIAL_ARGS, {}).get(loc[1])
+        flags = [v for k, v in given or () if k == "batch_first"]
+        return {"True": True, "False": False}.get(flags[0]) if len(flags) == 1 else None
 
     def _constant_in(self, filename: str, name: str):
         """The value of the module-level constant ``name`` (``BATCH_FIRST``,
         ``cfg.BATCH_FIRST``) as the file ``filename`` names it: its own, or one
         of a project file it imports; None when unknown."""
         head, _, rest = name.partition(".")
+        if self._import_of(filename, head) is None:
+            return None if rest else self.constants(filename).get(name)
+        loc = self._imported_into(filename, name)
+        return self.constants(loc[0]).get(loc[1]) if loc is not None and "." not in loc[1] else None
+
+    def _import_of(self, filename: str, head: str) -> Optional[list]:
+        """``[level, dotted]`` of the import that binds ``head`` in the project
+        file ``filename``; None when none does."""
 
         def table(data: bytes) -> Dict[str, list]:
             try:
@@ -362,16 +398,21 @@ class ProjectFiles(Composing):
             except (SyntaxError, ValueError, UnicodeDecodeError, LookupError, RecursionError):
                 return {}
 
-        imported = (self._kept(filename, ("imports", "1"), _valid_imports, table, False) or {}).get(
-            head
-        )
+        got = self._kept(filename, ("imports", "1"), _valid_imports, table, False) or {}
+        return got.get(head)
+
+    def _imported_into(self, filename: str, name: str) -> Optional[Tuple[str, str]]:
+        """(file, name) where the name ``name`` (``cfg.BATCH_FIRST``: its
+        head) the project file ``filename`` imports is defined; None for a
+        name it does not import from its project."""
+        head, _, rest = name.partition(".")
+        imported = self._import_of(filename, head)
         if imported is None:
-            return None if rest else self.constants(filename).get(name)
+            return None
         level, dotted = imported
-        loc = self._defined(
+        return self._defined(
             (level, dotted + ("." + rest if rest else "")), self.package_of(filename)
         )
-        return self.constants(loc[0]).get(loc[1]) if loc is not None and "." not in loc[1] else None
 
     def _in_project(self, level: int, dotted: str) -> bool:
         """Whether the module ``dotted`` (or a package on its way) is a file of

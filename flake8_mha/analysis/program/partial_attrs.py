@@ -22,19 +22,26 @@ _PARTIAL = ("partial", "functools.partial")
 
 def partial_attrs(cls: ast.ClassDef) -> Dict[str, ast.AST]:
     """``attr -> the partial's call`` for each ``self.<attr> = partial(f, ...)``
-    of the class's ``__init__`` (``f`` a plain name), or the lambda of each
-    ``self.<attr> = lambda ...: ...``, the attribute set once in the class."""
+    of the class's ``__init__`` (``f`` a plain name), the lambda of each
+    ``self.<attr> = lambda ...: ...``, or the name of each ``self.<attr> =
+    attend`` of a global (probe AB's AB11), the attribute set once in the
+    class."""
     init = next(
         (n for n in cls.body if isinstance(n, ast.FunctionDef) and n.name == "__init__"), None
     )
     if init is None:
         return {}
-    found: Dict[str, ast.Call] = {}
+    found: Dict[str, ast.AST] = {}
+    local = _bound_in(init)
     for n in ast.walk(init):
         if (
             isinstance(n, ast.Assign)
             and len(n.targets) == 1
-            and (_partial_of_name(n.value) or _plain_lambda(n.value))
+            and (
+                _partial_of_name(n.value)
+                or _plain_lambda(n.value)
+                or (isinstance(n.value, ast.Name) and n.value.id not in local)
+            )
         ):
             attr = self_attr(n.targets[0])
             if attr is not None:
@@ -51,7 +58,7 @@ def partial_attrs(cls: ast.ClassDef) -> Dict[str, ast.AST]:
     return {a: call for a, call in found.items() if stores.get(a) == 1}
 
 
-def unfold(func: ast.FunctionDef, partials: Dict[str, ast.Call]) -> ast.FunctionDef:
+def unfold(func: ast.FunctionDef, partials: Dict[str, ast.AST]) -> ast.FunctionDef:
     """A copy of ``func`` whose calls ``self.<attr>(...)`` of a partial are
     calls of its function, the partial's arguments first; a call of a lambda
     kept so (``self.attend = lambda q, k, v, m: F.scaled_dot_product_attention(
@@ -60,9 +67,13 @@ def unfold(func: ast.FunctionDef, partials: Dict[str, ast.Call]) -> ast.Function
     if not partials or not any(_held_call(n, partials) for n in ast.walk(func)):
         return func
     out = _Inlined(partials).visit(copy.deepcopy(func))
+    shadowed = _bound_in(func)
     for n in ast.walk(out):
         attr = _held_call(n, partials)
-        if attr is not None and isinstance(partials[attr], ast.Call):
+        kept = partials[attr] if attr is not None else None
+        if isinstance(kept, ast.Name) and kept.id not in shadowed:
+            n.func = ast.copy_location(ast.Name(id=kept.id, ctx=ast.Load()), n.func)
+        elif isinstance(kept, ast.Call):
             made = partials[attr]
             n.func = copy.deepcopy(made.args[0])
             n.args = [copy.deepcopy(a) for a in made.args[1:]] + n.args
@@ -103,6 +114,24 @@ class _Substituted(ast.NodeTransformer):
     def visit_Name(self, node: ast.Name):
         got = self.given.get(node.id)
         return copy.deepcopy(got) if got is not None and isinstance(node.ctx, ast.Load) else node
+
+
+def _bound_in(func) -> set:
+    """The names a function binds itself (its parameters, its stores): a
+    name kept on ``self`` that is none of them is a global of the module
+    (``self.expand = tile_heads``), the same object in every method that
+    does not bind it either."""
+    a = func.args
+    out = {x.arg for x in (*a.posonlyargs, *a.args, *a.kwonlyargs)}
+    out.update(x.arg for x in (a.vararg, a.kwarg) if x is not None)
+    for n in ast.walk(func):
+        if isinstance(n, ast.Name) and not isinstance(n.ctx, ast.Load):
+            out.add(n.id)
+        elif isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)) and n is not func:
+            out.add(n.name)
+        elif isinstance(n, (ast.Import, ast.ImportFrom)):
+            out.update((x.asname or x.name).split(".")[0] for x in n.names)
+    return out
 
 
 def _plain_lambda(value) -> bool:

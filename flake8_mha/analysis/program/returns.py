@@ -28,6 +28,7 @@ import libcst as cst
 
 from ...core.atomic import read_regular
 
+from .. import reach
 from ..flow import DefKind, import_path, lookup
 from ..bound import passed
 from .callgraph import static_kind
@@ -39,7 +40,7 @@ RETURNS_VERSION = 7
 _FUNCTION_READS: Dict[tuple, object] = {}
 MAX_FUNCTION_READS = 16
 MAX_READ_BYTES = 2 * 1024 * 1024
-HELPER_VERSION = 6
+HELPER_VERSION = 7
 _MASK_FIELDS = ("meaning", "kind", "dtype", "fill")
 
 # a rule's reading of a helper: (the helper's file context, its def, its flow
@@ -63,6 +64,9 @@ def helper_reading(ctx, call: cst.Call, env, scope, salt: str, read: Read) -> Op
     this one imports.  ``salt`` names the reading (its cache key)."""
     if any(a.star for a in call.args):
         return None
+    kept = reach.held_function(ctx.resolver, call.func, env, scope)  # ``self.expand = tile_heads``
+    if kept is not None:
+        return helper_reading(ctx, call.with_changes(func=kept[0]), kept[1], kept[2], salt, read)
     target = ctx.resolver.own_function(call, env, scope)
     if target is not None:
         fscope = ctx.flow.functions.get(id(target))
@@ -276,17 +280,22 @@ class ReturnsFiles(ProjectFiles):
     def helper_form(self, call: cst.Call, env, scope, salt: str, read: Read) -> Optional[Helper]:
         """``read`` of a top-level function of another project file that
         ``call`` names through an import."""
-        loc = self._elsewhere(call.func, env, scope)
+        loc = self._elsewhere(call.func, env, scope, methods=True)
         if loc is None:
             return None
         filename, name = loc
 
         def compute(text: str) -> Optional[dict]:
             got = read_function(text, name)
-            form = read(*got) if got is not None else None
+            if got is None:
+                return None
+            # ``MaskOps.per_head(m, h)``: a static or class method (probe AC's AC14)
+            kind = static_kind(got[1]) if "." in name else "staticmethod"
+            form = read(*got) if kind in ("staticmethod", "classmethod") else None
             if not form:
                 return None
-            return dict(form, all_params=_params(got[1]), kwonly=_keyword_only(got[1]))
+            params = _params(got[1])[1 if kind == "classmethod" else 0 :]
+            return dict(form, all_params=params, kwonly=_keyword_only(got[1]))
 
         key = ("helper", str(HELPER_VERSION), salt, name)
         got = self._read(filename, key, _valid_form, compute)
@@ -326,11 +335,31 @@ class ReturnsFiles(ProjectFiles):
         function of another project file builds and returns (its summary's
         ``TORCH_MODULES``), for the call of the name ``node`` imports; the
         module's constructor arguments stay the factory's own (unknown here)."""
-        target = imported_target(node, env, scope)
+        target = imported_target(node, env, scope) or inherited_target(node, env, scope)
         try:
             return self.torch_factory(target) if target is not None else None
         except (OSError, ValueError, RecursionError):
             return None
+
+
+def inherited_target(node, env, scope) -> Optional[Tuple[int, str]]:
+    """``self._make_attention`` in a class that does not define it, one of
+    whose bases is imported from a project file (a mixin, probe AC's FA01
+    and AC20): (relative level, ``Base._make_attention``) of the first such
+    base; None otherwise."""
+    if not (isinstance(node, cst.Attribute) and isinstance(node.value, cst.Name)):
+        return None
+    owners = lookup(node.value.value, env, scope)
+    if len(owners) != 1 or owners[0].kind != DefKind.SELF or owners[0].extra is None:
+        return None
+    info = owners[0].extra
+    if node.attr.value in info.methods:
+        return None
+    for base in info.base_exprs:
+        target = imported_target(base, info.env, info.scope)
+        if target is not None and target[1]:
+            return target[0], target[1] + "." + node.attr.value
+    return None
 
 
 # roots of qualified names that are never a helper of the project

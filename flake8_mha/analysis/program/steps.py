@@ -510,3 +510,69 @@ def _broadcast_item(node: ast.AST) -> bool:
     if is_none_constant(node) or (isinstance(node, ast.Constant) and node.value is Ellipsis):
         return True
     return isinstance(node, ast.Slice) and node.lower is node.upper is node.step is None
+
+
+_LOOPS = (ast.For, ast.AsyncFor, ast.While)
+
+
+def reaching(stores: Dict[str, List[ast.AST]], at: ast.AST, parents: Dict[int, ast.AST]):
+    """``stores`` without the stores of a name that cannot run before ``at``
+    (a sink's call) on a path to it: a statement after it in the same block,
+    or in the other branch of an ``if`` it stands in, when no loop holds
+    them both (monai's ``SABlock``: ``attn_mask`` reshaped on one branch,
+    handed to SDPA on the other; release review 30).  ``parents``: each
+    node's parent in the function (``parents_of``)."""
+    out = None
+    for name, defs in stores.items():
+        # a rebinding to a step of itself after the sink: the sink reads it as it came
+        kept = [d for d in defs if _may_run_before(d, at, parents)]
+        if isinstance(defs, _Rebound) and kept:
+            continue
+        if len(kept) != len(defs):
+            out = dict(stores) if out is None else out
+            if kept:
+                out[name] = kept
+            else:
+                del out[name]
+    return stores if out is None else out
+
+
+def parents_of(func) -> Dict[int, ast.AST]:
+    return {id(c): n for n in ast.walk(func) for c in ast.iter_child_nodes(n)}
+
+
+def _may_run_before(store: ast.AST, at: ast.AST, parents: Dict[int, ast.AST]) -> bool:
+    above = {}  # each ancestor of ``at`` -> the child of it on the way to ``at``
+    node = at
+    while id(node) in parents:
+        up = parents[id(node)]
+        above[id(up)] = node
+        node = up
+    node = store
+    while id(node) in parents and id(parents[id(node)]) not in above:
+        node = parents[id(node)]
+    if id(node) not in parents:
+        return True
+    common = parents[id(node)]  # ``node``: the store's side of the common ancestor
+    mine = above[id(common)]  # the call's side
+    up = common
+    while True:  # a loop around both runs the store before the call again
+        if isinstance(up, _LOOPS):
+            return True
+        if id(up) not in parents:
+            break
+        up = parents[id(up)]
+    if isinstance(common, ast.If):
+        in_body = [any(x is s for s in common.body) for x in (node, mine)]
+        in_else = [any(x is s for s in common.orelse) for x in (node, mine)]
+        if (in_body[0] and in_else[1]) or (in_else[0] and in_body[1]):
+            return False
+    for field in ("body", "orelse", "finalbody"):
+        block = getattr(common, field, None)
+        if (
+            isinstance(block, list)
+            and any(x is node for x in block)
+            and any(x is mine for x in block)
+        ):
+            return block.index(node) <= block.index(mine)
+    return True

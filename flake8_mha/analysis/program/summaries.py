@@ -22,7 +22,7 @@ from .module_numbers import module_constants
 from .sdpa_names import is_sdpa, sdpa_names_of
 from .sizes import size_calls, sizes_table
 
-SUMMARY_VERSION = 77
+SUMMARY_VERSION = 79
 REEXPORTS = "@reexports"  # the key of an __init__'s re-exports in its summary table
 IMPORTS = "@imports"  # the file's imports, where the callees its edges name live
 ATTRS = "@attrs"  # per class, what kind of module each self.<attr> holds (chains.py)
@@ -338,6 +338,13 @@ def _summarise_node(
                     helpers=helpers,
                     pairs=kv,
                 )
+                made = factories.returned_module(item, dotted=True) if holds_modules else None
+                torch_made = forms.torch_class(made, torch_names) if made else None
+                if torch_made is not None and not deco:  # a mixin's ``_make_attention`` (probe AC)
+                    out.setdefault(TORCH_MODULES, {})[key] = torch_made
+                    flag = factories.returned_batch_first(item)
+                    if flag is not None and not isinstance(flag, list):
+                        out.setdefault(TORCH_BATCH_FIRST, {})[key] = flag
                 got = out.get(key)
                 if got and deco & {"staticmethod", "classmethod"}:
                     got["unbound"] = True  # ``Attend.sdpa(q, k, v, ...)``: called through the class
@@ -559,6 +566,8 @@ def _function_summary(
     if not calls and not edges and not modules and not filled and handwritten is None:
         return None
     reached: Dict[str, dict] = {}
+    # where a parameter is stored again, which stores may run before each sink
+    parents = steps.parents_of(func) if calls and params & set(stores) else None
     line = None
     own_mask = False  # some SDPA call masks its scores with what no parameter gives
     mask_line = None
@@ -572,9 +581,10 @@ def _function_summary(
         if spread is not None:  # ``kwargs = {"dropout_p": dropout_p, ...}``, ``**kwargs``
             given = {**spread, **given}
             splat = None
+        at_call = steps.reaching(stores, call, parents) if parents else stores
         for name, expr in given.items():
             if name in SINK_ARGS:
-                got = steps.reach(expr, reads, stores, 0)
+                got = steps.reach(expr, reads, at_call, 0)
                 if got is not None:
                     here[name] = got
                 elif name in ("attn_mask", "is_causal") and not steps.none_or_false(expr):

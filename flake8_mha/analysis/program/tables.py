@@ -168,13 +168,18 @@ def _valid_given(edge: dict) -> bool:
 _OPS = ("invert", "eq0", "index", "bool", "unsqueeze", "cast", "rows", "expand", KV, SOFTMAX[0])
 
 
+# a flag named by the factory's file: a module-level constant (``cfg.BATCH_FIRST``)
+# or the partial its layer is built by (``EncoderLayer = partial(..., batch_first=True)``)
+_NAMED_FLAGS = ("const", "partial")
+
+
 def _valid_flag(v) -> bool:
     """A factory's ``batch_first``: a literal, or ``[parameter, position,
     default]`` (``factories.returned_batch_first``)."""
     if type(v) is bool:
         return True
-    if isinstance(v, list) and len(v) == 2 and v[0] == "const" and isinstance(v[1], str):
-        return True  # a module-level constant the factory's file names (``cfg.BATCH_FIRST``)
+    if isinstance(v, list) and len(v) == 2 and v[0] in _NAMED_FLAGS and isinstance(v[1], str):
+        return True
     return (
         isinstance(v, list)
         and len(v) == 3
