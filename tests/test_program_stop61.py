@@ -538,3 +538,71 @@ def test_a_class_a_module_lookup_may_build_is_not_said_never_built(tmp_path):
     assert found[0].msg.endswith(
         "SelfAttention is never built in the project: its callers are outside it"
     )
+
+
+def test_a_softmax_helper_of_another_file(tmp_path):
+    # probe AC's AC11 with the helper in another file; the scores are filled
+    # for a distance cutoff (another mask) and multiplied by the padding
+    pkg = write_package(
+        tmp_path / "pkg",
+        {
+            "ops.py": "def normalize(logits):\n    return logits.softmax(dim=-1)\n",
+            "attn.py": (
+                "import torch\n"
+                "from .ops import normalize\n"
+                "def attend(q, k, v, atoms, far, pad_idx=0):\n"
+                "    node_mask = atoms != pad_idx\n"
+                "    logits = torch.matmul(q, k.transpose(-2, -1))\n"
+                "    logits = logits.masked_fill(far, float('-inf'))\n"
+                "    logits = logits * node_mask[:, None, None, :]\n"
+                "    return normalize(logits) @ v\n"
+            ),
+        },
+    )
+    status, found = flake8_run(str(pkg / "attn.py"), select="MHA012")
+    assert (status, [(f.line, f.col, f.code) for f in found]) == (1, [(7, 14, "MHA012")])
+    (pkg / "ops.py").write_text("def normalize(logits):\n    return logits.softmax(dim=1)\n")
+    assert flake8_run(str(pkg / "attn.py"), select="MHA012") == (0, [])
+
+
+_ASDICT = (
+    "from dataclasses import asdict, dataclass\n"
+    "import torch.nn as nn\n"
+    "@dataclass\n"
+    "class LayerConfig:\n"
+    "    d_model: int = 64\n"
+    "    nhead: int = 4\n"
+    "class ConfiguredLayer(nn.TransformerEncoderLayer):\n"
+    "    def __init__(self, cfg: LayerConfig):\n"
+    "        super().__init__(**asdict(cfg))\n"
+)
+
+
+def test_a_dataclass_splat_carries_only_its_fields():
+    # probe AC's AC29: ``**asdict(cfg)`` of a config without ``batch_first``
+    assert _rows(_ASDICT, ["MHA001"]) == [(9, 9, "MHA001")]
+    with_flag = _ASDICT.replace(
+        "    nhead: int = 4\n", "    nhead: int = 4\n    batch_first: bool = True\n"
+    )
+    assert _rows(with_flag, ["MHA001"]) == []
+    # a config of unknown class, or a dict, may carry anything
+    assert _rows(_ASDICT.replace("cfg: LayerConfig", "cfg"), ["MHA001"]) == []
+
+
+def test_a_constant_of_a_class_body():
+    # probe AC's AC30: ``nhead=Defaults.HEADS``, ``class Defaults: HEADS = 3``
+    source = (
+        "import torch.nn as nn\n"
+        "class Defaults:\n"
+        "    WIDTH = 48\n"
+        "    HEADS = 3\n"
+        "class SummaryLayer(nn.TransformerEncoderLayer):\n"
+        "    def __init__(self):\n"
+        "        super().__init__(Defaults.WIDTH, Defaults.HEADS, batch_first=True)\n"
+    )
+    (found,) = analyze_source(source, "t.py", ["MHA101"])
+    assert (found.line, found.col, found.code) == (7, 9, "MHA101")
+    assert found.message.startswith("nhead=3 is odd")
+    # assigned twice in the body: not a constant
+    twice = source.replace("    HEADS = 3\n", "    HEADS = 3\n    HEADS = 4\n")
+    assert _rows(twice, ["MHA101"]) == []

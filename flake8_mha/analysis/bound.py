@@ -15,9 +15,9 @@ from .flow import CallSite, ClassInfo
 class Bound:
     """A call's arguments bound to a torch signature (``Signature.bind``)."""
 
-    __slots__ = ("args", "star", "double_star", "positional_count")
+    __slots__ = ("args", "star", "double_star", "positional_count", "splat_keys")
 
-    def __init__(self, call: cst.Call, sig: Signature, skip: int = 0):
+    def __init__(self, call: cst.Call, sig: Signature, skip: int = 0, splat_keys=None):
         binding = sig.bind(call_arguments(call), skip)
         self.args: Dict[str, cst.BaseExpression] = {
             name: call.args[index].value for name, index in binding.slots.items()
@@ -25,6 +25,9 @@ class Bound:
         self.star = binding.star
         self.double_star = binding.double_star
         self.positional_count = binding.positional_count
+        # the keywords a ``**`` splat may carry, when known (``**asdict(cfg)``
+        # of a dataclass: its fields); None: any
+        self.splat_keys: Optional[frozenset] = splat_keys
 
     def get(self, name: str) -> Optional[cst.BaseExpression]:
         return self.args.get(name)
@@ -34,7 +37,8 @@ class Bound:
 
     def maybe_given(self, name: str) -> bool:
         """Given, or a ``*args``/``**kwargs`` splat could be carrying it."""
-        return name in self.args or self.star or self.double_star
+        carried = self.splat_keys is None or name in self.splat_keys
+        return name in self.args or self.star or (self.double_star and carried)
 
 
 def call_arguments(call: cst.Call) -> List[Argument]:

@@ -17,7 +17,7 @@ from .bound import Bound, Instance
 from .classes import class_default, static_kind
 from .partials import partial_of_module, partial_torch
 from .resolve import Resolver
-from .splats import expand_call
+from .splats import expand_call, splat_keys
 from ..core.torch_api import ModuleSpec
 
 
@@ -122,7 +122,7 @@ def classify(site: CallSite, resolver: Resolver):
     if qn is not None:
         spec = torch_api.module_spec(qn)
         if spec is not None:
-            return Construction(site, spec, Bound(call, spec.init), "call", None)
+            return Construction(site, spec, _init_bound(call, spec, env, scope), "call", None)
         if qn == torch_api.SDPA_QUALNAME:
             return SdpaCall(site, Bound(expand_call(call, env, scope), torch_api.SDPA_SIGNATURE))
         if isinstance(func, cst.Attribute) and func.attr.value == "__init__":
@@ -162,7 +162,8 @@ def classify(site: CallSite, resolver: Resolver):
         if cls is not None and _in_own_init(site):
             found = resolver.class_spec(cls)
             if found is not None and _direct_torch_base(cls, resolver) is found[0]:
-                return Construction(site, found[0], Bound(call, found[0].init), "super", cls)
+                bound = _init_bound(call, found[0], env, scope)
+                return Construction(site, found[0], bound, "super", cls)
         return None
     info = resolver.local_class(func, env, scope) or _own_class(site, func)
     if info is not None:
@@ -276,6 +277,13 @@ def _super_forward(site: CallSite, resolver: Resolver) -> Optional[ModuleCall]:
     return ModuleCall(
         site, spec, [inst], Bound(expand_call(call, site.env, site.scope), spec.forward)
     )
+
+
+def _init_bound(call: cst.Call, spec: ModuleSpec, env, scope) -> Bound:
+    """A construction's arguments; a ``**asdict(cfg)`` splat of a dataclass
+    carries only its fields (probe AC's AC29)."""
+    keys = splat_keys(call, env, scope) if any(a.star == "**" for a in call.args) else None
+    return Bound(call, spec.init, splat_keys=keys)
 
 
 def _bind_skip_self(call: cst.Call, spec: ModuleSpec) -> Bound:

@@ -300,35 +300,24 @@ class ScoresAnalysis:
         return x
 
     def _softmax_helper(self, call: cst.Call, site: CallSite) -> bool:
-        """A function of this file whose one statement returns the softmax of
-        its first parameter over the last axis (``def softmax_no_cast(t,
-        dim=-1): return F.softmax(t, dim=dim)``, ``return t.softmax(dim=-1)``),
-        called with that parameter alone (the default axis)."""
+        """A function whose one statement returns the softmax of its first
+        parameter over the last axis (``def softmax_no_cast(t, dim=-1):
+        return F.softmax(t, dim=dim)``, ``return t.softmax(dim=-1)``), of this
+        file or imported from another project file (probe AC's AC11), called
+        with that parameter alone (the default axis)."""
         if len(call.args) != 1 or call.args[0].keyword is not None or call.args[0].star:
             return False
+        if isinstance(call.func, cst.Attribute) and self.resolver.self_class(
+            call.func, site.env, site.scope
+        ):
+            return False  # a method: not read as a softmax
+        from .program.returns import helper_reading  # the program layer, asked lazily
+
         try:
-            target = self.resolver.own_function(call, site.env, site.scope)
+            got = helper_reading(self.ctx, call, site.env, site.scope, "softmax", softmax_of_first)
         except RecursionError:  # pragma: no cover
             return False
-        fscope = self.ctx.flow.functions.get(id(target)) if target is not None else None
-        if fscope is None or len(fscope.returns) != 1 or isinstance(call.func, cst.Attribute):
-            return False
-        ret, renv = fscope.returns[0]
-        params = [p.name.value for p in target.params.params]
-        if not params or not isinstance(ret, cst.Call):
-            return False
-        if self.qualname(ret.func, renv, fscope) in _SOFTMAX:
-            x, dim = _arg(ret, 0, "input"), _arg(ret, 1, "dim")
-        elif isinstance(ret.func, cst.Attribute) and ret.func.attr.value == "softmax":
-            x, dim = ret.func.value, _arg(ret, 0, "dim")  # ``return t.softmax(dim=-1)`` (probe AC)
-        else:
-            return False
-        if not (isinstance(x, cst.Name) and x.value == params[0]):
-            return False
-        if isinstance(dim, cst.Name) and dim.value in params:  # ``dim=dim``: its default
-            default = next(p.default for p in target.params.params if p.name.value == dim.value)
-            return default is not None and _is_minus_one(default)
-        return dim is not None and _is_minus_one(dim)
+        return got is not None
 
     def _softmax_module(self, func, site: CallSite) -> bool:
         """``nn.Softmax(dim=-1)`` built right there, or held on ``self`` (one
@@ -758,3 +747,27 @@ def _is_minus_one(node: cst.CSTNode) -> bool:
         and isinstance(node.expression, cst.Integer)
         and node.expression.value == "1"
     )
+
+
+def softmax_of_first(ctx, func: cst.FunctionDef, fscope) -> Optional[dict]:
+    """A helper's reading (``helper_reading``): its one return is the
+    softmax of its first parameter over the last axis; ``{"params": [that
+    parameter]}``, else None."""
+    if len(fscope.returns) != 1:
+        return None
+    ret, renv = fscope.returns[0]
+    params = [p.name.value for p in func.params.params]
+    if not params or not isinstance(ret, cst.Call):
+        return None
+    if ctx.resolver.qualname(ret.func, renv, fscope) in _SOFTMAX:
+        x, dim = _arg(ret, 0, "input"), _arg(ret, 1, "dim")
+    elif isinstance(ret.func, cst.Attribute) and ret.func.attr.value == "softmax":
+        x, dim = ret.func.value, _arg(ret, 0, "dim")  # ``return t.softmax(dim=-1)`` (probe AC)
+    else:
+        return None
+    if not (isinstance(x, cst.Name) and x.value == params[0]):
+        return None
+    if isinstance(dim, cst.Name) and dim.value in params:  # ``dim=dim``: its default
+        default = next(p.default for p in func.params.params if p.name.value == dim.value)
+        dim = default
+    return {"params": [params[0]]} if dim is not None and _is_minus_one(dim) else None

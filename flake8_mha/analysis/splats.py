@@ -180,6 +180,64 @@ def spread_value(expr: cst.BaseExpression, env: Env, scope: Optional[Scope]):
     return expr
 
 
+def dataclass_fields(expr, env, scope) -> Optional[List[str]]:
+    """The fields of ``asdict(cfg)`` (``dataclasses.asdict``) where ``cfg`` is
+    a parameter annotated with a ``@dataclass`` of this file that has no
+    base class (probe AC's AC29: ``super().__init__(**asdict(cfg))`` with no
+    ``batch_first`` field carries none); None otherwise."""
+    if not (
+        isinstance(expr, cst.Call)
+        and len(expr.args) == 1
+        and not expr.args[0].star
+        and expr.args[0].keyword is None
+        and isinstance(expr.args[0].value, cst.Name)
+    ):
+        return None
+    func = expr.func
+    name = func.attr.value if isinstance(func, cst.Attribute) else getattr(func, "value", None)
+    if name != "asdict":
+        return None
+    params = lookup(expr.args[0].value.value, env, scope)
+    if len(params) != 1 or params[0].kind != "param":
+        return None
+    note = params[0].node.annotation
+    cls = note.annotation if note is not None else None
+    found = lookup(cls.value, env, scope) if isinstance(cls, cst.Name) else ()
+    if len(found) != 1 or found[0].kind != "class":
+        return None
+    node: cst.ClassDef = found[0].node
+    decorated = any(
+        (d.decorator.value if isinstance(d.decorator, cst.Name) else None) == "dataclass"
+        or (
+            isinstance(d.decorator, cst.Call)
+            and getattr(d.decorator.func, "value", None) == "dataclass"
+        )
+        for d in node.decorators
+    )
+    if not decorated or node.bases:
+        return None
+    out = []
+    for stmt in node.body.body:
+        line = stmt.body[0] if isinstance(stmt, cst.SimpleStatementLine) and stmt.body else None
+        if isinstance(line, cst.AnnAssign) and isinstance(line.target, cst.Name):
+            out.append(line.target.value)
+    return out
+
+
+def splat_keys(call: cst.Call, env, scope) -> Optional[frozenset]:
+    """The keywords the call's ``**`` splats may carry when every one is
+    ``**asdict(cfg)`` of a dataclass of the file (``dataclass_fields``);
+    None otherwise."""
+    out: set = set()
+    for a in call.args:
+        if a.star == "**":
+            fields = dataclass_fields(a.value, env, scope)
+            if fields is None:
+                return None
+            out.update(fields)
+    return frozenset(out)
+
+
 def _is_builtin_dict(func, env, scope) -> bool:
     return isinstance(func, cst.Name) and func.value == "dict" and not lookup("dict", env, scope)
 

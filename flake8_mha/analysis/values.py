@@ -131,7 +131,26 @@ def value_of(node: cst.CSTNode, env: Env, scope: Optional[Scope], depth: int = 0
         elif owners and len(owners) == 1 and owners[0].kind == DefKind.IMPORT:
             # ``config.WIDTH`` after ``from . import config``
             return _imported_value(owners[0], scope, node.value.value, node.attr.value)
+        elif owners and len(owners) == 1 and owners[0].kind == DefKind.CLASS:
+            return _class_constant(owners[0].node, node.attr.value)  # ``Defaults.HEADS``
     return UNKNOWN
+
+
+def _class_constant(cls: cst.ClassDef, attr: str):
+    """The literal a class body assigns once to ``attr`` (``class Defaults:
+    HEADS = 3``: probe AC's AC30), else UNKNOWN."""
+    found = [
+        line.value
+        for stmt in cls.body.body
+        if isinstance(stmt, cst.SimpleStatementLine)
+        for line in stmt.body
+        if isinstance(line, (cst.Assign, cst.AnnAssign))
+        and any(
+            isinstance(t, cst.Name) and t.value == attr
+            for t in ([x.target for x in line.targets] if isinstance(line, cst.Assign) else [line.target])
+        )
+    ]
+    return literal(found[0]) if len(found) == 1 and found[0] is not None else UNKNOWN
 
 
 # the class whose instance an inherited ``__init__``'s parameter is read for

@@ -298,8 +298,11 @@ class MaskMultipliedBeforeSoftmax(Rule):
         -> ... i j')`), scaled or not, that flows into a softmax
         over the last axis (`F.softmax(x, dim=-1)`, `torch.softmax`,
         `x.softmax(-1)`, an `nn.Softmax(dim=-1)` module built there or held
-        on `self`, a function of the file that only returns that softmax of
-        its first parameter, OpenFold's `softmax_no_cast(a)`), followed
+        on `self`, a function of the file, or one imported from another
+        project file, that only returns that softmax of its first parameter,
+        OpenFold's `softmax_no_cast(a)`, `return logits.softmax(dim=-1)`: a
+        file that calls it must still name a trigger word in its code, or be
+        let in by the project-aware gate, to be read at all), followed
         through locals, `scores = scores * ...`
         rebindings, augmented assignments and in-place methods.
 

@@ -33,7 +33,10 @@ class BatchFirstUnset(Rule):
         `batch_first` argument when, on some call in the file, the data it is fed
         is batch-first `(N, L, E)` or of unknown layout, or when the module is
         never called in the file. Any explicit value, `True` or `False`, is
-        accepted, and so is a `**kwargs` splat that may carry it.
+        accepted, and so is a `**kwargs` splat that may carry it (a
+        `**asdict(cfg)` of a parameter annotated with a `@dataclass` of the
+        file carries only its fields: one without `batch_first` leaves the
+        default, probe AC's AC29).
 
         The layout of the data comes from the code only (docs/evidence.md,
         "Layout evidence"): einops patterns and `einsum` strings,
