@@ -606,3 +606,24 @@ def test_a_constant_of_a_class_body():
     # assigned twice in the body: not a constant
     twice = source.replace("    HEADS = 3\n", "    HEADS = 3\n    HEADS = 4\n")
     assert _rows(twice, ["MHA101"]) == []
+
+
+def test_a_constant_of_a_class_body_of_another_file(tmp_path):
+    # probe AC's AC30 in its package form: ``from .config import Defaults``
+    pkg = write_package(
+        tmp_path / "pkg",
+        {
+            "config.py": "class Defaults:\n    WIDTH = 48\n    HEADS = WIDTH // 16\n",
+            "layers.py": (
+                "import torch.nn as nn\n"
+                "from .config import Defaults\n"
+                "class SummaryLayer(nn.TransformerEncoderLayer):\n"
+                "    def __init__(self):\n"
+                "        super().__init__(Defaults.WIDTH, Defaults.HEADS, batch_first=True)\n"
+            ),
+        },
+    )
+    status, found = flake8_run(str(pkg / "layers.py"), select="MHA101")
+    assert (status, [(f.line, f.col, f.code) for f in found]) == (1, [(5, 9, "MHA101")])
+    (pkg / "config.py").write_text("class Defaults:\n    WIDTH = 48\n    HEADS = 4\n")
+    assert flake8_run(str(pkg / "layers.py"), select="MHA101") == (0, [])

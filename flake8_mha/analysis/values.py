@@ -147,7 +147,9 @@ def _class_constant(cls: cst.ClassDef, attr: str):
         if isinstance(line, (cst.Assign, cst.AnnAssign))
         and any(
             isinstance(t, cst.Name) and t.value == attr
-            for t in ([x.target for x in line.targets] if isinstance(line, cst.Assign) else [line.target])
+            for t in (
+                [x.target for x in line.targets] if isinstance(line, cst.Assign) else [line.target]
+            )
         )
     ]
     return literal(found[0]) if len(found) == 1 and found[0] is not None else UNKNOWN

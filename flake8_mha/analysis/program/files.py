@@ -40,7 +40,7 @@ from .tables import valid_table
 
 MAX_REEXPORT_HOPS = 3
 MAX_BASE_HOPS = 6  # classes followed up to ``nn.Module`` (``Project.module_class``)
-CONSTANTS_VERSION = 1
+CONSTANTS_VERSION = 2
 _FUNCTIONS = (ast.FunctionDef, ast.AsyncFunctionDef)
 _DOTTED = (ast.Name, ast.Attribute)  # a name a use can read as dotted
 
@@ -678,8 +678,8 @@ class ProjectFiles(Composing):
         names (``from .config import WIDTH``: level 1, ``config.WIDTH``), when
         it is one of a project file; else None."""
         loc = self._defined((level, dotted))
-        if loc is None or "." in loc[1]:
-            return None
+        if loc is None or loc[1].count(".") > 1:
+            return None  # ``Defaults.HEADS``: a constant of a class body (``module_constants``)
         table = self.constants(loc[0])
         return (table[loc[1]],) if loc[1] in table else None
 

@@ -23,7 +23,8 @@ _ARITHMETIC = {
 
 def module_constants(tree: ast.Module) -> Dict[str, object]:
     """``{name: value}`` for the names a module assigns exactly once, at its
-    top level, to a number or bool or arithmetic on earlier such names."""
+    top level, to a number or bool or arithmetic on earlier such names; and
+    ``Class.NAME`` for such names of a top-level class's body."""
     counts: Dict[str, int] = {}
     for node in statements(tree):
         for target in _assigned(node):
@@ -40,6 +41,28 @@ def module_constants(tree: ast.Module) -> Dict[str, object]:
                 value = _number(node.value, out)
                 if value is not None:
                     out[name] = value
+        elif isinstance(node, ast.ClassDef) and counts.get(node.name, 0) == 0:
+            out.update(_class_constants(node, out))
+    return out
+
+
+def _class_constants(cls: ast.ClassDef, known: Dict[str, object]) -> Dict[str, object]:
+    """``{"Defaults.HEADS": 3}`` for the names a class body assigns exactly
+    once to a number, a bool, or arithmetic on the module's constants and
+    its own (probe AC's AC30)."""
+    counts: Dict[str, int] = {}
+    for node in cls.body:
+        for target in _assigned(node):
+            counts[target] = counts.get(target, 0) + 1
+    out: Dict[str, object] = {}
+    local = dict(known)  # the body's own names shadow the module's
+    for node in cls.body:
+        if isinstance(node, (ast.Assign, ast.AnnAssign)) and node.value is not None:
+            names = _assigned(node)
+            if len(names) == 1 and counts.get(names[0]) == 1:
+                value = _number(node.value, local)
+                if value is not None:
+                    out[f"{cls.name}.{names[0]}"] = local[names[0]] = value
     return out
 
 
