@@ -201,3 +201,11 @@ def static_kind(func: cst.FunctionDef) -> str:
         if isinstance(d, cst.Name) and d.value in ("staticmethod", "classmethod"):
             return d.value
     return "method"
+
+
+def is_property(func: cst.FunctionDef) -> bool:
+    """A method under ``@property``: an attribute read runs it."""
+    return any(
+        isinstance(d.decorator, cst.Name) and d.decorator.value == "property"
+        for d in func.decorators
+    )

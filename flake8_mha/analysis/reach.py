@@ -24,6 +24,7 @@ import libcst as cst
 from ..core import torch_api
 from . import tree
 from .bound import Bound, Instance
+from .classes import is_property
 from .flow import DefKind, Env, lookup, scope_appends
 from .tree import choices, walk
 from .values import UNKNOWN, literal
@@ -646,10 +647,7 @@ def property_held(res, node: cst.Attribute, env, scope, leaf, depth: int) -> Opt
     self._cross``: probe AC's AC23): what that return holds."""
     owner = res.self_class(node, env, scope)
     method = res.method_of(owner, node.attr.value) if owner is not None else None
-    if method is None or not any(
-        isinstance(d.decorator, cst.Name) and d.decorator.value == "property"
-        for d in method.decorators
-    ):
+    if method is None or not is_property(method):
         return None
     fscope = res.flow.functions.get(id(method))
     if fscope is None or len(fscope.returns) != 1:

@@ -16,6 +16,7 @@ import libcst as cst
 
 from ..program.local_names import function_key
 from ..program.callgraph import FileCalls, bind_call, frame_for  # noqa: F401  (the package's names for them)
+from ..classes import is_property
 from ..flow import ClassInfo, Def, Env, Scope, children, lookup
 from ..splats import element, expand_call
 from ..tree import is_none
@@ -28,13 +29,6 @@ MAX_HELPER_FRAMES = 4
 
 
 MAX_HOLDER_DEPTH = 24  # an object's attribute read inside another's: give up past it
-
-
-def _is_property(func: cst.FunctionDef) -> bool:
-    return any(
-        isinstance(d.decorator, cst.Name) and d.decorator.value == "property"
-        for d in func.decorators
-    )
 
 
 class Frame:
@@ -332,7 +326,7 @@ class Calls(FileCalls):
             return join_all([self._def(d, At(d.env, d.scope, None, at.depth + 1)) for d in defs])
         method = self.resolver.method_of(cls, attr)
         fscope = self.flow.functions.get(id(method)) if method is not None else None
-        if fscope is None or len(fscope.returns) != 1 or not _is_property(method):
+        if fscope is None or len(fscope.returns) != 1 or not is_property(method):
             return None
         ret, renv = fscope.returns[0]
         return self.eval(ret, At(renv, fscope, None, at.depth + 1))
