@@ -627,3 +627,102 @@ def test_a_constant_of_a_class_body_of_another_file(tmp_path):
     assert (status, [(f.line, f.col, f.code) for f in found]) == (1, [(5, 9, "MHA101")])
     (pkg / "config.py").write_text("class Defaults:\n    WIDTH = 48\n    HEADS = 4\n")
     assert flake8_run(str(pkg / "layers.py"), select="MHA101") == (0, [])
+
+
+def test_probe_ad_look_alikes_stay_silent(tmp_path):
+    # LA03a: a helper of another file returns the swap (sequence-first) the layer reads
+    pkg = write_package(
+        tmp_path / "days",
+        {
+            "helpers.py": (
+                "def day_summary(h):\n"
+                "    B, T, N, D = h.shape\n"
+                "    return h.mean(2).transpose(0, 1)  # (T, B, D)\n"
+            ),
+            "model.py": (
+                "import torch.nn as nn\n"
+                "from .helpers import day_summary\n"
+                "class DayContext(nn.Module):\n"
+                "    def __init__(self):\n"
+                "        super().__init__()\n"
+                "        self.layer = nn.TransformerEncoderLayer(32, 4, dim_feedforward=64, dropout=0.0)\n"
+                "    def forward(self, h):\n"
+                "        return self.layer(day_summary(h))\n"
+            ),
+        },
+    )
+    assert flake8_run(str(pkg), select="MHA0,MHA1") == (0, [])
+    # LA09a: one KV head (multi-query) tiled by a helper agrees with enable_gqa
+    mqa = (
+        "import torch.nn as nn\n"
+        "import torch.nn.functional as F\n"
+        "def tile_kv(t, n_rep):\n"
+        "    return t.repeat(1, n_rep, 1, 1)\n"
+        "class MultiQueryAttention(nn.Module):\n"
+        "    def __init__(self, d_model, n_heads, head_dim):\n"
+        "        super().__init__()\n"
+        "        self.n_heads, self.head_dim = n_heads, head_dim\n"
+        "        self.wq = nn.Linear(d_model, n_heads * head_dim)\n"
+        "        self.wk = nn.Linear(d_model, head_dim)\n"
+        "    def forward(self, x):\n"
+        "        B, L, _ = x.shape\n"
+        "        q = self.wq(x).view(B, L, self.n_heads, self.head_dim).transpose(1, 2)\n"
+        "        k = self.wk(x).view(B, L, 1, self.head_dim).transpose(1, 2)\n"
+        "        fused = F.scaled_dot_product_attention(q, k, k, enable_gqa=True)\n"
+        "        k = tile_kv(k, self.n_heads)\n"
+        "        return fused, F.scaled_dot_product_attention(q, k, k)\n"
+    )
+    assert _rows(mqa, ["MHA013", "MHA904"]) == []
+    # with two KV heads the same helper tiles wrongly: reported
+    two = mqa.replace("view(B, L, 1, self.head_dim)", "view(B, L, 2, self.head_dim)")
+    assert [r[2] for r in _rows(two, ["MHA013"])] == ["MHA013"]
+    # LA12b: an odd head count only ever used for cross-attention loses no fastpath
+    cross = (
+        "import torch.nn as nn\n"
+        "class CrossBlock(nn.Module):\n"
+        "    def __init__(self, dim, heads):\n"
+        "        super().__init__()\n"
+        "        self.attn = nn.MultiheadAttention(dim, heads, batch_first=True)\n"
+        "    def forward(self, x, memory):\n"
+        "        return self.attn(x, memory, memory, need_weights=False)[0]\n"
+        "block = CrossBlock(96, 3)\n"
+    )
+    assert _rows(cross, ["MHA101"]) == []
+    selfattn = cross.replace("self.attn(x, memory, memory,", "self.attn(x, x, x,")
+    assert _rows(selfattn, ["MHA101"]) == [(8, 9, "MHA101")]
+    # LA12c: a pooling query of one position, scaled at its creation
+    pool = (
+        "import torch\n"
+        "import torch.nn as nn\n"
+        "class AttentionPool(nn.Module):\n"
+        "    def __init__(self, dim, heads):\n"
+        "        super().__init__()\n"
+        "        self.query = nn.Parameter(torch.randn(1, 1, dim) * 0.02)\n"
+        "        self.attn = nn.MultiheadAttention(dim, heads, batch_first=True)\n"
+        "    def forward(self, h, pad_mask):\n"
+        "        q = self.query.expand(h.size(0), -1, -1)\n"
+        "        out, _ = self.attn(q, h, h, key_padding_mask=pad_mask)\n"
+        "        return out[:, 0]\n"
+    )
+    assert _rows(pool, ["MHA102"]) == []
+    assert _rows(pool.replace("randn(1, 1, dim)", "randn(1, 4, dim)"), ["MHA102"]) == [
+        (10, 18, "MHA102")
+    ]
+
+
+def test_keys_and_values_split_by_a_lambda_over_the_pair():
+    # release review 31 (spear-tts): ``k, v = map(lambda t: repeat(t, ...), (k, v))``
+    source = (
+        "import torch.nn.functional as F\n"
+        "from einops import repeat\n"
+        "def attend(q, k, v, fused):\n"
+        "    if fused:\n"
+        "        return F.scaled_dot_product_attention(q, k, v, enable_gqa=True)\n"
+        "    heads, kv_heads = q.shape[1], k.shape[1]\n"
+        "    if kv_heads < heads:\n"
+        "        k, v = map(lambda t: repeat(t, 'b h ... -> b (g h) ...', g=heads // kv_heads), (k, v))\n"
+        "    return F.scaled_dot_product_attention(q, k, v)\n"
+    )
+    assert _rows(source, ["MHA013"]) == [(8, 30, "MHA013")]
+    grouped = source.replace("'b h ... -> b (g h) ...'", "'b h ... -> b (h g) ...'")
+    assert _rows(grouped, ["MHA013", "MHA904"]) == []

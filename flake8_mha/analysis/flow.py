@@ -213,6 +213,34 @@ def lookup(name: str, env: Env, scope: Optional[Scope]) -> Tuple[Def, ...]:
 _COMPREHENSIONS = (cst.ListComp, cst.SetComp, cst.GeneratorExp, cst.DictComp)
 
 
+def _mapped_over(lam: cst.Lambda, parents, env, scope):
+    """(the parameter's name, the sequence) of a one-parameter lambda that is
+    the first argument of the builtin ``map`` over one literal tuple or list
+    (spear-tts' ``k, v = map(lambda t: repeat(t, ...), (k, v))``, release
+    review 31): read as the generator ``(... for t in (k, v))``."""
+    up = [n for n in parents[-2:] if not isinstance(n, cst.Arg)]  # an argument's call
+    call = up[-1] if up else None
+    p = lam.params
+    if (
+        not isinstance(call, cst.Call)
+        or not isinstance(call.func, cst.Name)
+        or call.func.value != "map"
+        or len(call.args) != 2
+        or call.args[0].value is not lam
+        or any(a.star or a.keyword is not None for a in call.args)
+        or not isinstance(call.args[1].value, (cst.Tuple, cst.List))
+        or len(p.params) != 1
+        or p.params[0].default is not None
+        or p.posonly_params
+        or p.kwonly_params
+        or not isinstance(p.star_arg, cst.MaybeSentinel)
+        or p.star_kwarg is not None
+        or lookup("map", env, scope)
+    ):
+        return None
+    return p.params[0].name, call.args[1].value
+
+
 class FlowPass:
     """Walks a module once; fills scopes, classes and call sites."""
 
@@ -577,6 +605,13 @@ class FlowPass:
             self.calls.append(CallSite(node, env, scope, self._conds, tuple(parents), self._stmt))
             self._register_buffer(node, env, scope)
         elif t is cst.Lambda:
+            mapped = _mapped_over(node, parents, env, scope)
+            if mapped is not None:  # ``map(lambda t: ..., (k, v))``: ``t`` runs over the tuple
+                parents.append(node)
+                lenv = self.bind(mapped[0], Def(DefKind.FOR, mapped[1], env, scope), env, scope)
+                self.expr(node.body, lenv, scope)
+                parents.pop()
+                return
             lenv = env
             made = []
             for p in _all_params(node.params):

@@ -46,6 +46,7 @@ from .heads import (
     name_role,
     names_of,
 )
+from .bound import passed
 from .values import UNKNOWN, literal, value_of
 
 TILE = "tile"
@@ -288,11 +289,36 @@ class GqaAnalysis:
             decided,
             deciding + [site.node],
         )
-        if exp.n_kv() == 1:
+        if exp.n_kv() == 1 or self._one_head_handed(recv, site, p):
             return None  # one KV head (multi-query): tiling and grouping agree
         if not self._is_kv(recv, site, layout):
             return None
         return exp
+
+    def _one_head_handed(self, recv, site: CallSite, axis: int) -> bool:
+        """``recv`` is a parameter of the function around ``site``, and every
+        call of that function in the file hands it a tensor of one head on
+        ``axis`` (probe AD's ``tile_kv(k, n)`` of a multi-query key)."""
+        func = site.function
+        if not isinstance(recv, cst.Name) or func is None:
+            return False
+        params = [p.name.value for p in func.params.params]
+        defs = lookup(recv.value, site.env, site.scope)
+        if recv.value not in params or len(defs) != 1 or defs[0].kind != "param":
+            return False
+        index = params.index(recv.value)
+        resolver = self.ctx.resolver
+        seen = 0
+        for call in self.ctx.flow.calls:
+            if resolver.own_function(call.node, call.env, call.scope) is not func:
+                continue
+            skip = 1 if isinstance(call.node.func, cst.Attribute) and params[:1] == ["self"] else 0
+            arg = passed(call.node, index - skip, recv.value)
+            layout = self.layouts.of(arg, call.env, call.scope) if arg is not None else None
+            if layout is None or axis >= layout.rank or layout.axes[axis].value() != 1:
+                return False
+            seen += 1
+        return seen > 0
 
     def _is_kv(self, recv: cst.CSTNode, site: CallSite, layout: Optional[Layout]) -> bool:
         names = names_of(recv) + (layout.names if layout is not None else [])

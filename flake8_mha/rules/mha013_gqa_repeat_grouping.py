@@ -143,19 +143,21 @@ def helper_expansions(ctx) -> List[Expansion]:
             continue
         form = helper.form
         name = code_text(ctx, call.func)
-        got.append(
-            Expansion(
-                form["kind"],
-                form["via"],
-                site,
-                form.get("head_axis"),
-                form.get("rank"),
-                helper.args.get(form.get("factor") or ""),
-                tensor=tensor[0],
-                decided=HELPER,
-                deciding=[call],
-            )
+        exp = Expansion(
+            form["kind"],
+            form["via"],
+            site,
+            form.get("head_axis"),
+            form.get("rank"),
+            helper.args.get(form.get("factor") or ""),
+            analysis.layouts.of(call.args[0].value, site.env, site.scope),
+            tensor=tensor[0],
+            decided=HELPER,
+            deciding=[call],
         )
+        if exp.n_kv() == 1:
+            continue  # one KV head handed in (multi-query): tiling and grouping agree
+        got.append(exp)
         got[-1].helper = f"{name}() at {helper.where}:{form['line']}"  # type: ignore[attr-defined]
     return got
 
@@ -220,11 +222,16 @@ class GqaRepeatGrouping(_Tiling):
           axis, the expanded axis must be it.
         - The tensor must be a key or value: named so (`k`, `v`, `key_states`,
           `xk`, `past_key`, ...) somewhere along its definitions, or the first
-          argument of a helper named like `repeat_kv`.
+          argument of a helper named like `repeat_kv`; the name of a generator
+          over the pair (`(repeat(t, ...) for t in (k, v))`) counts, and so
+          does a one-parameter lambda mapped over it (`map(lambda t:
+          repeat(t, ...), (k, v))`, spear-tts; release review 31).
         - Never reported: axis 0 (the batch: beams), a factor named like a beam,
           batch or sample count, a sequence length or the query head count
           (multi-query, where one KV head makes tiling and grouping agree), a KV
-          head count statically 1, the last axis, a tensor whose layout puts the
+          head count statically 1 (also a helper's parameter every call of it
+          hands one head, or a helper of another file handed one: probe AD's
+          `tile_kv(k, n_heads)` of a multi-query key), the last axis, a tensor whose layout puts the
           heads elsewhere, and files that do not import torch.
         - "Groups the other way" is decided per file: any SDPA call whose
           `enable_gqa` is not statically False, or any grouping expansion found

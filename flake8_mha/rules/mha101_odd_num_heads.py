@@ -62,7 +62,9 @@ class OddNumHeads(Rule):
         - Silent when every call of an `nn.MultiheadAttention` gives it a
           query that is another tensor than its key (`attn(x, memory,
           memory)`): the fastpath takes self-attention only, so the head count
-          changes nothing (kairos-fm's cross-attention).
+          changes nothing (kairos-fm's cross-attention); also when the head
+          count is the class's constructor parameter and the module kept on
+          `self` is only ever called so (probe AD's `CrossBlock(96, 3)`).
         - Silent when another setting written at the construction already keeps
           the fastpath off, whatever the head count (TORCH_FACTS, "fastpath"):
           an explicit `batch_first=False`, `bias=False`, `add_bias_kv=True`,

@@ -23,6 +23,7 @@ from ..tree import is_none
 from ..values import literal
 from .comments import DocLine
 from .padded_ids import compared, read_compared
+from .helper_forms import read_stated, read_swap
 from .domain import (
     BATCH,
     CHANNEL,
@@ -354,7 +355,9 @@ class LayoutCalls:
         if found is not None:
             return self._helper(found, node, env, scope, frame, depth)
         if isinstance(func, cst.Name) and node.args:
-            got = self._swap_helper(node, env, scope, frame, depth)
+            got = self._swap_helper(node, env, scope, frame, depth) or self._stated_helper(
+                node, env, scope
+            )
             if got is not None:
                 return got
         chosen = self.chosen_methods(node, env, scope)
@@ -376,7 +379,7 @@ class LayoutCalls:
         swaps the first two axes of its parameter (``def to_time_major(x):
         return x.transpose(0, 1)``): the swap, of the caller's argument, at
         the call (its line is the evidence)."""
-        got = self._helper_form(node, env, scope, "layout-swap", _read_swap)
+        got = self._helper_form(node, env, scope, "layout-swap", read_swap)
         if got is None:
             return None
         arg = got.args.get(got.form["params"][0])
@@ -394,6 +397,20 @@ class LayoutCalls:
         if inner is None:
             return self.swap_layout(node)  # the call itself is what the module is fed
         return transform(inner, "transpose", made, node)
+
+    def _stated_helper(self, node: cst.Call, env, scope) -> Optional[Layout]:
+        """A call of a helper another project file defines whose one return
+        has a layout its own file states (``return h.mean(2).transpose(0, 1)
+        # (T, B, D)``: probe AD's LA03a), whatever it is handed: that layout,
+        its evidence in the helper's file."""
+        got = self._helper_form(node, env, scope, "layout-stated", read_stated)
+        if got is not None and got.form.get("swap") is True:
+            return self.swap_layout(node)  # an axis swap of what it computes: the conversion
+        if got is None or not got.form.get("roles"):
+            return None
+        form = got.form
+        where = (got.where or "", form.get("line"), form.get("code", ""))
+        return Layout(tuple(form["roles"]), node, form.get("how", "helper"), origin=where)
 
     def _helper_form(self, node: cst.Call, env, scope, salt: str, read):
         """``helper_form`` of the project for a helper another project file
@@ -756,35 +773,6 @@ class LayoutCalls:
 def _attr_name(node) -> Optional[str]:
     if isinstance(node, cst.Attribute):
         return node.attr.value  # self.num_heads, cfg.d_model
-    return None
-
-
-def _read_swap(ctx, func: cst.FunctionDef, fscope) -> Optional[dict]:
-    """The layout's reading of a helper, in its own file: its one return is
-    ``p.transpose(0, 1)``, ``p.permute(1, 0, 2)``, ``p.swapaxes(0, 1)`` or
-    ``rearrange(p, "b n d -> n b d")`` of its parameter ``p``."""
-    if len(fscope.returns) != 1:
-        return None
-    ret = fscope.returns[0][0]
-    if not isinstance(ret, cst.Call):
-        return None
-    params = {x.name.value for x in (*func.params.posonly_params, *func.params.params)}
-    f = ret.func
-    if isinstance(f, cst.Attribute) and isinstance(f.value, cst.Name):
-        if f.value.value in params and is_swap(ret, f.attr.value):
-            return {"params": [f.value.value]}
-        return None
-    if isinstance(f, (cst.Name, cst.Attribute)) and len(ret.args) == 2:
-        name = f.attr.value if isinstance(f, cst.Attribute) else f.value
-        data, pattern = ret.args[0].value, ret.args[1].value
-        if (
-            name == "rearrange"
-            and isinstance(data, cst.Name)
-            and data.value in params
-            and isinstance(pattern, cst.SimpleString)
-            and is_swap_pattern(pattern.evaluated_value or "")
-        ):
-            return {"params": [data.value]}
     return None
 
 

@@ -50,6 +50,10 @@ def sizes_table(
             continue
         funcs[node.name] = (func, skip, None)
         entries = _entries(func, skip, torch_names, constants)
+        if isinstance(node, ast.ClassDef):
+            for entry in entries:  # kept on ``self`` and only ever given another key
+                if entry["module"] == "MultiheadAttention" and not entry["fastpath_off"]:
+                    entry["fastpath_off"] = _cross_only(node, entry["line"])
         if entries:
             out[node.name] = entries
     for _ in range(MAX_NESTING):  # a function or class that hands its sizes on
@@ -356,6 +360,38 @@ def _settings(call: ast.Call, spec) -> Dict[str, Optional[bool]]:
             d = spec.init.default(name) if spec.init.has_default(name) else None
             out[name] = d if type(d) is bool else None
     return out
+
+
+def _cross_only(cls: ast.ClassDef, line: int) -> bool:
+    """The ``nn.MultiheadAttention`` built at ``line`` and kept on ``self``
+    is called in the class, and every call's query is a name other than its
+    key (probe AD's cross-attention block): torch's fastpath takes
+    self-attention only, whatever the head count."""
+    attrs = {
+        t.attr
+        for n in ast.walk(cls)
+        if isinstance(n, ast.Assign) and getattr(n.value, "lineno", None) == line
+        for t in n.targets
+        if isinstance(t, ast.Attribute) and isinstance(t.value, ast.Name) and t.value.id == "self"
+    }
+    if len(attrs) != 1:
+        return False
+    (attr,) = attrs
+    calls = [
+        n
+        for n in ast.walk(cls)
+        if isinstance(n, ast.Call)
+        and isinstance(n.func, ast.Attribute)
+        and n.func.attr == attr
+        and isinstance(n.func.value, ast.Name)
+        and n.func.value.id == "self"
+    ]
+    return bool(calls) and all(
+        len(c.args) >= 2
+        and all(isinstance(a, ast.Name) for a in c.args[:2])
+        and c.args[0].id != c.args[1].id
+        for c in calls
+    )
 
 
 def _fastpath_off(call: ast.Call, spec) -> bool:

@@ -1,0 +1,89 @@
+"""What the layout reads of a helper of another project file, in the
+helper's own file (``program/returns.py``'s ``helper_reading``): a return
+that swaps the first two axes of a parameter (``read_swap``), or a return
+whose layout that file states, or a swap of data of unknown layout
+(``read_stated``).  Small JSON forms, kept in the results cache by the
+helper file's bytes."""
+
+from __future__ import annotations
+
+from typing import Optional
+
+import libcst as cst
+
+from .comments import DocLine
+from .domain import is_swap, is_swap_pattern
+
+
+def read_swap(ctx, func: cst.FunctionDef, fscope) -> Optional[dict]:
+    """The layout's reading of a helper, in its own file: its one return is
+    ``p.transpose(0, 1)``, ``p.permute(1, 0, 2)``, ``p.swapaxes(0, 1)`` or
+    ``rearrange(p, "b n d -> n b d")`` of its parameter ``p``."""
+    if len(fscope.returns) != 1:
+        return None
+    ret = fscope.returns[0][0]
+    if not isinstance(ret, cst.Call):
+        return None
+    params = {x.name.value for x in (*func.params.posonly_params, *func.params.params)}
+    f = ret.func
+    if isinstance(f, cst.Attribute) and isinstance(f.value, cst.Name):
+        if f.value.value in params and is_swap(ret, f.attr.value):
+            return {"params": [f.value.value]}
+        return None
+    if isinstance(f, (cst.Name, cst.Attribute)) and len(ret.args) == 2:
+        name = f.attr.value if isinstance(f, cst.Attribute) else f.value
+        data, pattern = ret.args[0].value, ret.args[1].value
+        if (
+            name == "rearrange"
+            and isinstance(data, cst.Name)
+            and data.value in params
+            and isinstance(pattern, cst.SimpleString)
+            and is_swap_pattern(pattern.evaluated_value or "")
+        ):
+            return {"params": [data.value]}
+    return None
+
+
+def read_stated(ctx, func: cst.FunctionDef, fscope) -> Optional[dict]:
+    """The layout's reading of a helper, in its own file: its one return's
+    layout as that file states it (its parameters unknown), batch-first or
+    sequence-first, or ``swap`` for an axis swap of data of unknown layout
+    (read at a module's call as the conversion, as in one file); ``params``
+    empty."""
+    from . import analysis_for  # the package's analysis, asked lazily
+
+    if len(fscope.returns) != 1:
+        return None
+    ret, renv = fscope.returns[0]
+    evaluator = analysis_for(ctx).evaluator
+    got = evaluator.eval(ret, renv, fscope, None, 0)
+    f = ret.func if isinstance(ret, cst.Call) else None
+    if got is None and isinstance(f, cst.Attribute) and is_swap(ret, f.attr.value):
+        if _says_nothing(evaluator.eval(f.value, renv, fscope, None, 0)):
+            return {"params": [], "swap": True}  # a swap of data of unknown layout, as in one file
+    if got is None or got.batch_first is None or got.conforms or got.origin is not None:
+        return None
+    from ...core.positions import line_of
+
+    return {
+        "params": [],
+        "roles": list(got.roles),
+        "how": got.how,
+        "line": line_of(ctx.module, ret),  # a comment has no line of its own: the return's
+        "code": _evidence_text(ctx, got.node),
+    }
+
+
+def _evidence_text(ctx, node) -> str:
+    if isinstance(node, (cst.Comment, DocLine)):
+        return node.value.strip()[:60]
+    try:
+        return ctx.module.code_for_node(node).strip()[:60] if node is not None else ""
+    except Exception:  # pragma: no cover - a node made by the analysis
+        return ""
+
+
+def _says_nothing(v) -> bool:
+    """No axis's role known (``calls.said`` of it is None): unknown, a cycle,
+    or a layout that names no role."""
+    return v is None or (not v.conforms and not v.disagree and all(r is None for r in v.roles))
