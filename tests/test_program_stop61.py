@@ -726,3 +726,18 @@ def test_keys_and_values_split_by_a_lambda_over_the_pair():
     assert _rows(source, ["MHA013"]) == [(8, 30, "MHA013")]
     grouped = source.replace("'b h ... -> b (g h) ...'", "'b h ... -> b (h g) ...'")
     assert _rows(grouped, ["MHA013", "MHA904"]) == []
+
+
+def test_a_size_from_a_dict_the_module_writes_out():
+    # probe AD's AD24: ``QUERY_CFG = dict(dim=96, heads=3)``, ``QUERY_CFG["heads"]``
+    source = (
+        "import torch.nn as nn\n"
+        "QUERY_CFG = dict(dim=96, heads=3, ff=192)\n"
+        "layer = nn.TransformerEncoderLayer(QUERY_CFG['dim'], QUERY_CFG['heads'],"
+        " QUERY_CFG['ff'], dropout=0.0, batch_first=True)\n"
+    )
+    assert _rows(source, ["MHA101"]) == [(3, 9, "MHA101")]
+    changed = source + "QUERY_CFG['heads'] = 4\n"  # changed in place: not known
+    assert _rows(changed, ["MHA101"]) == []
+    literal = source.replace("dict(dim=96, heads=3, ff=192)", "{'dim': 96, 'heads': 4, 'ff': 192}")
+    assert _rows(literal, ["MHA101"]) == []

@@ -80,6 +80,8 @@ def value_of(node: cst.CSTNode, env: Env, scope: Optional[Scope], depth: int = 0
         return _defs_value(lookup(node.value, env, scope), scope, node.value, depth)
     if t in (cst.Integer, cst.Float, cst.SimpleString):
         return literal(node)
+    if t is cst.Subscript:  # ``CFG["heads"]`` of a dict the code writes out (probe AD's AD24)
+        return _item_value(node, env, scope, depth)
     if t is cst.UnaryOperation:
         inner = value_of(node.expression, env, scope, depth + 1)
         if inner is UNKNOWN:
@@ -153,6 +155,26 @@ def _class_constant(cls: cst.ClassDef, attr: str):
         )
     ]
     return literal(found[0]) if len(found) == 1 and found[0] is not None else UNKNOWN
+
+
+def _item_value(node: cst.Subscript, env: Env, scope: Optional[Scope], depth: int):
+    """``CFG["heads"]`` of a name bound to a dict display or ``dict(...)`` of
+    known keys, never changed in place: that entry's value."""
+    from .splats import items  # a leaf module: asked lazily, as it reads flow only
+
+    key = (
+        literal(node.slice[0].slice.value)
+        if len(node.slice) == 1 and isinstance(node.slice[0].slice, cst.Index)
+        else None
+    )
+    if not isinstance(key, str):
+        return UNKNOWN
+    got = items(node.value, env, scope)
+    entries = got.get(key) if got else None
+    if not entries or len(entries) != 1:
+        return UNKNOWN
+    expr, eenv, escope = entries[0]
+    return value_of(expr, eenv, escope, depth + 1)
 
 
 # the class whose instance an inherited ``__init__``'s parameter is read for
