@@ -23,9 +23,7 @@ statements), every class header, and every definition that
   (``model = Classifier(...)`` in a training script; ``from ... import
   scaled_dot_product_attention as sdpa``);
 - shares a ``self.NAME`` attribute with kept code (the method that calls
-  ``self.attn`` that ``__init__`` builds, or that sets a value it reads);
-- is the ``__init__`` of a kept class that sets ``self.NAME`` where kept
-  code reads ``.NAME`` of some object (``holder.mask`` of a mask holder).
+  ``self.attn`` that ``__init__`` builds, or that sets a value it reads).
 
 A module-level statement of more than ``_BIG_STATEMENT`` lines is data
 (torch's ``op_db``: one list of 25,000 lines): the elements of its list,
@@ -387,8 +385,6 @@ class _Closure:
         return (
             unit.name in self.kept_dotted  # a method kept code calls
             or not unit.attrs.isdisjoint(outer.kept_attrs)  # shares self.NAME with kept code
-            # sets what kept code reads of an instance (``holder.mask`` of a mask holder)
-            or (unit.name == "__init__" and not unit.attrs.isdisjoint(self.kept_dotted))
             or "super" in unit.words  # reaches the relevant bases
             or unit.name
             in ("forward", "__call__")  # what a call of the kept class's instances runs
