@@ -291,7 +291,7 @@ class ScoresAnalysis:
             x, dim = _arg(call, 0, "input"), None
         elif qn is None and isinstance(func, cst.Attribute) and func.attr.value == "softmax":
             x, dim = func.value, _arg(call, 0, "dim")
-        elif self._softmax_helper(call, site):  # OpenFold's ``softmax_no_cast(a)``
+        elif self._softmax_helper(call, site, qn):  # OpenFold's ``softmax_no_cast(a)``
             x, dim = _arg(call, 0, "t"), None
         else:
             return None
@@ -299,7 +299,7 @@ class ScoresAnalysis:
             return None
         return x
 
-    def _softmax_helper(self, call: cst.Call, site: CallSite) -> bool:
+    def _softmax_helper(self, call: cst.Call, site: CallSite, qn: Optional[str]) -> bool:
         """A function whose one statement returns the softmax of its first
         parameter over the last axis (``def softmax_no_cast(t, dim=-1):
         return F.softmax(t, dim=dim)``, ``return t.softmax(dim=-1)``), of this
@@ -311,7 +311,10 @@ class ScoresAnalysis:
             call.func, site.env, site.scope
         ):
             return False  # a method: not read as a softmax
-        from .program.returns import helper_reading  # the program layer, asked lazily
+        from .program.returns import helper_reading, may_be_helper  # asked lazily
+
+        if not may_be_helper(qn):
+            return False  # torch's, einops': no helper of the project
 
         try:
             got = helper_reading(self.ctx, call, site.env, site.scope, "softmax", softmax_of_first)

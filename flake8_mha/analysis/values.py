@@ -167,14 +167,25 @@ def _item_value(node: cst.Subscript, env: Env, scope: Optional[Scope], depth: in
         if len(node.slice) == 1 and isinstance(node.slice[0].slice, cst.Index)
         else None
     )
-    if not isinstance(key, str):
+    if not isinstance(key, str) or not isinstance(node.value, cst.Name):
         return UNKNOWN
+    defs = lookup(node.value.value, env, scope)
+    if not defs or not all(d.kind == DefKind.ASSIGN and _dict_made(d.node) for d in defs):
+        return (
+            UNKNOWN  # cheap first: only a name bound to dicts is read (and its changes looked for)
+        )
     got = items(node.value, env, scope)
     entries = got.get(key) if got else None
     if not entries or len(entries) != 1:
         return UNKNOWN
     expr, eenv, escope = entries[0]
     return value_of(expr, eenv, escope, depth + 1)
+
+
+def _dict_made(node) -> bool:
+    return isinstance(node, cst.Dict) or (
+        isinstance(node, cst.Call) and isinstance(node.func, cst.Name) and node.func.value == "dict"
+    )
 
 
 # the class whose instance an inherited ``__init__``'s parameter is read for

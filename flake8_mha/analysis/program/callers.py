@@ -343,15 +343,25 @@ def _read_constructions(files, cls, params, own_text, reader):
 
 def _fetched_by_name(files) -> bool:
     """Some file of ``files`` (the importers) fetches from an imported name
-    by a computed name (``_looks_up_imported``)."""
+    by a computed name (``_looks_up_imported``); each file's answer kept by
+    its size and time."""
     for name in files:
         if not _mentions(name, {"getattr("}):
             continue
         try:
-            tree = parse(read_regular(name, MAX_BYTES).decode("utf-8", "replace"))
-        except (OSError, SyntaxError, ValueError, RecursionError, MemoryError):
+            st = os.stat(name)
+        except OSError:
             return True
-        if _looks_up_imported(tree):
+        key = (name, st.st_mtime_ns, st.st_size)
+        if key not in _FETCHED:
+            if len(_FETCHED) > 4096:
+                _FETCHED.clear()
+            try:
+                tree = parse(read_regular(name, MAX_BYTES).decode("utf-8", "replace"))
+                _FETCHED[key] = _looks_up_imported(tree)
+            except (OSError, SyntaxError, ValueError, RecursionError, MemoryError):
+                _FETCHED[key] = True
+        if _FETCHED[key]:
             return True
     return False
 
@@ -378,6 +388,7 @@ def _looks_up_imported(tree) -> bool:
 
 
 _INDEXES: Dict[tuple, Optional[Index]] = {}
+_FETCHED: Dict[tuple, bool] = {}  # (file, time, size) -> ``_looks_up_imported`` of it
 _CALLS: Dict[tuple, tuple] = {}
 MAX_CALLER_FILES = 400  # more files than this import the callee: its callers are not settled
 
