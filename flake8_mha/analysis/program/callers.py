@@ -21,6 +21,7 @@ from . import import_lines
 from .files import ProjectFiles, project_root
 from .call_index import FIRST, RETURNED, Call, Index
 from .built import MISSING, Forwarded, built_in
+from .lookups import fetched_by_name, looks_up_imported
 from .signatures import UNKNOWN, ImportedConstant, init_signature, literal, parse
 
 MAX_HOPS = 3  # importer of an importer of ...: chains are rarely longer
@@ -330,7 +331,7 @@ def _read_constructions(files, cls, params, own_text, reader):
             tree = parse(text)
         except (SyntaxError, ValueError, RecursionError, MemoryError):
             return None
-        if looked_up and _looks_up_imported(tree):
+        if looked_up and looks_up_imported(tree):
             return None  # a class of the module fetched by a name the code computes (probe AC)
         if cls not in text:
             continue
@@ -341,54 +342,7 @@ def _read_constructions(files, cls, params, own_text, reader):
     return out
 
 
-def _fetched_by_name(files) -> bool:
-    """Some file of ``files`` (the importers) fetches from an imported name
-    by a computed name (``_looks_up_imported``); each file's answer kept by
-    its size and time."""
-    for name in files:
-        if not _mentions(name, {"getattr("}):
-            continue
-        try:
-            st = os.stat(name)
-        except OSError:
-            return True
-        key = (name, st.st_mtime_ns, st.st_size)
-        if key not in _FETCHED:
-            if len(_FETCHED) > 4096:
-                _FETCHED.clear()
-            try:
-                tree = parse(read_regular(name, MAX_BYTES).decode("utf-8", "replace"))
-                _FETCHED[key] = _looks_up_imported(tree)
-            except (OSError, SyntaxError, ValueError, RecursionError, MemoryError):
-                _FETCHED[key] = True
-        if _FETCHED[key]:
-            return True
-    return False
-
-
-def _looks_up_imported(tree) -> bool:
-    """``getattr(m, name)`` with ``m`` an imported name and ``name`` no
-    string literal: what it fetches may be any class of that module."""
-    imported = set()
-    for node in ast.walk(tree):
-        if isinstance(node, (ast.Import, ast.ImportFrom)):
-            imported.update((a.asname or a.name).split(".")[0] for a in node.names)
-    for node in ast.walk(tree):
-        if (
-            isinstance(node, ast.Call)
-            and isinstance(node.func, ast.Name)
-            and node.func.id == "getattr"
-            and len(node.args) >= 2
-            and isinstance(node.args[0], ast.Name)
-            and node.args[0].id in imported
-            and not isinstance(node.args[1], ast.Constant)
-        ):
-            return True
-    return False
-
-
 _INDEXES: Dict[tuple, Optional[Index]] = {}
-_FETCHED: Dict[tuple, bool] = {}  # (file, time, size) -> ``_looks_up_imported`` of it
 _CALLS: Dict[tuple, tuple] = {}
 MAX_CALLER_FILES = 400  # more files than this import the callee: its callers are not settled
 
@@ -513,7 +467,7 @@ def _found(files, key, own_text, some=False):
     when they cannot be told; and the files read."""
     if len(files) > MAX_CALLER_FILES:
         return None, files[1:]
-    if key.endswith(".forward") and _fetched_by_name(files[1:]):
+    if key.endswith(".forward") and fetched_by_name(files[1:]):
         return None, files[1:]  # its instances may be built by ``getattr(module, name)()``
     if key.endswith(".forward"):
         words = {key.split(".")[0]}  # the class: its instances are found from its constructions
