@@ -316,7 +316,7 @@ def _imported_value(d: Def, scope: Optional[Scope], name: str, attr: Optional[st
     return UNKNOWN if got is None else got[0]
 
 
-_KWARGS_CHANGED = ("update", "setdefault", "clear", "__setitem__")
+KWARGS_CHANGED = ("update", "setdefault", "clear", "__setitem__")
 
 
 def _keyword_value(node: cst.Call, env: Env, scope: Optional[Scope], depth: int):
@@ -348,18 +348,30 @@ def _keyword_value(node: cst.Call, env: Env, scope: Optional[Scope], depth: int)
     star = fn.params.star_kwarg if isinstance(fn, cst.FunctionDef) else None
     if not isinstance(star, cst.Param) or star.name.value != name:
         return UNKNOWN
-    for n in walk(fn.body):  # ``kwargs.update(...)``, ``kwargs["k"] = v``: not what was passed
-        if isinstance(n, cst.Attribute) and isinstance(n.value, cst.Name):
-            if n.value.value == name and n.attr.value in _KWARGS_CHANGED:
-                return UNKNOWN
-        if isinstance(n, (cst.Assign, cst.AugAssign, cst.Del)):
-            targets = [t.target for t in n.targets] if isinstance(n, cst.Assign) else [n.target]
-            if any(
-                isinstance(t, cst.Subscript) and getattr(t.value, "value", None) == name
-                for t in targets
-            ):
-                return UNKNOWN
+    if kwargs_changed(fn, name):  # ``kwargs.update(...)``, ``kwargs["k"] = v``: not what was passed
+        return UNKNOWN
     return _constructed_value(defs[0], "**" + key, default)
+
+
+def kwargs_changed(
+    fn: cst.FunctionDef, name: str, methods=KWARGS_CHANGED, rebound: bool = False
+) -> bool:
+    """The function changes its ``**kwargs`` ``name``: a method of ``methods``
+    called on it (``kwargs.update(...)``), an item stored or deleted
+    (``kwargs["k"] = v``), and with ``rebound`` the name bound anew
+    (``kwargs = {...}``)."""
+    for n in walk(fn.body):
+        if isinstance(n, cst.Attribute) and isinstance(n.value, cst.Name):
+            if n.value.value == name and n.attr.value in methods:
+                return True
+        if isinstance(n, (cst.Assign, cst.AugAssign, cst.AnnAssign, cst.Del)):
+            targets = [t.target for t in n.targets] if isinstance(n, cst.Assign) else [n.target]
+            for t in targets:
+                if isinstance(t, cst.Subscript) and getattr(t.value, "value", None) == name:
+                    return True
+                if rebound and isinstance(t, cst.Name) and t.value == name:
+                    return True
+    return False
 
 
 def _constructed_value(d: Def, name: str, default=None):

@@ -6,7 +6,6 @@ from typing import Iterator
 
 from ..analysis.events import SdpaCall
 from ..analysis.masks import ADDITIVE, IGNORE, KEEP, PADDING
-from ..analysis.masks.names import DOCUMENTED
 from ._mask_rule import MaskRule
 from .base import Example, Report
 
@@ -92,7 +91,7 @@ class PaddingMaskNotBroadcast(MaskRule):
         sink, mask = got
         if mask.shape != PADDING:
             return
-        told = mask.shape_origin is not None and mask.shape_origin.text.endswith(DOCUMENTED)
+        told = mask.shape_origin is not None and mask.shape_origin.docstring
         if mask.meaning not in (KEEP, IGNORE, ADDITIVE) and not told:
             return  # a docstring's (B, N) mask parameter: a mask whatever it means
         yield self._report(

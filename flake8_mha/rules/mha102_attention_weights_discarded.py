@@ -13,6 +13,7 @@ from ..analysis.flow import CallSite, DefKind, ScopeKind, lookup
 from ..analysis.program.callers import KEPT_FIRST
 from ..analysis.layout import analysis_for as layout_for
 from ..analysis.tree import walk
+from ..analysis.values import KWARGS_CHANGED, kwargs_changed
 from .autofix import Fix, FixContext, add_keyword, find_arg, register
 from ._evidence import module_call_evidence
 from .construction import init_value
@@ -659,20 +660,8 @@ def _kwargs_handed_on(site: CallSite) -> bool:
     name = star.name.value
     if not (isinstance(splats[0].value, cst.Name) and splats[0].value.value == name):
         return False
-    for node in walk(func.body):
-        if isinstance(node, (cst.AssignTarget, cst.AugAssign, cst.AnnAssign)):
-            target = node.target
-            base = target.value if isinstance(target, (cst.Subscript, cst.Attribute)) else target
-            if isinstance(base, cst.Name) and base.value == name:
-                return False  # ``kwargs = ...``, ``kwargs["need_weights"] = False``
-        if (
-            isinstance(node, cst.Attribute)
-            and isinstance(node.value, cst.Name)
-            and node.value.value == name
-            and node.attr.value in ("update", "pop", "setdefault", "clear", "__setitem__")
-        ):
-            return False
-    return True
+    # ``kwargs = ...``, ``kwargs["need_weights"] = False``, ``kwargs.pop(...)``
+    return not kwargs_changed(func, name, (*KWARGS_CHANGED, "pop"), rebound=True)
 
 
 def _function_of(site: CallSite):

@@ -22,7 +22,7 @@ from ..splats import element, expand_call
 from ..tree import is_none
 from .domain import KEEP, NONE_MASK, UNKNOWN_MASK, Mask, Origin, join_all
 from ..program.conventions import binds_padding, encoder_layer
-from .names import DOCUMENTED, documented_padding, last_name, parameter_by_name
+from .names import documented_padding, last_name, parameter_by_name
 
 MAX_CALLER_DEPTH = 3
 MAX_HELPER_FRAMES = 4
@@ -233,7 +233,7 @@ class Calls(FileCalls):
             and documented_padding(func, name)
             and not handed_by_project(self.ctx, d, name)
         ):  # ``attn_mask ... B x N`` in its docstring: a padding mask's shape
-            told = Origin(p, f"parameter {name}, {DOCUMENTED}", by_name=True)
+            told = Origin(p, f"parameter {name}, (N, S) in its docstring", True, docstring=True)
             value = replace(
                 value, layout=("N", "S"), shape_origin=told, origin=value.origin or told
             )

@@ -74,6 +74,7 @@ class Origin:
     node: cst.CSTNode
     text: str
     by_name: bool = False  # decided by a name only (a parameter called key_padding_mask)
+    docstring: bool = False  # decided by the function's docstring (``attn_mask: ... B x N``)
 
 
 @dataclass(frozen=True)

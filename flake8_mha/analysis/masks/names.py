@@ -266,9 +266,6 @@ _KEY_AXES = (
 _TWO_AXES = re.compile(r"(?:[(\[]\s*([\w.]+)\s*,\s*([\w.]+)\s*[)\]])|(?:\b(\w+)\s+x\s+(\w+)\b)")
 
 
-DOCUMENTED = "(N, S) in its docstring"  # the end of such a shape's origin text
-
-
 def documented_padding(func: cst.FunctionDef, name: str) -> bool:
     """The docstring entry of the mask parameter ``name`` gives it two axes,
     the batch and the keys (``attn_mask: ... B x N``, ``(batch, seq_len)``:

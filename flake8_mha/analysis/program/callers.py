@@ -21,7 +21,7 @@ from . import import_lines
 from .files import ProjectFiles, project_root
 from .call_index import FIRST, RETURNED, Call, Index
 from .built import MISSING, Forwarded, built_in
-from .lookups import fetched_by_name, looks_up_imported
+from .lookups import fetched_by_name
 from .signatures import UNKNOWN, ImportedConstant, init_signature, literal, parse
 
 MAX_HOPS = 3  # importer of an importer of ...: chains are rarely longer
@@ -324,17 +324,14 @@ def _read_constructions(files, cls, params, own_text, reader):
                 text = read_regular(name, MAX_BYTES).decode("utf-8", "replace")
             except OSError:
                 return None
-        looked_up = i > 0 and "getattr(" in text  # ``getattr(attn_lib, cfg.kind)()``
-        if cls not in text and not looked_up:
+        if i > 0 and fetched_by_name([name]):
+            return None  # a class of the module fetched by a name the code computes (probe AC)
+        if cls not in text:
             continue
         try:
             tree = parse(text)
         except (SyntaxError, ValueError, RecursionError, MemoryError):
             return None
-        if looked_up and looks_up_imported(tree):
-            return None  # a class of the module fetched by a name the code computes (probe AC)
-        if cls not in text:
-            continue
         found = built_in(tree, cls, params, reader, name, demo=i == 0)
         if found is None:
             return None

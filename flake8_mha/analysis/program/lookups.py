@@ -14,12 +14,12 @@ from ...core.atomic import read_regular
 from .signatures import parse
 
 MAX_BYTES = 2 * 1024 * 1024
-_FETCHED: Dict[tuple, bool] = {}  # (file, time, size) -> ``looks_up_imported`` of it
+_FETCHED: Dict[tuple, bool] = {}  # (file, time, size) -> ``_looks_up_imported`` of it
 
 
 def fetched_by_name(files: Iterable[str]) -> bool:
     """Some file of ``files`` (the importers) fetches from an imported name
-    by a computed name (``looks_up_imported``); each file's answer kept by
+    by a computed name (``_looks_up_imported``); each file's answer kept by
     its size and time."""
     for name in files:
         try:
@@ -29,7 +29,7 @@ def fetched_by_name(files: Iterable[str]) -> bool:
                 if len(_FETCHED) > 4096:
                     _FETCHED.clear()
                 data = read_regular(name, MAX_BYTES)
-                _FETCHED[key] = b"getattr(" in data and looks_up_imported(
+                _FETCHED[key] = b"getattr(" in data and _looks_up_imported(
                     parse(data.decode("utf-8", "replace"))
                 )
         except (OSError, SyntaxError, ValueError, RecursionError, MemoryError):
@@ -39,7 +39,7 @@ def fetched_by_name(files: Iterable[str]) -> bool:
     return False
 
 
-def looks_up_imported(tree) -> bool:
+def _looks_up_imported(tree) -> bool:
     """``getattr(m, name)`` with ``m`` an imported name and ``name`` no
     string literal: what it fetches may be any class of that module."""
     imported = set()
