@@ -356,12 +356,28 @@ def test_what_every_construction_passes_is_known(tmp_path):
     ("Attend()", "Attend(causal=flag)"),  # not a literal
     ("Attend()", "Attend(**kw)"),  # a splat
     ("self.cross = Attend()", "self.cross = partial(Attend, causal=False)"),  # passed around
-    ("class Encoder(nn.Module):", "class Sub(Attend):\n    pass\n\n\nclass Encoder(nn.Module):"),
+    # a subclass with an __init__ of its own that hands its arguments on splat
+    ("class Encoder(nn.Module):", "class Sub(Attend):\n    def __init__(self, *a):\n"
+     "        super().__init__(*a)\n\n\nclass Encoder(nn.Module):"),
+    # a subclass that inherits the __init__, built with what the analysis cannot read
+    ("class Encoder(nn.Module):", "class Sub(Attend):\n    pass\n\n\nsub = Sub(**kw)\n\n\n"
+     "class Encoder(nn.Module):"),
 ])
 def test_a_construction_the_analysis_cannot_read_leaves_it_unknown(tmp_path, change):
     uses = (ZOO / "uses.py").read_text().replace(*change)
     assert change[1] in uses
     assert (15, "MHA006") in _codes(_attend_package(tmp_path, uses))
+
+
+def test_a_subclass_that_inherits_the_init_is_built_as_its_base(tmp_path):
+    # probe AD's AD18: its constructions are the base's, with its parameters
+    uses = (ZOO / "uses.py").read_text()
+    sub = "class Sub(Attend):\n    pass\n\n\nclass Encoder(nn.Module):"
+    never = uses.replace("class Encoder(nn.Module):", sub)
+    assert _codes(_attend_package(tmp_path / "never", never)) == []
+    causal = never.replace("self.cross = Attend()", "self.cross = Sub(causal=True)")
+    assert "Sub(causal=True)" in causal
+    assert _codes(_attend_package(tmp_path / "causal", causal)) == [(15, "MHA006")]
 
 
 def test_a_class_never_built_in_the_project_keeps_todays_judgement(tmp_path):

@@ -68,12 +68,19 @@ def test_only_the_subclass_constructions_count(tmp_path):
 
 def test_an_init_of_its_own_or_a_subclass_leaves_the_value_unknown(tmp_path):
     """Through its own ``__init__`` (it may call ``super().__init__`` with
-    anything) or with a subclass of its own (built elsewhere, with anything),
-    the class's constructions do not settle the value: reported as before."""
+    anything) or with a subclass of its own built with what the analysis
+    cannot read, the class's constructions do not settle the value: reported
+    as before.  A subclass that inherits the ``__init__`` is built with the
+    same parameters: its constructions count as the class's (probe AD's
+    AD18), and one never built changes nothing."""
     own = "def __init__(self, dim):\n        super().__init__(dim, dropout=0.1)\n"
     assert _found(tmp_path / "a", own_init=own, build="Low(8)") == [("MHA007", 16, 16)]
     sub = "\n\nclass Lower(Low):\n    pass\n"
-    assert _found(tmp_path / "b", extra=sub) == [("MHA007", 14, 16)]
+    assert _found(tmp_path / "b", extra=sub + "\n\nmade = Lower(**cfg)\n") == [("MHA007", 14, 16)]
+    assert _found(tmp_path / "c", extra=sub) == []
+    assert _found(tmp_path / "d", extra=sub + "\n\nmade = Lower(8, dropout=0.3)\n") == [
+        ("MHA007", 14, 16)
+    ]
 
 
 def test_an_init_between_the_two_classes_leaves_it_unknown(tmp_path):

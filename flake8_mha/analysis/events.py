@@ -353,6 +353,21 @@ def is_module_class(
     return False
 
 
+def mixed_into_modules(cls: Optional[ClassInfo], resolver: Resolver, classes, project=None) -> bool:
+    """Whether ``cls``, a class of no base but ``object``, is a base only
+    of module classes of its file, one at least (``class SDPAMixin:`` mixed
+    into ``class SelfAttention(SDPAMixin, nn.Module)``, probe AE's AE14):
+    its methods run on modules alone."""
+    if cls is None or cls.base_exprs or getattr(cls.scope, "kind", None) != "module":
+        return False
+    heirs = [
+        c
+        for c in classes
+        if any(isinstance(b, cst.Name) and b.value == cls.name for b in c.base_exprs)
+    ]
+    return bool(heirs) and all(is_module_class(c, resolver, project=project) for c in heirs)
+
+
 def self_name(site: CallSite) -> Optional[str]:
     """The name of ``self`` in the method enclosing ``site``, if any."""
     func = site.function

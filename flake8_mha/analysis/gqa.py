@@ -522,8 +522,8 @@ class GqaAnalysis:
             if len(old) != 1 or len(new) != 1 or new[0] not in kwargs:
                 continue
             head = old[0]
-            if head not in known:
-                continue
+            if head not in known and head not in ins[ins.index("...") + 1 :]:
+                continue  # ``'... h d -> ... (g h) d'``: one counted from the right (ring attention)
             p = ins.index(head)
             head_expr = kwargs.get(head)
             if name_role(ident(head_expr) if head_expr is not None else head) not in (

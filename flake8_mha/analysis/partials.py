@@ -71,6 +71,23 @@ def partial_of_module(site, name, resolver):
     return instances, _merged(site.node, made.args[1:], func=held)
 
 
+def partial_of_name(call: cst.Call, env: Env, scope, resolver) -> Optional[tuple]:
+    """``make_block(72)`` where ``make_block = functools.partial(Block,
+    n_heads=16)`` is bound once: (what the partial wraps, the env and scope
+    of its binding, the call as the wrapped function receives it), for a
+    function or class of the project (a torch class is ``partial_torch``'s)."""
+    if not isinstance(call.func, cst.Name):
+        return None
+    defs = lookup(call.func.value, env, scope)
+    made = _bound_partial(defs, resolver)
+    if made is None or any(a.star for a in (*made.args, *call.args)):
+        return None
+    held = made.args[0].value
+    if not isinstance(held, (cst.Name, cst.Attribute)):
+        return None
+    return held, defs[0].env, defs[0].scope, _merged(call, made.args[1:], func=held)
+
+
 def _bound_partial(defs, resolver) -> Optional[cst.Call]:
     """The ``functools.partial(f, ...)`` call a name's one definition binds it
     to (``f`` given by position, not splat), else None."""

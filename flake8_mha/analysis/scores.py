@@ -259,11 +259,15 @@ class ScoresAnalysis:
         values = self.values_product(site)  # dear: asked last
         if values is None:
             return None
-        walk = _Walk(self, limit)
         left, right, op = got["left"], got["right"], got["op"]
-        if not self._binary(site.node, left, right, op, site.env, site.scope, walk, (), 1):
-            return None
-        if walk.product is None:
+        for by_use in (False, True):  # scores of ``q @ k``, else recognised by use (an einsum)
+            walk = _Walk(self, limit)
+            walk.by_use = by_use
+            if not self._binary(site.node, left, right, op, site.env, site.scope, walk, (), 1):
+                continue
+            if walk.product is not None:
+                break
+        else:
             return None
         for term in walk.terms:
             if term.at is site.node:
@@ -317,7 +321,9 @@ class ScoresAnalysis:
             return False  # torch's, einops': no helper of the project
 
         try:
-            got = helper_reading(self.ctx, call, site.env, site.scope, "softmax", softmax_of_first)
+            got = helper_reading(
+                self.ctx, call, site.env, site.scope, "softmax", softmax_of_first, ("softmax",)
+            )
         except RecursionError:  # pragma: no cover
             return False
         return got is not None

@@ -80,6 +80,8 @@ def decided_by_callers(events, project) -> Dict[int, Set[str]]:
         if through is not None:
             steps = through.get("chain") or [[through["file"], through["function"]]]
             followed.update(name for file, name in steps if file == own)
+    for key in list(followed):  # the other classes a held module may be
+        followed |= project.kinds_run(key) if hasattr(project, "kinds_run") else set()
     if not followed:
         return out
     for ev in events:

@@ -4,6 +4,7 @@ and unpackings that move its axes without mixing its rows."""
 from __future__ import annotations
 
 import re
+from typing import Optional
 
 import libcst as cst
 
@@ -171,3 +172,50 @@ def param_root(factor, env, scope):
         factor = factor.value if isinstance(factor, cst.Subscript) else factor.func.value
     defs = lookup(factor.value, env, scope) if isinstance(factor, cst.Name) else ()
     return (defs[0], factor.value) if len(defs) == 1 and defs[0].kind == DefKind.PARAM else None
+
+
+def zeroed_where_false(cond) -> Optional[cst.BaseExpression]:
+    """``m`` of ``~m``, ``m == 0``, ``m == False`` or ``m.logical_not()``: a
+    zero fill there zeroes where ``m`` is false (a keep-mask's padding)."""
+    if isinstance(cond, cst.UnaryOperation) and isinstance(cond.operator, cst.BitInvert):
+        return cond.expression
+    if (
+        isinstance(cond, cst.Comparison)
+        and len(cond.comparisons) == 1
+        and isinstance(cond.comparisons[0].operator, cst.Equal)
+        and isinstance(cond.comparisons[0].comparator, (cst.Integer, cst.Name))
+        and cond.comparisons[0].comparator.value in ("0", "False")
+    ):
+        return cond.left
+    if (
+        isinstance(cond, cst.Call)
+        and isinstance(cond.func, cst.Attribute)
+        and cond.func.attr.value == "logical_not"
+        and not cond.args
+    ):
+        return cond.func.value
+    return None
+
+
+MASK_SHAPING = {"unsqueeze", "float", "half", "double", "to", "type", "type_as", "bool"}
+MASK_SHAPING |= {"long", "int", "view", "reshape", "expand", "expand_as", "view_as"}
+
+
+def shaped(node) -> bool:
+    """A name (or attribute) only indexed, cast or reshaped: what a local
+    bound to it still is (``frame_mask[:, None, :, None].to(k.dtype)``; not
+    ``mask.sum(-1)``)."""
+    for _ in range(8):
+        if isinstance(node, (cst.Name, cst.Attribute)):
+            return True
+        if isinstance(node, cst.Subscript):
+            node = node.value
+        elif (
+            isinstance(node, cst.Call)
+            and isinstance(node.func, cst.Attribute)
+            and node.func.attr.value in MASK_SHAPING
+        ):
+            node = node.func.value
+        else:
+            return False
+    return False

@@ -12,6 +12,7 @@ from ..analysis.events import Construction
 from ..analysis.program.local_names import function_key
 from ..core.positions import line_of
 from ..analysis.bound import passed
+from ..analysis.partials import partial_of_name
 from ..analysis.tree import walk
 from ..analysis.values import UNKNOWN
 
@@ -95,14 +96,20 @@ def handed_sizes(ctx, site, judged=("embed", "heads")):
     ):
         return
     got = project.sized(call.func, site.env, site.scope)
-    if got is None:
-        return
+    if got is None:  # ``make_block(72)``, ``make_block = partial(Block, n_heads=16)``
+        wrapped = partial_of_name(call, site.env, site.scope, ctx.resolver)
+        if wrapped is None:
+            return
+        got = project.sized(*wrapped[:3])
+        call = wrapped[3]
+        if got is None:
+            return
     filename, callee, entries = got
     made: dict = {}  # one report per module and sizes: the lines that build it named together
     for entry in entries:
-        if not _runs(ctx, site, entry):
+        if not _runs(ctx, site, call, entry):
             continue
-        sizes = {k: _size(ctx, site, entry, entry[k]) for k in ("embed", "heads")}
+        sizes = {k: _size(ctx, site, call, entry, entry[k]) for k in ("embed", "heads")}
         if any(sizes[k] is None for k in judged):
             continue
         params = [entry[k][1] for k in judged if entry[k][0] == "param"]
@@ -139,7 +146,7 @@ def handed_sizes(ctx, site, judged=("embed", "heads")):
         yield entry, embed, heads, evidence, THROUGH.format(callee=callee, where=where)
 
 
-def _runs(ctx, site, entry: dict) -> bool:
+def _runs(ctx, site, call: cst.Call, entry: dict) -> bool:
     """Whether the call makes the construction: one under ``if p is not
     None:`` (``if p:``) runs when the call gives ``p`` a known value (a
     true one); left out, ``p`` is its default, which does not run it."""
@@ -147,7 +154,7 @@ def _runs(ctx, site, entry: dict) -> bool:
     if when is None:
         return True
     kind, p = when
-    expr = _passed_for(site.node, entry, p)
+    expr = _passed_for(call, entry, p)
     if expr is None:
         return False
     value = ctx.value(expr, site)
@@ -211,14 +218,14 @@ def judged_at_callers(ctx, ev: Construction, judged=("embed", "heads")) -> bool:
     return False
 
 
-def _size(ctx, site, entry: dict, ref: list):
+def _size(ctx, site, call: cst.Call, entry: dict, ref: list):
     """The number a size of the entry is at this call: a number of the
     callee's own, or what the call passes for the parameter (its default
     when it passes nothing)."""
     kind, x = ref
     if kind == "value":
         return x
-    expr = _passed_for(site.node, entry, x)
+    expr = _passed_for(call, entry, x)
     if expr is None:
         return entry["defaults"].get(x)
     return int_or_none(ctx.value(expr, site))

@@ -7,7 +7,7 @@ from typing import Iterator, Literal, Optional, Tuple
 import libcst as cst
 
 from ..core import torch_api
-from ..analysis.events import SdpaCall, is_module_class, self_name
+from ..analysis.events import SdpaCall, is_module_class, mixed_into_modules, self_name
 from ..analysis.flow import CallSite, DefKind, lookup, walk
 from ..analysis.values import UNKNOWN
 from .autofix import Fix, FixContext, atom, parenthesize, register, rewrite_argument
@@ -85,7 +85,10 @@ class SdpaDropoutInEval(Rule):
         - Outside a method of an `nn.Module` subclass: not reported. A class is
           one through its bases, in its file or in other files of the project
           (`SetAttention(abc.ABC, Mixin, nn.Module)` in `api/modules.py`;
-          `fixtures/program_calls/module_bases/`).
+          `fixtures/program_calls/module_bases/`). A mixin of no base
+          that its file mixes only into module classes (`class SDPAMixin:`
+          under `class SelfAttention(SDPAMixin, nn.Module)`) runs on modules
+          alone: its methods are judged as theirs.
         - A probability from the constructor (`self.p = p`) is known when every
           construction in the project passes the same literal (0: not
           reported); when nothing in the project builds the class, the
@@ -133,7 +136,9 @@ class SdpaDropoutInEval(Rule):
         if dropout is None or ((ev.args.star or ev.args.double_star) and not named):
             return  # a splat beside a keyword cannot give it again (probe AB's AB06)
         project = getattr(self.ctx, "project", None)  # a base in another file
-        if not is_module_class(site.cls, self.ctx.resolver, project=project):
+        if not is_module_class(site.cls, self.ctx.resolver, project=project) and not (
+            mixed_into_modules(site.cls, self.ctx.resolver, self.ctx.flow.classes.values(), project)
+        ):
             return
         self_var = self_name(site)
         if self_var is None:

@@ -216,7 +216,8 @@ class GqaRepeatGrouping(_Tiling):
         - The head axis comes from the code: `view`/`reshape` arguments named
           like head counts (`n_kv_heads`, `num_key_value_heads`, `self.h_kv`,
           `num_heads`) followed through `transpose`, `permute`, indexing and
-          `torch.cat`; einops patterns; `b, n_kv, s, d = x.shape`; or a repeat
+          `torch.cat`; einops patterns (also an axis after `...`, counted from
+          the right: `'... h d -> ... (g h) d'`); `b, n_kv, s, d = x.shape`; or a repeat
           factor named like `n_rep`/`num_key_value_groups`/`num_queries_per_kv` or
           computed as `num_heads // num_kv_heads`. When the layout names the head
           axis, the expanded axis must be it.

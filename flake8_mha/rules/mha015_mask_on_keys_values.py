@@ -37,7 +37,17 @@ from ..analysis.masks.calls import handed_by_project, kv_summarised
 from ..analysis.program.local_names import function_key
 from ..analysis.program.returns import helper_reading, may_be_helper
 from ..core.positions import line_of
-from ._kv_rows import SAME_ROWS, in_place, made_call, param_root, says_keep, unpacked
+from ._kv_rows import (
+    MASK_SHAPING,
+    SAME_ROWS,
+    in_place,
+    made_call,
+    param_root,
+    says_keep,
+    shaped,
+    unpacked,
+    zeroed_where_false,
+)
 from .base import Example, Report, Rule
 
 MAX_DEPTH = 10
@@ -104,10 +114,11 @@ class MaskOnKeysValues(Rule):
         multiplies one of its parameters into the keys or values of its one
         SDPA call, which masks no scores (`F.scaled_dot_product_attention(q,
         k * keep4, v * keep4)` with `keep4 = keep[:, None, :, None].to(k.dtype)`,
-        or `k.masked_fill(~keep[:, None, :, None], 0)`), is judged at each
-        call with the caller's mask, in this file or another: the finding is
-        at the call that hands the keep-mask in, and names the function
-        (`fixtures/program_calls/kv_masks/`). So is one that computes its own
+        or `k.masked_fill(~keep[:, None, :, None], 0)`, or `k, v = apply_cloud(k,
+        v, clear)` of any project file), is judged at each call with the caller's
+        mask, in this file or another: the finding is at the call that hands the
+        keep-mask in, and names the function (`fixtures/program_calls/kv_masks/`,
+        `kv_pair_helpers_apart/`). So is one that computes its own
         attention (`scores = q @ k.transpose(-2, -1) / scale`, softmax, `@ v`)
         from keys or values it multiplies by a parameter, its scores neither
         filled nor given an added term, also through a helper of its class
@@ -163,8 +174,13 @@ class MaskOnKeysValues(Rule):
           frame_mask[:, None, :, None].to(k.dtype)`; not `mask.sum(-1)`), and not an
           attention, causal, head or dropout mask or a bias: multiplied into
           the keys, a 0/1 mask leaves exp(0) on what it zeroes whichever way it
-          points; the witness then says it assumed a padding keep-mask. A
-          learned gate or a scale is never reported.
+          points; the witness then says it assumed a padding keep-mask. So
+          does a zero fill where such a name is false (`K.masked_fill_(~mask,
+          0.0)`, `mask == 0`, `keep.logical_not()`: linformer-pytorch's
+          `full_attention`). A keep parameter that the function's summary
+          follows is judged at each call in the project instead, and by its
+          name when nothing in the project calls the function. A learned gate
+          or a scale is never reported.
         - The walk follows `k, v = k * m, v * m` and the pieces of `chunk`,
           `split` and `unbind` (`k, v = (kv * m).chunk(2, dim=-1)`), and each
           tensor of a head split that keeps its rows: `q, k, v = map(lambda
@@ -506,7 +522,7 @@ class MaskOnKeysValues(Rule):
         for _ in range(3):
             text = ev.text(factor).lower()
             defs = lookup(factor.value, env, scope) if isinstance(factor, cst.Name) else ()
-            local = len(defs) == 1 and defs[0].kind == DefKind.ASSIGN and _shaped(defs[0].node)
+            local = len(defs) == 1 and defs[0].kind == DefKind.ASSIGN and shaped(defs[0].node)
             # a parameter named a keep (a local so named: what it is made from)
             keep = (
                 not local
@@ -542,7 +558,15 @@ class MaskOnKeysValues(Rule):
         mask = self._mask(cond, env, scope)
         if mask is not None and mask.meaning == IGNORE and mask.kind in (BOOL, None):
             return at, mask, "fill"
-        return None
+        inner = zeroed_where_false(cond) if mask is None else None
+        named = self._named_mask(inner, env, scope) if inner is not None else None
+        if named is None:  # ``k.masked_fill(~input_mask, 0.)`` (linformer): by its name
+            return None
+        return (
+            at,
+            Mask(origin=Origin(named, analysis_for(self.ctx).evaluator.text(named), True)),
+            "fill",
+        )
 
     def _mask(self, node, env, scope) -> Optional[Mask]:
         mask = analysis_for(self.ctx).evaluator.eval(node, At(env, scope, None, 0))
@@ -597,10 +621,6 @@ class MaskOnKeysValues(Rule):
 
 
 # methods and functions that keep a mask parameter what it is, in a helper
-_MASK_SHAPING = {"unsqueeze", "float", "half", "double", "to", "type", "type_as", "bool"}
-_MASK_SHAPING |= {"long", "int", "view", "reshape", "expand", "expand_as", "view_as"}
-
-
 def _judged(mask: Mask) -> bool:
     """A caller's mask MHA015 judges at its call: a keep-mask of 0/1 or bools."""
     return mask.meaning == KEEP and mask.kind in _NUMERIC
@@ -765,7 +785,7 @@ def _mask_param(node, env, scope, invert: bool, depth: int):
         return _mask_param(node.expression, env, scope, not invert, d)
     if isinstance(node, cst.Call) and isinstance(node.func, cst.Attribute):
         name = node.func.attr.value
-        if name in _MASK_SHAPING:
+        if name in MASK_SHAPING:
             return _mask_param(node.func.value, env, scope, invert, d)
         if name == "logical_not" and not node.args:
             return _mask_param(node.func.value, env, scope, not invert, d)
@@ -778,23 +798,3 @@ def _text(ctx, node) -> str:
 
 
 __all__: List[str] = ["MaskOnKeysValues"]
-
-
-def _shaped(node) -> bool:
-    """A name (or attribute) only indexed, cast or reshaped: what a local
-    bound to it still is (``frame_mask[:, None, :, None].to(k.dtype)``; not
-    ``mask.sum(-1)``)."""
-    for _ in range(8):
-        if isinstance(node, (cst.Name, cst.Attribute)):
-            return True
-        if isinstance(node, cst.Subscript):
-            node = node.value
-        elif (
-            isinstance(node, cst.Call)
-            and isinstance(node.func, cst.Attribute)
-            and node.func.attr.value in _MASK_SHAPING
-        ):
-            node = node.func.value
-        else:
-            return False
-    return False

@@ -177,6 +177,8 @@ _COUNT_NAME = re.compile(
     # indexed per sample against an arange (``arange(S) < n_pings[:, None]``),
     # unless the things are the model's own (``num_heads``, ``n_layers``)
     r"|(n|num|nb|number_of)_(?!(?:" + "|".join(_MODEL_THINGS) + r"))[a-z]\w*"
+    # a bare ``n`` too, on the same terms (probe AE's AE10: ``arange(S) < n[:, None]``)
+    r"|n"
 )
 
 

@@ -31,15 +31,36 @@ class Forwarded:
         self.splat = splat  # passed in the building class's ``**kwargs``, or not at all
 
 
-def built_in(tree: ast.Module, cls: str, params: List[str], reader, path: str, demo=False):
+def heirs(tree: ast.Module, names: Set[str]) -> Set[str]:
+    """The classes of the file that inherit the ``__init__`` of a class
+    ``names`` names: a subclass without an ``__init__`` or a decorator of its
+    own (probe AD's ``Tagged(GroupedAttention)`` that adds one method).  Its
+    constructions are constructions of the base, with the same parameters."""
+    return {
+        node.name
+        for node in astwalk.walk(tree)
+        if isinstance(node, ast.ClassDef)
+        and not node.decorator_list
+        and any(_names_class(b, names) for b in node.bases)
+        and not any(
+            isinstance(i, (ast.FunctionDef, ast.AsyncFunctionDef)) and i.name == "__init__"
+            for i in node.body
+        )
+    }
+
+
+def built_in(
+    tree: ast.Module, cls: str, params: List[str], reader, path: str, demo=False, also=()
+):
     """The constructions of ``cls`` in one file, or None when one of them, or
     another use of the class, leaves the project's constructions unsettled.
     ``demo``: the file defines ``cls``; what its ``if __name__ == "__main__":``
     block builds is a demonstration of the class, not a use of it (a demo
     that builds ``Attention()`` with its default dropout does not vouch for
-    every user's)."""
+    every user's).  ``also``: the subclasses in the project that inherit the
+    class's ``__init__`` (``heirs``): their constructions are its own."""
     skipped = demo_nodes(tree) if demo else set()
-    names = {cls}
+    names = {cls, *also}
     for node in astwalk.walk(tree):
         if isinstance(node, ast.ImportFrom):
             for a in node.names:
@@ -62,9 +83,10 @@ def built_in(tree: ast.Module, cls: str, params: List[str], reader, path: str, d
         if isinstance(node, ast.ClassDef):
             if any(_names_class(b, names) for b in node.bases):
                 init = _super_init(node)
-                if init is None:
+                if init is None and node.name not in names:
                     return None  # a subclass built with the base's own parameters
-                calls.append(init)  # ``super().__init__(embed_dims=[...], ...)``
+                if init is not None:
+                    calls.append(init)  # ``super().__init__(embed_dims=[...], ...)``
                 called.update(id(b) for b in node.bases)  # named as a base, not passed around
         elif (
             isinstance(node, ast.Call)

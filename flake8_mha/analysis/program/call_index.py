@@ -200,6 +200,26 @@ def _returned_names(func: ast.AST) -> List[ast.Call]:
     return out
 
 
+def _may_run_base_forward(cls: ast.ClassDef) -> bool:
+    """Whether a subclass's instances may run its base's ``forward``: unless
+    the subclass has a ``forward`` of its own whose body names neither
+    ``forward`` nor ``super`` (``MaskedAggregator(Aggregator)`` that builds
+    its own mask and calls the encoder itself, probe AD's AD14)."""
+    own = [
+        n
+        for n in cls.body
+        if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef)) and n.name == "forward"
+    ]
+    if len(own) != 1 or any(isinstance(n, (ast.Assign, ast.AnnAssign)) for n in cls.body):
+        return True
+    for n in astwalk.walk(own[0]):
+        if isinstance(n, ast.Attribute) and n.attr in ("forward", "__call__"):
+            return True
+        if isinstance(n, ast.Name) and n.id == "super":
+            return True
+    return False
+
+
 class Index:
     """What ``calls`` needs of one file, read once: its calls by the name
     called (``f(...)``) and by the attribute called (``x.f(...)``), the names
@@ -216,6 +236,8 @@ class Index:
         "loaded_names",
         "loaded_attrs",
         "bases",
+        "forward_bases",
+        "called_now",
         "aliases",
     )
 
@@ -238,6 +260,12 @@ class Index:
         self.loaded_names: Set[str] = set()
         self.loaded_attrs: Set[str] = set()
         self.bases: Set[str] = set()
+        # the bases whose ``forward`` a subclass may still run: all but those of a
+        # subclass with a ``forward`` of its own that names no ``forward`` or ``super``
+        self.forward_bases: Set[str] = set()
+        # ``Block(32, 4)(x)``: the calls of a construction made right there, by
+        # the name of the class it builds
+        self.called_now: Dict[str, List[Call]] = {}
         self.aliases: Dict[str, Set[str]] = {}
         into: Dict[int, tuple] = {}
         funcs: Set[int] = set()
@@ -280,6 +308,8 @@ class Index:
                             uses[id(returned)] = (RETURNED, f"{node.name}.{method.name}")
         for node in astwalk.walk(tree):  # breadth first: a call's parent before it
             _pair_use(node, uses)
+            if isinstance(node, ast.Call) and isinstance(node.func, ast.Call):
+                into[id(node.func)] = ("called", "")  # ``Block(32, 4)(x)``: built and run
             if isinstance(node, ast.Assign) and len(node.targets) == 1:
                 target = node.targets[0]
                 if isinstance(target, ast.Attribute):
@@ -335,11 +365,15 @@ class Index:
                                     ):
                                         in_loop[id(inner)] = (owner, got[0])
             elif isinstance(node, ast.ClassDef):
-                for b in node.bases:
-                    if isinstance(b, ast.Name):
-                        self.bases.add(b.id)
-                    elif isinstance(b, ast.Attribute):
-                        self.bases.add(b.attr)
+                named = {
+                    b.id if isinstance(b, ast.Name) else b.attr
+                    for b in node.bases
+                    if isinstance(b, (ast.Name, ast.Attribute))
+                }
+                self.bases |= named
+                funcs.update(id(b) for b in node.bases)  # named as a base: not a value read
+                if _may_run_base_forward(node):
+                    self.forward_bases |= named
             elif isinstance(node, ast.ImportFrom):
                 for a in node.names:
                     if a.asname:
@@ -374,6 +408,9 @@ class Index:
                     call = Call(node, None, None, None, uses.get(id(node)), read)
                     call.owner = enclosing.get(id(node))
                     self.by_attr.setdefault(attr_template(func.args[1]), []).append(call)
+                elif isinstance(func, ast.Call) and isinstance(func.func, ast.Name):
+                    call = Call(node, None, None, None, uses.get(id(node)), read)
+                    self.called_now.setdefault(func.func.id, []).append(call)
             elif isinstance(node, ast.Name) and isinstance(node.ctx, ast.Load):
                 if id(node) not in funcs:
                     self.loaded_names.add(node.id)

@@ -20,7 +20,7 @@ from ...core.atomic import read_regular
 from . import import_lines
 from .files import ProjectFiles, project_root
 from .call_index import FIRST, RETURNED, Call, Index
-from .built import MISSING, Forwarded, built_in
+from .built import heirs, MISSING, Forwarded, built_in
 from .lookups import fetched_by_name
 from .signatures import UNKNOWN, ImportedConstant, init_signature, literal, parse
 
@@ -315,7 +315,7 @@ def _states(files: List[str]) -> tuple:
 
 
 def _read_constructions(files, cls, params, own_text, reader):
-    out: List[Dict[str, object]] = []
+    trees = []
     for i, name in enumerate(files):
         if i == 0 and own_text is not None:
             text = own_text
@@ -326,13 +326,26 @@ def _read_constructions(files, cls, params, own_text, reader):
                 return None
         if i > 0 and fetched_by_name([name]):
             return None  # a class of the module fetched by a name the code computes (probe AC)
-        if cls not in text:
+        trees.append((i, name, text))
+    # the subclasses that inherit its ``__init__``: built with its parameters
+    inherit: Set[str] = set()
+    parsed: Dict[int, ast.Module] = {}
+    try:
+        for i, name, text in trees:
+            if cls in text:
+                parsed[i] = parse(text)
+                inherit |= heirs(parsed[i], {cls})
+        for i, name, text in trees:
+            if i not in parsed and any(n in text for n in inherit):
+                parsed[i] = parse(text)
+    except (SyntaxError, ValueError, RecursionError, MemoryError):
+        return None
+    out: List[Dict[str, object]] = []
+    for i, name, text in trees:
+        tree = parsed.get(i)
+        if tree is None:
             continue
-        try:
-            tree = parse(text)
-        except (SyntaxError, ValueError, RecursionError, MemoryError):
-            return None
-        found = built_in(tree, cls, params, reader, name, demo=i == 0)
+        found = built_in(tree, cls, params, reader, name, demo=i == 0, also=inherit)
         if found is None:
             return None
         out.extend(found)
@@ -548,6 +561,8 @@ def _instance_calls(
     attrs, names, held, whole, makers = kept
     found: List[Call] = []
     for index in indexes:
+        for n in _names(index, cls):
+            found.extend(index.called_now.get(n, ()))
         if not some and (attrs & index.loaded_attrs or names & index.loaded_names):
             return None  # the instance read otherwise than called (``.forward``, a hook)
         if not some and held & (index.loaded_attrs | index.loaded_names):
@@ -625,7 +640,7 @@ def _kept(
     for index in indexes:
         own = _names(index, cls)
         if not some and (
-            own & index.loaded_names or cls in index.loaded_attrs or own & index.bases
+            own & index.loaded_names or cls in index.loaded_attrs or own & index.forward_bases
         ):
             return None  # passed around or subclassed: built and called elsewhere
         for n in own:
@@ -635,6 +650,8 @@ def _kept(
                         continue
                     return None  # in a container, an argument: not followed
                 kind = built.into[0]
+                if kind == "called":
+                    continue  # ``Block(32, 4)(x)``: its call is ``called_now``'s
                 if kind == "return":
                     makers.add(built.into[1])
                     continue
@@ -708,7 +725,7 @@ def hands_on_own(path: str, line: int, param: str, signature) -> Optional[List[s
         return None
     positional, kwonly = signature[0], signature[1]
     found: List[str] = []
-    for owner, func in _functions(tree):
+    for owner, func in top_functions(tree):
         a = func.args
         own = {x.arg for x in (*a.posonlyargs, *a.args, *a.kwonlyargs)}
         for node in astwalk.own_nodes(func):
@@ -744,7 +761,7 @@ def _uncast(arg):
             return arg
 
 
-def _functions(tree: ast.Module):
+def top_functions(tree: ast.Module):
     """(class name or "", function) for the module's functions and its
     classes' methods."""
     for node in tree.body:

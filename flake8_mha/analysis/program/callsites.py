@@ -27,7 +27,7 @@ from ...core.atomic import read_regular
 from ...core.positions import start_positions
 from ...core.torch_api import BY_NAME, SDPA_QUALNAME
 from ..values import UNKNOWN, literal
-from . import callers, chains, instances, signatures, wrapped
+from . import callers, chains, instances, passed_down, signatures, wrapped
 from .callgraph import CHECKPOINT, checkpointed
 from .files import ProjectFiles, decode, module_constants, module_parts, project_root  # noqa: F401
 from .composing import fill_apart
@@ -636,7 +636,7 @@ class Project(MethodCalls, HandedMasks, ConstantFiles):
         built, defaults = found
         named = self.named_defaults(cls, defaults)
         out = []
-        for entry in built:
+        for entry in (e for b in built for e in passed_down.per_construction(b, self.depend)):
             one = {p: callers.one_value([entry], p, named, self.depend) for p in signature[0]}
             out.append({p: v[0] for p, v in one.items() if v is not None})
         return out
@@ -725,6 +725,11 @@ class Project(MethodCalls, HandedMasks, ConstantFiles):
         for filename in read:
             self.depend(filename)
         got = callers.one_value(found, param, defaults)
+        if got is None and found and not param.startswith("**"):
+            # some calls hand it on from their own callers (a stage's blocks)
+            got = passed_down.value_up(
+                self.path, key, signature, param, self._own_source, self.depend
+            )
         answer = _answer(found, got)
         if got is not None and not _off(got[0]):
             # known, not settled: the rules judge it at each call; the confirmer's

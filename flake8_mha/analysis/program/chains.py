@@ -134,7 +134,7 @@ def class_attrs(
                 if isinstance(n.value, ast.Constant) and n.value.value is None:
                     pass  # ``self.cross_attention = None`` first: a call runs the module
                 elif attr is not None and not _empty_container(n.value):
-                    built = _built(n.value, wrappers) or _registered(n.value, kinds_of)
+                    built = _built(n.value, wrappers, item) or _registered(n.value, kinds_of)
                     note(attr, defaults.get(built, built) if built else built)
                     rows = _rows_of(n.value, wrappers)
                     for key, ctor in _keyed(n.value, wrappers).items():  # ``self.layers["attn"]``
@@ -389,22 +389,43 @@ def local_classes(func: ast.AST) -> Dict[str, str]:
         elif (
             isinstance(n, ast.Assign) and len(n.targets) == 1 and isinstance(n.targets[0], ast.Name)
         ):
-            got = _classes(n.value)
+            got = _classes(n.value, func)
             if got is not None:
                 aliases[n.targets[0].id] = got
     return {k: v for k, v in aliases.items() if stores.get(k) == 1}
 
 
-def _classes(node: ast.AST) -> Optional[str]:
+def _classes(node: ast.AST, func: Optional[ast.AST] = None) -> Optional[str]:
     """A class name, ``"A|B"`` for ``A if cond else B`` of two, or
-    ``"BACKENDS[]"`` for ``BACKENDS[name]`` (``REGISTERED``: one of a dict's)."""
+    ``"BACKENDS[]"`` for ``BACKENDS[name]`` (``REGISTERED``: one of a dict's).
+    Of two, the one a parameter of ``func`` picks when left to its default
+    comes first (``Gated if gated else Plain``, ``gated=False``: ``Plain``):
+    a chain through either names that one."""
     if names_class(node):
         return dotted_name(node)
     if isinstance(node, ast.Subscript) and isinstance(node.value, ast.Name):
         return node.value.id + REGISTERED
     if isinstance(node, ast.IfExp) and names_class(node.body) and names_class(node.orelse):
-        kinds = dict.fromkeys((dotted_name(node.body), dotted_name(node.orelse)))
+        sides = (node.body, node.orelse)
+        if _default_of(node.test, func) is False:
+            sides = (node.orelse, node.body)
+        kinds = dict.fromkeys(dotted_name(s) for s in sides)
         return KINDS.join(k for k in kinds if k)
+    return None
+
+
+def _default_of(test: ast.AST, func: Optional[ast.AST]) -> Optional[bool]:
+    """Whether the parameter of ``func`` that ``test`` names is true by its
+    default (a constant); None when that is not so plain."""
+    if not isinstance(test, ast.Name) or not isinstance(func, (ast.FunctionDef, ast.AsyncFunctionDef)):
+        return None
+    args = func.args
+    positional = [*args.posonlyargs, *args.args]
+    pairs = list(zip(positional[len(positional) - len(args.defaults) :], args.defaults))
+    pairs += [(a, d) for a, d in zip(args.kwonlyargs, args.kw_defaults) if d is not None]
+    for a, d in pairs:
+        if a.arg == test.id and isinstance(d, ast.Constant):
+            return bool(d.value)
     return None
 
 
@@ -454,13 +475,17 @@ def constructor(node: ast.AST, wrappers=None) -> Optional[str]:
     return None
 
 
-def _built(node: ast.AST, wrappers=None) -> Optional[str]:
+def _built(node: ast.AST, wrappers=None, func=None) -> Optional[str]:
     """The one constructor of what an assignment gives ``self.<attr>``: a
     module, or the items of a container of one kind of module; of
-    ``Module(...) if flag else None``, the module (a call runs it)."""
+    ``Module(...) if flag else None``, the module (a call runs it); of
+    ``(A if flag else B)(...)``, ``"A|B"`` (``_classes``, in the method
+    ``func``)."""
     if isinstance(node, ast.IfExp):
         sides = [s for s in (node.body, node.orelse) if not is_none_constant(s)]
-        return _built(sides[0], wrappers) if len(sides) == 1 else None
+        return _built(sides[0], wrappers, func) if len(sides) == 1 else None
+    if isinstance(node, ast.Call) and isinstance(node.func, ast.IfExp):
+        return _classes(node.func, func)  # ``(Gated if gated else Plain)()``: one of the two
     got = constructor(node, wrappers)
     if got is not None or not isinstance(node, ast.Call):
         return got

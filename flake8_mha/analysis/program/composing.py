@@ -6,12 +6,13 @@ them.  docs/reach.md says what is followed."""
 
 from __future__ import annotations
 
+import ast
 import contextlib
 import os
 from typing import Optional, Tuple
 
 from . import chains, constructors, forms
-from .fills import FILL_SINKS, KV, SINK_LINE
+from .fills import FILL_SINKS, KV, KV_VIA, SINK_LINE, kv_helpers
 from .summaries import ATTRS, BASES, IMPORTS, MODULES, REGISTRIES, TORCH_LAYERS, TORCH_MODULES
 from .summaries import VARIANT, settle
 
@@ -122,9 +123,16 @@ class Composing:
         kept when that helper's one return adds the two (``score_helpers``),
         else left out."""
         vias = [k for k, how in s["reach"].items() if "via" in how]
-        if not vias:
-            return s
         reach = dict(s["reach"])
+        through = reach.get(KV, {})
+        if KV_VIA in through:  # ``k, v = apply_cloud(k, v, clear)`` of another file
+            how = self._kv_helped(filename, table, through)
+            if how is None:
+                del reach[KV]
+            else:
+                reach[KV] = how
+        if not vias:
+            return dict(s, reach=reach) if reach != s["reach"] else s
         for k in vias:
             how = dict(reach.pop(k))
             name, at_scores, at_term = how.pop("via")
@@ -135,6 +143,44 @@ class Composing:
                 if {given[at_scores], given[at_term]} == {op["left"], op["right"]}:
                     reach[k] = how
         return dict(s, reach=reach)
+
+    def _kv_helped(self, filename, table, how: dict) -> Optional[dict]:
+        """A ``kv`` reach through a helper of another file
+        (``fills._by_other_file``) with the helper's own steps, when its file's
+        ``kv_pairs`` say it multiplies each item the function hands SDPA by
+        the argument the reach names; else None."""
+        name, count, position, items = how[KV_VIA]
+        loc = self._written(filename, table, name, self.package_of(filename))
+        reading = self.kv_pairs(loc[0]).get(loc[1]) if loc is not None else None
+        if not reading or len(reading) != count:
+            return None
+        steps = [reading[i] if i < len(reading) else None for i in items]
+        if any(s is None or s[0] != position for s in steps) or len({repr(s) for s in steps}) != 1:
+            return None
+        ops = how["ops"][:-1] + steps[0][1] + how["ops"][-1:]
+        return {k: v for k, v in dict(how, ops=ops).items() if k != KV_VIA}
+
+    def kv_pairs(self, filename: str) -> dict:
+        """The functions of a project file whose one return is a tuple of
+        items each multiplied by one of their parameters
+        (``fills.kv_helpers``): name -> per item, [that parameter's
+        position, its steps] or None."""
+
+        def table(data: bytes) -> dict:
+            try:
+                text = decode(data)
+                if "return" not in text or not any(w in text for w in _KV_WORDS):
+                    return {}
+                got = kv_helpers(ast.parse(text))
+                return {
+                    n: [list(i) if i is not None else None for i in r["items"]]
+                    for n in got
+                    if (r := got[n]) is not None
+                }
+            except (SyntaxError, ValueError, UnicodeDecodeError, LookupError, RecursionError):
+                return {}
+
+        return self._kept(filename, ("kv-pairs", "1"), _valid_pairs, table, store=False) or {}
 
     def _edges(self, filename, table, s, depth):
         """(edge, (file, effective summary)) of what each edge calls; for a
@@ -389,6 +435,23 @@ class Composing:
                 return None
         return first
 
+    def kinds_run(self, key: str) -> set:
+        """The ``forward`` of each class of the linted file that the function
+        ``key`` may run through a module held as one of several classes
+        (``self.mix = (Gated if gated else Plain)()``, ``chains.KINDS``): a
+        chain through that call names one, and each caller's mask is judged
+        at its call for all of them (probe AD's MSG_AD01)."""
+        table = self._table(self.path)
+        s = table.get(key) or {}
+        held = table.get(ATTRS, {}).get(s.get("cls") or "", {})
+        out = set()
+        for edge in s.get("edges", ()):
+            kind, name = edge["callee"]
+            ctor = held.get(name) if kind == "self" else None
+            if isinstance(ctor, str) and chains.KINDS in ctor:
+                out.update(f"{k}.forward" for k in ctor.split(chains.KINDS) if "." not in k)
+        return out
+
     def _inert(self, filename, table, kind, package) -> bool:
         """A module class of the project (not torch's, not unknown:
         ``module_bases``) whose file's summary table has nothing for it: none
@@ -401,6 +464,24 @@ class Composing:
         return not any(k == loc[1] or k.startswith(loc[1] + ".") for k in there) and not any(
             loc[1] in there.get(key, ()) for key in (BASES, TORCH_MODULES, TORCH_LAYERS)
         )
+
+
+_KV_WORDS = ("*", "masked_fill", "mul", "where")  # what a helper that masks keys writes
+
+
+def _valid_pairs(got) -> bool:
+    return isinstance(got, dict) and all(
+        isinstance(k, str)
+        and isinstance(v, list)
+        and all(
+            i is None
+            or (
+                isinstance(i, list) and len(i) == 2 and type(i[0]) is int and isinstance(i[1], list)
+            )
+            for i in v
+        )
+        for k, v in got.items()
+    )
 
 
 def decode(data: bytes) -> str:

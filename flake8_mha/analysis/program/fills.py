@@ -359,18 +359,20 @@ _LIBRARIES = {"self", "torch", "F", "nn", "np", "numpy", "math", "einops", "func
 
 
 def added_by_helper(func, stores, helpers) -> Optional[Tuple[str, ast.AST, int, list]]:
-    """``scores = apply_windows(scores, ok)``, a function the file does not
-    define (``helpers``: the file's own) handed the scores and one term: the
-    one such call, as ``(ADDED, the term, line, [name, scores position, term
-    position])``.  Whether the helper adds them is read where the summaries
-    compose (``composing``, ``score_helpers.table`` of its file)."""
+    """``scores = apply_windows(scores, ok)``, a function of another file or
+    of this one (not one of ``helpers``, the file's own that return a fill
+    value) handed the scores and one term: the one such call, as ``(ADDED,
+    the term, line, [name, scores position, term position])``.  Whether the
+    helper adds them is read where the summaries compose (``composing``,
+    ``score_helpers.table`` of its file; probe AD's AD09: ``add_bias(scores,
+    bias)`` beside the function that calls it)."""
     found = []
     for n in astwalk.own_nodes(func):
         if not (isinstance(n, ast.Call) and len(n.args) == 2 and not n.keywords):
             continue
         name = dotted_name(n.func) or ""
         root = name.split(".")[0]
-        if not name or root in _LIBRARIES or helpers.defines(root):
+        if not name or root in _LIBRARIES or helpers.get(root) is not None:
             continue
         a, b = n.args
         if any(isinstance(x, (ast.Starred, ast.Constant, ast.UnaryOp)) for x in (a, b)):
@@ -530,8 +532,9 @@ def scores_of(node: ast.AST, stores, depth: int) -> bool:
         if isinstance(node.func, ast.Attribute) and node.func.attr in _RESHAPES:
             # DIN's ``torch.bmm(hist, q.unsqueeze(-1)).squeeze(-1)``: the product reshaped
             return scores_of(node.func.value, stores, depth + 1)
-        name = dotted_name(node.func) or ""
-        return name.rsplit(".", 1)[-1] in PRODUCTS
+        name = (dotted_name(node.func) or "").rsplit(".", 1)[-1]
+        # a helper named for what it returns (probe AE's ``pair_scores(q, k, scale)``)
+        return name in PRODUCTS or (name.endswith("scores") and bool(node.args))
     if isinstance(node, ast.Name):  # some store of it makes the product
         defs = [d for d in stores.get(node.id, ()) if isinstance(d, ast.Assign)]
         return any(scores_of(d.value, stores, depth + 1) for d in defs)
@@ -582,9 +585,18 @@ def kv_reach(
         if got is not None:
             found[word] = got
     hows = list(found.values())
+    vias = [h.get(KV_VIA) for h in hows]
+    if any(vias):  # keys and values through one helper of another file: one reading
+        if not all(vias) or len({(v[0], v[1], v[2]) for v in vias}) != 1:
+            return None
+        via = vias[0][:3] + [sorted({i for v in vias for i in v[3]})]
+        hows = [{k: x for k, x in h.items() if k != KV_VIA} for h in hows]
     if not hows or any(h != hows[0] for h in hows):
         return None
-    return {"param": hows[0]["param"], "ops": hows[0]["ops"] + [[KV, " and ".join(found)]]}
+    out = {"param": hows[0]["param"], "ops": hows[0]["ops"] + [[KV, " and ".join(found)]]}
+    if any(vias):
+        out[KV_VIA] = via
+    return out
 
 
 def _in_place_stores(func, stores, top: set):
@@ -712,11 +724,10 @@ def _by_helper(assign: ast.Assign, name: str, reads, stores, pairs) -> Optional[
     helper's steps after its own."""
     call = assign.value
     items = assign.targets[0].elts
-    if (
-        not (isinstance(call, ast.Call) and isinstance(call.func, ast.Name))
-        or call.func.id not in pairs
-    ):
+    if not (isinstance(call, ast.Call) and isinstance(call.func, ast.Name)):
         return None
+    if call.func.id not in pairs:
+        return _by_other_file(call, items, name, reads, stores)
     at = [i for i, t in enumerate(items) if isinstance(t, ast.Name) and t.id == name]
     reading = pairs[call.func.id]
     if len(at) != 1 or reading is None or len(reading["items"]) != len(items):
@@ -729,6 +740,35 @@ def _by_helper(assign: ast.Assign, name: str, reads, stores, pairs) -> Optional[
         return None
     got = _mask_param(call.args[position], reads, stores)
     return None if got is None else {"param": got["param"], "ops": got["ops"] + ops}
+
+
+def _by_other_file(call: ast.Call, items, name: str, reads, stores) -> Optional[dict]:
+    """``k, v = apply_cloud(k, v, clear)``, ``apply_cloud`` a function the
+    file does not define: its one argument that is a parameter of the
+    caller's other than the items, as a ``KV_VIA`` reach ([the helper, the
+    items' count, that argument's position, [the item's position]]): its
+    file's ``kv_pairs`` says, where the summaries compose, whether the
+    helper multiplies that item by it (probe AE's AE10)."""
+    at = [i for i, t in enumerate(items) if isinstance(t, ast.Name) and t.id == name]
+    names = {t.id for t in items if isinstance(t, ast.Name)}
+    if len(at) != 1 or call.keywords or any(isinstance(a, ast.Starred) for a in call.args):
+        return None
+    if call.func.id in _LIBRARIES:
+        return None
+    found = []
+    for j, a in enumerate(call.args):
+        if isinstance(a, ast.Name) and a.id in names:
+            continue  # the keys or values themselves
+        got = _mask_param(a, reads, stores)
+        if got is not None:
+            found.append((j, got))
+    if len(found) != 1:
+        return None
+    j, got = found[0]
+    return {"param": got["param"], "ops": got["ops"], KV_VIA: [call.func.id, len(items), j, at]}
+
+
+KV_VIA = "kv_via"  # a ``kv`` reach through a helper of another file (``_by_other_file``)
 
 
 def _pair_reading(func) -> Optional[dict]:

@@ -16,9 +16,13 @@ class HandedMasks:
     def reaches_kv(self, key: str, param: str) -> bool:
         """This file's function ``key`` multiplies its parameter ``param`` into
         keys or values its summary follows (the ``KV`` sink): each call that
-        hands it a mask is judged with that mask."""
+        hands it a mask is judged with that mask.  Not when nothing in the
+        project calls it (its callers are outside: the parameter's name is
+        the evidence, review 32's linformer ``keep``)."""
         how = self._own().get(key, {}).get("reach", {}).get(KV)
-        return isinstance(how, dict) and how.get("param") == param
+        if not isinstance(how, dict) or how.get("param") != param:
+            return False
+        return self.results_kept(key, some=True) != []
 
     def passed_elsewhere(self, key: str, param: str, kv: bool = False) -> bool:
         """Whether a call in another file hands this file's function ``key``

@@ -43,18 +43,17 @@ def _looks_up_imported(tree) -> bool:
     """``getattr(m, name)`` with ``m`` an imported name and ``name`` no
     string literal: what it fetches may be any class of that module."""
     imported = set()
+    fetched = set()  # the names ``getattr(m, name)`` fetches from (one walk)
     for node in ast.walk(tree):
         if isinstance(node, (ast.Import, ast.ImportFrom)):
             imported.update((a.asname or a.name).split(".")[0] for a in node.names)
-    for node in ast.walk(tree):
-        if (
+        elif (
             isinstance(node, ast.Call)
             and isinstance(node.func, ast.Name)
             and node.func.id == "getattr"
             and len(node.args) >= 2
             and isinstance(node.args[0], ast.Name)
-            and node.args[0].id in imported
             and not isinstance(node.args[1], ast.Constant)
         ):
-            return True
-    return False
+            fetched.add(node.args[0].id)
+    return bool(fetched & imported)

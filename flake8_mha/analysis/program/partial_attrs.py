@@ -32,20 +32,21 @@ def partial_attrs(cls: ast.ClassDef) -> Dict[str, ast.AST]:
     if init is None:
         return {}
     found: Dict[str, ast.AST] = {}
-    local = _bound_in(init)
+    local = None  # the names ``__init__`` binds: read only when a name is kept
     for n in ast.walk(init):
-        if (
-            isinstance(n, ast.Assign)
-            and len(n.targets) == 1
-            and (
-                _partial_of_name(n.value)
-                or _plain_lambda(n.value)
-                or (isinstance(n.value, ast.Name) and n.value.id not in local)
-            )
-        ):
-            attr = self_attr(n.targets[0])
-            if attr is not None:
-                found[attr] = n.value
+        if not isinstance(n, ast.Assign) or len(n.targets) != 1:
+            continue
+        if isinstance(n.value, ast.Name):
+            if self_attr(n.targets[0]) is None:
+                continue
+            local = _bound_in(init) if local is None else local
+            if n.value.id in local:
+                continue
+        elif not (_partial_of_name(n.value) or _plain_lambda(n.value)):
+            continue
+        attr = self_attr(n.targets[0])
+        if attr is not None:
+            found[attr] = n.value
     if not found:
         return {}
     stores: Dict[str, int] = {}

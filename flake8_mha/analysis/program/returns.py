@@ -20,6 +20,7 @@ file's are parsed with LibCST once, read, and kept by the file's bytes
 
 from __future__ import annotations
 
+import ast
 import os
 from dataclasses import replace
 from typing import Callable, Dict, NamedTuple, Optional, Tuple
@@ -58,10 +59,14 @@ class Helper(NamedTuple):
     where: Optional[str]
 
 
-def helper_reading(ctx, call: cst.Call, env, scope, salt: str, read: Read) -> Optional[Helper]:
+def helper_reading(
+    ctx, call: cst.Call, env, scope, salt: str, read: Read, words: Tuple[str, ...] = ()
+) -> Optional[Helper]:
     """What ``read`` says of the helper ``call`` runs: a function or ``self``
     method of the linted file, or a function another project file defines and
-    this one imports.  ``salt`` names the reading (its cache key)."""
+    this one imports.  ``salt`` names the reading (its cache key); ``words``:
+    one of them is in the text of any function ``read`` says something of
+    (another file's is read only then)."""
     if any(a.star for a in call.args):
         return None
     kept = reach.held_function(ctx.resolver, call.func, env, scope)  # ``self.expand = tile_heads``
@@ -86,10 +91,28 @@ def helper_reading(ctx, call: cst.Call, env, scope, salt: str, read: Read) -> Op
     project = getattr(ctx, "project", None)
     if isinstance(project, ReturnsFiles):
         try:
-            return project.helper_form(call, env, scope, salt, read)
+            return project.helper_form(call, env, scope, salt, read, words)
         except (OSError, ValueError, RecursionError):
             return None
     return None
+
+
+def _function_names(text: str, name: str, words: Tuple[str, ...]) -> bool:
+    """Whether the text of the top-level function (or ``Class.method``)
+    ``name`` of a file's ``text`` holds one of ``words`` (in any case:
+    ``nn.Softmax``); True when that cannot be told cheaply."""
+    owner, _, method = name.rpartition(".")
+    tree = ast.parse(text)
+    found = None
+    for node in tree.body:
+        if owner and isinstance(node, ast.ClassDef) and node.name == owner:
+            found = next((n for n in node.body if getattr(n, "name", None) == method), found)
+        elif not owner and isinstance(node, ast.FunctionDef) and node.name == name:
+            found = node
+    if found is None or getattr(found, "end_lineno", None) is None:
+        return True
+    body = "\n".join(text.splitlines()[found.lineno - 1 : found.end_lineno]).lower()
+    return any(w.lower() in body for w in words)
 
 
 def _params(func: cst.FunctionDef) -> list:
@@ -277,15 +300,20 @@ class ReturnsFiles(ProjectFiles):
         return _FUNCTION_READS[key]
 
     # -- helper forms -------------------------------------------------------------------
-    def helper_form(self, call: cst.Call, env, scope, salt: str, read: Read) -> Optional[Helper]:
+    def helper_form(
+        self, call: cst.Call, env, scope, salt: str, read: Read, words: Tuple[str, ...] = ()
+    ) -> Optional[Helper]:
         """``read`` of a top-level function of another project file that
-        ``call`` names through an import."""
+        ``call`` names through an import (parsed only when its text holds one
+        of ``words``, when given)."""
         loc = self._elsewhere(call.func, env, scope, methods=True)
         if loc is None:
             return None
         filename, name = loc
 
         def compute(text: str) -> Optional[dict]:
+            if words and not _function_names(text, name, words):
+                return None  # cheaper than LibCST's parse of the whole file
             got = read_function(text, name)
             if got is None:
                 return None

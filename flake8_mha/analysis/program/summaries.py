@@ -22,7 +22,7 @@ from .module_numbers import module_constants
 from .sdpa_names import is_sdpa, sdpa_names_of
 from .sizes import size_calls, sizes_table
 
-SUMMARY_VERSION = 81
+SUMMARY_VERSION = 83
 REEXPORTS = "@reexports"  # the key of an __init__'s re-exports in its summary table
 IMPORTS = "@imports"  # the file's imports, where the callees its edges name live
 ATTRS = "@attrs"  # per class, what kind of module each self.<attr> holds (chains.py)
@@ -299,7 +299,8 @@ def _summarise_node(
                 out.setdefault(TORCH_LAYERS, {})[node.name] = torch_layer
         held = forms.torch_modules(own, {**torch_names, **made}) if holds_modules and own else {}
         if holds_modules:  # ``for layer in self.layers: layer(x, src_key_padding_mask=m)``
-            lists = held_lists.torch_lists(node, torch_names)
+            # also of the file's functions that return one (probe AD's AD22)
+            lists = held_lists.torch_lists(node, {**torch_names, **made} if made else torch_names)
             held = {**held, **{a + held_lists.ITEMS: n for a, n in lists.items()}}
         if "Transformer" in held.values():
             custom = forms.custom_parts(node)

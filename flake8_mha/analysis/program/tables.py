@@ -6,7 +6,7 @@ version), else the table is made again."""
 from __future__ import annotations
 
 from . import forms
-from .fills import FILL_SINKS, KV, SOFTMAX
+from .fills import FILL_SINKS, KV, KV_VIA, SOFTMAX
 from .sizes import valid_size_call, valid_size_entry
 from .steps import FLOAT_CASTS
 from .summaries import (
@@ -133,6 +133,16 @@ def _valid_reach(how) -> bool:
     if not (isinstance(via, list) and len(via) == 3 and isinstance(via[0], str)):
         return False
     if not all(type(p) is int for p in via[1:]):
+        return False
+    kv_via = how.get(KV_VIA, ["", 2, 0, [0]])  # ``fills._by_other_file``
+    if not (
+        isinstance(kv_via, list)
+        and len(kv_via) == 4
+        and isinstance(kv_via[0], str)
+        and all(type(p) is int for p in kv_via[1:3])
+        and isinstance(kv_via[3], list)
+        and all(type(p) is int for p in kv_via[3])
+    ):
         return False
     for step in how["ops"]:
         if not isinstance(step, list) or not step or step[0] not in _OPS:
