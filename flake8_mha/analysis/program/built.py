@@ -49,9 +49,7 @@ def heirs(tree: ast.Module, names: Set[str]) -> Set[str]:
     }
 
 
-def built_in(
-    tree: ast.Module, cls: str, params: List[str], reader, path: str, demo=False, also=()
-):
+def built_in(tree: ast.Module, cls: str, params: List[str], reader, path: str, demo=False, also=()):
     """The constructions of ``cls`` in one file, or None when one of them, or
     another use of the class, leaves the project's constructions unsettled.
     ``demo``: the file defines ``cls``; what its ``if __name__ == "__main__":``

@@ -417,7 +417,9 @@ def _classes(node: ast.AST, func: Optional[ast.AST] = None) -> Optional[str]:
 def _default_of(test: ast.AST, func: Optional[ast.AST]) -> Optional[bool]:
     """Whether the parameter of ``func`` that ``test`` names is true by its
     default (a constant); None when that is not so plain."""
-    if not isinstance(test, ast.Name) or not isinstance(func, (ast.FunctionDef, ast.AsyncFunctionDef)):
+    if not isinstance(test, ast.Name) or not isinstance(
+        func, (ast.FunctionDef, ast.AsyncFunctionDef)
+    ):
         return None
     args = func.args
     positional = [*args.posonlyargs, *args.args]
