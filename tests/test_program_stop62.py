@@ -6,9 +6,9 @@ from __future__ import annotations
 
 import pathlib
 
-from fixture_expect import assert_package_runs, copied, flake8_in_project
+from fixture_expect import assert_package_runs, copied, flake8_in_project, write_package
 
-from flake8_mha.lint.engine import analyze_source
+from flake8_mha.lint.engine import analyze_file, analyze_source
 
 
 def _rows(source: str, codes=None, tmp=None):
@@ -419,3 +419,40 @@ def test_an_edit_of_the_pair_helper_changes_the_finding_with_the_cache_on(tmp_pa
     assert run() == (0, [])
     utils.write_text(text)
     assert run() == (1, [[f"{pkg.name}/model.py:20:13:", "MHA015"]])
+
+
+_HEAD = (
+    "import torch.nn as nn\n"
+    "import torch.nn.functional as F\n"
+    "class Head(nn.Module):\n"
+    "    def __init__(self, dropout=0.0):\n"
+    "        super().__init__()\n"
+    "        self.dropout = dropout\n"
+    "    def forward(self, x):\n"
+    "        return F.scaled_dot_product_attention(x, x, x, dropout_p=self.dropout)\n"
+)
+
+
+def test_a_construction_built_only_when_none_is_handed_in_settles_nothing(tmp_path):
+    # review 33's transformer-builder: ``nn.ModuleList(heads) or nn.ModuleList([Head()])``;
+    # the heads a user hands in are built outside the project, with any dropout
+    def found(name, build):
+        multi = (
+            "import torch.nn as nn\n"
+            "from .head import Head\n"
+            "class Multi(nn.Module):\n"
+            "    def __init__(self, heads=None):\n"
+            "        super().__init__()\n"
+            f"        self.heads = {build}\n"
+        )
+        pkg = write_package(tmp_path / name / "pkg", {"head.py": _HEAD, "multi.py": multi})
+        return [(f.code, f.line, f.col) for f in analyze_file(str(pkg / "head.py"), ["MHA007"])]
+
+    assert found("or", "nn.ModuleList(heads) or nn.ModuleList([Head()])") == [("MHA007", 8, 16)]
+    assert found("ifexp", "heads if heads is not None else nn.ModuleList([Head()])") == [
+        ("MHA007", 8, 16)
+    ]
+    # every construction the project makes leaves dropout at 0: silent
+    assert found("plain", "nn.ModuleList([Head()])") == []
+    # built under a test of None with known arguments: still the project's
+    assert found("guarded", "nn.ModuleList([Head()]) if heads is None else None") == []
