@@ -456,3 +456,69 @@ def test_a_construction_built_only_when_none_is_handed_in_settles_nothing(tmp_pa
     assert found("plain", "nn.ModuleList([Head()])") == []
     # built under a test of None with known arguments: still the project's
     assert found("guarded", "nn.ModuleList([Head()]) if heads is None else None") == []
+
+
+def test_a_class_method_that_calls_cls_builds_the_class():
+    # probe AF's AF04: ``return cls(cfg.D_MODEL, cfg.N_HEADS)`` in a @classmethod
+    found = assert_package_runs(
+        "fixtures/program_calls/classmethod_builders",
+        [("layers.py", 16, 16, "MHA008")],
+        select="MHA",
+    )
+    assert found[0].msg == (
+        "d_model=200 is not divisible by nhead=6: TransformerEncoderLayer raises at"
+        " construction; this call builds it through EncoderWrapper() at"
+        " fixtures/program_calls/classmethod_builders/layers.py:11"
+    )
+
+
+_BASE_DEFAULT = (
+    "import torch.nn as nn\n"
+    "import torch.nn.functional as F\n"
+    "class Base(nn.Module):\n"
+    "    attn_p: float = 0.0\n"
+    "    def attend(self, q, k, v):\n"
+    "        return F.scaled_dot_product_attention(q, k, v, dropout_p=self.attn_p)\n"
+    "class Sensor(Base):\n"
+    "    def __init__(self, p={p}):\n"
+    "        super().__init__()\n"
+    "        self.attn_p = {value}\n"
+)
+
+
+def test_a_class_default_is_joined_with_what_subclasses_set_on_their_instances(tmp_path):
+    # probe AF's AF06: the base's ``attn_p: float = 0.0`` hid the subclass's 0.2
+    src = _BASE_DEFAULT.format(p="0.2", value="p")
+    assert _rows(src, {"MHA007"}, tmp_path) == [(6, 16, "MHA007")]
+    assert _rows(_BASE_DEFAULT.format(p="0.2", value="0.2"), {"MHA007"}, tmp_path) == [
+        (6, 16, "MHA007")
+    ]
+    # the subclass keeps it at 0 too: still never on
+    assert _rows(_BASE_DEFAULT.format(p="0.0", value="0.0"), {"MHA007"}, tmp_path) == []
+
+
+_PADDING = (
+    "import torch\n"
+    "import torch.nn.functional as F\n"
+    "def f(q, k, v, n_utts):\n"
+    "{made}"
+    "    return F.scaled_dot_product_attention(q, k, v, attn_mask=pad[:, None, None, :])\n"
+)
+
+
+def test_padding_from_an_expanded_arange_or_a_filled_bool_tensor(tmp_path):
+    # probe AF's AF21
+    expanded = "    pad = torch.arange(k.size(2)).expand(n_utts.size(0), -1) >= n_utts[:, None]\n"
+    assert _rows(_PADDING.format(made=expanded), {"MHA002"}, tmp_path) == [(5, 12, "MHA002")]
+    filled = (
+        "    pos = torch.arange(k.size(2))[None, :]\n"
+        "    pad = torch.zeros(n_utts.size(0), k.size(2), dtype=torch.bool)\n"
+        "    pad = pad.masked_fill(pos >= n_utts[:, None], True)\n"
+    )
+    assert _rows(_PADDING.format(made=filled), {"MHA002"}, tmp_path) == [(7, 12, "MHA002")]
+    # the same filled into ones: the inverse, a keep-mask, right for SDPA
+    kept = filled.replace("torch.zeros", "torch.ones").replace(", True)", ", False)")
+    assert _rows(_PADDING.format(made=kept), {"MHA002"}, tmp_path) == []
+    # a bool tensor of zeros filled with zeros where a mask says: unknown, silent
+    nothing = filled.replace(", True)", ", False)")
+    assert _rows(_PADDING.format(made=nothing), {"MHA002"}, tmp_path) == []

@@ -389,6 +389,7 @@ class _Closure:
             or unit.name
             in ("forward", "__call__")  # what a call of the kept class's instances runs
             or unit.calls_self  # ``self(window)`` in ``training_step``: runs the forward
+            or "classmethod" in unit.words  # ``cls(200, 6)``: builds the kept class
             or outer.base  # an attention module's subclass is kept whole
             or any(w in names for w in outer.words if w != outer.name)  # a kept class's subclass
         )

@@ -128,6 +128,9 @@ def value_of(node: cst.CSTNode, env: Env, scope: Optional[Scope], depth: int = 0
             cls = owners[0].extra
             defs = cls.attrs.get(node.attr.value)
             if defs:
+                # and what the file's subclasses set on their instances (probe
+                # AF's AF06: a base's ``attn_p: float = 0.0``, a subclass's 0.2)
+                defs = list(defs) + _set_by_subclasses(cls, node.attr.value)
                 return _defs_value(tuple(defs), scope, None, depth)
             return _inherited_value(cls, node.attr.value, scope, depth)
         elif owners and len(owners) == 1 and owners[0].kind == DefKind.IMPORT:
@@ -136,6 +139,35 @@ def value_of(node: cst.CSTNode, env: Env, scope: Optional[Scope], depth: int = 0
         elif owners and len(owners) == 1 and owners[0].kind == DefKind.CLASS:
             return _class_constant(owners[0].node, node.attr.value)  # ``Defaults.HEADS``
     return UNKNOWN
+
+
+def _set_by_subclasses(cls, attr: str) -> list:
+    """The definitions of ``self.<attr>`` in the classes of ``cls``'s file
+    that derive from it (through the file's classes, ``MAX_BASES`` deep)."""
+    module = cls.scope
+    if module is None or getattr(module, "kind", None) != "module":
+        return []
+    classes = [
+        d.extra
+        for _, defs in module.final_env.items()
+        for d in defs
+        if d.kind == DefKind.CLASS and d.extra is not None
+    ]
+    found: list = []
+    bases = {cls.name}
+    for _ in range(MAX_BASES):
+        heirs = [
+            c
+            for c in classes
+            if c.name not in bases
+            and any(isinstance(b, cst.Name) and b.value in bases for b in c.base_exprs)
+        ]
+        if not heirs:
+            break
+        for c in heirs:
+            found.extend(c.attrs.get(attr, ()))
+            bases.add(c.name)
+    return found
 
 
 def _class_constant(cls: cst.ClassDef, attr: str):

@@ -81,7 +81,10 @@ class IgnoreMaskToSdpa(MaskRule):
           a padded point, an ignored label) is present where it differs
           (True = keep), weak evidence as a name is.
         - `arange` against lengths also counts a per-sample count by its name
-          (`num_agents[:, None]`, `n_valid`, `token_count`), and a left-padded
+          (`num_agents[:, None]`, `n_valid`, `token_count`, a bare `n[:, None]`),
+          the arange expanded per sample (`arange(S).expand(B, -1)`), a bool
+          tensor of zeros filled with True where a comparison holds (that
+          comparison; of ones filled with False, its inverse), and a left-padded
           batch's start: `arange(S)[None, :] < (S - lengths)[:, None]` is True
           on the padding (True = ignore), `>=` on the tokens; the total must be
           the padded length (`S`, `seq_len`, `max_len`, `x.size(1)`), never a

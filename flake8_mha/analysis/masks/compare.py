@@ -366,6 +366,12 @@ class Comparisons:
                     )
                 if attr in ("expand", "repeat", "expand_as") and base == "row":
                     return "row"
+                if attr in ("expand", "repeat") and base == "vec":
+                    # ``arange(S).expand(B, -1)``, ``.repeat(B, 1)``: a row per sample
+                    pos = positional(node)
+                    last = self._number(pos[-1], at) if pos and len(pos) == 2 else None
+                    if last == (-1 if attr == "expand" else 1):
+                        return "row"
                 if attr in ("view", "reshape") and base == "vec":
                     pos = positional(node)
                     if pos and len(pos) == 2:

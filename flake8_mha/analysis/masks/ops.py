@@ -20,6 +20,7 @@ from ...core import torch_api
 from ..heads import einops_axes
 from .calls import At, arg, kw, positional
 from .domain import (
+    flip_meaning,
     ADDITIVE,
     BOOL,
     FLOAT01,
@@ -633,6 +634,13 @@ class Ops:
         value = self._number(v, at)
         if value is None:
             return UNKNOWN_MASK
+        if base.fill in ("zeros", "ones") and base.dtype == "bool" and value in (0, 1):
+            # ``zeros(..., dtype=bool).masked_fill(cond, True)``: ``cond`` itself
+            # (probe AF's AF21); ``ones(...).masked_fill(cond, False)``: its inverse
+            mask = self.eval(m, at) if (base.fill == "zeros") == (value == 1) else None
+            if mask is None or mask.meaning not in (KEEP, IGNORE) or mask.kind != BOOL:
+                return UNKNOWN_MASK  # a constant filled with what it holds, or unknown
+            return mask if value == 1 else replace(mask, meaning=flip_meaning(mask.meaning))
         if base.meaning == ADDITIVE and value == 0:
             return base
         if base.meaning in (KEEP, IGNORE) and value in (0, 1):

@@ -79,6 +79,8 @@ def built_in(tree: ast.Module, cls: str, params: List[str], reader, path: str, d
                 calls.append(node)
             continue
         if isinstance(node, ast.ClassDef):
+            if node.name in names:  # ``cls(200, 6)`` in a ``@classmethod`` of it
+                calls.extend(c for c in _classmethod_builds(node) if id(c) not in skipped)
             if any(_names_class(b, names) for b in node.bases):
                 init = _super_init(node)
                 if init is None and node.name not in names:
@@ -136,6 +138,25 @@ def built_in(tree: ast.Module, cls: str, params: List[str], reader, path: str, d
 def _forwards_kwargs(value: ast.AST, owner) -> bool:
     """``**kwargs`` of the building ``__init__``, passed on untouched."""
     return owner is not None and isinstance(value, ast.Name) and value.id == owner[2]
+
+
+def _classmethod_builds(cls: ast.ClassDef) -> List[ast.Call]:
+    """The calls ``cls(...)`` of the class's ``@classmethod``s, their first
+    parameter called: constructions of the class (or of a subclass it is
+    called through, built with the same parameters)."""
+    out = []
+    for item in cls.body:
+        if not isinstance(item, ast.FunctionDef) or not item.args.args:
+            continue
+        if not any(isinstance(d, ast.Name) and d.id == "classmethod" for d in item.decorator_list):
+            continue
+        first = item.args.args[0].arg
+        out.extend(
+            n
+            for n in astwalk.own_nodes(item)
+            if isinstance(n, ast.Call) and isinstance(n.func, ast.Name) and n.func.id == first
+        )
+    return out
 
 
 def _fallbacks(tree: ast.Module) -> Set[int]:

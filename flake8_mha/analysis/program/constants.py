@@ -47,6 +47,11 @@ class ConstantFiles(ReturnsFiles):
                 return None
             base = cls.base_exprs[0]
             return self._named_entry(base, cls.env, cls.scope, self.sizes, (DefKind.CLASS,))
+        if isinstance(func, cst.Name) and _classmethod_owner(scope, func.value) is not None:
+            # ``cls(200, 6)`` in a ``@classmethod`` of the file's class (probe AF's AF04)
+            key = _classmethod_owner(scope, func.value)
+            got = self.sizes(self.path).get(key)
+            return (self.path, key, got) if got else None
         if isinstance(func, cst.Subscript) and isinstance(func.value, cst.Name):
             # ``ENCODERS[name](52, N_HEADS)``: the one class every value of the registry names
             got = registry_values(func, env, scope)
@@ -374,3 +379,21 @@ def _imported_module(stmt: cst.Import, name: str) -> Optional[str]:
         elif dotted == name:
             return dotted
     return None
+
+
+def _classmethod_owner(scope, name: str) -> Optional[str]:
+    """The module-level class whose ``@classmethod`` ``scope`` is, when
+    ``name`` is that method's first parameter (``cls``); else None."""
+    func = getattr(scope, "node", None)
+    cls = getattr(scope, "cls", None)
+    if cls is None or not isinstance(func, cst.FunctionDef) or cls.scope is None:
+        return None
+    if cls.scope.kind != ScopeKind.MODULE or not func.params.params:
+        return None
+    if func.params.params[0].name.value != name:
+        return None
+    decorated = any(
+        isinstance(d.decorator, cst.Name) and d.decorator.value == "classmethod"
+        for d in func.decorators
+    )
+    return cls.name if decorated else None
