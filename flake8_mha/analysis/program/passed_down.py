@@ -49,21 +49,14 @@ def value_up(path: str, key: str, signature, param: str, own_text, depend, depth
                 return None
             value = signature[2][param]
         if value == signatures.UNKNOWN:
-            up = _handed_from(where, line, param, signature)
+            text = _text(where, path, own_text)  # an editor's unsaved buffer for the linted file
+            up = _handed_from(text, line, param, signature) if text is not None else None
             if up is None:
                 return None
-            text = _text(where, path, own_text)
-            sign = signatures.function_signature(text, up[0]) if text is not None else None
+            sign = signatures.function_signature(text, up[0])
+            mine = own_text if os.path.abspath(where) == os.path.abspath(path) else None
             got = (
-                value_up(
-                    where,
-                    up[0],
-                    sign,
-                    up[1],
-                    own_text if where == path else None,
-                    depend,
-                    depth + 1,
-                )
+                value_up(where, up[0], sign, up[1], mine, depend, depth + 1)
                 if sign is not None
                 else None
             )
@@ -115,14 +108,14 @@ def _text(where: str, path: str, own_text) -> Optional[str]:
         return None
 
 
-def _handed_from(path: str, line: int, param: str, signature) -> Optional[Tuple[str, str]]:
+def _handed_from(text: str, line: int, param: str, signature) -> Optional[Tuple[str, str]]:
     """(the function around it, its parameter) for the one call at ``line``
-    of ``path`` that fits ``signature`` and hands ``param`` a bare parameter
-    of the function or method around it, never rebound there; None
-    otherwise."""
+    of a file's ``text`` that fits ``signature`` and hands ``param`` a bare
+    parameter of the function or method around it, never rebound there;
+    None otherwise."""
     try:
-        tree = signatures.parse(read_regular(path, callers.MAX_BYTES).decode("utf-8", "replace"))
-    except (OSError, SyntaxError, ValueError, RecursionError, MemoryError):
+        tree = signatures.parse(text)
+    except (SyntaxError, ValueError, RecursionError, MemoryError):
         return None
     positional, kwonly = signature[0], signature[1]
     found = []
