@@ -11,7 +11,7 @@ from typing import List, Literal, Optional
 import libcst as cst
 
 from ..core import torch_api
-from .flow import CallSite, ClassInfo, DefKind, lookup
+from .flow import CallSite, ClassInfo, DefKind, lookup, subclasses_in
 from .reach import is_getattr
 from .bound import Bound, Instance
 from .classes import class_default, static_kind
@@ -360,11 +360,7 @@ def mixed_into_modules(cls: Optional[ClassInfo], resolver: Resolver, classes, pr
     its methods run on modules alone."""
     if cls is None or cls.base_exprs or getattr(cls.scope, "kind", None) != "module":
         return False
-    heirs = [
-        c
-        for c in classes
-        if any(isinstance(b, cst.Name) and b.value == cls.name for b in c.base_exprs)
-    ]
+    heirs = subclasses_in(cls, list(classes))
     return bool(heirs) and all(is_module_class(c, resolver, project=project) for c in heirs)
 
 

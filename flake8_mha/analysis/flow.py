@@ -134,6 +134,25 @@ class ClassInfo:
         self.attrs.setdefault(name, []).append(d)
 
 
+def subclasses_in(cls: ClassInfo, classes, depth: int = 4) -> List[ClassInfo]:
+    """The classes of ``classes`` (one file's) that derive from ``cls``
+    through the file's classes, named as plain bases, ``depth`` deep."""
+    found: List[ClassInfo] = []
+    bases = {cls.name}
+    for _ in range(depth):
+        heirs = [
+            c
+            for c in classes
+            if c.name not in bases
+            and any(isinstance(b, cst.Name) and b.value in bases for b in c.base_exprs)
+        ]
+        if not heirs:
+            break
+        found.extend(heirs)
+        bases.update(c.name for c in heirs)
+    return found
+
+
 class CallSite:
     """A call met by the pass, with everything needed to evaluate it later."""
 

@@ -21,7 +21,7 @@ from typing import Callable, Dict, List, Optional, Tuple
 import libcst as cst
 
 from .env import worlds
-from .flow import Def, DefKind, Env, Scope, ScopeKind, lookup
+from .flow import Def, DefKind, Env, Scope, ScopeKind, lookup, subclasses_in
 from .tree import is_none, walk
 
 
@@ -153,21 +153,7 @@ def _set_by_subclasses(cls, attr: str) -> list:
         for d in defs
         if d.kind == DefKind.CLASS and d.extra is not None
     ]
-    found: list = []
-    bases = {cls.name}
-    for _ in range(MAX_BASES):
-        heirs = [
-            c
-            for c in classes
-            if c.name not in bases
-            and any(isinstance(b, cst.Name) and b.value in bases for b in c.base_exprs)
-        ]
-        if not heirs:
-            break
-        for c in heirs:
-            found.extend(c.attrs.get(attr, ()))
-            bases.add(c.name)
-    return found
+    return [d for c in subclasses_in(cls, classes, MAX_BASES) for d in c.attrs.get(attr, ())]
 
 
 def _class_constant(cls: cst.ClassDef, attr: str):

@@ -60,21 +60,33 @@ def forwarded(value: Forwarded, depend, depth: int = 0, default=MISSING) -> Opti
     is told each file read."""
     if depth >= MAX_FORWARDS:
         return None
+    got = forwarding_class(value, depend)
+    if got is None or (value.param in got[0][0]) == value.splat:
+        return None  # a splat carries only what the building class does not name
+    signature, built = got
+    if value.splat:  # left out of every construction's keywords: the callee's default
+        defaults = {value.param: default} if default != MISSING else {}
+        return one_value(built, value.param, defaults, depend, depth + 1)
+    return one_value(built, value.param, signature[1], depend, depth + 1)
+
+
+def forwarding_class(value: Forwarded, depend) -> Optional[tuple]:
+    """(the ``init_signature``, ``constructions``) of the class whose
+    ``__init__`` hands on the parameter ``value`` names; None when its file
+    cannot be read or the class has no such ``__init__``.  ``depend`` is
+    told each file read."""
     try:
         text = read_regular(value.path, MAX_BYTES).decode("utf-8", "replace")
     except OSError:
         return None
     depend(value.path)
     signature = init_signature(text, value.cls)
-    if signature is None or (value.param in signature[0]) == value.splat:
-        return None  # a splat carries only what the building class does not name
+    if signature is None:
+        return None
     built, read = constructions(value.path, value.cls, signature[0])
     for name in read:
         depend(name)
-    if value.splat:  # left out of every construction's keywords: the callee's default
-        defaults = {value.param: default} if default != MISSING else {}
-        return one_value(built, value.param, defaults, depend, depth + 1)
-    return one_value(built, value.param, signature[1], depend, depth + 1)
+    return signature, built
 
 
 def one_value(found, param: str, defaults: dict, depend=None, depth: int = 0) -> Optional[tuple]:
@@ -723,25 +735,32 @@ def hands_on_own(path: str, line: int, param: str, signature) -> Optional[List[s
         tree = parse(read_regular(path, MAX_BYTES).decode("utf-8", "replace"))
     except (OSError, SyntaxError, ValueError, RecursionError, MemoryError):
         return None
-    positional, kwonly = signature[0], signature[1]
     found: List[str] = []
+    for key, own, _, arg in handed_at(tree, line, param, signature):
+        arg = _uncast(arg)
+        if not (isinstance(arg, ast.Name) and arg.id in own):
+            return None
+        found.append(key)
+    return found or None
+
+
+def handed_at(tree: ast.Module, line: int, param: str, signature):
+    """For each call at ``line`` of the module's functions and methods that
+    fits ``signature`` and passes ``param``: (the function around it, as
+    ``f`` or ``Cls.method``; its parameters; its own nodes; the argument)."""
+    positional, kwonly = signature[0], signature[1]
     for owner, func in top_functions(tree):
         a = func.args
         own = {x.arg for x in (*a.posonlyargs, *a.args, *a.kwonlyargs)}
-        for node in astwalk.own_nodes(func):
+        nodes = astwalk.own_nodes(func)
+        for node in nodes:
             if not isinstance(node, ast.Call) or node.lineno != line:
                 continue
             given = {k.arg: k.value for k in node.keywords if k.arg is not None}
             given.update(zip(positional, node.args))
-            if not set(given) <= set(positional) | set(kwonly):
-                continue  # not a call of this function
-            arg = _uncast(given.get(param))
-            if arg is None:
-                continue
-            if not (isinstance(arg, ast.Name) and arg.id in own):
-                return None
-            found.append(f"{owner}.{func.name}" if owner else func.name)
-    return found or None
+            if not set(given) <= set(positional) | set(kwonly) or param not in given:
+                continue  # not a call of this function, or it leaves ``param`` out
+            yield (f"{owner}.{func.name}" if owner else func.name), own, nodes, given[param]
 
 
 _CASTS = ("to", "float", "half", "double", "bool", "long", "int", "type", "type_as", "unsqueeze")

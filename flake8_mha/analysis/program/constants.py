@@ -47,9 +47,9 @@ class ConstantFiles(ReturnsFiles):
                 return None
             base = cls.base_exprs[0]
             return self._named_entry(base, cls.env, cls.scope, self.sizes, (DefKind.CLASS,))
-        if isinstance(func, cst.Name) and _classmethod_owner(scope, func.value) is not None:
-            # ``cls(200, 6)`` in a ``@classmethod`` of the file's class (probe AF's AF04)
-            key = _classmethod_owner(scope, func.value)
+        # ``cls(200, 6)`` in a ``@classmethod`` of the file's class (probe AF's AF04)
+        key = _classmethod_owner(scope, func.value) if isinstance(func, cst.Name) else None
+        if key is not None:
             got = self.sizes(self.path).get(key)
             return (self.path, key, got) if got else None
         if isinstance(func, cst.Subscript) and isinstance(func.value, cst.Name):

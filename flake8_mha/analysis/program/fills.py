@@ -726,9 +726,9 @@ def _by_helper(assign: ast.Assign, name: str, reads, stores, pairs) -> Optional[
     items = assign.targets[0].elts
     if not (isinstance(call, ast.Call) and isinstance(call.func, ast.Name)):
         return None
-    if call.func.id not in pairs:
-        return _by_other_file(call, items, name, reads, stores)
     at = [i for i, t in enumerate(items) if isinstance(t, ast.Name) and t.id == name]
+    if call.func.id not in pairs:
+        return _by_other_file(call, items, at, reads, stores)
     reading = pairs[call.func.id]
     if len(at) != 1 or reading is None or len(reading["items"]) != len(items):
         return None
@@ -742,14 +742,14 @@ def _by_helper(assign: ast.Assign, name: str, reads, stores, pairs) -> Optional[
     return None if got is None else {"param": got["param"], "ops": got["ops"] + ops}
 
 
-def _by_other_file(call: ast.Call, items, name: str, reads, stores) -> Optional[dict]:
+def _by_other_file(call: ast.Call, items, at: List[int], reads, stores) -> Optional[dict]:
     """``k, v = apply_cloud(k, v, clear)``, ``apply_cloud`` a function the
     file does not define: its one argument that is a parameter of the
     caller's other than the items, as a ``KV_VIA`` reach ([the helper, the
     items' count, that argument's position, [the item's position]]): its
     file's ``kv_pairs`` says, where the summaries compose, whether the
-    helper multiplies that item by it (probe AE's AE10)."""
-    at = [i for i, t in enumerate(items) if isinstance(t, ast.Name) and t.id == name]
+    helper multiplies that item by it (probe AE's AE10); ``at``: where the
+    item is among ``items``."""
     names = {t.id for t in items if isinstance(t, ast.Name)}
     if len(at) != 1 or call.keywords or any(isinstance(a, ast.Starred) for a in call.args):
         return None

@@ -18,7 +18,6 @@ import ast
 import os
 from typing import List, Optional, Tuple
 
-from ...core import walk as astwalk
 from ...core.atomic import read_regular
 from . import callers, signatures
 from .built import MISSING
@@ -78,17 +77,10 @@ def per_construction(entry: dict, depend, depth: int = 0) -> List[dict]:
     fwd = {p: v for p, v in entry.items() if isinstance(v, callers.Forwarded) and not v.splat}
     if not fwd or depth >= MAX_UP or len({(v.path, v.cls) for v in fwd.values()}) != 1:
         return [entry]
-    first = next(iter(fwd.values()))
-    text = _text(first.path, "", None)
-    signature = signatures.init_signature(text, first.cls) if text is not None else None
-    if signature is None:
+    got = callers.forwarding_class(next(iter(fwd.values())), depend)
+    if got is None or not got[1]:
         return [entry]
-    depend(first.path)
-    built, read = callers.constructions(first.path, first.cls, signature[0])
-    for name in read:
-        depend(name)
-    if not built:
-        return [entry]
+    signature, built = got
     out: List[dict] = []
     for upper in built:
         made = dict(entry)
@@ -100,8 +92,13 @@ def per_construction(entry: dict, depend, depth: int = 0) -> List[dict]:
 
 
 def _text(where: str, path: str, own_text) -> Optional[str]:
+    """The text of ``where``: ``own_text`` when it is the linted file ``path``."""
     if own_text is not None and os.path.abspath(where) == os.path.abspath(path):
         return own_text
+    return _read(where)
+
+
+def _read(where: str) -> Optional[str]:
     try:
         return read_regular(where, callers.MAX_BYTES).decode("utf-8", "replace")
     except OSError:
@@ -117,26 +114,14 @@ def _handed_from(text: str, line: int, param: str, signature) -> Optional[Tuple[
         tree = signatures.parse(text)
     except (SyntaxError, ValueError, RecursionError, MemoryError):
         return None
-    positional, kwonly = signature[0], signature[1]
     found = []
-    for owner, func in callers.top_functions(tree):
-        a = func.args
-        own = {x.arg for x in (*a.posonlyargs, *a.args, *a.kwonlyargs)}
-        nodes = astwalk.own_nodes(func)
-        for node in nodes:
-            if not isinstance(node, ast.Call) or node.lineno != line:
-                continue
-            given = {k.arg: k.value for k in node.keywords if k.arg is not None}
-            given.update(zip(positional, node.args))
-            if not set(given) <= set(positional) | set(kwonly) or param not in given:
-                continue
-            arg = given[param]
-            if not (isinstance(arg, ast.Name) and arg.id in own):
-                return None
-            if any(
-                isinstance(n, ast.Name) and n.id == arg.id and not isinstance(n.ctx, ast.Load)
-                for n in nodes
-            ):
-                return None  # rebound in the function: not what its callers pass
-            found.append((f"{owner}.{func.name}" if owner else func.name, arg.id))
+    for key, own, nodes, arg in callers.handed_at(tree, line, param, signature):
+        if not (isinstance(arg, ast.Name) and arg.id in own):
+            return None
+        if any(
+            isinstance(n, ast.Name) and n.id == arg.id and not isinstance(n.ctx, ast.Load)
+            for n in nodes
+        ):
+            return None  # rebound in the function: not what its callers pass
+        found.append((key, arg.id))
     return found[0] if len(set(found)) == 1 else None
