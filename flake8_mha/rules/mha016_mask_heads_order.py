@@ -21,7 +21,7 @@ from ..analysis.flow import CallSite, lookup
 from ..analysis.program.returns import helper_reading, may_be_helper
 from ..analysis.gqa import GqaAnalysis, code_text
 from ..analysis.heads import arg_of, call_sizes, is_one
-from ..analysis.values import literal
+from ..analysis.values import UNKNOWN, literal
 from ..analysis.masks import At, analysis_for
 from ..core.positions import line_of
 from .base import Example, Report, Rule
@@ -55,7 +55,9 @@ class MaskHeadsOrder(Rule):
         `mask.unsqueeze(0).repeat(num_heads, 1, 1, 1).flatten(0, 1)`),
         followed through locals and dtype methods, and into a function or
         `self` method of the file, or a function of another file of the
-        project, whose one return expands its parameter (`def tile(mask,
+        project, whose one return expands its parameter, or a local made
+        from it by steps that keep its batch axis first (`~valid`, `pad ==
+        0`, `[:, None, :]`, `.expand(-1, T, -1)`, casts) (`def tile(mask,
         heads): return mask.repeat(heads, 1, 1)`; the repeat factor is then
         read inside it, and when it is one of the helper's parameters the
         caller's argument for it must not be another count, such as a
@@ -104,6 +106,11 @@ class MaskHeadsOrder(Rule):
         - A factor that is not the head count (the batch, beams, classifier-free
           guidance's 2) is not this rule.
         - Reported at the module call that receives the mask.
+        - The fix the message names keeps what else the expansion copies:
+          for `pad[:, None].repeat(num_heads, L, 1)` it is
+          `pad[:, None].repeat_interleave(num_heads, dim=0).repeat(1, L, 1)`
+          (without the second repeat the mask would have one query row, and
+          `nn.MultiheadAttention` raises on it).
         """
     VALID = [
         "import torch.nn as nn\n"
@@ -389,10 +396,13 @@ class MaskHeadsOrder(Rule):
         if helper is not None:  # the caller's argument for the helper's factor
             given = helper.args.get(helper.form.get("factor") or "")
             heads = code_text(self.ctx, given) if given is not None else "num_heads"
-        fix = f"{recv}.repeat_interleave({heads}, dim=0)"
+        written = expansion if helper is None else _parsed(helper.form.get("expansion"))
+        rest = _other_repeats(self.ctx, written)  # ``.repeat(h, L, 1)``: L stays
+        fix = f"{recv}.repeat_interleave({heads}, dim=0){rest}"
         if helper is not None and helper.form.get("receiver"):  # a local of the helper's
             heads = helper.form.get("factor") or "num_heads"
-            fix = f"{helper.form['receiver']}.repeat_interleave({heads}, dim=0) in the helper"
+            receiver = helper.form["receiver"]
+            fix = f"{receiver}.repeat_interleave({heads}, dim=0){rest} in the helper"
         return self.report(
             ev.site.node,
             evidence,
@@ -403,10 +413,39 @@ class MaskHeadsOrder(Rule):
         )
 
 
+def _parsed(text: Optional[str]) -> Optional[cst.BaseExpression]:
+    try:
+        return cst.parse_expression(text) if text else None
+    except cst.ParserSyntaxError:
+        return None
+
+
+def _other_repeats(ctx, expansion) -> str:
+    """``.repeat(1, L, 1)`` for a head-major ``m.repeat(h, L, 1)`` that also
+    copies other axes (probe AG's AG15): what the fix must keep after
+    ``repeat_interleave(h, dim=0)``; empty when every other factor is 1."""
+    if not (
+        isinstance(expansion, cst.Call)
+        and isinstance(expansion.func, cst.Attribute)
+        and expansion.func.attr.value == "repeat"
+        and expansion.args
+        and not any(a.star or a.keyword for a in expansion.args)
+    ):
+        return ""
+    args = [a.value for a in expansion.args]
+    if len(args) == 1 and isinstance(args[0], (cst.Tuple, cst.List)):
+        args = [e.value for e in args[0].elements]
+    rest = args[1:]
+    if all(literal(a) == 1 for a in rest):
+        return ""
+    return ".repeat(1, " + ", ".join(code_text(ctx, a) for a in rest) + ")"
+
+
 def _batch_kept_root(node, env, scope) -> Optional[cst.Name]:
     """The name a local assigned once is made from by steps that keep its
     batch axis first (``pad[:, None, :]``, ``.unsqueeze(1)``, ``.expand(B, T,
-    T)``, casts): whose rows a head-major repeat of the local tiles."""
+    T)``, casts, ``~``, a comparison with a literal): whose rows a
+    head-major repeat of the local tiles."""
     node, env, scope = _through_names(node, env, scope)
     for _ in range(MAX_DEPTH):
         if isinstance(node, cst.Name):
@@ -416,11 +455,19 @@ def _batch_kept_root(node, env, scope) -> Optional[cst.Name]:
             if not (isinstance(first, cst.Slice) and first.lower is None and first.upper is None):
                 return None  # ``m[None]``: a new first axis
             node = node.value
+        elif isinstance(node, cst.UnaryOperation) and isinstance(node.operator, cst.BitInvert):
+            node = node.expression  # ``(~valid)[:, None, :]``: the same axes
+        elif (
+            isinstance(node, cst.Comparison)
+            and len(node.comparisons) == 1
+            and literal(node.comparisons[0].comparator) is not UNKNOWN
+        ):
+            node = node.left  # ``pad == 0``: the same axes
         elif isinstance(node, cst.Call) and isinstance(node.func, cst.Attribute):
             name = node.func.attr.value
             if name == "unsqueeze" and not (node.args and _is_zero_arg(node.args[0].value)):
                 node = node.func.value
-            elif name in ("expand", "to", "bool", "float", "contiguous"):
+            elif name in ("expand", "to", "bool", "float", "contiguous", "logical_not"):
                 node = node.func.value
             else:
                 return None

@@ -41,7 +41,7 @@ RETURNS_VERSION = 7
 _FUNCTION_READS: Dict[tuple, object] = {}
 MAX_FUNCTION_READS = 16
 MAX_READ_BYTES = 2 * 1024 * 1024
-HELPER_VERSION = 8
+HELPER_VERSION = 9
 _MASK_FIELDS = ("meaning", "kind", "dtype", "fill")
 
 # a rule's reading of a helper: (the helper's file context, its def, its flow
