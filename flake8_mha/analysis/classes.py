@@ -209,3 +209,26 @@ def is_property(func: cst.FunctionDef) -> bool:
         isinstance(d.decorator, cst.Name) and d.decorator.value == "property"
         for d in func.decorators
     )
+
+
+def builds_own_class(func: cst.FunctionDef) -> bool:
+    """A ``@classmethod`` whose every ``return`` builds the class by its first
+    parameter (``return cls(cfg.dim, cfg.heads)``): a call of it makes an
+    instance of the class it is called on (``Encoder.from_config()``)."""
+    params = func.params.params
+    if static_kind(func) != "classmethod" or not params:
+        return False
+    first = params[0].name.value
+    returns = []
+    stack = list(func.body.children)
+    while stack:
+        n = stack.pop()
+        if isinstance(n, (cst.FunctionDef, cst.ClassDef, cst.Lambda)):
+            continue
+        if isinstance(n, cst.Return):
+            returns.append(n.value)
+        stack.extend(n.children)
+    return bool(returns) and all(
+        isinstance(r, cst.Call) and isinstance(r.func, cst.Name) and r.func.value == first
+        for r in returns
+    )

@@ -27,7 +27,7 @@ from .bound import Bound, Instance
 from .classes import is_property
 from .flow import DefKind, Env, lookup, scope_appends
 from .tree import choices, walk
-from .values import UNKNOWN, literal
+from .values import UNKNOWN, branch_truth, literal
 
 Resolver = Any  # resolve.Resolver (which imports this module)
 Leaf = Callable
@@ -179,7 +179,7 @@ def inherited_layers(res: Resolver, owner, attr: str, leaf: Leaf, depth: int) ->
     if spec is None or spec[1] or spec[0].name not in _LAYER_OF:
         return None
     out: list = []
-    for site in res._constructions(owner):
+    for site in res.constructions(owner):
         given = Bound(site.node, spec[0].init).get(spec[0].init.names[0])
         got = res.held(given, site.env, site.scope, leaf, depth + 1) if given is not None else None
         if not got:
@@ -586,14 +586,91 @@ def imported_items(resolver, func, env, scope):
 def chosen(res: Resolver, func, env: Env, scope) -> Optional[list]:
     """The classes of this file a local bound once to a choice of them may
     build (``make = FastSelfAttention if fast else SlowAttention``, then
-    ``make(16, 2)``): each of them; None for anything else."""
+    ``make(16, 2)``), or an ``__init__`` parameter names (``local_cls()``,
+    each class the file's constructions pass or its default): each of them;
+    None for anything else."""
     if not isinstance(func, cst.Name):
         return None
     defs = lookup(func.value, env, scope)
+    if len(defs) == 1 and defs[0].kind == DefKind.PARAM:  # ``local_cls()``, a class each
+        passed = init_arguments(res, defs[0])  # construction passes or leaves to its default
+        out = [res.local_class(e, e_env, e_scope) for e, e_env, e_scope in passed or ()]
+        if passed is None:  # built in other files only: what they pass, by name
+            out = _handed_classes(res, defs[0])
+        return None if not out or None in out else list({id(c): c for c in out}.values())
     if len(defs) != 1 or defs[0].kind != DefKind.ASSIGN or not isinstance(defs[0].node, cst.IfExp):
         return None
     out = [res.local_class(node, defs[0].env, defs[0].scope) for node in choices(defs[0].node)]
     return None if None in out else out
+
+
+def init_arguments(res: Resolver, d) -> Optional[list]:
+    """For the parameter ``d`` of a class's ``__init__``, what each
+    construction of the class in this file passes it, the default where
+    one leaves it out: ``(expression, env, scope)`` each; None when the
+    class is built nowhere in the file, a construction splats, or leaves
+    out a parameter without a default."""
+    func, scope = d.extra, d.scope
+    info = scope.cls if scope is not None else None
+    if (
+        info is None
+        or not isinstance(func, cst.FunctionDef)
+        or func.name.value != "__init__"
+        or info.methods.get("__init__") is not func
+        or not isinstance(d.node, cst.Param)
+    ):
+        return None
+    names = [p.name.value for p in list(func.params.posonly_params) + list(func.params.params)]
+    name = d.node.name.value
+    index = names.index(name) - 1 if name in names[1:] else None  # after self
+    out: list = []
+    for site in res.constructions(info):
+        given = None
+        for i, arg in enumerate(site.node.args):
+            if arg.star:
+                return None
+            if (arg.keyword is None and i == index) or (
+                arg.keyword is not None and arg.keyword.value == name
+            ):
+                given = arg.value
+        if given is not None:
+            out.append((given, site.env, site.scope))
+        elif d.node.default is not None and not tree.is_none(d.node.default):
+            out.append((d.node.default, d.env, scope.parent or scope))
+        else:
+            return None
+    return out or None
+
+
+def _handed_classes(res: Resolver, d) -> list:
+    """The classes of this file that the project's constructions of a
+    module-level class hand its ``__init__`` parameter ``d`` (the default
+    where one leaves it out: ``LocalBlock(local_cls=FilledAttention)``
+    beside ``LocalBlock()``); a None among them for one that is no class of
+    this file, or when the project does not say."""
+    from .program.built import MISSING
+    from .values import project_of
+
+    scope, func = d.scope, d.extra
+    info = scope.cls if scope is not None else None
+    if info is None or info.scope is None or info.scope.kind != "module":
+        return []
+    if not isinstance(func, cst.FunctionDef) or func.name.value != "__init__":
+        return []
+    project = project_of(scope)
+    ask = getattr(project, "classes_passed", None)
+    names = ask(info.name, d.node.name.value) if ask is not None else None
+    if not names:
+        return []
+    by_name = {c.name: c for c in res.flow.classes.values() if c.scope is info.scope}
+    out = []
+    for name in names:
+        if name == MISSING:
+            default = d.node.default if isinstance(d.node, cst.Param) else None
+            out.append(res.local_class(default, d.env, info.scope) if default else None)
+        else:
+            out.append(by_name.get(name))
+    return out
 
 
 def registered(res: Resolver, func, env: Env, scope) -> Optional[list]:
@@ -633,6 +710,9 @@ def held_function(res, func, env, scope) -> Optional[Tuple[cst.Name, Env, Any]]:
     if not defs or len(defs) != 1 or defs[0].kind != DefKind.ASSIGN:
         return None
     name = defs[0].node
+    if isinstance(name, cst.IfExp):  # ``heads_interleaved if interleave else heads_first``,
+        truth = branch_truth(name.test, defs[0].env, defs[0].scope)  # the program fixing it
+        name = name if truth is None else name.body if truth else name.orelse
     if not isinstance(name, cst.Name):
         return None
     bound = lookup(name.value, defs[0].env, defs[0].scope)

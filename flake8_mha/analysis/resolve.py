@@ -11,11 +11,11 @@ import libcst as cst
 
 from . import reach
 from ..core import torch_api
-from .classes import class_run, delegates, static_kind
+from .classes import builds_own_class, class_run, delegates, static_kind
 from .flow import CallSite, ClassInfo, Def, DefKind, Env, FlowPass, Scope, lookup
 from .flow import imported_by_call, scope_appends
 from .tree import is_none
-from .values import literal
+from .values import branch_truth, literal
 from .bound import Instance, bound_flag, passed
 from .partials import partial_torch
 from ..core.torch_api import ModuleSpec
@@ -211,6 +211,9 @@ class Resolver:
                     got[0].made_batch_first = bound_flag(flag, node)
             return got
         if t is cst.IfExp:  # ``nn.MultiheadAttention(d, h) if cross else None``: the module
+            truth = branch_truth(node.test, env, scope)
+            if truth is not None:  # ``Keep(n) if keep_style else Ignore(n)``, the program fixing it
+                return self.held(node.body if truth else node.orelse, env, scope, leaf, depth + 1)
             sides = [b for b in (node.body, node.orelse) if not is_none(b)]
             kept = [self.held(b, env, scope, leaf, depth + 1) for b in sides]
             return None if not kept or not all(kept) else [i for g in kept for i in g]
@@ -449,39 +452,19 @@ class Resolver:
         encoder_layer, num_layers)`` keeps ``_get_clones(encoder_layer, n)``,
         and ``Transformer.__init__`` builds it with the layer it made.  None
         when the class is built nowhere in the file, or one construction
-        leaves the parameter out or passes it through a splat."""
-        func, scope = d.extra, d.scope
-        given = self.assumed.get((id(func), d.node.name.value))
+        passes it through a splat or leaves it to a default that is None."""
+        given = self.assumed.get((id(d.extra), d.node.name.value))
         if given is not None:  # what another file hands the parameter (layout/program.py)
             return given(leaf)
-        info = scope.cls if scope is not None else None
-        if (
-            info is None
-            or not isinstance(func, cst.FunctionDef)
-            or func.name.value != "__init__"
-            or info.methods.get("__init__") is not func
-        ):
-            return None
-        names = [p.name.value for p in list(func.params.posonly_params) + list(func.params.params)]
-        name = d.node.name.value
-        index = names.index(name) - 1 if name in names[1:] else None  # after self
         out: list = []
-        for site in self._constructions(info):
-            given = None
-            for i, arg in enumerate(site.node.args):
-                if arg.star:
-                    return None
-                if (arg.keyword is None and i == index) or (
-                    arg.keyword is not None and arg.keyword.value == name
-                ):
-                    given = arg.value
-            got = self.held(given, site.env, site.scope, leaf, depth + 1) if given else None
+        for expr, env, scope in reach.init_arguments(self, d) or ():
+            got = self.held(expr, env, scope, leaf, depth + 1)
             if not got:
                 return None
             out.extend(got)
         return out or None
 
-    def _constructions(self, info: ClassInfo) -> List[CallSite]:
+    def constructions(self, info: ClassInfo) -> List[CallSite]:
         """The calls of this file that build the class ``info`` by its name."""
         key = ("built", id(info.node))
         if key not in self._built:
@@ -749,6 +732,12 @@ class Resolver:
         info = self.local_class(class_run(call.func, env, scope), env, scope)
         if info is not None:
             return [info]
+        func = call.func
+        if isinstance(func, cst.Attribute):  # ``Encoder.from_config()``: a class method
+            owner = self.local_class(func.value, env, scope)  # that builds the class
+            method = owner.methods.get(func.attr.value) if owner is not None else None
+            if method is not None and builds_own_class(method):
+                return [owner]
         return reach.registered(self, call.func, env, scope) or reach.chosen(
             self, call.func, env, scope
         )

@@ -286,16 +286,18 @@ def _names(node, name: str) -> bool:
 # --------------------------------------------------------------------------- calls
 
 
-def expand_call(call: cst.Call, env: Env, scope: Optional[Scope]) -> cst.Call:
+def expand_call(
+    call: cst.Call, env: Env, scope: Optional[Scope], positional: bool = True
+) -> cst.Call:
     """``call`` with its countable ``*x`` and fully known ``**kw`` spread into
     ``x[i]`` positional and ``k=kw["k"]`` keyword arguments (the call itself
-    when there is nothing to spread)."""
+    when there is nothing to spread); ``positional`` False: ``**kw`` only."""
     if not any(a.star for a in call.args):
         return call
     out: List[cst.Arg] = []
     changed = False
     for a in call.args:
-        if a.star == "*":
+        if a.star == "*" and positional:
             got, complete = elements(a.value, env, scope)
             for i in range(len(got)):
                 out.append(cst.Arg(_subscript(a.value, cst.Integer(str(i)))))
@@ -305,15 +307,71 @@ def expand_call(call: cst.Call, env: Env, scope: Optional[Scope]) -> cst.Call:
         elif a.star == "**":
             got_items = items(a.value, env, scope)
             if got_items is None:
+                got_items = _own_items(a.value, env, scope)  # ``**self.layer_kwargs``
+            if got_items is None:
                 out.append(a)
                 continue
             changed = True
-            for key in got_items:
+            for key, entries in got_items.items():
                 value = _subscript(a.value, cst.SimpleString(repr(key)))
+                if len(entries) == 1 and (
+                    isinstance(a.value, cst.Dict) or _is_literal(entries[0][0])
+                ):  # ``**{"is_causal": True}``: the value written there
+                    value = entries[0][0]
                 out.append(cst.Arg(value, keyword=cst.Name(key)))
         else:
             out.append(a)
     return call.with_changes(args=out) if changed else call
+
+
+def _is_literal(node) -> bool:
+    """A number, a string, ``True``/``False``/``None``."""
+    if isinstance(node, (cst.Integer, cst.Float, cst.SimpleString)):
+        return True
+    return isinstance(node, cst.Name) and node.value in ("True", "False", "None")
+
+
+def _own_items(expr, env: Env, scope: Optional[Scope]) -> Optional[dict]:
+    """The items of ``self.<attr>`` that its class sets once to a dict of
+    known keys (``self.layer_kwargs = {"is_causal": True}``) and never
+    changes in place (``self.layer_kwargs[k] = v``, ``.update(...)``)."""
+    if not (isinstance(expr, cst.Attribute) and isinstance(expr.value, cst.Name)):
+        return None
+    owners = lookup(expr.value.value, env, scope)
+    if len(owners) != 1 or owners[0].kind != "self" or owners[0].extra is None:
+        return None
+    cls = owners[0].extra
+    attr = expr.attr.value
+    defs = cls.attrs.get(attr) or []
+    if len(defs) != 1 or defs[0].kind != "assign" or _attr_changed(cls.node, attr):
+        return None
+    return items(defs[0].node, defs[0].env, defs[0].scope)
+
+
+def _attr_changed(root, attr: str) -> bool:
+    """``self.<attr>`` changed in place anywhere in the class: an item set or
+    deleted, a mutating method called, ``+=``/``|=``."""
+    stack = list(children(root))
+    while stack:
+        n = stack.pop()
+        if (
+            isinstance(n, cst.Attribute)
+            and n.attr.value in _DICT_MUTATORS
+            and isinstance(n.value, cst.Attribute)
+            and n.value.attr.value == attr
+        ):
+            return True
+        if isinstance(n, (cst.Assign, cst.Del, cst.AugAssign)):
+            targets = [t.target for t in n.targets] if isinstance(n, cst.Assign) else [n.target]
+            for tg in targets:
+                if isinstance(tg, cst.Subscript) and isinstance(tg.value, cst.Attribute):
+                    if tg.value.attr.value == attr:
+                        return True
+                if isinstance(n, cst.AugAssign) and isinstance(tg, cst.Attribute):
+                    if tg.attr.value == attr:
+                        return True
+        stack.extend(children(n))
+    return False
 
 
 def _subscript(value: cst.BaseExpression, index: cst.BaseExpression) -> cst.Subscript:

@@ -40,6 +40,7 @@ import libcst as cst
 
 from ...core import walk as astwalk
 from ...core.atomic import read_regular
+from ..classes import builds_own_class
 from ..flow import ClassInfo, DefKind, FlowPass, lookup
 from ..program.call_index import MODULE_CONTAINERS
 from ..program.callers import importers_map, importers_of
@@ -445,6 +446,12 @@ def factory_classes(path: str, node, env, scope) -> Optional[List[Target]]:
     transformer classes): each return, else None."""
     named = _imported_name(node, env, scope)
     found = _located(path, *named) if named is not None else None
+    if found is not None and found[1].count(".") == 1:  # ``Encoder.from_config(cfg)``
+        cls, _, method = found[1].partition(".")
+        there = unit(found[0])
+        info = there.classes.get(cls) if there is not None else None
+        func = info.methods.get(method) if info is not None else None
+        return [(found[0], cls)] if func is not None and builds_own_class(func) else None
     if found is None or "." in found[1]:
         return None
     filename, name = found

@@ -47,11 +47,24 @@ def fixed(summary: dict, bound: Dict[str, Optional[cst.BaseExpression]]) -> Tupl
     reach = dict(summary["reach"])
     for param, expr in bound.items():
         value = literal(expr) if expr is not None else UNKNOWN
-        if value is UNKNOWN or not (value is None or type(value) in (bool, int, float)):
+        if value is UNKNOWN and expr is not None and own_attribute(expr):
+            # ``partial(F.sdpa, dropout_p=self.attn_dropout)`` stored on the
+            # instance: the same attribute wherever its methods call it
+            defaults[param] = cst.Module([]).code_for_node(expr)
+        elif value is UNKNOWN or not (value is None or type(value) in (bool, int, float)):
             reach = {k: v for k, v in reach.items() if v["param"] != param}
         else:
             defaults[param] = repr(value)
     return defaults, reach
+
+
+def own_attribute(expr: cst.BaseExpression) -> bool:
+    """``self.p``, ``self.drop.p``: an attribute of the instance itself."""
+    while isinstance(expr, cst.Attribute):
+        expr = expr.value
+        if isinstance(expr, cst.Name):
+            return expr.value == "self"
+    return False
 
 
 def known(expr: cst.BaseExpression, env, scope) -> cst.BaseExpression:

@@ -49,14 +49,42 @@ def heirs(tree: ast.Module, names: Set[str]) -> Set[str]:
     }
 
 
-def built_in(tree: ast.Module, cls: str, params: List[str], reader, path: str, demo=False, also=()):
+def classmethods(tree: Optional[ast.Module], cls: str) -> Set[str]:
+    """The ``@classmethod``s of the module-level class ``cls`` of ``tree``
+    (its own file): a call of one builds the class only through its
+    ``cls(...)`` calls, which are read where the class is defined."""
+    for node in tree.body if tree is not None else ():
+        if isinstance(node, ast.ClassDef) and node.name == cls:
+            return {
+                item.name
+                for item in node.body
+                if isinstance(item, ast.FunctionDef)
+                and any(
+                    isinstance(d, ast.Name) and d.id == "classmethod" for d in item.decorator_list
+                )
+            }
+    return set()
+
+
+def built_in(
+    tree: ast.Module,
+    cls: str,
+    params: List[str],
+    reader,
+    path: str,
+    demo=False,
+    also=(),
+    builders=frozenset(),
+):
     """The constructions of ``cls`` in one file, or None when one of them, or
     another use of the class, leaves the project's constructions unsettled.
     ``demo``: the file defines ``cls``; what its ``if __name__ == "__main__":``
     block builds is a demonstration of the class, not a use of it (a demo
     that builds ``Attention()`` with its default dropout does not vouch for
     every user's).  ``also``: the subclasses in the project that inherit the
-    class's ``__init__`` (``heirs``): their constructions are its own."""
+    class's ``__init__`` (``heirs``): their constructions are its own.
+    ``builders``: the class's own class methods (``classmethods``): a call
+    ``Cls.from_config()`` is no use of the class as a value."""
     skipped = demo_nodes(tree) if demo else set()
     names = {cls, *also}
     for node in astwalk.walk(tree):
@@ -99,6 +127,13 @@ def built_in(tree: ast.Module, cls: str, params: List[str], reader, path: str, d
             called.add(id(node.func))
             if id(node) not in skipped:
                 calls.append(node)
+        elif (
+            isinstance(node, ast.Call)
+            and isinstance(node.func, ast.Attribute)
+            and node.func.attr in builders
+            and _names_class(node.func.value, names)
+        ):  # ``TileAttention.from_config()``: its ``cls(...)`` calls are its constructions
+            called.add(id(node.func.value))
     fallbacks = _fallbacks(tree) if calls else set()
     if any(id(c) in fallbacks for c in calls):
         return None  # built only when none is handed in: others come from elsewhere

@@ -20,7 +20,7 @@ from ...core.atomic import read_regular
 from . import import_lines
 from .files import ProjectFiles, project_root
 from .call_index import FIRST, RETURNED, Call, Index
-from .built import heirs, MISSING, Forwarded, built_in
+from .built import heirs, MISSING, Forwarded, built_in, classmethods
 from .lookups import fetched_by_name
 from .signatures import UNKNOWN, ImportedConstant, init_signature, literal, parse
 
@@ -353,11 +353,14 @@ def _read_constructions(files, cls, params, own_text, reader):
     except (SyntaxError, ValueError, RecursionError, MemoryError):
         return None
     out: List[Dict[str, object]] = []
+    builders = classmethods(parsed.get(0), cls)  # ``Attention.from_config()``: read there
     for i, name, text in trees:
         tree = parsed.get(i)
         if tree is None:
             continue
-        found = built_in(tree, cls, params, reader, name, demo=i == 0, also=inherit)
+        found = built_in(
+            tree, cls, params, reader, name, demo=i == 0, also=inherit, builders=builders
+        )
         if found is None:
             return None
         out.extend(found)

@@ -21,7 +21,7 @@ import libcst as cst
 
 from ..classes import class_default
 from ..events import FillCall, SdpaCall
-from .. import reach
+from .. import reach, splats
 from ..flow import CallSite, DefKind, ScopeKind, lookup
 from ...core.atomic import read_regular
 from ...core.positions import start_positions
@@ -102,8 +102,9 @@ class Project(MethodCalls, HandedMasks, ConstantFiles):
         return self._summary_event(site, node, *found)
 
     def _summary_event(self, site, node, filename: str, summary: dict):
-        """The event a call of the function ``summary`` describes amounts to."""
-        args = _bind(summary, node, splat_ok=True)
+        """The event a call of the function ``summary`` describes amounts to
+        (a ``**kw`` of a dict the code writes out gives its keys)."""
+        args = _bind(summary, splats.expand_call(node, site.env, site.scope, False), splat_ok=True)
         if args is None:
             return None
         split = fill_apart(summary)
@@ -502,6 +503,9 @@ class Project(MethodCalls, HandedMasks, ConstantFiles):
             found = self._function(made, call=False)
         else:
             name = own_definition(func, env, scope, DefKind.CLASS, DefKind.DEF)
+            if name is None and isinstance(func, cst.Attribute):  # ``Cls.from_config()``
+                owner = own_definition(func.value, env, scope, DefKind.CLASS)
+                name = f"{owner}.{func.attr.value}" if owner is not None else None
             if name is None:
                 return None
             got = self.instance_call(self.path, name)

@@ -63,9 +63,11 @@ class Composing:
         here = (filename, s["line"], [[self.relative(filename), s["name"]]])
         ends = {sink: _at_fill(here, s, sink) for sink in reach}
         clash, callees, module_own = set(), [], set()
+        either = False
         for edge, found in self._edges(filename, table, s, depth + 1):
             callee_file, callee = found
             callees.append(callee)
+            either = either or bool(callee.get(EITHER))
             end = (
                 callee.get("sink_file", callee_file),
                 callee["line"],
@@ -114,6 +116,8 @@ class Composing:
                 # sinks reached through different callees (a block's self-attention
                 # fills its scores, its cross-attention masks keys): each its own
                 got["ends"] = {k: e for k, e in ends.items() if k in reach}
+                if either:  # through one of several classes: each judged apart
+                    got[EITHER] = True
         self._chained[memo] = got
         return got
 
@@ -185,9 +189,10 @@ class Composing:
     def _edges(self, filename, table, s, depth):
         """(edge, (file, effective summary)) of what each edge calls; for a
         module held as one of several classes that reach differently (``make
-        = Fast if fast else Slow``), each class: one whose file is known to
-        reach nothing is left out, one that cannot be read makes the edge
-        unknown (probe V's B24: a correct sibling never hides a wrong one)."""
+        = Fast if fast else Slow``, a registry's), each class that can be
+        read: one known to reach nothing adds nothing, and one that cannot be
+        read hides none of the others (probe V's B24, probe AE's AE03: a
+        correct or unreadable sibling never hides a wrong one)."""
         for edge in s["edges"]:
             kind, name = edge["callee"]
             ctor = (
@@ -198,12 +203,10 @@ class Composing:
             chosen = self._kinds(filename, table, ctor, depth) if ctor is not None else None
             if chosen is not None:
                 where, there, kinds, package, deeper = chosen
-                found = [self._named(where, there, k, package, deeper, False) for k in kinds]
-                if all(
-                    f is not None or self._inert(where, there, k, package)
-                    for f, k in zip(found, kinds)
-                ):
-                    yield from ((edge, f) for f in found if f is not None)
+                for k in kinds:
+                    f = self._named(where, there, k, package, deeper, False)
+                    if f is not None:  # one of several: each sink judged apart (``fill_apart``)
+                        yield edge, (f[0], dict(f[1], **{EITHER: True}))
                 continue
             found = self._edge(filename, table, s, edge, depth)
             if found is not None:
@@ -323,7 +326,12 @@ class Composing:
     def instance_call(self, filename: str, cls: str, depth: int = 0) -> Optional[dict]:
         """The effective summary of calling an instance of ``cls``: its
         ``forward``, a plain class's ``__call__`` (diffusers' attention
-        processors, kept on ``self.processor``), or what a factory returns."""
+        processors, kept on ``self.processor``), or what a factory returns;
+        ``Cls.from_config``, a class method that builds ``Cls``: ``Cls``'s."""
+        if "." in cls:
+            built = self._table(filename).get(REGISTRIES, {}).get(cls)
+            if built is not None and chains.KINDS not in built:
+                cls = built
         return (
             self.effective(filename, cls + ".forward", depth)
             or self.effective(filename, cls + ".__call__", depth)
@@ -432,8 +440,55 @@ class Composing:
         for other in found[1:]:
             same = (other[0], other[1]["name"]) == (first[0], first[1]["name"])
             if not same and other[1]["reach"] != first[1]["reach"]:
-                return None
+                return self._either(found)
         return first
+
+    def _either(self, found) -> Optional[Tuple[str, dict]]:
+        """One summary for a module built as one of several classes whose
+        ``forward``s take the same parameters and reach different sinks
+        (probe AE's registry of four attentions): each sink as the kind
+        that reaches it, with that kind's line and chain (``ends``); a sink
+        two kinds reach differently is left out.  None when the parameters
+        differ."""
+        first_file, first = found[0]
+        params = (first["positional"], first["kwonly"])
+        reach: dict = {}
+        ends: dict = {}
+        clash = set()
+        for filename, s in found:
+            if (s["positional"], s["kwonly"]) != params:
+                return None
+            own = (s.get("sink_file", filename), s["line"])
+            chain = s.get("chain") or [[self.relative(filename), s["name"]]]
+            for sink, how in s["reach"].items():
+                if sink in reach and reach[sink] != how:
+                    clash.add(sink)
+                elif sink not in reach:
+                    reach[sink] = how
+                    ends[sink] = (s.get("ends") or {}).get(sink) or (*own, chain)
+        for sink in clash:
+            reach.pop(sink)
+        if not reach:
+            return None
+        named = sorted(reach, key=lambda k: (k in FILL_SINKS, k))[0]
+        got = dict(first, reach=reach, sink_file=ends[named][0], line=ends[named][1])
+        got["chain"] = ends[named][2]
+        got["ends"] = {k: ends[k] for k in reach}
+        got[EITHER] = True
+        return first_file, got
+
+    def _a_kind_reaches(self, targets: list) -> bool:
+        """A class of a registry dict another project file defines (its
+        ``REGISTRIES``) reaches a sink when called, or is unreadable (kept)."""
+        for target in targets:
+            try:
+                loc = self._defined(target)
+                kinds = self.summaries(loc[0]).get(REGISTRIES, {}).get(loc[1]) if loc else None
+                if kinds and any(self.instance_call(loc[0], k) for k in kinds.split(chains.KINDS)):
+                    return True
+            except (OSError, ValueError, RecursionError):
+                return True
+        return False
 
     def kinds_run(self, key: str) -> set:
         """The ``forward`` of each class of the linted file that the function
@@ -466,6 +521,7 @@ class Composing:
         )
 
 
+EITHER = "either"  # a summary whose sinks are reached by different classes, one of which runs
 _KV_WORDS = ("*", "masked_fill", "mul", "where")  # what a helper that masks keys writes
 
 
@@ -526,6 +582,8 @@ def narrowed(summary: dict, sinks: set) -> dict:
             got.pop("chain", None)
             if len(end[2]) > 1:
                 got["chain"] = end[2]
+            elif end[2]:  # the function itself (one of several classes': ``_either``)
+                got["name"] = end[2][0][1]
     return got
 
 
@@ -548,6 +606,9 @@ def fill_apart(summary: dict):
     fills = [k for k in reach if k in FILL_SINKS]
     params = [reach[k]["param"] for k in fills]
     others = {how["param"] for k, how in reach.items() if k not in FILL_SINKS}
+    if fills and summary.get(EITHER):  # one class of several reaches each (``_either``)
+        params = list(range(len(fills)))
+        others = set()
     if not fills or len(set(params)) != len(params) or others & set(params):
         return None
     if not others and len(fills) < 2:

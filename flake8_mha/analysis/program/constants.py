@@ -176,7 +176,7 @@ class ConstantFiles(ReturnsFiles):
         if not self.files:
             return None
         got = self.constructions_of(self.path, cls, signatures.class_named, needs=param)
-        if got is None:
+        if got is None or got[0] is None:  # not settled: subclassed, passed around
             return None
         named = (c.get(param, MISSING) for c in got[0])  # (file, class) as written
         return {v if v == MISSING else v[1] if isinstance(v, tuple) else "?" for v in named}

@@ -256,9 +256,12 @@ class ProjectFiles(Composing):
         bound: Dict[str, List[Tuple[int, str]]] = {}
         calls: List[ast.Call] = []
         used: List[Tuple[ast.expr, bool]] = []  # (a base or an argument, called?)
+        registries: List[str] = []  # dicts of classes indexed, then called
         for node in astwalk.depth_first(tree):  # one walk: imports anywhere bind
             if isinstance(node, ast.Call):
                 calls.append(node)
+                if isinstance(node.func, ast.Subscript) and isinstance(node.func.value, ast.Name):
+                    registries.append(node.func.value.id)  # ``ATTENTION[kind](dim, heads)``
                 # ``partial(attend, ...)``, ``Block(d, attn_layer=Attention)``: called later
                 used.extend((a, True) for a in node.args if isinstance(a, _DOTTED))
                 used.extend((k.value, True) for k in node.keywords if chains.names_class(k.value))
@@ -317,6 +320,9 @@ class ProjectFiles(Composing):
                 if useful:
                     names.append(chain[0])
                     break
+        for name in dict.fromkeys(registries):
+            if name in bound and name not in names and self._a_kind_reaches(bound[name]):
+                names.append(name)
         return names
 
     def _a_method_reaches(self, target: Tuple[int, str]) -> bool:

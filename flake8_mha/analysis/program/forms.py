@@ -626,7 +626,34 @@ def registries(tree: ast.Module) -> Dict[str, str]:
             if all(names_class(v) for v in value.values):
                 kinds = dict.fromkeys(dotted_name(v) for v in value.values)
                 out[targets[0].id] = KINDS.join(k for k in kinds if k)
-    return {k: v for k, v in out.items() if bound.get(k) == 1}
+    out = {k: v for k, v in out.items() if bound.get(k) == 1}
+    for node in tree.body:
+        if isinstance(node, ast.ClassDef):
+            out.update((f"{node.name}.{m}", node.name) for m in _builders(node))
+    return out
+
+
+def _builders(cls: ast.ClassDef) -> List[str]:
+    """The ``@classmethod``s of a class whose every ``return`` builds the
+    class by its first parameter (``return cls(cfg.dim, cfg.heads)``): a
+    call of one makes an instance (``Encoder.from_config()``), listed in
+    ``registries`` as ``"Encoder.from_config": "Encoder"``."""
+    out = []
+    for item in cls.body:
+        if not isinstance(item, ast.FunctionDef) or not item.args.args:
+            continue
+        if not any(isinstance(d, ast.Name) and d.id == "classmethod" for d in item.decorator_list):
+            continue
+        first = item.args.args[0].arg
+        returns = [n for n in astwalk.own_nodes(item) if isinstance(n, ast.Return)]
+        if returns and all(
+            isinstance(r.value, ast.Call)
+            and isinstance(r.value.func, ast.Name)
+            and r.value.func.id == first
+            for r in returns
+        ):
+            out.append(item.name)
+    return out
 
 
 _DICT_CHANGES = ("update", "pop", "popitem", "setdefault", "clear")

@@ -1,0 +1,264 @@
+"""Misses of probes AD, AE and AF mended in the thirty-fourth stop, each a
+package of several files run through flake8 per file, over the package and
+through ``check``, and the one-file forms beside them."""
+
+from __future__ import annotations
+
+from fixture_expect import assert_package_runs
+
+from flake8_mha.lint.engine import analyze_source
+
+
+def _rows(source: str, codes=None, tmp=None):
+    """Findings of one file on disk (its project: that file alone)."""
+    path = tmp / "t.py"
+    path.write_text(source)
+    return [(f.line, f.col, f.code) for f in analyze_source(source, str(path), codes)]
+
+
+def test_choices_the_constructions_fix_are_followed():
+    # probe AD's AD26 (a mask maker chosen by a flag no construction sets), AD07
+    # (a class handed to ``__init__``, its default and another's) and probe
+    # AF's AF15 (a tiling helper chosen by a flag left to its default)
+    found = assert_package_runs(
+        "fixtures/program_calls/choices_fixed",
+        [
+            ("layers.py", 20, 13, "MHA002"),
+            ("layers.py", 49, 16, "MHA016"),
+            ("layers.py", 88, 16, "MHA012"),
+        ],
+        select="MHA",
+    )
+    assert found[0].msg.startswith(
+        "mask from line 20 (self.causal() -> fixtures/program_calls/choices_fixed/masks.py:10:"
+        " torch.triu("
+    )
+    assert found[1].msg.startswith(
+        "`self.expand(struct, self.num_heads)` repeats the mask head-major"
+    )
+    assert found[2].msg.endswith(
+        "the call reaches scores * mask at fixtures/program_calls/choices_fixed/layers.py:69"
+        " through NeighbourAttention.forward()"
+    )
+
+
+_REFINER = (
+    "import torch\n"
+    "import torch.nn as nn\n"
+    "import torch.nn.functional as F\n"
+    "class Ignore:\n"
+    "    def __init__(self, n):\n"
+    "        self.tri = torch.triu(torch.ones(n, n, dtype=torch.bool), diagonal=1)\n"
+    "    def __call__(self, n):\n"
+    "        return self.tri[:n, :n]\n"
+    "class Keep:\n"
+    "    def __init__(self, n):\n"
+    "        self.tri = torch.tril(torch.ones(n, n, dtype=torch.bool))\n"
+    "    def __call__(self, n):\n"
+    "        return self.tri[:n, :n]\n"
+    "class Refiner(nn.Module):\n"
+    "    def __init__(self, n=32, keep_style=False):\n"
+    "        super().__init__()\n"
+    "        self.causal = Keep(n) if keep_style else Ignore(n)\n"
+    "    def forward(self, q, k, v):\n"
+    "        return F.scaled_dot_product_attention(q, k, v, attn_mask=self.causal(q.size(-2)))\n"
+    "class Net(nn.Module):\n"
+    "    def __init__(self):\n"
+    "        super().__init__()\n"
+    "{built}"
+)
+
+
+def test_a_mask_maker_chosen_by_a_flag_is_the_one_the_constructions_pick(tmp_path):
+    left = "        self.r = Refiner()\n"
+    assert _rows(_REFINER.format(built=left), {"MHA002"}, tmp_path) == [(19, 16, "MHA002")]
+    keep = "        self.r = Refiner(keep_style=True)\n"
+    assert _rows(_REFINER.format(built=keep), {"MHA002"}, tmp_path) == []
+    # built both ways: which one runs is each instance's, unknown here
+    both = left + keep.replace("self.r", "self.s")
+    assert _rows(_REFINER.format(built=both), {"MHA002"}, tmp_path) == []
+
+
+_LOCAL = (
+    "import torch\n"
+    "import torch.nn as nn\n"
+    "class Plain(nn.Module):\n"
+    "    def forward(self, q, k, v, valid):\n"
+    "        s = q @ k.transpose(-2, -1)\n"
+    "        s = s * valid[:, None, :]\n"
+    "        return s.softmax(dim=-1) @ v\n"
+    "class Filled(Plain):\n"
+    "    def forward(self, q, k, v, valid):\n"
+    "        s = q @ k.transpose(-2, -1)\n"
+    "        s = s.masked_fill(~valid[:, None, :], float('-inf'))\n"
+    "        return s.softmax(dim=-1) @ v\n"
+    "class Block(nn.Module):\n"
+    "    def __init__(self, local_cls={default}):\n"
+    "        super().__init__()\n"
+    "        self.local = local_cls()\n"
+    "    def forward(self, x, lengths):\n"
+    "        valid = torch.arange(x.size(1))[None, :] < lengths[:, None]\n"
+    "        return self.local(x, x, x, valid)\n"
+    "class Net(nn.Module):\n"
+    "    def __init__(self):\n"
+    "        super().__init__()\n"
+    "        self.a = Block()\n"
+    "        self.b = Block(local_cls=Filled)\n"
+)
+
+
+def test_a_class_handed_to_init_runs_for_each_construction(tmp_path):
+    # one construction leaves the default (the product), one hands the fill:
+    # the product is still judged (a correct sibling never hides a wrong one)
+    assert _rows(_LOCAL.format(default="Plain"), {"MHA012"}, tmp_path) == [(6, 13, "MHA012")]
+    # every construction runs the fill: nothing to report
+    only_filled = _LOCAL.format(default="Filled").replace("        self.a = Block()\n", "")
+    assert _rows(only_filled, {"MHA012"}, tmp_path) == []
+
+
+def test_a_registry_of_another_file_reaches_each_of_its_classes():
+    # probe AE's AE03 and AE04: ``MIXERS[kind](dim, heads)`` of a registry in
+    # another file, whose classes reach different sinks; the calling file names
+    # no attention word (the project-aware gate lets it in by the registry)
+    found = assert_package_runs(
+        "fixtures/program_calls/registry_kinds",
+        [("model.py", 22, 17, "MHA004"), ("model.py", 22, 17, "MHA012")],
+        select="MHA",
+    )
+    by_code = {f.code: f.msg for f in found}
+    assert by_code["MHA004"].endswith(
+        "the call reaches scores + mask at fixtures/program_calls/registry_kinds/kinds.py:34"
+        " through PeakBlock.forward() -> BiasedAttention.forward()"
+    )
+    assert by_code["MHA012"].endswith(
+        "the call reaches scores * mask at fixtures/program_calls/registry_kinds/kinds.py:26"
+        " through PeakBlock.forward() -> ScaledAttention.forward()"
+    )
+
+
+def test_instances_a_class_method_builds_are_constructions_and_calls():
+    # probe AF's AF03 (a wrapper built by ``EncoderWrapper.from_config()``, then
+    # called with a keep-mask) and AF17 (head counts a class method builds from
+    # a config module, the class also built that way in another file)
+    found = assert_package_runs(
+        "fixtures/program_calls/classmethod_instances",
+        [("layers.py", 44, 16, "MHA014"), ("model.py", 20, 13, "MHA003")],
+        select="MHA",
+    )
+    by_code = {f.code: f.msg for f in found}
+    assert by_code["MHA014"].endswith(
+        "one construction of TileAttention in the project passes dim=96, num_heads=12,"
+        " num_kv_heads=5"
+    )
+    assert by_code["MHA003"].endswith(
+        "the call reaches TransformerEncoder's src_key_padding_mask at"
+        " fixtures/program_calls/classmethod_instances/layers.py:22 through"
+        " EncoderWrapper.forward()"
+    )
+
+
+_BUILDER = (
+    "import torch.nn as nn\n"
+    "class Wrapper(nn.Module):\n"
+    "    def __init__(self, d, h):\n"
+    "        super().__init__()\n"
+    "        layer = nn.TransformerEncoderLayer(d, h, 128, batch_first=True)\n"
+    "        self.encoder = nn.TransformerEncoder(layer, 2, enable_nested_tensor=False)\n"
+    "    @classmethod\n"
+    "    def from_config(cls):\n"
+    "        {body}\n"
+    "    def forward(self, x, mask=None):\n"
+    "        return self.encoder(x, src_key_padding_mask=mask)\n"
+    "class Model(nn.Module):\n"
+    "    def __init__(self):\n"
+    "        super().__init__()\n"
+    "        self.encoder = Wrapper.from_config()\n"
+    "    def forward(self, x, ids):\n"
+    "        return self.encoder(x, mask=ids != 0)\n"
+)
+
+
+def test_a_class_method_that_returns_its_class_builds_an_instance(tmp_path):
+    assert _rows(_BUILDER.format(body="return cls(64, 4)"), {"MHA003"}, tmp_path) == [
+        (17, 16, "MHA003")
+    ]
+    # a class method that returns something else builds nothing known
+    other = "return nn.Identity()"
+    assert _rows(_BUILDER.format(body=other), {"MHA003"}, tmp_path) == []
+
+
+def test_a_partial_bound_to_the_instance_own_rate_is_judged_at_the_call():
+    # probe AF's AF22: ``partial(F.sdpa, dropout_p=self.attn_dropout)`` stored in
+    # ``__init__``; a construction with rate 0 and a gated override stay silent
+    found = assert_package_runs(
+        "fixtures/program_calls/partial_own_dropout",
+        [("layers.py", 20, 13, "MHA007")],
+        select="MHA",
+    )
+    assert found[0].msg.endswith(
+        "the call reaches scaled_dot_product_attention at"
+        " fixtures/program_calls/partial_own_dropout/layers.py:15 through"
+        " functools.partial(scaled_dot_product_attention)"
+    )
+
+
+def test_keywords_in_a_dict_bound_once_reach_the_callee():
+    # probe AG's AG04 and AG30 (a local dict splatted into a block's **kwargs)
+    # and AG18 (``**self.layer_kwargs`` into a torch encoder layer)
+    found = assert_package_runs(
+        "fixtures/program_calls/kwargs_dicts",
+        [
+            ("block.py", 27, 17, "MHA005"),
+            ("model.py", 18, 15, "MHA004"),
+            ("model.py", 32, 16, "MHA002"),
+        ],
+        select="MHA",
+    )
+    by_code = {f.code: f.msg for f in found}
+    assert by_code["MHA004"].startswith(
+        "mask from line 17 (keep[:, None, None, :].float()) is a float32 0/1 mask"
+    )
+    assert by_code["MHA002"].endswith(
+        "the call reaches scaled_dot_product_attention at"
+        " fixtures/program_calls/kwargs_dicts/attn.py:9 through Block.forward() ->"
+        " Attention.forward()"
+    )
+
+
+_LAYER = (
+    "import torch.nn as nn\n"
+    "class Enc(nn.Module):\n"
+    "    def __init__(self):\n"
+    "        super().__init__()\n"
+    "        self.layer = nn.TransformerEncoderLayer(32, 4, batch_first=True)\n"
+    "        self.kw = {{'is_causal': True}}\n"
+    "{change}"
+    "    def forward(self, x, pad):\n"
+    "        return self.layer(x, src_key_padding_mask=pad, {splat})\n"
+)
+
+
+def test_a_dict_splat_into_a_torch_module_gives_its_literals(tmp_path):
+    written = _LAYER.format(change="", splat="**{'is_causal': True}")
+    assert _rows(written, {"MHA005"}, tmp_path) == [(8, 16, "MHA005")]
+    held = _LAYER.format(change="", splat="**self.kw")
+    assert _rows(held, {"MHA005"}, tmp_path) == [(8, 16, "MHA005")]
+    # changed in place after: what it holds at the call is not known
+    changed = "    def off(self):\n        self.kw['is_causal'] = False\n"
+    assert _rows(_LAYER.format(change=changed, splat="**self.kw"), {"MHA005"}, tmp_path) == []
+
+
+def test_tiling_helpers_with_locals_and_the_fix_that_keeps_other_repeats():
+    # probe AG's AG28 (a helper that inverts and expands into a local, then
+    # tiles it head-major with einops) and AG15 (the fix must keep the
+    # helper's other repeat factors, else the mask loses its query axis)
+    found = assert_package_runs(
+        "fixtures/program_calls/tiling_locals",
+        [("heads.py", 16, 18, "MHA016"), ("heads.py", 32, 18, "MHA016")],
+        select="MHA",
+    )
+    assert found[0].msg.endswith("(use blocked.repeat_interleave(heads, dim=0) in the helper)")
+    assert found[1].msg.endswith(
+        "(use pad[:, None].repeat_interleave(num_heads, dim=0).repeat(1, pad.size(1), 1)"
+        " in the helper)"
+    )
