@@ -24,8 +24,9 @@ def test_choices_the_constructions_fix_are_followed():
         "fixtures/program_calls/choices_fixed",
         [
             ("layers.py", 20, 13, "MHA002"),
-            ("layers.py", 49, 16, "MHA016"),
-            ("layers.py", 88, 16, "MHA012"),
+            ("layers.py", 36, 13, "MHA002"),
+            ("layers.py", 65, 16, "MHA016"),
+            ("layers.py", 104, 16, "MHA012"),
         ],
         select="MHA",
     )
@@ -33,11 +34,15 @@ def test_choices_the_constructions_fix_are_followed():
         "mask from line 20 (self.causal() -> fixtures/program_calls/choices_fixed/masks.py:10:"
         " torch.triu("
     )
-    assert found[1].msg.startswith(
+    # built both ways: judged per construction, the message names the one
+    assert found[1].msg.endswith(
+        "one construction of SubtitleRefiner in the project passes max_len=64, keep_style=False"
+    )
+    assert found[2].msg.startswith(
         "`self.expand(struct, self.num_heads)` repeats the mask head-major"
     )
-    assert found[2].msg.endswith(
-        "the call reaches scores * mask at fixtures/program_calls/choices_fixed/layers.py:69"
+    assert found[3].msg.endswith(
+        "the call reaches scores * mask at fixtures/program_calls/choices_fixed/layers.py:85"
         " through NeighbourAttention.forward()"
     )
 
@@ -74,9 +79,11 @@ def test_a_mask_maker_chosen_by_a_flag_is_the_one_the_constructions_pick(tmp_pat
     assert _rows(_REFINER.format(built=left), {"MHA002"}, tmp_path) == [(19, 16, "MHA002")]
     keep = "        self.r = Refiner(keep_style=True)\n"
     assert _rows(_REFINER.format(built=keep), {"MHA002"}, tmp_path) == []
-    # built both ways: which one runs is each instance's, unknown here
+    # built both ways: each construction on its own, the ignore-mask one reported
     both = left + keep.replace("self.r", "self.s")
-    assert _rows(_REFINER.format(built=both), {"MHA002"}, tmp_path) == []
+    assert _rows(_REFINER.format(built=both), {"MHA002"}, tmp_path) == [(19, 16, "MHA002")]
+    both_keep = keep + keep.replace("self.r", "self.s").replace("True", "1")
+    assert _rows(_REFINER.format(built=both_keep), {"MHA002"}, tmp_path) == []
 
 
 _LOCAL = (
@@ -108,9 +115,10 @@ _LOCAL = (
 
 
 def test_a_class_handed_to_init_runs_for_each_construction(tmp_path):
-    # one construction leaves the default (the product), one hands the fill:
+    # one construction leaves the default (the product), one hands the fill; the
+    # mask is judged at the call that hands it
     # the product is still judged (a correct sibling never hides a wrong one)
-    assert _rows(_LOCAL.format(default="Plain"), {"MHA012"}, tmp_path) == [(6, 13, "MHA012")]
+    assert _rows(_LOCAL.format(default="Plain"), {"MHA012"}, tmp_path) == [(19, 16, "MHA012")]
     # every construction runs the fill: nothing to report
     only_filled = _LOCAL.format(default="Filled").replace("        self.a = Block()\n", "")
     assert _rows(only_filled, {"MHA012"}, tmp_path) == []

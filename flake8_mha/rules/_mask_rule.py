@@ -90,6 +90,30 @@ class MaskRule(Rule):
                     shown += f", {INVERTED},"
         return sink, mask, shown
 
+    def instance_value(self, sink: Sink, wrong) -> Optional[Tuple[Mask, str]]:
+        """For a sink in a method of a module-level class whose mask is not
+        known for the class as a whole (``self.causal = Keep(n) if keep_style
+        else Ignore(n)``, built both ways in the project): the mask under the
+        first construction of the class for which it is known and ``wrong``,
+        and what the message adds; None otherwise (probe AD's AD26)."""
+        from ..analysis.values import instance, project_of
+
+        scope = sink.site.scope
+        cls = scope.cls if scope is not None else None
+        if cls is None or cls.scope is None or cls.scope.kind != "module":
+            return None
+        project = project_of(scope)
+        built = project.instances(cls.name) if hasattr(project, "instances") else None
+        if not built or len(built) < 2:
+            return None
+        for given in built:
+            with instance(cls.name, given):
+                mask = MaskAnalysis(self.ctx).value(sink)  # read afresh for this one
+            if wrong(mask):
+                shown = ", ".join(f"{p}={v!r}" for p, v in given.items())
+                return mask, f"; one construction of {cls.name} in the project passes {shown}"
+        return None
+
     def _report(self, where: Sink, value: Mask, module_ev, message: str, **fmt) -> Report:
         evidence = self.analysis().evidence(where, value, module_ev, construction_evidence)
         return self.report(where.site.node, evidence, message, **fmt)

@@ -112,6 +112,13 @@ class IgnoreMaskToSdpa(MaskRule):
           bound: after a splat of unknown length (a `*args` parameter) nothing
           is, and a list or dict changed in place (`append`, `args[3] = ...`,
           `update`) is not spread at all.
+        - A mask a method of a module-level class makes from a choice its
+          constructor's parameter fixes (`self.causal = CausalKeep(n) if
+          keep_style else CausalMask(n)`) is the one the project's
+          constructions pick; a class built both ways is read once per
+          construction, and the message names the one whose mask is wrong
+          (`one construction of SubtitleRefiner in the project passes
+          keep_style=False`).
         """
     VALID = [
         "import torch.nn.functional as F\n"
@@ -149,6 +156,12 @@ class IgnoreMaskToSdpa(MaskRule):
         sink, mask = got
         if mask.meaning == IGNORE and mask.kind != ADDITIVE:
             yield self._message(sink, mask)
+        elif mask.meaning is None:  # each construction of the class on its own
+            one = self.instance_value(sink, lambda m: m.meaning == IGNORE and m.kind != ADDITIVE)
+            if one is not None:
+                report = self._message(sink, one[0])
+                report.message += one[1]
+                yield report
 
     def on_call(self, site: CallSite) -> Iterator[Report]:
         a = self.analysis()

@@ -278,8 +278,9 @@ class Composing:
         for it (``Block(MaskedSelfAttention, dim)`` of ``self.attn =
         attn_cls(dim)``), as the constructing file names it; where one leaves
         ``param`` out, what the class builds then (``self.attend =
-        default(attend, Attend())``, ``chains.FALLBACK``).  None when a construction passes
-        anything else, they disagree, or the class is never built."""
+        default(attend, Attend())``, ``chains.FALLBACK``); of several, each (``_either``: probe AD's
+        AD07).  None when a construction passes anything else, or the class
+        is never built."""
         param, _, fallback = param.partition(chains.FALLBACK)  # ``default(attend, Attend())``
         classes = param.endswith(chains.CALLED)  # ``self.attn = attn_cls(dim)``
         if classes:
@@ -294,7 +295,7 @@ class Composing:
         built = self.handed(filename, cls, param, classes, fallback)
         if not built and classes and fallback:  # a class default, the constructions unsettled
             built = [{param: (filename, fallback)}]
-        found = set()
+        found = {}
         for b in built or ():
             given = b.get(param)
             if not isinstance(given, tuple):
@@ -302,12 +303,11 @@ class Composing:
             where, ctor = given
             where = filename if os.path.abspath(where) == os.path.abspath(filename) else where
             got = self._named(where, self._table(where), ctor, self.package_of(where), depth, False)
-            if got is None:
-                return None
-            found.add((got[0], got[1]["name"]))
-        if len(found) != 1:
-            return None
-        return got
+            if got is not None:  # one that reaches nothing, or is not read, hides none
+                found[(got[0], got[1]["name"])] = got
+        if len(found) > 1:  # ``PointBlock(d, h, local_cls=Filled)`` beside ``PointBlock(d, h)``
+            return self._either(list(found.values()))
+        return next(iter(found.values()), None)
 
     instance: tuple = ()  # ((file, class, parameter), (file, class handed)) of one construction
 
