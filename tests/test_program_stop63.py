@@ -270,3 +270,16 @@ def test_tiling_helpers_with_locals_and_the_fix_that_keeps_other_repeats():
         "(use pad[:, None].repeat_interleave(num_heads, dim=0).repeat(1, pad.size(1), 1)"
         " in the helper)"
     )
+
+
+def test_a_torch_module_from_a_registry_of_another_file_is_built_where_indexed():
+    # probe AF's AF19: ``MIXERS[kind](dim, heads)`` with ``MIXERS = {"mha":
+    # nn.MultiheadAttention, "linear": LinearMixer}`` in registry.py and every
+    # construction passing kind="mha": a MultiheadAttention without batch_first,
+    # fed batch-first data by the model
+    found = assert_package_runs(
+        "fixtures/program_calls/registry_modules",
+        [("blocks.py", 12, 22, "MHA001")],
+        select="MHA",
+    )
+    assert "registry_modules/model.py line 16: `rearrange(field," in found[0].msg

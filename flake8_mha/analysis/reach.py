@@ -347,10 +347,44 @@ def registry_qualname(res: Resolver, node: cst.Subscript, env: Env, scope, depth
     None when the values name several."""
     got = registry_values(node, env, scope) if len(node.slice) == 1 else None
     if got is None:
-        return None
+        return _imported_registry(node, env, scope)
     values, venv, vscope = got
     names = {res.qualname(v, venv, vscope, depth + 1) for v in values}
+    if len(names) > 1:  # the entry a key the program fixes picks (``kind="mha"``)
+        picked = _keyed_value(node, env, scope)
+        names = {res.qualname(picked, venv, vscope, depth + 1)} if picked is not None else names
     return names.pop() if len(names) == 1 and None not in names else None
+
+
+def _keyed_value(node: cst.Subscript, env: Env, scope):
+    """The value of the dict display a subscript reads under the string its
+    index is known to be, else None."""
+    from .values import value_of
+
+    index = node.slice[0].slice
+    key = value_of(index.value, env, scope) if isinstance(index, cst.Index) else None
+    defs = lookup(node.value.value, env, scope) if isinstance(key, str) else ()
+    for el in defs[0].node.elements if defs else ():
+        if isinstance(el, cst.DictElement) and literal(el.key) == key:
+            return el.value
+    return None
+
+
+def _imported_registry(node: cst.Subscript, env: Env, scope) -> Optional[str]:
+    """``ATTN_TYPES[kind]`` of a dict another project file defines and this
+    one imports: the torch class its values all name (``imported_registry``)."""
+    from .values import project_of, value_of
+
+    if not isinstance(node.value, cst.Name) or len(node.slice) != 1:
+        return None
+    defs = lookup(node.value.value, env, scope)
+    project = project_of(scope)
+    if len(defs) != 1 or defs[0].kind != DefKind.IMPORT or project is None:
+        return None
+    ask = getattr(project, "imported_registry", None)
+    index = node.slice[0].slice
+    key = value_of(index.value, env, scope) if isinstance(index, cst.Index) else None
+    return ask(defs[0].node, node.value.value, key) if ask is not None else None
 
 
 def literal_parts(iterable, index: Tuple[int, ...]) -> Optional[list]:

@@ -11,10 +11,12 @@ import contextlib
 import os
 from typing import Optional, Tuple
 
+from ...core import torch_api
+from ...core.atomic import read_regular
 from . import chains, constructors, forms
 from .fills import FILL_SINKS, KV, KV_VIA, SINK_LINE, kv_helpers
 from .summaries import ATTRS, BASES, IMPORTS, MODULES, REGISTRIES, TORCH_LAYERS, TORCH_MODULES
-from .summaries import VARIANT, settle
+from .summaries import MAX_FILE_BYTES, VARIANT, settle
 
 MAX_CHAIN = 6  # calls followed from a call site down to a sink
 
@@ -479,16 +481,48 @@ class Composing:
 
     def _a_kind_reaches(self, targets: list) -> bool:
         """A class of a registry dict another project file defines (its
-        ``REGISTRIES``) reaches a sink when called, or is unreadable (kept)."""
+        ``REGISTRIES``) reaches a sink when called, or one is a torch
+        attention module (``registry_names``), or it is unreadable (kept)."""
         for target in targets:
             try:
                 loc = self._defined(target)
                 kinds = self.summaries(loc[0]).get(REGISTRIES, {}).get(loc[1]) if loc else None
                 if kinds and any(self.instance_call(loc[0], k) for k in kinds.split(chains.KINDS)):
                     return True
+                if any(self.registry_names(target) or ()):  # ``{"mha": nn.MultiheadAttention}``
+                    return True
             except (OSError, ValueError, RecursionError):
                 return True
         return False
+
+    def registry_at(self, target: Tuple[int, str], key=None) -> Optional[str]:
+        """``imported_registry`` of the import ``target`` (level, dotted)."""
+        names = self.registry_names(target, key)
+        return names.pop() if names and len(names) == 1 and None not in names else None
+
+    def registry_names(self, target: Tuple[int, str], key=None) -> Optional[set]:
+        """The torch class each value of the registry ``target`` names (None
+        for one that names none), only the one under ``key`` when that is a
+        string; None when it is no dict of names bound once."""
+        try:
+            loc = self._defined(target)
+            text = (
+                decode(read_regular(loc[0], MAX_FILE_BYTES))
+                if loc is not None and "." not in loc[1]
+                else None
+            )
+            tree = ast.parse(text) if text is not None and loc[1] in text else None
+        except (OSError, ValueError, SyntaxError, RecursionError, UnicodeDecodeError, LookupError):
+            return None
+        if tree is None:
+            return None
+        self.depend(loc[0])
+        found = _module_dict(tree, loc[1])
+        if found is None:
+            return None
+        if isinstance(key, str):
+            found = {k: v for k, v in found.items() if k == key}
+        return {_torch_name(tree, v) for v in found.values()}
 
     def kinds_run(self, key: str) -> set:
         """The ``forward`` of each class of the linted file that the function
@@ -519,6 +553,47 @@ class Composing:
         return not any(k == loc[1] or k.startswith(loc[1] + ".") for k in there) and not any(
             loc[1] in there.get(key, ()) for key in (BASES, TORCH_MODULES, TORCH_LAYERS)
         )
+
+
+def _module_dict(tree: ast.Module, name: str) -> Optional[dict]:
+    """key -> dotted value of the dict display ``name`` is bound to, once, at
+    the top of ``tree`` (string keys, names as values); else None."""
+    found = None
+    for st in tree.body:
+        targets = st.targets if isinstance(st, ast.Assign) else []
+        if any(isinstance(tg, ast.Name) and tg.id == name for tg in targets):
+            if found is not None or not isinstance(st.value, ast.Dict):
+                return None
+            found = st.value
+    if found is None or None in found.keys:
+        return None
+    out = {}
+    for k, v in zip(found.keys, found.values):
+        value = chains.dotted_name(v) if isinstance(v, (ast.Name, ast.Attribute)) else None
+        if not isinstance(k, ast.Constant) or not isinstance(k.value, str) or value is None:
+            return None
+        out[k.value] = value
+    return out
+
+
+def _torch_name(tree: ast.Module, dotted: str) -> Optional[str]:
+    """The torch class a dotted name of ``tree`` names through its imports
+    (``nn.MultiheadAttention`` after ``import torch.nn as nn``), else None."""
+    head, _, rest = dotted.partition(".")
+    for st in tree.body:  # ``import torch.nn as nn``, ``from torch import nn``
+        base = None
+        if isinstance(st, ast.Import):
+            for alias in st.names:
+                if (alias.asname or alias.name.split(".")[0]) == head:
+                    base = alias.name if alias.asname else head
+        elif isinstance(st, ast.ImportFrom) and st.level == 0 and st.module:
+            for alias in st.names:
+                if (alias.asname or alias.name) == head:
+                    base = f"{st.module}.{alias.name}"
+        if base is not None:
+            qn = torch_api.canonical(f"{base}.{rest}" if rest else base)
+            return qn if qn and qn.startswith("torch.") else None
+    return None
 
 
 EITHER = "either"  # a summary whose sinks are reached by different classes, one of which runs

@@ -310,30 +310,23 @@ class ConstantFiles(ReturnsFiles):
         ``import pkg.config as config``, then ``config.WIDTH``); else None.
         Asked by ``values.py`` only for a value a rule needs, so a file's
         other imports cost nothing."""
-        if isinstance(stmt, cst.Import):
-            target = _imported_module(stmt, name)
-            if target is None or attr is None:
-                return None
-            level, dotted = 0, f"{target}.{attr}"
-        elif isinstance(stmt, cst.ImportFrom) and not isinstance(stmt.names, cst.ImportStar):
-            for alias in stmt.names:
-                bound = alias.asname.name if alias.asname is not None else alias.name
-                if isinstance(bound, cst.Name) and bound.value == name:
-                    break
-            else:
-                return None
-            dotted = import_path(alias.name)
-            if "." in dotted:
-                return None
-            base = import_path(stmt.module) if stmt.module is not None else ""
-            level = len(stmt.relative)
-            dotted = f"{base}.{dotted}".lstrip(".") + (f".{attr}" if attr else "")
-        else:
+        target = _import_at(stmt, name, attr)
+        if target is None:
             return None
         try:
-            return self.constant_at(level, dotted)
+            return self.constant_at(*target)
         except (OSError, ValueError, RecursionError):
             return None
+
+    def imported_registry(self, stmt, name: str, key=None) -> Optional[str]:
+        """The qualified torch class every value of the module-level dict
+        ``name`` that ``stmt`` imports from a project file names, or the one
+        under ``key`` when that is a string (``ATTN_TYPES = {"mha":
+        nn.MultiheadAttention, "linear": LinearMixer}`` in ``registry.py``,
+        then ``ATTN_TYPES[kind](dim, heads)`` with ``kind`` "mha": probe AF's
+        AF19); else None."""
+        target = _import_at(stmt, name, None)
+        return self.registry_at(target, key) if target is not None else None
 
     def named_defaults(self, cls: str, defaults: dict) -> dict:
         """``defaults`` with the ``__init__`` defaults that name a constant
@@ -364,6 +357,29 @@ class ConstantFiles(ReturnsFiles):
                 if loc and loc[1] in table:
                     out[param] = table[loc[1]]
         return out
+
+
+def _import_at(stmt, name: str, attr: Optional[str]) -> Optional[Tuple[int, str]]:
+    """(relative level, dotted) of what the import ``stmt`` binds to
+    ``name`` (with ``attr``, of that attribute of the module it binds)."""
+    if isinstance(stmt, cst.Import):
+        target = _imported_module(stmt, name)
+        if target is None or attr is None:
+            return None
+        return 0, f"{target}.{attr}"
+    if not isinstance(stmt, cst.ImportFrom) or isinstance(stmt.names, cst.ImportStar):
+        return None
+    for alias in stmt.names:
+        bound = alias.asname.name if alias.asname is not None else alias.name
+        if isinstance(bound, cst.Name) and bound.value == name:
+            break
+    else:
+        return None
+    dotted = import_path(alias.name)
+    if "." in dotted:
+        return None
+    base = import_path(stmt.module) if stmt.module is not None else ""
+    return len(stmt.relative), f"{base}.{dotted}".lstrip(".") + (f".{attr}" if attr else "")
 
 
 def _imported_module(stmt: cst.Import, name: str) -> Optional[str]:

@@ -46,7 +46,9 @@ MODULE_WORDS = re.compile(
     r"\b(?:" + "|".join(WRAPPED + ("Transformer",)) + r")\s*\("
     r"|^[ \t]*class[ \t]+\w+[ \t]*\([^)]*\b(?:" + "|".join(WRAPPED) + r")\b"
     # ``SeqMHA = partial(nn.MultiheadAttention, ...)``: built where it is called
-    r"|partial\([ \t]*[\w.]*\b(?:" + "|".join(WRAPPED) + r")\b",
+    r"|partial\([ \t]*[\w.]*\b(?:" + "|".join(WRAPPED) + r")\b"
+    # ``{"mha": nn.MultiheadAttention}``: a registry, built where it is indexed
+    r"|:[ \t]*[\w.]*\b(?:" + "|".join(WRAPPED) + r")[ \t]*[,}\n]",
     re.MULTILINE,
 )
 
