@@ -283,3 +283,33 @@ def test_a_torch_module_from_a_registry_of_another_file_is_built_where_indexed()
         select="MHA",
     )
     assert "registry_modules/model.py line 16: `rearrange(field," in found[0].msg
+
+
+_LAYERS = (
+    "from functools import partial\n"
+    "import torch.nn as nn\n"
+    "Layer = partial(nn.TransformerDecoderLayer, dim_feedforward=128, dropout=0.0)\n"
+    "AuxLayer = partial(nn.TransformerDecoderLayer, dim_feedforward=128, batch_first=True)\n"
+    "class TextDecoder(nn.Module):\n"
+    "    def __init__(self, aux=False):\n"
+    "        super().__init__()\n"
+    "        make = AuxLayer if aux else Layer\n"
+    "        self.layer = make(32, 4)\n"
+    "    def forward(self, tgt, memory):\n"
+    "        return self.layer(tgt, memory)\n"
+    "class Recognizer(nn.Module):\n"
+    "    def __init__(self):\n"
+    "        super().__init__()\n"
+    "        self.decoder = TextDecoder({aux})\n"
+    "    def forward(self, tgt_ids, feats):\n"
+    "        memory = feats.flatten(2).permute(0, 2, 1)  # (N, HW, C)\n"
+    "        tgt = self.embed(tgt_ids)  # (N, T, C)\n"
+    "        return self.decoder(tgt, memory)\n"
+)
+
+
+def test_a_layer_picked_into_a_local_by_a_fixed_flag_is_that_layer(tmp_path):
+    # probe AD's AD25: ``make = AuxLayer if aux else Layer; self.layer = make(32, 4)``
+    # with every construction leaving ``aux`` False: the partial without batch_first
+    assert _rows(_LAYERS.format(aux=""), {"MHA001"}, tmp_path) == [(9, 22, "MHA001")]
+    assert _rows(_LAYERS.format(aux="aux=True"), {"MHA001"}, tmp_path) == []

@@ -18,6 +18,7 @@ from .classes import class_default, static_kind
 from .partials import partial_of_module, partial_torch
 from .resolve import Resolver
 from .splats import expand_call, splat_keys
+from .values import decided_name
 from ..core.torch_api import ModuleSpec
 
 
@@ -152,6 +153,14 @@ def classify(site: CallSite, resolver: Resolver):
         made = partial_torch(resolver, call, env, scope)
         if made is not None:  # ``SeqMHA = partial(nn.MultiheadAttention, ...)``, ``SeqMHA(d, h)``
             return Construction(site, made[0], Bound(made[1], made[0].init), "call", None)
+        side = decided_name(func, env, scope)  # ``make = Aux if aux else Plain``, ``aux`` fixed
+        if side is not None:
+            made = partial_torch(resolver, call.with_changes(func=side), env, scope)
+            if made is not None:
+                return Construction(site, made[0], Bound(made[1], made[0].init), "call", None)
+            spec = torch_api.module_spec(resolver.qualname(side, env, scope) or "")
+            if spec is not None:
+                return Construction(site, spec, Bound(call, spec.init), "call", None)
         handed = class_default(func, env, scope)
         if handed is not func:  # ``attn_cls(dim, heads)``, the class every construction names
             spec = torch_api.module_spec(resolver.qualname(handed, env, scope) or "")

@@ -15,7 +15,7 @@ from .classes import builds_own_class, class_run, delegates, static_kind
 from .flow import CallSite, ClassInfo, Def, DefKind, Env, FlowPass, Scope, lookup
 from .flow import imported_by_call, scope_appends
 from .tree import is_none
-from .values import branch_truth, literal
+from .values import branch_truth, decided_name, literal
 from .bound import Instance, bound_flag, passed
 from .partials import partial_torch
 from ..core.torch_api import ModuleSpec
@@ -88,6 +88,9 @@ class Resolver:
                     qn = self.qualname(d.node, d.env, d.scope, depth + 1)
                 elif d.kind == DefKind.ASSIGN and isinstance(d.node, cst.Call):
                     qn = imported_by_call(d.node)
+                elif d.kind == DefKind.ASSIGN and isinstance(d.node, cst.IfExp):
+                    side = decided_name(node, env, scope)  # ``make = Aux if aux else Plain``
+                    qn = self.qualname(side, d.env, d.scope, depth + 1) if side else None
                 else:
                     return None
                 if qn is None or (found is not None and qn != found):
@@ -707,6 +710,9 @@ class Resolver:
         if spec is not None:
             return [Instance(spec, site, None, False)]
         made = partial_torch(self, call, env, scope)
+        side = decided_name(call.func, env, scope) if made is None else None
+        if side is not None:  # ``make = AuxLayer if aux else Layer``, ``aux`` fixed
+            made = partial_torch(self, call.with_changes(func=side), env, scope)
         if made is not None:  # ``SeqMHA(128, 4)``, ``SeqMHA = partial(nn.MultiheadAttention, ...)``
             return [Instance(made[0], site, None, False, made[1])]
         info = self.local_class(call.func, env, scope)

@@ -525,6 +525,20 @@ def branch_truth(test, env, scope, depth: int = 0) -> Optional[bool]:
     return None if v is _OPEN else bool(v)
 
 
+def decided_name(func, env, scope) -> Optional[cst.Name]:
+    """The side of ``make = AuxLayer if aux else Layer`` (bound once) that
+    the program fixes its test to, when it is a plain name (probe AD's
+    AD25); None otherwise."""
+    if not isinstance(func, cst.Name):
+        return None
+    defs = lookup(func.value, env, scope)
+    if len(defs) != 1 or defs[0].kind != DefKind.ASSIGN or not isinstance(defs[0].node, cst.IfExp):
+        return None
+    truth = branch_truth(defs[0].node.test, defs[0].env, defs[0].scope)
+    side = None if truth is None else defs[0].node.body if truth else defs[0].node.orelse
+    return side if isinstance(side, cst.Name) else None
+
+
 _OPEN = object()  # a value the program does not fix
 
 
