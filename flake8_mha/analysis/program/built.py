@@ -13,7 +13,7 @@ from typing import Dict, List, Optional, Set
 from ...core import walk as astwalk
 from .chains import super_method
 from .files import module_constants
-from .signatures import constant_reader, literal
+from .signatures import class_methods, constant_reader, literal
 
 MISSING = "<missing>"  # a parameter the construction does not pass (its default applies)
 
@@ -55,14 +55,7 @@ def classmethods(tree: Optional[ast.Module], cls: str) -> Set[str]:
     ``cls(...)`` calls, which are read where the class is defined."""
     for node in tree.body if tree is not None else ():
         if isinstance(node, ast.ClassDef) and node.name == cls:
-            return {
-                item.name
-                for item in node.body
-                if isinstance(item, ast.FunctionDef)
-                and any(
-                    isinstance(d, ast.Name) and d.id == "classmethod" for d in item.decorator_list
-                )
-            }
+            return {item.name for item, _ in class_methods(node)}
     return set()
 
 
@@ -179,19 +172,12 @@ def _classmethod_builds(cls: ast.ClassDef) -> List[ast.Call]:
     """The calls ``cls(...)`` of the class's ``@classmethod``s, their first
     parameter called: constructions of the class (or of a subclass it is
     called through, built with the same parameters)."""
-    out = []
-    for item in cls.body:
-        if not isinstance(item, ast.FunctionDef) or not item.args.args:
-            continue
-        if not any(isinstance(d, ast.Name) and d.id == "classmethod" for d in item.decorator_list):
-            continue
-        first = item.args.args[0].arg
-        out.extend(
-            n
-            for n in astwalk.own_nodes(item)
-            if isinstance(n, ast.Call) and isinstance(n.func, ast.Name) and n.func.id == first
-        )
-    return out
+    return [
+        n
+        for item, first in class_methods(cls)
+        for n in astwalk.own_nodes(item)
+        if isinstance(n, ast.Call) and isinstance(n.func, ast.Name) and n.func.id == first
+    ]
 
 
 def _fallbacks(tree: ast.Module) -> Set[int]:

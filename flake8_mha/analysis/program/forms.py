@@ -28,6 +28,7 @@ from .fills import PRODUCTS
 from .module_numbers import module_constants
 from .held_lists import ITEMS, item_of, torch_class
 from .import_lines import helper_import
+from .signatures import class_methods
 
 # the torch attention modules a wrapper may hold, and their mask arguments as sinks of a
 # summary (``"MultiheadAttention.key_padding_mask"``) beside SDPA's
@@ -641,12 +642,7 @@ def _builders(cls: ast.ClassDef) -> List[str]:
     call of one makes an instance (``Encoder.from_config()``), listed in
     ``registries`` as ``"Encoder.from_config": "Encoder"``."""
     out = []
-    for item in cls.body:
-        if not isinstance(item, ast.FunctionDef) or not item.args.args:
-            continue
-        if not any(isinstance(d, ast.Name) and d.id == "classmethod" for d in item.decorator_list):
-            continue
-        first = item.args.args[0].arg
+    for item, first in class_methods(cls):
         returns = [n for n in astwalk.own_nodes(item) if isinstance(n, ast.Return)]
         if returns and all(
             isinstance(r.value, ast.Call)

@@ -312,3 +312,14 @@ def _const(node: ast.AST) -> Optional[str]:
     if isinstance(node, ast.Constant) and isinstance(node.value, (bool, int, float, type(None))):
         return repr(node.value)
     return None
+
+
+def class_methods(cls: ast.ClassDef) -> List[Tuple[ast.FunctionDef, str]]:
+    """Each ``@classmethod`` of a class body, with its first parameter's name."""
+    return [
+        (item, item.args.args[0].arg)
+        for item in cls.body
+        if isinstance(item, ast.FunctionDef)
+        and item.args.args
+        and any(isinstance(d, ast.Name) and d.id == "classmethod" for d in item.decorator_list)
+    ]
