@@ -313,3 +313,31 @@ def test_a_layer_picked_into_a_local_by_a_fixed_flag_is_that_layer(tmp_path):
     # with every construction leaving ``aux`` False: the partial without batch_first
     assert _rows(_LAYERS.format(aux=""), {"MHA001"}, tmp_path) == [(9, 22, "MHA001")]
     assert _rows(_LAYERS.format(aux="aux=True"), {"MHA001"}, tmp_path) == []
+
+
+_NEEDS = (
+    "import torch.nn as nn\n"
+    "class Net(nn.Module):\n"
+    "    def __init__(self):\n"
+    "        super().__init__()\n"
+    "        self.transformer = nn.Transformer(d_model=16, nhead=4)\n"
+    "    def forward(self, x_in):\n"
+    "        # {comment}\n"
+    "        x_past = x_in.concatenate_past_features()\n"
+    "        src = x_past.permute(1, 0, 2)\n"
+    "        return self.transformer.encoder(src)\n"
+)
+
+
+def test_a_comment_on_what_a_module_needs_is_not_the_shape_of_the_line_below(tmp_path):
+    # release review 35's darts: the comment states what nn.Transformer reads;
+    # the swap below converts to it (MHA903, opt-in), not away from it (MHA001)
+    needs = "PyTorch's nn.Transformer needs (seq_len, batch_size, features)"
+    assert _rows(_NEEDS.format(comment=needs), {"MHA001", "MHA903"}, tmp_path) == [
+        (5, 28, "MHA903")
+    ]
+    # a comment that states the data's own layout still counts
+    stated = "x_past: (batch_size, seq_len, features)"
+    assert _rows(_NEEDS.format(comment=stated), {"MHA001", "MHA903"}, tmp_path) == [
+        (5, 28, "MHA903")
+    ]

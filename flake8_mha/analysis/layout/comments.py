@@ -116,13 +116,22 @@ def _parsed(comment: Optional[cst.Comment]) -> List[_Entry]:
     return [(comment, found)] if found else []
 
 
+# a comment that says what something reads, not what a statement makes (release
+# review 35's darts: ``# PyTorch's nn.Transformer needs (seq_len, batch_size,
+# features)`` above the line that loads the data, the swap two lines below)
+_NEEDS = re.compile(r"\b(?:needs?|expects?|requires?|wants?|accepts?)\b", re.IGNORECASE)
+
+
 def _line_comments(line: cst.SimpleStatementLine, below=None) -> List[_Entry]:
     """The statement's own trailing comment first, then the one on the line just
     above, then ``below``: the one on the line just below it.
 
     ``# x: (B, L, E)`` above ``x = x.transpose(0, 1)`` may speak of x before or
     after the statement: a comment above a statement that rebinds a name it
-    reads counts only when an arrow says which side it means.  A comment just
+    reads counts only when an arrow says which side it means.  A comment
+    above that says what something needs or expects speaks of what a module
+    reads, not of the statement's value, unless the statement changes the
+    axes (then it is the layout it converts to).  A comment just
     below counts for a statement that changes the axes (``permute``,
     ``view``, ``rearrange``, ...), whose result authors describe on the next
     line, and for any assignment when it names what the line binds (``#
@@ -131,6 +140,8 @@ def _line_comments(line: cst.SimpleStatementLine, below=None) -> List[_Entry]:
     out = _parsed(line.trailing_whitespace.comment)
     if line.leading_lines:
         above = line.leading_lines[-1].comment
+        if above is not None and _NEEDS.search(above.value) and not _reshapes(line):
+            above = None  # ``# nn.Transformer needs (seq, batch, feat)``: what a module reads
         if above is not None and ("->" in above.value or not _rebinds_what_it_reads(line)):
             out += _parsed(above)
     if below is not None and "->" not in below.value:
