@@ -341,3 +341,54 @@ def test_a_comment_on_what_a_module_needs_is_not_the_shape_of_the_line_below(tmp
     assert _rows(_NEEDS.format(comment=stated), {"MHA001", "MHA903"}, tmp_path) == [
         (5, 28, "MHA903")
     ]
+
+
+_HOOK = (
+    "import torch.nn as nn\n"
+    "class Masked(nn.Module):\n"
+    "    def __init__(self, dim, num_heads):\n"
+    "        super().__init__()\n"
+    "        self.num_heads = num_heads\n"
+    "        self.attn = nn.MultiheadAttention(dim, num_heads, batch_first=True)\n"
+    "    def expand_heads(self, mask):\n"
+    "        return mask.repeat_interleave(self.num_heads, dim=0)\n"
+    "    def forward(self, x, pad):\n"
+    "        mask = pad[:, None, :].expand(-1, x.shape[1], -1)\n"
+    "        return self.attn(x, x, x, attn_mask=self.expand_heads(mask), need_weights=False)[0]\n"
+    "class Tooth(Masked):\n"
+    "    def expand_heads(self, mask):\n"
+    "        return mask.repeat(self.num_heads, 1, 1)\n"
+    "{use}"
+)
+
+
+def test_a_subclass_overriding_a_hook_with_a_head_major_tiling(tmp_path):
+    # probe AH's AH05 in one file: the base tiles right, its subclass's
+    # override of the hook wrong; the subclass built in the file
+    used = "def build():\n    return Tooth(32, 4)\n"
+    path = tmp_path / "t.py"
+    path.write_text(_HOOK.format(use=used))
+    found = analyze_source(_HOOK.format(use=used), str(path), {"MHA016"})
+    assert [(f.line, f.col, f.code) for f in found] == [(11, 16, "MHA016")]
+    assert "(as Tooth overrides it)" in found[0].message
+    assert found[0].message.endswith("in Tooth's override)")
+    # never built nor named anywhere: its override never runs
+    assert _rows(_HOOK.format(use=""), {"MHA016"}, tmp_path) == []
+
+
+def test_weights_unpacked_into_a_local_named_like_the_module(tmp_path):
+    # probe AH's AH26: ``h, attn = self.attn(...)``, ``attn`` never read; the
+    # attribute's name is no read of the local
+    src = (
+        "import torch.nn as nn\n"
+        "class Block(nn.Module):\n"
+        "    def __init__(self, d, h):\n"
+        "        super().__init__()\n"
+        "        self.attn = nn.MultiheadAttention(d, h, dropout=0.0, batch_first=True)\n"
+        "    def forward(self, x, pad):\n"
+        "        h, attn = self.attn(x, x, x, key_padding_mask=pad)\n"
+        "        return x + h\n"
+    )
+    assert _rows(src, {"MHA102"}, tmp_path) == [(7, 19, "MHA102")]
+    read = src.replace("return x + h", "return x + h, attn")
+    assert _rows(read, {"MHA102"}, tmp_path) == []

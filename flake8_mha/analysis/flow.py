@@ -671,8 +671,11 @@ class FlowPass:
                 )
             return
         parents.append(node)
-        for child in children(node):
-            self.expr(child, env, scope)
+        if t is cst.Attribute or t is cst.Arg:  # ``self.attn``, ``f(attn=...)``: no name read
+            self.expr(node.value, env, scope)
+        else:
+            for child in children(node):
+                self.expr(child, env, scope)
         parents.pop()
 
     def _register_buffer(self, node: cst.Call, env: Env, scope: Scope) -> None:

@@ -17,7 +17,7 @@ from typing import Iterator, List, Optional, Tuple
 import libcst as cst
 
 from ..analysis.events import ModuleCall
-from ..analysis.flow import CallSite, lookup
+from ..analysis.flow import CallSite, lookup, subclasses_in
 from ..analysis.program.returns import helper_reading, may_be_helper
 from ..analysis.gqa import GqaAnalysis, code_text
 from ..analysis.heads import arg_of, call_sizes, is_one
@@ -106,6 +106,12 @@ class MaskHeadsOrder(Rule):
         - A factor that is not the head count (the batch, beams, classifier-free
           guidance's 2) is not this rule.
         - Reported at the module call that receives the mask.
+        - A `self` method of the file that a subclass of the file overrides
+          (`self.expand_heads(mask)` in the base, right; `ToothAttention`'s
+          override tiling head-major) is judged for each override whose class
+          is named anywhere but its own statement, in the file or in another
+          of the project; the message names the subclass. A subclass in
+          another file is not read.
         - The fix the message names keeps what else the expansion copies:
           for `pad[:, None].repeat(num_heads, L, 1)` it is
           `pad[:, None].repeat_interleave(num_heads, dim=0).repeat(1, L, 1)`
@@ -144,6 +150,7 @@ class MaskHeadsOrder(Rule):
     def __init__(self, ctx) -> None:
         super().__init__(ctx)
         self._helpers: dict = {}  # id(call) -> the Helper it runs
+        self._overridden: dict = {}  # id(call) -> the subclass whose override of it does it
         self._building: set = set()  # the builders being read (recursion)
         self.factor: Optional[cst.CSTNode] = None  # the last head-count factor read
 
@@ -236,6 +243,12 @@ class MaskHeadsOrder(Rule):
         it, expanded at the call."""
         got = helper_reading(self.ctx, call, env, scope, "mha016", _read_helper)
         given = got.args.get((got.form.get("params") or [""])[0]) if got is not None else None
+        for sub, method in () if given is not None else self._overrides(call, scope):
+            got = helper_reading(self.ctx, call, env, scope, "mha016", _read_helper, target=method)
+            given = got.args.get((got.form.get("params") or [""])[0]) if got is not None else None
+            if given is not None:  # ``ToothAttention(Masked)`` overriding ``expand_heads``
+                self._overridden[id(call)] = sub
+                break
         if given is None:
             return self._builder(call, env, scope)
         factor = got.args.get(got.form.get("factor") or "")
@@ -252,6 +265,33 @@ class MaskHeadsOrder(Rule):
             got.form.get("via", "repeat"),
             CallSite(call, env, scope, (), (), None),
         )
+
+    def _overrides(self, call: cst.Call, scope) -> List[Tuple[str, cst.FunctionDef]]:
+        """``self.expand_heads(mask)`` in a method of a class of this file:
+        (subclass, its method) for each subclass of the file that overrides
+        it, whose instances run that one (probe AH's AH05)."""
+        func = call.func
+        cls = scope.cls if scope is not None else None
+        if not (
+            cls is not None
+            and isinstance(func, cst.Attribute)
+            and isinstance(func.value, cst.Name)
+            and func.value.value == "self"
+        ):
+            return []
+        name = func.attr.value
+        subs = subclasses_in(cls, list(self.ctx.flow.classes.values()))
+        return [(s.name, s.methods[name]) for s in subs if name in s.methods and self._used(s)]
+
+    def _used(self, sub) -> bool:
+        """The subclass is named outside its own statement, in this file or in
+        another of the project (built or handed somewhere): its override runs."""
+        text = self.ctx.module.code
+        if len(re.findall(r"\b" + re.escape(sub.name) + r"\b", text)) > 1:
+            return True
+        project = getattr(self.ctx, "project", None)
+        ask = getattr(project, "mentioned_elsewhere", None)
+        return bool(ask is not None and ask(sub.name))
 
     def _builder(self, call: cst.Call, env, scope) -> Optional[Found]:
         """A function or ``self`` method of this file whose one return is a
@@ -403,10 +443,15 @@ class MaskHeadsOrder(Rule):
             heads = helper.form.get("factor") or "num_heads"
             receiver = helper.form["receiver"]
             fix = f"{receiver}.repeat_interleave({heads}, dim=0){rest} in the helper"
+        sub = self._overridden.get(id(expansion))
+        if sub is not None:  # the base's method is right; the subclass's is not
+            evidence["subclass"] = sub
+            fix += f" in {sub}'s override"
         return self.report(
             ev.site.node,
             evidence,
-            expansion=f"`{code_text(self.ctx, expansion)}`",
+            expansion=f"`{code_text(self.ctx, expansion)}`"
+            + (f" (as {sub} overrides it)" if sub is not None else ""),
             module=ev.spec.name,
             arg=arg,
             fix=fix,

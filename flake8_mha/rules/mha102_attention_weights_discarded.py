@@ -70,7 +70,9 @@ class AttentionWeightsDiscarded(Rule):
           silent (`fixtures/MHA102_branch_modules.py`).
         - Not reported when the weights are read anywhere in the function,
           returned, stored on `self` or elsewhere, or when `need_weights` is a
-          variable.
+          variable. An attribute of the same name is no read of the local:
+          `h, attn = self.attn(x, x, x)` with `attn` never read is reported
+          (probe AH's AH26).
         - Not reported when the query is one position long (a learned pooling
           query `self.query.repeat(B, 1, 1)` of a `(1, 1, E)` parameter, also
           one scaled by a number at its creation, `torch.randn(1, 1, E) * 0.02`,

@@ -60,19 +60,20 @@ class Helper(NamedTuple):
 
 
 def helper_reading(
-    ctx, call: cst.Call, env, scope, salt: str, read: Read, words: Tuple[str, ...] = ()
+    ctx, call: cst.Call, env, scope, salt: str, read: Read, words: Tuple[str, ...] = (), target=None
 ) -> Optional[Helper]:
     """What ``read`` says of the helper ``call`` runs: a function or ``self``
     method of the linted file, or a function another project file defines and
     this one imports.  ``salt`` names the reading (its cache key); ``words``:
     one of them is in the text of any function ``read`` says something of
-    (another file's is read only then)."""
+    (another file's is read only then); ``target``: the method of this file
+    the call runs (a subclass's override of a ``self`` method)."""
     if any(a.star for a in call.args):
         return None
     kept = reach.held_function(ctx.resolver, call.func, env, scope)  # ``self.expand = tile_heads``
-    if kept is not None:
+    if kept is not None and target is None:
         return helper_reading(ctx, call.with_changes(func=kept[0]), kept[1], kept[2], salt, read)
-    target = ctx.resolver.own_function(call, env, scope)
+    target = target or ctx.resolver.own_function(call, env, scope)
     if target is not None:
         fscope = ctx.flow.functions.get(id(target))
         reading = ctx.analyses.setdefault("helper readings", set())
