@@ -392,3 +392,62 @@ def test_weights_unpacked_into_a_local_named_like_the_module(tmp_path):
     assert _rows(src, {"MHA102"}, tmp_path) == [(7, 19, "MHA102")]
     read = src.replace("return x + h", "return x + h, attn")
     assert _rows(read, {"MHA102"}, tmp_path) == []
+
+
+_COPY = (
+    "import torch.nn as nn\n"
+    "import torch.nn.functional as F\n"
+    "class Copy(nn.Module):\n"
+    "    def forward(self, q, memory, key_padding_mask):\n"
+    "        m = key_padding_mask[:, None, None, :]\n"
+    "        return F.scaled_dot_product_attention(q, memory, memory, attn_mask=m)\n"
+    "class Headline(nn.Module):\n"
+    "    def __init__(self):\n"
+    "        super().__init__()\n"
+    "        layer = nn.TransformerDecoderLayer(32, 4, batch_first=True)\n"
+    "        self.decoder = nn.TransformerDecoder(layer, 2)\n"
+    "        self.copy = Copy()\n"
+    "    def decode(self, tgt, memory, src_pad):\n"
+    "        h = self.decoder(tgt, memory, {decoder_mask})\n"
+    "        return self.copy(h[:, None], memory[:, None], src_pad)\n"
+    "    def forward(self, src, tgt, memory):\n"
+    "        return self.decode(tgt, memory, src.eq(0))\n"
+)
+
+
+def test_a_mask_that_is_right_for_a_module_on_the_way_is_not_to_be_inverted_at_its_source(
+    tmp_path,
+):
+    # probe AH's AH19: the same padding mask feeds the decoder's
+    # memory_key_padding_mask (right) and SDPA (wrong); inverting it where it
+    # is made, as the message used to say, breaks the decoder (measured 1.02 off)
+    path = tmp_path / "t.py"
+    src = _COPY.format(decoder_mask="memory_key_padding_mask=src_pad")
+    path.write_text(src)
+    found = analyze_source(src, str(path), {"MHA002"})
+    assert [(f.line, f.col, f.code) for f in found] == [(17, 16, "MHA002")]
+    assert found[0].message.endswith(
+        "; it also hands the same mask to TransformerDecoder's memory_key_padding_mask, which"
+        " reads it the other way: change it only on its way to scaled_dot_product_attention"
+    )
+    src = _COPY.format(decoder_mask="tgt_is_causal=False")
+    path.write_text(src)
+    found = analyze_source(src, str(path), {"MHA002"})
+    assert "it also hands" not in found[0].message
+
+
+def test_the_causal_hint_a_decoder_drops_is_not_said_to_be_its_fastpath(tmp_path):
+    # probe AH's AH20: nn.TransformerDecoder has no fastpath; in eval the hint is
+    # dropped all the same (measured 1.48 off the causal output)
+    src = (
+        "import torch.nn as nn\n"
+        "layer = nn.TransformerDecoderLayer(32, 4, batch_first=True)\n"
+        "dec = nn.TransformerDecoder(layer, 2)\n"
+        "def run(tgt, memory):\n"
+        "    return dec(tgt, memory, tgt_is_causal=True)\n"
+    )
+    path = tmp_path / "t.py"
+    path.write_text(src)
+    found = analyze_source(src, str(path), {"MHA005"})
+    assert [(f.line, f.col, f.code) for f in found] == [(5, 12, "MHA005")]
+    assert found[0].message.endswith("silently ignores the causal hint in inference")

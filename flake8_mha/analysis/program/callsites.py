@@ -102,8 +102,7 @@ class Project(MethodCalls, HandedMasks, ConstantFiles):
         return self._summary_event(site, node, *found)
 
     def _summary_event(self, site, node, filename: str, summary: dict):
-        """The event a call of the function ``summary`` describes amounts to
-        (a ``**kw`` of a dict the code writes out gives its keys)."""
+        """The event a call of the function ``summary`` describes amounts to."""
         args = _bind(summary, splats.expand_call(node, site.env, site.scope, False), splat_ok=True)
         if args is None:
             return None
@@ -183,6 +182,8 @@ class Project(MethodCalls, HandedMasks, ConstantFiles):
             "line": summary["line"],
             "params": {k: v["param"] for k, v in summary["reach"].items() if k in mapped},
         }
+        if "attn_mask" in mapped:  # the same mask a torch module's too (probe AH's AH19)
+            through["also"] = wrapped.also_reached(summary)
         if summary.get("own_mask"):  # the wrapper masks the scores with its own mask or flag
             through["own_mask"] = True
         if summary.get("chain"):  # [[file, function], ...] from the callee down to the sink
@@ -564,9 +565,8 @@ class Project(MethodCalls, HandedMasks, ConstantFiles):
         return filename, dict(summary, positional=positional, defaults=defaults, reach=reach)
 
     def _sdpa_summary(self, call) -> dict:
-        """SDPA itself as a summary (for ``partial(F.scaled_dot_product_attention,
-        ...)``): each of its mask and flag parameters reaches itself; its line
-        is the ``partial`` call's."""
+        """SDPA itself as a summary (for ``partial(F.sdpa, ...)``): each of its mask
+        and flag parameters reaches itself; its line is the ``partial`` call's."""
         line = 0
         if self.module is not None:
             line = start_positions(self.module, [call])[id(call)][0]

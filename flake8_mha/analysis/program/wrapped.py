@@ -69,6 +69,14 @@ def ends(summary, judged, relative) -> dict:
     return out
 
 
+def also_reached(summary) -> list:
+    """The torch modules' mask arguments the parameter that gives SDPA its
+    ``attn_mask`` reaches too (``TransformerDecoder.memory_key_padding_mask``):
+    a mask that is wrong for one of them is right for the other."""
+    param = summary["reach"].get("attn_mask", {}).get("param")
+    return sorted(k for k, v in summary["reach"].items() if "." in k and v["param"] == param)
+
+
 # how a message names SDPA reached through a ``functools.partial`` of it (probe AB's AB25)
 PARTIAL_SDPA = "functools.partial(scaled_dot_product_attention)"
 
@@ -101,6 +109,13 @@ def annotate(report, ev):
     report.message += (
         f"; the call reaches {sink} at {through['file']}:{through['line']} through {shown}"
     )
+    also = through.get("also") if report.evidence.get("mask", {}).get("meaning") else None
+    if also and report.evidence.get("sink") == "attn_mask":  # probe AH's AH19
+        named = ", ".join("{}'s {}".format(*k.split(".", 1)) for k in also)
+        report.message += (
+            f"; it also hands the same mask to {named}, which reads it the other way:"
+            f" change it only on its way to {SDPA_NAME}"
+        )
     report.evidence["through"] = dict(through)
     return report
 
