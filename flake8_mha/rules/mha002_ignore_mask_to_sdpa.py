@@ -119,6 +119,10 @@ class IgnoreMaskToSdpa(MaskRule):
           construction, and the message names the one whose mask is wrong
           (`one construction of SubtitleRefiner in the project passes
           keep_style=False`).
+        - A mask that reaches SDPA through a function that also hands it to a
+          torch module's mask argument (`memory_key_padding_mask`), where its
+          convention is right: the message says so, and to change it only on
+          its way to SDPA (inverting it where it is made breaks the module).
         """
     VALID = [
         "import torch.nn.functional as F\n"
