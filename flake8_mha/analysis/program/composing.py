@@ -191,10 +191,10 @@ class Composing:
     def _edges(self, filename, table, s, depth):
         """(edge, (file, effective summary)) of what each edge calls; for a
         module held as one of several classes that reach differently (``make
-        = Fast if fast else Slow``, a registry's), each class that can be
-        read: one known to reach nothing adds nothing, and one that cannot be
-        read hides none of the others (probe V's B24, probe AE's AE03: a
-        correct or unreadable sibling never hides a wrong one)."""
+        = Fast if fast else Slow``, a registry's), each class: one known to
+        reach nothing adds nothing, one that cannot be read makes the edge
+        unknown (probe V's B24: a correct sibling never hides a wrong one);
+        each sink is judged apart (probe AE's AE03, ``EITHER``)."""
         for edge in s["edges"]:
             kind, name = edge["callee"]
             ctor = (
@@ -205,10 +205,12 @@ class Composing:
             chosen = self._kinds(filename, table, ctor, depth) if ctor is not None else None
             if chosen is not None:
                 where, there, kinds, package, deeper = chosen
-                for k in kinds:
-                    f = self._named(where, there, k, package, deeper, False)
-                    if f is not None:  # one of several: each sink judged apart (``fill_apart``)
-                        yield edge, (f[0], dict(f[1], **{EITHER: True}))
+                found = [self._named(where, there, k, package, deeper, False) for k in kinds]
+                if all(
+                    f is not None or self._inert(where, there, k, package)
+                    for f, k in zip(found, kinds)
+                ):  # one of several: each sink judged apart (``fill_apart``)
+                    yield from ((edge, (f[0], dict(f[1], **{EITHER: True}))) for f in found if f)
                 continue
             found = self._edge(filename, table, s, edge, depth)
             if found is not None:
@@ -304,8 +306,11 @@ class Composing:
                 return None  # not a class built right there
             where, ctor = given
             where = filename if os.path.abspath(where) == os.path.abspath(filename) else where
-            got = self._named(where, self._table(where), ctor, self.package_of(where), depth, False)
-            if got is not None:  # one that reaches nothing, or is not read, hides none
+            there = self._table(where)
+            got = self._named(where, there, ctor, self.package_of(where), depth, False)
+            if got is None and not self._inert(where, there, ctor, self.package_of(where)):
+                return None  # a class that cannot be read: what the call runs is unknown
+            if got is not None:  # one of the project's that reaches nothing hides none
                 found[(got[0], got[1]["name"])] = got
         if len(found) > 1:  # ``PointBlock(d, h, local_cls=Filled)`` beside ``PointBlock(d, h)``
             return self._either(list(found.values()))
