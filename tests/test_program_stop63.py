@@ -4,7 +4,9 @@ through ``check``, and the one-file forms beside them."""
 
 from __future__ import annotations
 
-from fixture_expect import assert_package_runs
+import pathlib
+
+from fixture_expect import assert_package_runs, copied, flake8_in_project
 
 from flake8_mha.lint.engine import analyze_source
 
@@ -451,3 +453,20 @@ def test_the_causal_hint_a_decoder_drops_is_not_said_to_be_its_fastpath(tmp_path
     found = analyze_source(src, str(path), {"MHA005"})
     assert [(f.line, f.col, f.code) for f in found] == [(5, 12, "MHA005")]
     assert found[0].message.endswith("silently ignores the causal hint in inference")
+
+
+def test_an_edit_of_the_registry_of_another_file_changes_the_finding_with_the_cache_on(tmp_path):
+    # the registry file is a dependency of blocks.py's cached findings
+    (tmp_path / "setup.cfg").write_text("[flake8]\n")
+    pkg = copied(pathlib.Path("fixtures/program_calls/registry_modules"), tmp_path)
+
+    def run():
+        return flake8_in_project(tmp_path, f"{pkg.name}/blocks.py", "MHA001")
+
+    assert run() == (1, [[f"{pkg.name}/blocks.py:12:22:", "MHA001"]])
+    registry = pkg / "registry.py"
+    text = registry.read_text()
+    registry.write_text(text.replace('"mha": nn.MultiheadAttention,', '"mha": LinearMixer,'))
+    assert run() == (0, [])
+    registry.write_text(text)
+    assert run() == (1, [[f"{pkg.name}/blocks.py:12:22:", "MHA001"]])
