@@ -182,8 +182,7 @@ class Project(MethodCalls, HandedMasks, ConstantFiles):
             "line": summary["line"],
             "params": {k: v["param"] for k, v in summary["reach"].items() if k in mapped},
         }
-        if "attn_mask" in mapped:  # the same mask a torch module's too (probe AH's AH19)
-            through["also"] = wrapped.also_reached(summary)
+        wrapped.note_also(through, summary, mapped)  # the same mask a module's too (AH19)
         if summary.get("own_mask"):  # the wrapper masks the scores with its own mask or flag
             through["own_mask"] = True
         if summary.get("chain"):  # [[file, function], ...] from the callee down to the sink

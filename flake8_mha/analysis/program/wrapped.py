@@ -69,12 +69,17 @@ def ends(summary, judged, relative) -> dict:
     return out
 
 
-def also_reached(summary) -> list:
-    """The torch modules' mask arguments the parameter that gives SDPA its
-    ``attn_mask`` reaches too (``TransformerDecoder.memory_key_padding_mask``):
-    a mask that is wrong for one of them is right for the other."""
+def note_also(through: dict, summary: dict, mapped: dict) -> None:
+    """Record in ``through`` (``also``) the torch modules' mask arguments the
+    parameter that gives SDPA its ``attn_mask`` reaches too
+    (``TransformerDecoder.memory_key_padding_mask``): a mask that is wrong for
+    one of them is right for the other (probe AH's AH19); nothing when none."""
+    if "attn_mask" not in mapped:
+        return
     param = summary["reach"].get("attn_mask", {}).get("param")
-    return sorted(k for k, v in summary["reach"].items() if "." in k and v["param"] == param)
+    also = sorted(k for k, v in summary["reach"].items() if "." in k and v["param"] == param)
+    if also:
+        through["also"] = also
 
 
 # how a message names SDPA reached through a ``functools.partial`` of it (probe AB's AB25)
