@@ -119,3 +119,9 @@ def bound_flag(flag, call) -> Optional[bool]:
     if isinstance(given, cst.Name) and given.value in ("True", "False"):
         return given.value == "True"
     return None
+
+
+def distinct_held(held: list) -> set:
+    """The different things a list of what a value holds names (classes, or
+    torch modules by their spec and construction)."""
+    return {(id(getattr(h, "spec", h)), id(getattr(h, "ctor", None))) for h in held}

@@ -626,8 +626,8 @@ def chosen(res: Resolver, func, env: Env, scope) -> Optional[list]:
     if not isinstance(func, cst.Name):
         return None
     defs = lookup(func.value, env, scope)
-    if len(defs) == 1 and defs[0].kind == DefKind.PARAM:  # ``local_cls()``, a class each
-        passed = init_arguments(res, defs[0])  # construction passes or leaves to its default
+    if len(defs) == 1 and defs[0].kind == DefKind.PARAM and _class_default(res, defs[0]):
+        passed = init_arguments(res, defs[0])  # ``local_cls()``: what each construction passes
         out = [res.local_class(e, e_env, e_scope) for e, e_env, e_scope in passed or ()]
         if passed is None:  # built in other files only: what they pass, by name
             out = _handed_classes(res, defs[0])
@@ -674,6 +674,14 @@ def init_arguments(res: Resolver, d) -> Optional[list]:
         else:
             return None
     return out or None
+
+
+def _class_default(res: Resolver, d) -> bool:
+    """The parameter's default is a class of this file (``local_cls=Neighbours``;
+    timm's ``norm_layer=nn.LayerNorm`` is not: its constructions are not read)."""
+    default = d.node.default if isinstance(d.node, cst.Param) else None
+    scope = d.scope.parent if d.scope is not None else None
+    return default is not None and res.local_class(default, d.env, scope or d.scope) is not None
 
 
 def _handed_classes(res: Resolver, d) -> list:
@@ -744,8 +752,12 @@ def held_function(res, func, env, scope) -> Optional[Tuple[cst.Name, Env, Any]]:
     if not defs or len(defs) != 1 or defs[0].kind != DefKind.ASSIGN:
         return None
     name = defs[0].node
-    if isinstance(name, cst.IfExp):  # ``heads_interleaved if interleave else heads_first``,
-        truth = branch_truth(name.test, defs[0].env, defs[0].scope)  # the program fixing it
+    if (  # ``heads_interleaved if interleave else heads_first``, the program fixing it
+        isinstance(name, cst.IfExp)
+        and isinstance(name.body, cst.Name)
+        and isinstance(name.orelse, cst.Name)
+    ):
+        truth = branch_truth(name.test, defs[0].env, defs[0].scope)
         name = name if truth is None else name.body if truth else name.orelse
     if not isinstance(name, cst.Name):
         return None

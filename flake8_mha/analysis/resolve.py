@@ -16,7 +16,7 @@ from .flow import CallSite, ClassInfo, Def, DefKind, Env, FlowPass, Scope, looku
 from .flow import imported_by_call, scope_appends
 from .tree import is_none
 from .values import branch_truth, decided_name, literal
-from .bound import Instance, bound_flag, passed
+from .bound import Instance, bound_flag, distinct_held, passed
 from .partials import partial_torch
 from ..core.torch_api import ModuleSpec
 
@@ -214,12 +214,16 @@ class Resolver:
                     got[0].made_batch_first = bound_flag(flag, node)
             return got
         if t is cst.IfExp:  # ``nn.MultiheadAttention(d, h) if cross else None``: the module
-            truth = branch_truth(node.test, env, scope)
-            if truth is not None:  # ``Keep(n) if keep_style else Ignore(n)``, the program fixing it
-                return self.held(node.body if truth else node.orelse, env, scope, leaf, depth + 1)
             sides = [b for b in (node.body, node.orelse) if not is_none(b)]
             kept = [self.held(b, env, scope, leaf, depth + 1) for b in sides]
-            return None if not kept or not all(kept) else [i for g in kept for i in g]
+            both = None if not kept or not all(kept) else [i for g in kept for i in g]
+            if len(kept) == 2 and any(kept) and (both is None or len(distinct_held(both)) > 1):
+                # ``Keep(n) if keep_style else Ignore(n)``: the side the program fixes, asked
+                # only when the sides differ and one is known (the ask reads the project)
+                truth = branch_truth(node.test, env, scope)
+                if truth is not None:
+                    return kept[0] if truth else kept[1]
+            return both
         if t in _DISPLAYS:
             return NOT_CALLABLE
         if t is cst.Name:

@@ -534,9 +534,11 @@ def decided_name(func, env, scope) -> Optional[cst.Name]:
     defs = lookup(func.value, env, scope)
     if len(defs) != 1 or defs[0].kind != DefKind.ASSIGN or not isinstance(defs[0].node, cst.IfExp):
         return None
-    truth = branch_truth(defs[0].node.test, defs[0].env, defs[0].scope)
-    side = None if truth is None else defs[0].node.body if truth else defs[0].node.orelse
-    return side if isinstance(side, cst.Name) else None
+    choice = defs[0].node
+    if not (isinstance(choice.body, cst.Name) and isinstance(choice.orelse, cst.Name)):
+        return None  # asked only of a choice of two names (the ask reads the project)
+    truth = branch_truth(choice.test, defs[0].env, defs[0].scope)
+    return None if truth is None else choice.body if truth else choice.orelse
 
 
 _OPEN = object()  # a value the program does not fix

@@ -505,7 +505,12 @@ class MaskEvaluator(Calls, Numbers, Comparisons, Segments, Offsets, Shapes, Dtyp
         if not defs or len(defs) != 1:
             return None
         d = defs[0]
-        if d.index in ((), None) and isinstance(d.node, cst.IfExp):
+        if (
+            d.index in ((), None)
+            and isinstance(d.node, cst.IfExp)
+            and isinstance(d.node.body, cst.Call)
+            and isinstance(d.node.orelse, cst.Call)
+        ):
             truth = branch_truth(d.node.test, d.env, d.scope)  # ``Keep(n) if keep else Ignore(n)``
             if truth is not None:
                 d = Def(d.kind, d.node.body if truth else d.node.orelse, d.env, d.scope, d.index)
