@@ -27,7 +27,7 @@ from .bound import Bound, Instance
 from .classes import is_property
 from .flow import DefKind, Env, lookup, scope_appends
 from .tree import choices, walk
-from .values import UNKNOWN, branch_truth, literal
+from .values import UNKNOWN, fixed_side, literal, value_of
 
 Resolver = Any  # resolve.Resolver (which imports this module)
 Leaf = Callable
@@ -356,13 +356,17 @@ def registry_qualname(res: Resolver, node: cst.Subscript, env: Env, scope, depth
     return names.pop() if len(names) == 1 and None not in names else None
 
 
+def _index_value(node: cst.Subscript, env: Env, scope):
+    """The value its one index is known to have (``kind`` every construction
+    passes as "mha"), else UNKNOWN or None."""
+    index = node.slice[0].slice
+    return value_of(index.value, env, scope) if isinstance(index, cst.Index) else None
+
+
 def _keyed_value(node: cst.Subscript, env: Env, scope):
     """The value of the dict display a subscript reads under the string its
     index is known to be, else None."""
-    from .values import value_of
-
-    index = node.slice[0].slice
-    key = value_of(index.value, env, scope) if isinstance(index, cst.Index) else None
+    key = _index_value(node, env, scope)
     defs = lookup(node.value.value, env, scope) if isinstance(key, str) else ()
     for el in defs[0].node.elements if defs else ():
         if isinstance(el, cst.DictElement) and literal(el.key) == key:
@@ -373,7 +377,7 @@ def _keyed_value(node: cst.Subscript, env: Env, scope):
 def _imported_registry(node: cst.Subscript, env: Env, scope) -> Optional[str]:
     """``ATTN_TYPES[kind]`` of a dict another project file defines and this
     one imports: the torch class its values all name (``imported_registry``)."""
-    from .values import project_of, value_of
+    from .values import project_of
 
     if not isinstance(node.value, cst.Name) or len(node.slice) != 1:
         return None
@@ -382,8 +386,7 @@ def _imported_registry(node: cst.Subscript, env: Env, scope) -> Optional[str]:
     if len(defs) != 1 or defs[0].kind != DefKind.IMPORT or project is None:
         return None
     ask = getattr(project, "imported_registry", None)
-    index = node.slice[0].slice
-    key = value_of(index.value, env, scope) if isinstance(index, cst.Index) else None
+    key = _index_value(node, env, scope)
     return ask(defs[0].node, node.value.value, key) if ask is not None else None
 
 
@@ -752,13 +755,8 @@ def held_function(res, func, env, scope) -> Optional[Tuple[cst.Name, Env, Any]]:
     if not defs or len(defs) != 1 or defs[0].kind != DefKind.ASSIGN:
         return None
     name = defs[0].node
-    if (  # ``heads_interleaved if interleave else heads_first``, the program fixing it
-        isinstance(name, cst.IfExp)
-        and isinstance(name.body, cst.Name)
-        and isinstance(name.orelse, cst.Name)
-    ):
-        truth = branch_truth(name.test, defs[0].env, defs[0].scope)
-        name = name if truth is None else name.body if truth else name.orelse
+    # ``heads_interleaved if interleave else heads_first``, the program fixing it
+    name = fixed_side(name, defs[0].env, defs[0].scope, cst.Name) or name
     if not isinstance(name, cst.Name):
         return None
     bound = lookup(name.value, defs[0].env, defs[0].scope)

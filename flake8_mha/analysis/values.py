@@ -532,12 +532,23 @@ def decided_name(func, env, scope) -> Optional[cst.Name]:
     if not isinstance(func, cst.Name):
         return None
     defs = lookup(func.value, env, scope)
-    if len(defs) != 1 or defs[0].kind != DefKind.ASSIGN or not isinstance(defs[0].node, cst.IfExp):
+    if len(defs) != 1 or defs[0].kind != DefKind.ASSIGN:
         return None
-    choice = defs[0].node
-    if not (isinstance(choice.body, cst.Name) and isinstance(choice.orelse, cst.Name)):
-        return None  # asked only of a choice of two names (the ask reads the project)
-    truth = branch_truth(choice.test, defs[0].env, defs[0].scope)
+    return fixed_side(defs[0].node, defs[0].env, defs[0].scope, cst.Name)
+
+
+def fixed_side(choice, env, scope, kind) -> Optional[cst.BaseExpression]:
+    """The side of ``a if test else b``, both of type ``kind`` (two names, two
+    calls), that the program fixes ``test`` to (``branch_truth``); None when
+    it may be either, or the sides are of another kind (the ask reads the
+    project: it is made only of such choices)."""
+    if not (
+        isinstance(choice, cst.IfExp)
+        and isinstance(choice.body, kind)
+        and isinstance(choice.orelse, kind)
+    ):
+        return None
+    truth = branch_truth(choice.test, env, scope)
     return None if truth is None else choice.body if truth else choice.orelse
 
 

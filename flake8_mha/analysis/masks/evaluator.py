@@ -26,7 +26,7 @@ import libcst as cst
 from ..flow import CallSite, Def, Scope, children, lookup, walk
 from ..heads import EINOPS_REARRANGE, EINOPS_REPEAT
 from ..splats import element, item, spread_index
-from ..values import branch_truth, unpacked
+from ..values import fixed_side, unpacked
 from .calls import At, Calls, frame_for
 from .compare import COMPARE_OPS, Comparisons
 from .domain import (
@@ -505,15 +505,9 @@ class MaskEvaluator(Calls, Numbers, Comparisons, Segments, Offsets, Shapes, Dtyp
         if not defs or len(defs) != 1:
             return None
         d = defs[0]
-        if (
-            d.index in ((), None)
-            and isinstance(d.node, cst.IfExp)
-            and isinstance(d.node.body, cst.Call)
-            and isinstance(d.node.orelse, cst.Call)
-        ):
-            truth = branch_truth(d.node.test, d.env, d.scope)  # ``Keep(n) if keep else Ignore(n)``
-            if truth is not None:
-                d = Def(d.kind, d.node.body if truth else d.node.orelse, d.env, d.scope, d.index)
+        side = fixed_side(d.node, d.env, d.scope, cst.Call) if d.index in ((), None) else None
+        if side is not None:  # ``Keep(n) if keep_style else Ignore(n)``, the program fixing it
+            d = Def(d.kind, side, d.env, d.scope, d.index)
         if d.index not in ((), None) or not isinstance(d.node, cst.Call):
             return None
         return d if isinstance(d.node.func, (cst.Name, cst.Attribute)) else None

@@ -12,11 +12,10 @@ import os
 from typing import Optional, Tuple
 
 from ...core import torch_api
-from ...core.atomic import read_regular
 from . import chains, constructors, forms
 from .fills import FILL_SINKS, KV, KV_VIA, SINK_LINE, kv_helpers
 from .summaries import ATTRS, BASES, IMPORTS, MODULES, REGISTRIES, TORCH_LAYERS, TORCH_MODULES
-from .summaries import MAX_FILE_BYTES, VARIANT, settle
+from .summaries import VARIANT, settle
 
 MAX_CHAIN = 6  # calls followed from a call site down to a sink
 
@@ -508,26 +507,23 @@ class Composing:
     def registry_names(self, target: Tuple[int, str], key=None) -> Optional[set]:
         """The torch class each value of the registry ``target`` names (None
         for one that names none), only the one under ``key`` when that is a
-        string; None when it is no dict of names bound once."""
+        string; None when it is no dict of names bound once.  The file's
+        registries are read once per file state (``_registries_of``)."""
         try:
             loc = self._defined(target)
-            text = (
-                decode(read_regular(loc[0], MAX_FILE_BYTES))
-                if loc is not None and "." not in loc[1]
-                else None
+            if loc is None or "." in loc[1]:
+                return None
+            table = self._kept(
+                loc[0], ("registries", "1"), lambda got: isinstance(got, dict), _registries_of
             )
-            tree = ast.parse(text) if text is not None and loc[1] in text else None
-        except (OSError, ValueError, SyntaxError, RecursionError, UnicodeDecodeError, LookupError):
+        except (OSError, ValueError, RecursionError):
             return None
-        if tree is None:
-            return None
-        self.depend(loc[0])
-        found = _module_dict(tree, loc[1])
+        found = (table or {}).get(loc[1])
         if found is None:
             return None
         if isinstance(key, str):
             found = {k: v for k, v in found.items() if k == key}
-        return {_torch_name(tree, v) for v in found.values()}
+        return set(found.values())
 
     def kinds_run(self, key: str) -> set:
         """The ``forward`` of each class of the linted file that the function
@@ -560,45 +556,39 @@ class Composing:
         )
 
 
-def _module_dict(tree: ast.Module, name: str) -> Optional[dict]:
-    """key -> dotted value of the dict display ``name`` is bound to, once, at
-    the top of ``tree`` (string keys, names as values); else None."""
-    found = None
+def _registries_of(data: bytes) -> dict:
+    """``{name: {key: torch class or None}}`` for each dict display a file binds
+    once at its top level with string keys and names as values
+    (``MIXERS = {"mha": nn.MultiheadAttention, "linear": LinearMixer}``): the
+    qualified torch class each value names through the file's imports
+    (``chains.imports``), None for one that names none."""
+    try:
+        tree = ast.parse(decode(data))
+    except (SyntaxError, ValueError, UnicodeDecodeError, LookupError, RecursionError):
+        return {}
+    bound: dict = {}
     for st in tree.body:
-        targets = st.targets if isinstance(st, ast.Assign) else []
-        if any(isinstance(tg, ast.Name) and tg.id == name for tg in targets):
-            if found is not None or not isinstance(st.value, ast.Dict):
-                return None
-            found = st.value
-    if found is None or None in found.keys:
-        return None
-    out = {}
-    for k, v in zip(found.keys, found.values):
-        value = chains.dotted_name(v) if isinstance(v, (ast.Name, ast.Attribute)) else None
-        if not isinstance(k, ast.Constant) or not isinstance(k.value, str) or value is None:
-            return None
-        out[k.value] = value
+        for tg in st.targets if isinstance(st, ast.Assign) else ():
+            if isinstance(tg, ast.Name):
+                bound[tg.id] = bound.get(tg.id, []) + [st.value]
+    imported = chains.imports(tree)
+    out: dict = {}
+    for name, values in bound.items():
+        found = values[0]
+        if len(values) != 1 or not isinstance(found, ast.Dict) or None in found.keys:
+            continue
+        entries = {}
+        for k, v in zip(found.keys, found.values):
+            dotted = chains.dotted_name(v) if isinstance(v, (ast.Name, ast.Attribute)) else None
+            if not isinstance(k, ast.Constant) or not isinstance(k.value, str) or dotted is None:
+                break
+            head, _, rest = dotted.partition(".")
+            level, base = imported.get(head, (None, None))
+            qn = torch_api.canonical(f"{base}.{rest}" if rest else base) if level == 0 else None
+            entries[k.value] = qn if qn and qn.startswith("torch.") else None
+        else:
+            out[name] = entries
     return out
-
-
-def _torch_name(tree: ast.Module, dotted: str) -> Optional[str]:
-    """The torch class a dotted name of ``tree`` names through its imports
-    (``nn.MultiheadAttention`` after ``import torch.nn as nn``), else None."""
-    head, _, rest = dotted.partition(".")
-    for st in tree.body:  # ``import torch.nn as nn``, ``from torch import nn``
-        base = None
-        if isinstance(st, ast.Import):
-            for alias in st.names:
-                if (alias.asname or alias.name.split(".")[0]) == head:
-                    base = alias.name if alias.asname else head
-        elif isinstance(st, ast.ImportFrom) and st.level == 0 and st.module:
-            for alias in st.names:
-                if (alias.asname or alias.name) == head:
-                    base = f"{st.module}.{alias.name}"
-        if base is not None:
-            qn = torch_api.canonical(f"{base}.{rest}" if rest else base)
-            return qn if qn and qn.startswith("torch.") else None
-    return None
 
 
 EITHER = "either"  # a summary whose sinks are reached by different classes, one of which runs
