@@ -15,7 +15,7 @@ import libcst as cst
 from ..analysis.masks import BOOL, FLOAT01, IGNORE, INT, Mask, MaskAnalysis, Sink, analysis_for
 from ..core.torch_api import SDPA_NAME
 from .base import Report, Rule
-from .construction import construction_evidence
+from .construction import construction_evidence, one_construction
 
 
 def sink_text(sink: Sink) -> str:
@@ -98,25 +98,18 @@ class MaskRule(Rule):
         else Ignore(n)``, built both ways in the project): the mask under the
         first construction of the class for which it is known and ``wrong``,
         and what the message adds; None otherwise (probe AD's AD26)."""
-        from ..analysis.values import instance, project_of
-
         scope = sink.site.scope
         cls = scope.cls if scope is not None else None
         if cls is None or cls.scope is None or cls.scope.kind != "module":
             return None
         if not any(isinstance(d.node, cst.IfExp) for ds in cls.attrs.values() for d in ds):
             return None  # no attribute chosen by a test: each construction's mask alike
-        project = project_of(scope)
-        built = project.instances(cls.name) if hasattr(project, "instances") else None
-        if not built or len(built) < 2:
-            return None
-        for given in built:
-            with instance(cls.name, given):
-                mask = MaskAnalysis(self.ctx).value(sink)  # read afresh for this one
-            if wrong(mask):
-                shown = ", ".join(f"{p}={v!r}" for p, v in given.items())
-                return mask, f"; one construction of {cls.name} in the project passes {shown}"
-        return None
+
+        def judge():
+            mask = MaskAnalysis(self.ctx).value(sink)  # read afresh for this construction
+            return mask if wrong(mask) else None
+
+        return one_construction(scope, cls, judge, at_least=2)
 
     def _report(self, where: Sink, value: Mask, module_ev, message: str, **fmt) -> Report:
         evidence = self.analysis().evidence(where, value, module_ev, construction_evidence)

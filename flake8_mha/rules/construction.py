@@ -4,7 +4,7 @@ Holds no rule itself (MHA001 is in ``mha001_batch_first_unset``)."""
 
 from __future__ import annotations
 
-from typing import Any, Dict
+from typing import Any, Callable, Dict, Optional, Tuple
 
 import libcst as cst
 
@@ -14,7 +14,7 @@ from ..core.positions import line_of
 from ..analysis.bound import passed
 from ..analysis.partials import partial_of_name
 from ..analysis.tree import walk
-from ..analysis.values import UNKNOWN
+from ..analysis.values import UNKNOWN, instance, project_of
 
 MODULES_DOC = (
     "`nn.MultiheadAttention`, `nn.TransformerEncoderLayer`, `nn.TransformerDecoderLayer` "
@@ -229,3 +229,22 @@ def _size(ctx, site, call: cst.Call, entry: dict, ref: list):
     if expr is None:
         return entry["defaults"].get(x)
     return int_or_none(ctx.value(expr, site))
+
+
+def one_construction(scope, cls, judge: Callable, at_least: int = 1) -> Optional[Tuple[Any, str]]:
+    """Each construction in the project of the module-level class ``cls`` of
+    ``scope`` read on its own (``values.instance``: its ``__init__``'s
+    parameters take what it passes): the first answer of ``judge()`` that is
+    not None, and what a message adds to name that construction; None when
+    none gives one, or the project holds fewer than ``at_least``."""
+    project = project_of(scope)
+    built = project.instances(cls.name) if hasattr(project, "instances") else None
+    if not built or len(built) < at_least:
+        return None
+    for given in built:
+        with instance(cls.name, given):
+            got = judge()
+        if got is not None:
+            shown = ", ".join(f"{p}={v!r}" for p, v in given.items())
+            return got, f"; one construction of {cls.name} in the project passes {shown}"
+    return None

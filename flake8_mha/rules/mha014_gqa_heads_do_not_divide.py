@@ -7,8 +7,8 @@ from typing import Iterator
 
 from ..analysis.events import SdpaCall
 from ..analysis.gqa import GqaAnalysis, as_int, axes_text, code_text, line_of, sdpa_gqa_flag
-from ..analysis.values import instance, project_of
 from .base import Example, Report, Rule
+from .construction import one_construction
 
 
 class GqaHeadsDoNotDivide(Rule):
@@ -152,13 +152,12 @@ class GqaHeadsDoNotDivide(Rule):
         4)``, probe W's W08): the first that does not divide, and what it
         passes; (None, "") when none is known not to."""
         cls = site.scope.cls
-        project = project_of(site.scope)
-        if cls is None or project is None or not hasattr(project, "instances"):
+        if cls is None:
             return None, ""
-        for given in project.instances(cls.name) or ():
-            with instance(cls.name, given):
-                counts = [as_int(layout.axes[1].value()) for layout in layouts]
-            if None not in counts and min(counts) > 0 and counts[0] % counts[1]:
-                shown = ", ".join(f"{p}={v!r}" for p, v in given.items())
-                return counts, f"; one construction of {cls.name} in the project passes {shown}"
-        return None, ""
+
+        def judge():
+            counts = [as_int(layout.axes[1].value()) for layout in layouts]
+            bad = None not in counts and min(counts) > 0 and counts[0] % counts[1]
+            return counts if bad else None
+
+        return one_construction(site.scope, cls, judge) or (None, "")
