@@ -110,8 +110,12 @@ class MaskHeadsOrder(Rule):
           (`self.expand_heads(mask)` in the base, right; `ToothAttention`'s
           override tiling head-major) is judged for each override whose class
           is named anywhere but its own statement, in the file or in another
-          of the project; the message names the subclass. A subclass in
-          another file is not read.
+          of the project; the message names the subclass. A direct subclass
+          in another file of the project (one that imports the base's file)
+          is read too, in its own file with `self` unknown, and the message
+          names its file and line (`fixtures/program_calls/hook_overrides/`).
+          An override that nothing names outside its `class` statement never
+          runs, and is not judged.
         - The fix the message names keeps what else the expansion copies:
           for `pad[:, None].repeat(num_heads, L, 1)` it is
           `pad[:, None].repeat_interleave(num_heads, dim=0).repeat(1, L, 1)`
@@ -244,7 +248,12 @@ class MaskHeadsOrder(Rule):
         got = helper_reading(self.ctx, call, env, scope, "mha016", _read_helper)
         given = got.args.get((got.form.get("params") or [""])[0]) if got is not None else None
         for sub, method in () if given is not None else self._overrides(call, scope):
-            got = helper_reading(self.ctx, call, env, scope, "mha016", _read_helper, target=method)
+            if isinstance(method, tuple):  # a subclass of another file: (its file, the name)
+                got = self.ctx.project.override_form(*method, call, "mha016", _read_helper)
+            else:
+                got = helper_reading(
+                    self.ctx, call, env, scope, "mha016", _read_helper, target=method
+                )
             given = got.args.get((got.form.get("params") or [""])[0]) if got is not None else None
             if given is not None:  # ``ToothAttention(Masked)`` overriding ``expand_heads``
                 self._overridden[id(call)] = sub
@@ -266,10 +275,12 @@ class MaskHeadsOrder(Rule):
             CallSite(call, env, scope, (), (), None),
         )
 
-    def _overrides(self, call: cst.Call, scope) -> List[Tuple[str, cst.FunctionDef]]:
+    def _overrides(self, call: cst.Call, scope) -> List[Tuple[str, object]]:
         """``self.expand_heads(mask)`` in a method of a class of this file:
         (subclass, its method) for each subclass of the file that overrides
-        it, whose instances run that one (probe AH's AH05)."""
+        it, whose instances run that one (probe AH's AH05); then (subclass,
+        (its file, its name, the method)) for each of another project file
+        (``Project.overrides_elsewhere``)."""
         func = call.func
         cls = scope.cls if scope is not None else None
         if not (
@@ -281,7 +292,13 @@ class MaskHeadsOrder(Rule):
             return []
         name = func.attr.value
         subs = subclasses_in(cls, list(self.ctx.flow.classes.values()))
-        return [(s.name, s.methods[name]) for s in subs if name in s.methods and self._used(s)]
+        out: List[Tuple[str, object]] = [
+            (s.name, s.methods[name]) for s in subs if name in s.methods and self._used(s)
+        ]
+        ask = getattr(getattr(self.ctx, "project", None), "overrides_elsewhere", None)
+        for where, sub in ask(cls.name, name) if ask is not None else ():
+            out.append((sub, (where, sub, name)))
+        return out
 
     def _used(self, sub) -> bool:
         """The subclass is named outside its own statement, in this file or in
@@ -444,14 +461,17 @@ class MaskHeadsOrder(Rule):
             receiver = helper.form["receiver"]
             fix = f"{receiver}.repeat_interleave({heads}, dim=0){rest} in the helper"
         sub = self._overridden.get(id(expansion))
+        at = ""
         if sub is not None:  # the base's method is right; the subclass's is not
             evidence["subclass"] = sub
             fix += f" in {sub}'s override"
+            if helper is not None and helper.where:  # a subclass of another file
+                at = f" at {helper.where}:{helper.form.get('line')}"
         return self.report(
             ev.site.node,
             evidence,
             expansion=f"`{code_text(self.ctx, expansion)}`"
-            + (f" (as {sub} overrides it)" if sub is not None else ""),
+            + (f" (as {sub} overrides it{at})" if sub is not None else ""),
             module=ev.spec.name,
             arg=arg,
             fix=fix,

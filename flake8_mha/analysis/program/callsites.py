@@ -42,10 +42,11 @@ from .returns import imported_target as _imported
 from .summaries import ATTRS, REGISTRIES, VARIANT
 from .handed_masks import HandedMasks
 from .method_calls import MethodCalls
+from .overrides import Overrides
 from .wrapped import PARTIAL_SDPA, WrappedModuleCall
 
 
-class Project(MethodCalls, HandedMasks, ConstantFiles):
+class Project(MethodCalls, Overrides, HandedMasks, ConstantFiles):
     """The project around one linted file, and calls of its functions.
     ``settled``: per class of this file, the ``__init__`` parameters whose
     value every construction in the project fixes, as the analysis asked

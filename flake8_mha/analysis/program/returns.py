@@ -333,6 +333,31 @@ class ReturnsFiles(ProjectFiles):
         kwonly = got.get("kwonly") if isinstance(got.get("kwonly"), list) else []
         return _bound(got, got["all_params"], call, self.relative(filename), kwonly)
 
+    def override_form(
+        self, filename: str, sub: str, method: str, call: cst.Call, salt: str, read: Read
+    ) -> Optional[Helper]:
+        """``read`` of ``sub.method``, a plain method of a class of another
+        project file that overrides the one ``call`` (``self.method(...)``) runs
+        in its base (``overrides.Overrides``), read with ``self`` unknown."""
+        name = f"{sub}.{method}"
+
+        def compute(text: str) -> Optional[dict]:
+            got = read_function(text, name, plain=True)
+            form = read(*got) if got is not None else None
+            if not form:
+                return None
+            return dict(form, all_params=_params(got[1])[1:], kwonly=_keyword_only(got[1]))
+
+        try:
+            key = ("override", str(HELPER_VERSION), salt, name)
+            got = self._read(filename, key, _valid_form, compute)
+        except (OSError, ValueError, RecursionError):
+            return None
+        if not got:
+            return None
+        kwonly = got.get("kwonly") if isinstance(got.get("kwonly"), list) else []
+        return _bound(got, got["all_params"], call, self.relative(filename), kwonly)
+
     # -- the other file ------------------------------------------------------------------
     def _elsewhere(self, node, env, scope, methods=False) -> Optional[Tuple[str, str]]:
         """(file, name) of the top-level function of another project file that
@@ -522,12 +547,13 @@ def _returned_mask(fctx, func, fscope, args: dict, index=(), outer=None):
 _RUN = ("__call__", "forward")  # what a call of an instance runs
 
 
-def read_function(source: str, name: str):
+def read_function(source: str, name: str, plain: bool = False):
     """(the file's context, the top-level ``def name``, its flow scope) of a
     file's text, for a reading of what the function returns; None when the
     name is not one plain function there (rebound after it, async, a
     generator, or under a decorator that may change what a call gives).
-    ``Class.method``: a static or class method of a top-level class."""
+    ``Class.method``: a static or class method of a top-level class (with
+    ``plain``, any method: a subclass's override, read with ``self`` unknown)."""
     from ..flow import FlowPass
     from ..masks.calls import is_generator
     from ..resolve import Resolver
@@ -547,7 +573,7 @@ def read_function(source: str, name: str):
         body = func.body.body if isinstance(func.body, cst.IndentedBlock) else ()
         found = [s for s in body if isinstance(s, cst.FunctionDef) and s.name.value == method]
         func = found[-1] if found else None
-        if func is None or (static_kind(func) == "method" and method not in _RUN):
+        if func is None or (static_kind(func) == "method" and method not in _RUN and not plain):
             return None  # a method called through the class: its self is an argument
         # ``__call__``, ``forward``: what a call of an instance runs, ``self`` unknown
         allowed = _SAME_RESULT | {"staticmethod", "classmethod"}

@@ -1,0 +1,100 @@
+"""Overrides of a class's hook method by its subclasses in other project files
+(part of ``callsites.Project``).
+
+A base class calls ``self.expand_heads(mask)`` on its way to a sink; a
+subclass in another file overrides ``expand_heads`` (probe AH's AH05:
+``class ToothRelationAttention(MaskedSelfAttention)`` in ``tooth.py``).  Its
+instances run the override at the base's call.  ``overrides_elsewhere``
+finds such subclasses among the files that import the base's file, and
+``ReturnsFiles.override_form`` reads the override with a rule's own reading,
+in its own file, ``self`` unknown, as ``returns.helper_reading`` reads a
+helper.
+
+Only a subclass that is used counts: its name appears in a project file
+other than in its own ``class`` statement (built, handed, registered).  A
+class that overrides the hook but is never named anywhere never runs it.
+"""
+
+from __future__ import annotations
+
+import ast
+import os
+import re
+from typing import List, Tuple
+
+from ...core.atomic import read_regular
+from . import callers
+
+MAX_OVERRIDERS = 8  # subclasses read per hook: beyond, the base's call is left as it reads
+
+
+class Overrides:
+    """A mixin of ``callsites.Project``: it reads ``path``, ``files``,
+    ``_project_files`` and ``depend`` of the project."""
+
+    def overrides_elsewhere(self, cls: str, method: str) -> List[Tuple[str, str]]:
+        """(file, subclass) for each class of another project file that
+        subclasses this file's ``cls`` directly and defines a plain ``method``
+        of its own, and is named somewhere else in the project; [] when the
+        project is not read."""
+        if not getattr(self, "files", None):
+            return []
+        try:
+            return self._overriders(cls, method)
+        except (OSError, ValueError, RecursionError):
+            return []
+
+    def _overriders(self, cls: str, method: str) -> List[Tuple[str, str]]:
+        files = self._project_files()
+        own = os.path.abspath(self.path)
+        texts = {}
+        for name in files:
+            try:
+                texts[name] = read_regular(name, callers.MAX_BYTES).decode("utf-8", "replace")
+            except OSError:
+                continue
+            if name != own:
+                self.depend(name)  # an override written there later changes the answer
+        found: List[Tuple[str, str]] = []
+        for name, text in texts.items():
+            if name == own or cls not in text or "def " + method not in text:
+                continue
+            try:
+                tree = ast.parse(text)
+            except (SyntaxError, ValueError):
+                continue
+            for node in tree.body:
+                if isinstance(node, ast.ClassDef) and _overrides(node, cls, method):
+                    if _named_elsewhere(node.name, name, texts):
+                        found.append((name, node.name))
+        return found[:MAX_OVERRIDERS]
+
+
+def _overrides(node: ast.ClassDef, cls: str, method: str) -> bool:
+    """``class Sub(Base):`` defining a plain ``def method(self, ...)``."""
+    if not any(_base_name(b) == cls for b in node.bases):
+        return False
+    return any(
+        isinstance(item, ast.FunctionDef) and item.name == method and not item.decorator_list
+        for item in node.body
+    )
+
+
+def _base_name(node: ast.AST):
+    """``Base`` of ``Base`` or ``layers.Base``."""
+    if isinstance(node, ast.Name):
+        return node.id
+    return node.attr if isinstance(node, ast.Attribute) else None
+
+
+def _named_elsewhere(sub: str, where: str, texts: dict) -> bool:
+    """The subclass's name in another project file, or twice in its own."""
+    for name, text in texts.items():
+        count = len(_words(sub, text))
+        if count > (1 if name == where else 0):
+            return True
+    return False
+
+
+def _words(word: str, text: str) -> list:
+    return re.findall(r"\b" + re.escape(word) + r"\b", text)

@@ -1,0 +1,78 @@
+"""Misses of probes AE and AH mended in the thirty-fifth stop, each a package
+of several files run through flake8 per file, over the package and through
+``check``, with the one-file forms and the look-alikes beside them."""
+
+from __future__ import annotations
+
+import pathlib
+
+from fixture_expect import assert_package_runs, copied, flake8_in_project
+
+HOOKS = pathlib.Path("fixtures/program_calls/hook_overrides")
+
+
+def test_a_hook_overridden_by_a_subclass_of_another_file_is_read_at_the_base_call():
+    # probe AH's AH05 in its package form: ``MaskedSelfAttention.forward``
+    # tiles through ``self.expand_heads(mask)`` (batch-major, right), and
+    # ``ToothRelationAttention`` in tooth.py, built by model.py, overrides it
+    # head-major; RootAttention's batch-major override and DraftAttention's
+    # head-major one that nothing builds are silent
+    found = assert_package_runs(HOOKS, [("layers.py", 18, 18, "MHA016")], select="MHA")
+    assert found[0].msg.startswith(
+        "`self.expand_heads(mask)` (as ToothRelationAttention overrides it at"
+        " fixtures/program_calls/hook_overrides/tooth.py:8) repeats the mask head-major"
+    )
+    assert found[0].msg.endswith(
+        "(use mask.repeat_interleave(num_heads, dim=0) in ToothRelationAttention's override)"
+    )
+
+
+def test_an_override_nothing_builds_never_runs(tmp_path):
+    # with ToothRelationAttention no longer built, only DraftAttention tiles
+    # head-major, and nothing names it outside its class statement
+    (tmp_path / "setup.cfg").write_text("[flake8]\n")
+    pkg = copied(HOOKS, tmp_path)
+    model = pkg / "model.py"
+    model.write_text(
+        model.read_text()
+        .replace(
+            "from .tooth import RootAttention, ToothRelationAttention",
+            "from .tooth import RootAttention",
+        )
+        .replace("        self.teeth = ToothRelationAttention(dim, heads)\n", "")
+        .replace("self.teeth(x, slot_pad) + ", "")
+    )
+    assert flake8_in_project(tmp_path, f"{pkg.name}/layers.py", "MHA016") == (0, [])
+    # DraftAttention built in the model: its override runs
+    model.write_text(
+        model.read_text()
+        .replace("import RootAttention", "import DraftAttention, RootAttention")
+        .replace(
+            "        self.roots = ",
+            "        self.draft = DraftAttention(dim, heads)\n        self.roots = ",
+        )
+    )
+    code, rows = flake8_in_project(tmp_path, f"{pkg.name}/layers.py", "MHA016")
+    assert (code, rows) == (1, [[f"{pkg.name}/layers.py:18:18:", "MHA016"]])
+
+
+def test_an_edit_of_the_override_in_another_file_changes_the_finding_with_the_cache_on(tmp_path):
+    (tmp_path / "setup.cfg").write_text("[flake8]\n")
+    pkg = copied(HOOKS, tmp_path)
+
+    def run():
+        return flake8_in_project(tmp_path, f"{pkg.name}/layers.py", "MHA016")
+
+    assert run() == (1, [[f"{pkg.name}/layers.py:18:18:", "MHA016"]])
+    tooth = pkg / "tooth.py"
+    text = tooth.read_text()
+    tooth.write_text(
+        text.replace(
+            "    def expand_heads(self, mask):\n        return mask.repeat(self.num_heads, 1, 1)\n\n\nclass Root",
+            "    def expand_heads(self, mask):\n        return mask.repeat_interleave(self.num_heads, dim=0)\n\n\nclass Root",
+        )
+    )
+    assert tooth.read_text() != text
+    assert run() == (0, [])
+    tooth.write_text(text)
+    assert run() == (1, [[f"{pkg.name}/layers.py:18:18:", "MHA016"]])
