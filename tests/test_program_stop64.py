@@ -8,7 +8,17 @@ import pathlib
 
 from fixture_expect import assert_package_runs, copied, flake8_in_project
 
+from flake8_mha.lint.engine import analyze_source
+
 HOOKS = pathlib.Path("fixtures/program_calls/hook_overrides")
+BATCH = pathlib.Path("fixtures/program_calls/batch_fields")
+
+
+def _rows(source: str, codes=None, tmp=None):
+    """Findings of one file on disk (its project: that file alone)."""
+    path = tmp / "t.py"
+    path.write_text(source)
+    return [(f.line, f.col, f.code) for f in analyze_source(source, str(path), codes)]
 
 
 def test_a_hook_overridden_by_a_subclass_of_another_file_is_read_at_the_base_call():
@@ -76,3 +86,33 @@ def test_an_edit_of_the_override_in_another_file_changes_the_finding_with_the_ca
     assert run() == (0, [])
     tooth.write_text(text)
     assert run() == (1, [[f"{pkg.name}/layers.py:18:18:", "MHA016"]])
+
+
+def test_a_batch_field_named_as_a_padding_mask_is_one_by_its_name():
+    # probe AH's AH04: ``batch.pad_mask`` of a dataclass a collate function of
+    # another file builds, handed to an SDPA wrapper whose parameter says
+    # nothing (``keep``); inverted on the way, or given to torch's module as
+    # ``batch["padding_mask"]``, it is right
+    found = assert_package_runs(BATCH, [("model.py", 15, 16, "MHA002")], select="MHA")
+    assert found[0].msg.startswith(
+        "mask from line 15 (batch.pad_mask) means True = ignore; scaled_dot_product_attention"
+        " treats True as attend (invert it: ~mask)"
+    )
+
+
+def test_a_batch_entry_by_its_key_but_not_a_wrapper_s_own_kwargs(tmp_path):
+    # ``batch["pad_mask"]`` of a parameter is the field's form as a dict entry;
+    # ``kwargs["pad_mask"]`` is what the wrapper's callers pass (judged there);
+    # a mask the code builds is read from the code
+    source = (
+        "import torch\n"
+        "import torch.nn.functional as F\n"
+        "def attend(q, k, v, lengths):\n"
+        "    keep = torch.arange(k.size(2))[None, :] < lengths[:, None]\n"
+        "    return F.scaled_dot_product_attention(q, k, v, attn_mask=keep[:, None, None, :])\n"
+        "def attend_field(q, k, v, batch):\n"
+        "    return F.scaled_dot_product_attention(q, k, v, attn_mask=batch['pad_mask'][:, None, None, :])\n"
+        "def attend_kwargs(q, k, v, **kwargs):\n"
+        "    return F.scaled_dot_product_attention(q, k, v, attn_mask=kwargs['pad_mask'])\n"
+    )
+    assert _rows(source, {"MHA002"}, tmp_path) == [(7, 12, "MHA002")]

@@ -57,6 +57,13 @@ class IgnoreMaskToSdpa(MaskRule):
           the caller's code says, and the names on the way say nothing
           (`fixtures/program_calls/named_params/`). The name is the evidence
           where the mask comes from outside the project.
+        - So is the name of a field of a batch the code does not build where
+          it reads it: `batch.pad_mask`, `batch["key_padding_mask"]` (a
+          dataclass or dict a collate function filled, handed in as a
+          parameter) with one of those names is True = ignore, as the
+          tokenizer's `batch["attention_mask"]` is 1 = keep. A wrapper's own
+          `kwargs["pad_mask"]` is not a field: its callers say what it is.
+          Probe AH's AH04; `fixtures/program_calls/batch_fields/`.
         - `torch.where(mask, scores, -inf)` keeps the scores where the mask is
           True, the same door as SDPA: an ignore-mask there is reported too; one
           whose meaning comes from a triangle, or from one tensor of ids

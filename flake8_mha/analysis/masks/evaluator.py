@@ -51,7 +51,7 @@ from .domain import (
     tri_meaning,
 )
 from .dtypes import Dtypes
-from .names import TOKENIZER_KEYS, string_key
+from .names import IGNORE_PARAM_NAMES, TOKENIZER_KEYS, string_key
 from .numbers import MAX_DEPTH, Numbers
 from .offsets import Offsets
 from .ops import Ops
@@ -295,11 +295,20 @@ class MaskEvaluator(Calls, Numbers, Comparisons, Segments, Offsets, Shapes, Dtyp
         if attr in TOKENIZER_KEYS:
             return self._tokenizer(node)
         held = self._held_by_instance(node, at)  # ``TriangularCausalMask(B, L).mask``
+        if (held is None or not held.known) and attr in IGNORE_PARAM_NAMES:
+            return self._padding(node)  # ``batch.pad_mask``: a batch holder's field
         return held if held is not None else UNKNOWN_MASK
 
     def _tokenizer(self, node) -> Mask:
         origin = self.origin(node, by_name=True)
         return Mask(meaning=KEEP, kind=INT, dtype="int64", origin=origin, kind_origin=origin)
+
+    def _padding(self, node) -> Mask:
+        """A field of a batch the code does not build (``batch.pad_mask``,
+        ``batch["key_padding_mask"]``) named as a padding mask: True = ignore,
+        by its name, as a parameter so named (probe AH's AH04)."""
+        origin = self.origin(node, by_name=True)
+        return Mask(meaning=IGNORE, kind=BOOL, dtype="bool", origin=origin, kind_origin=origin)
 
     def _subscript(self, node: cst.Subscript, at: At) -> Mask:
         key = string_key(node)
@@ -321,6 +330,8 @@ class MaskEvaluator(Calls, Numbers, Comparisons, Segments, Offsets, Shapes, Dtyp
                 return self._tokenizer(node)
             if key in TOKENIZER_KEYS:
                 return Mask(meaning=KEEP, origin=self.origin(node, by_name=True))
+            if key in IGNORE_PARAM_NAMES and not self._is_kwargs(node.value, at):
+                return self._padding(node)
             return UNKNOWN_MASK
         inner = self.eval(node.value, at)
         if inner.none or not inner.known:

@@ -35,7 +35,7 @@ from ..bound import passed
 from .callgraph import static_kind
 from .files import ProjectFiles, decode
 
-RETURNS_VERSION = 7
+RETURNS_VERSION = 8
 # a builder of another file read with LibCST, by (file, its state, name): the
 # few a linted file calls with masks of its own (``ReturnsFiles._transformed``)
 _FUNCTION_READS: Dict[tuple, object] = {}
