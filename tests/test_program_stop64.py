@@ -116,3 +116,26 @@ def test_a_batch_entry_by_its_key_but_not_a_wrapper_s_own_kwargs(tmp_path):
         "    return F.scaled_dot_product_attention(q, k, v, attn_mask=kwargs['pad_mask'])\n"
     )
     assert _rows(source, {"MHA002"}, tmp_path) == [(7, 12, "MHA002")]
+
+
+def test_a_kv_expansion_overridden_in_another_file_meets_the_base_s_grouping():
+    # probe AE's AE30: ``GQAttention`` groups with enable_gqa on its fused
+    # path and calls ``self._expand_kv(k, v)`` (repeat_interleave, right) on
+    # its fallback; ``FrameGQAttention`` of video.py, built by model.py,
+    # overrides it with ``torch.cat`` copies: its two paths disagree.
+    # WordGQAttention's grouping override is silent; the tiling's own file,
+    # which groups nothing, is MHA904's
+    found = assert_package_runs(
+        "fixtures/program_calls/kv_overrides",
+        [
+            ("base.py", 26, 16, "MHA013"),
+            ("video.py", 13, 16, "MHA904"),
+            ("video.py", 13, 52, "MHA904"),
+        ],
+        select="MHA",
+    )
+    assert found[0].msg.endswith(
+        "but enable_gqa on line 25 pairs it with KV head i // n_rep: the two paths give"
+        " different numbers; the call tiles them in FrameGQAttention._expand_kv() at"
+        " fixtures/program_calls/kv_overrides/video.py:13"
+    )

@@ -136,13 +136,17 @@ def helper_expansions(ctx) -> List[Expansion]:
             continue
         if not may_be_helper(ctx.resolver.qualname(call.func, site.env, site.scope)):
             continue  # torch's, einops': no helper of the project
+        name = code_text(ctx, call.func)
         if ctx.resolver.own_function(call, site.env, site.scope) is not None:
-            continue
-        helper = helper_reading(ctx, call, site.env, site.scope, "gqa", read_kv_helper)
+            overridden = _overriding(ctx, call, site)  # its own method is the file's
+            if overridden is None:
+                continue
+            helper, name = overridden
+        else:
+            helper = helper_reading(ctx, call, site.env, site.scope, "gqa", read_kv_helper)
         if helper is None:
             continue
         form = helper.form
-        name = code_text(ctx, call.func)
         exp = Expansion(
             form["kind"],
             form["via"],
@@ -160,6 +164,27 @@ def helper_expansions(ctx) -> List[Expansion]:
         got.append(exp)
         got[-1].helper = f"{name}() at {helper.where}:{form['line']}"  # type: ignore[attr-defined]
     return got
+
+
+def _overriding(ctx, call: cst.Call, site: CallSite):
+    """``self._expand_kv(k, v)`` in a class of this file that a used subclass
+    of another project file overrides with a tiling (probe AE's AE30): (its
+    reading, ``Sub._expand_kv``); None otherwise."""
+    func = call.func
+    cls = site.scope.cls if site.scope is not None else None
+    if cls is None or not (
+        isinstance(func, cst.Attribute)
+        and isinstance(func.value, cst.Name)
+        and func.value.value == "self"
+    ):
+        return None
+    project = ctx.project
+    ask = getattr(project, "overrides_elsewhere", None)
+    for where, sub in ask(cls.name, func.attr.value) if ask is not None else ():
+        got = project.override_form(where, sub, func.attr.value, call, "gqa", read_kv_helper)
+        if got is not None and got.form.get("kind") == TILE:
+            return got, f"{sub}.{func.attr.value}"
+    return None
 
 
 class _Tiling(Rule):
@@ -245,6 +270,11 @@ class GqaRepeatGrouping(_Tiling):
           groups is reported at the call, naming where the helper tiles. The
           linted file's own helpers are read in place, as before. A file that
           only calls a grouping helper is silent.
+        - A method of the file (`self._expand_kv(k, v)`) that a subclass in
+          another project file overrides with a tiling, the subclass named
+          somewhere in the project, is that tiling at the call: in a file
+          that groups (the base's `enable_gqa=True` path) the call reports,
+          naming the override (`fixtures/program_calls/kv_overrides/`).
         - A file that only tiles is MHA904's (opt-in), not MHA013's.
         """
     REFERENCES = (

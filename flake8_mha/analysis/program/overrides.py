@@ -30,7 +30,7 @@ MAX_OVERRIDERS = 8  # subclasses read per hook: beyond, the base's call is left 
 
 class Overrides:
     """A mixin of ``callsites.Project``: it reads ``path``, ``files``,
-    ``_project_files`` and ``depend`` of the project."""
+    ``_answers``, ``_project_files`` and ``depend`` of the project."""
 
     def overrides_elsewhere(self, cls: str, method: str) -> List[Tuple[str, str]]:
         """(file, subclass) for each class of another project file that
@@ -39,10 +39,13 @@ class Overrides:
         project is not read."""
         if not getattr(self, "files", None):
             return []
-        try:
-            return self._overriders(cls, method)
-        except (OSError, ValueError, RecursionError):
-            return []
+        asked = ("overrides", cls, method)  # once per linted file (``Project.own``)
+        if asked not in self._answers:
+            try:
+                self._answers[asked] = self._overriders(cls, method)
+            except (OSError, ValueError, RecursionError):
+                self._answers[asked] = []
+        return self._answers[asked]
 
     def _overriders(self, cls: str, method: str) -> List[Tuple[str, str]]:
         files = self._project_files()
