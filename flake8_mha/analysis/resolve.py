@@ -9,7 +9,7 @@ from typing import Callable, Dict, List, Optional, Tuple
 
 import libcst as cst
 
-from . import reach
+from . import defaults, reach
 from ..core import torch_api
 from .classes import builds_own_class, class_run, delegates, static_kind
 from .flow import CallSite, ClassInfo, Def, DefKind, Env, FlowPass, Scope, lookup
@@ -224,6 +224,8 @@ class Resolver:
                 if truth is not None:
                     return kept[0] if truth else kept[1]
             return both
+        if t is cst.BooleanOperation and isinstance(node.operator, cst.Or):
+            return defaults.or_default(self, node, env, scope, leaf, depth)
         if t in _DISPLAYS:
             return NOT_CALLABLE
         if t is cst.Name:

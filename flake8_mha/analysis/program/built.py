@@ -116,6 +116,14 @@ def built_in(
             and node.args
         ):
             called.add(id(node.args[0]))  # ``super(SwinTransformer, self).train(mode)``
+        elif (
+            isinstance(node, ast.Call)
+            and isinstance(node.func, ast.Name)
+            and node.func.id in ("isinstance", "issubclass")
+            and len(node.args) == 2
+        ):  # ``assert isinstance(layer, EncoderLayer)``: a type test, no use as a value
+            kinds = node.args[1]
+            called.update(id(k) for k in (kinds.elts if isinstance(kinds, ast.Tuple) else [kinds]))
         elif isinstance(node, ast.Call) and _names_class(node.func, names):
             called.add(id(node.func))
             if id(node) not in skipped:

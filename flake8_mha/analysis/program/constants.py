@@ -181,6 +181,33 @@ class ConstantFiles(ReturnsFiles):
         named = (c.get(param, MISSING) for c in got[0])  # (file, class) as written
         return {v if v == MISSING else v[1] if isinstance(v, tuple) else "?" for v in named}
 
+    def handed_torch(self, cls: str, param: str) -> Optional[List[str]]:
+        """Per construction in the project (one at least) of this file's class
+        ``cls``, the torch class it builds right there for its ``__init__``
+        parameter ``param`` (``self_attention=nn.MultiheadAttention(...)``:
+        ``"torch.nn.MultiheadAttention"``, read through the constructing
+        file's imports), or ``MISSING`` where it leaves it out; None when one
+        passes anything else, or the project does not say."""
+        if not self.files:
+            return None
+        got = self.constructions_of(self.path, cls, signatures.built_class, needs=param)
+        if got is None or not got[0]:
+            return None
+        out: List[str] = []
+        for c in got[0]:
+            value = c.get(param, MISSING)
+            if value == MISSING:
+                out.append(MISSING)
+                continue
+            if not isinstance(value, tuple):
+                return None
+            head, _, rest = value[1].partition(".")
+            imported = self._import_of(value[0], head)
+            if imported is None or imported[0] != 0 or not imported[1].startswith("torch."):
+                return None  # the project's own class, or a name it does not import
+            out.append(imported[1] + ("." + rest if rest else ""))
+        return out
+
     def constructions_of(self, filename: str, cls: str, reader=None, needs: Optional[str] = None):
         """(every construction of the class ``cls`` of ``filename`` in the
         project, as ``callers.constructions`` reads them with ``reader``, the
