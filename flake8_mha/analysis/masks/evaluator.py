@@ -495,7 +495,12 @@ class MaskEvaluator(Calls, Numbers, Comparisons, Segments, Offsets, Shapes, Dtyp
         """What a call of an instance built from a class of another project
         file returns (its ``__call__``, a module's ``forward``; with
         ``index``, that element of its tuple), else None."""
-        built = self._built_instance(node, at)
+        built, method = self._built_instance(node, at), None
+        if built is None and isinstance(node.func, cst.Attribute):  # ``self.masker.valid(n)``
+            built, method = (
+                self._built_instance(cst.Call(node.func.value), at),
+                node.func.attr.value,
+            )
         if built is None:
             return None
         return project.instance_returned(
@@ -507,6 +512,7 @@ class MaskEvaluator(Calls, Numbers, Comparisons, Segments, Offsets, Shapes, Dtyp
             self.text(node.func) + "()",
             lambda e: self.eval(e, at),
             index,
+            method,
         )
 
     def _built_instance(self, node: cst.Call, at: At):

@@ -178,20 +178,31 @@ class ReturnsFiles(ProjectFiles):
         return self._builder_mask(filename, name, call, text, index)
 
     def instance_returned(
-        self, built: cst.Call, built_at: tuple, call: cst.Call, env, scope, text, evaluate, index=()
+        self,
+        built: cst.Call,
+        built_at: tuple,
+        call: cst.Call,
+        env,
+        scope,
+        text,
+        evaluate,
+        index=(),
+        method=None,
     ):
         """The mask a call of an instance returns (``self.causal_mask(L)``)
         when the instance is ``built`` (``SquareSubsequentMask()``, at
         ``built_at``: its env and scope) from a class of another project
         file whose ``__call__`` makes it, or, a module's, its ``forward``
         (``keep = self.keep(ids)``; with ``index``, that element of the
-        tuple it returns: ``text, keep = self.prompt(ids)``); None otherwise."""
+        tuple it returns: ``text, keep = self.prompt(ids)``); with
+        ``method``, that plain method of the class (``self.masker.valid(n)``,
+        read with ``self`` unknown: probe AI's AI16); None otherwise."""
         try:
             loc = self._elsewhere(built.func, *built_at)
             if loc is None or "." in loc[1]:
                 return None
-            for method in _RUN:
-                name = f"{loc[1]}.{method}"
+            for run in _RUN if method is None else (method + PLAIN,):
+                name = f"{loc[1]}.{run}"
                 got = self._transformed(loc[0], name, call, env, scope, text, evaluate, index)
                 if got is None:
                     got = self._builder_mask(loc[0], name, call, text, tuple(index))
@@ -547,6 +558,10 @@ def _returned_mask(fctx, func, fscope, args: dict, index=(), outer=None):
 _RUN = ("__call__", "forward")  # what a call of an instance runs
 
 
+# after a ``Class.method`` name: a plain method, read with ``self`` unknown
+PLAIN = "!"
+
+
 def read_function(source: str, name: str, plain: bool = False):
     """(the file's context, the top-level ``def name``, its flow scope) of a
     file's text, for a reading of what the function returns; None when the
@@ -558,6 +573,8 @@ def read_function(source: str, name: str, plain: bool = False):
     from ..masks.calls import is_generator
     from ..resolve import Resolver
 
+    if name.endswith(PLAIN):
+        name, plain = name[: -len(PLAIN)], True
     module = cst.parse_module(source)
     owner, _, method = name.rpartition(".")
     func = None
