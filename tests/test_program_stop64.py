@@ -139,3 +139,63 @@ def test_a_kv_expansion_overridden_in_another_file_meets_the_base_s_grouping():
         " different numbers; the call tiles them in FrameGQAttention._expand_kv() at"
         " fixtures/program_calls/kv_overrides/video.py:13"
     )
+
+
+def test_a_module_built_as_a_parameter_s_default_is_torch_s_when_handed_torch_s(tmp_path):
+    # release review 36's miss (SAM3's encoder layer): ``self.self_attn =
+    # self_attention or nn.MultiheadAttention(...)``, every construction
+    # handing torch's module built right there; the container's ``assert
+    # isinstance(layer, FusionLayer)`` is a type test, not the class passed
+    # around. GridLayer is handed the project's own PoolMixer: silent
+    found = assert_package_runs(
+        "fixtures/program_calls/or_defaults", [("encoder.py", 15, 21, "MHA102")], select="MHA"
+    )
+    assert found[0].msg.startswith("attention weights computed and thrown away")
+    # one construction hands a module of the project: the layer's is not known
+    (tmp_path / "setup.cfg").write_text("[flake8]\n")
+    pkg = copied(pathlib.Path("fixtures/program_calls/or_defaults"), tmp_path)
+    build = pkg / "build.py"
+    build.write_text(
+        build.read_text().replace(
+            "self_attention=nn.MultiheadAttention(d_model, 8, batch_first=True)",
+            "self_attention=PoolMixer(d_model)",
+        )
+    )
+    assert flake8_in_project(tmp_path, f"{pkg.name}/encoder.py", "MHA102") == (0, [])
+    # left out by a construction: the default runs there
+    build.write_text(build.read_text().replace("        self_attention=PoolMixer(d_model),\n", ""))
+    assert flake8_in_project(tmp_path, f"{pkg.name}/encoder.py", "MHA102") == (
+        1,
+        [[f"{pkg.name}/encoder.py:15:21:", "MHA102"]],
+    )
+
+
+def test_a_named_method_of_a_mask_maker_of_another_file_is_read():
+    # probe AI's AI16 (MHA009) and AI19 (MHA003): ``self.masker.valid(n)`` and
+    # ``self.masker.causal(T)`` of an EventMasker kept on the module, read as
+    # its ``__call__`` was; shaped, or inverted on the way, they are right
+    found = assert_package_runs(
+        "fixtures/program_calls/masker_methods",
+        [("model.py", 18, 16, "MHA009"), ("model.py", 27, 16, "MHA003")],
+        select="MHA",
+    )
+    assert found[0].msg.startswith(
+        "mask from line 17 (self.masker.valid() ->"
+        " fixtures/program_calls/masker_methods/masks.py:12: steps[None, :] < n_events[:, None])"
+        " is a 2-D (N, S) padding mask"
+    )
+    assert "masks.py:15: torch.tril(" in found[1].msg
+
+
+def test_keys_masked_by_a_one_tensor_helper_of_another_file_report_at_the_caller():
+    # probe AI's AI09: ``k = mask_atoms(k, pocket_mask)`` with ``mask_atoms``
+    # in utils.py; the caller hands a keep-mask it builds. Reported once, at
+    # the call that hands the mask (the callee's parameter name said it
+    # before, at the callee); the class that also masks the scores is silent
+    found = assert_package_runs(
+        "fixtures/program_calls/kv_single_helpers", [("model.py", 17, 15, "MHA015")], select="MHA"
+    )
+    assert found[0].msg.endswith(
+        "the call reaches scaled_dot_product_attention's keys and values at"
+        " fixtures/program_calls/kv_single_helpers/attention.py:13 through PocketCross.forward()"
+    )

@@ -668,6 +668,10 @@ def _kv_factor(expr, reads, stores, top, line, depth, pairs=None, movers=()) -> 
             return _by_helper(last, expr.id, reads, stores, pairs)
         if not isinstance(target, ast.Name):
             return None
+        if pairs is not None and isinstance(value, ast.Call) and isinstance(value.func, ast.Name):
+            got = _by_helper(last, expr.id, reads, stores, pairs)  # ``k = mask_atoms(k, keep)``
+            if got is not None:
+                return got
         return _kv_factor(value, reads, stores, top, last.lineno, depth + 1, None, movers)
     if isinstance(expr, ast.BinOp) and isinstance(expr.op, ast.Mult):
         hits = [_mask_param(side, reads, stores) for side in (expr.left, expr.right)]
@@ -723,7 +727,8 @@ def _by_helper(assign: ast.Assign, name: str, reads, stores, pairs) -> Optional[
     parameters: the caller's argument for that parameter, through the
     helper's steps after its own."""
     call = assign.value
-    items = assign.targets[0].elts
+    target = assign.targets[0]
+    items = target.elts if isinstance(target, ast.Tuple) else [target]  # one item: ``k = f(k, m)``
     if not (isinstance(call, ast.Call) and isinstance(call.func, ast.Name)):
         return None
     at = [i for i, t in enumerate(items) if isinstance(t, ast.Name) and t.id == name]
@@ -773,7 +778,7 @@ KV_VIA = "kv_via"  # a ``kv`` reach through a helper of another file (``_by_othe
 
 def _pair_reading(func) -> Optional[dict]:
     returns = _returns(func)
-    if len(returns) != 1 or not isinstance(returns[0].value, ast.Tuple):
+    if len(returns) != 1 or returns[0].value is None:
         return None
     positional = [a.arg for a in func.args.posonlyargs + func.args.args]
     params = set(positional)
@@ -786,7 +791,8 @@ def _pair_reading(func) -> Optional[dict]:
     top = {id(st) for st in func.body}
     stores = steps.rebinds(func, params, stores)
     items = []
-    for elt in returns[0].value.elts:
+    value = returns[0].value  # a tuple of items, or one (``return x * m[:, None, :, None]``)
+    for elt in value.elts if isinstance(value, ast.Tuple) else [value]:
         got = _kv_factor(elt, params, stores, top, returns[0].lineno, 0)
         items.append(None if got is None else (positional.index(got["param"]), got["ops"]))
     return {"items": items} if any(items) else None
