@@ -350,10 +350,10 @@ class ReturnsFiles(ProjectFiles):
         """``read`` of ``sub.method``, a plain method of a class of another
         project file that overrides the one ``call`` (``self.method(...)``) runs
         in its base (``overrides.Overrides``), read with ``self`` unknown."""
-        name = f"{sub}.{method}"
+        name = f"{sub}.{method}{PLAIN}"
 
         def compute(text: str) -> Optional[dict]:
-            got = read_function(text, name, plain=True)
+            got = read_function(text, name)
             form = read(*got) if got is not None else None
             if not form:
                 return None
@@ -562,19 +562,21 @@ _RUN = ("__call__", "forward")  # what a call of an instance runs
 PLAIN = "!"
 
 
-def read_function(source: str, name: str, plain: bool = False):
+def read_function(source: str, name: str):
     """(the file's context, the top-level ``def name``, its flow scope) of a
     file's text, for a reading of what the function returns; None when the
     name is not one plain function there (rebound after it, async, a
     generator, or under a decorator that may change what a call gives).
-    ``Class.method``: a static or class method of a top-level class (with
-    ``plain``, any method: a subclass's override, read with ``self`` unknown)."""
+    ``Class.method``: a static or class method of a top-level class;
+    ``Class.method!`` (``PLAIN``): any method of it (a subclass's override,
+    a mask maker's named method), read with ``self`` unknown."""
     from ..flow import FlowPass
     from ..masks.calls import is_generator
     from ..resolve import Resolver
 
-    if name.endswith(PLAIN):
-        name, plain = name[: -len(PLAIN)], True
+    plain = name.endswith(PLAIN)
+    if plain:
+        name = name[: -len(PLAIN)]
     module = cst.parse_module(source)
     owner, _, method = name.rpartition(".")
     func = None
