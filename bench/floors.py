@@ -51,7 +51,6 @@ from targets import DENSE_TORCH, EDITOR_FILE, generated_file, interleaved, log  
 FILLS = {"masked_fill", "masked_fill_", "where"}  # masks/sinks.py: fills and selections
 PRODUCTS = {"matmul", "bmm", "einsum"}  # scores.py: hand-written scores, with ``@``
 TILES = {"repeat", "tile", "expand", "cat", "concat"}  # kv heads made to match q heads
-GROUPS = {"repeat_interleave", "expand", "repeat"}
 # calls that hand a module class on unchanged: a name passed to them stays live
 PASS_ON = {
     "partial",
@@ -83,7 +82,7 @@ def gate(tree: ast.Module) -> str:
     from flake8_mha.analysis.heads import name_role
 
     events = set(torch_api.MODULE_NAMES) | {"scaled_dot_product_attention"}
-    data, calls, words, keywords = set(), set(), set(), set()
+    data, calls, words = set(), set(), set()
     live = matmul = roles = False
     for node in ast.walk(tree):  # breadth first: a parent before its children
         kind = type(node)
@@ -103,8 +102,6 @@ def gate(tree: ast.Module) -> str:
             data.update(id(k) for k in node.keys if k is not None)
         elif kind in (ast.Tuple, ast.List, ast.Set) and id(node) in data:
             data.update(map(id, node.elts))  # isinstance(m, (nn.MultiheadAttention, ...))
-        elif kind is ast.keyword and node.arg:
-            keywords.add(node.arg)
         elif kind in (ast.BinOp, ast.AugAssign) and isinstance(node.op, ast.MatMult):
             matmul = True
         elif kind is ast.Constant and node.value in events:
@@ -122,9 +119,9 @@ def gate(tree: ast.Module) -> str:
         "E": live,
         "F": bool(calls & FILLS),
         "H": "softmax" in words and (matmul or bool(words & PRODUCTS)),
-        "G": bool(calls & TILES)
-        and (bool(calls & GROUPS) or "enable_gqa" in keywords)
-        and (roles or "einops" in words),
+        # a tiling alone is MHA904's (opt-in): ``torch.cat([k] * n_rep, dim=1)``
+        # in a subclass's override has no grouping beside it
+        "G": bool(calls & TILES) and (roles or "einops" in words),
     }
     return "".join(k for k, v in kinds.items() if v)
 
