@@ -199,3 +199,16 @@ def test_keys_masked_by_a_one_tensor_helper_of_another_file_report_at_the_caller
         "the call reaches scaled_dot_product_attention's keys and values at"
         " fixtures/program_calls/kv_single_helpers/attention.py:13 through PocketCross.forward()"
     )
+
+
+def test_layout_through_a_dict_an_encoder_of_another_file_returns():
+    # probe AI's AI21: a fairseq-style encoder returns ``{"encoder_out": x}``
+    # with x made T x B x C; a layer built batch_first=True is fed
+    # ``enc["encoder_out"]``; swapped back first, it is right
+    found = assert_package_runs(
+        "fixtures/program_layout/dict_outputs", [("model.py", 17, 16, "MHA010")], select="MHA"
+    )
+    assert found[0].msg.startswith(
+        "TransformerEncoderLayer built with batch_first=True is fed sequence-first data"
+        " ((L, N, C), dict_outputs/encoder.py line 13: `# B x T x C -> T x B x C`)"
+    )

@@ -367,6 +367,17 @@ class LayoutEvaluator(FileCalls, LayoutCalls, ProgramLayout, ProjectLayout):
             # of the tuple a call returns (a tensor's own index gives unknown)
             index = int(sl[0].slice.value.value)
             return self.element(node.value, env, scope, frame, depth, index)
+        if (
+            len(sl) == 1
+            and isinstance(sl[0].slice, cst.Index)
+            and isinstance(sl[0].slice.value, cst.SimpleString)
+            and isinstance(node.value, (cst.Name, cst.Call))
+        ):
+            # ``enc["encoder_out"]`` of a dict a helper or module returns
+            # (fairseq's encoders; probe AI's AI21)
+            key = sl[0].slice.value.evaluated_value
+            if isinstance(key, str):
+                return self.element(node.value, env, scope, frame, depth, key)
         if sl and all(isinstance(e.slice, cst.Slice) for e in sl):
             # ``x[:n]``, ``x[1:]``, ``x[:, :k]``: a slice keeps every axis and its role
             return self.eval(node.value, env, scope, frame, depth)
@@ -392,6 +403,8 @@ class LayoutEvaluator(FileCalls, LayoutCalls, ProgramLayout, ProjectLayout):
         Unknown for anything else: indexing a tensor drops an axis."""
         if depth > MAX_DEPTH:
             return None
+        if isinstance(expr, cst.Dict) or isinstance(index, str):
+            return self._entry(expr, env, scope, frame, depth, index)
         if isinstance(expr, cst.Tuple):
             items = expr.elements
             if len(items) <= index or any(
@@ -428,6 +441,32 @@ class LayoutEvaluator(FileCalls, LayoutCalls, ProgramLayout, ProjectLayout):
             else:
                 return None
         return join(values) if values else None
+
+    def _entry(self, expr, env, scope, frame, depth, key) -> Optional[Layout]:
+        """The entry ``key`` (a string) of the dict ``expr`` holds: a dict
+        written out with string keys, or a call of a helper or module whose
+        every return is one; unknown for anything else."""
+        if isinstance(expr, cst.Dict):
+            found = [
+                e
+                for e in expr.elements
+                if isinstance(e, cst.DictElement)
+                and isinstance(e.key, cst.SimpleString)
+                and e.key.evaluated_value == key
+            ]
+            if len(found) != 1 or any(isinstance(e, cst.StarredDictElement) for e in expr.elements):
+                return None
+            return self.eval(found[0].value, env, scope, frame, depth + 1)
+        if isinstance(expr, cst.Call):
+            return self._call(expr, env, scope, frame, depth + 1, key)
+        if isinstance(expr, cst.Name):
+            defs = lookup(expr.value, env, scope)
+            if len(defs) == 1 and defs[0].kind == "assign":
+                d = defs[0]
+                return self._entry(
+                    d.node, d.env, d.scope, frame_for(d.scope, frame), depth + 1, key
+                )
+        return None
 
     def _binop(self, node: cst.BinaryOperation, env, scope, frame, depth) -> Optional[Layout]:
         if not isinstance(node.operator, (cst.Add, cst.Subtract, cst.Multiply, cst.Divide)):
