@@ -212,3 +212,16 @@ def test_layout_through_a_dict_an_encoder_of_another_file_returns():
         "TransformerEncoderLayer built with batch_first=True is fed sequence-first data"
         " ((L, N, C), dict_outputs/encoder.py line 13: `# B x T x C -> T x B x C`)"
     )
+
+
+def test_layout_through_a_list_entry_of_a_returned_dict(tmp_path):
+    # fairseq's own form: ``{"encoder_out": [x]}``, read as ``enc["encoder_out"][0]``
+    (tmp_path / "setup.cfg").write_text("[flake8]\n")
+    pkg = copied(pathlib.Path("fixtures/program_layout/dict_outputs"), tmp_path)
+    encoder, model = pkg / "encoder.py", pkg / "model.py"
+    encoder.write_text(encoder.read_text().replace('{"encoder_out": x,', '{"encoder_out": [x],'))
+    model.write_text(model.read_text().replace('enc["encoder_out"]', 'enc["encoder_out"][0]'))
+    assert flake8_in_project(tmp_path, f"{pkg.name}/model.py", "MHA010") == (
+        1,
+        [[f"{pkg.name}/model.py:17:16:", "MHA010"]],
+    )

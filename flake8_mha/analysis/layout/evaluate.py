@@ -378,6 +378,22 @@ class LayoutEvaluator(FileCalls, LayoutCalls, ProgramLayout, ProjectLayout):
             key = sl[0].slice.value.evaluated_value
             if isinstance(key, str):
                 return self.element(node.value, env, scope, frame, depth, key)
+        inner = node.value
+        if (
+            len(sl) == 1
+            and isinstance(sl[0].slice, cst.Index)
+            and isinstance(sl[0].slice.value, cst.Integer)
+            and isinstance(inner, cst.Subscript)
+            and len(inner.slice) == 1
+            and isinstance(inner.slice[0].slice, cst.Index)
+            and isinstance(inner.slice[0].slice.value, cst.SimpleString)
+            and isinstance(inner.value, (cst.Name, cst.Call))
+        ):
+            # ``enc["encoder_out"][0]`` of ``{"encoder_out": [x]}`` (fairseq's)
+            key = inner.slice[0].slice.value.evaluated_value
+            if isinstance(key, str):
+                at = (key, int(sl[0].slice.value.value))
+                return self.element(inner.value, env, scope, frame, depth, at)
         if sl and all(isinstance(e.slice, cst.Slice) for e in sl):
             # ``x[:n]``, ``x[1:]``, ``x[:, :k]``: a slice keeps every axis and its role
             return self.eval(node.value, env, scope, frame, depth)
@@ -403,9 +419,9 @@ class LayoutEvaluator(FileCalls, LayoutCalls, ProgramLayout, ProjectLayout):
         Unknown for anything else: indexing a tensor drops an axis."""
         if depth > MAX_DEPTH:
             return None
-        if isinstance(expr, cst.Dict) or isinstance(index, str):
+        if isinstance(expr, cst.Dict) or isinstance(index, (str, tuple)):
             return self._entry(expr, env, scope, frame, depth, index)
-        if isinstance(expr, cst.Tuple):
+        if isinstance(expr, (cst.Tuple, cst.List)):
             items = expr.elements
             if len(items) <= index or any(
                 isinstance(e, cst.StarredElement) for e in items[: index + 1]
@@ -445,17 +461,21 @@ class LayoutEvaluator(FileCalls, LayoutCalls, ProgramLayout, ProjectLayout):
     def _entry(self, expr, env, scope, frame, depth, key) -> Optional[Layout]:
         """The entry ``key`` (a string) of the dict ``expr`` holds: a dict
         written out with string keys, or a call of a helper or module whose
-        every return is one; unknown for anything else."""
+        every return is one; unknown for anything else.  ``(key, i)``: the
+        element ``i`` of the list or tuple that entry is."""
         if isinstance(expr, cst.Dict):
+            name = key[0] if isinstance(key, tuple) else key
             found = [
                 e
                 for e in expr.elements
                 if isinstance(e, cst.DictElement)
                 and isinstance(e.key, cst.SimpleString)
-                and e.key.evaluated_value == key
+                and e.key.evaluated_value == name
             ]
             if len(found) != 1 or any(isinstance(e, cst.StarredDictElement) for e in expr.elements):
                 return None
+            if isinstance(key, tuple):
+                return self.element(found[0].value, env, scope, frame, depth + 1, key[1])
             return self.eval(found[0].value, env, scope, frame, depth + 1)
         if isinstance(expr, cst.Call):
             return self._call(expr, env, scope, frame, depth + 1, key)
