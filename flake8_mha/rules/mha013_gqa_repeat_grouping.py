@@ -25,7 +25,7 @@ from ..analysis.gqa import (
     line_of,
 )
 from ..analysis.heads import KV_HELPER, KV_TENSOR, NOT_KV, names_of
-from ..analysis.program.returns import helper_reading, may_be_helper
+from ..analysis.program.returns import helper_reading, may_be_helper, overriding_readings
 from .base import Example, Rule, Report
 
 _VIA_TEXT = {
@@ -136,7 +136,7 @@ def helper_expansions(ctx) -> List[Expansion]:
             continue
         if not may_be_helper(ctx.resolver.qualname(call.func, site.env, site.scope)):
             continue  # torch's, einops': no helper of the project
-        name = code_text(ctx, call.func)
+        name = None
         if ctx.resolver.own_function(call, site.env, site.scope) is not None:
             overridden = _overriding(ctx, call, site)  # its own method is the file's
             if overridden is None:
@@ -146,6 +146,7 @@ def helper_expansions(ctx) -> List[Expansion]:
             helper = helper_reading(ctx, call, site.env, site.scope, "gqa", read_kv_helper)
         if helper is None:
             continue
+        name = name or code_text(ctx, call.func)
         form = helper.form
         exp = Expansion(
             form["kind"],
@@ -170,20 +171,9 @@ def _overriding(ctx, call: cst.Call, site: CallSite):
     """``self._expand_kv(k, v)`` in a class of this file that a used subclass
     of another project file overrides with a tiling (probe AE's AE30): (its
     reading, ``Sub._expand_kv``); None otherwise."""
-    func = call.func
-    cls = site.scope.cls if site.scope is not None else None
-    if cls is None or not (
-        isinstance(func, cst.Attribute)
-        and isinstance(func.value, cst.Name)
-        and func.value.value == "self"
-    ):
-        return None
-    project = ctx.project
-    ask = getattr(project, "overrides_elsewhere", None)
-    for where, sub in ask(cls.name, func.attr.value) if ask is not None else ():
-        got = project.override_form(where, sub, func.attr.value, call, "gqa", read_kv_helper)
+    for sub, got in overriding_readings(ctx, call, site.scope, "gqa", read_kv_helper):
         if got is not None and got.form.get("kind") == TILE:
-            return got, f"{sub}.{func.attr.value}"
+            return got, f"{sub}.{call.func.attr.value}"
     return None
 
 

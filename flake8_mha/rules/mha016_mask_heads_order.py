@@ -18,7 +18,9 @@ import libcst as cst
 
 from ..analysis.events import ModuleCall
 from ..analysis.flow import CallSite, lookup, subclasses_in
-from ..analysis.program.returns import helper_reading, may_be_helper
+from ..analysis.program.overrides import word_count
+from ..analysis.program.returns import helper_reading, may_be_helper, overriding_readings
+from ..analysis.program.returns import self_method
 from ..analysis.gqa import GqaAnalysis, code_text
 from ..analysis.heads import arg_of, call_sizes, is_one
 from ..analysis.values import UNKNOWN, literal
@@ -247,13 +249,7 @@ class MaskHeadsOrder(Rule):
         it, expanded at the call."""
         got = helper_reading(self.ctx, call, env, scope, "mha016", _read_helper)
         given = got.args.get((got.form.get("params") or [""])[0]) if got is not None else None
-        for sub, method in () if given is not None else self._overrides(call, scope):
-            if isinstance(method, tuple):  # a subclass of another file: (its file, the name)
-                got = self.ctx.project.override_form(*method, call, "mha016", _read_helper)
-            else:
-                got = helper_reading(
-                    self.ctx, call, env, scope, "mha016", _read_helper, target=method
-                )
+        for sub, got in () if given is not None else self._overrides(call, env, scope):
             given = got.args.get((got.form.get("params") or [""])[0]) if got is not None else None
             if given is not None:  # ``ToothAttention(Masked)`` overriding ``expand_heads``
                 self._overridden[id(call)] = sub
@@ -275,36 +271,31 @@ class MaskHeadsOrder(Rule):
             CallSite(call, env, scope, (), (), None),
         )
 
-    def _overrides(self, call: cst.Call, scope) -> List[Tuple[str, object]]:
+    def _overrides(self, call: cst.Call, env, scope):
         """``self.expand_heads(mask)`` in a method of a class of this file:
-        (subclass, its method) for each subclass of the file that overrides
-        it, whose instances run that one (probe AH's AH05); then (subclass,
-        (its file, its name, the method)) for each of another project file
-        (``Project.overrides_elsewhere``)."""
-        func = call.func
-        cls = scope.cls if scope is not None else None
-        if not (
-            cls is not None
-            and isinstance(func, cst.Attribute)
-            and isinstance(func.value, cst.Name)
-            and func.value.value == "self"
-        ):
-            return []
-        name = func.attr.value
-        subs = subclasses_in(cls, list(self.ctx.flow.classes.values()))
-        out: List[Tuple[str, object]] = [
-            (s.name, s.methods[name]) for s in subs if name in s.methods and self._used(s)
-        ]
-        ask = getattr(getattr(self.ctx, "project", None), "overrides_elsewhere", None)
-        for where, sub in ask(cls.name, name) if ask is not None else ():
-            out.append((sub, (where, sub, name)))
-        return out
+        (subclass, the reading of its override bound to the call) for each
+        subclass of the file that overrides it, whose instances run that one
+        (probe AH's AH05), then for each of another project file
+        (``returns.overriding_readings``)."""
+        own = self_method(call, scope)
+        if own is None:
+            return
+        cls, name = own
+        for s in subclasses_in(cls, list(self.ctx.flow.classes.values())):
+            if name in s.methods and self._used(s):
+                target = s.methods[name]
+                yield (
+                    s.name,
+                    helper_reading(
+                        self.ctx, call, env, scope, "mha016", _read_helper, target=target
+                    ),
+                )
+        yield from overriding_readings(self.ctx, call, scope, "mha016", _read_helper)
 
     def _used(self, sub) -> bool:
         """The subclass is named outside its own statement, in this file or in
         another of the project (built or handed somewhere): its override runs."""
-        text = self.ctx.module.code
-        if len(re.findall(r"\b" + re.escape(sub.name) + r"\b", text)) > 1:
+        if word_count(sub.name, self.ctx.module.code) > 1:
             return True
         project = getattr(self.ctx, "project", None)
         ask = getattr(project, "mentioned_elsewhere", None)

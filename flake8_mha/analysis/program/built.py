@@ -41,7 +41,7 @@ def heirs(tree: ast.Module, names: Set[str]) -> Set[str]:
         for node in astwalk.walk(tree)
         if isinstance(node, ast.ClassDef)
         and not node.decorator_list
-        and any(_names_class(b, names) for b in node.bases)
+        and any(names_class(b, names) for b in node.bases)
         and not any(
             isinstance(i, (ast.FunctionDef, ast.AsyncFunctionDef)) and i.name == "__init__"
             for i in node.body
@@ -102,7 +102,7 @@ def built_in(
         if isinstance(node, ast.ClassDef):
             if node.name in names:  # ``cls(200, 6)`` in a ``@classmethod`` of it
                 calls.extend(c for c in _classmethod_builds(node) if id(c) not in skipped)
-            if any(_names_class(b, names) for b in node.bases):
+            if any(names_class(b, names) for b in node.bases):
                 init = _super_init(node)
                 if init is None and node.name not in names:
                     return None  # a subclass built with the base's own parameters
@@ -124,7 +124,7 @@ def built_in(
         ):  # ``assert isinstance(layer, EncoderLayer)``: a type test, no use as a value
             kinds = node.args[1]
             called.update(id(k) for k in (kinds.elts if isinstance(kinds, ast.Tuple) else [kinds]))
-        elif isinstance(node, ast.Call) and _names_class(node.func, names):
+        elif isinstance(node, ast.Call) and names_class(node.func, names):
             called.add(id(node.func))
             if id(node) not in skipped:
                 calls.append(node)
@@ -132,14 +132,14 @@ def built_in(
             isinstance(node, ast.Call)
             and isinstance(node.func, ast.Attribute)
             and node.func.attr in builders
-            and _names_class(node.func.value, names)
+            and names_class(node.func.value, names)
         ):  # ``TileAttention.from_config()``: its ``cls(...)`` calls are its constructions
             called.add(id(node.func.value))
     fallbacks = _fallbacks(tree) if calls else set()
     if any(id(c) in fallbacks for c in calls):
         return None  # built only when none is handed in: others come from elsewhere
     for node in astwalk.walk(tree):
-        if isinstance(node, (ast.Name, ast.Attribute)) and _names_class(node, names):
+        if isinstance(node, (ast.Name, ast.Attribute)) and names_class(node, names):
             if id(node) in skipped:
                 continue
             if id(node) not in called and isinstance(node.ctx, ast.Load):
@@ -311,7 +311,7 @@ def _registries(tree: ast.Module, names: Set[str]) -> Dict[str, Set[int]]:
         value = values[0]
         if len(values) != 1 or not isinstance(value, ast.Dict) or None in value.keys:
             continue
-        mine = {id(v) for v in value.values if _names_class(v, names)}
+        mine = {id(v) for v in value.values if names_class(v, names)}
         if mine and all(isinstance(v, (ast.Name, ast.Attribute)) for v in value.values):
             out[name] = mine
     if not out:
@@ -326,7 +326,8 @@ def _registries(tree: ast.Module, names: Set[str]) -> Dict[str, Set[int]]:
     return out
 
 
-def _names_class(node: ast.AST, names: Set[str]) -> bool:
+def names_class(node: ast.AST, names: Set[str]) -> bool:
+    """``Cls`` or ``module.Cls`` with ``Cls`` among ``names`` (matched as text)."""
     if isinstance(node, ast.Name):
         return node.id in names
     return isinstance(node, ast.Attribute) and node.attr in names

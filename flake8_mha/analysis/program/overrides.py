@@ -24,6 +24,7 @@ from typing import List, Tuple
 
 from ...core.atomic import read_regular
 from . import callers
+from .built import names_class
 
 MAX_OVERRIDERS = 8  # subclasses read per hook: beyond, the base's call is left as it reads
 
@@ -75,7 +76,7 @@ class Overrides:
 
 def _overrides(node: ast.ClassDef, cls: str, method: str) -> bool:
     """``class Sub(Base):`` defining a plain ``def method(self, ...)``."""
-    if not any(_base_name(b) == cls for b in node.bases):
+    if not any(names_class(b, {cls}) for b in node.bases):
         return False
     return any(
         isinstance(item, ast.FunctionDef) and item.name == method and not item.decorator_list
@@ -83,21 +84,11 @@ def _overrides(node: ast.ClassDef, cls: str, method: str) -> bool:
     )
 
 
-def _base_name(node: ast.AST):
-    """``Base`` of ``Base`` or ``layers.Base``."""
-    if isinstance(node, ast.Name):
-        return node.id
-    return node.attr if isinstance(node, ast.Attribute) else None
-
-
 def _named_elsewhere(sub: str, where: str, texts: dict) -> bool:
     """The subclass's name in another project file, or twice in its own."""
-    for name, text in texts.items():
-        count = len(_words(sub, text))
-        if count > (1 if name == where else 0):
-            return True
-    return False
+    return any(word_count(sub, text) > (1 if name == where else 0) for name, text in texts.items())
 
 
-def _words(word: str, text: str) -> list:
-    return re.findall(r"\b" + re.escape(word) + r"\b", text)
+def word_count(word: str, text: str) -> int:
+    """How often ``word`` stands in ``text`` as a whole word."""
+    return len(re.findall(r"\b" + re.escape(word) + r"\b", text))

@@ -98,6 +98,33 @@ def helper_reading(
     return None
 
 
+def overriding_readings(ctx, call: cst.Call, scope, salt: str, read: Read):
+    """``self.expand_heads(mask)`` in a method of a class of the linted file:
+    (subclass, ``read``'s reading bound to ``call``, or None) for each direct
+    subclass of another project file that overrides that method and is used
+    (``overrides.Overrides``), its instances running the override at the call
+    (probe AH's AH05, AE's AE30)."""
+    own = self_method(call, scope)
+    project = getattr(ctx, "project", None)
+    ask = getattr(project, "overrides_elsewhere", None)
+    for where, sub in ask(own[0].name, own[1]) if own and ask is not None else ():
+        yield sub, project.override_form(where, sub, own[1], call, salt, read)
+
+
+def self_method(call: cst.Call, scope):
+    """(the class, the method's name) of ``self.<method>(...)`` called in a
+    method of a class; None for any other call."""
+    func = call.func
+    cls = scope.cls if scope is not None else None
+    if cls is None or not (
+        isinstance(func, cst.Attribute)
+        and isinstance(func.value, cst.Name)
+        and func.value.value == "self"
+    ):
+        return None
+    return cls, func.attr.value
+
+
 def _function_names(text: str, name: str, words: Tuple[str, ...]) -> bool:
     """Whether the text of the top-level function (or ``Class.method``)
     ``name`` of a file's ``text`` holds one of ``words`` (in any case:
