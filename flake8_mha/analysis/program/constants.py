@@ -22,6 +22,7 @@ from .files import decode, module_constants
 from .forms import IMPORTED
 from .binding import bind
 from .built import MISSING
+from .held_lists import torch_class
 from .local_names import enclosing_class, own_definition
 from .returns import ReturnsFiles, imported_target
 
@@ -201,11 +202,12 @@ class ConstantFiles(ReturnsFiles):
                 continue
             if not isinstance(value, tuple):
                 return None
-            head, _, rest = value[1].partition(".")
-            imported = self._import_of(value[0], head)
-            if imported is None or imported[0] != 0 or not imported[1].startswith("torch."):
+            head = value[1].partition(".")[0]
+            bound = self._import_of(value[0], head)  # ``nn`` of ``import torch.nn as nn``
+            qn = torch_class(value[1], {head: bound[1]} if bound and bound[0] == 0 else {})
+            if qn is None:
                 return None  # the project's own class, or a name it does not import
-            out.append(imported[1] + ("." + rest if rest else ""))
+            out.append(qn)
         return out
 
     def constructions_of(self, filename: str, cls: str, reader=None, needs: Optional[str] = None):
