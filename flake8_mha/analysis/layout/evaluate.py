@@ -16,7 +16,8 @@ from ..flow import CallSite, Def, Scope, lookup, scope_appends
 from ..tree import is_none, walk
 from ..values import live_lookup, unpacked
 from .calls import CYCLE, MODULE_OUTPUT_ARG, LayoutCalls, join, meet, real
-from ..masks.names import last_name
+from ..masks.names import last_name, string_key
+from ..splats import item, spread_index
 from .comments import CommentIndex, DocLine
 from .domain import (
     BATCH,
@@ -367,33 +368,16 @@ class LayoutEvaluator(FileCalls, LayoutCalls, ProgramLayout, ProjectLayout):
             # of the tuple a call returns (a tensor's own index gives unknown)
             index = int(sl[0].slice.value.value)
             return self.element(node.value, env, scope, frame, depth, index)
-        if (
-            len(sl) == 1
-            and isinstance(sl[0].slice, cst.Index)
-            and isinstance(sl[0].slice.value, cst.SimpleString)
-            and isinstance(node.value, (cst.Name, cst.Call))
-        ):
+        key, inner = string_key(node), node.value
+        if key is not None and isinstance(inner, (cst.Name, cst.Call)):
             # ``enc["encoder_out"]`` of a dict a helper or module returns
             # (fairseq's encoders; probe AI's AI21)
-            key = sl[0].slice.value.evaluated_value
-            if isinstance(key, str):
-                return self.element(node.value, env, scope, frame, depth, key)
-        inner = node.value
-        if (
-            len(sl) == 1
-            and isinstance(sl[0].slice, cst.Index)
-            and isinstance(sl[0].slice.value, cst.Integer)
-            and isinstance(inner, cst.Subscript)
-            and len(inner.slice) == 1
-            and isinstance(inner.slice[0].slice, cst.Index)
-            and isinstance(inner.slice[0].slice.value, cst.SimpleString)
-            and isinstance(inner.value, (cst.Name, cst.Call))
-        ):
+            return self.element(inner, env, scope, frame, depth, key)
+        at = spread_index(node)
+        key = string_key(inner) if isinstance(inner, cst.Subscript) else None
+        if at is not None and key is not None and isinstance(inner.value, (cst.Name, cst.Call)):
             # ``enc["encoder_out"][0]`` of ``{"encoder_out": [x]}`` (fairseq's)
-            key = inner.slice[0].slice.value.evaluated_value
-            if isinstance(key, str):
-                at = (key, int(sl[0].slice.value.value))
-                return self.element(inner.value, env, scope, frame, depth, at)
+            return self.element(inner.value, env, scope, frame, depth, (key, at))
         if sl and all(isinstance(e.slice, cst.Slice) for e in sl):
             # ``x[:n]``, ``x[1:]``, ``x[:, :k]``: a slice keeps every axis and its role
             return self.eval(node.value, env, scope, frame, depth)
@@ -460,23 +444,17 @@ class LayoutEvaluator(FileCalls, LayoutCalls, ProgramLayout, ProjectLayout):
 
     def _entry(self, expr, env, scope, frame, depth, key) -> Optional[Layout]:
         """The entry ``key`` (a string) of the dict ``expr`` holds: a dict
-        written out with string keys, or a call of a helper or module whose
-        every return is one; unknown for anything else.  ``(key, i)``: the
-        element ``i`` of the list or tuple that entry is."""
+        written out (``splats.item``), a name bound once to one, or a call of
+        a helper or module whose every return is one; unknown for anything
+        else.  ``(key, i)``: the element ``i`` of the list or tuple that entry is."""
         if isinstance(expr, cst.Dict):
-            name = key[0] if isinstance(key, tuple) else key
-            found = [
-                e
-                for e in expr.elements
-                if isinstance(e, cst.DictElement)
-                and isinstance(e.key, cst.SimpleString)
-                and e.key.evaluated_value == name
-            ]
-            if len(found) != 1 or any(isinstance(e, cst.StarredDictElement) for e in expr.elements):
+            name, at = key if isinstance(key, tuple) else (key, None)
+            found = item(expr, name, env, scope)
+            if not found:
                 return None
-            if isinstance(key, tuple):
-                return self.element(found[0].value, env, scope, frame, depth + 1, key[1])
-            return self.eval(found[0].value, env, scope, frame, depth + 1)
+            if at is not None:
+                return self.element(found[0][0], env, scope, frame, depth + 1, at)
+            return self.eval(found[0][0], env, scope, frame, depth + 1)
         if isinstance(expr, cst.Call):
             return self._call(expr, env, scope, frame, depth + 1, key)
         if isinstance(expr, cst.Name):

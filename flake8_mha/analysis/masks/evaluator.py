@@ -495,12 +495,9 @@ class MaskEvaluator(Calls, Numbers, Comparisons, Segments, Offsets, Shapes, Dtyp
         """What a call of an instance built from a class of another project
         file returns (its ``__call__``, a module's ``forward``; with
         ``index``, that element of its tuple), else None."""
-        built, method = self._built_instance(node, at), None
+        built, method = self._built_instance(node.func, at), None
         if built is None and isinstance(node.func, cst.Attribute):  # ``self.masker.valid(n)``
-            built, method = (
-                self._built_instance(cst.Call(node.func.value), at),
-                node.func.attr.value,
-            )
+            built, method = self._built_instance(node.func.value, at), node.func.attr.value
         if built is None:
             return None
         return project.instance_returned(
@@ -515,10 +512,10 @@ class MaskEvaluator(Calls, Numbers, Comparisons, Segments, Offsets, Shapes, Dtyp
             method,
         )
 
-    def _built_instance(self, node: cst.Call, at: At):
-        """The one assignment ``self.<attr> = Class(...)`` of the instance a
-        ``self.<attr>(...)`` call runs, the class a name; else None."""
-        defs = self.instance_assignments(node.func, at.env, at.scope)
+    def _built_instance(self, func, at: At):
+        """The one assignment ``self.<attr> = Class(...)`` of the instance
+        ``func`` (``self.<attr>``) holds, the class a name; else None."""
+        defs = self.instance_assignments(func, at.env, at.scope)
         if not defs or len(defs) != 1:
             return None
         d = defs[0]
