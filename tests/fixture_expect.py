@@ -5,6 +5,7 @@ the 1-based column flake8 prints, e.g. ``# MHA001:21``; several findings on
 one line: ``# MHA005:17 MHA102:17``.  A fixture may open with
 ``# select: MHA901,MHA902`` to enable off-by-default codes for itself.
 """
+
 from __future__ import annotations
 
 import json
@@ -31,7 +32,7 @@ def expected(path: pathlib.Path) -> Set[Tuple[int, int, str]]:
     for lineno, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1):
         if "#" not in line:
             continue
-        comment = line[line.index("#"):]
+        comment = line[line.index("#") :]
         for code, col in _EXPECT.findall(comment):
             out.add((lineno, int(col), code))
     return out
@@ -44,7 +45,8 @@ def selected(path: pathlib.Path) -> Optional[List[str]]:
 
 # one line of flake8's default report for one of our codes
 FLAKE8_LINE = re.compile(
-    r"^(?P<path>.+?):(?P<line>\d+):(?P<col>\d+): (?P<code>MHA\d{3}) (?P<msg>.*)$")
+    r"^(?P<path>.+?):(?P<line>\d+):(?P<col>\d+): (?P<code>MHA\d{3}) (?P<msg>.*)$"
+)
 
 
 class Reported(NamedTuple):
@@ -55,15 +57,21 @@ class Reported(NamedTuple):
     msg: str
 
 
-def flake8_run(*args: str, select: str = "MHA", stdin: Optional[str] = None,
-               clean_stderr: bool = False) -> Tuple[int, List[Reported]]:
+def flake8_run(
+    *args: str, select: str = "MHA", stdin: Optional[str] = None, clean_stderr: bool = False
+) -> Tuple[int, List[Reported]]:
     """Real flake8 (``--isolated --select <select>``) from the repository root:
     its exit status (0 or 1, else the test fails) and every line it printed,
     each of which must be one of our findings.  ``clean_stderr``: flake8 must
     also print nothing on stderr."""
     proc = subprocess.run(
         [sys.executable, "-m", "flake8", "--isolated", "--select", select, *args],
-        cwd=ROOT, input=stdin, capture_output=True, text=True, timeout=300)
+        cwd=ROOT,
+        input=stdin,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     assert proc.returncode in (0, 1), proc.stderr
     if clean_stderr:
         assert not proc.stderr, proc.stderr
@@ -75,13 +83,19 @@ def flake8_run(*args: str, select: str = "MHA", stdin: Optional[str] = None,
     return proc.returncode, out
 
 
-def flake8_in_project(project: pathlib.Path, target: str, select: str) -> Tuple[int, List[List[str]]]:
+def flake8_in_project(
+    project: pathlib.Path, target: str, select: str
+) -> Tuple[int, List[List[str]]]:
     """flake8 run as a user runs it inside ``project`` (its own configuration,
     the results cache on, one job) on ``target``: the exit status and each
     finding's ``[path:line:col:, code]``; a traceback fails the test."""
     proc = subprocess.run(
         [sys.executable, "-m", "flake8", "--select", select, "-j", "1", target],
-        cwd=project, capture_output=True, text=True, timeout=300)
+        cwd=project,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     assert "Traceback" not in proc.stderr, proc.stderr
     return proc.returncode, [line.split(" ", 2)[:2] for line in proc.stdout.splitlines()]
 
@@ -141,9 +155,21 @@ def check_json(*args: str) -> Tuple[int, List[dict], str]:
     """``flake8-mha check --no-cache --format json ARGS`` in a process of its
     own, from the repository root: its exit status, its findings, its stderr."""
     proc = subprocess.run(
-        [sys.executable, "-m", "flake8_mha.frontends.cli", "check", "--no-cache", "--format", "json",
-         *args],
-        cwd=ROOT, capture_output=True, text=True, timeout=300)
+        [
+            sys.executable,
+            "-m",
+            "flake8_mha.frontends.cli",
+            "check",
+            "--no-cache",
+            "--format",
+            "json",
+            *args,
+        ],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     found = json.loads(proc.stdout)["findings"] if proc.stdout.strip() else []
     return proc.returncode, found, proc.stderr
 
@@ -153,6 +179,16 @@ def engine_rows(path: pathlib.Path) -> List[Tuple[int, int, str]]:
     from flake8_mha.lint import engine
 
     return [(f.line, f.col, f.code) for f in engine.analyze_file(str(path))]
+
+
+def source_rows(source: str, codes=None, tmp: Optional[pathlib.Path] = None):
+    """(line, column, code) of what the engine reports on ``source`` written
+    to ``tmp/t.py`` (its project: that file alone)."""
+    from flake8_mha.lint.engine import analyze_source
+
+    path = tmp / "t.py"
+    path.write_text(source)
+    return [(f.line, f.col, f.code) for f in analyze_source(source, str(path), codes)]
 
 
 def package_texts(package) -> Dict[str, str]:
@@ -194,10 +230,24 @@ def assert_package_runs(
         status, alone = flake8_run(f"{package}/{path.name}", select=select)
         assert (status, package_rows(alone)) == (1 if mine else 0, mine), path.name
     proc = subprocess.run(
-        [sys.executable, "-m", "flake8_mha.frontends.cli", "check", "--no-cache", "--select",
-         select, package],
-        cwd=ROOT, capture_output=True, text=True, timeout=300)
+        [
+            sys.executable,
+            "-m",
+            "flake8_mha.frontends.cli",
+            "check",
+            "--no-cache",
+            "--select",
+            select,
+            package,
+        ],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     out = sorted(line.split(" ", 2)[:2] for line in proc.stdout.splitlines() if ": MHA" in line)
-    assert (proc.returncode, out) == (1, sorted(
-        [f"{package}/{f}:{l}:{c}:", code] for f, l, c, code in want))
+    assert (proc.returncode, out) == (
+        1,
+        sorted([f"{package}/{f}:{l}:{c}:", code] for f, l, c, code in want),
+    )
     return found

@@ -6,16 +6,9 @@ from __future__ import annotations
 
 import pathlib
 
-from fixture_expect import assert_package_runs, copied, flake8_in_project
+from fixture_expect import assert_package_runs, copied, flake8_in_project, source_rows as _rows
 
 from flake8_mha.lint.engine import analyze_source
-
-
-def _rows(source: str, codes=None, tmp=None):
-    """Findings of one file on disk (its project: that file alone)."""
-    path = tmp / "t.py"
-    path.write_text(source)
-    return [(f.line, f.col, f.code) for f in analyze_source(source, str(path), codes)]
 
 
 def test_choices_the_constructions_fix_are_followed():

@@ -6,19 +6,11 @@ from __future__ import annotations
 
 import pathlib
 
-from fixture_expect import assert_package_runs, copied, flake8_in_project
+from fixture_expect import assert_package_runs, copied, flake8_in_project, source_rows as _rows
 
-from flake8_mha.lint.engine import analyze_source
 
 HOOKS = pathlib.Path("fixtures/program_calls/hook_overrides")
 BATCH = pathlib.Path("fixtures/program_calls/batch_fields")
-
-
-def _rows(source: str, codes=None, tmp=None):
-    """Findings of one file on disk (its project: that file alone)."""
-    path = tmp / "t.py"
-    path.write_text(source)
-    return [(f.line, f.col, f.code) for f in analyze_source(source, str(path), codes)]
 
 
 def test_a_hook_overridden_by_a_subclass_of_another_file_is_read_at_the_base_call():
@@ -164,6 +156,23 @@ def test_a_module_built_as_a_parameter_s_default_is_torch_s_when_handed_torch_s(
     assert flake8_in_project(tmp_path, f"{pkg.name}/encoder.py", "MHA102") == (0, [])
     # left out by a construction: the default runs there
     build.write_text(build.read_text().replace("        self_attention=PoolMixer(d_model),\n", ""))
+    assert flake8_in_project(tmp_path, f"{pkg.name}/encoder.py", "MHA102") == (
+        1,
+        [[f"{pkg.name}/encoder.py:15:21:", "MHA102"]],
+    )
+
+
+def test_torch_s_module_handed_under_its_full_name_is_torch_s(tmp_path):
+    # ``import torch`` then ``torch.nn.MultiheadAttention(...)``: read through the
+    # constructing file's imports as ``nn.MultiheadAttention`` is
+    (tmp_path / "setup.cfg").write_text("[flake8]\n")
+    pkg = copied(pathlib.Path("fixtures/program_calls/or_defaults"), tmp_path)
+    build = pkg / "build.py"
+    build.write_text(
+        build.read_text()
+        .replace("import torch.nn as nn\n", "import torch\nimport torch.nn as nn\n")
+        .replace("_attention=nn.MultiheadAttention(", "_attention=torch.nn.MultiheadAttention(")
+    )
     assert flake8_in_project(tmp_path, f"{pkg.name}/encoder.py", "MHA102") == (
         1,
         [[f"{pkg.name}/encoder.py:15:21:", "MHA102"]],
