@@ -16,6 +16,7 @@ from ..app.config import FORMATS, Options, UsageError, check_output_file, format
 from ..app.output import SourceLines, render
 from ..app.options import add_lint_arguments, options_from_args
 from ..app.pipeline import FileOutcome, lint_paths, write_fixes
+from ..core import runs
 
 __all__ = ["FileOutcome", "main", "explain", "parse_options"]
 
@@ -98,7 +99,8 @@ def main(argv: Sequence[str]) -> int:
         print(f"flake8-mha check: error: {exc}", file=sys.stderr)
         return 2
     mode = "fix" if opts.fix else "diff" if opts.diff else "check"
-    run = lint_paths(opts, mode)
+    with runs.held():  # the project's files hold still while they are read
+        run = lint_paths(opts, mode)
     codes, outcomes = run.codes, run.outcomes
     items, problems = run.items, run.problems
     for p in problems:

@@ -13,6 +13,7 @@ import sys
 import time
 from typing import IO, Optional, Sequence
 
+from ..core import runs
 from ..core.findings import Finding
 from ..confirm.runner import (
     DEFAULT_BUDGET,
@@ -195,7 +196,8 @@ def _main(argv: Sequence[str]) -> int:
     )
     try:
         runner.start()  # torch imports in the worker while we lint
-        run = lint_paths(opts)
+        with runs.held():  # the project's files hold still while they are read
+            run = lint_paths(opts)
         items, problems = run.items, run.problems
         try:
             runner.ready()

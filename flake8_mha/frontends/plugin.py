@@ -10,11 +10,12 @@ files that cannot concern attention, libcst.
 
 from __future__ import annotations
 
+import weakref
 from typing import Iterator, Tuple
 
 from .. import __version__
 from ..lint.selection import OFF_BY_DEFAULT
-from ..core import collector
+from ..core import collector, runs
 from ..core.screen import text_names_a_trigger
 
 __all__ = ["MHAChecker", "MHAOptIn", "OFF_BY_DEFAULT"]
@@ -56,6 +57,9 @@ class MHAChecker:
         cls.project_wide = not getattr(options, "mha_no_project_wide", False)
         cls.use_cache = not getattr(options, "mha_no_cache", False)
         keep_opt_in_codes_off(options)
+        # once per flake8 invocation: the project's files hold still until flake8
+        # lets its options go (an editor's process starts a new run at each lint)
+        weakref.finalize(options, runs.stop, runs.start())
 
     def run(self) -> Iterator[Tuple[int, int, str, type]]:
         try:

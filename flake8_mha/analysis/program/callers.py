@@ -15,7 +15,7 @@ import ast
 import os
 from typing import Dict, Iterable, List, Optional, Set, Tuple
 
-from ...core import walk as astwalk
+from ...core import runs, walk as astwalk
 from ...core.atomic import read_regular
 from . import import_lines
 from .files import ProjectFiles, project_root
@@ -48,6 +48,7 @@ _SKIP_DIRS = {
 _FILES: Dict[str, Optional[List[str]]] = {}
 # per file, by (path, mtime, size): the project files its import lines name
 _IMPORTS: Dict[tuple, frozenset] = {}
+_MAPS: Dict[str, tuple] = {}  # root -> (run, importers map): once per run (runs.py)
 _CONSTRUCTIONS: Dict[tuple, tuple] = {}
 MAX_FORWARDS = 5  # classes a parameter is followed up through (``forwarded``)
 
@@ -138,7 +139,7 @@ def dependents(changed: Iterable[str]) -> List[str]:
     for path in targets:
         by_root.setdefault(_scope(path), set()).add(path)
     for root, wanted in by_root.items():
-        importers = _importers(root)
+        importers = runs.once(_MAPS, root, _importers, root)
         if importers is None:
             continue
         found |= _hops(wanted, lambda t: importers.get(t, ())) - targets
@@ -177,7 +178,8 @@ def importers_of(path: str) -> Optional[List[str]]:
 
 def importers_map(path: str) -> Optional[Dict[str, Set[str]]]:
     """``imported file -> its importers`` over ``path``'s project (None: not scanned)."""
-    return _importers(_scope(os.path.abspath(path)))
+    root = _scope(os.path.abspath(path))
+    return runs.once(_MAPS, root, _importers, root)
 
 
 _INSTALLED = {"site-packages", "dist-packages"}
