@@ -10,9 +10,10 @@ possibly hoisted from a child), else where its code begins.
 
 ``start_positions`` answers for a few nodes and stops once they are all
 done (the reported findings).  ``line_of`` answers for any node of the file
-being analyzed, from one full pass made the first time it is asked and kept
-until the engine ``forget``s the file: the mask, layout and GQA analyses all
-ask it for the lines their evidence names.
+being analyzed (or of the few other files a helper was read in), from one
+full pass made the first time it is asked and kept until the engine
+``forget``s the file: the mask, layout and GQA analyses all ask it for the
+lines their evidence names.
 
 It leans on LibCST's codegen hooks; if they ever change, the public provider
 is used.
@@ -27,15 +28,17 @@ from typing import Dict, List, Optional, Sequence, Tuple
 import libcst as cst
 
 Starts = Dict[int, Tuple[int, int]]
-_last: List[object] = [None, None]  # [module, its starts]: the file being analyzed
+# [(module, its starts)], the last asked first: the file being analyzed, and the
+# other files whose lines its evidence names (a helper read in another file)
+_last: List[Tuple[cst.Module, "Starts"]] = []
+_KEPT = 3
 
 
 def start_positions(module: cst.Module, nodes: Sequence[cst.CSTNode]) -> Starts:
     """``id(node) -> (line, 0-based column)`` for each of ``nodes``."""
-    if _last[0] is module:
-        known = _last[1]
-        if all(id(n) in known for n in nodes):  # type: ignore[operator]
-            return known  # type: ignore[return-value]
+    known = _kept(module)
+    if known is not None and all(id(n) in known for n in nodes):
+        return known
     if _StartFinder is not None:
         finder = _StartFinder(module, {id(n) for n in nodes})
         try:
@@ -51,8 +54,8 @@ def start_positions(module: cst.Module, nodes: Sequence[cst.CSTNode]) -> Starts:
 
 def all_starts(module: cst.Module) -> Starts:
     """Every node's start, computed once for the file being analyzed."""
-    if _last[0] is not module:
-        starts: Optional[Starts] = None
+    starts = _kept(module)
+    if starts is None:
         if _StartFinder is not None:
             finder = _StartFinder(module, set())
             try:
@@ -65,8 +68,18 @@ def all_starts(module: cst.Module) -> Starts:
 
             found = MetadataWrapper(module, unsafe_skip_copy=True).resolve(PositionProvider)
             starts = {id(n): (p.start.line, p.start.column) for n, p in found.items()}
-        _last[:] = [module, starts]
-    return _last[1]  # type: ignore[return-value]
+        _last.insert(0, (module, starts))
+        del _last[_KEPT:]
+    return starts
+
+
+def _kept(module: cst.Module) -> Optional[Starts]:
+    for i, (kept, starts) in enumerate(_last):
+        if kept is module:
+            if i:
+                _last.insert(0, _last.pop(i))
+            return starts
+    return None
 
 
 def line_of(module: cst.Module, node: cst.CSTNode) -> Optional[int]:
@@ -76,8 +89,8 @@ def line_of(module: cst.Module, node: cst.CSTNode) -> Optional[int]:
 
 
 def forget() -> None:
-    """The file is done: let its tree go."""
-    _last[:] = [None, None]
+    """The file is done: let its trees go."""
+    _last.clear()
 
 
 def _provider(module: cst.Module, nodes: Sequence[cst.CSTNode]) -> Starts:

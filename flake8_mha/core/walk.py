@@ -11,14 +11,37 @@ one loop instead, in the same order (``tests/test_walk.py``).
 from __future__ import annotations
 
 import ast
-from typing import List
+from typing import Dict, List
 
 _AST = ast.AST
 _SCOPES = (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda, ast.ClassDef)
 
 
+# the last modules, classes and functions walked: a project file's readers
+# (constructions, heirs, stores, registries, call indexes, ...) each walk
+# the same trees again, for each file that asks
+_KEPT: Dict[int, tuple] = {}
+_KEPT_MAX = 64
+_KEEP = (ast.Module, ast.ClassDef, ast.FunctionDef, ast.AsyncFunctionDef)
+
+
 def walk(node: ast.AST) -> List[ast.AST]:
-    """``list(ast.walk(node))``: ``node`` and every node below it, breadth first."""
+    """``list(ast.walk(node))``: ``node`` and every node below it, breadth first.
+    The list of a module, class or function is shared by the next callers
+    that walk it: do not change it."""
+    if node.__class__ not in _KEEP:
+        return _breadth_first(node)
+    kept = _KEPT.get(id(node))
+    if kept is not None and kept[0] is node:
+        return kept[1]
+    nodes = _breadth_first(node)
+    if len(_KEPT) >= _KEPT_MAX:
+        del _KEPT[next(iter(_KEPT))]  # the oldest
+    _KEPT[id(node)] = (node, nodes)
+    return nodes
+
+
+def _breadth_first(node: ast.AST) -> List[ast.AST]:
     out = [node]
     add = out.append
     i = 0

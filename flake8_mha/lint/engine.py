@@ -27,7 +27,7 @@ from ..analysis.flow import CallSite, FlowPass
 from ..analysis.focus import focus
 from ..analysis.layout import project_callers
 from ..core.lines import source_lines
-from ..analysis.program import signatures
+from ..analysis.program import returns, signatures
 from ..analysis.program.callsites import Project
 from .selection import PERFORMANCE, in_tests
 from ..analysis.program.wrapped import WrappedModuleCall, annotate
@@ -181,6 +181,7 @@ def _forget(ctx: Context) -> None:
     ctx.flow.release()
     ctx.__dict__.clear()  # the analyses a rule keeps on it point back at it
     positions.forget()
+    returns.forget()
 
 
 def _analyze_module(

@@ -23,7 +23,7 @@ from __future__ import annotations
 import ast
 import os
 from dataclasses import replace
-from typing import Callable, Dict, NamedTuple, Optional, Tuple
+from typing import Callable, Dict, List, NamedTuple, Optional, Tuple
 
 import libcst as cst
 
@@ -41,6 +41,10 @@ RETURNS_VERSION = 8
 _FUNCTION_READS: Dict[tuple, object] = {}
 MAX_FUNCTION_READS = 16
 MAX_READ_BYTES = 2 * 1024 * 1024
+# the last text ``read_function`` parsed: a linted file's helpers are often
+# several functions of one file (torch's nn/functional.py); it goes with the
+# linted file (``forget``, from the engine)
+_LAST_PARSED: List[object] = [None, None]
 HELPER_VERSION = 9
 _MASK_FIELDS = ("meaning", "kind", "dtype", "fill")
 
@@ -589,6 +593,11 @@ _RUN = ("__call__", "forward")  # what a call of an instance runs
 PLAIN = "!"
 
 
+def forget() -> None:
+    """The linted file is done: the tree of the last file read goes too."""
+    _LAST_PARSED[:] = [None, None]
+
+
 def read_function(source: str, name: str):
     """(the file's context, the top-level ``def name``, its flow scope) of a
     file's text, for a reading of what the function returns; None when the
@@ -604,7 +613,10 @@ def read_function(source: str, name: str):
     plain = name.endswith(PLAIN)
     if plain:
         name = name[: -len(PLAIN)]
-    module = cst.parse_module(source)
+    if _LAST_PARSED[0] != source:
+        _LAST_PARSED[:] = [None, None]  # one tree at a time
+        _LAST_PARSED[:] = [source, cst.parse_module(source)]
+    module = _LAST_PARSED[1]
     owner, _, method = name.rpartition(".")
     func = None
     for stmt in module.body:
