@@ -7,14 +7,19 @@ from __future__ import annotations
 
 import gc
 import json
+import pathlib
 
 from flake8.main import cli
 
-from fixture_expect import FIXTURES, copied
+from fixture_expect import FIXTURES, assert_package_runs, copied, source_rows as _rows
 from flake8_mha.analysis.program import callers
 from flake8_mha.core import runs
+from flake8_mha.lint.engine import analyze_file
 
 CALLERS = FIXTURES / "program_calls" / "callers"
+PAIRWISE = pathlib.Path("fixtures/program_calls/pairwise_helpers")
+CHAIN = pathlib.Path("fixtures/program_calls/chain_lines")
+GATED = pathlib.Path("fixtures/program_calls/gated_chains")
 NEW_IMPORTER = (
     "from .attend import causal_attend\n\n\n"
     "def ranked(q, k, v, keep):\n"
@@ -87,3 +92,141 @@ def test_check_reads_the_import_graph_once_per_run(tmp_path, capsys, monkeypatch
     assert len(json.loads(capsys.readouterr().out)["findings"]) == 10
     assert reads.count(str(pkg / "model.py")) == 1
     assert runs.current() == 0
+
+
+# ------------------------------------------------------------- probe AJ's reductions
+
+EINOPS_TWICE = """\
+import torch.nn as nn
+from einops import rearrange
+
+
+class Model(nn.Module):
+    def __init__(self, dim=64, heads=8):
+        super().__init__()
+        self.attn = nn.MultiheadAttention(dim, heads)
+
+    def forward(self, tracks):
+        h = rearrange(tracks, "b t a d -> (b t) a d")
+        h = rearrange(h, "(b t) a d -> a (b t) d", t=tracks.shape[1])
+        return self.attn(h, h, h, need_weights=False)[0]
+"""
+
+
+def test_a_merged_batch_moved_whole_by_a_second_rearrange_keeps_its_role(tmp_path):
+    # probe AJ's L09: ``(b t)`` is the batch the first pattern made; the second moves
+    # it to axis 1, sequence-first, as the module reads it
+    assert _rows(EINOPS_TWICE, {"MHA001", "MHA903"}, tmp_path) == [(8, 21, "MHA903")]
+    batch_first = EINOPS_TWICE.replace('"(b t) a d -> a (b t) d"', '"(b t) a d -> (b t) a d"')
+    assert _rows(batch_first, {"MHA001", "MHA903"}, tmp_path) == [(8, 21, "MHA001")]
+
+
+def test_the_fix_of_a_compared_mask_tiled_in_another_file_is_parenthesized(tmp_path):
+    # probe AJ's r04/c: ``a != b`` handed to a helper that tiles it head-major
+    pkg = copied(PAIRWISE, tmp_path)
+    (pkg / "masks.py").write_text(
+        "def tile_heads(blocked, num_heads):\n    return blocked.repeat(num_heads, 1, 1)\n"
+        "\n\ndef same_chute_mask(chutes, num_heads):\n"
+        "    return (chutes[:, :, None] != chutes[:, None, :]).repeat_interleave(num_heads, 0)\n"
+    )
+    layers = pkg / "layers.py"
+    layers.write_text(
+        layers.read_text()
+        .replace("import cross_chute_mask,", "import tile_heads,")
+        .replace(
+            "cross_chute_mask(chutes, self.heads)",
+            "tile_heads(chutes[:, :, None] != chutes[:, None, :], self.heads)",
+        )
+    )
+    found = analyze_file(str(layers))
+    assert [(f.line, f.col, f.code) for f in found] == [(16, 18, "MHA016")]
+    assert found[0].message.endswith(
+        "(use (chutes[:, :, None] != chutes[:, None, :]).repeat_interleave(self.heads, dim=0))"
+    )
+
+
+FORECASTER = """\
+import torch
+import torch.nn as nn
+
+
+class Forecaster(nn.Module):
+    def __init__(self, dim=64, heads=4):
+        super().__init__()
+        layer = nn.TransformerDecoderLayer(dim, heads, batch_first=True)
+        self.decoder = nn.TransformerDecoder(layer, 2)
+
+
+@torch.no_grad()
+def rollout(model: Forecaster, tgt, memory):
+    model.eval()
+    return model.decoder(tgt, memory, tgt_is_causal=True)
+
+
+def main():
+    model = Forecaster()
+    return model.decoder(torch.randn(2, 3, 64), torch.randn(2, 4, 64), tgt_is_causal=True)
+
+
+def masked(model: "Forecaster", tgt, memory, causal):
+    return model.decoder(tgt, memory, tgt_mask=causal, tgt_is_causal=True)
+
+
+def unknown(model, tgt, memory):
+    return model.decoder(tgt, memory, tgt_is_causal=True)
+"""
+
+
+def test_a_module_an_instance_holds_is_called_outside_its_class(tmp_path):
+    # probe AJ's AJ10 in one file: ``model.decoder(...)`` of a parameter annotated
+    # with the class, and of a local construction; with the mask given it is right,
+    # and an unannotated parameter may be anything
+    assert _rows(FORECASTER, {"MHA005"}, tmp_path) == [(15, 12, "MHA005"), (20, 12, "MHA005")]
+    two = FORECASTER.replace(
+        "    model = Forecaster()\n",
+        "    model = Forecaster()\n    if torch.cuda.is_available():\n        model = make()\n",
+    )
+    assert _rows(two, {"MHA005"}, tmp_path) == [(15, 12, "MHA005")]
+
+
+def test_a_pairwise_mask_of_two_tensors_rows_is_not_one_sample_s_pairs(tmp_path):
+    # the look-alike of probe AJ's AJ04 (the package below): the rows of two
+    # different tensors compared are no sample's own pairs, tiled or not
+    pkg = copied(PAIRWISE, tmp_path)
+    masks = pkg / "masks.py"
+    masks.write_text(
+        masks.read_text()
+        .replace(
+            "!= chutes[:, None, :]\n    return blocked.repeat(",
+            "!= other[:, None, :]\n    return blocked.repeat(",
+        )
+        .replace(
+            "def cross_chute_mask(chutes, num_heads):",
+            "def cross_chute_mask(chutes, num_heads, other=None):",
+        )
+    )
+    assert "other[:, None, :]" in masks.read_text()
+    assert analyze_file(str(pkg / "layers.py")) == []
+
+
+def test_the_pairwise_helpers_package_runs_every_way():
+    found = assert_package_runs(PAIRWISE, [("layers.py", 16, 18, "MHA016")])
+    assert found[0].msg.endswith("(use blocked.repeat_interleave(num_heads, dim=0) in the helper)")
+
+
+def test_the_chain_lines_package_runs_every_way():
+    found = assert_package_runs(CHAIN, [("model.py", 17, 16, "MHA004")])
+    assert found[0].msg.endswith(
+        "; the call reaches scores + mask at fixtures/program_calls/chain_lines/attention.py:11"
+        " through StationBlock.forward() -> EinsumAttention.forward()"
+    )
+
+
+def test_a_mask_multiplied_by_a_helper_two_calls_down_is_mha012_at_the_top():
+    # probe AJ's AJ01: ``gate_scores(scores, keep[:, None, :].float())`` in a function
+    # whose ``keep`` its callers hand; a scale handed to the same helper is silent
+    found = assert_package_runs(GATED, [("model.py", 10, 12, "MHA012")])
+    assert found[0].msg.endswith(
+        "; the call reaches scores * mask at fixtures/program_calls/gated_chains/attention.py:10"
+        " through station_attention()"
+    )

@@ -63,6 +63,9 @@ def submodule(
     owner = res.self_class(node, env, scope)
     if owner is not None:
         return inner_attention(res, owner, node.attr.value, leaf)
+    held = instance_class(res, node.value, env, scope)
+    if held is not None:  # ``model.decoder(...)`` of ``model = Forecaster()``: its self.decoder
+        return res.held_from_defs(tuple(res.attr_defs(held, node.attr.value)), leaf, depth)
     if leaf != res.torch_leaf or node.attr.value not in _CUSTOM:
         return None
     owners = _plain_torch(res, node.value, env, scope, depth)
@@ -75,6 +78,23 @@ def submodule(
             return None
         out.append(type(inst)(spec, None, None, False))
     return out
+
+
+def instance_class(res: Resolver, node, env: Env, scope):
+    """The class of this file that the name ``node`` holds an instance of: its
+    one definition builds it (``model = Forecaster()``) or is a parameter
+    annotated with it (``model: Forecaster``, ``"Forecaster"``)."""
+    defs = lookup(node.value, env, scope) if isinstance(node, cst.Name) else ()
+    if len(defs) != 1:
+        return None
+    d = defs[0]
+    if d.kind == DefKind.ASSIGN and isinstance(d.node, cst.Call):
+        return res.local_class(d.node.func, d.env, d.scope)
+    note = d.node.annotation if d.kind == DefKind.PARAM else None
+    named = note.annotation if note is not None else None
+    if isinstance(named, cst.SimpleString) and str(named.evaluated_value).isidentifier():
+        named = cst.Name(str(named.evaluated_value))
+    return res.local_class(named, env, scope) if named is not None else None
 
 
 def layer_part(res: Resolver, owner, attr: str) -> Optional[str]:

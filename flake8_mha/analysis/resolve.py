@@ -229,7 +229,7 @@ class Resolver:
         if t in _DISPLAYS:
             return NOT_CALLABLE
         if t is cst.Name:
-            return self._held_from_defs(lookup(node.value, env, scope), leaf, depth)
+            return self.held_from_defs(lookup(node.value, env, scope), leaf, depth)
         if t is cst.Attribute:
             defs = self.self_attr_defs(node, env, scope)
             if defs is None:  # ``self.cross``: a ``@property`` returning a module, or a submodule
@@ -240,7 +240,7 @@ class Resolver:
                 return _CYCLE
             self._following.add(key)
             try:
-                return self._held_from_defs(tuple(defs), leaf, depth)
+                return self.held_from_defs(tuple(defs), leaf, depth)
             finally:
                 self._following.discard(key)
         if t is cst.Subscript:
@@ -423,7 +423,7 @@ class Resolver:
             return None
         return owners[0].extra
 
-    def _held_from_defs(self, defs, leaf: Leaf, depth: int) -> Optional[list]:
+    def held_from_defs(self, defs, leaf: Leaf, depth: int) -> Optional[list]:
         if not defs:
             return None
         out: list = []
@@ -779,7 +779,7 @@ _SAME_MODULE_METHODS = {
 }
 _CYCLE: list = []  # an attribute met again while following it
 # what a container that cannot be called holds, called: nothing (a falsy
-# answer that ``_held_from_defs`` tells from unknown)
+# answer that ``held_from_defs`` tells from unknown)
 NOT_CALLABLE: list = []
 _UNCALLABLE = {
     torch_api.MODULE_LIST,

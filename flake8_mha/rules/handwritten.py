@@ -384,7 +384,12 @@ class MaskMultipliedBeforeSoftmax(Rule):
           caller's scores and mask, and reported at the call, naming the
           helper (`the call reaches scores * valid at ops.py:8 through
           gated_softmax()`). MHA004 reads a helper that adds them
-          (`add_bias(scores, mask)`) the same way.
+          (`add_bias(scores, mask)`) the same way. When that helper's caller
+          takes the mask from its own callers (`scores = gate_scores(scores,
+          keep[:, None, :].float())`, `keep` a parameter), the product
+          reaches the caller's callers too, and a 0/1 mask they hand in is
+          reported at their call, naming the chain; the factor must be named
+          a mask there (`fixtures/program_calls/gated_chains/`).
         - A comparison whose meaning the code does not state (`items > 0` on a
           name not known to hold token ids) is not known as a mask, so it is
           not reported, even though any bool multiplied into scores is wrong.

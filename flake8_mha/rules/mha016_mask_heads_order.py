@@ -26,6 +26,7 @@ from ..analysis.heads import arg_of, call_sizes, is_one
 from ..analysis.values import UNKNOWN, literal
 from ..analysis.masks import At, analysis_for
 from ..core.positions import line_of
+from .autofix import atom
 from .base import Example, Report, Rule
 from .construction import construction_evidence
 
@@ -439,6 +440,8 @@ class MaskHeadsOrder(Rule):
                 "expansion": helper.form.get("expansion"),
             }
         recv = code_text(self.ctx, mask_expr)
+        if isinstance(mask_expr, cst.BaseExpression) and not atom(mask_expr):
+            recv = f"({recv})"  # ``(a != b).repeat_interleave(...)``: the method of the whole
         # the head count as the code names it where the fix goes
         heads = code_text(self.ctx, self.factor) if self.factor is not None else "num_heads"
         if helper is not None:  # the caller's argument for the helper's factor
@@ -500,8 +503,8 @@ def _other_repeats(ctx, expansion) -> str:
 def _batch_kept_root(node, env, scope) -> Optional[cst.Name]:
     """The name a local assigned once is made from by steps that keep its
     batch axis first (``pad[:, None, :]``, ``.unsqueeze(1)``, ``.expand(B, T,
-    T)``, casts, ``~``, a comparison with a literal): whose rows a
-    head-major repeat of the local tiles."""
+    T)``, casts, ``~``, a comparison with a literal or of the name's own rows):
+    whose rows a head-major repeat of the local tiles."""
     node, env, scope = _through_names(node, env, scope)
     for _ in range(MAX_DEPTH):
         if isinstance(node, cst.Name):
@@ -519,6 +522,15 @@ def _batch_kept_root(node, env, scope) -> Optional[cst.Name]:
             and literal(node.comparisons[0].comparator) is not UNKNOWN
         ):
             node = node.left  # ``pad == 0``: the same axes
+        elif isinstance(node, cst.Comparison) and len(node.comparisons) == 1:
+            # ``ids[:, :, None] != ids[:, None, :]``: pairs of one sample's rows
+            left = _batch_kept_root(node.left, env, scope)
+            right = _batch_kept_root(node.comparisons[0].comparator, env, scope)
+            return (
+                left
+                if left is not None and right is not None and left.value == right.value
+                else None
+            )
         elif isinstance(node, cst.Call) and isinstance(node.func, cst.Attribute):
             name = node.func.attr.value
             if name == "unsqueeze" and not (node.args and _is_zero_arg(node.args[0].value)):

@@ -729,7 +729,9 @@ class LayoutCalls:
         all_names = [n for g in left for n in g.split()]
         guessed = dict(zip(all_names, roles_of_names(all_names)))  # what the names say
         if inner is not None and len(inner.roles) == len(left):
-            named = {g: r for g, r in zip(left, inner.roles) if " " not in g}
+            # a group keeps its axis's role where it is moved whole (``(b t) a d ->
+            # a (b t) d``: the batch rows of the data, group_role)
+            named = dict(zip(left, inner.roles))
             for g, r in zip(left, inner.roles):
                 if " " not in g:
                     continue

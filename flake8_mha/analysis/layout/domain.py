@@ -349,6 +349,8 @@ def group_role(group: str, left_roles: Dict[str, Optional[str]]) -> Optional[str
     names = group.split()
     if len(names) == 1:
         return left_roles.get(names[0])
+    if left_roles.get(group) is not None:  # the data's own axis, moved whole
+        return left_roles[group]
     roles = [left_roles.get(n) for n in names]
     if BATCH in roles:
         # the batch merged with parts of the sequence (TimeSformer's ``t (b n) d``):

@@ -13,7 +13,7 @@ from typing import Optional, Tuple
 
 from ...core import torch_api
 from . import chains, constructors, forms
-from .fills import FILL_SINKS, KV, KV_VIA, SINK_LINE, kv_helpers
+from .fills import FILL_SINKS, KV, KV_VIA, MULTIPLIED, SINK_LINE, kv_helpers
 from .summaries import ATTRS, BASES, IMPORTS, MODULES, REGISTRIES, TORCH_LAYERS, TORCH_MODULES
 from .summaries import VARIANT, settle
 
@@ -86,7 +86,7 @@ class Composing:
                     else:
                         clash.add(sink)
                 elif sink not in reach:
-                    reach[sink], ends[sink] = how, _at_fill(end, callee, sink)
+                    reach[sink], ends[sink] = how, _at_fill(end, callee, sink, True)
             # a held module's argument the callee's parameter gives, which this
             # function fills with what none of its parameters carries
             module_own.update(k for k in callee["reach"] if "." in k and k not in composed)
@@ -126,7 +126,8 @@ class Composing:
         """``s`` with each sink reached through a helper of another file
         (``via``: ``scores = apply_windows(scores, ok)``, ``fills.added_by_helper``)
         kept when that helper's one return adds the two (``score_helpers``),
-        else left out."""
+        or, for a term named a mask, multiplies them (MHA012's sink), else left
+        out."""
         vias = [k for k, how in s["reach"].items() if "via" in how]
         reach = dict(s["reach"])
         through = reach.get(KV, {})
@@ -140,13 +141,18 @@ class Composing:
             return dict(s, reach=reach) if reach != s["reach"] else s
         for k in vias:
             how = dict(reach.pop(k))
-            name, at_scores, at_term = how.pop("via")
+            name, at_scores, at_term, named_mask = how.pop("via")
             loc = self._written(filename, table, name, self.package_of(filename))
             op = self.score_ops(loc[0]).get(loc[1]) if loc is not None else None
             given = op["positional"] if op is not None else []
-            if op is not None and op["op"] == "add" and max(at_scores, at_term) < len(given):
-                if {given[at_scores], given[at_term]} == {op["left"], op["right"]}:
-                    reach[k] = how
+            if op is None or max(at_scores, at_term) >= len(given):
+                continue
+            if {given[at_scores], given[at_term]} != {op["left"], op["right"]}:
+                continue
+            if op["op"] == "add":
+                reach[k] = how
+            elif op["op"] == "mul" and named_mask:  # ``gate_scores(scores, keep)``: MHA012's
+                reach[MULTIPLIED] = how  # (probe AJ's AJ01)
         return dict(s, reach=reach)
 
     def _kv_helped(self, filename, table, how: dict) -> Optional[dict]:
@@ -630,9 +636,15 @@ def import_target(table: dict, name: str) -> Optional[Tuple[int, str]]:
     return imported[0], imported[1] + ("." + rest if rest else "")
 
 
-def _at_fill(end: tuple, summary: dict, sink: str) -> tuple:
+def _at_fill(end: tuple, summary: dict, sink: str, callee: bool = False) -> tuple:
     """Where a sink is reached: a fill of scores beside an SDPA call of the
-    same function is made on a line of its own (``fill_line``)."""
+    same function is made on a line of its own (``fill_line``), and so is
+    each of a callee's fills of scores from different parameters
+    (``SINK_LINE``: a bias added on one line, a padding mask filled on
+    another; probe AJ's AJ02)."""
+    line = summary["reach"].get(sink, {}).get(SINK_LINE) if callee else None
+    if sink in FILL_SINKS and line is not None:
+        return (end[0], line, end[2])
     if sink in FILL_SINKS and "fill_line" in summary:
         return (end[0], summary["fill_line"], end[2])
     return end

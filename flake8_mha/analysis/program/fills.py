@@ -379,7 +379,9 @@ def added_by_helper(func, stores, helpers) -> Optional[Tuple[str, ast.AST, int, 
             continue  # ``torch.softmax(scores, -1)``
         for at, (scores, term) in enumerate(((a, b), (b, a))):
             if _summed_scores(scores, stores) and not scores_of(term, stores, 0):
-                found.append((ADDED, term, n.lineno, [name, at, 1 - at]))
+                found.append(
+                    (ADDED, term, n.lineno, [name, at, 1 - at, int(_multiplied_mask(term))])
+                )
                 break
     return found[0] if len(found) == 1 else None
 

@@ -129,8 +129,9 @@ def _valid_reach(how) -> bool:
     unless = how.get("unless", [])
     if not isinstance(unless, list) or not all(isinstance(p, str) for p in unless):
         return False
-    via = how.get("via", ["", 0, 1])  # ``fills.added_by_helper``: [name, position, position]
-    if not (isinstance(via, list) and len(via) == 3 and isinstance(via[0], str)):
+    # ``fills.added_by_helper``: [name, position, position, a mask's name (1 or 0)]
+    via = how.get("via", ["", 0, 1, 0])
+    if not (isinstance(via, list) and len(via) == 4 and isinstance(via[0], str)):
         return False
     if not all(type(p) is int for p in via[1:]):
         return False
