@@ -225,7 +225,11 @@ def test_the_chain_lines_package_runs_every_way():
 def test_a_mask_multiplied_by_a_helper_two_calls_down_is_mha012_at_the_top():
     # probe AJ's AJ01: ``gate_scores(scores, keep[:, None, :].float())`` in a function
     # whose ``keep`` its callers hand; a scale handed to the same helper is silent
-    found = assert_package_runs(GATED, [("model.py", 10, 12, "MHA012")])
+    # ``station_attention_heads`` multiplies a local spread over the heads from its
+    # ``keep`` (``expand(...).reshape(...)``), the probe's package form
+    found = assert_package_runs(
+        GATED, [("model.py", 10, 12, "MHA012"), ("model.py", 15, 12, "MHA012")]
+    )
     assert found[0].msg.endswith(
         "; the call reaches scores * mask at fixtures/program_calls/gated_chains/attention.py:10"
         " through station_attention()"

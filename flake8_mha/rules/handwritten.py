@@ -389,7 +389,9 @@ class MaskMultipliedBeforeSoftmax(Rule):
           keep[:, None, :].float())`, `keep` a parameter), the product
           reaches the caller's callers too, and a 0/1 mask they hand in is
           reported at their call, naming the chain; the factor must be named
-          a mask there (`fixtures/program_calls/gated_chains/`).
+          a mask there, or be a local made from one by `expand`, `reshape` or
+          `view` (`gate = keep[:, None, None, :].expand(B, H, S, S).reshape(B *
+          H, S, S)`; `fixtures/program_calls/gated_chains/`).
         - A comparison whose meaning the code does not state (`items > 0` on a
           name not known to hold token ids) is not known as a mask, so it is
           not reported, even though any bool multiplied into scores is wrong.

@@ -20,6 +20,7 @@ from ...core import walk as astwalk
 from ...core.fills import SMALL_DIVISOR, constant_sign, helper_sign, sign
 from . import steps
 from .chains import dotted_name
+from .mask_terms import KEEPS_VALUE, folded_mask, mask_factor, multiplied_mask, names_a_mask
 
 # summary sink -> what True means there
 MASKED_FILL = "masked_fill"  # True = the score is removed
@@ -44,7 +45,6 @@ _OPPOSITE = {"pos": "neg", "neg": "pos"}
 # what keeps a query-key product's values as they are, in another shape
 _RESHAPES = ("squeeze", "unsqueeze", "view", "reshape", "transpose", "permute", "contiguous")
 _INF_ROOTS = ("math", "torch", "np", "numpy")
-_KEEPS_VALUE = ("to", "type_as", "item", "float", "half", "detach", "clone")
 _WRAPS = ("tensor", "as_tensor", "scalar_tensor")
 MAX_DEPTH = 12
 
@@ -304,7 +304,7 @@ def _call(node: ast.Call, stores, helpers, depth: int) -> Optional[str]:
     if isinstance(func, ast.Attribute):
         if func.attr in _WRAPS and dotted_name(func.value) == "torch" and node.args:
             return big_negative(node.args[0], stores, helpers, depth)
-        if func.attr in _KEEPS_VALUE:
+        if func.attr in KEEPS_VALUE:
             return big_negative(func.value, stores, helpers, depth)
         return None
     if isinstance(func, ast.Name):
@@ -348,7 +348,7 @@ def added_sinks(func, stores) -> List[Tuple[str, ast.AST, int]]:
     if len(out) > 1:
         out = [o for o in out if names_a_mask(o[1])]
     if len(out) == 1 and not names_a_mask(out[0][1]):
-        folded = _folded_mask(out[0][1], stores)
+        folded = folded_mask(out[0][1], stores)
         if folded is not None:  # T5: ``position_bias = position_bias + mask``, then added
             out = [(ADDED, folded, out[0][2])]
     return out if len(out) == 1 else []
@@ -380,7 +380,7 @@ def added_by_helper(func, stores, helpers) -> Optional[Tuple[str, ast.AST, int, 
         for at, (scores, term) in enumerate(((a, b), (b, a))):
             if _summed_scores(scores, stores) and not scores_of(term, stores, 0):
                 found.append(
-                    (ADDED, term, n.lineno, [name, at, 1 - at, int(_multiplied_mask(term))])
+                    (ADDED, term, n.lineno, [name, at, 1 - at, int(mask_factor(term, stores))])
                 )
                 break
     return found[0] if len(found) == 1 else None
@@ -412,7 +412,7 @@ def multiplied_sinks(func, stores) -> List[Tuple[str, ast.AST, int]]:
             continue
         for scores, term in pairs:
             if (
-                _multiplied_mask(term)
+                multiplied_mask(term)
                 and scores_of(scores, stores, 0)
                 and not scores_of(term, stores, 0)
                 and not _weighted_values(scores, stores)
@@ -460,60 +460,6 @@ def is_softmaxed(node) -> bool:
             continue
         return False
     return False
-
-
-def _folded_mask(term: ast.AST, stores) -> Optional[ast.AST]:
-    """The one mask-named operand that the stores of the local ``term`` add
-    into it (T5's bias: ``position_bias = position_bias + mask``): adding the
-    local to the scores adds that mask to them.  None when there is no such
-    operand, or several."""
-    if not isinstance(term, ast.Name):
-        return None
-    found: Dict[str, ast.AST] = {}
-    for d in stores.get(term.id, ()):
-        if isinstance(d, ast.AugAssign) and isinstance(d.op, ast.Add):
-            sides = (d.value,)  # ``bias += mask``: the target is the local itself
-        elif isinstance(d, ast.Assign) and isinstance(d.value, ast.BinOp):
-            sides = (d.value.left, d.value.right) if isinstance(d.value.op, ast.Add) else ()
-        else:
-            continue
-        for side in sides:
-            if names_a_mask(side):
-                found.setdefault(ast.dump(side), side)
-    return next(iter(found.values())) if len(found) == 1 else None
-
-
-def names_a_mask(term: ast.AST) -> bool:
-    """A plain name (or ``self.<attr>``, or one indexed) that says mask."""
-    while isinstance(term, ast.Subscript):
-        term = term.value
-    name = term.id if isinstance(term, ast.Name) else getattr(term, "attr", None)
-    return isinstance(name, str) and "mask" in name.lower()
-
-
-def _multiplied_mask(term: ast.AST) -> bool:
-    """A term multiplied into the scores that may be a 0/1 mask: one that
-    says mask, ``valid`` or ``keep``, or a name given unit axes to meet the
-    scores (``frames[:, None, None, :]``).  The caller's value is what is
-    judged: a scale or a weight it hands in is no mask there.  A cast to
-    numbers around it (``mask[:, None, :].float()``) is the mask."""
-    while (
-        isinstance(term, ast.Call)
-        and isinstance(term.func, ast.Attribute)
-        and term.func.attr in _KEEPS_VALUE + ("bool",)
-    ):
-        term = term.func.value
-    if names_a_mask(term):
-        return True
-    shaped = False
-    while isinstance(term, ast.Subscript):
-        sl = term.slice
-        items = sl.elts if isinstance(sl, ast.Tuple) else [sl]
-        shaped = shaped or any(steps.is_none_constant(i) for i in items)
-        term = term.value
-    if not isinstance(term, ast.Name):
-        return False
-    return shaped or any(w in term.id.lower() for w in ("valid", "keep"))
 
 
 def scores_of(node: ast.AST, stores, depth: int) -> bool:
