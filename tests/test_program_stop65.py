@@ -1,7 +1,9 @@
-"""Issue 30 in the thirty-sixth stop: a project's import graph is built once
+"""The thirty-sixth stop.  Issue 30: a project's import graph is built once
 per run (``core/runs.py``), not once per file that asks for it, and an
 editor's long-lived process still reads what changed on disk at its next
-lint."""
+lint.  Issue 26: probe AJ's misses and message errors, from their
+reductions, the packages run through flake8 per file, over the package and
+through ``check``."""
 
 from __future__ import annotations
 
@@ -55,16 +57,17 @@ def test_an_editor_process_reads_a_new_importer_at_its_next_lint(tmp_path, capsy
     assert sorted(second) == sorted(first + [("attend.py", 37, 12, "MHA006")])
 
 
-def test_one_run_reads_the_import_graph_once(tmp_path, capsys, monkeypatch):
-    pkg = copied(CALLERS, tmp_path)
+def _import_reads(monkeypatch) -> list:
+    """The files whose import lines are asked for from now on, one entry per ask."""
     reads = []
     original = callers._imported_files
+    monkeypatch.setattr(callers, "_imported_files", lambda p: reads.append(p) or original(p))
+    return reads
 
-    def counted(path):
-        reads.append(path)
-        return original(path)
 
-    monkeypatch.setattr(callers, "_imported_files", counted)
+def test_one_run_reads_the_import_graph_once(tmp_path, capsys, monkeypatch):
+    pkg = copied(CALLERS, tmp_path)
+    reads = _import_reads(monkeypatch)
     found = _flake8_in_process(capsys, str(pkg))
     assert len(found) == 10
     model = str(pkg / "model.py")
@@ -84,9 +87,7 @@ def test_check_reads_the_import_graph_once_per_run(tmp_path, capsys, monkeypatch
     from flake8_mha.frontends.check import main as check_main
 
     pkg = copied(CALLERS, tmp_path)
-    reads = []
-    original = callers._imported_files
-    monkeypatch.setattr(callers, "_imported_files", lambda p: reads.append(p) or original(p))
+    reads = _import_reads(monkeypatch)
     status = check_main(["--no-cache", "--format", "json", str(pkg)])
     assert status == 1
     assert len(json.loads(capsys.readouterr().out)["findings"]) == 10

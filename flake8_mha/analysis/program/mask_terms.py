@@ -50,12 +50,7 @@ def multiplied_mask(term: ast.AST) -> bool:
     scores (``frames[:, None, None, :]``).  The caller's value is what is
     judged: a scale or a weight it hands in is no mask there.  A cast to
     numbers around it (``mask[:, None, :].float()``) is the mask."""
-    while (
-        isinstance(term, ast.Call)
-        and isinstance(term.func, ast.Attribute)
-        and term.func.attr in KEEPS_VALUE + ("bool",)
-    ):
-        term = term.func.value
+    term = _uncast(term)
     if names_a_mask(term):
         return True
     shaped = False
@@ -75,10 +70,7 @@ def mask_factor(term: ast.AST, stores) -> bool:
     S, S)`` multiplied in as ``gate.to(scores.dtype)`` (probe AJ's AJ01)."""
     if multiplied_mask(term):
         return True
-    while isinstance(term, ast.Call) and isinstance(term.func, ast.Attribute):
-        if term.func.attr not in KEEPS_VALUE + ("bool",):
-            return False
-        term = term.func.value
+    term = _uncast(term)
     defs = stores.get(term.id, ()) if isinstance(term, ast.Name) else ()
     if len(defs) != 1 or not isinstance(defs[0], ast.Assign) or len(defs[0].targets) != 1:
         return False
@@ -90,3 +82,14 @@ def mask_factor(term: ast.AST, stores) -> bool:
     ):
         value = value.func.value
     return multiplied_mask(value)
+
+
+def _uncast(term: ast.AST) -> ast.AST:
+    """``term`` without the casts around it (``mask[:, None, :].float()``)."""
+    while (
+        isinstance(term, ast.Call)
+        and isinstance(term.func, ast.Attribute)
+        and term.func.attr in KEEPS_VALUE + ("bool",)
+    ):
+        term = term.func.value
+    return term
