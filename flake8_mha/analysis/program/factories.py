@@ -1,7 +1,8 @@
 """What a factory function of a file returns, read with ``ast``: the module
 it builds (``def build_attn(): return Attention(dim)``), the torch attention
 module among them, and the ``batch_first`` that module is given (a literal,
-the factory's parameter, or a constant of the project)."""
+the factory's parameter, or a constant of the project); and the function a
+factory returns, or a named lambda, as a function to summarise."""
 
 from __future__ import annotations
 
@@ -159,3 +160,41 @@ def _returned_values(func):
         return value
 
     return returns, built
+
+
+def as_function(node: ast.Assign) -> ast.FunctionDef:
+    """``name = lambda a: body`` as ``def name(a): return body``, at its place."""
+    lam = node.value
+    ret = ast.copy_location(ast.Return(value=lam.body), lam.body)
+    func = ast.FunctionDef(
+        name=node.targets[0].id, args=lam.args, body=[ret], decorator_list=[], returns=None
+    )
+    if "type_params" in ast.FunctionDef._fields:  # pragma: no cover - Python 3.12+
+        func.type_params = []
+    return ast.copy_location(func, node)
+
+
+def returned_function(func) -> Optional[ast.FunctionDef]:
+    """The nested function a factory returns (``def call(...): ...; return
+    call``), or the lambda its last statement returns (``return lambda q, k,
+    v, m: F.scaled_dot_product_attention(q, k, v, attn_mask=m)``) as such a
+    function."""
+    nested = {
+        n.name: n for n in func.body if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef))
+    }
+    last = func.body[-1]
+    if not nested and isinstance(last, ast.Return) and isinstance(last.value, ast.Lambda):
+        lam = last.value
+        body = [ast.copy_location(ast.Return(lam.body), lam.body)]
+        made = ast.FunctionDef("<lambda>", lam.args, body, [], None, None)
+        return ast.copy_location(made, lam)
+    if not nested:
+        return None
+    found = None
+    for n in astwalk.walk(func):
+        if isinstance(n, ast.Return) and n.value is not None:
+            if isinstance(n.value, ast.Name) and n.value.id in nested:
+                if found is not None and found is not nested[n.value.id]:
+                    return None
+                found = nested[n.value.id]
+    return found

@@ -14,6 +14,7 @@ from typing import List, Optional
 # project, keeps its direct SDPA wrappers; chains through torch are not followed)
 EXTERNAL = frozenset(getattr(sys, "stdlib_module_names", ())) | {
     "torch",
+    "typing_extensions",  # typing's backports: torch's own modules import them
     "numpy",
     "einops",
     "einx",
@@ -62,7 +63,12 @@ def imported_from(source: str) -> List[tuple]:
     return out
 
 
-_IMPORT_LINE = re.compile(r"(?:from[ \t]+(\.|[A-Za-z_]\w*)|import[ \t]+([A-Za-z_]\w*))")
+# ``from X import``: the word ``import`` after the module, so that a docstring's
+# line "from the border, ..." is not read as an import (torch's nn/functional.py)
+_IMPORT_LINE = re.compile(
+    r"(?:from[ \t]+(\.|[A-Za-z_]\w*)(?:[\w.]*(?:[ \t]|\\\r?\n)+|\.*)import\b"
+    r"|import[ \t]+([A-Za-z_]\w*))"
+)
 
 
 def imports_project_code(source: str) -> bool:

@@ -96,7 +96,7 @@ def size_calls(
             positional = [p.arg for p in (*a.posonlyargs, *a.args)][skip:]
             kwonly = [p.arg for p in a.kwonlyargs]
             names = set(positional) | set(kwonly)
-            rebound = _rebound(func)
+            rebound = None  # read once a call hands a name on: most functions call none
             for call in _unconditional_calls(func):
                 callee = dotted_name(call.func)
                 where = imported.get(callee.split(".")[0]) if callee is not None else None
@@ -106,6 +106,8 @@ def size_calls(
                     k.arg is None for k in call.keywords
                 ):
                     continue
+                if rebound is None:
+                    rebound = _rebound(func)
                 args = [_ref(x, None, names, rebound, constants) for x in call.args]
                 keywords = {
                     k.arg: _ref(k.value, None, names, rebound, constants) for k in call.keywords

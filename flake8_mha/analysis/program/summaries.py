@@ -22,7 +22,7 @@ from .module_numbers import module_constants
 from .sdpa_names import is_sdpa, sdpa_names_of
 from .sizes import size_calls, sizes_table
 
-SUMMARY_VERSION = 86
+SUMMARY_VERSION = 87
 REEXPORTS = "@reexports"  # the key of an __init__'s re-exports in its summary table
 IMPORTS = "@imports"  # the file's imports, where the callees its edges name live
 ATTRS = "@attrs"  # per class, what kind of module each self.<attr> holds (chains.py)
@@ -83,15 +83,17 @@ def summarise(
     mentions = SDPA_NAME in source
     holds_modules = forms.holds_modules(source)
     fills_scores = forms.fills_scores(source)
-    if (
-        screen
-        and not mentions
-        and not holds_modules
-        and not fills_scores
-        and not handed_forms.holds_injected(source)
-        and not _imports_relatively(source)
-        and not import_lines.imports_project_code(source)
-    ):
+    # whether anything of the file may reach a sink: its own SDPA calls, torch's
+    # modules, fills, injected modules, or a call of what it imports of the project
+    may_wrap = (
+        mentions
+        or holds_modules
+        or fills_scores
+        or handed_forms.holds_injected(source)
+        or _imports_relatively(source)
+        or import_lines.imports_project_code(source)
+    )
+    if screen and not may_wrap:
         return {}  # no wrapper, no import of what may be one, no re-export (relative)
     if tree is None:  # ``tree``: the ``ast`` of exactly ``source``, when the caller has it
         try:
@@ -158,21 +160,7 @@ def summarise(
         tree, out, lambda e: direct and is_sdpa(ast.Call(func=e, args=[], keywords=[]), sdpa_names)
     )
     imported = chains.imports(tree)
-    changed = True
-    while changed:  # an edge stays while its callee may reach a sink: a fixpoint
-        changed = False
-        for key in [k for k in out if not k.startswith("@")]:
-            got = out[key]
-            edges = got.get("edges", ())
-            kept = [e for e in edges if chains.may_reach(e, got, imported, attrs, out)]
-            if len(kept) != len(edges):
-                changed = True
-                if kept:
-                    got["edges"] = kept
-                else:
-                    got.pop("edges")
-                    if not got["reach"]:
-                        del out[key]
+    _keep_reaching(out, imported, attrs)
     if MODULES in out:  # a factory of a module whose forward may reach a sink
         modules = {
             f: ctor
@@ -191,7 +179,7 @@ def summarise(
         out[BASES] = {cls: bases for cls, bases in kept.items() if bases}
         if not out[BASES]:
             del out[BASES]
-    if kinds_of:
+    if kinds_of and may_wrap:  # a file that can hold no wrapper lists no registry
         out[REGISTRIES] = kinds_of
     for name, (qn, given) in partials.items():
         out.setdefault(TORCH_MODULES, {})[name] = qn
@@ -214,6 +202,37 @@ def summarise(
         if attrs:
             out[ATTRS] = attrs
     return out
+
+
+def _keep_reaching(out: Dict[str, dict], imported, attrs) -> None:
+    """Drop the entries that reach no sink and the edges into them: an entry
+    is kept when it reaches a sink itself, or by an edge into an entry kept,
+    or into what may be the project's code elsewhere (``chains.may_reach``).
+    The least such set: functions that only call each other (a recursive
+    helper of torch's ``nn/utils/memory_format.py``) reach nothing."""
+    keys = [k for k in out if not k.startswith("@")]
+    live = {k: out[k] for k in keys if out[k]["reach"]}
+    grown = True
+    while grown:
+        grown = False
+        for key in keys:
+            got = out[key]
+            if key not in live and any(
+                chains.may_reach(e, got, imported, attrs, live) for e in got.get("edges", ())
+            ):
+                live[key] = got
+                grown = True
+    for key in keys:
+        if key not in live:
+            del out[key]
+            continue
+        got = out[key]
+        edges = got.get("edges", ())
+        kept = [e for e in edges if chains.may_reach(e, got, imported, attrs, live)]
+        if kept:
+            got["edges"] = kept
+        elif "edges" in got:
+            del got["edges"]
 
 
 # ``from .x import y`` / ``from .. import y``, also across a backslash continuation;
@@ -252,7 +271,7 @@ def _summarise_node(
     if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
         calls = direct and (may_call is None or _spans(may_call, node))
         _add(out, node.name, node, False, sdpa_names, calls, helpers=helpers, pairs=pairs)
-        inner = _returned_function(node)
+        inner = factories.returned_function(node)
         if inner is not None:
             _add(
                 out,
@@ -278,7 +297,7 @@ def _summarise_node(
             if flag is not None:  # what a caller's data must be (MHA010 at its call)
                 out.setdefault(TORCH_BATCH_FIRST, {})[node.name] = flag
     elif named_lambda(node):  # ``attend = lambda q, k, v, m: sdpa(...)``
-        func = _as_function(node)
+        func = factories.as_function(node)
         calls = direct and (may_call is None or _spans(may_call, func))
         _add(out, func.name, func, False, sdpa_names, calls, helpers=helpers, pairs=pairs)
     elif isinstance(node, ast.ClassDef):
@@ -433,44 +452,6 @@ def _add(out, name, func, method, sdpa_names, calls=True, attrs=None, cls=None, 
     if got is not None:
         got["name"] = name
         out[name] = got
-
-
-def _as_function(node: ast.Assign) -> ast.FunctionDef:
-    """``name = lambda a: body`` as ``def name(a): return body``, at its place."""
-    lam = node.value
-    ret = ast.copy_location(ast.Return(value=lam.body), lam.body)
-    func = ast.FunctionDef(
-        name=node.targets[0].id, args=lam.args, body=[ret], decorator_list=[], returns=None
-    )
-    if "type_params" in ast.FunctionDef._fields:  # pragma: no cover - Python 3.12+
-        func.type_params = []
-    return ast.copy_location(func, node)
-
-
-def _returned_function(func) -> Optional[ast.FunctionDef]:
-    """The nested function a factory returns (``def call(...): ...; return
-    call``), or the lambda its last statement returns (``return lambda q, k,
-    v, m: F.scaled_dot_product_attention(q, k, v, attn_mask=m)``) as such a
-    function."""
-    nested = {
-        n.name: n for n in func.body if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef))
-    }
-    last = func.body[-1]
-    if not nested and isinstance(last, ast.Return) and isinstance(last.value, ast.Lambda):
-        lam = last.value
-        body = [ast.copy_location(ast.Return(lam.body), lam.body)]
-        made = ast.FunctionDef("<lambda>", lam.args, body, [], None, None)
-        return ast.copy_location(made, lam)
-    if not nested:
-        return None
-    found = None
-    for n in astwalk.walk(func):
-        if isinstance(n, ast.Return) and n.value is not None:
-            if isinstance(n.value, ast.Name) and n.value.id in nested:
-                if found is not None and found is not nested[n.value.id]:
-                    return None
-                found = nested[n.value.id]
-    return found
 
 
 def _function_summary(
