@@ -677,7 +677,15 @@ def test_a_count_of_the_units_a_sample_holds_against_an_arange_is_a_keep_mask(co
     assert [(f.code, f.line, f.col) for f in got] == [("MHA003", 13, 16)]
 
 
-@pytest.mark.parametrize("count", ["num_heads", "num_layers"])
+@pytest.mark.parametrize("count", ["n_layers", "n_epochs"])
+def test_a_sample_s_layers_and_epochs_are_its_own_counts(count):
+    # probe AK's AK09 and AK13: a snow pit's layers, a night's sleep epochs,
+    # indexed per sample against an arange
+    got = analyze_source(MEDIA.replace("COUNT", count), "m.py", ["MHA003"])
+    assert [(f.code, f.line, f.col) for f in got] == [("MHA003", 13, 16)]
+
+
+@pytest.mark.parametrize("count", ["num_heads", "num_experts"])
 def test_counts_of_other_things_say_nothing(count):
     assert analyze_source(MEDIA.replace("COUNT", count), "m.py", ["MHA003"]) == []
 

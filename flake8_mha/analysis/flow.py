@@ -744,10 +744,14 @@ def _pattern_names(pattern: cst.CSTNode) -> Iterator[str]:
     return (node.value for node in walk(pattern) if isinstance(node, cst.Name))
 
 
-def imported_by_call(call: cst.Call) -> Optional[str]:
+def imported_by_call(call: cst.Call, qualname=None) -> Optional[str]:
     """The dotted name an import helper binds: ``importlib.import_module(
     "torch.nn")``, sktime's ``_safe_import("torch.nn.MultiheadAttention")``
-    (``import_lines.helper_import``)."""
+    (``import_lines.helper_import``); or, with ``qualname`` (an expression's
+    dotted name), the function a ``device_partial`` binds."""
+    wrapped = device_partial(call) if qualname is not None else None
+    if wrapped is not None:
+        return qualname(wrapped)
     func = call.func
     name = func.attr.value if isinstance(func, cst.Attribute) else getattr(func, "value", "")
     if not isinstance(name, str) or not call.args:
@@ -756,6 +760,19 @@ def imported_by_call(call: cst.Call) -> Optional[str]:
     if arg.keyword is not None or not isinstance(arg.value, cst.SimpleString):
         return None
     return helper_import(name, arg.value.evaluated_value)
+
+
+def device_partial(call: cst.Call) -> Optional[cst.BaseExpression]:
+    """The function ``partial(f, device=d)`` binds (lucidrains' ``arange =
+    partial(torch.arange, device = device)``): only a device given, so a call
+    of the partial makes what a call of ``f`` makes; None for anything else."""
+    func = call.func
+    name = func.attr.value if isinstance(func, cst.Attribute) else getattr(func, "value", "")
+    if name != "partial" or not call.args or call.args[0].keyword or call.args[0].star:
+        return None
+    if not all(a.keyword is not None and a.keyword.value == "device" for a in call.args[1:]):
+        return None
+    return call.args[0].value
 
 
 def scope_appends(scope: Optional[Scope], name: str) -> List[Def]:

@@ -87,7 +87,8 @@ class Resolver:
                         continue  # ``try: from torch... except ImportError: X = None``
                     qn = self.qualname(d.node, d.env, d.scope, depth + 1)
                 elif d.kind == DefKind.ASSIGN and isinstance(d.node, cst.Call):
-                    qn = imported_by_call(d.node)
+                    read = lambda e, d=d: self.qualname(e, d.env, d.scope, depth + 1)  # noqa: E731
+                    qn = imported_by_call(d.node, read)  # also ``partial(torch.arange, device=d)``
                 elif d.kind == DefKind.ASSIGN and isinstance(d.node, cst.IfExp):
                     side = decided_name(node, env, scope)  # ``make = Aux if aux else Plain``
                     qn = self.qualname(side, d.env, d.scope, depth + 1) if side else None
@@ -781,15 +782,8 @@ _CYCLE: list = []  # an attribute met again while following it
 # what a container that cannot be called holds, called: nothing (a falsy
 # answer that ``held_from_defs`` tells from unknown)
 NOT_CALLABLE: list = []
-_UNCALLABLE = {
-    torch_api.MODULE_LIST,
-    reach.MODULE_DICT,
-    "torch.nn.ParameterList",
-    "torch.nn.ParameterDict",
-    "builtins.list",
-    "builtins.tuple",
-    "builtins.dict",
-}
+_UNCALLABLE = {torch_api.MODULE_LIST, reach.MODULE_DICT, "torch.nn.ParameterList"}
+_UNCALLABLE |= {"torch.nn.ParameterDict", "builtins.list", "builtins.tuple", "builtins.dict"}
 _DISPLAYS = (cst.List, cst.Tuple, cst.Dict, cst.ListComp, cst.DictComp, cst.GeneratorExp)
 
 

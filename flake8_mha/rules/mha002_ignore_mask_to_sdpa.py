@@ -88,7 +88,9 @@ class IgnoreMaskToSdpa(MaskRule):
           a padded point, an ignored label) is present where it differs
           (True = keep), weak evidence as a name is.
         - `arange` against lengths also counts a per-sample count by its name
-          (`num_agents[:, None]`, `n_valid`, `token_count`, a bare `n[:, None]`),
+          (`num_agents[:, None]`, `n_valid`, `token_count`, a bare `n[:, None]`;
+          any `n_<things>` indexed per sample but the model's own heads, dims,
+          experts, channels and the like: a sample's `n_layers` counts),
           the arange expanded per sample (`arange(S).expand(B, -1)`), a bool
           tensor of zeros filled with True where a comparison holds (that
           comparison; of ones filled with False, its inverse), and a left-padded

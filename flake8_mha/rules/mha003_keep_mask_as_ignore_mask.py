@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from typing import Iterator, Optional
+from dataclasses import replace
+from typing import Iterator, Optional, Tuple
 
 import libcst as cst
 
@@ -11,7 +12,7 @@ from ..analysis.flow import CallSite, DefKind, lookup
 from ..analysis.masks import BOOL, IGNORE, KEEP, Mask, Sink
 from ..analysis.masks.calls import At
 from ._mask_rule import MaskRule, described, fills_attention_scores, fix_words, sink_text
-from ._mask_rule import true_word
+from ._mask_rule import INVERTED, true_word
 from .base import Example, Report
 
 
@@ -119,7 +120,13 @@ class KeepMaskAsIgnoreMask(MaskRule):
         - A keep-mask OR-ed with an ignore-mask (BLOOM's expanded padding `|`
           the causal triangle), both known from the code, into an argument
           where True means ignore: the union has no one meaning, but its keep
-          part removes the real tokens; reported, naming that part.
+          part removes the real tokens; reported, naming that part. So is
+          NaViT's `masked_fill(~(same_image & key_pad_mask), min)` (`~(a & b)`
+          is `~a | ~b`): with an ignore-mask known from the code on one side
+          of the `&`, whatever the other side is, every real key is filled
+          (also when the `~` is in the function the mask is handed to,
+          `fixtures/program_calls/packed_segments/`); reported, naming the
+          ignore-mask and the `~`.
         - `masked_fill` and `torch.where` are sinks only with a fill of -inf,
           `torch.finfo(...).min`, or a constant at or below -1000 (also through a
           name or a helper, and divided by a constant of at most 10:
@@ -185,10 +192,11 @@ class KeepMaskAsIgnoreMask(MaskRule):
         a = self.analysis()
         for sink in a.module_sinks(ev):
             mask = a.value(sink)
+            shown = fix = None
             if mask.meaning is None:
-                mask = _keep_beside_ignore(a, sink) or mask
+                mask, shown, fix = _keep_beside_ignore(a, sink) or (mask, None, None)
             if mask.meaning == KEEP and not _inverts_a_name(a, sink):
-                yield self._message(sink, mask, ev)
+                yield self._message(sink, mask, ev, shown, fix)
 
     def on_call(self, site: CallSite) -> Iterator[Report]:
         a = self.analysis()
@@ -196,18 +204,25 @@ class KeepMaskAsIgnoreMask(MaskRule):
         if sink is None or sink.door != IGNORE:
             return
         mask = a.value(sink)
+        shown = fix = None
         if mask.meaning is None:
-            mask = _keep_beside_ignore(a, sink) or mask
+            mask, shown, fix = _keep_beside_ignore(a, sink) or (mask, None, None)
         if (
             mask.meaning == KEEP
             and mask.kind in (BOOL, None)
             and (not (mask.causal or mask.pairwise) or fills_attention_scores(self.ctx, sink))
             and not _inverts_a_name(a, sink)
         ):
-            yield self._message(sink, mask, None)
+            yield self._message(sink, mask, None, shown, fix)
 
     def on_fill_call(self, ev) -> Iterator[Report]:
         got = self.fill_mask(ev, IGNORE)
+        if got is not None and got[1].meaning is None and ev.inverted:
+            # NaViT: ``attend(x, attn_mask=same_image & padding)``, filled with ``~attn_mask``
+            beside = _keep_beside_ignore(self.analysis(), got[0])
+            if beside is not None:
+                yield self._message(got[0], *beside[:1], None, *beside[1:])
+                return
         if got is None or got[1].meaning != KEEP:
             return
         if ev.inverted and ev.given is not ev.mask:
@@ -218,7 +233,7 @@ class KeepMaskAsIgnoreMask(MaskRule):
                 return  # a mask only its name explains, which the function's own ``~`` inverts
         yield self._message(got[0], got[1], None, shown=got[2])
 
-    def _message(self, sink: Sink, mask: Mask, module_ev, shown=None) -> Report:
+    def _message(self, sink: Sink, mask: Mask, module_ev, shown=None, fix=None) -> Report:
         a = self.analysis()
         return self._report(
             sink,
@@ -228,17 +243,23 @@ class KeepMaskAsIgnoreMask(MaskRule):
             mask=shown or described(a, mask),
             what=true_word(mask),
             sink=sink_text(sink),
-            fix=fix_words(a, mask, "invert it: ~mask or mask == 0"),
+            fix=fix or fix_words(a, mask, "invert it: ~mask or mask == 0"),
         )
 
 
-def _keep_beside_ignore(a, sink: Sink) -> Optional[Mask]:
+def _keep_beside_ignore(a, sink: Sink) -> Optional[Tuple[Mask, Optional[str], Optional[str]]]:
     """BLOOM's ``expand_mask(keep) | causal``: a keep-mask OR-ed with an
     ignore-mask (both known from the code, not from a name) into an argument
     where True means ignore.  The union has no one meaning, but its keep
     part is the wrong way round there (it removes the real tokens): that
-    part, else None."""
+    part, how the message names it and its fix (None: as for any mask);
+    else None.  NaViT's ``masked_fill(~(same_image & padding), min)`` is the
+    same union (``~(a & b)`` is ``~a | ~b``): its keep part is the inverted
+    ignore-mask, named with the ``~`` that inverts it."""
     expr, env, scope = sink.expr, sink.site.env, sink.site.scope
+    inverted = None  # the ``~`` over a conjunction
+    if isinstance(expr, cst.UnaryOperation) and isinstance(expr.operator, cst.BitInvert):
+        inverted, expr = expr, reshaped_from(expr.expression)
     for _ in range(3):  # ``mask = ... | ...`` then ``masked_fill(mask, ...)``
         if not isinstance(expr, cst.Name):
             break
@@ -246,13 +267,37 @@ def _keep_beside_ignore(a, sink: Sink) -> Optional[Mask]:
         if len(defs) != 1 or defs[0].kind != DefKind.ASSIGN:
             return None
         expr, env, scope = defs[0].node, defs[0].env, defs[0].scope
-    if not (isinstance(expr, cst.BinaryOperation) and isinstance(expr.operator, cst.BitOr)):
+    joined = cst.BitOr if inverted is None else cst.BitAnd
+    if not (isinstance(expr, cst.BinaryOperation) and isinstance(expr.operator, joined)):
         return None
     sides = [a.evaluator.eval(e, At(env, scope, None, 0)) for e in (expr.left, expr.right)]
-    if any(m.origin is None or m.origin.by_name or m.causal and m.meaning == KEEP for m in sides):
+    if inverted is None:
+        if any(
+            m.origin is None or m.origin.by_name or m.causal and m.meaning == KEEP for m in sides
+        ):
+            return None
+        keep = [m for m in sides if m.meaning == KEEP and m.kind in (BOOL, None)]
+        if len(keep) == 1 and any(m.meaning == IGNORE for m in sides):
+            return keep[0], None, None
         return None
-    keep = [m for m in sides if m.meaning == KEEP and m.kind in (BOOL, None)]
-    return keep[0] if len(keep) == 1 and any(m.meaning == IGNORE for m in sides) else None
+    # ``~(x & ignore)`` is ``~x | ~ignore``: True on every real token whatever ``x``
+    # is (a segment equality, a keep-mask), which the fill then removes
+    ignore = [
+        m
+        for m in sides
+        if m.meaning == IGNORE
+        and m.kind in (BOOL, None)
+        and m.origin is not None
+        and not m.origin.by_name
+        and not m.causal
+    ]
+    if len(ignore) != 1 or any(m.meaning == IGNORE for m in sides if m is not ignore[0]):
+        return None
+    shown = a.evaluator.describe(ignore[0].origin)
+    line = a.evaluator.line(inverted)  # None: the ``~`` of the function it is handed to
+    how = f"inverted by the ~ at line {line}" if line is not None else INVERTED
+    shown = f"{shown}, joined by & and {how},"
+    return replace(ignore[0], meaning=KEEP), shown, "make that part a keep-mask before the &"
 
 
 # methods that give their tensor another shape, its values untouched

@@ -114,14 +114,14 @@ class MaskOnKeysValues(Rule):
         multiplies one of its parameters into the keys or values of its one
         SDPA call, which masks no scores (`F.scaled_dot_product_attention(q,
         k * keep4, v * keep4)` with `keep4 = keep[:, None, :, None].to(k.dtype)`,
-        or `k.masked_fill(~keep[:, None, :, None], 0)`, or `k, v = apply_cloud(k,
-        v, clear)` or `k = mask_atoms(k, keep)` of any project file), is judged at each call with the caller's
-        mask, in this file or another: the finding is at the call that hands the
-        keep-mask in, and names the function (`fixtures/program_calls/kv_masks/`,
-        `kv_pair_helpers_apart/`, `kv_single_helpers/`). So is one that computes its own
-        attention (`scores = q @ k.transpose(-2, -1) / scale`, softmax, `@ v`)
-        from keys or values it multiplies by a parameter, its scores neither
-        filled nor given an added term, also through a helper of its class
+        or `k.masked_fill(~keep[:, None, :, None], 0)`, or `torch.where(keep4, k, 0.0)`,
+        or `k, v = apply_cloud(k, v, clear)` or `k = mask_atoms(k, keep)` of any project
+        file), is judged at each call with the caller's mask, in this file or another: the
+        finding is at the call that hands the keep-mask in, and names the function
+        (`fixtures/program_calls/kv_masks/`, `mixer_loops/`, `kv_pair_helpers_apart/`,
+        `kv_single_helpers/`). So is one that computes its own attention (`scores = q @
+        k.transpose(-2, -1) / scale`, softmax, `@ v`) from keys or values it multiplies
+        by a parameter, its scores neither filled nor given an added term, also through a helper of its class
         that moves the axes (`self.split(k)`): the finding is at the call,
         "the call reaches the keys and values of the attention at ...", and
         not at the multiplication as well (`fixtures/program_calls/kv_handwritten/`:

@@ -145,10 +145,10 @@ def is_length_name(name: str) -> bool:
     )
 
 
-# what a model has a number of, not a sample
+# what a model has a number of, not a sample (layers and epochs are also a
+# sample's own: a snow pit's layers, a night's 30-second sleep epochs, probe AK)
 _MODEL_THINGS = (
     "head",
-    "layer",
     "dim",
     "hidden",
     "class",
@@ -165,7 +165,6 @@ _MODEL_THINGS = (
     "param",
     "gpu",
     "worker",
-    "epoch",
 )
 _COUNT_NAME = re.compile(
     r"(n|num|number_of|nb)_?(valid|real|tokens?|frames?|patches?|items?|elements?|words?|samples"

@@ -182,6 +182,8 @@ def apply(expr: cst.BaseExpression, ops: list, rows: bool = False) -> Optional[c
             )
         elif kind == "cast":  # ``mask.float()``: what the caller's mask is as numbers
             expr = cst.Call(cst.Attribute(_paren(expr), cst.Name(step[1])), [])
+        elif kind == "apart":  # where the fill runs, not what it does (``fills.APART``)
+            continue
         else:
             return None
     return expr

@@ -235,6 +235,7 @@ class Index:
         "attr_holds",
         "loaded_names",
         "loaded_attrs",
+        "held_names",
         "bases",
         "forward_bases",
         "called_now",
@@ -259,6 +260,9 @@ class Index:
         self.attr_holds: Dict[Tuple[str, str], Set[str]] = {}
         self.loaded_names: Set[str] = set()
         self.loaded_attrs: Set[str] = set()
+        # the containers kept in a plain name (``layers = nn.ModuleList(...)``),
+        # not on ``self``: only a read of such a name reads the container
+        self.held_names: Set[str] = set()
         self.bases: Set[str] = set()
         # the bases whose ``forward`` a subclass may still run: all but those of a
         # subclass with a ``forward`` of its own that names no ``forward`` or ``super``
@@ -325,6 +329,8 @@ class Index:
                     made = _container_read(value.func) if isinstance(value, ast.Call) else None
                     self.attr_holds.setdefault((owner, target.attr), set()).add(made or "")
                 held = _container(target, node.value)
+                if held is not None and isinstance(target, ast.Name):
+                    self.held_names.add(held)
                 whole = "seq" if held is not None and _is_sequential(node.value) else "items"
                 for built in _items(node.value) if held is not None else ():
                     into[id(built)] = (whole, held)

@@ -577,12 +577,15 @@ def _instance_calls(
         return None
     attrs, names, held, whole, makers = kept
     found: List[Call] = []
+    # a container kept on ``self`` is read as an attribute; a local of the same
+    # name (``zones = batch["zones"]`` beside ``self.zones``) is another value
+    named = set().union(*(index.held_names for index in indexes))
     for index in indexes:
         for n in _names(index, cls):
             found.extend(index.called_now.get(n, ()))
         if not some and (attrs & index.loaded_attrs or names & index.loaded_names):
             return None  # the instance read otherwise than called (``.forward``, a hook)
-        if not some and held & (index.loaded_attrs | index.loaded_names):
+        if not some and held & (index.loaded_attrs | (index.loaded_names & named)):
             return None  # the container read otherwise (``len(self.blocks)``, appended to)
         for a in attrs:
             # ``self.attn(...)`` in a class that keeps other classes' modules there is not ours

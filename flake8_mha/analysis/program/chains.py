@@ -159,7 +159,8 @@ def class_attrs(
                         note(attr, defaults.get(built, built) if built else built)
                         rows = _row(n.args[0], wrappers)
             for i, ctor in enumerate(rows or ()):
-                note(f"{attr}#{i}", defaults.get(ctor, ctor))
+                if ctor:
+                    note(f"{attr}#{i}", defaults.get(ctor, ctor))
     return {k: v for k, v in found.items() if v}
 
 
@@ -325,8 +326,10 @@ def _row(node: ast.AST, wrappers=None) -> Optional[List[str]]:
     items = node.args[0]
     if not isinstance(items, (ast.List, ast.Tuple)) or len(items.elts) < 2:
         return None
-    ctors = [constructor(e, wrappers) for e in items.elts]
-    return ctors if None not in ctors else None  # type: ignore[return-value]
+    # a member no constructor names (``nn.Sequential(norm, ff)``): "", the
+    # others still known by their position
+    ctors = [constructor(e, wrappers) or "" for e in items.elts]
+    return ctors if any(ctors) else None
 
 
 def _rows_of(node: ast.AST, wrappers=None) -> Optional[List[str]]:

@@ -13,7 +13,7 @@ from typing import Optional, Tuple
 
 from ...core import torch_api
 from . import chains, constructors, forms
-from .fills import FILL_SINKS, KV, KV_VIA, MULTIPLIED, SINK_LINE, kv_helpers
+from .fills import APART, FILL_SINKS, KV, KV_VIA, MULTIPLIED, SINK_LINE, kv_helpers
 from .summaries import ATTRS, BASES, IMPORTS, MODULES, REGISTRIES, TORCH_LAYERS, TORCH_MODULES
 from .summaries import VARIANT, settle
 
@@ -679,7 +679,8 @@ def fill_apart(summary: dict):
     beside a window added (each fill judged where it is made:
     ``SINK_LINE``).  Each fill is judged at the call as well.  None
     otherwise (one mask reaching an eager fill and SDPA on two paths is
-    judged once, at the SDPA call)."""
+    judged once, at the SDPA call, unless the fill runs on a path of its own,
+    ``fills.APART``: litgpt's soft-capped scores beside SDPA)."""
     reach = summary["reach"]
     if len(reach) < 2:
         return None
@@ -691,7 +692,10 @@ def fill_apart(summary: dict):
     if fills and summary.get(EITHER):  # one class of several reaches each (``_either``)
         params = list(range(len(fills)))
         others = set()
-    if not fills or len(set(params)) != len(params) or others & set(params):
+    shared = others & set(params)  # apart only where the fill runs on a path of its own
+    if shared and any(reach[k]["param"] in shared and APART not in reach[k]["ops"] for k in fills):
+        return None
+    if not fills or len(set(params)) != len(params):
         return None
     if not others and len(fills) < 2:
         return None

@@ -29,7 +29,11 @@ ADDED = "added"  # added to the scores: an additive mask is what belongs there
 MULTIPLIED = "multiplied"  # multiplied into the scores before softmax: no mask belongs there
 # multiplied into the keys or values of an SDPA call that masks no scores (MHA015)
 KV = "kv"
+# a second fill of the same door from another parameter (lucidrains' ``mask``, a
+# padding mask, then ``attn_mask``): its own sink, judged at each call apart
+SECOND = "|2"  # ``chains.VARIANT`` + "2"
 FILL_SINKS = {MASKED_FILL: "ignore", WHERE_KEEP: "keep", ADDED: "add", MULTIPLIED: "mul", KV: "kv"}
+FILL_SINKS.update({MASKED_FILL + SECOND: "ignore", WHERE_KEEP + SECOND: "keep"})
 FILL_TEXT = {
     MASKED_FILL: "masked_fill(mask, -inf)",
     WHERE_KEEP: "torch.where(mask, x, -inf)",
@@ -37,9 +41,14 @@ FILL_TEXT = {
     MULTIPLIED: "scores * mask",
     KV: "k * mask",
 }
+FILL_TEXT.update({k + SECOND: FILL_TEXT[k] for k in (MASKED_FILL, WHERE_KEEP)})
 # the calls that make a query-key product (besides ``q @ k``)
 PRODUCTS = ("matmul", "bmm", "einsum")
 SOFTMAX = ["softmax"]  # the last step of a fill's ops: the function softmaxes after the fill
+# a step of a fill's ops: the fill is on a path of its own beside the function's
+# SDPA call that reads the same parameter, the two apart by a test that reads no
+# mask (litgpt's soft-capped scores, else SDPA): each is judged at the call
+APART = ["apart"]
 
 _OPPOSITE = {"pos": "neg", "neg": "pos"}
 # what keeps a query-key product's values as they are, in another shape
@@ -65,7 +74,12 @@ def score_sinks(func, calls: List[ast.Call], stores, helpers) -> tuple:
     ``soft``: whether the function softmaxes (``softmaxes``), read once."""
     if helpers is None:
         return [], None, False
-    filled = fill_sinks(calls, stores, helpers)
+    blocks = steps.default_blocks(stores)  # litgpt's default mask, filled as it is made
+    filled = [
+        f
+        for f in fill_sinks(calls, stores, helpers)
+        if not any(b.lineno <= f[2] <= b.end_lineno for b in blocks)
+    ]
     if not softmaxes(calls):
         return filled, None, False
     terms = added_sinks(func, stores) + multiplied_sinks(func, stores)
@@ -85,7 +99,8 @@ def _names(node: ast.AST) -> set:
 def fill_reach(filled, soft: bool, reads, stores) -> Dict[str, dict]:
     """What the parameters reach through the function's fills of scores: per
     fill sink, the parameter every such fill's mask comes from (fills that
-    disagree, or one that no parameter gives, leave that sink out).  A
+    disagree, or one that no parameter gives, leave that sink out; a second
+    parameter's fills of the same door are the sink ``+ SECOND``).  A
     function that calls a softmax (``soft``) marks the fill's ops with
     ``SOFTMAX`` (a triangle is judged only at fills of scores that are
     softmaxed).  When
@@ -100,6 +115,13 @@ def fill_reach(filled, soft: bool, reads, stores) -> Dict[str, dict]:
             continue  # the function's own mask: judged where it is made
         if soft:
             got["ops"] = got["ops"] + [list(SOFTMAX)]
+        first = seen.get(sink)
+        if sink in (MASKED_FILL, WHERE_KEEP) and first and first["param"] != got["param"]:
+            second = sink + SECOND  # another parameter's mask filled the same way
+            if seen.setdefault(second, got) == got:
+                lines.setdefault(second, line)
+                continue
+            seen[second] = None  # a third: neither is followed
         seen[sink] = None if sink in seen and seen[sink] != got else got
         lines.setdefault(sink, line)
     for sink, got in seen.items():
@@ -547,6 +569,11 @@ def kv_reach(
     return out
 
 
+def _is_zero(node: ast.AST) -> bool:
+    """The literal 0 or 0.0."""
+    return isinstance(node, ast.Constant) and type(node.value) in (int, float) and node.value == 0
+
+
 def _in_place_stores(func, stores, top: set):
     """``stores`` and ``top`` with each statement of ``top`` that masks a
     name in place (``v.masked_fill_(~keep, 0.)``, ``k.mul_(keep)``: each
@@ -640,13 +667,18 @@ def _kv_factor(expr, reads, stores, top, line, depth, pairs=None, movers=()) -> 
     if not (isinstance(expr, ast.Call) and isinstance(expr.func, ast.Attribute)):
         return None
     name = expr.func.attr
+    if dotted_name(expr.func) == "torch.where" and len(expr.args) == 3 and not expr.keywords:
+        # ``torch.where(keep4, k, 0.0)``: kept where it holds (probe AK's AK14);
+        # ``torch.where(pad4, 0.0, k)``: zeroed where it holds, the inverse
+        cond, kept, other = expr.args
+        zeroed = [_is_zero(x) for x in (kept, other)]
+        got = _mask_param(cond, reads, stores) if zeroed.count(True) == 1 else None
+        if got is not None and zeroed[0]:
+            ops = got["ops"]
+            got["ops"] = ops[:-1] if ops and ops[-1] == ["invert"] else ops + [["invert"]]
+        return got
     if name in ("masked_fill", "masked_fill_") and len(expr.args) == 2 and not expr.keywords:
-        value = expr.args[1]
-        if (
-            isinstance(value, ast.Constant)
-            and type(value.value) in (int, float)
-            and value.value == 0
-        ):
+        if _is_zero(expr.args[1]):
             got = _mask_param(expr.args[0], reads, stores)
             if got is not None:  # zeroed where it holds: the factor is its inverse
                 ops = got["ops"]
@@ -744,3 +776,16 @@ def _pair_reading(func) -> Optional[dict]:
         got = _kv_factor(elt, params, stores, top, returns[0].lineno, 0)
         items.append(None if got is None else (positional.index(got["param"]), got["ops"]))
     return {"items": items} if any(items) else None
+
+
+def mark_apart(reached: Dict[str, dict], tests: List[ast.AST]) -> None:
+    """Mark (``APART``), in place, a fill whose mask parameter reaches
+    an SDPA or module argument too, when no test of the function reads that
+    parameter but to ask whether it is None: the two are on paths a flag
+    picks (litgpt's soft-capping), not a choice by the mask's own kind."""
+    others = {h["param"] for k, h in reached.items() if k not in FILL_SINKS}
+    for sink, how in reached.items():
+        p = how["param"]
+        if sink in FILL_SINKS and sink != KV and p in others:
+            if not any(steps.reads_beyond_none(t, p) for t in tests):
+                how["ops"] = [list(APART)] + how["ops"]

@@ -34,8 +34,13 @@ def rebinds(func, params: set, stores: Dict[str, List[ast.AST]]) -> Dict[str, Li
     None:`` (whatever its ``else:``, where ``p`` is None), marked
     (``_Rebound``): a use after it reads ``p`` through that step on every
     path that gives a mask (``mask = mask[:, None, None, :]``, ``mask =
-    ~mask.bool()``).  Any other store leaves the parameter rebound."""
+    ~mask.bool()``).  A parameter given a value only in a top-level ``if p
+    is None:`` with no ``else:`` keeps the caller's value, unchanged, on
+    every path where a caller gives one.  Any other store leaves the
+    parameter rebound."""
     allowed: Dict[int, Tuple[ast.Assign, Optional[str]]] = {}  # (statement, name tested)
+    # ``if p is None: p = <default>``: the caller's ``p`` after the ``if``
+    defaulted: Dict[int, Tuple[str, ast.If]] = {}
     for stmt in func.body:
         if isinstance(stmt, ast.Assign):
             allowed[id(stmt)] = (stmt, None)
@@ -44,9 +49,21 @@ def rebinds(func, params: set, stores: Dict[str, List[ast.AST]]) -> Dict[str, Li
             for inner in stmt.body:
                 if isinstance(inner, ast.Assign):
                     allowed[id(inner)] = (inner, _not_none_test(stmt.test))
+        elif isinstance(stmt, ast.If) and _is_none(stmt.test) and not stmt.orelse:
+            name = stmt.test.left
+            for inner in stmt.body:
+                if isinstance(name, ast.Name) and isinstance(inner, ast.Assign):
+                    defaulted[id(inner)] = (name.id, stmt)
     out = dict(stores)
     for p in params & set(stores):
         defs = stores[p]
+        test = defaulted.get(id(defs[0]), (None,)) if len(defs) == 1 else (None,)
+        if test[0] == p and _assigns_only(defs[0], p):
+            # litgpt's ``if mask is None: mask = <causal bias>``: after the ``if``, a
+            # mask a caller gives is read as it is given (one that gives none gets
+            # the default); inside it, ``p`` is the default being made
+            out[p] = _Rebound(test[1], [])
+            continue
         got = allowed.get(id(defs[0])) if len(defs) == 1 else None
         if got is None or got[1] not in (None, p):
             continue
@@ -169,6 +186,29 @@ def _set_if_given(name, defs, allowed, params) -> Optional[_Rebound]:
         return None
     step = reach(stmt.value, {last[1]}, {}, 0)
     return _Rebound(stmt, step["ops"], last[1]) if step is not None else None
+
+
+def default_blocks(stores) -> List[ast.If]:
+    """The ``if p is None:`` blocks that give a parameter its default
+    (``rebinds``): what runs in them makes the default, on no path where a
+    caller gives ``p``."""
+    return [d[0] for d in stores.values() if isinstance(d, _Rebound) and isinstance(d[0], ast.If)]
+
+
+def _assigns_only(stmt: ast.Assign, name: str) -> bool:
+    """``name = <value>``: one target, the name."""
+    return (
+        len(stmt.targets) == 1
+        and isinstance(stmt.targets[0], ast.Name)
+        and stmt.targets[0].id == name
+    )
+
+
+def none_test_of(test: ast.AST) -> Optional[str]:
+    """The name ``p`` of ``p is None``, ``p is not None`` or ``exists(p)``."""
+    if _is_none(test) and isinstance(test.left, ast.Name):
+        return test.left.id
+    return _not_none_test(test)
 
 
 def _not_none_test(test: ast.AST) -> Optional[str]:
@@ -576,3 +616,15 @@ def _may_run_before(store: ast.AST, at: ast.AST, parents: Dict[int, ast.AST]) ->
         ):
             return block.index(node) <= block.index(mine)
     return True
+
+
+def reads_beyond_none(test: ast.AST, name: str) -> bool:
+    """Whether ``test`` reads ``name`` otherwise than ``name is None``, ``name
+    is not None`` or ``exists(name)`` (``mask.dtype == torch.bool`` does)."""
+    parts = test.values if isinstance(test, ast.BoolOp) else [test]
+    for part in parts:
+        if none_test_of(part) == name:
+            continue
+        if any(isinstance(n, ast.Name) and n.id == name for n in ast.walk(part)):
+            return True
+    return False

@@ -22,7 +22,7 @@ from .module_numbers import module_constants
 from .sdpa_names import is_sdpa, sdpa_names_of
 from .sizes import size_calls, sizes_table
 
-SUMMARY_VERSION = 87
+SUMMARY_VERSION = 88
 REEXPORTS = "@reexports"  # the key of an __init__'s re-exports in its summary table
 IMPORTS = "@imports"  # the file's imports, where the callees its edges name live
 ATTRS = "@attrs"  # per class, what kind of module each self.<attr> holds (chains.py)
@@ -648,6 +648,7 @@ def _function_summary(
     if handwritten is not None:
         reached[fills.KV] = handwritten[0]
         line = line if line is not None else handwritten[1]
+    fills.mark_apart(reached, tests)
     if filled and (line is None or all(k in fills.FILL_SINKS for k in reached)):
         line = filled[0][2]  # what is reached is reached at the fill
     out = {

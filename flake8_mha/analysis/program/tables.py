@@ -6,7 +6,7 @@ version), else the table is made again."""
 from __future__ import annotations
 
 from . import forms
-from .fills import FILL_SINKS, KV, KV_VIA, SOFTMAX
+from .fills import APART, FILL_SINKS, KV, KV_VIA, SOFTMAX
 from .sizes import valid_size_call, valid_size_entry
 from .steps import FLOAT_CASTS
 from .summaries import (
@@ -177,6 +177,7 @@ def _valid_given(edge: dict) -> bool:
 
 
 _OPS = ("invert", "eq0", "index", "bool", "unsqueeze", "cast", "rows", "expand", KV, SOFTMAX[0])
+_OPS += (APART[0],)
 
 
 # a flag named by the factory's file: a module-level constant (``cfg.BATCH_FIRST``)
