@@ -173,14 +173,41 @@ def forward(q, k, v, lengths):
 
 def test_paths_chosen_by_the_mask_s_own_kind_stay_joined(tmp_path):
     # a bool mask never reaches the addition here: the call is judged at SDPA,
-    # where it is right (the addition's own reading, inside ``attend``, is the
-    # in-function analysis's, as before this stop)
-    assert (14, 12, "MHA004") not in _rows(KIND_GUARDED, ["MHA002", "MHA004"], tmp_path)
+    # where it is right, and the addition is no path of a bool mask
+    assert _rows(KIND_GUARDED, ["MHA002", "MHA004"], tmp_path) == []
     flagged = KIND_GUARDED.replace(
         "def attend(q, k, v, mask):", "def attend(q, k, v, mask, eager=False):"
     ).replace("    if mask.dtype == torch.bool:", "    if not eager:")
     # a flag picks the path: the addition is judged at the call, where the mask enters
     assert _rows(flagged, ["MHA002", "MHA004"], tmp_path) == [(14, 12, "MHA004")]
+
+
+BRANCHED = """\
+import torch
+import torch.nn.functional as F
+
+
+def attend(q, k, v, mask):
+    if TEST:
+        out = F.scaled_dot_product_attention(q, k, v, attn_mask=mask)
+    else:
+        scores = q @ k.transpose(-2, -1) + mask
+        out = scores.softmax(dim=-1) @ v
+    return out
+
+
+def forward(q, k, v, lengths):
+    keep = torch.arange(k.shape[-2])[None, None, None, :] < lengths[:, None, None, None]
+    return attend(q, k, v, keep)
+"""
+
+
+def test_an_addition_on_the_branch_no_bool_mask_takes_is_not_judged(tmp_path):
+    for test in ("mask.dtype == torch.bool", "not mask.is_floating_point()"):
+        assert _rows(BRANCHED.replace("TEST", test), ["MHA004"], tmp_path) == []
+    # the other way round, the bool mask is what is added
+    wrong = BRANCHED.replace("TEST", "mask.dtype != torch.bool")
+    assert _rows(wrong, ["MHA004"], tmp_path) == [(9, 18, "MHA004")]
 
 
 def test_a_sample_s_count_of_layers_against_an_arange_is_a_keep_mask(tmp_path):
@@ -261,3 +288,150 @@ def test_a_package_written_with_a_registry_still_lists_it(tmp_path):
         },
     )
     assert summarise((pkg / "attn.py").read_text())[REGISTRIES] == {"BACKENDS": "Sdpa"}
+
+
+PARTIAL_DROPOUT = """\
+from functools import partial
+
+import torch.nn.functional as F
+from torch import nn
+
+
+class Attention(nn.Module):
+    def __init__(self, cfg):
+        super().__init__()
+        self.attend = partial(F.scaled_dot_product_attention, dropout_p=cfg.attn_pdrop)
+        self.qkv = nn.Linear(cfg.dim, 3 * cfg.dim)
+
+    def forward(self, x):
+        q, k, v = self.qkv(x).chunk(3, dim=-1)
+        return self.attend(q, k, v)
+"""
+
+
+def test_a_partial_s_dropout_from_the_config_is_the_module_s(tmp_path):
+    # probe AE's AE24: fixed when the partial is made, never gated in forward
+    assert _rows(PARTIAL_DROPOUT, ["MHA007"], tmp_path) == [(15, 16, "MHA007")]
+    gated = PARTIAL_DROPOUT.replace(
+        "        return self.attend(q, k, v)\n",
+        "        if not self.training:\n            return F.scaled_dot_product_attention(q, k, v)\n"
+        "        return self.attend(q, k, v)\n",
+    )
+    assert _rows(gated, ["MHA007"], tmp_path) == []
+    zero = PARTIAL_DROPOUT.replace("dropout_p=cfg.attn_pdrop", "dropout_p=0.0")
+    assert _rows(zero, ["MHA007"], tmp_path) == []
+
+
+JOINED = pathlib.Path("fixtures/program_calls/joined_masks")
+
+
+def test_a_padding_mask_joined_to_the_causal_triangle_and_keys_zeroed_in_another_file():
+    # probe AL's AL19 (``causal & pad`` handed to SDPA, ``pad`` True on the left
+    # padding: only the padding is attended) and AL13 (``return k * keep, v *
+    # keep`` in utils.py: the mask the two items share)
+    found = assert_package_runs(
+        str(JOINED),
+        [
+            ("model.py", 11, 12, "MHA002"),
+            ("model.py", 24, 12, "MHA015"),
+        ],
+    )
+    messages = {(f.line, f.code): f.msg for f in found}
+    assert "masks.py:8" in messages[(11, "MHA002")]
+    assert "joined by &, means True = ignore" in messages[(11, "MHA002")]
+    assert "(make that part a keep-mask before the &)" in messages[(11, "MHA002")]
+
+
+def test_the_conjunction_judged_in_one_file(tmp_path):
+    src = (
+        "import torch\nimport torch.nn.functional as F\n\n\n"
+        "def prefill(q, k, v, lengths):\n"
+        "    S = q.size(2)\n"
+        "    pad = torch.arange(S)[None, :] < (S - lengths)[:, None]\n"
+        "    causal = torch.ones(S, S, dtype=torch.bool).tril()\n"
+        "    mask = causal[None, None] & pad[:, None, None, :]\n"
+        "    return F.scaled_dot_product_attention(q, k, v, attn_mask=mask)\n"
+    )
+    assert _rows(src, ["MHA002"], tmp_path) == [(10, 12, "MHA002")]
+    assert _rows(src.replace("& pad[", "& ~pad["), ["MHA002"], tmp_path) == []
+    # two ignore-masks joined are one ignore-mask: MHA002 as for any
+    future = src.replace(".tril()", ".triu(1)")
+    assert _rows(future, ["MHA002"], tmp_path) == [(10, 12, "MHA002")]
+
+
+TRANAD = """\
+import torch.nn as nn
+from torch.nn import TransformerDecoder
+
+
+class DecoderLayer(nn.Module):
+    def __init__(self, d_model, nhead):
+        super().__init__()
+        self.self_attn = nn.MultiheadAttention(d_model, nhead, dropout=0.1)
+
+    def forward(self, tgt, memory, tgt_mask=None, memory_mask=None,
+                tgt_key_padding_mask=None, memory_key_padding_mask=None):
+        return tgt + self.self_attn(tgt, tgt, tgt)[0]
+
+
+class Net(nn.Module):
+    def __init__(self, feats):
+        super().__init__()
+        self.decoder = TransformerDecoder(DecoderLayer(2 * feats, 2), 1)
+
+    def encode(self, src, tgt):
+        return tgt.repeat(1, 1, 2), src.repeat(1, 1, 2)
+
+    def forward(self, src, tgt):
+        return self.decoder(*self.encode(src, tgt))
+
+
+class Detector:
+    def __init__(self, feats):
+        self.n_features = feats
+        self.model = Net(feats)
+
+    def run(self, batch_x):
+        local_bs = batch_x.shape[0]
+        window = batch_x.permute(1, 0, 2)
+        elem = window[-1, :, :].view(1, local_bs, self.n_features)
+        return self.model(window, elem)
+"""
+
+
+def test_a_one_position_query_repeated_over_its_features_stays_one_position(tmp_path):
+    # release review 38's deepod TranAD: ``view(1, local_bs, self.n_features)``
+    # then ``tgt.repeat(1, 1, 2)``: the weights are (N, 1, S), nothing to save
+    assert _rows(TRANAD, ["MHA102"], tmp_path) == []
+
+
+def test_a_class_of_the_same_name_in_an_importer_is_not_a_construction(tmp_path):
+    # release review 38's deepod: tranad.py builds its own TransformerEncoderLayer
+    pkg = write_package(
+        tmp_path / "p",
+        {
+            "layers.py": (
+                "import torch.nn as nn\n\n\n"
+                "class EncoderLayer(nn.Module):\n"
+                "    def __init__(self, d, h, dropout=0.1):\n"
+                "        super().__init__()\n"
+                "        self.attn = nn.MultiheadAttention(d, h, dropout=dropout)\n\n"
+                "    def forward(self, x):\n"
+                "        return self.attn(x, x, x, need_weights=False)[0]\n"
+            ),
+            "model.py": "from .layers import EncoderLayer\n\nLAYER = EncoderLayer(64, 4, 0.0)\n",
+            "other.py": (
+                "from . import model  # noqa: F401\n\n\n"
+                "class EncoderLayer:\n    def __init__(self, *a):\n        pass\n\n\n"
+                "BUILT = EncoderLayer(1, 2, 3)\n"
+            ),
+        },
+    )
+    found = analyze_file(str(pkg / "layers.py"))
+    # MHA102 aside, no rule may read other.py's class as layers.py's: every
+    # construction of EncoderLayer in the project is model.py's one
+    from flake8_mha.analysis.program import callers
+
+    built, _ = callers.constructions(str(pkg / "layers.py"), "EncoderLayer", ["d", "h", "dropout"])
+    assert [c["dropout"] for c in built] == [0.0]
+    assert all(f.code != "MHA000" for f in found)

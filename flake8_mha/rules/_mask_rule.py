@@ -12,7 +12,9 @@ from typing import Optional, Tuple
 
 import libcst as cst
 
+from ..analysis.flow import DefKind, lookup
 from ..analysis.masks import BOOL, FLOAT01, IGNORE, INT, Mask, MaskAnalysis, Sink, analysis_for
+from ..analysis.masks.calls import At
 from ..core.torch_api import SDPA_NAME
 from .base import Report, Rule
 from .construction import construction_evidence, one_construction
@@ -31,6 +33,71 @@ def true_word(mask: Mask) -> str:
 
 
 INVERTED = "inverted by the function it is given to"  # a callee's steps invert the mask
+
+
+# methods that give their tensor another shape, its values untouched
+_RESHAPING = {"unsqueeze", "view", "reshape", "expand", "expand_as", "contiguous", "bool"}
+
+
+def reshaped_from(expr: cst.BaseExpression, depth: int = 0) -> cst.BaseExpression:
+    """What ``expr`` only reshapes: ``(~m)[:, None, None, :]``, ``rearrange(~m,
+    "b s -> b 1 1 s")``, ``(~m).unsqueeze(1)`` are ``~m``'s values."""
+    if depth > 4:
+        return expr
+    if isinstance(expr, cst.Subscript):
+        return reshaped_from(expr.value, depth + 1)
+    if not isinstance(expr, cst.Call):
+        return expr
+    func = expr.func
+    if isinstance(func, cst.Attribute) and func.attr.value in _RESHAPING:
+        return reshaped_from(func.value, depth + 1)
+    first = expr.args[0] if expr.args else None
+    if (
+        getattr(func, "value", None) == "rearrange"
+        and first
+        and not first.star
+        and not first.keyword
+    ):
+        return reshaped_from(first.value, depth + 1)  # einops' ``rearrange``, imported by name
+    return expr
+
+
+def assigned(expr, env, scope):
+    """``expr`` through up to three names each bound once by an assignment
+    (``mask = ... | ...`` then ``masked_fill(mask, ...)``), with the env and
+    scope where it is written; a name bound otherwise stays the name."""
+    for _ in range(3):
+        if not isinstance(expr, cst.Name):
+            break
+        defs = lookup(expr.value, env, scope)
+        if len(defs) != 1 or defs[0].kind != DefKind.ASSIGN:
+            break
+        expr, env, scope = defs[0].node, defs[0].env, defs[0].scope
+    return expr, env, scope
+
+
+def joined_ignore(a, expr, env, scope) -> Optional[Mask]:
+    """The ignore-mask side of ``x & ignore`` (through ``assigned``): True
+    only on what the ignore-mask marks, whatever ``x`` is (a segment
+    equality, a causal keep-triangle), so every real key is lost where True
+    means attend, and filled where its inverse is filled (NaViT). Known from
+    the code (no name), no triangle, the other side not an ignore-mask."""
+    expr, env, scope = assigned(expr, env, scope)
+    if not (isinstance(expr, cst.BinaryOperation) and isinstance(expr.operator, cst.BitAnd)):
+        return None
+    sides = [a.evaluator.eval(e, At(env, scope, None, 0)) for e in (expr.left, expr.right)]
+    ignore = [
+        m
+        for m in sides
+        if m.meaning == IGNORE
+        and m.kind in (BOOL, None)
+        and m.origin is not None
+        and not m.origin.by_name
+        and not m.causal
+    ]
+    if len(ignore) != 1 or any(m.meaning == IGNORE for m in sides if m is not ignore[0]):
+        return None
+    return ignore[0]
 
 
 def described(a, mask: Mask) -> str:

@@ -101,9 +101,12 @@ def mask_terms(ctx, site: CallSite, ops: Tuple[str, ...]) -> Iterator[Tuple[Scor
     if _masked_additively(analysis, scores):
         return
     done = set()
+    not_bool = _not_bool_here(scores.softmax)
     for term in scores.terms:
         if term.op not in ops or _covered(term) or id(term.at) in done:
             continue
+        if not_bool & _names(term.expr, term.env, term.scope):
+            continue  # ``if mask.dtype == torch.bool: <SDPA> else: scores + mask``
         mask = analysis.evaluator.eval(term.expr, At(term.env, term.scope, None, 0))
         if not _zero_one(mask) and term.op == "add":
             mask = _folded(analysis, term.expr, term.env, term.scope) or mask
@@ -116,6 +119,48 @@ def mask_terms(ctx, site: CallSite, ops: Tuple[str, ...]) -> Iterator[Tuple[Scor
             term.at.target if isinstance(term.at, cst.AugAssign) else term.at
         )
         yield scores, term, mask
+
+
+def _not_bool_here(site: CallSite) -> set:
+    """The names a test around ``site`` says are no bool tensor there: the
+    ``else`` of ``if m.dtype == torch.bool:``, the body of ``if m.dtype !=
+    torch.bool:``, of ``if m.is_floating_point():`` or ``if
+    torch.is_floating_point(m):``; a bool mask a caller hands never gets
+    there, whatever the callers pass."""
+    out = set()
+    for test, polarity, _ in site.conds:
+        while isinstance(test, cst.UnaryOperation) and isinstance(test.operator, cst.Not):
+            test, polarity = test.expression, not polarity
+        if isinstance(test, cst.Comparison) and len(test.comparisons) == 1:
+            op, other = test.comparisons[0].operator, test.comparisons[0].comparator
+            left = test.left
+            if (
+                isinstance(op, (cst.Equal, cst.NotEqual))
+                and isinstance(left, cst.Attribute)
+                and left.attr.value == "dtype"
+                and isinstance(left.value, cst.Name)
+                and _is_bool_dtype(other)
+                and polarity == isinstance(op, cst.NotEqual)
+            ):
+                out.add(left.value.value)
+        elif isinstance(test, cst.Call) and polarity and len(test.args) <= 1:
+            func = test.func
+            if isinstance(func, cst.Attribute) and func.attr.value == "is_floating_point":
+                if not test.args and isinstance(func.value, cst.Name):
+                    out.add(func.value.value)
+                elif test.args and isinstance(test.args[0].value, cst.Name):
+                    out.add(test.args[0].value.value)  # ``torch.is_floating_point(m)``
+    return out
+
+
+def _is_bool_dtype(node) -> bool:
+    """``torch.bool``."""
+    return (
+        isinstance(node, cst.Attribute)
+        and node.attr.value == "bool"
+        and isinstance(node.value, cst.Name)
+        and node.value.value == "torch"
+    )
 
 
 def _folded(analysis, expr, env, scope) -> Optional[Mask]:

@@ -12,7 +12,7 @@ from ..analysis.flow import CallSite
 from ..analysis.masks import ADDITIVE, BOOL, IGNORE, KEEP, Mask, Sink
 from .autofix import Fix, FixContext, invert, register, rewrite_argument
 from ._mask_rule import MaskRule, described, fills_attention_scores, fix_words, sink_text
-from ._mask_rule import true_word
+from ._mask_rule import joined_ignore, reshaped_from, true_word
 from .base import Example, Report
 
 
@@ -47,6 +47,12 @@ class IgnoreMaskToSdpa(MaskRule):
         out = F.scaled_dot_product_attention(q, k, v, attn_mask=~pad[:, None, None, :])
         """
     DECISIONS = """
+        - `causal & pad` with `pad` an ignore-mask known from the code (a
+          left-padded batch's `arange(S) < (S - lengths)`, no triangle) is
+          True only on the padding whatever the other side is: every real
+          key is masked out. Reported naming `pad` and the `&`
+          (`fixtures/program_calls/joined_masks/`; the same conjunction
+          inverted into a fill is MHA003's).
         - The meaning must be known from the code: a pad-id comparison, an
           `arange` against lengths, a triangle of ones, an inversion of a known
           keep-mask. A parameter named `key_padding_mask`, `src_key_padding_mask`,
@@ -169,6 +175,8 @@ class IgnoreMaskToSdpa(MaskRule):
         sink, mask = got
         if mask.meaning == IGNORE and mask.kind != ADDITIVE:
             yield self._message(sink, mask)
+        elif mask.meaning is None and self._joined(sink) is not None:
+            yield self._joined(sink)
         elif mask.meaning is None:  # each construction of the class on its own
             one = self.instance_value(sink, lambda m: m.meaning == IGNORE and m.kind != ADDITIVE)
             if one is not None:
@@ -194,7 +202,17 @@ class IgnoreMaskToSdpa(MaskRule):
         if got is not None and got[1].meaning == IGNORE:
             yield self._message(got[0], got[1], shown=got[2])
 
-    def _message(self, sink: Sink, mask: Mask, shown=None) -> Report:
+    def _joined(self, sink: Sink) -> Optional[Report]:
+        """``causal & pad`` handed to SDPA, ``pad`` True on the padding: only
+        the padding is attended (``joined_ignore``); reported naming it."""
+        a = self.analysis()
+        part = joined_ignore(a, reshaped_from(sink.expr), sink.site.env, sink.site.scope)
+        if part is None:
+            return None
+        shown = f"{a.evaluator.describe(part.origin)}, joined by &,"
+        return self._message(sink, part, shown, "make that part a keep-mask before the &")
+
+    def _message(self, sink: Sink, mask: Mask, shown=None, fix=None) -> Report:
         a = self.analysis()
         return self._report(
             sink,
@@ -204,7 +222,7 @@ class IgnoreMaskToSdpa(MaskRule):
             mask=shown or described(a, mask),
             what=true_word(mask),
             sink=sink_text(sink),
-            fix=fix_words(a, mask, "invert it: ~mask"),
+            fix=fix or fix_words(a, mask, "invert it: ~mask"),
         )
 
 

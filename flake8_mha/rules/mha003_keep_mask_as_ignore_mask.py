@@ -8,11 +8,11 @@ from typing import Iterator, Optional, Tuple
 import libcst as cst
 
 from ..analysis.events import ModuleCall
-from ..analysis.flow import CallSite, DefKind, lookup
+from ..analysis.flow import CallSite
 from ..analysis.masks import BOOL, IGNORE, KEEP, Mask, Sink
 from ..analysis.masks.calls import At
 from ._mask_rule import MaskRule, described, fills_attention_scores, fix_words, sink_text
-from ._mask_rule import INVERTED, true_word
+from ._mask_rule import INVERTED, assigned, joined_ignore, reshaped_from, true_word
 from .base import Example, Report
 
 
@@ -255,76 +255,26 @@ def _keep_beside_ignore(a, sink: Sink) -> Optional[Tuple[Mask, Optional[str], Op
     part, how the message names it and its fix (None: as for any mask);
     else None.  NaViT's ``masked_fill(~(same_image & padding), min)`` is the
     same union (``~(a & b)`` is ``~a | ~b``): its keep part is the inverted
-    ignore-mask, named with the ``~`` that inverts it."""
+    ignore-mask, named with the ``~`` that inverts it (``joined_ignore``)."""
     expr, env, scope = sink.expr, sink.site.env, sink.site.scope
-    inverted = None  # the ``~`` over a conjunction
     if isinstance(expr, cst.UnaryOperation) and isinstance(expr.operator, cst.BitInvert):
-        inverted, expr = expr, reshaped_from(expr.expression)
-    for _ in range(3):  # ``mask = ... | ...`` then ``masked_fill(mask, ...)``
-        if not isinstance(expr, cst.Name):
-            break
-        defs = lookup(expr.value, env, scope)
-        if len(defs) != 1 or defs[0].kind != DefKind.ASSIGN:
+        got = joined_ignore(a, reshaped_from(expr.expression), env, scope)
+        if got is None:
             return None
-        expr, env, scope = defs[0].node, defs[0].env, defs[0].scope
-    joined = cst.BitOr if inverted is None else cst.BitAnd
-    if not (isinstance(expr, cst.BinaryOperation) and isinstance(expr.operator, joined)):
+        line = a.evaluator.line(expr)  # None: the ``~`` of the function it is handed to
+        how = f"inverted by the ~ at line {line}" if line is not None else INVERTED
+        shown = f"{a.evaluator.describe(got.origin)}, joined by & and {how},"
+        return replace(got, meaning=KEEP), shown, "make that part a keep-mask before the &"
+    expr, env, scope = assigned(expr, env, scope)
+    if not (isinstance(expr, cst.BinaryOperation) and isinstance(expr.operator, cst.BitOr)):
         return None
     sides = [a.evaluator.eval(e, At(env, scope, None, 0)) for e in (expr.left, expr.right)]
-    if inverted is None:
-        if any(
-            m.origin is None or m.origin.by_name or m.causal and m.meaning == KEEP for m in sides
-        ):
-            return None
-        keep = [m for m in sides if m.meaning == KEEP and m.kind in (BOOL, None)]
-        if len(keep) == 1 and any(m.meaning == IGNORE for m in sides):
-            return keep[0], None, None
+    if any(m.origin is None or m.origin.by_name or m.causal and m.meaning == KEEP for m in sides):
         return None
-    # ``~(x & ignore)`` is ``~x | ~ignore``: True on every real token whatever ``x``
-    # is (a segment equality, a keep-mask), which the fill then removes
-    ignore = [
-        m
-        for m in sides
-        if m.meaning == IGNORE
-        and m.kind in (BOOL, None)
-        and m.origin is not None
-        and not m.origin.by_name
-        and not m.causal
-    ]
-    if len(ignore) != 1 or any(m.meaning == IGNORE for m in sides if m is not ignore[0]):
-        return None
-    shown = a.evaluator.describe(ignore[0].origin)
-    line = a.evaluator.line(inverted)  # None: the ``~`` of the function it is handed to
-    how = f"inverted by the ~ at line {line}" if line is not None else INVERTED
-    shown = f"{shown}, joined by & and {how},"
-    return replace(ignore[0], meaning=KEEP), shown, "make that part a keep-mask before the &"
-
-
-# methods that give their tensor another shape, its values untouched
-_RESHAPING = {"unsqueeze", "view", "reshape", "expand", "expand_as", "contiguous", "bool"}
-
-
-def reshaped_from(expr: cst.BaseExpression, depth: int = 0) -> cst.BaseExpression:
-    """What ``expr`` only reshapes: ``(~m)[:, None, None, :]``, ``rearrange(~m,
-    "b s -> b 1 1 s")``, ``(~m).unsqueeze(1)`` are ``~m``'s values."""
-    if depth > 4:
-        return expr
-    if isinstance(expr, cst.Subscript):
-        return reshaped_from(expr.value, depth + 1)
-    if not isinstance(expr, cst.Call):
-        return expr
-    func = expr.func
-    if isinstance(func, cst.Attribute) and func.attr.value in _RESHAPING:
-        return reshaped_from(func.value, depth + 1)
-    first = expr.args[0] if expr.args else None
-    if (
-        getattr(func, "value", None) == "rearrange"
-        and first
-        and not first.star
-        and not first.keyword
-    ):
-        return reshaped_from(first.value, depth + 1)  # einops' ``rearrange``, imported by name
-    return expr
+    keep = [m for m in sides if m.meaning == KEEP and m.kind in (BOOL, None)]
+    if len(keep) == 1 and any(m.meaning == IGNORE for m in sides):
+        return keep[0], None, None
+    return None
 
 
 def _inverts_a_name(a, sink: Sink) -> bool:

@@ -98,6 +98,11 @@ class SdpaDropoutInEval(Rule):
           with `attn_drop` 0 in every construction). A `dropout_p`
           parameter that every call leaves at 0 is 0 (docs/reach.md, "Facts
           from the callers").
+        - A `functools.partial(F.scaled_dot_product_attention, dropout_p=...)`
+          kept on the module and called in a method: its bound probability
+          is fixed when the partial is made, and read as one of the module
+          (`dropout_p=self.p`, or `cfg.attn_pdrop` of the constructor's
+          config: reported unless a literal 0 or gated where it is called).
         - A call that runs only where the probability is 0 is not reported:
           under `if p == 0:` (or the other branch of `if p > 0:` / `if p != 0:`),
           or under a flag the class sets once to that test (nanoGPT's
@@ -149,6 +154,8 @@ class SdpaDropoutInEval(Rule):
         if _zero_where_called(dropout, site, self_var, self.ctx.resolver):
             return
         source = self._source(dropout, site, self_var, 0)
+        if source is None and not named and _bound_at_construction(dropout, site):
+            source = ("value", None)  # ``partial(F.sdpa, dropout_p=cfg.p)`` kept on self
         if source is None:
             return
         kind, attr = source
@@ -253,6 +260,17 @@ class SdpaDropoutInEval(Rule):
 
 
 _ZERO = ("zero", 0)
+
+
+def _bound_at_construction(expr: cst.CSTNode, site: CallSite) -> bool:
+    """``dropout_p`` given by a partial bound where the module is built
+    (``self.attend = partial(F.scaled_dot_product_attention, dropout_p=cfg.p)``
+    in ``__init__``): a name or attribute of that place, which the method
+    calling it cannot see (a literal is read as it is)."""
+    root = expr
+    while isinstance(root, cst.Attribute):
+        root = root.value
+    return isinstance(root, cst.Name) and not lookup(root.value, site.env, site.scope)
 
 
 def _flag_off_by_default(test, site: CallSite, branches) -> bool:

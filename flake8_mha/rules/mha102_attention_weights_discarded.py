@@ -81,7 +81,8 @@ class AttentionWeightsDiscarded(Rule):
           saves nothing measurable (1.00x-1.03x, two released packages). Also
           when the layout that reaches the query through its callers is a
           `view`/`reshape` with a literal 1 on the sequence axis (TranAD's
-          `elem.view(1, local_bs, n)` handed to a decoder layer's `tgt`), or
+          `elem.view(1, local_bs, n)` handed to a decoder layer's `tgt`, also
+          after `tgt.repeat(1, 1, 2)`: a constant count keeps an axis), or
           an `unsqueeze` of that axis, or a shape comment with a literal 1
           there (sonati's `q = self.proj(query).unsqueeze(1)  # (B, 1, D)`).
         - The pair kept whole under one name whose only reads are `[0]`, up

@@ -589,7 +589,8 @@ class LayoutCalls:
     def _repeat(self, owner, node: cst.Call, env, scope, frame, depth) -> Optional[Layout]:
         """``q.unsqueeze(1).repeat(1, batch_size, 1)``: an axis repeated a named
         number of times (``batch_size``, ``x.shape[1]`` of known ``x``) takes
-        that size's role; an axis repeated once keeps the tensor's own."""
+        that size's role; an axis repeated a constant number of times keeps
+        the tensor's own (TranAD's ``tgt.repeat(1, 1, 2)``: still its features)."""
         if any(a.keyword is not None or a.star for a in node.args):
             return None
         args = [a.value for a in node.args]
@@ -602,7 +603,7 @@ class LayoutCalls:
             inner = None
         roles = []
         for i, count in enumerate(args):
-            if isinstance(count, cst.Integer) and count.value == "1":
+            if isinstance(count, cst.Integer):  # a constant: more of the same axis
                 roles.append(inner.roles[i] if inner is not None else None)
             else:
                 roles.append(self._size_role(count, env, scope, frame, depth))

@@ -51,6 +51,10 @@ def fixed(summary: dict, bound: Dict[str, Optional[cst.BaseExpression]]) -> Tupl
             # ``partial(F.sdpa, dropout_p=self.attn_dropout)`` stored on the
             # instance: the same attribute wherever its methods call it
             defaults[param] = cst.Module([]).code_for_node(expr)
+        elif value is UNKNOWN and param == "dropout_p" and isinstance(expr, cst.Attribute):
+            # ``dropout_p=cfg.attn_pdrop``: fixed when the partial is made, never
+            # gated where it is called (MHA007 reads a name its caller cannot see so)
+            defaults[param] = cst.Module([]).code_for_node(expr)
         elif value is UNKNOWN or not (value is None or type(value) in (bool, int, float)):
             reach = {k: v for k, v in reach.items() if v["param"] != param}
         else:

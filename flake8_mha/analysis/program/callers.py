@@ -15,7 +15,7 @@ import ast
 import os
 from typing import Dict, Iterable, List, Optional, Set, Tuple
 
-from ...core import runs, walk as astwalk
+from ...core import runs
 from ...core.atomic import read_regular
 from . import import_lines
 from .files import ProjectFiles, project_root
@@ -348,6 +348,9 @@ def _read_constructions(files, cls, params, own_text, reader):
         for i, name, text in trees:
             if cls in text:
                 parsed[i] = parse(text)
+                if i and _defines(parsed[i], cls):  # its own class of that name (deepod)
+                    del parsed[i]
+                    continue
                 inherit |= heirs(parsed[i], {cls})
         for i, name, text in trees:
             if i not in parsed and any(n in text for n in inherit):
@@ -367,6 +370,15 @@ def _read_constructions(files, cls, params, own_text, reader):
             return None
         out.extend(found)
     return out
+
+
+def _defines(tree: ast.Module, name: str) -> bool:
+    """A top-level class, function or assignment of ``name`` in the module."""
+    return any(
+        getattr(n, "name", None) == name
+        or any(isinstance(t, ast.Name) and t.id == name for t in getattr(n, "targets", ()))
+        for n in tree.body
+    )
 
 
 _INDEXES: Dict[tuple, Optional[Index]] = {}
@@ -731,70 +743,3 @@ def _bind_literals(call: Call, signature) -> Optional[Dict[str, object]]:
                 return None  # a required parameter left out: not a call of this function
             got[name] = defaults[name]
     return got
-
-
-def hands_on_own(path: str, line: int, param: str, signature) -> Optional[List[str]]:
-    """The functions (``f``, ``Cls.method``) whose calls at ``line`` of
-    ``path`` that fit ``signature`` hand ``param``, bare, a parameter of
-    their own (``self.readout(h, node_mask)`` in ``forward(self, h,
-    node_mask)``), passing on what their callers give; None when one such
-    call hands anything else, or there is none."""
-    try:
-        tree = parse(read_regular(path, MAX_BYTES).decode("utf-8", "replace"))
-    except (OSError, SyntaxError, ValueError, RecursionError, MemoryError):
-        return None
-    found: List[str] = []
-    for key, own, _, arg in handed_at(tree, line, param, signature):
-        arg = _uncast(arg)
-        if not (isinstance(arg, ast.Name) and arg.id in own):
-            return None
-        found.append(key)
-    return found or None
-
-
-def handed_at(tree: ast.Module, line: int, param: str, signature):
-    """For each call at ``line`` of the module's functions and methods that
-    fits ``signature`` and passes ``param``: (the function around it, as
-    ``f`` or ``Cls.method``; its parameters; its own nodes; the argument)."""
-    positional, kwonly = signature[0], signature[1]
-    for owner, func in top_functions(tree):
-        a = func.args
-        own = {x.arg for x in (*a.posonlyargs, *a.args, *a.kwonlyargs)}
-        nodes = astwalk.own_nodes(func)
-        for node in nodes:
-            if not isinstance(node, ast.Call) or node.lineno != line:
-                continue
-            given = {k.arg: k.value for k in node.keywords if k.arg is not None}
-            given.update(zip(positional, node.args))
-            if not set(given) <= set(positional) | set(kwonly) or param not in given:
-                continue  # not a call of this function, or it leaves ``param`` out
-            yield (f"{owner}.{func.name}" if owner else func.name), own, nodes, given[param]
-
-
-_CASTS = ("to", "float", "half", "double", "bool", "long", "int", "type", "type_as", "unsqueeze")
-
-
-def _uncast(arg):
-    """The expression ``arg`` casts or gives unit axes to (``mask.to(h.dtype)``,
-    ``mask[:, None]``): handed on, it is still what it was."""
-    while True:
-        if isinstance(arg, ast.Call) and isinstance(arg.func, ast.Attribute):
-            if arg.func.attr not in _CASTS:
-                return arg
-            arg = arg.func.value
-        elif isinstance(arg, ast.Subscript):
-            arg = arg.value
-        else:
-            return arg
-
-
-def top_functions(tree: ast.Module):
-    """(class name or "", function) for the module's functions and its
-    classes' methods."""
-    for node in tree.body:
-        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
-            yield "", node
-        elif isinstance(node, ast.ClassDef):
-            for item in node.body:
-                if isinstance(item, (ast.FunctionDef, ast.AsyncFunctionDef)):
-                    yield node.name, item

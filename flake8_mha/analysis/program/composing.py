@@ -191,7 +191,7 @@ class Composing:
             except (SyntaxError, ValueError, UnicodeDecodeError, LookupError, RecursionError):
                 return {}
 
-        return self._kept(filename, ("kv-pairs", "2"), _valid_pairs, table, store=False) or {}
+        return self._kept(filename, ("kv-pairs", "3"), _valid_pairs, table, store=False) or {}
 
     def _edges(self, filename, table, s, depth):
         """(edge, (file, effective summary)) of what each edge calls; for a

@@ -772,20 +772,22 @@ def _pair_reading(func) -> Optional[dict]:
     stores = steps.rebinds(func, params, stores)
     items = []
     value = returns[0].value  # a tuple of items, or one (``return x * m[:, None, :, None]``)
-    for elt in value.elts if isinstance(value, ast.Tuple) else [value]:
+    elts = value.elts if isinstance(value, ast.Tuple) else [value]
+    for elt in elts:
         got = _kv_factor(elt, params, stores, top, returns[0].lineno, 0)
         items.append(None if got is None else (positional.index(got["param"]), got["ops"]))
+    # ``return k * keep, v * keep``: two parameters each, the mask the one they share
+    factors = [_bare_factors(e, params, stores) for e in elts]
+    if len(elts) > 1 and not any(items) and all(factors):
+        common = set.intersection(*factors)
+        if len(common) == 1:
+            items = [(positional.index(next(iter(common))), []) for _ in elts]
     return {"items": items} if any(items) else None
 
 
-def mark_apart(reached: Dict[str, dict], tests: List[ast.AST]) -> None:
-    """Mark (``APART``), in place, a fill whose mask parameter reaches
-    an SDPA or module argument too, when no test of the function reads that
-    parameter but to ask whether it is None: the two are on paths a flag
-    picks (litgpt's soft-capping), not a choice by the mask's own kind."""
-    others = {h["param"] for k, h in reached.items() if k not in FILL_SINKS}
-    for sink, how in reached.items():
-        p = how["param"]
-        if sink in FILL_SINKS and sink != KV and p in others:
-            if not any(steps.reads_beyond_none(t, p) for t in tests):
-                how["ops"] = [list(APART)] + how["ops"]
+def _bare_factors(expr: ast.AST, params: set, stores) -> Optional[set]:
+    """``a * b`` of two parameters the helper does not rebind: both names."""
+    if not (isinstance(expr, ast.BinOp) and isinstance(expr.op, ast.Mult)):
+        return None
+    sides = {getattr(x, "id", None) for x in (expr.left, expr.right)}
+    return sides if len(sides) == 2 and sides <= params and not sides & set(stores) else None

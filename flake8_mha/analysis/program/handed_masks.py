@@ -5,7 +5,7 @@ no evidence in the function's own file (``masks/calls.handed_by_project``)."""
 
 from __future__ import annotations
 
-from . import callers, signatures
+from . import passed_down, signatures
 from .fills import KV
 
 
@@ -51,5 +51,5 @@ class HandedMasks:
         """The call at ``line`` of ``path`` hands on its own parameter, and
         nothing in the project calls the function it is in (an entry point
         such as a model's ``forward``)."""
-        ups = callers.hands_on_own(path, line, param, sign)
+        ups = passed_down.hands_on_own(path, line, param, sign)
         return ups is not None and all(self.results_kept(up, path) == [] for up in ups)

@@ -10,7 +10,9 @@
 - ``per_construction``: one construction whose arguments are the building
   class's ``__init__`` parameters (``callers.Forwarded``), once per
   construction of that class (probe AE's AE17: ``Layer(48, 6, 4)`` beside
-  ``Layer(48, 6, 2)``, each building ``GQA(dim, heads, kv_heads)``)."""
+  ``Layer(48, 6, 2)``, each building ``GQA(dim, heads, kv_heads)``).
+- ``hands_on_own`` and ``handed_at``: the calls at a line that hand a
+  parameter of the function around them on, bare."""
 
 from __future__ import annotations
 
@@ -18,6 +20,7 @@ import ast
 import os
 from typing import List, Optional, Tuple
 
+from ...core import walk as astwalk
 from ...core.atomic import read_regular
 from . import callers, signatures
 from .built import MISSING
@@ -115,7 +118,7 @@ def _handed_from(text: str, line: int, param: str, signature) -> Optional[Tuple[
     except (SyntaxError, ValueError, RecursionError, MemoryError):
         return None
     found = []
-    for key, own, nodes, arg in callers.handed_at(tree, line, param, signature):
+    for key, own, nodes, arg in handed_at(tree, line, param, signature):
         if not (isinstance(arg, ast.Name) and arg.id in own):
             return None
         if any(
@@ -125,3 +128,70 @@ def _handed_from(text: str, line: int, param: str, signature) -> Optional[Tuple[
             return None  # rebound in the function: not what its callers pass
         found.append((key, arg.id))
     return found[0] if len(set(found)) == 1 else None
+
+
+def hands_on_own(path: str, line: int, param: str, signature) -> Optional[List[str]]:
+    """The functions (``f``, ``Cls.method``) whose calls at ``line`` of
+    ``path`` that fit ``signature`` hand ``param``, bare, a parameter of
+    their own (``self.readout(h, node_mask)`` in ``forward(self, h,
+    node_mask)``), passing on what their callers give; None when one such
+    call hands anything else, or there is none."""
+    try:
+        tree = signatures.parse(read_regular(path, callers.MAX_BYTES).decode("utf-8", "replace"))
+    except (OSError, SyntaxError, ValueError, RecursionError, MemoryError):
+        return None
+    found: List[str] = []
+    for key, own, _, arg in handed_at(tree, line, param, signature):
+        arg = _uncast(arg)
+        if not (isinstance(arg, ast.Name) and arg.id in own):
+            return None
+        found.append(key)
+    return found or None
+
+
+def handed_at(tree: ast.Module, line: int, param: str, signature):
+    """For each call at ``line`` of the module's functions and methods that
+    fits ``signature`` and passes ``param``: (the function around it, as
+    ``f`` or ``Cls.method``; its parameters; its own nodes; the argument)."""
+    positional, kwonly = signature[0], signature[1]
+    for owner, func in top_functions(tree):
+        a = func.args
+        own = {x.arg for x in (*a.posonlyargs, *a.args, *a.kwonlyargs)}
+        nodes = astwalk.own_nodes(func)
+        for node in nodes:
+            if not isinstance(node, ast.Call) or node.lineno != line:
+                continue
+            given = {k.arg: k.value for k in node.keywords if k.arg is not None}
+            given.update(zip(positional, node.args))
+            if not set(given) <= set(positional) | set(kwonly) or param not in given:
+                continue  # not a call of this function, or it leaves ``param`` out
+            yield (f"{owner}.{func.name}" if owner else func.name), own, nodes, given[param]
+
+
+_CASTS = ("to", "float", "half", "double", "bool", "long", "int", "type", "type_as", "unsqueeze")
+
+
+def _uncast(arg):
+    """The expression ``arg`` casts or gives unit axes to (``mask.to(h.dtype)``,
+    ``mask[:, None]``): handed on, it is still what it was."""
+    while True:
+        if isinstance(arg, ast.Call) and isinstance(arg.func, ast.Attribute):
+            if arg.func.attr not in _CASTS:
+                return arg
+            arg = arg.func.value
+        elif isinstance(arg, ast.Subscript):
+            arg = arg.value
+        else:
+            return arg
+
+
+def top_functions(tree: ast.Module):
+    """(class name or "", function) for the module's functions and its
+    classes' methods."""
+    for node in tree.body:
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            yield "", node
+        elif isinstance(node, ast.ClassDef):
+            for item in node.body:
+                if isinstance(item, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                    yield node.name, item

@@ -648,7 +648,7 @@ def _function_summary(
     if handwritten is not None:
         reached[fills.KV] = handwritten[0]
         line = line if line is not None else handwritten[1]
-    fills.mark_apart(reached, tests)
+    _mark_apart(reached, tests)
     if filled and (line is None or all(k in fills.FILL_SINKS for k in reached)):
         line = filled[0][2]  # what is reached is reached at the fill
     out = {
@@ -684,6 +684,19 @@ def _function_summary(
     if not out["reach"] and not edges:
         return None
     return out
+
+
+def _mark_apart(reached: Dict[str, dict], tests: List[ast.AST]) -> None:
+    """Mark (``fills.APART``), in place, a fill whose mask parameter reaches
+    an SDPA or module argument too, when no test of the function reads that
+    parameter but to ask whether it is None: the two are on paths a flag
+    picks (litgpt's soft-capping), not a choice by the mask's own kind."""
+    others = {h["param"] for k, h in reached.items() if k not in fills.FILL_SINKS}
+    for sink, how in reached.items():
+        p = how["param"]
+        if sink in fills.FILL_SINKS and sink != fills.KV and p in others:
+            if not any(steps.reads_beyond_none(t, p) for t in tests):
+                how["ops"] = [list(fills.APART)] + how["ops"]
 
 
 _STORING = (ast.Assign, ast.AnnAssign, ast.AugAssign, ast.For, ast.With)
