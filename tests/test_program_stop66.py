@@ -17,6 +17,7 @@ from flake8_mha.lint.engine import analyze_file
 PACKED = pathlib.Path("fixtures/program_calls/packed_segments")
 DEFAULTS = pathlib.Path("fixtures/program_calls/default_masks")
 MIXERS = pathlib.Path("fixtures/program_calls/mixer_loops")
+JOINED = pathlib.Path("fixtures/program_calls/joined_masks")
 
 
 # ------------------------------------------------------------------ the packages
@@ -320,9 +321,6 @@ def test_a_partial_s_dropout_from_the_config_is_the_module_s(tmp_path):
     assert _rows(gated, ["MHA007"], tmp_path) == []
     zero = PARTIAL_DROPOUT.replace("dropout_p=cfg.attn_pdrop", "dropout_p=0.0")
     assert _rows(zero, ["MHA007"], tmp_path) == []
-
-
-JOINED = pathlib.Path("fixtures/program_calls/joined_masks")
 
 
 def test_a_padding_mask_joined_to_the_causal_triangle_and_keys_zeroed_in_another_file():
