@@ -173,10 +173,11 @@ class IgnoreMaskToSdpa(MaskRule):
         if got is None:
             return
         sink, mask = got
+        joined = self._joined(sink) if mask.meaning is None else None
         if mask.meaning == IGNORE and mask.kind != ADDITIVE:
             yield self._message(sink, mask)
-        elif mask.meaning is None and self._joined(sink) is not None:
-            yield self._joined(sink)
+        elif joined is not None:
+            yield joined
         elif mask.meaning is None:  # each construction of the class on its own
             one = self.instance_value(sink, lambda m: m.meaning == IGNORE and m.kind != ADDITIVE)
             if one is not None:
