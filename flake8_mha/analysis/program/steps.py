@@ -34,9 +34,10 @@ def rebinds(func, params: set, stores: Dict[str, List[ast.AST]]) -> Dict[str, Li
     None:`` (whatever its ``else:``, where ``p`` is None), marked
     (``_Rebound``): a use after it reads ``p`` through that step on every
     path that gives a mask (``mask = mask[:, None, None, :]``, ``mask =
-    ~mask.bool()``).  A parameter given a value only in a top-level ``if p
-    is None:`` with no ``else:`` keeps the caller's value, unchanged, on
-    every path where a caller gives one.  Any other store leaves the
+    ~mask.bool()``).  A parameter given a value only in an ``if p is
+    None:`` with no ``else:`` (at the top level, or in ``if``, ``with`` and
+    ``try`` blocks) keeps the caller's value, unchanged, on every path where
+    a caller gives one.  Any other store leaves the
     parameter rebound."""
     allowed: Dict[int, Tuple[ast.Assign, Optional[str]]] = {}  # (statement, name tested)
     # ``if p is None: p = <default>``: the caller's ``p`` after the ``if``
@@ -49,7 +50,8 @@ def rebinds(func, params: set, stores: Dict[str, List[ast.AST]]) -> Dict[str, Li
             for inner in stmt.body:
                 if isinstance(inner, ast.Assign):
                     allowed[id(inner)] = (inner, _not_none_test(stmt.test))
-        elif isinstance(stmt, ast.If) and _is_none(stmt.test) and not stmt.orelse:
+    for stmt in _in_blocks(func.body):
+        if isinstance(stmt, ast.If) and _is_none(stmt.test) and not stmt.orelse:
             name = stmt.test.left
             for inner in stmt.body:
                 if isinstance(name, ast.Name) and isinstance(inner, ast.Assign):
@@ -84,6 +86,22 @@ def rebinds(func, params: set, stores: Dict[str, List[ast.AST]]) -> Dict[str, Li
         if alias is not None:
             out[name] = alias
     return out
+
+
+def _in_blocks(body):
+    """The statements of ``body`` and of the ``if``, ``with`` and ``try``
+    blocks in it, at any depth: litgpt's ``if mask is None:`` default sits
+    in the soft-capped path's ``if``."""
+    for stmt in body:
+        yield stmt
+        if isinstance(stmt, ast.If):
+            yield from _in_blocks(stmt.body)
+            yield from _in_blocks(stmt.orelse)
+        elif isinstance(stmt, ast.With):
+            yield from _in_blocks(stmt.body)
+        elif isinstance(stmt, ast.Try):
+            for part in (stmt.body, stmt.orelse, stmt.finalbody, *(h.body for h in stmt.handlers)):
+                yield from _in_blocks(part)
 
 
 def _split_heads(stmt: ast.Assign, params: set) -> List[str]:
