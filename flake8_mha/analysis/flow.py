@@ -18,7 +18,7 @@ from typing import Dict, Iterator, List, Optional, Sequence, Tuple
 import libcst as cst
 
 from .env import EMPTY_ENV, MAX_WORLDS, Env, World, join, worlds  # noqa: F401  (re-exported)
-from .tree import children, walk  # noqa: F401  (re-exported: the one tree walk)
+from .tree import children, leaves, walk  # noqa: F401  (re-exported: the one tree walk)
 from .program.import_lines import helper_import
 
 
@@ -412,7 +412,7 @@ class FlowPass:
             else:
                 else_env = self.body(node.orelse.body, env, scope)
             self._conds = saved
-            if node.orelse is None and _leaves(node.body):
+            if node.orelse is None and leaves(node.body):
                 # ``if c: return ...``: what follows in this block runs where ``c`` is false
                 self._conds = saved + ((node.test, False, env),)
             return join(then_env, else_env, ((node.test, True, env), (node.test, False, env)))
@@ -763,17 +763,6 @@ def imported_by_call(call: cst.Call, qualname=None) -> Optional[str]:
     if arg.keyword is not None or not isinstance(arg.value, cst.SimpleString):
         return None
     return helper_import(name, arg.value.evaluated_value)
-
-
-def _leaves(body: cst.BaseSuite) -> bool:
-    """Whether a block always ends in a ``return`` or a ``raise``."""
-    stmts = getattr(body, "body", ())
-    last = stmts[-1] if stmts else None
-    if isinstance(last, cst.SimpleStatementLine):
-        last = last.body[-1] if last.body else None
-    elif isinstance(body, cst.SimpleStatementSuite):
-        last = body.body[-1] if body.body else None
-    return isinstance(last, (cst.Return, cst.Raise))
 
 
 def device_partial(call: cst.Call) -> Optional[cst.BaseExpression]:

@@ -132,3 +132,25 @@ def choices(expr: cst.BaseExpression) -> List[cst.BaseExpression]:
     if isinstance(expr, cst.IfExp):
         return choices(expr.body) + choices(expr.orelse)
     return [expr]
+
+
+def leaves(body: cst.BaseSuite) -> bool:
+    """Whether a block always ends in a ``return`` or a ``raise``: its last
+    statement, or every branch of a last ``if``/``elif``/``else`` (one-line
+    blocks, ``if c: return x``, too)."""
+    if isinstance(body, cst.SimpleStatementSuite):
+        return any(isinstance(s, (cst.Return, cst.Raise)) for s in body.body)
+    stmts = getattr(body, "body", ())
+    last = stmts[-1] if stmts else None
+    if isinstance(last, cst.SimpleStatementLine):
+        return any(isinstance(s, (cst.Return, cst.Raise)) for s in last.body)
+    return isinstance(last, cst.If) and _if_leaves(last)
+
+
+def _if_leaves(node: cst.If) -> bool:
+    """Every branch of an ``if`` with an ``else`` ends in a return or a raise."""
+    if node.orelse is None or not leaves(node.body):
+        return False
+    if isinstance(node.orelse, cst.If):
+        return _if_leaves(node.orelse)
+    return leaves(node.orelse.body)

@@ -19,7 +19,7 @@ from ..program.callgraph import FileCalls, bind_call, frame_for  # noqa: F401  (
 from ..classes import is_property
 from ..flow import ClassInfo, Def, Env, Scope, children, lookup
 from ..splats import element, expand_call
-from ..tree import is_none
+from ..tree import is_none, leaves
 from .domain import KEEP, NONE_MASK, UNKNOWN_MASK, Mask, Origin, join_all
 from ..program.conventions import binds_padding, encoder_layer
 from .names import documented_padding, last_name, parameter_by_name
@@ -147,39 +147,8 @@ def returned_function(func: cst.FunctionDef, fscope: Scope) -> Optional[cst.Func
 
 
 def falls_off_end(func: cst.FunctionDef) -> bool:
-    body = func.body
-    if isinstance(body, cst.IndentedBlock) and body.body:
-        last = body.body[-1]
-        if isinstance(last, cst.SimpleStatementLine) and any(
-            isinstance(s, (cst.Return, cst.Raise)) for s in last.body
-        ):
-            return False
-        if isinstance(last, cst.If) and _all_paths_return(last):
-            return False
-    return True
-
-
-def _all_paths_return(node) -> bool:
-    if isinstance(node, cst.If):
-        if node.orelse is None:
-            return False
-        body_ok = _block_returns(node.body)
-        if isinstance(node.orelse, cst.If):
-            return body_ok and _all_paths_return(node.orelse)
-        return body_ok and _block_returns(node.orelse.body)
-    return False
-
-
-def _block_returns(block) -> bool:
-    stmts = block.body
-    if not stmts:
-        return False
-    last = stmts[-1]
-    if isinstance(last, cst.SimpleStatementLine):
-        return any(isinstance(s, (cst.Return, cst.Raise)) for s in last.body)
-    if isinstance(last, cst.If):
-        return _all_paths_return(last)
-    return False
+    """Whether a path of ``func`` runs off its end (returns None)."""
+    return not leaves(func.body)
 
 
 # --------------------------------------------------------------------------- the evaluator's part
