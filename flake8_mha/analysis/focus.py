@@ -95,6 +95,8 @@ KEEP_WORDS: FrozenSet[str] = frozenset(
         "locals",
         "vars",
         "exec",
+        "register_forward_hook",
+        "register_module_forward_hook",
     }
 )
 

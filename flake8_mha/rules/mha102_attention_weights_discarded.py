@@ -68,6 +68,12 @@ class AttentionWeightsDiscarded(Rule):
           a class of the file whose `forward` cannot take that many arguments
           (`LinearMixer.forward(self, x)`); any other kind may be what runs:
           silent (`fixtures/MHA102_branch_modules.py`).
+        - Not reported in a file that registers a forward hook
+          (`self.attn.register_forward_hook(self._keep_map)`,
+          `torch.nn.modules.module.register_module_forward_hook`): a hook
+          sees the module's whole output, the weights too, whatever the
+          caller keeps (attention rollout), and `need_weights=False` would
+          hand it None (probe AM).
         - Not reported when the weights are read anywhere in the function,
           returned, stored on `self` or elsewhere, or when `need_weights` is a
           variable. An attribute of the same name is no read of the local:
@@ -208,7 +214,7 @@ class AttentionWeightsDiscarded(Rule):
         return True
 
     def on_module_call(self, ev: ModuleCall) -> Iterator[Report]:
-        if ev.spec.name != "MultiheadAttention" or self._one_query(ev):
+        if ev.spec.name != "MultiheadAttention" or self._one_query(ev) or self._hooked():
             return
         if ev.args.get("key") is None or ev.args.get("value") is None:
             return  # the call raises before it computes anything (a key or value left out)
@@ -235,6 +241,21 @@ class AttentionWeightsDiscarded(Rule):
             key, where = through
             evidence = module_call_evidence(self.ctx, ev)
             yield self.report(site.node, evidence, self.THROUGH, key=key, where=where)
+
+    def _hooked(self) -> bool:
+        """Whether the file registers a forward hook (``.register_forward_hook``,
+        ``register_module_forward_hook``): a hook sees the module's whole
+        output, the weights too, whatever its caller keeps (attention
+        rollout, probe AM's FALSE01), and ``need_weights=False`` would hand
+        it None."""
+        got = self.ctx.analyses.get("mha102-hooked")
+        if got is None:
+            got = any(
+                isinstance(n, cst.Call) and _callee_word(n.func) in _HOOKS
+                for n in walk(self.ctx.module)
+            )
+            self.ctx.analyses["mha102-hooked"] = got
+        return got
 
     def _fastpath_and_dropout(self, ev: ModuleCall) -> bool:
         """Self-attention (one tensor as query, key and value, no mask) of a
@@ -705,3 +726,14 @@ FIX = register(
         _need_weights_false,
     )
 )
+
+
+_HOOKS = frozenset(("register_forward_hook", "register_module_forward_hook"))
+
+
+def _callee_word(func: cst.BaseExpression) -> str:
+    """The last name of a call's callee (``register_forward_hook`` of
+    ``self.attn.register_forward_hook``)."""
+    if isinstance(func, cst.Attribute):
+        return func.attr.value
+    return func.value if isinstance(func, cst.Name) else ""
