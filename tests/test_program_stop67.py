@@ -71,3 +71,105 @@ def test_a_default_made_inside_the_soft_capped_if_reads_the_caller_s_mask_after_
         "            scores = scores + mask\n",
     )
     assert _rows(rebound, ["MHA004"], tmp_path) == []
+
+
+ROLLOUT = """\
+import torch.nn as nn
+
+
+class RolloutLayer(nn.Module):
+    def __init__(self, dim, heads):
+        super().__init__()
+        self.attn = nn.MultiheadAttention(dim, heads, batch_first=True)
+        self.maps = []
+        self.attn.register_forward_hook(self._keep_map)
+
+    def _keep_map(self, module, inputs, output):
+        self.maps.append(output[1])
+
+    def forward(self, x, pad):
+        out, _ = self.attn(x, x, x, key_padding_mask=pad)
+        return x + out
+"""
+
+
+def test_a_forward_hook_reads_the_weights_the_call_drops(tmp_path):
+    # probe AM's FALSE01: attention rollout keeps the weights through a hook;
+    # need_weights=False would hand it None
+    assert _rows(ROLLOUT, ["MHA102"], tmp_path) == []
+    unhooked = ROLLOUT.replace("        self.attn.register_forward_hook(self._keep_map)\n", "")
+    assert _rows(unhooked, ["MHA102"], tmp_path) == [(14, 18, "MHA102")]
+
+
+REGISTRY = """\
+import torch
+import torch.nn.functional as F
+from torch import nn
+
+
+def eager_attention_forward(module, query, key, value, attention_mask, scaling, dropout=0.0):
+    attn_weights = torch.matmul(query, key.transpose(2, 3)) * scaling
+    if attention_mask is not None:
+        attn_weights = attn_weights + attention_mask
+    attn_weights = nn.functional.softmax(attn_weights, dim=-1)
+    attn_weights = nn.functional.dropout(attn_weights, p=dropout, training=module.training)
+    return torch.matmul(attn_weights, value), attn_weights
+
+
+def sdpa_attention_forward(module, query, key, value, attention_mask, dropout=0.0, scaling=None):
+    out = F.scaled_dot_product_attention(
+        query, key, value, attn_mask=attention_mask, dropout_p=dropout, scale=scaling
+    )
+    return out.transpose(1, 2), None
+
+
+ATTENTION_FUNCTIONS = {"eager": eager_attention_forward, "sdpa": sdpa_attention_forward}
+
+
+class Attention(nn.Module):
+    def __init__(self, config):
+        super().__init__()
+        self.config = config
+        self.scaling = config.head_dim**-0.5
+        self.attention_dropout = config.attention_dropout
+
+    def forward(self, q, k, v, attention_mask=None):
+        attention_interface = eager_attention_forward
+        if self.config._attn_implementation != "eager":
+            attention_interface = ATTENTION_FUNCTIONS[self.config._attn_implementation]
+        out, _ = attention_interface(
+            self,
+            q,
+            k,
+            v,
+            attention_mask,
+            dropout=0.0 if not self.training else self.attention_dropout,
+            scaling=self.scaling,
+        )
+        return out
+"""
+
+
+def test_a_function_chosen_from_a_dict_of_functions_is_followed(tmp_path):
+    # probe AM's AM22 and transformers' ``ALL_ATTENTION_FUNCTIONS`` pattern:
+    # the dropout gated on self.training is right on every entry
+    assert _rows(REGISTRY, ["MHA007"], tmp_path) == []
+    ungated = REGISTRY.replace(
+        "dropout=0.0 if not self.training else self.attention_dropout",
+        "dropout=self.attention_dropout",
+    )
+    # the SDPA entry keeps dropout on in eval (the eager one gates it itself)
+    assert _rows(ungated, ["MHA007"], tmp_path) == [(36, 18, "MHA007")]
+    # a literal key picks its entry; a plain alias is the function
+    literal = ungated.replace(
+        "ATTENTION_FUNCTIONS[self.config._attn_implementation]", 'ATTENTION_FUNCTIONS["sdpa"]'
+    )
+    assert _rows(literal, ["MHA007"], tmp_path) == [(36, 18, "MHA007")]
+    eager_only = ungated.replace(
+        "ATTENTION_FUNCTIONS[self.config._attn_implementation]", 'ATTENTION_FUNCTIONS["eager"]'
+    )
+    assert _rows(eager_only, ["MHA007"], tmp_path) == []
+    aliased = ungated.replace(
+        "ATTENTION_FUNCTIONS[self.config._attn_implementation]", "sdpa_attention_forward"
+    )
+    assert _rows(aliased, ["MHA007"], tmp_path) == [(36, 18, "MHA007")]

@@ -34,6 +34,7 @@ from .composing import fill_apart
 from .fills import FILL_SINKS, FILL_TEXT, KV, SOFTMAX
 from .kv_scores import HANDWRITTEN
 from .forms import sdpa_summary
+from .aliases import followed
 from .local_names import enclosing_class, instance_name, own_definition
 from .binding import apply as _apply, bind as _bind, bind_factory, fixed as _fixed  # noqa: F401
 from .binding import SPLAT, known as _known, left_off
@@ -292,11 +293,10 @@ class Project(MethodCalls, Overrides, HandedMasks, ConstantFiles):
         self, func, site: CallSite, resolver, others: Optional[list] = None
     ) -> Optional[Tuple[str, dict]]:
         """The summary a call runs: a function of the project or of this file
-        called by name, or what the object called runs, followed by the
-        resolver to the constructions that made it (``self.attn`` built in
-        ``__init__``, a factory's product, the items of a ``ModuleList`` or
-        ``Sequential`` by index or in a loop, ``getattr(self, f"stage_{i}")``
-        after a ``setattr`` loop): one summary for all of them, or None."""
+        called by name or alias (``aliases.py``), or what the object called
+        runs, followed to the constructions that made it (``self.attn``, a
+        factory's product, a ``ModuleList``'s items by index or in a loop,
+        ``getattr(self, f"stage_{i}")``): one summary for all, or None."""
         env, scope = site.env, site.scope
         if (
             isinstance(func, cst.Attribute)
@@ -336,7 +336,9 @@ class Project(MethodCalls, Overrides, HandedMasks, ConstantFiles):
             return self._callee(
                 kept[0], CallSite(site.node, kept[1], kept[2], (), (), None), resolver
             )
-        lam = self._lambda(func, env, scope, resolver)
+        lam = self._lambda(func, env, scope, resolver) or followed(
+            self._callee, func, site, resolver, others
+        )
         if lam is not None:
             return lam
 
@@ -358,8 +360,7 @@ class Project(MethodCalls, Overrides, HandedMasks, ConstantFiles):
         return held[0]
 
     def _registered(self, func) -> Optional[list]:
-        """``BLOCKS[kind](d, h)``, ``BLOCKS`` a dict of this file's classes
-        (``REGISTRIES``): what an instance of each of them runs."""
+        """``BLOCKS[kind](d, h)``, a dict of this file's classes: what each runs."""
         if not (isinstance(func, cst.Subscript) and isinstance(func.value, cst.Name)):
             return None
         kinds = self._own().get(REGISTRIES, {}).get(func.value.value)
@@ -369,12 +370,10 @@ class Project(MethodCalls, Overrides, HandedMasks, ConstantFiles):
         return [(self.path, got) for got in found]
 
     def _kept_kind(self, func, scope) -> Optional[Tuple[str, dict]]:
-        """``self.attn2(...)`` where the summary of this file's class says
-        what ``attn2`` holds and the constructions cannot be followed one by
-        one in the tree: one of several classes (``attn_cls = A if c else
-        B``, ``chains.KINDS``), one of a dict of classes
-        (``BACKENDS[name](...)``), or the module the constructor is handed
-        (``chains.INJECTED``): read as a call from another file is."""
+        """``self.attn2(...)`` where this file's class summary says what
+        ``attn2`` holds and the tree cannot follow it: one of several classes
+        (``A if c else B``), of a dict of classes (``BACKENDS[name](...)``),
+        or the module handed in (``chains.INJECTED``): as from another file."""
         cls = enclosing_class(scope)
         if (
             not isinstance(func, cst.Attribute)
