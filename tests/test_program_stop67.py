@@ -173,3 +173,46 @@ def test_a_function_chosen_from_a_dict_of_functions_is_followed(tmp_path):
         "ATTENTION_FUNCTIONS[self.config._attn_implementation]", "sdpa_attention_forward"
     )
     assert _rows(aliased, ["MHA007"], tmp_path) == [(36, 18, "MHA007")]
+
+
+DEEP = """\
+import torch.nn as nn
+
+
+class Enc(nn.Module):
+    def __init__(self, d, h):
+        super().__init__()
+        self.conv = nn.Conv1d(80, d, 3, padding=1)
+        layer = nn.TransformerEncoderLayer(d, h, batch_first=True)
+        self.layers = nn.TransformerEncoder(layer, 2)
+        self.attn = nn.MultiheadAttention(d, h)
+
+
+class Recognizer(nn.Module):
+    def __init__(self, d, h):
+        super().__init__()
+        self.encoder = Enc(d, h)
+
+    def encode(self, mel):
+        feats = self.encoder.conv(mel).permute(0, 2, 1)
+        feats = feats.transpose(0, 1)
+        return self.encoder.layers(feats)
+
+    def pool(self, x):
+        x = x.transpose(0, 1)  # (L, N, E)
+        return self.encoder.attn(x, x, x, need_weights=False)[0]
+"""
+
+
+def test_a_module_reached_through_an_attribute_of_a_held_module(tmp_path):
+    # probe AM's AM07: ``self.encoder.layers`` and ``self.encoder.conv``, two
+    # attributes deep: the conv's (N, C, L) made (L, N, C) into a batch_first
+    # encoder; the MultiheadAttention is fed sequence-first data (no MHA001)
+    assert _rows(DEEP, ["MHA001", "MHA010"], tmp_path) == [(21, 16, "MHA010")]
+    batch_first = DEEP.replace(
+        "        x = x.transpose(0, 1)  # (L, N, E)\n", "        b, n, e = x.shape\n"
+    )
+    assert _rows(batch_first, ["MHA001", "MHA010"], tmp_path) == [
+        (10, 21, "MHA001"),
+        (21, 16, "MHA010"),
+    ]

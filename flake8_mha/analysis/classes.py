@@ -232,3 +232,24 @@ def builds_own_class(func: cst.FunctionDef) -> bool:
         isinstance(r, cst.Call) and isinstance(r.func, cst.Name) and r.func.value == first
         for r in returns
     )
+
+
+def instance_class(res, node, env: Env, scope):
+    """The class of this file that ``node`` holds an instance of: a name's one
+    definition builds it (``model = Forecaster()``) or is a parameter
+    annotated with it (``model: Forecaster``, ``"Forecaster"``); an attribute
+    (``self.encoder`` of ``self.encoder.layers``) holds one class's instances."""
+    if isinstance(node, cst.Attribute):
+        got = res.instance_classes(node, env, scope)
+        return got[0] if got and all(c is got[0] for c in got) else None
+    defs = lookup(node.value, env, scope) if isinstance(node, cst.Name) else ()
+    if len(defs) != 1:
+        return None
+    d = defs[0]
+    if d.kind == DefKind.ASSIGN and isinstance(d.node, cst.Call):
+        return res.local_class(d.node.func, d.env, d.scope)
+    note = d.node.annotation if d.kind == DefKind.PARAM else None
+    named = note.annotation if note is not None else None
+    if isinstance(named, cst.SimpleString) and str(named.evaluated_value).isidentifier():
+        named = cst.Name(str(named.evaluated_value))
+    return res.local_class(named, env, scope) if named is not None else None

@@ -24,7 +24,7 @@ import libcst as cst
 from ..core import torch_api
 from . import tree
 from .bound import Bound, Instance
-from .classes import is_property
+from .classes import instance_class, is_property
 from .flow import DefKind, Env, lookup, scope_appends
 from .tree import choices, walk
 from .values import UNKNOWN, fixed_side, literal, value_of
@@ -78,23 +78,6 @@ def submodule(
             return None
         out.append(type(inst)(spec, None, None, False))
     return out
-
-
-def instance_class(res: Resolver, node, env: Env, scope):
-    """The class of this file that the name ``node`` holds an instance of: its
-    one definition builds it (``model = Forecaster()``) or is a parameter
-    annotated with it (``model: Forecaster``, ``"Forecaster"``)."""
-    defs = lookup(node.value, env, scope) if isinstance(node, cst.Name) else ()
-    if len(defs) != 1:
-        return None
-    d = defs[0]
-    if d.kind == DefKind.ASSIGN and isinstance(d.node, cst.Call):
-        return res.local_class(d.node.func, d.env, d.scope)
-    note = d.node.annotation if d.kind == DefKind.PARAM else None
-    named = note.annotation if note is not None else None
-    if isinstance(named, cst.SimpleString) and str(named.evaluated_value).isidentifier():
-        named = cst.Name(str(named.evaluated_value))
-    return res.local_class(named, env, scope) if named is not None else None
 
 
 def layer_part(res: Resolver, owner, attr: str) -> Optional[str]:

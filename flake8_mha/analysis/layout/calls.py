@@ -15,7 +15,7 @@ import libcst as cst
 
 from .. import reach
 from ..bound import Bound
-from ..classes import class_default
+from ..classes import class_default, instance_class
 from ..program.callgraph import CHECKPOINT, bind_call, checkpointed
 from ..flow import Def, lookup
 from ..heads import EINOPS_REARRANGE
@@ -257,6 +257,9 @@ class LayoutCalls:
                 part = None if defs else reach.layer_part(self.resolver, cls, func.attr.value)
                 if part is not None:  # ``self.norm1`` of a layer subclass: torch built it
                     return part, None, None
+            else:  # ``self.encoder.conv``: the attribute of the class an instance is of
+                owner = instance_class(self.resolver, func.value, env, scope)
+                defs = self.resolver.attr_defs(owner, func.attr.value) if owner else ()
         elif isinstance(func, cst.Name):
             defs = lookup(func.value, env, scope)
         elif isinstance(func, cst.Subscript):  # ``self.embeddings[0](x)``: a container's member
