@@ -216,3 +216,36 @@ def test_a_module_reached_through_an_attribute_of_a_held_module(tmp_path):
         (10, 21, "MHA001"),
         (21, 16, "MHA010"),
     ]
+
+
+SPLATTED = """\
+import torch.nn as nn
+
+
+class Net(nn.Module):
+    def __init__(self, embed_dim=768, num_heads=12):
+        super().__init__()
+        self.attn = nn.MultiheadAttention(embed_dim, num_heads, batch_first=True)
+
+    def forward(self, x):
+        return self.attn(x, x, x, need_weights=False)[0]
+
+
+def hybrid(**kwargs):
+    return Net(embed_dim=640, num_heads=12, **kwargs)
+"""
+
+
+def test_sizes_given_by_keyword_beside_a_kwargs_splat_are_known(tmp_path):
+    # probe AM's AM06 and AM29: the splat cannot give a keyword the call gives
+    assert _rows(SPLATTED, ["MHA008"], tmp_path) == [(14, 12, "MHA008")]
+    # a size left to the default may come from the splat: unknown
+    left = SPLATTED.replace(
+        "Net(embed_dim=640, num_heads=12, **kwargs)", "Net(embed_dim=640, **kwargs)"
+    )
+    assert _rows(left, ["MHA008"], tmp_path) == []
+    # a positional splat leaves every position unknown
+    starred = SPLATTED.replace("def hybrid(**kwargs):", "def hybrid(*args):").replace(
+        "Net(embed_dim=640, num_heads=12, **kwargs)", "Net(*args, embed_dim=640, num_heads=12)"
+    )
+    assert _rows(starred, ["MHA008"], tmp_path) == []

@@ -96,7 +96,7 @@ def passed(call: cst.Call, index: int, name: str) -> Optional[cst.BaseExpression
     positional one (splats aside: the caller rules them out)."""
     given = None
     for i, arg in enumerate(call.args):
-        if (arg.keyword is None and i == index) or (
+        if (arg.keyword is None and i == index and not arg.star) or (
             arg.keyword is not None and arg.keyword.value == name
         ):
             given = arg.value

@@ -92,7 +92,7 @@ def handed_sizes(ctx, site, judged=("embed", "heads")):
         project is None
         or not hasattr(project, "sized")
         or not isinstance(call.func, (cst.Name, cst.Attribute, cst.Subscript))
-        or any(a.star for a in call.args)
+        or any(a.star == "*" for a in call.args)  # positions unknown
     ):
         return
     got = project.sized(call.func, site.env, site.scope)
@@ -226,6 +226,8 @@ def _size(ctx, site, call: cst.Call, entry: dict, ref: list):
     if kind == "value":
         return x
     expr = _passed_for(call, entry, x)
+    if expr is None and any(a.star for a in call.args):
+        return None  # ``Net(dim=640, **kwargs)``: the kwargs may give it
     if expr is None:
         return entry["defaults"].get(x)
     return int_or_none(ctx.value(expr, site))
