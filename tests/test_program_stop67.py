@@ -4,7 +4,8 @@ and what release review 39 and probe AM found."""
 
 from __future__ import annotations
 
-from fixture_expect import source_rows as _rows
+from fixture_expect import source_rows as _rows, write_package
+from flake8_mha.lint.engine import analyze_file
 
 SOFTCAPPED = """\
 import math
@@ -249,3 +250,61 @@ def test_sizes_given_by_keyword_beside_a_kwargs_splat_are_known(tmp_path):
         "Net(embed_dim=640, num_heads=12, **kwargs)", "Net(*args, embed_dim=640, num_heads=12)"
     )
     assert _rows(starred, ["MHA008"], tmp_path) == []
+
+
+def test_a_mask_read_by_key_from_a_helper_s_dict(tmp_path):
+    # probe AM's AM01 and AM14: ``masks = build_masks(tokens)`` then ``masks["pad"]``,
+    # the helper in this file or another; the other key is right
+    pkg = write_package(
+        tmp_path / "pkg",
+        {
+            "masks.py": 'def build_masks(tokens):\n    pad = tokens == 0\n    return {"pad": pad, "keep": ~pad}\n',
+            "attn.py": DICT_CALLER,
+        },
+    )
+    assert [(f.line, f.col, f.code) for f in analyze_file(str(pkg / "attn.py"), ["MHA002"])] == [
+        (8, 12, "MHA002")
+    ]
+    one_file = DICT_CALLER.replace(
+        "from .masks import build_masks\n",
+        'def build_masks(tokens):\n    pad = tokens == 0\n    return {"pad": pad, "keep": ~pad}\n',
+    )
+    assert _rows(one_file, ["MHA002"], tmp_path) == [(10, 12, "MHA002")]
+
+
+DICT_CALLER = """\
+import torch.nn.functional as F
+
+from .masks import build_masks
+
+
+def attend(q, k, v, tokens):
+    masks = build_masks(tokens)
+    return F.scaled_dot_product_attention(q, k, v, attn_mask=masks["pad"][:, None, None, :])
+
+
+def attend_keep(q, k, v, tokens):
+    masks = build_masks(tokens)
+    return F.scaled_dot_product_attention(q, k, v, attn_mask=masks["keep"][:, None, None, :])
+"""
+
+T5_BIAS = """\
+import torch
+import torch.nn.functional as F
+
+
+def encode(q, bias, input_ids, attention_mask):
+    ext = attention_mask[:, None, None, :].to(torch.float32)
+    position_bias = bias + ext
+    return F.scaled_dot_product_attention(q, q, q, attn_mask=position_bias)
+"""
+
+
+def test_a_float_keep_mask_folded_into_a_position_bias_is_still_added(tmp_path):
+    # probe AM's AM12: T5's bias plus a 0/1 mask; nothing is masked
+    assert _rows(T5_BIAS, ["MHA004"], tmp_path) == [(8, 12, "MHA004")]
+    additive = T5_BIAS.replace(
+        "    ext = attention_mask[:, None, None, :].to(torch.float32)\n",
+        "    ext = (1.0 - attention_mask[:, None, None, :].to(torch.float32)) * -1e9\n",
+    )
+    assert _rows(additive, ["MHA004"], tmp_path) == []

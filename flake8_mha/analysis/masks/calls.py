@@ -18,7 +18,7 @@ from ..program.local_names import function_key
 from ..program.callgraph import FileCalls, bind_call, frame_for  # noqa: F401  (the package's names for them)
 from ..classes import is_property
 from ..flow import ClassInfo, Def, Env, Scope, children, lookup
-from ..splats import element, expand_call
+from ..splats import element, expand_call, item
 from ..tree import is_none, leaves
 from .domain import KEEP, NONE_MASK, UNKNOWN_MASK, Mask, Origin, join_all
 from ..program.conventions import binds_padding, encoder_layer
@@ -396,7 +396,18 @@ class Calls(FileCalls):
         """Element ``index`` of a tuple-valued expression (a helper returning several masks)."""
         if not index:
             return self.eval(node, at)
-        if isinstance(node, (cst.Tuple, cst.List)):
+        if isinstance(index[0], str):  # ``masks["pad"]`` of a helper returning a dict
+            found = item(node, index[0], at.env, at.scope) if isinstance(node, cst.Dict) else None
+            if found is not None:
+                return join_all(
+                    [
+                        self._indexed(e, index[1:], At(env, sc, frame_for(sc, at.frame), at.depth))
+                        for e, env, sc in found
+                    ]
+                )
+            if not isinstance(node, (cst.Call, cst.Name)):
+                return UNKNOWN_MASK
+        elif isinstance(node, (cst.Tuple, cst.List)):
             found = element(node, index[0], at.env, at.scope)  # counts through *splats
             if found is None:
                 return UNKNOWN_MASK

@@ -325,6 +325,10 @@ class MaskEvaluator(Calls, Numbers, Comparisons, Segments, Offsets, Shapes, Dtyp
                     for e, env, scope in found
                 ]
             )
+        if key is not None and isinstance(node.value, cst.Name):
+            got = self._indexed(node.value, (key,), at)  # a helper's dict of masks
+            if got.known:
+                return got
         if key is not None:
             if key in TOKENIZER_KEYS and not self._is_kwargs(node.value, at):
                 return self._tokenizer(node)
@@ -432,6 +436,18 @@ class MaskEvaluator(Calls, Numbers, Comparisons, Segments, Offsets, Shapes, Dtyp
                 and b.kind in (ADDITIVE, None)
             ):
                 return additive(self.origin(node), broadcast(a.layout, b.layout), None)
+            for m, other in ((a, b), (b, a)):
+                # ``position_bias + mask01``: a float 0/1 mask added into a bias is
+                # still added, not applied (T5's bias folded with a keep-mask)
+                if (
+                    m.kind == FLOAT01
+                    and m.meaning in (KEEP, IGNORE)
+                    and not other.none
+                    and other.kind in (ADDITIVE, None)
+                    and other.meaning in (ADDITIVE, None)
+                    and not other.zero_one
+                ):
+                    return replace(m, layout=broadcast(m.layout, other.layout) or m.layout)
             return UNKNOWN_MASK
         return UNKNOWN_MASK
 

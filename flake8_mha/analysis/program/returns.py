@@ -246,7 +246,7 @@ class ReturnsFiles(ProjectFiles):
     def _builder_mask(self, filename, name, call, text, index=(), closure=False):
         """``builder_summary`` of ``name`` in ``filename`` (kept by the file's
         bytes) as the mask ``call`` gives; None when it says nothing."""
-        salt = (str(RETURNS_VERSION), *(("closure",) if closure else ()), name, *map(str, index))
+        salt = (str(RETURNS_VERSION), *(("closure",) if closure else ()), name, *map(repr, index))
         got = self._read(
             filename,
             salt,
