@@ -308,3 +308,37 @@ def test_a_float_keep_mask_folded_into_a_position_bias_is_still_added(tmp_path):
         "    ext = (1.0 - attention_mask[:, None, None, :].to(torch.float32)) * -1e9\n",
     )
     assert _rows(additive, ["MHA004"], tmp_path) == []
+
+
+PROPERTY_MASK = """\
+import torch
+import torch.nn as nn
+
+
+class Batch:
+    def __init__(self, x, lengths):
+        self.x = x
+        self.lengths = lengths
+
+    @property
+    def padding(self):
+        steps = torch.arange(self.x.shape[1])
+        return (steps[None, :] >= self.lengths[:, None]).float()
+
+
+class Model(nn.Module):
+    def __init__(self, d, h):
+        super().__init__()
+        self.attn = nn.MultiheadAttention(d, h, batch_first=True)
+
+    def forward(self, batch: Batch):
+        x = batch.x
+        return self.attn(x, x, x, key_padding_mask=batch.padding, need_weights=False)[0]
+"""
+
+
+def test_a_mask_from_a_property_of_a_parameter_annotated_with_its_class(tmp_path):
+    # probe AM's AM08: a float 0/1 padding mask of ``batch: Batch``'s property
+    assert _rows(PROPERTY_MASK, ["MHA004"], tmp_path) == [(23, 16, "MHA004")]
+    as_bool = PROPERTY_MASK.replace(".float()", "")
+    assert _rows(as_bool, ["MHA003", "MHA004"], tmp_path) == []

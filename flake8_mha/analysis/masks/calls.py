@@ -16,7 +16,7 @@ import libcst as cst
 
 from ..program.local_names import function_key
 from ..program.callgraph import FileCalls, bind_call, frame_for  # noqa: F401  (the package's names for them)
-from ..classes import is_property
+from ..classes import instance_class, is_property
 from ..flow import ClassInfo, Def, Env, Scope, children, lookup
 from ..splats import element, expand_call, item
 from ..tree import is_none, leaves
@@ -287,6 +287,9 @@ class Calls(FileCalls):
         if not isinstance(node.value, cst.Name) or at.depth > MAX_HOLDER_DEPTH:
             return None
         classes = self.resolver.instance_classes(node.value, at.env, at.scope)
+        if not classes:  # ``batch: Batch``, a parameter annotated with the class (probe AM)
+            annotated = instance_class(self.resolver, node.value, at.env, at.scope)
+            classes = [annotated] if annotated is not None else None
         if not classes or any(c is not classes[0] for c in classes):
             return None
         cls, attr = classes[0], node.attr.value
