@@ -342,3 +342,36 @@ def test_a_mask_from_a_property_of_a_parameter_annotated_with_its_class(tmp_path
     assert _rows(PROPERTY_MASK, ["MHA004"], tmp_path) == [(23, 16, "MHA004")]
     as_bool = PROPERTY_MASK.replace(".float()", "")
     assert _rows(as_bool, ["MHA003", "MHA004"], tmp_path) == []
+
+
+MODULE_HELPER = """\
+import torch.nn as nn
+import torch.nn.functional as F
+
+
+class MaskKV(nn.Module):
+    def forward(self, k, v, keep):
+        m = keep[:, None, :, None].to(k.dtype)
+        return k * m, v * m
+
+
+class SensorAttention(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.mask_kv = MaskKV()
+
+    def forward(self, q, k, v, tokens):
+        observed = tokens != 0
+        k, v = self.mask_kv(k, v, observed)
+        return F.scaled_dot_product_attention(q, k, v)
+"""
+
+
+def test_keys_and_values_zeroed_by_a_module_s_forward(tmp_path):
+    # probe AM's AM27: the helper is an nn.Module held on self
+    assert _rows(MODULE_HELPER, ["MHA015"], tmp_path) == [(19, 16, "MHA015")]
+    scored = MODULE_HELPER.replace(
+        "F.scaled_dot_product_attention(q, k, v)",
+        "F.scaled_dot_product_attention(q, k, v, attn_mask=observed[:, None, None, :])",
+    )
+    assert _rows(scored, ["MHA015"], tmp_path) == []

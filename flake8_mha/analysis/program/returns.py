@@ -78,6 +78,8 @@ def helper_reading(
     if kept is not None and target is None:
         return helper_reading(ctx, call.with_changes(func=kept[0]), kept[1], kept[2], salt, read)
     target = target or ctx.resolver.own_function(call, env, scope)
+    module = target is None and _module_forward(ctx, call, env, scope)
+    target = module or target
     if target is not None:
         fscope = ctx.flow.functions.get(id(target))
         reading = ctx.analyses.setdefault("helper readings", set())
@@ -91,7 +93,7 @@ def helper_reading(
         if not form:
             return None
         static = static_kind(target) == "staticmethod"
-        skip = 1 if isinstance(call.func, cst.Attribute) and not static else 0  # ``self``
+        skip = 1 if (isinstance(call.func, cst.Attribute) and not static) or module else 0
         return _bound(form, _params(target)[skip:], call, None, _keyword_only(target))
     project = getattr(ctx, "project", None)
     if isinstance(project, ReturnsFiles):
@@ -100,6 +102,16 @@ def helper_reading(
         except (OSError, ValueError, RecursionError):
             return None
     return None
+
+
+def _module_forward(ctx, call: cst.Call, env, scope):
+    """The ``forward`` a call of an instance of one class of this file runs
+    (``self.mask_kv(k, v, keep)`` of ``self.mask_kv = MaskKV()``: probe AM's
+    AM27); None for anything else."""
+    classes = ctx.resolver.instance_classes(call.func, env, scope)
+    if not classes or any(c is not classes[0] for c in classes):
+        return None
+    return ctx.resolver.method_of(classes[0], "forward")
 
 
 def overriding_readings(ctx, call: cst.Call, scope, salt: str, read: Read):
