@@ -375,3 +375,33 @@ def test_keys_and_values_zeroed_by_a_module_s_forward(tmp_path):
         "F.scaled_dot_product_attention(q, k, v, attn_mask=observed[:, None, None, :])",
     )
     assert _rows(scored, ["MHA015"], tmp_path) == []
+
+
+ITEM_STORED = """\
+import torch.nn as nn
+
+PAD_ID = 0
+
+
+class Model(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.attn = nn.MultiheadAttention(64, 8, batch_first=True)
+
+    def forward(self, x, ids):
+        masks = {}
+        masks["key_padding"] = ids != PAD_ID
+        return self.attn(x, x, x, key_padding_mask=masks["key_padding"], need_weights=False)[0]
+"""
+
+
+def test_a_mask_stored_into_a_dict_by_key_and_read_back(tmp_path):
+    # probe AM's AM17: ``masks["key_padding"] = ids != PAD_ID`` is a keep-mask
+    assert _rows(ITEM_STORED, ["MHA003"], tmp_path) == [(14, 16, "MHA003")]
+    assert _rows(ITEM_STORED.replace("ids != PAD_ID", "ids == PAD_ID"), ["MHA003"], tmp_path) == []
+    # a store on some paths only leaves the dict unknown
+    branched = ITEM_STORED.replace(
+        '        masks["key_padding"] = ids != PAD_ID\n',
+        '        if ids is not None:\n            masks["key_padding"] = ids != PAD_ID\n',
+    )
+    assert _rows(branched, ["MHA003"], tmp_path) == []

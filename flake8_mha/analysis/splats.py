@@ -130,9 +130,15 @@ def items(
             return None
         merged: Optional[dict] = None
         for d in defs:
+            stored = None
             if _mutated(expr.value, d.scope, _DICT_MUTATORS):
-                return None
+                stored = _item_stores(expr.value, d.scope)  # ``masks["pad"] = ...`` only
+                if stored is None:
+                    return None
             got = items(d.node, d.env, d.scope, depth + 1)
+            for key, values in (stored or {}).items():
+                if got is not None:
+                    got = {**got, key: got.get(key, []) + values}
             if got is None or (merged is not None and set(got) != set(merged)):
                 return None
             if merged is None:
@@ -277,6 +283,49 @@ def _mutated(name: str, scope: Optional[Scope], methods: set) -> bool:
                     return True
         stack.extend(children(n))
     return False
+
+
+def _item_stores(name: str, scope: Scope) -> Optional[dict]:
+    """``key -> [Element]`` of the ``name["key"] = value`` statements of the
+    scope (probe AM's AM17: ``masks = {}`` then ``masks["key_padding"] =
+    ids != PAD_ID``), each value where it is written; None when the dict is
+    changed otherwise too (a method, ``del``, ``+=``, a key not a string), or
+    on some paths only (a store inside an ``if`` or a loop)."""
+    out: dict = {}
+    where = {id(d.node): d for d in scope.appends.get(name, ())}
+    top = set()
+    root = scope.node
+    body = root.body.body if isinstance(root, cst.FunctionDef) else getattr(root, "body", ())
+    for stmt in body if isinstance(body, (list, tuple)) else ():
+        if isinstance(stmt, cst.SimpleStatementLine):
+            top.update(id(n) for n in stmt.body if isinstance(n, cst.Assign))
+    stack = list(children(root.body)) if isinstance(root, cst.FunctionDef) else list(children(root))
+    while stack:
+        n = stack.pop()
+        if isinstance(n, (cst.FunctionDef, cst.ClassDef, cst.Lambda)):
+            continue
+        if (
+            isinstance(n, cst.Attribute)
+            and _names(n.value, name)
+            and n.attr.value in _DICT_MUTATORS
+        ):
+            return None
+        if isinstance(n, (cst.Del, cst.AugAssign)) and _names(
+            getattr(n.target, "value", None), name
+        ):
+            return None
+        if isinstance(n, cst.Assign):
+            for t in n.targets:
+                t = t.target
+                if isinstance(t, cst.Subscript) and _names(t.value, name):
+                    index = t.slice[0].slice if len(t.slice) == 1 else None
+                    key = _string(index.value) if isinstance(index, cst.Index) else None
+                    d = where.get(id(n.value))
+                    if key is None or d is None or len(n.targets) != 1 or id(n) not in top:
+                        return None
+                    out.setdefault(key, []).append((n.value, d.env, d.scope))
+        stack.extend(children(n))
+    return out
 
 
 def _names(node, name: str) -> bool:
