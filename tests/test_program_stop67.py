@@ -405,3 +405,35 @@ def test_a_mask_stored_into_a_dict_by_key_and_read_back(tmp_path):
         '        if ids is not None:\n            masks["key_padding"] = ids != PAD_ID\n',
     )
     assert _rows(branched, ["MHA003"], tmp_path) == []
+
+
+PARTIAL_EXPANSION = """\
+import functools
+
+import torch.nn as nn
+
+
+def repeat_for_heads(mask, num_heads):
+    return mask.repeat(num_heads, 1, 1)
+
+
+class Layer(nn.Module):
+    def __init__(self, d, nhead):
+        super().__init__()
+        self.nhead = nhead
+        self.attn = nn.MultiheadAttention(d, nhead, batch_first=True)
+        self.expand = functools.partial(repeat_for_heads, num_heads=nhead)
+
+    def forward(self, tgt, memory, region_logits):
+        outside = region_logits.sigmoid() < 0.5
+        return self.attn(tgt, memory, memory, attn_mask=self.expand(outside), need_weights=False)[0]
+"""
+
+
+def test_a_head_expansion_held_as_a_partial_on_self(tmp_path):
+    # probe AM's AM13: ``self.expand = partial(repeat_for_heads, num_heads=nhead)``
+    assert _rows(PARTIAL_EXPANSION, ["MHA016"], tmp_path) == [(19, 16, "MHA016")]
+    batch_major = PARTIAL_EXPANSION.replace(
+        "mask.repeat(num_heads, 1, 1)", "mask.repeat_interleave(num_heads, dim=0)"
+    )
+    assert _rows(batch_major, ["MHA016"], tmp_path) == []

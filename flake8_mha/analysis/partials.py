@@ -73,12 +73,16 @@ def partial_of_module(site, name, resolver):
 
 def partial_of_name(call: cst.Call, env: Env, scope, resolver) -> Optional[tuple]:
     """``make_block(72)`` where ``make_block = functools.partial(Block,
-    n_heads=16)`` is bound once: (what the partial wraps, the env and scope
+    n_heads=16)`` is bound once (or ``self.expand(m)`` of ``self.expand =
+    partial(...)``): (what the partial wraps, the env and scope
     of its binding, the call as the wrapped function receives it), for a
     function or class of the project (a torch class is ``partial_torch``'s)."""
-    if not isinstance(call.func, cst.Name):
+    if isinstance(call.func, cst.Name):
+        defs = lookup(call.func.value, env, scope)
+    elif isinstance(call.func, cst.Attribute):  # ``self.expand = partial(tile, heads=h)``
+        defs = resolver.self_attr_defs(call.func, env, scope) or ()
+    else:
         return None
-    defs = lookup(call.func.value, env, scope)
     made = _bound_partial(defs, resolver)
     if made is None or any(a.star for a in (*made.args, *call.args)):
         return None

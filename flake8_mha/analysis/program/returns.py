@@ -32,6 +32,7 @@ from ...core.atomic import read_regular
 from .. import reach
 from ..flow import DefKind, import_path, lookup
 from ..bound import passed
+from ..partials import partial_of_name
 from .callgraph import static_kind
 from .files import ProjectFiles, decode
 
@@ -77,6 +78,10 @@ def helper_reading(
     kept = reach.held_function(ctx.resolver, call.func, env, scope)  # ``self.expand = tile_heads``
     if kept is not None and target is None:
         return helper_reading(ctx, call.with_changes(func=kept[0]), kept[1], kept[2], salt, read)
+    if target is None:  # ``self.expand(m)`` of ``self.expand = partial(tile, heads=h)``
+        wrapped = partial_of_name(call, env, scope, ctx.resolver)
+        if wrapped is not None:
+            return helper_reading(ctx, wrapped[3], wrapped[1], wrapped[2], salt, read, words)
     target = target or ctx.resolver.own_function(call, env, scope)
     module = target is None and _module_forward(ctx, call, env, scope)
     target = module or target
