@@ -437,3 +437,33 @@ def test_a_head_expansion_held_as_a_partial_on_self(tmp_path):
         "mask.repeat(num_heads, 1, 1)", "mask.repeat_interleave(num_heads, dim=0)"
     )
     assert _rows(batch_major, ["MHA016"], tmp_path) == []
+
+
+PROPERTY_EXPANSION = """\
+import torch.nn as nn
+
+
+class RegionAttention(nn.Module):
+    def __init__(self, dim, num_heads):
+        super().__init__()
+        self.num_heads = num_heads
+        self.mha = nn.MultiheadAttention(dim, num_heads, batch_first=True)
+        self._blocked = None
+
+    @property
+    def attn_mask(self):
+        return self._blocked.repeat(self.num_heads, 1, 1)
+
+    def forward(self, x, region_ids):
+        self._blocked = region_ids[:, :, None] != region_ids[:, None, :]
+        return self.mha(x, x, x, attn_mask=self.attn_mask, need_weights=False)[0]
+"""
+
+
+def test_a_head_expansion_made_by_a_property(tmp_path):
+    # probe AM's AM23: the property repeats a per-sample mask head-major
+    assert _rows(PROPERTY_EXPANSION, ["MHA016"], tmp_path) == [(17, 16, "MHA016")]
+    batch_major = PROPERTY_EXPANSION.replace(
+        ".repeat(self.num_heads, 1, 1)", ".repeat_interleave(self.num_heads, dim=0)"
+    )
+    assert _rows(batch_major, ["MHA016"], tmp_path) == []
