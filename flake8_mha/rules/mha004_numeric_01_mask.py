@@ -44,6 +44,11 @@ class NumericZeroOneMask(MaskRule):
         # or an additive mask: nn.Transformer.generate_square_subsequent_mask(L)
         """
     DECISIONS = """
+        - A 0/1 mask added into a bias (`position_bias + mask01`, T5's
+          relative bias folded with a float keep-mask) is still a 0/1 mask
+          added: the sum handed to SDPA or an attention module as its mask
+          is reported as the mask itself would be. An additive mask or a
+          bias of unknown values on both sides is not.
         - Only a mask known to hold 0 and 1 is reported: one whose 0/1 meaning
           is known, or a comparison cast to numbers whatever it means
           (`(x_cat == MISSING_ID).float()`); a float tensor of zeros, a bias,

@@ -62,6 +62,14 @@ class SdpaDropoutInEval(Rule):
         )
         """
     DECISIONS = """
+        - A wrapper called under another name is followed: a local alias
+          (`attn_fn = sdpa_attention`), or the entry of a dict of functions
+          written in the file (`ATTENTION_FUNCTIONS["sdpa"]`; an unknown key,
+          `ATTENTION_FUNCTIONS[config.impl]`, reads every entry, and one that
+          hands the probability to SDPA is judged). transformers'
+          `attention_interface = ALL_ATTENTION_FUNCTIONS[...]` with
+          `dropout=0.0 if not self.training else p` is gated; with
+          `dropout=p` it is reported at the call.
         - A `dropout_p=` keyword beside a `**kw` splat is the call's dropout
           (the splat cannot give it again: Python would raise); a call that
           may take `dropout_p` only from a splat is not judged.

@@ -76,6 +76,12 @@ class HeadsDoNotDivide(Rule):
           n_heads)` of `layers.py`), or a class method returning `cls(...)`
           (`Encoder.from_width(96, heads=5)`): the call that hands them
           reports, and the calls between, which only hand them on, do not.
+        - A size the call gives by keyword or position beside a `**kwargs`
+          splat is known (the splat cannot give it again: Python would
+          raise): `Net(embed_dim=640, num_heads=12, **kwargs)`,
+          `cls(dim=1000, heads=16, **kwargs)`. A size left to its default
+          beside the splat may come from it, and any `*args` splat leaves
+          every position unknown: not judged.
         """
     VALID = [
         "import torch.nn as nn\nattn = nn.MultiheadAttention(64, 8, batch_first=True)\n",

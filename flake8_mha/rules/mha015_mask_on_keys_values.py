@@ -108,7 +108,10 @@ class MaskOnKeysValues(Rule):
         argument for that parameter, as if the multiplication were written
         at the call; so is one that returns the pair (`return k * m, v * m`,
         each multiplied by the same parameter), unpacked `k, v = mask_kv(k,
-        v, keep)`.
+        v, keep)`. The helper may be the `forward` of a module of the file
+        held on `self` or in a `ModuleDict` (`self.mask_kv(k, v, keep)`), or
+        a `functools.partial` of one (`self.zero = partial(zero_pad,
+        ...)`).
 
         The other direction too: a function or a module's `forward` that
         multiplies one of its parameters into the keys or values of its one

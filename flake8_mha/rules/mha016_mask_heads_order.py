@@ -92,6 +92,11 @@ class MaskHeadsOrder(Rule):
         # or, for padding alone: self.attn(x, x, x, key_padding_mask=pad)
         """
     DECISIONS = """
+        - The walk back from the argument reads a one-return `@property` of
+          the class (`attn_mask=self.attn_mask`, the property repeating a
+          mask stored by the forward), and a helper kept as a
+          `functools.partial` (`self.expand = partial(repeat_for_heads,
+          num_heads=nhead)`, then `attn_mask=self.expand(outside)`).
         - A mask thresholded after it is expanded (Mask2Former's
           `probs.unsqueeze(1).repeat(1, num_heads, 1, 1).flatten(0, 1) < 0.5`)
           is judged by its expansion, as one expanded after the comparison.
