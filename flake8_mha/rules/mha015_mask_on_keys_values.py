@@ -102,16 +102,13 @@ class MaskOnKeysValues(Rule):
         `attention_mask`, `tokens != pad_id`, `arange(S) < lengths[:, None]`),
         followed through locals, shape and dtype methods, transposes and
         einops `rearrange`. A helper whose one return multiplies by, or
-        zero-fills with, one of its parameters (`def zero_pad(x, keep):
-        return x * keep[..., None]`), in the same file or in another file of
-        the project, is read in its own file and judged with the caller's
-        argument for that parameter, as if the multiplication were written
-        at the call; so is one that returns the pair (`return k * m, v * m`,
-        each multiplied by the same parameter), unpacked `k, v = mask_kv(k,
-        v, keep)`. The helper may be the `forward` of a module of the file
-        held on `self` or in a `ModuleDict` (`self.mask_kv(k, v, keep)`), or
-        a `functools.partial` of one (`self.zero = partial(zero_pad,
-        ...)`).
+        zero-fills with, one of its parameters (`def zero_pad(x, keep): return
+        x * keep[..., None]`), in any file of the project, is read in its own
+        file and judged with the caller's argument for that parameter, as if
+        the multiplication were written at the call; so is one that returns
+        the pair (`return k * m, v * m`), unpacked `k, v = mask_kv(k, v,
+        keep)`; also a module's `forward` (`self.mask_kv(k, v, keep)`) or a
+        `functools.partial` of a helper.
 
         The other direction too: a function or a module's `forward` that
         multiplies one of its parameters into the keys or values of its one
