@@ -467,3 +467,42 @@ def test_a_head_expansion_made_by_a_property(tmp_path):
         ".repeat(self.num_heads, 1, 1)", ".repeat_interleave(self.num_heads, dim=0)"
     )
     assert _rows(batch_major, ["MHA016"], tmp_path) == []
+
+
+FORWARDER = """\
+import torch.nn as nn
+
+
+class Traced(nn.Module):
+    def __init__(self, dim, heads):
+        super().__init__()
+        self.inner = nn.MultiheadAttention(dim, heads, batch_first=True)
+
+    def forward(self, *args, **kwargs):
+        return self.inner(*args, **kwargs)
+
+
+class Layer(nn.Module):
+    def __init__(self, dim, heads):
+        super().__init__()
+        self.mixer = Traced(dim, heads)
+
+    def forward(self, x, pad):
+        out, _ = self.mixer(x, x, x, key_padding_mask=pad)
+        return x + out
+"""
+
+
+def test_a_wrapper_that_hands_every_argument_on_is_its_module(tmp_path):
+    # probe AM's AM30: ``forward(self, *args, **kwargs)`` returning
+    # ``self.inner(*args, **kwargs)``: the call is the MultiheadAttention's
+    assert _rows(FORWARDER, ["MHA102"], tmp_path) == [(19, 18, "MHA102")]
+    kept = FORWARDER.replace("        out, _ = self.mixer(", "        out, w = self.mixer(").replace(
+        "        return x + out", "        return x + out, w"
+    )
+    assert _rows(kept, ["MHA102"], tmp_path) == []
+    changed = FORWARDER.replace(
+        "        return self.inner(*args, **kwargs)",
+        "        kwargs['need_weights'] = False\n        return self.inner(*args, **kwargs)",
+    )
+    assert _rows(changed, ["MHA102"], tmp_path) == []

@@ -253,3 +253,48 @@ def instance_class(res, node, env: Env, scope):
     if isinstance(named, cst.SimpleString) and str(named.evaluated_value).isidentifier():
         named = cst.Name(str(named.evaluated_value))
     return res.local_class(named, env, scope) if named is not None else None
+
+
+def forwarded_attr(info) -> Optional[str]:
+    """``inner`` when the class's ``forward`` only hands every argument on to
+    ``self.inner``: ``def forward(self, *args, **kwargs): return
+    self.inner(*args, **kwargs)`` (a tracing or profiling wrapper, probe AM's
+    AM30): a call of an instance is a call of ``self.inner``."""
+    method = info.methods.get("forward") if info is not None else None
+    if method is None or method.decorators:
+        return None
+    p = method.params
+    if len(p.params) != 1 or p.posonly_params or p.kwonly_params:
+        return None
+    if not isinstance(p.star_arg, cst.Param) or p.star_kwarg is None:
+        return None
+    body = [s for s in method.body.body if not _is_docstring(s)]
+    if len(body) != 1 or not isinstance(body[0], cst.SimpleStatementLine):
+        return None
+    ret = body[0].body[0]
+    call = ret.value if isinstance(ret, cst.Return) else None
+    if not isinstance(call, cst.Call) or len(call.args) != 2:
+        return None
+    func = call.func
+    if not (
+        isinstance(func, cst.Attribute)
+        and isinstance(func.value, cst.Name)
+        and func.value.value == p.params[0].name.value
+    ):
+        return None
+    star, kw = call.args
+    names = (p.star_arg.name.value, p.star_kwarg.name.value)
+    if (star.star, kw.star) != ("*", "**") or (
+        getattr(star.value, "value", None),
+        getattr(kw.value, "value", None),
+    ) != names:
+        return None
+    return func.attr.value
+
+
+def _is_docstring(stmt) -> bool:
+    return (
+        isinstance(stmt, cst.SimpleStatementLine)
+        and isinstance(stmt.body[0], cst.Expr)
+        and isinstance(stmt.body[0].value, cst.SimpleString)
+    )

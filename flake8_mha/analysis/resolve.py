@@ -11,7 +11,7 @@ import libcst as cst
 
 from . import defaults, reach
 from ..core import torch_api
-from .classes import builds_own_class, class_run, delegates, static_kind
+from .classes import builds_own_class, class_run, delegates, forwarded_attr, static_kind
 from .flow import CallSite, ClassInfo, Def, DefKind, Env, FlowPass, Scope, lookup
 from .flow import imported_by_call, scope_appends
 from .tree import is_none
@@ -458,11 +458,8 @@ class Resolver:
 
     def _constructed_with(self, d: Def, leaf: Leaf, depth: int) -> Optional[list]:
         """A parameter of a class's ``__init__``: what every construction of the
-        class in this file passes for it.  DETR's ``TransformerEncoder(
-        encoder_layer, num_layers)`` keeps ``_get_clones(encoder_layer, n)``,
-        and ``Transformer.__init__`` builds it with the layer it made.  None
-        when the class is built nowhere in the file, or one construction
-        passes it through a splat or leaves it to a default that is None."""
+        class in this file passes for it (DETR's ``TransformerEncoder(layer,
+        n)``); None when none builds it, or one splats or leaves it None."""
         given = self.assumed.get((id(d.extra), d.node.name.value))
         if given is not None:  # what another file hands the parameter (layout/program.py)
             return given(leaf)
@@ -726,8 +723,17 @@ class Resolver:
         if info is None:
             return None
         found = self.class_spec(info)
-        if found is None:
-            return None
+        if (
+            found is None
+        ):  # ``def forward(self, *args, **kwargs): return self.inner(*args, **kwargs)``
+            inner = forwarded_attr(info)
+            if inner is None or ("fwd", id(info)) in self._following:
+                return None
+            self._following.add(("fwd", id(info)))
+            try:
+                return self.held_from_defs(tuple(self.attr_defs(info, inner)), self._torch_leaf, 1)
+            finally:
+                self._following.discard(("fwd", id(info)))
         spec, own_init, own_fwd = found
         return [Instance(spec, None if own_init else site, info, own_fwd)]
 
