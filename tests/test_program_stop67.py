@@ -506,3 +506,35 @@ def test_a_wrapper_that_hands_every_argument_on_is_its_module(tmp_path):
         "        kwargs['need_weights'] = False\n        return self.inner(*args, **kwargs)",
     )
     assert _rows(changed, ["MHA102"], tmp_path) == []
+
+
+LITERAL_KIND = """\
+from typing import Literal
+
+import torch.nn.functional as F
+
+
+def make_padding_mask(ids, pad_id, kind: Literal["keep", "ignore"] = "ignore"):
+    if kind == "ignore":
+        return ids == pad_id
+    return ids != pad_id
+
+
+def attend(q, k, v, ids):
+    pad = make_padding_mask(ids, 0, kind="ignore")
+    return F.scaled_dot_product_attention(q, k, v, attn_mask=pad[:, None, None, :])
+"""
+
+
+def test_a_builder_s_path_chosen_by_a_literal_argument(tmp_path):
+    # probe AM's AM19: the call's ``kind="ignore"`` takes the first return only
+    assert _rows(LITERAL_KIND, ["MHA002"], tmp_path) == [(14, 12, "MHA002")]
+    keep = LITERAL_KIND.replace('kind="ignore")', 'kind="keep")')
+    assert _rows(keep, ["MHA002"], tmp_path) == []
+    # left to the default: the default decides
+    default = LITERAL_KIND.replace(', kind="ignore")', ")")
+    assert _rows(default, ["MHA002"], tmp_path) == [(14, 12, "MHA002")]
+    # a kind not known at the call joins both paths: unknown
+    handed = LITERAL_KIND.replace("def attend(q, k, v, ids):", "def attend(q, k, v, ids, kind):")
+    handed = handed.replace('kind="ignore")', "kind=kind)")
+    assert _rows(handed, ["MHA002"], tmp_path) == []

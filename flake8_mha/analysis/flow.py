@@ -92,6 +92,7 @@ class Scope:
         "final_env",
         "cls",
         "returns",
+        "return_conds",
         "loads",
         "globals",
         "mutated_globals",
@@ -106,6 +107,7 @@ class Scope:
         self.final_env: Env = EMPTY_ENV
         self.cls = cls  # ClassInfo for a class body or a method body
         self.returns: List[Tuple[cst.BaseExpression, Env]] = []
+        self.return_conds: List[tuple] = []  # each return's tests, as ``CallSite.conds``
         self.loads: set = set()  # names read anywhere in this function
         self.globals: set = set()  # names this function declares global/nonlocal
         self.mutated_globals: set = set()  # module scope: names some function rebinds
@@ -297,6 +299,7 @@ class FlowPass:
         a collection that walks every node.  The pass answers nothing after."""
         for scope in self.scopes:
             scope.final_env, scope.returns, scope.appends = EMPTY_ENV, [], {}
+            scope.return_conds = []
             scope.parent = scope.cls = scope.project = None
         for info in self.classes.values():
             info.scope = info.env = None
@@ -358,6 +361,7 @@ class FlowPass:
             if node.value is not None:
                 self.expr(node.value, env, scope)
                 scope.returns.append((node.value, env))
+                scope.return_conds.append(self._conds)
             return self._flush(env)
         if t in (cst.Raise, cst.Assert, cst.Del):
             for child in children(node):

@@ -18,6 +18,7 @@ from ..program.local_names import function_key
 from ..program.callgraph import FileCalls, bind_call, frame_for  # noqa: F401  (the package's names for them)
 from ..classes import instance_class, is_property
 from ..flow import ClassInfo, Def, Env, Scope, children, lookup
+from .literal_paths import not_taken
 from ..splats import element, expand_call, item
 from ..tree import is_none, leaves
 from .domain import KEEP, NONE_MASK, UNKNOWN_MASK, Mask, Origin, join_all
@@ -320,7 +321,10 @@ class Calls(FileCalls):
         """The join of what every return path of the frame's function gives
         (element ``index`` of it), a path that falls off the end ``None``."""
         values = []
-        for expr, renv in frame.fscope.returns:
+        conds = frame.fscope.return_conds
+        for i, (expr, renv) in enumerate(frame.fscope.returns):
+            if i < len(conds) and not_taken(conds[i], frame):
+                continue  # ``if kind == "ignore": return ...`` of a call passing "keep"
             inside = at.but(renv, frame.fscope, frame)
             values.append(self._indexed(expr, index, inside) if index else self.eval(expr, inside))
         if falls_off_end(frame.func):
