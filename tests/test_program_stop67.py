@@ -538,3 +538,21 @@ def test_a_builder_s_path_chosen_by_a_literal_argument(tmp_path):
     handed = LITERAL_KIND.replace("def attend(q, k, v, ids):", "def attend(q, k, v, ids, kind):")
     handed = handed.replace('kind="ignore")', "kind=kind)")
     assert _rows(handed, ["MHA002"], tmp_path) == []
+
+
+def test_a_builder_of_another_file_takes_the_path_a_literal_argument_chooses(tmp_path):
+    # probe AM's AM19 as its package has it: the builder in masks.py
+    masks, _, caller = LITERAL_KIND.partition("\n\n\ndef attend")
+    pkg = write_package(
+        tmp_path / "pkg",
+        {
+            "masks.py": masks.replace("import torch.nn.functional as F\n", ""),
+            "attn.py": "import torch.nn.functional as F\n\nfrom .masks import make_padding_mask\n\n\n"
+            "def attend" + caller + "\n\ndef attend_keep(q, k, v, ids):\n"
+            '    keep = make_padding_mask(ids, 0, kind="keep")\n'
+            "    return F.scaled_dot_product_attention(q, k, v, attn_mask=keep[:, None, None, :])\n",
+        },
+    )
+    found = analyze_file(str(pkg / "attn.py"), ["MHA002"])
+    assert [(f.line, f.col, f.code) for f in found] == [(8, 12, "MHA002")]
+    assert "make_padding_mask() -> pkg/masks.py:7: ids == pad_id" in found[0].message

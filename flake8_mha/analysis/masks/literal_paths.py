@@ -11,7 +11,7 @@ import libcst as cst
 
 from ..flow import DefKind, lookup
 
-_OPEN = object()  # not decided by the call
+OPEN = object()  # not decided by the call
 
 
 def not_taken(conds, frame) -> bool:
@@ -31,16 +31,16 @@ def _truth(test, env, frame) -> Optional[bool]:
         inner = _truth(test.expression, env, frame)
         return None if inner is None else not inner
     if isinstance(test, cst.Name):
-        value = _param_literal(test, env, frame)
-        return None if value is _OPEN else bool(value)
+        value = _paramliteral_of(test, env, frame)
+        return None if value is OPEN else bool(value)
     if not (isinstance(test, cst.Comparison) and len(test.comparisons) == 1):
         return None
     op = test.comparisons[0]
     left, right = test.left, op.comparator
-    a, b = _param_literal(left, env, frame), _literal(right)
-    if a is _OPEN or b is _OPEN:
-        a, b = _param_literal(right, env, frame), _literal(left)
-    if a is _OPEN or b is _OPEN:
+    a, b = _paramliteral_of(left, env, frame), literal_of(right)
+    if a is OPEN or b is OPEN:
+        a, b = _paramliteral_of(right, env, frame), literal_of(left)
+    if a is OPEN or b is OPEN:
         return None
     if isinstance(op.operator, (cst.Equal, cst.Is)):
         return a == b
@@ -49,27 +49,27 @@ def _truth(test, env, frame) -> Optional[bool]:
     return None
 
 
-def _param_literal(node, env, frame):
+def _paramliteral_of(node, env, frame):
     """The literal a parameter of the frame's function holds at this call,
-    never rebound in the function; ``_OPEN`` otherwise."""
+    never rebound in the function; ``OPEN`` otherwise."""
     if not isinstance(node, cst.Name) or frame is None:
-        return _OPEN
+        return OPEN
     defs = lookup(node.value, env, frame.fscope)
     if len(defs) != 1 or defs[0].kind != DefKind.PARAM:
-        return _OPEN
+        return OPEN
     param = defs[0].node
     name = param.name.value
     if name in frame.args:
         given = frame.args[name]
-        return _literal(given) if isinstance(given, cst.BaseExpression) else _OPEN
-    return _literal(param.default) if param.default is not None else _OPEN
+        return literal_of(given) if isinstance(given, cst.BaseExpression) else OPEN
+    return literal_of(param.default) if param.default is not None else OPEN
 
 
-def _literal(node):
+def literal_of(node):
     if isinstance(node, cst.SimpleString):
         return node.evaluated_value
     if isinstance(node, cst.Integer):
         return node.evaluated_value
     if isinstance(node, cst.Name) and node.value in ("True", "False", "None"):
         return {"True": True, "False": False, "None": None}[node.value]
-    return _OPEN
+    return OPEN

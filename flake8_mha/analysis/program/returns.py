@@ -296,7 +296,8 @@ class ReturnsFiles(ProjectFiles):
         the caller's masks carried stay theirs (lines of the linted file);
         the others are ``call``, and name the builder's place."""
         from ..masks.calls import bind_call
-        from ..masks.domain import Origin
+        from ..masks.domain import Mask, Origin
+        from ..masks.literal_paths import OPEN, literal_of
         from ..splats import expand_call
 
         if not call.args:
@@ -313,9 +314,12 @@ class ReturnsFiles(ProjectFiles):
         bound = bind_call(func, expand_call(call, env, scope), skip)
         masks: dict = {}
         for param, expr in bound.items():
+            if literal_of(expr) is not OPEN:  # ``kind="ignore"``: decides a path (literal_paths)
+                masks[param] = expr
+                continue
             got = evaluate(expr) if expr is not None else None
             masks[param] = got if got is not None and (got.known or got.none) else None
-        if not any(m is not None and m.known for m in masks.values()):
+        if not any(m is not None and (not isinstance(m, Mask) or m.known) for m in masks.values()):
             return None
         ev, m = _returned_mask(fctx, func, fscope, masks, tuple(index))
         if m.none or not m.known:
@@ -323,7 +327,7 @@ class ReturnsFiles(ProjectFiles):
         carried = {
             id(o)
             for given in masks.values()
-            if given is not None
+            if isinstance(given, Mask)
             for o in (given.origin, given.kind_origin, given.shape_origin)
             if o is not None
         }
@@ -589,14 +593,17 @@ def _returned_mask(fctx, func, fscope, args: dict, index=(), outer=None):
     from ..masks import At, MaskEvaluator, join_all
     from ..masks.calls import Frame, falls_off_end
     from ..masks.domain import NONE_MASK
+    from ..masks.literal_paths import not_taken
 
     ev = MaskEvaluator(fctx)
     frame = Frame(func, fscope, args, {}, None, outer)
+    conds = fscope.return_conds
     values = [
         ev._indexed(expr, index, At(renv, fscope, frame, 0))
         if index
         else ev.eval(expr, At(renv, fscope, frame, 0))
-        for expr, renv in fscope.returns
+        for i, (expr, renv) in enumerate(fscope.returns)
+        if not (i < len(conds) and not_taken(conds[i], frame))
     ]
     if falls_off_end(func) and not index:
         values.append(NONE_MASK)
