@@ -556,3 +556,20 @@ def test_a_builder_of_another_file_takes_the_path_a_literal_argument_chooses(tmp
     found = analyze_file(str(pkg / "attn.py"), ["MHA002"])
     assert [(f.line, f.col, f.code) for f in found] == [(8, 12, "MHA002")]
     assert "make_padding_mask() -> pkg/masks.py:7: ids == pad_id" in found[0].message
+
+
+def test_a_property_of_a_batch_class_of_another_file(tmp_path):
+    # probe AM's AM08 as its package has it: ``batch: Batch`` imported from batch.py
+    batch, _, model = PROPERTY_MASK.partition("\n\n\nclass Model")
+    pkg = write_package(
+        tmp_path / "pkg",
+        {
+            "batch.py": batch + "\n",
+            "model.py": "import torch.nn as nn\n\nfrom .batch import Batch\n\n\nclass Model" + model,
+        },
+    )
+    found = analyze_file(str(pkg / "model.py"), ["MHA003", "MHA004"])
+    assert [(f.line, f.col, f.code) for f in found] == [(13, 16, "MHA004")]
+    assert "batch.padding -> pkg/batch.py:13" in found[0].message
+    (pkg / "batch.py").write_text(batch.replace(".float()", "") + "\n")
+    assert analyze_file(str(pkg / "model.py"), ["MHA003", "MHA004"]) == []

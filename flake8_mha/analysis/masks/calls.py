@@ -291,6 +291,8 @@ class Calls(FileCalls):
         if not classes:  # ``batch: Batch``, a parameter annotated with the class (probe AM)
             annotated = instance_class(self.resolver, node.value, at.env, at.scope)
             classes = [annotated] if annotated is not None else None
+            if annotated is None:
+                return self._annotated_elsewhere(node, at)
         if not classes or any(c is not classes[0] for c in classes):
             return None
         cls, attr = classes[0], node.attr.value
@@ -303,6 +305,22 @@ class Calls(FileCalls):
             return None
         ret, renv = fscope.returns[0]
         return self.eval(ret, At(renv, fscope, None, at.depth + 1))
+
+    def _annotated_elsewhere(self, node: cst.Attribute, at: At) -> Optional[Mask]:
+        """``batch.padding`` of a parameter annotated with a class of another
+        project file (``batch: AudioBatch``): what its ``@property`` gives."""
+        project = getattr(self.ctx, "project", None)
+        defs = lookup(node.value.value, at.env, at.scope)
+        if project is None or len(defs) != 1 or defs[0].kind != "param":
+            return None
+        note = defs[0].node.annotation
+        named = note.annotation if note is not None else None
+        if not isinstance(named, (cst.Name, cst.Attribute)) or not hasattr(
+            project, "property_returned"
+        ):
+            return None
+        at_def = (defs[0].env, defs[0].scope)
+        return project.property_returned(named, at_def, node, self.text(node), node.attr.value)
 
     def _helper(self, found, node: cst.Call, at: At, index) -> Mask:
         """The value a helper of this file returns for this call (element

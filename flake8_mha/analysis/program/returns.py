@@ -225,6 +225,18 @@ class ReturnsFiles(ProjectFiles):
                 return got
         return self._builder_mask(filename, name, call, text, index)
 
+    def property_returned(self, cls_expr, cls_at: tuple, node, text: str, attr: str):
+        """The mask a ``@property`` of a class of another project file gives
+        (``batch.frame_padding`` of ``batch: AudioBatch``, probe AM's AM08),
+        read with ``self`` unknown; None otherwise."""
+        try:
+            loc = self._elsewhere(cls_expr, *cls_at)
+            if loc is None or "." in loc[1]:
+                return None
+            return self._builder_mask(loc[0], f"{loc[1]}.{attr}{PROPERTY}", node, text)
+        except (OSError, ValueError, RecursionError):
+            return None
+
     def instance_returned(
         self,
         built: cst.Call,
@@ -615,6 +627,7 @@ _RUN = ("__call__", "forward")  # what a call of an instance runs
 
 # after a ``Class.method`` name: a plain method, read with ``self`` unknown
 PLAIN = "!"
+PROPERTY = "?"  # after a ``Class.attr`` name: its ``@property``, read with ``self`` unknown
 
 
 def forget() -> None:
@@ -634,7 +647,8 @@ def read_function(source: str, name: str):
     from ..masks.calls import is_generator
     from ..resolve import Resolver
 
-    plain = name.endswith(PLAIN)
+    prop = name.endswith(PROPERTY)
+    plain = name.endswith(PLAIN) or prop
     if plain:
         name = name[: -len(PLAIN)]
     if _LAST_PARSED[0] != source:
@@ -659,6 +673,12 @@ def read_function(source: str, name: str):
             return None  # a method called through the class: its self is an argument
         # ``__call__``, ``forward``: what a call of an instance runs, ``self`` unknown
         allowed = _SAME_RESULT | {"staticmethod", "classmethod"}
+        if prop != (
+            func is not None
+            and "property" in [_decorator_name(d.decorator) for d in func.decorators]
+        ):
+            return None  # a property is read, not called: ``Class.attr?`` names one
+        allowed = allowed | {"property"} if prop else allowed
     if func is None or func.asynchronous is not None or is_generator(func):
         return None
     if any(_decorator_name(d.decorator) not in allowed for d in func.decorators):
