@@ -573,3 +573,24 @@ def test_a_property_of_a_batch_class_of_another_file(tmp_path):
     assert "batch.padding -> pkg/batch.py:13" in found[0].message
     (pkg / "batch.py").write_text(batch.replace(".float()", "") + "\n")
     assert analyze_file(str(pkg / "model.py"), ["MHA003", "MHA004"]) == []
+
+
+def test_keys_and_values_zeroed_by_a_module_of_another_file(tmp_path):
+    # probe AM's AM27 across files: ``self.mask_kv = MaskKV()`` and a
+    # ModuleDict's ``self.ops["mask_kv"]``, MaskKV in ops.py
+    helper, _, user = MODULE_HELPER.partition("\n\n\nclass SensorAttention")
+    user = "class SensorAttention" + user
+    user = user.replace(
+        "        self.mask_kv = MaskKV()\n",
+        '        self.mask_kv = MaskKV()\n        self.ops = nn.ModuleDict({"mask_kv": MaskKV()})\n',
+    )
+    user += (
+        "\n    def forward_keyed(self, q, k, v, tokens):\n"
+        "        observed = tokens != 0\n"
+        '        k, v = self.ops["mask_kv"](k, v, observed)\n'
+        "        return F.scaled_dot_product_attention(q, k, v)\n"
+    )
+    head = "import torch.nn as nn\nimport torch.nn.functional as F\n\nfrom .ops import MaskKV\n\n\n"
+    pkg = write_package(tmp_path / "pkg", {"ops.py": helper + "\n", "attn.py": head + user})
+    found = analyze_file(str(pkg / "attn.py"), ["MHA015"])
+    assert [(f.line, f.col, f.code) for f in found] == [(16, 16, "MHA015"), (21, 16, "MHA015")]

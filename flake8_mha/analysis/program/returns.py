@@ -103,10 +103,28 @@ def helper_reading(
     project = getattr(ctx, "project", None)
     if isinstance(project, ReturnsFiles):
         try:
-            return project.helper_form(call, env, scope, salt, read, words)
+            got = project.helper_form(call, env, scope, salt, read, words)
+            built = _one_construction(ctx, call, env, scope) if got is None else None
+            loc = project._elsewhere(built[0].func, built[1], built[2]) if built else None
+            if loc is not None and "." not in loc[1]:  # ``self.mask_kv = MaskKV()`` of ops.py
+                got = project.override_form(loc[0], loc[1], "forward", call, salt, read)
+            return got
         except (OSError, ValueError, RecursionError):
             return None
     return None
+
+
+def _one_construction(ctx, call: cst.Call, env, scope):
+    """(the construction, its env, its scope) of the one module ``call``
+    runs: ``self.mask_kv = MaskKV()``, ``self.ops["mask_kv"]`` of a
+    ``ModuleDict``; None when it may be several, or none is known."""
+    if not isinstance(call.func, (cst.Attribute, cst.Subscript)):
+        return None
+    try:
+        got = ctx.resolver.held(call.func, env, scope, lambda c, e, s: [(c, e, s)])
+    except RecursionError:  # pragma: no cover - pathological nesting
+        return None
+    return got[0] if got and len(got) == 1 and isinstance(got[0], tuple) else None
 
 
 def _module_forward(ctx, call: cst.Call, env, scope):
