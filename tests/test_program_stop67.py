@@ -594,3 +594,35 @@ def test_keys_and_values_zeroed_by_a_module_of_another_file(tmp_path):
     pkg = write_package(tmp_path / "pkg", {"ops.py": helper + "\n", "attn.py": head + user})
     found = analyze_file(str(pkg / "attn.py"), ["MHA015"])
     assert [(f.line, f.col, f.code) for f in found] == [(16, 16, "MHA015"), (21, 16, "MHA015")]
+
+
+COLLATED = """\
+import torch.nn as nn
+
+PAD_ID = 0
+
+
+def collate(ids):
+    return {"input_ids": ids, "key_padding": ids != PAD_ID}
+
+
+class Model(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.attn = nn.MultiheadAttention(64, 8, batch_first=True)
+
+    def forward(self, x, batch):
+        return self.attn(x, x, x, key_padding_mask=batch["key_padding"], need_weights=False)[0]
+
+
+def step(x, ids):
+    model = Model()
+    return model(x, collate(ids))
+"""
+
+
+def test_a_mask_read_by_key_from_a_parameter_its_callers_fill(tmp_path):
+    # probe AM's AM17: the collate function's dict, handed to the model
+    assert _rows(COLLATED, ["MHA003"], tmp_path) == [(16, 16, "MHA003")]
+    right = COLLATED.replace('"key_padding": ids != PAD_ID', '"key_padding": ids == PAD_ID')
+    assert _rows(right, ["MHA003"], tmp_path) == []

@@ -267,6 +267,41 @@ class Calls(FileCalls):
             self._caller_depth -= 1
         return self._agreed(values)
 
+    def keyed_param(self, node: cst.Name, key: str, at: At) -> Mask:
+        """``batch["key_padding"]`` of a parameter ``batch``: the entry each
+        caller's argument holds (``model(x, collate(ids))`` with ``collate``
+        returning a dict of masks; probe AM's AM17), joined as ``_agreed``."""
+        defs = lookup(node.value, at.env, at.scope)
+        if (
+            len(defs) != 1
+            or defs[0].kind != "param"
+            or not isinstance(defs[0].extra, cst.FunctionDef)
+        ):
+            return UNKNOWN_MASK
+        func, name, frame = defs[0].extra, node.value, at.frame
+        if frame is not None and frame.func is func:
+            arg = frame.args.get(name)
+            if not isinstance(arg, cst.BaseExpression):
+                return UNKNOWN_MASK
+            return self._indexed(arg, (key,), at.but(frame.env, frame.scope, frame.parent))
+        callers = self.callers().get(id(func), [])
+        guard = ("keyed", id(defs[0].node), key)
+        if not callers or self._caller_depth >= MAX_CALLER_DEPTH or guard in self._active:
+            return UNKNOWN_MASK
+        values = []
+        self._caller_depth += 1
+        self._active.add(guard)
+        try:
+            for site, skip in callers:
+                arg = bind_call(func, expand_call(site.node, site.env, site.scope), skip).get(name)
+                if arg is None:
+                    return UNKNOWN_MASK
+                values.append(self._indexed(arg, (key,), at.but(site.env, site.scope, None)))
+        finally:
+            self._caller_depth -= 1
+            self._active.discard(guard)
+        return self._agreed(values)
+
     @staticmethod
     def _agreed(values: List[Mask]) -> Mask:
         """The join of values that may each be the one at run time: unknown when

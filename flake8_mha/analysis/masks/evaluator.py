@@ -327,6 +327,8 @@ class MaskEvaluator(Calls, Numbers, Comparisons, Segments, Offsets, Shapes, Dtyp
             )
         if key is not None and isinstance(node.value, cst.Name):
             got = self._indexed(node.value, (key,), at)  # a helper's dict of masks
+            if not got.known:  # ``batch["pad"]`` of a parameter: what its callers hand in
+                got = self.keyed_param(node.value, key, at)
             if got.known:
                 return got
         if key is not None:
