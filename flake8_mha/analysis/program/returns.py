@@ -344,7 +344,8 @@ class ReturnsFiles(ProjectFiles):
         bound = bind_call(func, expand_call(call, env, scope), skip)
         masks: dict = {}
         for param, expr in bound.items():
-            if literal_of(expr) is not OPEN:  # ``kind="ignore"``: decides a path (literal_paths)
+            if literal_of(expr) is not OPEN and not isinstance(expr, cst.Integer):
+                # ``kind="ignore"``, ``causal=True``: a choice of path (literal_paths)
                 masks[param] = expr
                 continue
             got = evaluate(expr) if expr is not None else None
