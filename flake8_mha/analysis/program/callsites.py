@@ -30,7 +30,7 @@ from ..values import UNKNOWN, literal
 from . import callers, chains, instances, passed_down, signatures, wrapped
 from .callgraph import CHECKPOINT, checkpointed
 from .files import ProjectFiles, decode, module_constants, module_parts, project_root  # noqa: F401
-from .composing import fill_apart
+from .composing import SECOND_LACKS, fill_apart
 from .fills import FILL_SINKS, FILL_TEXT, KV, SOFTMAX
 from .kv_scores import HANDWRITTEN
 from .forms import sdpa_summary
@@ -132,8 +132,9 @@ class Project(MethodCalls, Overrides, HandedMasks, ConstantFiles):
         second = {k.split(VARIANT)[0]: v for k, v in reach.items() if VARIANT in k and "." not in k}
         if second:  # two calls of one wrapper fill its mask from different parameters
             base = {k: v for k, v in reach.items() if not (VARIANT in k and "." not in k)}
+            kept = {k: v for k, v in base.items() if k not in summary.get(SECOND_LACKS, ())}
             return self._variants(
-                self._sdpa_call, site, filename, summary, args, base, {**base, **second}
+                self._sdpa_call, site, filename, summary, args, base, {**kept, **second}
             )
         return self._sdpa_call(site, filename, summary, args)
 

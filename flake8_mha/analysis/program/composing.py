@@ -64,7 +64,7 @@ class Composing:
         here = (filename, s["line"], [[self.relative(filename), s["name"]]])
         ends = {sink: _at_fill(here, s, sink) for sink in reach}
         clash, callees, module_own = set(), [], set()
-        either = False
+        either, second_has = False, None  # what the call that makes a second variant reaches
         for edge, found in self._edges(filename, table, s, depth + 1):
             callee_file, callee = found
             callees.append(callee)
@@ -83,6 +83,7 @@ class Composing:
                     alt = None if VARIANT in sink or sink in FILL_SINKS else sink + VARIANT + "2"
                     if alt is not None and reach.setdefault(alt, how) == how:
                         ends.setdefault(alt, end)
+                        second_has = set(composed) if second_has is None else second_has
                     else:
                         clash.add(sink)
                 elif sink not in reach:
@@ -111,6 +112,9 @@ class Composing:
             named = sorted(reach, key=lambda k: (k in FILL_SINKS, k))[0]
             sink_file, line, chain = ends[named]
             got = dict(s, reach=reach, line=line, sink_file=sink_file)
+            lacks = [k for k in reach if VARIANT not in k and second_has and k not in second_has]
+            if lacks:  # altamt: the cross-attention's call gives no ``is_causal``
+                got[SECOND_LACKS] = sorted(lacks)
             if len(chain) > 1:
                 got["chain"] = chain
             if len({(e[0], e[1]) for k, e in ends.items() if k in reach}) > 1:
@@ -597,6 +601,7 @@ def _registries_of(data: bytes) -> dict:
     return out
 
 
+SECOND_LACKS = "second_lacks"  # sinks the call making a second variant does not reach
 EITHER = "either"  # a summary whose sinks are reached by different classes, one of which runs
 _KV_WORDS = ("*", "masked_fill", "mul", "where")  # what a helper that masks keys writes
 
