@@ -497,9 +497,9 @@ def test_a_wrapper_that_hands_every_argument_on_is_its_module(tmp_path):
     # probe AM's AM30: ``forward(self, *args, **kwargs)`` returning
     # ``self.inner(*args, **kwargs)``: the call is the MultiheadAttention's
     assert _rows(FORWARDER, ["MHA102"], tmp_path) == [(19, 18, "MHA102")]
-    kept = FORWARDER.replace("        out, _ = self.mixer(", "        out, w = self.mixer(").replace(
-        "        return x + out", "        return x + out, w"
-    )
+    kept = FORWARDER.replace(
+        "        out, _ = self.mixer(", "        out, w = self.mixer("
+    ).replace("        return x + out", "        return x + out, w")
     assert _rows(kept, ["MHA102"], tmp_path) == []
     changed = FORWARDER.replace(
         "        return self.inner(*args, **kwargs)",
@@ -565,7 +565,8 @@ def test_a_property_of_a_batch_class_of_another_file(tmp_path):
         tmp_path / "pkg",
         {
             "batch.py": batch + "\n",
-            "model.py": "import torch.nn as nn\n\nfrom .batch import Batch\n\n\nclass Model" + model,
+            "model.py": "import torch.nn as nn\n\nfrom .batch import Batch\n\n\nclass Model"
+            + model,
         },
     )
     found = analyze_file(str(pkg / "model.py"), ["MHA003", "MHA004"])
@@ -626,3 +627,123 @@ def test_a_mask_read_by_key_from_a_parameter_its_callers_fill(tmp_path):
     assert _rows(COLLATED, ["MHA003"], tmp_path) == [(16, 16, "MHA003")]
     right = COLLATED.replace('"key_padding": ids != PAD_ID', '"key_padding": ids == PAD_ID')
     assert _rows(right, ["MHA003"], tmp_path) == []
+
+
+ATTENTION_MODULE = """\
+import torch.nn as nn
+import torch.nn.functional as F
+
+
+class Attention(nn.Module):
+    def __init__(self, dim, heads):
+        super().__init__()
+        self.heads = heads
+        self.q = nn.Linear(dim, dim)
+        self.kv = nn.Linear(dim, 2 * dim)
+
+    def forward(self, x, kv_source=None, attn_mask=None, is_causal=False):
+        b, t, _ = x.shape
+        src = x if kv_source is None else kv_source
+        q = self.q(x).view(b, t, self.heads, -1).transpose(1, 2)
+        k, v = self.kv(src).view(b, src.shape[1], 2, self.heads, -1).permute(2, 0, 3, 1, 4)
+        out = F.scaled_dot_product_attention(q, k, v, attn_mask=attn_mask, is_causal=is_causal)
+        return out.transpose(1, 2).reshape(b, t, -1)
+"""
+
+DECODER_LAYER = """\
+import torch.nn as nn
+
+from .modules import Attention
+
+
+class DecoderLayer(nn.Module):
+    def __init__(self, dim, heads):
+        super().__init__()
+        self.self_attn = Attention(dim, heads)
+        self.cross_attn = Attention(dim, heads)
+
+    def forward(self, x, memory, self_mask, cross_mask, is_causal=False):
+        x = x + self.self_attn(x, attn_mask=self_mask, is_causal=is_causal)
+        return x + self.cross_attn(x, kv_source=memory, attn_mask=cross_mask)
+
+
+class Decoder(nn.Module):
+    def __init__(self, dim, heads):
+        super().__init__()
+        self.layer = DecoderLayer(dim, heads)
+
+    def forward(self, x, memory, cross_mask):
+        return self.layer(x, memory, None, cross_mask, is_causal=True)
+"""
+
+
+def test_the_cross_attention_s_mask_is_not_joined_to_the_self_attention_s_flag(tmp_path):
+    # review 39's altamt (false MHA006): the second instance's call gives no is_causal
+    pkg = write_package(
+        tmp_path / "pkg", {"modules.py": ATTENTION_MODULE, "model.py": DECODER_LAYER}
+    )
+    assert analyze_file(str(pkg / "model.py"), ["MHA006"]) == []
+    # the self-attention given a mask and is_causal=True is still the rule's
+    (pkg / "model.py").write_text(
+        DECODER_LAYER.replace(
+            "self.layer(x, memory, None, cross_mask, is_causal=True)",
+            "self.layer(x, memory, cross_mask, cross_mask, is_causal=True)",
+        )
+    )
+    found = analyze_file(str(pkg / "model.py"), ["MHA006"])
+    assert [(f.line, f.col, f.code) for f in found] == [(23, 16, "MHA006")]
+
+
+CACHED = """\
+import torch
+import torch.nn as nn
+import torch.nn.functional as F
+
+
+class Attention(nn.Module):
+    def __init__(self, dim, heads, dropout):
+        super().__init__()
+        self.heads = heads
+        self.dropout_p = dropout
+        self.qkv = nn.Linear(dim, 3 * dim)
+
+    def forward(self, x, cache=None):
+        b, t, _ = x.shape
+        q, k, v = self.qkv(x).view(b, t, 3, self.heads, -1).permute(2, 0, 3, 1, 4)
+        if cache is not None:
+            k = torch.cat([cache[0], k], dim=2)
+            v = torch.cat([cache[1], v], dim=2)
+        total = k.size(2)
+        is_causal = cache is None and t > 1
+        attn_mask = None
+        if cache is not None and t > 1:
+            attn_mask = torch.ones(t, total, dtype=torch.bool).tril(total - t)
+        return F.scaled_dot_product_attention(
+            q, k, v, attn_mask=attn_mask, dropout_p=self.dropout_p if self.training else 0.0,
+            is_causal=is_causal,
+        )
+"""
+
+TYPED = """\
+import torch
+import torch.nn.functional as F
+
+
+def attend(xq, xk, xv, mask=None):
+    is_causal = (mask == "causal") if isinstance(mask, str) else False
+    mask = mask if isinstance(mask, torch.Tensor) else None
+    return F.scaled_dot_product_attention(xq, xk, xv, is_causal=is_causal, attn_mask=mask)
+"""
+
+
+def test_a_flag_and_a_mask_their_sources_keep_apart(tmp_path):
+    # review 39's anthracite and lingua (false MHA006): ``cache is None`` against
+    # ``cache is not None``; a string against a tensor
+    assert _rows(CACHED, ["MHA006"], tmp_path) == []
+    assert _rows(TYPED, ["MHA006"], tmp_path) == []
+    both = CACHED.replace(
+        "        if cache is not None and t > 1:", "        if cache is None and t > 1:"
+    )
+    assert _rows(both, ["MHA006"], tmp_path) == [(24, 16, "MHA006")]
+    strings = TYPED.replace("isinstance(mask, torch.Tensor)", "isinstance(mask, str)")
+    assert _rows(strings, ["MHA006"], tmp_path) == [(8, 12, "MHA006")]

@@ -16,6 +16,7 @@ from ..analysis.tree import is_none
 from ..analysis.values import UNKNOWN, definitely, project_of
 from .autofix import Fix, FixContext, find_arg, register, remove_arg
 from ._causal_paths import keyword_default, never_both
+from ._exclusive import kept_apart
 from ._syntax import dotted, same
 from .base import Example, Report, Rule
 
@@ -50,9 +51,8 @@ class SdpaMaskAndCausal(Rule):
         """
     DECISIONS = """
         - Clean when the mask is provably `None` or `is_causal` provably false on
-          that path: literals, locals, `is_causal=attn_mask is None` (also inside
-          an `and`), `attn_mask=None if is_causal else mask`, and calls inside
-          `if mask is None:` / `if not is_causal:` branches.
+          that path: literals, locals, `is_causal=attn_mask is None` (also in an
+          `and`), `None if is_causal else mask`, `if mask is None:` branches.
         - Values assigned together on one path stay together: a branch that sets
           `mask = None; is_causal = True` and another that keeps the mask with
           `is_causal = False` never give SDPA both; neither does a fold-and-clear
@@ -66,9 +66,8 @@ class SdpaMaskAndCausal(Rule):
           it: `is_causal = True` under `elif causal:` after `if causal and
           mask is not None:` sets the flag where the mask is None
           (bio-attention), unless that branch gives the mask a value of its own.
-        - A test through the file's own one-line predicate reads as its body:
-          `if exists(mask):` with `def exists(v): return v is not None` is
-          `if mask is not None:` (a decorated or redefined predicate is not read).
+        - A test through the file's own one-line predicate reads as its body
+          (`def exists(v): return v is not None`; not a decorated one).
         - A wrapper that passes its own `is_causal` parameter, and a mask made
           from its own parameters, straight to SDPA (the signature of SDPA,
           forwarded) is not reported: its caller makes the choice, as with SDPA
@@ -107,7 +106,10 @@ class SdpaMaskAndCausal(Rule):
           (openlanguagemodel's `FlashAttention`). A flag set to `not x` and
           a mask set to `m if x else None` (or the other way) are read on
           each side of `x`: composelm's `is_causal = not needs_bias` beside
-          `bias = ... if needs_bias else None` never gives both. A loop or
+          `bias = ... if needs_bias else None` never gives both; so are a flag
+          `cache is None and t > 1` beside a mask made `if cache is not None`
+          and a flag set `if isinstance(mask, str)` beside the mask kept `if
+          isinstance(mask, torch.Tensor)` (rules/_exclusive.py). A loop or
           `try` that sets either is not read (rules/_causal_paths.py).
         """
     VALID = [
@@ -199,6 +201,8 @@ def _excluded(mask: cst.CSTNode, causal: cst.CSTNode, site: CallSite) -> bool:
     if _flag_safe(causal, masks, env, scope, site, 0) or _handled_in_function(site, mask, causal):
         return True
     if _saved_pair(mask, causal, site) or _never_paired(mask, causal, site):
+        return True
+    if kept_apart(mask, causal, site):  # what each is computed from keeps them apart
         return True
     test = lambda t, neg: _is_none_test(t, mask, neg, env, scope)  # noqa: E731
     return _asserted_by_callers(mask, causal, site) or never_both(site, mask, causal, test)
@@ -691,10 +695,6 @@ def _path_excludes(site: CallSite, mask: cst.CSTNode, causal: cst.CSTNode) -> bo
 # -- the fix ---------------------------------------------------------------------
 
 
-def _is_true(node: cst.BaseExpression) -> bool:
-    return isinstance(node, cst.Name) and node.value == "True"
-
-
 def _kwarg(call: cst.Call, name: str) -> Optional[cst.BaseExpression]:
     for arg in call.args:
         if arg.keyword is not None and arg.keyword.value == name:
@@ -776,7 +776,7 @@ def is_causal_mask(node: cst.BaseExpression, ctx: FixContext, depth: int = 0) ->
 
 def _drop_is_causal(call: cst.Call, ctx: FixContext) -> Optional[cst.Call]:
     flag = find_arg(call, "is_causal")  # keyword only: a positional flag is left alone
-    if flag is None or not _is_true(call.args[flag].value):
+    if flag is None or dotted(call.args[flag].value) != "True":
         return None
     # metadata (names, scopes) is known for the original nodes only
     mask = find_arg(ctx.original, "attn_mask", torch_api.SDPA_SIGNATURE)
