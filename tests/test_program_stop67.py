@@ -747,3 +747,30 @@ def test_a_flag_and_a_mask_their_sources_keep_apart(tmp_path):
     assert _rows(both, ["MHA006"], tmp_path) == [(24, 16, "MHA006")]
     strings = TYPED.replace("isinstance(mask, torch.Tensor)", "isinstance(mask, str)")
     assert _rows(strings, ["MHA006"], tmp_path) == [(8, 12, "MHA006")]
+
+
+SWARM = """\
+import torch
+import torch.nn as nn
+
+
+class Swarm:
+    def __init__(self, N=100, D=8, heads=4):
+        self.xi = torch.randn(N, D)
+        self.attention_xi = nn.MultiheadAttention(embed_dim=D, num_heads=heads)
+
+    def evolution_of_xi(self):
+        out, _ = self.attention_xi(self.xi, self.xi, self.xi, need_weights=False)
+        return out
+
+    def step(self, dt=0.01):
+        self.xi = self.xi + dt * self.evolution_of_xi()
+"""
+
+
+def test_an_unbatched_state_updated_by_its_own_attention_stays_unbatched(tmp_path):
+    # review 39's swarmalator (false MHA001): (N, D) fed unbatched; the Euler
+    # step ``self.xi + dt * f()`` keeps it so
+    assert _rows(SWARM, ["MHA001"], tmp_path) == []
+    batched = SWARM.replace("torch.randn(N, D)", "torch.randn(4, N, D)  # (B, L, E)")
+    assert _rows(batched, ["MHA001"], tmp_path) == [(8, 29, "MHA001")]

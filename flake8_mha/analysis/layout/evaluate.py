@@ -474,6 +474,8 @@ class LayoutEvaluator(FileCalls, LayoutCalls, ProgramLayout, ProjectLayout):
         left, right = real(raw_left), real(raw_right)
         if left is None and right is None and CYCLE in (raw_left, raw_right):
             return CYCLE  # ``x = x + self.attention(x)`` in a loop: the other paths say
+        if CYCLE in (raw_left, raw_right) and (left or right) is not None:
+            return left or right  # ``self.xi = self.xi + dt * self.f()``: the cycle has no say
         if left is None or right is None:
             known = left or right  # residual / broadcast add of a known tensor
             if (
@@ -481,8 +483,10 @@ class LayoutEvaluator(FileCalls, LayoutCalls, ProgramLayout, ProjectLayout):
                 and not _residual(node, left is not None)
                 and not _positions(node, left is not None, env, scope)
                 and (
-                    None in known.roles or (known.unbatched and not _scalar(node, left is not None))
+                    None in known.roles
+                    or (known.unbatched and not _scalar(node, left is not None, env, scope))
                 )
+                and not _scalar(node, left is not None, env, scope)
                 and BATCH not in known.roles
                 and not known.conforms
             ):
@@ -546,11 +550,16 @@ def _arange(n) -> bool:
     return isinstance(n, cst.Call) and last_name(n.func) == "arange"
 
 
-def _scalar(node: cst.BinaryOperation, left_known: bool) -> bool:
-    """The other operand is a number written out (``torch.randn(n, d) * 0.02``)."""
+def _scalar(node: cst.BinaryOperation, left_known: bool, env=None, scope=None) -> bool:
+    """The other operand is a number written out (``torch.randn(n, d) * 0.02``),
+    or a parameter whose default is one (``dt=0.01``)."""
     other = node.right if left_known else node.left
     if isinstance(other, cst.UnaryOperation):
         other = other.expression
+    if isinstance(other, cst.Name) and env is not None:
+        defs = lookup(other.value, env, scope)
+        default = defs[0].node.default if len(defs) == 1 and defs[0].kind == "param" else None
+        other = default.expression if isinstance(default, cst.UnaryOperation) else default
     return isinstance(other, (cst.Integer, cst.Float))
 
 
