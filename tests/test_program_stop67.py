@@ -774,3 +774,30 @@ def test_an_unbatched_state_updated_by_its_own_attention_stays_unbatched(tmp_pat
     assert _rows(SWARM, ["MHA001"], tmp_path) == []
     batched = SWARM.replace("torch.randn(N, D)", "torch.randn(4, N, D)  # (B, L, E)")
     assert _rows(batched, ["MHA001"], tmp_path) == [(8, 29, "MHA001")]
+
+
+def test_a_wrapper_defined_in_a_package_s_init_opens_the_gate(tmp_path):
+    # review 39's eole: ``from eole.ops import _sdpa``, the helper written in
+    # ``eole/ops/__init__.py``; the module file names no attention word
+    root = tmp_path / "eole"
+    (root / "ops").mkdir(parents=True)
+    (root / "modules").mkdir()
+    for init in ("__init__.py", "modules/__init__.py"):
+        (root / init).write_text("")
+    (root / "ops" / "__init__.py").write_text(
+        "import torch.nn.functional as F\n\n\n"
+        "def _sdpa(q, k, v, attn_mask=None, dropout_p=0.0):\n"
+        "    return F.scaled_dot_product_attention(q, k, v, attn_mask=attn_mask, dropout_p=dropout_p)\n"
+    )
+    user = root / "modules" / "mha.py"
+    user.write_text(
+        "import torch.nn as nn\n\nfrom eole.ops import _sdpa\n\n\n"
+        "class SelfMHA(nn.Module):\n"
+        "    def __init__(self, p=0.1):\n"
+        "        super().__init__()\n"
+        "        self.dropout_p = p\n\n"
+        "    def forward(self, q, k, v, attn_mask=None):\n"
+        "        return _sdpa(q, k, v, attn_mask=attn_mask, dropout_p=self.dropout_p)\n"
+    )
+    found = analyze_file(str(user), ["MHA007"])
+    assert [(f.line, f.col, f.code) for f in found] == [(12, 16, "MHA007")]

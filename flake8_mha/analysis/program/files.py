@@ -533,8 +533,12 @@ class ProjectFiles(Composing):
             if obj == "_" or os.path.basename(filename) != "__init__.py" or name is None:
                 out.append(filename)  # a module, or the module the name is defined in
                 continue
-            again = self.summaries(filename).get(REEXPORTS, {}).get(obj.split(".")[0])
-            if again is not None:
+            table = self.summaries(filename)
+            head = obj.split(".")[0]
+            again = table.get(REEXPORTS, {}).get(head)
+            if again is None and (head in table or any(k.startswith(head + ".") for k in table)):
+                out.append(filename)  # a wrapper the ``__init__.py`` defines (eole's ``_sdpa``)
+            elif again is not None:
                 found = self.locate(again[0], again[1] + "._", self.package_of(filename))
                 if found is not None:
                     out.append(found[0])
