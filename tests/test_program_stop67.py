@@ -801,3 +801,29 @@ def test_a_wrapper_defined_in_a_package_s_init_opens_the_gate(tmp_path):
     )
     found = analyze_file(str(user), ["MHA007"])
     assert [(f.line, f.col, f.code) for f in found] == [(12, 16, "MHA007")]
+
+
+GENERATED = """\
+import torch
+import torch.nn.functional as F
+
+
+def attend(q, k, v, lengths):
+    keep = torch.arange(k.shape[2])[None, :] < lengths[:, None]
+    k, v = (t * keep[:, None, :, None] for t in (k, v))
+    return F.scaled_dot_product_attention(q, k, v)
+"""
+
+
+def test_keys_and_values_masked_in_a_generator_expression(tmp_path):
+    # probe AM's AM16: ``k, v = (t * keep[...] for t in (k, v))``
+    assert _rows(GENERATED, ["MHA015"], tmp_path) == [(8, 12, "MHA015")]
+    scored = GENERATED.replace(
+        "F.scaled_dot_product_attention(q, k, v)",
+        "F.scaled_dot_product_attention(q, k, v, attn_mask=keep[:, None, None, :])",
+    )
+    assert _rows(scored, ["MHA015"], tmp_path) == []
+    reshaped = GENERATED.replace(
+        "(t * keep[:, None, :, None] for t in (k, v))", "(t * 2.0 for t in (k, v))"
+    )
+    assert _rows(reshaped, ["MHA015"], tmp_path) == []

@@ -87,9 +87,35 @@ def _split_each(node, index):
             param, body, items = target.value, node.elt, node.for_in.iter
     if not isinstance(items, (cst.Tuple, cst.List)):
         return None
+    if param is not None and _masks_each(body, param):
+        return body  # ``k, v = (t * keep[..., None] for t in (k, v))``: each one masked so
     if param is not None and not _keeps_rows(body, param):
         return None
     return unpacked(items, index)
+
+
+def _masks_each(body, param: str) -> bool:
+    """``t * m`` / ``m * t`` or ``t.masked_fill(c, 0)``, ``m`` and ``c`` not
+    reading ``t`` (probe AM's AM16)."""
+    if isinstance(body, cst.BinaryOperation) and isinstance(body.operator, cst.Multiply):
+        sides = (body.left, body.right)
+        mine = [s for s in sides if isinstance(s, cst.Name) and s.value == param]
+        return len(mine) == 1 and not _reads(sides[1] if sides[0] is mine[0] else sides[0], param)
+    if isinstance(body, cst.Call) and isinstance(body.func, cst.Attribute):
+        func = body.func
+        return (
+            func.attr.value == "masked_fill"
+            and isinstance(func.value, cst.Name)
+            and func.value.value == param
+            and not any(_reads(a.value, param) for a in body.args)
+        )
+    return False
+
+
+def _reads(node, name: str) -> bool:
+    if isinstance(node, cst.Name):
+        return node.value == name
+    return any(_reads(c, name) for c in node.children)
 
 
 def _keeps_rows(body, param: str) -> bool:
