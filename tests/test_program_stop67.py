@@ -827,3 +827,25 @@ def test_keys_and_values_masked_in_a_generator_expression(tmp_path):
         "(t * keep[:, None, :, None] for t in (k, v))", "(t * 2.0 for t in (k, v))"
     )
     assert _rows(reshaped, ["MHA015"], tmp_path) == []
+
+
+def test_a_dict_of_functions_of_another_file(tmp_path):
+    # probe AM's AM22 as its package has it: ATTENTION_FUNCTIONS in attention_impls.py
+    impls, _, user = REGISTRY.partition("\n\n\nclass Attention")
+    user = (
+        "from torch import nn\n\nfrom .attention_impls import ATTENTION_FUNCTIONS, "
+        "eager_attention_forward\n\n\nclass Attention" + user
+    ).replace(
+        "dropout=0.0 if not self.training else self.attention_dropout",
+        "dropout=self.attention_dropout",
+    )
+    pkg = write_package(tmp_path / "pkg", {"attention_impls.py": impls + "\n", "modeling.py": user})
+    found = analyze_file(str(pkg / "modeling.py"), ["MHA007"])
+    assert [(f.line, f.col, f.code) for f in found] == [(17, 18, "MHA007")]
+    (pkg / "modeling.py").write_text(
+        user.replace(
+            "dropout=self.attention_dropout",
+            "dropout=0.0 if not self.training else self.attention_dropout",
+        )
+    )
+    assert analyze_file(str(pkg / "modeling.py"), ["MHA007"]) == []

@@ -6,24 +6,30 @@ this names as it follows the function itself."""
 
 from __future__ import annotations
 
-from typing import List, Optional, Tuple
+from typing import Optional
 
 import libcst as cst
 
 from ..flow import CallSite, DefKind, lookup
+from .composing import function_dicts, valid_dicts
+from .returns import imported_target
 
 _REFERENCE = (cst.Name, cst.Attribute)
 
 
-def aliased(func, env, scope) -> Optional[List[Tuple[cst.BaseExpression, object, object]]]:
-    """The function references (expression, env, scope) a callee stands for:
-    each value a local name is assigned (``attn_fn = eager if c else ...``
-    is not read), or the entries of a module's dict of functions indexed
-    by the call (the entry of a literal key; every entry for a key not
-    known).  None when a value is anything else, or a name is bound otherwise
-    too (a parameter, a loop)."""
+def aliased(func, env, scope, project=None) -> Optional[list]:
+    """What a callee stands for: for each value a local name is assigned
+    (``attn_fn = eager if c else ...`` is not read) or each entry of a dict
+    of functions indexed by the call (the entry of a literal key; every
+    entry for a key not known), a function reference (expression, env,
+    scope), or, for a dict another project file defines (``project``), the
+    (file, summary) of the function there.  None when a value is anything
+    else, or a name is bound otherwise too (a parameter, a loop)."""
     if isinstance(func, cst.Subscript):
-        return _entries(func, env, scope)
+        got = _entries(func, env, scope)
+        if got is None and project is not None:
+            return _elsewhere(project, func, env, scope) or None
+        return got
     if not isinstance(func, cst.Name):
         return None
     defs = lookup(func.value, env, scope)
@@ -33,7 +39,7 @@ def aliased(func, env, scope) -> Optional[List[Tuple[cst.BaseExpression, object,
     for d in defs:
         value = d.node
         if isinstance(value, cst.Subscript):
-            got = _entries(value, d.env, d.scope)
+            got = aliased(value, d.env, d.scope, project)
         elif isinstance(value, _REFERENCE) and not _is_alias(value, d.env, d.scope):
             got = [(value, d.env, d.scope)]
         else:
@@ -74,13 +80,20 @@ def _entries(sub: cst.Subscript, env, scope):
     return [(value, d.env, d.scope) for _, value in items] or None
 
 
-def followed(callee, func, site, resolver, others):
+def followed(callee, func, site, resolver, others, project=None):
     """What the function a callee stands for runs (``callee``:
     ``CallSites._callee``): the one summary every reference gives; several
     different ones are added to ``others``, each read by the caller, as
-    ``resolver.held`` reads several modules."""
-    refs = aliased(func, site.env, site.scope) or ()
-    found = [callee(r, CallSite(site.node, e, s, (), (), None), resolver) for r, e, s in refs]
+    ``resolver.held`` reads several modules.  ``project``: a dict of
+    functions another project file defines is read there."""
+    found = []
+    for ref in aliased(func, site.env, site.scope, project) or ():
+        if ref is None or len(ref) == 2:  # (file, summary) of another file's function
+            found.append(ref)
+        else:
+            found.append(
+                callee(ref[0], CallSite(site.node, ref[1], ref[2], (), (), None), resolver)
+            )
     if not found or None in found:
         return None
     if len({id(f[1]) for f in found}) == 1:
@@ -88,3 +101,27 @@ def followed(callee, func, site, resolver, others):
     if others is not None:
         others.extend({id(f[1]): f for f in found}.values())
     return None
+
+
+def _elsewhere(project, func, env, scope) -> list:
+    """``FUNCTIONS[key]`` of a dict ``from .impls import FUNCTIONS`` brings:
+    (file, summary) of each function its entries name in that file (the one
+    of a literal key; None for a function there with no summary), or []
+    when it is no such dict."""
+    if not (isinstance(func, cst.Subscript) and isinstance(func.value, cst.Name)):
+        return []
+    if len(func.slice) != 1 or not isinstance(func.slice[0].slice, cst.Index):
+        return []
+    target = imported_target(func.value, env, scope)
+    loc = project._defined(target) if target is not None else None
+    if loc is None or "." in loc[1]:
+        return []
+    table = project._kept(loc[0], ("function-dicts", "1"), valid_dicts, function_dicts)
+    entries = (table or {}).get(loc[1])
+    if not entries:
+        return []
+    key = func.slice[0].slice.value
+    if isinstance(key, cst.SimpleString) and isinstance(key.evaluated_value, str):
+        entries = {k: v for k, v in entries.items() if k == key.evaluated_value}
+    got = [project.effective(loc[0], name) for name in entries.values()]
+    return [(loc[0], g) if g is not None else None for g in got]

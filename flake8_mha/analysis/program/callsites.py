@@ -338,7 +338,7 @@ class Project(MethodCalls, Overrides, HandedMasks, ConstantFiles):
                 kept[0], CallSite(site.node, kept[1], kept[2], (), (), None), resolver
             )
         lam = self._lambda(func, env, scope, resolver) or followed(
-            self._callee, func, site, resolver, others
+            self._callee, func, site, resolver, others, self
         )
         if lam is not None:
             return lam

@@ -505,6 +505,10 @@ class Composing:
                     return True
                 if any(self.registry_names(target) or ()):  # ``{"mha": nn.MultiheadAttention}``
                     return True
+                got = self._kept(loc[0], ("function-dicts", "1"), valid_dicts, function_dicts)
+                funcs = (got or {}).get(loc[1]) if loc else None  # ``{"sdpa": sdpa_attention}``
+                if funcs and any(self.effective(loc[0], f) for f in funcs.values()):
+                    return True
             except (OSError, ValueError, RecursionError):
                 return True
         return False
@@ -716,3 +720,40 @@ def fill_apart(summary: dict):
         apart.append(one)
     rest = set(reach) - set(fills)
     return apart, (narrowed(summary, rest) if rest else None)
+
+
+def valid_dicts(got) -> bool:
+    return isinstance(got, dict) and all(isinstance(v, dict) for v in got.values())
+
+
+def function_dicts(data: bytes) -> dict:
+    """``{name: {key: function name}}`` of each dict display a file binds once
+    at its top level with string keys and names of its own top-level
+    functions as values (``ATTENTION_FUNCTIONS = {"eager": eager_attention,
+    "sdpa": sdpa_attention}``)."""
+    try:
+        tree = ast.parse(decode(data))
+    except (SyntaxError, ValueError, UnicodeDecodeError, LookupError, RecursionError):
+        return {}
+    functions = {s.name for s in tree.body if isinstance(s, ast.FunctionDef)}
+    bound: dict = {}
+    for st in tree.body:
+        for tg in st.targets if isinstance(st, ast.Assign) else ():
+            if isinstance(tg, ast.Name):
+                bound.setdefault(tg.id, []).append(st.value)
+    out: dict = {}
+    for name, values in bound.items():
+        d = values[0]
+        if len(values) != 1 or not isinstance(d, ast.Dict) or None in d.keys:
+            continue
+        entries = {}
+        for k, v in zip(d.keys, d.values):
+            if not (isinstance(k, ast.Constant) and isinstance(k.value, str)):
+                break
+            if not (isinstance(v, ast.Name) and v.id in functions):
+                break
+            entries[k.value] = v.id
+        else:
+            if entries:
+                out[name] = entries
+    return out

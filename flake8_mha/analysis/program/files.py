@@ -274,6 +274,9 @@ class ProjectFiles(Composing):
                 and isinstance(node.targets[0], ast.Attribute)
             ):
                 used.append((node.value, True))
+            elif isinstance(node, ast.Assign) and isinstance(node.value, ast.Subscript):
+                if isinstance(node.value.value, ast.Name):  # ``fn = FUNCTIONS[impl]``, called
+                    registries.append(node.value.value.id)
             elif isinstance(node, ast.ClassDef):  # ``class SelfAttention(AttentionBase)``
                 used.extend((b, False) for b in node.bases if isinstance(b, _DOTTED))
             elif isinstance(node, ast.ImportFrom):
