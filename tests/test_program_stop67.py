@@ -849,3 +849,16 @@ def test_a_dict_of_functions_of_another_file(tmp_path):
         )
     )
     assert analyze_file(str(pkg / "modeling.py"), ["MHA007"]) == []
+
+
+def test_a_flag_and_a_mask_kept_apart_beside_a_star_import(tmp_path):
+    # review 39's zuna xattn.py: ``from lingua.transformer import *`` makes
+    # ``isinstance`` and ``str`` names of that import, read anew at each lookup
+    pkg = write_package(
+        tmp_path / "pkg",
+        {
+            "base.py": "import torch\n",
+            "xattn.py": TYPED.replace("import torch\n", "from .base import *\nimport torch\n", 1),
+        },
+    )
+    assert analyze_file(str(pkg / "xattn.py"), ["MHA006"]) == []

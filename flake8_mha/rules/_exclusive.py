@@ -138,9 +138,15 @@ def _same_names(test, env_a, env_b, scope) -> bool:
     names = {n.value for n in _names(test)}
     for name in names:
         a, b = lookup(name, env_a, scope), lookup(name, env_b, scope)
-        if len(a) != len(b) or any(x is not y for x, y in zip(a, b)):
+        if len(a) != len(b) or any(not _same_def(x, y) for x, y in zip(a, b)):
             return False
     return True
+
+
+def _same_def(x, y) -> bool:
+    """One definition, or one import of one name (builtins are made anew
+    at each lookup: ``isinstance``, ``str``)."""
+    return x is y or (x.kind == y.kind == DefKind.IMPORT and x.extra == y.extra)
 
 
 def _names(node):
