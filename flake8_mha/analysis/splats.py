@@ -263,26 +263,28 @@ def _mutated(name: str, scope: Optional[Scope], methods: set) -> bool:
     functions): a mutating method, an item assignment or deletion, ``+=``."""
     if scope is None:
         return True
-    root = scope.node
-    stack = list(children(root.body)) if isinstance(root, cst.FunctionDef) else list(children(root))
-    while stack:
-        n = stack.pop()
-        if isinstance(n, (cst.FunctionDef, cst.ClassDef, cst.Lambda)):
-            continue
-        if (
-            isinstance(n, cst.Attribute)
-            and isinstance(n.value, cst.Name)
-            and n.value.value == name
-            and n.attr.value in methods
-        ):
+    for n in _own_nodes(scope):
+        if isinstance(n, cst.Attribute) and _names(n.value, name) and n.attr.value in methods:
             return True
         if isinstance(n, (cst.Assign, cst.Del, cst.AugAssign)):
             targets = [t.target for t in n.targets] if isinstance(n, cst.Assign) else [n.target]
             for t in targets:
                 if isinstance(t, cst.Subscript) and _names(t.value, name):
                     return True
-        stack.extend(children(n))
     return False
+
+
+def _own_nodes(scope: Scope):
+    """The nodes of a scope's body, not those of the functions, classes and
+    lambdas nested in it."""
+    root = scope.node
+    stack = list(children(root.body)) if isinstance(root, cst.FunctionDef) else list(children(root))
+    while stack:
+        n = stack.pop()
+        if isinstance(n, (cst.FunctionDef, cst.ClassDef, cst.Lambda)):
+            continue
+        yield n
+        stack.extend(children(n))
 
 
 def _item_stores(name: str, scope: Scope) -> Optional[dict]:
@@ -299,11 +301,7 @@ def _item_stores(name: str, scope: Scope) -> Optional[dict]:
     for stmt in body if isinstance(body, (list, tuple)) else ():
         if isinstance(stmt, cst.SimpleStatementLine):
             top.update(id(n) for n in stmt.body if isinstance(n, cst.Assign))
-    stack = list(children(root.body)) if isinstance(root, cst.FunctionDef) else list(children(root))
-    while stack:
-        n = stack.pop()
-        if isinstance(n, (cst.FunctionDef, cst.ClassDef, cst.Lambda)):
-            continue
+    for n in _own_nodes(scope):
         if (
             isinstance(n, cst.Attribute)
             and _names(n.value, name)
@@ -324,7 +322,6 @@ def _item_stores(name: str, scope: Scope) -> Optional[dict]:
                     if key is None or d is None or len(n.targets) != 1 or id(n) not in top:
                         return None
                     out.setdefault(key, []).append((n.value, d.env, d.scope))
-        stack.extend(children(n))
     return out
 
 

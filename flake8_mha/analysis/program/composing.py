@@ -576,21 +576,12 @@ def _registries_of(data: bytes) -> dict:
     (``MIXERS = {"mha": nn.MultiheadAttention, "linear": LinearMixer}``): the
     qualified torch class each value names through the file's imports
     (``chains.imports``), None for one that names none."""
-    try:
-        tree = ast.parse(decode(data))
-    except (SyntaxError, ValueError, UnicodeDecodeError, LookupError, RecursionError):
+    tree = _tree(data)
+    if tree is None:
         return {}
-    bound: dict = {}
-    for st in tree.body:
-        for tg in st.targets if isinstance(st, ast.Assign) else ():
-            if isinstance(tg, ast.Name):
-                bound[tg.id] = bound.get(tg.id, []) + [st.value]
     imported = chains.imports(tree)
     out: dict = {}
-    for name, values in bound.items():
-        found = values[0]
-        if len(values) != 1 or not isinstance(found, ast.Dict) or None in found.keys:
-            continue
+    for name, found in _dicts_bound_once(tree):
         entries = {}
         for k, v in zip(found.keys, found.values):
             dotted = chains.dotted_name(v) if isinstance(v, (ast.Name, ast.Attribute)) else None
@@ -731,21 +722,12 @@ def function_dicts(data: bytes) -> dict:
     at its top level with string keys and names of its own top-level
     functions as values (``ATTENTION_FUNCTIONS = {"eager": eager_attention,
     "sdpa": sdpa_attention}``)."""
-    try:
-        tree = ast.parse(decode(data))
-    except (SyntaxError, ValueError, UnicodeDecodeError, LookupError, RecursionError):
+    tree = _tree(data)
+    if tree is None:
         return {}
     functions = {s.name for s in tree.body if isinstance(s, ast.FunctionDef)}
-    bound: dict = {}
-    for st in tree.body:
-        for tg in st.targets if isinstance(st, ast.Assign) else ():
-            if isinstance(tg, ast.Name):
-                bound.setdefault(tg.id, []).append(st.value)
     out: dict = {}
-    for name, values in bound.items():
-        d = values[0]
-        if len(values) != 1 or not isinstance(d, ast.Dict) or None in d.keys:
-            continue
+    for name, d in _dicts_bound_once(tree):
         entries = {}
         for k, v in zip(d.keys, d.values):
             if not (isinstance(k, ast.Constant) and isinstance(k.value, str)):
@@ -757,3 +739,23 @@ def function_dicts(data: bytes) -> dict:
             if entries:
                 out[name] = entries
     return out
+
+
+def _tree(data: bytes) -> Optional[ast.Module]:
+    try:
+        return ast.parse(decode(data))
+    except (SyntaxError, ValueError, UnicodeDecodeError, LookupError, RecursionError):
+        return None
+
+
+def _dicts_bound_once(tree: ast.Module):
+    """(name, dict display) of each name a module binds once at its top
+    level, to a dict display whose keys are all written out."""
+    bound: dict = {}
+    for st in tree.body:
+        for tg in st.targets if isinstance(st, ast.Assign) else ():
+            if isinstance(tg, ast.Name):
+                bound.setdefault(tg.id, []).append(st.value)
+    for name, values in bound.items():
+        if len(values) == 1 and isinstance(values[0], ast.Dict) and None not in values[0].keys:
+            yield name, values[0]
