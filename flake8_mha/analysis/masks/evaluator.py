@@ -438,11 +438,13 @@ class MaskEvaluator(Calls, Numbers, Comparisons, Segments, Offsets, Shapes, Dtyp
                 and b.kind in (ADDITIVE, None)
             ):
                 return additive(self.origin(node), broadcast(a.layout, b.layout), None)
-            for m, other in ((a, b), (b, a)):
+            for m, other, term in ((a, b, node.right), (b, a, node.left)):
                 # ``position_bias + mask01``: a float 0/1 mask added into a bias is
-                # still added, not applied (T5's bias folded with a keep-mask)
+                # still added, not applied (T5's bias folded with a keep-mask); the
+                # other term named a bias, never the scores themselves
                 if (
-                    m.kind == FLOAT01
+                    "bias" in _last_word(term)
+                    and m.kind == FLOAT01
                     and m.meaning in (KEEP, IGNORE)
                     and not other.none
                     and other.kind in (ADDITIVE, None)
@@ -677,3 +679,10 @@ def _special_ne(node) -> bool:
         if is_token_name(tokens) and name.endswith(_SPECIAL_ENDS):
             return True
     return False
+
+
+def _last_word(node) -> str:
+    """``position_bias`` of ``position_bias`` or ``self.position_bias``, lower case."""
+    if isinstance(node, cst.Attribute):
+        return node.attr.value.lower()
+    return node.value.lower() if isinstance(node, cst.Name) else ""
