@@ -211,6 +211,17 @@ def is_property(func: cst.FunctionDef) -> bool:
     )
 
 
+def property_return(resolver, flow, cls, attr: str):
+    """(the return, its env, the method's scope) of the ``@property`` ``attr``
+    of the class ``cls`` when it has one return; None otherwise."""
+    method = resolver.method_of(cls, attr) if cls is not None else None
+    fscope = flow.functions.get(id(method)) if method is not None else None
+    if fscope is None or len(fscope.returns) != 1 or not is_property(method):
+        return None
+    ret, renv = fscope.returns[0]
+    return ret, renv, fscope
+
+
 def builds_own_class(func: cst.FunctionDef) -> bool:
     """A ``@classmethod`` whose every ``return`` builds the class by its first
     parameter (``return cls(cfg.dim, cfg.heads)``): a call of it makes an

@@ -723,9 +723,8 @@ class Resolver:
         if info is None:
             return None
         found = self.class_spec(info)
-        if (
-            found is None
-        ):  # ``def forward(self, *args, **kwargs): return self.inner(*args, **kwargs)``
+        if found is None:
+            # ``def forward(self, *args, **kwargs): return self.inner(*args, **kwargs)``
             inner = forwarded_attr(info)
             if inner is None or ("fwd", id(info)) in self._following:
                 return None

@@ -16,7 +16,7 @@ from typing import Iterator, List, Optional, Tuple
 
 import libcst as cst
 
-from ..analysis.classes import is_property
+from ..analysis.classes import property_return
 from ..analysis.events import ModuleCall
 from ..analysis.flow import CallSite, lookup, subclasses_in
 from ..analysis.program.overrides import word_count
@@ -206,7 +206,8 @@ class MaskHeadsOrder(Rule):
                         return got
             return None
         if isinstance(node, cst.Attribute):  # ``self.attn_mask``, a ``@property`` (probe AM's AM23)
-            got = self._property_return(node, env, scope)
+            cls = self.ctx.resolver.self_class(node, env, scope)
+            got = property_return(self.ctx.resolver, self.ctx.flow, cls, node.attr.value)
             return self.head_major(got[0], got[1], got[2], site, d) if got else None
         if isinstance(node, cst.Comparison) and len(node.comparisons) == 1:
             # Mask2Former thresholds after expanding: ``probs.repeat(h, 1, 1) < 0.5``
@@ -280,18 +281,6 @@ class MaskHeadsOrder(Rule):
             got.form.get("via", "repeat"),
             CallSite(call, env, scope, (), (), None),
         )
-
-    def _property_return(self, node: cst.Attribute, env, scope):
-        """(the return, its env, the method's scope) of the ``@property``
-        ``self.<name>`` of the class around, when it has one return."""
-        resolver = self.ctx.resolver
-        cls = resolver.self_class(node, env, scope)
-        method = resolver.method_of(cls, node.attr.value) if cls is not None else None
-        fscope = self.ctx.flow.functions.get(id(method)) if method is not None else None
-        if fscope is None or len(fscope.returns) != 1 or not is_property(method):
-            return None
-        ret, renv = fscope.returns[0]
-        return ret, renv, fscope
 
     def _overrides(self, call: cst.Call, env, scope):
         """``self.expand_heads(mask)`` in a method of a class of this file:

@@ -12,6 +12,7 @@ from ..core.torch_api import FASTPATH_BLOCKERS
 from ..analysis.flow import CallSite, DefKind, ScopeKind, lookup
 from ..analysis.program.callers import KEPT_FIRST
 from ..analysis.layout import analysis_for as layout_for
+from ..analysis.masks.names import last_name
 from ..analysis.tree import walk
 from ..analysis.values import KWARGS_CHANGED, kwargs_changed
 from .autofix import Fix, FixContext, add_keyword, find_arg, register
@@ -251,7 +252,7 @@ class AttentionWeightsDiscarded(Rule):
         got = self.ctx.analyses.get("mha102-hooked")
         if got is None:
             got = any(
-                isinstance(n, cst.Call) and _callee_word(n.func) in _HOOKS
+                isinstance(n, cst.Call) and last_name(n.func) in _HOOKS
                 for n in walk(self.ctx.module)
             )
             self.ctx.analyses["mha102-hooked"] = got
@@ -729,11 +730,3 @@ FIX = register(
 
 
 _HOOKS = frozenset(("register_forward_hook", "register_module_forward_hook"))
-
-
-def _callee_word(func: cst.BaseExpression) -> str:
-    """The last name of a call's callee (``register_forward_hook`` of
-    ``self.attn.register_forward_hook``)."""
-    if isinstance(func, cst.Attribute):
-        return func.attr.value
-    return func.value if isinstance(func, cst.Name) else ""

@@ -16,7 +16,7 @@ import libcst as cst
 
 from ..program.local_names import function_key
 from ..program.callgraph import FileCalls, bind_call, frame_for  # noqa: F401  (the package's names for them)
-from ..classes import instance_class, is_property
+from ..classes import instance_class, property_return
 from ..flow import ClassInfo, Def, Env, Scope, children, lookup
 from .literal_paths import not_taken
 from ..splats import element, expand_call, item
@@ -334,12 +334,8 @@ class Calls(FileCalls):
         defs = self.resolver.attr_defs(cls, attr)
         if defs:
             return join_all([self._def(d, At(d.env, d.scope, None, at.depth + 1)) for d in defs])
-        method = self.resolver.method_of(cls, attr)
-        fscope = self.flow.functions.get(id(method)) if method is not None else None
-        if fscope is None or len(fscope.returns) != 1 or not is_property(method):
-            return None
-        ret, renv = fscope.returns[0]
-        return self.eval(ret, At(renv, fscope, None, at.depth + 1))
+        got = property_return(self.resolver, self.flow, cls, attr)
+        return self.eval(got[0], At(got[1], got[2], None, at.depth + 1)) if got else None
 
     def _annotated_elsewhere(self, node: cst.Attribute, at: At) -> Optional[Mask]:
         """``batch.padding`` of a parameter annotated with a class of another

@@ -51,7 +51,7 @@ from .domain import (
     tri_meaning,
 )
 from .dtypes import Dtypes
-from .names import IGNORE_PARAM_NAMES, TOKENIZER_KEYS, string_key
+from .names import IGNORE_PARAM_NAMES, TOKENIZER_KEYS, last_name, string_key
 from .numbers import MAX_DEPTH, Numbers
 from .offsets import Offsets
 from .ops import Ops
@@ -443,7 +443,7 @@ class MaskEvaluator(Calls, Numbers, Comparisons, Segments, Offsets, Shapes, Dtyp
                 # still added, not applied (T5's bias folded with a keep-mask); the
                 # other term named a bias, never the scores themselves
                 if (
-                    "bias" in _last_word(term)
+                    "bias" in (last_name(term) or "").lower()
                     and m.kind == FLOAT01
                     and m.meaning in (KEEP, IGNORE)
                     and not other.none
@@ -679,10 +679,3 @@ def _special_ne(node) -> bool:
         if is_token_name(tokens) and name.endswith(_SPECIAL_ENDS):
             return True
     return False
-
-
-def _last_word(node) -> str:
-    """``position_bias`` of ``position_bias`` or ``self.position_bias``, lower case."""
-    if isinstance(node, cst.Attribute):
-        return node.attr.value.lower()
-    return node.value.lower() if isinstance(node, cst.Name) else ""

@@ -31,15 +31,15 @@ def _truth(test, env, frame) -> Optional[bool]:
         inner = _truth(test.expression, env, frame)
         return None if inner is None else not inner
     if isinstance(test, cst.Name):
-        value = _paramliteral_of(test, env, frame)
+        value = _param_literal(test, env, frame)
         return None if value is OPEN else bool(value)
     if not (isinstance(test, cst.Comparison) and len(test.comparisons) == 1):
         return None
     op = test.comparisons[0]
     left, right = test.left, op.comparator
-    a, b = _paramliteral_of(left, env, frame), literal_of(right)
+    a, b = _param_literal(left, env, frame), literal_of(right)
     if a is OPEN or b is OPEN:
-        a, b = _paramliteral_of(right, env, frame), literal_of(left)
+        a, b = _param_literal(right, env, frame), literal_of(left)
     if a is OPEN or b is OPEN:
         return None
     if isinstance(op.operator, (cst.Equal, cst.Is)):
@@ -49,7 +49,7 @@ def _truth(test, env, frame) -> Optional[bool]:
     return None
 
 
-def _paramliteral_of(node, env, frame):
+def _param_literal(node, env, frame):
     """The literal a parameter of the frame's function holds at this call,
     never rebound in the function; ``OPEN`` otherwise."""
     if not isinstance(node, cst.Name) or frame is None:
@@ -66,9 +66,7 @@ def _paramliteral_of(node, env, frame):
 
 
 def literal_of(node):
-    if isinstance(node, cst.SimpleString):
-        return node.evaluated_value
-    if isinstance(node, cst.Integer):
+    if isinstance(node, (cst.SimpleString, cst.Integer)):
         return node.evaluated_value
     if isinstance(node, cst.Name) and node.value in ("True", "False", "None"):
         return {"True": True, "False": False, "None": None}[node.value]
