@@ -174,6 +174,28 @@ def add_partials(tree: ast.Module, out: Dict[str, dict], is_sdpa) -> None:
 IMPORTED = "@import:"
 
 
+def add_aliases(tree: ast.Module, out: Dict[str, dict]) -> None:
+    """``default_attention = sdpa_attention_forward`` at a file's top level,
+    the name bound once to a summarised function of the file: the function's
+    summary under that name too, so that another file's call of the alias is
+    followed as the function (the twin of ``aliases.aliased`` for the linted
+    file).  The summary keeps the function's name, which the chain shows."""
+    bound: Dict[str, list] = {}
+    for st in tree.body:
+        targets = st.targets if isinstance(st, ast.Assign) else ()
+        if isinstance(st, (ast.AnnAssign, ast.AugAssign)):
+            targets = (st.target,)
+        for tg in targets:
+            if isinstance(tg, ast.Name):
+                bound.setdefault(tg.id, []).append(st.value)
+    for name, values in bound.items():
+        if name in out or len(values) != 1 or not isinstance(values[0], ast.Name):
+            continue
+        base = out.get(values[0].id)
+        if isinstance(base, dict) and "closure" not in base:
+            out[name] = dict(base)
+
+
 def module_partials(tree: ast.Module, names: set, modules: set):
     """``(name, call)`` for each ``name = functools.partial(f, ...)`` bound
     once, at the module's top level (``names``, ``modules``: ``partial_names``)."""

@@ -159,6 +159,7 @@ def summarise(
     forms.add_partials(
         tree, out, lambda e: direct and is_sdpa(ast.Call(func=e, args=[], keywords=[]), sdpa_names)
     )
+    forms.add_aliases(tree, out)
     imported = chains.imports(tree)
     _keep_reaching(out, imported, attrs)
     if MODULES in out:  # a factory of a module whose forward may reach a sink
