@@ -127,6 +127,13 @@ class AttentionWeightsDiscarded(Rule):
           probe AC), it is reported only if every caller also leaves that
           parameter (that keyword) `True`; no fix is offered then, since
           the default or the callers are the author's to change.
+        - A tracing wrapper that hands every argument on (`def
+          forward(self, *args, **kwargs): return self.inner(*args,
+          **kwargs)`) is read as the module itself at a call in its own
+          file. When its callers are in other files, it is reported at its
+          inner call if every one of them keeps only the output and gives
+          no `need_weights`, by keyword or as the fifth positional argument
+          (probe AM's AM30, `fixtures/program_calls/traced_wrappers/`).
         - A caller that returns the pair whole in turn (`return
           self.attn(x)`) keeps what the callers of its own function keep:
           followed two steps (a wrapper of a wrapper of the module), and the
@@ -217,9 +224,21 @@ class AttentionWeightsDiscarded(Rule):
     def on_module_call(self, ev: ModuleCall) -> Iterator[Report]:
         if ev.spec.name != "MultiheadAttention" or self._one_query(ev) or self._hooked():
             return
-        if ev.args.get("key") is None or ev.args.get("value") is None:
+        star = _star_args_handed_on(ev.site)
+        if star is None and (ev.args.get("key") is None or ev.args.get("value") is None):
             return  # the call raises before it computes anything (a key or value left out)
         if self._fastpath_and_dropout(ev):
+            return
+        if star is not None:
+            # ``forward(self, *args, **kwargs): return self.inner(*args, **kwargs)``
+            # (probe AM's AM30): the callers give query, key and value, and
+            # need_weights by keyword or as the fifth positional argument
+            param = "**need_weights" if star else None
+            through = self._discarded_by_callers(ev.site, param, elsewhere=True)
+            if through is not None:
+                key, where = through
+                evidence = module_call_evidence(self.ctx, ev)
+                yield self.report(ev.site.node, evidence, self.THROUGH, key=key, where=where)
             return
         site = ev.site
         nw = ev.args.get("need_weights")
@@ -317,7 +336,7 @@ class AttentionWeightsDiscarded(Rule):
             and _int(node.args[axis].value) == 1
         )
 
-    def _discarded_by_callers(self, site: CallSite, param: Optional[str]):
+    def _discarded_by_callers(self, site: CallSite, param: Optional[str], elsewhere=False):
         """(the wrapper, where its first caller is) when the call's whole
         result is what a function or method returns (``return
         self.mha(x, x, x)``), that function is called in the project, and
@@ -335,6 +354,10 @@ class AttentionWeightsDiscarded(Rule):
         found = project.results_kept(key)
         if not found or not _all_keep_first(project, found, param, {(None, key)}):
             return None  # unsettled, no caller in the project, or one that may read them
+        if elsewhere and any(f[0] is None for f in found):
+            return None  # a call in this file runs the module itself (``forwarded_attr``)
+        if elsewhere and any(f"*{NEED_WEIGHTS_AT - 1}" in f[3] for f in found):
+            return None  # need_weights given by place, through ``*args``
         shown, line, use = found[0][0], found[0][1], found[0][2]
         where = f"line {line}" if shown is None else f"{shown} line {line}"
         if isinstance(use, tuple):  # ``return self.attn(x)``: that function's callers keep
@@ -687,6 +710,33 @@ def _kwargs_handed_on(site: CallSite) -> bool:
         return False
     # ``kwargs = ...``, ``kwargs["need_weights"] = False``, ``kwargs.pop(...)``
     return not kwargs_changed(func, name, (*KWARGS_CHANGED, "pop"), rebound=True)
+
+
+NEED_WEIGHTS_AT = 4  # need_weights' place in MultiheadAttention.forward (query first)
+
+
+def _star_args_handed_on(site: CallSite) -> Optional[bool]:
+    """Whether the call's arguments are only ``*args`` of the function around
+    it, and maybe its ``**kwargs``, each handed on as it came (a tracing
+    wrapper): True with ``**kwargs``, False without, None for any other
+    call."""
+    func = _function_of(site)
+    args = site.node.args
+    if func is None or not isinstance(func.params.star_arg, cst.Param) or not args:
+        return None
+    first = args[0]
+    name = func.params.star_arg.name.value
+    if first.star != "*" or not (isinstance(first.value, cst.Name) and first.value.value == name):
+        return None
+    if len(args) == 1:
+        return False
+    star = func.params.star_kwarg
+    if len(args) != 2 or not isinstance(star, cst.Param) or args[1].star != "**":
+        return None
+    name = star.name.value
+    if not (isinstance(args[1].value, cst.Name) and args[1].value.value == name):
+        return None
+    return None if kwargs_changed(func, name, (*KWARGS_CHANGED, "pop"), rebound=True) else True
 
 
 def _function_of(site: CallSite):

@@ -728,6 +728,8 @@ def _bind_literals(call: Call, signature) -> Optional[Dict[str, object]]:
         return None
     for name, value in zip(positional, call.args):
         got[name] = value
+    for i, value in enumerate(call.args[len(positional) :]):
+        got[f"*{i}"] = value  # into ``*args``: read back by its place
     for name, value in call.keywords.items():
         if name in got:
             return None
