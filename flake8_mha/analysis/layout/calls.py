@@ -21,6 +21,7 @@ from ..flow import Def, lookup
 from ..heads import EINOPS_REARRANGE
 from ..tree import is_none
 from ..values import literal
+from . import lambdas
 from .comments import DocLine
 from .padded_ids import compared, read_compared
 from .helper_forms import read_stated, read_swap
@@ -357,6 +358,9 @@ class LayoutCalls:
         found = self.callee(node, env, scope)
         if found is not None:
             return self._helper(found, node, env, scope, frame, depth)
+        body = lambdas.applied(node, env, scope, self.__dict__.setdefault("_lambdas", {}))
+        if body is not None:  # ``permute(q)`` of ``permute = lambda t: t.permute(1, 0, 2)``
+            return lambdas.anchored(self.eval(body, env, scope, frame, depth + 1), body, node)
         if isinstance(func, cst.Name) and node.args:
             got = self._swap_helper(node, env, scope, frame, depth) or self._stated_helper(
                 node, env, scope

@@ -331,7 +331,12 @@ def parse_shape_comment(comment: str) -> Dict[Optional[str], Tuple[Optional[str]
             return out
     x_form = _X_FORM.search(text)
     if x_form is not None:
-        roles = roles_of_names([p.strip() for p in re.split(r"\s*[x×]\s*", x_form.group(1))])
+        dims = x_form.group(1)
+        # ``bsz x max_pos``: with spaces around it, only a lone x parts the
+        # axes (an x inside a name is not one); ``NxCxHxW`` has none
+        spaced = re.search(r"\s[x×]\s", dims) is not None
+        parts = re.split(r"\s+[x×]\s+|\s*×\s*" if spaced else r"[x×]", dims)
+        roles = roles_of_names([p.strip() for p in parts])
         if useful(roles):
             out[None] = roles
     return out

@@ -19,6 +19,7 @@ from .calls import CYCLE, MODULE_OUTPUT_ARG, LayoutCalls, join, meet, real
 from ..masks.names import last_name, string_key
 from ..splats import item, spread_index
 from .comments import CommentIndex, DocLine
+from .lambdas import anchored, mapped
 from .domain import (
     BATCH,
     MAX_CALLER_DEPTH,
@@ -216,6 +217,9 @@ class LayoutEvaluator(FileCalls, LayoutCalls, ProgramLayout, ProjectLayout):
             el = unpacked(d)
             if el is not None:
                 return self.eval(el, d.env, d.scope, frame, depth)
+            el = mapped(d, self.__dict__.setdefault("_mapped", {}))
+            if el is not None:  # ``qt, kt, vt = map(permute, [q, k, v])``: at the ``map``
+                return anchored(self.eval(el, d.env, d.scope, frame, depth), el, d.node)
             if d.index == (0,) and isinstance(d.node, cst.Call):
                 got = self._call(d.node, d.env, d.scope, frame, depth, 0)
                 if real(got) is not None and not got.conforms:
