@@ -280,7 +280,7 @@ def _analyze_module(
     for code, rep in reports:
         line, col0 = starts[id(rep.node)]
         findings.add(Finding(code, line, col0 + 1, rep.message, path, rep.evidence))
-    return sorted(findings, key=lambda f: (f.line, f.col, f.code))
+    return sorted(findings, key=lambda f: (f.line, f.col, f.code, f.message))
 
 
 def start_positions(module: cst.Module, nodes: Sequence[cst.CSTNode]) -> Dict[int, Tuple[int, int]]:
