@@ -114,3 +114,101 @@ def test_a_name_with_an_x_in_it_is_one_axis_of_a_spaced_shape_comment():
     assert parse_shape_comment("# bsz x max_pos") == {None: ("batch", None)}
     assert parse_shape_comment("# max_len x bsz x embed_dim") == {None: ("seq", "batch", "embed")}
     assert parse_shape_comment("# BxTxC") == {None: ("batch", "seq", "channel")}
+
+
+SWARM = """\
+import torch
+import torch.nn as nn
+
+
+class Swarmulator:
+    def __init__(self, D=3, heads=4, N=100, batch_size=8):
+        self.xi = torch.randn(N, D)
+        self.oi = torch.randn(N, D)
+        self.oi /= torch.norm(self.oi, dim=1).unsqueeze(1)
+        self.attention_xi = nn.MultiheadAttention(embed_dim=D, num_heads=heads)
+        self.attention_oi = nn.MultiheadAttention(embed_dim=D, num_heads=heads)
+
+    def evolution_of_xi(self):
+        attn_output, _ = self.attention_xi(self.xi, self.xi, self.xi, need_weights=False)
+        return attn_output
+
+    def evolution_of_oi(self):
+        attn_output, _ = self.attention_oi(self.oi, self.oi, self.oi, need_weights=False)
+        return attn_output
+
+    def RK4_step(self, y, evolution_func, dt=0.01):
+        k1 = dt * evolution_func()
+        k2 = dt * evolution_func()
+        return y + (k1 + k2) / 2
+
+    def simulation(self, num_steps=1000):
+        for _ in range(num_steps):
+            self.xi = self.RK4_step(self.xi, self.evolution_of_xi)
+            self.oi = self.RK4_step(self.oi, self.evolution_of_oi)
+            self.oi /= torch.norm(self.oi, dim=1).unsqueeze(1)
+"""
+
+
+def test_an_unbatched_state_stepped_by_a_helper_handed_its_update_stays_unbatched(tmp_path):
+    # review 39's swarmalator as released: an RK4 step handed the bound method
+    # that runs the attention, and the state normalised in place
+    assert _rows(SWARM, ["MHA001"], tmp_path) == []
+    batched = SWARM.replace(
+        "self.xi = torch.randn(N, D)", "self.xi = torch.randn(batch_size, N, D)"
+    )
+    assert _rows(batched, ["MHA001"], tmp_path) == [(10, 29, "MHA001")]
+    oi_batched = SWARM.replace(
+        "self.oi = torch.randn(N, D)", "self.oi = torch.randn(batch_size, N, D)"
+    )
+    assert _rows(oi_batched, ["MHA001"], tmp_path) == [(11, 29, "MHA001")]
+
+
+BRANCHED = """\
+import torch.nn.functional as F
+
+FAST = False
+
+if FAST:
+    from torch.library import custom_op
+
+    @custom_op("pkg::_sdpa", mutates_args=())
+    def _sdpa(q, k, v, attn_mask=None, dropout_p=0.0):
+        return F.scaled_dot_product_attention(q, k, v, attn_mask=attn_mask, dropout_p=dropout_p)
+
+else:
+
+    def _sdpa(q, k, v, attn_mask=None, dropout_p=0.0):
+        return F.scaled_dot_product_attention(q, k, v, attn_mask=attn_mask, dropout_p=dropout_p)
+"""
+
+BLOCK = """\
+import torch.nn as nn
+
+from .kernels import _sdpa
+
+
+class Block(nn.Module):
+    def __init__(self, p=0.1):
+        super().__init__()
+        self.p = p
+
+    def forward(self, q, k, v):
+        return _sdpa(q, k, v, dropout_p=self.p)
+"""
+
+
+def test_a_function_defined_in_each_branch_of_an_if_is_followed(tmp_path):
+    # review 39's eole as released: ``_sdpa`` a custom op under ``if``, plain in ``else``
+    pkg = write_package(tmp_path / "pkg", {"kernels.py": BRANCHED, "block.py": BLOCK})
+    found = analyze_file(str(pkg / "block.py"), ["MHA007"])
+    assert [(f.line, f.col, f.code) for f in found] == [(12, 16, "MHA007")]
+    assert "pkg/kernels.py:15 through _sdpa()" in found[0].message
+    # the branches differ (one gates its dropout): unknown, silent
+    (pkg / "kernels.py").write_text(
+        BRANCHED.replace(
+            "attn_mask=attn_mask, dropout_p=dropout_p)\n\nelse:",
+            "attn_mask=attn_mask, dropout_p=0.0)\n\nelse:",
+        )
+    )
+    assert analyze_file(str(pkg / "block.py"), ["MHA007"]) == []

@@ -361,6 +361,11 @@ class LayoutCalls:
         body = lambdas.applied(node, env, scope, self.__dict__.setdefault("_lambdas", {}))
         if body is not None:  # ``permute(q)`` of ``permute = lambda t: t.permute(1, 0, 2)``
             return lambdas.anchored(self.eval(body, env, scope, frame, depth + 1), body, node)
+        given = lambdas.handed(node, env, scope, frame, self.__dict__.setdefault("_handed", {}))
+        if given is not None:  # ``f()`` of a parameter ``f`` the caller gives a method
+            run, cenv, cscope, cframe = given
+            got = self._call(run, cenv, cscope, cframe, depth + 1, None)
+            return lambdas.anchored(got, run, node)
         if isinstance(func, cst.Name) and node.args:
             got = self._swap_helper(node, env, scope, frame, depth) or self._stated_helper(
                 node, env, scope

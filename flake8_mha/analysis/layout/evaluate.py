@@ -32,6 +32,8 @@ from .across_files import ProjectLayout
 from .program import DEFAULT, ProgramLayout, carries
 from .project_callers import MAX_HOPS
 
+_IN_PLACE = (cst.AddAssign, cst.SubtractAssign, cst.MultiplyAssign, cst.DivideAssign)
+
 
 class LayoutEvaluator(FileCalls, LayoutCalls, ProgramLayout, ProjectLayout):
     def __init__(self, ctx, hops: int = MAX_HOPS, session: Optional[dict] = None):
@@ -231,14 +233,13 @@ class LayoutEvaluator(FileCalls, LayoutCalls, ProgramLayout, ProjectLayout):
             return self._param(d, frame, depth)
         if kind == "augassign":
             node: cst.AugAssign = d.node
-            if (
-                isinstance(
-                    node.operator,
-                    (cst.AddAssign, cst.SubtractAssign, cst.MultiplyAssign, cst.DivideAssign),
-                )
-                and d.extra
-            ):
+            if isinstance(node.operator, _IN_PLACE) and d.extra:
                 return join([self._def(p, frame, depth) for p in d.extra])
+            if isinstance(node.target, cst.Attribute) and isinstance(node.operator, _IN_PLACE):
+                # ``self.oi /= torch.norm(self.oi, dim=1).unsqueeze(1)``: an operation
+                # in place never changes a tensor's shape, so the attribute keeps the
+                # layout its other definitions give (release review 39's swarmalator)
+                return CYCLE
         return None
 
     def _unpacking(self, name: str, defs, scope) -> Optional[Layout]:

@@ -111,6 +111,27 @@ def _comprehended(d: Def, made: Dict[tuple, tuple]) -> Optional[cst.BaseExpressi
     return made[key][1]
 
 
+def handed(call: cst.Call, env, scope, frame, made: Dict[int, tuple]):
+    """``evolution_func()`` in a helper called as ``self.RK4_step(self.xi,
+    self.evolution_of_xi)``: a call, with no arguments, of a parameter whose
+    argument in the frame is a function or bound method by name; (the call
+    of that argument, made once, and the caller's env, scope and frame), or
+    None (release review 39's swarmalator, an ODE step around attention)."""
+    func = call.func
+    if call.args or not isinstance(func, cst.Name) or frame is None:
+        return None
+    defs = lookup(func.value, env, scope)
+    if len(defs) != 1 or defs[0].kind != DefKind.PARAM or defs[0].extra is not frame.func:
+        return None
+    arg = frame.args.get(func.value)
+    if not isinstance(arg, (cst.Name, cst.Attribute)):
+        return None
+    key = id(call)
+    if key not in made or made[key][2] is not arg:
+        made[key] = (call, cst.Call(arg, []), arg)
+    return made[key][1], frame.env, frame.scope, frame.parent
+
+
 def anchored(got, made, real):
     """A layout whose evidence is the node made here, moved to the real
     node it was made for (made nodes have no place in the file)."""
