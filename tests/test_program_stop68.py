@@ -212,3 +212,243 @@ def test_a_function_defined_in_each_branch_of_an_if_is_followed(tmp_path):
         )
     )
     assert analyze_file(str(pkg / "block.py"), ["MHA007"]) == []
+
+
+LAYER_KW = """\
+import torch.nn as nn
+
+LAYER_KW = dict(dim_feedforward=256, dropout=0.0, activation="gelu", norm_first=True)
+
+
+class Stage(nn.Module):
+    def __init__(self, dim, heads):
+        super().__init__()
+        self.layer = nn.TransformerEncoderLayer(dim, heads, **LAYER_KW)
+
+    def forward(self, x):
+        B, N, C = x.shape
+        return self.layer(x)
+"""
+
+
+def test_a_splat_of_a_dict_written_out_carries_only_its_keys(tmp_path):
+    # probe AN's AN27: ``**LAYER_KW`` with no batch_first in it
+    assert _rows(LAYER_KW, ["MHA001"], tmp_path) == [(9, 22, "MHA001")]
+    carried = LAYER_KW.replace("norm_first=True)", "norm_first=True, batch_first=True)")
+    assert _rows(carried, ["MHA001"], tmp_path) == []
+    literal = LAYER_KW.replace(
+        'dict(dim_feedforward=256, dropout=0.0, activation="gelu", norm_first=True)',
+        '{"dim_feedforward": 256, "dropout": 0.0}',
+    )
+    assert _rows(literal, ["MHA001"], tmp_path) == [(9, 22, "MHA001")]
+
+
+def test_a_splat_of_another_file_s_dict_carries_only_its_keys(tmp_path):
+    config, _, layers = LAYER_KW.partition("\n\n\nclass Stage")
+    layers = "import torch.nn as nn\n\nfrom .config import LAYER_KW\n\n\nclass Stage" + layers
+    pkg = write_package(
+        tmp_path / "pkg", {"config.py": config.split("\n\n", 1)[1] + "\n", "layers.py": layers}
+    )
+    found = analyze_file(str(pkg / "layers.py"), ["MHA001"])
+    assert [(f.line, f.col, f.code) for f in found] == [(9, 22, "MHA001")]
+    (pkg / "config.py").write_text("LAYER_KW = dict(dropout=0.0, batch_first=True)\n")
+    assert analyze_file(str(pkg / "layers.py"), ["MHA001"]) == []
+    # a dict changed by item elsewhere in its file: its keys are not known
+    (pkg / "config.py").write_text('LAYER_KW = dict(dropout=0.0)\nLAYER_KW["batch_first"] = True\n')
+    assert analyze_file(str(pkg / "layers.py"), ["MHA001"]) == []
+
+
+RECORD = """\
+from typing import NamedTuple
+
+import torch
+import torch.nn as nn
+
+PAD_ID = 0
+
+
+class Batch(NamedTuple):
+    input_ids: torch.Tensor
+    mask: torch.Tensor
+
+
+def collate(seqs):
+    input_ids = torch.nn.utils.rnn.pad_sequence(seqs, batch_first=True, padding_value=PAD_ID)
+    return Batch(input_ids=input_ids, mask=input_ids.ne(PAD_ID))
+
+
+class Classifier(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.embed = nn.Embedding(100, 32)
+        self.encoder = nn.TransformerEncoder(nn.TransformerEncoderLayer(32, 4, batch_first=True), 2)
+
+    def forward(self, batch: Batch):
+        return self.encoder(self.embed(batch.input_ids), src_key_padding_mask=batch.mask)
+"""
+
+
+def test_a_field_of_a_record_class_holds_what_its_constructions_give(tmp_path):
+    # probe AN's AN13: a NamedTuple batch whose mask the collate function fills
+    assert _rows(RECORD, ["MHA003"], tmp_path) == [(26, 16, "MHA003")]
+    right = RECORD.replace("mask=input_ids.ne(PAD_ID)", "mask=input_ids.eq(PAD_ID)")
+    assert _rows(right, ["MHA003"], tmp_path) == []
+    positional = RECORD.replace(
+        "Batch(input_ids=input_ids, mask=input_ids.ne(PAD_ID))",
+        "Batch(input_ids, input_ids.ne(PAD_ID))",
+    )
+    assert _rows(positional, ["MHA003"], tmp_path) == [(26, 16, "MHA003")]
+    dataclass = RECORD.replace("from typing import NamedTuple", "from dataclasses import dataclass")
+    dataclass = dataclass.replace("class Batch(NamedTuple):", "@dataclass\nclass Batch:")
+    assert _rows(dataclass, ["MHA003"], tmp_path) == [(27, 16, "MHA003")]
+    # a construction that leaves the field to an unknown value: unknown
+    unknown = RECORD + "\n\ndef rebuild(ids, m):\n    return Batch(input_ids=ids, mask=m)\n"
+    assert _rows(unknown, ["MHA003"], tmp_path) == []
+
+
+def test_a_field_of_a_record_class_of_another_file(tmp_path):
+    data, _, model = RECORD.partition("\n\n\nclass Classifier")
+    model = "import torch.nn as nn\n\nfrom .data import Batch\n\n\nclass Classifier" + model
+    pkg = write_package(tmp_path / "pkg", {"data.py": data + "\n", "model.py": model})
+    found = analyze_file(str(pkg / "model.py"), ["MHA003"])
+    assert [(f.line, f.col, f.code) for f in found] == [(13, 16, "MHA003")]
+    assert "batch.mask -> pkg/data.py:16: input_ids.ne(PAD_ID)" in found[0].message
+    (pkg / "data.py").write_text(
+        data.replace("input_ids.ne(PAD_ID)", "input_ids.eq(PAD_ID)") + "\n"
+    )
+    assert analyze_file(str(pkg / "model.py"), ["MHA003"]) == []
+
+
+ZIPPED_MASKS = """\
+import math
+
+import torch
+import torch.nn as nn
+import torch.nn.functional as F
+
+
+class GatedSelfAttention(nn.Module):
+    def forward(self, q, k, v, mask):
+        scores = torch.matmul(q, k.transpose(-2, -1)) / math.sqrt(q.shape[-1])
+        scores = scores * mask
+        return torch.matmul(F.softmax(scores, dim=-1), v)
+
+
+class GatedRec(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.blocks = nn.ModuleList([GatedSelfAttention() for _ in range(2)])
+
+    def forward(self, q, k, v, log_seqs):
+        keep = log_seqs > 0
+        pad_keep = keep[:, None, None, :].float()
+        causal = torch.ones(q.shape[2], q.shape[2]).tril()
+        for blk, m in zip(self.blocks, (pad_keep, causal)):
+            q = blk(q, k, v, m)
+        return q
+"""
+
+
+def test_masks_zipped_with_the_blocks_reach_each_block(tmp_path):
+    # probe AN's AN15: ``for blk, m in zip(self.blocks, (pad_keep, causal))``
+    assert _rows(ZIPPED_MASKS, ["MHA012"], tmp_path) == [(25, 17, "MHA012")]
+    enumerated = ZIPPED_MASKS.replace(
+        "for blk, m in zip(self.blocks, (pad_keep, causal)):",
+        "for i, m in enumerate((pad_keep, causal)):",
+    ).replace("q = blk(q, k, v, m)", "q = self.blocks[i](q, k, v, m)")
+    assert _rows(enumerated, ["MHA012"], tmp_path) == [(25, 17, "MHA012")]
+    unknown = ZIPPED_MASKS.replace("(pad_keep, causal)", "self.masks")
+    assert _rows(unknown, ["MHA012"], tmp_path) == []
+
+
+STACKS = """\
+import torch.nn as nn
+
+
+class CausalPatchStack(nn.Module):
+    def __init__(self, d_model, n_heads):
+        super().__init__()
+        layer = nn.TransformerEncoderLayer(d_model, n_heads, batch_first=True)
+        self.encoder = nn.TransformerEncoder(layer, 2)
+
+    def forward(self, x, mask=None):
+        return self.encoder(x, mask=mask, is_causal=True)
+"""
+
+FORECASTER = """\
+import torch.nn as nn
+
+from .encoder import CausalPatchStack
+
+
+class MultiScaleForecaster(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.embeds = nn.ModuleList([nn.Linear(p, 64) for p in (8, 16)])
+        self.stacks = nn.ModuleList([CausalPatchStack(64, 4) for _ in (8, 16)])
+
+    def forward(self, x):
+        outs = []
+        for stack, embed in zip(self.stacks, self.embeds):
+            outs.append(stack(embed(x)))
+        return outs
+"""
+
+
+def test_calls_of_blocks_walked_by_zip_are_their_calls(tmp_path):
+    # probe AN's AN20: the stacks' only calls are in a zip loop, none with a mask
+    pkg = write_package(tmp_path / "pkg", {"encoder.py": STACKS, "model.py": FORECASTER})
+    found = analyze_file(str(pkg / "encoder.py"), ["MHA005"])
+    assert [(f.line, f.col, f.code) for f in found] == [(11, 16, "MHA005")]
+    assert "every call of CausalPatchStack.forward in the project (1) has mask=None" in found[0].message
+    (pkg / "model.py").write_text(FORECASTER.replace("stack(embed(x))", "stack(embed(x), mask=self.causal)"))
+    assert analyze_file(str(pkg / "encoder.py"), ["MHA005"]) == []
+
+
+TEXT_DECODER = """\
+from typing import Optional
+
+import torch.nn as nn
+from torch import Tensor
+
+
+class TextDecoder(nn.Module):
+    def __init__(self, d, h):
+        super().__init__()
+        layer = nn.TransformerDecoderLayer(d, h, batch_first=True)
+        self.blocks = nn.TransformerDecoder(layer, 2)
+
+    def __call__(self, x: Tensor, xa: Tensor, mask: Optional[Tensor] = None) -> Tensor:
+        return super().__call__(x, xa, mask)
+
+    def forward(self, x, xa, mask=None):
+        return self.blocks(x, xa, tgt_mask=mask, tgt_is_causal=True)
+"""
+
+WHISPER = """\
+import torch.nn as nn
+
+from .decoder import TextDecoder
+
+
+class Whisper(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.decoder = TextDecoder(64, 4)
+
+    def forward(self, x, xa):
+        return self.decoder(x, xa)
+
+    def head_weights(self):
+        return self.decoder.blocks.layers[0].linear1.weight
+"""
+
+
+def test_reading_a_submodule_of_a_held_module_does_not_hand_it_away(tmp_path):
+    # probe AN's AN10: ``self.decoder.blocks.layers[0]`` beside the decoder's only call
+    pkg = write_package(tmp_path / "pkg", {"decoder.py": TEXT_DECODER, "model.py": WHISPER})
+    found = analyze_file(str(pkg / "decoder.py"), ["MHA005"])
+    assert [(f.line, f.col, f.code) for f in found] == [(17, 16, "MHA005")]
+    # ``self.decoder.forward`` read: it may run with a mask elsewhere
+    (pkg / "model.py").write_text(WHISPER.replace(".blocks.layers[0].linear1.weight", ".forward"))
+    assert analyze_file(str(pkg / "decoder.py"), ["MHA005"]) == []

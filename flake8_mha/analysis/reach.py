@@ -135,6 +135,14 @@ def layers(
     owner = res.self_class(node, env, scope)
     if owner is not None:
         return inherited_layers(res, owner, node.attr.value, leaf, depth)
+    held = instance_class(res, node.value, env, scope)
+    if held is not None:  # ``self.transformer.resblocks``: a container of a class of this file
+        attr = node.attr.value
+        defs = res.attr_defs(held, attr)
+        if not defs or mutated_in_place(res, held, attr):
+            return None
+        appended = [d for cls in res.base_classes(held) for d in cls.appends.get(attr, ())]
+        return res._elements_from_defs(tuple(defs), appended, leaf, depth)
     if leaf != res.torch_leaf or node.attr.value != "layers":
         return None
     # an instance without a construction call here is one ``submodule`` gave:

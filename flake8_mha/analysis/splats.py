@@ -87,6 +87,30 @@ def _agree(shapes: Sequence[Tuple[List[List[Element]], bool]]) -> Tuple[List[Lis
     return merged, complete
 
 
+def loop_items(iterated, index: tuple, env: Env, scope: Optional[Scope]) -> Optional[List[Element]]:
+    """Every value a loop's target (its place ``index`` in the target
+    tuple) takes over a literal or countable sequence: ``for m in (a, b)``;
+    ``for blk, m in zip(self.blocks, (pad_keep, causal_keep))`` (probe AN's
+    AN15); ``for i, m in enumerate(masks)``.  None when they cannot all be
+    counted."""
+    if isinstance(iterated, cst.Call) and isinstance(iterated.func, cst.Name) and index:
+        name = iterated.func.value
+        args = iterated.args
+        if lookup(name, env, scope) or any(a.star or a.keyword is not None for a in args):
+            return None
+        if name == "zip" and index[0] < len(args):
+            return loop_items(args[index[0]].value, index[1:], env, scope)
+        if name == "enumerate" and len(args) == 1 and index[0] == 1:
+            return loop_items(args[0].value, index[1:], env, scope)
+        return None
+    if index:
+        return None
+    got, complete = elements(iterated, env, scope)
+    if not complete or not got:
+        return None
+    return [e for position in got for e in position]
+
+
 def element(
     expr: cst.BaseExpression, index: int, env: Env, scope: Optional[Scope]
 ) -> Optional[List[Element]]:
@@ -230,18 +254,38 @@ def dataclass_fields(expr, env, scope) -> Optional[List[str]]:
     return out
 
 
-def splat_keys(call: cst.Call, env, scope) -> Optional[frozenset]:
-    """The keywords the call's ``**`` splats may carry when every one is
-    ``**asdict(cfg)`` of a dataclass of the file (``dataclass_fields``);
-    None otherwise."""
+def splat_keys(call: cst.Call, env, scope, project=None) -> Optional[frozenset]:
+    """The keywords the call's ``**`` splats may carry when each is
+    ``**asdict(cfg)`` of a dataclass of the file (``dataclass_fields``), a
+    dict whose keys are all known (``**LAYER_KW`` of ``LAYER_KW =
+    dict(dropout=0.0)``: probe AN's AN27), or, with ``project``, such a dict
+    imported from a project file; None otherwise."""
     out: set = set()
     for a in call.args:
         if a.star == "**":
             fields = dataclass_fields(a.value, env, scope)
             if fields is None:
+                got = items(a.value, env, scope)
+                fields = list(got) if got is not None else None
+            if fields is None and project is not None:
+                fields = _imported_keys(a.value, env, scope, project)
+            if fields is None:
                 return None
             out.update(fields)
     return frozenset(out)
+
+
+def _imported_keys(expr, env, scope, project) -> Optional[frozenset]:
+    ask = getattr(project, "imported_dict_keys", None)
+    if ask is None or not isinstance(expr, cst.Name):
+        return None
+    defs = lookup(expr.value, env, scope)
+    if len(defs) != 1 or defs[0].kind != "import":
+        return None
+    try:
+        return ask(defs[0].node, expr.value)
+    except (OSError, ValueError, RecursionError):
+        return None
 
 
 def _is_builtin_dict(func, env, scope) -> bool:

@@ -14,6 +14,7 @@ from typing import Any, List, Tuple
 import libcst as cst
 
 from ..analysis.events import Construction
+from ..analysis.splats import splat_keys
 from ..analysis.tree import walk
 from ..analysis.layout import BATCH_FIRST, SEQ_FIRST, CallLayout, analysis_for
 from ._syntax import dotted
@@ -26,13 +27,21 @@ LAYOUT_MODULES_DOC = (
 KIND_TEXT = {BATCH_FIRST: "batch-first", SEQ_FIRST: "sequence-first"}
 
 
-def default_left(ev: Construction) -> bool:
+def default_left(ev: Construction, project=None) -> bool:
     """The module is left to torch's default ``batch_first=False``: not one
     built under a test that names ``"batch_first"`` (torch-ecg's ``if
     "batch_first" in get_kwargs(nn.TransformerEncoderLayer): ... else:``,
-    the fallback for a torch that has no such argument)."""
-    if not ev.spec.has_batch_first or ev.args.maybe_given("batch_first"):
+    the fallback for a torch that has no such argument).  ``project``: a
+    ``**`` splat of a dict another project file writes out is read there."""
+    if not ev.spec.has_batch_first:
         return False
+    if ev.args.maybe_given("batch_first"):
+        if project is None or ev.args.get("batch_first") is not None:
+            return False
+        site = ev.site
+        keys = splat_keys(site.node, site.env, site.scope, project)
+        if keys is None or "batch_first" in keys:
+            return False
     return not any(_names_batch_first(test) for test, _, _ in ev.site.conds)
 
 

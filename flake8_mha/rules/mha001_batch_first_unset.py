@@ -36,7 +36,10 @@ class BatchFirstUnset(Rule):
         accepted, and so is a `**kwargs` splat that may carry it (a
         `**asdict(cfg)` of a parameter annotated with a `@dataclass` of the
         file carries only its fields: one without `batch_first` leaves the
-        default, probe AC's AC29).
+        default, probe AC's AC29; so does a dict the code writes out, in this
+        file or imported from another, `**LAYER_KW` of `LAYER_KW =
+        dict(dropout=0.0, norm_first=True)`, probe AN's AN27, unless the
+        file changes it by item).
 
         The layout of the data comes from the code only (docs/evidence.md,
         "Layout evidence"): einops patterns and `einsum` strings,
@@ -242,7 +245,7 @@ class BatchFirstUnset(Rule):
     ]
 
     def on_construction(self, ev: Construction) -> Iterator[Report]:
-        if not default_left(ev):
+        if not default_left(ev, getattr(self.ctx, "project", None)):
             return
         calls, analysis = call_layouts(self, ev)
         evidence = construction_evidence(self.ctx, ev)
@@ -336,7 +339,7 @@ class BatchFirstImplicit(Rule):
     ]
 
     def on_construction(self, ev: Construction) -> Iterator[Report]:
-        if not default_left(ev):
+        if not default_left(ev, getattr(self.ctx, "project", None)):
             return
         calls, analysis = call_layouts(self, ev)
         kinds = [c.kind for _, c in calls]

@@ -149,7 +149,7 @@ class OddNumHeads(Rule):
         """Left to the default ``batch_first=False`` and fed sequence-first data
         at every call: right as it is, and off the fastpath whatever the head
         count (MHA001 is silent there too)."""
-        if not default_left(ev):
+        if not default_left(ev, getattr(self.ctx, "project", None)):
             return False
         layouts, _ = call_layouts(self, ev)
         return bool(layouts) and all(layout.kind == SEQ_FIRST for _, layout in layouts)

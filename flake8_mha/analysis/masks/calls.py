@@ -17,6 +17,7 @@ import libcst as cst
 from ..program.local_names import function_key
 from ..program.callgraph import FileCalls, bind_call, frame_for  # noqa: F401  (the package's names for them)
 from ..classes import instance_class, property_return
+from ..records import field_values
 from ..flow import ClassInfo, Def, Env, Scope, children, lookup
 from .literal_paths import not_taken
 from ..splats import element, expand_call, item
@@ -335,7 +336,14 @@ class Calls(FileCalls):
         if defs:
             return join_all([self._def(d, At(d.env, d.scope, None, at.depth + 1)) for d in defs])
         got = property_return(self.resolver, self.flow, cls, attr)
-        return self.eval(got[0], At(got[1], got[2], None, at.depth + 1)) if got else None
+        if got:
+            return self.eval(got[0], At(got[1], got[2], None, at.depth + 1))
+        given = field_values(self.resolver, self.flow, cls, attr)  # ``Batch(mask=...)``
+        if given is None:
+            return None
+        return join_all(
+            [self.eval(e, At(env, scope, None, at.depth + 1)) for e, env, scope in given]
+        )
 
     def _annotated_elsewhere(self, node: cst.Attribute, at: At) -> Optional[Mask]:
         """``batch.padding`` of a parameter annotated with a class of another

@@ -25,7 +25,7 @@ import libcst as cst
 
 from ..flow import CallSite, Def, Scope, children, lookup, walk
 from ..heads import EINOPS_REARRANGE, EINOPS_REPEAT
-from ..splats import element, item, spread_index
+from ..splats import element, item, loop_items, spread_index
 from ..values import fixed_side, unpacked
 from .calls import At, Calls, frame_for
 from .compare import COMPARE_OPS, Comparisons
@@ -234,6 +234,12 @@ class MaskEvaluator(Calls, Numbers, Comparisons, Segments, Offsets, Shapes, Dtyp
             return self._param(d, at)
         if kind == "augassign":
             return self._augassign(d, at)
+        if kind == "for":  # ``for blk, m in zip(self.blocks, (pad_keep, causal_keep))``
+            found = loop_items(d.node, d.index, at.env, at.scope)
+            if found:
+                return join_all(
+                    [self.eval(e, At(env, sc, at.frame, at.depth)) for e, env, sc in found]
+                )
         return UNKNOWN_MASK
 
     def _augassign(self, d: Def, at: At) -> Mask:

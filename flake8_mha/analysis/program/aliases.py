@@ -11,7 +11,7 @@ from typing import Optional
 import libcst as cst
 
 from ..flow import CallSite, DefKind, lookup
-from .composing import function_dicts, valid_dicts
+from .dict_tables import function_dicts, valid_dicts
 from .returns import imported_target
 
 _REFERENCE = (cst.Name, cst.Attribute)

@@ -63,6 +63,31 @@ def _items(value: ast.Call) -> List[ast.Call]:
     return out
 
 
+_RUNS = ("forward", "__call__")  # an attribute that runs the module it is read on
+
+
+def _loops_over(target: ast.AST, iterated: ast.AST) -> List[Tuple[str, str, ast.AST]]:
+    """``_loop_over`` of each container a loop walks together: ``for stack,
+    embed in zip(self.stacks, self.embeds)`` (probe AN's AN20) walks both."""
+    if (
+        isinstance(iterated, ast.Call)
+        and isinstance(iterated.func, ast.Name)
+        and iterated.func.id == "zip"
+        and not iterated.keywords
+        and isinstance(target, ast.Tuple)
+        and len(target.elts) == len(iterated.args)
+        and not any(isinstance(a, ast.Starred) for a in iterated.args)
+    ):
+        out = []
+        for t, a in zip(target.elts, iterated.args):
+            got = _loop_over(t, a)
+            if got is not None:
+                out.append(got)
+        return out
+    got = _loop_over(target, iterated)
+    return [got] if got is not None else []
+
+
 def _loop_over(target: ast.AST, iterated: ast.AST) -> Optional[Tuple[str, str, ast.AST]]:
     """(the container, the loop's name for its item, the container's node
     read) for ``for blk in self.blocks`` and ``for i, blk in
@@ -354,8 +379,8 @@ class Index:
                     call = Call(node, None, None, enclosing.get(id(node)), uses.get(id(node)), read)
                     self.by_item.setdefault(held, []).append(call)
             elif isinstance(node, (ast.For, ast.comprehension)):
-                got = _loop_over(node.target, node.iter)
-                if got is not None:  # ``for blk in self.blocks``: its items bound to ``blk``
+                for got in _loops_over(node.target, node.iter):
+                    # ``for blk in self.blocks``: its items bound to ``blk``
                     funcs.add(id(got[2]))
                     self.loop_names.setdefault(got[0], set()).add(got[1])
                     owner = enclosing.get(id(node))
@@ -421,5 +446,9 @@ class Index:
                 if id(node) not in funcs:
                     self.loaded_names.add(node.id)
             elif isinstance(node, ast.Attribute) and isinstance(node.ctx, ast.Load):
+                if isinstance(node.value, ast.Attribute) and node.attr not in _RUNS:
+                    # ``self.decoder.blocks.layers[0]``: a submodule read, not the
+                    # decoder handed away to be called elsewhere (probe AN's AN10)
+                    funcs.add(id(node.value))
                 if id(node) not in funcs:
                     self.loaded_attrs.add(node.attr)

@@ -11,11 +11,18 @@ import contextlib
 import os
 from typing import Optional, Tuple
 
-from ...core import torch_api
 from . import chains, constructors, forms
 from .fills import APART, FILL_SINKS, KV, KV_VIA, MULTIPLIED, SINK_LINE, kv_helpers
 from .summaries import ATTRS, BASES, IMPORTS, MODULES, REGISTRIES, TORCH_LAYERS, TORCH_MODULES
 from .summaries import VARIANT, settle
+from .dict_tables import (  # noqa: F401  (decode: the package's name for it)
+    registries_of,
+    decode,
+    function_dicts,
+    keyword_dicts,
+    valid_dicts,
+    valid_key_lists,
+)
 
 MAX_CHAIN = 6  # calls followed from a call site down to a sink
 
@@ -518,17 +525,30 @@ class Composing:
         names = self.registry_names(target, key)
         return names.pop() if names and len(names) == 1 and None not in names else None
 
+    def dict_keys_at(self, target: Tuple[int, str]) -> Optional[frozenset]:
+        """The keys of the keyword dict (``keyword_dicts``) the import ``target``
+        (level, dotted) names, else None."""
+        try:
+            loc = self._defined(target)
+            if loc is None or "." in loc[1]:
+                return None
+            table = self._kept(loc[0], ("keyword-dicts", "1"), valid_key_lists, keyword_dicts)
+        except (OSError, ValueError, RecursionError):
+            return None
+        found = (table or {}).get(loc[1])
+        return frozenset(found) if isinstance(found, list) else None
+
     def registry_names(self, target: Tuple[int, str], key=None) -> Optional[set]:
         """The torch class each value of the registry ``target`` names (None
         for one that names none), only the one under ``key`` when that is a
         string; None when it is no dict of names bound once.  The file's
-        registries are read once per file state (``_registries_of``)."""
+        registries are read once per file state (``registries_of``)."""
         try:
             loc = self._defined(target)
             if loc is None or "." in loc[1]:
                 return None
             table = self._kept(
-                loc[0], ("registries", "1"), lambda got: isinstance(got, dict), _registries_of
+                loc[0], ("registries", "1"), lambda got: isinstance(got, dict), registries_of
             )
         except (OSError, ValueError, RecursionError):
             return None
@@ -570,32 +590,6 @@ class Composing:
         )
 
 
-def _registries_of(data: bytes) -> dict:
-    """``{name: {key: torch class or None}}`` for each dict display a file binds
-    once at its top level with string keys and names as values
-    (``MIXERS = {"mha": nn.MultiheadAttention, "linear": LinearMixer}``): the
-    qualified torch class each value names through the file's imports
-    (``chains.imports``), None for one that names none."""
-    tree = _tree(data)
-    if tree is None:
-        return {}
-    imported = chains.imports(tree)
-    out: dict = {}
-    for name, found in _dicts_bound_once(tree):
-        entries = {}
-        for k, v in zip(found.keys, found.values):
-            dotted = chains.dotted_name(v) if isinstance(v, (ast.Name, ast.Attribute)) else None
-            if not isinstance(k, ast.Constant) or not isinstance(k.value, str) or dotted is None:
-                break
-            head, _, rest = dotted.partition(".")
-            level, base = imported.get(head, (None, None))
-            qn = torch_api.canonical(f"{base}.{rest}" if rest else base) if level == 0 else None
-            entries[k.value] = qn if qn and qn.startswith("torch.") else None
-        else:
-            out[name] = entries
-    return out
-
-
 SECOND_LACKS = "second_lacks"  # sinks the call making a second variant does not reach
 EITHER = "either"  # a summary whose sinks are reached by different classes, one of which runs
 _KV_WORDS = ("*", "masked_fill", "mul", "where")  # what a helper that masks keys writes
@@ -614,15 +608,6 @@ def _valid_pairs(got) -> bool:
         )
         for k, v in got.items()
     )
-
-
-def decode(data: bytes) -> str:
-    import io
-    import tokenize
-
-    encoding, _ = tokenize.detect_encoding(io.BytesIO(data).readline)
-    text = data.decode(encoding)
-    return text[1:] if text.startswith("\ufeff") else text
 
 
 def import_target(table: dict, name: str) -> Optional[Tuple[int, str]]:
@@ -711,51 +696,3 @@ def fill_apart(summary: dict):
         apart.append(one)
     rest = set(reach) - set(fills)
     return apart, (narrowed(summary, rest) if rest else None)
-
-
-def valid_dicts(got) -> bool:
-    return isinstance(got, dict) and all(isinstance(v, dict) for v in got.values())
-
-
-def function_dicts(data: bytes) -> dict:
-    """``{name: {key: function name}}`` of each dict display a file binds once
-    at its top level with string keys and names of its own top-level
-    functions as values (``ATTENTION_FUNCTIONS = {"eager": eager_attention,
-    "sdpa": sdpa_attention}``)."""
-    tree = _tree(data)
-    if tree is None:
-        return {}
-    functions = {s.name for s in tree.body if isinstance(s, ast.FunctionDef)}
-    out: dict = {}
-    for name, d in _dicts_bound_once(tree):
-        entries = {}
-        for k, v in zip(d.keys, d.values):
-            if not (isinstance(k, ast.Constant) and isinstance(k.value, str)):
-                break
-            if not (isinstance(v, ast.Name) and v.id in functions):
-                break
-            entries[k.value] = v.id
-        else:
-            if entries:
-                out[name] = entries
-    return out
-
-
-def _tree(data: bytes) -> Optional[ast.Module]:
-    try:
-        return ast.parse(decode(data))
-    except (SyntaxError, ValueError, UnicodeDecodeError, LookupError, RecursionError):
-        return None
-
-
-def _dicts_bound_once(tree: ast.Module):
-    """(name, dict display) of each name a module binds once at its top
-    level, to a dict display whose keys are all written out."""
-    bound: dict = {}
-    for st in tree.body:
-        for tg in st.targets if isinstance(st, ast.Assign) else ():
-            if isinstance(tg, ast.Name):
-                bound.setdefault(tg.id, []).append(st.value)
-    for name, values in bound.items():
-        if len(values) == 1 and isinstance(values[0], ast.Dict) and None not in values[0].keys:
-            yield name, values[0]

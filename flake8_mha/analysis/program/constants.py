@@ -347,6 +347,13 @@ class ConstantFiles(ReturnsFiles):
         except (OSError, ValueError, RecursionError):
             return None
 
+    def imported_dict_keys(self, stmt, name: str) -> Optional[frozenset]:
+        """The keys of the module-level keyword dict ``name`` that ``stmt``
+        imports from a project file (``from .config import LAYER_KW``, then
+        ``nn.TransformerEncoderLayer(d, h, **LAYER_KW)``: probe AN's AN27)."""
+        target = _import_at(stmt, name, None)
+        return self.dict_keys_at(target) if target is not None else None
+
     def imported_registry(self, stmt, name: str, key=None) -> Optional[str]:
         """The qualified torch class every value of the module-level dict
         ``name`` that ``stmt`` imports from a project file names, or the one

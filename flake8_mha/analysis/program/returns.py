@@ -35,6 +35,7 @@ from ..bound import passed
 from ..partials import partial_of_name
 from .callgraph import static_kind
 from .files import ProjectFiles, decode
+from .mask_summary import FIELD, field_summary, summary_of
 
 RETURNS_VERSION = 8
 # a builder of another file read with LibCST, by (file, its state, name): the
@@ -47,7 +48,6 @@ MAX_READ_BYTES = 2 * 1024 * 1024
 # linted file (``forget``, from the engine)
 _LAST_PARSED: List[object] = [None, None]
 HELPER_VERSION = 9
-_MASK_FIELDS = ("meaning", "kind", "dtype", "fill")
 
 # a rule's reading of a helper: (the helper's file context, its def, its flow
 # scope) -> a small JSON dict naming parameters, or None
@@ -251,7 +251,10 @@ class ReturnsFiles(ProjectFiles):
             loc = self._elsewhere(cls_expr, *cls_at)
             if loc is None or "." in loc[1]:
                 return None
-            return self._builder_mask(loc[0], f"{loc[1]}.{attr}{PROPERTY}", node, text)
+            got = self._builder_mask(loc[0], f"{loc[1]}.{attr}{PROPERTY}", node, text)
+            if got is None:  # a field of a dataclass or NamedTuple, by its constructions
+                got = self._builder_mask(loc[0], f"{loc[1]}.{attr}{FIELD}", node, text)
+            return got
         except (OSError, ValueError, RecursionError):
             return None
 
@@ -580,8 +583,9 @@ def builder_summary(source: str, name: str, index=(), closure: bool = False) -> 
     return is_pad``), its parameters and the factory's unknown.
     Small JSON, cached by the file's bytes, ``name`` and ``index``."""
     from ..masks.calls import Frame, returned_function
-    from ..masks.domain import Kind
 
+    if name.endswith(FIELD):  # a record class's field, by its constructions
+        return field_summary(source, name[: -len(FIELD)], _FileContext)
     read = read_function(source, name)
     if read is None:
         return {}
@@ -598,22 +602,7 @@ def builder_summary(source: str, name: str, index=(), closure: bool = False) -> 
     ev, m = _returned_mask(
         fctx, func, fscope, dict.fromkeys(_all_params(func)), tuple(index), outer
     )
-    if m.none or not m.known:
-        return {}
-    if m.meaning is None and m.zero_one and m.kind not in (Kind.FLOAT01, Kind.INT):
-        return {}  # a bool of unknown meaning: nothing a rule reads (cast, it is MHA004's)
-    out: dict = {k: (None if getattr(m, k) is None else str(getattr(m, k))) for k in _MASK_FIELDS}
-    out["layout"] = list(m.layout) if m.layout is not None else None
-    out["tri"] = list(m.tri) if m.tri is not None else None
-    out["causal"] = bool(m.causal)
-    out["zero_one"] = bool(m.zero_one)
-    out["by_name"] = bool(m.origin is not None and m.origin.by_name)
-    origin = m.origin or m.kind_origin or m.shape_origin
-    out["source"] = ev.text(origin.node) if origin is not None else None
-    line = ev.line(origin.node) if origin is not None else None
-    out["line"] = line if line is not None else ev.line(func)
-    out["name"] = name
-    return out
+    return summary_of(ev, m, func, name)
 
 
 def _returned_mask(fctx, func, fscope, args: dict, index=(), outer=None):

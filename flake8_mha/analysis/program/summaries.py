@@ -16,7 +16,7 @@ from ...core import walk as astwalk
 from ...core.lines import lines_naming as _lines_naming, source_lines, spans as _spans
 from ...core.torch_api import SDPA_NAME, SDPA_SIGNATURE
 from . import chains, constructors, fills, forms, handed as handed_forms, held_lists, import_lines
-from . import factories, kv_scores, partial_attrs, signatures, steps
+from . import branches, factories, kv_scores, partial_attrs, signatures, steps
 from .chains import VARIANT, dotted_name, named_lambda, statements  # noqa: F401
 from .module_numbers import module_constants
 from .sdpa_names import is_sdpa, sdpa_names_of
@@ -156,7 +156,7 @@ def summarise(
         for node in tree.body:
             if isinstance(node, _DEFINITIONS) or named_lambda(node):
                 _reused(node, lines, context, out, attrs, facts)
-    _branch_functions(tree, out, facts)
+    branches.branch_functions(tree, out, lambda f, table: _summarise_node(f, table, {}, *facts))
     forms.add_partials(
         tree, out, lambda e: direct and is_sdpa(ast.Call(func=e, args=[], keywords=[]), sdpa_names)
     )
@@ -204,46 +204,6 @@ def summarise(
         if attrs:
             out[ATTRS] = attrs
     return out
-
-
-def _branch_functions(tree: ast.Module, out: Dict[str, dict], facts) -> None:
-    """A function a module defines only inside a top-level ``if``/``else`` or
-    ``try``/``except``, once per branch (eole's ``ops/__init__.py``: ``_sdpa``
-    as a ``torch.library.custom_op`` under ``if EOLE_TORCH_COMPILE:``, plain
-    in the ``else:``): summarised when every branch's definition reaches the
-    same sinks in the same way (the summary of the first that is not
-    decorated, else the first); left out when they differ."""
-    top = {n.name for n in tree.body if isinstance(n, (ast.FunctionDef, ast.ClassDef))}
-    found: Dict[str, list] = {}
-    for node in tree.body:
-        if not isinstance(node, (ast.If, ast.Try)):
-            continue
-        blocks = [node.body, node.orelse]
-        if isinstance(node, ast.Try):
-            blocks += [h.body for h in node.handlers] + [node.finalbody]
-        for block in blocks:
-            for st in block:
-                if isinstance(st, ast.FunctionDef) and st.name not in top:
-                    found.setdefault(st.name, []).append(st)
-    for name, defs in found.items():
-        if name in out:
-            continue
-        made = []
-        for func in defs:
-            table: Dict[str, dict] = {}
-            _summarise_node(func, table, {}, *facts, inherited=None)
-            made.append(table.get(name))
-        if None in made or any(_shape(m) != _shape(made[0]) for m in made):
-            continue
-        plain = [m for m, f in zip(made, defs) if not f.decorator_list]
-        out[name] = (plain or made)[0]
-
-
-def _shape(summary: dict) -> dict:
-    """A summary without its lines: two definitions of one function compared."""
-    return {k: v for k, v in summary.items() if k not in ("line", "edges")} | {
-        "edges": [{k: v for k, v in e.items() if k != "line"} for e in summary.get("edges", ())]
-    }
 
 
 def _keep_reaching(out: Dict[str, dict], imported, attrs) -> None:
