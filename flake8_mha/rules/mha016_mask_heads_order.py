@@ -44,7 +44,7 @@ class MaskHeadsOrder(Rule):
     NAME = "mask-heads-order"
     MESSAGE = (
         "{expansion} repeats the mask head-major, but {module}'s 3-D {arg} is read "
-        "batch-major (row n * num_heads + h): sample i gets sample (i mod N)'s mask "
+        "batch-major (row n * num_heads + h): row i holds sample (i mod N)'s mask "
         "(use {fix})"
     )
     WHAT = """
