@@ -452,3 +452,77 @@ def test_reading_a_submodule_of_a_held_module_does_not_hand_it_away(tmp_path):
     # ``self.decoder.forward`` read: it may run with a mask elsewhere
     (pkg / "model.py").write_text(WHISPER.replace(".blocks.layers[0].linear1.weight", ".forward"))
     assert analyze_file(str(pkg / "decoder.py"), ["MHA005"]) == []
+
+
+SPEECH_BATCH = """\
+from dataclasses import dataclass
+
+import torch
+
+
+@dataclass
+class SpeechBatch:
+    feats: torch.Tensor
+    frame_mask: torch.Tensor
+
+    @classmethod
+    def collate(cls, feats, lens):
+        frame_mask = torch.arange(feats.shape[1])[None, :] >= lens[:, None]
+        return cls(feats, frame_mask)
+"""
+
+SPEECH_MODEL = """\
+import torch.nn as nn
+import torch.nn.functional as F
+
+from .collate import SpeechBatch
+
+
+class Encoder(nn.Module):
+    def forward(self, q, k, v, batch: SpeechBatch):
+        mask = batch.frame_mask[:, None, None, :]
+        return F.scaled_dot_product_attention(q, k, v, attn_mask=mask)
+"""
+
+
+def test_a_record_built_by_its_own_classmethod(tmp_path):
+    # probe AN's AN17: ``return cls(feats, frame_mask)`` in ``SpeechBatch.collate``
+    pkg = write_package(tmp_path / "pkg", {"collate.py": SPEECH_BATCH, "model.py": SPEECH_MODEL})
+    found = analyze_file(str(pkg / "model.py"), ["MHA002"])
+    assert [(f.line, f.col, f.code) for f in found] == [(10, 16, "MHA002")]
+    (pkg / "model.py").write_text(SPEECH_MODEL.replace("batch.frame_mask[", "~batch.frame_mask["))
+    assert analyze_file(str(pkg / "model.py"), ["MHA002"]) == []
+
+
+MIXIN = """\
+import torch.nn.functional as F
+
+
+class SDPAMixin:
+    attn_dropout = 0.1
+
+    def attend(self, q, k, v, mask=None):
+        return F.scaled_dot_product_attention(q, k, v, attn_mask=mask, dropout_p=self.attn_dropout)
+"""
+
+MIXED = """\
+import torch.nn as nn
+
+from .ops import SDPAMixin
+
+
+class MaskedCrossAttention(SDPAMixin, nn.Module):
+    def forward(self, q, k, v, mask):
+        return self.attend(q, k, v, mask)
+"""
+
+
+def test_a_mixin_mixed_into_module_classes_of_other_files(tmp_path):
+    # probe AN's AN21: ``class SDPAMixin:`` in ops.py, mixed in by xattn.py
+    pkg = write_package(tmp_path / "pkg", {"ops.py": MIXIN, "xattn.py": MIXED})
+    found = analyze_file(str(pkg / "ops.py"), ["MHA007"])
+    assert [(f.line, f.col, f.code) for f in found] == [(8, 16, "MHA007")]
+    # also mixed into a class that is no module: its methods may run anywhere
+    plain = "from .ops import SDPAMixin\n\n\nclass Scorer(SDPAMixin):\n    pass\n"
+    pkg = write_package(tmp_path / "b", {"ops.py": MIXIN, "xattn.py": MIXED, "plain.py": plain})
+    assert analyze_file(str(pkg / "ops.py"), ["MHA007"]) == []

@@ -370,7 +370,13 @@ def mixed_into_modules(cls: Optional[ClassInfo], resolver: Resolver, classes, pr
     if cls is None or cls.base_exprs or getattr(cls.scope, "kind", None) != "module":
         return False
     heirs = subclasses_in(cls, list(classes))
-    return bool(heirs) and all(is_module_class(c, resolver, project=project) for c in heirs)
+    if not all(is_module_class(c, resolver, project=project) for c in heirs):
+        return False
+    # and the classes of the project's other files that mix it in (probe AN's AN21)
+    elsewhere = project.mixed_elsewhere(cls.name) if hasattr(project, "mixed_elsewhere") else None
+    if elsewhere is False:
+        return False
+    return bool(heirs) or elsewhere is True
 
 
 def self_name(site: CallSite) -> Optional[str]:

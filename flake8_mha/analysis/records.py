@@ -62,9 +62,10 @@ def field_values(resolver, flow, cls: ClassInfo, attr: str) -> Optional[list]:
     place = names.index(attr)
     default = fields[place].value
     out = []
+    own = _own_builds(cls)
     for site in flow.calls:
         call = site.node
-        if resolver.local_class(call.func, site.env, site.scope) is not cls:
+        if id(call) not in own and resolver.local_class(call.func, site.env, site.scope) is not cls:
             continue
         if any(a.star for a in call.args):
             return None
@@ -79,3 +80,25 @@ def field_values(resolver, flow, cls: ClassInfo, attr: str) -> Optional[list]:
         else:
             return None  # the call raises: a required field left out
     return out or None
+
+
+def _own_builds(cls: ClassInfo) -> set:
+    """The ``cls(...)`` calls of the class's own ``@classmethod``s (``def
+    collate(cls, feats, lens): ... return cls(feats, frame_mask)``: probe
+    AN's AN17), by ``id``: constructions of the class."""
+    out = set()
+    for stmt in cls.node.body.body:
+        if not isinstance(stmt, cst.FunctionDef) or not stmt.params.params:
+            continue
+        if not any(_last(d.decorator) == "classmethod" for d in stmt.decorators):
+            continue
+        first = stmt.params.params[0].name.value
+        stack = list(stmt.body.children)
+        while stack:
+            n = stack.pop()
+            if isinstance(n, (cst.FunctionDef, cst.ClassDef, cst.Lambda)):
+                continue
+            if isinstance(n, cst.Call) and isinstance(n.func, cst.Name) and n.func.value == first:
+                out.add(id(n))
+            stack.extend(n.children)
+    return out

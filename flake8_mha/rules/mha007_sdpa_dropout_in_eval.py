@@ -95,8 +95,10 @@ class SdpaDropoutInEval(Rule):
           (`SetAttention(abc.ABC, Mixin, nn.Module)` in `api/modules.py`;
           `fixtures/program_calls/module_bases/`). A mixin of no base
           that its file mixes only into module classes (`class SDPAMixin:`
-          under `class SelfAttention(SDPAMixin, nn.Module)`) runs on modules
-          alone: its methods are judged as theirs.
+          under `class SelfAttention(SDPAMixin, nn.Module)`), or that the
+          project's files importing it mix only into module classes (probe
+          AN's AN21), runs on modules alone: its methods are judged as
+          theirs.
         - A probability from the constructor (`self.p = p`) is known when every
           construction in the project passes the same literal (0: not
           reported); when nothing in the project builds the class, the

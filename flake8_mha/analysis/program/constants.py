@@ -16,15 +16,28 @@ import libcst as cst
 from ...core.atomic import read_regular
 from ..flow import DefKind, ScopeKind, import_path
 from ..reach import registry_values
-from . import callers, chains, signatures
+from . import callers, chains, module_bases, signatures
 from . import handed as handed_forms
-from .files import decode, module_constants
+from .files import decode, module_constants, module_file
 from .forms import IMPORTED
 from .binding import bind
 from .built import MISSING
 from .held_lists import torch_class
 from .local_names import enclosing_class, own_definition
 from .returns import ReturnsFiles, imported_target
+
+
+MAX_MIXIN_FILES = 64  # importers of a mixin's file read for the classes that mix it in
+
+
+def _bases_table(data: bytes) -> dict:
+    """``module_bases.table`` of a file's bytes (``{}`` when it cannot be parsed)."""
+    import ast
+
+    try:
+        return module_bases.table(ast.parse(decode(data)))
+    except (SyntaxError, ValueError, UnicodeDecodeError, LookupError, RecursionError):
+        return {}
 
 
 class ConstantFiles(ReturnsFiles):
@@ -346,6 +359,46 @@ class ConstantFiles(ReturnsFiles):
             return self.constant_at(*target)
         except (OSError, ValueError, RecursionError):
             return None
+
+    def mixed_elsewhere(self, name: str) -> Optional[bool]:
+        """For a class ``name`` of the linted file: whether the project files
+        that import it use it as a base only of module classes (probe AN's
+        AN21: ``class SDPAMixin:`` in ops.py, mixed into ``class
+        MaskedCrossAttention(SDPAMixin, nn.Module)`` in xattn.py); None when
+        no such class is found, or the importers cannot be listed."""
+        from .callers import importers_of
+
+        if not self.files or not self.path:
+            return None
+        found = importers_of(self.path)
+        if not found:
+            return None
+        salt = ("module-bases", module_bases.VERSION)
+        heirs = 0
+        for filename in found[:MAX_MIXIN_FILES]:
+            table = self._kept(filename, salt, module_bases.valid, _bases_table, store=False) or {}
+            package = self.package_of(filename)
+            for cls, bases in table.items():
+                mixes = any(
+                    b[0] == "import" and self._names_here(b[1], b[2], package, name) for b in bases
+                )
+                if not mixes:
+                    continue
+                if not self._module_in(filename, cls, 0):
+                    return False
+                heirs += 1
+        return True if heirs else None
+
+    def _names_here(self, level: int, dotted: str, package, name: str) -> bool:
+        """Whether an import of ``(level, dotted)`` read in ``package`` names the
+        class ``name`` of the linted file (``locate`` never answers the linted
+        file itself)."""
+        rest = dotted.split(".")
+        if rest[-1] != name or (level and level - 1 > len(package)):
+            return False
+        base = list(package[: len(package) - (level - 1)]) if level else []
+        found = module_file(self.root, base + rest[:-1])
+        return found is not None and os.path.abspath(found) == os.path.abspath(self.path)
 
     def imported_dict_keys(self, stmt, name: str) -> Optional[frozenset]:
         """The keys of the module-level keyword dict ``name`` that ``stmt``
