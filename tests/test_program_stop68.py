@@ -400,8 +400,13 @@ def test_calls_of_blocks_walked_by_zip_are_their_calls(tmp_path):
     pkg = write_package(tmp_path / "pkg", {"encoder.py": STACKS, "model.py": FORECASTER})
     found = analyze_file(str(pkg / "encoder.py"), ["MHA005"])
     assert [(f.line, f.col, f.code) for f in found] == [(11, 16, "MHA005")]
-    assert "every call of CausalPatchStack.forward in the project (1) has mask=None" in found[0].message
-    (pkg / "model.py").write_text(FORECASTER.replace("stack(embed(x))", "stack(embed(x), mask=self.causal)"))
+    assert (
+        "every call of CausalPatchStack.forward in the project (1) has mask=None"
+        in found[0].message
+    )
+    (pkg / "model.py").write_text(
+        FORECASTER.replace("stack(embed(x))", "stack(embed(x), mask=self.causal)")
+    )
     assert analyze_file(str(pkg / "encoder.py"), ["MHA005"]) == []
 
 
@@ -451,6 +456,18 @@ def test_reading_a_submodule_of_a_held_module_does_not_hand_it_away(tmp_path):
     assert [(f.line, f.col, f.code) for f in found] == [(17, 16, "MHA005")]
     # ``self.decoder.forward`` read: it may run with a mask elsewhere
     (pkg / "model.py").write_text(WHISPER.replace(".blocks.layers[0].linear1.weight", ".forward"))
+    assert analyze_file(str(pkg / "decoder.py"), ["MHA005"]) == []
+    # a method called on the decoder may run it too (release review 32's
+    # braindecode LUNA: ``self.cross_attn.initialize_weights()``)
+    pkg = write_package(
+        tmp_path / "b",
+        {
+            "decoder.py": TEXT_DECODER,
+            "model.py": WHISPER.replace(".linear1.weight", "").replace(
+                "self.decoder.blocks.layers[0]", "self.decoder.reset()"
+            ),
+        },
+    )
     assert analyze_file(str(pkg / "decoder.py"), ["MHA005"]) == []
 
 

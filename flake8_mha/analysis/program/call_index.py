@@ -298,6 +298,7 @@ class Index:
         self.aliases: Dict[str, Set[str]] = {}
         into: Dict[int, tuple] = {}
         funcs: Set[int] = set()
+        called: Set[int] = set()  # the function of each call
         loops: Dict[str, Set[Tuple[str, str]]] = {}  # a loop's item name -> (class, container)
         definers: Dict[
             int, str
@@ -365,6 +366,7 @@ class Index:
                         self.holds.setdefault((owner, held), set()).add(name or "")
             elif isinstance(node, ast.Call):
                 funcs.add(id(node.func))
+                called.add(id(node.func))
                 func = node.func
                 named = _set_by_name(node)
                 if named is not None:  # ``setattr(self, f"layer{i}", Block(...))``
@@ -446,9 +448,14 @@ class Index:
                 if id(node) not in funcs:
                     self.loaded_names.add(node.id)
             elif isinstance(node, ast.Attribute) and isinstance(node.ctx, ast.Load):
-                if isinstance(node.value, ast.Attribute) and node.attr not in _RUNS:
+                if (
+                    isinstance(node.value, ast.Attribute)
+                    and node.attr not in _RUNS
+                    and id(node) not in called
+                ):
                     # ``self.decoder.blocks.layers[0]``: a submodule read, not the
-                    # decoder handed away to be called elsewhere (probe AN's AN10)
+                    # decoder handed away to be called elsewhere (probe AN's AN10);
+                    # a method called on it (``self.block.init_weights()``) may run it
                     funcs.add(id(node.value))
                 if id(node) not in funcs:
                     self.loaded_attrs.add(node.attr)
