@@ -8,6 +8,7 @@ file of the project.
 
 from __future__ import annotations
 
+import ast
 import os
 from typing import List, Optional, Tuple
 
@@ -32,8 +33,6 @@ MAX_MIXIN_FILES = 64  # importers of a mixin's file read for the classes that mi
 
 def _bases_table(data: bytes) -> dict:
     """``module_bases.table`` of a file's bytes (``{}`` when it cannot be parsed)."""
-    import ast
-
     try:
         return module_bases.table(ast.parse(decode(data)))
     except (SyntaxError, ValueError, UnicodeDecodeError, LookupError, RecursionError):
@@ -366,11 +365,9 @@ class ConstantFiles(ReturnsFiles):
         AN21: ``class SDPAMixin:`` in ops.py, mixed into ``class
         MaskedCrossAttention(SDPAMixin, nn.Module)`` in xattn.py); None when
         no such class is found, or the importers cannot be listed."""
-        from .callers import importers_of
-
         if not self.files or not self.path:
             return None
-        found = importers_of(self.path)
+        found = callers.importers_of(self.path)
         if not found:
             return None
         salt = ("module-bases", module_bases.VERSION)
