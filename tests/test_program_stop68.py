@@ -58,6 +58,11 @@ def test_a_tracing_wrapper_whose_caller_decides_the_weights_is_silent(tmp_path):
         "self.mixer(x, x, x, key_padding_mask=pad)", "self.mixer(x, x, x, pad, False)"
     )
     assert _traced(tmp_path / "b", by_place)[0] == []
+    # the padding mask by place is not need_weights: still reported
+    mask_by_place = LAYER.replace(
+        "self.mixer(x, x, x, key_padding_mask=pad)", "self.mixer(x, x, x, pad)"
+    )
+    assert _traced(tmp_path / "d", mask_by_place)[0] == [(10, 16, "MHA102")]
     read = LAYER.replace("out, _ = self.mixer", "out, w = self.mixer").replace(
         "return x + out", "return x + out, w.mean()"
     )

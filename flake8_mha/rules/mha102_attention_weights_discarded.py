@@ -356,7 +356,7 @@ class AttentionWeightsDiscarded(Rule):
             return None  # unsettled, no caller in the project, or one that may read them
         if elsewhere and any(f[0] is None for f in found):
             return None  # a call in this file runs the module itself (``forwarded_attr``)
-        if elsewhere and any(f"*{NEED_WEIGHTS_AT - 1}" in f[3] for f in found):
+        if elsewhere and any(f"*{NEED_WEIGHTS_AT}" in f[3] for f in found):
             return None  # need_weights given by place, through ``*args``
         shown, line, use = found[0][0], found[0][1], found[0][2]
         where = f"line {line}" if shown is None else f"{shown} line {line}"
