@@ -461,7 +461,9 @@ def _cell_items(findings: Sequence[Finding], source, fixable) -> List[Item]:
         evidence = nbk.cell_evidence(f.evidence, source.where)
         moved = type(f)(f.code, line, f.col, message, f.path, evidence)
         items.append(Item(moved, cell.number, cell.index, file_line, can_fix(f, fixable)))
-    items.sort(key=lambda i: (i.cell or 0, i.finding.line, i.finding.col, i.code, i.finding.message))
+    items.sort(
+        key=lambda i: (i.cell or 0, i.finding.line, i.finding.col, i.code, i.finding.message)
+    )
     return items
 
 
