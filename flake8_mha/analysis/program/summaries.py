@@ -163,6 +163,16 @@ def summarise(
     forms.add_aliases(tree, out)
     imported = chains.imports(tree)
     _keep_reaching(out, imported, attrs)
+    if BASES in out:  # a base whose forward may reach a sink: this file's, or the project's
+        kept = {
+            cls: [b for b in bases if chains.may_be_project_class(b, imported, out, out[BASES])]
+            for cls, bases in out[BASES].items()
+        }
+        out[BASES] = {cls: bases for cls, bases in kept.items() if bases}
+        if not out[BASES]:
+            del out[BASES]
+    # (after the bases: a class whose bases are all outside the project, a
+    # ``NamedTuple``, inherits no ``forward`` to summarise)
     if MODULES in out:  # a factory of a module whose forward may reach a sink
         modules = {
             f: ctor
@@ -173,14 +183,6 @@ def summarise(
             out[MODULES] = modules
         else:
             del out[MODULES]
-    if BASES in out:  # a base whose forward may reach a sink: this file's, or the project's
-        kept = {
-            cls: [b for b in bases if chains.may_be_project_class(b, imported, out, out[BASES])]
-            for cls, bases in out[BASES].items()
-        }
-        out[BASES] = {cls: bases for cls, bases in kept.items() if bases}
-        if not out[BASES]:
-            del out[BASES]
     if kinds_of and may_wrap:  # a file that can hold no wrapper lists no registry
         out[REGISTRIES] = kinds_of
     for name, (qn, given) in partials.items():
