@@ -8,7 +8,6 @@ file of the project.
 
 from __future__ import annotations
 
-import ast
 import os
 from typing import List, Optional, Tuple
 
@@ -17,7 +16,7 @@ import libcst as cst
 from ...core.atomic import read_regular
 from ..flow import DefKind, ScopeKind, import_path
 from ..reach import registry_values
-from . import callers, chains, module_bases, signatures
+from . import callers, chains, signatures
 from . import handed as handed_forms
 from .files import decode, module_constants, module_file
 from .forms import IMPORTED
@@ -29,14 +28,6 @@ from .returns import ReturnsFiles, imported_target
 
 
 MAX_MIXIN_FILES = 64  # importers of a mixin's file read for the classes that mix it in
-
-
-def _bases_table(data: bytes) -> dict:
-    """``module_bases.table`` of a file's bytes (``{}`` when it cannot be parsed)."""
-    try:
-        return module_bases.table(ast.parse(decode(data)))
-    except (SyntaxError, ValueError, UnicodeDecodeError, LookupError, RecursionError):
-        return {}
 
 
 class ConstantFiles(ReturnsFiles):
@@ -370,10 +361,9 @@ class ConstantFiles(ReturnsFiles):
         found = callers.importers_of(self.path)
         if not found:
             return None
-        salt = ("module-bases", module_bases.VERSION)
         heirs = 0
         for filename in found[:MAX_MIXIN_FILES]:
-            table = self._kept(filename, salt, module_bases.valid, _bases_table, store=False) or {}
+            table = self.bases_of(filename)
             package = self.package_of(filename)
             for cls, bases in table.items():
                 mixes = any(

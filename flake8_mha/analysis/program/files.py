@@ -620,17 +620,15 @@ class ProjectFiles(Composing):
         loc = self._defined(target, package)
         return loc is not None and "." not in loc[1] and self._module_in(*loc, depth)
 
-    def _module_in(self, filename: str, name: str, depth: int) -> bool:
-        def table(data: bytes) -> Dict[str, list]:
-            try:
-                return module_bases.table(ast.parse(decode(data)))
-            except (SyntaxError, ValueError, UnicodeDecodeError, LookupError, RecursionError):
-                return {}
-
-        salt = ("module-bases", module_bases.VERSION)
-        bases = (self._kept(filename, salt, module_bases.valid, table, store=False) or {}).get(
-            name, ()
+    def bases_of(self, filename: str) -> Dict[str, list]:
+        """``module_bases.table`` of a project file, read once per file state."""
+        got = self._kept(
+            filename, module_bases.SALT, module_bases.valid, module_bases.table_of, False
         )
+        return got or {}
+
+    def _module_in(self, filename: str, name: str, depth: int) -> bool:
+        bases = self.bases_of(filename).get(name, ())
         for base in bases if depth < MAX_BASE_HOPS else ():
             if base[0] == module_bases.TORCH:
                 return True

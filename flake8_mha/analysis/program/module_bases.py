@@ -17,8 +17,10 @@ from typing import Dict, List
 
 from . import chains
 from .chains import dotted_name
+from .dict_tables import decode
 
 VERSION = "1"
+SALT = ("module-bases", VERSION)  # what ``ProjectFiles.bases_of`` keeps a file's table by
 TORCH = "torch"
 
 
@@ -54,6 +56,14 @@ def table(tree: ast.Module) -> Dict[str, List[list]]:
         if bases:
             out[node.name] = bases
     return out
+
+
+def table_of(data: bytes) -> Dict[str, List[list]]:
+    """``table`` of a file's bytes; ``{}`` when they do not parse."""
+    try:
+        return table(ast.parse(decode(data)))
+    except (SyntaxError, ValueError, UnicodeDecodeError, LookupError, RecursionError):
+        return {}
 
 
 def valid(got) -> bool:
