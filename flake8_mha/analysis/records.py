@@ -10,27 +10,17 @@ from typing import List, Optional
 
 import libcst as cst
 
+from .classes import static_kind
 from .flow import ClassInfo
-
-_RECORD_BASES = {"NamedTuple"}
-_DECORATORS = {"dataclass"}
+from .tree import last_word
 
 
-def _last(node) -> Optional[str]:
-    if isinstance(node, cst.Call):
-        node = node.func
-    if isinstance(node, cst.Attribute):
-        return node.attr.value
-    return node.value if isinstance(node, cst.Name) else None
-
-
-def record_fields(cls: ClassInfo) -> Optional[List[cst.AnnAssign]]:
-    """The field statements, in order, of a dataclass or NamedTuple with no
-    base of its own (else None)."""
-    node = cls.node
-    bases = [_last(b) for b in cls.base_exprs]
+def record_fields(node: cst.ClassDef) -> Optional[List[cst.AnnAssign]]:
+    """The field statements, in order, of a ``typing.NamedTuple`` or of a
+    ``@dataclass`` with no base (else None); ``ClassVar``s are no fields."""
+    bases = [last_word(b.value) for b in node.bases]
     named = bases == ["NamedTuple"]
-    decorated = any(_last(d.decorator) in _DECORATORS for d in node.decorators)
+    decorated = any(last_word(d.decorator) == "dataclass" for d in node.decorators)
     if not (named or (decorated and not bases)):
         return None
     out = []
@@ -38,8 +28,8 @@ def record_fields(cls: ClassInfo) -> Optional[List[cst.AnnAssign]]:
         line = stmt.body[0] if isinstance(stmt, cst.SimpleStatementLine) and stmt.body else None
         if isinstance(line, cst.AnnAssign) and isinstance(line.target, cst.Name):
             note = line.annotation.annotation
-            if _last(note) == "ClassVar" or (
-                isinstance(note, cst.Subscript) and _last(note.value) == "ClassVar"
+            if last_word(note) == "ClassVar" or (
+                isinstance(note, cst.Subscript) and last_word(note.value) == "ClassVar"
             ):
                 continue
             out.append(line)
@@ -55,7 +45,7 @@ def field_values(resolver, flow, cls: ClassInfo, attr: str) -> Optional[list]:
     ``b._replace(...)``) is not read: the function that makes it may be one
     the analysis does not parse (``focus.py``), and what is read must not
     depend on that."""
-    fields = record_fields(cls)
+    fields = record_fields(cls.node)
     names = [f.target.value for f in fields] if fields is not None else []
     if attr not in names:
         return None
@@ -90,7 +80,7 @@ def _own_builds(cls: ClassInfo) -> set:
     for stmt in cls.node.body.body:
         if not isinstance(stmt, cst.FunctionDef) or not stmt.params.params:
             continue
-        if not any(_last(d.decorator) == "classmethod" for d in stmt.decorators):
+        if static_kind(stmt) != "classmethod":
             continue
         first = stmt.params.params[0].name.value
         stack = list(stmt.body.children)

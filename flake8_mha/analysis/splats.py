@@ -31,6 +31,7 @@ from typing import List, Optional, Sequence, Tuple
 import libcst as cst
 
 from .flow import Env, Scope, children, lookup
+from .records import record_fields
 
 MAX_DEPTH = 8
 _SEQUENCES = (cst.Tuple, cst.List)
@@ -236,22 +237,10 @@ def dataclass_fields(expr, env, scope) -> Optional[List[str]]:
     if len(found) != 1 or found[0].kind != "class":
         return None
     node: cst.ClassDef = found[0].node
-    decorated = any(
-        (d.decorator.value if isinstance(d.decorator, cst.Name) else None) == "dataclass"
-        or (
-            isinstance(d.decorator, cst.Call)
-            and getattr(d.decorator.func, "value", None) == "dataclass"
-        )
-        for d in node.decorators
-    )
-    if not decorated or node.bases:
+    fields = record_fields(node)
+    if fields is None or node.bases:  # a NamedTuple has one: no ``asdict``
         return None
-    out = []
-    for stmt in node.body.body:
-        line = stmt.body[0] if isinstance(stmt, cst.SimpleStatementLine) and stmt.body else None
-        if isinstance(line, cst.AnnAssign) and isinstance(line.target, cst.Name):
-            out.append(line.target.value)
-    return out
+    return [f.target.value for f in fields]
 
 
 def splat_keys(call: cst.Call, env, scope, project=None) -> Optional[frozenset]:

@@ -154,3 +154,14 @@ def _if_leaves(node: cst.If) -> bool:
     if isinstance(node.orelse, cst.If):
         return _if_leaves(node.orelse)
     return leaves(node.orelse.body)
+
+
+def last_word(node) -> Optional[str]:
+    """The last name a decorator, base or callee is written with: ``dataclass``
+    of ``@dataclasses.dataclass(frozen=True)``, ``NamedTuple`` of
+    ``typing.NamedTuple``; None for anything else."""
+    if isinstance(node, cst.Call):
+        node = node.func
+    if isinstance(node, cst.Attribute):
+        return node.attr.value
+    return node.value if isinstance(node, cst.Name) else None

@@ -31,6 +31,7 @@ from ...core.atomic import read_regular
 
 from .. import reach
 from ..flow import DefKind, import_path, lookup
+from ..tree import last_word
 from ..bound import passed
 from ..partials import partial_of_name
 from .callgraph import static_kind
@@ -682,14 +683,13 @@ def read_function(source: str, name: str):
         # ``__call__``, ``forward``: what a call of an instance runs, ``self`` unknown
         allowed = _SAME_RESULT | {"staticmethod", "classmethod"}
         if prop != (
-            func is not None
-            and "property" in [_decorator_name(d.decorator) for d in func.decorators]
+            func is not None and "property" in [last_word(d.decorator) for d in func.decorators]
         ):
             return None  # a property is read, not called: ``Class.attr?`` names one
         allowed = allowed | {"property"} if prop else allowed
     if func is None or func.asynchronous is not None or is_generator(func):
         return None
-    if any(_decorator_name(d.decorator) not in allowed for d in func.decorators):
+    if any(last_word(d.decorator) not in allowed for d in func.decorators):
         return None  # a decorator may change what a call returns
     flow = FlowPass()
     flow.run(module)
@@ -701,14 +701,6 @@ def read_function(source: str, name: str):
 
 # decorators that keep what the function returns
 _SAME_RESULT = {"lru_cache", "cache", "no_grad", "inference_mode", "script", "compile", "wraps"}
-
-
-def _decorator_name(node) -> str:
-    if isinstance(node, cst.Call):
-        node = node.func
-    if isinstance(node, cst.Attribute):
-        return node.attr.value
-    return node.value if isinstance(node, cst.Name) else ""
 
 
 def _rebinds(stmt, name: str) -> bool:
