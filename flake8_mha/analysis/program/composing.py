@@ -532,7 +532,7 @@ class Composing:
             loc = self._defined(target)
             if loc is None or "." in loc[1]:
                 return None
-            table = self._kept(loc[0], ("keyword-dicts", "1"), valid_key_lists, keyword_dicts)
+            table = self._kept(loc[0], ("keyword-dicts", "2"), valid_key_lists, keyword_dicts)
         except (OSError, ValueError, RecursionError):
             return None
         found = (table or {}).get(loc[1])

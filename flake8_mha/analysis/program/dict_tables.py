@@ -12,6 +12,9 @@ from ...core import torch_api
 from . import chains
 
 
+_DICT_CHANGERS = ("update", "setdefault", "pop", "popitem", "clear")
+
+
 def decode(data: bytes) -> str:
     import io
     import tokenize
@@ -89,28 +92,20 @@ def keyword_dicts(data: bytes) -> dict:
     tree = _tree(data)
     if tree is None:
         return {}
-    bound: dict = {}
-    for st in tree.body:
-        for tg in st.targets if isinstance(st, ast.Assign) else ():
-            if isinstance(tg, ast.Name):
-                bound.setdefault(tg.id, []).append(st.value)
-    changed = {
-        n.value.id
-        for n in ast.walk(tree)
-        if isinstance(n, ast.Subscript)
-        and isinstance(n.ctx, (ast.Store, ast.Del))
-        and isinstance(n.value, ast.Name)
-    }
-    changed |= {
-        n.func.value.id
-        for n in ast.walk(tree)
-        if isinstance(n, ast.Call)
-        and isinstance(n.func, ast.Attribute)
-        and n.func.attr in ("update", "setdefault", "pop", "popitem", "clear")
-        and isinstance(n.func.value, ast.Name)
-    }
+    changed = set()  # ``KW["k"] = v``, ``del KW["k"]``, ``KW |= {...}``, ``KW.update(...)``
+    for n in ast.walk(tree):
+        if isinstance(n, ast.Subscript) and isinstance(n.ctx, (ast.Store, ast.Del)):
+            target = n.value
+        elif isinstance(n, ast.AugAssign):
+            target = n.target
+        elif isinstance(n, ast.Call) and isinstance(n.func, ast.Attribute):
+            target = n.func.value if n.func.attr in _DICT_CHANGERS else None
+        else:
+            continue
+        if isinstance(target, ast.Name):
+            changed.add(target.id)
     out: dict = {}
-    for name, values in bound.items():
+    for name, values in _bound_at_top(tree).items():
         if len(values) != 1 or name in changed:
             continue
         value = values[0]
@@ -138,14 +133,20 @@ def _tree(data: bytes) -> Optional[ast.Module]:
         return None
 
 
-def _dicts_bound_once(tree: ast.Module):
-    """(name, dict display) of each name a module binds once at its top
-    level, to a dict display whose keys are all written out."""
+def _bound_at_top(tree: ast.Module) -> dict:
+    """``{name: [value, ...]}``: what each plain assignment at a module's top
+    level binds to a name."""
     bound: dict = {}
     for st in tree.body:
         for tg in st.targets if isinstance(st, ast.Assign) else ():
             if isinstance(tg, ast.Name):
                 bound.setdefault(tg.id, []).append(st.value)
-    for name, values in bound.items():
+    return bound
+
+
+def _dicts_bound_once(tree: ast.Module):
+    """(name, dict display) of each name a module binds once at its top
+    level, to a dict display whose keys are all written out."""
+    for name, values in _bound_at_top(tree).items():
         if len(values) == 1 and isinstance(values[0], ast.Dict) and None not in values[0].keys:
             yield name, values[0]
