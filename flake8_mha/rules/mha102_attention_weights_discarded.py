@@ -701,14 +701,20 @@ def _kwargs_handed_on(site: CallSite) -> bool:
     is then what its callers pass under that keyword, True when they leave
     it out."""
     func = _function_of(site)
-    star = func.params.star_kwarg if func is not None else None
     splats = [a for a in site.node.args if a.star]
-    if not isinstance(star, cst.Param) or len(splats) != 1 or splats[0].star != "**":
+    return func is not None and len(splats) == 1 and _own_kwargs(func, splats[0])
+
+
+def _own_kwargs(func: cst.FunctionDef, arg: cst.Arg) -> bool:
+    """``arg`` is ``**kwargs`` of ``func``, its own, handed on as it came:
+    never rebound, stored to, indexed into or changed by a method
+    (``kwargs["need_weights"] = False``, ``kwargs.pop(...)``)."""
+    star = func.params.star_kwarg
+    if not isinstance(star, cst.Param) or arg.star != "**":
         return False
     name = star.name.value
-    if not (isinstance(splats[0].value, cst.Name) and splats[0].value.value == name):
+    if not (isinstance(arg.value, cst.Name) and arg.value.value == name):
         return False
-    # ``kwargs = ...``, ``kwargs["need_weights"] = False``, ``kwargs.pop(...)``
     return not kwargs_changed(func, name, (*KWARGS_CHANGED, "pop"), rebound=True)
 
 
@@ -730,13 +736,7 @@ def _star_args_handed_on(site: CallSite) -> Optional[bool]:
         return None
     if len(args) == 1:
         return False
-    star = func.params.star_kwarg
-    if len(args) != 2 or not isinstance(star, cst.Param) or args[1].star != "**":
-        return None
-    name = star.name.value
-    if not (isinstance(args[1].value, cst.Name) and args[1].value.value == name):
-        return None
-    return None if kwargs_changed(func, name, (*KWARGS_CHANGED, "pop"), rebound=True) else True
+    return True if len(args) == 2 and _own_kwargs(func, args[1]) else None
 
 
 def _function_of(site: CallSite):
