@@ -246,6 +246,10 @@ def test_a_splat_of_a_dict_written_out_carries_only_its_keys(tmp_path):
         '{"dim_feedforward": 256, "dropout": 0.0}',
     )
     assert _rows(literal, ["MHA001"], tmp_path) == [(9, 22, "MHA001")]
+    augmented = LAYER_KW.replace(
+        "norm_first=True)\n", 'norm_first=True)\nLAYER_KW |= {"batch_first": True}\n'
+    )
+    assert _rows(augmented, ["MHA001"], tmp_path) == []
 
 
 def test_a_splat_of_another_file_s_dict_carries_only_its_keys(tmp_path):
@@ -260,6 +264,15 @@ def test_a_splat_of_another_file_s_dict_carries_only_its_keys(tmp_path):
     assert analyze_file(str(pkg / "layers.py"), ["MHA001"]) == []
     # a dict changed by item elsewhere in its file: its keys are not known
     (pkg / "config.py").write_text('LAYER_KW = dict(dropout=0.0)\nLAYER_KW["batch_first"] = True\n')
+    assert analyze_file(str(pkg / "layers.py"), ["MHA001"]) == []
+    # or by ``|=``: the same
+    pkg = write_package(
+        tmp_path / "b",
+        {
+            "config.py": "LAYER_KW = dict(dropout=0.0)\nLAYER_KW |= dict(batch_first=True)\n",
+            "layers.py": layers,
+        },
+    )
     assert analyze_file(str(pkg / "layers.py"), ["MHA001"]) == []
 
 
