@@ -90,6 +90,30 @@ def own_nodes(func: ast.AST) -> List[ast.AST]:
     return nodes
 
 
+_BODIES = ("body", "orelse", "finalbody", "handlers", "cases")
+_DEFS = (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)
+
+
+def own_statements(func: ast.AST) -> List[ast.AST]:
+    """The statements of ``func``'s body at any depth (and the ``except`` and
+    ``case`` clauses that hold some), not those inside nested functions or
+    classes (which are listed themselves): the statements among
+    ``own_nodes``, without walking the expressions, most of a function's
+    nodes.  Their order is not ``own_nodes``'s."""
+    out: List[ast.AST] = []
+    stack = list(func.body)  # type: ignore[attr-defined]
+    while stack:
+        node = stack.pop()
+        out.append(node)
+        if isinstance(node, _DEFS):
+            continue
+        for field in _BODIES:
+            value = getattr(node, field, None)
+            if value and value.__class__ is list:
+                stack.extend(value)
+    return out
+
+
 def depth_first(tree: ast.AST) -> List[ast.AST]:
     """Every node of ``tree``, depth first, each node's children in reverse:
     the order of a stack that pushes them in order."""

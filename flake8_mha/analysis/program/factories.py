@@ -145,7 +145,7 @@ def _returned_values(func):
     nn.TransformerEncoderLayer(...)`` is that call)."""
     assigned: Dict[str, List[ast.AST]] = {}
     returns: List[ast.AST] = []
-    for n in astwalk.own_nodes(func):
+    for n in astwalk.own_statements(func):  # a return and an assignment are statements
         t = n.__class__
         if t is ast.Return:
             returns.append(n.value)  # type: ignore[attr-defined]

@@ -16,7 +16,7 @@ from ...core import walk as astwalk
 from ...core.lines import lines_naming as _lines_naming, source_lines, spans as _spans
 from ...core.torch_api import SDPA_NAME, SDPA_SIGNATURE
 from . import chains, constructors, fills, forms, handed as handed_forms, held_lists, import_lines
-from . import branches, factories, kv_scores, partial_attrs, signatures, steps
+from . import branches, factories, kv_scores, live_defs, partial_attrs, signatures, steps
 from .chains import VARIANT, dotted_name, named_lambda, statements  # noqa: F401
 from .module_numbers import module_constants
 from .sdpa_names import is_sdpa, sdpa_names_of
@@ -141,9 +141,13 @@ def summarise(
         (wrappers, passed, kinds_of, made, returned),
         pairs,
     )
-    if not reuse:
+    if not reuse:  # a top-level function no summary can keep is not read (``live_defs``)
+        words = {SDPA_NAME, *sdpa_names[0], *(live_defs.FILL_WORDS if helpers is not None else ())}
+        dead = (
+            live_defs.dead_functions(tree, source_lines(source), frozenset(words)) if screen else ()
+        )
         for node in tree.body:
-            _summarise_node(node, out, attrs, *facts, inherited=_inherited(node, attrs))
+            _summarise_node(node, out, attrs, *facts, inherited=_inherited(node, attrs), dead=dead)
     else:  # a file summarised again after an edit: each unchanged definition is kept
         lines = source_lines(source)  # as Python numbers them: not at form feeds
         context = repr((screen, direct, sorted(sdpa_names[0]), sorted(sdpa_names[1])))
@@ -267,27 +271,21 @@ def _summarise_node(
     classes,
     pairs,
     inherited=None,
+    dead=(),
 ):
     """What one top-level statement adds to a file's summary table (``out``)
     and to its classes' attributes (``attrs``).  ``inherited``: for a class,
     what its bases of this file hold on ``self`` (a subclass that runs its
-    own ``forward`` with the ``self.attn`` its base builds)."""
+    own ``forward`` with the ``self.attn`` its base builds); ``dead``: the
+    functions whose summaries no table keeps (``live_defs``)."""
     if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
         calls = direct and (may_call is None or _spans(may_call, node))
-        _add(out, node.name, node, False, sdpa_names, calls, helpers=helpers, pairs=pairs)
-        inner = factories.returned_function(node)
+        if node.name not in dead:
+            _add(out, node.name, node, False, sdpa_names, calls, helpers=helpers, pairs=pairs)
+        inner = factories.returned_function(node) if node.name not in dead else None
         if inner is not None:
-            _add(
-                out,
-                node.name + "()",
-                inner,
-                False,
-                sdpa_names,
-                calls,
-                factory=node,
-                helpers=helpers,
-                pairs=pairs,
-            )
+            more = dict(factory=node, helpers=helpers, pairs=pairs)
+            _add(out, node.name + "()", inner, False, sdpa_names, calls, **more)
         made = classes[4].get(id(node))  # ``factories.returned_modules``
         if made is not None and made[:1].isupper():
             out.setdefault(MODULES, {})[node.name] = made
