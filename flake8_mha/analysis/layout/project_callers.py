@@ -42,6 +42,7 @@ from ...core import walk as astwalk
 from ...core.atomic import read_regular
 from ..classes import builds_own_class
 from ..flow import ClassInfo, DefKind, FlowPass, lookup
+from ..program import signatures
 from ..program.call_index import MODULE_CONTAINERS
 from ..program.callers import importers_map, importers_of
 from ..program.callsites import Project
@@ -368,7 +369,7 @@ def _tree(filename: str, words=()) -> Optional[ast.Module]:
     if text is None or not all(w in text for w in words):
         return None
     try:
-        return ast.parse(text)
+        return signatures.parse(text)
     except (SyntaxError, ValueError, RecursionError, MemoryError):
         return None
 

@@ -6,12 +6,11 @@ them.  docs/reach.md says what is followed."""
 
 from __future__ import annotations
 
-import ast
 import contextlib
 import os
 from typing import Optional, Tuple
 
-from . import chains, constructors, forms
+from . import chains, constructors, forms, signatures
 from .fills import APART, FILL_SINKS, KV, KV_VIA, MULTIPLIED, SINK_LINE, kv_helpers
 from .summaries import ATTRS, BASES, IMPORTS, MODULES, REGISTRIES, TORCH_LAYERS, TORCH_MODULES
 from .summaries import VARIANT, settle
@@ -193,7 +192,7 @@ class Composing:
                 text = decode(data)
                 if "return" not in text or not any(w in text for w in _KV_WORDS):
                     return {}
-                got = kv_helpers(ast.parse(text))
+                got = kv_helpers(signatures.parse(text))
                 return {
                     n: [list(i) if i is not None else None for i in r["items"]]
                     for n in got

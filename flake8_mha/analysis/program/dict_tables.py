@@ -9,7 +9,7 @@ import ast
 from typing import Optional
 
 from ...core import torch_api
-from . import chains
+from . import chains, signatures
 
 
 _DICT_CHANGERS = ("update", "setdefault", "pop", "popitem", "clear")
@@ -128,7 +128,7 @@ def keyword_dicts(data: bytes) -> dict:
 
 def _tree(data: bytes) -> Optional[ast.Module]:
     try:
-        return ast.parse(decode(data))
+        return signatures.parse(decode(data))
     except (SyntaxError, ValueError, UnicodeDecodeError, LookupError, RecursionError):
         return None
 

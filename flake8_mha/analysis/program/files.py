@@ -20,6 +20,7 @@ from ...core.atomic import read_regular
 from . import chains, import_lines, module_bases, score_helpers
 from .forms import names_a_sink
 from .sizes import handed_through
+from .signatures import parse
 from .module_numbers import module_constants  # noqa: F401  (the package's name for it)
 from .summaries import (
     MAX_FILE_BYTES,
@@ -403,7 +404,7 @@ class ProjectFiles(Composing):
 
         def table(data: bytes) -> Dict[str, list]:
             try:
-                return chains.imports(ast.parse(decode(data)))
+                return chains.imports(parse(decode(data)))
             except (SyntaxError, ValueError, UnicodeDecodeError, LookupError, RecursionError):
                 return {}
 
@@ -586,7 +587,7 @@ class ProjectFiles(Composing):
 
         def table(data: bytes) -> Dict[str, object]:
             try:
-                return module_constants(ast.parse(decode(data)))
+                return module_constants(parse(decode(data)))
             except (SyntaxError, ValueError, UnicodeDecodeError, LookupError, RecursionError):
                 return {}
 
@@ -605,7 +606,7 @@ class ProjectFiles(Composing):
         def table(data: bytes) -> Dict[str, dict]:
             try:
                 text = decode(data)
-                return score_helpers.table(ast.parse(text)) if score_helpers.may_hold(text) else {}
+                return score_helpers.table(parse(text)) if score_helpers.may_hold(text) else {}
             except (SyntaxError, ValueError, UnicodeDecodeError, LookupError, RecursionError):
                 return {}
 

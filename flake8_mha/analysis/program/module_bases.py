@@ -15,7 +15,7 @@ from __future__ import annotations
 import ast
 from typing import Dict, List
 
-from . import chains
+from . import chains, signatures
 from .chains import dotted_name
 from .dict_tables import decode
 
@@ -61,7 +61,7 @@ def table(tree: ast.Module) -> Dict[str, List[list]]:
 def table_of(data: bytes) -> Dict[str, List[list]]:
     """``table`` of a file's bytes; ``{}`` when they do not parse."""
     try:
-        return table(ast.parse(decode(data)))
+        return table(signatures.parse(decode(data)))
     except (SyntaxError, ValueError, UnicodeDecodeError, LookupError, RecursionError):
         return {}
 

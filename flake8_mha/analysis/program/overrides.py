@@ -23,7 +23,7 @@ import re
 from typing import List, Tuple
 
 from ...core.atomic import read_regular
-from . import callers
+from . import callers, signatures
 from .built import names_class
 
 MAX_OVERRIDERS = 8  # subclasses read per hook: beyond, the base's call is left as it reads
@@ -64,7 +64,7 @@ class Overrides:
             if name == own or cls not in text or "def " + method not in text:
                 continue
             try:
-                tree = ast.parse(text)
+                tree = signatures.parse(text)
             except (SyntaxError, ValueError):
                 continue
             for node in tree.body:

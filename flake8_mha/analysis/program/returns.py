@@ -34,6 +34,7 @@ from ..flow import DefKind, import_path, lookup
 from ..tree import last_word
 from ..bound import passed
 from ..partials import partial_of_name
+from . import signatures
 from .callgraph import static_kind
 from .files import ProjectFiles, decode
 from .mask_summary import FIELD, field_summary, summary_of
@@ -170,7 +171,7 @@ def _function_names(text: str, name: str, words: Tuple[str, ...]) -> bool:
     ``name`` of a file's ``text`` holds one of ``words`` (in any case:
     ``nn.Softmax``); True when that cannot be told cheaply."""
     owner, _, method = name.rpartition(".")
-    tree = ast.parse(text)
+    tree = signatures.parse(text)
     found = None
     for node in tree.body:
         if owner and isinstance(node, ast.ClassDef) and node.name == owner:

@@ -83,7 +83,7 @@ def score_op(func, method: bool) -> Optional[dict]:
         return None
     returns: List[ast.Return] = []
     stores: Dict[str, List[ast.AST]] = {}
-    for n in astwalk.own_nodes(func):
+    for n in astwalk.own_statements(func):  # what it reads are statements
         if isinstance(n, ast.Return):
             returns.append(n)
         elif isinstance(n, (ast.Assign, ast.AugAssign, ast.AnnAssign, ast.For, ast.With)):

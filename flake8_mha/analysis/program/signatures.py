@@ -27,10 +27,31 @@ def given_tree(text: Optional[str], tree: Optional[ast.Module]) -> None:
         _GIVEN[(hash(text), len(text))] = tree
 
 
+# the last texts parsed here, with their trees: a project file's readers (its
+# summaries, constants, score helpers, imports, dicts, bases) each asked for
+# a parse of their own (issue 30: torch's ``nn/functional.py`` three times).
+# A tree holds about 20 times its text: at most 2 MB of text is kept.
+_PARSED: Dict[Tuple[int, int], Tuple[str, ast.Module]] = {}
+MAX_PARSED_TEXT = 2 * 1024 * 1024
+
+
 def parse(text: str) -> ast.Module:
-    """``ast.parse(text)``, or the tree given for that text (never changed)."""
-    got = _GIVEN.get((hash(text), len(text)))
-    return got if got is not None else ast.parse(text)
+    """``ast.parse(text)``, or the tree given or made for that text (never
+    changed: every reader shares it).  Raises what ``ast.parse`` raises."""
+    key = (hash(text), len(text))
+    got = _GIVEN.get(key)
+    if got is not None:
+        return got
+    kept = _PARSED.get(key)
+    if kept is not None and kept[0] == text:
+        _PARSED[key] = _PARSED.pop(key)  # the last used is the last dropped
+        return kept[1]
+    tree = ast.parse(text)
+    _PARSED.pop(key, None)
+    _PARSED[key] = (text, tree)
+    while sum(k[1] for k in _PARSED) > MAX_PARSED_TEXT and len(_PARSED) > 1:
+        del _PARSED[next(iter(_PARSED))]  # the oldest
+    return tree
 
 
 def literal(node: ast.AST) -> object:

@@ -97,7 +97,7 @@ def summarise(
         return {}  # no wrapper, no import of what may be one, no re-export (relative)
     if tree is None:  # ``tree``: the ``ast`` of exactly ``source``, when the caller has it
         try:
-            tree = ast.parse(source)
+            tree = signatures.parse(source)
         except (SyntaxError, ValueError, RecursionError, MemoryError):
             return {}
     out: Dict[str, dict] = {}
