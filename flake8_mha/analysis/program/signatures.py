@@ -25,14 +25,17 @@ def given_tree(text: Optional[str], tree: Optional[ast.Module]) -> None:
     _GIVEN.clear()
     if text is not None and tree is not None:
         _GIVEN[(hash(text), len(text))] = tree
+    else:  # the linted file is done: the trees its readers shared go too
+        _PARSED.clear()
 
 
 # the last texts parsed here, with their trees: a project file's readers (its
 # summaries, constants, score helpers, imports, dicts, bases) each asked for
 # a parse of their own (issue 30: torch's ``nn/functional.py`` three times).
-# A tree holds about 20 times its text: at most 2 MB of text is kept.
+# A tree holds about 20 times its text: at most 512 KB of text is kept, and
+# only while one linted file is analysed (``given_tree(None, None)``).
 _PARSED: Dict[Tuple[int, int], Tuple[str, ast.Module]] = {}
-MAX_PARSED_TEXT = 2 * 1024 * 1024
+MAX_PARSED_TEXT = 512 * 1024
 
 
 def parse(text: str) -> ast.Module:
