@@ -90,14 +90,15 @@ def own_nodes(func: ast.AST) -> List[ast.AST]:
     return nodes
 
 
-_BODIES = ("body", "orelse", "finalbody", "handlers", "cases")
+# the fields of a statement that hold statements (and ``except``/``case`` clauses)
+BODIES = ("body", "orelse", "finalbody", "handlers", "cases")
 _DEFS = (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)
 
 
 def own_statements(func: ast.AST) -> List[ast.AST]:
-    """The statements of ``func``'s body at any depth (and the ``except`` and
-    ``case`` clauses that hold some), not those inside nested functions or
-    classes (which are listed themselves): the statements among
+    """The statements of ``func``'s body (or a module's) at any depth (and the
+    ``except`` and ``case`` clauses that hold some), not those inside nested
+    functions or classes (which are listed themselves): the statements among
     ``own_nodes``, without walking the expressions, most of a function's
     nodes.  Their order is not ``own_nodes``'s."""
     out: List[ast.AST] = []
@@ -107,7 +108,7 @@ def own_statements(func: ast.AST) -> List[ast.AST]:
         out.append(node)
         if isinstance(node, _DEFS):
             continue
-        for field in _BODIES:
+        for field in BODIES:
             value = getattr(node, field, None)
             if value and value.__class__ is list:
                 stack.extend(value)

@@ -767,7 +767,7 @@ def _forwarded(param: str, positional: list, callee: dict, given: list, how: dic
     return param in callee.get("kwonly", ()) or bool(how.get("fwd"))
 
 
-_BODIES = ("body", "orelse", "finalbody", "handlers", "cases")
+_BODIES = astwalk.BODIES
 
 
 def named_lambda(node: ast.stmt) -> bool:

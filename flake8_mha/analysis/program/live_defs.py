@@ -22,6 +22,7 @@ import ast
 import re
 from typing import Dict, FrozenSet, List, Set
 
+from ...core import walk as astwalk
 from .import_lines import EXTERNAL
 
 _WORD = re.compile(r"[A-Za-z_]\w*")
@@ -59,7 +60,7 @@ def dead_functions(tree: ast.Module, lines: List[str], seeds: FrozenSet[str]) ->
     ``FILL_WORDS`` where the file fills scores)."""
     kinds: Dict[str, List[object]] = {}  # name -> its module-level bindings
     partials = {"functools"}  # the names ``partial`` may be called by
-    if not _bindings(tree.body, kinds, partials):
+    if not _bindings(tree, kinds, partials):
         return set()  # a star import of the project: any name may be a wrapper
     for bound in kinds.values():  # an assignment: what it assigns
         bound[:] = [_kind(b, partials) if isinstance(b, ast.expr) else b for b in bound]
@@ -85,14 +86,14 @@ def dead_functions(tree: ast.Module, lines: List[str], seeds: FrozenSet[str]) ->
     return set(words) - live
 
 
-def _bindings(body: List[ast.stmt], kinds: Dict[str, List[object]], partials: Set[str]) -> bool:
-    """Fill ``kinds`` with the module-level bindings of ``body``, into the
-    blocks of its compound statements but not into functions or classes: a
-    ``def`` binds its node, an assignment its value; a class or an import of
-    what may be the project binds ``"open"``, an outside package's import
-    ``"closed"``.  ``partials`` gathers what ``functools`` is imported as.
-    False at a star import of what may be the project."""
-    for node in body:
+def _bindings(tree: ast.Module, kinds: Dict[str, List[object]], partials: Set[str]) -> bool:
+    """Fill ``kinds`` with the module-level bindings of ``tree`` (its own
+    statements: in its compound statements' blocks, not in functions or
+    classes): a ``def`` binds its node, an assignment its value; a class or
+    an import of what may be the project binds ``"open"``, an outside
+    package's import ``"closed"``.  ``partials`` gathers what ``functools`` is
+    imported as.  False at a star import of what may be the project."""
+    for node in astwalk.own_statements(tree):
         if isinstance(node, _DEFS):
             kinds.setdefault(node.name, []).append(node)
         elif isinstance(node, ast.ClassDef):
@@ -119,14 +120,6 @@ def _bindings(body: List[ast.stmt], kinds: Dict[str, List[object]], partials: Se
             for target in targets:
                 if isinstance(target, ast.Name):
                     kinds.setdefault(target.id, []).append(node.value or "closed")
-        else:
-            blocks = [getattr(node, f, None) for f in ("body", "orelse", "finalbody")]
-            blocks += [h.body for h in getattr(node, "handlers", ())]
-            blocks += [c.body for c in getattr(node, "cases", ())]
-            for block in blocks:
-                if isinstance(block, list) and block and isinstance(block[0], ast.stmt):
-                    if not _bindings(block, kinds, partials):
-                        return False
     return True
 
 

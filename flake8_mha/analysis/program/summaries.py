@@ -282,10 +282,10 @@ def _summarise_node(
         calls = direct and (may_call is None or _spans(may_call, node))
         if node.name not in dead:
             _add(out, node.name, node, False, sdpa_names, calls, helpers=helpers, pairs=pairs)
-        inner = factories.returned_function(node) if node.name not in dead else None
-        if inner is not None:
-            more = dict(factory=node, helpers=helpers, pairs=pairs)
-            _add(out, node.name + "()", inner, False, sdpa_names, calls, **more)
+            inner = factories.returned_function(node)
+            if inner is not None:
+                more = dict(factory=node, helpers=helpers, pairs=pairs)
+                _add(out, node.name + "()", inner, False, sdpa_names, calls, **more)
         made = classes[4].get(id(node))  # ``factories.returned_modules``
         if made is not None and made[:1].isupper():
             out.setdefault(MODULES, {})[node.name] = made
