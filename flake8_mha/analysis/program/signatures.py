@@ -25,7 +25,7 @@ def given_tree(text: Optional[str], tree: Optional[ast.Module]) -> None:
     _GIVEN.clear()
     if text is not None and tree is not None:
         _GIVEN[(hash(text), len(text))] = tree
-    else:  # the linted file is done: the trees its readers shared go too
+    else:  # a file is done (or starts without flake8's tree): the shared trees go too
         _PARSED.clear()
 
 
