@@ -7,7 +7,8 @@ layer in the project builds right there for that parameter.
 its attention and feeds it an ignore-mask; SDPA two calls away reads True as
 attend: MHA002 at the encoder's call, per file, over the package and through
 ``check``; the keep-mask beside it is silent.  Constructions that hand two
-kinds, or a name, settle nothing; the same program in one file reports the
+kinds, or a name bound twice, settle nothing (a name bound once is the
+construction it is bound to); the same program in one file reports the
 same."""
 
 from __future__ import annotations
@@ -49,7 +50,7 @@ def test_two_kinds_handed_settle_nothing(tmp_path):
     assert analyze_file(str(pkg / "model.py"), ["MHA002"]) == []
 
 
-def test_a_name_handed_settles_nothing(tmp_path):
+def test_a_name_bound_once_is_what_it_is_bound_to_and_one_bound_twice_settles_nothing(tmp_path):
     model = package_texts(PKG)["model.py"]
     named = model.replace(
         "        self.attention = AttentionLayer(FullAttention(True), d_model, n_heads)\n",
@@ -57,7 +58,17 @@ def test_a_name_handed_settles_nothing(tmp_path):
         "        self.attention = AttentionLayer(inner, d_model, n_heads)\n",
     )
     assert named != model
-    pkg = _with_model(tmp_path, named)
+    # DETR's ``encoder_layer = TransformerEncoderLayer(...)``, then handed on
+    # (probe AN's AN11): the construction it is bound to, two lines lower
+    pkg = _with_model(tmp_path / "a", named)
+    got = analyze_file(str(pkg / "model.py"), ["MHA002"])
+    assert [(f.line, f.col, f.code) for f in got] == [(19, 16, "MHA002")]
+    twice = named.replace(
+        "        inner = FullAttention(True)\n",
+        "        inner = FullAttention(True)\n        if d_model > 512:\n"
+        "            inner = nn.Identity()\n",
+    )
+    pkg = _with_model(tmp_path / "b", twice)
     assert analyze_file(str(pkg / "model.py"), ["MHA002"]) == []
 
 

@@ -102,7 +102,11 @@ def test_which_subclasses_of_a_torch_module_are_the_torch_module():
     assert summarise(head + "    pass\n") == built
     assert summarise(head + fwd + same) == built
     init = "    def __init__(self, d):\n        super().__init__(d, 8, batch_first=True)\n\n"
-    assert summarise(head + init + fwd + same) == torch_layer
+    # an __init__ of its own: the flag its ``super().__init__`` states (probe AN's AN19)
+    flag = {"@torch-batch-first": {"Layer": True}}
+    assert summarise(head + init + fwd + same) == {**torch_layer, **flag}
+    left = init.replace(", batch_first=True", "")  # torch's default: MHA001's, where it is built
+    assert summarise(head + left + fwd + same) == torch_layer
     for own in (
         "        return super().forward(src, src_key_padding_mask=src_mask)\n",  # moved
         "        src = src * 2\n" + same,  # does more

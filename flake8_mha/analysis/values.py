@@ -131,7 +131,8 @@ def value_of(node: cst.CSTNode, env: Env, scope: Optional[Scope], depth: int = 0
                 # and what the file's subclasses set on their instances (probe
                 # AF's AF06: a base's ``attn_p: float = 0.0``, a subclass's 0.2)
                 defs = list(defs) + _set_by_subclasses(cls, node.attr.value)
-                return _defs_value(tuple(defs), scope, None, depth)
+                got = _defs_value(tuple(defs), scope, None, depth)
+                return _joined_elsewhere(got, cls, node.attr.value, defs, scope)
             return _inherited_value(cls, node.attr.value, scope, depth)
         elif owners and len(owners) == 1 and owners[0].kind == DefKind.IMPORT:
             # ``config.WIDTH`` after ``from . import config``
@@ -154,6 +155,23 @@ def _set_by_subclasses(cls, attr: str) -> list:
         if d.kind == DefKind.CLASS and d.extra is not None
     ]
     return [d for c in subclasses_in(cls, classes, MAX_BASES) for d in c.attrs.get(attr, ())]
+
+
+def _joined_elsewhere(got, cls, attr: str, defs, scope):
+    """``got`` joined with what the used subclasses of other project files
+    set ``attr`` to (probe AN's AN03: the base's ``attn_pdrop = 0.0``, a
+    subclass's 0.1 in ``model.py``): UNKNOWN unless each sets the same."""
+    project = project_of(scope)
+    if got is UNKNOWN or project is None or not _module_level(cls):
+        return got
+    on_instance = any(d.scope is None or d.scope.kind != ScopeKind.CLASS for d in defs)
+    values = project.set_elsewhere(cls.name, attr, on_instance)
+    if values is None:
+        return UNKNOWN
+    for value in values:
+        if value != got or (type(value) is bool) != (type(got) is bool):
+            return UNKNOWN
+    return got
 
 
 def _class_constant(cls: cst.ClassDef, attr: str):

@@ -99,6 +99,13 @@ class SdpaDropoutInEval(Rule):
           project's files importing it mix only into module classes (probe
           AN's AN21), runs on modules alone: its methods are judged as
           theirs.
+        - A probability kept as a class attribute (`attn_pdrop = 0.0` in the
+          class body) is joined with what the subclasses set that the project
+          uses (named outside their own `class` statement), in the file or in
+          another project file: a subclass with `attn_pdrop = 0.1` makes its
+          instances drop, and the base's call is reported (probe AN's AN03,
+          `fixtures/program_calls/subclass_attrs/`). A subclass that sets the
+          same 0, or that nothing builds, changes nothing.
         - A probability from the constructor (`self.p = p`) is known when every
           construction in the project passes the same literal (0: not
           reported); when nothing in the project builds the class, the

@@ -59,7 +59,10 @@ class LayoutMismatch(Rule):
         - Only a statically known `batch_first` counts (a literal or a module
           constant); a variable, a `**kwargs` splat, or the default (MHA001's
           business) is not this rule's. A subclass with its own `__init__`
-          states it in its one `super().__init__(..., batch_first=True)`.
+          states it in its one `super().__init__(..., batch_first=True)`,
+          in the file of the call or in another project file (a literal, or
+          a parameter of its `__init__` bound at the construction; probe AN's
+          AN19, `fixtures/program_calls/layer_subclass_init/`).
         - Reported per call: one module fed both layouts has only its
           mismatched calls reported. Where the layouts of several callers
           meet before the call (a `forward` that two towers feed, one

@@ -146,15 +146,17 @@ def built_in(
                 return None  # passed around as a value: built elsewhere, with anything
     out = []
     owners = _init_owners(tree) if reader is literal or getattr(reader, "forwards", False) else {}
+    bound = _bound_once(tree, calls) if getattr(reader, "locals", False) else {}
     if reader is literal:  # a module constant, of this file or imported, is as good
         reader = constant_reader(tree, path, module_constants(tree))
     for call in calls:
         got: Dict[str, object] = {p: MISSING for p in params}
         owner = owners.get(id(call))
+        local = bound.get(id(call), {})
         for i, a in enumerate(call.args):
             if isinstance(a, ast.Starred) or i >= len(params):
                 return None
-            got[params[i]] = _read(reader, a, owner, path)
+            got[params[i]] = _read(reader, local.get(_name(a), a), owner, path)
         splat = False
         for k in call.keywords:
             if k.arg is None:
@@ -162,12 +164,56 @@ def built_in(
                     return None
                 splat = True  # DiT's ``Attention(hidden, **block_kwargs)``
                 continue
-            got[k.arg] = _read(reader, k.value, owner, path)
+            got[k.arg] = _read(reader, local.get(_name(k.value), k.value), owner, path)
         if splat:
             for p, value in got.items():
                 if value == MISSING:  # what the building class's constructions pass by name
                     got[p] = Forwarded(path, owner[0], p, splat=True)
         out.append(got)
+    return out
+
+
+def _name(node: ast.AST) -> Optional[str]:
+    return node.id if isinstance(node, ast.Name) else None
+
+
+def _bound_once(tree: ast.Module, calls: List[ast.Call]) -> Dict[int, Dict[str, ast.AST]]:
+    """Per construction of ``calls`` made in a function: the names that
+    function binds once, by a plain ``name = <call>`` before it in its own
+    top-level statements, and never otherwise (DETR's ``encoder_layer =
+    TransformerEncoderLayer(...)`` handed to ``TransformerEncoder(encoder_layer,
+    n)``: probe AN's AN11): a reader of constructions reads that call."""
+    wanted = {id(c) for c in calls}
+    out: Dict[int, Dict[str, ast.AST]] = {}
+    for func in astwalk.walk(tree):
+        if not isinstance(func, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            continue
+        inner = [n for n in astwalk.own_nodes(func) if id(n) in wanted]
+        if not inner:
+            continue
+        stores: Dict[str, int] = {}
+        for n in astwalk.own_nodes(func):
+            if isinstance(n, ast.Name) and not isinstance(n.ctx, ast.Load):
+                stores[n.id] = stores.get(n.id, 0) + 1
+        a = func.args
+        params = {p.arg for p in a.posonlyargs + a.args + a.kwonlyargs}
+        made: Dict[str, ast.AST] = {}
+        line: Dict[str, int] = {}
+        for stmt in func.body:
+            if (
+                isinstance(stmt, ast.Assign)
+                and len(stmt.targets) == 1
+                and isinstance(stmt.targets[0], ast.Name)
+                and isinstance(stmt.value, ast.Call)
+                and stores.get(stmt.targets[0].id) == 1
+                and stmt.targets[0].id not in params
+            ):
+                made[stmt.targets[0].id] = stmt.value
+                line[stmt.targets[0].id] = stmt.lineno
+        for call in inner:
+            seen = {k: v for k, v in made.items() if line[k] < call.lineno}
+            if seen:
+                out[id(call)] = seen
     return out
 
 

@@ -265,6 +265,9 @@ class Index:
         "forward_bases",
         "called_now",
         "aliases",
+        "methods_called",
+        "read_plain",
+        "classes",
     )
 
     def __init__(self, tree: ast.Module, path: Optional[str] = None):
@@ -296,6 +299,13 @@ class Index:
         # the name of the class it builds
         self.called_now: Dict[str, List[Call]] = {}
         self.aliases: Dict[str, Set[str]] = {}
+        # ``self.decoder.token_embedding(x)``: an attribute read only to call
+        # something on it (``decoder`` -> {"token_embedding"}), and the attributes
+        # read otherwise; the file's classes -> (their methods, their bases)
+        self.methods_called: Dict[str, Set[str]] = {}
+        self.read_plain: Set[str] = set()
+        self.classes: Dict[str, Tuple[Set[str], Set[str]]] = {}
+        receivers: Dict[int, str] = {}  # id of ``x.held`` in ``x.held.m(...)`` -> "m"
         into: Dict[int, tuple] = {}
         funcs: Set[int] = set()
         called: Set[int] = set()  # the function of each call
@@ -315,6 +325,7 @@ class Index:
                     for n in node.body
                     if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef))
                 }
+                self.classes[node.name] = (own, {ast.unparse(b) for b in node.bases})
                 for inner in astwalk.walk(node):
                     if (
                         isinstance(inner, ast.Call)
@@ -448,14 +459,16 @@ class Index:
                 if id(node) not in funcs:
                     self.loaded_names.add(node.id)
             elif isinstance(node, ast.Attribute) and isinstance(node.ctx, ast.Load):
-                if (
-                    isinstance(node.value, ast.Attribute)
-                    and node.attr not in _RUNS
-                    and id(node) not in called
-                ):
-                    # ``self.decoder.blocks.layers[0]``: a submodule read, not the
-                    # decoder handed away to be called elsewhere (probe AN's AN10);
-                    # a method called on it (``self.block.init_weights()``) may run it
-                    funcs.add(id(node.value))
+                if isinstance(node.value, ast.Attribute) and node.attr not in _RUNS:
+                    if id(node) not in called:
+                        # ``self.decoder.blocks.layers[0]``: a submodule read, not the
+                        # decoder handed away to be called elsewhere (probe AN's AN10)
+                        funcs.add(id(node.value))
+                    else:  # a method called on it (``self.block.init_weights()``) may run it
+                        receivers[id(node.value)] = node.attr
                 if id(node) not in funcs:
                     self.loaded_attrs.add(node.attr)
+                    if id(node) in receivers:
+                        self.methods_called.setdefault(node.attr, set()).add(receivers[id(node)])
+                    else:
+                        self.read_plain.add(node.attr)

@@ -538,7 +538,7 @@ def _found(files, key, own_text, some=False):
     out = []
     for name, index in zip(paths, indexes):
         if key.endswith(".forward"):
-            found = _instance_calls([index], key.split(".")[0], kept, whole, some)
+            found = _instance_calls([index], key.split(".")[0], kept, whole, some, indexes[0])
         elif "." in key:
             found = _method_calls([index], *key.split(".", 1))
         else:
@@ -577,14 +577,15 @@ def _function_calls(indexes: List[Index], name: str) -> Optional[List[Call]]:
 
 
 def _instance_calls(
-    indexes: List[Index], cls: str, kept, whole_calls=None, some=False
+    indexes: List[Index], cls: str, kept, whole_calls=None, some=False, own=None
 ) -> Optional[List[Call]]:
     """The calls in ``indexes`` of the instances of ``cls``: each
     construction kept in a plain attribute (``self.attn = Cls(...)``) or
     name, and every call of that attribute or name (``kept``: ``_kept``'s
     answer over every file read).  ``whole_calls``: a set that gets the
     calls of a ``Sequential`` as a whole (the instance's result goes on to
-    the next item, unless it is the last)."""
+    the next item, unless it is the last).  ``own``: the index of the file
+    that defines ``cls`` (its methods)."""
     if kept is None:
         return None
     attrs, names, held, whole, makers = kept
@@ -595,7 +596,10 @@ def _instance_calls(
     for index in indexes:
         for n in _names(index, cls):
             found.extend(index.called_now.get(n, ()))
-        if not some and (attrs & index.loaded_attrs or names & index.loaded_names):
+        if not some and (
+            _read_otherwise(attrs & index.loaded_attrs, index, own or indexes[0], cls)
+            or names & index.loaded_names
+        ):
             return None  # the instance read otherwise than called (``.forward``, a hook)
         if not some and held & (index.loaded_attrs | (index.loaded_names & named)):
             return None  # the container read otherwise (``len(self.blocks)``, appended to)
@@ -626,6 +630,25 @@ def _instance_calls(
                     ):
                         found.append(c)
     return found
+
+
+def _read_otherwise(read: Set[str], index: Index, own: Index, cls: str) -> bool:
+    """Whether an attribute of ``read`` that may keep an instance of ``cls``
+    is read otherwise than called: anything but a call of something it keeps
+    (``self.decoder.token_embedding(tokens)``, probe AN's AN10), which runs a
+    submodule, not ``cls``'s ``forward``.  A method of ``cls``'s (``own``: the
+    file that defines it) may run it, and so may any name called on an
+    instance of a class with a base other than ``nn.Module``."""
+    if not read:
+        return False
+    if read & index.read_plain:
+        return True
+    methods, bases = own.classes.get(cls, (None, None))
+    if methods is None or not bases <= {"nn.Module", "Module", "torch.nn.Module"}:
+        return True
+    return any(
+        index.methods_called.get(a, set()) & (methods | {"__call__", "forward"}) for a in read
+    )
 
 
 def _may_hold(index: Index, owner: Optional[str], held: str, cls: str, makers=()) -> bool:

@@ -35,7 +35,7 @@ from .fills import FILL_SINKS, FILL_TEXT, KV, SOFTMAX
 from .kv_scores import HANDWRITTEN
 from .forms import sdpa_summary
 from .aliases import followed
-from .local_names import enclosing_class, instance_name, own_definition
+from .local_names import annotated_class, enclosing_class, instance_name, own_definition
 from .binding import apply as _apply, bind as _bind, bind_factory, fixed as _fixed  # noqa: F401
 from .binding import SPLAT, known as _known, left_off
 from .constants import ConstantFiles
@@ -337,8 +337,10 @@ class Project(MethodCalls, Overrides, HandedMasks, ConstantFiles):
             return self._callee(
                 kept[0], CallSite(site.node, kept[1], kept[2], (), (), None), resolver
             )
-        lam = self._lambda(func, env, scope, resolver) or followed(
-            self._callee, func, site, resolver, others, self
+        lam = (
+            self._lambda(func, env, scope, resolver)
+            or followed(self._callee, func, site, resolver, others, self)
+            or self._built(annotated_class(func, env, scope), env, scope, resolver)  # ``a: Attn``
         )
         if lam is not None:
             return lam
@@ -567,10 +569,8 @@ class Project(MethodCalls, Overrides, HandedMasks, ConstantFiles):
     def _sdpa_summary(self, call) -> dict:
         """SDPA itself as a summary (for ``partial(F.sdpa, ...)``): each of its mask
         and flag parameters reaches itself; its line is the ``partial`` call's."""
-        line = 0
-        if self.module is not None:
-            line = start_positions(self.module, [call])[id(call)][0]
-        return sdpa_summary(line)
+        at = start_positions(self.module, [call])[id(call)][0] if self.module is not None else 0
+        return sdpa_summary(at)
 
     def constructed(self, cls: str, param: str, init_of: Optional[str] = None):
         """``(value,)`` when every construction of this file's class ``cls`` in

@@ -475,9 +475,13 @@ def constructor(node: ast.AST, wrappers=None) -> Optional[str]:
         if inner is not None and constructor(inner, wrappers) is not None:
             return constructor(inner, wrappers)
         name = dotted_name(node.func)
-        if name is not None and name.rsplit(".", 1)[-1] not in _CONTAINERS + CLONES:
+        if name is not None and name.rsplit(".", 1)[-1] not in _CONTAINERS + CLONES + _COPIES:
             return name
     return None
+
+
+# ``copy.deepcopy(layer)``: a copy of a module, not the construction of a class
+_COPIES = ("deepcopy", "copy")
 
 
 def _built(node: ast.AST, wrappers=None, func=None) -> Optional[str]:

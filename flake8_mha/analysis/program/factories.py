@@ -10,7 +10,7 @@ import ast
 from typing import Dict, List, NamedTuple, Optional
 
 from ...core import walk as astwalk
-from .chains import constructor, dotted_name
+from .chains import constructor, dotted_name, super_method
 from .held_lists import torch_class
 
 
@@ -113,6 +113,39 @@ def _flag_given(call, built):
         ):
             return _Partial(call.func.id)
     return given.get("batch_first")
+
+
+def init_batch_first(cls: ast.ClassDef):
+    """The ``batch_first`` a torch module subclass with an ``__init__`` of its
+    own gives torch's in its one ``super().__init__(...)`` (probe AN's AN19:
+    ``super().__init__(d_model, n_heads, 128, 0.1, batch_first=False)``): a
+    literal; the parameter of its ``__init__`` that gives it, as
+    ``returned_batch_first`` reads a factory's (positions counted without
+    ``self``); None otherwise.  Left to torch's default, the construction is
+    MHA001's, at the ``super().__init__`` call, as in one file."""
+    init = next(
+        (f for f in cls.body if isinstance(f, ast.FunctionDef) and f.name == "__init__"), None
+    )
+    if init is None or init.decorator_list or not init.args.args:
+        return None
+    supers = [
+        n
+        for n in astwalk.own_nodes(init)
+        if isinstance(n, ast.Call) and super_method(n.func) == "__init__"
+    ]
+    if len(supers) != 1:
+        return None
+    call = supers[0]
+    given = {k.arg: k.value for k in call.keywords}
+    flag = given.get("batch_first")
+    if flag is None:  # torch's default: MHA001's, where the subclass calls it
+        return None
+    if isinstance(flag, ast.Constant) and type(flag.value) is bool:
+        return flag.value
+    got = _param_flag(init, flag) if isinstance(flag, ast.Name) else None
+    if got is None or got[1] == 0:
+        return None
+    return [got[0], got[1] - 1 if got[1] > 0 else -1, got[2]]
 
 
 def _param_flag(func, flag: ast.Name) -> Optional[list]:

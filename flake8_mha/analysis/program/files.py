@@ -20,7 +20,7 @@ from ...core.atomic import read_regular
 from . import chains, import_lines, module_bases, score_helpers
 from .forms import names_a_sink
 from .sizes import handed_through
-from .signatures import parse
+from .signatures import noted, parse
 from .module_numbers import module_constants  # noqa: F401  (the package's name for it)
 from .summaries import (
     MAX_FILE_BYTES,
@@ -267,8 +267,9 @@ class ProjectFiles(Composing):
                 used.extend((a, True) for a in node.args if isinstance(a, _DOTTED))
                 used.extend((k.value, True) for k in node.keywords if chains.names_class(k.value))
             elif isinstance(node, _FUNCTIONS):  # ``def __init__(self, d, attn_layer=Attention)``
-                given = node.args.defaults + [d for d in node.args.kw_defaults if d is not None]
-                used.extend((d, True) for d in given if chains.names_class(d))
+                a = node.args  # also ``def sample(attn: CausalSelfAttention)``: ``attn`` called
+                given = [*a.defaults, *a.kw_defaults, *(noted(p.annotation) for p in a.args)]
+                used.extend((d, True) for d in given if d is not None and chains.names_class(d))
             elif (  # ``self.attend = attend``: called as ``self.attend(...)``
                 isinstance(node, ast.Assign)
                 and isinstance(node.value, ast.Name)

@@ -18,10 +18,12 @@ from typing import Dict, Optional, Tuple
 from ...core import walk as astwalk
 from .chains import (
     CALLED,
+    CLONES,
     FALLBACK,
     INJECTED,
     class_defaults,
     constructor,
+    dotted_name,
     is_none_constant,
     self_attr,
 )
@@ -37,13 +39,17 @@ def holds_injected(text: str) -> bool:
     constructions hand it, so no text of its own names the sink.  The
     attribute or the parameter names attention (``att``): a module kept
     under any other name (torch's own wrappers keep ``self.module =
-    module`` by the hundred) is not worth a parse of its file."""
+    module`` by the hundred) is not worth a parse of its file.  Clones of a
+    module handed in (``_get_clones(encoder_layer, n)``) whose items are run
+    count too."""
     if "att" not in text or "self." not in text:
         return False
     for m in _KEPT_NAME.finditer(text):
         attr = m.group(1)
         if ("att" in attr.lower() or "att" in m.group(2)) and f"self.{attr}(" in text:
             return True
+        if m.group(2) in CLONES and (f"in self.{attr}" in text or f"self.{attr}[" in text):
+            return True  # DETR's ``self.layers = _get_clones(encoder_layer, n)``, looped
     return False
 
 
@@ -119,6 +125,10 @@ def injected_attrs(cls: ast.ClassDef) -> Dict[str, str]:
         value = n.value
         if attr is not None and isinstance(value, ast.Name) and value.id in params:
             kept[attr] = INJECTED + value.id
+        elif attr is not None and _cloned(value, params):
+            # DETR's ``self.layers = _get_clones(encoder_layer, num_layers)``: copies
+            # of the one module handed in, each run as it is (probe AN's AN11)
+            kept[attr] = INJECTED + _cloned(value, params)
         elif (  # ``self.attn = attn_cls(dim)``: decision transformer's ``Block(MaskedAttention)``
             attr is not None
             and isinstance(value, ast.Call)
@@ -140,6 +150,30 @@ def injected_attrs(cls: ast.ClassDef) -> Dict[str, str]:
     return {k: v for k, v in kept.items() if k in called and counts.get(k) == 1}
 
 
+def _cloned(value: ast.AST, params) -> Optional[str]:
+    """The parameter ``value`` copies into a container of modules:
+    ``_get_clones(layer, n)`` (``chains.CLONES``), ``nn.ModuleList([copy.deepcopy(layer)
+    for _ in range(n)])``; else None."""
+    if not isinstance(value, ast.Call) or not value.args:
+        return None
+    name = (dotted_name(value.func) or "").rpartition(".")[2]
+    first = value.args[0]
+    if name in CLONES:
+        return first.id if isinstance(first, ast.Name) and first.id in params else None
+    if name != "ModuleList" or len(value.args) != 1 or not isinstance(first, ast.ListComp):
+        return None
+    copied = first.elt
+    if (
+        isinstance(copied, ast.Call)
+        and (dotted_name(copied.func) or "").rpartition(".")[2] == "deepcopy"
+        and len(copied.args) == 1
+        and isinstance(copied.args[0], ast.Name)
+        and copied.args[0].id in params
+    ):
+        return copied.args[0].id
+    return None
+
+
 def _uses(cls: ast.ClassDef, attrs) -> tuple:
     """(the attributes of ``attrs`` a method calls as ``self.<attr>(...)``,
     how many times each is stored or deleted in the class's methods)."""
@@ -151,7 +185,15 @@ def _uses(cls: ast.ClassDef, attrs) -> tuple:
         for n in astwalk.walk(item):
             t = type(n)
             if t is ast.Call:
-                name = self_attr(n.func)  # type: ignore[attr-defined]
+                func = n.func  # type: ignore[attr-defined]
+                name = self_attr(func.value if isinstance(func, ast.Subscript) else func)
+                if name in attrs:  # ``self.attn(...)``, ``self.layers[i](...)``
+                    called.add(name)
+            elif t is ast.For:  # ``for layer in self.layers:`` (or ``enumerate(self.layers)``)
+                it = n.iter  # type: ignore[attr-defined]
+                if isinstance(it, ast.Call) and dotted_name(it.func) == "enumerate" and it.args:
+                    it = it.args[0]
+                name = self_attr(it)
                 if name in attrs:
                     called.add(name)
             elif t is ast.Attribute and isinstance(n.ctx, (ast.Store, ast.Del)):  # type: ignore[attr-defined]

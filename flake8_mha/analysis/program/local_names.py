@@ -24,6 +24,29 @@ def instance_name(node, env, scope) -> bool:
     )
 
 
+def annotated_class(node, env, scope) -> Optional[cst.Call]:
+    """``attn(x, pad)`` where ``attn`` is a parameter annotated with a class
+    (``attn: CausalSelfAttention``, ``"CausalSelfAttention"``, ``layers.Block``;
+    probe AN's AN04): a construction of that class, whose instance the call
+    runs; None for anything else (``Optional[...]``, a union, no annotation,
+    a name that is no class's)."""
+    defs = lookup(node.value, env, scope) if isinstance(node, cst.Name) else ()
+    if len(defs) != 1 or defs[0].kind != DefKind.PARAM or defs[0].node.annotation is None:
+        return None
+    named = defs[0].node.annotation.annotation
+    if isinstance(named, cst.SimpleString):
+        text = str(named.evaluated_value)
+        named = cst.Name(text) if text.isidentifier() else None
+    if not isinstance(named, (cst.Name, cst.Attribute)) or not _capitalised(named):
+        return None
+    return cst.Call(func=named)
+
+
+def _capitalised(named) -> bool:
+    last = named.attr.value if isinstance(named, cst.Attribute) else named.value
+    return last[:1].isupper()
+
+
 def enclosing_class(scope):
     """The ``ClassInfo`` of the class whose method holds ``scope``."""
     while scope is not None and scope.kind != ScopeKind.FUNCTION:

@@ -48,17 +48,23 @@ class Overrides:
                 self._answers[asked] = []
         return self._answers[asked]
 
-    def _overriders(self, cls: str, method: str) -> List[Tuple[str, str]]:
-        files = self._project_files()
+    def _texts(self) -> dict:
+        """The project's files' texts; each other file is a dependency (a
+        subclass written there later changes the answer)."""
         own = os.path.abspath(self.path)
         texts = {}
-        for name in files:
+        for name in self._project_files():
             try:
                 texts[name] = read_regular(name, callers.MAX_BYTES).decode("utf-8", "replace")
             except OSError:
                 continue
             if name != own:
-                self.depend(name)  # an override written there later changes the answer
+                self.depend(name)
+        return texts
+
+    def _overriders(self, cls: str, method: str) -> List[Tuple[str, str]]:
+        own = os.path.abspath(self.path)
+        texts = self._texts()
         found: List[Tuple[str, str]] = []
         for name, text in texts.items():
             if name == own or cls not in text or "def " + method not in text:
@@ -72,6 +78,90 @@ class Overrides:
                     if _named_elsewhere(node.name, name, texts):
                         found.append((name, node.name))
         return found[:MAX_OVERRIDERS]
+
+    def set_elsewhere(self, cls: str, attr: str, methods_only: bool) -> list:
+        """What the used subclasses of this file's ``cls`` in other project
+        files set ``attr`` to: the literal of each assignment, or None when
+        one assigns anything else (probe AN's AN03: the base
+        reads ``dropout_p=self.attn_pdrop`` with its ``attn_pdrop = 0.0``, a
+        subclass of another file sets 0.1).  A class-body assignment counts
+        unless ``methods_only`` (the base sets the attribute on the instance,
+        which hides the class's); ``self.<attr> = ...`` in a method always
+        does.  [] when the project is not read or no subclass sets it."""
+        if not getattr(self, "files", None):
+            return []
+        asked = ("set", cls, attr, methods_only)
+        if asked not in self._answers:
+            try:
+                found = self._setters(cls, attr, methods_only)
+            except (OSError, ValueError, RecursionError):
+                found = [MISSING]
+            self._answers[asked] = None if any(v is MISSING for v in found) else found
+        return self._answers[asked]
+
+    def _setters(self, cls: str, attr: str, methods_only: bool) -> list:
+        own = os.path.abspath(self.path)
+        texts = self._texts()
+        found: list = []
+        for name, text in texts.items():
+            if name == own or cls not in text or attr not in text:
+                continue
+            try:
+                tree = signatures.parse(text)
+            except (SyntaxError, ValueError):
+                continue
+            for node in tree.body:
+                if (
+                    isinstance(node, ast.ClassDef)
+                    and any(names_class(b, {cls}) for b in node.bases)
+                    and _named_elsewhere(node.name, name, texts)
+                ):
+                    found.extend(_assigned(node, attr, methods_only))
+        return found
+
+
+MISSING = object()  # a value ``set_elsewhere`` cannot read
+
+
+def _assigned(node: ast.ClassDef, attr: str, methods_only: bool) -> list:
+    """The values ``node`` assigns to ``attr``: in its body (unless
+    ``methods_only``) and as ``self.<attr>`` in its methods."""
+    out = []
+    for item in node.body:
+        if isinstance(item, (ast.Assign, ast.AnnAssign)) and not methods_only:
+            targets = item.targets if isinstance(item, ast.Assign) else [item.target]
+            if any(isinstance(t, ast.Name) and t.id == attr for t in targets):
+                out.append(_constant(item.value))
+        elif isinstance(item, (ast.FunctionDef, ast.AsyncFunctionDef)) and item.args.args:
+            me = item.args.args[0].arg
+            for sub in ast.walk(item):
+                if isinstance(sub, (ast.Assign, ast.AnnAssign, ast.AugAssign)):
+                    targets = sub.targets if isinstance(sub, ast.Assign) else [sub.target]
+                    if any(
+                        isinstance(t, ast.Attribute)
+                        and t.attr == attr
+                        and isinstance(t.value, ast.Name)
+                        and t.value.id == me
+                        for t in targets
+                    ):
+                        out.append(
+                            MISSING if isinstance(sub, ast.AugAssign) else _constant(sub.value)
+                        )
+    return out
+
+
+def _constant(value):
+    """The number, string, bool or None ``value`` writes, else ``MISSING``."""
+    if isinstance(value, ast.UnaryOp) and isinstance(value.op, ast.USub):
+        inner = _constant(value.operand)
+        return (
+            -inner if isinstance(inner, (int, float)) and not isinstance(inner, bool) else MISSING
+        )
+    if isinstance(value, ast.Constant) and isinstance(
+        value.value, (int, float, str, bool, type(None))
+    ):
+        return value.value
+    return MISSING
 
 
 def _overrides(node: ast.ClassDef, cls: str, method: str) -> bool:

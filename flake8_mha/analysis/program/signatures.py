@@ -304,6 +304,7 @@ def built_class(node: ast.AST, path: str) -> object:
 
 
 built_class.with_path = True  # type: ignore[attr-defined]
+built_class.locals = True  # type: ignore[attr-defined]  # ``layer = Layer(...)``, then ``Enc(layer)``
 
 
 def class_named(node: ast.AST, path: str) -> object:
@@ -347,3 +348,10 @@ def class_methods(cls: ast.ClassDef) -> List[Tuple[ast.FunctionDef, str]]:
         and item.args.args
         and any(isinstance(d, ast.Name) and d.id == "classmethod" for d in item.decorator_list)
     ]
+
+
+def noted(node: Optional[ast.AST]) -> Optional[ast.AST]:
+    """An annotation as the class it names: ``"Block"`` read as ``Block``."""
+    if isinstance(node, ast.Constant) and isinstance(node.value, str) and node.value.isidentifier():
+        return ast.Name(node.value, ast.Load())
+    return node

@@ -307,13 +307,34 @@ def reach(expr: ast.AST, params: set, stores, depth: int, casts: bool = False) -
         return None
     op = _op(expr)
     if op is None:
-        return None
+        return _joined(expr, params, stores, depth, casts)
     inner, step = op
     got = reach(inner, params, stores, depth + 1, casts)
     if got is None:
         return None
     got["ops"] = got["ops"] + [step] if step else got["ops"]
     return got
+
+
+def _joined(expr: ast.AST, params: set, stores, depth: int, casts: bool) -> Optional[dict]:
+    """``self.bias[:, :, :T, :T] & key_keep[:, None, None, :]`` (nanoGPT's
+    padded path, probe AN's AN04), ``pad | causal``: the parameter's mask
+    joined with one of the function's own, which keeps what True means in
+    it (True where both, or either, are) in a shape the caller's call cannot
+    know (the step ``expand``).  Only when the other side names no
+    parameter."""
+    if not (isinstance(expr, ast.BinOp) and isinstance(expr.op, (ast.BitAnd, ast.BitOr))):
+        return None
+    for mine, other in ((expr.left, expr.right), (expr.right, expr.left)):
+        if any(isinstance(n, ast.Name) and n.id in params for n in ast.walk(other)):
+            continue
+        if reach(other, params, stores, depth + 1, casts) is not None:
+            continue
+        got = reach(mine, params, stores, depth + 1, casts)
+        if got is not None:
+            got["ops"] = got["ops"] + [["expand"]]
+            return got
+    return None
 
 
 CASTS = ("float", "half", "double", "bfloat16", "long", "int", "to", "type", "type_as")
@@ -443,6 +464,9 @@ def _op(expr: ast.AST) -> Optional[Tuple[ast.AST, Optional[list]]]:
     if name in ("expand", "expand_as", "broadcast_to", "view", "reshape") and args:
         # ``mask.expand(b, h, n, n)``, Reformer's chunked ``pad_mask.view(B, 1, L // c,
         # 1, c)``: its meaning, a new shape (a view to ``[:, None, None, :]`` is above)
+        return func.value, ["expand"]
+    if name == "flatten" and len(args) <= 2:
+        # DETR's ``mask.flatten(1)``: a (B, H, W) pixel map as (B, H*W) keys (probe AN's AN11)
         return func.value, ["expand"]
     if name in ("contiguous", "clone", "detach") and not args:
         return func.value, None  # the same mask

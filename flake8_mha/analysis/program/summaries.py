@@ -22,7 +22,7 @@ from .module_numbers import module_constants
 from .sdpa_names import is_sdpa, sdpa_names_of
 from .sizes import size_calls, sizes_table
 
-SUMMARY_VERSION = 88
+SUMMARY_VERSION = 91
 REEXPORTS = "@reexports"  # the key of an __init__'s re-exports in its summary table
 IMPORTS = "@imports"  # the file's imports, where the callees its edges name live
 ATTRS = "@attrs"  # per class, what kind of module each self.<attr> holds (chains.py)
@@ -314,6 +314,10 @@ def _summarise_node(
             out.setdefault(TORCH_MODULES, {})[node.name] = torch_sub
             if not any(getattr(item, "name", None) == "__init__" for item in node.body):
                 out.setdefault(TORCH_BUILT, {})[node.name] = torch_sub
+            else:  # ``super().__init__(..., batch_first=False)``: what callers must feed
+                flag = factories.init_batch_first(node)
+                if flag is not None:
+                    out.setdefault(TORCH_BATCH_FIRST, {})[node.name] = flag
         elif holds_modules:
             torch_layer = forms.torch_layer(node, torch_names)
             if torch_layer is not None:  # ``def forward(self, src, ...)`` of its own
