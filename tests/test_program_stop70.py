@@ -378,3 +378,225 @@ def test_the_buffer_join_fixture_reports_alike_per_file_per_package_and_in_check
     assert_package_runs(
         "fixtures/program_calls/buffer_joins", [("sample.py", 11, 12, "MHA002")], select="MHA0"
     )
+
+
+MIXIN = """\
+from einops import repeat
+
+
+class RepeatKVMixin:
+    def expand_kv(self, k, v):
+        k = repeat(k, "b h s d -> b (r h) s d", r=self.n_rep)
+        v = repeat(v, "b h s d -> b (r h) s d", r=self.n_rep)
+        return k, v
+"""
+
+GQA = """\
+import torch.nn as nn
+import torch.nn.functional as F
+
+from .kv import RepeatKVMixin
+
+
+class Attention(RepeatKVMixin, nn.Module):
+    def __init__(self, n_heads, n_kv_heads):
+        super().__init__()
+        self.n_rep = n_heads // n_kv_heads
+
+    def forward(self, q, k, v, fused=True):
+        if fused:
+            return F.scaled_dot_product_attention(q, k, v, is_causal=True, enable_gqa=True)
+        k, v = self.expand_kv(k, v)
+        return F.scaled_dot_product_attention(q, k, v, is_causal=True)
+"""
+
+
+def _grouped(tmp_path, mixin=MIXIN, gqa=GQA):
+    pkg = write_package(tmp_path / "pkg", {"kv.py": mixin, "attention.py": gqa})
+    return [(f.line, f.col, f.code) for f in analyze_file(str(pkg / "attention.py"), ["MHA013"])]
+
+
+def test_a_mixin_method_of_another_file_is_read_where_the_class_calls_it(tmp_path):
+    # probe AN's AN05: the einops tiling of a mixin beside ``enable_gqa``
+    assert _grouped(tmp_path) == [(15, 16, "MHA013")]
+    interleaved = MIXIN.replace(
+        'repeat(k, "b h s d -> b (r h) s d", r=self.n_rep)',
+        "k.repeat_interleave(self.n_rep, dim=1)",
+    ).replace(
+        'repeat(v, "b h s d -> b (r h) s d", r=self.n_rep)',
+        "v.repeat_interleave(self.n_rep, dim=1)",
+    )
+    assert _grouped(tmp_path / "a", interleaved) == []
+    # a method of the class's own runs, not the mixin's
+    own = GQA.replace(
+        "    def forward(",
+        "    def expand_kv(self, k, v):\n        return k, v\n\n    def forward(",
+    )
+    assert _grouped(tmp_path / "b", gqa=own) == []
+
+
+def test_the_mixin_fixture_reports_alike_per_file_per_package_and_in_check():
+    assert_package_runs(
+        "fixtures/program_calls/kv_mixins", [("attention.py", 19, 16, "MHA013")], select="MHA0"
+    )
+
+
+T5_STACK = """\
+import torch
+import torch.nn as nn
+import torch.nn.functional as F
+
+
+class Attn(nn.Module):
+    def forward(self, q, k, v, position_bias):
+        return F.scaled_dot_product_attention(q, k, v, attn_mask=position_bias)
+
+
+class Stack(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.rel = nn.Embedding(32, 4)
+        self.attn = Attn()
+
+    def forward(self, q, k, v, extended_attention_mask=None):
+        L = q.shape[2]
+        position_bias = self.rel(torch.arange(L)[:, None] - torch.arange(L)[None, :] + 16).permute(2, 0, 1)[None]
+        if extended_attention_mask is not None:
+            position_bias = position_bias + extended_attention_mask
+        return self.attn(q, k, v, position_bias)
+"""
+
+T5_MODEL = """\
+import torch
+import torch.nn as nn
+
+from .stack import Stack
+
+
+class Model(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.stack = Stack()
+
+    def forward(self, q, k, v, input_ids, attention_mask):
+        extended = attention_mask[:, None, None, :].to(torch.float32)
+        return self.stack(q, k, v, extended)
+"""
+
+
+def _folded(tmp_path, stack=T5_STACK, model=T5_MODEL):
+    pkg = write_package(tmp_path / "pkg", {"stack.py": stack, "model.py": model})
+    return [(f.line, f.col, f.code) for f in analyze_file(str(pkg / "model.py"), ["MHA004"])]
+
+
+def test_a_mask_folded_into_the_callees_bias_is_judged_at_each_call(tmp_path):
+    # probe AN's AN07: T5's ``position_bias = position_bias + extended_attention_mask``
+    assert _folded(tmp_path) == [(14, 16, "MHA004")]
+    unguarded = T5_STACK.replace(
+        "        if extended_attention_mask is not None:\n            position_bias = position_bias",
+        "        position_bias = position_bias",
+    )
+    assert _folded(tmp_path / "a", unguarded) == [(14, 16, "MHA004")]
+    augmented = T5_STACK.replace(
+        "position_bias = position_bias + extended_attention_mask",
+        "position_bias += extended_attention_mask",
+    )
+    assert _folded(tmp_path / "b", augmented) == [(14, 16, "MHA004")]
+    additive = T5_MODEL.replace(
+        "extended = attention_mask[:, None, None, :].to(torch.float32)",
+        "extended = (1.0 - attention_mask[:, None, None, :].to(torch.float32)) * -1e9",
+    )
+    assert _folded(tmp_path / "c", model=additive) == []
+
+
+def test_the_folded_mask_fixture_reports_alike_per_file_per_package_and_in_check():
+    assert_package_runs(
+        "fixtures/program_calls/bias_masks_sdpa", [("model.py", 17, 13, "MHA004")], select="MHA0"
+    )
+
+
+CHOSEN_LAYERS = """\
+import torch
+import torch.nn as nn
+import torch.nn.functional as F
+
+
+class DecoderSelfAttention(nn.Module):
+    def forward(self, q, k, v, causal_mask):
+        scores = torch.matmul(q, k.transpose(3, 2))
+        scores = scores.masked_fill(causal_mask, torch.finfo(scores.dtype).min)
+        return torch.matmul(F.softmax(scores, dim=-1), v)
+
+
+class EncoderAttention(nn.Module):
+    def forward(self, q, k, v):
+        return F.scaled_dot_product_attention(q, k, v)
+"""
+
+CHOSEN_STACK = """\
+import torch
+import torch.nn as nn
+
+from .layers import DecoderSelfAttention, EncoderAttention
+
+
+class Block(nn.Module):
+    def __init__(self, is_decoder):
+        super().__init__()
+        self.is_decoder = is_decoder
+        self.attn = DecoderSelfAttention() if is_decoder else EncoderAttention()
+
+    def forward(self, q, k, v, causal_mask=None):
+        if self.is_decoder:
+            return self.attn(q, k, v, causal_mask)
+        return self.attn(q, k, v)
+
+
+class Stack(nn.Module):
+    def __init__(self, is_decoder):
+        super().__init__()
+        self.block = nn.ModuleList([Block(is_decoder) for _ in range(2)])
+
+    def forward(self, q, k, v):
+        L = q.shape[2]
+        causal = torch.tril(torch.ones(L, L, dtype=torch.bool))
+        for layer in self.block:
+            q = layer(q, k, v, causal)
+        return q
+"""
+
+
+def _chosen(tmp_path, stack=CHOSEN_STACK, layers=CHOSEN_LAYERS):
+    pkg = write_package(tmp_path / "pkg", {"layers.py": layers, "stack.py": stack})
+    return [(f.line, f.col, f.code) for f in analyze_file(str(pkg / "stack.py"), ["MHA003"])]
+
+
+def test_a_class_chosen_in_one_expression_is_followed_at_the_call_that_hands_the_mask(tmp_path):
+    # probe AN's AN08: the keep-triangle enters at the stack's loop call, not
+    # at the block's own call of its attention
+    assert _chosen(tmp_path) == [(28, 17, "MHA003")]
+    inverted = CHOSEN_STACK.replace("q = layer(q, k, v, causal)", "q = layer(q, k, v, ~causal)")
+    assert _chosen(tmp_path / "a", inverted) == []
+
+
+def test_a_class_whose_forward_cannot_take_the_call_is_not_what_it_runs(tmp_path):
+    # both attentions take the four arguments: either may run the call, and the
+    # fill's finding stays where the mask enters
+    four = CHOSEN_LAYERS.replace(
+        "def forward(self, q, k, v):", "def forward(self, q, k, v, m=None):"
+    )
+    assert _chosen(tmp_path / "a", layers=four) == [(28, 17, "MHA003")]
+    # one call for both: the encoder attention cannot take a fourth argument, so
+    # the call runs the decoder's
+    one_call = CHOSEN_STACK.replace(
+        "        if self.is_decoder:\n            return self.attn(q, k, v, causal_mask)\n"
+        "        return self.attn(q, k, v)\n",
+        "        return self.attn(q, k, v, causal_mask)\n",
+    )
+    assert _chosen(tmp_path / "b", one_call) == [(26, 17, "MHA003")]
+
+
+def test_the_class_choice_fixture_reports_alike_per_file_per_package_and_in_check():
+    assert_package_runs(
+        "fixtures/program_calls/class_choice_calls", [("stack.py", 22, 17, "MHA003")], select="MHA0"
+    )

@@ -265,6 +265,11 @@ class GqaRepeatGrouping(_Tiling):
           somewhere in the project, is that tiling at the call: in a file
           that groups (the base's `enable_gqa=True` path) the call reports,
           naming the override (`fixtures/program_calls/kv_overrides/`).
+        - A method the class inherits from a base or mixin of another project
+          file (`class Attention(RepeatKVMixin, nn.Module)` calling
+          `self.expand_kv(k, v)`, the mixin in `kv.py`) is read there, as an
+          override is: a tiling reports at the call in a file that groups
+          (probe AN's AN05, `fixtures/program_calls/kv_mixins/`).
         - A file that only tiles is MHA904's (opt-in), not MHA013's.
         """
     REFERENCES = (

@@ -221,6 +221,10 @@ class Composing:
             if chosen is not None:
                 where, there, kinds, package, deeper = chosen
                 found = [self._named(where, there, k, package, deeper, False) for k in kinds]
+                if any(f is not None and _takes(f[1], edge) for f in found):
+                    # a class whose ``forward`` cannot take the call's arguments never runs
+                    # it (T5's ``self.attn(h, bias, causal)`` under ``if self.is_decoder``)
+                    found = [f for f in found if f is None or _takes(f[1], edge)]
                 if all(
                     f is not None or self._inert(where, there, k, package)
                     for f, k in zip(found, kinds)
@@ -681,7 +685,7 @@ def fill_apart(summary: dict):
         return None
     if not fills or len(set(params)) != len(params):
         return None
-    if not others and len(fills) < 2:
+    if len(fills) == len(reach) and len(fills) < 2:  # no other sink: nothing to part
         return None
     apart = []
     for sink in fills:
@@ -695,3 +699,22 @@ def fill_apart(summary: dict):
         apart.append(one)
     rest = set(reach) - set(fills)
     return apart, (narrowed(summary, rest) if rest else None)
+
+
+def _takes(summary: dict, edge: dict) -> bool:
+    """Whether a ``forward`` takes what the call of ``edge`` passes (its
+    ``arity``): no more positions than it has, only keywords it names, and
+    each of its parameters without a default (probe AN's AN08: T5's
+    ``self.attn(h, bias)`` never runs the decoder attention that needs a
+    ``causal_mask``).  A forwarding call (``**kwargs``) may pass anything."""
+    if "arity" not in edge:
+        return True
+    count, keywords = edge["arity"]
+    positional = summary.get("positional") or []
+    if count > len(positional) and not summary.get("varargs"):
+        return False
+    names = set(positional) | set(summary.get("kwonly") or [])
+    if not summary.get("varkw") and any(k not in names for k in keywords):
+        return False
+    given = set(positional[:count]) | set(keywords)
+    return all(p in given or p in summary.get("defaults", {}) for p in names)

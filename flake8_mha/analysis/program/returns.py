@@ -110,7 +110,7 @@ def helper_reading(
             loc = project._elsewhere(built[0].func, built[1], built[2]) if built else None
             if loc is not None and "." not in loc[1]:  # ``self.mask_kv = MaskKV()`` of ops.py
                 got = project.override_form(loc[0], loc[1], "forward", call, salt, read)
-            return got
+            return got if got is not None else project.inherited_form(call, env, scope, salt, read)
         except (OSError, ValueError, RecursionError):
             return None
     return None
@@ -456,6 +456,18 @@ class ReturnsFiles(ProjectFiles):
             return None
         kwonly = got.get("kwonly") if isinstance(got.get("kwonly"), list) else []
         return _bound(got, got["all_params"], call, self.relative(filename), kwonly)
+
+    def inherited_form(self, call: cst.Call, env, scope, salt: str, read: Read):
+        """``read`` of the method ``self.expand_kv(k, v)`` runs when the class
+        inherits it from a base or mixin of another project file (probe AN's
+        AN05: ``class Attention(RepeatKVMixin, nn.Module)``, the mixin in
+        ``kv.py``), read as an override is, with ``self`` unknown."""
+        target = inherited_target(call.func, env, scope)
+        loc = self._defined(target) if target is not None else None
+        if loc is None or loc[1].count(".") != 1:
+            return None
+        cls, method = loc[1].split(".")
+        return self.override_form(loc[0], cls, method, call, salt, read)
 
     # -- the other file ------------------------------------------------------------------
     def _elsewhere(self, node, env, scope, methods=False) -> Optional[Tuple[str, str]]:

@@ -81,7 +81,7 @@ def rebinds(func, params: set, stores: Dict[str, List[ast.AST]]) -> Dict[str, Li
                 out[p] = _Rebound(stmt, [["rows"]])
     for name, defs in stores.items():
         alias = _alias_cut(name, defs, allowed, params, stores) or _set_if_given(
-            name, defs, allowed, params
+            name, defs, allowed, params, stores
         )
         if alias is not None:
             out[name] = alias
@@ -182,7 +182,7 @@ def _alias_cut(name, defs, allowed, params, stores) -> Optional[_Rebound]:
     return _Rebound(second[0], base["ops"] + step["ops"], base["param"])
 
 
-def _set_if_given(name, defs, allowed, params) -> Optional[_Rebound]:
+def _set_if_given(name, defs, allowed, params, stores) -> Optional[_Rebound]:
     """A local whose last store is ``name = <step of p>`` in the body of a
     top-level ``if p is not None:`` (``p`` a parameter), every other store
     before it: a use after it reads ``p`` through its steps whenever the
@@ -202,8 +202,12 @@ def _set_if_given(name, defs, allowed, params) -> Optional[_Rebound]:
         return None
     if len(ordered) > 1 and ordered[-2].lineno >= stmt.lineno:
         return None
-    step = reach(stmt.value, {last[1]}, {}, 0)
-    return _Rebound(stmt, step["ops"], last[1]) if step is not None else None
+    # the function's stores: ``qk = qk + mask`` adds the mask to the scores, which
+    # hold data of other parameters (``fills``), not to a bias of its own
+    step = reach(stmt.value, params, stores, 0)
+    if step is None or step["param"] != last[1]:
+        return None
+    return _Rebound(stmt, step["ops"], last[1])
 
 
 def default_blocks(stores) -> List[ast.If]:
@@ -304,6 +308,8 @@ def reach(expr: ast.AST, params: set, stores, depth: int, casts: bool = False) -
                 and isinstance(d.targets[0], ast.Name)
             ):
                 return reach(d.value, params, stores, depth + 1, casts)
+        if expr.id not in params and defs and len(defs) == 2:
+            return _folded(expr.id, defs, params, stores, depth, casts)
         return None
     op = _op(expr)
     if op is None:
@@ -316,6 +322,67 @@ def reach(expr: ast.AST, params: set, stores, depth: int, casts: bool = False) -
     return got
 
 
+def _folded(name: str, defs, params: set, stores, depth: int, casts: bool) -> Optional[dict]:
+    """T5's ``position_bias = <bias of its own>``, then ``if mask is not None:
+    position_bias = position_bias + mask`` (probe AN's AN07): on the path that
+    gives a mask, the caller's mask added to the function's bias (``_joined``'s
+    ``+``); the other store names no parameter."""
+    first, second = sorted(defs, key=lambda d: (d.lineno, d.col_offset))
+    if not (isinstance(first, ast.Assign) and len(first.targets) == 1):
+        return None
+    if _params_data(first.value, params, stores, 0):
+        return None  # ``scores = q @ k.transpose(-2, -1)``: the scores, not a bias
+    if isinstance(second, ast.AugAssign) and isinstance(second.op, ast.Add):
+        added = second.value
+    elif (
+        isinstance(second, ast.Assign)
+        and len(second.targets) == 1
+        and isinstance(second.value, ast.BinOp)
+        and isinstance(second.value.op, ast.Add)
+    ):
+        sides = (second.value.left, second.value.right)
+        own = [i for i, x in enumerate(sides) if isinstance(x, ast.Name) and x.id == name]
+        if len(own) != 1:
+            return None
+        added = sides[1 - own[0]]
+    else:
+        return None
+    if any(isinstance(n, ast.Name) and n.id == name for n in ast.walk(added)):
+        return None
+    got = reach(added, params, stores, depth + 1, casts)
+    if got is not None:
+        got["ops"] = got["ops"] + [["cast", "float"]]
+    return got
+
+
+# what a tensor says of itself, not of its values: ``L = q.shape[2]`` is no data of ``q``
+_META = ("shape", "device", "dtype", "ndim", "size", "dim")
+
+
+def _params_data(node: ast.AST, params: set, stores, depth: int) -> bool:
+    """Whether ``node``'s value may hold data of a parameter: it names one,
+    or a local whose stores do (a few deep), other than through its shape,
+    device or dtype (T5's bias of ``torch.arange(L)`` with ``L =
+    q.shape[2]`` holds none; ``scores = q @ k.T`` does)."""
+    if depth > 4:
+        return True
+    todo = [node]
+    while todo:
+        n = todo.pop()
+        if isinstance(n, ast.Attribute) and n.attr in _META:
+            continue
+        if isinstance(n, ast.Name):
+            if n.id in params:
+                return True
+            for d in stores.get(n.id, ()):
+                value = getattr(d, "value", d)
+                if value is not None and _params_data(value, params, stores, depth + 1):
+                    return True
+            continue
+        todo.extend(ast.iter_child_nodes(n))
+    return False
+
+
 def _joined(expr: ast.AST, params: set, stores, depth: int, casts: bool) -> Optional[dict]:
     """``self.bias[:, :, :T, :T] & key_keep[:, None, None, :]`` (nanoGPT's
     padded path, probe AN's AN04), ``pad | causal``: the parameter's mask
@@ -323,16 +390,17 @@ def _joined(expr: ast.AST, params: set, stores, depth: int, casts: bool) -> Opti
     it (True where both, or either, are) in a shape the caller's call cannot
     know (the step ``expand``).  Only when the other side names no
     parameter."""
-    if not (isinstance(expr, ast.BinOp) and isinstance(expr.op, (ast.BitAnd, ast.BitOr))):
+    if not (isinstance(expr, ast.BinOp) and isinstance(expr.op, (ast.BitAnd, ast.BitOr, ast.Add))):
         return None
+    # ``bias + mask``: the caller's mask added to a bias of the function's own is
+    # added to the scores as numbers (a bool one as 0/1), as ``mask.float()`` is
+    step = ["cast", "float"] if isinstance(expr.op, ast.Add) else ["expand"]
     for mine, other in ((expr.left, expr.right), (expr.right, expr.left)):
-        if any(isinstance(n, ast.Name) and n.id in params for n in ast.walk(other)):
-            continue
-        if reach(other, params, stores, depth + 1, casts) is not None:
-            continue
+        if _params_data(other, params, stores, 0):
+            continue  # ``scores + mask``: hand-written attention's, read by ``fills``
         got = reach(mine, params, stores, depth + 1, casts)
         if got is not None:
-            got["ops"] = got["ops"] + [["expand"]]
+            got["ops"] = got["ops"] + [step]
             return got
     return None
 

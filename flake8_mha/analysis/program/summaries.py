@@ -18,11 +18,12 @@ from ...core.torch_api import SDPA_NAME, SDPA_SIGNATURE
 from . import chains, constructors, fills, forms, handed as handed_forms, held_lists, import_lines
 from . import branches, factories, kv_scores, live_defs, partial_attrs, signatures, steps
 from .chains import VARIANT, dotted_name, named_lambda, statements  # noqa: F401
+from .edges import edges as call_edges
 from .module_numbers import module_constants
 from .sdpa_names import is_sdpa, sdpa_names_of
 from .sizes import size_calls, sizes_table
 
-SUMMARY_VERSION = 91
+SUMMARY_VERSION = 93
 REEXPORTS = "@reexports"  # the key of an __init__'s re-exports in its summary table
 IMPORTS = "@imports"  # the file's imports, where the callees its edges name live
 ATTRS = "@attrs"  # per class, what kind of module each self.<attr> holds (chains.py)
@@ -540,7 +541,7 @@ def _function_summary(
     fwd = _handed_on(func, args.kwarg.arg, stores) if args.kwarg is not None else None
     if others:
         reach_of = lambda e: steps.reach(e, reads, stores, 0)  # noqa: E731
-        edges = chains.edges(others, loops, attrs or {}, reach_of, fwd)
+        edges = call_edges(others, loops, attrs or {}, reach_of, fwd)
     positional_self = method and forms.positional_self(func)
     modules = forms.module_calls(others, held, positional_self, loops) if held else []
     filled, helped, soft = fills.score_sinks(func, others, stores, helpers)  # ``helped``: ``via``

@@ -162,9 +162,17 @@ def _valid_reach(how) -> bool:
 
 
 def _valid_given(edge: dict) -> bool:
-    """A forwarding edge's ``given``: ``[positional count, [keywords]]``."""
+    """A forwarding edge's ``given``, another's ``arity``: ``[positional
+    count, [keywords]]`` the call passes itself."""
     if "fwd" not in edge:
-        return "given" not in edge
+        arity = edge.get("arity")
+        return "given" not in edge and (
+            isinstance(arity, list)
+            and len(arity) == 2
+            and type(arity[0]) is int
+            and isinstance(arity[1], list)
+            and all(isinstance(k, str) for k in arity[1])
+        )
     given = edge.get("given")
     return (
         edge["fwd"] is True
