@@ -600,3 +600,71 @@ def test_the_class_choice_fixture_reports_alike_per_file_per_package_and_in_chec
     assert_package_runs(
         "fixtures/program_calls/class_choice_calls", [("stack.py", 22, 17, "MHA003")], select="MHA0"
     )
+
+
+GPT_MODEL = """\
+import torch.nn as nn
+
+from .attention import CausalSelfAttention
+
+
+class GPT(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.transformer = nn.ModuleDict(dict(h=nn.ModuleList([CausalSelfAttention(64) for _ in range(2)])))
+
+    def forward(self, q, k, v, key_keep):
+        for block in self.transformer.h:
+            q = block(q, k, v, key_keep)
+        return q
+
+
+def generate(idx, q, k, v, pad_id):
+    model = GPT()
+    pad = idx == pad_id
+    return model(q, k, v, pad)
+"""
+
+GPT_ATTENTION = NANO.replace(
+    "attn_mask=self.bias[:, :, :T, :T] & key_keep[:, None, None, :]",
+    "attn_mask=key_keep[:, None, None, :]",
+)
+
+
+def _gpt(tmp_path, model=GPT_MODEL):
+    pkg = write_package(tmp_path / "pkg", {"attention.py": GPT_ATTENTION, "generate.py": model})
+    return [(f.line, f.col, f.code) for f in analyze_file(str(pkg / "generate.py"), ["MHA002"])]
+
+
+def test_a_list_held_in_a_module_dict_is_looped_as_nanogpt_writes_it(tmp_path):
+    # probe AN's AN04d: ``for block in self.transformer.h``
+    assert _gpt(tmp_path) == [(20, 12, "MHA002")]
+    braces = GPT_MODEL.replace(
+        "nn.ModuleDict(dict(h=nn.ModuleList([CausalSelfAttention(64) for _ in range(2)])))",
+        'nn.ModuleDict({"h": nn.ModuleList([CausalSelfAttention(64) for _ in range(2)])})',
+    )
+    assert _gpt(tmp_path / "a", braces) == [(20, 12, "MHA002")]
+    assert _gpt(tmp_path / "b", GPT_MODEL.replace("(q, k, v, pad)", "(q, k, v, ~pad)")) == []
+    # another member of the dict is not the blocks
+    other = GPT_MODEL.replace(
+        "dict(h=nn.ModuleList(", "dict(wte=nn.Embedding(9, 4), h=nn.ModuleList("
+    )
+    other = other.replace("for block in self.transformer.h:", "for block in self.transformer.wte:")
+    assert _gpt(tmp_path / "c", other) == []
+
+
+def test_a_subclass_that_only_sets_an_attribute_is_followed_from_the_entry(tmp_path):
+    # probe AN's AN04c: ``class FinetuneAttention(CausalSelfAttention): attn_pdrop = 0.1``
+    held = GPT_MODEL.replace(
+        "class GPT(nn.Module):",
+        "class FinetuneAttention(CausalSelfAttention):\n    attn_pdrop = 0.1\n\n\nclass GPT(nn.Module):",
+    ).replace("CausalSelfAttention(64) for", "FinetuneAttention(64) for")
+    assert _gpt(tmp_path, held) == [(24, 12, "MHA002")]
+
+
+def test_the_module_dict_fixture_reports_alike_per_file_per_package_and_in_check():
+    assert_package_runs(
+        "fixtures/program_calls/module_dict_members",
+        [("sample.py", 12, 12, "MHA002")],
+        select="MHA0",
+    )

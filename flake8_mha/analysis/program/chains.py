@@ -293,19 +293,27 @@ def wrapped_module(node: ast.Call, wrappers: Optional[Dict[str, tuple]]) -> Opti
 def _keyed(node: ast.AST, wrappers=None) -> Dict[str, str]:
     """``nn.ModuleDict({"norm": nn.LayerNorm(d), "attn": Attention(d)})``:
     the constructor of each member by its literal key (a dict of several
-    kinds, called ``self.layers["attn"](...)``)."""
+    kinds, called ``self.layers["attn"](...)`` or ``self.layers.attn(...)``),
+    or of the items of a member list (``for block in self.transformer.h``)."""
     if not (isinstance(node, ast.Call) and len(node.args) == 1 and not node.keywords):
         return {}
     if (dotted_name(node.func) or "").rsplit(".", 1)[-1] != "ModuleDict":
         return {}
     items = node.args[0]
-    if not isinstance(items, ast.Dict) or None in items.keys:
+    if isinstance(items, ast.Call) and dotted_name(items.func) == "dict" and not items.args:
+        # nanoGPT's ``nn.ModuleDict(dict(wte=..., h=nn.ModuleList([Block(c) ...])))``
+        pairs = [(k.arg, k.value) for k in items.keywords]
+    elif isinstance(items, ast.Dict) and None not in items.keys:
+        pairs = [
+            (k.value, v) for k, v in zip(items.keys, items.values) if isinstance(k, ast.Constant)
+        ]
+    else:
         return {}
     out = {}
-    for k, v in zip(items.keys, items.values):
-        ctor = constructor(v, wrappers)
-        if isinstance(k, ast.Constant) and isinstance(k.value, str) and ctor is not None:
-            out[k.value] = ctor
+    for k, v in pairs:
+        ctor = _built(v, wrappers)  # a member, or the items of a list of one kind
+        if isinstance(k, str) and ctor is not None:
+            out[k] = ctor
     return out
 
 
@@ -371,6 +379,7 @@ INJECTED = "="  # an ATTRS value ``"=attention"``: the module the constructor is
 CALLED = "()"  # ``"=attn_cls()"``: a module built from the class the constructor is handed
 FALLBACK = "?"  # ``"=attend?Attend"``: the module handed, ``Attend`` when none is
 KINDS = "|"  # an ATTRS value ``"A|B"``: one of these classes, which the program picks
+BASES = "@bases"  # a summary table's classes that only inherit their forward: their bases
 REGISTERED = "[]"  # an ATTRS value ``"BACKENDS[]"``: one of the classes of that dict
 
 
@@ -552,7 +561,12 @@ def may_reach(edge: dict, summary: dict, imported, attrs, table) -> bool:
         if name.split(".")[0] not in imported:
             if method:
                 return f"{name}.{method}" in table
-            return any(f"{name}{k}" in table for k in (".forward", ".__call__", "()"))
+            # a class of the file that only inherits its ``forward`` (probe AN's AN04c:
+            # ``class FinetuneAttention(CausalSelfAttention): attn_pdrop = 0.1``)
+            bases = table.get(BASES, {}).get(name, ())
+            return any(f"{name}{k}" in table for k in (".forward", ".__call__", "()")) or any(
+                may_be_project_class(b, imported, table, {}) for b in bases
+            )
     head = name.split(".")[0]
     if head in imported:
         level, dotted = imported[head]
@@ -574,10 +588,6 @@ def may_be_project_class(
     return "." not in name and (f"{name}.forward" in table or name in inheriting)
 
 
-# Each pattern starts with its keyword, a literal that the regular expression
-# engine looks for directly, and a match counts only at the start of a line
-# (``_at_line_start``): about 4x faster than ``^[ \t]*from`` under re.M, which is
-# tried at every position (callers.py reads every file of a root this way).
 def compose(edge: dict, callee: dict) -> Dict[str, dict]:
     """What the caller's parameters reach through one edge: for each sink the
     callee's parameter reaches, the caller's parameter the edge passes it,

@@ -72,7 +72,7 @@ def edges(calls, loops_over, attrs: Dict[str, str], reach_of, fwd=None) -> List[
                 if isinstance(el, ast.Name) and attr is not None and attr in attrs:
                     loops[el.id] = attr
             continue
-        attr = self_attr(it)
+        attr = self_attr(it) or _member(it, attrs)  # or nanoGPT's ``self.transformer.h``
         if attr is not None and attr in attrs and isinstance(target, ast.Name):
             loops[target.id] = attr
         elif attr is not None and isinstance(target, ast.Tuple):  # for attn, ff in self.layers
@@ -171,6 +171,8 @@ def _callee(func: ast.AST, loops: Dict[str, str], attrs: Dict[str, str]) -> Opti
     attr = self_attr(func)
     if attr is not None:
         return ["self", attr] if attr in attrs else ["method", attr]
+    if isinstance(func, ast.Attribute) and _member(func, attrs):  # ``self.transformer.wte(...)``
+        return ["self", _member(func, attrs)]
     if isinstance(func, ast.Attribute) and self_attr(func.value) in attrs:
         # ``self.vit.forward_features(...)``: a named method of a held module
         return ["held", f"{self_attr(func.value)}.{func.attr}"]
@@ -179,3 +181,12 @@ def _callee(func: ast.AST, loops: Dict[str, str], attrs: Dict[str, str]) -> Opti
         return ["super", func.attr]
     name = dotted_name(func)
     return ["name", name] if name is not None else None
+
+
+def _member(node: ast.AST, attrs: Dict[str, str]) -> Optional[str]:
+    """``"transformer[h]"`` for ``self.transformer.h`` where ``self.transformer``
+    is an ``nn.ModuleDict`` whose member ``h`` the class builds (``chains._keyed``)."""
+    if not isinstance(node, ast.Attribute):
+        return None
+    keyed = f"{self_attr(node.value)}[{node.attr}]"
+    return keyed if self_attr(node.value) is not None and keyed in attrs else None

@@ -17,13 +17,13 @@ from ...core.lines import lines_naming as _lines_naming, source_lines, spans as 
 from ...core.torch_api import SDPA_NAME, SDPA_SIGNATURE
 from . import chains, constructors, fills, forms, handed as handed_forms, held_lists, import_lines
 from . import branches, factories, kv_scores, live_defs, partial_attrs, signatures, steps
-from .chains import VARIANT, dotted_name, named_lambda, statements  # noqa: F401
+from .chains import BASES, VARIANT, dotted_name, named_lambda, statements  # noqa: F401
 from .edges import edges as call_edges
 from .module_numbers import module_constants
 from .sdpa_names import is_sdpa, sdpa_names_of
 from .sizes import size_calls, sizes_table
 
-SUMMARY_VERSION = 93
+SUMMARY_VERSION = 95
 REEXPORTS = "@reexports"  # the key of an __init__'s re-exports in its summary table
 IMPORTS = "@imports"  # the file's imports, where the callees its edges name live
 ATTRS = "@attrs"  # per class, what kind of module each self.<attr> holds (chains.py)
@@ -34,7 +34,6 @@ TORCH_BUILT = "@torch-built"
 # per torch encoder or decoder layer subclass built with torch's own arguments
 # whose own ``forward`` feeds its input to ``self.self_attn`` (``forms.torch_layer``)
 TORCH_LAYERS = "@torch-layer"
-BASES = "@bases"  # per class that only inherits its forward: its bases, as written
 REGISTRIES = "@registries"  # the file's dicts of classes: name -> "A|B" (chains.KINDS)
 # per ``partial`` of a torch module class bound at module level: its arguments
 PARTIAL_ARGS = "@torch-partial"
@@ -221,6 +220,7 @@ def _keep_reaching(out: Dict[str, dict], imported, attrs) -> None:
     helper of torch's ``nn/utils/memory_format.py``) reach nothing."""
     keys = [k for k in out if not k.startswith("@")]
     live = {k: out[k] for k in keys if out[k]["reach"]}
+    live[BASES] = out.get(BASES, {})  # what the file's classes inherit (``may_reach``)
     grown = True
     while grown:
         grown = False
