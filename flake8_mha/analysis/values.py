@@ -161,11 +161,11 @@ def _joined_elsewhere(got, cls, attr: str, defs, scope):
     """``got`` joined with what the used subclasses of other project files
     set ``attr`` to (probe AN's AN03: the base's ``attn_pdrop = 0.0``, a
     subclass's 0.1 in ``model.py``): UNKNOWN unless each sets the same."""
-    project = project_of(scope)
-    if got is UNKNOWN or project is None or not _module_level(cls):
+    elsewhere = getattr(project_of(scope), "set_elsewhere", None)
+    if got is UNKNOWN or elsewhere is None or not _module_level(cls):
         return got
     on_instance = any(d.scope is None or d.scope.kind != ScopeKind.CLASS for d in defs)
-    values = project.set_elsewhere(cls.name, attr, on_instance)
+    values = elsewhere(cls.name, attr, on_instance)
     if values is None:
         return UNKNOWN
     for value in values:

@@ -2,11 +2,11 @@
 
 A model calls its block, the block calls its attention module, and that
 calls SDPA.  ``summaries.py`` describes each function on its own: which
-parameter reaches which SDPA argument *directly*.  Here each function also
+parameter reaches which SDPA argument *directly*.  Each function also
 records its calls of other functions, modules and methods whose arguments
-are its own parameters (an *edge*: the callee as written, and which
-parameter, through which transformations, fills which of the callee's
-parameters).  Edges name their callee symbolically (``["name", "attend"]``,
+are its own parameters (an *edge*, read by ``edges.py``: the callee as
+written, and which parameter, through which transformations, fills which
+of the callee's parameters).  Edges name their callee symbolically (``["name", "attend"]``,
 ``["self", "attn"]``, ``["method", "helper"]``), so a file's summary still
 depends on its own bytes alone and is cached as before; ``files.py``
 resolves the callee in the project when a summary is used and composes the

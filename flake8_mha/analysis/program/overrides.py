@@ -13,6 +13,10 @@ helper.
 Only a subclass that is used counts: its name appears in a project file
 other than in its own ``class`` statement (built, handed, registered).  A
 class that overrides the hook but is never named anywhere never runs it.
+
+``set_elsewhere`` reads the same subclasses for what they set a class
+attribute to (probe AN's AN03: a base's ``attn_pdrop = 0.0``, a finetuning
+subclass's 0.1), which ``values.py`` joins with the base's own value.
 """
 
 from __future__ import annotations
@@ -63,27 +67,39 @@ class Overrides:
         return texts
 
     def _overriders(self, cls: str, method: str) -> List[Tuple[str, str]]:
+        found = [
+            (name, node.name)
+            for name, node in self._heirs(cls, "def " + method)
+            if _overrides(node, method)
+        ]
+        return found[:MAX_OVERRIDERS]
+
+    def _heirs(self, cls: str, word: str):
+        """(file, class) for each class of another project file whose text
+        holds ``word`` that subclasses this file's ``cls`` directly and is
+        named somewhere else in the project (``_named_elsewhere``)."""
         own = os.path.abspath(self.path)
         texts = self._texts()
-        found: List[Tuple[str, str]] = []
         for name, text in texts.items():
-            if name == own or cls not in text or "def " + method not in text:
+            if name == own or cls not in text or word not in text:
                 continue
             try:
                 tree = signatures.parse(text)
             except (SyntaxError, ValueError):
                 continue
             for node in tree.body:
-                if isinstance(node, ast.ClassDef) and _overrides(node, cls, method):
-                    if _named_elsewhere(node.name, name, texts):
-                        found.append((name, node.name))
-        return found[:MAX_OVERRIDERS]
+                if (
+                    isinstance(node, ast.ClassDef)
+                    and any(names_class(b, {cls}) for b in node.bases)
+                    and _named_elsewhere(node.name, name, texts)
+                ):
+                    yield name, node
 
     def set_elsewhere(self, cls: str, attr: str, methods_only: bool) -> list:
         """What the used subclasses of this file's ``cls`` in other project
         files set ``attr`` to: the literal of each assignment, or None when
-        one assigns anything else (probe AN's AN03: the base
-        reads ``dropout_p=self.attn_pdrop`` with its ``attn_pdrop = 0.0``, a
+        one assigns anything else (probe AN's AN03: the base reads
+        ``dropout_p=self.attn_pdrop`` with its ``attn_pdrop = 0.0``, a
         subclass of another file sets 0.1).  A class-body assignment counts
         unless ``methods_only`` (the base sets the attribute on the instance,
         which hides the class's); ``self.<attr> = ...`` in a method always
@@ -100,24 +116,9 @@ class Overrides:
         return self._answers[asked]
 
     def _setters(self, cls: str, attr: str, methods_only: bool) -> list:
-        own = os.path.abspath(self.path)
-        texts = self._texts()
-        found: list = []
-        for name, text in texts.items():
-            if name == own or cls not in text or attr not in text:
-                continue
-            try:
-                tree = signatures.parse(text)
-            except (SyntaxError, ValueError):
-                continue
-            for node in tree.body:
-                if (
-                    isinstance(node, ast.ClassDef)
-                    and any(names_class(b, {cls}) for b in node.bases)
-                    and _named_elsewhere(node.name, name, texts)
-                ):
-                    found.extend(_assigned(node, attr, methods_only))
-        return found
+        return [
+            v for _, node in self._heirs(cls, attr) for v in _assigned(node, attr, methods_only)
+        ]
 
 
 MISSING = object()  # a value ``set_elsewhere`` cannot read
@@ -164,10 +165,8 @@ def _constant(value):
     return MISSING
 
 
-def _overrides(node: ast.ClassDef, cls: str, method: str) -> bool:
-    """``class Sub(Base):`` defining a plain ``def method(self, ...)``."""
-    if not any(names_class(b, {cls}) for b in node.bases):
-        return False
+def _overrides(node: ast.ClassDef, method: str) -> bool:
+    """A subclass defining a plain ``def method(self, ...)``."""
     return any(
         isinstance(item, ast.FunctionDef) and item.name == method and not item.decorator_list
         for item in node.body
