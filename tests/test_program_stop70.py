@@ -45,6 +45,18 @@ def _dropout(tmp_path, sub, base=BASE):
 def test_a_subclass_of_another_file_that_sets_the_class_dropout_is_reported(tmp_path):
     # probe AN's AN03: the base's ``attn_pdrop = 0.0``, a used subclass's 0.1
     assert _dropout(tmp_path, SUB) == [(9, 16, "MHA007")]
+    found = analyze_file(str(tmp_path / "pkg" / "attention.py"), ["MHA007"])
+    # the base's own value is 0: the message names the subclass whose instances drop
+    assert found[0].message.endswith("(DropAttention in pkg/model.py sets attn_pdrop = 0.1)")
+    assert found[0].evidence["dropout_p"] == 0.1
+
+
+def test_a_subclass_of_the_same_file_is_named_too(tmp_path):
+    one = BASE + "\n\n" + SUB.split("from .attention import Attention\n\n\n")[1]
+    pkg = write_package(tmp_path / "pkg", {"attention.py": one})
+    found = analyze_file(str(pkg / "attention.py"), ["MHA007"])
+    assert [(f.line, f.col, f.code) for f in found] == [(9, 16, "MHA007")]
+    assert found[0].message.endswith("(DropAttention sets attn_pdrop = 0.1)")
 
 
 def test_a_subclass_that_keeps_zero_or_is_never_used_changes_nothing(tmp_path):

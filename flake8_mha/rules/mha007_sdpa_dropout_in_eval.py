@@ -8,8 +8,8 @@ import libcst as cst
 
 from ..core import torch_api
 from ..analysis.events import SdpaCall, is_module_class, mixed_into_modules, self_name
-from ..analysis.flow import CallSite, DefKind, lookup, walk
-from ..analysis.values import UNKNOWN
+from ..analysis.flow import CallSite, DefKind, lookup, subclasses_in, walk
+from ..analysis.values import UNKNOWN, value_of
 from .autofix import Fix, FixContext, atom, parenthesize, register, rewrite_argument
 from ._syntax import dotted, root_name, same
 from .base import Example, Report, Rule
@@ -105,7 +105,9 @@ class SdpaDropoutInEval(Rule):
           another project file: a subclass with `attn_pdrop = 0.1` makes its
           instances drop, and the base's call is reported (probe AN's AN03,
           `fixtures/program_calls/subclass_attrs/`). A subclass that sets the
-          same 0, or that nothing builds, changes nothing.
+          same 0, or that nothing builds, changes nothing. The message names
+          the subclass and its rate (`(FinetuneAttention in model.py sets
+          attn_pdrop = 0.1)`), and the witness runs that rate.
         - A probability from the constructor (`self.p = p`) is known when every
           construction in the project passes the same literal (0: not
           reported); when nothing in the project builds the class, the
@@ -182,7 +184,15 @@ class SdpaDropoutInEval(Rule):
             yield self.report(site.node, evidence, self.MESSAGE_MODULE, attr=attr)
             return
         evidence["dropout_p"] = attr if isinstance(attr, (int, float)) else None
-        yield self.report(site.node, evidence)
+        report = self.report(site.node, evidence)
+        sub = self._subclass_rate(dropout, site, self_var) if attr is None else None
+        if sub is not None:  # the base's own value is 0: the subclass's instances drop
+            name, where, rate = sub
+            report.evidence.update(dropout_p=rate, subclass=name)
+            report.message += (
+                f" ({name}{where} sets {dotted(dropout)[len(self_var) + 1 :]} = {rate})"
+            )
+        yield report
 
     def _source(
         self, expr: cst.CSTNode, site: CallSite, self_var: str, depth: int
@@ -240,6 +250,33 @@ class SdpaDropoutInEval(Rule):
                 dsite = CallSite(site.node, d.env, d.scope, site.conds, (), None)
                 branches.append(self._branch(d.node, dsite, self_var, depth + 1))
             return _chosen(branches)
+        return None
+
+    def _subclass_rate(self, expr, site: CallSite, self_var: str):
+        """(subclass, " in <file>" or "", rate) of a subclass that sets the
+        class attribute ``self.<attr>`` reads to a probability that is not 0
+        (probe AN's AN03: the base's ``attn_pdrop = 0.0``, a finetuning
+        subclass's 0.1), in this file or another project file; else None."""
+        if not (
+            isinstance(expr, cst.Attribute) and dotted(expr) == f"{self_var}.{expr.attr.value}"
+        ):
+            return None
+        cls, attr = site.cls, expr.attr.value
+        # set on the instance by the base, a subclass's class body changes nothing
+        mine = cls.attrs.get(attr, ()) if cls is not None else ()
+        on_instance = not mine or any(d.scope is None or d.scope.kind != "class" for d in mine)
+        for sub in subclasses_in(cls, list(self.ctx.flow.classes.values())) if mine else ():
+            for d in sub.attrs.get(attr, ()):
+                if d.kind != DefKind.ASSIGN or (on_instance and d.scope.kind == "class"):
+                    continue
+                v = value_of(d.node, d.env, d.scope)
+                if isinstance(v, (int, float)) and not isinstance(v, bool) and v > 0:
+                    return sub.name, "", v
+        project = getattr(self.ctx, "project", None)
+        setters = getattr(project, "setters_elsewhere", None) if mine else None
+        for where, name, v in (setters(cls.name, attr, on_instance) or ()) if setters else ():
+            if isinstance(v, (int, float)) and not isinstance(v, bool) and v > 0:
+                return name, f" in {project.relative(where)}", v
         return None
 
     def _built_rate(self, module: cst.Attribute, site: CallSite):

@@ -104,21 +104,26 @@ class Overrides:
         unless ``methods_only`` (the base sets the attribute on the instance,
         which hides the class's); ``self.<attr> = ...`` in a method always
         does.  [] when the project is not read or no subclass sets it."""
+        got = self.setters_elsewhere(cls, attr, methods_only)
+        return None if got is None else [value for _, _, value in got]
+
+    def setters_elsewhere(self, cls: str, attr: str, methods_only: bool):
+        """``set_elsewhere``'s answer as (file, subclass, value) for each
+        assignment (a finding names the subclass); None as it says."""
         if not getattr(self, "files", None):
             return []
         asked = ("set", cls, attr, methods_only)
         if asked not in self._answers:
             try:
-                found = self._setters(cls, attr, methods_only)
+                found = [
+                    (name, node.name, value)
+                    for name, node in self._heirs(cls, attr)
+                    for value in _assigned(node, attr, methods_only)
+                ]
             except (OSError, ValueError, RecursionError):
-                found = [MISSING]
-            self._answers[asked] = None if any(v is MISSING for v in found) else found
+                found = [("", "", MISSING)]
+            self._answers[asked] = None if any(v is MISSING for *_, v in found) else found
         return self._answers[asked]
-
-    def _setters(self, cls: str, attr: str, methods_only: bool) -> list:
-        return [
-            v for _, node in self._heirs(cls, attr) for v in _assigned(node, attr, methods_only)
-        ]
 
 
 MISSING = object()  # a value ``set_elsewhere`` cannot read
