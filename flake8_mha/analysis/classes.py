@@ -13,6 +13,7 @@ import libcst as cst
 from ..core.torch_api import ModuleSpec
 from .flow import DefKind, Env, Scope, lookup, walk
 from .program import forms
+from .program.local_names import annotation_of
 
 
 def delegates(func: cst.FunctionDef, spec: ModuleSpec) -> bool:
@@ -259,10 +260,7 @@ def instance_class(res, node, env: Env, scope):
     d = defs[0]
     if d.kind == DefKind.ASSIGN and isinstance(d.node, cst.Call):
         return res.local_class(d.node.func, d.env, d.scope)
-    note = d.node.annotation if d.kind == DefKind.PARAM else None
-    named = note.annotation if note is not None else None
-    if isinstance(named, cst.SimpleString) and str(named.evaluated_value).isidentifier():
-        named = cst.Name(str(named.evaluated_value))
+    named = annotation_of(d)
     return res.local_class(named, env, scope) if named is not None else None
 
 

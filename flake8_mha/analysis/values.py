@@ -164,7 +164,7 @@ def _joined_elsewhere(got, cls, attr: str, defs, scope):
     elsewhere = getattr(project_of(scope), "set_elsewhere", None)
     if got is UNKNOWN or elsewhere is None or not _module_level(cls):
         return got
-    on_instance = any(d.scope is None or d.scope.kind != ScopeKind.CLASS for d in defs)
+    on_instance = not all(in_class_body(d) for d in defs)
     values = elsewhere(cls.name, attr, on_instance)
     if values is None:
         return UNKNOWN
@@ -172,6 +172,12 @@ def _joined_elsewhere(got, cls, attr: str, defs, scope):
         if value != got or (type(value) is bool) != (type(got) is bool):
             return UNKNOWN
     return got
+
+
+def in_class_body(d: Def) -> bool:
+    """The definition is a class body's (``attn_pdrop = 0.0``), not a
+    method's ``self.<attr> = ...``: an instance's own value hides it."""
+    return d.scope is not None and d.scope.kind == ScopeKind.CLASS
 
 
 def _class_constant(cls: cst.ClassDef, attr: str):

@@ -9,7 +9,7 @@ import libcst as cst
 from ..core import torch_api
 from ..analysis.events import SdpaCall, is_module_class, mixed_into_modules, self_name
 from ..analysis.flow import CallSite, DefKind, lookup, subclasses_in, walk
-from ..analysis.values import UNKNOWN, value_of
+from ..analysis.values import UNKNOWN, in_class_body, value_of
 from .autofix import Fix, FixContext, atom, parenthesize, register, rewrite_argument
 from ._syntax import dotted, root_name, same
 from .base import Example, Report, Rule
@@ -215,7 +215,7 @@ class SdpaDropoutInEval(Rule):
             else UNKNOWN
         )
         if v is not UNKNOWN:
-            if isinstance(v, (int, float)) and not isinstance(v, bool) and v > 0:
+            if _rate(v):
                 return ("value", v)
             return _ZERO if isinstance(v, (int, float)) and v == 0 else None
         if (
@@ -264,18 +264,18 @@ class SdpaDropoutInEval(Rule):
         cls, attr = site.cls, expr.attr.value
         # set on the instance by the base, a subclass's class body changes nothing
         mine = cls.attrs.get(attr, ()) if cls is not None else ()
-        on_instance = not mine or any(d.scope is None or d.scope.kind != "class" for d in mine)
+        on_instance = not all(in_class_body(d) for d in mine)
         for sub in subclasses_in(cls, list(self.ctx.flow.classes.values())) if mine else ():
             for d in sub.attrs.get(attr, ()):
-                if d.kind != DefKind.ASSIGN or (on_instance and d.scope.kind == "class"):
+                if d.kind != DefKind.ASSIGN or (on_instance and in_class_body(d)):
                     continue
                 v = value_of(d.node, d.env, d.scope)
-                if isinstance(v, (int, float)) and not isinstance(v, bool) and v > 0:
+                if _rate(v):
                     return sub.name, "", v
         project = getattr(self.ctx, "project", None)
         setters = getattr(project, "setters_elsewhere", None) if mine else None
         for where, name, v in (setters(cls.name, attr, on_instance) or ()) if setters else ():
-            if isinstance(v, (int, float)) and not isinstance(v, bool) and v > 0:
+            if _rate(v):
                 return name, f" in {project.relative(where)}", v
         return None
 
@@ -314,6 +314,11 @@ class SdpaDropoutInEval(Rule):
 
 
 _ZERO = ("zero", 0)
+
+
+def _rate(v) -> bool:
+    """A probability that is not 0: a number, not a bool, above 0."""
+    return isinstance(v, (int, float)) and not isinstance(v, bool) and v > 0
 
 
 def _bound_at_construction(expr: cst.CSTNode, site: CallSite) -> bool:

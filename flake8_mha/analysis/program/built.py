@@ -188,13 +188,15 @@ def _bound_once(tree: ast.Module, calls: List[ast.Call]) -> Dict[int, Dict[str, 
     for func in astwalk.walk(tree):
         if not isinstance(func, (ast.FunctionDef, ast.AsyncFunctionDef)):
             continue
-        inner = [n for n in astwalk.own_nodes(func) if id(n) in wanted]
-        if not inner:
-            continue
+        inner: List[ast.AST] = []
         stores: Dict[str, int] = {}
         for n in astwalk.own_nodes(func):
-            if isinstance(n, ast.Name) and not isinstance(n.ctx, ast.Load):
+            if id(n) in wanted:
+                inner.append(n)
+            elif isinstance(n, ast.Name) and not isinstance(n.ctx, ast.Load):
                 stores[n.id] = stores.get(n.id, 0) + 1
+        if not inner:
+            continue
         a = func.args
         params = {p.arg for p in a.posonlyargs + a.args + a.kwonlyargs}
         made: Dict[str, ast.AST] = {}

@@ -12,7 +12,7 @@ import ast
 from typing import Dict, List, Optional, Set, Tuple
 
 from ...core import walk as astwalk
-from .chains import CLONES, attr_template, self_attr
+from .chains import CLONES, attr_template, dotted_name, self_attr
 from .files import module_constants
 from .signatures import constant_reader, literal
 
@@ -325,7 +325,7 @@ class Index:
                     for n in node.body
                     if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef))
                 }
-                self.classes[node.name] = (own, {ast.unparse(b) for b in node.bases})
+                self.classes[node.name] = (own, {dotted_name(b) for b in node.bases})
                 for inner in astwalk.walk(node):
                     if (
                         isinstance(inner, ast.Call)

@@ -125,10 +125,10 @@ def injected_attrs(cls: ast.ClassDef) -> Dict[str, str]:
         value = n.value
         if attr is not None and isinstance(value, ast.Name) and value.id in params:
             kept[attr] = INJECTED + value.id
-        elif attr is not None and _cloned(value, params):
+        elif attr is not None and (copied := _cloned(value, params)) is not None:
             # DETR's ``self.layers = _get_clones(encoder_layer, num_layers)``: copies
             # of the one module handed in, each run as it is (probe AN's AN11)
-            kept[attr] = INJECTED + _cloned(value, params)
+            kept[attr] = INJECTED + copied
         elif (  # ``self.attn = attn_cls(dim)``: decision transformer's ``Block(MaskedAttention)``
             attr is not None
             and isinstance(value, ast.Call)

@@ -31,15 +31,21 @@ def annotated_class(node, env, scope) -> Optional[cst.Call]:
     runs; None for anything else (``Optional[...]``, a union, no annotation,
     a name that is no class's)."""
     defs = lookup(node.value, env, scope) if isinstance(node, cst.Name) else ()
-    if len(defs) != 1 or defs[0].kind != DefKind.PARAM or defs[0].node.annotation is None:
-        return None
-    named = defs[0].node.annotation.annotation
-    if isinstance(named, cst.SimpleString):
-        text = str(named.evaluated_value)
-        named = cst.Name(text) if text.isidentifier() else None
+    named = annotation_of(defs[0]) if len(defs) == 1 else None
     if not isinstance(named, (cst.Name, cst.Attribute)) or not _capitalised(named):
         return None
     return cst.Call(func=named)
+
+
+def annotation_of(d) -> Optional[cst.BaseExpression]:
+    """The annotation of the parameter ``d`` defines (``model: Forecaster``),
+    a string of one name read as that name (``model: "Forecaster"``); None
+    for any other definition or a parameter without one."""
+    note = d.node.annotation if d.kind == DefKind.PARAM else None
+    named = note.annotation if note is not None else None
+    if isinstance(named, cst.SimpleString) and str(named.evaluated_value).isidentifier():
+        return cst.Name(str(named.evaluated_value))
+    return named
 
 
 def _capitalised(named) -> bool:

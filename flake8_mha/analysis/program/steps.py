@@ -326,7 +326,7 @@ def _folded(name: str, defs, params: set, stores, depth: int, casts: bool) -> Op
     """T5's ``position_bias = <bias of its own>``, then ``if mask is not None:
     position_bias = position_bias + mask`` (probe AN's AN07): on the path that
     gives a mask, the caller's mask added to the function's bias (``_joined``'s
-    ``+``); the other store names no parameter."""
+    ``+``); the other store holds no data of a parameter (``_params_data``)."""
     first, second = sorted(defs, key=lambda d: (d.lineno, d.col_offset))
     if not (isinstance(first, ast.Assign) and len(first.targets) == 1):
         return None
@@ -388,8 +388,9 @@ def _joined(expr: ast.AST, params: set, stores, depth: int, casts: bool) -> Opti
     padded path, probe AN's AN04), ``pad | causal``: the parameter's mask
     joined with one of the function's own, which keeps what True means in
     it (True where both, or either, are) in a shape the caller's call cannot
-    know (the step ``expand``).  Only when the other side names no
-    parameter."""
+    know (the step ``expand``); ``bias + mask``, the caller's mask as numbers
+    (the step ``cast``).  Only when the other side holds no data of a
+    parameter (``_params_data``)."""
     if not (isinstance(expr, ast.BinOp) and isinstance(expr.op, (ast.BitAnd, ast.BitOr, ast.Add))):
         return None
     # ``bias + mask``: the caller's mask added to a bias of the function's own is
