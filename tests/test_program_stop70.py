@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
-from fixture_expect import assert_package_runs, write_package
+import pathlib
+
+from fixture_expect import assert_package_runs, copied, flake8_in_project, write_package
 from flake8_mha.lint.engine import analyze_file
 
 BASE = """\
@@ -49,6 +51,24 @@ def test_a_subclass_of_another_file_that_sets_the_class_dropout_is_reported(tmp_
     # the base's own value is 0: the message names the subclass whose instances drop
     assert found[0].message.endswith("(DropAttention in pkg/model.py sets attn_pdrop = 0.1)")
     assert found[0].evidence["dropout_p"] == 0.1
+
+
+def test_an_edit_of_the_subclass_changes_the_base_finding_with_the_cache_on(tmp_path):
+    """flake8's results cache on: attention.py unchanged, its finding follows
+    what the subclass in recipes.py sets."""
+    (tmp_path / "setup.cfg").write_text("[flake8]\n")
+    pkg = copied(pathlib.Path("fixtures/program_calls/subclass_attrs"), tmp_path)
+
+    def run():
+        return flake8_in_project(tmp_path, f"{pkg.name}/attention.py", "MHA007")
+
+    assert run() == (1, [[f"{pkg.name}/attention.py:19:15:", "MHA007"]])
+    recipes = pkg / "recipes.py"
+    text = recipes.read_text()
+    recipes.write_text(text.replace("attn_pdrop = 0.1", "attn_pdrop = 0.0"))
+    assert run() == (0, [])
+    recipes.write_text(text)
+    assert run() == (1, [[f"{pkg.name}/attention.py:19:15:", "MHA007"]])
 
 
 def test_a_subclass_of_the_same_file_is_named_too(tmp_path):
