@@ -22,6 +22,7 @@ import libcst as cst
 
 from .env import worlds
 from .flow import Def, DefKind, Env, Scope, ScopeKind, lookup, subclasses_in
+from .sequences import pass_value, sequence_of
 from .tree import is_none, walk
 
 
@@ -121,6 +122,9 @@ def value_of(node: cst.CSTNode, env: Env, scope: Optional[Scope], depth: int = 0
             return left
         return value_of(node.right, env, scope, depth + 1)
     if t is cst.Call:
+        if _named(node.func, "len") and len(node.args) == 1 and not node.args[0].star:
+            got = sequence_of(node.args[0].value, env, scope, value_of, depth + 1)
+            return UNKNOWN if got is None else len(got)
         return _keyword_value(node, env, scope, depth)
     if t is cst.Attribute and isinstance(node.value, cst.Name):
         owners = lookup(node.value.value, env, scope)
@@ -209,6 +213,8 @@ def _item_value(node: cst.Subscript, env: Env, scope: Optional[Scope], depth: in
         if len(node.slice) == 1 and isinstance(node.slice[0].slice, cst.Index)
         else None
     )
+    if not isinstance(key, str) and key is not None:
+        return _element(node, env, scope, depth)  # ``EMBED_DIMS[2]``, ``NUM_HEADS[i]``
     if not isinstance(key, str) or not isinstance(node.value, cst.Name):
         return UNKNOWN
     defs = lookup(node.value.value, env, scope)
@@ -222,6 +228,22 @@ def _item_value(node: cst.Subscript, env: Env, scope: Optional[Scope], depth: in
         return UNKNOWN
     expr, eenv, escope = entries[0]
     return value_of(expr, eenv, escope, depth + 1)
+
+
+def _element(node: cst.Subscript, env: Env, scope: Optional[Scope], depth: int):
+    """An element of a sequence the code writes out (``sequences.sequence_of``)
+    at a known integer index."""
+    index = value_of(node.slice[0].slice.value, env, scope, depth + 1)
+    if type(index) is not int:
+        return UNKNOWN
+    got = sequence_of(node.value, env, scope, value_of, depth + 1)
+    if got is None or not -len(got) <= index < len(got):
+        return UNKNOWN
+    return got[index]
+
+
+def _named(func, name: str) -> bool:
+    return isinstance(func, cst.Name) and func.value == name
 
 
 def _dict_made(node) -> bool:
@@ -324,6 +346,12 @@ def _defs_value(defs, scope, name: Optional[str], depth: int):
             return _imported_value(d, scope, name)
         elif d.kind == DefKind.PARAM and name is not None and len(defs) == 1:
             return _constructed_value(d, name)
+        elif d.kind == DefKind.FOR:  # a pass ``sequences.each_pass`` pins, else unknown
+            got = pass_value(d, value_of, depth)
+            if got is None or got[0] is UNKNOWN or (result is not UNKNOWN and got[0] != result):
+                return UNKNOWN
+            result = got[0]
+            continue
         else:
             return UNKNOWN
         if node is None:

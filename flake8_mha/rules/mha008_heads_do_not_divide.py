@@ -7,6 +7,7 @@ from typing import Iterator
 
 from ..analysis.events import Construction
 from ..analysis.flow import CallSite
+from ..analysis.sequences import each_pass
 from .base import Example, Report, Rule
 from .construction import (
     construction_evidence,
@@ -76,6 +77,15 @@ class HeadsDoNotDivide(Rule):
           n_heads)` of `layers.py`), or a class method returning `cls(...)`
           (`Encoder.from_width(96, heads=5)`): the call that hands them
           reports, and the calls between, which only hand them on, do not.
+        - Sizes written out as a tuple or list (`EMBED_DIMS = (64, 128, 320,
+          512)` in the file or a project file it imports; a list only when
+          nothing changes it in place) are known at a known index
+          (`EMBED_DIMS[2]`, `NUM_HEADS[-1]`). A construction or call in a loop
+          or comprehension over such sequences (`zip`, `enumerate`, `range`,
+          `reversed`) is judged once per pass, each loop name pinned to that
+          pass's element, at most 64 passes; the first wrong pass reports and
+          the message names it (`(in the loop at line 13, pass 3 of 4)`)
+          (docs/reach.md, "Sizes written out as tuples, and loops over them").
         - A size the call gives by keyword or position beside a `**kwargs`
           splat is known (the splat cannot give it again: Python would
           raise): `Net(embed_dim=640, num_heads=12, **kwargs)`,
@@ -103,53 +113,68 @@ class HeadsDoNotDivide(Rule):
         """A call of a function or class of the project that builds the module
         with sizes its parameters give (``build_attention(AUDIO_DIM,
         AUDIO_HEADS)``, ``Block(100, 8)``): judged at the call, with the
-        call's values (docs/reach.md, "Sizes handed to a construction")."""
+        call's values (docs/reach.md, "Sizes handed to a construction"); in a
+        loop over sizes the code writes out, once per pass (the first wrong
+        pass reports)."""
         call = site.node
-        for entry, embed, heads, evidence, tail in handed_sizes(self.ctx, site):
-            if heads > 0 and embed > 0 and embed % heads == 0:
-                continue
-            nonpositive = [(entry["heads_name"], heads), (entry["embed_name"], embed)]
-            for name, value in nonpositive:
-                if value <= 0:
+        for where, handed in each_pass(lambda: list(handed_sizes(self.ctx, site))):
+            wrong = [h for h in handed if not (h[2] > 0 and h[1] > 0 and h[1] % h[2] == 0)]
+            for entry, embed, heads, evidence, tail in wrong:
+                tail += _in(where)
+                nonpositive = [(entry["heads_name"], heads), (entry["embed_name"], embed)]
+                for name, value in nonpositive:
+                    if value <= 0:
+                        yield self.report(
+                            call,
+                            evidence,
+                            self.MESSAGE_NONPOSITIVE + tail,
+                            name=name,
+                            value=value,
+                            module=entry["module"],
+                        )
+                        break
+                else:
                     yield self.report(
                         call,
                         evidence,
-                        self.MESSAGE_NONPOSITIVE + tail,
-                        name=name,
-                        value=value,
+                        self.MESSAGE + tail,
+                        embed_name=entry["embed_name"],
+                        embed=embed,
+                        heads_name=entry["heads_name"],
+                        heads=heads,
                         module=entry["module"],
                     )
-                    break
-            else:
-                yield self.report(
-                    call,
-                    evidence,
-                    self.MESSAGE + tail,
-                    embed_name=entry["embed_name"],
-                    embed=embed,
-                    heads_name=entry["heads_name"],
-                    heads=heads,
-                    module=entry["module"],
-                )
+            if wrong:
+                return
 
     def on_construction(self, ev: Construction) -> Iterator[Report]:
         spec = ev.spec
         if spec.embed_param is None:
             return
-        embed = int_or_none(init_value(self.ctx, ev, spec.embed_param))
-        heads = int_or_none(init_value(self.ctx, ev, spec.heads_param))
-        wrong = (embed is not None and embed <= 0) or (heads is not None and heads <= 0)
-        if not wrong and (embed is None or heads is None or embed % heads == 0):
-            return
+        for where, (embed, heads) in each_pass(
+            lambda: (
+                int_or_none(init_value(self.ctx, ev, spec.embed_param)),
+                int_or_none(init_value(self.ctx, ev, spec.heads_param)),
+            )
+        ):
+            wrong = (embed is not None and embed <= 0) or (heads is not None and heads <= 0)
+            if wrong or (embed is not None and heads is not None and embed % heads != 0):
+                yield from self._judged(ev, embed, heads, where)
+                return
+
+    def _judged(self, ev: Construction, embed, heads, where) -> Iterator[Report]:
+        spec = ev.spec
         if judged_at_callers(self.ctx, ev):
             return  # the calls that hand the sizes report
         evidence = construction_evidence(self.ctx, ev)
+        if where is not None:  # the pass's sizes, not the loop's unknown ones
+            evidence = {**evidence, "embed_dim": embed, "num_heads": heads}
         for name, value in ((spec.heads_param, heads), (spec.embed_param, embed)):
             if value is not None and value <= 0:
                 yield self.report(
                     ev.site.node,
                     evidence,
-                    self.MESSAGE_NONPOSITIVE,
+                    self.MESSAGE_NONPOSITIVE + _in(where),
                     name=name,
                     value=value,
                     module=spec.name,
@@ -157,13 +182,18 @@ class HeadsDoNotDivide(Rule):
                 return
         if embed is None or heads is None:
             return
-        if embed % heads != 0:
-            yield self.report(
-                ev.site.node,
-                evidence,
-                embed_name=spec.embed_param,
-                embed=embed,
-                heads_name=spec.heads_param,
-                heads=heads,
-                module=spec.name,
-            )
+        yield self.report(
+            ev.site.node,
+            evidence,
+            self.MESSAGE + _in(where),
+            embed_name=spec.embed_param,
+            embed=embed,
+            heads_name=spec.heads_param,
+            heads=heads,
+            module=spec.name,
+        )
+
+
+def _in(where) -> str:
+    """The message's end naming the loop pass that has the sizes."""
+    return f" (in {where})" if where else ""

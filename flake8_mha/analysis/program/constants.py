@@ -19,6 +19,7 @@ from ..reach import registry_values
 from . import callers, chains, signatures
 from . import handed as handed_forms
 from .files import decode, module_constants, module_file
+from .module_numbers import SEQUENCE
 from .forms import IMPORTED
 from .binding import bind
 from .built import MISSING
@@ -349,6 +350,23 @@ class ConstantFiles(ReturnsFiles):
             return self.constant_at(*target)
         except (OSError, ValueError, RecursionError):
             return None
+
+    def imported_sequence(self, stmt, name: str, attr: Optional[str] = None) -> Optional[tuple]:
+        """The numbers of the module-level tuple or list ``name`` (with
+        ``attr``: of the module ``stmt`` binds to ``name``) that the import
+        ``stmt`` brings from a project file (``from .config import
+        EMBED_DIMS``); else None (``sequences.sequence_of``)."""
+        target = _import_at(stmt, name, attr)
+        if target is None:
+            return None
+        try:
+            loc = self._defined(target)
+            if loc is None or "." in loc[1]:
+                return None
+            got = self.constants(loc[0]).get(loc[1] + SEQUENCE)
+        except (OSError, ValueError, RecursionError):
+            return None
+        return got if type(got) is tuple else None
 
     def mixed_elsewhere(self, name: str) -> Optional[bool]:
         """For a class ``name`` of the linted file: whether the project files

@@ -21,7 +21,7 @@ from . import chains, import_lines, module_bases, score_helpers
 from .forms import names_a_sink
 from .sizes import handed_through
 from .signatures import noted, parse
-from .module_numbers import module_constants  # noqa: F401  (the package's name for it)
+from .module_numbers import module_constants, valid_constants  # noqa: F401  (a package name)
 from .summaries import (
     MAX_FILE_BYTES,
     TORCH_BUILT,
@@ -41,7 +41,7 @@ from .tables import valid_table
 
 MAX_REEXPORT_HOPS = 3
 MAX_BASE_HOPS = 6  # classes followed up to ``nn.Module`` (``Project.module_class``)
-CONSTANTS_VERSION = 2
+CONSTANTS_VERSION = 3
 _FUNCTIONS = (ast.FunctionDef, ast.AsyncFunctionDef)
 _DOTTED = (ast.Name, ast.Attribute)  # a name a use can read as dotted
 
@@ -592,7 +592,7 @@ class ProjectFiles(Composing):
             except (SyntaxError, ValueError, UnicodeDecodeError, LookupError, RecursionError):
                 return {}
 
-        got = self._kept(filename, ("constants", str(CONSTANTS_VERSION)), _valid_constants, table)
+        got = self._kept(filename, ("constants", str(CONSTANTS_VERSION)), valid_constants, table)
         return got or {}
 
     def score_ops(self, filename: str) -> Dict[str, dict]:
@@ -791,9 +791,3 @@ def reaches_a_sink(source: str, path: str, tree: Optional[ast.Module] = None) ->
     """The project-aware gate for a file on disk (``ProjectFiles.gate``); False
     for a file not on disk."""
     return os.path.isfile(path) and ProjectFiles(path).gate(source, tree)
-
-
-def _valid_constants(got) -> bool:
-    return isinstance(got, dict) and all(
-        isinstance(k, str) and type(v) in (int, float, bool) for k, v in got.items()
-    )

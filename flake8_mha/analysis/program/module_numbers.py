@@ -21,10 +21,17 @@ _ARITHMETIC = {
 }
 
 
+SEQUENCE = "[]"  # ``NAME[]``: the numbers of a tuple or list ``NAME`` (``sequences.py``)
+_MUTATORS = frozenset(("append", "extend", "insert", "pop", "remove", "clear", "sort", "reverse"))
+
+
 def module_constants(tree: ast.Module) -> Dict[str, object]:
     """``{name: value}`` for the names a module assigns exactly once, at its
-    top level, to a number or bool or arithmetic on earlier such names; and
-    ``Class.NAME`` for such names of a top-level class's body."""
+    top level, to a number or bool or arithmetic on earlier such names;
+    ``Class.NAME`` for such names of a top-level class's body; and
+    ``NAME[]`` for a tuple or list display of such numbers (``EMBED_DIMS =
+    (64, 128, 320, 512)``), a list only when the module never changes it in
+    place."""
     counts: Dict[str, int] = {}
     for node in statements(tree):
         for target in _assigned(node):
@@ -41,9 +48,36 @@ def module_constants(tree: ast.Module) -> Dict[str, object]:
                 value = _number(node.value, out)
                 if value is not None:
                     out[name] = value
+                elif isinstance(node.value, (ast.Tuple, ast.List)):
+                    numbers = _numbers(node.value, out)
+                    if numbers is not None and not (
+                        isinstance(node.value, ast.List) and _changed(tree, name)
+                    ):
+                        out[name + SEQUENCE] = numbers
         elif isinstance(node, ast.ClassDef) and counts.get(node.name, 0) == 0:
             out.update(_class_constants(node, out))
     return out
+
+
+def _numbers(node, known: Dict[str, object]):
+    """The numbers of a tuple or list display of at most 64 known numbers."""
+    if len(node.elts) > 64:
+        return None
+    got = tuple(_number(e, known) for e in node.elts)
+    return None if any(v is None for v in got) else got
+
+
+def _changed(tree: ast.Module, name: str) -> bool:
+    """The module changes the list ``name`` in place (``DIMS.append(...)``,
+    ``DIMS[0] = ...``)."""
+    for node in astwalk.walk(tree):
+        if isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name):
+            if node.value.id == name and node.attr in _MUTATORS:
+                return True
+        elif isinstance(node, ast.Subscript) and isinstance(node.ctx, (ast.Store, ast.Del)):
+            if isinstance(node.value, ast.Name) and node.value.id == name:
+                return True
+    return False
 
 
 def _class_constants(cls: ast.ClassDef, known: Dict[str, object]) -> Dict[str, object]:
@@ -83,6 +117,11 @@ def _number(node: ast.AST, known: Dict[str, object]):
         return node.value
     if isinstance(node, ast.Name):
         return known.get(node.id)
+    if isinstance(node, ast.Subscript) and isinstance(node.value, ast.Name):  # ``DIMS[-1]``
+        got, index = known.get(node.value.id + SEQUENCE), _number(node.slice, known)
+        if isinstance(got, tuple) and type(index) is int and -len(got) <= index < len(got):
+            return got[index]
+        return None
     if isinstance(node, ast.UnaryOp) and isinstance(node.op, (ast.USub, ast.UAdd)):
         inner = _number(node.operand, known)
         if isinstance(inner, (int, float)) and not isinstance(inner, bool):
@@ -98,3 +137,13 @@ def _number(node: ast.AST, known: Dict[str, object]):
             return None
         return value if value is not None and abs(value) < 1e18 else None
     return None
+
+
+def valid_constants(got) -> bool:
+    """A constants table read back from the results cache has the form
+    ``module_constants`` gives."""
+    return isinstance(got, dict) and all(
+        isinstance(k, str)
+        and all(type(x) in (int, float, bool) for x in (v if type(v) is tuple else (v,)))
+        for k, v in got.items()
+    )

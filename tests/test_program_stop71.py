@@ -1,0 +1,140 @@
+"""The forty-second stop.  Issue 26: what probe AN left open across files."""
+
+from __future__ import annotations
+
+from fixture_expect import assert_package_runs, write_package
+from flake8_mha.lint.engine import analyze_file
+
+CONFIG = """\
+EMBED_DIMS = (64, 128, 320, 512)
+NUM_HEADS = (2, 4, 6, 8)
+"""
+
+LAYERS = """\
+import torch.nn as nn
+
+
+class Stage(nn.Module):
+    def __init__(self, dim, heads):
+        super().__init__()
+        self.layer = nn.TransformerEncoderLayer(dim, heads, batch_first=True)
+"""
+
+MODEL = """\
+import torch.nn as nn
+
+from .config import EMBED_DIMS, NUM_HEADS
+from .layers import Stage
+
+
+class PVT(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.stages = nn.ModuleList()
+        for i, (dim, heads) in enumerate(zip(EMBED_DIMS, NUM_HEADS)):
+            self.stages.append(Stage(dim, heads))
+"""
+
+
+def _sizes(tmp_path, model, config=CONFIG, codes=("MHA008",)):
+    pkg = write_package(
+        tmp_path / "pkg", {"config.py": config, "layers.py": LAYERS, "model.py": model}
+    )
+    return analyze_file(str(pkg / "model.py"), list(codes))
+
+
+def _rows(found):
+    return [(f.line, f.col, f.code) for f in found]
+
+
+def test_a_zip_loop_over_another_files_tuples_is_judged_pass_by_pass(tmp_path):
+    # probe AN's AN28: the third pass hands 320 over 6 heads to Stage
+    found = _sizes(tmp_path, MODEL)
+    assert _rows(found) == [(12, 32, "MHA008")]
+    assert found[0].message.startswith("d_model=320 is not divisible by nhead=6")
+    assert found[0].message.endswith("(in the loop at line 11, pass 3 of 4)")
+    assert (found[0].evidence["embed_dim"], found[0].evidence["num_heads"]) == (320, 6)
+
+
+def test_every_pass_that_divides_reports_nothing(tmp_path):
+    assert _sizes(tmp_path, MODEL, CONFIG.replace("6, 8)", "5, 8)")) == []
+
+
+def test_a_width_is_never_paired_with_another_passes_head_count(tmp_path):
+    # 320 and 6 are both in the tuples, but never in the same pass
+    config = "EMBED_DIMS = (64, 96, 320, 384)\nNUM_HEADS = (2, 6, 5, 8)\n"
+    assert _sizes(tmp_path, MODEL, config) == []
+
+
+def test_a_comprehension_a_range_loop_and_an_index_are_read_alike(tmp_path):
+    comprehension = MODEL.replace(
+        "        self.stages = nn.ModuleList()\n"
+        "        for i, (dim, heads) in enumerate(zip(EMBED_DIMS, NUM_HEADS)):\n"
+        "            self.stages.append(Stage(dim, heads))\n",
+        "        self.stages = nn.ModuleList(\n"
+        "            [Stage(d, h) for d, h in zip(EMBED_DIMS, NUM_HEADS)]\n"
+        "        )\n",
+    )
+    assert _rows(_sizes(tmp_path / "a", comprehension)) == [(11, 14, "MHA008")]
+    ranged = MODEL.replace(
+        "for i, (dim, heads) in enumerate(zip(EMBED_DIMS, NUM_HEADS)):\n"
+        "            self.stages.append(Stage(dim, heads))",
+        "for i in range(len(EMBED_DIMS)):\n"
+        "            self.stages.append(Stage(EMBED_DIMS[i], NUM_HEADS[i]))",
+    )
+    assert _rows(_sizes(tmp_path / "b", ranged)) == [(12, 32, "MHA008")]
+    indexed = MODEL.replace(
+        "for i, (dim, heads) in enumerate(zip(EMBED_DIMS, NUM_HEADS)):\n"
+        "            self.stages.append(Stage(dim, heads))",
+        "self.stages.append(Stage(EMBED_DIMS[-2], NUM_HEADS[-2]))",
+    )
+    found = _sizes(tmp_path / "c", indexed)
+    assert _rows(found) == [(11, 28, "MHA008")]
+    assert "(in the loop" not in found[0].message
+
+
+def test_a_list_the_code_changes_in_place_is_not_read(tmp_path):
+    changed = "EMBED_DIMS = [64, 128, 320, 512]\nEMBED_DIMS[2] = 384\nNUM_HEADS = (2, 4, 6, 8)\n"
+    assert _sizes(tmp_path / "a", MODEL, changed) == []
+    appended = "EMBED_DIMS = [64, 128, 320]\nEMBED_DIMS.append(512)\nNUM_HEADS = (2, 4, 6, 8)\n"
+    assert _sizes(tmp_path / "b", MODEL, appended) == []
+    # a list never changed is read like a tuple
+    plain = "EMBED_DIMS = [64, 128, 320, 512]\nNUM_HEADS = [2, 4, 6, 8]\n"
+    assert _rows(_sizes(tmp_path / "c", MODEL, plain)) == [(12, 32, "MHA008")]
+
+
+def test_a_loop_over_unknown_sizes_stays_unknown(tmp_path):
+    # one of the tuples is not known: no pass is judged
+    config = (
+        "import os\nEMBED_DIMS = (64, 128, 320, int(os.environ['W']))\nNUM_HEADS = (2, 4, 6, 8)\n"
+    )
+    assert _sizes(tmp_path, MODEL, config) == []
+
+
+def test_a_loop_in_one_function_builds_torchs_module_pass_by_pass(tmp_path):
+    source = """\
+import torch.nn as nn
+
+DIMS = (64, 96, 320)
+HEADS = (4, 6, 6)
+
+blocks = [nn.MultiheadAttention(d, h, batch_first=True) for d, h in zip(DIMS, HEADS)]
+for d, h in zip(DIMS, HEADS[:2]):
+    nn.MultiheadAttention(d, h, batch_first=True)
+"""
+    pkg = write_package(tmp_path / "pkg", {"blocks.py": source})
+    found = analyze_file(str(pkg / "blocks.py"), ["MHA008"])
+    # the slice is not read: its loop stays unknown
+    assert _rows(found) == [(6, 11, "MHA008")]
+    assert found[0].message == (
+        "embed_dim=320 is not divisible by num_heads=6: MultiheadAttention raises at "
+        "construction (in the loop at line 6, pass 3 of 3)"
+    )
+    assert (found[0].evidence["embed_dim"], found[0].evidence["num_heads"]) == (320, 6)
+
+
+def test_the_stage_sizes_fixture_reports_alike_per_file_per_package_and_in_check():
+    assert_package_runs(
+        "fixtures/program_calls/stage_sizes",
+        [("heads.py", 13, 21, "MHA008"), ("model.py", 14, 32, "MHA008")],
+    )
