@@ -138,3 +138,77 @@ def test_the_stage_sizes_fixture_reports_alike_per_file_per_package_and_in_check
         "fixtures/program_calls/stage_sizes",
         [("heads.py", 13, 21, "MHA008"), ("model.py", 14, 32, "MHA008")],
     )
+
+
+BLOCKS = """\
+import torch.nn as nn
+
+
+class Block(nn.Module):
+    def __init__(self, d):
+        super().__init__()
+        self.attn = nn.MultiheadAttention(d, 4, batch_first=True)
+
+    def forward(self, x):
+        return x + self.attn(x, x, x, need_weights=False)[0]
+
+
+class Transformer(nn.Module):
+    def __init__(self, d, n):
+        super().__init__()
+        self.resblocks = nn.ModuleList([Block(d) for _ in range(n)])
+"""
+
+TOWER = """\
+import torch.nn as nn
+
+from .layers import Transformer
+
+
+class Vision(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.transformer = Transformer(64, 2)
+
+    def forward(self, x):
+        B, L, D = x.shape
+        x = x.permute(1, 0, 2)  # NLD -> LND
+        for blk in self.transformer.resblocks:
+            x = blk(x)
+        return x
+"""
+
+
+def _layout(tmp_path, blocks=BLOCKS, tower=TOWER, codes=("MHA001", "MHA010")):
+    pkg = write_package(tmp_path / "pkg", {"layers.py": blocks, "model.py": tower})
+    return analyze_file(str(pkg / "layers.py"), list(codes))
+
+
+def test_blocks_run_one_by_one_from_another_files_transformer_get_its_layout(tmp_path):
+    # probe AN's AN01: model.py names no block class, only the Transformer that holds them
+    found = _layout(tmp_path)
+    assert _rows(found) == [(10, 20, "MHA010")]
+    assert "model.py line 13: `x.permute(1, 0, 2)`" in found[0].message
+
+
+def test_sequence_first_blocks_fed_sequence_first_from_another_file_are_right(tmp_path):
+    # the CLIP original: no batch_first, the tower converts to LND (MHA001 fired before)
+    blocks = BLOCKS.replace(
+        "nn.MultiheadAttention(d, 4, batch_first=True)", "nn.MultiheadAttention(d, 4)"
+    )
+    assert _layout(tmp_path, blocks) == []
+    # and batch-first data into those blocks is MHA001's case
+    batch_first = TOWER.replace("        x = x.permute(1, 0, 2)  # NLD -> LND\n", "")
+    assert _rows(_layout(tmp_path / "b", blocks, batch_first)) == [(7, 21, "MHA001")]
+
+
+def test_a_list_the_holder_changes_in_place_is_not_read(tmp_path):
+    blocks = BLOCKS + "\n    def extend(self, block):\n        self.resblocks[0] = block\n"
+    assert _layout(tmp_path, blocks) == []
+
+
+def test_the_reach_in_fixture_reports_alike_per_file_per_package_and_in_check():
+    assert_package_runs(
+        "fixtures/program_calls/tower_reach_in",
+        [("layers.py", 15, 20, "MHA010"), ("layers.py", 22, 21, "MHA903")],
+    )

@@ -80,6 +80,16 @@ def submodule(
     return out
 
 
+def members_of(res: Resolver, info, attr: str, leaf: Leaf, depth: int = 0) -> Optional[list]:
+    """What the container attribute ``attr`` of the class ``info`` holds
+    (``self.transformer.resblocks``), unless the class changes it in place."""
+    defs = res.attr_defs(info, attr)
+    if not defs or mutated_in_place(res, info, attr):
+        return None
+    appended = [d for cls in res.base_classes(info) for d in cls.appends.get(attr, ())]
+    return res._elements_from_defs(tuple(defs), appended, leaf, depth)
+
+
 def layer_part(res: Resolver, owner, attr: str) -> Optional[str]:
     """``self.norm1`` in a subclass of a torch encoder or decoder layer (the
     class assigns no such attribute): the torch class torch's ``__init__``
@@ -137,12 +147,10 @@ def layers(
         return inherited_layers(res, owner, node.attr.value, leaf, depth)
     held = instance_class(res, node.value, env, scope)
     if held is not None:  # ``self.transformer.resblocks``: a container of a class of this file
-        attr = node.attr.value
-        defs = res.attr_defs(held, attr)
-        if not defs or mutated_in_place(res, held, attr):
-            return None
-        appended = [d for cls in res.base_classes(held) for d in cls.appends.get(attr, ())]
-        return res._elements_from_defs(tuple(defs), appended, leaf, depth)
+        return members_of(res, held, node.attr.value, leaf, depth)
+    foreign = getattr(leaf, "foreign", None)
+    if foreign is not None:  # the same, of a class of another project file (layout)
+        return foreign(node.value, node.attr.value, env, scope)
     if leaf != res.torch_leaf or node.attr.value != "layers":
         return None
     # an instance without a construction call here is one ``submodule`` gave:

@@ -31,6 +31,7 @@ from ..program.callgraph import bind_call
 from ..flow import ClassInfo, lookup
 from ..bound import Bound
 from ..classes import class_run
+from ..reach import members_of
 from ..bound import passed
 from ...core.torch_api import module_spec
 from . import project_callers
@@ -80,8 +81,53 @@ class ProjectLayout:
             return [target]
 
         leaf.targets = True  # what a parameter handed a target answers (_through)
+        leaf.foreign = self._foreign_members
         try:
             return self.resolver.held(node, env, scope, leaf)
+        except RecursionError:  # pragma: no cover
+            return None
+
+    def _foreign_members(
+        self, value, attr: str, env, scope
+    ) -> Optional[List[project_callers.Target]]:
+        """The classes whose instances the container ``<value>.<attr>`` holds,
+        ``value`` an instance of a class of another project file (probe AN's
+        AN01: ``for blk in self.transformer.resblocks`` in the tower's file,
+        the blocks built in ``Transformer.__init__`` of layers.py), read by
+        that file's evaluator: its own classes, and those it imports."""
+        holders = self.held_targets(value, env, scope)
+        if not holders:
+            return None
+        out: List[project_callers.Target] = []
+        for path, name in holders:
+            there = self._unit(path)
+            info = there.classes.get(name) if there is not None else None
+            if info is None:
+                return None
+            ev = self.other(there, self.hops - 1)
+            got = ev.own_members(info, attr)
+            if not got:
+                return None
+            out.extend(got)
+        return out
+
+    def own_members(self, info: ClassInfo, attr: str) -> Optional[List[project_callers.Target]]:
+        """The classes of the project whose instances the container attribute
+        ``attr`` of ``info``, a class of this file, holds (``own_members``
+        of ``_foreign_members``)."""
+        res = self.resolver
+
+        def leaf(call: cst.Call, cenv, cscope):
+            named = class_run(call.func, cenv, cscope)
+            own = res.local_class(named, cenv, cscope)
+            if own is not None:
+                return [(self.path, own.name)] if own.scope is self.flow.module_scope else None
+            target = self._target(named, cenv, cscope) if self.hops > 0 else None
+            return [target] if target is not None else None
+
+        leaf.targets = True
+        try:
+            return members_of(res, info, attr, leaf)
         except RecursionError:  # pragma: no cover
             return None
 
@@ -354,6 +400,9 @@ class ProjectLayout:
             files = project_callers.candidates(self.path, owner.name)
             if files is None:
                 return []  # too many files name the class: not read, as before issue 26
+            for holder in self._holders(owner):  # ``for blk in self.transformer.resblocks``
+                more = project_callers.candidates(self.path, holder) or ()
+                files += [f for f in more if f not in files]
             for other in list(files):  # and those that call a factory returning it
                 for factory in project_callers.factories_of(other, owner.name):
                     more = project_callers.factory_files(other, factory) or ()
@@ -364,6 +413,19 @@ class ProjectLayout:
                 if there is not None:
                     ev = self.other(there, self.hops - 1)
                     out.extend(ev.export(v) for v in ev.fed_to(target, wanted, method))
+        return out
+
+    def _holders(self, owner: ClassInfo) -> List[str]:
+        """The module-level classes of this file whose methods build ``owner``
+        (``Transformer.__init__`` filling ``self.resblocks`` with blocks):
+        a file that names one may reach into its instance's attributes and
+        call the blocks there."""
+        out: List[str] = []
+        for site in self.resolver.constructions(owner):
+            cls = site.scope.cls if site.scope is not None else None
+            if cls is not None and cls is not owner and cls.scope is self.flow.module_scope:
+                if cls.name not in out:
+                    out.append(cls.name)
         return out
 
     def fed_to(
