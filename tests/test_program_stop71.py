@@ -212,3 +212,63 @@ def test_the_reach_in_fixture_reports_alike_per_file_per_package_and_in_check():
         "fixtures/program_calls/tower_reach_in",
         [("layers.py", 15, 20, "MHA010"), ("layers.py", 22, 21, "MHA903")],
     )
+
+
+HELPER = """\
+import einops
+import torch
+
+
+@torch.no_grad()
+def attention_mask_from_logits(mask_logits, num_heads, threshold=0.5):
+    return einops.repeat(mask_logits.sigmoid() < threshold, "b q s -> (h b) q s", h=num_heads)
+"""
+
+DECODER = """\
+import torch.nn as nn
+
+from .masks import attention_mask_from_logits
+
+
+class Decoder(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.num_heads = 8
+        self.attn = nn.MultiheadAttention(64, 8, batch_first=True)
+
+    def heads(self, logits):
+        attn_mask = attention_mask_from_logits(logits, self.num_heads)
+        return logits, attn_mask.detach()
+
+    def forward(self, output, memory, logits):
+        _, attn_mask = self.heads(logits)
+        return self.attn(output, memory, memory, attn_mask=attn_mask, need_weights=False)[0]
+"""
+
+
+def _tiled(tmp_path, helper=HELPER, decoder=DECODER):
+    pkg = write_package(tmp_path / "pkg", {"masks.py": helper, "model.py": decoder})
+    return analyze_file(str(pkg / "model.py"), ["MHA016"])
+
+
+def test_a_helper_of_another_file_tiling_thresholded_logits_head_major_is_reported(tmp_path):
+    # probe AN's AN25: Mask2Former's mask from logits, returned in a tuple by a method
+    found = _tiled(tmp_path)
+    assert _rows(found) == [(18, 16, "MHA016")]
+    assert found[0].message.endswith(
+        "(use (mask_logits.sigmoid() < threshold).repeat_interleave(num_heads, dim=0) "
+        "in the helper)"
+    )
+
+
+def test_the_helper_tiling_batch_major_or_a_tensor_threshold_is_silent(tmp_path):
+    assert _tiled(tmp_path / "a", HELPER.replace("(h b) q s", "(b h) q s")) == []
+    # a threshold that may be a tensor of another shape: the rows it keeps are not known
+    tensor = HELPER.replace("threshold=0.5", "threshold")
+    assert _tiled(tmp_path / "b", tensor) == []
+
+
+def test_the_mask_heads_helpers_fixture_reports_alike_per_file_per_package_and_in_check():
+    assert_package_runs(
+        "fixtures/program_calls/mask_heads_helpers", [("decoder.py", 29, 22, "MHA016")]
+    )

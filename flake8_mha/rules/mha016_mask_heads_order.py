@@ -24,6 +24,7 @@ from ..analysis.program.returns import helper_reading, may_be_helper, overriding
 from ..analysis.program.returns import self_method
 from ..analysis.gqa import GqaAnalysis, code_text
 from ..analysis.heads import arg_of, call_sizes, is_one
+from ..analysis.splats import element
 from ..analysis.values import UNKNOWN, literal
 from ..analysis.masks import At, analysis_for
 from ..core.positions import line_of
@@ -97,6 +98,15 @@ class MaskHeadsOrder(Rule):
           mask stored by the forward), and a helper kept as a
           `functools.partial` (`self.expand = partial(repeat_for_heads,
           num_heads=nhead)`, then `attn_mask=self.expand(outside)`).
+        - A helper of the file or of another project file that tiles a mask
+          it derives from its parameter by steps that keep the sample axis
+          first (elementwise `sigmoid()`, `detach()`, a comparison with a
+          number or with a parameter whose default is one: Mask2Former's
+          `einops.repeat(logits.sigmoid() < threshold, "b q s -> (h b) q s")`)
+          is read as tiling that parameter; the fix the message names is
+          written in the helper. A part of the tuple a function or `self`
+          method of the file returns (`_, attn_mask = self.prediction_heads(x)`)
+          is read in that function.
         - A mask thresholded after it is expanded (Mask2Former's
           `probs.unsqueeze(1).repeat(1, num_heads, 1, 1).flatten(0, 1) < 0.5`)
           is judged by its expansion, as one expanded after the comparison.
@@ -202,8 +212,12 @@ class MaskHeadsOrder(Rule):
             for df in lookup(node.value, env, scope):
                 if df.kind == "assign" and df.node is not None and not df.index:
                     got = self.head_major(df.node, df.env, df.scope, site, d)
-                    if got is not None:
-                        return got
+                elif df.kind == "unpack" and len(df.index) == 1 and isinstance(df.node, cst.Call):
+                    got = self._returned_part(df.node, df.index[0], df.env, df.scope, site, d)
+                else:
+                    continue
+                if got is not None:
+                    return got
             return None
         if isinstance(node, cst.Attribute):  # ``self.attn_mask``, a ``@property`` (probe AM's AM23)
             cls = self.ctx.resolver.self_class(node, env, scope)
@@ -251,6 +265,27 @@ class MaskHeadsOrder(Rule):
             if sizes and self._heads_first(sizes, env, scope, gqa):
                 return node, func.value, name, here
         return None
+
+    def _returned_part(self, call: cst.Call, index, env, scope, site, depth) -> Optional[Found]:
+        """``_, attn_mask = self.prediction_heads(x)``: the part ``index`` of
+        the tuple every return of a function or ``self`` method of this file
+        writes out (Mask2Former's ``return outputs_class, outputs_mask,
+        attn_mask``), read in that function."""
+        target = self.ctx.resolver.own_function(call, env, scope)
+        fscope = self.ctx.flow.functions.get(id(target)) if target is not None else None
+        if fscope is None or not fscope.returns or id(target) in self._building:
+            return None
+        self._building.add(id(target))
+        try:
+            for ret, renv in fscope.returns:
+                found = element(ret, index, renv, fscope) if isinstance(ret, cst.Tuple) else None
+                for expr, eenv, escope in found if found and len(found) == 1 else ():
+                    got = self.head_major(expr, eenv, escope, site, depth + 1)
+                    if got is not None:
+                        return got
+            return None
+        finally:
+            self._building.discard(id(target))
 
     def _helper(self, call: cst.Call, env, scope) -> Optional[Found]:
         """A function or ``self`` method of this file, or a function of another
@@ -510,6 +545,25 @@ def _other_repeats(ctx, expansion) -> str:
     return ".repeat(1, " + ", ".join(code_text(ctx, a) for a in rest) + ")"
 
 
+_ELEMENTWISE = frozenset(("sigmoid", "detach", "clone", "half", "long", "int", "abs", "exp"))
+
+
+def _scalar(node, env, scope) -> bool:
+    """A number: a literal, or a parameter whose default is one
+    (``threshold=0.5``), which a comparison broadcasts over every axis."""
+    if literal(node) is not UNKNOWN:
+        return True
+    if not isinstance(node, cst.Name):
+        return False
+    defs = lookup(node.value, env, scope)
+    return (
+        len(defs) == 1
+        and defs[0].kind == "param"
+        and defs[0].node.default is not None
+        and isinstance(literal(defs[0].node.default), (int, float))
+    )
+
+
 def _batch_kept_root(node, env, scope) -> Optional[cst.Name]:
     """The name a local assigned once is made from by steps that keep its
     batch axis first (``pad[:, None, :]``, ``.unsqueeze(1)``, ``.expand(B, T,
@@ -529,9 +583,9 @@ def _batch_kept_root(node, env, scope) -> Optional[cst.Name]:
         elif (
             isinstance(node, cst.Comparison)
             and len(node.comparisons) == 1
-            and literal(node.comparisons[0].comparator) is not UNKNOWN
+            and _scalar(node.comparisons[0].comparator, env, scope)
         ):
-            node = node.left  # ``pad == 0``: the same axes
+            node = node.left  # ``pad == 0``, ``probs < threshold``: the same axes
         elif isinstance(node, cst.Comparison) and len(node.comparisons) == 1:
             # ``ids[:, :, None] != ids[:, None, :]``: pairs of one sample's rows
             left = _batch_kept_root(node.left, env, scope)
@@ -547,6 +601,8 @@ def _batch_kept_root(node, env, scope) -> Optional[cst.Name]:
                 node = node.func.value
             elif name in ("expand", "to", "bool", "float", "contiguous", "logical_not"):
                 node = node.func.value
+            elif name in _ELEMENTWISE and not node.args:
+                node = node.func.value  # ``logits.sigmoid() < 0.5`` (Mask2Former's helper)
             else:
                 return None
         else:
@@ -618,7 +674,7 @@ def _read_helper(ctx, func: cst.FunctionDef, fscope) -> Optional[dict]:
         root = _batch_kept_root(got[1], renv, fscope)
         if root is None or root.value not in params:
             return None
-        receiver = got[1].value if isinstance(got[1], cst.Name) else code_text(ctx, got[1])
+        receiver = code_text(ctx, got[1]) if atom(got[1]) else f"({code_text(ctx, got[1])})"
         got = (got[0], root, *got[2:])
     own = factor.value if isinstance(factor, cst.Name) and factor.value in params else None
     default = params[own].default if own else None
