@@ -272,3 +272,83 @@ def test_the_mask_heads_helpers_fixture_reports_alike_per_file_per_package_and_i
     assert_package_runs(
         "fixtures/program_calls/mask_heads_helpers", [("decoder.py", 29, 22, "MHA016")]
     )
+
+
+GQA = """\
+import torch.nn as nn
+import torch.nn.functional as F
+
+
+class Attention(nn.Module):
+    def __init__(self, dim, n_heads, n_kv_heads):
+        super().__init__()
+        self.n_heads = n_heads
+        self.n_kv_heads = n_kv_heads
+        self.head_dim = dim // n_heads
+        self.wq = nn.Linear(dim, n_heads * self.head_dim)
+        self.wk = nn.Linear(dim, n_kv_heads * self.head_dim)
+
+    def forward(self, x):
+        b, t, _ = x.shape
+        q = self.wq(x).view(b, t, self.n_heads, self.head_dim).transpose(1, 2)
+        k = self.wk(x).view(b, t, self.n_kv_heads, self.head_dim).transpose(1, 2)
+        return F.scaled_dot_product_attention(q, k, k, is_causal=True, enable_gqa=True)
+"""
+
+STACK = """\
+import functools
+
+import torch.nn as nn
+
+from .attention import Attention
+
+
+class Block(nn.Module):
+    def __init__(self, dim, n_heads, n_kv_heads):
+        super().__init__()
+        self.attention = Attention(dim, n_heads, n_kv_heads)
+
+
+class Transformer(nn.Module):
+    def __init__(self, dim, n_heads, n_kv_heads, n_layers):
+        super().__init__()
+        self.layers = nn.ModuleList([Block(dim, n_heads, n_kv_heads) for _ in range(n_layers)])
+
+
+make_draft = functools.partial(Transformer, 96, 6, 4)
+
+
+class Spec(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.draft = make_draft(1)
+"""
+
+
+def _gqa(tmp_path, stack=STACK, more=None):
+    files = {"attention.py": GQA, "model.py": stack, **(more or {})}
+    pkg = write_package(tmp_path / "pkg", files)
+    return analyze_file(str(pkg / "attention.py"), ["MHA014"])
+
+
+def test_a_partial_of_the_model_class_is_a_construction_with_its_arguments(tmp_path):
+    # probe AN's AN06: the draft model's 6 query heads over 4 KV heads, two classes down
+    found = _gqa(tmp_path)
+    assert _rows(found) == [(18, 16, "MHA014")]
+    assert found[0].message.startswith("enable_gqa=True with 6 query heads over 4 key/value heads")
+
+
+def test_a_partial_whose_arguments_divide_or_that_another_file_calls_settles_nothing(tmp_path):
+    assert _gqa(tmp_path / "a", STACK.replace("96, 6, 4)", "96, 6, 3)")) == []
+    # called from a file the class's constructions are not read in: unknown
+    caller = "from .model import make_draft\n\ndraft = make_draft(2)\n"
+    assert _gqa(tmp_path / "b", more={"run.py": caller}) == []
+    # handed around as a value: built elsewhere, with anything
+    handed = STACK + "\nBUILDERS = {'draft': make_draft}\n"
+    assert _gqa(tmp_path / "c", handed) == []
+
+
+def test_the_draft_partials_fixture_reports_alike_per_file_per_package_and_in_check():
+    assert_package_runs(
+        "fixtures/program_calls/draft_partials", [("attention.py", 23, 15, "MHA014")]
+    )

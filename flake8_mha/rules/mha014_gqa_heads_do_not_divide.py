@@ -75,6 +75,11 @@ class GqaHeadsDoNotDivide(Rule):
           `GQAttention(8, 2, 16)` and draft `GQAttention(6, 4, 16)`), each is
           read on its own: one whose counts do not divide is reported, and
           the message says what it passes (`fixtures/program_calls/gqa_instances/`).
+          The counts may be handed down through classes that build the next
+          one with their own parameters, up to three, and a module-level
+          `functools.partial` of such a class is one of its constructions
+          (`make_draft = functools.partial(Transformer, 96, 6, 4)`, then
+          `make_draft(1)`: `fixtures/program_calls/draft_partials/`).
         - A call whose name says rotary (`rotary(q)`, `apply_rotary_emb(k, freqs)`)
           keeps the layout of its first argument.
         """

@@ -88,7 +88,27 @@ def built_in(
     calls: List[ast.Call] = []
     called = set()
     registries = _registries(tree, names)  # ``ENCODERS = {"set": CardSetAttention}``
+    partials = partial_builders(tree, names)  # ``make_draft = partial(Transformer, 96, 6)``
+    origin: Dict[int, ast.Call] = {}  # a partial's call, read as the construction it makes
+    for made in partials.values():
+        called.add(id(made.args[0]))
     for node in astwalk.walk(tree):
+        if isinstance(node, ast.Name) and node.id in partials and isinstance(node.ctx, ast.Load):
+            if not any(id(node) == id(c.func) for c in origin.values()):
+                return None  # the partial handed around as a value: built elsewhere
+            continue
+        if isinstance(node, ast.Call) and isinstance(node.func, ast.Name):
+            made = partials.get(node.func.id)
+            if made is not None:
+                merged = ast.Call(
+                    func=made.args[0],
+                    args=[*made.args[1:], *node.args],
+                    keywords=[*made.keywords, *node.keywords],
+                )
+                origin[id(merged)] = node
+                if id(node) not in skipped:
+                    calls.append(merged)
+                continue
         if (
             isinstance(node, ast.Call)
             and isinstance(node.func, ast.Subscript)
@@ -146,13 +166,14 @@ def built_in(
                 return None  # passed around as a value: built elsewhere, with anything
     out = []
     owners = _init_owners(tree) if reader is literal or getattr(reader, "forwards", False) else {}
-    bound = _bound_once(tree, calls) if getattr(reader, "locals", False) else {}
+    made_calls = [origin.get(id(c), c) for c in calls]
+    bound = _bound_once(tree, made_calls) if getattr(reader, "locals", False) else {}
     if reader is literal:  # a module constant, of this file or imported, is as good
         reader = constant_reader(tree, path, module_constants(tree))
     for call in calls:
         got: Dict[str, object] = {p: MISSING for p in params}
-        owner = owners.get(id(call))
-        local = bound.get(id(call), {})
+        owner = owners.get(id(origin.get(id(call), call)))
+        local = bound.get(id(origin.get(id(call), call)), {})
         for i, a in enumerate(call.args):
             if isinstance(a, ast.Starred) or i >= len(params):
                 return None
@@ -170,6 +191,36 @@ def built_in(
                 if value == MISSING:  # what the building class's constructions pass by name
                     got[p] = Forwarded(path, owner[0], p, splat=True)
         out.append(got)
+    return out
+
+
+def partial_builders(tree: ast.Module, names: Set[str]) -> Dict[str, ast.Call]:
+    """The module-level names bound once to ``functools.partial`` of a class
+    ``names`` names (probe AN's AN06: ``make_draft =
+    functools.partial(Transformer, DRAFT_DIM, DRAFT_HEADS)``), with no
+    splat: a call of one is a construction of the class with the partial's
+    arguments first."""
+    stores: Dict[str, int] = {}
+    for node in astwalk.walk(tree):
+        if isinstance(node, ast.Name) and not isinstance(node.ctx, ast.Load):
+            stores[node.id] = stores.get(node.id, 0) + 1
+    out: Dict[str, ast.Call] = {}
+    for stmt in tree.body:
+        value = stmt.value if isinstance(stmt, ast.Assign) and len(stmt.targets) == 1 else None
+        if (
+            isinstance(value, ast.Call)
+            and isinstance(stmt.targets[0], ast.Name)
+            and stores.get(stmt.targets[0].id) == 1
+            and (
+                (isinstance(value.func, ast.Name) and value.func.id == "partial")
+                or (isinstance(value.func, ast.Attribute) and value.func.attr == "partial")
+            )
+            and value.args
+            and names_class(value.args[0], names)
+            and not any(isinstance(a, ast.Starred) for a in value.args)
+            and all(k.arg is not None for k in value.keywords)
+        ):
+            out[stmt.targets[0].id] = value
     return out
 
 

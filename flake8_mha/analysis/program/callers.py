@@ -20,7 +20,7 @@ from ...core.atomic import read_regular
 from . import import_lines
 from .files import ProjectFiles, project_root
 from .call_index import FIRST, RETURNED, Call, Index
-from .built import heirs, MISSING, Forwarded, built_in, classmethods
+from .built import heirs, MISSING, Forwarded, built_in, classmethods, partial_builders
 from .lookups import fetched_by_name
 from .signatures import UNKNOWN, ImportedConstant, init_signature, literal, parse
 
@@ -357,6 +357,10 @@ def _read_constructions(files, cls, params, own_text, reader):
                 parsed[i] = parse(text)
     except (SyntaxError, ValueError, RecursionError, MemoryError):
         return None
+    for i, tree in parsed.items():  # a partial of the class another file may call
+        for name in partial_builders(tree, {cls, *inherit}):
+            if any(j != i and name in text for j, _, text in trees):
+                return None
     out: List[Dict[str, object]] = []
     builders = classmethods(parsed.get(0), cls)  # ``Attention.from_config()``: read there
     for i, name, text in trees:
