@@ -113,8 +113,9 @@ class ProjectLayout:
 
     def own_members(self, info: ClassInfo, attr: str) -> Optional[List[project_callers.Target]]:
         """The classes of the project whose instances the container attribute
-        ``attr`` of ``info``, a class of this file, holds (``own_members``
-        of ``_foreign_members``)."""
+        ``attr`` of ``info``, a class of this file, holds: this file's
+        classes and those it imports (asked by another file's
+        ``_foreign_members``)."""
         res = self.resolver
 
         def leaf(call: cst.Call, cenv, cscope):

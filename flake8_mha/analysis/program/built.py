@@ -92,9 +92,18 @@ def built_in(
     origin: Dict[int, ast.Call] = {}  # a partial's call, read as the construction it makes
     for made in partials.values():
         called.add(id(made.args[0]))
+    runs = (
+        {
+            id(n.func)
+            for n in astwalk.walk(tree)
+            if isinstance(n, ast.Call) and isinstance(n.func, ast.Name) and n.func.id in partials
+        }
+        if partials
+        else set()
+    )
     for node in astwalk.walk(tree):
         if isinstance(node, ast.Name) and node.id in partials and isinstance(node.ctx, ast.Load):
-            if not any(id(node) == id(c.func) for c in origin.values()):
+            if id(node) not in runs:
                 return None  # the partial handed around as a value: built elsewhere
             continue
         if isinstance(node, ast.Call) and isinstance(node.func, ast.Name):
@@ -200,17 +209,12 @@ def partial_builders(tree: ast.Module, names: Set[str]) -> Dict[str, ast.Call]:
     functools.partial(Transformer, DRAFT_DIM, DRAFT_HEADS)``), with no
     splat: a call of one is a construction of the class with the partial's
     arguments first."""
-    stores: Dict[str, int] = {}
-    for node in astwalk.walk(tree):
-        if isinstance(node, ast.Name) and not isinstance(node.ctx, ast.Load):
-            stores[node.id] = stores.get(node.id, 0) + 1
     out: Dict[str, ast.Call] = {}
     for stmt in tree.body:
         value = stmt.value if isinstance(stmt, ast.Assign) and len(stmt.targets) == 1 else None
         if (
             isinstance(value, ast.Call)
             and isinstance(stmt.targets[0], ast.Name)
-            and stores.get(stmt.targets[0].id) == 1
             and (
                 (isinstance(value.func, ast.Name) and value.func.id == "partial")
                 or (isinstance(value.func, ast.Attribute) and value.func.attr == "partial")
@@ -221,6 +225,12 @@ def partial_builders(tree: ast.Module, names: Set[str]) -> Dict[str, ast.Call]:
             and all(k.arg is not None for k in value.keywords)
         ):
             out[stmt.targets[0].id] = value
+    if out:  # bound once: a name stored again may be anything there
+        stores: Dict[str, int] = {}
+        for node in astwalk.walk(tree):
+            if isinstance(node, ast.Name) and not isinstance(node.ctx, ast.Load):
+                stores[node.id] = stores.get(node.id, 0) + 1
+        out = {name: made for name, made in out.items() if stores.get(name) == 1}
     return out
 
 
