@@ -352,3 +352,119 @@ def test_the_draft_partials_fixture_reports_alike_per_file_per_package_and_in_ch
     assert_package_runs(
         "fixtures/program_calls/draft_partials", [("attention.py", 23, 15, "MHA014")]
     )
+
+
+POOLING = """\
+import torch.nn as nn
+
+
+class AttentivePooling(nn.Module):
+    num_heads = 4
+
+    def __init__(self, dim):
+        super().__init__()
+        self.attn = nn.MultiheadAttention(dim, self.num_heads, batch_first=True)
+
+
+class WidePooling(AttentivePooling):
+    num_heads = 8
+"""
+
+ENCODER = """\
+import torch.nn as nn
+
+from .layers import WidePooling
+
+
+class SpeakerEncoder(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.pool = WidePooling(180)
+"""
+
+
+def _pooling(tmp_path, layers=POOLING, model=ENCODER):
+    pkg = write_package(tmp_path / "pkg", {"layers.py": layers, "model.py": model})
+    return analyze_file(str(pkg / "layers.py"), ["MHA008"])
+
+
+def test_a_subclass_head_count_is_judged_with_the_subclass_constructions(tmp_path):
+    # probe AN's AN18 with the subclass beside its base: 180 over WidePooling's 8 heads
+    found = _pooling(tmp_path)
+    assert _rows(found) == [(9, 21, "MHA008")]
+    assert found[0].message.startswith(
+        "embed_dim=180 is not divisible by num_heads=8: MultiheadAttention raises at "
+        "construction (in an instance of WidePooling)"
+    )
+
+
+def test_subclasses_that_divide_unused_or_with_their_own_init_say_nothing(tmp_path):
+    assert _pooling(tmp_path / "a", model=ENCODER.replace("180", "160")) == []
+    # never named outside its class statement: its instances are never made
+    unused = ENCODER.replace("WidePooling", "AttentivePooling")
+    assert _pooling(tmp_path / "b", model=unused) == []
+    # an ``__init__`` of its own: the base's parameters are not its constructions'
+    own_init = POOLING + ("\n    def __init__(self, dim):\n        super().__init__(dim)\n")
+    assert _pooling(tmp_path / "c", own_init) == []
+    # the base sets it on its instances: that hides every class body
+    instance = POOLING.replace(
+        "        super().__init__()\n",
+        "        super().__init__()\n        self.num_heads = 4\n",
+    )
+    assert _pooling(tmp_path / "d", instance) == []
+
+
+def test_the_subclass_heads_fixture_reports_alike_per_file_per_package_and_in_check():
+    assert_package_runs(
+        "fixtures/program_calls/subclass_heads",
+        [
+            ("attention.py", 26, 15, "MHA014"),
+            ("encoders.py", 14, 17, "MHA101"),
+            ("pooling.py", 13, 21, "MHA008"),
+        ],
+    )
+
+
+ENCODERS = """\
+import torch.nn as nn
+
+
+class SeqEncoder(nn.Module):
+    num_heads = 5
+    d_model = 320
+
+    def __init__(self, depth=3):
+        super().__init__()
+        layer = nn.TransformerEncoderLayer(self.d_model, self.num_heads, batch_first=True)
+        self.encoder = nn.TransformerEncoder(layer, depth, enable_nested_tensor=False)
+
+
+class EvenEncoder(SeqEncoder):
+    num_heads = 4
+
+
+class Classifier(nn.Module):
+    def __init__(self, encoder_cls=SeqEncoder):
+        super().__init__()
+        self.body = encoder_cls()
+"""
+
+
+def _odd(tmp_path, source=ENCODERS):
+    pkg = write_package(tmp_path / "pkg", {"model.py": source})
+    return analyze_file(str(pkg / "model.py"), ["MHA101"])
+
+
+def test_the_bases_own_head_count_is_judged_when_its_file_builds_the_base(tmp_path):
+    # probe AM's AM18: the base's 5 heads (built as the default class), a subclass's 4
+    found = _odd(tmp_path)
+    assert _rows(found) == [(10, 17, "MHA101")]
+    assert found[0].message == (
+        "nhead=5 is odd: TransformerEncoderLayer never takes the fast inference path "
+        "(in an instance of SeqEncoder)"
+    )
+
+
+def test_a_base_named_only_in_its_subclasses_statements_is_not_judged_on_its_own(tmp_path):
+    only_subclassed = ENCODERS.replace("encoder_cls=SeqEncoder", "encoder_cls=EvenEncoder")
+    assert _odd(tmp_path, only_subclassed) == []

@@ -16,6 +16,7 @@ from __future__ import annotations
 from contextlib import contextmanager
 
 import operator
+import re
 from typing import Callable, Dict, List, Optional, Tuple
 
 import libcst as cst
@@ -132,11 +133,16 @@ def value_of(node: cst.CSTNode, env: Env, scope: Optional[Scope], depth: int = 0
             cls = owners[0].extra
             defs = cls.attrs.get(node.attr.value)
             if defs:
+                pinned = _AS_SUBCLASS[0]
+                if pinned is not None and pinned[0] is cls:
+                    return _subclass_value(pinned[1], cls, node.attr.value, defs, scope, depth)
                 # and what the file's subclasses set on their instances (probe
                 # AF's AF06: a base's ``attn_p: float = 0.0``, a subclass's 0.2)
-                defs = list(defs) + _set_by_subclasses(cls, node.attr.value)
-                got = _defs_value(tuple(defs), scope, None, depth)
-                return _joined_elsewhere(got, cls, node.attr.value, defs, scope)
+                subs = _set_by_subclasses(cls, node.attr.value)
+                got = _defs_value(tuple(defs) + tuple(subs), scope, None, depth)
+                if got is UNKNOWN and subs and _MET_BASES[0] is not None:
+                    _MET_BASES[0][id(cls)] = cls  # ``each_subclass`` reads them one by one
+                return _joined_elsewhere(got, cls, node.attr.value, list(defs) + subs, scope)
             return _inherited_value(cls, node.attr.value, scope, depth)
         elif owners and len(owners) == 1 and owners[0].kind == DefKind.IMPORT:
             # ``config.WIDTH`` after ``from . import config``
@@ -152,13 +158,18 @@ def _set_by_subclasses(cls, attr: str) -> list:
     module = cls.scope
     if module is None or getattr(module, "kind", None) != "module":
         return []
-    classes = [
+    classes = _module_classes(module)
+    return [d for c in subclasses_in(cls, classes, MAX_BASES) for d in c.attrs.get(attr, ())]
+
+
+def _module_classes(module) -> list:
+    """The ``ClassInfo`` of each class the module scope ``module`` binds."""
+    return [
         d.extra
         for _, defs in module.final_env.items()
         for d in defs
         if d.kind == DefKind.CLASS and d.extra is not None
     ]
-    return [d for c in subclasses_in(cls, classes, MAX_BASES) for d in c.attrs.get(attr, ())]
 
 
 def _joined_elsewhere(got, cls, attr: str, defs, scope):
@@ -278,6 +289,102 @@ def _inherited_value(cls, attr: str, scope, depth: int):
         return _defs_value(tuple(defs), scope, None, depth + 1) if reader else UNKNOWN
     finally:
         _READER[0] = saved
+
+
+# (a base class, one subclass of its file): the base's ``self.<attr>`` read for an
+# instance of that subclass (``each_subclass``); and the bases whose attributes
+# the subclasses of their file set apart, noted while ``each_subclass`` collects
+_AS_SUBCLASS: List[Optional[tuple]] = [None]
+_MET_BASES: List[Optional[dict]] = [None]
+
+
+def each_subclass(judge: Callable[[], object]):
+    """``(None, judge())``, then, when ``judge`` read a class attribute that
+    subclasses of its class's file set apart (probe AN's AN18 and AM's
+    AM10: a base's ``num_heads = 4``, a subclass's ``num_heads = 8``),
+    ``(subclass name, judge())`` once per such subclass that the code uses
+    (named outside its own statement) and that inherits the base's
+    ``__init__`` as it is: its attributes its own or inherited, the
+    ``__init__``'s parameters what its own constructions pass; and for the
+    base itself when its file names it beside those statements (its own
+    attributes; its ``__init__``'s parameters unknown)."""
+    saved, _MET_BASES[0] = _MET_BASES[0], {}
+    try:
+        first = judge()
+    finally:
+        met, _MET_BASES[0] = _MET_BASES[0], saved
+    yield None, first
+    if _AS_SUBCLASS[0] is not None:
+        return
+    for base in met.values():
+        for sub in _used_heirs(base):  # the base first, when the file builds it itself
+            saved_reader = _READER[0]
+            _AS_SUBCLASS[0], _READER[0] = (base, sub), sub.name
+            try:
+                got = judge()
+            finally:
+                _AS_SUBCLASS[0], _READER[0] = None, saved_reader
+            yield sub.name, got
+
+
+def _used_heirs(base) -> list:
+    """The module-level subclasses of ``base`` in its file, each inheriting
+    its ``__init__`` (no class on the way has one), named outside their own
+    ``class`` statement in the file or in another project file; ``base``
+    itself first when the file names it beside those statements."""
+    module = base.scope
+    if module is None or module.kind != ScopeKind.MODULE or "__init__" not in base.methods:
+        return []
+    classes = _module_classes(module)
+    text = _module_text(module.node)
+    project = project_of(module)
+    direct = [c for c in classes if any(_named(b, base.name) for b in c.base_exprs)]
+    # named again beside its class statement and its subclasses' (AM18:
+    # ``encoder_cls=SeqEncoder``): the base's own instances, read with its own
+    # attributes, and no ``__init__`` parameter (its constructions and its
+    # heirs' are not told apart)
+    out = [base] if _words(base.name, text) > 1 + len(direct) else []
+    for sub in subclasses_in(base, classes, MAX_BASES):
+        chain, up = [], sub
+        while up is not None and up is not base and len(chain) < MAX_BASES:
+            chain.append(up)
+            up = _same_file_base(up)
+        if up is not base or any("__init__" in c.methods for c in chain):
+            continue
+        named = _words(sub.name, text) > 1
+        ask = getattr(project, "mentioned_elsewhere", None)
+        if named or (ask is not None and ask(sub.name)):
+            out.append(sub)
+    return out
+
+
+def _words(word: str, text: str) -> int:
+    return len(re.findall(r"\b" + re.escape(word) + r"\b", text))
+
+
+_TEXT: Dict[int, str] = {}
+
+
+def _module_text(module) -> str:
+    if id(module) not in _TEXT:
+        _TEXT.clear()
+        _TEXT[id(module)] = module.code
+    return _TEXT[id(module)]
+
+
+def _subclass_value(sub, base, attr: str, defs, scope, depth: int):
+    """``self.<attr>`` of ``base`` for an instance of its subclass ``sub``:
+    what the nearest class from ``sub`` up sets; UNKNOWN when the base also
+    sets it on its instances (which hides every class body)."""
+    if not all(in_class_body(d) for d in defs):
+        return UNKNOWN
+    up = sub
+    while up is not None and up is not base:
+        own = up.attrs.get(attr)
+        if own:
+            return _defs_value(tuple(own), scope, None, depth + 1)
+        up = _same_file_base(up)
+    return _defs_value(tuple(defs), scope, None, depth + 1)
 
 
 MAX_BASES = 4
@@ -473,6 +580,9 @@ def _constructed_value(d: Def, name: str, default=None):
     elif parent.parent.kind != ScopeKind.MODULE:
         return UNKNOWN
     elif function == "__init__":
+        pinned = _AS_SUBCLASS[0]
+        if pinned is not None and pinned[1] is pinned[0]:
+            return UNKNOWN  # the base's own instances: built with what, not read
         reader = _READER[0]
         owner = parent.node.name.value
         one = _INSTANCE[0]

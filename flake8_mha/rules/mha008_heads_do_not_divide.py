@@ -8,6 +8,7 @@ from typing import Iterator
 from ..analysis.events import Construction
 from ..analysis.flow import CallSite
 from ..analysis.sequences import each_pass
+from ..analysis.values import each_subclass
 from .base import Example, Report, Rule
 from .construction import (
     construction_evidence,
@@ -86,6 +87,17 @@ class HeadsDoNotDivide(Rule):
           pass's element, at most 64 passes; the first wrong pass reports and
           the message names it (`(in the loop at line 13, pass 3 of 4)`)
           (docs/reach.md, "Sizes written out as tuples, and loops over them").
+        - A head count or width that is a class attribute which subclasses of
+          the class's file set apart (`num_heads = 4` in the base, `num_heads
+          = 8` in `WidePooling`) is judged once per subclass the code uses
+          (named outside its own `class` statement) that inherits the base's
+          `__init__` as it is, with the attributes it sets or inherits and
+          the sizes its own constructions pass; the message names it (`(in
+          an instance of WidePooling)`). The base's own value is read too when
+          its file names the base beside its own and its subclasses' `class`
+          statements (its `__init__`'s parameters then unknown). A subclass
+          in another file, or one with an `__init__` of its own, is not read
+          this way (`fixtures/program_calls/subclass_heads/`).
         - A size the call gives by keyword or position beside a `**kwargs`
           splat is known (the splat cannot give it again: Python would
           raise): `Net(embed_dim=640, num_heads=12, **kwargs)`,
@@ -151,16 +163,21 @@ class HeadsDoNotDivide(Rule):
         spec = ev.spec
         if spec.embed_param is None:
             return
-        for where, (embed, heads) in each_pass(
-            lambda: (
+
+        def sizes():
+            return (
                 int_or_none(init_value(self.ctx, ev, spec.embed_param)),
                 int_or_none(init_value(self.ctx, ev, spec.heads_param)),
             )
-        ):
-            wrong = (embed is not None and embed <= 0) or (heads is not None and heads <= 0)
-            if wrong or (embed is not None and heads is not None and embed % heads != 0):
-                yield from self._judged(ev, embed, heads, where)
-                return
+
+        for sub, passes in each_subclass(lambda: list(each_pass(sizes))):
+            for where, (embed, heads) in passes:
+                wrong = (embed is not None and embed <= 0) or (heads is not None and heads <= 0)
+                if wrong or (embed is not None and heads is not None and embed % heads != 0):
+                    if sub is not None:
+                        where = f"an instance of {sub}" + (f", {where}" if where else "")
+                    yield from self._judged(ev, embed, heads, where)
+                    return
 
     def _judged(self, ev: Construction, embed, heads, where) -> Iterator[Report]:
         spec = ev.spec

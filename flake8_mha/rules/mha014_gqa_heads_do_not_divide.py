@@ -9,6 +9,7 @@ from ..analysis.events import SdpaCall
 from ..analysis.gqa import GqaAnalysis, as_int, axes_text, code_text, line_of, sdpa_gqa_flag
 from .base import Example, Report, Rule
 from .construction import one_construction
+from ..analysis.values import each_subclass
 
 
 class GqaHeadsDoNotDivide(Rule):
@@ -80,6 +81,11 @@ class GqaHeadsDoNotDivide(Rule):
           `functools.partial` of such a class is one of its constructions
           (`make_draft = functools.partial(Transformer, 96, 6, 4)`, then
           `make_draft(1)`: `fixtures/program_calls/draft_partials/`).
+        - Counts that are class attributes which subclasses of the file set
+          apart (`DraftAttention(GroupedQueryAttention)` with `n_heads =
+          DRAFT_HEADS`) are read once per used subclass that inherits the
+          base's `__init__`; the message names the one whose counts do not
+          divide (`fixtures/program_calls/subclass_heads/`).
         - A call whose name says rotary (`rotary(q)`, `apply_rotary_emb(k, freqs)`)
           keeps the layout of its first argument.
         """
@@ -113,6 +119,8 @@ class GqaHeadsDoNotDivide(Rule):
         told = ""
         if None in counts:  # each construction of the class on its own
             counts, told = self._one_instance(layouts, site)
+        if counts is None or None in counts:  # each subclass that sets the counts apart
+            counts, told = self._one_subclass(layouts)
         if counts is None or None in counts or min(counts) <= 0:
             return
         hq, hkv = counts
@@ -150,6 +158,20 @@ class GqaHeadsDoNotDivide(Rule):
                 return None  # the code names another axis as heads: not sure what SDPA gets
             layouts.append(layout)
         return layouts
+
+    def _one_subclass(self, layouts):
+        """The counts an instance of a subclass of the method's file gives,
+        when the subclasses set them apart as class attributes (probe AM's
+        AM10: ``DraftAttention(GroupedQueryAttention)`` with ``n_heads =
+        DRAFT_HEADS``): the first that does not divide, and the message's
+        end naming it; (None, "") when none is known not to."""
+        for sub, counts in each_subclass(
+            lambda: [as_int(layout.axes[1].value()) for layout in layouts]
+        ):
+            if sub is not None and None not in counts and min(counts) > 0:
+                if counts[0] % counts[1]:
+                    return counts, f"; an instance of {sub} has these counts"
+        return None, ""
 
     def _one_instance(self, layouts, site):
         """The counts one construction of the method's class gives, when the

@@ -11,6 +11,7 @@ from ..core.torch_api import FASTPATH_BLOCKERS
 from ..analysis.flow import CallSite
 from ..analysis.layout import SEQ_FIRST
 from ._layout_rule import call_layouts, default_left
+from ..analysis.values import each_subclass
 from .base import Example, Report, Rule
 from .construction import (
     replaces_forward,
@@ -54,6 +55,10 @@ class OddNumHeads(Rule):
           throws the weights away, shipped in a release). The other codes are
           reported there as anywhere.
         - `num_heads=1` is odd and is reported (RULES.md).
+        - A head count that is a class attribute which subclasses of the
+          file set apart (`num_heads = 5` in the base, `4` in a subclass) is
+          read once per class the file uses, as MHA008 reads it; the message
+          names the class (`(in an instance of SeqEncoder)`).
         - A head count that is a parameter of the class or function building
           the module is reported at the call that hands it (`Mixer(dim, 5)`,
           naming the construction), as MHA008's sizes are; one every
@@ -131,19 +136,26 @@ class OddNumHeads(Rule):
         spec = ev.spec
         if spec.heads_param is None:
             return
-        heads = int_or_none(init_value(self.ctx, ev, spec.heads_param))
-        if heads is not None and heads > 0 and heads % 2 == 1 and not self._fastpath_off(ev):
-            if self._fed_sequence_first(ev) or judged_at_callers(self.ctx, ev, ("heads",)):
+        for sub, heads in each_subclass(
+            lambda: int_or_none(init_value(self.ctx, ev, spec.heads_param))
+        ):
+            if heads is None or heads <= 0 or heads % 2 == 0:
+                continue
+            if self._fastpath_off(ev) or self._fed_sequence_first(ev):
                 return
-            if self._only_cross_attention(ev):
+            if judged_at_callers(self.ctx, ev, ("heads",)) or self._only_cross_attention(ev):
                 return
-            yield self.report(
+            report = self.report(
                 ev.site.node,
-                construction_evidence(self.ctx, ev),
+                {**construction_evidence(self.ctx, ev), "num_heads": heads},
                 heads_name=spec.heads_param,
                 heads=heads,
                 module=spec.name,
             )
+            if sub is not None:  # a class attribute its subclasses set apart (AM18)
+                report.message += f" (in an instance of {sub})"
+            yield report
+            return
 
     def _fed_sequence_first(self, ev: Construction) -> bool:
         """Left to the default ``batch_first=False`` and fed sequence-first data
