@@ -468,3 +468,85 @@ def test_the_bases_own_head_count_is_judged_when_its_file_builds_the_base(tmp_pa
 def test_a_base_named_only_in_its_subclasses_statements_is_not_judged_on_its_own(tmp_path):
     only_subclassed = ENCODERS.replace("encoder_cls=SeqEncoder", "encoder_cls=EvenEncoder")
     assert _odd(tmp_path, only_subclassed) == []
+
+
+def test_masks_a_generator_yields_are_what_its_loop_hands_the_blocks():
+    # probe AN's AN29 (``for blk, mask in self.layer_masks(T)``) and AM's AM03 (zipped)
+    assert_package_runs(
+        "fixtures/program_calls/yielded_masks",
+        [("model.py", 25, 17, "MHA002"), ("model.py", 47, 17, "MHA003")],
+    )
+
+
+GENERATOR = """\
+import torch
+import torch.nn as nn
+import torch.nn.functional as F
+
+
+class Block(nn.Module):
+    def forward(self, x, mask=None):
+        return F.scaled_dot_product_attention(x, x, x, attn_mask=mask)
+
+
+class Encoder(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.blocks = nn.ModuleList([Block() for _ in range(2)])
+
+    def layer_masks(self, T):
+        far = torch.ones(T, T, dtype=torch.bool).triu(1)
+        for blk in self.blocks:
+            yield blk, far
+
+    def forward(self, x):
+        for blk, mask in self.layer_masks(x.shape[1]):
+            x = blk(x, mask)
+        return x
+"""
+
+
+def test_a_generator_that_also_yields_the_right_mask_is_joined_and_silent(tmp_path):
+    pkg = write_package(tmp_path / "pkg", {"model.py": GENERATOR})
+    assert _rows(analyze_file(str(pkg / "model.py"), ["MHA002"])) == [(23, 17, "MHA002")]
+    mixed = GENERATOR.replace(
+        "            yield blk, far\n", "            yield blk, far\n            yield blk, ~far\n"
+    )
+    pkg = write_package(tmp_path / "b" / "pkg", {"model.py": mixed})
+    assert analyze_file(str(pkg / "model.py"), ["MHA002"]) == []
+
+
+def test_a_forward_pre_hook_on_the_module_leaves_its_layout_to_the_hook():
+    # probe AO's FALSE02: the hook transposes the input, the module reads sequence-first
+    assert_package_runs("fixtures/program_calls/hooked_layouts", [("blocks.py", 28, 21, "MHA001")])
+
+
+def test_each_loop_over_a_container_calls_its_own_items_even_under_one_name():
+    # probe AO's AO18: ``for layer in self.encoder`` then ``for layer in self.decoder``
+    assert_package_runs(
+        "fixtures/program_calls/reused_loop_names",
+        [("detr.py", 19, 16, "MHA016")],
+        select="MHA0,MHA1",
+    )
+
+
+def test_a_step_that_calls_self_runs_the_forward_and_reports_at_that_call():
+    # probe AO's AO27: the validation step's right mask does not hide the training step's
+    assert_package_runs("fixtures/program_calls/lightning_steps", [("lit.py", 19, 18, "MHA003")])
+
+
+def test_zeroing_the_attention_output_with_the_mask_is_no_second_product_of_scores():
+    # probe AO's AO24: ``out = out * keep[...]`` after ``out = einsum(attn, v)``
+    assert_package_runs("fixtures/program_calls/set_outputs", [("model.py", 16, 16, "MHA012")])
+
+
+def test_an_output_name_also_stored_by_a_loop_is_read_without_error():
+    # alphafold3-pytorch's ``for pair_mask in ...`` beside ``pair_mask *= ...``: a
+    # store with no value (the loop) once raised in the output test (MHA000)
+    import ast
+
+    from flake8_mha.analysis.program import fills
+
+    tree = ast.parse("for m in xs:\n    pass\nm = a * m\n")
+    stores = {"m": [tree.body[0], tree.body[1]]}
+    assert fills._weighted_values(ast.Name("m", ast.Load()), stores) is False

@@ -93,6 +93,7 @@ class Scope:
         "cls",
         "returns",
         "return_conds",
+        "yields",
         "loads",
         "globals",
         "mutated_globals",
@@ -108,6 +109,7 @@ class Scope:
         self.cls = cls  # ClassInfo for a class body or a method body
         self.returns: List[Tuple[cst.BaseExpression, Env]] = []
         self.return_conds: List[tuple] = []  # each return's tests, as ``CallSite.conds``
+        self.yields: List[Tuple[cst.BaseExpression, Env]] = []  # ``yield value`` statements
         self.loads: set = set()  # names read anywhere in this function
         self.globals: set = set()  # names this function declares global/nonlocal
         self.mutated_globals: set = set()  # module scope: names some function rebinds
@@ -299,7 +301,7 @@ class FlowPass:
         a collection that walks every node.  The pass answers nothing after."""
         for scope in self.scopes:
             scope.final_env, scope.returns, scope.appends = EMPTY_ENV, [], {}
-            scope.return_conds = []
+            scope.return_conds, scope.yields = [], []
             scope.parent = scope.cls = scope.project = None
         for info in self.classes.values():
             info.scope = info.env = None
@@ -356,6 +358,9 @@ class FlowPass:
             )
         if t is cst.Expr:
             self.expr(node.value, env, scope)
+            value = node.value
+            if isinstance(value, cst.Yield) and isinstance(value.value, cst.BaseExpression):
+                scope.yields.append((value.value, env))  # ``yield blk, mask``: what a loop gets
             return self._flush(env)
         if t is cst.Return:
             if node.value is not None:

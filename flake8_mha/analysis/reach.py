@@ -27,7 +27,7 @@ from .bound import Bound, Instance
 from .classes import instance_class, is_property
 from .flow import DefKind, Env, lookup, scope_appends
 from .tree import choices, walk
-from .values import UNKNOWN, fixed_side, literal, value_of
+from .values import UNKNOWN, fixed_side, literal
 
 Resolver = Any  # resolve.Resolver (which imports this module)
 Leaf = Callable
@@ -305,6 +305,13 @@ def for_element(
     parts = literal_parts(iterable, index)
     if parts is not None:  # ``for nb, layer in ((a, self.one), (b, self.two))``
         return _joined([res.held(p, env, scope, leaf, depth + 1) for p in parts])
+    yields = _yields(res, iterable, env, scope)
+    if yields:  # ``for blk, mask in self.layer_masks(T)``: what the generator yields
+        got = []
+        for expr, yenv, yscope in yields:
+            part = literal_parts(cst.Tuple([cst.Element(expr)]), index) if index else [expr]
+            got.append(res.held(part[0], yenv, yscope, leaf, depth + 1) if part else None)
+        return _joined(got)
     if not isinstance(iterable, cst.Call) or any(a.star for a in iterable.args):
         return None
     if index[0] == 1 and _dict_view(iterable) == "items":  # for name, block in self.heads.items()
@@ -344,69 +351,12 @@ def _made_container(res: Resolver, call: cst.Call, env: Env, scope, leaf: Leaf, 
     return _joined(found)
 
 
-def registry_values(node: cst.Subscript, env: Env, scope) -> Optional[tuple]:
-    """``(values, env, scope)`` of the dict literal that the name a
-    subscript reads is bound to once (``ATTN_REGISTRY[attn]`` after
-    ``ATTN_REGISTRY = {"mha": nn.MultiheadAttention}``), whatever the key;
-    None for any other subscript, or a dict with a ``**`` splat."""
-    if not isinstance(node.value, cst.Name):
-        return None
-    defs = lookup(node.value.value, env, scope)
-    if len(defs) != 1 or defs[0].kind != DefKind.ASSIGN or not isinstance(defs[0].node, cst.Dict):
-        return None
-    elements = defs[0].node.elements
-    if not all(isinstance(el, cst.DictElement) for el in elements):
-        return None
-    return [el.value for el in elements], defs[0].env, defs[0].scope
-
-
-def registry_qualname(res: Resolver, node: cst.Subscript, env: Env, scope, depth: int):
-    """The one qualified name every value of a registry names
-    (``registry_values``: ``ATTN_REGISTRY[attn](48, 4)``, probe AB's AB27);
-    None when the values name several."""
-    got = registry_values(node, env, scope) if len(node.slice) == 1 else None
-    if got is None:
-        return _imported_registry(node, env, scope)
-    values, venv, vscope = got
-    names = {res.qualname(v, venv, vscope, depth + 1) for v in values}
-    if len(names) > 1:  # the entry a key the program fixes picks (``kind="mha"``)
-        picked = _keyed_value(node, env, scope)
-        names = {res.qualname(picked, venv, vscope, depth + 1)} if picked is not None else names
-    return names.pop() if len(names) == 1 and None not in names else None
-
-
-def _index_value(node: cst.Subscript, env: Env, scope):
-    """The value its one index is known to have (``kind`` every construction
-    passes as "mha"), else UNKNOWN or None."""
-    index = node.slice[0].slice
-    return value_of(index.value, env, scope) if isinstance(index, cst.Index) else None
-
-
-def _keyed_value(node: cst.Subscript, env: Env, scope):
-    """The value of the dict display a subscript reads under the string its
-    index is known to be, else None."""
-    key = _index_value(node, env, scope)
-    defs = lookup(node.value.value, env, scope) if isinstance(key, str) else ()
-    for el in defs[0].node.elements if defs else ():
-        if isinstance(el, cst.DictElement) and literal(el.key) == key:
-            return el.value
-    return None
-
-
-def _imported_registry(node: cst.Subscript, env: Env, scope) -> Optional[str]:
-    """``ATTN_TYPES[kind]`` of a dict another project file defines and this
-    one imports: the torch class its values all name (``imported_registry``)."""
-    from .values import project_of
-
-    if not isinstance(node.value, cst.Name) or len(node.slice) != 1:
-        return None
-    defs = lookup(node.value.value, env, scope)
-    project = project_of(scope)
-    if len(defs) != 1 or defs[0].kind != DefKind.IMPORT or project is None:
-        return None
-    ask = getattr(project, "imported_registry", None)
-    key = _index_value(node, env, scope)
-    return ask(defs[0].node, node.value.value, key) if ask is not None else None
+def _yields(res: Resolver, call, env: Env, scope) -> list:
+    """(value, env, scope) of each ``yield`` of the generator of this file a
+    loop's call runs (a function, or a method called on ``self``)."""
+    target = res.own_function(call, env, scope) if isinstance(call, cst.Call) else None
+    fscope = res.flow.functions.get(id(target)) if target is not None else None
+    return [(e, yenv, fscope) for e, yenv in fscope.yields] if fscope is not None else []
 
 
 def literal_parts(iterable, index: Tuple[int, ...]) -> Optional[list]:

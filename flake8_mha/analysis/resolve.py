@@ -9,7 +9,7 @@ from typing import Callable, Dict, List, Optional, Tuple
 
 import libcst as cst
 
-from . import defaults, reach
+from . import defaults, reach, registries
 from ..core import torch_api
 from .classes import builds_own_class, class_run, delegates, forwarded_attr, static_kind
 from .flow import CallSite, ClassInfo, Def, DefKind, Env, FlowPass, Scope, lookup
@@ -106,7 +106,7 @@ class Resolver:
                 return None
             return torch_api.canonical(base + "." + node.attr.value)
         if isinstance(node, cst.Subscript):  # ``ATTN_REGISTRY[kind]``: what every value names
-            return reach.registry_qualname(self, node, env, scope, depth)
+            return registries.registry_qualname(self, node, env, scope, depth)
         return None
 
     def _star_bound(self, defs) -> tuple:

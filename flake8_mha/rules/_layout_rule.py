@@ -45,6 +45,42 @@ def default_left(ev: Construction, project=None) -> bool:
     return not any(_names_batch_first(test) for test, _, _ in ev.site.conds)
 
 
+def hooked(site, target: cst.BaseExpression) -> bool:
+    """A forward pre-hook is registered on ``target`` (``self.attn``, the
+    module a construction is kept in or a call runs) in the class around
+    ``site``, or in the module when there is none: the hook may change what
+    the module's forward reads (a CLIP port that transposes inside one,
+    probe AO's FALSE02), so the layout its calls pass says nothing of it."""
+    owner = site.scope.cls.node if site.scope is not None and site.scope.cls else None
+    body = owner if owner is not None else _module_of(site.scope)
+    text = dotted(target)
+    if body is None or "?" in text:
+        return False
+    for n in walk(body):
+        if (
+            isinstance(n, cst.Call)
+            and isinstance(n.func, cst.Attribute)
+            and n.func.attr.value == "register_forward_pre_hook"
+            and dotted(n.func.value) == text
+        ):
+            return True
+    return False
+
+
+def kept_in(ev: Construction):
+    """The target a construction is assigned to (``self.attn = nn.MultiheadAttention(...)``)."""
+    stmt = ev.site.stmt
+    if isinstance(stmt, cst.Assign) and len(stmt.targets) == 1 and stmt.value is ev.site.node:
+        return stmt.targets[0].target
+    return None
+
+
+def _module_of(scope):
+    while scope is not None and scope.parent is not None:
+        scope = scope.parent
+    return scope.node if scope is not None else None
+
+
 def _names_batch_first(test: cst.BaseExpression) -> bool:
     for n in walk(test):
         if isinstance(n, cst.SimpleString) and n.value[1:-1] == "batch_first":

@@ -442,6 +442,11 @@ class MaskMultipliedBeforeSoftmax(Rule):
           not reported, even though any bool multiplied into scores is wrong.
           On token ids (`seq`, `input_ids`, `tokens`), which are never
           negative, `seq > 0` is `seq != 0`: a keep-mask (SASRec, BERT4Rec).
+        - The attention's output zeroed by the mask after the product with
+          the values (`out = out * keep[:, None, :, None]` after `out =
+          einsum("bhqk,bhkd->bhqd", attn, v)`) is right and common, and no
+          second product of the scores: the scores' own product is still
+          judged (probe AO's AO24, `fixtures/program_calls/set_outputs/`).
         """
     VALID = [
         "import math\n"

@@ -11,7 +11,7 @@ import libcst as cst
 
 from ..analysis.events import Construction
 from ..analysis.layout import BATCH_FIRST, SEQ_FIRST, UNBATCHED, CallLayout
-from ._layout_rule import LAYOUT_MODULES_DOC, call_layouts, default_left, where
+from ._layout_rule import LAYOUT_MODULES_DOC, call_layouts, default_left, hooked, kept_in, where
 from .autofix import Fix, FixContext, add_keyword, register
 from .base import Example, Report, Rule
 from .construction import construction_evidence
@@ -214,6 +214,11 @@ class BatchFirstUnset(Rule):
           where every call feeds known batch-first data, `batch_first=True` also
           changes the layout of the module's output and of its attention
           weights, which the code downstream reads; the author decides.
+        - A module on which its class registers a forward pre-hook
+          (`self.attn.register_forward_pre_hook(...)`) reads what the hook
+          hands it, which may be laid out anew: not judged (a CLIP port that
+          transposes inside the hook; docs/reach.md, "Generators, hooks,
+          loop names").
         """
     REFERENCES = ("https://pytorch.org/docs/stable/generated/torch.nn.MultiheadAttention.html",)
     VALID = [
@@ -247,6 +252,9 @@ class BatchFirstUnset(Rule):
     def on_construction(self, ev: Construction) -> Iterator[Report]:
         if not default_left(ev, getattr(self.ctx, "project", None)):
             return
+        target = kept_in(ev)
+        if target is not None and hooked(ev.site, target):
+            return  # a forward pre-hook may lay its input out (probe AO's FALSE02)
         calls, analysis = call_layouts(self, ev)
         evidence = construction_evidence(self.ctx, ev)
         known = [c for _, c in calls if c.kind == BATCH_FIRST]

@@ -10,7 +10,7 @@ import libcst as cst
 from ..analysis.events import ModuleCall
 from ..analysis.layout import analysis_for
 from ..analysis.layout.comments import DocLine
-from ._layout_rule import LAYOUT_MODULES_DOC, KIND_TEXT, where
+from ._layout_rule import LAYOUT_MODULES_DOC, KIND_TEXT, hooked, where
 from .base import Example, Report, Rule
 from .construction import construction_evidence
 
@@ -96,6 +96,8 @@ class LayoutMismatch(Rule):
           the batch: not reported. So is an einops pattern that puts a unit
           axis first or second (SAINT's intersample `rearrange(x, "b n d -> 1 b
           (n d)")`): one sequence of the batch's rows, attended on purpose.
+        - A call of a module on which its class registers a forward pre-hook
+          is not judged: the hook may lay out what the module reads.
         """
     VALID = [
         "import torch.nn as nn\nlayer = nn.TransformerEncoderLayer(64, 8, batch_first=True)\n"
@@ -124,6 +126,8 @@ class LayoutMismatch(Rule):
             return  # the module attends over a length-1 axis: nothing mixes
         if isinstance(getattr(got.layout, "node", None), DocLine):
             return  # a docstring's shape against the flag the code states
+        if hooked(ev.site, ev.site.node.func):
+            return  # a forward pre-hook may lay its input out
         ctor = ev.single_ctor()
         evidence: Dict[str, Any] = (
             construction_evidence(self.ctx, ctor) if ctor is not None else {"module": ev.spec.name}

@@ -374,6 +374,35 @@ class Calls(FileCalls):
         inner = Frame(func, fscope, bound, at.env, at.scope, at.frame)
         return self._returned(inner, at, index)
 
+    def yielded(self, node, index, at: At) -> Optional[Mask]:
+        """What a loop's target part ``index`` takes over a call of a
+        generator of this file (``for blk, mask in self.layer_masks(T)``,
+        probe AN's AN29): the join of every ``yield`` of it, the call's
+        arguments bound to its parameters; None when ``node`` is no such call."""
+        if not isinstance(node, cst.Call):
+            return None
+        name = node.func.value if isinstance(node.func, cst.Name) else None
+        if name in ("zip", "enumerate") and index and not lookup(name, at.env, at.scope):
+            args = node.args  # ``zip(self.blocks, self.layer_masks(T))``: the generator's part
+            if any(a.star or a.keyword is not None for a in args):
+                return None
+            if name == "zip" and index[0] < len(args):
+                return self.yielded(args[index[0]].value, index[1:], at)
+            if name == "enumerate" and index[0] == 1 and len(args) == 1:
+                return self.yielded(args[0].value, index[1:], at)
+            return None
+        found = self.callee(node, at.env, at.scope)
+        fscope = self.flow.functions.get(id(found[0])) if found is not None else None
+        if fscope is None or not fscope.yields or not room_for(at.frame, (found[0],)):
+            return None
+        bound = bind_call(found[0], expand_call(node, at.env, at.scope), found[1])
+        frame = Frame(found[0], fscope, bound, at.env, at.scope, at.frame)
+        values = []
+        for expr, yenv in fscope.yields:
+            inside = at.but(yenv, fscope, frame)
+            values.append(self._indexed(expr, index, inside) if index else self.eval(expr, inside))
+        return join_all(values)
+
     def _returned(self, frame: Frame, at: At, index=None) -> Mask:
         """The join of what every return path of the frame's function gives
         (element ``index`` of it), a path that falls off the end ``None``."""

@@ -235,6 +235,9 @@ class MaskEvaluator(Calls, Numbers, Comparisons, Segments, Offsets, Shapes, Dtyp
         if kind == "augassign":
             return self._augassign(d, at)
         if kind == "for":  # ``for blk, m in zip(self.blocks, (pad_keep, causal_keep))``
+            got = self.yielded(d.node, d.index, at)
+            if got is not None:  # ``for blk, m in self.layer_masks(T)``, a generator's
+                return got
             found = loop_items(d.node, d.index, at.env, at.scope)
             if found:
                 return join_all(

@@ -36,6 +36,7 @@ from .kv_scores import HANDWRITTEN
 from .forms import sdpa_summary
 from .aliases import followed
 from .local_names import annotated_class, enclosing_class, instance_name, own_definition
+from .local_names import self_forward
 from .binding import apply as _apply, bind as _bind, bind_factory, fixed as _fixed  # noqa: F401
 from .binding import SPLAT, known as _known, left_off
 from .constants import ConstantFiles
@@ -77,8 +78,7 @@ class Project(MethodCalls, Overrides, HandedMasks, ConstantFiles):
             return self._classify(site, resolver)
         except (OSError, ValueError, RecursionError):
             # another file that cannot be read or resolved (a path too long, a
-            # name with a NUL): that call is not followed; the file's own
-            # analysis goes on
+            # name with a NUL): that call is not followed; the analysis goes on
             return None
 
     def _classify(self, site: CallSite, resolver):
@@ -299,6 +299,7 @@ class Project(MethodCalls, Overrides, HandedMasks, ConstantFiles):
         factory's product, a ``ModuleList``'s items by index or in a loop,
         ``getattr(self, f"stage_{i}")``): one summary for all, or None."""
         env, scope = site.env, site.scope
+        func = self_forward(func, env, scope)  # ``self(...)``: the class's own ``forward``
         if (
             isinstance(func, cst.Attribute)
             and func.attr.value == "forward"
@@ -307,8 +308,7 @@ class Project(MethodCalls, Overrides, HandedMasks, ConstantFiles):
                 or instance_name(func.value, env, scope)
             )
         ):
-            # ``self.attn.forward(...)``, ``block.forward(...)`` in a loop over the
-            # blocks: runs what ``self.attn(...)``, ``block(...)`` do
+            # ``self.attn.forward(...)``, ``block.forward(...)``: as ``self.attn(...)``
             func = func.value
         target = _imported(func, env, scope)
         if target is not None:

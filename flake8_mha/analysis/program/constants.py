@@ -15,7 +15,7 @@ import libcst as cst
 
 from ...core.atomic import read_regular
 from ..flow import DefKind, ScopeKind, import_path
-from ..reach import registry_values
+from ..registries import registry_values
 from . import callers, chains, signatures
 from . import handed as handed_forms
 from .files import decode, module_constants, module_file

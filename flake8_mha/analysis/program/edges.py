@@ -16,6 +16,7 @@ import ast
 import builtins
 from typing import Dict, List, Optional
 
+from ...core import walk as astwalk
 from .chains import CHECKPOINT_KEYWORDS, attr_template, dotted_name, self_attr, super_method
 
 MAX_EDGES = 64  # per function: a generated file's huge forward is not followed
@@ -39,50 +40,16 @@ def edges(calls, loops_over, attrs: Dict[str, str], reach_of, fwd=None) -> List[
     call gives itself (``"given"``), which the callee's parameters so filled
     cannot receive."""
     loops: Dict[str, str] = {}  # for blk in self.blocks / enumerate(self.blocks)
+    each: List[tuple] = []  # (the loop, the names it binds to items): a call in it reads these
     for n in loops_over:
-        it, target = n.iter, n.target
-        if (
-            isinstance(it, ast.Call)
-            and dotted_name(it.func) == "enumerate"
-            and it.args
-            and isinstance(target, ast.Tuple)
-            and len(target.elts) == 2
-        ):
-            it, target = it.args[0], target.elts[1]
-        if (  # for block in self.heads.values(); for name, block in self.heads.items()
-            isinstance(it, ast.Call)
-            and isinstance(it.func, ast.Attribute)
-            and it.func.attr in ("values", "items")
-            and not it.args
-        ):
-            if it.func.attr == "items":
-                if not (isinstance(target, ast.Tuple) and len(target.elts) == 2):
-                    continue
-                target = target.elts[1]
-            it = it.func.value
-        if (  # for attn, ff in zip(self.attns, self.ffs)
-            isinstance(it, ast.Call)
-            and dotted_name(it.func) == "zip"
-            and not it.keywords
-            and isinstance(target, ast.Tuple)
-            and len(target.elts) == len(it.args)
-        ):
-            for el, arg in zip(target.elts, it.args):
-                attr = self_attr(arg)
-                if isinstance(el, ast.Name) and attr is not None and attr in attrs:
-                    loops[el.id] = attr
-            continue
-        attr = self_attr(it) or _member(it, attrs)  # or nanoGPT's ``self.transformer.h``
-        if attr is not None and attr in attrs and isinstance(target, ast.Name):
-            loops[target.id] = attr
-        elif attr is not None and isinstance(target, ast.Tuple):  # for attn, ff in self.layers
-            for i, el in enumerate(target.elts):
-                if isinstance(el, ast.Name) and f"{attr}#{i}" in attrs:
-                    loops[el.id] = f"{attr}#{i}"
+        own: Dict[str, str] = {}
+        _loop_items(n, attrs, own)
+        loops.update(own)
+        each.append((n, own))
     out: List[dict] = []
     for n in calls:
         n = _checkpointed(n)
-        callee = _callee(n.func, loops, attrs)
+        callee = _callee(n.func, _around(n, each, loops), attrs)
         if callee is None:
             continue
         pos: Dict[str, dict] = {}
@@ -136,6 +103,67 @@ def _checkpointed(call: ast.Call) -> ast.Call:
     keywords = [k for k in call.keywords if k.arg not in CHECKPOINT_KEYWORDS]
     run = ast.Call(func=call.args[0], args=call.args[1:], keywords=keywords)
     return ast.copy_location(run, call)
+
+
+def _loop_items(n: ast.For, attrs: Dict[str, str], loops: Dict[str, str]) -> None:
+    """Record in ``loops`` the names the loop ``n`` binds to the items of a
+    container attribute (``for blk in self.blocks``, ``enumerate``, ``zip``,
+    ``.values()``/``.items()``)."""
+    it, target = n.iter, n.target
+    if (
+        isinstance(it, ast.Call)
+        and dotted_name(it.func) == "enumerate"
+        and it.args
+        and isinstance(target, ast.Tuple)
+        and len(target.elts) == 2
+    ):
+        it, target = it.args[0], target.elts[1]
+    if (  # for block in self.heads.values(); for name, block in self.heads.items()
+        isinstance(it, ast.Call)
+        and isinstance(it.func, ast.Attribute)
+        and it.func.attr in ("values", "items")
+        and not it.args
+    ):
+        if it.func.attr == "items":
+            if not (isinstance(target, ast.Tuple) and len(target.elts) == 2):
+                return
+            target = target.elts[1]
+        it = it.func.value
+    if (  # for attn, ff in zip(self.attns, self.ffs)
+        isinstance(it, ast.Call)
+        and dotted_name(it.func) == "zip"
+        and not it.keywords
+        and isinstance(target, ast.Tuple)
+        and len(target.elts) == len(it.args)
+    ):
+        for el, arg in zip(target.elts, it.args):
+            attr = self_attr(arg)
+            if isinstance(el, ast.Name) and attr is not None and attr in attrs:
+                loops[el.id] = attr
+        return
+    attr = self_attr(it) or _member(it, attrs)  # or nanoGPT's ``self.transformer.h``
+    if attr is not None and attr in attrs and isinstance(target, ast.Name):
+        loops[target.id] = attr
+    elif attr is not None and isinstance(target, ast.Tuple):  # for attn, ff in self.layers
+        for i, el in enumerate(target.elts):
+            if isinstance(el, ast.Name) and f"{attr}#{i}" in attrs:
+                loops[el.id] = f"{attr}#{i}"
+
+
+def _around(call: ast.Call, each: List[tuple], loops: Dict[str, str]) -> Dict[str, str]:
+    """The loop names a call reads: those of the loops around it, the
+    innermost last (DETR's ``for layer in self.encoder`` then ``for layer in
+    self.decoder``: each loop's call its own layers, probe AO's AO18); else
+    what the function's loops bound last."""
+    line = getattr(call, "lineno", 0)
+    out = dict(loops)
+    for loop, names in sorted(each, key=lambda e: e[0].lineno):
+        if loop.body and loop.body[0].lineno <= line <= (loop.end_lineno or 0):
+            for x in astwalk.walk(loop.target):  # what else the loop binds is not an item
+                if isinstance(x, ast.Name):
+                    out.pop(x.id, None)
+            out.update(names)
+    return out
 
 
 def _callee(func: ast.AST, loops: Dict[str, str], attrs: Dict[str, str]) -> Optional[list]:

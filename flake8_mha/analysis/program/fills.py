@@ -13,13 +13,13 @@ is ``core/fills.py``'s measure, the one the mask evaluator applies.
 from __future__ import annotations
 
 import ast
-from collections.abc import Mapping
 from typing import Dict, List, Optional, Tuple
 
 from ...core import walk as astwalk
 from ...core.fills import SMALL_DIVISOR, constant_sign, helper_sign, sign
 from . import steps
 from .chains import dotted_name
+from .readings import Readings
 from .mask_terms import KEEPS_VALUE, folded_mask, mask_factor, multiplied_mask, names_a_mask
 
 # summary sink -> what True means there
@@ -158,32 +158,6 @@ def kv_helpers(tree: ast.Module) -> "Readings":
     m, v * m``): per item, (the position of the parameter it is multiplied
     by, the steps from that parameter), or None."""
     return Readings(tree, _pair_reading)
-
-
-class Readings(Mapping):
-    """A file's top-level functions -> what ``read`` says of each, read when
-    first asked for: a file has many functions and few such helpers."""
-
-    def __init__(self, tree: ast.Module, read) -> None:
-        self._functions = {
-            n.name: n for n in tree.body if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef))
-        }
-        self._reader = read
-        self._read: Dict[str, object] = {}
-
-    def defines(self, name: str) -> bool:
-        return name in self._functions
-
-    def __getitem__(self, name: str):
-        if name not in self._read:
-            self._read[name] = self._reader(self._functions[name])
-        return self._read[name]
-
-    def __iter__(self):
-        return iter(self._functions)
-
-    def __len__(self) -> int:
-        return len(self._functions)
 
 
 def _sign_of(node) -> Optional[str]:
@@ -444,17 +418,29 @@ def multiplied_sinks(func, stores) -> List[Tuple[str, ast.AST, int]]:
     return out if len(out) == 1 else []
 
 
-def _weighted_values(node, stores) -> bool:
+def _weighted_values(node, stores, depth: int = 0) -> bool:
     """A product whose first operand is a softmax's result (``torch.bmm(w,
-    v)``, ``w @ v`` after ``w = softmax(scores)``, reshaped or not): the
-    attention's output, not its scores (masking it after the softmax is no
-    mask of the scores)."""
+    v)``, ``w @ v``, ``torch.einsum("bhqk,bhkd->bhqd", w, v)`` after ``w =
+    softmax(scores)``, reshaped or not, or a name stored to one): the output,
+    not the scores (probe AO's AO24 zeroes the padded rows of it)."""
     while (
         isinstance(node, ast.Call)
         and isinstance(node.func, ast.Attribute)
         and (node.func.attr in _RESHAPES)
     ):
         node = node.func.value
+    if isinstance(node, ast.Name) and depth < 4:  # each store of it: the product, or it scaled
+        values = [getattr(d, "value", None) for d in stores.get(node.id) or ()]
+        own = [v for v in values if isinstance(v, ast.BinOp) and _names(v) >= {node.id}]
+        return len(values) > len(own) and all(
+            v is not None and _weighted_values(v, stores, depth + 1) for v in values if v not in own
+        )
+    if (
+        isinstance(node, ast.Call)
+        and dotted_name(node.func) in ("torch.einsum", "einsum")
+        and len(node.args) >= 3
+    ):
+        return isinstance(node.args[1], ast.Name) and of_weights(node.args[1], stores)
     if isinstance(node, ast.BinOp) and isinstance(node.op, ast.MatMult):
         first = node.left
     elif isinstance(node, ast.Call) and node.args and not isinstance(node.func, ast.Attribute):

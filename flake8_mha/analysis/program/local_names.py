@@ -37,6 +37,15 @@ def annotated_class(node, env, scope) -> Optional[cst.Call]:
     return cst.Call(func=named)
 
 
+def self_forward(func, env, scope):
+    """``self.forward`` for ``self(...)`` in a method (a Lightning-style
+    ``training_step``: probe AO's AO27), else ``func`` as it is."""
+    defs = lookup(func.value, env, scope) if isinstance(func, cst.Name) else ()
+    if len(defs) == 1 and defs[0].kind == DefKind.SELF:
+        return cst.Attribute(value=func, attr=cst.Name("forward"))
+    return func
+
+
 def annotation_of(d) -> Optional[cst.BaseExpression]:
     """The annotation of the parameter ``d`` defines (``model: Forecaster``),
     a string of one name read as that name (``model: "Forecaster"``); None

@@ -54,11 +54,16 @@ def multiplied_mask(term: ast.AST) -> bool:
     if names_a_mask(term):
         return True
     shaped = False
-    while isinstance(term, ast.Subscript):
+    while isinstance(term, ast.Subscript) or _per_head(term):
+        if isinstance(term, ast.Call):  # ``mask.repeat_interleave(heads, dim=0)[:, None, :]``
+            term = term.func.value
+            continue
         sl = term.slice
         items = sl.elts if isinstance(sl, ast.Tuple) else [sl]
         shaped = shaped or any(steps.is_none_constant(i) for i in items)
         term = term.value
+    if names_a_mask(term):
+        return True
     if not isinstance(term, ast.Name):
         return False
     return shaped or any(w in term.id.lower() for w in ("valid", "keep"))
@@ -82,6 +87,15 @@ def mask_factor(term: ast.AST, stores) -> bool:
     ):
         value = value.func.value
     return multiplied_mask(value)
+
+
+def _per_head(term: ast.AST) -> bool:
+    """``mask.repeat_interleave(...)``: each sample's mask once per head."""
+    return (
+        isinstance(term, ast.Call)
+        and isinstance(term.func, ast.Attribute)
+        and term.func.attr == "repeat_interleave"
+    )
 
 
 def _uncast(term: ast.AST) -> ast.AST:

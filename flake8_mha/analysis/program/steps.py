@@ -502,6 +502,8 @@ def _op(expr: ast.AST) -> Optional[Tuple[ast.AST, Optional[list]]]:
         return (expr.orelse, None) if is_none_constant(expr.body) else None
     if _to_dtype_of(expr):  # CLIP's ``mask.to(dtype=x.dtype, device=x.device)``
         return expr.func.value, ["cast", "float"]
+    if _repeated_rows(expr):  # diffusers' ``attention_mask.repeat_interleave(heads, dim=0)``
+        return expr.func.value, ["expand"]
     if not isinstance(expr, ast.Call) or expr.keywords:
         return None
     func = expr.func
@@ -548,6 +550,17 @@ def _op(expr: ast.AST) -> Optional[Tuple[ast.AST, Optional[list]]]:
         if cast is not None:
             return func.value, ["cast", cast]
     return None
+
+
+def _repeated_rows(expr: ast.AST) -> bool:
+    """``m.repeat_interleave(heads, dim=0)`` (or ``, 0)``): each sample's mask
+    once per head, its meaning kept (probe AO's AO06)."""
+    if not (isinstance(expr, ast.Call) and isinstance(expr.func, ast.Attribute)):
+        return False
+    if expr.func.attr != "repeat_interleave" or len(expr.args) not in (1, 2):
+        return False
+    dims = expr.args[1:] + [k.value for k in expr.keywords if k.arg == "dim"]
+    return len(expr.keywords) <= 1 and len(dims) == 1 and _is_zero(dims[0])
 
 
 def _to_dtype_of(expr: ast.AST) -> bool:
