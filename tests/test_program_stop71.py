@@ -550,3 +550,37 @@ def test_an_output_name_also_stored_by_a_loop_is_read_without_error():
     tree = ast.parse("for m in xs:\n    pass\nm = a * m\n")
     stores = {"m": [tree.body[0], tree.body[1]]}
     assert fills._weighted_values(ast.Name("m", ast.Load()), stores) is False
+
+
+KINDS_MODEL = """\
+import torch.nn as nn
+
+
+class Encoder(nn.Module):
+    def __init__(self, d=64):
+        super().__init__()
+        self.embed = nn.Embedding(100, d)
+        layer = nn.TransformerEncoderLayer(d, 4, batch_first=True)
+        self.stack = nn.TransformerEncoder(layer, 2, enable_nested_tensor=False)
+        self.adapter = nn.TransformerEncoderLayer(d, 4, batch_first=True)
+
+    def forward(self, ids, key_padding_mask=None):
+        h = self.stack(self.embed(ids), src_key_padding_mask=key_padding_mask)
+        return self.adapter(h, src_key_padding_mask=key_padding_mask)
+"""
+
+KINDS_CALLER = """\
+from .model import Encoder
+
+
+def encode(batch):
+    keep = batch["attention_mask"].bool()
+    return Encoder()(batch["input_ids"], key_padding_mask=keep)
+"""
+
+
+def test_a_mask_that_reaches_two_kinds_of_torch_module_is_judged_once(tmp_path):
+    # probe AO's AO27 package: a TransformerEncoder, then a further encoder layer
+    pkg = write_package(tmp_path / "pkg", {"model.py": KINDS_MODEL, "run.py": KINDS_CALLER})
+    found = analyze_file(str(pkg / "run.py"), ["MHA003"])
+    assert _rows(found) == [(6, 12, "MHA003")]

@@ -241,9 +241,9 @@ class Project(MethodCalls, Overrides, HandedMasks, ConstantFiles):
         to, with the caller's masks under the module's argument names."""
         reach = {k: v for k, v in summary["reach"].items() if k not in FILL_SINKS}
         specs = {sink.split(".", 1)[0] for sink in reach}
-        if len(specs) != 1:
-            return None
-        spec = BY_NAME.get(specs.pop())
+        if len(specs) > 1:  # modules of two kinds (a stack and a layer, probe AO's AO27)
+            return wrapped.each_kind(self._module_call, site, filename, summary, args, reach)
+        spec = BY_NAME.get(specs.pop()) if specs else None
         if spec is None:
             return None
         if any(VARIANT in k for k in reach):  # a second module call, another parameter
@@ -251,8 +251,7 @@ class Project(MethodCalls, Overrides, HandedMasks, ConstantFiles):
             second = {k.split(VARIANT)[0]: v for k, v in reach.items() if VARIANT in k}
             return self._variants(self._module_call, site, filename, summary, args, first, second)
         mapped: Dict[str, cst.BaseExpression] = {}
-        # the module's arguments that may be given though the caller gives nothing:
-        # by the wrapper itself, or by a parameter's default that is not None
+        # the module's arguments the wrapper, or a default not None, may give
         own = {sink.split(".", 1)[1] for sink in summary.get("module_own", ())}
         for sink, how in reach.items():
             arg = sink.split(".", 1)[1]

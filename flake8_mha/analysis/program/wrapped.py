@@ -55,6 +55,23 @@ class WrappedModuleCall(ModuleCall):
         self.more: list = []  # the same call as it reaches a second module (``VARIANT``)
 
 
+def each_kind(make, site, filename, summary, args, reach):
+    """A wrapper whose parameters reach the masks of torch modules of two
+    kinds (``nn.TransformerEncoder``'s and a further
+    ``nn.TransformerEncoderLayer``'s ``src_key_padding_mask``, probe AO's
+    AO27): the call as ``make`` reads it for the first kind that reads it.
+    The torch modules read a mask argument of one name the same way, so one
+    finding says it; None when none is read."""
+    kinds: dict = {}
+    for sink, how in reach.items():
+        kinds.setdefault(sink.split(".", 1)[0], {})[sink] = how
+    for part in kinds.values():
+        made = make(site, filename, dict(summary, reach=part), args)
+        if made is not None:
+            return made
+    return None
+
+
 def ends(summary, judged, relative) -> dict:
     """Where each of a call's arguments (``judged``: sink key -> argument)
     reaches its sink, when the wrapper reaches its sinks through different
