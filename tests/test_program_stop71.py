@@ -584,3 +584,60 @@ def test_a_mask_that_reaches_two_kinds_of_torch_module_is_judged_once(tmp_path):
     pkg = write_package(tmp_path / "pkg", {"model.py": KINDS_MODEL, "run.py": KINDS_CALLER})
     found = analyze_file(str(pkg / "run.py"), ["MHA003"])
     assert _rows(found) == [(6, 12, "MHA003")]
+
+
+PROCESSOR = """\
+import torch
+import torch.nn as nn
+
+
+class MathProcessor:
+    def __call__(self, attn, hidden_states, attention_mask=None):
+        q = attn.to_q(hidden_states)
+        k = attn.to_k(hidden_states)
+        scores = torch.bmm(q, k.transpose(1, 2)) * attn.scale
+        if attention_mask is not None:
+            keep = attention_mask.repeat_interleave(attn.heads, dim=0)[:, None, :]
+            scores = scores * keep.to(scores.dtype)
+        return torch.bmm(scores.softmax(dim=-1), hidden_states)
+
+
+class Attention(nn.Module):
+    def __init__(self, dim, heads=1):
+        super().__init__()
+        self.to_q = nn.Linear(dim, dim)
+        self.to_k = nn.Linear(dim, dim)
+        self.scale = dim**-0.5
+        self.heads = heads
+        self.processor = MathProcessor()
+
+    def forward(self, hidden_states, attention_mask=None):
+        return self.processor(self, hidden_states, attention_mask=attention_mask)
+"""
+
+BLOCK = """\
+import torch.nn as nn
+
+from .proc import Attention
+
+
+class Block(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.attn = Attention(16)
+
+    def forward(self, h, ids):
+        keep = ids != 0
+        return self.attn(h, attention_mask=keep)
+"""
+
+
+def test_a_mask_repeated_per_head_in_a_processor_is_still_the_callers_mask(tmp_path):
+    # probe AO's AO06: diffusers' ``repeat_interleave(heads, dim=0)`` before the product
+    pkg = write_package(tmp_path / "pkg", {"proc.py": PROCESSOR, "block.py": BLOCK})
+    found = analyze_file(str(pkg / "block.py"), ["MHA012"])
+    assert _rows(found) == [(13, 16, "MHA012")]
+    # repeated along another axis it is not read (the rows no longer the samples')
+    other = PROCESSOR.replace("repeat_interleave(attn.heads, dim=0)", "repeat_interleave(2, dim=1)")
+    pkg = write_package(tmp_path / "b" / "pkg", {"proc.py": other, "block.py": BLOCK})
+    assert analyze_file(str(pkg / "block.py"), ["MHA012"]) == []
