@@ -11,7 +11,7 @@ from typing import Optional
 import libcst as cst
 
 from ..core.torch_api import ModuleSpec
-from .flow import DefKind, Env, Scope, lookup, walk
+from .flow import DefKind, Env, Scope, lookup, module_scope, walk
 from .program import forms
 from .program.local_names import annotation_of
 
@@ -119,10 +119,8 @@ def handed_in_file(fscope: Optional[Scope], param: str):
         return None
     if isinstance(chosen, cst.Attribute):
         return chosen  # ``nn.MultiheadAttention``: its qualified name says what it is
-    module_scope = cls_scope
-    while module_scope.parent is not None:
-        module_scope = module_scope.parent
-    defs = lookup(chosen.value, module_scope.final_env, module_scope)
+    module = module_scope(cls_scope)
+    defs = lookup(chosen.value, module.final_env, module)
     kinds = (DefKind.CLASS, DefKind.IMPORT)
     return chosen if defs and all(d.kind in kinds for d in defs) else None
 

@@ -113,11 +113,9 @@ class Scope:
         self.loads: set = set()  # names read anywhere in this function
         self.globals: set = set()  # names this function declares global/nonlocal
         self.mutated_globals: set = set()  # module scope: names some function rebinds
-        # local list -> what ``.append()`` added; a local container -> what
-        # ``name[key] = value`` stored in it
+        # a local list -> what ``.append()`` added; a container -> its ``name[key] = v``
         self.appends: Dict[str, List[Def]] = {}
-        # module scope: the project's facts values.py may ask (project.Project:
-        # imported_constant, constructed), or None for this file alone
+        # module scope: the project values.py asks (None: this file alone)
         self.project = None
 
 
@@ -285,8 +283,7 @@ class FlowPass:
         self.module_scope = scope
         self.scopes.append(scope)
         scope.final_env = self.block(module.body, EMPTY_ENV, scope)
-        # function bodies run after the module body, so that they see every
-        # module-level name (as Python does at call time)
+        # function bodies run after the module body: they see every module-level name
         while self._deferred:
             func, scope_, env = self._deferred.pop(0)
             self._function(func, scope_, env)
@@ -358,9 +355,9 @@ class FlowPass:
             )
         if t is cst.Expr:
             self.expr(node.value, env, scope)
-            value = node.value
-            if isinstance(value, cst.Yield) and isinstance(value.value, cst.BaseExpression):
-                scope.yields.append((value.value, env))  # ``yield blk, mask``: what a loop gets
+            got = node.value  # ``yield blk, mask``: what a loop over the generator takes
+            if isinstance(got, cst.Yield) and isinstance(got.value, cst.BaseExpression):
+                scope.yields.append((got.value, env))
             return self._flush(env)
         if t is cst.Return:
             if node.value is not None:
@@ -785,6 +782,13 @@ def device_partial(call: cst.Call) -> Optional[cst.BaseExpression]:
     if not all(a.keyword is not None and a.keyword.value == "device" for a in call.args[1:]):
         return None
     return call.args[0].value
+
+
+def module_scope(scope: Optional[Scope]) -> Optional[Scope]:
+    """The module scope around ``scope`` (None for None)."""
+    while scope is not None and scope.parent is not None:
+        scope = scope.parent
+    return scope
 
 
 def scope_appends(scope: Optional[Scope], name: str) -> List[Def]:

@@ -19,11 +19,11 @@ from typing import Callable, Dict, Iterator, List, Optional, Tuple
 import libcst as cst
 
 from ..core.positions import line_of
-from .flow import Def, DefKind, Env, Scope, ScopeKind, lookup
-from .tree import walk
+from .flow import Def, DefKind, Env, Scope, lookup, module_scope
+from .tree import LIST_MUTATORS
+from .splats import mutated
 
 MAX_ITEMS = 64  # a longer sequence, or more passes together, is not read
-_MUTATORS = frozenset(("append", "extend", "insert", "pop", "remove", "clear", "sort", "reverse"))
 
 # id(iterable node) -> the element of the pass being judged (``each_pass``)
 _PINNED: Dict[int, object] = {}
@@ -53,16 +53,17 @@ def sequence_of(
             return None
         d = defs[0]
         if d.kind == DefKind.ASSIGN and isinstance(d.node, (cst.Tuple, cst.List)):
-            if isinstance(d.node, cst.List) and _changed(node.value, d.scope):
+            changed = mutated(node.value, module_scope(d.scope), LIST_MUTATORS, nested=True)
+            if isinstance(d.node, cst.List) and changed:
                 return None
             return sequence_of(d.node, d.env, d.scope, value_of, depth + 1)
         if d.kind == DefKind.IMPORT:
-            got = getattr(getattr(_root(scope), "project", None), "imported_sequence", None)
+            got = _asker(scope)
             return got(d.node, node.value) if got is not None else None
         return None
     if t is cst.Attribute and isinstance(node.value, cst.Name):  # ``config.DIMS``
         defs = lookup(node.value.value, env, scope)
-        got = getattr(getattr(_root(scope), "project", None), "imported_sequence", None)
+        got = _asker(scope)
         if len(defs) == 1 and defs[0].kind == DefKind.IMPORT and got is not None:
             return got(defs[0].node, node.value.value, node.attr.value)
         return None
@@ -92,6 +93,11 @@ def sequence_of(
     return None
 
 
+def _asker(scope: Optional[Scope]):
+    """The project's ``imported_sequence`` (None: this file alone)."""
+    return getattr(getattr(module_scope(scope), "project", None), "imported_sequence", None)
+
+
 def _start_only(call: cst.Call) -> bool:
     """``enumerate(xs, start=1)``: the one keyword it takes."""
     return (
@@ -106,29 +112,6 @@ def _start_only(call: cst.Call) -> bool:
 def _shadowed(name: cst.Name, env: Env, scope: Optional[Scope]) -> bool:
     """The builtin's name is bound by the program (``zip = my_zip``)."""
     return bool(lookup(name.value, env, scope))
-
-
-def _changed(name: str, scope: Optional[Scope]) -> bool:
-    """A list ``name`` of this module that some statement changes in place
-    (``DIMS.append(...)``, ``DIMS[0] = ...``, ``DIMS += ...``)."""
-    module = scope
-    while module is not None and module.kind != ScopeKind.MODULE:
-        module = module.parent
-    if module is None or module.node is None:
-        return True
-    for n in walk(module.node):
-        t = type(n)
-        if t is cst.Attribute and n.attr.value in _MUTATORS:
-            if isinstance(n.value, cst.Name) and n.value.value == name:
-                return True
-        elif t is cst.AssignTarget or t is cst.AugAssign:
-            target = n.target
-            if isinstance(target, cst.Subscript) and isinstance(target.value, cst.Name):
-                if target.value.value == name:
-                    return True
-            if t is cst.AugAssign and isinstance(target, cst.Name) and target.value == name:
-                return True
-    return False
 
 
 def pass_value(d: Def, value_of: Callable, depth: int) -> Optional[tuple]:
@@ -191,16 +174,8 @@ def each_pass(judge: Callable[[], object]) -> Iterator[Tuple[Optional[str], obje
 def _where(loops, picks) -> str:
     parts = []
     for (_, d, elements), i in zip(loops, picks):
-        root = _root(d.scope)
+        root = module_scope(d.scope)
         line = line_of(root.node, d.node) if root is not None else None
         at = f" at line {line}" if line else ""
         parts.append(f"the loop{at}, pass {i + 1} of {len(elements)}")
     return ", ".join(parts)
-
-
-def _root(scope: Optional[Scope]) -> Optional[Scope]:
-    """The module scope around ``scope`` (its ``node``: the module; its
-    ``project``: what the engine gave it)."""
-    while scope is not None and scope.parent is not None:
-        scope = scope.parent
-    return scope

@@ -31,11 +31,11 @@ from typing import List, Optional, Sequence, Tuple
 import libcst as cst
 
 from .flow import Env, Scope, children, lookup
+from .tree import LIST_MUTATORS, walk
 from .records import record_fields
 
 MAX_DEPTH = 8
 _SEQUENCES = (cst.Tuple, cst.List)
-_LIST_MUTATORS = {"append", "extend", "insert", "pop", "remove", "clear", "reverse", "sort"}
 _DICT_MUTATORS = {"update", "pop", "popitem", "clear", "setdefault"}
 
 # One counted position of a sequence: the element expression and the place
@@ -72,7 +72,7 @@ def elements(
             return [], False
         shapes = []
         for d in defs:
-            if isinstance(d.node, cst.List) and _mutated(expr.value, d.scope, _LIST_MUTATORS):
+            if isinstance(d.node, cst.List) and mutated(expr.value, d.scope, LIST_MUTATORS):
                 return [], False
             shapes.append(elements(d.node, d.env, d.scope, depth + 1))
         return _agree(shapes)
@@ -156,7 +156,7 @@ def items(
         merged: Optional[dict] = None
         for d in defs:
             stored = None
-            if _mutated(expr.value, d.scope, _DICT_MUTATORS):
+            if mutated(expr.value, d.scope, _DICT_MUTATORS):
                 stored = _item_stores(expr.value, d.scope)  # ``masks["pad"] = ...`` only
                 if stored is None:
                     return None
@@ -291,12 +291,13 @@ def _string(node) -> Optional[str]:
 # --------------------------------------------------------------------------- in-place changes
 
 
-def _mutated(name: str, scope: Optional[Scope], methods: set) -> bool:
-    """``name`` is changed in place in its scope's body (not counting nested
-    functions): a mutating method, an item assignment or deletion, ``+=``."""
+def mutated(name: str, scope: Optional[Scope], methods, nested: bool = False) -> bool:
+    """``name`` is changed in place in its scope's body (with ``nested``, in
+    the functions nested in it too: a module's list a function appends to):
+    a mutating method, an item assignment or deletion, ``+=``."""
     if scope is None:
         return True
-    for n in _own_nodes(scope):
+    for n in walk(scope.node) if nested else _own_nodes(scope):
         if isinstance(n, cst.Attribute) and _names(n.value, name) and n.attr.value in methods:
             return True
         if isinstance(n, (cst.Assign, cst.Del, cst.AugAssign)):

@@ -4,6 +4,7 @@ pass, the analyses, the rules and the fixes (re-exported by ``flow``)."""
 
 from __future__ import annotations
 
+import re
 from typing import Callable, Dict, Iterator, List, Optional, Tuple
 
 import libcst as cst
@@ -165,3 +166,15 @@ def last_word(node) -> Optional[str]:
     if isinstance(node, cst.Attribute):
         return node.attr.value
     return node.value if isinstance(node, cst.Name) else None
+
+
+def word_count(word: str, text: str) -> int:
+    """How often ``word`` stands in ``text`` as a whole word."""
+    return len(re.findall(r"\b" + re.escape(word) + r"\b", text))
+
+
+# the methods that change a list in place (``DIMS.append(...)``): a list a
+# program changes is not the display it was bound to
+LIST_MUTATORS = frozenset(
+    ("append", "extend", "insert", "pop", "remove", "clear", "reverse", "sort")
+)

@@ -16,15 +16,14 @@ from __future__ import annotations
 from contextlib import contextmanager
 
 import operator
-import re
 from typing import Callable, Dict, List, Optional, Tuple
 
 import libcst as cst
 
 from .env import worlds
-from .flow import Def, DefKind, Env, Scope, ScopeKind, lookup, subclasses_in
+from .flow import Def, DefKind, Env, Scope, ScopeKind, lookup, module_scope, subclasses_in
 from .sequences import pass_value, sequence_of
-from .tree import is_none, walk
+from .tree import is_none, walk, word_count
 
 
 class _Unknown:
@@ -337,13 +336,12 @@ def _used_heirs(base) -> list:
         return []
     classes = _module_classes(module)
     text = _module_text(module.node)
-    project = project_of(module)
     direct = [c for c in classes if any(_named(b, base.name) for b in c.base_exprs)]
     # named again beside its class statement and its subclasses' (AM18:
     # ``encoder_cls=SeqEncoder``): the base's own instances, read with its own
     # attributes, and no ``__init__`` parameter (its constructions and its
     # heirs' are not told apart)
-    out = [base] if _words(base.name, text) > 1 + len(direct) else []
+    out = [base] if word_count(base.name, text) > 1 + len(direct) else []
     for sub in subclasses_in(base, classes, MAX_BASES):
         chain, up = [], sub
         while up is not None and up is not base and len(chain) < MAX_BASES:
@@ -351,15 +349,22 @@ def _used_heirs(base) -> list:
             up = _same_file_base(up)
         if up is not base or any("__init__" in c.methods for c in chain):
             continue
-        named = _words(sub.name, text) > 1
-        ask = getattr(project, "mentioned_elsewhere", None)
-        if named or (ask is not None and ask(sub.name)):
+        if in_use(sub.name, module):
             out.append(sub)
     return out
 
 
-def _words(word: str, text: str) -> int:
-    return len(re.findall(r"\b" + re.escape(word) + r"\b", text))
+def in_use(name: str, scope: Optional[Scope]) -> bool:
+    """A class of the module around ``scope`` named outside its own ``class``
+    statement there, or in another project file that may call into it (its
+    instances are made: a subclass's override or attribute then runs)."""
+    module = module_scope(scope)
+    if module is None:
+        return False
+    if word_count(name, _module_text(module.node)) > 1:
+        return True
+    ask = getattr(module.project, "mentioned_elsewhere", None)
+    return bool(ask is not None and ask(name))
 
 
 _TEXT: Dict[int, str] = {}
@@ -475,8 +480,7 @@ def _defs_value(defs, scope, name: Optional[str], depth: int):
 def project_of(scope: Optional[Scope]):
     """The project the engine gave the module scope around ``scope`` (None:
     this file alone)."""
-    while scope is not None and scope.parent is not None:
-        scope = scope.parent
+    scope = module_scope(scope)
     return scope.project if scope is not None else None
 
 

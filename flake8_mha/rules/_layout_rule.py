@@ -14,6 +14,7 @@ from typing import Any, List, Tuple
 import libcst as cst
 
 from ..analysis.events import Construction
+from ..analysis.flow import module_scope
 from ..analysis.splats import splat_keys
 from ..analysis.tree import walk
 from ..analysis.layout import BATCH_FIRST, SEQ_FIRST, CallLayout, analysis_for
@@ -52,7 +53,8 @@ def hooked(site, target: cst.BaseExpression) -> bool:
     the module's forward reads (a CLIP port that transposes inside one,
     probe AO's FALSE02), so the layout its calls pass says nothing of it."""
     owner = site.scope.cls.node if site.scope is not None and site.scope.cls else None
-    body = owner if owner is not None else _module_of(site.scope)
+    module = module_scope(site.scope)
+    body = owner if owner is not None else (module.node if module is not None else None)
     text = dotted(target)
     if body is None or "?" in text:
         return False
@@ -73,12 +75,6 @@ def kept_in(ev: Construction):
     if isinstance(stmt, cst.Assign) and len(stmt.targets) == 1 and stmt.value is ev.site.node:
         return stmt.targets[0].target
     return None
-
-
-def _module_of(scope):
-    while scope is not None and scope.parent is not None:
-        scope = scope.parent
-    return scope.node if scope is not None else None
 
 
 def _names_batch_first(test: cst.BaseExpression) -> bool:

@@ -19,13 +19,12 @@ import libcst as cst
 from ..analysis.classes import property_return
 from ..analysis.events import ModuleCall
 from ..analysis.flow import CallSite, lookup, subclasses_in
-from ..analysis.program.overrides import word_count
 from ..analysis.program.returns import helper_reading, may_be_helper, overriding_readings
 from ..analysis.program.returns import self_method
 from ..analysis.gqa import GqaAnalysis, code_text
 from ..analysis.heads import arg_of, call_sizes, is_one
 from ..analysis.splats import element
-from ..analysis.values import UNKNOWN, literal
+from ..analysis.values import UNKNOWN, in_use, literal
 from ..analysis.masks import At, analysis_for
 from ..core.positions import line_of
 from .autofix import atom
@@ -341,11 +340,7 @@ class MaskHeadsOrder(Rule):
     def _used(self, sub) -> bool:
         """The subclass is named outside its own statement, in this file or in
         another of the project (built or handed somewhere): its override runs."""
-        if word_count(sub.name, self.ctx.module.code) > 1:
-            return True
-        project = getattr(self.ctx, "project", None)
-        ask = getattr(project, "mentioned_elsewhere", None)
-        return bool(ask is not None and ask(sub.name))
+        return in_use(sub.name, sub.scope)
 
     def _builder(self, call: cst.Call, env, scope) -> Optional[Found]:
         """A function or ``self`` method of this file whose one return is a

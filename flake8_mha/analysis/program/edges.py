@@ -46,6 +46,7 @@ def edges(calls, loops_over, attrs: Dict[str, str], reach_of, fwd=None) -> List[
         _loop_items(n, attrs, own)
         loops.update(own)
         each.append((n, own))
+    each.sort(key=lambda e: e[0].lineno)  # the innermost loop around a call read last
     out: List[dict] = []
     for n in calls:
         n = _checkpointed(n)
@@ -151,13 +152,13 @@ def _loop_items(n: ast.For, attrs: Dict[str, str], loops: Dict[str, str]) -> Non
 
 
 def _around(call: ast.Call, each: List[tuple], loops: Dict[str, str]) -> Dict[str, str]:
-    """The loop names a call reads: those of the loops around it, the
-    innermost last (DETR's ``for layer in self.encoder`` then ``for layer in
-    self.decoder``: each loop's call its own layers, probe AO's AO18); else
-    what the function's loops bound last."""
+    """The loop names a call reads: those of the loops around it (``each``,
+    in line order), the innermost last (DETR's ``for layer in self.encoder``
+    then ``for layer in self.decoder``: each loop's call its own layers,
+    probe AO's AO18); else what the function's loops bound last."""
     line = getattr(call, "lineno", 0)
     out = dict(loops)
-    for loop, names in sorted(each, key=lambda e: e[0].lineno):
+    for loop, names in each:
         if loop.body and loop.body[0].lineno <= line <= (loop.end_lineno or 0):
             for x in astwalk.walk(loop.target):  # what else the loop binds is not an item
                 if isinstance(x, ast.Name):

@@ -54,7 +54,7 @@ def multiplied_mask(term: ast.AST) -> bool:
     if names_a_mask(term):
         return True
     shaped = False
-    while isinstance(term, ast.Subscript) or _per_head(term):
+    while isinstance(term, ast.Subscript) or steps.repeated_rows(term):
         if isinstance(term, ast.Call):  # ``mask.repeat_interleave(heads, dim=0)[:, None, :]``
             term = term.func.value
             continue
@@ -87,15 +87,6 @@ def mask_factor(term: ast.AST, stores) -> bool:
     ):
         value = value.func.value
     return multiplied_mask(value)
-
-
-def _per_head(term: ast.AST) -> bool:
-    """``mask.repeat_interleave(...)``: each sample's mask once per head."""
-    return (
-        isinstance(term, ast.Call)
-        and isinstance(term.func, ast.Attribute)
-        and term.func.attr == "repeat_interleave"
-    )
 
 
 def _uncast(term: ast.AST) -> ast.AST:

@@ -8,6 +8,7 @@ import ast
 from typing import Dict, List
 
 from ...core import walk as astwalk
+from ..tree import LIST_MUTATORS
 from .chains import statements
 
 _ARITHMETIC = {
@@ -22,7 +23,6 @@ _ARITHMETIC = {
 
 
 SEQUENCE = "[]"  # ``NAME[]``: the numbers of a tuple or list ``NAME`` (``sequences.py``)
-_MUTATORS = frozenset(("append", "extend", "insert", "pop", "remove", "clear", "sort", "reverse"))
 
 
 def module_constants(tree: ast.Module) -> Dict[str, object]:
@@ -72,7 +72,7 @@ def _changed(tree: ast.Module, name: str) -> bool:
     ``DIMS[0] = ...``)."""
     for node in astwalk.walk(tree):
         if isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name):
-            if node.value.id == name and node.attr in _MUTATORS:
+            if node.value.id == name and node.attr in LIST_MUTATORS:
                 return True
         elif isinstance(node, ast.Subscript) and isinstance(node.ctx, (ast.Store, ast.Del)):
             if isinstance(node.value, ast.Name) and node.value.id == name:

@@ -23,11 +23,11 @@ from __future__ import annotations
 
 import ast
 import os
-import re
 from typing import List, Tuple
 
 from ...core.atomic import read_regular
 from . import callers, signatures
+from ..tree import word_count
 from .built import names_class
 
 MAX_OVERRIDERS = 8  # subclasses read per hook: beyond, the base's call is left as it reads
@@ -181,8 +181,3 @@ def _overrides(node: ast.ClassDef, method: str) -> bool:
 def _named_elsewhere(sub: str, where: str, texts: dict) -> bool:
     """The subclass's name in another project file, or twice in its own."""
     return any(word_count(sub, text) > (1 if name == where else 0) for name, text in texts.items())
-
-
-def word_count(word: str, text: str) -> int:
-    """How often ``word`` stands in ``text`` as a whole word."""
-    return len(re.findall(r"\b" + re.escape(word) + r"\b", text))

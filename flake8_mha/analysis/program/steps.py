@@ -502,7 +502,7 @@ def _op(expr: ast.AST) -> Optional[Tuple[ast.AST, Optional[list]]]:
         return (expr.orelse, None) if is_none_constant(expr.body) else None
     if _to_dtype_of(expr):  # CLIP's ``mask.to(dtype=x.dtype, device=x.device)``
         return expr.func.value, ["cast", "float"]
-    if _repeated_rows(expr):  # diffusers' ``attention_mask.repeat_interleave(heads, dim=0)``
+    if repeated_rows(expr):  # diffusers' ``attention_mask.repeat_interleave(heads, dim=0)``
         return expr.func.value, ["expand"]
     if not isinstance(expr, ast.Call) or expr.keywords:
         return None
@@ -552,7 +552,7 @@ def _op(expr: ast.AST) -> Optional[Tuple[ast.AST, Optional[list]]]:
     return None
 
 
-def _repeated_rows(expr: ast.AST) -> bool:
+def repeated_rows(expr: ast.AST) -> bool:
     """``m.repeat_interleave(heads, dim=0)`` (or ``, 0)``): each sample's mask
     once per head, its meaning kept (probe AO's AO06)."""
     if not (isinstance(expr, ast.Call) and isinstance(expr.func, ast.Attribute)):
