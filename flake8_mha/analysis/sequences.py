@@ -19,8 +19,8 @@ from typing import Callable, Dict, Iterator, List, Optional, Tuple
 import libcst as cst
 
 from ..core.positions import line_of
+from ..core.walk import LIST_MUTATORS
 from .flow import Def, DefKind, Env, Scope, lookup, module_scope
-from .tree import LIST_MUTATORS
 from .splats import mutated
 
 MAX_ITEMS = 64  # a longer sequence, or more passes together, is not read

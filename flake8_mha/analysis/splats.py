@@ -30,9 +30,10 @@ from typing import List, Optional, Sequence, Tuple
 
 import libcst as cst
 
+from ..core.walk import LIST_MUTATORS
 from .flow import Env, Scope, children, lookup
-from .tree import LIST_MUTATORS, walk
 from .records import record_fields
+from .tree import walk
 
 MAX_DEPTH = 8
 _SEQUENCES = (cst.Tuple, cst.List)

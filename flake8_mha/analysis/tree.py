@@ -171,10 +171,3 @@ def last_word(node) -> Optional[str]:
 def word_count(word: str, text: str) -> int:
     """How often ``word`` stands in ``text`` as a whole word."""
     return len(re.findall(r"\b" + re.escape(word) + r"\b", text))
-
-
-# the methods that change a list in place (``DIMS.append(...)``): a list a
-# program changes is not the display it was bound to
-LIST_MUTATORS = frozenset(
-    ("append", "extend", "insert", "pop", "remove", "clear", "reverse", "sort")
-)

@@ -92,6 +92,11 @@ def own_nodes(func: ast.AST) -> List[ast.AST]:
 
 # the fields of a statement that hold statements (and ``except``/``case`` clauses)
 BODIES = ("body", "orelse", "finalbody", "handlers", "cases")
+# the methods that change a list in place (``DIMS.append(...)``): a list a
+# program changes is not the display it was bound to
+LIST_MUTATORS = frozenset(
+    ("append", "extend", "insert", "pop", "remove", "clear", "reverse", "sort")
+)
 _DEFS = (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)
 
 

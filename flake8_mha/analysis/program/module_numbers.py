@@ -8,7 +8,7 @@ import ast
 from typing import Dict, List
 
 from ...core import walk as astwalk
-from ..tree import LIST_MUTATORS
+from ...core.walk import LIST_MUTATORS
 from .chains import statements
 
 _ARITHMETIC = {
