@@ -335,7 +335,7 @@ def _used_heirs(base) -> list:
     if module is None or module.kind != ScopeKind.MODULE or "__init__" not in base.methods:
         return []
     classes = _module_classes(module)
-    text = _module_text(module.node)
+    text = module_text(module.node)
     direct = [c for c in classes if any(_named(b, base.name) for b in c.base_exprs)]
     # named again beside its class statement and its subclasses' (AM18:
     # ``encoder_cls=SeqEncoder``): the base's own instances, read with its own
@@ -361,20 +361,20 @@ def in_use(name: str, scope: Optional[Scope]) -> bool:
     module = module_scope(scope)
     if module is None:
         return False
-    if word_count(name, _module_text(module.node)) > 1:
+    if word_count(name, module_text(module.node)) > 1:
         return True
     ask = getattr(module.project, "mentioned_elsewhere", None)
     return bool(ask is not None and ask(name))
 
 
-_TEXT: Dict[int, str] = {}
+_TEXT: list = [None, ""]  # the last module read, held (its id may be reused once freed)
 
 
-def _module_text(module) -> str:
-    if id(module) not in _TEXT:
-        _TEXT.clear()
-        _TEXT[id(module)] = module.code
-    return _TEXT[id(module)]
+def module_text(module) -> str:
+    """A LibCST module's text, made once for the module last asked."""
+    if _TEXT[0] is not module:
+        _TEXT[:] = [module, module.code]
+    return _TEXT[1]
 
 
 def _subclass_value(sub, base, attr: str, defs, scope, depth: int):
