@@ -25,9 +25,9 @@ from ..core import torch_api
 from . import tree
 from .bound import Bound, Instance
 from .classes import instance_class, is_property
-from .flow import DefKind, Env, lookup, scope_appends
+from .flow import DefKind, Env, ScopeKind, lookup, scope_appends
 from .tree import choices, walk
-from .values import UNKNOWN, fixed_side, literal
+from .values import UNKNOWN, fixed_side, literal, module_text
 
 Resolver = Any  # resolve.Resolver (which imports this module)
 Leaf = Callable
@@ -615,22 +615,65 @@ def init_arguments(res: Resolver, d) -> Optional[list]:
     construction of the class in this file passes it, the default where
     one leaves it out: ``(expression, env, scope)`` each; None when the
     class is built nowhere in the file, a construction splats, or leaves
-    out a parameter without a default."""
+    out a parameter without a default.  For a parameter of a module-level
+    function: what each call of it in the file passes (``function_calls``)."""
     func, scope = d.extra, d.scope
     info = scope.cls if scope is not None else None
-    if (
-        info is None
-        or not isinstance(func, cst.FunctionDef)
-        or func.name.value != "__init__"
-        or info.methods.get("__init__") is not func
-        or not isinstance(d.node, cst.Param)
-    ):
+    if not isinstance(d.node, cst.Param) or not isinstance(func, cst.FunctionDef):
         return None
-    names = [p.name.value for p in list(func.params.posonly_params) + list(func.params.params)]
+    if info is None:
+        sites = function_calls(res, func, scope)
+        return _passed(sites, d, _positions(func).index(d.node.name.value)) if sites else None
+    if func.name.value != "__init__" or info.methods.get("__init__") is not func:
+        return None
+    names = _positions(func)
     name = d.node.name.value
     index = names.index(name) - 1 if name in names[1:] else None  # after self
+    return _passed(res.constructions(info), d, index)
+
+
+def _positions(func: cst.FunctionDef) -> List[str]:
+    p = func.params
+    return [x.name.value for x in list(p.posonly_params) + list(p.params)] + [
+        x.name.value for x in p.kwonly_params
+    ]
+
+
+def function_calls(res: Resolver, func: cst.FunctionDef, scope) -> list:
+    """The calls of this file of the module-level function ``func``, by its
+    name (``score(LM(), ids, 0)``: probe AO's FALSE01, a module handed to a
+    helper that calls it); empty when the name is bound more than once, or
+    handed anywhere but called (a callback whose caller is not read)."""
+    parent = scope.parent if scope is not None else None
+    if parent is None or parent.kind != ScopeKind.MODULE:
+        return []
+    name = func.name.value
+    defs = parent.final_env.get(name, ())
+    if len(defs) != 1 or defs[0].node is not func:
+        return []
+    key = ("called", id(func))
+    if key not in res._built:
+        sites = [
+            site
+            for site in res.flow.calls
+            if isinstance(site.node.func, cst.Name)
+            and site.node.func.value == name
+            and lookup(name, site.env, site.scope) == defs
+        ]
+        res._built[key] = sites if _only_called(res, name, len(sites)) else []
+    return res._built[key]
+
+
+def _only_called(res: Resolver, name: str, calls: int) -> bool:
+    """The file names ``name`` only to define and call it."""
+    module = res.flow.module_scope.node
+    return calls > 0 and tree.word_count(name, module_text(module)) == calls + 1
+
+
+def _passed(sites, d, index: Optional[int]) -> Optional[list]:
+    name = d.node.name.value
     out: list = []
-    for site in res.constructions(info):
+    for site in sites:
         given = None
         for i, arg in enumerate(site.node.args):
             if arg.star:
@@ -642,7 +685,7 @@ def init_arguments(res: Resolver, d) -> Optional[list]:
         if given is not None:
             out.append((given, site.env, site.scope))
         elif d.node.default is not None and not tree.is_none(d.node.default):
-            out.append((d.node.default, d.env, scope.parent or scope))
+            out.append((d.node.default, d.env, d.scope.parent or d.scope))
         else:
             return None
     return out or None
