@@ -87,3 +87,112 @@ def test_a_keep_mask_handed_through_the_helper_to_the_padding_mask(tmp_path):
     found = analyze_file(str(pkg / "model.py"), ["MHA003"])
     assert _rows(found) == [(16, 12, "MHA003")]
 
+
+T5 = Path("fixtures/program_calls/t5_defaulted_bias")
+
+
+def test_a_mask_folded_into_a_bias_made_when_none_is_given_reaches_sdpa():
+    # probe AO's AO15: HF T5's ``if position_bias is None:`` fold, the stack's
+    # ``position_bias = None`` handed to the first block (the decoder's is additive)
+    assert_package_runs(str(T5), [("stack.py", 20, 32, "MHA004")])
+
+
+def _stack(tmp_path, old: str, new: str):
+    pkg = copied(T5, tmp_path)
+    text = (pkg / "stack.py").read_text()
+    assert old in text
+    (pkg / "stack.py").write_text(text.replace(old, new, 1))
+    return _rows(analyze_file(str(pkg / "stack.py"), ["MHA004"]))
+
+
+def test_a_stack_that_always_hands_its_own_bias_folds_no_mask(tmp_path):
+    # the block's bias is given on every pass: the attention adds it as it is
+    rows = _stack(
+        tmp_path,
+        "        position_bias = None\n        for layer in self.block:\n            h, position_bias",
+        "        position_bias = self.bias(h)\n        for layer in self.block:\n            h, position_bias",
+    )
+    assert rows == []
+
+
+def test_the_first_block_called_alone_folds_the_mask(tmp_path):
+    rows = _stack(
+        tmp_path,
+        "        position_bias = None\n        for layer in self.block:\n"
+        "            h, position_bias = layer(h, mask=ext, position_bias=position_bias)  # MHA004:32\n",
+        "        h, _ = self.block[0](h, mask=ext)\n",
+    )
+    assert rows == [(18, 16, "MHA004")]
+
+
+def test_a_block_that_hands_on_a_bias_of_its_own_drops_the_fold(tmp_path):
+    pkg = copied(T5, tmp_path)
+    blocks = (pkg / "blocks.py").read_text()
+    old = "self.attn(h, mask=mask, position_bias=position_bias)"
+    assert old in blocks
+    (pkg / "blocks.py").write_text(blocks.replace(old, "self.attn(h, mask=mask, position_bias=h[:1])"))
+    assert _rows(analyze_file(str(pkg / "stack.py"), ["MHA004"])) == []
+
+
+def test_a_cross_attention_beside_the_fold_is_named_through_its_own_chain(tmp_path):
+    # composing: the block's second sink keeps the line and chain of its own callee
+    pkg = copied(T5, tmp_path)
+    attention = (pkg / "attention.py").read_text() + CROSS
+    (pkg / "attention.py").write_text(attention)
+    blocks = (pkg / "blocks.py").read_text()
+    blocks = blocks.replace("import T5Attention", "import T5Attention, T5Cross")
+    blocks = blocks.replace(
+        "        self.ff = nn.Sequential(",
+        "        self.cross = T5Cross(dim, heads)\n        self.ff = nn.Sequential(",
+    )
+    blocks = blocks.replace(
+        "    def forward(self, h, mask=None, position_bias=None):\n",
+        "    def forward(self, h, mask=None, position_bias=None, enc=None, enc_mask=None):\n",
+    )
+    blocks = blocks.replace(
+        "        h = h + a\n", "        h = h + a\n        h = h + self.cross(h, enc, enc_mask)\n"
+    )
+    (pkg / "blocks.py").write_text(blocks)
+    (pkg / "seq2seq.py").write_text(SEQ2SEQ)
+    found = analyze_file(str(pkg / "seq2seq.py"), ["MHA009"])
+    assert _rows(found) == [(15, 32, "MHA009")]
+    assert found[0].message.endswith(
+        "at t5_defaulted_bias/attention.py:45 through T5Block.forward() -> T5Cross.forward()"
+    )
+
+
+CROSS = """
+
+class T5Cross(nn.Module):
+    def __init__(self, dim=64, heads=4):
+        super().__init__()
+        self.heads = heads
+        self.q = nn.Linear(dim, dim)
+
+    def forward(self, h, enc, enc_mask=None):
+        b, t, c = h.shape
+        q = self.q(h).view(b, t, self.heads, -1).transpose(1, 2)
+        k = enc.view(b, -1, self.heads, c // self.heads).transpose(1, 2)
+        out = F.scaled_dot_product_attention(q, k, k, attn_mask=enc_mask)
+        return out.transpose(1, 2).reshape(b, t, c)
+"""
+
+SEQ2SEQ = """\
+import torch.nn as nn
+
+from .blocks import T5Block
+
+
+class Decoder(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.block = nn.ModuleList([T5Block(first=True), T5Block()])
+
+    def forward(self, h, enc, ids):
+        keep = ids.ne(0)
+        position_bias = None
+        for layer in self.block:
+            h, position_bias = layer(h, position_bias=position_bias, enc=enc, enc_mask=keep)
+        return h
+"""
+

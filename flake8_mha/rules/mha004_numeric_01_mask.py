@@ -125,6 +125,11 @@ class NumericZeroOneMask(MaskRule):
           one mask-named operand a parameter's stores add into it), and a bias
           added before the mask (`scores = scores + alibi; scores = scores +
           attention_mask`: of several added terms, the one named a mask).
+          HuggingFace T5's form, the fold made under `if position_bias is
+          None:` and the bias handed to SDPA, is judged at the calls that
+          leave `position_bias` None (the stack's first block; a call that
+          always gives a bias of its own folds no mask):
+          `fixtures/program_calls/t5_defaulted_bias/`.
         """
     VALID = [
         "import torch\nimport torch.nn.functional as F\n"

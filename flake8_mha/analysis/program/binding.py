@@ -10,6 +10,8 @@ from typing import Dict, Optional, Tuple
 
 import libcst as cst
 
+from ..flow import DefKind, lookup
+from ..tree import is_none
 from ..values import UNKNOWN, literal, value_of
 
 
@@ -199,15 +201,25 @@ def _paren(expr: cst.BaseExpression) -> cst.BaseExpression:
     return expr.with_changes(lpar=[cst.LeftParen()], rpar=[cst.RightParen()])
 
 
-def left_off(params, summary: dict, args) -> bool:
+def left_off(params, summary: dict, args, site=None) -> bool:
     """Whether a call gives each of ``params`` nothing: None or False, or
     leaves it to a default of None or False (a wrapper's optional
-    ``attn_mask=mask`` that this call does not pass)."""
+    ``attn_mask=mask`` that this call does not pass).  With the call's
+    ``site``: also a name that holds None on some pass (HF T5's
+    ``position_bias = None`` before the loop over the blocks, each block's
+    returned bias handed to the next)."""
     for p in params:
         expr = args.get(p)
         if expr is None:
             if SPLAT in args or summary["defaults"].get(p) not in ("None", "False"):
                 return False
-        elif literal(expr) not in (None, False):
+        elif literal(expr) not in (None, False) and not (site and _none_on_a_pass(expr, site)):
             return False
     return True
+
+
+def _none_on_a_pass(expr, site) -> bool:
+    if not isinstance(expr, cst.Name):
+        return False
+    defs = lookup(expr.value, site.env, site.scope)
+    return len(defs) > 1 and any(d.kind == DefKind.ASSIGN and is_none(d.node) for d in defs)

@@ -139,10 +139,9 @@ class Project(MethodCalls, Overrides, HandedMasks, ConstantFiles):
         return self._sdpa_call(site, filename, summary, args)
 
     def _variants(self, make, site, filename, summary, args, first, second):
-        """A wrapper that reaches its sink twice, the second time from another
-        parameter (``VARIANT``: a block's self- and cross-attention): the call
-        as ``make`` reads it with the ``first`` reach, and in its ``more``
-        with the ``second``."""
+        """A wrapper that reaches its sink twice, from two parameters (``VARIANT``:
+        a block's self- and cross-attention): the call as ``make`` reads it with
+        the ``first`` reach, and in its ``more`` with the ``second``."""
         got = make(site, filename, dict(summary, reach=first), args)
         later = dict(summary, reach=second)
         if summary.get("ends"):  # where the second reaches its sink: its own line and chain
@@ -163,8 +162,9 @@ class Project(MethodCalls, Overrides, HandedMasks, ConstantFiles):
                 continue  # a torch module's argument, a fill: judged where SDPA is not
             param = how["param"]
             expr = args.get(param)
-            if expr is None and SPLAT in args:
-                continue  # the call's ``**kwargs`` may give it: unknown
+            unless = how.get("unless", ())  # T5's bias: given, it takes the mask's place
+            if (expr is None and SPLAT in args) or not left_off(unless, summary, args, site):
+                continue  # or the call's ``**kwargs`` may give it: unknown
             if expr is None:
                 default = self.default_text(summary["defaults"].get(param), filename)
                 if default is None:

@@ -601,8 +601,35 @@ def compose(edge: dict, callee: dict) -> Dict[str, dict]:
             got = edge["pos"].get(str(positional.index(param)))
         if got is not None:
             out[sink] = {"param": got["param"], "ops": got["ops"] + how["ops"]}
+            unless = _unless(how.get("unless", ()), edge, positional, callee)
+            if unless is None:
+                del out[sink]  # the edge gives the parameter that takes the mask's place
+            elif unless:
+                out[sink]["unless"] = unless
         elif edge.get("fwd") and _forwarded(param, positional, callee, edge["given"], how):
             out[sink] = {"param": param, "ops": how["ops"], "fwd": True}
+    return out
+
+
+def _unless(params, edge: dict, positional: list, callee: dict) -> Optional[List[str]]:
+    """The callee's ``"unless"`` parameters (``chains.compose``) in the
+    caller's terms: each the caller's parameter the edge passes it unchanged;
+    one the edge leaves out (the callee's default None) drops out; None when
+    the edge gives one anything else."""
+    out: List[str] = []
+    count, keywords = edge.get("given") or edge.get("arity") or (None, ())
+    for p in params:
+        got = edge["kw"].get(p)
+        if got is None and p in positional:
+            got = edge["pos"].get(str(positional.index(p)))
+        if got is not None and not got["ops"]:
+            out.append(got["param"])
+        elif got is not None or count is None or p in keywords:
+            return None
+        elif p in positional and positional.index(p) < count:
+            return None
+        elif callee["defaults"].get(p) != "None":
+            return None
     return out
 
 

@@ -88,7 +88,7 @@ class Composing:
                     # class fed different masks: a second variant of the sink
                     alt = None if VARIANT in sink or sink in FILL_SINKS else sink + VARIANT + "2"
                     if alt is not None and reach.setdefault(alt, how) == how:
-                        ends.setdefault(alt, end)
+                        ends.setdefault(alt, _at_fill(end, callee, sink, True))
                         second_has = set(composed) if second_has is None else second_has
                     else:
                         clash.add(sink)
@@ -631,6 +631,9 @@ def _at_fill(end: tuple, summary: dict, sink: str, callee: bool = False) -> tupl
     (``SINK_LINE``: a bias added on one line, a padding mask filled on
     another; probe AJ's AJ02)."""
     line = summary["reach"].get(sink, {}).get(SINK_LINE) if callee else None
+    apart = summary.get("ends", {}).get(sink) if callee else None
+    if apart is not None:  # the callee's own sinks reached through callees of its own
+        return (apart[0], apart[1], list(end[2][:1]) + list(apart[2]))
     if sink in FILL_SINKS and line is not None:
         return (end[0], line, end[2])
     if sink in FILL_SINKS and "fill_line" in summary:

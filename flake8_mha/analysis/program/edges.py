@@ -30,7 +30,7 @@ def edges(calls, loops_over, attrs: Dict[str, str], reach_of, fwd=None) -> List[
     ``{"callee": [...], "pos": {"0": reach}, "kw": {"attn_mask": reach},
     "line": n}``.  ``loops_over``: the function's ``for`` statements (a loop
     variable over ``self.blocks``, or over ``self.heads.values()`` or
-    ``.items()``, calls its items); ``reach_of(expr)``: the
+    ``.items()``, calls its items); ``reach_of(expr, call)``: the
     parameter an argument is, and through what (``summaries``).
 
     ``fwd``: the function's own ``**kwargs`` parameter, when it is handed on
@@ -48,8 +48,8 @@ def edges(calls, loops_over, attrs: Dict[str, str], reach_of, fwd=None) -> List[
         each.append((n, own))
     each.sort(key=lambda e: e[0].lineno)  # the innermost loop around a call read last
     out: List[dict] = []
-    for n in calls:
-        n = _checkpointed(n)
+    for call in calls:
+        n = _checkpointed(call)
         callee = _callee(n.func, _around(n, each, loops), attrs)
         if callee is None:
             continue
@@ -60,7 +60,7 @@ def edges(calls, loops_over, attrs: Dict[str, str], reach_of, fwd=None) -> List[
             if isinstance(a, ast.Starred):
                 starred = True
                 break
-            got = reach_of(a)
+            got = reach_of(a, call)
             if got is not None:
                 pos[str(i)] = got
         splats = [k for k in n.keywords if k.arg is None]
@@ -75,7 +75,7 @@ def edges(calls, loops_over, attrs: Dict[str, str], reach_of, fwd=None) -> List[
         for k in n.keywords:
             if k.arg is None:
                 continue
-            got = reach_of(k.value)
+            got = reach_of(k.value, call)
             if got is not None:
                 kw[k.arg] = got
         if pos or kw or forwards:

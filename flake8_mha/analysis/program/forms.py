@@ -736,3 +736,39 @@ def dict_splat(splat: ast.AST, func) -> Optional[Dict[str, ast.AST]]:
         else:
             out[key] = value
     return out
+
+
+SDPA_POSITIONS = SDPA_SIGNATURE.names
+
+
+def sdpa_arguments(call: ast.Call) -> Tuple[Dict[str, ast.AST], Optional[ast.AST]]:
+    """SDPA's arguments by name, and what its one ``**`` splat splats (None
+    without one); ({}, None) behind a ``*`` splat or two ``**`` splats, and
+    behind one ``**`` splat all but what the call names itself
+    (``kwargs_given`` reads the splat)."""
+    out = {}
+    for i, a in enumerate(call.args):
+        if isinstance(a, ast.Starred):
+            return {}, None
+        if i < len(SDPA_POSITIONS):
+            out[SDPA_POSITIONS[i]] = a
+    splats = [k.value for k in call.keywords if k.arg is None]
+    if len(splats) > 1:
+        return {}, None
+    for k in call.keywords:
+        if k.arg is not None:
+            out[k.arg] = k.value
+    return out, (splats[0] if splats else None)
+
+
+# SDPA's parameters a caller names as keywords (what ``**kwargs`` can carry to it)
+_KEYWORD_SINKS = ("attn_mask", "dropout_p", "is_causal")
+
+
+def kwargs_given(splat: Optional[ast.AST], fwd: Optional[str], given) -> List[str]:
+    """The sink arguments an SDPA call takes from the function's own
+    ``**kwargs`` (``fwd``: handed on untouched) when that is what the call's
+    one ``**`` splat (``splat``) splats: those it does not give itself."""
+    if fwd is None or not (isinstance(splat, ast.Name) and splat.id == fwd):
+        return []
+    return [name for name in _KEYWORD_SINKS if name not in given]

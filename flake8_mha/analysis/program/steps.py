@@ -16,7 +16,7 @@ from typing import Dict, List, Optional, Tuple
 from .chains import dotted_name, is_none_constant
 
 
-class _Rebound(list):
+class Rebound(list):
     """The one store of a parameter that rebinds it to a transformation of
     itself (``rebinds``): ``ops``, the steps, and the statement; ``param``,
     the parameter a local alias stands for (None: the name is the
@@ -32,7 +32,7 @@ def rebinds(func, params: set, stores: Dict[str, List[ast.AST]]) -> Dict[str, Li
     """``stores`` with each parameter stored once, by ``p = <step of p>`` at
     the function's top level or in the body of a top-level ``if p is not
     None:`` (whatever its ``else:``, where ``p`` is None), marked
-    (``_Rebound``): a use after it reads ``p`` through that step on every
+    (``Rebound``): a use after it reads ``p`` through that step on every
     path that gives a mask (``mask = mask[:, None, None, :]``, ``mask =
     ~mask.bool()``).  A parameter given a value only in an ``if p is
     None:`` with no ``else:`` (at the top level, or in ``if``, ``with`` and
@@ -64,7 +64,7 @@ def rebinds(func, params: set, stores: Dict[str, List[ast.AST]]) -> Dict[str, Li
             # litgpt's ``if mask is None: mask = <causal bias>``: after the ``if``, a
             # mask a caller gives is read as it is given (one that gives none gets
             # the default); inside it, ``p`` is the default being made
-            out[p] = _Rebound(test[1], [])
+            out[p] = Rebound(test[1], [])
             continue
         got = allowed.get(id(defs[0])) if len(defs) == 1 else None
         if got is None or got[1] not in (None, p):
@@ -74,11 +74,11 @@ def rebinds(func, params: set, stores: Dict[str, List[ast.AST]]) -> Dict[str, Li
             continue
         got = reach(stmt.value, {p}, {}, 0)  # the steps it applies to ``p`` itself
         if got is not None:
-            out[p] = _Rebound(stmt, got["ops"])
+            out[p] = Rebound(stmt, got["ops"])
     for stmt, _ in allowed.values():  # ``q, k, v = map(lambda t: rearrange(...), (q, k, v))``
         for p in _split_heads(stmt, params):
             if len(stores.get(p, ())) == 1:
-                out[p] = _Rebound(stmt, [["rows"]])
+                out[p] = Rebound(stmt, [["rows"]])
     for name, defs in stores.items():
         alias = _alias_cut(name, defs, allowed, params, stores) or _set_if_given(
             name, defs, allowed, params, stores
@@ -158,7 +158,7 @@ def keeps_rows(body: ast.AST, param: str) -> bool:
     return isinstance(body, ast.Name) and body.id == param
 
 
-def _alias_cut(name, defs, allowed, params, stores) -> Optional[_Rebound]:
+def _alias_cut(name, defs, allowed, params, stores) -> Optional[Rebound]:
     """HF's alias-then-cut: a local bound at the top to a parameter
     (``causal_mask = attention_mask``), then once more to a step of itself
     at the top or under ``if <it or the parameter> is not None:``
@@ -179,10 +179,10 @@ def _alias_cut(name, defs, allowed, params, stores) -> Optional[_Rebound]:
     step = reach(second[0].value, {name}, {}, 0)
     if step is None:
         return None
-    return _Rebound(second[0], base["ops"] + step["ops"], base["param"])
+    return Rebound(second[0], base["ops"] + step["ops"], base["param"])
 
 
-def _set_if_given(name, defs, allowed, params, stores) -> Optional[_Rebound]:
+def _set_if_given(name, defs, allowed, params, stores) -> Optional[Rebound]:
     """A local whose last store is ``name = <step of p>`` in the body of a
     top-level ``if p is not None:`` (``p`` a parameter), every other store
     before it: a use after it reads ``p`` through its steps whenever the
@@ -207,14 +207,14 @@ def _set_if_given(name, defs, allowed, params, stores) -> Optional[_Rebound]:
     step = reach(stmt.value, params, stores, 0)
     if step is None or step["param"] != last[1]:
         return None
-    return _Rebound(stmt, step["ops"], last[1])
+    return Rebound(stmt, step["ops"], last[1])
 
 
 def default_blocks(stores) -> List[ast.If]:
     """The ``if p is None:`` blocks that give a parameter its default
     (``rebinds``): what runs in them makes the default, on no path where a
     caller gives ``p``."""
-    return [d[0] for d in stores.values() if isinstance(d, _Rebound) and isinstance(d[0], ast.If)]
+    return [d[0] for d in stores.values() if isinstance(d, Rebound) and isinstance(d[0], ast.If)]
 
 
 def _assigns_only(stmt: ast.Assign, name: str) -> bool:
@@ -295,7 +295,7 @@ def reach(expr: ast.AST, params: set, stores, depth: int, casts: bool = False) -
         defs = stores.get(expr.id)
         if expr.id in params and not defs:
             return {"param": expr.id, "ops": []}
-        if isinstance(defs, _Rebound) and getattr(expr, "lineno", 0) > defs[0].end_lineno:
+        if isinstance(defs, Rebound) and getattr(expr, "lineno", 0) > defs[0].end_lineno:
             if expr.id in params:
                 return {"param": expr.id, "ops": list(defs.ops)}
             if defs.param is not None:
@@ -332,15 +332,21 @@ def _folded(name: str, defs, params: set, stores, depth: int, casts: bool) -> Op
         return None
     if _params_data(first.value, params, stores, 0):
         return None  # ``scores = q @ k.transpose(-2, -1)``: the scores, not a bias
-    if isinstance(second, ast.AugAssign) and isinstance(second.op, ast.Add):
-        added = second.value
+    return _fold_of(name, second, params, stores, depth, casts)
+
+
+def _fold_of(name: str, store, params: set, stores, depth: int, casts: bool) -> Optional[dict]:
+    """``name = name + mask`` or ``name += mask``: where ``mask`` reaches a
+    parameter, that parameter added to the scores as numbers."""
+    if isinstance(store, ast.AugAssign) and isinstance(store.op, ast.Add):
+        added = store.value
     elif (
-        isinstance(second, ast.Assign)
-        and len(second.targets) == 1
-        and isinstance(second.value, ast.BinOp)
-        and isinstance(second.value.op, ast.Add)
+        isinstance(store, ast.Assign)
+        and len(store.targets) == 1
+        and isinstance(store.value, ast.BinOp)
+        and isinstance(store.value.op, ast.Add)
     ):
-        sides = (second.value.left, second.value.right)
+        sides = (store.value.left, store.value.right)
         own = [i for i, x in enumerate(sides) if isinstance(x, ast.Name) and x.id == name]
         if len(own) != 1:
             return None
@@ -352,6 +358,49 @@ def _folded(name: str, defs, params: set, stores, depth: int, casts: bool) -> Op
     got = reach(added, params, stores, depth + 1, casts)
     if got is not None:
         got["ops"] = got["ops"] + [["cast", "float"]]
+    return got
+
+
+def defaulted_fold(func, expr: ast.AST, params: set, stores) -> Optional[dict]:
+    """HF T5's attention: ``if position_bias is None:`` makes the bias (its
+    own, of no parameter's data) and, last, folds the caller's mask into it
+    (``position_bias = position_bias + mask``); a caller that gives
+    ``position_bias`` gives the whole bias (probe AO's AO15).  The mask's
+    reach, ``"unless"`` ``name``: on the calls that give ``name`` nothing."""
+    name = expr.id if isinstance(expr, ast.Name) else None
+    defs = stores.get(name)
+    if name not in params or not defs or isinstance(defs, Rebound):
+        return None
+    block = next(
+        (
+            stmt
+            for stmt in func.body
+            if isinstance(stmt, ast.If)
+            and not stmt.orelse
+            and _is_none(stmt.test)
+            and isinstance(stmt.test.left, ast.Name)
+            and stmt.test.left.id == name
+        ),
+        None,
+    )
+    if block is None:
+        return None
+    inside = {id(n) for stmt in block.body for n in ast.walk(stmt)}
+    *made, last = sorted(defs, key=lambda d: (d.lineno, d.col_offset))
+    if not made or not all(id(d) in inside for d in defs):
+        return None
+    others = params - {name}
+    if not all(
+        isinstance(d, ast.Assign)
+        and _assigns_only(d, name)
+        and not _params_data(d.value, others, stores, 0)
+        for d in made
+    ):
+        return None
+    got = _fold_of(name, last, others, {**stores, name: made}, 0, False)
+    if got is None or got["param"] == name:
+        return None
+    got["unless"] = [name]
     return got
 
 
@@ -674,72 +723,6 @@ def _broadcast_item(node: ast.AST) -> bool:
     if is_none_constant(node) or (isinstance(node, ast.Constant) and node.value is Ellipsis):
         return True
     return isinstance(node, ast.Slice) and node.lower is node.upper is node.step is None
-
-
-_LOOPS = (ast.For, ast.AsyncFor, ast.While)
-
-
-def reaching(stores: Dict[str, List[ast.AST]], at: ast.AST, parents: Dict[int, ast.AST]):
-    """``stores`` without the stores of a name that cannot run before ``at``
-    (a sink's call) on a path to it: a statement after it in the same block,
-    or in the other branch of an ``if`` it stands in, when no loop holds
-    them both (monai's ``SABlock``: ``attn_mask`` reshaped on one branch,
-    handed to SDPA on the other; release review 30).  ``parents``: each
-    node's parent in the function (``parents_of``)."""
-    out = None
-    for name, defs in stores.items():
-        # a rebinding to a step of itself after the sink: the sink reads it as it came
-        kept = [d for d in defs if _may_run_before(d, at, parents)]
-        if isinstance(defs, _Rebound) and kept:
-            continue
-        if len(kept) != len(defs):
-            out = dict(stores) if out is None else out
-            if kept:
-                out[name] = kept
-            else:
-                del out[name]
-    return stores if out is None else out
-
-
-def parents_of(func) -> Dict[int, ast.AST]:
-    return {id(c): n for n in ast.walk(func) for c in ast.iter_child_nodes(n)}
-
-
-def _may_run_before(store: ast.AST, at: ast.AST, parents: Dict[int, ast.AST]) -> bool:
-    above = {}  # each ancestor of ``at`` -> the child of it on the way to ``at``
-    node = at
-    while id(node) in parents:
-        up = parents[id(node)]
-        above[id(up)] = node
-        node = up
-    node = store
-    while id(node) in parents and id(parents[id(node)]) not in above:
-        node = parents[id(node)]
-    if id(node) not in parents:
-        return True
-    common = parents[id(node)]  # ``node``: the store's side of the common ancestor
-    mine = above[id(common)]  # the call's side
-    up = common
-    while True:  # a loop around both runs the store before the call again
-        if isinstance(up, _LOOPS):
-            return True
-        if id(up) not in parents:
-            break
-        up = parents[id(up)]
-    if isinstance(common, ast.If):
-        in_body = [any(x is s for s in common.body) for x in (node, mine)]
-        in_else = [any(x is s for s in common.orelse) for x in (node, mine)]
-        if (in_body[0] and in_else[1]) or (in_else[0] and in_body[1]):
-            return False
-    for field in ("body", "orelse", "finalbody"):
-        block = getattr(common, field, None)
-        if (
-            isinstance(block, list)
-            and any(x is node for x in block)
-            and any(x is mine for x in block)
-        ):
-            return block.index(node) <= block.index(mine)
-    return True
 
 
 def reads_beyond_none(test: ast.AST, name: str) -> bool:

@@ -10,20 +10,20 @@ from __future__ import annotations
 import ast
 import hashlib
 import re
-from typing import Dict, List, Optional, Tuple
+from typing import Dict, List, Optional
 
 from ...core import walk as astwalk
 from ...core.lines import lines_naming as _lines_naming, source_lines, spans as _spans
-from ...core.torch_api import SDPA_NAME, SDPA_SIGNATURE
+from ...core.torch_api import SDPA_NAME
 from . import chains, constructors, fills, forms, handed as handed_forms, held_lists, import_lines
-from . import branches, factories, kv_scores, live_defs, partial_attrs, signatures, steps
+from . import branches, factories, kv_scores, live_defs, order, partial_attrs, signatures, steps
 from .chains import BASES, VARIANT, dotted_name, named_lambda, statements  # noqa: F401
 from .edges import edges as call_edges
 from .module_numbers import module_constants
 from .sdpa_names import is_sdpa, sdpa_names_of
 from .sizes import size_calls, sizes_table
 
-SUMMARY_VERSION = 96
+SUMMARY_VERSION = 97
 REEXPORTS = "@reexports"  # the key of an __init__'s re-exports in its summary table
 IMPORTS = "@imports"  # the file's imports, where the callees its edges name live
 ATTRS = "@attrs"  # per class, what kind of module each self.<attr> holds (chains.py)
@@ -46,7 +46,6 @@ SIZE_CALLS = "@size-calls"
 MAX_FILE_BYTES = 2 * 1024 * 1024
 # the SDPA arguments a wrapper's parameter may reach (the ones the rules read)
 SINK_ARGS = ("attn_mask", "dropout_p", "is_causal", "key", "value")
-_SDPA_POSITIONS = SDPA_SIGNATURE.names
 
 
 # --------------------------------------------------------------------------- summaries
@@ -540,7 +539,7 @@ def _function_summary(
     edges = []
     fwd = _handed_on(func, args.kwarg.arg, stores) if args.kwarg is not None else None
     if others:
-        reach_of = lambda e: steps.reach(e, reads, stores, 0)  # noqa: E731
+        reach_of = order.reader(func, params, stores, lambda e, at: steps.reach(e, reads, at, 0))
         edges = call_edges(others, loops, attrs or {}, reach_of, fwd)
     positional_self = method and forms.positional_self(func)
     modules = forms.module_calls(others, held, positional_self, loops) if held else []
@@ -556,24 +555,26 @@ def _function_summary(
         return None
     reached: Dict[str, dict] = {}
     # where a parameter is stored again, which stores may run before each sink
-    parents = steps.parents_of(func) if calls and params & set(stores) else None
+    parents = order.parents_of(func) if calls and params & set(stores) else None
     line = None
     own_mask = False  # some SDPA call masks its scores with what no parameter gives
     mask_line = None
     for i, call in enumerate(calls):
         here = {}
-        given, splat = _sdpa_arguments(call)
-        for name in _kwargs_given(splat, fwd, given):
+        given, splat = forms.sdpa_arguments(call)
+        for name in forms.kwargs_given(splat, fwd, given):
             # the caller's keyword of that name, put in the **kwargs handed on to SDPA
             here[name] = {"param": name, "ops": [], "fwd": True}
         spread = forms.dict_splat(splat, func) if splat is not None else None
         if spread is not None:  # ``kwargs = {"dropout_p": dropout_p, ...}``, ``**kwargs``
             given = {**spread, **given}
             splat = None
-        at_call = steps.reaching(stores, call, parents) if parents else stores
+        at_call = order.reaching(stores, call, parents) if parents else stores
         for name, expr in given.items():
             if name in SINK_ARGS:
                 got = steps.reach(expr, reads, at_call, 0)
+                if got is None and name == "attn_mask":  # HF T5's ``position_bias``
+                    got = steps.defaulted_fold(func, expr, reads, at_call)
                 if got is not None:
                     here[name] = got
                 elif name in ("attn_mask", "is_causal") and not steps.none_or_false(expr):
@@ -765,36 +766,3 @@ def _related_pairs(tests: List[ast.AST], params: set) -> List[list]:
         names = sorted({n.id for n in astwalk.walk(t) if isinstance(n, ast.Name)} & params)
         out.update((a, b) for a in names for b in names if a != b)
     return [list(p) for p in sorted(out)]
-
-
-def _sdpa_arguments(call: ast.Call) -> Tuple[Dict[str, ast.AST], Optional[ast.AST]]:
-    """SDPA's arguments by name, and what its one ``**`` splat splats (None
-    without one); ({}, None) behind a ``*`` splat or two ``**`` splats, and
-    behind one ``**`` splat all but what the call names itself
-    (``_kwargs_given`` reads the splat)."""
-    out = {}
-    for i, a in enumerate(call.args):
-        if isinstance(a, ast.Starred):
-            return {}, None
-        if i < len(_SDPA_POSITIONS):
-            out[_SDPA_POSITIONS[i]] = a
-    splats = [k.value for k in call.keywords if k.arg is None]
-    if len(splats) > 1:
-        return {}, None
-    for k in call.keywords:
-        if k.arg is not None:
-            out[k.arg] = k.value
-    return out, (splats[0] if splats else None)
-
-
-# SDPA's parameters a caller names as keywords (what ``**kwargs`` can carry to it)
-_KEYWORD_SINKS = ("attn_mask", "dropout_p", "is_causal")
-
-
-def _kwargs_given(splat: Optional[ast.AST], fwd: Optional[str], given) -> List[str]:
-    """The sink arguments an SDPA call takes from the function's own
-    ``**kwargs`` (``fwd``: handed on untouched) when that is what the call's
-    one ``**`` splat (``splat``) splats: those it does not give itself."""
-    if fwd is None or not (isinstance(splat, ast.Name) and splat.id == fwd):
-        return []
-    return [name for name in _KEYWORD_SINKS if name not in given]
