@@ -196,3 +196,34 @@ class Decoder(nn.Module):
         return h
 """
 
+
+SETTERS = Path("fixtures/program_calls/uncalled_setters")
+
+
+def test_each_instance_runs_the_processor_it_is_built_with():
+    # probe AO's AO05 and AO06: a ``set_processor`` nothing in its file calls
+    assert_package_runs(
+        str(SETTERS), [("blocks.py", 17, 20, "MHA002"), ("blocks.py", 27, 20, "MHA012")]
+    )
+
+
+def test_a_setter_its_own_file_calls_leaves_the_processor_unknown(tmp_path):
+    # diffusers' own ``__init__`` runs ``self.set_processor(processor)``
+    pkg = copied(SETTERS, tmp_path)
+    text = (pkg / "attention_processor.py").read_text()
+    old = "        self.processor = processor if processor is not None else AttnProcessor2_0()\n"
+    assert old in text
+    new = "        self.set_processor(processor if processor is not None else AttnProcessor2_0())\n"
+    (pkg / "attention_processor.py").write_text(text.replace(old, new))
+    assert _rows(analyze_file(str(pkg / "blocks.py"), ["MHA002", "MHA012"])) == []
+
+
+def test_the_setter_read_the_same_in_one_file(tmp_path):
+    # the blocks beside the attention: the file's own resolver reads the setter alike
+    text = (SETTERS / "attention_processor.py").read_text()
+    blocks = (SETTERS / "blocks.py").read_text()
+    blocks = blocks.replace("from .attention_processor import Attention, AttnProcessorMath\n", "")
+    one = write_package(tmp_path / "pkg", {"model.py": text + "\n" + blocks})
+    found = analyze_file(str(one / "model.py"), ["MHA002", "MHA012"])
+    assert _rows(found) == [(76, 20, "MHA002"), (86, 20, "MHA012")]
+

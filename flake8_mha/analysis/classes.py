@@ -10,10 +10,12 @@ from typing import Optional
 
 import libcst as cst
 
+from ..core.lines import word_count
 from ..core.torch_api import ModuleSpec
 from .flow import DefKind, Env, Scope, lookup, module_scope, walk
 from .program import forms
 from .program.local_names import annotation_of
+from .tree import module_text
 
 
 def delegates(func: cst.FunctionDef, spec: ModuleSpec) -> bool:
@@ -305,3 +307,28 @@ def _is_docstring(stmt) -> bool:
         and isinstance(stmt.body[0], cst.Expr)
         and isinstance(stmt.body[0].value, cst.SimpleString)
     )
+
+
+def set_when_built(defs) -> list:
+    """``defs`` of a ``self.<attr>`` without those a setter method makes that
+    the file never calls: ``def set_processor(self, processor):
+    self.processor = processor``, named nowhere else in the file (probe
+    AO's AO05: the processor the module is built with is the one it runs;
+    ``chains.uncalled_setters`` says the same for the summaries).  All of
+    ``defs`` when every one is such a setter's."""
+    kept = [d for d in defs if not _uncalled_setter(d)]
+    return kept or list(defs)
+
+
+def _uncalled_setter(d) -> bool:
+    func = d.scope.node if d.scope is not None else None
+    if d.kind != DefKind.ASSIGN or not isinstance(func, cst.FunctionDef):
+        return False
+    name = func.name.value
+    if name.startswith("__") or name == "forward" or func.decorators:
+        return False
+    given = lookup(d.node.value, d.env, d.scope) if isinstance(d.node, cst.Name) else ()
+    if len(given) != 1 or given[0].kind != DefKind.PARAM:
+        return False
+    module = module_scope(d.scope)
+    return module is not None and word_count(name, module_text(module.node)) == 1

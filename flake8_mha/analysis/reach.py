@@ -22,12 +22,13 @@ from typing import Any, Callable, List, Optional, Tuple
 import libcst as cst
 
 from ..core import torch_api
+from ..core.lines import word_count
 from . import tree
 from .bound import Bound, Instance
 from .classes import instance_class, is_property
 from .flow import DefKind, Env, ScopeKind, lookup, scope_appends
-from .tree import choices, walk
-from .values import UNKNOWN, fixed_side, literal, module_text
+from .tree import choices, module_text, walk
+from .values import UNKNOWN, fixed_side, literal
 
 Resolver = Any  # resolve.Resolver (which imports this module)
 Leaf = Callable
@@ -667,7 +668,7 @@ def function_calls(res: Resolver, func: cst.FunctionDef, scope) -> list:
 def _only_called(res: Resolver, name: str, calls: int) -> bool:
     """The file names ``name`` only to define and call it."""
     module = res.flow.module_scope.node
-    return calls > 0 and tree.word_count(name, module_text(module)) == calls + 1
+    return calls > 0 and word_count(name, module_text(module)) == calls + 1
 
 
 def _passed(sites, d, index: Optional[int]) -> Optional[list]:

@@ -11,7 +11,8 @@ import libcst as cst
 
 from . import defaults, reach, registries
 from ..core import torch_api
-from .classes import builds_own_class, class_run, delegates, forwarded_attr, static_kind
+from .classes import builds_own_class, class_run, delegates, forwarded_attr, set_when_built
+from .classes import static_kind
 from .flow import CallSite, ClassInfo, Def, DefKind, Env, FlowPass, Scope, lookup
 from .flow import imported_by_call, scope_appends
 from .tree import is_none
@@ -240,8 +241,8 @@ class Resolver:
             if key in self._following:  # self.attn = checkpoint_wrapper(self.attn)
                 return _CYCLE
             self._following.add(key)
-            try:
-                return self.held_from_defs(tuple(defs), leaf, depth)
+            try:  # a setter nothing calls: the module runs what it was built with
+                return self.held_from_defs(tuple(set_when_built(defs)), leaf, depth)
             finally:
                 self._following.discard(key)
         if t is cst.Subscript:

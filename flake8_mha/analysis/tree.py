@@ -4,7 +4,6 @@ pass, the analyses, the rules and the fixes (re-exported by ``flow``)."""
 
 from __future__ import annotations
 
-import re
 from typing import Callable, Dict, Iterator, List, Optional, Tuple
 
 import libcst as cst
@@ -168,6 +167,11 @@ def last_word(node) -> Optional[str]:
     return node.value if isinstance(node, cst.Name) else None
 
 
-def word_count(word: str, text: str) -> int:
-    """How often ``word`` stands in ``text`` as a whole word."""
-    return len(re.findall(r"\b" + re.escape(word) + r"\b", text))
+_TEXT: list = [None, ""]  # the last module read, held (its id may be reused once freed)
+
+
+def module_text(module) -> str:
+    """A LibCST module's text, made once for the module last asked."""
+    if _TEXT[0] is not module:
+        _TEXT[:] = [module, module.code]
+    return _TEXT[1]

@@ -20,10 +20,11 @@ from typing import Callable, Dict, List, Optional, Tuple
 
 import libcst as cst
 
+from ..core.lines import word_count
 from .env import worlds
 from .flow import Def, DefKind, Env, Scope, ScopeKind, lookup, module_scope, subclasses_in
 from .sequences import pass_value, sequence_of
-from .tree import is_none, walk, word_count
+from .tree import is_none, module_text, walk
 
 
 class _Unknown:
@@ -365,16 +366,6 @@ def in_use(name: str, scope: Optional[Scope]) -> bool:
         return True
     ask = getattr(module.project, "mentioned_elsewhere", None)
     return bool(ask is not None and ask(name))
-
-
-_TEXT: list = [None, ""]  # the last module read, held (its id may be reused once freed)
-
-
-def module_text(module) -> str:
-    """A LibCST module's text, made once for the module last asked."""
-    if _TEXT[0] is not module:
-        _TEXT[:] = [module, module.code]
-    return _TEXT[1]
 
 
 def _subclass_value(sub, base, attr: str, defs, scope, depth: int):

@@ -130,6 +130,11 @@ def _is_data(display: str) -> bool:
     return True
 
 
+def word_count(word: str, text: str) -> int:
+    """How often ``word`` stands in ``text`` as a whole word."""
+    return len(re.findall(r"\b" + re.escape(word) + r"\b", text))
+
+
 def lines_naming(source: str, words) -> List[int]:
     """The (1-based, sorted) numbers of the lines that hold one of ``words`` as
     an identifier."""

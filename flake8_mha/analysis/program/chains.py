@@ -21,6 +21,7 @@ import ast
 from typing import Dict, List, Optional
 
 from ...core import walk as astwalk
+from ...core.lines import word_count
 from .import_lines import EXTERNAL
 
 # a ``self.<attr>`` built as one of these holds modules whose items are called
@@ -88,6 +89,7 @@ def class_attrs(
     wrappers: Optional[Dict[str, tuple]] = None,
     passed=frozenset(),
     kinds_of: Optional[Dict[str, str]] = None,
+    uncalled=frozenset(),
 ) -> Dict[str, str]:
     """``self.<attr>`` -> the constructor (as written: ``"Attention"``,
     ``"layers.Block"``) of the one kind of module it holds: built directly,
@@ -103,7 +105,8 @@ def class_attrs(
     gets, unless a construction in the file passes it (``passed``: the
     ``__init__`` parameters some construction gives, ``passed_params``).  A
     parameter the method rebinds is not read so; a local it binds once to a
-    class is that class (``local_classes``)."""
+    class is that class (``local_classes``).  A setter the file never calls
+    (``uncalled``, ``uncalled_setters``) sets nothing here."""
     found: Dict[str, Optional[str]] = {}
 
     def note(attr: str, ctor: Optional[str]) -> None:
@@ -113,7 +116,7 @@ def class_attrs(
             found[attr] = ctor
 
     for item in cls.body:
-        if not isinstance(item, (ast.FunctionDef, ast.AsyncFunctionDef)):
+        if not isinstance(item, (ast.FunctionDef, ast.AsyncFunctionDef)) or item.name in uncalled:
             continue
         defaults = class_defaults(item)
         if item.name == "__init__" and passed:
@@ -157,6 +160,41 @@ def class_attrs(
                 if ctor:
                     note(f"{attr}#{i}", defaults.get(ctor, ctor))
     return {k: v for k, v in found.items() if v}
+
+
+def uncalled_setters(tree: ast.Module, source: str) -> Dict[str, frozenset]:
+    """{class: its setter methods the file names only where it defines them}:
+    diffusers' ``def set_processor(self, processor): self.processor =
+    processor`` that nothing in the file calls (probe AO's AO05).  A setter:
+    a plain method (not a dunder, not ``forward``, undecorated) that sets a
+    ``self`` attribute to one of its own parameters.  What the module is
+    built with is what it runs; a call of the setter from another file is
+    not read (the default is judged)."""
+    out: Dict[str, frozenset] = {}
+    for cls in tree.body:
+        if not isinstance(cls, ast.ClassDef):
+            continue
+        names = [
+            item.name for item in cls.body if isinstance(item, ast.FunctionDef) and _is_setter(item)
+        ]
+        found = frozenset(n for n in names if word_count(n, source) == 1)
+        if found:
+            out[cls.name] = found
+    return out
+
+
+def _is_setter(func: ast.FunctionDef) -> bool:
+    if func.name.startswith("__") or func.name == "forward" or func.decorator_list:
+        return False
+    params = {a.arg for a in func.args.args[1:] + func.args.kwonlyargs}
+    return any(
+        isinstance(n, ast.Assign)
+        and len(n.targets) == 1
+        and self_attr(n.targets[0]) is not None
+        and isinstance(n.value, ast.Name)
+        and n.value.id in params
+        for n in astwalk.walk(func)
+    )
 
 
 def _registered(node: ast.AST, kinds_of: Optional[Dict[str, str]]) -> Optional[str]:

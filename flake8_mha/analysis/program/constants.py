@@ -26,6 +26,7 @@ from .built import MISSING
 from .held_lists import torch_class
 from .local_names import enclosing_class, own_definition
 from .returns import ReturnsFiles, imported_target
+from .summaries import ATTRS
 
 
 MAX_MIXIN_FILES = 64  # importers of a mixin's file read for the classes that mix it in
@@ -238,8 +239,8 @@ class ConstantFiles(ReturnsFiles):
 
     def handed(self, filename, cls, param, classes=False, fallback="") -> Optional[list]:
         mine = dict(self.instance).get((os.path.abspath(filename), cls, param))
-        if classes and mine is not None:  # the instance being read names it
-            return [{param: mine}]
+        if mine is not None and (mine[1] or fallback):  # the instance being read names it
+            return [{param: mine if mine[1] else (filename, fallback)}]
         reader = signatures.class_named if classes else signatures.built_class
         got = self.constructions_of(filename, cls, reader, needs=param)
         if got is None or got[0] is None:
@@ -318,8 +319,34 @@ class ConstantFiles(ReturnsFiles):
         for param, default in signatures.init_default_names(text, loc[1]).items():
             if param not in given and default.rpartition(".")[2][:1].isupper():
                 given[param] = (loc[0], default)  # left out: its class default, in its file
+        given.update(self._instances_handed(call, loc, signature[0], given))
         where = os.path.abspath(loc[0])
         return tuple(((where, loc[1], p), c) for p, c in sorted(given.items()))
+
+    def _instances_handed(self, call, loc, params, given) -> dict:
+        """For each module the class keeps as handed, with one of its own when
+        none is (``self.processor = processor if processor is not None else
+        AttnProcessor2_0()``, ``chains.FALLBACK``): what this construction
+        hands it, a class built right there, or ``(file, "")`` when it
+        leaves it out (the class's own, ``handed``): each instance its own
+        processor (probe AO's pkg03, a block with the default processor
+        beside one built with the math processor)."""
+        kept = self._table(loc[0]).get(ATTRS, {}).get(loc[1], {})
+        wanted = {
+            v[len(chains.INJECTED) :].partition(chains.FALLBACK)[0]
+            for v in kept.values()
+            if v.startswith(chains.INJECTED) and chains.FALLBACK in v and chains.CALLED not in v
+        } - set(given)
+        built = handed_forms.instances_handed(call, params) if wanted else None
+        if built is None:
+            return {}
+        out = {}
+        for param in wanted:
+            if param not in built:
+                out[param] = (loc[0], "")
+            elif built[param] is not None:
+                out[param] = (self.path, built[param])
+        return out
 
     # -- constants from other files ------------------------------------------------
     def default_text(self, text: Optional[str], filename: str) -> Optional[str]:

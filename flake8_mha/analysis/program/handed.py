@@ -93,7 +93,7 @@ def fallback(node: ast.AST, init: ast.AST) -> Optional[Tuple[str, ast.Call]]:
     return param.id, other
 
 
-def injected_attrs(cls: ast.ClassDef) -> Dict[str, str]:
+def injected_attrs(cls: ast.ClassDef, uncalled=frozenset()) -> Dict[str, str]:
     """``self.<attr>`` -> ``"=<param>"`` for a module the class is handed by
     its constructor and keeps as it is (Informer's ``def __init__(self,
     attention, d_model, n_heads): self.inner_attention = attention``): what
@@ -105,7 +105,8 @@ def injected_attrs(cls: ast.ClassDef) -> Dict[str, str]:
     one, ``nn.LayerNorm``); ``"=<param>?<Class>"`` (``FALLBACK``) for
     ``default(param, Class(...))`` and its spellings (``fallback``):
     ``Class`` where a construction leaves ``param`` out.  A parameter ``__init__`` rebinds, or an
-    attribute set anywhere else in the class, is left out."""
+    attribute set anywhere else in the class (but in a setter the file never
+    calls, ``uncalled``: ``chains.uncalled_setters``), is left out."""
     init = next(
         (m for m in cls.body if isinstance(m, ast.FunctionDef) and m.name == "__init__"), None
     )
@@ -146,7 +147,7 @@ def injected_attrs(cls: ast.ClassDef) -> Dict[str, str]:
                 kept[attr] = INJECTED + got[0] + FALLBACK + made
     if not kept:
         return {}
-    called, counts = _uses(cls, kept)  # one walk of the class for every attribute
+    called, counts = _uses(cls, kept, uncalled)  # one walk of the class for every attribute
     return {k: v for k, v in kept.items() if k in called and counts.get(k) == 1}
 
 
@@ -174,13 +175,13 @@ def _cloned(value: ast.AST, params) -> Optional[str]:
     return None
 
 
-def _uses(cls: ast.ClassDef, attrs) -> tuple:
+def _uses(cls: ast.ClassDef, attrs, uncalled=frozenset()) -> tuple:
     """(the attributes of ``attrs`` a method calls as ``self.<attr>(...)``,
     how many times each is stored or deleted in the class's methods)."""
     called: set = set()
     counts: Dict[str, int] = {}
     for item in cls.body:
-        if not isinstance(item, (ast.FunctionDef, ast.AsyncFunctionDef)):
+        if not isinstance(item, (ast.FunctionDef, ast.AsyncFunctionDef)) or item.name in uncalled:
             continue
         for n in astwalk.walk(item):
             t = type(n)
@@ -203,12 +204,12 @@ def _uses(cls: ast.ClassDef, attrs) -> tuple:
     return called, counts
 
 
-def with_handed(cls: ast.ClassDef, own: Dict[str, str]) -> Dict[str, str]:
+def with_handed(cls: ast.ClassDef, own: Dict[str, str], uncalled=frozenset()) -> Dict[str, str]:
     """The class's attributes (``own``: ``chains.class_attrs``) with what its
     constructor hands it (``injected_attrs``); a module built from a handed
     class, or built when none is handed, is the handed one, not the call
     ``chains`` reads (``attn_cls(dim)``, ``default(attend, Attend())``)."""
-    handed = injected_attrs(cls)
+    handed = injected_attrs(cls, uncalled)
     out = {**handed, **own}
     out.update((a, c) for a, c in handed.items() if CALLED in c or FALLBACK in c)
     return out
@@ -242,4 +243,32 @@ def classes_handed(call, params) -> Optional[Dict[str, str]]:
         )
         if param is not None:
             out[param] = name
+    return out
+
+
+def instances_handed(call, params) -> Optional[Dict[str, Optional[str]]]:
+    """``{parameter: class as written}`` for the arguments of a construction
+    (a LibCST call) that build an instance of a class right there
+    (``Attention(dim, processor=AttnProcessorMath())``), None for any other
+    argument given; None behind a splat."""
+    import libcst as cst
+
+    out: Dict[str, Optional[str]] = {}
+    for i, arg in enumerate(call.args):
+        if arg.star:
+            return None
+        param = (
+            arg.keyword.value
+            if arg.keyword is not None
+            else (params[i] if i < len(params) else None)
+        )
+        if param is None:
+            continue
+        value, parts = arg.value, []
+        func = value.func if isinstance(value, cst.Call) else None
+        while isinstance(func, cst.Attribute):
+            parts.append(func.attr.value)
+            func = func.value
+        name = ".".join([func.value, *reversed(parts)]) if isinstance(func, cst.Name) else None
+        out[param] = name if name and name.rpartition(".")[2][:1].isupper() else None
     return out

@@ -26,8 +26,8 @@ import os
 from typing import List, Tuple
 
 from ...core.atomic import read_regular
+from ...core.lines import word_count
 from . import callers, signatures
-from ..tree import word_count
 from .built import names_class
 
 MAX_OVERRIDERS = 8  # subclasses read per hook: beyond, the base's call is left as it reads

@@ -125,6 +125,7 @@ def summarise(
     wrappers = chains.transparent_wrappers(tree) if "**" in source else {}
     # the constructor parameters a construction in the file passes (``attn_cls=...``)
     passed = chains.passed_params(tree)
+    uncalled = chains.uncalled_setters(tree, source) if "self." in source else {}
     # the file's dicts of classes (``BACKENDS = {"torch": TorchAttention}``)
     kinds_of = forms.registries(tree)
     # and its functions that return a torch module (``self.enc = build_encoder(d, h)``)
@@ -137,7 +138,7 @@ def summarise(
         holds_modules,
         torch_names,
         helpers,
-        (wrappers, passed, kinds_of, made, returned),
+        (wrappers, passed, kinds_of, made, returned, uncalled),
         pairs,
     )
     if not reuse:  # a top-level function no summary can keep is not read (``live_defs``)
@@ -156,6 +157,7 @@ def summarise(
         context += repr(sorted(wrappers.items()))
         context += repr(sorted((k, sorted(map(str, v))) for k, v in passed.items()))
         context += repr((sorted(kinds_of.items()), sorted(made.items())))
+        context += repr(sorted((k, sorted(v)) for k, v in uncalled.items()))
         for node in tree.body:
             if isinstance(node, _DEFINITIONS) or named_lambda(node):
                 _reused(node, lines, context, out, attrs, facts)
@@ -303,10 +305,11 @@ def _summarise_node(
         calls = direct and (may_call is None or _spans(may_call, func))
         _add(out, func.name, func, False, sdpa_names, calls, helpers=helpers, pairs=pairs)
     elif isinstance(node, ast.ClassDef):
-        wrappers, passed, kinds_of, made, _ = classes
-        written = chains.class_attrs(node, wrappers, passed.get(node.name, frozenset()), kinds_of)
+        wrappers, passed, kinds_of, made, _, uncalled = classes
+        given, setters = passed.get(node.name, frozenset()), uncalled.get(node.name, ())
+        written = chains.class_attrs(node, wrappers, given, kinds_of, setters)
         own = {**(inherited or {}), **written}
-        kinds = handed_forms.with_handed(node, own)  # and what the constructor is handed
+        kinds = handed_forms.with_handed(node, own, setters)  # and what the constructor is handed
         if kinds:
             attrs[node.name] = kinds
         torch_sub = forms.torch_subclass(node, torch_names) if holds_modules else None
