@@ -227,3 +227,99 @@ def test_the_setter_read_the_same_in_one_file(tmp_path):
     found = analyze_file(str(one / "model.py"), ["MHA002", "MHA012"])
     assert _rows(found) == [(76, 20, "MHA002"), (86, 20, "MHA012")]
 
+
+MIXINS = Path("fixtures/program_calls/mixin_chains")
+
+
+def test_a_mixin_with_a_mixin_base_runs_on_the_modules_it_is_mixed_into():
+    # probe AP's AP11: ``class AttendMixin(HeadsMixin)`` of another file
+    assert_package_runs(str(MIXINS), [("mixins.py", 22, 15, "MHA007")])
+
+
+def test_a_mixin_whose_base_is_a_module_class_of_no_module_heir_stays_silent(tmp_path):
+    # the chain must be of plain classes: a base the file cannot read says nothing
+    pkg = copied(MIXINS, tmp_path)
+    text = (pkg / "mixins.py").read_text()
+    text = text.replace("class HeadsMixin:", "class HeadsMixin(Unknown):")
+    (pkg / "mixins.py").write_text(text.replace('"""\n\nimport', '"""\n\nfrom elsewhere import Unknown\nimport', 1))
+    assert _rows(analyze_file(str(pkg / "mixins.py"), ["MHA007"])) == []
+
+
+PROPERTY = """\
+import torch
+import torch.nn as nn
+
+
+class Forecaster(nn.Module):
+    def __init__(self, window=24):
+        super().__init__()
+        self.window = window
+        self.layer = nn.TransformerEncoderLayer(32, 4, 64, batch_first=True)
+
+    @property
+    def causal_mask(self):
+        return torch.triu(torch.ones(self.window, self.window), diagonal=1)
+
+    @property
+    def causal_bool(self):
+        return torch.triu(torch.ones(self.window, self.window, dtype=torch.bool), diagonal=1)
+
+    def forward(self, x):
+        return self.layer(x, src_mask=self.causal_mask)
+
+    def forward_bool(self, x):
+        return self.layer(x, src_mask=self.causal_bool)
+"""
+
+
+def test_a_mask_a_property_returns_is_read_where_it_is_used(tmp_path):
+    # probe AP's AP18: ``src_mask=self.causal_mask`` of a ``@property``
+    pkg = write_package(tmp_path / "pkg", {"model.py": PROPERTY})
+    assert _rows(analyze_file(str(pkg / "model.py"), ["MHA004", "MHA003"])) == [(20, 16, "MHA004")]
+
+
+WINDOWED = """\
+import torch
+import torch.nn as nn
+
+
+class WindowedModule(nn.Module):
+    def __init__(self, window):
+        super().__init__()
+        self.window = window
+
+    @property
+    def causal_mask(self):
+        return torch.triu(torch.ones(self.window, self.window), diagonal=1)
+
+    def lookahead(self):
+        return torch.triu(torch.ones(self.window, self.window), diagonal=1).bool()
+
+    def float_lookahead(self):
+        return torch.triu(torch.ones(self.window, self.window), diagonal=1)
+"""
+
+FORECASTER = """\
+import torch.nn as nn
+
+from .base import WindowedModule
+
+
+class Forecaster(WindowedModule):
+    def __init__(self):
+        super().__init__(24)
+        self.layer = nn.TransformerEncoderLayer(32, 4, 64, batch_first=True)
+
+    def forward(self, x):
+        x = self.layer(x, src_mask=self.causal_mask)
+        x = self.layer(x, src_mask=self.lookahead())
+        return self.layer(x, src_mask=self.float_lookahead())
+"""
+
+
+def test_masks_a_base_of_another_file_makes_by_property_or_method(tmp_path):
+    # probe AP's AP18 package: the property, and a plain method, of the base
+    pkg = write_package(tmp_path / "pkg", {"base.py": WINDOWED, "model.py": FORECASTER})
+    found = analyze_file(str(pkg / "model.py"), ["MHA004", "MHA003"])
+    assert _rows(found) == [(12, 13, "MHA004"), (14, 16, "MHA004")]
+    assert "self.causal_mask -> pkg/base.py:12" in found[0].message

@@ -363,11 +363,12 @@ def is_module_class(
 
 
 def mixed_into_modules(cls: Optional[ClassInfo], resolver: Resolver, classes, project=None) -> bool:
-    """Whether ``cls``, a class of no base but ``object``, is a base only
-    of module classes of its file, one at least (``class SDPAMixin:`` mixed
-    into ``class SelfAttention(SDPAMixin, nn.Module)``, probe AE's AE14):
-    its methods run on modules alone."""
-    if cls is None or cls.base_exprs or getattr(cls.scope, "kind", None) != "module":
+    """Whether ``cls``, a class of no base but ``object`` (or but plain
+    mixins of its file: ``class AttendMixin(HeadsMixin)``, probe AP's AP11),
+    is a base only of module classes of its file, one at least (``class
+    SDPAMixin:`` mixed into ``class SelfAttention(SDPAMixin, nn.Module)``,
+    probe AE's AE14): its methods run on modules alone."""
+    if cls is None or not _plain(cls, resolver, 0) or getattr(cls.scope, "kind", None) != "module":
         return False
     heirs = subclasses_in(cls, list(classes))
     if not all(is_module_class(c, resolver, project=project) for c in heirs):
@@ -377,6 +378,18 @@ def mixed_into_modules(cls: Optional[ClassInfo], resolver: Resolver, classes, pr
     if elsewhere is False:
         return False
     return bool(heirs) or elsewhere is True
+
+
+def _plain(cls: ClassInfo, resolver: Resolver, depth: int) -> bool:
+    """A class of no base but ``object``, or whose bases are such classes of
+    its file."""
+    if depth > 4:
+        return False
+    for base in cls.base_exprs:
+        own = resolver.local_class(base, cls.env, cls.scope)
+        if own is None or not _plain(own, resolver, depth + 1):
+            return False
+    return True
 
 
 def self_name(site: CallSite) -> Optional[str]:

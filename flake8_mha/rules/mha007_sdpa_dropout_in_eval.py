@@ -93,7 +93,9 @@ class SdpaDropoutInEval(Rule):
         - Outside a method of an `nn.Module` subclass: not reported. A class is
           one through its bases, in its file or in other files of the project
           (`SetAttention(abc.ABC, Mixin, nn.Module)` in `api/modules.py`;
-          `fixtures/program_calls/module_bases/`). A mixin of no base
+          `fixtures/program_calls/module_bases/`). A mixin of no base (or
+          whose bases are such mixins of its file: `class
+          AttendMixin(HeadsMixin)`, `fixtures/program_calls/mixin_chains/`)
           that its file mixes only into module classes (`class SDPAMixin:`
           under `class SelfAttention(SDPAMixin, nn.Module)`), or that the
           project's files importing it mix only into module classes (probe

@@ -23,6 +23,7 @@ from typing import Dict, Optional, Tuple
 
 import libcst as cst
 
+from ..classes import property_return
 from ..flow import CallSite, Def, Scope, children, lookup, walk
 from ..heads import EINOPS_REARRANGE, EINOPS_REPEAT
 from ..splats import element, item, loop_items, spread_index
@@ -294,8 +295,11 @@ class MaskEvaluator(Calls, Numbers, Comparisons, Segments, Offsets, Shapes, Dtyp
         cls = self._self_class(node, at.env, at.scope)
         if cls is not None:
             defs = self.resolver.attr_defs(cls, attr)
-            if not defs:
-                return UNKNOWN_MASK
+            if not defs:  # ``self.causal_mask`` of a ``@property`` (probe AP's AP18): its return
+                got = property_return(self.resolver, self.resolver.flow, cls, attr)
+                if got is not None:
+                    return self.eval(got[0], At(got[1], got[2], None, at.depth))
+                return self._base_property(cls, node) or UNKNOWN_MASK
             return join_all([self._def(d, At(at.env, at.scope, None, at.depth)) for d in defs])
         if attr in ("T", "mT"):
             return self._transpose(self.eval(node.value, at), node, two_d=attr == "T")
@@ -307,6 +311,20 @@ class MaskEvaluator(Calls, Numbers, Comparisons, Segments, Offsets, Shapes, Dtyp
         if (held is None or not held.known) and attr in IGNORE_PARAM_NAMES:
             return self._padding(node)  # ``batch.pad_mask``: a batch holder's field
         return held if held is not None else UNKNOWN_MASK
+
+    def _base_property(self, cls, node: cst.Attribute) -> Optional[Mask]:
+        """``self.causal_mask`` of a ``@property`` of a base class of another
+        project file (probe AP's AP18), read there with ``self`` unknown."""
+        project = getattr(self.ctx, "project", None)
+        if project is None or node.attr.value in cls.methods:
+            return None
+        for base in cls.base_exprs:
+            got = project.property_returned(
+                base, (cls.env, cls.scope), node, self.text(node), node.attr.value
+            )
+            if got is not None:
+                return got
+        return None
 
     def _tokenizer(self, node) -> Mask:
         origin = self.origin(node, by_name=True)
