@@ -34,13 +34,28 @@ def test_the_finding_names_the_chain():
     assert "through Attention.forward() -> Attend.forward()" in got[0].message
 
 
-def test_a_construction_handing_its_own_module_settles_nothing(tmp_path):
+def test_a_construction_handing_its_own_module_leaves_the_others_their_default(tmp_path):
+    # each instance runs what its own construction gives it (the forty-third
+    # stop): the layer built without a kernel still runs ``Attend()``
     texts = package_texts(PKG)
     model = texts["model.py"]
     texts["model.py"] = model.replace(
         "        self.cross_attn = CrossAttention(dim)\n",
         "        self.cross_attn = CrossAttention(dim)\n"
         "        self.other = Attention(dim, attend=nn.Identity())\n",
+    )
+    assert texts["model.py"] != model
+    pkg = write_package(tmp_path / "pkg", texts)
+    got = analyze_file(str(pkg / "model.py"), ["MHA002"])
+    assert [(f.line, f.col, f.code) for f in got] == [(19, 17, "MHA002")]
+
+
+def test_the_instance_called_built_with_its_own_module_settles_nothing(tmp_path):
+    texts = package_texts(PKG)
+    model = texts["model.py"]
+    texts["model.py"] = model.replace(
+        "        self.self_attn = Attention(dim)\n",
+        "        self.self_attn = Attention(dim, attend=nn.Identity())\n",
     )
     assert texts["model.py"] != model
     pkg = write_package(tmp_path / "pkg", texts)

@@ -130,7 +130,9 @@ def test_a_block_that_hands_on_a_bias_of_its_own_drops_the_fold(tmp_path):
     blocks = (pkg / "blocks.py").read_text()
     old = "self.attn(h, mask=mask, position_bias=position_bias)"
     assert old in blocks
-    (pkg / "blocks.py").write_text(blocks.replace(old, "self.attn(h, mask=mask, position_bias=h[:1])"))
+    (pkg / "blocks.py").write_text(
+        blocks.replace(old, "self.attn(h, mask=mask, position_bias=h[:1])")
+    )
     assert _rows(analyze_file(str(pkg / "stack.py"), ["MHA004"])) == []
 
 
@@ -241,7 +243,9 @@ def test_a_mixin_whose_base_is_a_module_class_of_no_module_heir_stays_silent(tmp
     pkg = copied(MIXINS, tmp_path)
     text = (pkg / "mixins.py").read_text()
     text = text.replace("class HeadsMixin:", "class HeadsMixin(Unknown):")
-    (pkg / "mixins.py").write_text(text.replace('"""\n\nimport', '"""\n\nfrom elsewhere import Unknown\nimport', 1))
+    (pkg / "mixins.py").write_text(
+        text.replace('"""\n\nimport', '"""\n\nfrom elsewhere import Unknown\nimport', 1)
+    )
     assert _rows(analyze_file(str(pkg / "mixins.py"), ["MHA007"])) == []
 
 
@@ -323,3 +327,21 @@ def test_masks_a_base_of_another_file_makes_by_property_or_method(tmp_path):
     found = analyze_file(str(pkg / "model.py"), ["MHA004", "MHA003"])
     assert _rows(found) == [(12, 13, "MHA004"), (14, 16, "MHA004")]
     assert "self.causal_mask -> pkg/base.py:12" in found[0].message
+
+
+def test_a_helper_whose_model_comes_by_star_args_is_read_without_error(tmp_path):
+    # ``*models`` and keyword-only parameters of a helper its file calls
+    text = (PACKAGE / "scoring.py").read_text()
+    text = text.replace(
+        "def keep_scores(model, input_ids, pad_id):", "def keep_scores(*models, input_ids, pad_id):"
+    )
+    text = text.replace(
+        "    return model(input_ids, attention_mask=keep)",
+        "    return models[0](input_ids, attention_mask=keep)",
+    )
+    text = text.replace("keep_scores(model, ids, 0)", "keep_scores(model, input_ids=ids, pad_id=0)")
+    pkg = copied(PACKAGE, tmp_path)
+    (pkg / "scoring.py").write_text(text)
+    assert _rows(analyze_file(str(pkg / "scoring.py"), ["MHA002", "MHA004"])) == [
+        (15, 12, "MHA002")
+    ]

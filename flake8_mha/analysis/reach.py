@@ -622,9 +622,10 @@ def init_arguments(res: Resolver, d) -> Optional[list]:
     info = scope.cls if scope is not None else None
     if not isinstance(d.node, cst.Param) or not isinstance(func, cst.FunctionDef):
         return None
-    if info is None:
-        sites = function_calls(res, func, scope)
-        return _passed(sites, d, _positions(func).index(d.node.name.value)) if sites else None
+    if info is None:  # ``*args``, ``**kwargs``: not read; a keyword-only one by keyword
+        names, name = _positions(func), d.node.name.value
+        sites = function_calls(res, func, scope) if name in names or _kwonly(func, name) else []
+        return _passed(sites, d, names.index(name) if name in names else None) if sites else None
     if func.name.value != "__init__" or info.methods.get("__init__") is not func:
         return None
     names = _positions(func)
@@ -635,9 +636,11 @@ def init_arguments(res: Resolver, d) -> Optional[list]:
 
 def _positions(func: cst.FunctionDef) -> List[str]:
     p = func.params
-    return [x.name.value for x in list(p.posonly_params) + list(p.params)] + [
-        x.name.value for x in p.kwonly_params
-    ]
+    return [x.name.value for x in list(p.posonly_params) + list(p.params)]
+
+
+def _kwonly(func: cst.FunctionDef, name: str) -> bool:
+    return any(x.name.value == name for x in func.params.kwonly_params)
 
 
 def function_calls(res: Resolver, func: cst.FunctionDef, scope) -> list:

@@ -246,6 +246,8 @@ class Calls(FileCalls):
         callers = self.callers().get(id(func), [])
         if not callers or self._caller_depth >= MAX_CALLER_DEPTH:
             return UNKNOWN_MASK
+        if handed_by_project(self.ctx, d, name):  # another file's call hands it one too:
+            return UNKNOWN_MASK  # each call is judged where it hands it (probe AP's DUP01)
         values = []
         self._caller_depth += 1
         try:

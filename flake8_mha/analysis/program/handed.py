@@ -220,30 +220,36 @@ def classes_handed(call, params) -> Optional[Dict[str, str]]:
     (a LibCST call) that name a class (``GPT(config,
     attn_cls=MaskedSelfAttention)``), ``params`` its ``__init__``'s after
     ``self``; None behind a splat."""
-    import libcst as cst
-
     out: Dict[str, str] = {}
     for i, arg in enumerate(call.args):
         if arg.star:
             return None  # what a splat hands is not known
-        value = arg.value
-        parts = []
-        while isinstance(value, cst.Attribute):
-            parts.append(value.attr.value)
-            value = value.value
-        if not isinstance(value, cst.Name):
-            continue
-        name = ".".join([value.value, *reversed(parts)])
-        if not name.rpartition(".")[2][:1].isupper():
-            continue
-        param = (
-            arg.keyword.value
-            if arg.keyword is not None
-            else (params[i] if i < len(params) else None)
-        )
-        if param is not None:
+        name, param = _class_written(arg.value), _param_of(arg, i, params)
+        if name is not None and param is not None:
             out[param] = name
     return out
+
+
+def _param_of(arg, i: int, params) -> Optional[str]:
+    """The parameter a call's argument fills: its keyword, or its place."""
+    if arg.keyword is not None:
+        return arg.keyword.value
+    return params[i] if i < len(params) else None
+
+
+def _class_written(value) -> Optional[str]:
+    """``Attend`` or ``layers.Attend`` as written (a LibCST name or dotted
+    attribute whose last part is capitalised), else None."""
+    import libcst as cst
+
+    parts = []
+    while isinstance(value, cst.Attribute):
+        parts.append(value.attr.value)
+        value = value.value
+    if not isinstance(value, cst.Name):
+        return None
+    name = ".".join([value.value, *reversed(parts)])
+    return name if name.rpartition(".")[2][:1].isupper() else None
 
 
 def instances_handed(call, params) -> Optional[Dict[str, Optional[str]]]:
@@ -257,18 +263,8 @@ def instances_handed(call, params) -> Optional[Dict[str, Optional[str]]]:
     for i, arg in enumerate(call.args):
         if arg.star:
             return None
-        param = (
-            arg.keyword.value
-            if arg.keyword is not None
-            else (params[i] if i < len(params) else None)
-        )
-        if param is None:
-            continue
-        value, parts = arg.value, []
-        func = value.func if isinstance(value, cst.Call) else None
-        while isinstance(func, cst.Attribute):
-            parts.append(func.attr.value)
-            func = func.value
-        name = ".".join([func.value, *reversed(parts)]) if isinstance(func, cst.Name) else None
-        out[param] = name if name and name.rpartition(".")[2][:1].isupper() else None
+        param = _param_of(arg, i, params)
+        if param is not None:
+            built = arg.value.func if isinstance(arg.value, cst.Call) else None
+            out[param] = _class_written(built) if built is not None else None
     return out
