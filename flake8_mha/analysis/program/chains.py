@@ -634,9 +634,7 @@ def compose(edge: dict, callee: dict) -> Dict[str, dict]:
     positional = callee["positional"]
     for sink, how in callee["reach"].items():
         param = how["param"]
-        got = edge["kw"].get(param)
-        if got is None and param in positional:
-            got = edge["pos"].get(str(positional.index(param)))
+        got = _passed(edge, positional, param)
         if got is not None:
             out[sink] = {"param": got["param"], "ops": got["ops"] + how["ops"]}
             unless = _unless(how.get("unless", ()), edge, positional, callee)
@@ -649,22 +647,34 @@ def compose(edge: dict, callee: dict) -> Dict[str, dict]:
     return out
 
 
+def _passed(edge: dict, positional: list, param: str) -> Optional[dict]:
+    """What the edge hands the callee's parameter ``param`` (a reach of the
+    caller's parameters): by keyword, else by its place."""
+    got = edge["kw"].get(param)
+    if got is None and param in positional:
+        got = edge["pos"].get(str(positional.index(param)))
+    return got
+
+
+def _filled(param: str, positional: list, given) -> bool:
+    """Whether the call fills ``param`` itself (``given``: how many positional
+    arguments and which keywords it passes), with whatever value."""
+    count, keywords = given
+    return param in keywords or (param in positional and positional.index(param) < count)
+
+
 def _unless(params, edge: dict, positional: list, callee: dict) -> Optional[List[str]]:
     """The callee's ``"unless"`` parameters (``chains.compose``) in the
     caller's terms: each the caller's parameter the edge passes it unchanged;
     one the edge leaves out (the callee's default None) drops out; None when
     the edge gives one anything else."""
     out: List[str] = []
-    count, keywords = edge.get("given") or edge.get("arity") or (None, ())
+    given = edge.get("given") or edge.get("arity")
     for p in params:
-        got = edge["kw"].get(p)
-        if got is None and p in positional:
-            got = edge["pos"].get(str(positional.index(p)))
+        got = _passed(edge, positional, p)
         if got is not None and not got["ops"]:
             out.append(got["param"])
-        elif got is not None or count is None or p in keywords:
-            return None
-        elif p in positional and positional.index(p) < count:
+        elif got is not None or given is None or _filled(p, positional, given):
             return None
         elif callee["defaults"].get(p) != "None":
             return None
@@ -676,12 +686,9 @@ def _forwarded(param: str, positional: list, callee: dict, given: list, how: dic
     callee's parameter of that name: the call does not fill it itself (by
     position or keyword).  A parameter the callee only forwards in turn
     (``how["fwd"]``) is a keyword of its own ``**kwargs``."""
-    count, keywords = given
-    if param in keywords:
+    if _filled(param, positional, given):
         return False
-    if param in positional:
-        return positional.index(param) >= count
-    return param in callee.get("kwonly", ()) or bool(how.get("fwd"))
+    return param in positional or param in callee.get("kwonly", ()) or bool(how.get("fwd"))
 
 
 _BODIES = astwalk.BODIES

@@ -80,18 +80,24 @@ def _in_loop(node: ast.AST, parents: Dict[int, ast.AST]) -> bool:
     return True
 
 
-def reader(func, params, stores, read: Callable) -> Callable:
+def parents_in(func, parents: Dict[int, ast.AST]) -> Dict[int, ast.AST]:
+    """``parents``, filled with ``parents_of(func)`` the first time it is
+    asked: one walk of the function for its edges and its sinks both."""
+    if not parents:
+        parents.update(parents_of(func))
+    return parents
+
+
+def reader(func, params, stores, read: Callable, parents: Dict[int, ast.AST]) -> Callable:
     """``read(expr, stores)`` as ``f(expr, call)``: a parameter named as a
     call's argument and stored again in the function is read with the
     stores that may run before that call (T5's block hands ``position_bias``
-    on, then rebinds it to what the call returns)."""
-    parents: Dict[int, ast.AST] = {}
+    on, then rebinds it to what the call returns).  ``parents``: the
+    function's, filled when first needed (``parents_in``)."""
 
     def at(expr, call):
         if isinstance(expr, ast.Name) and expr.id in params and expr.id in stores:
-            if not parents:
-                parents.update(parents_of(func))
-            return read(expr, reaching(stores, call, parents))
+            return read(expr, reaching(stores, call, parents_in(func, parents)))
         return read(expr, stores)
 
     return at

@@ -541,9 +541,12 @@ def _function_summary(
     stores = steps.rebinds(func, params, stores)
     edges = []
     fwd = _handed_on(func, args.kwarg.arg, stores) if args.kwarg is not None else None
+    parents: Dict[int, ast.AST] = {}  # each node's parent, walked once when asked
     if others:
-        reach_of = order.reader(func, params, stores, lambda e, at: steps.reach(e, reads, at, 0))
-        edges = call_edges(others, loops, attrs or {}, reach_of, fwd)
+        read = lambda e, at: steps.reach(e, reads, at, 0)  # noqa: E731
+        edges = call_edges(
+            others, loops, attrs or {}, order.reader(func, params, stores, read, parents), fwd
+        )
     positional_self = method and forms.positional_self(func)
     modules = forms.module_calls(others, held, positional_self, loops) if held else []
     filled, helped, soft = fills.score_sinks(func, others, stores, helpers)  # ``helped``: ``via``
@@ -558,7 +561,8 @@ def _function_summary(
         return None
     reached: Dict[str, dict] = {}
     # where a parameter is stored again, which stores may run before each sink
-    parents = order.parents_of(func) if calls and params & set(stores) else None
+    if calls and params & set(stores):
+        order.parents_in(func, parents)
     line = None
     own_mask = False  # some SDPA call masks its scores with what no parameter gives
     mask_line = None
