@@ -252,12 +252,15 @@ class BatchFirstUnset(Rule):
     def on_construction(self, ev: Construction) -> Iterator[Report]:
         if not default_left(ev, getattr(self.ctx, "project", None)):
             return
-        target = kept_in(ev)
+        calls, analysis = call_layouts(self, ev)
+        known = [c for _, c in calls if c.kind == BATCH_FIRST]
+        unknown = [c for _, c in calls if c.kind is None]
+        if not known and not unknown and calls:
+            return  # every call feeds sequence-first data
+        target = kept_in(ev)  # asked only of a module about to be reported: a walk of its class
         if target is not None and hooked(ev.site, target):
             return  # a forward pre-hook may lay its input out (probe AO's FALSE02)
-        calls, analysis = call_layouts(self, ev)
         evidence = construction_evidence(self.ctx, ev)
-        known = [c for _, c in calls if c.kind == BATCH_FIRST]
         if known:
             evidence.update(analysis.evidence(known[0]))
             yield self.report(
@@ -268,7 +271,6 @@ class BatchFirstUnset(Rule):
                 where=where(analysis, known[0]),
             )
             return
-        unknown = [c for _, c in calls if c.kind is None]
         if not calls and analysis.weights_only(ev):
             return  # its weights serve hand-written attention; it is never run
         if unknown or not calls:
