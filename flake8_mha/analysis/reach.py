@@ -345,6 +345,8 @@ def _made_container(res: Resolver, call: cst.Call, env: Env, scope, leaf: Leaf, 
     nn.MultiheadAttention(d, h)})``, then ``self.mixers = build_mixers(d,
     h)``: probe AA's AA18), every return a container of known modules."""
     target = res.own_function(call, env, scope)
+    if target is None and getattr(leaf, "made_items", None) is not None:
+        return leaf.made_items(call, env, scope)  # a factory of another file (the project's)
     fscope = res.flow.functions.get(id(target)) if target is not None else None
     if fscope is None or not fscope.returns or depth > 6:
         return None

@@ -41,7 +41,7 @@ from .binding import apply as _apply, bind as _bind, bind_factory, fixed as _fix
 from .binding import SPLAT, known as _known, left_off
 from .constants import ConstantFiles
 from .returns import imported_target as _imported
-from .summaries import ATTRS, REGISTRIES, VARIANT
+from .summaries import ATTRS, VARIANT
 from .handed_masks import HandedMasks
 from .method_calls import MethodCalls
 from .overrides import Overrides
@@ -344,12 +344,8 @@ class Project(MethodCalls, Overrides, HandedMasks, ConstantFiles):
         if lam is not None:
             return lam
 
-        def leaf(call, env, scope):
-            got = self._built(call, env, scope, resolver)
-            return [got] if got is not None else self._registered(call.func)
-
         try:
-            held = resolver.held(func, env, scope, leaf)
+            held = resolver.held(func, env, scope, self._held_leaf(resolver))
         except RecursionError:  # pragma: no cover - pathological nesting
             return None
         if not held:
@@ -360,16 +356,6 @@ class Project(MethodCalls, Overrides, HandedMasks, ConstantFiles):
                 others.extend(kept.values())
             return None
         return held[0]
-
-    def _registered(self, func) -> Optional[list]:
-        """``BLOCKS[kind](d, h)``, a dict of this file's classes: what each runs."""
-        if not (isinstance(func, cst.Subscript) and isinstance(func.value, cst.Name)):
-            return None
-        kinds = self._own().get(REGISTRIES, {}).get(func.value.value)
-        found = [self.instance_call(self.path, cls) for cls in (kinds or "").split("|") if cls]
-        if not found or None in found:
-            return None
-        return [(self.path, got) for got in found]
 
     def _kept_kind(self, func, scope) -> Optional[Tuple[str, dict]]:
         """``self.attn2(...)`` where this file's class summary says what

@@ -11,6 +11,7 @@ import os
 from typing import Optional, Tuple
 
 from . import chains, constructors, forms, signatures
+from .held_lists import ITEMS
 from .fills import APART, FILL_SINKS, KV, KV_VIA, MULTIPLIED, SINK_LINE, kv_helpers
 from .summaries import ATTRS, BASES, IMPORTS, MODULES, REGISTRIES, TORCH_LAYERS, TORCH_MODULES
 from .summaries import VARIANT, settle
@@ -33,10 +34,14 @@ class Composing:
 
     def made_module(self, filename, table, name, depth) -> Optional[Tuple[str, dict]]:
         """What the module a factory function of ``filename`` returns runs when
-        called (``def build_attn(): return Attention()``, ``MODULES``)."""
+        called (``def build_attn(): return Attention()``, ``MODULES``); of the
+        container it returns (``return nn.ModuleList(Layer() for _ in
+        range(n))``), what each item runs: as an attribute's ``ATTRS``, which
+        names the one kind a container holds."""
         ctor = table.get(MODULES, {}).get(name)
         if ctor is None or depth >= MAX_CHAIN:
             return None
+        ctor = ctor.removesuffix(ITEMS)
         return self._named(filename, table, ctor, self.package_of(filename), depth + 1, False)
 
     def _inherited(self, filename, table, cls, depth) -> Optional[Tuple[str, dict]]:

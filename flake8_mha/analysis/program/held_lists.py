@@ -126,12 +126,13 @@ def torch_class(ctor: str, torch_names: Dict[str, str]) -> Optional[str]:
     return qn if qn is not None and module_spec(qn) is not None else None
 
 
-def returned_items(func: ast.FunctionDef, torch_names: Dict[str, str]) -> Optional[str]:
-    """``"torch.nn.MultiheadAttention[]"`` (``ITEMS``) for a factory whose one
-    return is a container of modules of that one torch class: ``return
-    nn.ModuleList([nn.MultiheadAttention(...) for _ in range(n)])``, or a
-    local filled in a loop (SASRec's ``layers = nn.ModuleList()``, then
-    ``layers.append(nn.MultiheadAttention(...))``, ``return layers``)."""
+def returned_item(func: ast.FunctionDef) -> Optional[str]:
+    """The constructor (as written) of every item of the container a factory
+    returns, its one ``return``: ``return nn.ModuleList([Layer(...) for _ in
+    range(n)])`` (a list, a comprehension, a generator), a ``ModuleDict`` of
+    one kind, or a local filled in a loop (SASRec's ``layers =
+    nn.ModuleList()``, then ``layers.append(nn.MultiheadAttention(...))``,
+    ``return layers``); None for anything else, or items of several kinds."""
     returns = [n for n in astwalk.own_nodes(func) if isinstance(n, ast.Return)]
     if len(returns) != 1 or returns[0].value is None:
         return None
@@ -149,15 +150,15 @@ def returned_items(func: ast.FunctionDef, torch_names: Dict[str, str]) -> Option
             ):
                 kinds.add(constructor(n.args[0]))
     elif isinstance(value, ast.Call) and (dotted_name(value.func) or "").endswith(_LISTS[0]):
-        if len(value.args) == 1 and isinstance(value.args[0], (ast.ListComp, ast.List)):
-            items = value.args[0]
-            elts = [items.elt] if isinstance(items, ast.ListComp) else items.elts
-            kinds.update(constructor(e) for e in elts)
+        items = value.args[0] if len(value.args) == 1 and not value.keywords else None
+        if isinstance(items, (ast.ListComp, ast.GeneratorExp)):
+            kinds.add(constructor(items.elt))
+        elif isinstance(items, ast.List):
+            kinds.update(constructor(e) for e in items.elts)
     elif isinstance(value, ast.Call) and (dotted_name(value.func) or "").endswith("ModuleDict"):
         # ``return nn.ModuleDict({"temporal": nn.MultiheadAttention(...)})`` (probe AA's AA18)
         if len(value.args) == 1 and isinstance(value.args[0], ast.Dict) and value.args[0].values:
             kinds.update(constructor(e) for e in value.args[0].values)
     if len(kinds) != 1 or None in kinds:
         return None
-    qn = torch_class(kinds.pop(), torch_names)
-    return qn + ITEMS if qn is not None else None
+    return kinds.pop()

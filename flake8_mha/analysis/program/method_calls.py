@@ -10,13 +10,47 @@ from typing import Optional, Tuple
 import libcst as cst
 
 from ..flow import DefKind, lookup
+from .held_lists import ITEMS
 from .local_names import own_definition
 from .returns import imported_target as _imported
+from .summaries import MODULES, REGISTRIES
 
 
 class MethodCalls:
-    """A mixin of ``callsites.Project``: it reads ``_defined``, ``effective``
-    and ``path`` of the project."""
+    """A mixin of ``callsites.Project``: it reads ``_defined``, ``effective``,
+    ``summaries``, ``instance_call``, ``_built`` and ``path`` of the project."""
+
+    def _held_leaf(self, resolver):
+        """The leaf ``resolver.held`` ends at for a called object: what each
+        construction (``_built``) or registered class runs; its
+        ``made_items``, what each item of a container a project factory of
+        another file returns runs (``stack(2, d, h)``, then ``for layer in
+        self.layers: layer(x, mask)``)."""
+
+        def leaf(call, env, scope):
+            got = self._built(call, env, scope, resolver)
+            return [got] if got is not None else self._registered(call.func)
+
+        def made_items(call, env, scope):
+            target = _imported(call.func, env, scope)
+            loc = self._defined(target) if target is not None else None
+            made = self.summaries(loc[0]).get(MODULES, {}).get(loc[1]) if loc else None
+            if made is None or not made.endswith(ITEMS):
+                return None
+            return leaf(call, env, scope)  # its ``made_module``: the items' class
+
+        leaf.made_items = made_items  # type: ignore[attr-defined]
+        return leaf
+
+    def _registered(self, func) -> Optional[list]:
+        """``BLOCKS[kind](d, h)``, a dict of this file's classes: what each runs."""
+        if not (isinstance(func, cst.Subscript) and isinstance(func.value, cst.Name)):
+            return None
+        kinds = self._own().get(REGISTRIES, {}).get(func.value.value)
+        found = [self.instance_call(self.path, cls) for cls in (kinds or "").split("|") if cls]
+        if not found or None in found:
+            return None
+        return [(self.path, got) for got in found]
 
     def _held_method(self, func, env, scope, resolver) -> Optional[Tuple[str, dict]]:
         """``self.vit.forward_features(...)``: the method of that name of the

@@ -23,7 +23,7 @@ from .module_numbers import module_constants
 from .sdpa_names import is_sdpa, sdpa_names_of
 from .sizes import size_calls, sizes_table
 
-SUMMARY_VERSION = 97
+SUMMARY_VERSION = 98
 REEXPORTS = "@reexports"  # the key of an __init__'s re-exports in its summary table
 IMPORTS = "@imports"  # the file's imports, where the callees its edges name live
 ATTRS = "@attrs"  # per class, what kind of module each self.<attr> holds (chains.py)
@@ -182,7 +182,9 @@ def summarise(
         modules = {
             f: ctor
             for f, ctor in out[MODULES].items()
-            if chains.may_be_project_class(ctor, imported, out, out.get(BASES, {}))
+            if chains.may_be_project_class(
+                ctor.removesuffix(held_lists.ITEMS), imported, out, out.get(BASES, {})
+            )
         }
         if modules:
             out[MODULES] = modules
@@ -291,9 +293,13 @@ def _summarise_node(
         made = classes[4].get(id(node))  # ``factories.returned_modules``
         if made is not None and made[:1].isupper():
             out.setdefault(MODULES, {})[node.name] = made
+        item = held_lists.returned_item(node) if made is None else None
+        if item is not None and item[:1].isupper():  # ``return nn.ModuleList(Layer() ...)``
+            out.setdefault(MODULES, {})[node.name] = item + held_lists.ITEMS
         torch_made = forms.torch_class(made, torch_names) if made and holds_modules else None
-        if holds_modules and torch_made is None:  # ``return nn.ModuleList([...])`` of them
-            torch_made = held_lists.returned_items(node, torch_names)
+        if holds_modules and torch_made is None and item is not None:  # of torch's modules
+            torch_made = forms.torch_class(item, torch_names)
+            torch_made = torch_made + held_lists.ITEMS if torch_made is not None else None
         if torch_made is not None and not node.decorator_list:
             # ``def make(d, h): return nn.MultiheadAttention(d, h)``
             out.setdefault(TORCH_MODULES, {})[node.name] = torch_made
