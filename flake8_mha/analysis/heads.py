@@ -317,7 +317,33 @@ class Layouts:
         if _ROTARY.search(ident(func)):  # ``rotary(q)``: a rotary embedding keeps the shape
             args = [a.value for a in node.args if a.keyword is None and not a.star]
             return self.of(args[0], env, scope, depth + 1) if args else None
+        if not qn.startswith("torch."):
+            return self._helper(node, env, scope, depth)
         return None
+
+    def _helper(self, call: cst.Call, env, scope, depth) -> Optional[Layout]:
+        """What the one ``return`` of a helper gives, in this file or another
+        of the project (``split_heads(self.q_proj(x), N_HEAD)`` of ``def
+        split_heads(x, n): return x.view(b, t, n, -1).transpose(1, 2)``:
+        probe AP's AP24): an axis sized by a parameter is sized by what the
+        call hands it, one sized by a known number keeps it."""
+        from .program.returns import helper_reading  # the helper, wherever it is
+
+        if depth > MAX_DEPTH // 2:
+            return None
+        got = helper_reading(self.ctx, call, env, scope, "heads", read_layout, _SHAPING)
+        if got is None:
+            return None
+        axes = []
+        for axis in got.form["axes"]:
+            arg = got.args.get(axis["p"]) if "p" in axis else None
+            if arg is not None:
+                axes.append(Axis(arg, env, scope, ident(arg) or axis["n"]))
+            elif "v" in axis:
+                axes.append(Axis(cst.Integer(str(axis["v"])), env, scope, axis["n"]))
+            else:
+                axes.append(Axis(name=axis["n"]))
+        return Layout(axes, [call], [])
 
     def _name(self, node: cst.Name, env, scope, depth) -> Optional[Layout]:
         defs = lookup(node.value, env, scope)
@@ -467,6 +493,35 @@ def einops_axes(side: str, ellipsis: bool = False) -> Optional[List[str]]:
     if "..." in tokens and not ellipsis:
         return None
     return tokens
+
+
+_SHAPING = ("view", "reshape", "rearrange", "unflatten")
+
+
+def read_layout(ctx, func: cst.FunctionDef, fscope) -> Optional[dict]:
+    """The layout the one ``return`` of a helper has, read in its own file:
+    each axis's name (its role), the parameter that sizes it or the number
+    it is; None when unknown, or fewer than three axes."""
+    if len(fscope.returns) != 1:
+        return None
+    ret, renv = fscope.returns[0]
+    got = Layouts(ctx).of(ret, renv, fscope, MAX_DEPTH // 2)
+    if got is None or got.rank < 3:
+        return None
+    p = func.params
+    names = {x.name.value for x in (*p.posonly_params, *p.params, *p.kwonly_params)}
+    axes, params = [], []
+    for axis in got.axes:
+        out = {"n": axis.name}
+        name = axis.expr.value if isinstance(axis.expr, cst.Name) else None
+        defs = lookup(name, axis.env or renv, axis.scope) if name in names else ()
+        if len(defs) == 1 and defs[0].kind == "param" and defs[0].extra is func:
+            out["p"] = name
+            params.append(name)
+        elif axis.value() is not UNKNOWN and axis.value() >= 0:  # not ``-1``: inferred
+            out["v"] = axis.value()
+        axes.append(out)
+    return {"params": params, "axes": axes}
 
 
 def names_of(node: cst.CSTNode) -> List[str]:

@@ -1,0 +1,125 @@
+"""The forty-fourth stop.  Issue 26: the items of a container a project
+factory of another file returns (probe AP's AP21)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from fixture_expect import assert_package_runs, copied
+from flake8_mha.lint.engine import analyze_file
+
+ITEMS = Path("fixtures/program_calls/factory_items")
+FACTORY = (
+    "def stack(n, dim, heads):\n    return nn.ModuleList(SDPALayer(dim, heads) for _ in range(n))\n"
+)
+
+
+def _rows(found):
+    return [(f.line, f.col, f.code) for f in found]
+
+
+def test_each_item_of_a_factory_of_another_file_runs_its_class():
+    assert_package_runs(
+        str(ITEMS), [("retriever.py", 21, 17, "MHA002"), ("score.py", 11, 12, "MHA002")]
+    )
+
+
+def _with_factory(tmp_path, factory: str, file: str = "retriever.py"):
+    pkg = copied(ITEMS, tmp_path)
+    layers = pkg / "layers.py"
+    layers.write_text(layers.read_text().replace(FACTORY, factory))
+    return _rows(analyze_file(str(pkg / file), ["MHA002", "MHA003"]))
+
+
+def test_a_list_comprehension_of_one_class_is_read_the_same(tmp_path):
+    factory = (
+        "def stack(n, dim, heads):\n"
+        "    return nn.ModuleList([SDPALayer(dim, heads) for _ in range(n)])\n"
+    )
+    assert _with_factory(tmp_path, factory) == [(21, 17, "MHA002")]
+
+
+def test_a_list_filled_in_a_loop_is_read_the_same(tmp_path):
+    factory = (
+        "def stack(n, dim, heads):\n"
+        "    layers = nn.ModuleList()\n"
+        "    for _ in range(n):\n"
+        "        layers.append(SDPALayer(dim, heads))\n"
+        "    return layers\n"
+    )
+    assert _with_factory(tmp_path, factory) == [(21, 17, "MHA002")]
+    assert _with_factory(tmp_path / "b", factory, "score.py") == [(11, 12, "MHA002")]
+
+
+def test_items_of_two_classes_are_not_guessed(tmp_path):
+    factory = (
+        "class Plain(nn.Module):\n"
+        "    def forward(self, x, attn_mask=None):\n"
+        "        return x\n\n\n"
+        "def stack(n, dim, heads):\n"
+        "    return nn.ModuleList([SDPALayer(dim, heads), Plain()])\n"
+    )
+    assert _with_factory(tmp_path, factory) == []
+    assert _with_factory(tmp_path / "b", factory, "score.py") == []
+
+
+def test_what_the_items_class_does_with_the_mask_decides(tmp_path):
+    # a layer that takes the ignore convention and inverts it for SDPA: the
+    # padding mask is now right, the keep-mask of ``encode_query`` wrong
+    pkg = copied(ITEMS, tmp_path)
+    layers = pkg / "layers.py"
+    text = layers.read_text().replace(
+        "attn_mask=attn_mask)", "attn_mask=None if attn_mask is None else ~attn_mask)"
+    )
+    layers.write_text(text)
+    found = _rows(analyze_file(str(pkg / "retriever.py"), ["MHA002", "MHA003"]))
+    assert found == [(28, 17, "MHA002")]
+
+
+HEADS = Path("fixtures/program_calls/head_helpers")
+
+
+def test_heads_split_by_a_helper_of_another_file_are_counted_at_the_call():
+    assert_package_runs(str(HEADS), [("layers.py", 34, 15, "MHA014")])
+
+
+def _pair(tmp_path, old: str, new: str):
+    pkg = copied(HEADS, tmp_path)
+    pair = pkg / "pair.py"
+    pair.write_text(pair.read_text().replace(old, new))
+    return _rows(analyze_file(str(pair), ["MHA014"]))
+
+
+def test_a_method_that_splits_heads_is_read_with_the_count_it_is_handed(tmp_path):
+    assert _pair(tmp_path, "self._split(self.kv(x), 4)", "self._split(self.kv(x), 3)") == [
+        (20, 16, "MHA014")
+    ]
+
+
+def test_a_count_the_helper_fixes_itself_is_its_own(tmp_path):
+    # a helper that always splits 3 heads: 8 over 3 do not divide
+    fixed = (
+        "    def _kv(self, x):\n"
+        "        b, t, _ = x.shape\n"
+        "        return x.view(b, t, 3, 8).transpose(1, 2)\n\n"
+        "    def forward(self, x):\n"
+        "        q = self._split(self.q(x), 8)\n"
+        "        k = self._kv(self.kv(x))\n"
+    )
+    old = (
+        "    def forward(self, x):\n        q = self._split(self.q(x), 8)\n"
+        "        k = self._split(self.kv(x), 4)\n"
+    )
+    assert _pair(tmp_path, old, fixed) == [(24, 16, "MHA014")]
+
+
+def test_a_count_the_call_leaves_unknown_stays_unknown(tmp_path):
+    old = "    def forward(self, x):\n"
+    new = "    def forward(self, x, kv_heads=None):\n"
+    got = _pair(tmp_path, old, new)
+    assert got == []
+    pkg = copied(HEADS, tmp_path / "b")
+    pair = pkg / "pair.py"
+    text = pair.read_text().replace(old, new)
+    pair.write_text(text.replace("self._split(self.kv(x), 4)", "self._split(self.kv(x), kv_heads)"))
+    assert _rows(analyze_file(str(pair), ["MHA014"])) == []
