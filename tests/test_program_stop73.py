@@ -123,3 +123,67 @@ def test_a_count_the_call_leaves_unknown_stays_unknown(tmp_path):
     text = pair.read_text().replace(old, new)
     pair.write_text(text.replace("self._split(self.kv(x), 4)", "self._split(self.kv(x), kv_heads)"))
     assert _rows(analyze_file(str(pair), ["MHA014"])) == []
+
+
+RETURNED = Path("fixtures/program_calls/returned_scores")
+
+
+def test_scores_a_helper_masks_and_returns_are_judged_where_its_caller_softmaxes():
+    assert_package_runs(str(RETURNED), [("model.py", 18, 20, "MHA012")])
+
+
+def _scoring(tmp_path, extra: str):
+    pkg = copied(RETURNED, tmp_path)
+    scoring = pkg / "scoring.py"
+    scoring.write_text(scoring.read_text() + extra)
+    return _rows(analyze_file(str(scoring), ["MHA012", "MHA004"]))
+
+
+def test_the_mask_made_beside_the_softmax_is_judged_at_the_helper_call(tmp_path):
+    extra = (
+        "\n\ndef node_probs(q, k, num_nodes):\n"
+        "    from .graph_utils import node_valid\n\n"
+        "    valid = node_valid(num_nodes, k.size(2))\n"
+        "    return masked_scores(q, k, valid).softmax(dim=-1)\n"
+    )
+    assert _scoring(tmp_path, extra) == [(35, 12, "MHA012")]
+
+
+def test_a_local_bound_to_the_helper_call_then_softmaxed_is_the_same(tmp_path):
+    extra = (
+        "\n\ndef node_probs(q, k, num_nodes):\n"
+        "    from .graph_utils import node_valid\n\n"
+        "    s = masked_scores(q, k, node_valid(num_nodes, k.size(2)))\n"
+        "    return F.softmax(s, dim=-1)\n"
+    )
+    text = "import torch.nn.functional as F\n"
+    pkg = copied(RETURNED, tmp_path)
+    scoring = pkg / "scoring.py"
+    scoring.write_text(text + scoring.read_text() + extra)
+    assert _rows(analyze_file(str(scoring), ["MHA012"])) == [(35, 9, "MHA012")]
+
+
+def test_a_helper_result_not_softmaxed_is_not_judged(tmp_path):
+    extra = (
+        "\n\ndef node_gates(q, k, num_nodes):\n"
+        "    from .graph_utils import node_valid\n\n"
+        "    valid = node_valid(num_nodes, k.size(2))\n"
+        "    return masked_scores(q, k, valid).sigmoid()\n"
+    )
+    assert _scoring(tmp_path, extra) == []
+
+
+def test_a_helper_that_softmaxes_itself_is_unchanged(tmp_path):
+    pkg = copied(RETURNED, tmp_path)
+    scoring = pkg / "scoring.py"
+    text = scoring.read_text().replace(
+        "    return s * valid[:, None, None, :]\n",
+        "    return (s * valid[:, None, None, :]).softmax(dim=-1)\n",
+    )
+    text = text.replace(
+        "    return masked_scores(q, k, valid).softmax(dim=-1)\n",
+        "    return masked_scores(q, k, valid)\n",
+    )
+    scoring.write_text(text)
+    # the gate's call now reaches a softmaxed product too
+    assert_package_runs(str(pkg), [("model.py", 18, 20, "MHA012"), ("model.py", 31, 20, "MHA012")])

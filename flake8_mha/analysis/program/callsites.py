@@ -31,8 +31,9 @@ from . import callers, chains, instances, passed_down, signatures, wrapped
 from .callgraph import CHECKPOINT, checkpointed
 from .files import ProjectFiles, decode, module_constants, module_parts, project_root  # noqa: F401
 from .composing import SECOND_LACKS, fill_apart
-from .fills import FILL_SINKS, FILL_TEXT, KV, SOFTMAX
+from .fills import FILL_SINKS, FILL_TEXT, KV, RETURNED, SOFTMAX
 from .kv_scores import HANDWRITTEN
+from .returned_scores import softmaxed_result
 from .forms import sdpa_summary
 from .aliases import followed
 from .local_names import annotated_class, enclosing_class, instance_name, own_definition
@@ -206,7 +207,10 @@ class Project(MethodCalls, Overrides, HandedMasks, ConstantFiles):
         expr = args.get(how["param"])
         if expr is None or not left_off(how.get("unless", ()), summary, args):
             return None
-        ops = [step for step in how["ops"] if step != SOFTMAX and step[0] != KV]
+        returned = how["ops"][-1:] == [RETURNED]  # scores it returns: softmaxed here?
+        if returned and not softmaxed_result(site):
+            return None
+        ops = [step for step in how["ops"] if step not in (SOFTMAX, RETURNED) and step[0] != KV]
         into = [step for step in how["ops"] if step[0] == KV]
         built = _apply(expr, ops)
         if built is None:
@@ -228,7 +232,7 @@ class Project(MethodCalls, Overrides, HandedMasks, ConstantFiles):
             through["handwritten"] = True
         if summary.get("chain"):
             through["chain"] = [list(step) for step in summary["chain"]]
-        softmaxed = bool(how["ops"]) and how["ops"][-1] == SOFTMAX
+        softmaxed = returned or (bool(how["ops"]) and how["ops"][-1] == SOFTMAX)
         text = into[-1][1] if into else FILL_TEXT[sink]  # kv: "keys and values"
         ev = FillCall(site, built, FILL_SINKS[sink], text, softmaxed, through)
         ev.given = expr

@@ -635,8 +635,9 @@ def compose(edge: dict, callee: dict) -> Dict[str, dict]:
     for sink, how in callee["reach"].items():
         param = how["param"]
         got = _passed(edge, positional, param)
-        if got is not None:
-            out[sink] = {"param": got["param"], "ops": got["ops"] + how["ops"]}
+        ops = composed_ops(how["ops"], edge.get("result"))  # scores it returns (AP13)
+        if got is not None and ops is not None:
+            out[sink] = {"param": got["param"], "ops": got["ops"] + ops}
             unless = _unless(how.get("unless", ()), edge, positional, callee)
             if unless is None:
                 del out[sink]  # the edge gives the parameter that takes the mask's place
@@ -645,6 +646,18 @@ def compose(edge: dict, callee: dict) -> Dict[str, dict]:
         elif edge.get("fwd") and _forwarded(param, positional, callee, edge["given"], how):
             out[sink] = {"param": param, "ops": how["ops"], "fwd": True}
     return out
+
+
+def composed_ops(ops: list, use: Optional[str]) -> Optional[list]:
+    """A callee's steps seen from its caller: scores the callee masks and
+    returns (last step ``["returned"]``, ``returned_scores.py``) are softmaxed
+    by a caller that softmaxes the call's result, still returned by one that
+    returns it (``use``: the edge's ``"result"``); None when the reach ends."""
+    if not ops or ops[-1] != ["returned"]:
+        return ops
+    if use == "softmax":
+        return ops[:-1] + [["softmax"]]
+    return ops if use == "returned" else None
 
 
 def _passed(edge: dict, positional: list, param: str) -> Optional[dict]:

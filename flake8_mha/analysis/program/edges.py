@@ -23,7 +23,7 @@ MAX_EDGES = 64  # per function: a generated file's huge forward is not followed
 _BUILTINS = frozenset(dir(builtins))
 
 
-def edges(calls, loops_over, attrs: Dict[str, str], reach_of, fwd=None) -> List[dict]:
+def edges(calls, loops_over, attrs: Dict[str, str], reach_of, fwd=None, uses=None) -> List[dict]:
     """The calls (``calls``: the function's own, SDPA's left out) that pass
     one of its parameters (through the transformations a summary can
     describe) to a function, method or module that may reach a sink:
@@ -38,7 +38,8 @@ def edges(calls, loops_over, attrs: Dict[str, str], reach_of, fwd=None) -> List[
     splat) forwards every keyword its own callers put there: the edge says
     so (``"fwd"``), with how many positional arguments and which keywords the
     call gives itself (``"given"``), which the callee's parameters so filled
-    cannot receive."""
+    cannot receive.  ``uses``: ``id`` of a call -> what the function does
+    with its result (``returned_scores.result_uses``), the edge's ``"result"``."""
     loops: Dict[str, str] = {}  # for blk in self.blocks / enumerate(self.blocks)
     each: List[tuple] = []  # (the loop, the names it binds to items): a call in it reads these
     for n in loops_over:
@@ -82,6 +83,8 @@ def edges(calls, loops_over, attrs: Dict[str, str], reach_of, fwd=None) -> List[
             edge = {"callee": callee, "pos": pos, "kw": kw, "line": n.lineno}
             given = [len(n.args), sorted(k.arg for k in n.keywords if k.arg)]
             edge.update(fwd=True, given=given) if forwards else edge.update(arity=given)
+            if uses and id(call) in uses:
+                edge["result"] = uses[id(call)]
             out.append(edge)
             if len(out) >= MAX_EDGES:
                 break

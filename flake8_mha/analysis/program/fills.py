@@ -45,6 +45,7 @@ FILL_TEXT.update({k + SECOND: FILL_TEXT[k] for k in (MASKED_FILL, WHERE_KEEP)})
 # the calls that make a query-key product (besides ``q @ k``)
 PRODUCTS = ("matmul", "bmm", "einsum")
 SOFTMAX = ["softmax"]  # the last step of a fill's ops: the function softmaxes after the fill
+RETURNED = ["returned"]  # or returns the scores unsoftmaxed (``returned_scores.py``)
 # a step of a fill's ops: the fill is on a path of its own beside the function's
 # SDPA call that reads the same parameter, the two apart by a test that reads no
 # mask (litgpt's soft-capped scores, else SDPA): each is judged at the call
@@ -115,6 +116,8 @@ def fill_reach(filled, soft: bool, reads, stores) -> Dict[str, dict]:
             continue  # the function's own mask: judged where it is made
         if soft:
             got["ops"] = got["ops"] + [list(SOFTMAX)]
+        elif sink in (ADDED, MULTIPLIED):  # a term in the scores it returns: its caller's
+            got["ops"] = got["ops"] + [list(RETURNED)]
         first = seen.get(sink)
         if sink in (MASKED_FILL, WHERE_KEEP) and first and first["param"] != got["param"]:
             second = sink + SECOND  # another parameter's mask filled the same way

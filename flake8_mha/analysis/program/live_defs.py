@@ -31,6 +31,8 @@ _DEFS = (ast.FunctionDef, ast.AsyncFunctionDef)
 # summary reads only in a file that fills scores
 FILL_WORDS = frozenset(
     {"masked_fill", "masked_fill_", "where", "softmax", "log_softmax", "Softmax"}
+    # and of a query-key product a helper masks and returns (``returned_scores``)
+    | {"@", "matmul", "bmm", "einsum"}
 )
 # values a module-level assignment binds that no summary table holds under the
 # name (a table's entries by assignment: a lambda, an alias, a ``partial``)
@@ -70,7 +72,10 @@ def dead_functions(tree: ast.Module, lines: List[str], seeds: FrozenSet[str]) ->
             found: Set[str] = set()
             for node in bound:
                 first = min([node.lineno] + [d.lineno for d in node.decorator_list])
-                found.update(_WORD.findall("".join(lines[first - 1 : node.end_lineno])))
+                text = "".join(lines[first - 1 : node.end_lineno])
+                found.update(_WORD.findall(text))
+                if "@" in text:  # ``q @ k.transpose(-2, -1)`` (or a decorator: kept, a superset)
+                    found.add("@")
             found.discard(name)  # a recursive call keeps nothing
             words[name] = found
     # the names whose call may reach a sink, whatever the caller

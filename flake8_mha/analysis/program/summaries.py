@@ -17,13 +17,14 @@ from ...core.lines import lines_naming as _lines_naming, source_lines, spans as 
 from ...core.torch_api import SDPA_NAME
 from . import chains, constructors, fills, forms, handed as handed_forms, held_lists, import_lines
 from . import branches, factories, kv_scores, live_defs, order, partial_attrs, signatures, steps
+from . import returned_scores
 from .chains import BASES, VARIANT, dotted_name, named_lambda, statements  # noqa: F401
 from .edges import edges as call_edges
 from .module_numbers import module_constants
 from .sdpa_names import is_sdpa, sdpa_names_of
 from .sizes import size_calls, sizes_table
 
-SUMMARY_VERSION = 98
+SUMMARY_VERSION = 99
 REEXPORTS = "@reexports"  # the key of an __init__'s re-exports in its summary table
 IMPORTS = "@imports"  # the file's imports, where the callees its edges name live
 ATTRS = "@attrs"  # per class, what kind of module each self.<attr> holds (chains.py)
@@ -550,12 +551,14 @@ def _function_summary(
     parents: Dict[int, ast.AST] = {}  # each node's parent, walked once when asked
     if others:
         read = lambda e, at: steps.reach(e, reads, at, 0)  # noqa: E731
-        edges = call_edges(
-            others, loops, attrs or {}, order.reader(func, params, stores, read, parents), fwd
-        )
+        uses = returned_scores.result_uses(func, others, stores)
+        reader = order.reader(func, params, stores, read, parents)
+        edges = call_edges(others, loops, attrs or {}, reader, fwd, uses)
     positional_self = method and forms.positional_self(func)
     modules = forms.module_calls(others, held, positional_self, loops) if held else []
     filled, helped, soft = fills.score_sinks(func, others, stores, helpers)  # ``helped``: ``via``
+    if helpers is not None and not soft:  # scores it masks and returns: its caller softmaxes
+        filled = filled + returned_scores.returned_terms(func, stores)
     handwritten = None  # its own K/V multiplied by a mask
     if not filled and soft:
         if not calls:

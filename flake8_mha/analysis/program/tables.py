@@ -6,7 +6,7 @@ version), else the table is made again."""
 from __future__ import annotations
 
 from . import forms
-from .fills import APART, FILL_SINKS, KV, KV_VIA, SOFTMAX
+from .fills import APART, FILL_SINKS, KV, KV_VIA, RETURNED, SOFTMAX
 from .sizes import valid_size_call, valid_size_entry
 from .steps import FLOAT_CASTS
 from .summaries import (
@@ -115,6 +115,7 @@ def valid_table(table) -> bool:
                 and isinstance(e.get("kw"), dict)
                 and all(_valid_reach(r) for r in [*e["pos"].values(), *e["kw"].values()])
                 and _valid_given(e)
+                and e.get("result") in (None, "softmax", "returned")
             ):
                 return False
     return True
@@ -185,7 +186,7 @@ def _valid_given(edge: dict) -> bool:
 
 
 _OPS = ("invert", "eq0", "index", "bool", "unsqueeze", "cast", "rows", "expand", KV, SOFTMAX[0])
-_OPS += (APART[0],)
+_OPS += (APART[0], RETURNED[0])
 
 
 # a flag named by the factory's file: a module-level constant (``cfg.BATCH_FIRST``)
