@@ -187,3 +187,16 @@ def test_a_helper_that_softmaxes_itself_is_unchanged(tmp_path):
     scoring.write_text(text)
     # the gate's call now reaches a softmaxed product too
     assert_package_runs(str(pkg), [("model.py", 18, 20, "MHA012"), ("model.py", 31, 20, "MHA012")])
+
+
+def test_a_0_1_mask_added_to_the_scores_a_helper_returns_is_mha004(tmp_path):
+    pkg = copied(RETURNED, tmp_path)
+    model = pkg / "model.py"
+    model.write_text(
+        model.read_text().replace(
+            "self.attn(x, additive_valid(num_nodes, feats.size(1)))",
+            "self.attn(x, node_valid(num_nodes, feats.size(1)))",
+        )
+    )
+    found = _rows(analyze_file(str(model), ["MHA004", "MHA012"]))
+    assert found == [(18, 20, "MHA012"), (30, 17, "MHA004")]

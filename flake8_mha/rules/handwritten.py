@@ -437,6 +437,16 @@ class MaskMultipliedBeforeSoftmax(Rule):
           a mask there, or be a local made from one by `expand`, `reshape` or
           `view` (`gate = keep[:, None, None, :].expand(B, H, S, S).reshape(B *
           H, S, S)`; `fixtures/program_calls/gated_chains/`).
+        - Scores a helper masks and returns, softmaxed by its caller (`def
+          masked_scores(q, k, valid): return (q @ k.transpose(-2, -1)) *
+          valid[:, None, None, :]`, then `masked_scores(q, k,
+          valid).softmax(dim=-1)`): the product counts at each call whose
+          result is softmaxed (directly, or through a local bound only to
+          it), in the helper's file or another; a caller that returns the
+          result hands the question to its own callers, and any other use (a
+          sigmoid gate) is not judged. The helper must softmax nothing
+          itself and multiply the term in its one `return`
+          (`fixtures/program_calls/returned_scores/`).
         - A comparison whose meaning the code does not state (`items > 0` on a
           name not known to hold token ids) is not known as a mask, so it is
           not reported, even though any bool multiplied into scores is wrong.

@@ -88,6 +88,12 @@ class GqaHeadsDoNotDivide(Rule):
           divide (`fixtures/program_calls/subclass_heads/`).
         - A call whose name says rotary (`rotary(q)`, `apply_rotary_emb(k, freqs)`)
           keeps the layout of its first argument.
+        - Heads split by a helper (`split_heads(self.q_proj(x), N_HEAD)` with
+          `def split_heads(x, n): return x.view(b, t, n, -1).transpose(1,
+          2)`), of this file or another project file: the head axis is sized
+          by what the call hands the helper's parameter, or by the number the
+          helper writes itself; a helper with more than one `return` is not
+          read (`fixtures/program_calls/head_helpers/`).
         """
     VALID = [
         "import torch.nn.functional as F\n"
