@@ -200,3 +200,39 @@ def test_a_0_1_mask_added_to_the_scores_a_helper_returns_is_mha004(tmp_path):
     )
     found = _rows(analyze_file(str(model), ["MHA004", "MHA012"]))
     assert found == [(18, 20, "MHA012"), (30, 17, "MHA004")]
+
+
+CONTEXT = Path("fixtures/program_calls/context_modules")
+
+
+def test_a_context_zeroed_by_its_mask_and_handed_to_a_cross_attention_block():
+    assert_package_runs(str(CONTEXT), [("denoiser.py", 20, 25, "MHA015")])
+
+
+def _blocks(tmp_path, old: str, new: str):
+    pkg = copied(CONTEXT, tmp_path)
+    blocks = pkg / "blocks.py"
+    blocks.write_text(blocks.read_text().replace(old, new))
+    return _rows(analyze_file(str(pkg / "denoiser.py"), ["MHA015"]))
+
+
+def test_a_block_that_masks_the_scores_itself_is_silent(tmp_path):
+    causal = "key_padding_mask=ctx_pad, attn_mask=self.window, need_weights=False"
+    assert _blocks(tmp_path, "key_padding_mask=ctx_pad, need_weights=False", causal) == []
+
+
+def test_a_block_whose_padding_default_is_not_none_is_silent(tmp_path):
+    assert (
+        _blocks(
+            tmp_path,
+            "def forward(self, x, ctx, ctx_pad=None):",
+            "def forward(self, x, ctx, ctx_pad=PAD):",
+        )
+        == []
+    )
+
+
+def test_a_self_attention_block_handed_zeroed_input_is_left_to_its_file(tmp_path):
+    # the query is the context too: not read across the call (docs/reach.md)
+    old = "out, _ = self.attn(self.norm(x), ctx, ctx,"
+    assert _blocks(tmp_path, old, "out, _ = self.attn(ctx, ctx, ctx,") == []

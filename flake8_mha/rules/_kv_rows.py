@@ -11,6 +11,19 @@ import libcst as cst
 from ..analysis.flow import DefKind, lookup
 from ..core.positions import line_of
 
+# functions that keep the rows of their first argument (axes moved, not mixed)
+SAME_ROWS_FUNCS = {
+    "einops.rearrange",
+    "torch.transpose",
+    "torch.permute",
+    "torch.swapaxes",
+    "torch.movedim",
+    "torch.reshape",
+    "torch.unsqueeze",
+    "torch.squeeze",
+    "torch.flatten",
+}
+MAX_DEPTH = 10
 # methods that keep the rows of a key or value tensor where they were
 SAME_ROWS = {
     "float",
@@ -245,3 +258,41 @@ def shaped(node) -> bool:
         else:
             return False
     return False
+
+
+def read_rows(ctx, func: cst.FunctionDef, fscope) -> Optional[dict]:
+    """A helper whose one return moves the axes of one of its parameters,
+    rows kept (``def _split(self, t): return t.view(b, n, h, d).transpose(1,
+    2)``): ``{"params": [that parameter]}``."""
+    if len(fscope.returns) != 1:
+        return None
+    ret, renv = fscope.returns[0]
+    name = rows_of(ctx, ret, renv, fscope, 0)
+    return {"params": [name]} if name is not None else None
+
+
+def rows_of(ctx, node, env, scope, depth: int) -> Optional[str]:
+    """The parameter ``node`` is, its rows kept (as ``masked`` walks)."""
+    if node is None or depth > MAX_DEPTH:
+        return None
+    d = depth + 1
+    if isinstance(node, cst.Name):
+        defs = lookup(node.value, env, scope)
+        if len(defs) != 1:
+            return None
+        if defs[0].kind == "param":
+            return node.value
+        if defs[0].kind == "assign" and defs[0].node is not None and not defs[0].index:
+            return rows_of(ctx, defs[0].node, defs[0].env, defs[0].scope, d)
+        return None
+    if not isinstance(node, cst.Call):
+        return None
+    if isinstance(node.func, cst.Attribute) and node.func.attr.value in SAME_ROWS:
+        return rows_of(ctx, node.func.value, env, scope, d)
+    try:
+        qn = ctx.resolver.qualname(node.func, env, scope)
+    except RecursionError:  # pragma: no cover - pathological nesting
+        return None
+    if qn in SAME_ROWS_FUNCS and node.args and node.args[0].keyword is None:
+        return rows_of(ctx, node.args[0].value, env, scope, d)
+    return None

@@ -40,6 +40,8 @@ from ..core.positions import line_of
 from ._kv_rows import (
     MASK_SHAPING,
     SAME_ROWS,
+    SAME_ROWS_FUNCS,
+    read_rows,
     in_place,
     made_call,
     param_root,
@@ -52,18 +54,6 @@ from .base import Example, Report, Rule
 
 MAX_DEPTH = 10
 _NUMERIC = (BOOL, FLOAT01, INT)
-# functions that keep the rows of their first argument (axes moved, not mixed)
-_SAME_ROWS_FUNCS = {
-    "einops.rearrange",
-    "torch.transpose",
-    "torch.permute",
-    "torch.swapaxes",
-    "torch.movedim",
-    "torch.reshape",
-    "torch.unsqueeze",
-    "torch.squeeze",
-    "torch.flatten",
-}
 _MASK_ARGS = ("attn_mask", "key_padding_mask")
 # a mask so named is not a padding mask of the keys: left alone when its meaning is unknown
 _NOT_PADDING = ("attn", "causal", "bias", "tri", "future", "head", "drop", "grad")
@@ -197,6 +187,16 @@ class MaskOnKeysValues(Rule):
           module whose `forward` passes them on to SDPA), in this file or
           another, is followed: the finding is at the wrapper's call. A wrapper
           given a mask or a causal flag of its own masks the scores: silent.
+          So is a module whose `forward` hands a parameter to an
+          `nn.MultiheadAttention`'s key and value as the context of a
+          cross-attention (its query another tensor) that masks no scores
+          unless the caller gives its mask parameter (`self.attn(self.norm(x),
+          ctx, ctx, key_padding_mask=ctx_pad)`, `ctx_pad=None`): a caller that
+          hands a context zeroed by its keep-mask and no `ctx_pad` is reported
+          at its call (`fixtures/program_calls/context_modules/`). A
+          self-attention (`self.attn(x, x, x)`) handed an input its caller
+          zeroed is not followed across the call: zeroing the padded tokens
+          before a block is also done on purpose beside a mask given later.
         - Scores recognised by use and made by a call the analysis cannot read
           that is given a mask or bias (`maybe_add_mask(attn, bias)`,
           `self.score(q, k, mask)`) may be masked inside it: silent.
@@ -322,6 +322,9 @@ class MaskOnKeysValues(Rule):
             return
         if any(self._given(ev.args.get(n), ev.site) for n in _MASK_ARGS + ("is_causal",)):
             return
+        own = getattr(ev.args, "own", ())  # a project wrapper's own mask, or a default
+        if any(n in own for n in _MASK_ARGS + ("is_causal",)):
+            return
         yield from self._call(ev.site, ev.args, MULTIHEAD_ATTENTION.name)
 
     def on_fill_call(self, ev) -> Iterator[Report]:
@@ -418,7 +421,7 @@ class MaskOnKeysValues(Rule):
             if got is not None:
                 return got
             # ``self._split(t)``, BERT's ``transpose_for_scores``: the rows of its argument
-            rows = helper_reading(self.ctx, node, env, scope, "mha015-rows", _read_rows)
+            rows = helper_reading(self.ctx, node, env, scope, "mha015-rows", read_rows)
             if rows is not None:
                 return self.masked(rows.args.get(rows.form["params"][0]), env, scope, d)
         if qn in ("torch.mul", "torch.multiply") and len(node.args) == 2:
@@ -428,7 +431,7 @@ class MaskOnKeysValues(Rule):
                 or self._mask_factor(node, a, env, scope)
                 or self.masked(a, env, scope, d)
             )
-        if qn in _SAME_ROWS_FUNCS and node.args and node.args[0].keyword is None:
+        if qn in SAME_ROWS_FUNCS and node.args and node.args[0].keyword is None:
             return self.masked(node.args[0].value, env, scope, d)
         if qn == "torch.where" and len(node.args) == 3:
             return self._where(node, env, scope, d)
@@ -644,41 +647,6 @@ def _zeros(node, env, scope) -> bool:
     return _zero(node, env, scope)
 
 
-def _read_rows(ctx, func: cst.FunctionDef, fscope) -> Optional[dict]:
-    """A helper whose one return moves the axes of one of its parameters,
-    rows kept (``def _split(self, t): return t.view(b, n, h, d).transpose(1,
-    2)``): ``{"params": [that parameter]}``."""
-    if len(fscope.returns) != 1:
-        return None
-    ret, renv = fscope.returns[0]
-    name = _rows_of(ctx, ret, renv, fscope, 0)
-    return {"params": [name]} if name is not None else None
-
-
-def _rows_of(ctx, node, env, scope, depth: int) -> Optional[str]:
-    """The parameter ``node`` is, its rows kept (as ``masked`` walks)."""
-    if node is None or depth > MAX_DEPTH:
-        return None
-    d = depth + 1
-    if isinstance(node, cst.Name):
-        defs = lookup(node.value, env, scope)
-        if len(defs) != 1:
-            return None
-        if defs[0].kind == "param":
-            return node.value
-        if defs[0].kind == "assign" and defs[0].node is not None and not defs[0].index:
-            return _rows_of(ctx, defs[0].node, defs[0].env, defs[0].scope, d)
-        return None
-    if not isinstance(node, cst.Call):
-        return None
-    if isinstance(node.func, cst.Attribute) and node.func.attr.value in SAME_ROWS:
-        return _rows_of(ctx, node.func.value, env, scope, d)
-    qn = analysis_for(ctx).evaluator.qualname(node.func, env, scope)
-    if qn in _SAME_ROWS_FUNCS and node.args and node.args[0].keyword is None:
-        return _rows_of(ctx, node.args[0].value, env, scope, d)
-    return None
-
-
 def _read_helper(ctx, func: cst.FunctionDef, fscope) -> Optional[dict]:
     """MHA015's reading of a helper, in the helper's own file: its one return
     multiplies by one of its parameters ``params`` (``op`` "mul"; both
@@ -740,7 +708,7 @@ def _applied(ctx, node, env, scope, depth: int):
     if qn in ("torch.mul", "torch.multiply") and len(node.args) == 2:
         found = [_mask_param(a.value, env, scope, False, 0) for a in reversed(node.args)]
         return (node, [f for f in found if f is not None], "mul") if any(found) else None
-    if qn in _SAME_ROWS_FUNCS and node.args and node.args[0].keyword is None:
+    if qn in SAME_ROWS_FUNCS and node.args and node.args[0].keyword is None:
         return _applied(ctx, node.args[0].value, env, scope, d)
     if qn == "torch.where" and len(node.args) == 3 and all(a.keyword is None for a in node.args):
         cond, kept, other = (a.value for a in node.args)

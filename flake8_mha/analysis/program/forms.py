@@ -29,6 +29,7 @@ from .module_numbers import module_constants
 from .held_lists import ITEMS, item_of, torch_class
 from .import_lines import helper_import
 from .signatures import class_methods
+from .steps import none_or_false
 
 # the torch attention modules a wrapper may hold, and their mask arguments as sinks of a
 # summary (``"MultiheadAttention.key_padding_mask"``) beside SDPA's
@@ -39,6 +40,11 @@ MODULE_SINKS = tuple(
     for name in sorted(BY_NAME)  # the whole ``nn.Transformer``'s masks too (vietocr)
     for arg in BY_NAME[name].mask_args + tuple(p.flag for p in BY_NAME[name].causal_pairs)
 )
+# the context an ``nn.MultiheadAttention`` that masks no scores attends over
+# (cross-attention's key and value): a keep-mask multiplied into it by the
+# wrapper's caller is MHA015's, judged at that call (probe AP's AP15)
+KV_SINKS = ("MultiheadAttention.key", "MultiheadAttention.value")
+MODULE_SINKS += KV_SINKS
 # a construction of a torch module class a wrapper may hold
 # or a subclass of one: ``class EncoderLayer(nn.TransformerEncoderLayer):``
 # ``self.transformer.encoder(...)``: the parts torch builds inside an ``nn.Transformer``
@@ -604,6 +610,24 @@ def module_arguments(
     if splats:
         out.update({k: FORWARDED for k in sorted(wanted) if k not in out})
     return out
+
+
+def context_arguments(call: ast.Call, spec, given: Dict[str, ast.AST]) -> Dict[str, ast.AST]:
+    """The key and value of an ``nn.MultiheadAttention`` call that attends
+    over another tensor than its query (cross-attention) and is given no mask
+    or causal flag but None or a parameter (``given``: ``module_arguments``'
+    answer): the context the scores cannot tell padding in (``KV_SINKS``)."""
+    if f"{spec.name}.key" not in KV_SINKS or any(
+        not isinstance(v, ast.Name) and not none_or_false(v) for v in given.values()
+    ):
+        return {}
+    names = spec.forward.names
+    got = {names[i]: a for i, a in enumerate(call.args) if i < len(names)}
+    got.update({k.arg: k.value for k in call.keywords if k.arg is not None})
+    query, key = got.get("query"), got.get("key")
+    if query is None or key is None or ast.dump(query) == ast.dump(key):
+        return {}  # self-attention: its own input, not a context handed in
+    return {k: got[k] for k in ("key", "value") if k in got}
 
 
 def closure_params(factory, func, params: set) -> set:

@@ -24,7 +24,7 @@ from .module_numbers import module_constants
 from .sdpa_names import is_sdpa, sdpa_names_of
 from .sizes import size_calls, sizes_table
 
-SUMMARY_VERSION = 99
+SUMMARY_VERSION = 100
 REEXPORTS = "@reexports"  # the key of an __init__'s re-exports in its summary table
 IMPORTS = "@imports"  # the file's imports, where the callees its edges name live
 ATTRS = "@attrs"  # per class, what kind of module each self.<attr> holds (chains.py)
@@ -642,6 +642,10 @@ def _function_summary(
         if given is None:  # a splat: any argument may be given
             given = {}
             module_own.update(f"{spec.name}.{a}" for a in spec.mask_args)
+        for name, expr in forms.context_arguments(call, spec, given).items():
+            got = steps.reach(expr, reads, stores, 0)  # cross-attention's context (MHA015)
+            if got is not None and (name == "key" or f"{spec.name}.key" in here):
+                here[f"{spec.name}.{name}"] = got
         for name, expr in given.items():
             if expr is forms.FORWARDED:  # the caller's keyword, in the **kwargs handed on
                 here[f"{spec.name}.{name}"] = {"param": name, "ops": [], "fwd": True}

@@ -45,7 +45,7 @@ class WrappedModuleCall(ModuleCall):
 
     __slots__ = ("through", "more")
     # the masks by their value, and a causal hint the caller gives without its mask
-    CODES = frozenset({"MHA003", "MHA004", "MHA005", "MHA016"})
+    CODES = frozenset({"MHA003", "MHA004", "MHA005", "MHA015", "MHA016"})
     # what the caller's masks decide at the module call inside the wrapper
     MASK_CODES = frozenset({"MHA003", "MHA004"})
 
