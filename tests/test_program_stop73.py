@@ -236,3 +236,55 @@ def test_a_self_attention_block_handed_zeroed_input_is_left_to_its_file(tmp_path
     # the query is the context too: not read across the call (docs/reach.md)
     old = "out, _ = self.attn(self.norm(x), ctx, ctx,"
     assert _blocks(tmp_path, old, "out, _ = self.attn(ctx, ctx, ctx,") == []
+
+
+HOOKS = Path("fixtures/program_calls/mask_hooks")
+
+
+def test_a_mask_each_subclass_returns_from_an_abstract_hook_is_judged_per_subclass():
+    assert_package_runs(str(HOOKS), [("base.py", 25, 15, "MHA002"), ("base.py", 25, 15, "MHA009")])
+
+
+def test_the_message_names_the_subclass_whose_override_is_wrong(tmp_path):
+    pkg = copied(HOOKS, tmp_path)
+    found = analyze_file(str(pkg / "base.py"), ["MHA002"])
+    assert [(f.line, f.col, f.code) for f in found] == [(25, 15, "MHA002")]
+    assert "self.build_mask() of PaddedSelfAttention -> " in found[0].message
+    assert found[0].message.endswith(
+        "; an instance of PaddedSelfAttention returns this mask from its build_mask()"
+    )
+
+
+def test_a_subclass_nothing_builds_is_not_judged(tmp_path):
+    pkg = copied(HOOKS, tmp_path)
+    encoder = pkg / "encoder.py"
+    text = encoder.read_text().replace('    "padded": PaddedSelfAttention,\n', "")
+    encoder.write_text(text.replace(", PaddedSelfAttention\n", "\n"))
+    assert _rows(analyze_file(str(pkg / "base.py"), ["MHA002", "MHA009"])) == [(25, 15, "MHA009")]
+
+
+def test_a_subclass_of_the_base_file_is_read_there(tmp_path):
+    pkg = copied(HOOKS, tmp_path)
+    base = pkg / "base.py"
+    base.write_text(base.read_text().replace(".tril()", ".triu(1)"))
+    found = analyze_file(str(base), ["MHA002"])
+    assert [(f.line, f.col, f.code) for f in found] == [(25, 15, "MHA002")]
+    assert "an instance of CausalSelfAttention returns this mask" in found[0].message
+
+
+def test_a_hook_the_base_defines_itself_is_its_own(tmp_path):
+    # the base's own build_mask returns the keep-mask: the subclasses are not asked
+    pkg = copied(HOOKS, tmp_path)
+    base = pkg / "base.py"
+    own = (
+        "    def build_mask(self, lengths, n_frames):\n"
+        "        keep = torch.arange(n_frames, device=lengths.device)[None, :] < lengths[:, None]\n"
+        "        return keep[:, None, None, :]\n"
+    )
+    text = base.read_text().replace(
+        "    @abstractmethod\n    def build_mask(self, lengths, n_frames):\n"
+        '        """An SDPA ``attn_mask`` for (B, T) frames of the given lengths."""\n',
+        own,
+    )
+    base.write_text(text)
+    assert _rows(analyze_file(str(base), ["MHA002", "MHA009"])) == []

@@ -15,6 +15,7 @@ import libcst as cst
 from ..analysis.flow import DefKind, lookup
 from ..analysis.masks import BOOL, FLOAT01, IGNORE, INT, Mask, MaskAnalysis, Sink, analysis_for
 from ..analysis.masks.calls import At
+from ..analysis.masks.hooks import abstract, each_override
 from ..core.torch_api import SDPA_NAME
 from .base import Report, Rule
 from .construction import construction_evidence, one_construction
@@ -158,6 +159,21 @@ class MaskRule(Rule):
                 if ev.inverted:
                     shown += f", {INVERTED},"
         return sink, mask, shown
+
+    def override_value(self, sink: Sink, wrong) -> Optional[Tuple[Mask, str]]:
+        """For a sink in a method of a class that asks an abstract method of
+        its own for the mask (``mask = self.build_mask(lengths, t)``): the
+        mask under the first used subclass overriding it for which it is
+        ``wrong``, and what the message adds; None otherwise (probe AP's
+        AP07, ``masks/hooks.py``)."""
+        cls = sink.site.scope.cls if sink.site.scope is not None else None
+        if cls is None or not any(abstract(m) for m in cls.methods.values()):
+            return None
+        project = getattr(self.ctx, "project", None)
+        for told, mask in each_override(lambda: MaskAnalysis(self.ctx).value(sink), project):
+            if told is not None and wrong(mask):
+                return mask, told
+        return None
 
     def instance_value(self, sink: Sink, wrong) -> Optional[Tuple[Mask, str]]:
         """For a sink in a method of a module-level class whose mask is not

@@ -138,6 +138,14 @@ class IgnoreMaskToSdpa(MaskRule):
           torch module's mask argument (`memory_key_padding_mask`), where its
           convention is right: the message says so, and to change it only on
           its way to SDPA (inverting it where it is made breaks the module).
+        - A mask the class asks an abstract method of its own for (`mask =
+          self.build_mask(lengths, t)` with the base's `build_mask` raising
+          `NotImplementedError`, `...`, `pass` or an `@abstractmethod`) is
+          judged once per used subclass that overrides it, in the base's file
+          or another project file; the finding is at the base's call, the
+          message naming the subclass and its override's file and line
+          (`fixtures/program_calls/mask_hooks/`). A base whose own method
+          returns a mask is judged by that mask alone.
         """
     VALID = [
         "import torch.nn.functional as F\n"
@@ -178,8 +186,9 @@ class IgnoreMaskToSdpa(MaskRule):
             yield self._message(sink, mask)
         elif joined is not None:
             yield joined
-        elif mask.meaning is None:  # each construction of the class on its own
-            one = self.instance_value(sink, lambda m: m.meaning == IGNORE and m.kind != ADDITIVE)
+        elif mask.meaning is None:  # each construction, or subclass, of the class on its own
+            wrong = lambda m: m.meaning == IGNORE and m.kind != ADDITIVE  # noqa: E731
+            one = self.instance_value(sink, wrong) or self.override_value(sink, wrong)
             if one is not None:
                 report = self._message(sink, one[0])
                 report.message += one[1]

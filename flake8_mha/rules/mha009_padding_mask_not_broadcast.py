@@ -61,6 +61,14 @@ class PaddingMaskNotBroadcast(MaskRule):
           pooling head's learned probes), where the 4-D mask would make the
           output 4-D and fail to broadcast (torch 2.13: `output with shape
           [4, 4, 9] doesn't match the broadcast shape [4, 4, 4, 9]`).
+        - A mask the class asks an abstract method of its own for (`mask =
+          self.build_mask(lengths, t)` with the base's `build_mask` raising
+          `NotImplementedError`, `...`, `pass` or an `@abstractmethod`) is
+          judged once per used subclass that overrides it, in the base's file
+          or another project file; the finding is at the base's call, the
+          message naming the subclass and its override's file and line
+          (`fixtures/program_calls/mask_hooks/`). A base whose own method
+          returns a mask is judged by that mask alone.
         """
     VALID = [
         "import torch.nn.functional as F\n"
@@ -89,15 +97,27 @@ class PaddingMaskNotBroadcast(MaskRule):
         if got is None:
             return
         sink, mask = got
-        if mask.shape != PADDING:
+        more = ""
+        if mask.shape is None and mask.meaning is None:  # each subclass's own hook
+            found = self.override_value(sink, _wrong)
+            mask, more = found if found is not None else (mask, "")
+        if not _wrong(mask):
             return
-        told = mask.shape_origin is not None and mask.shape_origin.docstring
-        if mask.meaning not in (KEEP, IGNORE, ADDITIVE) and not told:
-            return  # a docstring's (B, N) mask parameter: a mask whatever it means
-        yield self._report(
+        report = self._report(
             sink,
             mask,
             None,
             self.MESSAGE,
             mask=self.analysis().evaluator.describe(mask.shape_origin or mask.origin),
         )
+        report.message += more
+        yield report
+
+
+def _wrong(mask) -> bool:
+    """A (B, S) padding mask given to SDPA as it is, known as a mask (a
+    docstring's (B, N) mask parameter: a mask whatever it means)."""
+    if mask.shape != PADDING:
+        return False
+    told = mask.shape_origin is not None and mask.shape_origin.docstring
+    return mask.meaning in (KEEP, IGNORE, ADDITIVE) or bool(told)

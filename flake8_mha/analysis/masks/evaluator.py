@@ -52,6 +52,7 @@ from .domain import (
     tri_meaning,
 )
 from .dtypes import Dtypes
+from .hooks import hooked
 from .names import IGNORE_PARAM_NAMES, TOKENIZER_KEYS, last_name, string_key
 from .numbers import MAX_DEPTH, Numbers
 from .offsets import Offsets
@@ -517,6 +518,9 @@ class MaskEvaluator(Calls, Numbers, Comparisons, Segments, Offsets, Shapes, Dtyp
             got = self._method_call(func.attr.value, func.value, node, at)
             if got is not None:
                 return got
+        got = hooked(self, node, at)  # a base's abstract hook, one subclass's override read
+        if got is not None:
+            return got
         found = self.callee(node, at.env, at.scope)
         if found is not None:
             return self._helper(found, node, at, None)

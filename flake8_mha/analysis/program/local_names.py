@@ -6,11 +6,11 @@ mask evaluator and by ``lint/facts.py``)."""
 
 from __future__ import annotations
 
-from typing import Optional
+from typing import Optional, Tuple
 
 import libcst as cst
 
-from ..flow import DefKind, ScopeKind, lookup
+from ..flow import DefKind, ScopeKind, import_path, lookup
 
 
 def instance_name(node, env, scope) -> bool:
@@ -107,3 +107,39 @@ def function_key(scope) -> Optional[str]:
             return parent.node.name.value + "()"
         return None
     return name
+
+
+def imported_target(node, env, scope, depth: int = 0) -> Optional[Tuple[int, str]]:
+    """(relative level, dotted name) of what an imported name (or an attribute
+    of an imported module) is, read from the import statement itself."""
+    if depth > 8:
+        return None
+    if isinstance(node, cst.Attribute):
+        base = imported_target(node.value, env, scope, depth + 1)
+        if base is None:
+            return None
+        return base[0], (base[1] + "." if base[1] else "") + node.attr.value
+    if not isinstance(node, cst.Name):
+        return None
+    defs = lookup(node.value, env, scope)
+    if len(defs) != 1 or defs[0].kind != DefKind.IMPORT:
+        return None
+    stmt = defs[0].node
+    if isinstance(stmt, cst.ImportFrom) and not isinstance(stmt.names, cst.ImportStar):
+        module = import_path(stmt.module) if stmt.module is not None else ""
+        for alias in stmt.names:
+            bound = alias.asname.name if alias.asname is not None else alias.name
+            if isinstance(bound, cst.Name) and bound.value == node.value:
+                name = import_path(alias.name)
+                return len(stmt.relative), (module + "." if module else "") + name
+        return None
+    if isinstance(stmt, cst.Import):
+        for alias in stmt.names:
+            full = import_path(alias.name)
+            if alias.asname is not None:
+                bound = alias.asname.name
+                if isinstance(bound, cst.Name) and bound.value == node.value:
+                    return 0, full
+            elif full.split(".")[0] == node.value:
+                return 0, node.value
+    return None

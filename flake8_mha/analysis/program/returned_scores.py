@@ -21,10 +21,7 @@ from __future__ import annotations
 import ast
 from typing import Dict, List, Optional, Tuple
 
-import libcst as cst
-
 from ...core import walk as astwalk
-from ..flow import DefKind, lookup
 from .fills import RETURNED, SOFTMAX, added_sinks, is_softmaxed, multiplied_sinks
 
 # what a caller does with a call's result (``chains.compose`` reads them)
@@ -82,20 +79,27 @@ def _made_by(node, stores) -> List[ast.Call]:
 def softmaxed_result(site) -> bool:
     """Whether the linted file's call ``site`` gives its result to a softmax
     (``masked_scores(q, k, m).softmax(dim=-1)``, or through one local bound
-    only to it): the call a ``RETURNED`` fill is judged at."""
+    only to it): the call a ``RETURNED`` fill is judged at.  (LibCST and the
+    flow are imported here: the summaries read with ``ast`` import this
+    module for every file, attention-free ones too.)"""
+    import libcst as cst
+
+    from ..flow import DefKind, lookup
+
     scope = site.scope
     func = scope.node if scope is not None else None
     if not isinstance(func, cst.FunctionDef):
         return False
+    nested = (cst.FunctionDef, cst.ClassDef, cst.Lambda)
     names = set()
-    for node in _walk(func.body):
+    for node in _walk(func.body, nested):
         if isinstance(node, cst.Assign) and node.value is site.node and len(node.targets) == 1:
             target = node.targets[0].target
             if isinstance(target, cst.Name):
                 defs = lookup(target.value, scope.final_env, scope)
                 if len(defs) == 1 and defs[0].kind == DefKind.ASSIGN:
                     names.add(target.value)
-    for node in _walk(func.body):
+    for node in _walk(func.body, nested):
         if not isinstance(node, cst.Call):
             continue
         f = node.func
@@ -111,11 +115,12 @@ def softmaxed_result(site) -> bool:
     return False
 
 
-def _walk(node):
+def _walk(node, nested):
+    """``node`` and what it holds, not inside the ``nested`` kinds below it."""
     stack = [node]
     while stack:
         n = stack.pop()
         yield n
-        if isinstance(n, (cst.FunctionDef, cst.ClassDef, cst.Lambda)) and n is not node:
+        if isinstance(n, nested) and n is not node:
             continue
         stack.extend(n.children)

@@ -30,13 +30,14 @@ import libcst as cst
 from ...core.atomic import read_regular
 
 from .. import reach
-from ..flow import DefKind, import_path, lookup
+from ..flow import DefKind, lookup
 from ..tree import last_word
 from ..bound import passed
 from ..partials import partial_of_name
 from . import signatures
 from .callgraph import static_kind
 from .files import ProjectFiles, decode
+from .local_names import imported_target  # noqa: F401  (its old home: many read it here)
 from .mask_summary import FIELD, field_summary, summary_of
 
 RETURNS_VERSION = 8
@@ -249,6 +250,24 @@ class ReturnsFiles(ProjectFiles):
                 return got
         return self._builder_mask(filename, name, call, text, index)
 
+    def override_returned(self, filename, sub, method, call, env, scope, text, evaluate):
+        """The mask the plain method ``method`` of the class ``sub`` of the
+        project file ``filename`` returns for ``call`` (``self.build_mask(lengths,
+        t)`` in its base, whose own is abstract: ``masks/hooks.py``), read
+        with ``self`` unknown; None otherwise."""
+        try:
+            return self._method_mask(
+                filename, f"{sub}.{method}{PLAIN}", call, env, scope, text, evaluate
+            )
+        except (OSError, ValueError, RecursionError):
+            return None
+
+    def _method_mask(self, filename, name, call, env, scope, text, evaluate, index=()):
+        """What ``name`` of ``filename`` returns for ``call``: with the caller's
+        masks for its parameters, else with them unknown."""
+        got = self._transformed(filename, name, call, env, scope, text, evaluate, index)
+        return got if got is not None else self._builder_mask(filename, name, call, text, index)
+
     def property_returned(self, cls_expr, cls_at: tuple, node, text: str, attr: str):
         """The mask a ``@property`` of a class of another project file gives
         (``batch.frame_padding`` of ``batch: AudioBatch``, probe AM's AM08),
@@ -290,9 +309,9 @@ class ReturnsFiles(ProjectFiles):
                 return None
             for run in _RUN if method is None else (method + PLAIN,):
                 name = f"{loc[1]}.{run}"
-                got = self._transformed(loc[0], name, call, env, scope, text, evaluate, index)
-                if got is None:
-                    got = self._builder_mask(loc[0], name, call, text, tuple(index))
+                got = self._method_mask(
+                    loc[0], name, call, env, scope, text, evaluate, tuple(index)
+                )
                 if got is not None:
                     return got
             return None
@@ -550,42 +569,6 @@ def _valid_form(got) -> bool:
         return True
     names = (got.get("params"), got.get("all_params"))
     return all(isinstance(n, list) and all(isinstance(x, str) for x in n) for n in names)
-
-
-def imported_target(node, env, scope, depth: int = 0) -> Optional[Tuple[int, str]]:
-    """(relative level, dotted name) of what an imported name (or an attribute
-    of an imported module) is, read from the import statement itself."""
-    if depth > 8:
-        return None
-    if isinstance(node, cst.Attribute):
-        base = imported_target(node.value, env, scope, depth + 1)
-        if base is None:
-            return None
-        return base[0], (base[1] + "." if base[1] else "") + node.attr.value
-    if not isinstance(node, cst.Name):
-        return None
-    defs = lookup(node.value, env, scope)
-    if len(defs) != 1 or defs[0].kind != DefKind.IMPORT:
-        return None
-    stmt = defs[0].node
-    if isinstance(stmt, cst.ImportFrom) and not isinstance(stmt.names, cst.ImportStar):
-        module = import_path(stmt.module) if stmt.module is not None else ""
-        for alias in stmt.names:
-            bound = alias.asname.name if alias.asname is not None else alias.name
-            if isinstance(bound, cst.Name) and bound.value == node.value:
-                name = import_path(alias.name)
-                return len(stmt.relative), (module + "." if module else "") + name
-        return None
-    if isinstance(stmt, cst.Import):
-        for alias in stmt.names:
-            full = import_path(alias.name)
-            if alias.asname is not None:
-                bound = alias.asname.name
-                if isinstance(bound, cst.Name) and bound.value == node.value:
-                    return 0, full
-            elif full.split(".")[0] == node.value:
-                return 0, node.value
-    return None
 
 
 def builder_summary(source: str, name: str, index=(), closure: bool = False) -> dict:
