@@ -62,13 +62,8 @@ class PaddingMaskNotBroadcast(MaskRule):
           output 4-D and fail to broadcast (torch 2.13: `output with shape
           [4, 4, 9] doesn't match the broadcast shape [4, 4, 4, 9]`).
         - A mask the class asks an abstract method of its own for (`mask =
-          self.build_mask(lengths, t)` with the base's `build_mask` raising
-          `NotImplementedError`, `...`, `pass` or an `@abstractmethod`) is
-          judged once per used subclass that overrides it, in the base's file
-          or another project file; the finding is at the base's call, the
-          message naming the subclass and its override's file and line
-          (`fixtures/program_calls/mask_hooks/`). A base whose own method
-          returns a mask is judged by that mask alone.
+          self.build_mask(lengths, t)`) is judged once per used subclass
+          that overrides it, as MHA002's page says.
         """
     VALID = [
         "import torch.nn.functional as F\n"

@@ -20,6 +20,7 @@ import libcst as cst
 
 from ...core.lines import word_count
 from ..flow import DefKind, ScopeKind
+from ..program.local_names import self_method
 from ..tree import module_text
 
 # the hook being read for one subclass: (base class, method, file or None, subclass)
@@ -65,16 +66,10 @@ def _text(node) -> str:
 def hooked(evaluator, node: cst.Call, at) -> Optional[object]:
     """The mask ``self.<hook>(...)`` gives while one subclass's override is
     pinned (``each_override``); None otherwise.  A hook met is noted."""
-    func = node.func
-    scope = at.scope
-    cls = scope.cls if scope is not None else None
-    if cls is None or not (
-        isinstance(func, cst.Attribute)
-        and isinstance(func.value, cst.Name)
-        and func.value.value == "self"
-    ):
+    found = self_method(node, at.scope)
+    if found is None:
         return None
-    name = func.attr.value
+    cls, name = found
     own = cls.methods.get(name)
     if own is None or not abstract(own) or cls.scope is None:
         return None

@@ -143,3 +143,17 @@ def imported_target(node, env, scope, depth: int = 0) -> Optional[Tuple[int, str
             elif full.split(".")[0] == node.value:
                 return 0, node.value
     return None
+
+
+def self_method(call: cst.Call, scope):
+    """(the class, the method's name) of ``self.<method>(...)`` called in a
+    method of a class; None for any other call."""
+    func = call.func
+    cls = scope.cls if scope is not None else None
+    if cls is None or not (
+        isinstance(func, cst.Attribute)
+        and isinstance(func.value, cst.Name)
+        and func.value.value == "self"
+    ):
+        return None
+    return cls, func.attr.value

@@ -37,7 +37,7 @@ from ..partials import partial_of_name
 from . import signatures
 from .callgraph import static_kind
 from .files import ProjectFiles, decode
-from .local_names import imported_target  # noqa: F401  (its old home: many read it here)
+from .local_names import imported_target, self_method  # noqa: F401  (their old home)
 from .mask_summary import FIELD, field_summary, summary_of
 
 RETURNS_VERSION = 8
@@ -151,20 +151,6 @@ def overriding_readings(ctx, call: cst.Call, scope, salt: str, read: Read):
     ask = getattr(project, "overrides_elsewhere", None)
     for where, sub in ask(own[0].name, own[1]) if own and ask is not None else ():
         yield sub, project.override_form(where, sub, own[1], call, salt, read)
-
-
-def self_method(call: cst.Call, scope):
-    """(the class, the method's name) of ``self.<method>(...)`` called in a
-    method of a class; None for any other call."""
-    func = call.func
-    cls = scope.cls if scope is not None else None
-    if cls is None or not (
-        isinstance(func, cst.Attribute)
-        and isinstance(func.value, cst.Name)
-        and func.value.value == "self"
-    ):
-        return None
-    return cls, func.attr.value
 
 
 def _function_names(text: str, name: str, words: Tuple[str, ...]) -> bool:
