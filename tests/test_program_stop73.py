@@ -288,3 +288,26 @@ def test_a_hook_the_base_defines_itself_is_its_own(tmp_path):
     )
     base.write_text(text)
     assert _rows(analyze_file(str(base), ["MHA002", "MHA009"])) == []
+
+
+HINTS = Path("fixtures/program_calls/causal_hints")
+
+
+def test_the_call_that_leaves_the_mask_of_a_wrapper_s_causal_hint_is_reported():
+    assert_package_runs(str(HINTS), [("evaluate.py", 13, 9, "MHA005")])
+
+
+def test_when_every_call_leaves_the_mask_the_wrapper_s_own_call_is_reported_once(tmp_path):
+    pkg = copied(HINTS, tmp_path)
+    for name, old in (
+        ("model.py", "self.decode(tgt, memory, tgt_mask=causal)"),
+        ("generate.py", "model.decode(ys, memory, tgt_mask=mask)"),
+    ):
+        path = pkg / name
+        path.write_text(path.read_text().replace(old, old.split(", tgt_mask=")[0] + ")"))
+    found = [
+        (f, line, col, code)
+        for f in ("model.py", "generate.py", "evaluate.py")
+        for line, col, code in _rows(analyze_file(str(pkg / f), ["MHA005"]))
+    ]
+    assert found == [("model.py", 18, 16, "MHA005")]

@@ -55,6 +55,13 @@ class IsCausalWithoutMask(Rule):
         - A call under `if self.causal:` where every construction in the
           project passes `causal=False` never runs in the program: not judged
           (nor is any call in a branch the program never takes).
+        - A wrapper that passes the hint True itself and the mask from a
+          parameter that defaults to None (`def decode(self, tgt, memory,
+          tgt_mask=None)` calling the decoder with `tgt_mask=tgt_mask,
+          tgt_is_causal=True`), whose calls disagree: each call that leaves
+          the mask out is reported where it is made, naming the wrapper
+          (`fixtures/program_calls/causal_hints/`); when every call leaves it
+          out, the wrapper's own call is reported once, as above.
         """
     VALID = [
         "import torch.nn as nn\nattn = nn.MultiheadAttention(64, 8, batch_first=True)\n"

@@ -256,7 +256,8 @@ class Project(MethodCalls, Overrides, HandedMasks, ConstantFiles):
             return self._variants(self._module_call, site, filename, summary, args, first, second)
         mapped: Dict[str, cst.BaseExpression] = {}
         # the module's arguments the wrapper, or a default not None, may give
-        own = {sink.split(".", 1)[1] for sink in summary.get("module_own", ())}
+        own = {sink.split(".", 1)[1].split("=")[0] for sink in summary.get("module_own", ())}
+        left = set()  # the mask arguments this call leaves to a default None
         for sink, how in reach.items():
             arg = sink.split(".", 1)[1]
             expr = args.get(how["param"])
@@ -266,12 +267,15 @@ class Project(MethodCalls, Overrides, HandedMasks, ConstantFiles):
                     not how.get("fwd") and summary["defaults"].get(how["param"]) != "None"
                 ):
                     own.add(arg)  # a splat of the call's may give it
+                else:
+                    left.add(arg)
                 continue
             built = _apply(expr, how["ops"])
             if built is not None:
                 mapped[arg] = built
             else:
                 own.add(arg)
+        mapped.update(self.hint_left(summary, filename, spec, left, own))  # probe AP's AP10
         if not mapped:
             return None
         bound = wrapped.bound(mapped, own)

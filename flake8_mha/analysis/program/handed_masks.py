@@ -5,8 +5,14 @@ no evidence in the function's own file (``masks/calls.handed_by_project``)."""
 
 from __future__ import annotations
 
+import os
+
+import libcst as cst
+
 from . import passed_down, signatures
 from .fills import KV
+
+TRUE_HINT = "=True"  # a ``module_own`` entry's end: the wrapper passes the causal hint True
 
 
 class HandedMasks:
@@ -53,3 +59,24 @@ class HandedMasks:
         such as a model's ``forward``)."""
         ups = passed_down.hands_on_own(path, line, param, sign)
         return ups is not None and all(self.results_kept(up, path) == [] for up in ups)
+
+    def hint_left(self, summary: dict, filename: str, spec, left: set, own: set) -> dict:
+        """The causal hint a wrapper passes True itself and the mask this
+        call leaves to its default None (``decode(tgt, memory)`` of ``def
+        decode(self, tgt, memory, tgt_mask=None)``, which calls the decoder
+        with ``tgt_mask=tgt_mask, tgt_is_causal=True``: probe AP's AP10), as
+        the module call's arguments, when another call in the project hands
+        that mask (else every call leaves it and the wrapper's own call is
+        judged in its file, ``lint/facts.from_callers``); {} otherwise."""
+        out: dict = {}
+        hints = {s.split(".", 1)[1][: -len(TRUE_HINT)] for s in summary.get("module_own", ())}
+        for pair in spec.causal_pairs:
+            if pair.mask not in left or pair.flag not in hints or pair.flag not in own:
+                continue
+            param = summary["reach"].get(f"{spec.name}.{pair.mask}", {}).get("param")
+            path = None if os.path.abspath(filename) == os.path.abspath(self.path) else filename
+            found = self.results_kept(summary["name"], path) if param else None
+            if found and any(bound.get(param) is not None for _, _, _, bound, _ in found):
+                out.update({pair.mask: cst.Name("None"), pair.flag: cst.Name("True")})
+                own.discard(pair.flag)
+        return out

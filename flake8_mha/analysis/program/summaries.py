@@ -24,7 +24,7 @@ from .module_numbers import module_constants
 from .sdpa_names import is_sdpa, sdpa_names_of
 from .sizes import size_calls, sizes_table
 
-SUMMARY_VERSION = 100
+SUMMARY_VERSION = 101
 REEXPORTS = "@reexports"  # the key of an __init__'s re-exports in its summary table
 IMPORTS = "@imports"  # the file's imports, where the callees its edges name live
 ATTRS = "@attrs"  # per class, what kind of module each self.<attr> holds (chains.py)
@@ -655,6 +655,8 @@ def _function_summary(
                 here[f"{spec.name}.{name}"] = got
             elif not steps.none_or_false(expr):
                 module_own.add(f"{spec.name}.{name}")
+                if isinstance(expr, ast.Constant) and expr.value is True:  # ``tgt_is_causal=True``
+                    module_own.add(f"{spec.name}.{name}=True")
         if here and not module_reach:
             line = line if line is not None else call.lineno
         # several module calls (a decoder layer's self- and cross-attention):
