@@ -9,7 +9,9 @@ import os
 
 import libcst as cst
 
-from . import passed_down, signatures
+from ...core.atomic import read_regular
+from . import callers, passed_down, signatures
+from .files import decode
 from .fills import KV
 
 TRUE_HINT = "=True"  # a ``module_own`` entry's end: the wrapper passes the causal hint True
@@ -74,9 +76,28 @@ class HandedMasks:
             if pair.mask not in left or pair.flag not in hints or pair.flag not in own:
                 continue
             param = summary["reach"].get(f"{spec.name}.{pair.mask}", {}).get("param")
-            path = None if os.path.abspath(filename) == os.path.abspath(self.path) else filename
-            found = self.results_kept(summary["name"], path) if param else None
-            if found and any(bound.get(param) is not None for _, _, _, bound, _ in found):
+            if param is not None and self._callers_disagree(filename, summary["name"], param):
                 out.update({pair.mask: cst.Name("None"), pair.flag: cst.Name("True")})
                 own.discard(pair.flag)
         return out
+
+    def _callers_disagree(self, filename: str, key: str, param: str) -> bool:
+        """Some call in the project of ``key`` of ``filename`` hands ``param``
+        something, and not every call leaves it None, directly or handed down
+        bare from its own callers (when every one does, the wrapper's own
+        call is judged: ``Project.called``); False where that cannot be read."""
+        own = os.path.abspath(filename) == os.path.abspath(self.path)
+        found = self.results_kept(key, None if own else filename)
+        if not found or all(bound.get(param) is None for _, _, _, bound, _ in found):
+            return False
+        try:
+            text = self._own_source if own else decode(read_regular(filename, callers.MAX_BYTES))
+            signature = signatures.function_signature(text or "", key)
+            if signature is None:
+                return False
+            got = passed_down.value_up(
+                filename, key, signature, param, text if own else None, self.depend
+            )
+        except (OSError, ValueError, RecursionError, UnicodeDecodeError, LookupError):
+            return False
+        return got is None or got[0] is not None
