@@ -68,7 +68,8 @@ def _edges(body: str):
 def test_which_splats_hand_the_keywords_on():
     head = "class Block:\n    def forward(self, x, **kw):\n"
     edge = {"callee": ["method", "attend"], "pos": {"0": {"param": "x", "ops": []}}, "kw": {},
-            "line": 6, "fwd": True, "given": [1, ["scale"]]}
+            "line": 6, "fwd": True, "given": [1, ["scale"]],
+            "result": "returned"}  # returned as it is (masked scores' callers: returned_scores)
     attend = "    def attend(self, x, attn_mask=None):\n" \
              "        return F.scaled_dot_product_attention(x, x, x, attn_mask=attn_mask)\n"
     assert _edges(head + "        return self.attend(x, scale=2, **kw)\n" + attend) == [edge]
