@@ -21,7 +21,7 @@ import libcst as cst
 from ...core.lines import word_count
 from ..flow import DefKind, ScopeKind
 from ..program.local_names import self_method
-from ..tree import module_text
+from ..tree import last_word, module_text
 
 # the hook being read for one subclass: (base class, method, file or None, subclass)
 _PINNED: List[Optional[tuple]] = [None]
@@ -34,11 +34,8 @@ def abstract(func: cst.FunctionDef) -> bool:
     """A method that returns nothing of its own: its body only a docstring,
     ``pass``, ``...`` or ``raise NotImplementedError``, or it is an
     ``@abstractmethod``."""
-    for d in func.decorators:
-        dec = d.decorator
-        name = dec.attr.value if isinstance(dec, cst.Attribute) else getattr(dec, "value", "")
-        if name == "abstractmethod":
-            return True
+    if any(last_word(d.decorator) == "abstractmethod" for d in func.decorators):
+        return True
     body = func.body.body if isinstance(func.body, cst.IndentedBlock) else [func.body]
     for stmt in body:
         small = stmt.body if isinstance(stmt, cst.SimpleStatementLine) else None
@@ -51,16 +48,10 @@ def abstract(func: cst.FunctionDef) -> bool:
                 s.value, (cst.SimpleString, cst.ConcatenatedString, cst.Ellipsis)
             ):
                 continue
-            if isinstance(s, cst.Raise) and "NotImplementedError" in _text(s.exc):
+            if isinstance(s, cst.Raise) and "NotImplementedError" in (last_word(s.exc) or ""):
                 continue
             return False
     return True
-
-
-def _text(node) -> str:
-    if isinstance(node, cst.Call):
-        node = node.func
-    return node.value if isinstance(node, cst.Name) else ""
 
 
 def hooked(evaluator, node: cst.Call, at) -> Optional[object]:
@@ -127,15 +118,9 @@ def _overriders(cls, name: str, project) -> list:
         other = d.extra if d.kind == DefKind.CLASS else None
         if other is None or other is cls or name not in other.methods:
             continue
-        if abstract(other.methods[name]) or not any(_names(b, cls.name) for b in other.base_exprs):
+        if abstract(other.methods[name]) or cls.name not in map(last_word, other.base_exprs):
             continue
         if word_count(other.name, text) > 1 or (mentioned is not None and mentioned(other.name)):
             out.append((None, other, other.name))
     ask = getattr(project, "overrides_elsewhere", None)
     return out + [(where, sub, sub) for where, sub in (ask(cls.name, name) if ask else ())]
-
-
-def _names(expr, name: str) -> bool:
-    return (isinstance(expr, cst.Name) and expr.value == name) or (
-        isinstance(expr, cst.Attribute) and expr.attr.value == name
-    )

@@ -42,7 +42,7 @@ from .binding import apply as _apply, bind as _bind, bind_factory, fixed as _fix
 from .binding import SPLAT, known as _known, left_off
 from .constants import ConstantFiles
 from .returns import imported_target as _imported
-from .summaries import ATTRS, VARIANT
+from .summaries import ATTRS, TRUE_HINT, VARIANT
 from .handed_masks import HandedMasks
 from .method_calls import MethodCalls
 from .overrides import Overrides
@@ -256,7 +256,7 @@ class Project(MethodCalls, Overrides, HandedMasks, ConstantFiles):
             return self._variants(self._module_call, site, filename, summary, args, first, second)
         mapped: Dict[str, cst.BaseExpression] = {}
         # the module's arguments the wrapper, or a default not None, may give
-        own = {sink.split(".", 1)[1].split("=")[0] for sink in summary.get("module_own", ())}
+        own = {s.split(".", 1)[1].removesuffix(TRUE_HINT) for s in summary.get("module_own", ())}
         left = set()  # the mask arguments this call leaves to a default None
         for sink, how in reach.items():
             arg = sink.split(".", 1)[1]

@@ -13,8 +13,7 @@ from ...core.atomic import read_regular
 from . import callers, passed_down, signatures
 from .files import decode
 from .fills import KV
-
-TRUE_HINT = "=True"  # a ``module_own`` entry's end: the wrapper passes the causal hint True
+from .summaries import TRUE_HINT
 
 
 class HandedMasks:
@@ -71,7 +70,11 @@ class HandedMasks:
         that mask (else every call leaves it and the wrapper's own call is
         judged in its file, ``lint/facts.from_callers``); {} otherwise."""
         out: dict = {}
-        hints = {s.split(".", 1)[1][: -len(TRUE_HINT)] for s in summary.get("module_own", ())}
+        hints = {
+            s.split(".", 1)[1].removesuffix(TRUE_HINT)
+            for s in summary.get("module_own", ())
+            if s.endswith(TRUE_HINT)
+        }
         for pair in spec.causal_pairs:
             if pair.mask not in left or pair.flag not in hints or pair.flag not in own:
                 continue

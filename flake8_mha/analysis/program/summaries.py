@@ -27,6 +27,8 @@ from .sizes import size_calls, sizes_table
 SUMMARY_VERSION = 101
 REEXPORTS = "@reexports"  # the key of an __init__'s re-exports in its summary table
 IMPORTS = "@imports"  # the file's imports, where the callees its edges name live
+# a ``module_own`` entry's end: the module call passes that causal hint as the literal True
+TRUE_HINT = "=True"
 ATTRS = "@attrs"  # per class, what kind of module each self.<attr> holds (chains.py)
 MODULES = "@modules"  # per function that returns a module it builds: its constructor, as written
 TORCH_MODULES = "@torch"  # per function that returns a torch attention module: its class
@@ -656,7 +658,7 @@ def _function_summary(
             elif not steps.none_or_false(expr):
                 module_own.add(f"{spec.name}.{name}")
                 if isinstance(expr, ast.Constant) and expr.value is True:  # ``tgt_is_causal=True``
-                    module_own.add(f"{spec.name}.{name}=True")
+                    module_own.add(f"{spec.name}.{name}{TRUE_HINT}")
         if here and not module_reach:
             line = line if line is not None else call.lineno
         # several module calls (a decoder layer's self- and cross-attention):

@@ -115,7 +115,7 @@ def valid_table(table) -> bool:
                 and isinstance(e.get("kw"), dict)
                 and all(_valid_reach(r) for r in [*e["pos"].values(), *e["kw"].values()])
                 and _valid_given(e)
-                and e.get("result") in (None, "softmax", "returned")
+                and e.get("result") in (None, SOFTMAX[0], RETURNED[0])
             ):
                 return False
     return True
