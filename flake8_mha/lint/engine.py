@@ -234,7 +234,8 @@ def _analyze_module(
     added = facts.additions_judged_by_callers(ctx.events, project, module, reports)
     if added:
         reports = [(code, rep) for code, rep in reports if id(rep) not in added]
-    decided = facts.decided_by_callers(ctx.events, project)
+    ctx.callers_args = {}  # module calls' masks judged at the callers (MaskAnalysis.module_sinks)
+    decided = facts.decided_by_callers(ctx.events, project, ctx.callers_args)
     dead_memo: Dict = {}  # methods run only from branches the program never takes
     alternatives: set = set()  # (code, call) reported from one of a call's alternatives
     located = []

@@ -59,12 +59,15 @@ _JUDGES_MODULES = {
 }
 
 
-def decided_by_callers(events, project) -> Dict[int, Set[str]]:
+def decided_by_callers(events, project, args_out=None) -> Dict[int, Set[str]]:
     """``id(event) -> codes`` not to judge at an SDPA call (or a wrapper call)
     inside a function of this file that the file's own calls follow through
     its summary: what that function's parameters carry there is each
     caller's, and is judged at each call (RULES.md: where the fact enters the
-    chain), not joined over the callers inside the function."""
+    chain), not joined over the callers inside the function.  A module call
+    whose masks come some from the parameters, some from in here, puts the
+    former in ``args_out`` (``id(event) -> argument names``): only those are
+    left to the callers."""
     if project is None:
         return {}
     out: Dict[int, Set[str]] = {}
@@ -102,16 +105,23 @@ def decided_by_callers(events, project) -> Dict[int, Set[str]]:
         if isinstance(ev, ModuleCall):
             # a held module's mask that a parameter gives (also through a
             # wrapper's call, ``self.attn(x, mask)``): each caller's mask is
-            # judged at its call (MHA003, MHA004), not their join in here
-            given = {f"{ev.spec.name}.{arg}" for arg in ev.spec.mask_args if ev.args.given(arg)}
-            if isinstance(ev, WrappedModuleCall) and not all(
-                _from_parameter(ev.args.get(arg), ev.site)
-                for arg in ev.spec.mask_args
-                if ev.args.given(arg)
-            ):
-                continue  # a mask made in here (fairseq's ``tokens.ne(pad)``): judged here
-            if given and given <= sinks:
+            # judged at its call (MHA003, MHA004), not their join in here; a
+            # mask made in here (a causal mask beside the callers' padding, or
+            # fairseq's ``tokens.ne(pad)`` handed to a wrapper) is judged here
+            given = [arg for arg in ev.spec.mask_args if ev.args.given(arg)]
+            callers = {
+                arg
+                for arg in given
+                if f"{ev.spec.name}.{arg}" in sinks
+                and (
+                    not isinstance(ev, WrappedModuleCall)
+                    or _from_parameter(ev.args.get(arg), ev.site)
+                )
+            }
+            if given and callers == set(given):
                 out[id(ev)] = set(WrappedModuleCall.MASK_CODES)
+            elif callers and args_out is not None:
+                args_out[id(ev)] = callers
             continue
         # what each sink takes from this function's parameters (a block reached with
         # two masks, ``VARIANT``, takes one from each: BART's decoder layer, its own

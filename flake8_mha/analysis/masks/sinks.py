@@ -75,8 +75,14 @@ class MaskAnalysis:
 
     # sinks -----------------------------------------------------------------
     def module_sinks(self, ev) -> List[Sink]:
+        """The module call's mask arguments, but those each caller's call
+        judges (``facts.decided_by_callers``)."""
         out = []
+        callers = getattr(self.ctx, "callers_args", None) or {}
+        left = callers.get(id(ev), ())
         for name in ev.spec.mask_args:
+            if name in left:
+                continue
             expr = ev.args.get(name)
             if expr is not None and not is_none(expr):
                 out.append(Sink(ev.site, ev.spec.name, name, IGNORE, expr, True))
