@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from fixture_expect import assert_package_runs, copied
+from fixture_expect import assert_package_runs, copied, flake8_in_project
 from flake8_mha.lint.engine import analyze_file
 
 PADDING = Path("fixtures/program_calls/padding_beside_causal")
@@ -39,3 +39,105 @@ def test_a_right_padding_leaves_the_decoder_silent(tmp_path):
         decoder.read_text().replace('enc["attention_mask"].bool()', 'enc["attention_mask"] == 0')
     )
     assert _rows(analyze_file(str(decoder), ["MHA003", "MHA004"])) == []
+
+
+HANDED = Path("fixtures/program_calls/handed_elsewhere")
+TORCH = Path("fixtures/program_calls/handed_torch_modules")
+
+
+def test_a_model_handed_two_calls_down_to_a_helper_of_another_file_runs_its_class():
+    found = assert_package_runs(str(HANDED), [("evaluate.py", 11, 18, "MHA003")])
+    assert "through Tagger.forward()" in found[0].msg
+
+
+def test_a_torch_module_handed_to_a_helper_of_another_file_is_that_module():
+    found = assert_package_runs(str(TORCH), [("ops.py", 5, 14, "MHA102")])
+    assert found[0].msg.endswith(
+        f"; mha is the MultiheadAttention the project's calls hand attend() ({TORCH}/blocks.py:15)"
+    )
+
+
+def _evaluate(tmp_path, old: str, new: str, file: str = "train.py"):
+    pkg = copied(HANDED, tmp_path)
+    path = pkg / file
+    path.write_text(path.read_text().replace(old, new))
+    return _rows(analyze_file(str(pkg / "evaluate.py"), ["MHA003"]))
+
+
+def test_the_model_s_class_is_read_where_it_is_built(tmp_path):
+    # built right at the call, or through ``.to(device)``
+    inline = "    return fit(Tagger().to('cpu'), loader, torch.optim.SGD([], lr=lr))\n"
+    assert _evaluate(
+        tmp_path / "a",
+        "    model = Tagger()\n    opt = torch.optim.AdamW(model.parameters(), lr=lr)\n"
+        "    return fit(model, loader, opt)\n",
+        inline,
+    ) == [(11, 18, "MHA003")]
+
+
+def test_a_model_the_calls_do_not_tell_is_not_guessed(tmp_path):
+    # bound twice, built by a factory, or handed different classes: unknown
+    assert (
+        _evaluate(
+            tmp_path / "a",
+            "    model = Tagger()\n",
+            "    model = Tagger()\n    model = wrap(model)\n",
+        )
+        == []
+    )
+    assert _evaluate(tmp_path / "b", "model = Tagger()", "model = build_tagger()") == []
+    other = "\n\ndef probe(loader):\n    return evaluate(Probe(), loader)\n"
+    pkg = copied(HANDED, tmp_path / "c")
+    (pkg / "probe.py").write_text(
+        "import torch.nn as nn\n\nfrom .evaluate import evaluate\n\n\n"
+        "class Probe(nn.Module):\n    def forward(self, ids, padding):\n        return ids\n"
+        + other
+    )
+    assert _rows(analyze_file(str(pkg / "evaluate.py"), ["MHA003"])) == []
+
+
+def test_a_helper_handed_the_model_as_a_value_is_not_read(tmp_path):
+    # ``fit`` passed around (a callback) may be called with anything
+    assert (
+        _evaluate(
+            tmp_path,
+            "    return fit(model, loader, opt)\n",
+            "    run = fit\n    return run(model, loader, opt)\n",
+        )
+        == []
+    )
+
+
+def test_an_edit_of_the_builder_changes_the_helper_s_finding_with_the_cache_on(tmp_path):
+    (tmp_path / "setup.cfg").write_text("[flake8]\n")
+    pkg = copied(HANDED, tmp_path)
+
+    def run():
+        return flake8_in_project(tmp_path, f"{pkg.name}/evaluate.py", "MHA003")
+
+    assert run() == (1, [[f"{pkg.name}/evaluate.py:11:18:", "MHA003"]])
+    train = pkg / "train.py"
+    text = train.read_text()
+    train.write_text(text.replace("model = Tagger()", "model = build()"))
+    assert run() == (0, [])
+    train.write_text(text)
+    assert run() == (1, [[f"{pkg.name}/evaluate.py:11:18:", "MHA003"]])
+
+
+def test_a_torch_module_handed_by_two_classes_of_one_kind_is_that_kind(tmp_path):
+    pkg = copied(TORCH, tmp_path)
+    blocks = pkg / "blocks.py"
+    # FastBlock hands its module to ``attend`` too: still an nn.MultiheadAttention
+    blocks.write_text(blocks.read_text().replace("attend_fast(self.attn", "attend(self.attn"))
+    found = analyze_file(str(pkg / "ops.py"), ["MHA102"])
+    assert _rows(found) == [(5, 14, "MHA102")]
+    assert found[0].message.endswith("blocks.py:15 and 1 more)")
+    # one of them hands something else: unknown
+    blocks.write_text(
+        blocks.read_text().replace(
+            "self.attn = nn.MultiheadAttention(dim, heads, batch_first=True)\n\n    def forward(self, x, pad):\n        return x + attend(self.attn, self.norm(x), pad)\n\n\nclass FastBlock",
+            "self.attn = nn.MultiheadAttention(dim, heads, batch_first=True)\n\n    def forward(self, x, pad):\n        return x + attend(self.norm, self.norm(x), pad)\n\n\nclass FastBlock",
+        )
+    )
+    assert _rows(analyze_file(str(pkg / "ops.py"), ["MHA102"])) == []
+

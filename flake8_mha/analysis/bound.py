@@ -57,6 +57,7 @@ class Instance:
         "given",
         "made_batch_first",
         "made_by",
+        "handed",
     )
 
     def __init__(
@@ -78,11 +79,15 @@ class Instance:
         # (the call, its env and scope, the function) of a factory of this file
         # that returned it: that call's arguments bind the factory's parameters
         self.made_by: Optional[tuple] = None
+        # (the parameter, the function, where the project's calls hand it): a
+        # module a function of this file is handed from another file
+        self.handed: Optional[tuple] = None
 
     def made_at(self, made_by: tuple) -> "Instance":
         """This instance as the factory call ``made_by`` returns it."""
         out = Instance(self.spec, self.ctor, self.subclass, self.overrides_forward, self.given)
         out.made_batch_first, out.made_by = self.made_batch_first, made_by
+        out.handed = self.handed
         return out
 
     def init_args(self) -> Optional[Bound]:

@@ -19,6 +19,7 @@ from .tree import is_none
 from .values import branch_truth, decided_name, literal
 from .bound import Instance, bound_flag, distinct_held, passed
 from .partials import partial_torch
+from .handed_modules import handed_torch
 from ..core.torch_api import ModuleSpec
 
 MAX_DEPTH = 16
@@ -331,11 +332,8 @@ class Resolver:
 
     def _is_cast(self, call: cst.Call, env: Env, scope) -> bool:
         """``typing.cast(T, value)``: the value itself."""
-        return (
-            len(call.args) == 2
-            and not any(a.star or a.keyword for a in call.args)
-            and self.qualname(call.func, env, scope) == "typing.cast"
-        )
+        two = len(call.args) == 2 and not any(a.star or a.keyword for a in call.args)
+        return two and self.qualname(call.func, env, scope) == "typing.cast"
 
     def uncast(self, node, env: Env, scope):
         """``node``, or the value of ``typing.cast(T, value)``."""
@@ -465,7 +463,10 @@ class Resolver:
         if given is not None:  # what another file hands the parameter (layout/program.py)
             return given(leaf)
         out: list = []
-        for expr, env, scope in reach.init_arguments(self, d) or ():
+        passed = reach.init_arguments(self, d)
+        if passed is None:  # called from other files only: the torch module they hand it
+            return handed_torch(d, leaf == self._torch_leaf)
+        for expr, env, scope in passed:
             got = self.held(expr, env, scope, leaf, depth + 1)
             if not got:
                 return None
@@ -788,13 +789,12 @@ _CYCLE: list = []  # an attribute met again while following it
 # what a container that cannot be called holds, called: nothing (a falsy
 # answer that ``held_from_defs`` tells from unknown)
 NOT_CALLABLE: list = []
-_UNCALLABLE = {torch_api.MODULE_LIST, reach.MODULE_DICT, "torch.nn.ParameterList"}
-_UNCALLABLE |= {"torch.nn.ParameterDict", "builtins.list", "builtins.tuple", "builtins.dict"}
+_UNCALLABLE = {torch_api.MODULE_LIST, reach.MODULE_DICT, "torch.nn.ParameterList", "builtins.dict"}
+_UNCALLABLE |= {"torch.nn.ParameterDict", "builtins.list", "builtins.tuple"}
 _DISPLAYS = (cst.List, cst.Tuple, cst.Dict, cst.ListComp, cst.DictComp, cst.GeneratorExp)
 
 
 def _key_index(node: cst.Subscript):
     """The literal of ``x["attn"]`` (any literal; None for anything else)."""
-    if len(node.slice) != 1 or not isinstance(node.slice[0].slice, cst.Index):
-        return None
-    return literal(node.slice[0].slice.value)
+    index = node.slice[0].slice if len(node.slice) == 1 else None
+    return literal(index.value) if isinstance(index, cst.Index) else None

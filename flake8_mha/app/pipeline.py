@@ -290,13 +290,13 @@ def _gate_project(path: str, cache_dir: Optional[str]):
     """``make_project`` for the gate: the project's files read with ``ast`` only."""
     if not os.path.isfile(path):
         return None
-    from ..analysis.program.files import ProjectFiles
+    from ..analysis.program.handed_params import GateFiles
 
     if cache_dir is None:
-        return ProjectFiles(path)
+        return GateFiles(path)
     from .cache import SideStore, source_hash
 
-    return ProjectFiles(path, SideStore(cache_dir, "sum-"), source_hash())
+    return GateFiles(path, SideStore(cache_dir, "sum-"), source_hash())
 
 
 def make_project(path: str, cache_dir: Optional[str]):

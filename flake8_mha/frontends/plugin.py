@@ -69,7 +69,11 @@ class MHAChecker:
             # (words only in comments and docstrings: the engine's code screen, on a
             # cache miss, sends the file to the gate; screen.py)
             gated = not text_names_a_trigger(source)
-            if gated and (not self.project_wide or "import" not in source):
+            # (a file without an import or a ``def`` neither calls the project nor is
+            # handed its modules: ``handed_params``)
+            if gated and (
+                not self.project_wide or ("import" not in source and "def " not in source)
+            ):
                 return
             from ..app.pipeline import analyze_for_flake8
 

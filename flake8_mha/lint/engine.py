@@ -31,7 +31,7 @@ from ..analysis.program import returns, signatures
 from ..analysis.program.callsites import Project
 from .selection import PERFORMANCE, in_tests
 from ..analysis.program.wrapped import WrappedModuleCall, annotate
-from ..analysis.program.files import reaches_a_sink
+from ..analysis.program.handed_params import reaches_a_sink
 from ..analysis.resolve import Resolver
 from ..rules.base import all_rules
 from ..analysis.values import value_of
@@ -583,9 +583,10 @@ def analyze_file(
         data = fh.read()
     if use_prefilter and not any(w.encode() in data for w in torch_api.TRIGGER_WORDS):
         # UTF-16/32 files would hide the words: they start with a BOM or NULs; a file
-        # that imports may call a project wrapper (the gate, in analyze_source)
+        # that imports may call a project wrapper, one that defines a function may be
+        # handed the project's modules (the gate, in analyze_source)
         if not data.startswith((b"\xff\xfe", b"\xfe\xff")) and b"\x00" not in data[:4]:
-            if b"import" not in data:
+            if b"import" not in data and b"def " not in data:
                 return []
     try:
         source = decode_source(data)

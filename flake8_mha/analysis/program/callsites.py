@@ -44,12 +44,13 @@ from .constants import ConstantFiles
 from .returns import imported_target as _imported
 from .summaries import ATTRS, TRUE_HINT, VARIANT
 from .handed_masks import HandedMasks
+from .handed_params import HandedParams
 from .method_calls import MethodCalls
 from .overrides import Overrides
 from .wrapped import PARTIAL_SDPA, WrappedModuleCall
 
 
-class Project(MethodCalls, Overrides, HandedMasks, ConstantFiles):
+class Project(MethodCalls, HandedParams, Overrides, HandedMasks, ConstantFiles):
     """The project around one linted file, and calls of its functions.
     ``settled``: per class of this file, the ``__init__`` parameters whose
     value every construction in the project fixes, as the analysis asked
@@ -357,7 +358,7 @@ class Project(MethodCalls, Overrides, HandedMasks, ConstantFiles):
         except RecursionError:  # pragma: no cover - pathological nesting
             return None
         if not held:
-            return self._kept_kind(func, scope)
+            return self._kept_kind(func, scope) or self._handed_param(func, env, scope)
         if any(got[1] is not held[0][1] for got in held):
             if others is not None:  # several, each known: the caller reads each
                 kept = {id(got[1]): got for got in held}

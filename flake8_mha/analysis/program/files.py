@@ -785,9 +785,3 @@ def _valid_imports(got) -> bool:
         isinstance(v, list) and len(v) == 2 and type(v[0]) is int and isinstance(v[1], str)
         for v in got.values()
     )
-
-
-def reaches_a_sink(source: str, path: str, tree: Optional[ast.Module] = None) -> bool:
-    """The project-aware gate for a file on disk (``ProjectFiles.gate``); False
-    for a file not on disk."""
-    return os.path.isfile(path) and ProjectFiles(path).gate(source, tree)

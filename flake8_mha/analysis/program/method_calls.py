@@ -1,7 +1,7 @@
 """The methods of project classes a call runs, named on an instance (part of
 ``callsites.Project``): ``self.vit.forward_features(x)`` on a held module,
 ``model.decode(ys, memory, mask)`` on a local bound once to a
-construction."""
+construction, or on a parameter the project's calls hand one class."""
 
 from __future__ import annotations
 
@@ -9,7 +9,8 @@ from typing import Optional, Tuple
 
 import libcst as cst
 
-from ..flow import DefKind, lookup
+from ..flow import DefKind, ScopeKind, lookup
+from .handed_params import PROJECT
 from .held_lists import ITEMS
 from .local_names import own_definition
 from .returns import imported_target as _imported
@@ -80,6 +81,35 @@ class MethodCalls:
         if not held or any(not isinstance(got, tuple) or got[1] is not held[0][1] for got in held):
             return None
         return held[0]
+
+    def _handed_param(self, func, env, scope) -> Optional[Tuple[str, dict]]:
+        """``model(ids, pad)`` or ``model.decode(...)`` where ``model`` is a
+        parameter of a module-level function of this file that no call of
+        this file hands anything, and every call of the project hands one
+        project class (``handed_params``: ``evaluate(model, loader)`` in
+        ``train.py``): that class's call, or its method."""
+        name, method = func, None
+        if isinstance(func, cst.Attribute):
+            name, method = func.value, func.attr.value
+        if not isinstance(name, cst.Name):
+            return None
+        defs = lookup(name.value, env, scope)
+        if len(defs) != 1 or defs[0].kind != DefKind.PARAM:
+            return None
+        fdef, fscope = defs[0].extra, defs[0].scope
+        if not isinstance(fdef, cst.FunctionDef) or fscope is None or fscope.cls is not None:
+            return None
+        if fscope.parent is None or fscope.parent.kind != ScopeKind.MODULE:
+            return None
+        got = self.module_handed(fdef.name.value, name.value)
+        if got is None or got[0] != PROJECT:
+            return None
+        _, filename, cls = got
+        if method is None or method == "forward":
+            summary = self.instance_call(filename, cls)
+        else:
+            summary = self.effective(filename, f"{cls}.{method}")
+        return (filename, summary) if summary is not None else None
 
     def _instance_method(self, func, env, scope) -> Optional[Tuple[str, dict]]:
         """``model.decode(ys, memory, mask)`` where ``model`` is bound once, to

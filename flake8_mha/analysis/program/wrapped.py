@@ -106,6 +106,12 @@ PARTIAL_SDPA = "functools.partial(scaled_dot_product_attention)"
 def annotate(report, ev):
     """A rule's report on an SDPA call reached through a wrapper names the
     wrapper's SDPA call (message and evidence ``through``); others unchanged."""
+    handed = [i.handed for i in getattr(ev, "instances", ()) if getattr(i, "handed", None)]
+    if handed:  # a torch module handed by the calls of another file (``handed_params``)
+        param, func, at = handed[0]
+        report.message += f"; {param} is the {ev.spec.name} the project's calls hand {func}()"
+        report.message += f" ({at})" if at else ""
+        report.evidence["handed"] = {"param": param, "function": func, "at": at}
     through = getattr(ev, "through", None)
     if through is None:
         return report

@@ -1,0 +1,415 @@
+"""What the project's calls hand a module-level function's parameter, when
+it is a module: ``evaluate(model, loader)`` in ``train.py``, with ``model =
+Tagger(...)`` there, makes ``model(ids, pad)`` inside ``evaluate`` (another
+file) a call of ``Tagger.forward``; ``attend(self.attn, x, pad)`` with
+``self.attn = nn.MultiheadAttention(...)`` makes ``mha(x, x, x, ...)`` a call
+of torch's module (probe AP's AP06 and AP10).  Every call of the function in
+the project must hand one class, read where the call is made:
+
+- a construction right there (``evaluate(Tagger(), loader)``), also with
+  ``.eval()``, ``.to(device)`` and the like after it;
+- a name bound once, in the calling function or at the top of a script, to
+  such a construction;
+- ``self.attr``, where the calling method's class builds that attribute from
+  one class (the call index's ``attr_holds``);
+- a parameter of the calling module-level function, read again at its own
+  calls (``main -> perplexity(model) -> teacher_forced_nll(model)``), up to
+  ``MAX_HOPS`` calls up.
+
+A call that hands anything else, splats, or a function passed around as a
+value (``callers._found``) leaves the parameter unknown.  Read with ``ast``;
+the files read are dependencies of the cached findings."""
+
+from __future__ import annotations
+
+import ast
+import os
+from typing import Dict, List, Optional, Tuple
+
+from ...core import walk as astwalk
+from . import callers
+from .chains import dotted_name
+from .files import ProjectFiles
+from .held_lists import torch_class
+from .signatures import literal, parse
+
+MAX_HOPS = 3  # calls up from the function whose parameter is asked
+# methods that return the module they are called on
+SAME_MODULE = frozenset(
+    {"eval", "train", "to", "cuda", "cpu", "float", "half", "double", "bfloat16", "requires_grad_"}
+)
+TORCH = "torch"
+PROJECT = "project"
+
+_TREES: Dict[tuple, Optional[ast.Module]] = {}
+
+
+def _tree(path: str) -> Optional[ast.Module]:
+    try:
+        st = os.stat(path)
+    except OSError:
+        return None
+    key = (path, st.st_mtime_ns, st.st_size)
+    if key not in _TREES:
+        if len(_TREES) > 256:
+            _TREES.clear()
+        try:
+            text = callers.read_regular(path, callers.MAX_BYTES).decode("utf-8", "replace")
+            _TREES[key] = parse(text)
+        except (OSError, SyntaxError, ValueError, RecursionError, MemoryError):
+            _TREES[key] = None
+    return _TREES[key]
+
+
+def module_function(tree: ast.Module, name: str) -> Optional[ast.FunctionDef]:
+    """The module-level function ``name`` of ``tree``, defined once."""
+    found = [
+        n
+        for n in tree.body
+        if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef)) and n.name == name
+    ]
+    return found[0] if len(found) == 1 else None
+
+
+def called_params(func: ast.FunctionDef) -> List[str]:
+    """The parameters ``func`` calls (``model(x)``) or calls a method of
+    (``model.decode(x)``), in their order."""
+    params = [a.arg for a in func.args.posonlyargs + func.args.args + func.args.kwonlyargs]
+    called = set()
+    for node in astwalk.own_nodes(func):
+        if isinstance(node, ast.Call):
+            f = node.func
+            if isinstance(f, ast.Attribute) and isinstance(f.value, ast.Name):
+                f = f.value
+            if isinstance(f, ast.Name) and f.id in params:
+                called.add(f.id)
+    return [p for p in params if p in called]
+
+
+class HandedParams:
+    """A mixin of ``callsites.Project``: it reads ``files``, ``path``,
+    ``depend``, ``_import_of``, ``_defined`` and ``package_of``."""
+
+    def gate(self, source: str, tree: Optional[ast.Module] = None) -> bool:
+        """The project-aware gate (``ProjectFiles.gate``), or: a module-level
+        function of the file calls a parameter that the project's calls hand
+        a torch attention module, or a project class a summary of which
+        reaches a sink (``evaluate(model, loader)``, ``attend(self.attn, x)``)."""
+        if super().gate(source, tree):  # type: ignore[misc]
+            return True
+        if not self.files or "def " not in source:
+            return False
+        try:
+            tree = tree or ast.parse(source)
+        except (SyntaxError, ValueError, RecursionError, MemoryError):
+            return False
+        return bool(self.handed_functions(tree))
+
+    def handed_functions(self, tree: ast.Module) -> List[str]:
+        """The module-level functions of the linted file (its ``tree``) that
+        call a parameter the project's calls hand a torch attention module or
+        a project class that reaches a sink: the focused parse keeps them
+        (``imported_names``), the gate lets their file in."""
+        kept = self.__dict__.get("_handed_funcs")
+        if kept is not None and kept[0] is tree:
+            return kept[1]
+        self._gate_tree = tree
+        handed = []
+        for node in tree.body if self.files else ():
+            if not isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                continue
+            for param in called_params(node):
+                got = self.module_handed(node.name, param)
+                if got is not None and (got[0] == TORCH or self._reaches(got[1], got[2])):
+                    handed.append(node.name)
+                    break
+        self._handed_funcs = (tree, handed)
+        return handed
+
+    def imported_names(self, tree: ast.Module) -> List[str]:
+        names = super().imported_names(tree)  # type: ignore[misc]
+        return names + self.handed_functions(tree)
+
+    def _reaches(self, filename: str, cls: str) -> bool:
+        prefix = cls + "."
+        return any(k.startswith(prefix) for k in self.summaries(filename))
+
+    def module_handed(
+        self, func: str, param: str, filename: Optional[str] = None, depth: int = 0
+    ) -> Optional[tuple]:
+        """``(TORCH, qualified name, batch_first)`` or ``(PROJECT, file,
+        class)``: the one class every call of the module-level function
+        ``func`` of ``filename`` (default: the linted file) hands its
+        parameter ``param``; None when there is no call, or they do not say
+        one class."""
+        filename = filename or self.path
+        if not self.files or depth > MAX_HOPS:
+            return None
+        key = (filename, func, param)
+        memo = self.__dict__.setdefault("_handed_params", {})
+        if key in memo:
+            return memo[key]
+        memo[key] = None  # met again while being read: a cycle of calls
+        memo[key] = self._module_handed(filename, func, param, depth)
+        return memo[key]
+
+    def _module_handed(self, filename, func, param, depth) -> Optional[tuple]:
+        own = self.path == filename
+        tree = (self.own_tree() or self.__dict__.get("_gate_tree")) if own else _tree(filename)
+        fdef = module_function(tree, func) if tree is not None else None
+        if fdef is None:
+            return None
+        a = fdef.args
+        positions = [x.arg for x in a.posonlyargs + a.args]
+        if param not in positions and param not in [x.arg for x in a.kwonlyargs]:
+            return None
+        files = callers.project_files(filename)
+        found, read = callers._found(files, func, None)
+        for f in read:
+            self.depend(f)
+        if not found:
+            return None
+        out = set()
+        for call, (where, _index, _whole) in found:
+            got = self._handed_at(where, call.line, func, param, positions, depth)
+            if got is None:
+                return None
+            out.add(got)
+        if len(out) != 1:
+            return None
+        self.__dict__.setdefault("_handed_at_lines", {})[(filename, func, param)] = [
+            (where, call.line) for call, (where, _index, _whole) in found
+        ]
+        return out.pop()
+
+    def handed_where(self, func: str, param: str) -> str:
+        """Where the project's calls hand the linted file's ``func`` its
+        ``param`` (``module_handed``'s reading): ``blocks.py:15``, and how many
+        more calls."""
+        at = self.__dict__.get("_handed_at_lines", {}).get((self.path, func, param)) or []
+        if not at:
+            return ""
+        first = f"{self.relative(at[0][0])}:{at[0][1]}"
+        return first + (f" and {len(at) - 1} more" if len(at) > 1 else "")
+
+    def _handed_at(self, where, line, func, param, positions, depth) -> Optional[tuple]:
+        own = where == self.path
+        tree = (self.own_tree() or self.__dict__.get("_gate_tree")) if own else _tree(where)
+        if tree is None:
+            return None
+        hits = []
+        for node, fn, cls in _calls_at(tree, line):
+            f = node.func
+            name = (
+                f.id
+                if isinstance(f, ast.Name)
+                else f.attr
+                if isinstance(f, ast.Attribute)
+                else None
+            )
+            if name == func:
+                hits.append((node, fn, cls))
+        if len(hits) != 1:
+            return None
+        node, fn, cls = hits[0]
+        if any(isinstance(x, ast.Starred) for x in node.args) or any(
+            k.arg is None for k in node.keywords
+        ):
+            return None
+        value = next((k.value for k in node.keywords if k.arg == param), None)
+        if value is None and param in positions and positions.index(param) < len(node.args):
+            value = node.args[positions.index(param)]
+        if value is None:
+            return None
+        return self._class_of(value, where, tree, fn, cls, depth, 0)
+
+    def _class_of(self, expr, where, tree, fn, cls, depth, steps) -> Optional[tuple]:
+        while (
+            isinstance(expr, ast.Call)
+            and isinstance(expr.func, ast.Attribute)
+            and expr.func.attr in SAME_MODULE
+        ):
+            expr = expr.func.value
+        if isinstance(expr, ast.Call):
+            text = dotted_name(expr.func)
+            if text is None or not text.rpartition(".")[2][:1].isupper():
+                return None
+            got = self._named_class(where, tree, text)
+            if got is not None and got[0] == TORCH:
+                flag = next((k.value for k in expr.keywords if k.arg == "batch_first"), None)
+                value = literal(flag) if flag is not None else None
+                got = (TORCH, got[1], value if isinstance(value, bool) else None)
+            return got
+        if isinstance(expr, ast.Attribute) and isinstance(expr.value, ast.Name):
+            if expr.value.id != "self" or cls is None:
+                return None
+            built = _attr_built(tree, cls, expr.attr)
+            kinds = {
+                self._class_of(v, where, tree, None, None, depth, steps + 1) if v else None
+                for v in built or [None]
+            }
+            return kinds.pop() if len(kinds) == 1 else None
+        if not isinstance(expr, ast.Name) or steps > 2:
+            return None
+        owner = fn if fn is not None else tree
+        if fn is not None and expr.id in _params(fn):
+            if cls is not None or fn not in tree.body:
+                return None  # a method's or a nested function's parameter: not read
+            return self.module_handed(fn.name, expr.id, where, depth + 1)
+        bound = _bound_once(owner, expr.id)
+        if bound is None:
+            return None
+        return self._class_of(bound, where, tree, fn, cls, depth, steps + 1)
+
+    def _named_class(self, where: str, tree: ast.Module, text: str) -> Optional[tuple]:
+        """A class as ``where`` writes it: (PROJECT, file, class) for one of
+        the project's, (TORCH, qualified name, None) for torch's attention
+        modules, else None."""
+        head, _, rest = text.partition(".")
+        if not rest and any(isinstance(n, ast.ClassDef) and n.name == head for n in tree.body):
+            return (PROJECT, where, head)
+        bound = self._import_of(where, head)
+        if bound is None:
+            return None
+        if bound[0] == 0:
+            qn = torch_class(text, {head: bound[1]})
+            if qn is not None:
+                return (TORCH, qn, None)
+        dotted = bound[1] + ("." + rest if rest else "")
+        loc = self._defined((bound[0], dotted), self.package_of(where))
+        if loc is None or "." in loc[1]:
+            return None
+        return (PROJECT, loc[0], loc[1])
+
+
+def _params(fn: ast.AST) -> List[str]:
+    a = fn.args
+    return [x.arg for x in a.posonlyargs + a.args + a.kwonlyargs] + [
+        x.arg for x in (a.vararg, a.kwarg) if x is not None
+    ]
+
+
+def _bound_once(owner: ast.AST, name: str) -> Optional[ast.AST]:
+    """What ``name`` is bound to in ``owner`` (a function's own body, or a
+    module's top level), when one plain assignment binds it and nothing else
+    does (a loop, ``with``, an augmented assignment, ``global``)."""
+    nodes = astwalk.own_nodes(owner) if not isinstance(owner, ast.Module) else _top(owner)
+    value = None
+    count = 0
+    for node in nodes:
+        if isinstance(node, ast.Assign):
+            for t in node.targets:
+                if isinstance(t, ast.Name) and t.id == name:
+                    count += 1
+                    value = node.value
+                elif _binds(t, name):
+                    return None
+        elif isinstance(node, (ast.AnnAssign, ast.AugAssign)) and _binds(node.target, name):
+            if isinstance(node, ast.AugAssign) or node.value is None:
+                return None
+            count += 1
+            value = node.value
+        elif isinstance(node, (ast.For, ast.AsyncFor, ast.comprehension)) and _binds(
+            node.target, name
+        ):
+            return None
+        elif isinstance(node, (ast.With, ast.AsyncWith)) and any(
+            i.optional_vars is not None and _binds(i.optional_vars, name) for i in node.items
+        ):
+            return None
+        elif isinstance(node, (ast.Global, ast.Nonlocal)) and name in node.names:
+            return None
+        elif isinstance(node, ast.NamedExpr) and node.target.id == name:
+            return None
+    return value if count == 1 else None
+
+
+def _attr_built(tree: ast.Module, cls: str, attr: str) -> Optional[List[ast.Call]]:
+    """The constructions ``self.<attr> = C(...)`` in the methods of the
+    top-level class ``cls``; None when the attribute is set otherwise too."""
+    found = [n for n in tree.body if isinstance(n, ast.ClassDef) and n.name == cls]
+    if len(found) != 1:
+        return None
+    out: List[ast.Call] = []
+    for node in ast.walk(found[0]):
+        targets = (
+            node.targets
+            if isinstance(node, ast.Assign)
+            else [node.target]
+            if isinstance(node, (ast.AnnAssign, ast.AugAssign))
+            else []
+        )
+        for t in targets:
+            hit = [
+                n
+                for n in ast.walk(t)
+                if isinstance(n, ast.Attribute)
+                and n.attr == attr
+                and isinstance(n.value, ast.Name)
+                and n.value.id == "self"
+            ]
+            if not hit:
+                continue
+            if t is not hit[0] or not isinstance(node, ast.Assign):
+                return None
+            if not isinstance(node.value, ast.Call):
+                return None
+            out.append(node.value)
+    return out or None
+
+
+def _binds(target: ast.AST, name: str) -> bool:
+    return any(isinstance(n, ast.Name) and n.id == name for n in ast.walk(target))
+
+
+def _top(tree: ast.Module) -> List[ast.AST]:
+    """The nodes of a module's top level, outside functions and classes
+    (``if __name__ == "__main__":`` blocks included)."""
+    out: List[ast.AST] = []
+    stack = list(tree.body)
+    while stack:
+        node = stack.pop()
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.Lambda)):
+            continue
+        out.append(node)
+        stack.extend(ast.iter_child_nodes(node))
+    return out
+
+
+def _calls_at(
+    tree: ast.Module, line: int
+) -> List[Tuple[ast.Call, Optional[ast.AST], Optional[str]]]:
+    """The calls on ``line``, each with the function around it (None at the
+    top level) and the class that function is a method of (its name)."""
+    out = []
+    stack: List[Tuple[ast.AST, Optional[ast.AST], Optional[str], Optional[str]]] = [
+        (tree, None, None, None)
+    ]
+    while stack:
+        node, fn, cls, in_class = stack.pop()
+        for child in ast.iter_child_nodes(node):
+            start = getattr(child, "lineno", line)
+            end = getattr(child, "end_lineno", line)
+            if not (start <= line <= end) and not isinstance(child, (ast.arguments,)):
+                if hasattr(child, "lineno"):
+                    continue
+            if isinstance(child, ast.ClassDef):
+                stack.append((child, fn, cls, child.name))
+            elif isinstance(child, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                stack.append((child, child, in_class, None))
+            else:
+                if isinstance(child, ast.Call) and child.lineno == line:
+                    out.append((child, fn, cls))
+                stack.append((child, fn, cls, in_class))
+    return out
+
+
+class GateFiles(HandedParams, ProjectFiles):
+    """The project as the flake8 adapter's gate reads it (``ast`` only): its
+    files, and what the project's calls hand a function's parameters."""
+
+
+def reaches_a_sink(source: str, path: str, tree: Optional[ast.Module] = None) -> bool:
+    """The project-aware gate for a file on disk (``GateFiles.gate``); False
+    for a file not on disk."""
+    return os.path.isfile(path) and GateFiles(path).gate(source, tree)
