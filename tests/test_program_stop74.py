@@ -141,3 +141,22 @@ def test_a_torch_module_handed_by_two_classes_of_one_kind_is_that_kind(tmp_path)
     )
     assert _rows(analyze_file(str(pkg / "ops.py"), ["MHA102"])) == []
 
+
+REGISTRIES = Path("fixtures/program_calls/imported_registries")
+
+
+def test_a_dict_of_classes_of_another_file_runs_each_class_that_attends():
+    assert_package_runs(
+        str(REGISTRIES), [("blocks.py", 23, 20, "MHA012"), ("blocks.py", 32, 20, "MHA012")]
+    )
+
+
+def test_a_kind_that_is_no_class_of_the_project_leaves_the_mixer_unknown(tmp_path):
+    pkg = copied(REGISTRIES, tmp_path)
+    blocks = pkg / "blocks.py"
+    text = blocks.read_text().replace(
+        'MIXERS = {"attention": ScoreAttention, "linear": LinearMixer}',
+        'MIXERS = {"attention": ScoreAttention, "linear": nn.Identity}',
+    )
+    blocks.write_text(text.replace('"linear": LinearMixer}[kind]', '"linear": make_mixer}[kind]'))
+    assert _rows(analyze_file(str(blocks), ["MHA012"])) == []

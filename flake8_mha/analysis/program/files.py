@@ -279,6 +279,12 @@ class ProjectFiles(Composing):
             elif isinstance(node, ast.Assign) and isinstance(node.value, ast.Subscript):
                 if isinstance(node.value.value, ast.Name):  # ``fn = FUNCTIONS[impl]``, called
                     registries.append(node.value.value.id)
+            elif (
+                isinstance(node, ast.Dict)
+                and node.values
+                and all(map(chains.names_class, node.values))
+            ):
+                used.extend((v, True) for v in node.values)  # ``{"attn": Attention}[kind](d)``
             elif isinstance(node, ast.ClassDef):  # ``class SelfAttention(AttentionBase)``
                 used.extend((b, False) for b in node.bases if isinstance(b, _DOTTED))
             elif isinstance(node, ast.ImportFrom):

@@ -44,14 +44,30 @@ class MethodCalls:
         return leaf
 
     def _registered(self, func) -> Optional[list]:
-        """``BLOCKS[kind](d, h)``, a dict of this file's classes: what each runs."""
-        if not (isinstance(func, cst.Subscript) and isinstance(func.value, cst.Name)):
+        """``BLOCKS[kind](d, h)``, a dict of classes this file binds (or
+        ``{"node": NodeAttention, "edge": EdgeAttention}[kind](d, h)``
+        written at the call): what each class that reaches a sink runs, of
+        this file or imported; None when one is no class of the project."""
+        if not isinstance(func, cst.Subscript):
             return None
-        kinds = self._own().get(REGISTRIES, {}).get(func.value.value)
-        found = [self.instance_call(self.path, cls) for cls in (kinds or "").split("|") if cls]
-        if not found or None in found:
+        table = self._own()
+        if isinstance(func.value, cst.Name):
+            kinds = (table.get(REGISTRIES, {}).get(func.value.value) or "").split("|")
+        elif isinstance(func.value, cst.Dict):
+            kinds = [_dotted(el.value) for el in func.value.elements]
+        else:
             return None
-        return [(self.path, got) for got in found]
+        found = []
+        for cls in kinds:
+            if not cls:
+                return None
+            got = self._named(self.path, table, cls, tuple(self.package), 0, False)
+            if got is None:  # a class of the project that reaches no sink runs nothing
+                if not self._inert(self.path, table, cls, tuple(self.package)):
+                    return None
+                continue
+            found.append(got)
+        return found or None
 
     def _held_method(self, func, env, scope, resolver) -> Optional[Tuple[str, dict]]:
         """``self.vit.forward_features(...)``: the method of that name of the
@@ -132,3 +148,12 @@ class MethodCalls:
         cls = own_definition(built.func, defs[0].env, defs[0].scope, DefKind.CLASS)
         got = self.effective(self.path, f"{cls}.{name}") if cls is not None else None
         return (self.path, got) if got is not None else None
+
+
+def _dotted(node) -> str:
+    """``layers.Attention`` as written; "" for anything but a name and its attributes."""
+    parts = []
+    while isinstance(node, cst.Attribute):
+        parts.append(node.attr.value)
+        node = node.value
+    return ".".join([node.value, *reversed(parts)]) if isinstance(node, cst.Name) else ""
