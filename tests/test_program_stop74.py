@@ -160,3 +160,20 @@ def test_a_kind_that_is_no_class_of_the_project_leaves_the_mixer_unknown(tmp_pat
     )
     blocks.write_text(text.replace('"linear": LinearMixer}[kind]', '"linear": make_mixer}[kind]'))
     assert _rows(analyze_file(str(blocks), ["MHA012"])) == []
+
+
+def test_only_a_parameter_named_as_a_module_is_read_from_its_callers(tmp_path):
+    from flake8_mha.analysis.program.handed_params import module_like
+
+    assert [module_like(n) for n in ("model", "text_encoder", "attn", "self_attn", "net")] == [
+        True
+    ] * 5
+    assert [module_like(n) for n in ("fn", "attn_mask", "model_fn", "module_cls", "x")] == [
+        False
+    ] * 5
+    # a callback's name: its callers are not read (the cost of every helper of a large tree)
+    pkg = copied(HANDED, tmp_path)
+    for name in ("evaluate.py", "loop.py"):
+        path = pkg / name
+        path.write_text(path.read_text().replace("model", "step"))
+    assert _rows(analyze_file(str(pkg / "evaluate.py"), ["MHA003"])) == []

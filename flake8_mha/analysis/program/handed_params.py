@@ -34,6 +34,7 @@ from .held_lists import torch_class
 from .signatures import literal, parse
 
 MAX_HOPS = 3  # calls up from the function whose parameter is asked
+MAX_CALLER_FILES = 4  # files that name the function, beside its own
 # methods that return the module they are called on
 SAME_MODULE = frozenset(
     {"eval", "train", "to", "cuda", "cpu", "float", "half", "double", "bfloat16", "requires_grad_"}
@@ -71,9 +72,27 @@ def module_function(tree: ast.Module, name: str) -> Optional[ast.FunctionDef]:
     return found[0] if len(found) == 1 else None
 
 
+# what a parameter that holds a module is called: its name, or one of the words of
+# its name (``model``, ``text_encoder``, ``attn``), ends so; not a mask, a function,
+# a class or a name of one (``attn_mask``, ``model_fn``, ``module_cls``)
+MODULE_WORDS = ("model", "net", "network", "module", "encoder", "decoder", "attn")
+MODULE_WORDS += ("attention", "mha", "layer", "block", "transformer", "mixer", "backbone")
+NOT_MODULES = ("mask", "fn", "func", "cls", "class", "key", "name", "names", "type", "path")
+NOT_MODULES += ("id", "idx", "config", "cfg", "args", "kwargs", "dim", "size", "kind")
+
+
+def module_like(name: str) -> bool:
+    """Whether a parameter's name says it holds a module (the handed reading
+    asks only of those: a callback's calls are not read)."""
+    parts = name.lower().strip("_").split("_")
+    if parts[-1] in NOT_MODULES:
+        return False
+    return any(p.endswith(MODULE_WORDS) for p in parts)
+
+
 def called_params(func: ast.FunctionDef) -> List[str]:
     """The parameters ``func`` calls (``model(x)``) or calls a method of
-    (``model.decode(x)``), in their order."""
+    (``model.decode(x)``), in their order, that ``module_like`` names."""
     params = [a.arg for a in func.args.posonlyargs + func.args.args + func.args.kwonlyargs]
     called = set()
     for node in astwalk.own_nodes(func):
@@ -83,7 +102,7 @@ def called_params(func: ast.FunctionDef) -> List[str]:
                 f = f.value
             if isinstance(f, ast.Name) and f.id in params:
                 called.add(f.id)
-    return [p for p in params if p in called]
+    return [p for p in params if p in called and module_like(p)]
 
 
 class HandedParams:
@@ -143,7 +162,7 @@ class HandedParams:
         parameter ``param``; None when there is no call, or they do not say
         one class."""
         filename = filename or self.path
-        if not self.files or depth > MAX_HOPS:
+        if not self.files or depth > MAX_HOPS or not module_like(param):
             return None
         key = (filename, func, param)
         memo = self.__dict__.setdefault("_handed_params", {})
@@ -163,14 +182,11 @@ class HandedParams:
         positions = [x.arg for x in a.posonlyargs + a.args]
         if param not in positions and param not in [x.arg for x in a.kwonlyargs]:
             return None
-        files = callers.project_files(filename)
-        found, read = callers._found(files, func, None)
-        for f in read:
-            self.depend(f)
+        found = self._calls_of(filename, func, tree)
         if not found:
             return None
         out = set()
-        for call, (where, _index, _whole) in found:
+        for where, call in found:
             got = self._handed_at(where, call.line, func, param, positions, depth)
             if got is None:
                 return None
@@ -178,9 +194,35 @@ class HandedParams:
         if len(out) != 1:
             return None
         self.__dict__.setdefault("_handed_at_lines", {})[(filename, func, param)] = [
-            (where, call.line) for call, (where, _index, _whole) in found
+            (where, call.line) for where, call in found
         ]
         return out.pop()
+
+    def _calls_of(self, filename: str, func: str, tree: ast.Module) -> Optional[list]:
+        """(file, ``call_index.Call``) for every call of the module-level
+        function ``func`` of ``filename``: in its own file and in the files
+        that import it (directly, or through a package's ``__init__.py``).
+        None when it is passed around as a value, or named in more than
+        ``MAX_CALLER_FILES`` files: a helper that many files call is a
+        utility, not a model's own step, and reading them all would cost
+        every run (torch's own tree)."""
+        importers = callers.importers_of(filename) or []
+        more = [callers.importers_of(f) or [] for f in importers if f.endswith("__init__.py")]
+        files = sorted({f for group in [importers, *more] for f in group} - {filename})
+        mentioned = [f for f in files if callers._mentions(f, {func})]
+        if len(mentioned) > MAX_CALLER_FILES:
+            return None
+        # the own file's calls: only where its code reads the function's name
+        own = [filename] if func in _loaded_names(tree) else []
+        out = []
+        for where in own + mentioned:
+            self.depend(where)
+            index = callers._index(where, None)
+            found = callers._function_calls([index], func) if index is not None else None
+            if found is None:
+                return None
+            out.extend((where, call) for call in found)
+        return out
 
     def handed_where(self, func: str, param: str) -> str:
         """Where the project's calls hand the linted file's ``func`` its
@@ -280,6 +322,21 @@ class HandedParams:
         if loc is None or "." in loc[1]:
             return None
         return (PROJECT, loc[0], loc[1])
+
+
+_LOADED: List[tuple] = []  # (tree, the names it reads), the last few
+
+
+def _loaded_names(tree: ast.Module) -> frozenset:
+    for kept, names in _LOADED:
+        if kept is tree:
+            return names
+    names = frozenset(
+        n.id for n in ast.walk(tree) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load)
+    )
+    _LOADED.insert(0, (tree, names))
+    del _LOADED[8:]
+    return names
 
 
 def _params(fn: ast.AST) -> List[str]:
