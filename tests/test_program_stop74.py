@@ -47,7 +47,11 @@ TORCH = Path("fixtures/program_calls/handed_torch_modules")
 
 def test_a_model_handed_two_calls_down_to_a_helper_of_another_file_runs_its_class():
     found = assert_package_runs(str(HANDED), [("evaluate.py", 11, 18, "MHA003")])
-    assert "through Tagger.forward()" in found[0].msg
+    assert (
+        f"; model is the Tagger the project's calls hand evaluate() ({HANDED}/loop.py:17); "
+        f"the call reaches TransformerEncoder's src_key_padding_mask at {HANDED}/tagger.py:15 "
+        "through Tagger.forward()"
+    ) in found[0].msg
 
 
 def test_a_torch_module_handed_to_a_helper_of_another_file_is_that_module():

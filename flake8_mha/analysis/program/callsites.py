@@ -188,6 +188,7 @@ class Project(MethodCalls, HandedParams, Overrides, HandedMasks, ConstantFiles):
             "params": {k: v["param"] for k, v in summary["reach"].items() if k in mapped},
         }
         wrapped.note_also(through, summary, mapped)  # the same mask a module's too (AH19)
+        wrapped.note_handed(through, summary)
         if summary.get("own_mask"):  # the wrapper masks the scores with its own mask or flag
             through["own_mask"] = True
         if summary.get("chain"):  # [[file, function], ...] from the callee down to the sink
@@ -233,6 +234,7 @@ class Project(MethodCalls, HandedParams, Overrides, HandedMasks, ConstantFiles):
             through["handwritten"] = True
         if summary.get("chain"):
             through["chain"] = [list(step) for step in summary["chain"]]
+        wrapped.note_handed(through, summary)
         softmaxed = returned or (bool(how["ops"]) and how["ops"][-1] == SOFTMAX)
         text = into[-1][1] if into else FILL_TEXT[sink]  # kv: "keys and values"
         ev = FillCall(site, built, FILL_SINKS[sink], text, softmaxed, through)
@@ -293,6 +295,7 @@ class Project(MethodCalls, HandedParams, Overrides, HandedMasks, ConstantFiles):
         }
         if summary.get("chain"):
             through["chain"] = [list(step) for step in summary["chain"]]
+        wrapped.note_handed(through, summary)
         ends = wrapped.ends(summary, {f"{spec.name}.{arg}": arg for arg in mapped}, self.relative)
         if ends:
             through["ends"] = ends

@@ -125,7 +125,10 @@ class MethodCalls:
             summary = self.instance_call(filename, cls)
         else:
             summary = self.effective(filename, f"{cls}.{method}")
-        return (filename, summary) if summary is not None else None
+        if summary is None:
+            return None
+        at = self.handed_where(fdef.name.value, name.value)
+        return (filename, dict(summary, handed=[name.value, fdef.name.value, at, cls]))
 
     def _instance_method(self, func, env, scope) -> Optional[Tuple[str, dict]]:
         """``model.decode(ys, memory, mask)`` where ``model`` is bound once, to

@@ -108,13 +108,12 @@ def annotate(report, ev):
     wrapper's SDPA call (message and evidence ``through``); others unchanged."""
     handed = [i.handed for i in getattr(ev, "instances", ()) if getattr(i, "handed", None)]
     if handed:  # a torch module handed by the calls of another file (``handed_params``)
-        param, func, at = handed[0]
-        report.message += f"; {param} is the {ev.spec.name} the project's calls hand {func}()"
-        report.message += f" ({at})" if at else ""
-        report.evidence["handed"] = {"param": param, "function": func, "at": at}
+        _say_handed(report, *handed[0], ev.spec.name)
     through = getattr(ev, "through", None)
     if through is None:
         return report
+    if through.get("handed"):  # a project class's instance, handed the same way
+        _say_handed(report, *through["handed"])
     name = through["function"]
     shown = f"the function {name} returns" if name.endswith("()") else name + "()"
     if name == PARTIAL_SDPA:  # ``self.attn_fn = functools.partial(F.sdpa, dropout_p=p)``
@@ -146,6 +145,19 @@ def annotate(report, ev):
         )
     report.evidence["through"] = dict(through)
     return report
+
+
+def note_handed(through: dict, summary: dict) -> None:
+    """The parameter a call runs through, when the project's calls of
+    another file hand it the instance (``method_calls._handed_param``)."""
+    if summary.get("handed"):
+        through["handed"] = list(summary["handed"])
+
+
+def _say_handed(report, param: str, func: str, at: str, cls: str) -> None:
+    report.message += f"; {param} is the {cls} the project's calls hand {func}()"
+    report.message += f" ({at})" if at else ""
+    report.evidence["handed"] = {"param": param, "function": func, "at": at, "class": cls}
 
 
 def _called(name: str) -> str:
