@@ -1,6 +1,7 @@
 """The forty-fifth stop.  Issue 26: a module call whose masks come some from
 the callers, some from in here, judged per argument (probe AP's finding
-given twice)."""
+given twice); a model or a torch module handed to a helper of another file
+(AP06, AP10's package); dicts of classes of another file (AP13's package)."""
 
 from __future__ import annotations
 
