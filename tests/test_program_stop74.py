@@ -182,3 +182,31 @@ def test_only_a_parameter_named_as_a_module_is_read_from_its_callers(tmp_path):
         path = pkg / name
         path.write_text(path.read_text().replace("model", "step"))
     assert _rows(analyze_file(str(pkg / "evaluate.py"), ["MHA003"])) == []
+
+
+TRAINER = (
+    "from .evaluate import evaluate\n\n\n"
+    "class Trainer:\n"
+    "    def __init__(self, model, loader):\n"
+    "        self.model = model\n"
+    "        self.loader = loader\n\n"
+    "    def validate(self):\n"
+    "        return evaluate(self.model, self.loader)\n"
+)
+
+
+def test_a_model_a_class_keeps_from_its_constructor_is_what_its_constructions_hand(tmp_path):
+    pkg = copied(HANDED, tmp_path)
+    (pkg / "trainer.py").write_text(TRAINER)
+    loop = pkg / "loop.py"
+    loop.write_text(loop.read_text().replace("evaluate(model, loader)", "0.0"))
+    train = "from .tagger import Tagger\nfrom .trainer import Trainer\n\n\ndef main(loader):\n"
+    (pkg / "train.py").write_text(
+        train + "    return Trainer({}, loader).validate()\n".format("Tagger()")
+    )
+    found = analyze_file(str(pkg / "evaluate.py"), ["MHA003"])
+    assert _rows(found) == [(11, 18, "MHA003")]
+    assert "model is the Tagger the project's calls hand evaluate() (" in found[0].message
+    # a construction that hands anything else: unknown
+    (pkg / "train.py").write_text(train + "    return Trainer(load(), loader).validate()\n")
+    assert _rows(analyze_file(str(pkg / "evaluate.py"), ["MHA003"])) == []

@@ -31,7 +31,7 @@ from . import callers
 from .chains import dotted_name
 from .files import ProjectFiles
 from .held_lists import torch_class
-from .signatures import literal, parse
+from .signatures import built_class, literal, parse
 
 MAX_HOPS = 3  # calls up from the function whose parameter is asked
 MAX_CALLER_FILES = 4  # files that name the function, beside its own
@@ -287,8 +287,11 @@ class HandedParams:
                 return None
             built = _attr_built(tree, cls, expr.attr)
             kinds = {
-                self._class_of(v, where, tree, None, None, depth, steps + 1) if v else None
+                self._init_handed(where, tree, cls, v.id)
+                if isinstance(v, ast.Name)
+                else self._class_of(v, where, tree, None, None, depth, steps + 1)
                 for v in built or [None]
+                if v is not None
             }
             return kinds.pop() if len(kinds) == 1 else None
         if not isinstance(expr, ast.Name) or steps > 2:
@@ -302,6 +305,31 @@ class HandedParams:
         if bound is None:
             return None
         return self._class_of(bound, where, tree, fn, cls, depth, steps + 1)
+
+    def _init_handed(self, where: str, tree: ast.Module, cls: str, param: str) -> Optional[tuple]:
+        """``self.model = model`` in the ``__init__`` of the class ``cls``
+        of ``where``: the one class every construction of ``cls`` in the
+        project builds right there for ``model`` (``Trainer(Tagger(), ...)``,
+        or a name bound once to one), read through the constructing file's
+        imports (``callers.constructions``)."""
+        init = _method(tree, cls, "__init__")
+        if init is None:
+            return None
+        a = init.args
+        params = [x.arg for x in (a.posonlyargs + a.args)[1:] + a.kwonlyargs]
+        if param not in params:
+            return None
+        got, read = callers.constructions(where, cls, params, None, None, built_class)
+        for f in read:
+            self.depend(f)
+        kinds = set()
+        for construction in got or [{}]:
+            value = construction.get(param)
+            if not isinstance(value, tuple):
+                return None
+            there = self.own_tree() if value[0] == self.path else _tree(value[0])
+            kinds.add(self._named_class(value[0], there, value[1]) if there else None)
+        return kinds.pop() if len(kinds) == 1 else None
 
     def _named_class(self, where: str, tree: ast.Module, text: str) -> Optional[tuple]:
         """A class as ``where`` writes it: (PROJECT, file, class) for one of
@@ -381,9 +409,20 @@ def _bound_once(owner: ast.AST, name: str) -> Optional[ast.AST]:
     return value if count == 1 else None
 
 
-def _attr_built(tree: ast.Module, cls: str, attr: str) -> Optional[List[ast.Call]]:
-    """The constructions ``self.<attr> = C(...)`` in the methods of the
-    top-level class ``cls``; None when the attribute is set otherwise too."""
+def _method(tree: ast.Module, cls: str, name: str) -> Optional[ast.FunctionDef]:
+    for node in tree.body:
+        if isinstance(node, ast.ClassDef) and node.name == cls:
+            for item in node.body:
+                if isinstance(item, ast.FunctionDef) and item.name == name:
+                    return item
+    return None
+
+
+def _attr_built(tree: ast.Module, cls: str, attr: str) -> Optional[List[ast.AST]]:
+    """What ``self.<attr>`` is set to in the methods of the top-level class
+    ``cls``: constructions (``self.attn = nn.MultiheadAttention(...)``), or
+    a name (``self.model = model``, a parameter of its ``__init__``); None
+    when the attribute is set otherwise too."""
     found = [n for n in tree.body if isinstance(n, ast.ClassDef) and n.name == cls]
     if len(found) != 1:
         return None
@@ -409,7 +448,7 @@ def _attr_built(tree: ast.Module, cls: str, attr: str) -> Optional[List[ast.Call
                 continue
             if t is not hit[0] or not isinstance(node, ast.Assign):
                 return None
-            if not isinstance(node.value, ast.Call):
+            if not isinstance(node.value, (ast.Call, ast.Name)):
                 return None
             out.append(node.value)
     return out or None
