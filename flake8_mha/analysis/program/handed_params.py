@@ -11,14 +11,17 @@ the project must hand one class, read where the call is made:
 - a name bound once, in the calling function or at the top of a script, to
   such a construction;
 - ``self.attr``, where the calling method's class builds that attribute from
-  one class (the call index's ``attr_holds``);
+  one class, or keeps its constructor's parameter there and every
+  construction of the class hands it one (``Trainer(Tagger(), loader)``);
 - a parameter of the calling module-level function, read again at its own
   calls (``main -> perplexity(model) -> teacher_forced_nll(model)``), up to
   ``MAX_HOPS`` calls up.
 
 A call that hands anything else, splats, or a function passed around as a
-value (``callers._found``) leaves the parameter unknown.  Read with ``ast``;
-the files read are dependencies of the cached findings."""
+value leaves the parameter unknown; so does a parameter whose name says no
+module (``module_like``: a callback), and a function more than
+``MAX_CALLER_FILES`` files name.  Read with ``ast``; the files read are
+dependencies of the cached findings."""
 
 from __future__ import annotations
 
@@ -242,14 +245,14 @@ class HandedParams:
         hits = []
         for node, fn, cls in _calls_at(tree, line):
             f = node.func
-            name = (
-                f.id
-                if isinstance(f, ast.Name)
-                else f.attr
-                if isinstance(f, ast.Attribute)
-                else None
-            )
-            if name == func:
+            if isinstance(f, ast.Name) and f.id == func:
+                hits.append((node, fn, cls))
+            elif (  # ``evaluation.evaluate(...)``, its module imported; not a method
+                isinstance(f, ast.Attribute)
+                and f.attr == func
+                and isinstance(f.value, ast.Name)
+                and self._import_of(where, f.value.id) is not None
+            ):
                 hits.append((node, fn, cls))
         if len(hits) != 1:
             return None
