@@ -27,7 +27,7 @@ from __future__ import annotations
 
 import ast
 import os
-from typing import Dict, List, Optional, Tuple
+from typing import List, Optional, Tuple
 
 from ...core import walk as astwalk
 from . import callers
@@ -45,24 +45,15 @@ SAME_MODULE = frozenset(
 TORCH = "torch"
 PROJECT = "project"
 
-_TREES: Dict[tuple, Optional[ast.Module]] = {}
-
 
 def _tree(path: str) -> Optional[ast.Module]:
+    """A project file's ``ast``, through ``signatures.parse``'s trees (kept
+    while one linted file is analysed, bounded by their text's size)."""
     try:
-        st = os.stat(path)
-    except OSError:
+        text = callers.read_regular(path, callers.MAX_BYTES).decode("utf-8", "replace")
+        return parse(text)
+    except (OSError, SyntaxError, ValueError, RecursionError, MemoryError):
         return None
-    key = (path, st.st_mtime_ns, st.st_size)
-    if key not in _TREES:
-        if len(_TREES) > 256:
-            _TREES.clear()
-        try:
-            text = callers.read_regular(path, callers.MAX_BYTES).decode("utf-8", "replace")
-            _TREES[key] = parse(text)
-        except (OSError, SyntaxError, ValueError, RecursionError, MemoryError):
-            _TREES[key] = None
-    return _TREES[key]
 
 
 def module_function(tree: ast.Module, name: str) -> Optional[ast.FunctionDef]:
@@ -189,22 +180,23 @@ class HandedParams:
         if not found:
             return None
         out = set()
-        for where, call in found:
-            got = self._handed_at(where, call.line, func, param, positions, depth)
+        for where, there, call, fn, cls in found:
+            got = self._handed_at(where, there, call, fn, cls, param, positions, depth)
             if got is None:
                 return None
             out.add(got)
         if len(out) != 1:
             return None
         self.__dict__.setdefault("_handed_at_lines", {})[(filename, func, param)] = [
-            (where, call.line) for where, call in found
+            (where, call.lineno) for where, _there, call, _fn, _cls in found
         ]
         return out.pop()
 
     def _calls_of(self, filename: str, func: str, tree: ast.Module) -> Optional[list]:
-        """(file, ``call_index.Call``) for every call of the module-level
-        function ``func`` of ``filename``: in its own file and in the files
-        that import it (directly, or through a package's ``__init__.py``).
+        """(file, its tree, the call, the function around it, that function's
+        class) for every call of the module-level function ``func`` of
+        ``filename``: in its own file and in the files that import it
+        (directly, or through a package's ``__init__.py``).
         None when it is passed around as a value, or named in more than
         ``MAX_CALLER_FILES`` files: a helper that many files call is a
         utility, not a model's own step, and reading them all would cost
@@ -215,16 +207,22 @@ class HandedParams:
         mentioned = [f for f in files if callers._mentions(f, {func})]
         if len(mentioned) > MAX_CALLER_FILES:
             return None
-        # the own file's calls: only where its code reads the function's name
-        own = [filename] if func in _loaded_names(tree) else []
-        out = []
-        for where in own + mentioned:
+        out: list = []
+        for where in [filename, *mentioned]:
             self.depend(where)
-            index = callers._index(where, None)
-            found = callers._function_calls([index], func) if index is not None else None
+            own = where == self.path
+            there = (self.own_tree() or self.__dict__.get("_gate_tree")) if own else _tree(where)
+            found = _calls_in(there, func) if there is not None else None
             if found is None:
                 return None
-            out.extend((where, call) for call in found)
+            imported = {n for n in found[1] if self._import_of(where, n) is not None}
+            out.extend(
+                (where, there, c, fn, cls)
+                for c, fn, cls, via in found[0]
+                if via in imported or via is None
+            )
+            if any(via is not None and via not in imported for _c, _fn, _cls, via in found[0]):
+                return None  # ``x.evaluate(...)`` on something else: a method of that name
         return out
 
     def handed_where(self, func: str, param: str) -> str:
@@ -237,26 +235,9 @@ class HandedParams:
         first = f"{self.relative(at[0][0])}:{at[0][1]}"
         return first + (f" and {len(at) - 1} more" if len(at) > 1 else "")
 
-    def _handed_at(self, where, line, func, param, positions, depth) -> Optional[tuple]:
-        own = where == self.path
-        tree = (self.own_tree() or self.__dict__.get("_gate_tree")) if own else _tree(where)
-        if tree is None:
-            return None
-        hits = []
-        for node, fn, cls in _calls_at(tree, line):
-            f = node.func
-            if isinstance(f, ast.Name) and f.id == func:
-                hits.append((node, fn, cls))
-            elif (  # ``evaluation.evaluate(...)``, its module imported; not a method
-                isinstance(f, ast.Attribute)
-                and f.attr == func
-                and isinstance(f.value, ast.Name)
-                and self._import_of(where, f.value.id) is not None
-            ):
-                hits.append((node, fn, cls))
-        if len(hits) != 1:
-            return None
-        node, fn, cls = hits[0]
+    def _handed_at(self, where, tree, node, fn, cls, param, positions, depth):
+        """The class one call ``node`` (in ``fn``, a method of ``cls`` or
+        not) hands ``param``, or None."""
         if any(isinstance(x, ast.Starred) for x in node.args) or any(
             k.arg is None for k in node.keywords
         ):
@@ -355,7 +336,7 @@ class HandedParams:
         return (PROJECT, loc[0], loc[1])
 
 
-_LOADED: List[tuple] = []  # (tree, the names it reads), the last few
+_LOADED: List[tuple] = []  # (tree, the names it reads), the last two
 
 
 def _loaded_names(tree: ast.Module) -> frozenset:
@@ -366,7 +347,7 @@ def _loaded_names(tree: ast.Module) -> frozenset:
         n.id for n in ast.walk(tree) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load)
     )
     _LOADED.insert(0, (tree, names))
-    del _LOADED[8:]
+    del _LOADED[2:]
     return names
 
 
@@ -475,32 +456,44 @@ def _top(tree: ast.Module) -> List[ast.AST]:
     return out
 
 
-def _calls_at(
-    tree: ast.Module, line: int
-) -> List[Tuple[ast.Call, Optional[ast.AST], Optional[str]]]:
-    """The calls on ``line``, each with the function around it (None at the
-    top level) and the class that function is a method of (its name)."""
-    out = []
+def _calls_in(tree: ast.Module, func: str) -> Optional[tuple]:
+    """The calls of ``func`` in ``tree``, each as (the call, the function around it or None, the class that
+    function is a method of or None, the module name it is called on or None:
+    ``evaluation.evaluate(...)``), and the names calls go through; None when
+    the function is read otherwise than called (passed around), or imported
+    under another name."""
+    calls = []
     stack: List[Tuple[ast.AST, Optional[ast.AST], Optional[str], Optional[str]]] = [
         (tree, None, None, None)
     ]
+    called = set()
+    loads = 0
     while stack:
         node, fn, cls, in_class = stack.pop()
+        if isinstance(node, ast.Call):
+            f = node.func
+            if isinstance(f, ast.Name) and f.id == func:
+                calls.append((node, fn, cls, None))
+                called.add(id(f))
+            elif isinstance(f, ast.Attribute) and f.attr == func and isinstance(f.value, ast.Name):
+                calls.append((node, fn, cls, f.value.id))
+        elif isinstance(node, ast.Name) and node.id == func and isinstance(node.ctx, ast.Load):
+            loads += 1
+        elif isinstance(node, ast.ImportFrom) and any(
+            a.name == func and a.asname not in (None, func) for a in node.names
+        ):
+            return None
         for child in ast.iter_child_nodes(node):
-            start = getattr(child, "lineno", line)
-            end = getattr(child, "end_lineno", line)
-            if not (start <= line <= end) and not isinstance(child, (ast.arguments,)):
-                if hasattr(child, "lineno"):
-                    continue
             if isinstance(child, ast.ClassDef):
                 stack.append((child, fn, cls, child.name))
             elif isinstance(child, (ast.FunctionDef, ast.AsyncFunctionDef)):
                 stack.append((child, child, in_class, None))
             else:
-                if isinstance(child, ast.Call) and child.lineno == line:
-                    out.append((child, fn, cls))
                 stack.append((child, fn, cls, in_class))
-    return out
+    if loads > len(called):
+        return None  # ``run = fit``, ``partial(fit, ...)``: called elsewhere
+    calls.sort(key=lambda c: (c[0].lineno, c[0].col_offset))  # in the order of the text
+    return calls, {via for *_, via in calls if via is not None}
 
 
 class GateFiles(HandedParams, ProjectFiles):
