@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from fixture_expect import assert_package_runs, copied, flake8_in_project
+from fixture_expect import assert_package_runs, copied, flake8_in_project, write_package
 from flake8_mha.lint.engine import analyze_file
 
 PADDING = Path("fixtures/program_calls/padding_beside_causal")
@@ -210,3 +210,49 @@ def test_a_model_a_class_keeps_from_its_constructor_is_what_its_constructions_ha
     # a construction that hands anything else: unknown
     (pkg / "train.py").write_text(train + "    return Trainer(load(), loader).validate()\n")
     assert _rows(analyze_file(str(pkg / "evaluate.py"), ["MHA003"])) == []
+
+
+def test_n_after_an_axis_no_name_explains_is_no_batch():
+    from flake8_mha.analysis.layout.domain import BATCH, EMBED, SEQ, roles_of_names
+
+    # probe AQ's pkg05: ``reshape(G, N, D)``, G graphs of N atoms, read as (?, N, E) before
+    assert roles_of_names(["G", "N", "D"]) == (None, None, EMBED)
+    assert roles_of_names(["L", "N", "E"]) == (SEQ, BATCH, EMBED)  # torch's docs
+    assert roles_of_names(["N", "L", "E"]) == (BATCH, SEQ, EMBED)
+    assert roles_of_names(["B", "N", "D"]) == (BATCH, SEQ, EMBED)  # einops' b n d
+
+
+GRAPHS = """import math
+
+import torch
+import torch.nn as nn
+
+
+class RadiusAttention(nn.Module):
+    def __init__(self, dim, heads):
+        super().__init__()
+        self.heads = heads
+        self.qkv = nn.Linear(dim, 3 * dim)
+
+    def forward(self, x):
+        G, N, D = x.shape
+        q, k, v = self.qkv(x).view(G, N, 3, self.heads, D // self.heads).permute(2, 0, 3, 1, 4)
+        attn = (q @ k.transpose(-2, -1) / math.sqrt(D)).softmax(dim=-1)
+        return (attn @ v).transpose(1, 2).reshape(G, N, D)
+
+
+class Block(nn.Module):
+    def __init__(self, dim, heads):
+        super().__init__()
+        self.radius = RadiusAttention(dim, heads)
+        self.attn = nn.MultiheadAttention(dim, heads, batch_first=True)
+
+    def forward(self, x):
+        h = self.radius(x)
+        return self.attn(h, h, h, need_weights=False)[0]
+"""
+
+
+def test_graphs_of_atoms_reshaped_g_n_d_are_not_read_sequence_first(tmp_path):
+    pkg = write_package(tmp_path / "pkg", {"layers.py": GRAPHS})
+    assert _rows(analyze_file(str(pkg / "layers.py"), ["MHA001", "MHA010", "MHA903"])) == []

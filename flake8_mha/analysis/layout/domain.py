@@ -227,8 +227,9 @@ def roles_of_names(names: Sequence[Optional[str]]) -> Tuple[Optional[str], ...]:
     ``n``/``N`` is the batch (torch's docs: ``(L, N, E)``) unless another name
     in the same shape is the batch, where it is the sequence (einops's
     ``b n d``), or unknown when a sequence is named too (SpeechBrain's
-    ``[B, L, N]``, N the filters); ``h`` is height beside ``w`` and a head
-    count otherwise.
+    ``[B, L, N]``, N the filters); after a first axis no name says anything
+    of (``(G, N, D)``: G graphs of N atoms), with no sequence named, it is
+    unknown too; ``h`` is height beside ``w`` and a head count otherwise.
     """
     # ``_b, n, _d = x.shape``: a name kept unused is still the axis it names
     low = [_plain(n.lower().strip().lstrip("_")) if n else None for n in names]
@@ -236,13 +237,15 @@ def roles_of_names(names: Sequence[Optional[str]]) -> Tuple[Optional[str], ...]:
     has_seq = any(n in _SEQ_NAMES for n in low if n)
     has_w = "w" in low
     out: List[Optional[str]] = []
-    for n in low:
+    for i, n in enumerate(low):
         if not n:
             out.append(None)
         elif n in _BATCH_NAMES:
             out.append(BATCH)
         elif n == "n" and len(low) == 2 and not has_batch:
             out.append(None)  # ``(N, D)``: N items, a batch or a sequence alike
+        elif n == "n" and i and not has_batch and not has_seq:
+            out.append(None)  # ``(G, N, D)``: after an axis it does not name, N may count atoms
         elif n == "n":
             out.append((None if has_seq else SEQ) if has_batch else BATCH)
         elif n in ("h", "w") and has_w:
