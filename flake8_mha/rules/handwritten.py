@@ -110,7 +110,11 @@ def mask_terms(ctx, site: CallSite, ops: Tuple[str, ...]) -> Iterator[Tuple[Scor
         mask = analysis.evaluator.eval(term.expr, At(term.env, term.scope, None, 0))
         if not _zero_one(mask) and term.op == "add":
             mask = _folded(analysis, term.expr, term.env, term.scope) or mask
-        if not (_zero_one(mask) or (term.op in ("add", "sub") and _cast_comparison(mask))):
+        if not (
+            _zero_one(mask)
+            or (term.op in ("add", "sub") and _cast_comparison(mask))
+            or (term.op == "mul" and _cast_comparison(mask) and _apart(scores, term))
+        ):
             continue
         if term.op == "sub" and mask.kind == BOOL:
             continue  # torch refuses `-` on a bool tensor: it raises, nothing silent
@@ -119,6 +123,17 @@ def mask_terms(ctx, site: CallSite, ops: Tuple[str, ...]) -> Iterator[Tuple[Scor
             term.at.target if isinstance(term.at, cst.AugAssign) else term.at
         )
         yield scores, term, mask
+
+
+def _apart(scores: Scores, term: Term) -> bool:
+    """A comparison multiplied into the scores that reads nothing the
+    query-key product reads (``scores * (dist < cutoff)``, a radius of
+    another tensor): a mask, whatever it means; ``s * (s > 0)`` of the
+    scores themselves is no mask (probe AQ's AQ09)."""
+    if scores.key is None or scores.by_use:
+        return False
+    product = _names(scores.key[0], scores.key[1], scores.key[2])
+    return bool(product) and not (product & _names(term.expr, term.env, term.scope))
 
 
 def _not_bool_here(site: CallSite) -> set:
@@ -247,6 +262,11 @@ def _evidence(ctx, site, expr, text: str, op: str, mask: Mask, sink: str) -> dic
     return evidence
 
 
+def _meaning_words(mask: Mask) -> str:
+    """``keep-mask``, or for a comparison no name explains, what it is."""
+    return f"{mask.meaning}-mask" if mask.meaning else "comparison (of unknown meaning)"
+
+
 def _kind_words(mask: Mask) -> str:
     if mask.kind == BOOL:
         return "a bool"
@@ -294,7 +314,7 @@ def multiplied_through(rule: Rule, ev) -> Iterator[Report]:
             _evidence(rule.ctx, ev.site, ev.mask, ev.text, "mul", mask, "scores-mul"),
             mask=analysis_for(rule.ctx).evaluator.describe(mask.origin),
             kind=_kind_words(mask),
-            meaning=mask.meaning,
+            meaning=_meaning_words(mask),
         )
 
 
@@ -305,7 +325,7 @@ def _added(rule: Rule, at, evidence: dict, mask: Mask, op: str) -> Report:
         MESSAGE_ADD,
         mask=analysis_for(rule.ctx).evaluator.describe(mask.origin or mask.kind_origin),
         kind=_kind_words(mask),
-        meaning=f"{mask.meaning}-mask" if mask.meaning else "comparison (of unknown meaning)",
+        meaning=_meaning_words(mask),
         verb="added to" if op == "add" else "subtracted from",
         fix=_positions_to_remove(mask),
     )
@@ -325,7 +345,7 @@ class MaskMultipliedBeforeSoftmax(Rule):
     CODE = "MHA012"
     NAME = "mask-multiplied-before-softmax"
     MESSAGE = (
-        "{mask} is {kind} {meaning}-mask multiplied into the attention scores before "
+        "{mask} is {kind} {meaning} multiplied into the attention scores before "
         "softmax: masked positions get score 0 and weight exp(0), not 0 (fill them "
         "with -inf instead)"
     )
@@ -382,7 +402,12 @@ class MaskMultipliedBeforeSoftmax(Rule):
         - A factor whose meaning is not known as a mask is never reported: a
           float scale (`* self.scale`, `* d ** -0.5`), a learned gate
           (`torch.sigmoid(self.gate)`), a parameter named `mask` of unknown
-          kind, a bias.
+          kind, a bias. A comparison is a mask whatever it means, bool or
+          cast to numbers: `scores * (torch.cdist(pos, pos) < cutoff)` zeroes
+          the far atoms' scores and leaves them weight exp(0), reported as a
+          comparison of unknown meaning (probe AQ's AQ09), unless it reads
+          what the query-key product reads: `s * (s > 0)` rectifies the
+          scores, it masks nothing.
         - Not reported when the masked positions are filled with -inf (or
           `finfo.min`, or a constant at or below -1000) between the
           multiplication and the softmax (`masked_fill`, `torch.where`, in
@@ -509,9 +534,9 @@ class MaskMultipliedBeforeSoftmax(Rule):
             report = self.report(
                 term.at,
                 term_evidence(self.ctx, scores, term, mask, "scores-mul"),
-                mask=analysis.evaluator.describe(mask.origin),
+                mask=analysis.evaluator.describe(mask.origin or mask.kind_origin),
                 kind=_kind_words(mask),
-                meaning=mask.meaning,
+                meaning=_meaning_words(mask),
             )
             yield annotate(report, term)  # ``gated_softmax(s, valid)``: names the helper
 
