@@ -9,6 +9,7 @@ from typing import Optional, Tuple
 
 import libcst as cst
 
+from ..classes import dotted_text
 from ..flow import DefKind, ScopeKind, lookup
 from .handed_params import PROJECT
 from .held_lists import ITEMS
@@ -54,7 +55,7 @@ class MethodCalls:
         if isinstance(func.value, cst.Name):
             kinds = (table.get(REGISTRIES, {}).get(func.value.value) or "").split("|")
         elif isinstance(func.value, cst.Dict):
-            kinds = [_dotted(el.value) for el in func.value.elements]
+            kinds = [dotted_text(el.value) or "" for el in func.value.elements]
         else:
             return None
         found = []
@@ -151,12 +152,3 @@ class MethodCalls:
         cls = own_definition(built.func, defs[0].env, defs[0].scope, DefKind.CLASS)
         got = self.effective(self.path, f"{cls}.{name}") if cls is not None else None
         return (self.path, got) if got is not None else None
-
-
-def _dotted(node) -> str:
-    """``layers.Attention`` as written; "" for anything but a name and its attributes."""
-    parts = []
-    while isinstance(node, cst.Attribute):
-        parts.append(node.attr.value)
-        node = node.value
-    return ".".join([node.value, *reversed(parts)]) if isinstance(node, cst.Name) else ""
