@@ -487,7 +487,7 @@ def test_mha012_witness_through_the_confirmer_worker():
          "fixtures/MHA012_mask_multiplied_before_softmax.py"],
         cwd=ROOT, capture_output=True, text=True, timeout=300)
     assert proc.returncode == 0, proc.stderr
-    assert "6 findings: 6 confirmed" in proc.stdout
+    assert "7 findings: 7 confirmed" in proc.stdout
 
 
 def test_a_helper_another_file_may_call_keeps_the_finding(tmp_path):
