@@ -108,13 +108,14 @@ class HandedParams:
         function of the file calls a parameter that the project's calls hand
         a torch attention module, or a project class a summary of which
         reaches a sink (``evaluate(model, loader)``, ``attend(self.attn, x)``)."""
+        if tree is None and "def " in source:  # parsed once: both readings read it
+            try:
+                tree = ast.parse(source)
+            except (SyntaxError, ValueError, RecursionError, MemoryError):
+                return False
         if super().gate(source, tree):  # type: ignore[misc]
             return True
-        if not self.files or "def " not in source:
-            return False
-        try:
-            tree = tree or ast.parse(source)
-        except (SyntaxError, ValueError, RecursionError, MemoryError):
+        if not self.files or tree is None:
             return False
         return bool(self.handed_functions(tree))
 
@@ -167,8 +168,7 @@ class HandedParams:
         return memo[key]
 
     def _module_handed(self, filename, func, param, depth) -> Optional[tuple]:
-        own = self.path == filename
-        tree = (self.own_tree() or self.__dict__.get("_gate_tree")) if own else _tree(filename)
+        tree = self._ast(filename)
         fdef = module_function(tree, func) if tree is not None else None
         if fdef is None:
             return None
@@ -210,20 +210,21 @@ class HandedParams:
         out: list = []
         for where in [filename, *mentioned]:
             self.depend(where)
-            own = where == self.path
-            there = (self.own_tree() or self.__dict__.get("_gate_tree")) if own else _tree(where)
+            there = self._ast(where)
             found = _calls_in(there, func) if there is not None else None
             if found is None:
                 return None
-            imported = {n for n in found[1] if self._import_of(where, n) is not None}
-            out.extend(
-                (where, there, c, fn, cls)
-                for c, fn, cls, via in found[0]
-                if via in imported or via is None
-            )
-            if any(via is not None and via not in imported for _c, _fn, _cls, via in found[0]):
+            if any(via is not None and self._import_of(where, via) is None for *_, via in found):
                 return None  # ``x.evaluate(...)`` on something else: a method of that name
+            out.extend((where, there, c, fn, cls) for c, fn, cls, _via in found)
         return out
+
+    def _ast(self, path: str) -> Optional[ast.Module]:
+        """The ``ast`` of a project file; of the linted file, its own (or the
+        one the gate was handed before the analysis owned the file)."""
+        if path == self.path:
+            return self.own_tree() or self.__dict__.get("_gate_tree")
+        return _tree(path)
 
     def handed_where(self, func: str, param: str) -> str:
         """Where the project's calls hand the linted file's ``func`` its
@@ -311,7 +312,7 @@ class HandedParams:
             value = construction.get(param)
             if not isinstance(value, tuple):
                 return None
-            there = self.own_tree() if value[0] == self.path else _tree(value[0])
+            there = self._ast(value[0])
             kinds.add(self._named_class(value[0], there, value[1]) if there else None)
         return kinds.pop() if len(kinds) == 1 else None
 
@@ -336,21 +337,6 @@ class HandedParams:
         return (PROJECT, loc[0], loc[1])
 
 
-_LOADED: List[tuple] = []  # (tree, the names it reads), the last two
-
-
-def _loaded_names(tree: ast.Module) -> frozenset:
-    for kept, names in _LOADED:
-        if kept is tree:
-            return names
-    names = frozenset(
-        n.id for n in ast.walk(tree) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load)
-    )
-    _LOADED.insert(0, (tree, names))
-    del _LOADED[2:]
-    return names
-
-
 def _params(fn: ast.AST) -> List[str]:
     a = fn.args
     return [x.arg for x in a.posonlyargs + a.args + a.kwonlyargs] + [
@@ -361,36 +347,24 @@ def _params(fn: ast.AST) -> List[str]:
 def _bound_once(owner: ast.AST, name: str) -> Optional[ast.AST]:
     """What ``name`` is bound to in ``owner`` (a function's own body, or a
     module's top level), when one plain assignment binds it and nothing else
-    does (a loop, ``with``, an augmented assignment, ``global``)."""
+    does (a loop, ``with``, an augmented assignment, a tuple target,
+    ``global``): the name is stored once, by that assignment."""
     nodes = astwalk.own_nodes(owner) if not isinstance(owner, ast.Module) else _top(owner)
-    value = None
-    count = 0
+    stores = [
+        n
+        for n in nodes
+        if isinstance(n, ast.Name) and n.id == name and not isinstance(n.ctx, ast.Load)
+    ]
+    if len(stores) != 1 or any(
+        isinstance(n, (ast.Global, ast.Nonlocal)) and name in n.names for n in nodes
+    ):
+        return None
     for node in nodes:
-        if isinstance(node, ast.Assign):
-            for t in node.targets:
-                if isinstance(t, ast.Name) and t.id == name:
-                    count += 1
-                    value = node.value
-                elif _binds(t, name):
-                    return None
-        elif isinstance(node, (ast.AnnAssign, ast.AugAssign)) and _binds(node.target, name):
-            if isinstance(node, ast.AugAssign) or node.value is None:
-                return None
-            count += 1
-            value = node.value
-        elif isinstance(node, (ast.For, ast.AsyncFor, ast.comprehension)) and _binds(
-            node.target, name
-        ):
-            return None
-        elif isinstance(node, (ast.With, ast.AsyncWith)) and any(
-            i.optional_vars is not None and _binds(i.optional_vars, name) for i in node.items
-        ):
-            return None
-        elif isinstance(node, (ast.Global, ast.Nonlocal)) and name in node.names:
-            return None
-        elif isinstance(node, ast.NamedExpr) and node.target.id == name:
-            return None
-    return value if count == 1 else None
+        if isinstance(node, ast.Assign) and any(t is stores[0] for t in node.targets):
+            return node.value
+        if isinstance(node, ast.AnnAssign) and node.target is stores[0]:
+            return node.value
+    return None
 
 
 def _method(tree: ast.Module, cls: str, name: str) -> Optional[ast.FunctionDef]:
@@ -438,10 +412,6 @@ def _attr_built(tree: ast.Module, cls: str, attr: str) -> Optional[List[ast.AST]
     return out or None
 
 
-def _binds(target: ast.AST, name: str) -> bool:
-    return any(isinstance(n, ast.Name) and n.id == name for n in ast.walk(target))
-
-
 def _top(tree: ast.Module) -> List[ast.AST]:
     """The nodes of a module's top level, outside functions and classes
     (``if __name__ == "__main__":`` blocks included)."""
@@ -456,12 +426,12 @@ def _top(tree: ast.Module) -> List[ast.AST]:
     return out
 
 
-def _calls_in(tree: ast.Module, func: str) -> Optional[tuple]:
-    """The calls of ``func`` in ``tree``, each as (the call, the function around it or None, the class that
-    function is a method of or None, the module name it is called on or None:
-    ``evaluation.evaluate(...)``), and the names calls go through; None when
-    the function is read otherwise than called (passed around), or imported
-    under another name."""
+def _calls_in(tree: ast.Module, func: str) -> Optional[list]:
+    """The calls of ``func`` in ``tree``, in the order of the text, each as
+    (the call, the function around it or None, the class that function is a
+    method of or None, the name it is called on or None:
+    ``evaluation.evaluate(...)``); None when the function is read otherwise
+    than called (passed around), or imported under another name."""
     calls = []
     stack: List[Tuple[ast.AST, Optional[ast.AST], Optional[str], Optional[str]]] = [
         (tree, None, None, None)
@@ -493,7 +463,7 @@ def _calls_in(tree: ast.Module, func: str) -> Optional[tuple]:
     if loads > len(called):
         return None  # ``run = fit``, ``partial(fit, ...)``: called elsewhere
     calls.sort(key=lambda c: (c[0].lineno, c[0].col_offset))  # in the order of the text
-    return calls, {via for *_, via in calls if via is not None}
+    return calls
 
 
 class GateFiles(HandedParams, ProjectFiles):
