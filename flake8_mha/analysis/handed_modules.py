@@ -37,5 +37,5 @@ def handed_torch(d: Def, torch_leaf: bool) -> Optional[list]:
     inst = Instance(spec, None, None, False)
     inst.made_batch_first = got[2]
     at = project.handed_where(func.name.value, d.node.name.value)
-    inst.handed = (d.node.name.value, func.name.value, at)  # and the module's name
+    inst.handed = (d.node.name.value, func.name.value, at)  # ``annotate`` adds the module
     return [inst]

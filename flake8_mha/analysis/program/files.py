@@ -341,9 +341,11 @@ class ProjectFiles(Composing):
         sink (a base class whose ``self._attend(...)`` its subclasses call),
         or builds a torch attention module (a mixin's factory method)."""
         loc = self._defined(target)
-        if loc is None or "." in loc[1]:
-            return False
-        filename, cls = loc
+        return loc is not None and "." not in loc[1] and self.class_reaches(*loc)
+
+    def class_reaches(self, filename: str, cls: str) -> bool:
+        """Some method of the class ``cls`` of ``filename`` reaches a sink, or
+        builds a torch attention module."""
         prefix = cls + "."
         table = self.summaries(filename)
         if any(key.startswith(prefix) for key in table.get(TORCH_MODULES, {})):

@@ -134,7 +134,7 @@ class HandedParams:
                 continue
             for param in called_params(node):
                 got = self.module_handed(node.name, param)
-                if got is not None and (got[0] == TORCH or self._reaches(got[1], got[2])):
+                if got is not None and (got[0] == TORCH or self.class_reaches(got[1], got[2])):
                     handed.append(node.name)
                     break
         self._handed_funcs = (tree, handed)
@@ -143,10 +143,6 @@ class HandedParams:
     def imported_names(self, tree: ast.Module) -> List[str]:
         names = super().imported_names(tree)  # type: ignore[misc]
         return names + self.handed_functions(tree)
-
-    def _reaches(self, filename: str, cls: str) -> bool:
-        prefix = cls + "."
-        return any(k.startswith(prefix) for k in self.summaries(filename))
 
     def module_handed(
         self, func: str, param: str, filename: Optional[str] = None, depth: int = 0
