@@ -19,9 +19,10 @@ def reaching(stores: Dict[str, List[ast.AST]], at: ast.AST, parents: Dict[int, a
     handed to SDPA on the other; release review 30).  ``parents``: each
     node's parent in the function (``parents_of``)."""
     out = None
+    above = _above(at, parents)
     for name, defs in stores.items():
         # a rebinding to a step of itself after the sink: the sink reads it as it came
-        kept = [d for d in defs if _may_run_before(d, at, parents)]
+        kept = [d for d in defs if _may_run_before(d, above, parents)]
         if isinstance(defs, Rebound) and kept:
             continue
         if len(kept) != len(defs):
@@ -33,17 +34,45 @@ def reaching(stores: Dict[str, List[ast.AST]], at: ast.AST, parents: Dict[int, a
     return stores if out is None else out
 
 
+# node types ``ast.parse`` shares across a tree (``Load()``, ``Add()``): no one parent
+_SHARED = (ast.expr_context, ast.operator, ast.boolop, ast.unaryop, ast.cmpop)
+
+
 def parents_of(func) -> Dict[int, ast.AST]:
-    return {id(c): n for n in ast.walk(func) for c in ast.iter_child_nodes(n)}
+    """Each node's parent in ``func`` (by ``id``), in one loop over the fields
+    (half of ``ast.walk`` with ``ast.iter_child_nodes``'s cost)."""
+    out: Dict[int, ast.AST] = {}
+    stack = [func]
+    pop, push = stack.pop, stack.append
+    while stack:
+        n = pop()
+        for field in n._fields:
+            value = getattr(n, field, None)
+            if value.__class__ is list:
+                for c in value:
+                    if isinstance(c, ast.AST) and not isinstance(c, _SHARED):
+                        out[id(c)] = n
+                        push(c)
+            elif isinstance(value, ast.AST) and not isinstance(value, _SHARED):
+                out[id(value)] = n
+                push(value)
+    return out
 
 
-def _may_run_before(store: ast.AST, at: ast.AST, parents: Dict[int, ast.AST]) -> bool:
-    above = {}  # each ancestor of ``at`` -> the child of it on the way to ``at``
+def _above(at: ast.AST, parents: Dict[int, ast.AST]) -> Dict[int, ast.AST]:
+    """Each ancestor of ``at`` -> the child of it on the way to ``at``."""
+    above = {}
     node = at
     while id(node) in parents:
         up = parents[id(node)]
         above[id(up)] = node
         node = up
+    return above
+
+
+def _may_run_before(store: ast.AST, above: Dict[int, ast.AST], parents) -> bool:
+    """Whether ``store`` may run before the statement whose ancestors are
+    ``above`` (``_above``)."""
     if id(store) in above:  # the call is in the store's value: it runs first
         return _in_loop(store, parents)
     node = store
