@@ -70,6 +70,16 @@ class IgnoreMaskToSdpa(MaskRule):
           tokenizer's `batch["attention_mask"]` is 1 = keep. A wrapper's own
           `kwargs["pad_mask"]` is not a field: its callers say what it is.
           Probe AH's AH04; `fixtures/program_calls/batch_fields/`.
+        - A test for zeros whose operand says nothing (`(images == 0).all(dim=1)`,
+          `x.abs().sum(-1) == 0`: padded pixels or frames, zero-filled by the
+          collator) is True = ignore when the local it is bound to says
+          padding (`pad`, `padding`, `pad_mask`, `is_pad`), weak evidence as a
+          name is; not a test for non-zeros (`!= 0` marks what is there), nor
+          one of a length, a count, a mask or a pad id or amount (`pad_len ==
+          0` marks the rows *without* padding). A mask resampled to a feature
+          map (`F.interpolate(pad[:, None].float(), size=...).bool()[:, 0]`,
+          DETR's backbones) keeps its meaning. Probe AQ's AQ24;
+          `fixtures/program_calls/padded_pixels/`.
         - `torch.where(mask, scores, -inf)` keeps the scores where the mask is
           True, the same door as SDPA: an ignore-mask there is reported too; one
           whose meaning comes from a triangle, or from one tensor of ids

@@ -45,6 +45,7 @@ from .domain import (
     additive,
     broadcast,
     combine,
+    comparison,
     flip_meaning,
     join,
     join_all,
@@ -53,7 +54,14 @@ from .domain import (
 )
 from .dtypes import Dtypes
 from .hooks import hooked
-from .names import IGNORE_PARAM_NAMES, TOKENIZER_KEYS, last_name, string_key
+from .names import (
+    IGNORE_PARAM_NAMES,
+    TOKENIZER_KEYS,
+    last_name,
+    says_padding,
+    string_key,
+    zero_test,
+)
 from .numbers import MAX_DEPTH, Numbers
 from .offsets import Offsets
 from .ops import Ops
@@ -195,6 +203,10 @@ class MaskEvaluator(Calls, Numbers, Comparisons, Segments, Offsets, Shapes, Dtyp
             if changes and not self._inside_its_one_change(node, changes):
                 return UNKNOWN_MASK  # changed in place: x.fill_(v), x.triu_(1), x[i] = v
         value = join_all([self._def(d, at) for d in defs])
+        if value.meaning is None and value.kind in (BOOL, None) and len(defs) == 1:
+            named = self._named_padding(node.value, defs[0])
+            if named is not None:
+                return named
         if value.fill == "zeros" and len(defs) == 1 and defs[0].scope is not None:
             ones = self._mutations(defs[0].scope).get(ONES + node.value)
             if ones:  # ``node_mask = x.new_zeros(B, N)`` then ``node_mask[batch, idx] = 1.0``
@@ -203,6 +215,16 @@ class MaskEvaluator(Calls, Numbers, Comparisons, Segments, Offsets, Shapes, Dtyp
                 dtype = value.dtype or "float32"
                 return Mask(kind=kind, dtype=dtype, kind_origin=origin, zero_one=True)
         return value
+
+    def _named_padding(self, name: str, d: Def) -> Optional[Mask]:
+        """``pad = (images == 0).all(dim=1)``: a test for zeros whose meaning
+        the code does not say, bound to a name that says padding, marks the
+        padding (True = ignore), by that name (probe AQ's AQ24, DETR-style
+        backbones that find padded pixels)."""
+        if d.kind != "assign" or not says_padding(name) or zero_test(d.node) is None:
+            return None
+        text = f"{self.text(d.node)}, named {name}"
+        return comparison(IGNORE, None, Origin(d.node, text, by_name=True))
 
     def _def(self, d: Def, at: At) -> Mask:
         frame = frame_for(d.scope, at.frame)

@@ -83,6 +83,63 @@ def is_pad_name(node: cst.CSTNode) -> bool:
     )
 
 
+_NOT_PADDING = ("len", "size", "num", "count", "idx", "width", "amount", "value", "token")
+
+
+def says_padding(name: str) -> bool:
+    """A local whose name says it marks padding (``pad``, ``padding``,
+    ``pad_mask``, ``is_pad``), not an amount or an id of it (``pad_len``,
+    ``pad_idx``, ``pad_token``)."""
+    low = name.lower()
+    return "pad" in low and not any(w in low for w in _NOT_PADDING)
+
+
+def zero_test(node: cst.CSTNode) -> Optional[cst.CSTNode]:
+    """What ``x == 0`` or ``x.eq(0)`` tests, possibly reduced over an axis
+    (``(images == 0).all(dim=1)``, ``torch.all(x == 0, -1)``): True where the
+    values are zero, the way padded pixels or frames are told apart; None
+    for anything else, and for a mask, a length, a count or a pad id or
+    amount compared with zero (``pad_len == 0`` marks the rows *without*
+    padding)."""
+    while isinstance(node, cst.Call):
+        func = node.func
+        if isinstance(func, cst.Attribute) and func.attr.value in ("all", "any"):
+            if isinstance(func.value, cst.Name) and func.value.value == "torch":
+                if not node.args:
+                    return None
+                node = node.args[0].value
+            else:
+                node = func.value
+        elif isinstance(func, cst.Attribute) and func.attr.value == "eq" and len(node.args) == 1:
+            return _tested(func.value) if _is_zero(node.args[0].value) else None
+        else:
+            return None
+    if not isinstance(node, cst.Comparison) or len(node.comparisons) != 1:
+        return None
+    comp = node.comparisons[0]
+    if not isinstance(comp.operator, cst.Equal):
+        return None
+    if _is_zero(comp.comparator):
+        return _tested(node.left)
+    return _tested(comp.comparator) if _is_zero(node.left) else None
+
+
+def _tested(node: cst.CSTNode) -> Optional[cst.CSTNode]:
+    """``node``, unless its name says it is no data (a mask, a length, a
+    count, a pad id or amount)."""
+    inner = node
+    while isinstance(inner, cst.Call) and isinstance(inner.func, cst.Attribute):
+        inner = inner.func.value  # ``x.abs().sum(-1)``: what ``x`` is
+    name = last_name(inner)
+    if is_mask_or_length(inner) or is_pad_name(inner) or (name and is_count_name(name)):
+        return None
+    return node
+
+
+def _is_zero(node: cst.CSTNode) -> bool:
+    return isinstance(node, (cst.Integer, cst.Float)) and float(node.value) == 0.0
+
+
 def is_token_name(node: cst.CSTNode) -> bool:
     """Names that hold token ids: ``input_ids``, ``tokens``, ``src``."""
     name = last_name(node)

@@ -145,6 +145,9 @@ OPS: Tuple[Op, ...] = (
         ("masked_fill", "masked_fill_"),
     ),
     Op("pad", ("input",), ("torch.nn.functional.pad",)),
+    # a mask resampled to a feature map (DETR's backbone: ``F.interpolate(m[None].float(),
+    # size=x.shape[-2:]).to(torch.bool)[0]``)
+    Op("resample", ("input",), ("torch.nn.functional.interpolate",)),
     Op("concat", ("tensors",), _torch("cat", "concat", "concatenate")),
     Op(
         "reshape",
@@ -408,6 +411,18 @@ class Ops:
         if inner.none or inner.meaning not in (KEEP, IGNORE, ADDITIVE):
             return UNKNOWN_MASK
         return replace(inner, tri=None, fill=None)
+
+    def _op_resample(self, call: OpCall, at: At) -> Mask:
+        """``F.interpolate(mask[:, None].float(), size=feat.shape[-2:])``: the
+        positions a keep- or ignore-mask marks, resampled to another grid,
+        marked as before (nearest by default; an interpolated 0/1 made bool
+        again marks what touches them).  The sizes change: the layout is
+        unknown."""
+        src = call.arg("input")
+        inner = self.eval(src, at) if src is not None else UNKNOWN_MASK
+        if inner.none or inner.meaning not in (KEEP, IGNORE) or inner.causal or inner.tri:
+            return UNKNOWN_MASK
+        return replace(inner, fill=None, layout=None, shape_origin=None)
 
     def _op_concat(self, call: OpCall, at: At) -> Mask:
         """``torch.cat([ones(B, 1, dtype=bool), keep], 1)`` (a class token put

@@ -30,7 +30,9 @@ def summary_of(ev, m, node, name: str) -> dict:
     out["zero_one"] = bool(m.zero_one)
     out["by_name"] = bool(m.origin is not None and m.origin.by_name)
     origin = m.origin or m.kind_origin or m.shape_origin
-    out["source"] = ev.text(origin.node) if origin is not None else None
+    out["source"] = None if origin is None else ev.text(origin.node)
+    if origin is not None and origin.by_name and origin.text.startswith(out["source"] + ","):
+        out["source"] = origin.text  # what the name adds: ``(images == 0).all(1), named pad``
     line = ev.line(origin.node) if origin is not None else None
     out["line"] = line if line is not None else ev.line(node)
     out["name"] = name
