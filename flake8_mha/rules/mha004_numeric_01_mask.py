@@ -44,6 +44,14 @@ class NumericZeroOneMask(MaskRule):
         # or an additive mask: nn.Transformer.generate_square_subsequent_mask(L)
         """
     DECISIONS = """
+        - `1 - mask` of a mask the code does not show (a parameter or a batch
+          entry named `mask`, `src_mask`, `valid`, `keep`: a collate
+          function's, or the caller's outside the project) holds numbers:
+          torch refuses `-` on a bool tensor, so the mask is float or integer
+          and `1 - mask` its 0/1 inversion; reported as a float mask (what a
+          collate function's `torch.zeros(...)` makes; an integer one raises
+          instead). UCE's `src_key_padding_mask=(1 - mask)`, release review
+          46. `1 - alpha` of any other name is no mask.
         - A 0/1 mask added into a bias (`position_bias + mask01`, T5's
           relative bias folded with a float keep-mask) is still a 0/1 mask
           added: the sum handed to SDPA or an attention module as its mask

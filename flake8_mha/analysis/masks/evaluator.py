@@ -519,6 +519,13 @@ class MaskEvaluator(Calls, Numbers, Comparisons, Segments, Offsets, Shapes, Dtyp
                 if is_float and inner.kind == INT:
                     out = replace(out, dtype="float32", kind_origin=self.origin(node))
                 return out
+            if not inner.known and not inner.none and _says_mask(node.right):
+                # ``1 - mask`` of a mask the code does not show (a collate function's, release
+                # review 46's UCE): a bool one cannot be subtracted from, so it holds numbers,
+                # and the 0/1 it is inverted as; its meaning unknown
+                origin = self.origin(node)
+                dtype = "float32" if isinstance(one, float) else None
+                return Mask(kind=FLOAT01, dtype=dtype, kind_origin=origin, zero_one=True)
         return UNKNOWN_MASK
 
     # ----------------------------------------------------------------- calls
@@ -732,3 +739,11 @@ def _special_ne(node) -> bool:
         if is_token_name(tokens) and name.endswith(_SPECIAL_ENDS):
             return True
     return False
+
+
+def _says_mask(node) -> bool:
+    """A name (or attribute) that says it holds a mask: ``mask``, ``src_mask``,
+    ``valid``, ``keep``."""
+    name = last_name(node)
+    low = (name or "").lower()
+    return "mask" in low or low in ("valid", "keep", "is_valid")
