@@ -24,7 +24,7 @@ from ..values import literal
 from . import lambdas
 from .comments import DocLine
 from .padded_ids import compared, read_compared
-from .helper_forms import read_stated, read_swap
+from .helper_calls import CYCLE, HelperCalls, real, said
 from .domain import (
     BATCH,
     CHANNEL,
@@ -49,7 +49,6 @@ from .domain import (
     useful,
 )
 
-CYCLE = Layout((), None, "cycle")  # met again while being computed: no say in a join
 _TRANSFORMS = (
     "transpose",
     "swapaxes",
@@ -217,20 +216,6 @@ _ELEMENTWISE = frozenset(
 )
 
 
-def real(v: Optional[Layout]) -> Optional[Layout]:
-    return None if v is CYCLE else v
-
-
-def said(v: Optional[Layout]) -> Optional[Layout]:
-    """``real(v)``, or None when it states no axis's role (``x.flatten(0,
-    1)`` of a ``[batch, num_series, ...]`` comment whose other axes say
-    nothing): a swap of it is a swap of data of unknown layout."""
-    v = real(v)
-    if v is None or v.conforms or v.disagree or any(r is not None for r in v.roles):
-        return v
-    return None
-
-
 class Frame:
     __slots__ = ("func", "fscope", "args", "env", "scope", "parent")
 
@@ -244,7 +229,7 @@ EINOPS_LAYERS = ("einops.layers.torch.Rearrange",)
 REARRANGE_LAYER = "einops.Rearrange"
 
 
-class LayoutCalls:
+class LayoutCalls(HelperCalls):
     """The call cases of ``LayoutEvaluator`` (which supplies ``eval``,
     ``qualname``, ``resolver``, ... )."""
 
@@ -367,8 +352,10 @@ class LayoutCalls:
             got = self._call(run, cenv, cscope, cframe, depth + 1, None)
             return lambdas.anchored(got, run, node)
         if isinstance(func, cst.Name) and node.args:
-            got = self._swap_helper(node, env, scope, frame, depth) or self._stated_helper(
-                node, env, scope
+            got = (
+                self._swap_helper(node, env, scope, frame, depth)
+                or self._chain_helper(node, env, scope, frame, depth)
+                or self._stated_helper(node, env, scope)
             )
             if got is not None:
                 return got
@@ -385,64 +372,6 @@ class LayoutCalls:
             # ``x.permute(1, 0, 2)``): the per-token step keeps it so
             return fed if fed is not None and (fed.conforms or fed.batch_first is False) else None
         return got
-
-    def _swap_helper(self, node: cst.Call, env, scope, frame, depth) -> Optional[Layout]:
-        """A call of a helper another project file defines whose one return
-        swaps the first two axes of its parameter (``def to_time_major(x):
-        return x.transpose(0, 1)``): the swap, of the caller's argument, at
-        the call (its line is the evidence)."""
-        got = self._helper_form(node, env, scope, "layout-swap", read_swap)
-        if got is None:
-            return None
-        arg = got.args.get(got.form["params"][0])
-        if arg is None:
-            return None
-        swap = self.__dict__.setdefault("_swaps", {})
-        if id(node) not in swap:  # one made node per call, kept as long as the evaluator
-            made = cst.Call(
-                cst.Attribute(arg, cst.Name("transpose")),
-                [cst.Arg(cst.Integer("0")), cst.Arg(cst.Integer("1"))],
-            )
-            swap[id(node)] = (node, made)
-        made = swap[id(node)][1]
-        inner = said(self.eval(arg, env, scope, frame, depth))
-        if inner is None:
-            return self.swap_layout(node)  # the call itself is what the module is fed
-        return transform(inner, "transpose", made, node)
-
-    def _stated_helper(self, node: cst.Call, env, scope) -> Optional[Layout]:
-        """A call of a helper another project file defines whose one return
-        has a layout its own file states (``return h.mean(2).transpose(0, 1)
-        # (T, B, D)``: probe AD's LA03a), whatever it is handed: that layout,
-        its evidence in the helper's file."""
-        got = self._helper_form(node, env, scope, "layout-stated", read_stated)
-        if got is not None and got.form.get("swap") is True:
-            return self.swap_layout(node)  # an axis swap of what it computes: the conversion
-        if got is None or not got.form.get("roles"):
-            return None
-        form = got.form
-        where = (got.where or "", form.get("line"), form.get("code", ""))
-        return Layout(tuple(form["roles"]), node, form.get("how", "helper"), origin=where)
-
-    def _helper_form(self, node: cst.Call, env, scope, salt: str, read):
-        """``helper_form`` of the project for a helper another project file
-        defines (``program/returns.py``), else None."""
-        from ..program.returns import ReturnsFiles
-
-        project = getattr(self.ctx, "project", None)
-        if not isinstance(project, ReturnsFiles):
-            # a file the layout reads for the linted one: its helpers' files, from its place
-            path = getattr(project, "path", None)
-            if not path:
-                return None
-            made = self.__dict__.setdefault("_helper_files", {})
-            if path not in made:
-                made[path] = ReturnsFiles(path)
-            project = made[path]
-        try:
-            return project.helper_form(node, env, scope, salt, read)
-        except (OSError, ValueError, RecursionError):
-            return None
 
     def _checkpointed(self, node: cst.Call) -> Optional[cst.Call]:
         """``checkpointed(node)``, made once per node and kept as long as the

@@ -1,8 +1,8 @@
 """What the layout reads of a helper of another project file, in the
 helper's own file (``program/returns.py``'s ``helper_reading``): a return
-that swaps the first two axes of a parameter (``read_swap``), or a return
-whose layout that file states, or a swap of data of unknown layout
-(``read_stated``).  Small JSON forms, kept in the results cache by the
+that swaps the first two axes of a parameter (``read_swap``), a chain of
+axis moves on a parameter (``read_chain``), or a return whose layout that
+file states, or a swap of data of unknown layout (``read_stated``).  Small JSON forms, kept in the results cache by the
 helper file's bytes."""
 
 from __future__ import annotations
@@ -41,6 +41,65 @@ def read_swap(ctx, func: cst.FunctionDef, fscope) -> Optional[dict]:
             and is_swap_pattern(pattern.evaluated_value or "")
         ):
             return {"params": [data.value]}
+    return None
+
+
+# the tensor methods a helper's return may chain on its parameter for ``read_chain``:
+# axis moves and merges, and steps that keep the axes
+CHAIN_METHODS = frozenset(
+    {
+        "flatten",
+        "permute",
+        "transpose",
+        "swapaxes",
+        "swapdims",
+        "movedim",
+        "moveaxis",
+        "unsqueeze",
+        "squeeze",
+        "contiguous",
+    }
+)
+_MOVES = CHAIN_METHODS - {"contiguous"}
+
+
+def read_chain(ctx, func: cst.FunctionDef, fscope) -> Optional[dict]:
+    """The layout's reading of a helper, in its own file: its one return is a
+    chain of axis moves with literal arguments on one parameter (``def
+    to_tokens(fmap): return fmap.flatten(2).permute(2, 0, 1)``): the
+    parameter and the steps, which the caller applies to its own argument
+    as if it were written there (probe AR's AR03).  The helper's own file
+    cannot read it: what it moves is what each caller hands."""
+    if len(fscope.returns) != 1:
+        return None
+    node = fscope.returns[0][0]
+    params = {x.name.value for x in (*func.params.posonly_params, *func.params.params)}
+    steps = []
+    while isinstance(node, cst.Call) and isinstance(node.func, cst.Attribute):
+        method = node.func.attr.value
+        ints = [_int(a) for a in node.args]
+        if method not in CHAIN_METHODS or None in ints or any(a.keyword for a in node.args):
+            return None
+        steps.append([method, ints])
+        node = node.func.value
+    if not isinstance(node, cst.Name) or node.value not in params:
+        return None
+    if not any(m in _MOVES for m, _ in steps):
+        return None
+    return {"params": [node.value], "steps": steps[::-1]}
+
+
+def _int(a: cst.Arg) -> Optional[int]:
+    v = a.value
+    if a.star:
+        return None
+    if isinstance(v, cst.UnaryOperation) and isinstance(v.operator, cst.Minus):
+        return -_int(cst.Arg(v.expression)) if _int(cst.Arg(v.expression)) is not None else None
+    if isinstance(v, cst.Integer):
+        try:
+            return int(v.value, 0)
+        except ValueError:  # pragma: no cover - ``0_1`` and the like
+            return None
     return None
 
 
