@@ -132,7 +132,11 @@ class NumericZeroOneMask(MaskRule):
           scores: the one 0/1 summand of a local bound once to a sum, or the
           one mask-named operand a parameter's stores add into it), and a bias
           added before the mask (`scores = scores + alibi; scores = scores +
-          attention_mask`: of several added terms, the one named a mask).
+          attention_mask`: of several added terms, the one named a mask, or
+          else the one that is a parameter, bare, beside terms made in the
+          function: AlphaFold's row attention adds the pair bias it computes,
+          then its `bias` parameter, which a caller handing a 0/1 keep-mask
+          gets wrong, reported at that call; probe AR's AR10).
           HuggingFace T5's form, the fold made under `if position_bias is
           None:` and the bias handed to SDPA, is judged at the calls that
           leave `position_bias` None (the stack's first block; a call that

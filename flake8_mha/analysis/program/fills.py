@@ -330,8 +330,9 @@ def added_sinks(func, stores) -> List[Tuple[str, ast.AST, int]]:
     The scores are a query-key product (``@``, ``matmul``, ``bmm``,
     ``einsum``), scaled or not.  When several terms are added (a relative
     position bias or ALiBi first, then the mask), the one term named a mask
-    (``scores = scores + bias; scores = scores + mask``); empty when none or
-    several are (which is the mask is not known)."""
+    (``scores = scores + bias; scores = scores + mask``), else the one that
+    is a parameter, bare (the callers' term beside one made here); empty when
+    none or several are (which is the mask is not known)."""
     out = []
     for n in astwalk.own_nodes(func):
         if isinstance(n, ast.BinOp) and isinstance(n.op, ast.Add):
@@ -345,12 +346,22 @@ def added_sinks(func, stores) -> List[Tuple[str, ast.AST, int]]:
                 out.append((ADDED, term, n.lineno))
                 break
     if len(out) > 1:
-        out = [o for o in out if names_a_mask(o[1])]
+        named = [o for o in out if names_a_mask(o[1])]
+        # else the one term the callers hand in, beside terms made here (AlphaFold's row
+        # attention: a pair bias it computes, then its ``bias`` parameter; probe AR's AR10)
+        out = named or [o for o in out if _a_parameter(o[1], func)]
     if len(out) == 1 and not names_a_mask(out[0][1]):
         folded = folded_mask(out[0][1], stores)
         if folded is not None:  # T5: ``position_bias = position_bias + mask``, then added
             out = [(ADDED, folded, out[0][2])]
     return out if len(out) == 1 else []
+
+
+def _a_parameter(term: ast.AST, func) -> bool:
+    """``term`` is one of ``func``'s parameters, bare."""
+    a = func.args
+    names = {p.arg for p in (*a.posonlyargs, *a.args, *a.kwonlyargs)}
+    return isinstance(term, ast.Name) and term.id in names
 
 
 # names of libraries and of ``self``: no helper of another project file

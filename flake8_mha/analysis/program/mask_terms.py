@@ -44,6 +44,21 @@ def names_a_mask(term: ast.AST) -> bool:
     return isinstance(name, str) and "mask" in name.lower()
 
 
+_MOVES = ("permute", "transpose", "swapaxes", "movedim", "unsqueeze")
+
+
+def _moved(term: ast.AST) -> bool:
+    """``m.permute(0, 2, 1)``, ``m.unsqueeze(1)``: ``m``'s axes moved or added."""
+    return (
+        isinstance(term, ast.Call)
+        and isinstance(term.func, ast.Attribute)
+        and term.func.attr in _MOVES
+        and bool(term.args)
+        and not term.keywords
+        and all(steps.small_int(a) is not None for a in term.args)
+    )
+
+
 def multiplied_mask(term: ast.AST) -> bool:
     """A term multiplied into the scores that may be a 0/1 mask: one that
     says mask, ``valid`` or ``keep``, or a name given unit axes to meet the
@@ -54,9 +69,9 @@ def multiplied_mask(term: ast.AST) -> bool:
     if names_a_mask(term):
         return True
     shaped = False
-    while isinstance(term, ast.Subscript) or steps.repeated_rows(term):
+    while isinstance(term, ast.Subscript) or steps.repeated_rows(term) or _moved(term):
         if isinstance(term, ast.Call):  # ``mask.repeat_interleave(heads, dim=0)[:, None, :]``
-            term = term.func.value
+            term = term.func.value  # or ``mask.permute(0, 2, 1)[...]`` (probe AR's AR09)
             continue
         sl = term.slice
         items = sl.elts if isinstance(sl, ast.Tuple) else [sl]

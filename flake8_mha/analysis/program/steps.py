@@ -37,9 +37,15 @@ def rebinds(func, params: set, stores: Dict[str, List[ast.AST]]) -> Dict[str, Li
     ~mask.bool()``).  A parameter given a value only in an ``if p is
     None:`` with no ``else:`` (at the top level, or in ``if``, ``with`` and
     ``try`` blocks) keeps the caller's value, unchanged, on every path where
-    a caller gives one.  Any other store leaves the
+    a caller gives one.  A parameter reshaped once in the body of any other
+    top-level ``if`` without an ``else:`` (``if attn_mask is not None and
+    attn_mask.dim() == 3: attn_mask = attn_mask[:, None]``), by indexes and
+    ``unsqueeze`` only, keeps its meaning on every path, its shape on some:
+    the step ``expand`` (shape unknown).  Any other store leaves the
     parameter rebound."""
     allowed: Dict[int, Tuple[ast.Assign, Optional[str]]] = {}  # (statement, name tested)
+    # the stores in the body of another top-level ``if`` with no ``else:``: a shape on some paths
+    on_some_paths: Dict[int, ast.Assign] = {}
     # ``if p is None: p = <default>``: the caller's ``p`` after the ``if``
     defaulted: Dict[int, Tuple[str, ast.If]] = {}
     for stmt in func.body:
@@ -50,6 +56,8 @@ def rebinds(func, params: set, stores: Dict[str, List[ast.AST]]) -> Dict[str, Li
             for inner in stmt.body:
                 if isinstance(inner, ast.Assign):
                     allowed[id(inner)] = (inner, _not_none_test(stmt.test))
+        elif isinstance(stmt, ast.If) and not stmt.orelse:
+            on_some_paths.update((id(i), i) for i in stmt.body if isinstance(i, ast.Assign))
     for stmt in _in_blocks(func.body):
         if isinstance(stmt, ast.If) and _is_none(stmt.test) and not stmt.orelse:
             name = stmt.test.left
@@ -67,6 +75,11 @@ def rebinds(func, params: set, stores: Dict[str, List[ast.AST]]) -> Dict[str, Li
             out[p] = Rebound(test[1], [])
             continue
         got = allowed.get(id(defs[0])) if len(defs) == 1 else None
+        if got is None and len(defs) == 1 and id(defs[0]) in on_some_paths:
+            shaped = _reshaped_self(defs[0], p)
+            if shaped:
+                out[p] = Rebound(defs[0], [["expand"]])
+            continue
         if got is None or got[1] not in (None, p):
             continue
         stmt = got[0]
@@ -86,6 +99,20 @@ def rebinds(func, params: set, stores: Dict[str, List[ast.AST]]) -> Dict[str, Li
         if alias is not None:
             out[name] = alias
     return out
+
+
+def _reshaped_self(stmt: ast.Assign, p: str) -> bool:
+    """``p = p[:, None]`` or ``p = p.unsqueeze(1)``: ``p`` given axes, taken
+    or picked, nothing else."""
+    if len(stmt.targets) != 1 or not isinstance(stmt.targets[0], ast.Name):
+        return False
+    got = reach(stmt.value, {p}, {}, 0)
+    return (
+        got is not None
+        and got.get("param") == p
+        and bool(got["ops"])
+        and all(op[0] in ("index", "unsqueeze") for op in got["ops"])
+    )
 
 
 def _in_blocks(body):
@@ -579,12 +606,18 @@ def _op(expr: ast.AST) -> Optional[Tuple[ast.AST, Optional[list]]]:
         return func.value, ["eq0"]
     if name in ("view", "reshape") and _padding_view(func.value, args):
         return func.value, ["index", ":, None, None, :"]
-    if name == "unsqueeze" and len(args) == 1 and _small_int(args[0]) is not None:
-        return func.value, ["unsqueeze", _small_int(args[0])]
+    if name == "unsqueeze" and len(args) == 1 and small_int(args[0]) is not None:
+        return func.value, ["unsqueeze", small_int(args[0])]
     if name in ("expand", "expand_as", "broadcast_to", "view", "reshape") and args:
         # ``mask.expand(b, h, n, n)``, Reformer's chunked ``pad_mask.view(B, 1, L // c,
         # 1, c)``: its meaning, a new shape (a view to ``[:, None, None, :]`` is above)
         return func.value, ["expand"]
+    if name in ("permute", "transpose", "swapaxes", "movedim") and args:
+        # ``mask.permute(0, 2, 1)`` (an MSA's rows and columns swapped, probe AR's AR09):
+        # its meaning, axes in another order
+        if all(small_int(a) is not None for a in args):
+            return func.value, ["expand"]
+        return None
     if name == "flatten" and len(args) <= 2:
         # DETR's ``mask.flatten(1)``: a (B, H, W) pixel map as (B, H*W) keys (probe AN's AN11)
         return func.value, ["expand"]
@@ -638,7 +671,7 @@ def _padding_view(mask: ast.AST, args: List[ast.AST]) -> bool:
     """``mask.view(mask.size(0), 1, 1, mask.size(-1))`` (also ``.shape[i]``,
     ``reshape``): a 2-D ``(N, S)`` mask shaped ``(N, 1, 1, S)``, as
     ``mask[:, None, None, :]`` would."""
-    if len(args) != 4 or not all(_small_int(a) == 1 for a in args[1:3]):
+    if len(args) != 4 or not all(small_int(a) == 1 for a in args[1:3]):
         return False
     if _axis_of(args[0], mask) == 0 and _axis_of(args[3], mask) in (-1, 1):
         return True
@@ -650,7 +683,7 @@ def _padding_view(mask: ast.AST, args: List[ast.AST]) -> bool:
 def _size_name(node: ast.AST) -> bool:
     """A size as code writes one: a name (``B``, ``self.n``), ``-1``, or
     ``x.size(i)``/``x.shape[i]``."""
-    if isinstance(node, (ast.Name, ast.Attribute)) or _small_int(node) == -1:
+    if isinstance(node, (ast.Name, ast.Attribute)) or small_int(node) == -1:
         return True
     if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute):
         return node.func.attr == "size" and len(node.args) == 1
@@ -670,12 +703,12 @@ def _axis_of(node: ast.AST, mask: ast.AST) -> Optional[int]:
         return None
     if not (isinstance(mask, ast.Name) and isinstance(read.value, ast.Name)):
         return None
-    return _small_int(index) if read.value.id == mask.id else None
+    return small_int(index) if read.value.id == mask.id else None
 
 
-def _small_int(node: ast.AST) -> Optional[int]:
+def small_int(node: ast.AST) -> Optional[int]:
     if isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.USub):
-        v = _small_int(node.operand)
+        v = small_int(node.operand)
         return None if v is None else -v
     if isinstance(node, ast.Constant) and type(node.value) is int and abs(node.value) < 8:
         return node.value
