@@ -61,7 +61,11 @@ class MaskHeadsOrder(Rule):
         `self` method of the file, or a function of another file of the
         project, whose one return expands its parameter, or a local made
         from it by steps that keep its batch axis first (`~valid`, `pad ==
-        0`, `[:, None, :]`, `.expand(-1, T, -1)`, casts) (`def tile(mask,
+        0`, `[:, None, :]`, `.expand(-1, T, -1)`, casts, a local rebound
+        from itself, `.repeat_interleave(n_patches, dim=0)` of each sample's
+        rows, a join with a mask shared by the samples, `missing[:, None, :]
+        & ~eye`: probe AR's AR06 and AR14,
+        `fixtures/program_calls/head_major_builders/`) (`def tile(mask,
         heads): return mask.repeat(heads, 1, 1)`; the repeat factor is then
         read inside it, and when it is one of the helper's parameters the
         caller's argument for it must not be another count, such as a
@@ -562,12 +566,18 @@ def _scalar(node, env, scope) -> bool:
 def _batch_kept_root(node, env, scope) -> Optional[cst.Name]:
     """The name a local assigned once is made from by steps that keep its
     batch axis first (``pad[:, None, :]``, ``.unsqueeze(1)``, ``.expand(B, T,
-    T)``, casts, ``~``, a comparison with a literal or of the name's own rows):
+    T)``, ``.repeat_interleave(k, dim=0)``, casts, ``~``, a comparison with a
+    literal or of the name's own rows):
     whose rows a head-major repeat of the local tiles."""
     node, env, scope = _through_names(node, env, scope)
     for _ in range(MAX_DEPTH):
         if isinstance(node, cst.Name):
-            return node
+            # a local rebound from itself (``m = m.repeat_interleave(n, dim=0)``): what it was
+            deeper = _through_names(node, env, scope)
+            if deeper[0] is node:
+                return node
+            node, env, scope = deeper
+            continue
         if isinstance(node, cst.Subscript) and node.slice:
             first = node.slice[0].slice
             if not (isinstance(first, cst.Slice) and first.lower is None and first.upper is None):
@@ -575,6 +585,14 @@ def _batch_kept_root(node, env, scope) -> Optional[cst.Name]:
             node = node.value
         elif isinstance(node, cst.UnaryOperation) and isinstance(node.operator, cst.BitInvert):
             node = node.expression  # ``(~valid)[:, None, :]``: the same axes
+        elif isinstance(node, cst.BinaryOperation) and isinstance(
+            node.operator, (cst.BitAnd, cst.BitOr)
+        ):
+            # ``missing[:, None, :] & ~eye``: a per-sample mask joined with a shared
+            # one keeps its samples first (probe AR's AR06)
+            return _batch_kept_root(node.left, env, scope) or _batch_kept_root(
+                node.right, env, scope
+            )
         elif (
             isinstance(node, cst.Comparison)
             and len(node.comparisons) == 1
@@ -596,6 +614,10 @@ def _batch_kept_root(node, env, scope) -> Optional[cst.Name]:
                 node = node.func.value
             elif name in ("expand", "to", "bool", "float", "contiguous", "logical_not"):
                 node = node.func.value
+            elif name == "repeat_interleave" and _on_first_axis(node):
+                # ``m.repeat_interleave(n_patches, dim=0)``: each sample's rows, n times
+                # over, one after another (probe AR's AR14): still one sample a row
+                node = node.func.value
             elif name in _ELEMENTWISE and not node.args:
                 node = node.func.value  # ``logits.sigmoid() < 0.5`` (Mask2Former's helper)
             else:
@@ -603,6 +625,12 @@ def _batch_kept_root(node, env, scope) -> Optional[cst.Name]:
         else:
             return None
     return None
+
+
+def _on_first_axis(call: cst.Call) -> bool:
+    """``x.repeat_interleave(k, dim=0)`` or ``(k, 0)``: along the first axis."""
+    dim = arg_of(call, 1, "dim")
+    return dim is not None and _is_zero_arg(dim)
 
 
 def _is_zero_arg(node) -> bool:
