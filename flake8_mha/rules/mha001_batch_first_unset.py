@@ -53,8 +53,9 @@ class BatchFirstUnset(Rule):
         module's own output, shape comments (at the end of the line, on the
         line above, just below a reshape, or after a parameter in the
         signature), docstring entries that give a parameter's shape (also on
-        the lines below the entry, as transformers writes them) and jaxtyping
-        annotations,
+        the lines below the entry, as transformers writes them), a shape
+        check's message opening a function (`raise ValueError("x must have
+        shape (n_seq, n_batch, n_feats)")`) and jaxtyping annotations,
         followed through locals, helpers, methods, callers and module calls
         (`self.block(x)`, an `nn.ModuleList` looped over or indexed, an
         `nn.Sequential` of the file's blocks, and what a block's `forward`

@@ -290,6 +290,54 @@ def _index(
             index.by_value[id(small.value)] = (names, entries)
 
 
+_GUARDS = 4  # the statements at a function's top read for a shape check
+# ``x must have shape (n_seq, n_batch, n_feats)``, ``x should be of shape [B, L, D]``
+_MUST_HAVE = re.compile(
+    r"\b(\w+)\s+(?:must|should)\s+(?:have|be)\s+(?:of\s+)?shape\s*([(\[][^)\]]*[)\]])"
+)
+
+
+def _guards(statements) -> List[_Entry]:
+    """A shape check opening a function, ``if len(x.shape) != 3: raise
+    ValueError(f"x must have shape (n_seq, n_batch, n_feats) ...")`` or
+    ``assert x.dim() == 3, "x must have shape (B, L, D)"``: the layout its
+    message states for the name it names (grappa's ``GrappaTransformer``,
+    release review 46)."""
+    out: List[_Entry] = []
+    for stmt in statements:
+        message = None
+        if isinstance(stmt, cst.If) and isinstance(stmt.body, cst.IndentedBlock):
+            inner = stmt.body.body
+            if len(inner) == 1 and isinstance(inner[0], cst.SimpleStatementLine):
+                small = inner[0].body[0]
+                if isinstance(small, cst.Raise) and isinstance(small.exc, cst.Call):
+                    args = small.exc.args
+                    message = args[0].value if args else None
+        elif isinstance(stmt, cst.SimpleStatementLine) and isinstance(stmt.body[0], cst.Assert):
+            message = stmt.body[0].msg
+        text = _literal_text(message)
+        found = _MUST_HAVE.search(text) if text else None
+        if found is None:
+            continue
+        roles = roles_of_names(_DIM.findall(found.group(2)))
+        if useful(roles):
+            out.append((message, {found.group(1): roles}))
+    return out
+
+
+def _literal_text(node) -> Optional[str]:
+    """The text of a string literal, an f-string's literal parts."""
+    if isinstance(node, cst.SimpleString):
+        value = node.evaluated_value
+        return value if isinstance(value, str) else None
+    if isinstance(node, cst.FormattedString):
+        return "".join(p.value for p in node.parts if isinstance(p, cst.FormattedStringText))
+    if isinstance(node, cst.ConcatenatedString):
+        left, right = _literal_text(node.left), _literal_text(node.right)
+        return None if left is None or right is None else left + right
+    return None
+
+
 class CommentIndex:
     def __init__(self, module: cst.Module):
         self.module = module
@@ -371,6 +419,7 @@ class CommentIndex:
                     out += [
                         (DocLine(node, i, text), found) for i, text, found in _docstring_shapes(doc)
                     ]
+            out += _guards(body.body[:_GUARDS])
         return out
 
     @staticmethod
