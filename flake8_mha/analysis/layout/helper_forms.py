@@ -2,8 +2,8 @@
 helper's own file (``program/returns.py``'s ``helper_reading``): a return
 that swaps the first two axes of a parameter (``read_swap``), a chain of
 axis moves on a parameter (``read_chain``), or a return whose layout that
-file states, or a swap of data of unknown layout (``read_stated``).  Small JSON forms, kept in the results cache by the
-helper file's bytes."""
+file states, or a swap of data of unknown layout (``read_stated``).  Small
+JSON forms, kept in the results cache by the helper file's bytes."""
 
 from __future__ import annotations
 

@@ -137,7 +137,13 @@ def _tested(node: cst.CSTNode) -> Optional[cst.CSTNode]:
 
 
 def _is_zero(node: cst.CSTNode) -> bool:
-    return isinstance(node, (cst.Integer, cst.Float)) and float(node.value) == 0.0
+    """A literal zero (``0``, ``0.0``, ``0x0``)."""
+    if not isinstance(node, (cst.Integer, cst.Float)):
+        return False
+    try:
+        return node.evaluated_value == 0
+    except (ValueError, SyntaxError):  # pragma: no cover - a literal Python would refuse
+        return False
 
 
 def is_token_name(node: cst.CSTNode) -> bool:
