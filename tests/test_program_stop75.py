@@ -205,3 +205,45 @@ def test_one_minus_a_mask_the_code_does_not_show_is_a_numeric_mask(tmp_path):
     assert _one_minus(tmp_path, "mask", "1 - mask") == [(11, 16, "MHA004")]
     assert _one_minus(tmp_path / "b", "alpha", "1 - alpha") == []
     assert _one_minus(tmp_path / "c", "mask", "~mask") == []
+
+
+def test_keys_and_values_projected_from_masked_rows_are_still_masked_rows(tmp_path):
+    # probe AR's AR05 in one function: the history zeroed, then projected into K and V
+    pkg = write_package(tmp_path / "pkg", {"pool.py": PROJECTED})
+    assert _rows(analyze_file(str(pkg / "pool.py"), ["MHA015"])) == [(24, 16, "MHA015")]
+
+
+PROJECTED = """import torch
+import torch.nn as nn
+import torch.nn.functional as F
+
+PAD = 0
+
+
+class Pool(nn.Module):
+    def __init__(self, d, h):
+        super().__init__()
+        self.h = h
+        self.emb = nn.Embedding(100, d)
+        self.q = nn.Linear(d, d)
+        self.to_k = nn.Linear(d, d)
+        self.w_v = nn.Parameter(torch.randn(d, d))
+
+    def forward(self, tgt, ids):
+        keep = ids != PAD
+        hist = self.emb(ids) * keep.unsqueeze(-1)
+        b, l, d = hist.shape
+        q = self.q(tgt).view(b, 1, self.h, -1).transpose(1, 2)
+        k = self.to_k(hist).view(b, l, self.h, -1).transpose(1, 2)
+        v = (hist @ self.w_v).view(b, l, self.h, -1).transpose(1, 2)
+        return F.scaled_dot_product_attention(q, k, v)
+
+    def masked_scores_too(self, tgt, ids):
+        keep = ids != PAD
+        hist = self.emb(ids) * keep.unsqueeze(-1)
+        b, l, d = hist.shape
+        q = self.q(tgt).view(b, 1, self.h, -1).transpose(1, 2)
+        k = self.to_k(hist).view(b, l, self.h, -1).transpose(1, 2)
+        v = (hist @ self.w_v).view(b, l, self.h, -1).transpose(1, 2)
+        return F.scaled_dot_product_attention(q, k, v, attn_mask=keep[:, None, None, :])
+"""

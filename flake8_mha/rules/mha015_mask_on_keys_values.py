@@ -60,6 +60,9 @@ _NOT_PADDING = ("attn", "causal", "bias", "tri", "future", "head", "drop", "grad
 
 
 Found = Tuple[cst.CSTNode, Mask, str]  # where the mask is applied, the mask, "mul" | "fill"
+# the modules and functions that project each row of their input on its own
+_PROJECTIONS = ("torch.nn.Linear", "torch.nn.LazyLinear")
+_PROJECTION_FUNCS = {"torch.nn.functional.linear": True}
 
 
 class MaskOnKeysValues(Rule):
@@ -91,7 +94,10 @@ class MaskOnKeysValues(Rule):
         The mask's meaning comes from the mask analysis (a tokenizer
         `attention_mask`, `tokens != pad_id`, `arange(S) < lengths[:, None]`),
         followed through locals, shape and dtype methods, transposes and
-        einops `rearrange`. A helper whose one return multiplies by, or
+        einops `rearrange`, and through a projection of each row on its own
+        (`self.to_k(x)` of an `nn.Linear`, `F.linear(x, w)`, `x @ w_k`): rows
+        zeroed before it become the bias, or zero, and are still scored
+        (probe AR's AR05, in one function). A helper whose one return multiplies by, or
         zero-fills with, one of its parameters (`def zero_pad(x, keep): return
         x * keep[..., None]`), in any file of the project, is read in its own
         file and judged with the caller's argument for that parameter, as if
@@ -409,6 +415,8 @@ class MaskOnKeysValues(Rule):
                 return self.masked(node.left, env, scope, d) or self.masked(
                     node.right, env, scope, d
                 )
+            if isinstance(node.operator, cst.MatrixMultiply):
+                return self.masked(node.left, env, scope, d)  # ``x @ w_k``: x's rows projected
             if isinstance(node.operator, (cst.Divide, cst.FloorDivide)):
                 return self.masked(node.left, env, scope, d)
             return None
@@ -435,6 +443,12 @@ class MaskOnKeysValues(Rule):
             return self.masked(node.args[0].value, env, scope, d)
         if qn == "torch.where" and len(node.args) == 3:
             return self._where(node, env, scope, d)
+        if _PROJECTION_FUNCS.get(qn or "") and node.args and node.args[0].keyword is None:
+            return self.masked(node.args[0].value, env, scope, d)  # ``F.linear(x, w, b)``
+        if self._projection(func, env, scope) and node.args and node.args[0].keyword is None:
+            # ``k = self.to_k(x)`` of ``x = x * keep[..., None]``: each row projected on its
+            # own, a zeroed row becomes the bias (or zero), still scored (probe AR's AR05)
+            return self.masked(node.args[0].value, env, scope, d)
         if qn is not None or not isinstance(func, cst.Attribute):
             return None
         name = func.attr.value
@@ -447,6 +461,23 @@ class MaskOnKeysValues(Rule):
             got = self._zero_fill(node, node.args[0].value, node.args[1].value, env, scope)
             return got or self.masked(func.value, env, scope, d)
         return None
+
+    def _projection(self, func, env, scope) -> bool:
+        """``self.to_k`` built as ``nn.Linear`` (on every definition): a call
+        projects each row of its input on its own."""
+        if not (isinstance(func, cst.Attribute) and isinstance(func.value, cst.Name)):
+            return False
+        resolver = self.ctx.resolver
+        cls = resolver.self_class(func, env, scope)
+        defs = resolver.attr_defs(cls, func.attr.value) if cls is not None else ()
+        if not defs:
+            return False
+        for df in defs:
+            if df.kind != "assign" or not isinstance(df.node, cst.Call):
+                return False
+            if resolver.qualname(df.node.func, df.env, df.scope) not in _PROJECTIONS:
+                return False
+        return True
 
     def _in_place(self, scope) -> dict:
         """``_kv_rows.in_place`` of a function, read once."""
