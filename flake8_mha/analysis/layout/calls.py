@@ -352,10 +352,8 @@ class LayoutCalls(HelperCalls):
             got = self._call(run, cenv, cscope, cframe, depth + 1, None)
             return lambdas.anchored(got, run, node)
         if isinstance(func, cst.Name) and node.args:
-            got = (
-                self._swap_helper(node, env, scope, frame, depth)
-                or self._chain_helper(node, env, scope, frame, depth)
-                or self._stated_helper(node, env, scope)
+            got = self._chain_helper(node, env, scope, frame, depth) or self._stated_helper(
+                node, env, scope
             )
             if got is not None:
                 return got

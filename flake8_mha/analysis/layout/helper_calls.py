@@ -9,8 +9,8 @@ from typing import Optional
 
 import libcst as cst
 
-from .domain import Layout, transform
-from .helper_forms import read_chain, read_stated, read_swap
+from .domain import Layout
+from .helper_forms import read_chain, read_stated
 
 
 CYCLE = Layout((), None, "cycle")  # met again while being computed: no say in a join
@@ -34,35 +34,13 @@ class HelperCalls:
     """Mixed into ``LayoutCalls``: ``eval``, ``ctx``, ``swap_layout``,
     ``_marks`` and ``_swap_marks`` come from the evaluator."""
 
-    def _swap_helper(self, node: cst.Call, env, scope, frame, depth) -> Optional[Layout]:
-        """A call of a helper another project file defines whose one return
-        swaps the first two axes of its parameter (``def to_time_major(x):
-        return x.transpose(0, 1)``): the swap, of the caller's argument, at
-        the call (its line is the evidence)."""
-        got = self._helper_form(node, env, scope, "layout-swap", read_swap)
-        if got is None:
-            return None
-        arg = got.args.get(got.form["params"][0])
-        if arg is None:
-            return None
-        swap = self.__dict__.setdefault("_swaps", {})
-        if id(node) not in swap:  # one made node per call, kept as long as the evaluator
-            made = cst.Call(
-                cst.Attribute(arg, cst.Name("transpose")),
-                [cst.Arg(cst.Integer("0")), cst.Arg(cst.Integer("1"))],
-            )
-            swap[id(node)] = (node, made)
-        made = swap[id(node)][1]
-        inner = said(self.eval(arg, env, scope, frame, depth))
-        if inner is None:
-            return self.swap_layout(node)  # the call itself is what the module is fed
-        return transform(inner, "transpose", made, node)
-
     def _chain_helper(self, node: cst.Call, env, scope, frame, depth) -> Optional[Layout]:
         """A call of a helper another project file defines whose one return
         chains axis moves on its parameter (``to_tokens(fmap)`` of ``return
-        fmap.flatten(2).permute(2, 0, 1)``): the caller's argument moved so,
-        as if the chain were written at the call, which is the evidence."""
+        fmap.flatten(2).permute(2, 0, 1)``; ``def to_time_major(x): return
+        x.transpose(0, 1)``, or its ``rearrange``): the caller's argument moved
+        so, as if the chain were written at the call, which is the evidence
+        (a swap of data of unknown layout fed to a module: the conversion)."""
         got = self._helper_form(node, env, scope, "layout-chain", read_chain)
         if got is None:
             return None

@@ -1,8 +1,7 @@
 """What the layout reads of a helper of another project file, in the
 helper's own file (``program/returns.py``'s ``helper_reading``): a return
-that swaps the first two axes of a parameter (``read_swap``), a chain of
-axis moves on a parameter (``read_chain``), or a return whose layout that
-file states, or a swap of data of unknown layout (``read_stated``).  Small
+that moves a parameter's axes by a chain of methods or swaps its first two
+by ``rearrange`` (``read_chain``), or a return whose layout that file states, or a swap of data of unknown layout (``read_stated``).  Small
 JSON forms, kept in the results cache by the helper file's bytes."""
 
 from __future__ import annotations
@@ -13,35 +12,6 @@ import libcst as cst
 
 from .comments import DocLine
 from .domain import is_swap, is_swap_pattern
-
-
-def read_swap(ctx, func: cst.FunctionDef, fscope) -> Optional[dict]:
-    """The layout's reading of a helper, in its own file: its one return is
-    ``p.transpose(0, 1)``, ``p.permute(1, 0, 2)``, ``p.swapaxes(0, 1)`` or
-    ``rearrange(p, "b n d -> n b d")`` of its parameter ``p``."""
-    if len(fscope.returns) != 1:
-        return None
-    ret = fscope.returns[0][0]
-    if not isinstance(ret, cst.Call):
-        return None
-    params = {x.name.value for x in (*func.params.posonly_params, *func.params.params)}
-    f = ret.func
-    if isinstance(f, cst.Attribute) and isinstance(f.value, cst.Name):
-        if f.value.value in params and is_swap(ret, f.attr.value):
-            return {"params": [f.value.value]}
-        return None
-    if isinstance(f, (cst.Name, cst.Attribute)) and len(ret.args) == 2:
-        name = f.attr.value if isinstance(f, cst.Attribute) else f.value
-        data, pattern = ret.args[0].value, ret.args[1].value
-        if (
-            name == "rearrange"
-            and isinstance(data, cst.Name)
-            and data.value in params
-            and isinstance(pattern, cst.SimpleString)
-            and is_swap_pattern(pattern.evaluated_value or "")
-        ):
-            return {"params": [data.value]}
-    return None
 
 
 # the tensor methods a helper's return may chain on its parameter for ``read_chain``:
@@ -74,6 +44,11 @@ def read_chain(ctx, func: cst.FunctionDef, fscope) -> Optional[dict]:
         return None
     node = fscope.returns[0][0]
     params = {x.name.value for x in (*func.params.posonly_params, *func.params.params)}
+    swapped = _swap_rearranged(node)
+    if swapped is not None:  # ``rearrange(p, "b n d -> n b d")``: ``p.transpose(0, 1)``
+        return (
+            {"params": [swapped], "steps": [["transpose", [0, 1]]]} if swapped in params else None
+        )
     steps = []
     while isinstance(node, cst.Call) and isinstance(node.func, cst.Attribute):
         method = node.func.attr.value
@@ -87,6 +62,23 @@ def read_chain(ctx, func: cst.FunctionDef, fscope) -> Optional[dict]:
     if not any(m in _MOVES for m, _ in steps):
         return None
     return {"params": [node.value], "steps": steps[::-1]}
+
+
+def _swap_rearranged(ret: cst.BaseExpression) -> Optional[str]:
+    """``p`` of ``rearrange(p, "b n d -> n b d")``, a swap of the first two axes."""
+    if not isinstance(ret, cst.Call) or len(ret.args) != 2:
+        return None
+    f = ret.func
+    name = f.attr.value if isinstance(f, cst.Attribute) else getattr(f, "value", None)
+    data, pattern = ret.args[0].value, ret.args[1].value
+    if (
+        name == "rearrange"
+        and isinstance(data, cst.Name)
+        and isinstance(pattern, cst.SimpleString)
+        and is_swap_pattern(pattern.evaluated_value or "")
+    ):
+        return data.value
+    return None
 
 
 def _int(a: cst.Arg) -> Optional[int]:
