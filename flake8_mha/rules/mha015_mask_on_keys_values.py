@@ -62,7 +62,6 @@ _NOT_PADDING = ("attn", "causal", "bias", "tri", "future", "head", "drop", "grad
 Found = Tuple[cst.CSTNode, Mask, str]  # where the mask is applied, the mask, "mul" | "fill"
 # the modules and functions that project each row of their input on its own
 _PROJECTIONS = ("torch.nn.Linear", "torch.nn.LazyLinear")
-_PROJECTION_FUNCS = {"torch.nn.functional.linear": True}
 
 
 class MaskOnKeysValues(Rule):
@@ -443,7 +442,7 @@ class MaskOnKeysValues(Rule):
             return self.masked(node.args[0].value, env, scope, d)
         if qn == "torch.where" and len(node.args) == 3:
             return self._where(node, env, scope, d)
-        if _PROJECTION_FUNCS.get(qn or "") and node.args and node.args[0].keyword is None:
+        if qn == "torch.nn.functional.linear" and node.args and node.args[0].keyword is None:
             return self.masked(node.args[0].value, env, scope, d)  # ``F.linear(x, w, b)``
         if self._projection(func, env, scope) and node.args and node.args[0].keyword is None:
             # ``k = self.to_k(x)`` of ``x = x * keep[..., None]``: each row projected on its

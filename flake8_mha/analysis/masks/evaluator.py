@@ -58,6 +58,7 @@ from .names import (
     IGNORE_PARAM_NAMES,
     TOKENIZER_KEYS,
     last_name,
+    says_mask,
     says_padding,
     string_key,
     zero_test,
@@ -519,7 +520,7 @@ class MaskEvaluator(Calls, Numbers, Comparisons, Segments, Offsets, Shapes, Dtyp
                 if is_float and inner.kind == INT:
                     out = replace(out, dtype="float32", kind_origin=self.origin(node))
                 return out
-            if not inner.known and not inner.none and _says_mask(node.right):
+            if not inner.known and not inner.none and says_mask(node.right):
                 # ``1 - mask`` of a mask the code does not show (a collate function's, release
                 # review 46's UCE): a bool one cannot be subtracted from, so it holds numbers,
                 # and the 0/1 it is inverted as; its meaning unknown
@@ -739,11 +740,3 @@ def _special_ne(node) -> bool:
         if is_token_name(tokens) and name.endswith(_SPECIAL_ENDS):
             return True
     return False
-
-
-def _says_mask(node) -> bool:
-    """A name (or attribute) that says it holds a mask: ``mask``, ``src_mask``,
-    ``valid``, ``keep``."""
-    name = last_name(node)
-    low = (name or "").lower()
-    return "mask" in low or low in ("valid", "keep", "is_valid")

@@ -94,6 +94,13 @@ def says_padding(name: str) -> bool:
     return "pad" in low and not any(w in low for w in _NOT_PADDING)
 
 
+def says_mask(node: cst.CSTNode) -> bool:
+    """A name (or attribute) that says it holds a mask: ``mask``, ``src_mask``,
+    ``valid``, ``keep``."""
+    low = (last_name(node) or "").lower()
+    return "mask" in low or low in ("valid", "keep", "is_valid")
+
+
 def zero_test(node: cst.CSTNode) -> Optional[cst.CSTNode]:
     """What ``x == 0`` or ``x.eq(0)`` tests, possibly reduced over an axis
     (``(images == 0).all(dim=1)``, ``torch.all(x == 0, -1)``): True where the
